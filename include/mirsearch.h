@@ -1,0 +1,16 @@
+/* mirsearch.h - the public API of libmirsearch, a parallel superoptimizer
+ * for tensor programs.  Include this one header; link with
+ * `pkg-config --libs mirsearch`.  All names carry the mirs_ / MIRS_ prefix.
+ *
+ *   mirsearch/core.h   context, status codes, options, logging, Philox
+ *   mirsearch/graph.h  programs and µGraphs: build, parse, print, hash, eval
+ *   mirsearch/gpu.h    GPU availability (no CUDA headers required) */
+#ifndef MIRSEARCH_H
+#define MIRSEARCH_H
+
+#include "mirsearch/version.h"
+#include "mirsearch/core.h"
+#include "mirsearch/graph.h"
+#include "mirsearch/gpu.h"
+
+#endif

@@ -1,0 +1,132 @@
+/* mirsearch/graph.h - tensor programs and µGraphs: build, parse, print,
+ * hash, evaluate.
+ *
+ * A mirs_graph is a kernel graph: input tensors, operators and outputs.
+ * A *program* (the .graph format) has only predefined operators; a
+ * *µGraph* may also hold custom kernels, each a block graph (grid, block,
+ * forloop, tile inputs via imap/fmap, block ops, accumulators, outputs via
+ * omap) whose elementwise ops may be fused into thread-level chains.
+ * Tensors are identified by small integers (mirs_tensor) local to a graph.
+ * Every graph belongs to the context it was created from. */
+#ifndef MIRSEARCH_GRAPH_H
+#define MIRSEARCH_GRAPH_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "mirsearch/core.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MIRS_MAX_DIMS 6
+
+typedef enum mirs_dtype { MIRS_F16 = 0, MIRS_BF16 = 1, MIRS_F32 = 2 } mirs_dtype;
+
+/* Where an operator may appear (bitmask). */
+#define MIRS_LEVEL_K 1 /* kernel graph */
+#define MIRS_LEVEL_B 2 /* block graph */
+
+/* Operators, from mirsearch/ops.def. */
+typedef enum mirs_op {
+#define MIRS_OPDEF(name, spelling, arity, levels, kind) MIRS_OP_##name,
+#include "mirsearch/ops.def"
+#undef MIRS_OPDEF
+  MIRS_OP_COUNT
+} mirs_op;
+
+/* Operator spelling ("matmul"), or NULL when out of range. */
+MIRS_API const char *mirs_op_name(mirs_op op);
+/* Operator by spelling; MIRS_NOT_FOUND when there is none. */
+MIRS_API mirs_status mirs_op_lookup(const char *name, mirs_op *out);
+/* "f16", "bf16", "f32". */
+MIRS_API const char *mirs_dtype_name(mirs_dtype t);
+
+typedef struct mirs_graph mirs_graph;
+typedef int32_t mirs_tensor;
+
+/* ---------------------------------------------------------------- builder */
+
+/* Create an empty program named name (NULL: "program"). */
+MIRS_API mirs_status mirs_graph_create(mirs_context *ctx, const char *name, mirs_graph **out);
+MIRS_API void mirs_graph_destroy(mirs_graph *g);
+/* Add an input tensor.  name must be a new identifier; dims are ≥ 1. */
+MIRS_API mirs_status mirs_graph_add_input(mirs_graph *g, const char *name, mirs_dtype dtype,
+                                          int ndim, const int64_t *dims, mirs_tensor *out);
+/* Add a predefined kernel operator on inputs (arity per ops.def) whose
+ * result is named name (NULL: a fresh name).  Shapes are checked now;
+ * MIRS_SHAPE with a message on mismatch.  For MIRS_OP_SUM use
+ * mirs_graph_add_sum. */
+MIRS_API mirs_status mirs_graph_add_op(mirs_graph *g, const char *name, mirs_op op, int ninputs,
+                                       const mirs_tensor *inputs, mirs_tensor *out);
+/* Add sum(x, dim=dim); dim may be negative (counted from the end). */
+MIRS_API mirs_status mirs_graph_add_sum(mirs_graph *g, const char *name, mirs_tensor x, int dim,
+                                        mirs_tensor *out);
+/* Mark t as the next output. */
+MIRS_API mirs_status mirs_graph_mark_output(mirs_graph *g, mirs_tensor t);
+
+/* ---------------------------------------------------------------- queries */
+
+MIRS_API const char *mirs_graph_name(const mirs_graph *g);
+MIRS_API int mirs_graph_num_tensors(const mirs_graph *g);
+MIRS_API int mirs_graph_num_outputs(const mirs_graph *g);
+MIRS_API mirs_tensor mirs_graph_output(const mirs_graph *g, int index);
+/* Number of kernel operators, and how many of them are custom kernels. */
+MIRS_API int mirs_graph_num_ops(const mirs_graph *g);
+MIRS_API int mirs_graph_num_custom(const mirs_graph *g);
+/* Tensor by name, or -1. */
+MIRS_API mirs_tensor mirs_graph_find(const mirs_graph *g, const char *name);
+MIRS_API const char *mirs_tensor_name(const mirs_graph *g, mirs_tensor t);
+MIRS_API mirs_dtype mirs_tensor_dtype(const mirs_graph *g, mirs_tensor t);
+/* Rank of t (0 on a bad id) and its dims copied to dims[0..rank). */
+MIRS_API int mirs_tensor_shape(const mirs_graph *g, mirs_tensor t, int64_t dims[MIRS_MAX_DIMS]);
+
+/* ---------------------------------------------------------------- text */
+
+/* Parse a .graph program or a µGraph file.  Every error in the file is
+ * reported (mirs_diag_count / the log callback) as FILE:LINE:COL: error:
+ * and the result is MIRS_PARSE (or MIRS_SHAPE, MIRS_IO) with *out = NULL. */
+MIRS_API mirs_status mirs_graph_parse_file(mirs_context *ctx, const char *path, mirs_graph **out);
+/* Same for text in memory; filename is used in diagnostics. */
+MIRS_API mirs_status mirs_graph_parse_string(mirs_context *ctx, const char *text, size_t len,
+                                             const char *filename, mirs_graph **out);
+/* Canonical text: parsed again it prints identically. */
+MIRS_API mirs_status mirs_graph_print(const mirs_graph *g, FILE *f);
+/* Canonical text in a malloc'd string the caller frees with free(). */
+MIRS_API mirs_status mirs_graph_to_string(const mirs_graph *g, char **out);
+/* Write the canonical text to path atomically (temp file, fsync, rename). */
+MIRS_API mirs_status mirs_graph_write_file(const mirs_graph *g, const char *path);
+
+/* ---------------------------------------------------------------- identity */
+
+/* Canonical 64-bit hash: equal for graphs that differ only in the order
+ * operators were added and in intermediate tensor names. */
+MIRS_API uint64_t mirs_graph_hash(const mirs_graph *g);
+/* Check the whole graph (shapes, block-graph validity); MIRS_OK or an error. */
+MIRS_API mirs_status mirs_graph_validate(const mirs_graph *g);
+
+/* ---------------------------------------------------------------- evaluation */
+
+typedef struct mirs_eval_result mirs_eval_result;
+
+/* Evaluate g in float64 on random inputs drawn from Philox keyed by
+ * (seed, input name, element): uniform in [-1, 1).  A program and a µGraph
+ * with the same input names see the same inputs. */
+MIRS_API mirs_status mirs_graph_eval(const mirs_graph *g, uint64_t seed, mirs_eval_result **out);
+MIRS_API void mirs_eval_result_destroy(mirs_eval_result *r);
+MIRS_API int mirs_eval_num_outputs(const mirs_eval_result *r);
+MIRS_API const char *mirs_eval_output_name(const mirs_eval_result *r, int index);
+/* Element count and row-major values of output index. */
+MIRS_API const double *mirs_eval_output_values(const mirs_eval_result *r, int index,
+                                               int64_t *count);
+MIRS_API int mirs_eval_output_shape(const mirs_eval_result *r, int index,
+                                    int64_t dims[MIRS_MAX_DIMS]);
+/* The input value the interpreter uses for element `element` of the input
+ * named name under seed: uniform in [-1, 1). */
+MIRS_API double mirs_input_value(uint64_t seed, const char *name, uint64_t element);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,184 @@
+/* src/core/alloc.c - allocation through the context.
+ *
+ * Every block carries a 16-byte header holding its size, so the context
+ * can keep exact current/peak byte counts and hand the embedder's
+ * allocator the old size (Lua's lua_Alloc protocol).  Counters are atomic
+ * because worker threads share one context.  A test hook makes the n-th
+ * allocation fail so error paths can be exercised. */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/core.h"
+
+#define HDR 16 /* keeps user pointers 16-byte aligned */
+
+/* The default allocator: realloc/free with the lua_Alloc protocol. */
+static void *default_alloc(void *user, void *ptr, size_t osize, size_t nsize) {
+  (void)user;
+  (void)osize;
+  if (nsize == 0) {
+    free(ptr);
+    return NULL;
+  }
+  return realloc(ptr, nsize);
+}
+
+/* Account for a change of delta bytes (positive or negative). */
+static void account(mirs_context *ctx, size_t add, size_t sub) {
+  size_t cur = atomic_fetch_add(&ctx->mem_current, add) + add;
+  if (sub)
+    cur = atomic_fetch_sub(&ctx->mem_current, sub) - sub;
+  size_t peak = atomic_load(&ctx->mem_peak);
+  while (cur > peak && !atomic_compare_exchange_weak(&ctx->mem_peak, &peak, cur)) {
+  }
+}
+
+/* True when the test hook says this allocation must fail. */
+static bool injected_failure(mirs_context *ctx) {
+  long n = atomic_load(&ctx->fail_countdown);
+  if (n <= 0)
+    return false;
+  n = atomic_fetch_sub(&ctx->fail_countdown, 1);
+  return n == 1;
+}
+
+/* Resize a block, header included, through the context's allocator. */
+void *mirs__core_realloc(mirs_context *ctx, void *p, size_t n) {
+  size_t old = 0;
+  unsigned char *base = NULL;
+  if (p) {
+    base = (unsigned char *)p - HDR;
+    memcpy(&old, base, sizeof old);
+  }
+  if (n > SIZE_MAX - HDR || injected_failure(ctx)) {
+    MIRS_FAIL(ctx, MIRS_NOMEM, "out of memory (%zu bytes requested)", n);
+    return NULL;
+  }
+  unsigned char *nb = ctx->alloc(ctx->alloc_user, base, base ? old + HDR : 0, n + HDR);
+  if (!nb) {
+    MIRS_FAIL(ctx, MIRS_NOMEM, "out of memory (%zu bytes requested)", n);
+    return NULL;
+  }
+  memcpy(nb, &n, sizeof n);
+  if (n >= old)
+    account(ctx, n - old, 0);
+  else
+    account(ctx, 0, old - n);
+  return nb + HDR;
+}
+
+/* Allocate n uninitialised bytes. */
+void *mirs__core_alloc(mirs_context *ctx, size_t n) {
+  return mirs__core_realloc(ctx, NULL, n);
+}
+
+/* Allocate count*size zeroed bytes, failing on overflow. */
+void *mirs__core_calloc(mirs_context *ctx, size_t count, size_t size) {
+  if (size && count > SIZE_MAX / size) {
+    MIRS_FAIL(ctx, MIRS_NOMEM, "out of memory (%zu x %zu bytes requested)", count, size);
+    return NULL;
+  }
+  void *p = mirs__core_alloc(ctx, count * size);
+  if (p)
+    memset(p, 0, count * size);
+  return p;
+}
+
+/* Free a block from mirs__core_alloc; NULL is a no-op. */
+void mirs__core_free(mirs_context *ctx, void *p) {
+  if (!p)
+    return;
+  unsigned char *base = (unsigned char *)p - HDR;
+  size_t old;
+  memcpy(&old, base, sizeof old);
+  ctx->alloc(ctx->alloc_user, base, old + HDR, 0);
+  account(ctx, 0, old);
+}
+
+/* Copy a NUL-terminated string. */
+char *mirs__core_strdup(mirs_context *ctx, const char *s) {
+  if (!s)
+    return NULL;
+  size_t n = strlen(s) + 1;
+  char *d = mirs__core_alloc(ctx, n);
+  if (d)
+    memcpy(d, s, n);
+  return d;
+}
+
+/* Grow an array geometrically so it holds at least need elements. */
+mirs_status mirs__core_grow(mirs_context *ctx, void **arr, size_t *cap, size_t need, size_t elem) {
+  if (need <= *cap)
+    return MIRS_OK;
+  size_t ncap = *cap ? *cap : 8;
+  while (ncap < need) {
+    if (ncap > SIZE_MAX / 2 / elem)
+      return MIRS_FAIL(ctx, MIRS_NOMEM, "out of memory (array of %zu elements)", need);
+    ncap *= 2;
+  }
+  void *p = mirs__core_realloc(ctx, *arr, ncap * elem);
+  if (!p)
+    return MIRS_NOMEM;
+  *arr = p;
+  *cap = ncap;
+  return MIRS_OK;
+}
+
+/* Make the n-th allocation from now fail (0 disables the hook). */
+void mirs__core_fail_alloc_after(mirs_context *ctx, long n) {
+  atomic_store(&ctx->fail_countdown, n);
+}
+
+/* Bytes currently allocated through ctx. */
+size_t mirs_memory_current(const mirs_context *ctx) {
+  return ctx ? atomic_load(&((mirs_context *)(uintptr_t)ctx)->mem_current) : 0;
+}
+
+/* Most bytes ever allocated at once through ctx. */
+size_t mirs_memory_peak(const mirs_context *ctx) {
+  return ctx ? atomic_load(&((mirs_context *)(uintptr_t)ctx)->mem_peak) : 0;
+}
+
+/* Context creation lives here because it is the one place that allocates
+ * without a context. */
+mirs_status mirs_context_create_with_allocator(mirs_alloc_fn alloc, void *user,
+                                               mirs_context **out) {
+  if (!out)
+    return MIRS_INVALID_ARG;
+  *out = NULL;
+  if (!alloc)
+    alloc = default_alloc;
+  mirs_context *ctx = alloc(user, NULL, 0, sizeof *ctx);
+  if (!ctx)
+    return MIRS_NOMEM;
+  memset(ctx, 0, sizeof *ctx);
+  ctx->alloc = alloc;
+  ctx->alloc_user = user;
+  atomic_init(&ctx->mem_current, 0);
+  atomic_init(&ctx->mem_peak, 0);
+  atomic_init(&ctx->fail_countdown, 0);
+  mirs__core_options_defaults(&ctx->opt);
+  *out = ctx;
+  return MIRS_OK;
+}
+
+/* Create a context with the default allocator. */
+mirs_status mirs_context_create(mirs_context **out) {
+  return mirs_context_create_with_allocator(NULL, NULL, out);
+}
+
+/* Release a context, reporting blocks still allocated through it. */
+void mirs_context_destroy(mirs_context *ctx) {
+  if (!ctx)
+    return;
+  mirs__core_diag_clear(ctx);
+  mirs__core_free(ctx, ctx->diags);
+  ctx->diags = NULL;
+  size_t left = atomic_load(&ctx->mem_current);
+  if (left)
+    mirs__core_log(ctx, MIRS_LOG_WARNING,
+                   "mirsearch: warning: context destroyed with %zu bytes still allocated", left);
+  ctx->alloc(ctx->alloc_user, ctx, sizeof *ctx, 0);
+}

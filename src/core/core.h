@@ -1,0 +1,200 @@
+/* src/core/core.h - internal core: the context, errors with traces,
+ * allocation through the context, options, statistics and logging.
+ *
+ * Invariants: all mutable library state hangs off a mirs_context (no
+ * mutable globals).  Every allocation goes through mirs__core_alloc*, which
+ * keeps a 16-byte header with the size so current/peak bytes are exact
+ * and the embedder's allocator receives the old size.  An error is set
+ * once where it is detected (MIRS_FAIL) and every caller that passes it
+ * on adds a trace line (MIRS_CHECK), PETSc style. */
+#ifndef MIRS_CORE_CORE_H
+#define MIRS_CORE_CORE_H
+
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mirsearch/core.h"
+
+/* ---------------------------------------------------------------- options */
+
+typedef enum { MIRS__OPT_INT, MIRS__OPT_BOOL, MIRS__OPT_DOUBLE } mirs__opt_type;
+
+typedef struct mirs__options {
+#define MIRS__OPT_FIELD_INT int64_t
+#define MIRS__OPT_FIELD_BOOL int64_t
+#define MIRS__OPT_FIELD_DOUBLE double
+#define MIRS_OPTION(name, type, def, lo, hi, help) MIRS__OPT_FIELD_##type name;
+#include "options.def"
+#undef MIRS_OPTION
+} mirs__options;
+
+/* Default values, from options.def. */
+void mirs__core_options_defaults(mirs__options *o);
+
+/* ---------------------------------------------------------------- statistics */
+
+enum {
+#define MIRS_STAT(name, rel, desc) MIRS__STAT_##name,
+#include "stats.def"
+#undef MIRS_STAT
+  MIRS__STAT_COUNT
+};
+
+typedef struct mirs__stats {
+  uint64_t v[MIRS__STAT_COUNT];
+} mirs__stats;
+
+/* Increment a counter; hot code keeps a per-worker mirs__stats and adds it
+ * to the context's with mirs__core_stats_add at the end. */
+#define MIRS_INC(stats, name) ((stats)->v[MIRS__STAT_##name]++)
+#define MIRS_ADD(stats, name, n) ((stats)->v[MIRS__STAT_##name] += (uint64_t)(n))
+void mirs__core_stats_add(mirs_context *ctx, const mirs__stats *s);
+
+/* ---------------------------------------------------------------- context */
+
+#define MIRS__ERRMSG_SIZE 1024
+#define MIRS__TRACE_SIZE 2048
+
+struct mirs_context {
+  mirs_alloc_fn alloc;
+  void *alloc_user;
+  atomic_size_t mem_current;
+  atomic_size_t mem_peak;
+  /* Test hook: when > 0, the Nth allocation from now fails (1 = the next). */
+  atomic_long fail_countdown;
+
+  mirs__options opt;
+  mirs__stats stats;
+
+  mirs_log_fn log_fn;
+  void *log_user;
+
+  mirs_status err_status;
+  char err_msg[MIRS__ERRMSG_SIZE];
+  char err_trace[MIRS__TRACE_SIZE];
+
+  /* Diagnostics of the last parse (owned strings). */
+  char **diags;
+  size_t ndiags, diags_cap;
+};
+
+/* ---------------------------------------------------------------- errors */
+
+/* Record status s with a printf-style message as the context's error,
+ * starting a new trace at (func, file, line).  Returns s. */
+mirs_status mirs__core_fail(mirs_context *ctx, mirs_status s, const char *func, const char *file,
+                            int line, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 6, 7)))
+#endif
+    ;
+/* Append (func, file, line) to the error trace; returns s. */
+mirs_status mirs__core_trace(mirs_context *ctx, mirs_status s, const char *func, const char *file,
+                             int line);
+
+/* Fail with a message: `return MIRS_FAIL(ctx, MIRS_SHAPE, "bad %d", x);` */
+#define MIRS_FAIL(ctx, status, ...) \
+  mirs__core_fail((ctx), (status), __func__, __FILE__, __LINE__, __VA_ARGS__)
+/* Evaluate a call returning mirs_status; on failure add a trace line and
+ * return the status from the enclosing function. */
+#define MIRS_CHECK(ctx, call)                                                  \
+  do {                                                                         \
+    mirs_status mirs__s_ = (call);                                             \
+    if (mirs__s_ != MIRS_OK)                                                   \
+      return mirs__core_trace((ctx), mirs__s_, __func__, __FILE__, __LINE__); \
+  } while (0)
+
+/* SQLite-style defensive branches: conditions believed always true/false.
+ * With MIRS_DEBUG they abort when wrong; otherwise they pass the value. */
+#ifdef MIRS_DEBUG
+#include <assert.h>
+#define ALWAYS(x) (assert(x), 1)
+#define NEVER(x) (assert(!(x)), 0)
+#else
+#define ALWAYS(x) (x)
+#define NEVER(x) (x)
+#endif
+
+/* ---------------------------------------------------------------- memory */
+
+/* Allocate n bytes (uninitialised) / zeroed / resize / free, through the
+ * context's allocator.  NULL on failure after setting MIRS_NOMEM as the
+ * context's error (callers return MIRS_NOMEM).  n == 0 returns a valid
+ * unique pointer.  mirs__core_free(ctx, NULL) is a no-op. */
+void *mirs__core_alloc(mirs_context *ctx, size_t n);
+void *mirs__core_calloc(mirs_context *ctx, size_t count, size_t size);
+void *mirs__core_realloc(mirs_context *ctx, void *p, size_t n);
+void mirs__core_free(mirs_context *ctx, void *p);
+/* Copy of s (NULL stays NULL only when s is NULL). */
+char *mirs__core_strdup(mirs_context *ctx, const char *s);
+/* Grow *arr (element size elem) so it holds at least need elements;
+ * *cap is updated.  MIRS_NOMEM on failure with *arr unchanged. */
+mirs_status mirs__core_grow(mirs_context *ctx, void **arr, size_t *cap, size_t need, size_t elem);
+/* Test hook: make the n-th allocation from now fail (0 disables). */
+void mirs__core_fail_alloc_after(mirs_context *ctx, long n);
+
+/* ---------------------------------------------------------------- logging */
+
+void mirs__core_log(mirs_context *ctx, mirs_log_level level, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+void mirs__core_vlog(mirs_context *ctx, mirs_log_level level, const char *fmt, va_list ap);
+
+/* Diagnostics: clear the list (start of a parse) and add one, formatted
+ * "FILE:LINE:COL: error: msg" (line 0: "FILE: error: msg"); the message
+ * also goes to the log at MIRS_LOG_ERROR.  Adding never fails: on memory
+ * exhaustion the diagnostic is logged but not stored. */
+void mirs__core_diag_clear(mirs_context *ctx);
+void mirs__core_diag(mirs_context *ctx, const char *file, int line, int col, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 5, 6)))
+#endif
+    ;
+
+/* ---------------------------------------------------------------- text buffer */
+
+/* A growable string owned by a context, for printers. */
+typedef struct mirs__buf {
+  mirs_context *ctx;
+  char *data;
+  size_t len, cap;
+  bool failed; /* an allocation failed; data holds what fitted */
+} mirs__buf;
+
+void mirs__buf_init(mirs__buf *b, mirs_context *ctx);
+void mirs__buf_free(mirs__buf *b);
+void mirs__buf_printf(mirs__buf *b, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+void mirs__buf_puts(mirs__buf *b, const char *s);
+
+/* ---------------------------------------------------------------- files */
+
+/* Write len bytes to path atomically: a temp file in the same directory,
+ * fsync, rename over path.  On failure nothing is left at path that was
+ * not there before, and the temp file is removed. */
+mirs_status mirs__core_write_atomic(mirs_context *ctx, const char *path, const void *data,
+                                    size_t len);
+/* Read a whole file into a NUL-terminated buffer (free with
+ * mirs__core_free).  MIRS_IO with "path: strerror" on failure. */
+mirs_status mirs__core_read_file(mirs_context *ctx, const char *path, char **out, size_t *len);
+
+/* ---------------------------------------------------------------- hashing */
+
+/* 64-bit mixing helpers for canonical hashes (stable across runs and
+ * platforms: never seeded from addresses or time). */
+uint64_t mirs__hash_mix(uint64_t h, uint64_t v);
+uint64_t mirs__hash_bytes(uint64_t h, const void *data, size_t len);
+uint64_t mirs__hash_str(uint64_t h, const char *s);
+
+/* Monotonic seconds. */
+double mirs__core_now(void);
+
+#endif

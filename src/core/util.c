@@ -1,0 +1,207 @@
+/* src/core/util.c - small services the modules share: a growable text
+ * buffer, whole-file read, atomic file write, stable 64-bit hashing and a
+ * monotonic clock.
+ *
+ * Invariants: an atomic write either leaves the complete new file at path
+ * or leaves path as it was (temp file in the same directory, fsync,
+ * rename, fsync of the directory); hashes never depend on addresses,
+ * time or the platform. */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/core.h"
+
+/* ---------------------------------------------------------------- buffer */
+
+/* Start an empty buffer. */
+void mirs__buf_init(mirs__buf *b, mirs_context *ctx) {
+  b->ctx = ctx;
+  b->data = NULL;
+  b->len = b->cap = 0;
+  b->failed = false;
+}
+
+/* Release the buffer's storage. */
+void mirs__buf_free(mirs__buf *b) {
+  mirs__core_free(b->ctx, b->data);
+  mirs__buf_init(b, b->ctx);
+}
+
+/* Make room for n more bytes plus a NUL. */
+static bool buf_reserve(mirs__buf *b, size_t n) {
+  if (b->failed)
+    return false;
+  if (mirs__core_grow(b->ctx, (void **)&b->data, &b->cap, b->len + n + 1, 1) != MIRS_OK) {
+    b->failed = true;
+    return false;
+  }
+  return true;
+}
+
+/* Append formatted text. */
+void mirs__buf_printf(mirs__buf *b, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(NULL, 0, fmt, ap);
+  va_end(ap);
+  if (n < 0 || !buf_reserve(b, (size_t)n))
+    return;
+  va_start(ap, fmt);
+  vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+  va_end(ap);
+  b->len += (size_t)n;
+}
+
+/* Append a string. */
+void mirs__buf_puts(mirs__buf *b, const char *s) {
+  size_t n = strlen(s);
+  if (!buf_reserve(b, n))
+    return;
+  memcpy(b->data + b->len, s, n + 1);
+  b->len += n;
+}
+
+/* ---------------------------------------------------------------- files */
+
+/* Read a whole file, NUL-terminated. */
+mirs_status mirs__core_read_file(mirs_context *ctx, const char *path, char **out, size_t *len) {
+  *out = NULL;
+  *len = 0;
+  FILE *f = fopen(path, "rb");
+  if (!f)
+    return MIRS_FAIL(ctx, MIRS_IO, "%s: cannot open: %s", path, strerror(errno));
+  struct stat st;
+  if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+    fclose(f);
+    return MIRS_FAIL(ctx, MIRS_IO, "%s: is a directory", path);
+  }
+  size_t cap = 0, n = 0;
+  char *buf = NULL;
+  for (;;) {
+    if (mirs__core_grow(ctx, (void **)&buf, &cap, n + 65536 + 1, 1) != MIRS_OK) {
+      mirs__core_free(ctx, buf);
+      fclose(f);
+      return MIRS_NOMEM;
+    }
+    size_t got = fread(buf + n, 1, cap - n - 1, f);
+    n += got;
+    if (got == 0)
+      break;
+  }
+  if (ferror(f)) {
+    int e = errno;
+    mirs__core_free(ctx, buf);
+    fclose(f);
+    return MIRS_FAIL(ctx, MIRS_IO, "%s: read error: %s", path, strerror(e));
+  }
+  fclose(f);
+  buf[n] = '\0';
+  *out = buf;
+  *len = n;
+  return MIRS_OK;
+}
+
+/* Write data to path atomically (temp file, fsync, rename, fsync dir). */
+mirs_status mirs__core_write_atomic(mirs_context *ctx, const char *path, const void *data,
+                                    size_t len) {
+  size_t plen = strlen(path);
+  char *tmp = mirs__core_alloc(ctx, plen + 32);
+  if (!tmp)
+    return MIRS_NOMEM;
+  snprintf(tmp, plen + 32, "%s.tmp.%ld", path, (long)getpid());
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    mirs_status s = MIRS_FAIL(ctx, MIRS_IO, "%s: cannot create: %s", tmp, strerror(errno));
+    mirs__core_free(ctx, tmp);
+    return s;
+  }
+  const char *p = data;
+  size_t left = len;
+  while (left) {
+    ssize_t w = write(fd, p, left);
+    if (w < 0 && errno == EINTR)
+      continue;
+    if (w <= 0) {
+      mirs_status s = MIRS_FAIL(ctx, MIRS_IO, "%s: write error: %s", tmp, strerror(errno));
+      close(fd);
+      unlink(tmp);
+      mirs__core_free(ctx, tmp);
+      return s;
+    }
+    p += w;
+    left -= (size_t)w;
+  }
+  if (fsync(fd) != 0 || close(fd) != 0) {
+    mirs_status s = MIRS_FAIL(ctx, MIRS_IO, "%s: cannot sync: %s", tmp, strerror(errno));
+    unlink(tmp);
+    mirs__core_free(ctx, tmp);
+    return s;
+  }
+  if (rename(tmp, path) != 0) {
+    mirs_status s = MIRS_FAIL(ctx, MIRS_IO, "%s: cannot rename into place: %s", path,
+                              strerror(errno));
+    unlink(tmp);
+    mirs__core_free(ctx, tmp);
+    return s;
+  }
+  /* Make the rename itself durable. */
+  memcpy(tmp, path, plen + 1);
+  int dfd = open(dirname(tmp), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd >= 0) {
+    (void)fsync(dfd);
+    close(dfd);
+  }
+  mirs__core_free(ctx, tmp);
+  return MIRS_OK;
+}
+
+/* ---------------------------------------------------------------- hashing */
+
+/* Mix one 64-bit value into h (a splitmix64-style finaliser on h ^ v). */
+uint64_t mirs__hash_mix(uint64_t h, uint64_t v) {
+  uint64_t x = h ^ (v + UINT64_C(0x9E3779B97F4A7C15) + (h << 6) + (h >> 2));
+  x ^= x >> 30;
+  x *= UINT64_C(0xBF58476D1CE4E5B9);
+  x ^= x >> 27;
+  x *= UINT64_C(0x94D049BB133111EB);
+  x ^= x >> 31;
+  return x;
+}
+
+/* Mix len bytes into h, eight at a time, length included. */
+uint64_t mirs__hash_bytes(uint64_t h, const void *data, size_t len) {
+  const unsigned char *p = data;
+  h = mirs__hash_mix(h, (uint64_t)len);
+  while (len >= 8) {
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++)
+      v |= (uint64_t)p[i] << (8 * i);
+    h = mirs__hash_mix(h, v);
+    p += 8;
+    len -= 8;
+  }
+  uint64_t v = 0;
+  for (size_t i = 0; i < len; i++)
+    v |= (uint64_t)p[i] << (8 * i);
+  return mirs__hash_mix(h, v);
+}
+
+/* Mix a NUL-terminated string into h. */
+uint64_t mirs__hash_str(uint64_t h, const char *s) {
+  return mirs__hash_bytes(h, s, strlen(s));
+}
+
+/* Monotonic seconds. */
+double mirs__core_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}

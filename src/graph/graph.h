@@ -1,0 +1,236 @@
+/* src/graph/graph.h - the µGraph IR shared by every module.
+ *
+ * Three levels (DESIGN.md "The µGraph model"):
+ *  - kernel graph: mirs_graph holds kernel tensors (mirs__ktensor) and
+ *    kernel ops (mirs__kop).  A kernel op is predefined (one library call)
+ *    or MIRS_OP_CUSTOM, whose body is a block graph.
+ *  - block graph (mirs__bgraph, one CUDA kernel): grid and block dims, a
+ *    forloop range F, and block ops on tiles (mirs__bop / mirs__btensor).
+ *    INPUT ops load a tile of a kernel tensor per forloop iteration: grid
+ *    dim g partitions tensor dim imap[g] (-1 = replicated), the forloop
+ *    walks dim fmap (-1 = none).  ACCUM* ops carry values across iterations;
+ *    ops downstream of an accumulator run once after the loop ("post").
+ *    OUTPUT ops store a post tile into a new kernel tensor: grid dim g
+ *    partitions output dim omap[g] (-1 only where grid[g] == 1).
+ *  - thread graph: an elementwise block op with `fused` set is computed in
+ *    registers in the epilogue of its first argument's producer; maximal
+ *    runs of fused ops are the thread graphs the codegen emits.
+ *
+ * Invariants (kept by the builder functions, checked by validate):
+ *  - ids are indices; tensors are defined before use (ops are in a
+ *    topological order: the order they were added);
+ *  - every tensor has a unique non-empty name within its graph (block
+ *    tensors within their block graph); the builder invents "tN"/"bN" names
+ *    when given none;
+ *  - a custom kop's in[] are the src of its INPUT ops in order, its out[]
+ *    the dst of its OUTPUT ops in order;
+ *  - shapes are normalised: sum dims are >= 0, every dim >= 1.
+ * Ops may be removed only from the end (mirs__graph_pop_op), which is what
+ * a depth-first search needs. */
+#ifndef MIRS_GRAPH_GRAPH_H
+#define MIRS_GRAPH_GRAPH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/core.h"
+#include "mirsearch/graph.h"
+
+#define MIRS__GRID 3
+
+typedef struct mirs__shape {
+  int ndim;
+  int64_t d[MIRS_MAX_DIMS];
+} mirs__shape;
+
+typedef enum mirs__op_kind {
+  MIRS__KIND_UNARY,
+  MIRS__KIND_BINARY,
+  MIRS__KIND_MATMUL,
+  MIRS__KIND_REDUCE,
+  MIRS__KIND_RMSNORM,
+  MIRS__KIND_CUSTOM,
+  MIRS__KIND_INPUT,
+  MIRS__KIND_OUTPUT,
+  MIRS__KIND_ACCUM
+} mirs__op_kind;
+
+typedef struct mirs__opinfo {
+  const char *name;
+  int arity; /* -1 variadic */
+  int levels; /* MIRS_LEVEL_K | MIRS_LEVEL_B */
+  mirs__op_kind kind;
+} mirs__opinfo;
+
+/* The operator table generated from ops.def (constant data). */
+extern const mirs__opinfo mirs__graph_ops[MIRS_OP_COUNT];
+
+static inline bool mirs__op_is_elementwise(mirs_op op) {
+  mirs__op_kind k = mirs__graph_ops[op].kind;
+  return k == MIRS__KIND_UNARY || k == MIRS__KIND_BINARY;
+}
+
+/* ---------------------------------------------------------------- block level */
+
+typedef struct mirs__btensor {
+  char *name;
+  mirs__shape shape; /* tile shape */
+  int32_t producer; /* block op index */
+  bool post; /* available only after the forloop (downstream of an ACCUM) */
+} mirs__btensor;
+
+typedef struct mirs__bop {
+  mirs_op op;
+  int32_t nin;
+  int32_t in[2]; /* block tensor ids (compute, ACCUM*, OUTPUT) */
+  int32_t out; /* block tensor produced; -1 for OUTPUT */
+  int32_t dim; /* SUM, ACCUM_SUM: reduced dim (>= 0); else -1 */
+  int32_t src; /* INPUT: kernel tensor loaded; else -1 */
+  int32_t imap[MIRS__GRID]; /* INPUT: tensor dim per grid dim, -1 replicated */
+  int32_t fmap; /* INPUT: tensor dim walked by the forloop, -1 none */
+  int32_t omap[MIRS__GRID]; /* OUTPUT: output dim per grid dim, -1 none */
+  int32_t dst; /* OUTPUT: kernel tensor written (set when the kop closes) */
+  bool fused; /* thread level: fused into in[0]'s producer's epilogue */
+} mirs__bop;
+
+typedef struct mirs__bgraph {
+  int32_t grid[MIRS__GRID];
+  int32_t block[MIRS__GRID];
+  int32_t forloop; /* F >= 1 */
+  mirs__btensor *t;
+  int32_t nt;
+  size_t capt;
+  mirs__bop *ops;
+  int32_t nops;
+  size_t capops;
+} mirs__bgraph;
+
+/* ---------------------------------------------------------------- kernel level */
+
+typedef struct mirs__ktensor {
+  char *name;
+  mirs_dtype dtype;
+  mirs__shape shape;
+  int32_t producer; /* kernel op index, -1 for a graph input */
+  int32_t out_index; /* which output of the producer */
+} mirs__ktensor;
+
+typedef struct mirs__kop {
+  mirs_op op;
+  int32_t nin, nout;
+  int32_t *in; /* kernel tensor ids */
+  int32_t *out; /* kernel tensor ids */
+  int32_t dim; /* SUM: reduced dim (>= 0); else -1 */
+  mirs__bgraph *bg; /* CUSTOM only (owned) */
+} mirs__kop;
+
+struct mirs_graph {
+  mirs_context *ctx;
+  char *name;
+  bool ugraph; /* printed with the `ugraph` header */
+  mirs__ktensor *t;
+  int32_t nt;
+  size_t capt;
+  mirs__kop *ops;
+  int32_t nops;
+  size_t capops;
+  int32_t *outputs;
+  int32_t nout;
+  size_t capout;
+};
+
+/* ---------------------------------------------------------------- shapes (shape.c) */
+
+/* Infer the result shape of op on argument shapes in[0..nin) with reduced
+ * dim `dim` (SUM/ACCUM_SUM; may be negative, normalised into *ndim_out).
+ * Works for kernel and block ops except INPUT/OUTPUT/CUSTOM.  On error
+ * returns false and writes a one-line reason (no trailing period) to why. */
+bool mirs__shape_infer(mirs_op op, int nin, const mirs__shape *in, int dim, int *dim_out,
+                       mirs__shape *out, char *why, size_t whysize);
+/* Number of elements (saturates at INT64_MAX). */
+int64_t mirs__shape_numel(const mirs__shape *s);
+bool mirs__shape_eq(const mirs__shape *a, const mirs__shape *b);
+/* "[2, 256, 64]" into buf. */
+const char *mirs__shape_str(const mirs__shape *s, char *buf, size_t size);
+
+/* ---------------------------------------------------------------- builder (graph.c) */
+
+/* Create an empty graph (name NULL: "program"). */
+mirs_status mirs__graph_new(mirs_context *ctx, const char *name, mirs_graph **out);
+void mirs__graph_free(mirs_graph *g);
+/* Tensor id by name, or -1. */
+int32_t mirs__graph_find(const mirs_graph *g, const char *name);
+/* Add an input (dims checked against max_dims/max_elements). */
+mirs_status mirs__graph_add_input(mirs_graph *g, const char *name, mirs_dtype dtype,
+                                  const mirs__shape *shape, int32_t *out);
+/* Add a predefined kernel op (not CUSTOM); dim used by SUM.  On a shape
+ * error returns MIRS_SHAPE with the reason as the context's message. */
+mirs_status mirs__graph_add_op(mirs_graph *g, const char *name, mirs_op op, int nin,
+                               const int32_t *in, int dim, int32_t *out);
+mirs_status mirs__graph_mark_output(mirs_graph *g, int32_t t);
+/* Remove the last kernel op and its result tensors (and outputs marking
+ * them).  No-op on an empty graph. */
+void mirs__graph_pop_op(mirs_graph *g);
+/* Deep copy. */
+mirs_status mirs__graph_clone(const mirs_graph *g, mirs_graph **out);
+
+/* Custom kernels: create a block graph, fill it with mirs__bg_* calls, then
+ * attach it with mirs__graph_add_custom, which takes ownership (also on
+ * failure) and creates one kernel tensor per OUTPUT op, named names[i]
+ * (NULL entries or names == NULL: fresh names). */
+mirs_status mirs__bg_new(mirs_context *ctx, const int32_t grid[MIRS__GRID],
+                         const int32_t block[MIRS__GRID], int32_t forloop, mirs__bgraph **out);
+void mirs__bg_free(mirs_context *ctx, mirs__bgraph *bg);
+/* Load kernel tensor src of g as a tile; checks imap/fmap against the
+ * tensor's rank, distinctness and exact divisibility. */
+mirs_status mirs__bg_add_input(mirs_graph *g, mirs__bgraph *bg, const char *name, int32_t src,
+                               const int32_t imap[MIRS__GRID], int32_t fmap, int32_t *out);
+/* A compute or ACCUM* op on block tensors.  Checks shapes, the loop/post
+ * phase rules (no mixing; ACCUM takes a per-iteration value and yields a
+ * post one) and that `fused` is only set on elementwise ops. */
+mirs_status mirs__bg_add_op(mirs_graph *g, mirs__bgraph *bg, const char *name, mirs_op op, int nin,
+                            const int32_t *in, int dim, bool fused, int32_t *out);
+/* Store post tile t via omap; the kernel tensor is made by add_custom. */
+mirs_status mirs__bg_add_output(mirs_graph *g, mirs__bgraph *bg, int32_t t,
+                                const int32_t omap[MIRS__GRID]);
+void mirs__bg_pop_op(mirs_context *ctx, mirs__bgraph *bg);
+mirs_status mirs__graph_add_custom(mirs_graph *g, mirs__bgraph *bg, const char *const *names,
+                                   int32_t *first_out);
+/* Block tensor id by name within bg, or -1. */
+int32_t mirs__bg_find(const mirs__bgraph *bg, const char *name);
+/* Shape of the kernel tensor OUTPUT op `op` of bg writes. */
+void mirs__bg_output_shape(const mirs__bgraph *bg, const mirs__bop *op, mirs__shape *out);
+
+/* Whole-graph check: every custom op's block graph is complete (has an
+ * output, every output is post), thread-graph fusion is well formed
+ * (in[0]'s producer is a compute op whose only consumer is the fused op),
+ * every output is marked.  MIRS_SHAPE/MIRS_INVALID_ARG with a message. */
+mirs_status mirs__graph_validate(const mirs_graph *g);
+
+/* ---------------------------------------------------------------- identity (hash.c) */
+
+/* Canonical hash, independent of op insertion order and of intermediate
+ * names (input and output names count). */
+uint64_t mirs__graph_hash(const mirs_graph *g);
+/* Structural hash of one kernel tensor (Merkle over its producers). */
+uint64_t mirs__graph_tensor_hash(const mirs_graph *g, int32_t t);
+
+/* ---------------------------------------------------------------- text (parse.c, print.c) */
+
+mirs_status mirs__graph_parse(mirs_context *ctx, const char *text, size_t len, const char *filename,
+                              mirs_graph **out);
+/* Canonical text into b. */
+void mirs__graph_print(const mirs_graph *g, mirs__buf *b);
+
+/* ---------------------------------------------------------------- evaluation (interp.c) */
+
+/* Evaluate every kernel tensor of g in float64: vals[t] gets a buffer of
+ * numel(t) doubles (free each with mirs__core_free, then the array).
+ * Inputs are mirs_input_value(seed, name, element).  MIRS_LIMIT if the
+ * total element count exceeds the eval_max_elements option. */
+mirs_status mirs__interp_run(const mirs_graph *g, uint64_t seed, double ***vals);
+void mirs__interp_free(const mirs_graph *g, double **vals);
+/* Fill out[0..n) with mirs_input_value(seed, name, 0..n), hashing name once. */
+void mirs__graph_input_fill(uint64_t seed, const char *name, double *out, int64_t n);
+
+#endif

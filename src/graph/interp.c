@@ -1,0 +1,538 @@
+/* src/graph/interp.c - the float64 reference interpreter: evaluates every
+ * kernel tensor of a program or µGraph on the Philox inputs
+ * (mirs_input_value), so two graphs can be compared numerically.
+ *
+ * Semantics (DESIGN.md "The µGraph model"):
+ *  - kernel ops: matmul with batch dims (equal or size-1 broadcast),
+ *    elementwise binary ops with numpy-style size-1 broadcasting (ranks are
+ *    aligned on the right), exp, square, sqrt (NaN on negatives), silu
+ *    x*sigmoid(x), gelu in the exact erf form 0.5*x*(1 + erf(x/sqrt(2))),
+ *    relu, sum over a dim keeping it as size 1, rms_norm over the last dim;
+ *  - custom ops run their block graph: for each grid block, for each
+ *    forloop iteration f, each INPUT op loads a tile whose dim d starts at
+ *    b_g*tile_d where imap[g] == d, at f*tile_d where fmap == d, else 0;
+ *    the per-iteration ops run in op order; ACCUM adds its argument into an
+ *    accumulator zeroed per block, ACCUM_SUM adds the sum over `dim`,
+ *    ACCUM_RMS adds the row sums of x^2 and after the loop yields
+ *    sqrt(total / (tile_last_dim * F)); then the post ops run once and each
+ *    OUTPUT op stores its tile at b_g*tile_d along dim omap[g].  `fused`
+ *    and the block dims do not change values.
+ *
+ * Invariants: kernel and block ops share one set of arithmetic routines
+ * working on (shape, row-major buffer) pairs; all memory comes from the
+ * context allocator and is released on every failure path; the total
+ * element count of the kernel tensors is checked against the
+ * eval_max_elements option before anything is allocated.  Statistics:
+ * ops_evaluated counts kernel ops (a custom op once), elements_evaluated
+ * every element written, tiles included. */
+#include <math.h>
+#include <stdbool.h>
+#include <string.h>
+
+#include "graph/graph.h"
+
+/* Element count of s (1 for rank 0). */
+static int64_t numel(const mirs__shape *s) {
+  return mirs__shape_numel(s);
+}
+
+/* Strides (in elements) of in's dims as seen from out's dims, ranks
+ * aligned on the right; 0 where in is missing or has size 1 (broadcast). */
+static void bcast_strides(const mirs__shape *in, const mirs__shape *out,
+                          int64_t st[MIRS_MAX_DIMS]) {
+  int64_t stride = 1;
+  for (int d = out->ndim - 1; d >= 0; d--) {
+    int id = d - (out->ndim - in->ndim);
+    if (id < 0) {
+      st[d] = 0;
+      continue;
+    }
+    st[d] = in->d[id] == 1 ? 0 : stride;
+    stride *= in->d[id];
+  }
+}
+
+/* Offset of flat row `row` over dims [0, nd) of shape s, with strides st. */
+static int64_t row_offset(const mirs__shape *s, int nd, const int64_t *st, int64_t row) {
+  int64_t off = 0;
+  for (int d = nd - 1; d >= 0; d--) {
+    int64_t i = row % s->d[d];
+    row /= s->d[d];
+    off += i * st[d];
+  }
+  return off;
+}
+
+/* y[i] = op(x[i]) for n elements. */
+static void ev_unary(mirs_op op, const double *x, double *y, int64_t n) {
+  switch (op) {
+  case MIRS_OP_EXP:
+    for (int64_t i = 0; i < n; i++)
+      y[i] = exp(x[i]);
+    break;
+  case MIRS_OP_SQUARE:
+    for (int64_t i = 0; i < n; i++)
+      y[i] = x[i] * x[i];
+    break;
+  case MIRS_OP_SQRT:
+    for (int64_t i = 0; i < n; i++)
+      y[i] = sqrt(x[i]);
+    break;
+  case MIRS_OP_SILU:
+    for (int64_t i = 0; i < n; i++)
+      y[i] = x[i] / (1.0 + exp(-x[i]));
+    break;
+  case MIRS_OP_GELU:
+    for (int64_t i = 0; i < n; i++)
+      y[i] = 0.5 * x[i] * (1.0 + erf(x[i] * 0.70710678118654752440));
+    break;
+  case MIRS_OP_RELU:
+    for (int64_t i = 0; i < n; i++)
+      y[i] = x[i] > 0.0 ? x[i] : 0.0;
+    break;
+  default:
+    break;
+  }
+}
+
+/* o = a op b elementwise with size-1 broadcasting; os is the result shape. */
+static void ev_binary(mirs_op op, const mirs__shape *as, const double *a, const mirs__shape *bs,
+                      const double *b, const mirs__shape *os, double *o) {
+  int64_t sa[MIRS_MAX_DIMS], sb[MIRS_MAX_DIMS];
+  int r = os->ndim;
+  bcast_strides(as, os, sa);
+  bcast_strides(bs, os, sb);
+  int64_t last = r > 0 ? os->d[r - 1] : 1;
+  int64_t la = r > 0 ? sa[r - 1] : 0, lb = r > 0 ? sb[r - 1] : 0;
+  int64_t rows = numel(os) / last;
+  for (int64_t row = 0; row < rows; row++) {
+    const double *pa = a + (r > 1 ? row_offset(os, r - 1, sa, row) : 0);
+    const double *pb = b + (r > 1 ? row_offset(os, r - 1, sb, row) : 0);
+    double *po = o + row * last;
+    switch (op) {
+    case MIRS_OP_ADD:
+      for (int64_t j = 0; j < last; j++)
+        po[j] = pa[j * la] + pb[j * lb];
+      break;
+    case MIRS_OP_SUB:
+      for (int64_t j = 0; j < last; j++)
+        po[j] = pa[j * la] - pb[j * lb];
+      break;
+    case MIRS_OP_MUL:
+      for (int64_t j = 0; j < last; j++)
+        po[j] = pa[j * la] * pb[j * lb];
+      break;
+    case MIRS_OP_DIV:
+      for (int64_t j = 0; j < last; j++)
+        po[j] = pa[j * la] / pb[j * lb];
+      break;
+    default:
+      break;
+    }
+  }
+}
+
+/* o = a @ b over the last two dims, batch dims broadcast; i-k-j order so
+ * the inner loop runs over contiguous rows of b and o (measured faster
+ * than blocking over k on the example shapes: hardware prefetch streams b). */
+static void ev_matmul(const mirs__shape *as, const double *a, const mirs__shape *bs,
+                      const double *b, const mirs__shape *os, double *o) {
+  int64_t sa[MIRS_MAX_DIMS], sb[MIRS_MAX_DIMS];
+  int r = os->ndim;
+  int64_t m = os->d[r - 2], n = os->d[r - 1], k = as->d[as->ndim - 1];
+  bcast_strides(as, os, sa);
+  bcast_strides(bs, os, sb);
+  int64_t batches = numel(os) / (m * n);
+  for (int64_t bi = 0; bi < batches; bi++) {
+    const double *pa = a + row_offset(os, r - 2, sa, bi);
+    const double *pb = b + row_offset(os, r - 2, sb, bi);
+    double *po = o + bi * m * n;
+    for (int64_t i = 0; i < m; i++) {
+      const double *arow = pa + i * k;
+      double *orow = po + i * n;
+      for (int64_t j = 0; j < n; j++)
+        orow[j] = 0.0;
+      for (int64_t p = 0; p < k; p++) {
+        double av = arow[p];
+        const double *brow = pb + p * n;
+        for (int64_t j = 0; j < n; j++)
+          orow[j] += av * brow[j];
+      }
+    }
+  }
+}
+
+/* y (x's shape with size 1 at dim) = sum of x over dim; added into y when
+ * add is set, else y is overwritten. */
+static void ev_sum(const mirs__shape *xs, const double *x, int dim, double *y, bool add) {
+  int64_t outer = 1, inner = 1, red = xs->d[dim];
+  for (int d = 0; d < dim; d++)
+    outer *= xs->d[d];
+  for (int d = dim + 1; d < xs->ndim; d++)
+    inner *= xs->d[d];
+  if (!add)
+    memset(y, 0, (size_t)(outer * inner) * sizeof *y);
+  for (int64_t o = 0; o < outer; o++) {
+    double *py = y + o * inner;
+    for (int64_t rr = 0; rr < red; rr++) {
+      const double *px = x + (o * red + rr) * inner;
+      for (int64_t i = 0; i < inner; i++)
+        py[i] += px[i];
+    }
+  }
+}
+
+/* y[row] += sum of x[row, :]^2 over the last dim (the ACCUM_RMS step). */
+static void ev_sumsq_last(const mirs__shape *xs, const double *x, double *y) {
+  int64_t last = xs->ndim > 0 ? xs->d[xs->ndim - 1] : 1;
+  int64_t rows = numel(xs) / last;
+  for (int64_t row = 0; row < rows; row++) {
+    const double *px = x + row * last;
+    double s = 0.0;
+    for (int64_t j = 0; j < last; j++)
+      s += px[j] * px[j];
+    y[row] += s;
+  }
+}
+
+/* y = x / sqrt(mean(x^2)) over the last dim. */
+static void ev_rmsnorm(const mirs__shape *xs, const double *x, double *y) {
+  int64_t last = xs->ndim > 0 ? xs->d[xs->ndim - 1] : 1;
+  int64_t rows = numel(xs) / last;
+  for (int64_t row = 0; row < rows; row++) {
+    const double *px = x + row * last;
+    double *py = y + row * last;
+    double s = 0.0;
+    for (int64_t j = 0; j < last; j++)
+      s += px[j] * px[j];
+    double rms = sqrt(s / (double)last);
+    for (int64_t j = 0; j < last; j++)
+      py[j] = px[j] / rms;
+  }
+}
+
+/* Compute op (kind UNARY, BINARY, MATMUL, REDUCE or RMSNORM) on argument
+ * shapes/values into o of shape os; the routine shared by both levels.
+ * False for an op of another kind. */
+static bool ev_compute(mirs_op op, int dim, const mirs__shape *const *ins,
+                       const double *const *inv, const mirs__shape *os, double *o) {
+  switch (mirs__graph_ops[op].kind) {
+  case MIRS__KIND_UNARY:
+    ev_unary(op, inv[0], o, numel(os));
+    return true;
+  case MIRS__KIND_BINARY:
+    ev_binary(op, ins[0], inv[0], ins[1], inv[1], os, o);
+    return true;
+  case MIRS__KIND_MATMUL:
+    ev_matmul(ins[0], inv[0], ins[1], inv[1], os, o);
+    return true;
+  case MIRS__KIND_REDUCE:
+    ev_sum(ins[0], inv[0], dim, o, false);
+    return true;
+  case MIRS__KIND_RMSNORM:
+    ev_rmsnorm(ins[0], inv[0], o);
+    return true;
+  default:
+    return false;
+  }
+}
+
+/* Copy the tile of shape ts starting at off[] between the tensor (shape
+ * ks, buffer k) and the tile buffer t: load (tensor -> tile) or store.
+ * False when the tile does not lie inside the tensor. */
+static bool copy_tile(const mirs__shape *ks, double *k, const mirs__shape *ts, double *t,
+                      const int64_t off[MIRS_MAX_DIMS], bool store) {
+  int r = ts->ndim;
+  if (r != ks->ndim)
+    return false;
+  for (int d = 0; d < r; d++)
+    if (off[d] < 0 || off[d] + ts->d[d] > ks->d[d])
+      return false;
+  int64_t kst[MIRS_MAX_DIMS];
+  int64_t stride = 1;
+  for (int d = r - 1; d >= 0; d--) {
+    kst[d] = stride;
+    stride *= ks->d[d];
+  }
+  int64_t last = r > 0 ? ts->d[r - 1] : 1;
+  int64_t base = 0;
+  for (int d = 0; d < r; d++)
+    base += off[d] * kst[d];
+  int64_t rows = numel(ts) / last;
+  for (int64_t row = 0; row < rows; row++) {
+    double *pk = k + base + (r > 1 ? row_offset(ts, r - 1, kst, row) : 0);
+    double *pt = t + row * last;
+    if (store)
+      memcpy(pk, pt, (size_t)last * sizeof *pt);
+    else
+      memcpy(pt, pk, (size_t)last * sizeof *pt);
+  }
+  return true;
+}
+
+/* Check the block graph facts the evaluation relies on (tensor ids in
+ * range, accumulator result shapes, ranks of loaded tiles), so a malformed
+ * graph is reported instead of overrunning a buffer. */
+static mirs_status check_bgraph(const mirs_graph *g, const mirs__bgraph *bg) {
+  mirs_context *ctx = g->ctx;
+  for (int32_t i = 0; i < bg->nops; i++) {
+    const mirs__bop *op = &bg->ops[i];
+    mirs__op_kind kind = mirs__graph_ops[op->op].kind;
+    bool ok = true;
+    if (kind == MIRS__KIND_INPUT) {
+      ok = op->out >= 0 && op->out < bg->nt && op->src >= 0 && op->src < g->nt &&
+           bg->t[op->out].shape.ndim == g->t[op->src].shape.ndim;
+    } else {
+      int need = mirs__graph_ops[op->op].arity;
+      ok = op->nin == need && need >= 1 && need <= 2;
+      for (int a = 0; ok && a < op->nin; a++)
+        ok = op->in[a] >= 0 && op->in[a] < bg->nt;
+      if (ok && kind == MIRS__KIND_OUTPUT)
+        ok = op->dst >= 0 && op->dst < g->nt &&
+             g->t[op->dst].shape.ndim == bg->t[op->in[0]].shape.ndim;
+      else if (ok)
+        ok = op->out >= 0 && op->out < bg->nt;
+      if (ok && kind == MIRS__KIND_ACCUM) {
+        const mirs__shape *xs = &bg->t[op->in[0]].shape, *ys = &bg->t[op->out].shape;
+        int rd = op->op == MIRS_OP_ACCUM ? -1
+                 : op->op == MIRS_OP_ACCUM_SUM ? op->dim
+                                               : xs->ndim - 1;
+        ok = xs->ndim == ys->ndim && (rd == -1 || (rd >= 0 && rd < xs->ndim));
+        for (int d = 0; ok && d < xs->ndim; d++)
+          ok = ys->d[d] == (d == rd ? 1 : xs->d[d]);
+      }
+      if (ok && kind == MIRS__KIND_REDUCE)
+        ok = op->dim >= 0 && op->dim < bg->t[op->in[0]].shape.ndim;
+    }
+    if (NEVER(!ok))
+      return MIRS_FAIL(ctx, MIRS_INTERNAL, "block op %d (%s) is malformed; cannot evaluate", (int)i,
+                       mirs__graph_ops[op->op].name);
+  }
+  return MIRS_OK;
+}
+
+/* Run custom op kop: evaluate its block graph over every grid block and
+ * forloop iteration, writing its output kernel tensors in v. */
+static mirs_status run_custom(const mirs_graph *g, const mirs__kop *kop, double **v,
+                              mirs__stats *st) {
+  mirs_context *ctx = g->ctx;
+  const mirs__bgraph *bg = kop->bg;
+  if (NEVER(bg == NULL || bg->forloop < 1))
+    return MIRS_FAIL(ctx, MIRS_INTERNAL, "custom op without a valid block graph");
+  MIRS_CHECK(ctx, check_bgraph(g, bg));
+
+  /* One buffer for every block tensor's tile, carved by tile offsets. */
+  int64_t total = 0;
+  for (int32_t i = 0; i < bg->nt; i++) {
+    int64_t n = numel(&bg->t[i].shape);
+    if (n > ctx->opt.eval_max_elements - total)
+      return MIRS_FAIL(ctx, MIRS_LIMIT,
+                       "float64 evaluation needs more than eval_max_elements=%lld tile "
+                       "elements for one custom kernel",
+                       (long long)ctx->opt.eval_max_elements);
+    total += n;
+  }
+  double **tv = mirs__core_calloc(ctx, (size_t)bg->nt + 1, sizeof *tv);
+  if (!tv)
+    return mirs__core_trace(ctx, MIRS_NOMEM, __func__, __FILE__, __LINE__);
+  double *buf = mirs__core_calloc(ctx, (size_t)total + 1, sizeof *buf);
+  if (!buf) {
+    mirs__core_free(ctx, tv);
+    return mirs__core_trace(ctx, MIRS_NOMEM, __func__, __FILE__, __LINE__);
+  }
+  total = 0;
+  for (int32_t i = 0; i < bg->nt; i++) {
+    tv[i] = buf + total;
+    total += numel(&bg->t[i].shape);
+  }
+
+  mirs_status s = MIRS_OK;
+  int32_t b[MIRS__GRID];
+  for (b[2] = 0; b[2] < bg->grid[2]; b[2]++)
+    for (b[1] = 0; b[1] < bg->grid[1]; b[1]++)
+      for (b[0] = 0; b[0] < bg->grid[0]; b[0]++) {
+        /* Accumulators start at zero in every block. */
+        for (int32_t i = 0; i < bg->nops; i++) {
+          const mirs__bop *op = &bg->ops[i];
+          if (mirs__graph_ops[op->op].kind == MIRS__KIND_ACCUM)
+            memset(tv[op->out], 0, (size_t)numel(&bg->t[op->out].shape) * sizeof(double));
+        }
+        for (int32_t f = 0; f < bg->forloop; f++) {
+          for (int32_t i = 0; i < bg->nops; i++) {
+            const mirs__bop *op = &bg->ops[i];
+            mirs__op_kind kind = mirs__graph_ops[op->op].kind;
+            if (kind == MIRS__KIND_INPUT) {
+              const mirs__shape *ts = &bg->t[op->out].shape;
+              int64_t off[MIRS_MAX_DIMS] = {0};
+              for (int gd = 0; gd < MIRS__GRID; gd++)
+                if (op->imap[gd] >= 0 && op->imap[gd] < ts->ndim)
+                  off[op->imap[gd]] = (int64_t)b[gd] * ts->d[op->imap[gd]];
+              if (op->fmap >= 0 && op->fmap < ts->ndim)
+                off[op->fmap] = (int64_t)f * ts->d[op->fmap];
+              if (!copy_tile(&g->t[op->src].shape, v[op->src], ts, tv[op->out], off, false)) {
+                s = MIRS_FAIL(ctx, MIRS_INTERNAL, "block input %s: tile outside tensor %s",
+                              bg->t[op->out].name, g->t[op->src].name);
+                goto done;
+              }
+              MIRS_ADD(st, elements_evaluated, numel(ts));
+            } else if (kind == MIRS__KIND_ACCUM) {
+              const mirs__shape *xs = &bg->t[op->in[0]].shape;
+              const double *x = tv[op->in[0]];
+              double *acc = tv[op->out];
+              if (op->op == MIRS_OP_ACCUM) {
+                int64_t n = numel(xs);
+                for (int64_t e = 0; e < n; e++)
+                  acc[e] += x[e];
+              } else if (op->op == MIRS_OP_ACCUM_SUM) {
+                ev_sum(xs, x, op->dim, acc, true);
+              } else {
+                ev_sumsq_last(xs, x, acc);
+              }
+              MIRS_ADD(st, elements_evaluated, numel(&bg->t[op->out].shape));
+            } else if (kind != MIRS__KIND_OUTPUT && !bg->t[op->out].post) {
+              const mirs__shape *ins[2] = {NULL, NULL};
+              const double *inv[2] = {NULL, NULL};
+              for (int a = 0; a < op->nin && a < 2; a++) {
+                ins[a] = &bg->t[op->in[a]].shape;
+                inv[a] = tv[op->in[a]];
+              }
+              const mirs__shape *os = &bg->t[op->out].shape;
+              if (NEVER(!ev_compute(op->op, op->dim, ins, inv, os, tv[op->out]))) {
+                s = MIRS_FAIL(ctx, MIRS_INTERNAL, "block op %s cannot be evaluated",
+                              mirs__graph_ops[op->op].name);
+                goto done;
+              }
+              MIRS_ADD(st, elements_evaluated, numel(os));
+            }
+          }
+        }
+        /* After the loop: finish RMS accumulators, run post ops, store. */
+        for (int32_t i = 0; i < bg->nops; i++) {
+          const mirs__bop *op = &bg->ops[i];
+          mirs__op_kind kind = mirs__graph_ops[op->op].kind;
+          if (op->op == MIRS_OP_ACCUM_RMS) {
+            const mirs__shape *xs = &bg->t[op->in[0]].shape;
+            double count = (double)(xs->ndim > 0 ? xs->d[xs->ndim - 1] : 1) * bg->forloop;
+            int64_t n = numel(&bg->t[op->out].shape);
+            double *acc = tv[op->out];
+            for (int64_t e = 0; e < n; e++)
+              acc[e] = sqrt(acc[e] / count);
+          } else if (kind == MIRS__KIND_OUTPUT) {
+            const mirs__shape *ts = &bg->t[op->in[0]].shape;
+            int64_t off[MIRS_MAX_DIMS] = {0};
+            for (int gd = 0; gd < MIRS__GRID; gd++)
+              if (op->omap[gd] >= 0 && op->omap[gd] < ts->ndim)
+                off[op->omap[gd]] = (int64_t)b[gd] * ts->d[op->omap[gd]];
+            if (!copy_tile(&g->t[op->dst].shape, v[op->dst], ts, tv[op->in[0]], off, true)) {
+              s = MIRS_FAIL(ctx, MIRS_INTERNAL, "block output of %s: tile outside its tensor",
+                            bg->t[op->in[0]].name);
+              goto done;
+            }
+            MIRS_ADD(st, elements_evaluated, numel(ts));
+          } else if (kind != MIRS__KIND_INPUT && kind != MIRS__KIND_ACCUM &&
+                     bg->t[op->out].post) {
+            const mirs__shape *ins[2] = {NULL, NULL};
+            const double *inv[2] = {NULL, NULL};
+            for (int a = 0; a < op->nin && a < 2; a++) {
+              ins[a] = &bg->t[op->in[a]].shape;
+              inv[a] = tv[op->in[a]];
+            }
+            const mirs__shape *os = &bg->t[op->out].shape;
+            if (NEVER(!ev_compute(op->op, op->dim, ins, inv, os, tv[op->out]))) {
+              s = MIRS_FAIL(ctx, MIRS_INTERNAL, "block op %s cannot be evaluated",
+                            mirs__graph_ops[op->op].name);
+              goto done;
+            }
+            MIRS_ADD(st, elements_evaluated, numel(os));
+          }
+        }
+      }
+done:
+  mirs__core_free(ctx, buf);
+  mirs__core_free(ctx, tv);
+  return s;
+}
+
+/* Free the per-tensor buffers of g and the array (NULL is a no-op). */
+void mirs__interp_free(const mirs_graph *g, double **vals) {
+  if (!g || !vals)
+    return;
+  for (int32_t i = 0; i < g->nt; i++)
+    mirs__core_free(g->ctx, vals[i]);
+  mirs__core_free(g->ctx, vals);
+}
+
+/* Evaluate every kernel tensor of g in float64 on the Philox inputs of seed. */
+mirs_status mirs__interp_run(const mirs_graph *g, uint64_t seed, double ***vals) {
+  if (!g)
+    return MIRS_INVALID_ARG;
+  mirs_context *ctx = g->ctx;
+  if (!vals)
+    return MIRS_FAIL(ctx, MIRS_INVALID_ARG, "mirs__interp_run: vals is NULL");
+  *vals = NULL;
+
+  int64_t limit = ctx->opt.eval_max_elements, total = 0;
+  for (int32_t i = 0; i < g->nt; i++) {
+    int64_t n = numel(&g->t[i].shape);
+    if (n > limit - total)
+      return MIRS_FAIL(ctx, MIRS_LIMIT,
+                       "float64 evaluation of %s needs more than eval_max_elements=%lld "
+                       "elements (raise the option to evaluate it)",
+                       g->name ? g->name : "graph", (long long)limit);
+    total += n;
+  }
+
+  double **v = mirs__core_calloc(ctx, (size_t)g->nt + 1, sizeof *v);
+  if (!v)
+    return mirs__core_trace(ctx, MIRS_NOMEM, __func__, __FILE__, __LINE__);
+  mirs_status s = MIRS_OK;
+  for (int32_t i = 0; i < g->nt; i++) {
+    v[i] = mirs__core_calloc(ctx, (size_t)numel(&g->t[i].shape), sizeof(double));
+    if (!v[i]) {
+      s = mirs__core_trace(ctx, MIRS_NOMEM, __func__, __FILE__, __LINE__);
+      goto fail;
+    }
+  }
+
+  mirs__stats st;
+  memset(&st, 0, sizeof st);
+  for (int32_t i = 0; i < g->nt; i++) {
+    if (g->t[i].producer >= 0)
+      continue;
+    int64_t n = numel(&g->t[i].shape);
+    mirs__graph_input_fill(seed, g->t[i].name, v[i], n);
+    MIRS_ADD(&st, elements_evaluated, n);
+  }
+  for (int32_t i = 0; i < g->nops; i++) {
+    const mirs__kop *op = &g->ops[i];
+    if (op->op == MIRS_OP_CUSTOM) {
+      s = run_custom(g, op, v, &st);
+      if (s != MIRS_OK) {
+        s = mirs__core_trace(ctx, s, __func__, __FILE__, __LINE__);
+        goto fail;
+      }
+    } else {
+      const mirs__shape *ins[2] = {NULL, NULL};
+      const double *inv[2] = {NULL, NULL};
+      for (int a = 0; a < op->nin && a < 2; a++) {
+        ins[a] = &g->t[op->in[a]].shape;
+        inv[a] = v[op->in[a]];
+      }
+      const mirs__shape *os = &g->t[op->out[0]].shape;
+      if (NEVER(op->nout != 1) || !ev_compute(op->op, op->dim, ins, inv, os, v[op->out[0]])) {
+        s = MIRS_FAIL(ctx, MIRS_INTERNAL, "kernel op %s cannot be evaluated",
+                      mirs__graph_ops[op->op].name);
+        goto fail;
+      }
+      MIRS_ADD(&st, elements_evaluated, numel(os));
+    }
+    MIRS_INC(&st, ops_evaluated);
+  }
+  mirs__core_stats_add(ctx, &st);
+  *vals = v;
+  return MIRS_OK;
+
+fail:
+  mirs__interp_free(g, v);
+  return s;
+}

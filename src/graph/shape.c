@@ -1,0 +1,173 @@
+/* src/graph/shape.c - shape rules of every operator family (ops.def
+ * "kind" column), shared by kernel and block level.
+ *
+ * Rules: elementwise binary ops need equal rank and broadcast size-1 dims;
+ * matmul is [..., m, k] x [..., k, n] -> [..., m, n] with batch dims
+ * broadcast the same way; sum keeps rank (size 1 at the reduced dim);
+ * rms_norm and unary ops keep the shape; accum keeps it, accum_sum reduces
+ * dim=, accum_rms reduces the last dim.  Reasons are single lines without
+ * a trailing period, so callers can prefix positions. */
+#include "config.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "graph/graph.h"
+
+const mirs__opinfo mirs__graph_ops[MIRS_OP_COUNT] = {
+#define MIRS_OPDEF(name, spelling, arity, levels, kind) {spelling, arity, levels, MIRS__KIND_##kind},
+#include "mirsearch/ops.def"
+#undef MIRS_OPDEF
+};
+
+/* Number of elements, saturating. */
+int64_t mirs__shape_numel(const mirs__shape *s) {
+  int64_t n = 1;
+  for (int i = 0; i < s->ndim; i++) {
+    if (s->d[i] <= 0)
+      return 0;
+    if (n > INT64_MAX / s->d[i])
+      return INT64_MAX;
+    n *= s->d[i];
+  }
+  return n;
+}
+
+/* Shapes equal. */
+bool mirs__shape_eq(const mirs__shape *a, const mirs__shape *b) {
+  if (a->ndim != b->ndim)
+    return false;
+  for (int i = 0; i < a->ndim; i++)
+    if (a->d[i] != b->d[i])
+      return false;
+  return true;
+}
+
+/* "[2, 256, 64]". */
+const char *mirs__shape_str(const mirs__shape *s, char *buf, size_t size) {
+  size_t len = 0;
+  int n = snprintf(buf, size, "[");
+  len = n > 0 ? (size_t)n : 0;
+  for (int i = 0; i < s->ndim && len < size; i++) {
+    n = snprintf(buf + len, size - len, "%s%" PRId64, i ? ", " : "", s->d[i]);
+    if (n < 0)
+      break;
+    len += (size_t)n;
+  }
+  if (len < size)
+    snprintf(buf + len, size - len, "]");
+  return buf;
+}
+
+/* Broadcast dims [from, to) of a and b into out; false with a reason. */
+static bool broadcast(const char *opname, const mirs__shape *a, const mirs__shape *b, int to,
+                      mirs__shape *out, char *why, size_t whysize) {
+  for (int i = 0; i < to; i++) {
+    if (a->d[i] == b->d[i] || b->d[i] == 1)
+      out->d[i] = a->d[i];
+    else if (a->d[i] == 1)
+      out->d[i] = b->d[i];
+    else {
+      char sa[96], sb[96];
+      snprintf(why, whysize, "%s: cannot broadcast %s with %s (dim %d: %" PRId64 " vs %" PRId64 ")",
+               opname, mirs__shape_str(a, sa, sizeof sa), mirs__shape_str(b, sb, sizeof sb), i,
+               a->d[i], b->d[i]);
+      return false;
+    }
+  }
+  return true;
+}
+
+/* Normalise a possibly negative dim against rank; false with a reason. */
+static bool norm_dim(const char *opname, int dim, int ndim, int *out, char *why, size_t whysize) {
+  if (dim < -ndim || dim >= ndim) {
+    snprintf(why, whysize, "%s: dim=%d is out of range for rank %d (valid: %d to %d)", opname, dim,
+             ndim, -ndim, ndim - 1);
+    return false;
+  }
+  *out = dim < 0 ? dim + ndim : dim;
+  return true;
+}
+
+/* Infer the result shape of op on in[0..nin). */
+bool mirs__shape_infer(mirs_op op, int nin, const mirs__shape *in, int dim, int *dim_out,
+                       mirs__shape *out, char *why, size_t whysize) {
+  if ((unsigned)op >= MIRS_OP_COUNT) {
+    snprintf(why, whysize, "unknown operator");
+    return false;
+  }
+  const mirs__opinfo *info = &mirs__graph_ops[op];
+  if (info->arity >= 0 && nin != info->arity) {
+    snprintf(why, whysize, "%s takes %d argument%s, got %d", info->name, info->arity,
+             info->arity == 1 ? "" : "s", nin);
+    return false;
+  }
+  if (dim_out)
+    *dim_out = -1;
+  char sa[96], sb[96];
+  switch (info->kind) {
+  case MIRS__KIND_UNARY:
+  case MIRS__KIND_RMSNORM:
+    *out = in[0];
+    return true;
+  case MIRS__KIND_BINARY:
+    if (in[0].ndim != in[1].ndim) {
+      snprintf(why, whysize, "%s: rank mismatch: %s has rank %d, %s has rank %d", info->name,
+               mirs__shape_str(&in[0], sa, sizeof sa), in[0].ndim,
+               mirs__shape_str(&in[1], sb, sizeof sb), in[1].ndim);
+      return false;
+    }
+    out->ndim = in[0].ndim;
+    return broadcast(info->name, &in[0], &in[1], in[0].ndim, out, why, whysize);
+  case MIRS__KIND_MATMUL: {
+    const mirs__shape *a = &in[0], *b = &in[1];
+    if (a->ndim < 2 || b->ndim < 2) {
+      snprintf(why, whysize, "matmul needs operands of rank >= 2, got %s and %s",
+               mirs__shape_str(a, sa, sizeof sa), mirs__shape_str(b, sb, sizeof sb));
+      return false;
+    }
+    if (a->ndim != b->ndim) {
+      snprintf(why, whysize, "matmul: rank mismatch: %s has rank %d, %s has rank %d",
+               mirs__shape_str(a, sa, sizeof sa), a->ndim, mirs__shape_str(b, sb, sizeof sb),
+               b->ndim);
+      return false;
+    }
+    int n = a->ndim;
+    if (a->d[n - 1] != b->d[n - 2]) {
+      snprintf(why, whysize,
+               "matmul: inner dimensions differ: %s x %s (%" PRId64 " vs %" PRId64 ")",
+               mirs__shape_str(a, sa, sizeof sa), mirs__shape_str(b, sb, sizeof sb), a->d[n - 1],
+               b->d[n - 2]);
+      return false;
+    }
+    out->ndim = n;
+    if (!broadcast("matmul", a, b, n - 2, out, why, whysize))
+      return false;
+    out->d[n - 2] = a->d[n - 2];
+    out->d[n - 1] = b->d[n - 1];
+    return true;
+  }
+  case MIRS__KIND_REDUCE:
+  case MIRS__KIND_ACCUM: {
+    *out = in[0];
+    if (op == MIRS_OP_ACCUM)
+      return true;
+    int d;
+    if (op == MIRS_OP_ACCUM_RMS)
+      d = in[0].ndim - 1;
+    else if (!norm_dim(info->name, dim, in[0].ndim, &d, why, whysize))
+      return false;
+    out->d[d] = 1;
+    if (dim_out && op != MIRS_OP_ACCUM_RMS)
+      *dim_out = d;
+    return true;
+  }
+  case MIRS__KIND_CUSTOM:
+  case MIRS__KIND_INPUT:
+  case MIRS__KIND_OUTPUT:
+    break;
+  }
+  snprintf(why, whysize, "%s has no shape rule of its own", info->name);
+  return false;
+}

@@ -1,0 +1,608 @@
+/* tests/check_cli.c - the mirsearch command line, run in-process through
+ * mirs__cli_main with temporary files standing in for stdout and stderr.
+ *
+ * Covers: --help/--version, `check` round trips on every example, `eval`
+ * summaries (exact numbers, seeds, program vs µGraph), parse diagnostics,
+ * usage errors and their exit statuses, and repeated calls in one process
+ * (getopt state is reset on each call). */
+#include "config.h"
+
+#include <dirent.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "testutil.h"
+
+#define MAX_ARGS 32
+
+/* What one run of the program produced. */
+typedef struct run {
+  int rc;
+  char *out; /* malloc'd, NUL-terminated */
+  char *err;
+} run;
+
+/* Read a whole stream from its start into a malloc'd string. */
+static char *slurp(FILE *f) {
+  ck_assert_int_eq(fflush(f), 0);
+  long size = ftell(f);
+  ck_assert_int_ge(size, 0);
+  rewind(f);
+  char *s = malloc((size_t)size + 1);
+  ck_assert_ptr_nonnull(s);
+  size_t n = fread(s, 1, (size_t)size, f);
+  s[n] = '\0';
+  return s;
+}
+
+/* Run `mirsearch ARGS...` (NULL-terminated) in-process into *r. */
+static void run_cli(run *r, const char *first, ...) {
+  char *argv[MAX_ARGS + 2];
+  int argc = 0;
+  argv[argc++] = strdup("mirsearch");
+  va_list ap;
+  va_start(ap, first);
+  for (const char *a = first; a; a = va_arg(ap, const char *)) {
+    ck_assert_int_lt(argc, MAX_ARGS);
+    argv[argc++] = strdup(a);
+  }
+  va_end(ap);
+  argv[argc] = NULL;
+  /* getopt permutes argv; keep the originals to free them. */
+  char *owned[MAX_ARGS + 2];
+  memcpy(owned, argv, sizeof argv);
+  FILE *out = tmpfile(), *err = tmpfile();
+  ck_assert_ptr_nonnull(out);
+  ck_assert_ptr_nonnull(err);
+  r->rc = mirs__cli_main(argc, argv, out, err);
+  r->out = slurp(out);
+  r->err = slurp(err);
+  fclose(out);
+  fclose(err);
+  for (int i = 0; i < argc; i++)
+    free(owned[i]);
+}
+
+/* Release what run_cli allocated. */
+static void run_free(run *r) {
+  free(r->out);
+  free(r->err);
+  r->out = r->err = NULL;
+}
+
+/* Whether s begins with prefix. */
+static int starts_with(const char *s, const char *prefix) {
+  return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+/* Number of newline-terminated lines in s. */
+static int count_lines(const char *s) {
+  int n = 0;
+  for (; *s; s++)
+    n += *s == '\n';
+  return n;
+}
+
+/* Write text to a fresh temporary file ending in suffix; returns its
+ * path (malloc'd; the caller unlinks and frees it). */
+static char *write_temp(const char *text, const char *suffix) {
+  char *path = malloc(256);
+  ck_assert_ptr_nonnull(path);
+  snprintf(path, 256, "/tmp/mirs_check_cli_XXXXXX%s", suffix);
+  int fd = mkstemps(path, (int)strlen(suffix));
+  ck_assert_int_ge(fd, 0);
+  FILE *f = fdopen(fd, "w");
+  ck_assert_ptr_nonnull(f);
+  ck_assert_int_eq(fputs(text, f) >= 0, 1);
+  ck_assert_int_eq(fclose(f), 0);
+  return path;
+}
+
+/* Assert that r is a usage-style failure: exit 2, nothing on stdout and
+ * a "mirsearch: error:" message on stderr. */
+static void assert_usage_error(const run *r) {
+  ck_assert_int_eq(r->rc, 2);
+  ck_assert_str_eq(r->out, "");
+  ck_assert_msg(starts_with(r->err, "mirsearch: error: "), "stderr: %s", r->err);
+}
+
+/* Assert a usage error that also carries the --help hint. */
+static void assert_usage_hint(const run *r) {
+  assert_usage_error(r);
+  ck_assert_msg(strstr(r->err, "Try 'mirsearch --help'.") != NULL, "stderr: %s", r->err);
+}
+
+/* Whether an examples/ file name ends in .graph or .ugraph. */
+static int is_example(const char *name) {
+  size_t n = strlen(name);
+  return (n > 6 && strcmp(name + n - 6, ".graph") == 0) ||
+         (n > 7 && strcmp(name + n - 7, ".ugraph") == 0);
+}
+
+/* Sorted list of example file names (NULL-terminated, malloc'd). */
+static char **list_examples(int *count) {
+  DIR *d = opendir(tu_src("examples"));
+  ck_assert_ptr_nonnull(d);
+  char **names = calloc(256, sizeof *names);
+  ck_assert_ptr_nonnull(names);
+  int n = 0;
+  for (struct dirent *e; (e = readdir(d)) != NULL;)
+    if (is_example(e->d_name) && n < 255)
+      names[n++] = strdup(e->d_name);
+  closedir(d);
+  *count = n;
+  return names;
+}
+
+/* Free a list from list_examples. */
+static void free_list(char **names) {
+  for (int i = 0; names[i]; i++)
+    free(names[i]);
+  free(names);
+}
+
+/* Summary line for a tensor of n values, computed independently of the
+ * CLI (same definition as DESIGN's eval output). */
+static void expected_line(char *buf, size_t size, const char *prefix, const double *v, int64_t n) {
+  double sum = 0, sq = 0, mn = v[0], mx = v[0], ck = 0;
+  for (int64_t i = 0; i < n; i++) {
+    sum += v[i];
+    sq += v[i] * v[i];
+    mn = fmin(mn, v[i]);
+    mx = fmax(mx, v[i]);
+    ck += v[i] * (1.0 + (double)(i % 97) / 97.0);
+  }
+  snprintf(buf, size, "%s sum=%.9e l2=%.9e min=%.9e max=%.9e checksum=%.9e\n", prefix, sum + 0.0,
+           sqrt(sq) + 0.0, mn + 0.0, mx + 0.0, ck + 0.0);
+}
+
+/* ---------------------------------------------------------------- help, version */
+
+START_TEST(test_help_lists_every_option) {
+  const char *flags[] = {"--help", "-h"};
+  for (int k = 0; k < 2; k++) {
+    run r;
+    run_cli(&r, flags[k], NULL);
+    ck_assert_int_eq(r.rc, 0);
+    ck_assert_str_eq(r.err, "");
+    ck_assert(starts_with(r.out, "Usage: mirsearch"));
+    ck_assert_ptr_nonnull(strstr(r.out, "check FILE"));
+    ck_assert_ptr_nonnull(strstr(r.out, "eval FILE"));
+    ck_assert_uint_gt(mirs_option_count(), 0);
+    for (size_t i = 0; i < mirs_option_count(); i++) {
+      char buf[512];
+      const char *help = mirs_option_help(i, buf, sizeof buf);
+      char dashed[128];
+      snprintf(dashed, sizeof dashed, "%s", mirs_option_name(i));
+      for (char *p = dashed; *p; p++)
+        *p = *p == '_' ? '-' : *p;
+      ck_assert_msg(strstr(r.out, mirs_option_name(i)) != NULL || strstr(r.out, dashed) != NULL,
+                    "missing %s", mirs_option_name(i));
+      ck_assert_msg(strstr(r.out, help) != NULL, "missing help line %s", help);
+    }
+    run_free(&r);
+  }
+}
+END_TEST
+
+START_TEST(test_version) {
+  const char *flags[] = {"--version", "-V"};
+  for (int k = 0; k < 2; k++) {
+    run r;
+    run_cli(&r, flags[k], NULL);
+    ck_assert_int_eq(r.rc, 0);
+    ck_assert_str_eq(r.err, "");
+    char first[128];
+    snprintf(first, sizeof first, "mirsearch %s\n", mirs_version_string());
+    ck_assert_msg(starts_with(r.out, first), "stdout: %s", r.out);
+    ck_assert_ptr_nonnull(strstr(r.out, mirs_build_git_hash()));
+    ck_assert_ptr_nonnull(strstr(r.out, mirs_build_features()));
+    ck_assert_ptr_nonnull(strstr(r.out, "(match)"));
+    run_free(&r);
+  }
+}
+END_TEST
+
+/* ---------------------------------------------------------------- check */
+
+START_TEST(test_check_examples_round_trip) {
+  int n;
+  char **names = list_examples(&n);
+  ck_assert_int_gt(n, 0);
+  for (int i = 0; i < n; i++) {
+    char rel[512];
+    snprintf(rel, sizeof rel, "examples/%s", names[i]);
+    char *path = strdup(tu_src(rel));
+    run a, b;
+    run_cli(&a, "check", path, NULL);
+    ck_assert_msg(a.rc == 0, "%s: exit %d, stderr: %s", path, a.rc, a.err);
+    ck_assert_msg(a.out[0] != '\0', "%s: no output", path);
+    ck_assert_msg(a.err[0] == '\0', "%s: stderr: %s", path, a.err);
+    char *tmp = write_temp(a.out, strrchr(names[i], '.'));
+    run_cli(&b, "check", tmp, NULL);
+    ck_assert_msg(b.rc == 0, "%s again: exit %d, stderr: %s", path, b.rc, b.err);
+    ck_assert_msg(strcmp(a.out, b.out) == 0, "%s does not round-trip:\n%s\n---\n%s", path, a.out,
+                  b.out);
+    unlink(tmp);
+    free(tmp);
+    free(path);
+    run_free(&a);
+    run_free(&b);
+  }
+  free_list(names);
+}
+END_TEST
+
+START_TEST(test_check_options_anywhere) {
+  char *path = strdup(tu_src("examples/gqa_small.graph"));
+  run a, b, c;
+  run_cli(&a, "check", path, NULL);
+  run_cli(&b, "-q", "check", path, "--log-level=1", NULL);
+  run_cli(&c, "check", "--set", "max_dims=4", path, "-v", "-v", NULL);
+  ck_assert_int_eq(a.rc, 0);
+  ck_assert_int_eq(b.rc, 0);
+  ck_assert_int_eq(c.rc, 0);
+  ck_assert_str_eq(a.out, b.out);
+  ck_assert_str_eq(a.out, c.out);
+  run_free(&a);
+  run_free(&b);
+  run_free(&c);
+  free(path);
+}
+END_TEST
+
+START_TEST(test_check_option_is_applied) {
+  /* A rank-3 program is refused when max_dims is 2: the option reached
+   * the library, in both spellings and through --set. */
+  char *path = strdup(tu_src("examples/gqa_small.graph"));
+  const char *forms[][2] = {
+      {"--max-dims=2", NULL}, {"--max_dims=2", NULL}, {"--set", "max-dims=2"}};
+  for (int k = 0; k < 3; k++) {
+    run r;
+    if (forms[k][1])
+      run_cli(&r, forms[k][0], forms[k][1], "check", path, NULL);
+    else
+      run_cli(&r, forms[k][0], "check", path, NULL);
+    ck_assert_msg(r.rc == 2, "%s: exit %d", forms[k][0], r.rc);
+    ck_assert_str_eq(r.out, "");
+    ck_assert_str_ne(r.err, "");
+    run_free(&r);
+  }
+  free(path);
+}
+END_TEST
+
+START_TEST(test_check_malformed) {
+  char *path = write_temp("input X : f16[2, 4]\nY = nosuchop(X)\noutput Y\n", ".graph");
+  run r;
+  run_cli(&r, "check", path, NULL);
+  ck_assert_int_eq(r.rc, 2);
+  ck_assert_str_eq(r.out, "");
+  /* FILE:LINE:COL: error: */
+  ck_assert_msg(starts_with(r.err, path), "stderr: %s", r.err);
+  const char *p = r.err + strlen(path);
+  ck_assert_msg(*p == ':', "stderr: %s", r.err);
+  char *end;
+  long line = strtol(p + 1, &end, 10);
+  ck_assert_int_eq(line, 2);
+  ck_assert_msg(*end == ':', "stderr: %s", r.err);
+  long col = strtol(end + 1, &end, 10);
+  ck_assert_int_ge(col, 1);
+  ck_assert_msg(starts_with(end, ": error:"), "stderr: %s", r.err);
+  /* Diagnostics already printed are not repeated as a CLI error. */
+  ck_assert_ptr_null(strstr(r.err, "mirsearch: error:"));
+  run_free(&r);
+  run_cli(&r, "eval", path, NULL);
+  ck_assert_int_eq(r.rc, 2);
+  ck_assert_str_eq(r.out, "");
+  ck_assert(starts_with(r.err, path));
+  run_free(&r);
+  unlink(path);
+  free(path);
+}
+END_TEST
+
+START_TEST(test_check_malformed_directory) {
+  /* Every file in tests/malformed is rejected with a diagnostic naming it. */
+  DIR *d = opendir(tu_src("tests/malformed"));
+  ck_assert_ptr_nonnull(d);
+  for (struct dirent *e; (e = readdir(d)) != NULL;) {
+    if (e->d_name[0] == '.' || !is_example(e->d_name))
+      continue;
+    char rel[512];
+    snprintf(rel, sizeof rel, "tests/malformed/%s", e->d_name);
+    char *path = strdup(tu_src(rel));
+    run r;
+    run_cli(&r, "check", path, NULL);
+    ck_assert_msg(r.rc == 2, "%s: exit %d", path, r.rc);
+    ck_assert_msg(r.out[0] == '\0', "%s: stdout: %s", path, r.out);
+    ck_assert_msg(starts_with(r.err, path) && strstr(r.err, ": error: ") != NULL, "%s: stderr: %s",
+                  path, r.err);
+    run_free(&r);
+    free(path);
+  }
+  closedir(d);
+}
+END_TEST
+
+START_TEST(test_missing_file) {
+  const char *path = "/nonexistent/dir/mirs_no_such_file.graph";
+  const char *cmds[] = {"check", "eval"};
+  for (int k = 0; k < 2; k++) {
+    run r;
+    run_cli(&r, cmds[k], path, NULL);
+    assert_usage_error(&r);
+    ck_assert_ptr_nonnull(strstr(r.err, path));
+    run_free(&r);
+  }
+  run r;
+  run_cli(&r, "check", "/tmp", NULL); /* a directory is not a program */
+  assert_usage_error(&r);
+  run_free(&r);
+}
+END_TEST
+
+/* ---------------------------------------------------------------- eval */
+
+START_TEST(test_eval_format_and_seeds) {
+  char *path = strdup(tu_src("examples/gqa_small.graph"));
+  run a, a2, b, c, d;
+  run_cli(&a, "eval", path, "--seed", "1", NULL);
+  run_cli(&a2, "--seed=1", "eval", path, NULL);
+  run_cli(&b, "eval", "--seed", "2", path, NULL);
+  run_cli(&c, "--set", "seed=1", "eval", path, NULL);
+  run_cli(&d, "eval", path, NULL); /* default seed is 1 */
+  ck_assert_int_eq(a.rc, 0);
+  ck_assert_int_eq(b.rc, 0);
+  ck_assert_str_eq(a.err, "");
+  ck_assert_int_eq(count_lines(a.out), 1);
+  ck_assert_msg(starts_with(a.out, "O f16[2, 8, 16] sum="), "stdout: %s", a.out);
+  const char *keys[] = {" sum=", " l2=", " min=", " max=", " checksum="};
+  for (int k = 0; k < 5; k++)
+    ck_assert_ptr_nonnull(strstr(a.out, keys[k]));
+  ck_assert_str_eq(a.out, a2.out);
+  ck_assert_str_eq(a.out, c.out);
+  ck_assert_str_eq(a.out, d.out);
+  ck_assert_str_ne(a.out, b.out);
+  run_free(&a);
+  run_free(&a2);
+  run_free(&b);
+  run_free(&c);
+  run_free(&d);
+  free(path);
+}
+END_TEST
+
+START_TEST(test_eval_exact_numbers) {
+  /* Y = X * X over 200 elements (so the checksum weights wrap at 97),
+   * and Z = sum over the last dim, checked against values computed from
+   * mirs_input_value. */
+  char *path = write_temp("program sq\n"
+                          "input X : f32[2, 100]\n"
+                          "Y = mul(X, X)\n"
+                          "Z = sum(X, dim=1)\n"
+                          "output Y, Z\n",
+                          ".graph");
+  run r;
+  run_cli(&r, "eval", path, "--seed", "7", NULL);
+  ck_assert_msg(r.rc == 0, "exit %d, stderr: %s", r.rc, r.err);
+  double y[200], z[2] = {0, 0};
+  for (int i = 0; i < 200; i++) {
+    double x = mirs_input_value(7, "X", (uint64_t)i);
+    y[i] = x * x;
+    z[i / 100] += x;
+  }
+  char want[1024], line[512];
+  expected_line(line, sizeof line, "Y f32[2, 100]", y, 200);
+  snprintf(want, sizeof want, "%s", line);
+  expected_line(line, sizeof line, "Z f32[2, 1]", z, 2);
+  strncat(want, line, sizeof want - strlen(want) - 1);
+  ck_assert_str_eq(r.out, want);
+  run_free(&r);
+  unlink(path);
+  free(path);
+}
+END_TEST
+
+START_TEST(test_eval_equivalent_programs_agree) {
+  /* Same function, different intermediate names and operand order: the
+   * summary lines are identical. */
+  char *p1 = write_temp("input A : f16[4, 8]\ninput B : f16[8, 4]\n"
+                        "M = matmul(A, B)\nN = add(M, M)\nO = exp(N)\noutput O\n",
+                        ".graph");
+  char *p2 = write_temp("input A : f16[4, 8]\ninput B : f16[8, 4]\n"
+                        "t0 = matmul(A, B)\nt1 = add(t0, t0)\nO = exp(t1)\noutput O\n",
+                        ".graph");
+  run a, b;
+  run_cli(&a, "eval", p1, NULL);
+  run_cli(&b, "eval", p2, NULL);
+  ck_assert_msg(a.rc == 0, "stderr: %s", a.err);
+  ck_assert_int_eq(b.rc, 0);
+  ck_assert_str_eq(a.out, b.out);
+  run_free(&a);
+  run_free(&b);
+  unlink(p1);
+  unlink(p2);
+  free(p1);
+  free(p2);
+}
+END_TEST
+
+START_TEST(test_eval_program_vs_ugraph) {
+  /* Every examples/X_small.graph with an X_small.ugraph beside it, and
+   * every example against its own canonical form, evaluate identically. */
+  int n;
+  char **names = list_examples(&n);
+  for (int i = 0; i < n; i++) {
+    size_t len = strlen(names[i]);
+    if (len < 12 || strcmp(names[i] + len - 12, "_small.graph") != 0)
+      continue;
+    char rel[512];
+    snprintf(rel, sizeof rel, "examples/%s", names[i]);
+    char *prog = strdup(tu_src(rel));
+    snprintf(rel, sizeof rel, "examples/%.*s.ugraph", (int)(len - 6), names[i]);
+    char *ug = strdup(tu_src(rel));
+    run a, b, c;
+    run_cli(&a, "eval", prog, NULL);
+    ck_assert_msg(a.rc == 0, "%s: stderr: %s", prog, a.err);
+    ck_assert_int_eq(count_lines(a.out), 1);
+    if (access(ug, R_OK) == 0) {
+      run_cli(&b, "eval", ug, NULL);
+      ck_assert_msg(b.rc == 0, "%s: stderr: %s", ug, b.err);
+      ck_assert_msg(strcmp(a.out, b.out) == 0, "%s vs %s:\n%s%s", prog, ug, a.out, b.out);
+      run_free(&b);
+    }
+    run_cli(&b, "check", prog, NULL);
+    char *tmp = write_temp(b.out, ".graph");
+    run_cli(&c, "eval", tmp, NULL);
+    ck_assert_str_eq(a.out, c.out);
+    unlink(tmp);
+    free(tmp);
+    run_free(&a);
+    run_free(&b);
+    run_free(&c);
+    free(prog);
+    free(ug);
+  }
+  free_list(names);
+}
+END_TEST
+
+/* ---------------------------------------------------------------- usage errors */
+
+START_TEST(test_usage_errors) {
+  char *path = strdup(tu_src("examples/gqa_small.graph"));
+  run r;
+  run_cli(&r, NULL); /* no command */
+  assert_usage_hint(&r);
+  run_free(&r);
+  run_cli(&r, "--bogus", "check", path, NULL);
+  assert_usage_hint(&r);
+  ck_assert_ptr_nonnull(strstr(r.err, "--bogus"));
+  run_free(&r);
+  run_cli(&r, "-x", "check", path, NULL);
+  assert_usage_hint(&r);
+  ck_assert_ptr_nonnull(strstr(r.err, "-x"));
+  run_free(&r);
+  run_cli(&r, "frobnicate", path, NULL);
+  assert_usage_hint(&r);
+  ck_assert_ptr_nonnull(strstr(r.err, "frobnicate"));
+  run_free(&r);
+  run_cli(&r, "frobnicate", NULL);
+  assert_usage_hint(&r);
+  run_free(&r);
+  run_cli(&r, "check", NULL);
+  assert_usage_hint(&r);
+  ck_assert_ptr_nonnull(strstr(r.err, "FILE"));
+  run_free(&r);
+  run_cli(&r, "eval", NULL);
+  assert_usage_hint(&r);
+  run_free(&r);
+  run_cli(&r, "check", path, "extra", NULL);
+  assert_usage_hint(&r);
+  ck_assert_ptr_nonnull(strstr(r.err, "extra"));
+  run_free(&r);
+  run_cli(&r, "eval", path, "--seed", "abc", NULL);
+  assert_usage_hint(&r);
+  run_free(&r);
+  run_cli(&r, "eval", path, "--seed", NULL); /* missing argument */
+  assert_usage_hint(&r);
+  ck_assert_ptr_nonnull(strstr(r.err, "--seed"));
+  run_free(&r);
+  run_cli(&r, "--help=yes", NULL);
+  assert_usage_hint(&r);
+  run_free(&r);
+  run_cli(&r, "--set", "max_dims", "check", path, NULL); /* no '=' */
+  assert_usage_hint(&r);
+  run_free(&r);
+  run_cli(&r, "--set", "no_such_option=1", "check", path, NULL);
+  assert_usage_hint(&r);
+  ck_assert_ptr_nonnull(strstr(r.err, "no_such_option"));
+  run_free(&r);
+  free(path);
+}
+END_TEST
+
+START_TEST(test_bad_option_values) {
+  char *path = strdup(tu_src("examples/gqa_small.graph"));
+  const char *bad[] = {"--max-dims=abc", "--max_dims=7",  "--max-dims=0",          "--log-level=9",
+                       "--seed=-1",      "--max-errors=", "--eval-max-elements=1x"};
+  for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+    run r;
+    run_cli(&r, bad[k], "check", path, NULL);
+    assert_usage_error(&r);
+    /* The library's message follows the prefix; it is never empty. */
+    ck_assert_msg(strlen(r.err) > strlen("mirsearch: error: \n"), "%s: %s", bad[k], r.err);
+    run_free(&r);
+  }
+  free(path);
+}
+END_TEST
+
+START_TEST(test_search_not_available) {
+  char *path = strdup(tu_src("examples/gqa_small.graph"));
+  run r;
+  run_cli(&r, path, NULL);
+  assert_usage_error(&r);
+  ck_assert_ptr_nonnull(strstr(r.err, "search is not available"));
+  run_free(&r);
+  free(path);
+}
+END_TEST
+
+START_TEST(test_twice_in_one_process) {
+  /* A failing parse of the options must not leave getopt mid-way for the
+   * next call, and the options of one call must not leak into the next. */
+  char *path = strdup(tu_src("examples/lora_small.graph"));
+  run a, b, c, d;
+  run_cli(&a, "eval", path, "--seed", "3", NULL);
+  run_cli(&b, "-q", "--bogus", "eval", path, NULL);
+  run_cli(&c, "-qv", "eval", path, "--seed=3", NULL);
+  run_cli(&d, "eval", path, NULL);
+  ck_assert_int_eq(a.rc, 0);
+  ck_assert_int_eq(b.rc, 2);
+  ck_assert_int_eq(c.rc, 0);
+  ck_assert_int_eq(d.rc, 0);
+  ck_assert_str_eq(a.out, c.out);
+  ck_assert_str_ne(a.out, d.out); /* seed 3 did not persist */
+  run_free(&a);
+  run_free(&b);
+  run_free(&c);
+  run_free(&d);
+  free(path);
+}
+END_TEST
+
+/* All CLI tests. */
+static Suite *cli_suite(void) {
+  Suite *s = suite_create("cli");
+  TCase *tc = tcase_create("cli");
+  tcase_set_timeout(tc, 120);
+  tcase_add_test(tc, test_help_lists_every_option);
+  tcase_add_test(tc, test_version);
+  tcase_add_test(tc, test_check_examples_round_trip);
+  tcase_add_test(tc, test_check_options_anywhere);
+  tcase_add_test(tc, test_check_option_is_applied);
+  tcase_add_test(tc, test_check_malformed);
+  tcase_add_test(tc, test_check_malformed_directory);
+  tcase_add_test(tc, test_missing_file);
+  tcase_add_test(tc, test_eval_format_and_seeds);
+  tcase_add_test(tc, test_eval_exact_numbers);
+  tcase_add_test(tc, test_eval_equivalent_programs_agree);
+  tcase_add_test(tc, test_eval_program_vs_ugraph);
+  tcase_add_test(tc, test_usage_errors);
+  tcase_add_test(tc, test_bad_option_values);
+  tcase_add_test(tc, test_search_not_available);
+  tcase_add_test(tc, test_twice_in_one_process);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+/* Run the CLI suite. */
+int main(void) {
+  return tu_run(cli_suite());
+}

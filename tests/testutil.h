@@ -1,0 +1,62 @@
+/* tests/testutil.h - helpers shared by the Check test programs: paths to
+ * the source tree, a context whose log is captured instead of printed,
+ * and running a test suite with Check's summary on stdout. */
+#ifndef MIRS_TESTS_TESTUTIL_H
+#define MIRS_TESTS_TESTUTIL_H
+
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mirsearch.h"
+
+/* Absolute path of a file in the source tree (top_srcdir from make check;
+ * "." when run by hand from the top of the tree). */
+static inline const char *tu_src(const char *rel) {
+  static char buf[4096];
+  const char *top = getenv("top_srcdir");
+  snprintf(buf, sizeof buf, "%s/%s", top ? top : ".", rel);
+  return buf;
+}
+
+/* Captured log: every message appended, one per line. */
+typedef struct tu_log {
+  char text[65536];
+  size_t len;
+  int count;
+} tu_log;
+
+static inline void tu_log_fn(void *user, mirs_log_level level, const char *msg) {
+  tu_log *l = user;
+  (void)level;
+  l->count++;
+  int n = snprintf(l->text + l->len, sizeof l->text - l->len, "%s\n", msg);
+  if (n > 0) {
+    l->len += (size_t)n;
+    if (l->len >= sizeof l->text)
+      l->len = sizeof l->text - 1;
+  }
+}
+
+/* A new context logging into l (cleared). */
+static inline mirs_context *tu_ctx(tu_log *l) {
+  mirs_context *ctx = NULL;
+  ck_assert_int_eq(mirs_context_create(&ctx), MIRS_OK);
+  if (l) {
+    memset(l, 0, sizeof *l);
+    mirs_set_log_callback(ctx, tu_log_fn, l);
+  }
+  return ctx;
+}
+
+/* Run suite s; returns the process exit status. */
+static inline int tu_run(Suite *s) {
+  SRunner *sr = srunner_create(s);
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
+
+#endif
