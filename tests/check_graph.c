@@ -273,6 +273,17 @@ START_TEST(test_block_rules) {
   ck_assert_int_eq(mirs__bg_add_input(g, bg, "x", X, (int32_t[]){0, -1, -1}, 1, &t),
                    MIRS_INVALID_ARG);
   ck_err(ctx, "redefinition of 'x'");
+  /* block names may not shadow kernel tensors (printed text must parse back) */
+  ck_assert_int_eq(mirs__bg_add_input(g, bg, "Y", X, (int32_t[]){0, -1, -1}, 1, &t),
+                   MIRS_INVALID_ARG);
+  ck_err(ctx, "redefinition of 'Y'");
+  mirs__shape one = shp(1, 2, 0, 0);
+  char fresh[16];
+  snprintf(fresh, sizeof fresh, "b%d", bg->nt);
+  ck_assert_int_eq(mirs__graph_add_input(g, fresh, MIRS_F16, &one, NULL), MIRS_OK);
+  ck_assert_int_eq(mirs__bg_add_op(g, bg, NULL, MIRS_OP_EXP, 1, &x, -1, false, &t), MIRS_OK);
+  ck_assert_str_ne(bg->t[t].name, fresh);
+  mirs__bg_pop_op(ctx, bg);
   /* phases */
   int32_t e, a, s, m;
   ck_assert_int_eq(mirs__bg_add_op(g, bg, "e", MIRS_OP_EXP, 1, &x, -1, false, &e), MIRS_OK);

@@ -63,8 +63,17 @@ static char *fresh_name(mirs_context *ctx, const char *prefix, int32_t id, const
 static int32_t find_k(const void *g, const char *n) {
   return mirs__graph_find(g, n);
 }
-static int32_t find_b(const void *bg, const char *n) {
-  return mirs__bg_find(bg, n);
+/* Where a block tensor name must be unique: its block graph and, so that
+ * printed µGraphs parse back, the kernel graph's tensor names too. */
+typedef struct bscope {
+  const mirs_graph *g;
+  const mirs__bgraph *bg;
+} bscope;
+
+static int32_t find_b(const void *where, const char *n) {
+  const bscope *sc = where;
+  int32_t i = mirs__bg_find(sc->bg, n);
+  return i >= 0 ? i : (mirs__graph_find(sc->g, n) >= 0 ? INT32_MAX : -1);
 }
 
 /* Copy of name after checking it, or a fresh name when name is NULL. */
@@ -333,8 +342,9 @@ void mirs__bg_free(mirs_context *ctx, mirs__bgraph *bg) {
 }
 
 /* Append a block op (and its result tensor when named/shaped). */
-static mirs_status bg_push(mirs_context *ctx, mirs__bgraph *bg, const mirs__bop *op,
+static mirs_status bg_push(const mirs_graph *g, mirs__bgraph *bg, const mirs__bop *op,
                            const char *name, const mirs__shape *shape, bool post, int32_t *out) {
+  mirs_context *ctx = g->ctx;
   if (mirs__core_grow(ctx, (void **)&bg->ops, &bg->capops, (size_t)bg->nops + 1,
                       sizeof *bg->ops) != MIRS_OK)
     return MIRS_NOMEM;
@@ -344,7 +354,8 @@ static mirs_status bg_push(mirs_context *ctx, mirs__bgraph *bg, const mirs__bop 
         MIRS_OK)
       return MIRS_NOMEM;
     char *nm;
-    MIRS_CHECK(ctx, take_name(ctx, name, "b", bg->nt, bg, find_b, &nm));
+    bscope sc = {g, bg};
+    MIRS_CHECK(ctx, take_name(ctx, name, "b", bg->nt, &sc, find_b, &nm));
     bg->t[bg->nt] = (mirs__btensor){.name = nm, .shape = *shape, .producer = bg->nops, .post = post};
     o.out = bg->nt++;
   } else {
@@ -418,7 +429,7 @@ mirs_status mirs__bg_add_input(mirs_graph *g, mirs__bgraph *bg, const char *name
   o.src = src;
   memcpy(o.imap, imap, sizeof o.imap);
   o.fmap = fmap;
-  return bg_push(ctx, bg, &o, name, &tile, false, out);
+  return bg_push(g, bg, &o, name, &tile, false, out);
 }
 
 /* A compute or accumulator op on block tensors. */
@@ -475,7 +486,7 @@ mirs_status mirs__bg_add_op(mirs_graph *g, mirs__bgraph *bg, const char *name, m
     o.in[i] = in[i];
   o.dim = ndim;
   o.fused = fused;
-  MIRS_CHECK(ctx, bg_push(ctx, bg, &o, name, &rs, post, out));
+  MIRS_CHECK(ctx, bg_push(g, bg, &o, name, &rs, post, out));
   MIRS_INC(&ctx->stats, ops_added);
   return MIRS_OK;
 }
@@ -514,7 +525,7 @@ mirs_status mirs__bg_add_output(mirs_graph *g, mirs__bgraph *bg, int32_t t,
   o.nin = 1;
   o.in[0] = t;
   memcpy(o.omap, omap, sizeof o.omap);
-  return bg_push(ctx, bg, &o, NULL, NULL, false, NULL);
+  return bg_push(g, bg, &o, NULL, NULL, false, NULL);
 }
 
 /* Remove the last block op (and its result tensor). */

@@ -1,0 +1,88 @@
+# data/devices.profile - GPU device profiles for the mirsearch cost model
+# (src/codegen/cost.c).  Installed as $(pkgdatadir)/devices.profile and also
+# compiled into the library (the build turns each line of this file into a C
+# string), so the library works uninstalled; an installed copy, or a file named
+# with the device-profile path option, overrides the compiled-in table.  Edit
+# the installed copy to calibrate the numbers for a machine.
+#
+# Format (line-oriented):
+#   - '#' starts a comment that runs to the end of the line; blank lines are
+#     ignored; leading and trailing blanks are ignored.
+#   - `device NAME` starts a device section.  NAME is [A-Za-z0-9_.-]+ and is
+#     unique, ignoring case, among all names and aliases in the file.
+#   - `key = value` sets one field of the current section.  Each key at most
+#     once per section.  Numbers are plain decimals (digits, optional
+#     fraction, optional exponent e.g. 3.35e3); they are read the same in
+#     every locale.  Integer keys take digits only.
+#   Keys (required unless marked optional):
+#     description     free text for reports                            (optional)
+#     aliases         other names `--device` accepts, comma-separated   (optional)
+#     hbm_gbps        HBM bandwidth, 10^9 bytes/s
+#     tc_f16_tflops   dense f16/bf16 tensor-core peak (f32 accumulate), 10^12 flop/s
+#     f32_tflops      f32 non-tensor peak (an FMA counts 2), 10^12 flop/s
+#     launch_us       kernel launch latency, microseconds
+#     smem_per_block  shared memory one block may use (the opt-in maximum), bytes
+#     sms             number of streaming multiprocessors
+#     l2_bytes        L2 cache size, bytes
+#     max_threads_per_block  threads one block may have                 (optional, 1024)
+#     hbm_saturation  fraction of the SMs (0 < f <= 1) whose loads already
+#                     saturate HBM; a kernel with fewer blocks than SMs gets
+#                     bandwidth * min(1, blocks / (f * sms))          (optional, 1)
+#   Errors are reported as FILE:LINE:COL: error: message (unknown key, bad
+#   number, missing field, duplicate device or key, text outside a section).
+#
+# Sources: NVIDIA datasheets (peaks are the published dense numbers, i.e. half
+# the "with sparsity" figures) and the CUDA C++ Programming Guide, table
+# "Technical Specifications per Compute Capability" (shared memory per block:
+# 227 KB for compute capability 9.0, 163 KB for 8.0; 1 KB = 1024 bytes).
+# These are leads, not measurements: launch_us and hbm_saturation are
+# estimates, and every number should be calibrated on the device (achievable
+# bandwidth is typically 80-90% of the datasheet figure) when a GPU is present.
+
+device H100
+  description = NVIDIA H100 SXM5 80GB (HBM3)
+  aliases = h100-sxm, h100-sxm5, h100_sxm
+  # NVIDIA H100 Tensor Core GPU datasheet (SXM column): 3.35 TB/s HBM3,
+  # FP16/BF16 tensor 1,979 TFLOPS with sparsity -> 989.4 dense (H100
+  # whitepaper), FP32 67 TFLOPS.  132 SMs and 50 MB L2 (H100 whitepaper).
+  hbm_gbps = 3350
+  tc_f16_tflops = 989.4
+  f32_tflops = 67
+  launch_us = 4
+  smem_per_block = 232448     # 227 KB, compute capability 9.0
+  sms = 132
+  l2_bytes = 52428800         # 50 MB
+  max_threads_per_block = 1024
+  hbm_saturation = 0.5
+
+device H200
+  description = NVIDIA H200 SXM 141GB (HBM3e)
+  aliases = h200-sxm, h200_sxm
+  # NVIDIA H200 Tensor Core GPU datasheet (SXM column): 4.8 TB/s HBM3e,
+  # FP16/BF16 tensor 1,979 TFLOPS with sparsity -> 989.4 dense, FP32 67 TFLOPS.
+  # Same GH100 die as the H100 SXM5: 132 SMs, 50 MB L2, 227 KB per block.
+  hbm_gbps = 4800
+  tc_f16_tflops = 989.4
+  f32_tflops = 67
+  launch_us = 4
+  smem_per_block = 232448     # 227 KB, compute capability 9.0
+  sms = 132
+  l2_bytes = 52428800         # 50 MB
+  max_threads_per_block = 1024
+  hbm_saturation = 0.5
+
+device A100
+  description = NVIDIA A100 SXM4 80GB (HBM2e)
+  aliases = a100-sxm, a100-sxm4, a100-80gb, a100_sxm
+  # NVIDIA A100 Tensor Core GPU datasheet (80GB SXM column): 2,039 GB/s
+  # HBM2e, FP16/BF16 tensor 312 TFLOPS dense (624 with sparsity), FP32
+  # 19.5 TFLOPS.  108 SMs and 40 MB L2 (NVIDIA A100 whitepaper).
+  hbm_gbps = 2039
+  tc_f16_tflops = 312
+  f32_tflops = 19.5
+  launch_us = 4
+  smem_per_block = 166912     # 163 KB, compute capability 8.0
+  sms = 108
+  l2_bytes = 41943040         # 40 MB
+  max_threads_per_block = 1024
+  hbm_saturation = 0.5

@@ -1,0 +1,897 @@
+/* src/codegen/cost.c - device profiles (parser, built-in table, lookup) and
+ * the analytic cost model that ranks µGraphs without a GPU.
+ *
+ * Model (DESIGN.md "Cost model").  Per kernel op:
+ *   time = launch + max(bytes / (bw * ub), tc_flops / (tc_peak * u) +
+ *                                          simt_flops / (f32_peak * u))
+ * Tensor-core and CUDA-core work are separate units but are added, not
+ * overlapped: conservative and simple.  Predefined ops are assumed to be
+ * library kernels that fill the device (u = ub = 1).  For a custom kernel
+ * with B = grid.x*grid.y*grid.z blocks (one block per SM at a time):
+ *   u  = min(1, B / sms)                 compute scales with busy SMs;
+ *   ub = min(1, B / (hbm_saturation*sms)) a fraction of the SMs already
+ *        saturates HBM (each SM keeps many loads in flight), so bandwidth
+ *        is lost only below that; hbm_saturation = 1 gives the plain
+ *        min(1, B / sms).
+ * Bytes are HBM traffic, with no credit for L2 hits: every block loads its
+ * own tile of every input, so a replicated input is re-read by each block
+ * (that is what makes a bad grid expensive), F times when the forloop walks
+ * it (fmap >= 0) and once when it does not (the tile is loop-invariant and
+ * stays in shared memory).  Shared memory per block is the plain sum of all
+ * tiles (inputs, unfused intermediates, f32 accumulators) with no reuse by
+ * liveness: an upper bound, so a kernel judged feasible does fit.
+ *
+ * Flops per element: add, sub, mul, square, relu 1; div, exp, sqrt 4 (one
+ * special-function-unit op: the SFU has a fraction of the FMA lanes); silu
+ * 9 (exp, add, div); gelu 11 (tanh form: tanh 4 + 7 arithmetic).  matmul
+ * 2*M*N*K*batch (tensor cores when both operands are f16/bf16, else f32
+ * CUDA cores); sum numel(input); rms_norm 3*numel (square, add, scale);
+ * accum numel(in) per iteration, accum_sum too, accum_rms 2*numel(in) per
+ * iteration plus 5*numel(out) after the loop (scale and sqrt).  Everything
+ * but tensor-core matmul runs at the f32 peak.
+ *
+ * Invariants: no mutable globals; parsing never stops at the first error
+ * (every malformed line gets a diagnostic, up to the max_errors option);
+ * costing is a pure function of (device, graph). */
+#include "config.h"
+
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "codegen/cost.h"
+
+#define BUILTIN_NAME "<built-in devices.profile>"
+#define SPECIAL_FLOPS 4.0
+#define ACCUM_ELSIZE 4 /* accumulators are f32 */
+#define LOCAL_BT 256   /* block tensors costed without allocating */
+
+/* The profile file, one C string per line, generated at build time from
+ * data/devices.profile (see Makefile.am). */
+static const char *const builtin_lines[] = {
+#include "codegen/devices_profile.inc"
+};
+
+/* ---------------------------------------------------------------- profile keys */
+
+typedef enum { KEY_NUM, KEY_I32, KEY_I64, KEY_TEXT, KEY_ALIASES } key_type;
+
+typedef struct key_info {
+  const char *name;
+  key_type type;
+  size_t offset; /* into mirs__cost_device */
+  bool required;
+  double scale; /* KEY_NUM: file unit -> SI */
+  double max;   /* numeric keys: largest value accepted (file units) */
+} key_info;
+
+static const key_info keys[] = {
+    {"description", KEY_TEXT, offsetof(mirs__cost_device, description), false, 1, 0},
+    {"aliases", KEY_ALIASES, offsetof(mirs__cost_device, aliases), false, 1, 0},
+    {"hbm_gbps", KEY_NUM, offsetof(mirs__cost_device, hbm_bw), true, 1e9, 1e9},
+    {"tc_f16_tflops", KEY_NUM, offsetof(mirs__cost_device, tc_peak), true, 1e12, 1e9},
+    {"f32_tflops", KEY_NUM, offsetof(mirs__cost_device, f32_peak), true, 1e12, 1e9},
+    {"launch_us", KEY_NUM, offsetof(mirs__cost_device, launch_s), true, 1e-6, 1e9},
+    {"smem_per_block", KEY_I64, offsetof(mirs__cost_device, smem_per_block), true, 1, 1e15},
+    {"sms", KEY_I32, offsetof(mirs__cost_device, sms), true, 1, 1e6},
+    {"l2_bytes", KEY_I64, offsetof(mirs__cost_device, l2_bytes), true, 1, 1e15},
+    {"max_threads_per_block", KEY_I32, offsetof(mirs__cost_device, max_threads_per_block), false, 1,
+     1e6},
+    {"hbm_saturation", KEY_NUM, offsetof(mirs__cost_device, hbm_saturation), false, 1, 1},
+};
+#define NKEYS ((int)(sizeof keys / sizeof keys[0]))
+_Static_assert(sizeof keys / sizeof keys[0] <= 32, "parser.seen has one bit per key");
+
+/* ---------------------------------------------------------------- small text helpers */
+
+/* ASCII lower case of c. */
+static int lower(int c) {
+  return c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c;
+}
+
+/* Case-insensitive equality of a and b (ASCII; locale-independent). */
+static bool name_eq(const char *a, const char *b) {
+  for (; *a && *b; a++, b++)
+    if (lower((unsigned char)*a) != lower((unsigned char)*b))
+      return false;
+  return *a == *b;
+}
+
+/* True for a character allowed in a device name. */
+static bool name_char(int c) {
+  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||
+         c == '.' || c == '-';
+}
+
+/* True for a blank (space or tab). */
+static bool blank(int c) {
+  return c == ' ' || c == '\t';
+}
+
+/* Parse a plain decimal s[0..n) ("12", "3.35", "1e3", ".5") into *v without
+ * strtod, so the C locale of the embedding program does not matter.  With
+ * int_only, digits only.  Returns false when malformed. */
+static bool parse_decimal(const char *s, size_t n, bool int_only, double *v) {
+  size_t i = 0;
+  uint64_t mant = 0;
+  int exp10 = 0, ndig = 0;
+  bool any = false;
+  for (; i < n && s[i] >= '0' && s[i] <= '9'; i++, any = true) {
+    if (ndig < 19) {
+      mant = mant * 10 + (uint64_t)(s[i] - '0');
+      if (mant)
+        ndig++;
+    } else {
+      exp10++;
+    }
+  }
+  if (!int_only && i < n && s[i] == '.') {
+    for (i++; i < n && s[i] >= '0' && s[i] <= '9'; i++, any = true) {
+      if (ndig < 19) {
+        mant = mant * 10 + (uint64_t)(s[i] - '0');
+        if (mant)
+          ndig++;
+        exp10--;
+      }
+    }
+  }
+  if (!any)
+    return false;
+  if (!int_only && i < n && (s[i] == 'e' || s[i] == 'E')) {
+    i++;
+    int sign = 1, e = 0;
+    if (i < n && (s[i] == '+' || s[i] == '-'))
+      sign = s[i++] == '-' ? -1 : 1;
+    if (i >= n || s[i] < '0' || s[i] > '9')
+      return false;
+    for (; i < n && s[i] >= '0' && s[i] <= '9'; i++)
+      if (e < 10000)
+        e = e * 10 + (s[i] - '0');
+    exp10 += sign * e;
+  }
+  if (i != n)
+    return false;
+  /* Exact for mant < 2^53 and |exp10| <= 22 (powers of ten exact in
+   * double, one rounding): every number a profile needs. */
+  static const double tens[23] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                  1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+                                  1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+  double m = (double)mant;
+  if (exp10 >= 0 && exp10 <= 22)
+    *v = m * tens[exp10];
+  else if (exp10 < 0 && exp10 >= -22)
+    *v = m / tens[-exp10];
+  else
+    *v = m * pow(10.0, exp10);
+  return true;
+}
+
+/* ---------------------------------------------------------------- profile parser */
+
+typedef struct parser {
+  mirs_context *ctx;
+  const char *file;
+  mirs__cost_profiles *p;
+  int errors;
+  bool stopped;          /* max_errors reached: further diagnostics are dropped */
+  bool open;             /* a device section is open (p->dev[p->n - 1]) */
+  bool bad_header;       /* its `device` line was malformed: skip missing-key checks */
+  int dev_line, dev_col; /* where the open section's name is */
+  uint32_t seen;         /* keys set in the open section (bit per keys[] index) */
+  int key_line[32];      /* line each seen key was set on (indexed like keys[]) */
+} parser;
+
+/* Report a diagnostic at (line, col), honouring the max_errors option. */
+#if defined(__GNUC__)
+__attribute__((format(printf, 4, 5)))
+#endif
+static void
+perr(parser *ps, int line, int col, const char *fmt, ...) {
+  ps->errors++;
+  if (ps->stopped)
+    return;
+  char msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  mirs__core_diag(ps->ctx, ps->file, line, col, "%s", msg);
+  if (ps->errors >= ps->ctx->opt.max_errors) {
+    mirs__core_diag(ps->ctx, ps->file, line, col, "too many errors; stopping");
+    ps->stopped = true;
+  }
+}
+
+/* The device (index < limit) whose name or alias equals name, or -1. */
+static int32_t find_dev(const mirs__cost_profiles *p, int32_t limit, const char *name) {
+  for (int32_t i = 0; i < limit; i++) {
+    if (name_eq(p->dev[i].name, name))
+      return i;
+    for (int a = 0; a < p->dev[i].naliases; a++)
+      if (name_eq(p->dev[i].aliases[a], name))
+        return i;
+  }
+  return -1;
+}
+
+/* Close the open section: report each missing required key at its name. */
+static void close_section(parser *ps) {
+  if (!ps->open)
+    return;
+  mirs__cost_device *d = &ps->p->dev[ps->p->n - 1];
+  for (int k = 0; k < NKEYS && !ps->bad_header; k++)
+    if (keys[k].required && !(ps->seen & (UINT32_C(1) << k)))
+      perr(ps, ps->dev_line, ps->dev_col, "device %s lacks required key '%s'", d->name,
+           keys[k].name);
+  ps->open = false;
+}
+
+/* `device NAME` (the name from s[at]): check the name and open a new
+ * section.  A malformed header still opens one, so the keys that follow
+ * are checked without a cascade of "outside a section" errors. */
+static mirs_status parse_device(parser *ps, int line, const char *s, size_t n, size_t at) {
+  size_t i = at;
+  while (i < n && blank(s[i]))
+    i++;
+  size_t start = i;
+  while (i < n && !blank(s[i]))
+    i++;
+  size_t len = i - start;
+  int col = (int)start + 1;
+  bool bad = false;
+  close_section(ps);
+  if (len == 0) {
+    perr(ps, line, col, "missing device name after 'device'");
+    bad = true;
+  }
+  for (size_t j = start; j < i && !bad; j++)
+    if (!name_char((unsigned char)s[j])) {
+      perr(ps, line, (int)j + 1,
+           "invalid character '%c' in device name (allowed: A-Z a-z 0-9 _ . -)", s[j]);
+      bad = true;
+    }
+  if (!bad && len >= MIRS__COST_NAME_SIZE) {
+    perr(ps, line, col, "device name longer than %d characters", MIRS__COST_NAME_SIZE - 1);
+    bad = true;
+  }
+  size_t rest = i;
+  while (rest < n && blank(s[rest]))
+    rest++;
+  if (!bad && rest < n)
+    perr(ps, line, (int)rest + 1, "unexpected text after the device name");
+  mirs__cost_profiles *p = ps->p;
+  if (mirs__core_grow(ps->ctx, (void **)&p->dev, &p->cap, (size_t)p->n + 1, sizeof *p->dev) !=
+      MIRS_OK)
+    return MIRS_NOMEM;
+  mirs__cost_device *d = &p->dev[p->n];
+  memset(d, 0, sizeof *d);
+  if (!bad) {
+    memcpy(d->name, s + start, len);
+    d->name[len] = '\0';
+  }
+  d->max_threads_per_block = 1024;
+  d->hbm_saturation = 1.0;
+  int32_t dup = bad ? -1 : find_dev(p, p->n, d->name);
+  if (dup >= 0)
+    perr(ps, line, col, "duplicate device '%s' (already named by device %s)", d->name,
+         p->dev[dup].name);
+  p->n++;
+  ps->open = true;
+  ps->bad_header = bad;
+  ps->dev_line = line;
+  ps->dev_col = col;
+  ps->seen = 0;
+  return MIRS_OK;
+}
+
+/* `aliases = a, b, ...`: value s[vs..n) on line. */
+static void parse_aliases(parser *ps, int line, const char *s, size_t vs, size_t n) {
+  mirs__cost_profiles *p = ps->p;
+  mirs__cost_device *d = &p->dev[p->n - 1];
+  size_t i = vs;
+  while (i <= n) {
+    while (i < n && blank(s[i]))
+      i++;
+    size_t start = i;
+    while (i < n && s[i] != ',')
+      i++;
+    size_t end = i;
+    while (end > start && blank(s[end - 1]))
+      end--;
+    int col = (int)start + 1;
+    size_t len = end - start;
+    if (len == 0) {
+      perr(ps, line, col, "empty alias");
+    } else {
+      bool ok = true;
+      for (size_t j = start; j < end && ok; j++)
+        if (!name_char((unsigned char)s[j])) {
+          perr(ps, line, (int)j + 1, "invalid character '%c' in alias", s[j]);
+          ok = false;
+        }
+      if (ok && len >= MIRS__COST_NAME_SIZE) {
+        perr(ps, line, col, "alias longer than %d characters", MIRS__COST_NAME_SIZE - 1);
+        ok = false;
+      }
+      if (ok && d->naliases >= MIRS__COST_MAX_ALIASES) {
+        perr(ps, line, col, "more than %d aliases", MIRS__COST_MAX_ALIASES);
+        ok = false;
+      }
+      if (ok) {
+        char a[MIRS__COST_NAME_SIZE];
+        memcpy(a, s + start, len);
+        a[len] = '\0';
+        int32_t dup = find_dev(p, p->n, a);
+        if (dup >= 0)
+          perr(ps, line, col, "duplicate device name '%s' (already named by device %s)", a,
+               p->dev[dup].name);
+        else
+          memcpy(d->aliases[d->naliases++], a, len + 1);
+      }
+    }
+    i++; /* past the comma (or the end) */
+  }
+}
+
+/* `key = value` on line; s[0..n) is the line without its comment, at the
+ * first non-blank. */
+static void parse_key(parser *ps, int line, const char *s, size_t n, size_t at) {
+  size_t i = at;
+  while (i < n && (name_char((unsigned char)s[i])))
+    i++;
+  size_t klen = i - at;
+  int kcol = (int)at + 1;
+  if (klen == 0) {
+    perr(ps, line, kcol, "expected 'device NAME' or 'key = value'");
+    return;
+  }
+  char key[64];
+  snprintf(key, sizeof key, "%.*s", (int)(klen < 63 ? klen : 63), s + at);
+  while (i < n && blank(s[i]))
+    i++;
+  if (i >= n || s[i] != '=') {
+    perr(ps, line, i < n ? (int)i + 1 : (int)n + 1, "expected '=' after '%s'", key);
+    return;
+  }
+  size_t vs = i + 1;
+  while (vs < n && blank(s[vs]))
+    vs++;
+  size_t ve = n;
+  while (ve > vs && blank(s[ve - 1]))
+    ve--;
+  int k = 0;
+  while (k < NKEYS && strcmp(keys[k].name, key) != 0)
+    k++;
+  if (k == NKEYS) {
+    char known[512];
+    size_t len = 0;
+    known[0] = '\0';
+    for (int j = 0; j < NKEYS && len < sizeof known; j++) {
+      int w = snprintf(known + len, sizeof known - len, "%s%s", j ? ", " : "", keys[j].name);
+      if (w > 0)
+        len += (size_t)w;
+    }
+    perr(ps, line, kcol, "unknown key '%s' (known: %s)", key, known);
+    return;
+  }
+  if (!ps->open) {
+    perr(ps, line, kcol, "'%s' outside a device section (start one with 'device NAME')", key);
+    return;
+  }
+  if (ps->seen & (UINT32_C(1) << k)) {
+    perr(ps, line, kcol, "duplicate key '%s' (already set on line %d)", key, ps->key_line[k]);
+    return;
+  }
+  ps->seen |= UINT32_C(1) << k;
+  ps->key_line[k] = line;
+  mirs__cost_device *d = &ps->p->dev[ps->p->n - 1];
+  int vcol = (int)vs + 1;
+  if (ve == vs) {
+    perr(ps, line, vcol, "missing value for '%s'", key);
+    return;
+  }
+  const key_info *ki = &keys[k];
+  switch (ki->type) {
+  case KEY_TEXT: {
+    size_t len = ve - vs;
+    if (len >= MIRS__COST_DESC_SIZE) {
+      perr(ps, line, vcol, "%s longer than %d characters", key, MIRS__COST_DESC_SIZE - 1);
+      return;
+    }
+    char *dst = (char *)d + ki->offset;
+    memcpy(dst, s + vs, len);
+    dst[len] = '\0';
+    return;
+  }
+  case KEY_ALIASES:
+    parse_aliases(ps, line, s, vs, ve);
+    return;
+  case KEY_NUM:
+  case KEY_I32:
+  case KEY_I64: {
+    double v;
+    bool is_int = ki->type != KEY_NUM;
+    if (!parse_decimal(s + vs, ve - vs, is_int, &v)) {
+      perr(ps, line, vcol, "bad number '%.*s' for %s (expected %s)", (int)(ve - vs), s + vs, key,
+           is_int ? "a positive integer" : "a positive decimal such as 3.35 or 1e3");
+      return;
+    }
+    if (!(v > 0) || !(v <= ki->max)) {
+      perr(ps, line, vcol, "%s must be in (0, %g], not %.*s", key, ki->max, (int)(ve - vs), s + vs);
+      return;
+    }
+    if (ki->type == KEY_I32)
+      *(int32_t *)((char *)d + ki->offset) = (int32_t)v;
+    else if (ki->type == KEY_I64)
+      *(int64_t *)((char *)d + ki->offset) = (int64_t)v;
+    else
+      *(double *)((char *)d + ki->offset) = v * ki->scale;
+    return;
+  }
+  }
+}
+
+/* Parse one line s[0..n) (no newline). */
+static mirs_status parse_line(parser *ps, int line, const char *s, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (s[i] == '#') {
+      n = i;
+      break;
+    }
+  if (n > 0 && s[n - 1] == '\r')
+    n--;
+  while (n > 0 && blank(s[n - 1]))
+    n--;
+  size_t at = 0;
+  while (at < n && blank(s[at]))
+    at++;
+  if (at == n)
+    return MIRS_OK;
+  for (size_t i = at; i < n; i++)
+    if (s[i] == '\0' || (unsigned char)s[i] < 0x20) {
+      if (s[i] != '\t') {
+        perr(ps, line, (int)i + 1, "control character 0x%02x", (unsigned)(unsigned char)s[i]);
+        return MIRS_OK;
+      }
+    }
+  if (n - at >= 6 && memcmp(s + at, "device", 6) == 0 && (n - at == 6 || blank(s[at + 6])))
+    return parse_device(ps, line, s, n, at + 6);
+  parse_key(ps, line, s, n, at);
+  return MIRS_OK;
+}
+
+/* Parse profile text; see cost.h. */
+mirs_status mirs__cost_profiles_parse(mirs_context *ctx, const char *text, size_t len,
+                                      const char *filename, mirs__cost_profiles **out) {
+  if (!ctx || !out || (!text && len))
+    return ctx ? MIRS_FAIL(ctx, MIRS_INVALID_ARG, "mirs__cost_profiles_parse: NULL argument")
+               : MIRS_INVALID_ARG;
+  *out = NULL;
+  if (!filename)
+    filename = "<profile>";
+  mirs__core_diag_clear(ctx);
+  mirs__cost_profiles *p = mirs__core_calloc(ctx, 1, sizeof *p);
+  if (!p)
+    return MIRS_NOMEM;
+  p->ctx = ctx;
+  p->source = mirs__core_strdup(ctx, filename);
+  if (!p->source) {
+    mirs__cost_profiles_free(p);
+    return MIRS_NOMEM;
+  }
+  parser ps = {.ctx = ctx, .file = filename, .p = p};
+  int line = 1;
+  size_t start = 0;
+  for (size_t i = 0; i <= len; i++) {
+    if (i == len || text[i] == '\n') {
+      if (i > start || i < len) {
+        mirs_status s = parse_line(&ps, line, text + start, i - start);
+        if (s != MIRS_OK) {
+          mirs__cost_profiles_free(p);
+          return mirs__core_trace(ctx, s, __func__, __FILE__, __LINE__);
+        }
+      }
+      line++;
+      start = i + 1;
+    }
+  }
+  close_section(&ps);
+  if (p->n == 0 && ps.errors == 0)
+    perr(&ps, 0, 0, "no device defined (expected 'device NAME' sections)");
+  if (ps.errors) {
+    mirs__cost_profiles_free(p);
+    return MIRS_FAIL(ctx, MIRS_PARSE, "%s: %d error%s in device profile", filename, ps.errors,
+                     ps.errors == 1 ? "" : "s");
+  }
+  *out = p;
+  return MIRS_OK;
+}
+
+/* Read the file at path and parse it. */
+mirs_status mirs__cost_profiles_load_file(mirs_context *ctx, const char *path,
+                                          mirs__cost_profiles **out) {
+  if (!ctx || !path || !out)
+    return ctx ? MIRS_FAIL(ctx, MIRS_INVALID_ARG, "mirs__cost_profiles_load_file: NULL argument")
+               : MIRS_INVALID_ARG;
+  *out = NULL;
+  char *text;
+  size_t len;
+  MIRS_CHECK(ctx, mirs__core_read_file(ctx, path, &text, &len));
+  mirs_status s = mirs__cost_profiles_parse(ctx, text, len, path, out);
+  mirs__core_free(ctx, text);
+  MIRS_CHECK(ctx, s);
+  return MIRS_OK;
+}
+
+/* Join the compiled-in lines and parse them. */
+mirs_status mirs__cost_profiles_builtin(mirs_context *ctx, mirs__cost_profiles **out) {
+  if (!ctx || !out)
+    return ctx ? MIRS_FAIL(ctx, MIRS_INVALID_ARG, "mirs__cost_profiles_builtin: NULL argument")
+               : MIRS_INVALID_ARG;
+  *out = NULL;
+  mirs__buf b;
+  mirs__buf_init(&b, ctx);
+  for (size_t i = 0; i < sizeof builtin_lines / sizeof builtin_lines[0]; i++)
+    mirs__buf_puts(&b, builtin_lines[i]);
+  if (b.failed) {
+    mirs__buf_free(&b);
+    return MIRS_NOMEM;
+  }
+  mirs_status s = mirs__cost_profiles_parse(ctx, b.data ? b.data : "", b.len, BUILTIN_NAME, out);
+  mirs__buf_free(&b);
+  MIRS_CHECK(ctx, s);
+  return MIRS_OK;
+}
+
+/* The installed profile path, from configure's pkgdatadir. */
+const char *mirs__cost_default_path(void) {
+#ifdef MIRS_PKGDATADIR
+  return MIRS_PKGDATADIR "/devices.profile";
+#else
+  return "";
+#endif
+}
+
+/* path, else the installed file if present, else the built-in table. */
+mirs_status mirs__cost_profiles_load(mirs_context *ctx, const char *path,
+                                     mirs__cost_profiles **out) {
+  if (!ctx || !out)
+    return ctx ? MIRS_FAIL(ctx, MIRS_INVALID_ARG, "mirs__cost_profiles_load: NULL argument")
+               : MIRS_INVALID_ARG;
+  if (path) {
+    MIRS_CHECK(ctx, mirs__cost_profiles_load_file(ctx, path, out));
+    return MIRS_OK;
+  }
+  const char *def = mirs__cost_default_path();
+  FILE *f = *def ? fopen(def, "rb") : NULL;
+  if (f) {
+    fclose(f);
+    MIRS_CHECK(ctx, mirs__cost_profiles_load_file(ctx, def, out));
+    return MIRS_OK;
+  }
+  MIRS_CHECK(ctx, mirs__cost_profiles_builtin(ctx, out));
+  return MIRS_OK;
+}
+
+/* Free the set and its devices. */
+void mirs__cost_profiles_free(mirs__cost_profiles *p) {
+  if (!p)
+    return;
+  mirs_context *ctx = p->ctx;
+  mirs__core_free(ctx, p->dev);
+  mirs__core_free(ctx, p->source);
+  mirs__core_free(ctx, p);
+}
+
+/* Look a device up by name or alias, ignoring case. */
+mirs_status mirs__cost_find(mirs_context *ctx, const mirs__cost_profiles *p, const char *name,
+                            const mirs__cost_device **out) {
+  if (!ctx || !p || !name || !out)
+    return ctx ? MIRS_FAIL(ctx, MIRS_INVALID_ARG, "mirs__cost_find: NULL argument")
+               : MIRS_INVALID_ARG;
+  *out = NULL;
+  int32_t i = find_dev(p, p->n, name);
+  if (i >= 0) {
+    *out = &p->dev[i];
+    return MIRS_OK;
+  }
+  char known[512];
+  size_t len = 0;
+  known[0] = '\0';
+  for (int32_t j = 0; j < p->n && len < sizeof known; j++) {
+    int w = snprintf(known + len, sizeof known - len, "%s%s", j ? ", " : "", p->dev[j].name);
+    if (w > 0)
+      len += (size_t)w;
+  }
+  return MIRS_FAIL(ctx, MIRS_INVALID_ARG, "unknown device '%s' (known: %s; from %s)", name, known,
+                   p->source);
+}
+
+/* ---------------------------------------------------------------- costing */
+
+/* Bytes per element of a dtype. */
+static int64_t elsize(mirs_dtype t) {
+  return t == MIRS_F32 ? 4 : 2;
+}
+
+/* Flops per output element of an elementwise op (see the file comment). */
+static double elementwise_flops(mirs_op op) {
+  switch (op) {
+  case MIRS_OP_ADD:
+  case MIRS_OP_SUB:
+  case MIRS_OP_MUL:
+  case MIRS_OP_SQUARE:
+  case MIRS_OP_RELU:
+    return 1;
+  case MIRS_OP_DIV:
+  case MIRS_OP_EXP:
+  case MIRS_OP_SQRT:
+    return SPECIAL_FLOPS;
+  case MIRS_OP_SILU:
+    return SPECIAL_FLOPS + 1 + SPECIAL_FLOPS;
+  case MIRS_OP_GELU:
+    return SPECIAL_FLOPS + 7;
+  case MIRS_OP_MATMUL:
+  case MIRS_OP_SUM:
+  case MIRS_OP_RMS_NORM:
+  case MIRS_OP_CUSTOM:
+  case MIRS_OP_INPUT:
+  case MIRS_OP_OUTPUT:
+  case MIRS_OP_ACCUM:
+  case MIRS_OP_ACCUM_SUM:
+  case MIRS_OP_ACCUM_RMS:
+  case MIRS_OP_COUNT:
+    break;
+  }
+  return 1;
+}
+
+/* Flops of a compute op (not INPUT/OUTPUT/ACCUM*) with argument shapes
+ * a (and b for binary ops) and result shape r. */
+static double op_flops(mirs_op op, const mirs__shape *a, const mirs__shape *r) {
+  double nr = (double)mirs__shape_numel(r);
+  switch (mirs__graph_ops[op].kind) {
+  case MIRS__KIND_MATMUL:
+    return 2.0 * nr * (double)a->d[a->ndim - 1];
+  case MIRS__KIND_REDUCE:
+    return (double)mirs__shape_numel(a);
+  case MIRS__KIND_RMSNORM:
+    return 3.0 * (double)mirs__shape_numel(a);
+  case MIRS__KIND_UNARY:
+  case MIRS__KIND_BINARY:
+    return nr * elementwise_flops(op);
+  case MIRS__KIND_CUSTOM:
+  case MIRS__KIND_INPUT:
+  case MIRS__KIND_OUTPUT:
+  case MIRS__KIND_ACCUM:
+    break;
+  }
+  return 0;
+}
+
+/* "kernel 3 (O = custom)" into buf, for reasons and reports. */
+static const char *kernel_label(const mirs_graph *g, int32_t op, char *buf, size_t size) {
+  const mirs__kop *k = &g->ops[op];
+  const char *res = k->nout > 0 ? g->t[k->out[0]].name : "?";
+  snprintf(buf, size, "kernel %d (%s = %s)", (int)op, res, mirs__graph_ops[k->op].name);
+  return buf;
+}
+
+/* Time of a kernel from its counts and utilisations. */
+static void finish_time(const mirs__cost_device *d, mirs__cost_kernel *k, double u, double ub) {
+  k->flops = k->tc_flops + k->simt_flops;
+  k->mem_seconds = k->bytes / (d->hbm_bw * ub);
+  k->compute_seconds = k->tc_flops / (d->tc_peak * u) + k->simt_flops / (d->f32_peak * u);
+  k->seconds =
+      d->launch_s + (k->mem_seconds > k->compute_seconds ? k->mem_seconds : k->compute_seconds);
+}
+
+/* Predefined kernel op: inputs read once, outputs written once. */
+static void cost_predefined(const mirs__cost_device *d, const mirs_graph *g, const mirs__kop *op,
+                            mirs__cost_kernel *k) {
+  bool half = true;
+  for (int32_t i = 0; i < op->nin; i++) {
+    const mirs__ktensor *t = &g->t[op->in[i]];
+    k->bytes += (double)mirs__shape_numel(&t->shape) * (double)elsize(t->dtype);
+    half = half && t->dtype != MIRS_F32;
+  }
+  for (int32_t i = 0; i < op->nout; i++) {
+    const mirs__ktensor *t = &g->t[op->out[i]];
+    k->bytes += (double)mirs__shape_numel(&t->shape) * (double)elsize(t->dtype);
+  }
+  const mirs__shape *a = &g->t[op->in[0]].shape, *r = &g->t[op->out[0]].shape;
+  double f = op_flops(op->op, a, r);
+  if (op->op == MIRS_OP_MATMUL && half)
+    k->tc_flops = f;
+  else
+    k->simt_flops = f;
+  k->utilisation = 1;
+  finish_time(d, k, 1, 1);
+}
+
+/* Custom kernel: see the file comment.  f32[] marks block tensors held
+ * in f32 (size bg->nt, scratch). */
+static void cost_custom(const mirs__cost_device *d, const mirs_graph *g, int32_t opi,
+                        const mirs__kop *op, unsigned char *f32, mirs__cost_kernel *k) {
+  const mirs__bgraph *bg = op->bg;
+  int64_t B = 1, threads = 1;
+  for (int i = 0; i < MIRS__GRID; i++) {
+    B *= bg->grid[i] > 0 ? bg->grid[i] : 1;
+    threads *= bg->block[i] > 0 ? bg->block[i] : 1;
+  }
+  double F = bg->forloop > 0 ? bg->forloop : 1;
+  double loop_tc = 0, loop_simt = 0, post_simt = 0, post_tc = 0;
+  int64_t smem = 0;
+  int32_t nout = 0;
+  for (int32_t i = 0; i < bg->nops; i++) {
+    const mirs__bop *b = &bg->ops[i];
+    const mirs__btensor *res = b->out >= 0 ? &bg->t[b->out] : NULL;
+    switch (mirs__graph_ops[b->op].kind) {
+    case MIRS__KIND_INPUT: {
+      const mirs__ktensor *src = &g->t[b->src];
+      int64_t tile = mirs__shape_numel(&res->shape) * elsize(src->dtype);
+      f32[b->out] = src->dtype == MIRS_F32;
+      k->bytes += (double)tile * (b->fmap >= 0 ? F : 1.0) * (double)B;
+      smem += tile;
+      break;
+    }
+    case MIRS__KIND_OUTPUT: {
+      int32_t dst = nout < op->nout ? op->out[nout] : b->dst;
+      nout++;
+      double tile = (double)mirs__shape_numel(&bg->t[b->in[0]].shape);
+      k->bytes += tile * (double)(dst >= 0 ? elsize(g->t[dst].dtype) : 4) * (double)B;
+      break;
+    }
+    case MIRS__KIND_ACCUM: {
+      double nin = (double)mirs__shape_numel(&bg->t[b->in[0]].shape);
+      double nres = (double)mirs__shape_numel(&res->shape);
+      loop_simt += b->op == MIRS_OP_ACCUM_RMS ? 2.0 * nin : nin;
+      if (b->op == MIRS_OP_ACCUM_RMS)
+        post_simt += (1.0 + SPECIAL_FLOPS) * nres;
+      f32[b->out] = 1;
+      smem += mirs__shape_numel(&res->shape) * ACCUM_ELSIZE;
+      break;
+    }
+    case MIRS__KIND_UNARY:
+    case MIRS__KIND_BINARY:
+    case MIRS__KIND_MATMUL:
+    case MIRS__KIND_REDUCE:
+    case MIRS__KIND_RMSNORM: {
+      bool any_f32 = false;
+      for (int32_t j = 0; j < b->nin; j++)
+        any_f32 = any_f32 || f32[b->in[j]];
+      f32[b->out] = any_f32;
+      double f = op_flops(b->op, &bg->t[b->in[0]].shape, &res->shape);
+      bool tc = b->op == MIRS_OP_MATMUL && !any_f32;
+      if (res->post) {
+        *(tc ? &post_tc : &post_simt) += f;
+      } else {
+        *(tc ? &loop_tc : &loop_simt) += f;
+      }
+      if (!b->fused)
+        smem += mirs__shape_numel(&res->shape) * (any_f32 ? 4 : 2);
+      break;
+    }
+    case MIRS__KIND_CUSTOM:
+      break;
+    }
+  }
+  k->tc_flops = (double)B * (F * loop_tc + post_tc);
+  k->simt_flops = (double)B * (F * loop_simt + post_simt);
+  k->smem = smem;
+  k->blocks = B;
+  double u = (double)B / d->sms;
+  double ub = (double)B / (d->hbm_saturation * d->sms);
+  k->utilisation = u < 1 ? u : 1;
+  finish_time(d, k, k->utilisation, ub < 1 ? ub : 1);
+  char label[160];
+  if (smem > d->smem_per_block) {
+    k->feasible = false;
+    snprintf(k->reason, sizeof k->reason,
+             "%s: shared memory %lld bytes per block exceeds the %lld-byte limit of %s",
+             kernel_label(g, opi, label, sizeof label), (long long)smem,
+             (long long)d->smem_per_block, d->name);
+  } else if (threads > d->max_threads_per_block) {
+    k->feasible = false;
+    snprintf(k->reason, sizeof k->reason, "%s: %lld threads per block exceed the %d allowed on %s",
+             kernel_label(g, opi, label, sizeof label), (long long)threads,
+             (int)d->max_threads_per_block, d->name);
+  }
+  if (!k->feasible)
+    k->seconds = INFINITY;
+}
+
+/* Cost of one kernel op. */
+mirs_status mirs__cost_kernel_op(mirs_context *ctx, const mirs__cost_device *d, const mirs_graph *g,
+                                 int32_t op, mirs__cost_kernel *out) {
+  if (!ctx || !d || !g || !out)
+    return ctx ? MIRS_FAIL(ctx, MIRS_INVALID_ARG, "mirs__cost_kernel_op: NULL argument")
+               : MIRS_INVALID_ARG;
+  if (op < 0 || op >= g->nops)
+    return MIRS_FAIL(ctx, MIRS_INVALID_ARG, "kernel op %d does not exist (%d ops)", (int)op,
+                     (int)g->nops);
+  memset(out, 0, sizeof *out);
+  out->op = op;
+  out->feasible = true;
+  const mirs__kop *k = &g->ops[op];
+  if (k->op != MIRS_OP_CUSTOM) {
+    if (k->nin < 1 || k->nout < 1)
+      return MIRS_FAIL(ctx, MIRS_INTERNAL, "kernel op %d has no input or output", (int)op);
+    cost_predefined(d, g, k, out);
+    return MIRS_OK;
+  }
+  if (!k->bg)
+    return MIRS_FAIL(ctx, MIRS_INVALID_ARG, "custom kernel op %d has no block graph", (int)op);
+  out->custom = true;
+  unsigned char local[LOCAL_BT];
+  unsigned char *f32 = local;
+  if (k->bg->nt > LOCAL_BT) {
+    f32 = mirs__core_calloc(ctx, (size_t)k->bg->nt, 1);
+    if (!f32)
+      return MIRS_NOMEM;
+  } else {
+    memset(local, 0, sizeof local);
+  }
+  cost_custom(d, g, op, k, f32, out);
+  if (f32 != local)
+    mirs__core_free(ctx, f32);
+  return MIRS_OK;
+}
+
+/* Sum the kernels of g. */
+mirs_status mirs__cost_graph(mirs_context *ctx, const mirs__cost_device *d, const mirs_graph *g,
+                             mirs__cost_result *out) {
+  if (!ctx || !d || !g || !out)
+    return ctx ? MIRS_FAIL(ctx, MIRS_INVALID_ARG, "mirs__cost_graph: NULL argument")
+               : MIRS_INVALID_ARG;
+  memset(out, 0, sizeof *out);
+  out->feasible = true;
+  for (int32_t i = 0; i < g->nops; i++) {
+    mirs__cost_kernel k;
+    MIRS_CHECK(ctx, mirs__cost_kernel_op(ctx, d, g, i, &k));
+    out->kernels++;
+    out->bytes += k.bytes;
+    out->flops += k.flops;
+    if (k.smem > out->smem_peak)
+      out->smem_peak = k.smem;
+    if (!k.feasible && out->feasible) {
+      out->feasible = false;
+      memcpy(out->reason, k.reason, sizeof out->reason);
+    }
+    out->seconds += k.seconds;
+  }
+  if (!out->feasible)
+    out->seconds = INFINITY;
+  return MIRS_OK;
+}
+
+/* One line per kernel and a total line. */
+mirs_status mirs__cost_print(mirs_context *ctx, const mirs__cost_device *d, const mirs_graph *g,
+                             mirs__buf *b) {
+  if (!ctx || !d || !g || !b)
+    return ctx ? MIRS_FAIL(ctx, MIRS_INVALID_ARG, "mirs__cost_print: NULL argument")
+               : MIRS_INVALID_ARG;
+  mirs__cost_result r;
+  MIRS_CHECK(ctx, mirs__cost_graph(ctx, d, g, &r));
+  for (int32_t i = 0; i < g->nops; i++) {
+    mirs__cost_kernel k;
+    char label[160];
+    MIRS_CHECK(ctx, mirs__cost_kernel_op(ctx, d, g, i, &k));
+    mirs__buf_printf(
+        b, "%s: %.3f us (memory %.3f us, compute %.3f us, launch %.3f us), %.0f bytes, %.0f flops",
+        kernel_label(g, i, label, sizeof label), k.seconds * 1e6, k.mem_seconds * 1e6,
+        k.compute_seconds * 1e6, d->launch_s * 1e6, k.bytes, k.flops);
+    if (k.custom)
+      mirs__buf_printf(b, ", %lld blocks (utilisation %.2f), smem %lld bytes", (long long)k.blocks,
+                       k.utilisation, (long long)k.smem);
+    if (!k.feasible)
+      mirs__buf_printf(b, ", INFEASIBLE: %s", k.reason);
+    mirs__buf_puts(b, "\n");
+  }
+  mirs__buf_printf(
+      b, "total on %s: %.3f us, %d kernel%s, %.0f bytes, %.0f flops, smem peak %lld bytes%s%s\n",
+      d->name, r.seconds * 1e6, (int)r.kernels, r.kernels == 1 ? "" : "s", r.bytes, r.flops,
+      (long long)r.smem_peak, r.feasible ? "" : ", infeasible: ", r.feasible ? "" : r.reason);
+  return b->failed ? MIRS_NOMEM : MIRS_OK;
+}

@@ -1,0 +1,130 @@
+/* src/codegen/cost.h - the analytic cost model and the device profiles it
+ * reads (DESIGN.md "GPU, codegen and ranking" -> "Cost model").
+ *
+ * A device profile holds datasheet numbers for one GPU (bandwidth, peaks,
+ * launch latency, shared memory per block, SMs, L2).  Profiles come from a
+ * profile file (data/devices.profile, installed under $(pkgdatadir)), or
+ * from the same file compiled into the library, so the library works
+ * uninstalled.  The model prices each kernel op as
+ *   launch latency + max(bytes / bandwidth, flops / peak)
+ * and a graph as the sum over its kernel ops.  It needs no GPU, touches no
+ * clock and no random numbers: equal inputs give bit-equal results.
+ *
+ * Invariants: a loaded mirs__cost_profiles holds at least one device, every
+ * numeric field is finite and > 0, and no two devices share a name or alias
+ * (ignoring case).  Costing allocates nothing, so it may run in the
+ * search's inner loop; a profile set is read-only after loading and may be
+ * shared by threads. */
+#ifndef MIRS_CODEGEN_COST_H
+#define MIRS_CODEGEN_COST_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/core.h"
+#include "graph/graph.h"
+
+#define MIRS__COST_NAME_SIZE 32
+#define MIRS__COST_DESC_SIZE 96
+#define MIRS__COST_MAX_ALIASES 8
+#define MIRS__COST_REASON_SIZE 256
+
+/* One GPU, in SI units (bytes/s, flop/s, seconds, bytes). */
+typedef struct mirs__cost_device {
+  char name[MIRS__COST_NAME_SIZE];
+  char description[MIRS__COST_DESC_SIZE];
+  char aliases[MIRS__COST_MAX_ALIASES][MIRS__COST_NAME_SIZE];
+  int naliases;
+  double hbm_bw;          /* HBM bandwidth, bytes/s */
+  double tc_peak;         /* dense f16/bf16 tensor-core peak, flop/s */
+  double f32_peak;        /* f32 non-tensor peak, flop/s */
+  double launch_s;        /* launch latency, s */
+  int64_t smem_per_block; /* opt-in maximum, bytes */
+  int32_t sms;
+  int64_t l2_bytes;
+  int32_t max_threads_per_block;
+  double hbm_saturation; /* fraction of SMs that saturates HBM, (0, 1] */
+} mirs__cost_device;
+
+/* A set of device profiles, in file order. */
+typedef struct mirs__cost_profiles {
+  mirs_context *ctx;
+  mirs__cost_device *dev;
+  int32_t n;
+  size_t cap;
+  char *source; /* path read, or "<built-in devices.profile>" */
+} mirs__cost_profiles;
+
+/* Cost of one kernel op.  Seconds are +inf when infeasible. */
+typedef struct mirs__cost_kernel {
+  int32_t op; /* kernel op index */
+  bool custom;
+  double seconds;         /* launch + max(memory, compute) */
+  double mem_seconds;     /* bytes / effective bandwidth */
+  double compute_seconds; /* tc_flops / tc peak + simt_flops / f32 peak (effective) */
+  double bytes;           /* HBM bytes moved */
+  double flops;           /* tc_flops + simt_flops */
+  double tc_flops;        /* on tensor cores (f16/bf16 matmul) */
+  double simt_flops;      /* on CUDA cores */
+  int64_t smem;           /* shared memory per block, bytes (0 for predefined ops) */
+  int64_t blocks;         /* grid.x * grid.y * grid.z (0 for predefined ops) */
+  double utilisation;     /* min(1, blocks / sms) (1 for predefined ops) */
+  bool feasible;
+  char reason[MIRS__COST_REASON_SIZE]; /* why infeasible; "" otherwise */
+} mirs__cost_kernel;
+
+/* Cost of a whole graph: sums over its kernel ops. */
+typedef struct mirs__cost_result {
+  double seconds; /* +inf when infeasible */
+  double bytes;
+  double flops;
+  int32_t kernels;   /* kernel launches = kernel ops */
+  int64_t smem_peak; /* largest per-block shared memory of any kernel */
+  bool feasible;
+  char reason[MIRS__COST_REASON_SIZE]; /* first infeasible kernel's reason */
+} mirs__cost_result;
+
+/* ---------------------------------------------------------------- profiles */
+
+/* Parse profile text (filename for diagnostics).  Every malformed line is
+ * reported as FILE:LINE:COL: error: message through mirs__core_diag (the
+ * context's diagnostic list is cleared first); then MIRS_PARSE with *out =
+ * NULL.  An empty file (no device) is an error too. */
+mirs_status mirs__cost_profiles_parse(mirs_context *ctx, const char *text, size_t len,
+                                      const char *filename, mirs__cost_profiles **out);
+/* Read and parse the profile file at path (MIRS_IO when unreadable). */
+mirs_status mirs__cost_profiles_load_file(mirs_context *ctx, const char *path,
+                                          mirs__cost_profiles **out);
+/* The table compiled in from data/devices.profile. */
+mirs_status mirs__cost_profiles_builtin(mirs_context *ctx, mirs__cost_profiles **out);
+/* The profiles a program should use: path if non-NULL (an error if it
+ * cannot be read); else the installed $(pkgdatadir)/devices.profile when
+ * the library was built with MIRS_PKGDATADIR and that file exists; else
+ * the compiled-in table. */
+mirs_status mirs__cost_profiles_load(mirs_context *ctx, const char *path,
+                                     mirs__cost_profiles **out);
+/* Release a profile set (NULL is a no-op). */
+void mirs__cost_profiles_free(mirs__cost_profiles *p);
+/* The compiled-in default profile path ("" when none was configured). */
+const char *mirs__cost_default_path(void);
+/* Device by name or alias, ignoring case.  MIRS_INVALID_ARG listing the
+ * known names when there is none. */
+mirs_status mirs__cost_find(mirs_context *ctx, const mirs__cost_profiles *p, const char *name,
+                            const mirs__cost_device **out);
+
+/* ---------------------------------------------------------------- costing */
+
+/* Cost of kernel op `op` of g on device d. */
+mirs_status mirs__cost_kernel_op(mirs_context *ctx, const mirs__cost_device *d, const mirs_graph *g,
+                                 int32_t op, mirs__cost_kernel *out);
+/* Cost of the whole graph g on device d (sum over kernel ops; infeasible
+ * when any kernel is).  Allocates nothing (for block graphs of up to 256
+ * tensors). */
+mirs_status mirs__cost_graph(mirs_context *ctx, const mirs__cost_device *d, const mirs_graph *g,
+                             mirs__cost_result *out);
+/* A human-readable per-kernel breakdown and total, one kernel per line,
+ * appended to b (for reports and --verbose output). */
+mirs_status mirs__cost_print(mirs_context *ctx, const mirs__cost_device *d, const mirs_graph *g,
+                             mirs__buf *b);
+
+#endif

@@ -1,0 +1,1306 @@
+/* src/verify/absexpr.c - abstract expressions in normal form, the
+ * syntactic subexpression decisions, the shared verdict cache and the
+ * pruning entry point (see absexpr.h for the normal form).
+ *
+ * Invariants:
+ *  - arena nodes are hash-consed: (kind, fn, k, kd, arg, children, name)
+ *    identifies a node; children lists are sorted by child hash, so equal
+ *    multisets give equal lists;
+ *  - the hash-cons chains are newest-first, so releasing the newest nodes
+ *    (LIFO) only ever unlinks chain heads;
+ *  - builders use the arena's scratch stack with strict push/pop nesting
+ *    and address it by index (it may move when it grows);
+ *  - the shared state is written only while it is built, except for the
+ *    cache, whose slots are single atomic 64-bit words.
+ *
+ * Syntactic decisions for a (candidate, target) pair, all sound:
+ *  YES  the candidate's normal form is contained in a term of some sum in
+ *       the target's normal-form tree (a sub-multiset of its factors with
+ *       extents dividing), or is a sub-sum of such a sum up to a common
+ *       cofactor.  Each case is a chain of axiom instances (see
+ *       term_yes_contains).
+ *  NO   (a) a symbol bit or atom of the candidate is absent from the
+ *       target (the bits are invariant under the axioms);
+ *       (b) an application f(u) of the candidate, with u box-free, has no
+ *       identical application in the target while every f-application of
+ *       the target is box-free (arguments of uninterpreted symbols are only
+ *       ever rewritten to equal ones, and box-free normal forms are
+ *       canonical);
+ *       (c) both sides are box-free and some term of the candidate is not
+ *       even weakly contained in any term of the target tree: every
+ *       subexpression of an expression equal to the target has all its
+ *       terms so contained (induction over the axioms and the
+ *       constructors), and containment is transitive.
+ *  Anything else goes to the cache and then to Z3. */
+#include "config.h"
+
+#include "verify/absexpr.h"
+
+#include <stdatomic.h>
+#include <string.h>
+
+#include "verify/z3check.h"
+
+/* ================================================================ arena */
+
+#define HASH_SEED UINT64_C(0x6d69727361627321)
+
+/* Initialise an empty arena allocating through ctx. */
+mirs_status mirs__abs_arena_init(mirs__abs_arena *a, mirs_context *ctx) {
+  memset(a, 0, sizeof *a);
+  a->ctx = ctx;
+  a->nbuckets = 256;
+  a->buckets = mirs__core_alloc(ctx, a->nbuckets * sizeof *a->buckets);
+  if (!a->buckets)
+    return MIRS_NOMEM;
+  for (uint32_t i = 0; i < a->nbuckets; i++)
+    a->buckets[i] = -1;
+  return MIRS_OK;
+}
+
+/* Free everything the arena holds. */
+void mirs__abs_arena_free(mirs__abs_arena *a) {
+  if (!a || !a->ctx)
+    return;
+  mirs__core_free(a->ctx, a->nodes);
+  mirs__core_free(a->ctx, a->kids);
+  mirs__core_free(a->ctx, a->chars);
+  mirs__core_free(a->ctx, a->buckets);
+  mirs__core_free(a->ctx, a->tmp);
+  memset(a, 0, sizeof *a);
+}
+
+/* Remember the arena's current extent. */
+mirs__abs_mark mirs__abs_mark_get(const mirs__abs_arena *a) {
+  mirs__abs_mark m = {a->nn, a->nkids, a->nchars};
+  return m;
+}
+
+/* Drop every node created after m, newest first, unlinking chain heads. */
+void mirs__abs_release(mirs__abs_arena *a, mirs__abs_mark m) {
+  while (a->nn > m.nn) {
+    int32_t id = --a->nn;
+    uint32_t b = (uint32_t)(a->nodes[id].hash & (a->nbuckets - 1));
+    if (ALWAYS(a->buckets[b] == id))
+      a->buckets[b] = a->nodes[id].next;
+  }
+  a->nkids = m.nkids;
+  a->nchars = m.nchars;
+}
+
+/* Double the bucket array and relink every node oldest-first. */
+static mirs_status arena_rehash(mirs__abs_arena *a) {
+  uint32_t nb = a->nbuckets * 2;
+  int32_t *bk = mirs__core_alloc(a->ctx, nb * sizeof *bk);
+  if (!bk)
+    return MIRS_NOMEM;
+  for (uint32_t i = 0; i < nb; i++)
+    bk[i] = -1;
+  for (int32_t id = 0; id < a->nn; id++) {
+    uint32_t b = (uint32_t)(a->nodes[id].hash & (nb - 1));
+    a->nodes[id].next = bk[b];
+    bk[b] = id;
+  }
+  mirs__core_free(a->ctx, a->buckets);
+  a->buckets = bk;
+  a->nbuckets = nb;
+  return MIRS_OK;
+}
+
+/* Push v on the scratch stack. */
+static mirs_status tmp_push(mirs__abs_arena *a, int32_t v) {
+  if (a->ntmp == a->captmp)
+    MIRS_CHECK(a->ctx,
+               mirs__core_grow(a->ctx, (void **)&a->tmp, &a->captmp, a->ntmp + 1, sizeof *a->tmp));
+  a->tmp[a->ntmp++] = v;
+  return MIRS_OK;
+}
+
+/* Sort ids[0..n) by node hash (insertion sort: lists are short). */
+static void sort_by_hash(const mirs__abs_arena *a, int32_t *ids, uint32_t n) {
+  for (uint32_t i = 1; i < n; i++) {
+    int32_t v = ids[i];
+    uint64_t h = a->nodes[v].hash;
+    uint32_t j = i;
+    while (j > 0 && a->nodes[ids[j - 1]].hash > h) {
+      ids[j] = ids[j - 1];
+      j--;
+    }
+    ids[j] = v;
+  }
+}
+
+/* Whether node id has exactly the given content. */
+static bool node_same(const mirs__abs_arena *a, int32_t id, const mirs__abs_node *p,
+                      const int32_t *kids, const char *name) {
+  const mirs__abs_node *q = &a->nodes[id];
+  if (q->hash != p->hash || q->kind != p->kind || q->fn != p->fn || q->k != p->k ||
+      q->kd != p->kd || q->arg != p->arg || q->n != p->n || q->nd != p->nd)
+    return false;
+  if (name)
+    return strcmp(a->chars + q->off, name) == 0;
+  return p->n + p->nd == 0 ||
+         memcmp(a->kids + q->off, kids, (size_t)(p->n + p->nd) * sizeof *kids) == 0;
+}
+
+/* Find or create the node with content p (kind, fn, k, kd, arg, n, nd),
+ * children kids[0..n+nd) (already in canonical order) and, for an ATOM,
+ * name.  Computes hash, bits, atoms and boxed. */
+static mirs_status intern(mirs__abs_arena *a, mirs__abs_node p, const int32_t *kids,
+                          const char *name, mirs__abs_id *out) {
+  uint32_t nk = p.n + p.nd;
+  uint64_t h = mirs__hash_mix(HASH_SEED, p.kind);
+  h = mirs__hash_mix(h, p.fn);
+  h = mirs__hash_mix(h, (uint64_t)p.k);
+  h = mirs__hash_mix(h, (uint64_t)p.kd);
+  h = mirs__hash_mix(h, p.arg >= 0 ? a->nodes[p.arg].hash : 0);
+  h = mirs__hash_mix(h, p.n);
+  h = mirs__hash_mix(h, p.nd);
+  for (uint32_t i = 0; i < nk; i++)
+    h = mirs__hash_mix(h, a->nodes[kids[i]].hash);
+  if (name)
+    h = mirs__hash_str(h, name);
+  p.hash = h;
+  for (int32_t id = a->buckets[h & (a->nbuckets - 1)]; id >= 0; id = a->nodes[id].next)
+    if (node_same(a, id, &p, kids, name)) {
+      *out = id;
+      return MIRS_OK;
+    }
+
+  p.bits = 0;
+  p.atoms = 0;
+  p.boxed = false;
+  if (p.arg >= 0) {
+    p.bits = a->nodes[p.arg].bits;
+    p.atoms = a->nodes[p.arg].atoms;
+    p.boxed = a->nodes[p.arg].boxed;
+  }
+  for (uint32_t i = 0; i < nk; i++) {
+    p.bits |= a->nodes[kids[i]].bits;
+    p.atoms |= a->nodes[kids[i]].atoms;
+    p.boxed |= a->nodes[kids[i]].boxed;
+  }
+  switch ((mirs__abs_kind)p.kind) {
+  case MIRS__ABS_ATOM:
+    p.atoms = UINT64_C(1) << (h & 63);
+    break;
+  case MIRS__ABS_APP:
+    p.bits |= MIRS__ABS_BIT_FN(p.fn);
+    break;
+  case MIRS__ABS_RMS:
+    p.bits |= MIRS__ABS_BIT_RMS;
+    break;
+  case MIRS__ABS_BOX:
+    p.boxed = true;
+    break;
+  case MIRS__ABS_TERM:
+    if (p.k > 1 || p.kd > 1)
+      p.bits |= MIRS__ABS_BIT_SUM;
+    if (p.nd > 0)
+      p.bits |= MIRS__ABS_BIT_DIV;
+    break;
+  case MIRS__ABS_POLY:
+    if (p.n >= 2)
+      p.bits |= MIRS__ABS_BIT_ADD;
+    break;
+  }
+
+  mirs_context *ctx = a->ctx;
+  if ((uint32_t)a->nn >= a->nbuckets)
+    MIRS_CHECK(ctx, arena_rehash(a));
+  MIRS_CHECK(
+      ctx, mirs__core_grow(ctx, (void **)&a->nodes, &a->capn, (size_t)a->nn + 1, sizeof *a->nodes));
+  if (name) {
+    size_t len = strlen(name) + 1;
+    MIRS_CHECK(ctx, mirs__core_grow(ctx, (void **)&a->chars, &a->capc, a->nchars + len, 1));
+    memcpy(a->chars + a->nchars, name, len);
+    p.off = a->nchars;
+    a->nchars += (uint32_t)len;
+  } else {
+    MIRS_CHECK(ctx, mirs__core_grow(ctx, (void **)&a->kids, &a->capk, (size_t)a->nkids + nk,
+                                    sizeof *a->kids));
+    if (nk)
+      memcpy(a->kids + a->nkids, kids, nk * sizeof *kids);
+    p.off = a->nkids;
+    a->nkids += nk;
+  }
+  uint32_t b = (uint32_t)(h & (a->nbuckets - 1));
+  p.next = a->buckets[b];
+  a->buckets[b] = a->nn;
+  a->nodes[a->nn] = p;
+  *out = a->nn++;
+  return MIRS_OK;
+}
+
+/* A blank node prototype of kind k. */
+static mirs__abs_node proto(mirs__abs_kind kind) {
+  mirs__abs_node p;
+  memset(&p, 0, sizeof p);
+  p.kind = (uint8_t)kind;
+  p.arg = -1;
+  return p;
+}
+
+/* ================================================================ normal form */
+
+/* x·y for extents, failing with MIRS_LIMIT on overflow. */
+static mirs_status ext_mul(mirs__abs_arena *a, int64_t x, int64_t y, int64_t *out) {
+  if (__builtin_mul_overflow(x, y, out))
+    return MIRS_FAIL(a->ctx, MIRS_LIMIT, "abstract expression extent overflows: %lld x %lld",
+                     (long long)x, (long long)y);
+  return MIRS_OK;
+}
+
+/* Intern the POLY of the term ids at tmp[base..ntmp) and pop them. */
+static mirs_status make_poly(mirs__abs_arena *a, size_t base, mirs__abs_id *out) {
+  uint32_t n = (uint32_t)(a->ntmp - base);
+  sort_by_hash(a, a->tmp + base, n);
+  mirs__abs_node p = proto(MIRS__ABS_POLY);
+  p.n = n;
+  mirs_status s = intern(a, p, a->tmp + base, NULL, out);
+  a->ntmp = base;
+  return s;
+}
+
+/* Merge the sorted list kids[xoff..xoff+nx) with the sorted list y onto
+ * the scratch stack; y is kids[yoff..) or, when y_tmp, tmp[yoff..) (read
+ * by index: pushing may move the scratch stack). */
+static mirs_status push_merged(mirs__abs_arena *a, uint32_t xoff, uint32_t nx, bool y_tmp,
+                               size_t yoff, uint32_t ny) {
+  uint32_t i = 0, j = 0;
+  while (i < nx || j < ny) {
+    int32_t yv = j < ny ? (y_tmp ? a->tmp[yoff + j] : a->kids[yoff + j]) : -1;
+    int32_t v;
+    if (j >= ny || (i < nx && a->nodes[a->kids[xoff + i]].hash <= a->nodes[yv].hash)) {
+      v = a->kids[xoff + i++];
+    } else {
+      v = yv;
+      j++;
+    }
+    MIRS_CHECK(a->ctx, tmp_push(a, v));
+  }
+  return MIRS_OK;
+}
+
+/* Intern the TERM sum(k, N)/sum(kd, D) whose N then D lists (each sorted)
+ * are at tmp[base..ntmp); pops them.  The result id is pushed. */
+static mirs_status make_term(mirs__abs_arena *a, size_t base, int64_t k, int64_t kd, uint32_t n) {
+  mirs__abs_node p = proto(MIRS__ABS_TERM);
+  p.k = k;
+  p.kd = kd;
+  p.n = n;
+  p.nd = (uint32_t)(a->ntmp - base) - n;
+  mirs__abs_id id;
+  mirs_status s = intern(a, p, a->tmp + base, NULL, &id);
+  a->ntmp = base;
+  if (s != MIRS_OK)
+    return s;
+  return tmp_push(a, id);
+}
+
+/* Push the product of terms t1 and t2 (extents multiply, factor lists
+ * merge): sum(k1,N1)/sum(kd1,D1) · sum(k2,N2)/sum(kd2,D2) =
+ * sum(k1·k2, N1·N2)/sum(kd1·kd2, D1·D2) by S2, S1, V2, V3. */
+static mirs_status push_term_mul(mirs__abs_arena *a, mirs__abs_id t1, mirs__abs_id t2) {
+  mirs__abs_node x = a->nodes[t1], y = a->nodes[t2];
+  int64_t k, kd;
+  MIRS_CHECK(a->ctx, ext_mul(a, x.k, y.k, &k));
+  MIRS_CHECK(a->ctx, ext_mul(a, x.kd, y.kd, &kd));
+  size_t base = a->ntmp;
+  MIRS_CHECK(a->ctx, push_merged(a, x.off, x.n, false, y.off, y.n));
+  MIRS_CHECK(a->ctx, push_merged(a, x.off + x.n, x.nd, false, (size_t)y.off + y.n, y.nd));
+  return make_term(a, base, k, kd, x.n + y.n);
+}
+
+/* Push term t divided by sum(kq, Πq) where q is the sorted list
+ * tmp[qoff..qoff+nq). */
+static mirs_status push_term_div(mirs__abs_arena *a, mirs__abs_id t, int64_t kq, size_t qoff,
+                                 uint32_t nq) {
+  mirs__abs_node x = a->nodes[t];
+  int64_t kd;
+  MIRS_CHECK(a->ctx, ext_mul(a, x.kd, kq, &kd));
+  size_t base = a->ntmp;
+  for (uint32_t i = 0; i < x.n; i++)
+    MIRS_CHECK(a->ctx, tmp_push(a, a->kids[x.off + i]));
+  MIRS_CHECK(a->ctx, push_merged(a, x.off + x.n, x.nd, true, qoff, nq));
+  return make_term(a, base, x.k, kd, x.n);
+}
+
+/* The POLY holding the single factor f. */
+static mirs_status factor_poly(mirs__abs_arena *a, mirs__abs_id f, mirs__abs_id *out) {
+  size_t base = a->ntmp;
+  MIRS_CHECK(a->ctx, tmp_push(a, f));
+  MIRS_CHECK(a->ctx, make_term(a, base, 1, 1, 1));
+  return make_poly(a, base, out);
+}
+
+/* A factor node of kind kind over argument poly x. */
+static mirs_status make_factor(mirs__abs_arena *a, mirs__abs_kind kind, int fn, int64_t k,
+                               mirs__abs_id x, mirs__abs_id *out) {
+  mirs__abs_node p = proto(kind);
+  p.fn = (uint8_t)fn;
+  p.k = k;
+  p.arg = x;
+  return intern(a, p, NULL, NULL, out);
+}
+
+/* The POLY of the atom called name. */
+mirs_status mirs__abs_atom(mirs__abs_arena *a, const char *name, mirs__abs_id *out) {
+  mirs__abs_id f;
+  MIRS_CHECK(a->ctx, intern(a, proto(MIRS__ABS_ATOM), NULL, name, &f));
+  return factor_poly(a, f, out);
+}
+
+/* f(x) for an uninterpreted unary symbol. */
+mirs_status mirs__abs_app(mirs__abs_arena *a, mirs__abs_fn f, mirs__abs_id x, mirs__abs_id *out) {
+  mirs__abs_id id;
+  MIRS_CHECK(a->ctx, make_factor(a, MIRS__ABS_APP, (int)f, 0, x, &id));
+  return factor_poly(a, id, out);
+}
+
+/* rms(n, x). */
+mirs_status mirs__abs_rms(mirs__abs_arena *a, int64_t n, mirs__abs_id x, mirs__abs_id *out) {
+  mirs__abs_id id;
+  MIRS_CHECK(a->ctx, make_factor(a, MIRS__ABS_RMS, 0, n, x, &id));
+  return factor_poly(a, id, out);
+}
+
+/* sum(k, x): k multiplies every term's extent (S4, then S1/S2/S3). */
+mirs_status mirs__abs_sum(mirs__abs_arena *a, int64_t k, mirs__abs_id x, mirs__abs_id *out) {
+  if (k < 1)
+    return MIRS_FAIL(a->ctx, MIRS_INVALID_ARG, "sum extent %lld < 1", (long long)k);
+  if (k == 1) { /* S0 */
+    *out = x;
+    return MIRS_OK;
+  }
+  mirs__abs_node px = a->nodes[x];
+  size_t base = a->ntmp;
+  for (uint32_t i = 0; i < px.n; i++) {
+    mirs__abs_node t = a->nodes[a->kids[px.off + i]];
+    int64_t kk;
+    MIRS_CHECK(a->ctx, ext_mul(a, t.k, k, &kk));
+    size_t tb = a->ntmp;
+    for (uint32_t j = 0; j < t.n + t.nd; j++)
+      MIRS_CHECK(a->ctx, tmp_push(a, a->kids[t.off + j]));
+    MIRS_CHECK(a->ctx, make_term(a, tb, kk, t.kd, t.n));
+  }
+  return make_poly(a, base, out);
+}
+
+/* x + y: the union of the term multisets (A1, A2). */
+mirs_status mirs__abs_add(mirs__abs_arena *a, mirs__abs_id x, mirs__abs_id y, mirs__abs_id *out) {
+  mirs__abs_node px = a->nodes[x], py = a->nodes[y];
+  size_t base = a->ntmp;
+  for (uint32_t i = 0; i < px.n; i++)
+    MIRS_CHECK(a->ctx, tmp_push(a, a->kids[px.off + i]));
+  for (uint32_t i = 0; i < py.n; i++)
+    MIRS_CHECK(a->ctx, tmp_push(a, a->kids[py.off + i]));
+  return make_poly(a, base, out);
+}
+
+/* x - y = x + neg(y). */
+mirs_status mirs__abs_sub(mirs__abs_arena *a, mirs__abs_id x, mirs__abs_id y, mirs__abs_id *out) {
+  mirs__abs_id ny;
+  MIRS_CHECK(a->ctx, mirs__abs_app(a, MIRS__ABS_NEG, y, &ny));
+  return mirs__abs_add(a, x, ny, out);
+}
+
+/* x itself when it is a single term, else the single-factor POLY BOX(x). */
+static mirs_status boxed_if_sum(mirs__abs_arena *a, mirs__abs_id x, mirs__abs_id *out) {
+  if (a->nodes[x].n == 1) {
+    *out = x;
+    return MIRS_OK;
+  }
+  mirs__abs_id b;
+  MIRS_CHECK(a->ctx, make_factor(a, MIRS__ABS_BOX, 0, 0, x, &b));
+  return factor_poly(a, b, out);
+}
+
+/* x · y: distributed term by term (D1), or with sums boxed when the
+ * expansion would exceed MIRS__ABS_MAX_TERMS terms. */
+mirs_status mirs__abs_mul(mirs__abs_arena *a, mirs__abs_id x, mirs__abs_id y, mirs__abs_id *out) {
+  if ((uint64_t)a->nodes[x].n * a->nodes[y].n > MIRS__ABS_MAX_TERMS) {
+    MIRS_CHECK(a->ctx, boxed_if_sum(a, x, &x));
+    MIRS_CHECK(a->ctx, boxed_if_sum(a, y, &y));
+  }
+  mirs__abs_node px = a->nodes[x], py = a->nodes[y];
+  size_t base = a->ntmp;
+  for (uint32_t i = 0; i < px.n; i++)
+    for (uint32_t j = 0; j < py.n; j++)
+      MIRS_CHECK(a->ctx, push_term_mul(a, a->kids[px.off + i], a->kids[py.off + j]));
+  return make_poly(a, base, out);
+}
+
+/* x / y.  Every term of x is divided separately (V1).  A single-term y
+ * without denominator, sum(k, Πq), joins each term's denominator (V3, S1,
+ * S2).  A single term with its own denominator keeps its smallest
+ * numerator factor, extents and denominator as one boxed residual and
+ * contributes its other numerator factors directly (V3 applied to
+ * y = q1·…·residual).  A sum of terms is one boxed factor. */
+mirs_status mirs__abs_div(mirs__abs_arena *a, mirs__abs_id x, mirs__abs_id y, mirs__abs_id *out) {
+  mirs__abs_node py = a->nodes[y];
+  int64_t kq = 1;
+  size_t qbase = a->ntmp; /* the divisor's factors, sorted, copied to kids below */
+  if (py.n == 1 && a->nodes[a->kids[py.off]].nd == 0) {
+    mirs__abs_node t = a->nodes[a->kids[py.off]];
+    kq = t.k;
+    for (uint32_t i = 0; i < t.n; i++)
+      MIRS_CHECK(a->ctx, tmp_push(a, a->kids[t.off + i]));
+  } else if (py.n == 1) {
+    mirs__abs_node t = a->nodes[a->kids[py.off]];
+    /* residual = sum(k, q_min) / sum(kd, D): q_min is the first (smallest hash) factor */
+    size_t rb = a->ntmp;
+    MIRS_CHECK(a->ctx, tmp_push(a, a->kids[t.off]));
+    for (uint32_t i = 0; i < t.nd; i++)
+      MIRS_CHECK(a->ctx, tmp_push(a, a->kids[t.off + t.n + i]));
+    MIRS_CHECK(a->ctx, make_term(a, rb, t.k, t.kd, 1));
+    mirs__abs_id rp, box;
+    MIRS_CHECK(a->ctx, make_poly(a, rb, &rp));
+    MIRS_CHECK(a->ctx, make_factor(a, MIRS__ABS_BOX, 0, 0, rp, &box));
+    for (uint32_t i = 1; i < t.n; i++)
+      MIRS_CHECK(a->ctx, tmp_push(a, a->kids[t.off + i]));
+    MIRS_CHECK(a->ctx, tmp_push(a, box));
+  } else {
+    mirs__abs_id box;
+    MIRS_CHECK(a->ctx, make_factor(a, MIRS__ABS_BOX, 0, 0, y, &box));
+    MIRS_CHECK(a->ctx, tmp_push(a, box));
+  }
+  uint32_t nq = (uint32_t)(a->ntmp - qbase);
+  sort_by_hash(a, a->tmp + qbase, nq);
+  mirs__abs_node px = a->nodes[x];
+  size_t base = a->ntmp; /* the quotient terms go above the divisor list */
+  mirs_status s = MIRS_OK;
+  for (uint32_t i = 0; i < px.n && s == MIRS_OK; i++)
+    s = push_term_div(a, a->kids[px.off + i], kq, qbase, nq);
+  if (s == MIRS_OK)
+    s = make_poly(a, base, out);
+  a->ntmp = qbase;
+  return s == MIRS_OK ? MIRS_OK : mirs__core_trace(a->ctx, s, __func__, __FILE__, __LINE__);
+}
+
+/* The expression of operator op on in[] with the given extent. */
+mirs_status mirs__abs_apply(mirs__abs_arena *a, mirs_op op, const mirs__abs_id *in, int64_t extent,
+                            mirs__abs_id *out) {
+  mirs__abs_id t;
+  switch (op) {
+  case MIRS_OP_MATMUL:
+    MIRS_CHECK(a->ctx, mirs__abs_mul(a, in[0], in[1], &t));
+    return mirs__abs_sum(a, extent, t, out);
+  case MIRS_OP_ADD:
+    return mirs__abs_add(a, in[0], in[1], out);
+  case MIRS_OP_SUB:
+    return mirs__abs_sub(a, in[0], in[1], out);
+  case MIRS_OP_MUL:
+    return mirs__abs_mul(a, in[0], in[1], out);
+  case MIRS_OP_DIV:
+    return mirs__abs_div(a, in[0], in[1], out);
+  case MIRS_OP_EXP:
+    return mirs__abs_app(a, MIRS__ABS_EXP, in[0], out);
+  case MIRS_OP_SQUARE:
+    return mirs__abs_mul(a, in[0], in[0], out);
+  case MIRS_OP_SQRT:
+    return mirs__abs_app(a, MIRS__ABS_SQRT, in[0], out);
+  case MIRS_OP_SILU:
+    return mirs__abs_app(a, MIRS__ABS_SILU, in[0], out);
+  case MIRS_OP_GELU:
+    return mirs__abs_app(a, MIRS__ABS_GELU, in[0], out);
+  case MIRS_OP_RELU:
+    return mirs__abs_app(a, MIRS__ABS_RELU, in[0], out);
+  case MIRS_OP_SUM:
+  case MIRS_OP_ACCUM:
+  case MIRS_OP_ACCUM_SUM:
+    return mirs__abs_sum(a, extent, in[0], out);
+  case MIRS_OP_RMS_NORM:
+    MIRS_CHECK(a->ctx, mirs__abs_rms(a, extent, in[0], &t));
+    return mirs__abs_div(a, in[0], t, out);
+  case MIRS_OP_ACCUM_RMS:
+    return mirs__abs_rms(a, extent, in[0], out);
+  case MIRS_OP_INPUT:
+  case MIRS_OP_OUTPUT:
+    *out = in[0];
+    return MIRS_OK;
+  case MIRS_OP_CUSTOM:
+  case MIRS_OP_COUNT:
+    break;
+  }
+  return MIRS_FAIL(a->ctx, MIRS_INVALID_ARG, "no abstract expression for operator %d", (int)op);
+}
+
+/* Last dimension of a shape. */
+static int64_t last_dim(const mirs__shape *s) {
+  return s->ndim > 0 ? s->d[s->ndim - 1] : 1;
+}
+
+/* The result of block op `op` from the entries of its inputs. */
+static mirs_status bop_eval(mirs__abs_arena *a, const mirs__bgraph *bg, int32_t op,
+                            const mirs__abs_id *kexpr, const mirs__abs_id *bexpr,
+                            mirs__abs_id *out) {
+  const mirs__bop *o = &bg->ops[op];
+  if (o->op == MIRS_OP_INPUT) {
+    *out = kexpr[o->src];
+    return MIRS_OK;
+  }
+  mirs__abs_id in[2] = {MIRS__ABS_NONE, MIRS__ABS_NONE};
+  for (int i = 0; i < o->nin && i < 2; i++)
+    in[i] = bexpr[o->in[i]];
+  const mirs__shape *s0 = o->nin > 0 ? &bg->t[o->in[0]].shape : NULL;
+  int64_t ext = 1;
+  switch (o->op) {
+  case MIRS_OP_MATMUL:
+  case MIRS_OP_RMS_NORM:
+    ext = last_dim(s0);
+    break;
+  case MIRS_OP_SUM:
+    ext = s0->d[o->dim];
+    break;
+  case MIRS_OP_ACCUM:
+    ext = bg->forloop;
+    break;
+  case MIRS_OP_ACCUM_SUM:
+    ext = (int64_t)bg->forloop * s0->d[o->dim];
+    break;
+  case MIRS_OP_ACCUM_RMS:
+    ext = (int64_t)bg->forloop * last_dim(s0);
+    break;
+  default:
+    break;
+  }
+  return mirs__abs_apply(a, o->op, in, ext, out);
+}
+
+/* Fill bexpr for block op `op` (nothing for OUTPUT). */
+mirs_status mirs__abs_bop(mirs__abs_arena *a, const mirs__bgraph *bg, int32_t op,
+                          const mirs__abs_id *kexpr, mirs__abs_id *bexpr) {
+  if (bg->ops[op].op == MIRS_OP_OUTPUT)
+    return MIRS_OK;
+  mirs__abs_id r;
+  MIRS_CHECK(a->ctx, bop_eval(a, bg, op, kexpr, bexpr, &r));
+  bexpr[bg->ops[op].out] = r;
+  return MIRS_OK;
+}
+
+/* Fill kexpr for the outputs of kernel op `op`. */
+mirs_status mirs__abs_kop(mirs__abs_arena *a, const mirs_graph *g, int32_t op,
+                          mirs__abs_id *kexpr) {
+  const mirs__kop *o = &g->ops[op];
+  if (o->op != MIRS_OP_CUSTOM) {
+    mirs__abs_id in[2] = {MIRS__ABS_NONE, MIRS__ABS_NONE};
+    for (int i = 0; i < o->nin && i < 2; i++)
+      in[i] = kexpr[o->in[i]];
+    const mirs__shape *s0 = &g->t[o->in[0]].shape;
+    int64_t ext = 1;
+    if (o->op == MIRS_OP_MATMUL || o->op == MIRS_OP_RMS_NORM)
+      ext = last_dim(s0);
+    else if (o->op == MIRS_OP_SUM)
+      ext = s0->d[o->dim];
+    return mirs__abs_apply(a, o->op, in, ext, &kexpr[o->out[0]]);
+  }
+  /* A custom op: its block tensors' entries live on the scratch stack. */
+  const mirs__bgraph *bg = o->bg;
+  size_t base = a->ntmp;
+  for (int32_t i = 0; i < bg->nt; i++)
+    MIRS_CHECK(a->ctx, tmp_push(a, MIRS__ABS_NONE));
+  mirs_status s = MIRS_OK;
+  int32_t nout = 0;
+  for (int32_t i = 0; i < bg->nops && s == MIRS_OK; i++) {
+    const mirs__bop *b = &bg->ops[i];
+    if (b->op == MIRS_OP_OUTPUT) {
+      if (nout < o->nout)
+        kexpr[o->out[nout]] = a->tmp[base + b->in[0]];
+      nout++;
+      continue;
+    }
+    mirs__abs_id r = MIRS__ABS_NONE;
+    s = bop_eval(a, bg, i, kexpr, a->tmp + base, &r);
+    if (s == MIRS_OK)
+      a->tmp[base + b->out] = r;
+  }
+  a->ntmp = base;
+  return s == MIRS_OK ? MIRS_OK : mirs__core_trace(a->ctx, s, __func__, __FILE__, __LINE__);
+}
+
+/* Fill kexpr for every kernel tensor of g. */
+mirs_status mirs__abs_graph(mirs__abs_arena *a, const mirs_graph *g, mirs__abs_id *kexpr) {
+  for (int32_t t = 0; t < g->nt; t++) {
+    kexpr[t] = MIRS__ABS_NONE;
+    if (g->t[t].producer < 0)
+      MIRS_CHECK(a->ctx, mirs__abs_atom(a, g->t[t].name, &kexpr[t]));
+  }
+  for (int32_t i = 0; i < g->nops; i++)
+    MIRS_CHECK(a->ctx, mirs__abs_kop(a, g, i, kexpr));
+  return MIRS_OK;
+}
+
+/* ================================================================ printing */
+
+static const char *const fn_names[MIRS__ABS_FN_COUNT] = {"exp",  "sqrt", "silu",
+                                                         "gelu", "relu", "neg"};
+
+static void print_node(const mirs__abs_arena *a, mirs__abs_id id, mirs__buf *b);
+
+/* Print kids[off..off+n) joined by "*". */
+static void print_product(const mirs__abs_arena *a, uint32_t off, uint32_t n, mirs__buf *b) {
+  for (uint32_t i = 0; i < n; i++) {
+    if (i)
+      mirs__buf_puts(b, "*");
+    print_node(a, a->kids[off + i], b);
+  }
+}
+
+/* Print any node. */
+static void print_node(const mirs__abs_arena *a, mirs__abs_id id, mirs__buf *b) {
+  const mirs__abs_node *p = &a->nodes[id];
+  switch ((mirs__abs_kind)p->kind) {
+  case MIRS__ABS_ATOM:
+    mirs__buf_puts(b, a->chars + p->off);
+    break;
+  case MIRS__ABS_APP:
+    mirs__buf_printf(b, "%s(", fn_names[p->fn]);
+    print_node(a, p->arg, b);
+    mirs__buf_puts(b, ")");
+    break;
+  case MIRS__ABS_RMS:
+    mirs__buf_printf(b, "rms(%lld, ", (long long)p->k);
+    print_node(a, p->arg, b);
+    mirs__buf_puts(b, ")");
+    break;
+  case MIRS__ABS_BOX:
+    mirs__buf_puts(b, "[");
+    print_node(a, p->arg, b);
+    mirs__buf_puts(b, "]");
+    break;
+  case MIRS__ABS_TERM:
+    if (p->k > 1)
+      mirs__buf_printf(b, "sum(%lld, ", (long long)p->k);
+    print_product(a, p->off, p->n, b);
+    if (p->k > 1)
+      mirs__buf_puts(b, ")");
+    if (p->nd) {
+      mirs__buf_puts(b, " / ");
+      if (p->kd > 1)
+        mirs__buf_printf(b, "sum(%lld, ", (long long)p->kd);
+      else
+        mirs__buf_puts(b, "(");
+      print_product(a, p->off + p->n, p->nd, b);
+      mirs__buf_puts(b, ")");
+    }
+    break;
+  case MIRS__ABS_POLY:
+    for (uint32_t i = 0; i < p->n; i++) {
+      if (i)
+        mirs__buf_puts(b, " + ");
+      print_node(a, a->kids[p->off + i], b);
+    }
+    break;
+  }
+}
+
+/* Readable text of expression e into b. */
+void mirs__abs_print(const mirs__abs_arena *a, mirs__abs_id e, mirs__buf *b) {
+  print_node(a, e, b);
+}
+
+/* ================================================================ term views */
+
+/* Terms with more factors than this are never used for a decision. */
+#define VIEW_MAX 48
+
+/* A term as hashes, for comparisons across arenas. */
+typedef struct term_view {
+  int64_t k, kd;
+  uint32_t n, nd;
+  uint64_t hn[VIEW_MAX], hd[VIEW_MAX]; /* sorted */
+} term_view;
+
+/* Fill v from term id of arena a; false when it has too many factors. */
+static bool view_of(const mirs__abs_arena *a, mirs__abs_id id, term_view *v) {
+  const mirs__abs_node *p = &a->nodes[id];
+  if (p->n > VIEW_MAX || p->nd > VIEW_MAX)
+    return false;
+  v->k = p->k;
+  v->kd = p->kd;
+  v->n = p->n;
+  v->nd = p->nd;
+  for (uint32_t i = 0; i < p->n; i++)
+    v->hn[i] = a->nodes[a->kids[p->off + i]].hash;
+  for (uint32_t i = 0; i < p->nd; i++)
+    v->hd[i] = a->nodes[a->kids[p->off + p->n + i]].hash;
+  return true;
+}
+
+/* Multiset inclusion x ⊆ y of sorted hash lists. */
+static bool ms_sub(const uint64_t *x, uint32_t nx, const uint64_t *y, uint32_t ny) {
+  uint32_t i = 0, j = 0;
+  while (i < nx) {
+    while (j < ny && y[j] < x[i])
+      j++;
+    if (j == ny || y[j] != x[i])
+      return false;
+    i++;
+    j++;
+  }
+  return true;
+}
+
+/* z = y - x for sorted lists with x ⊆ y; returns |z|. */
+static uint32_t ms_minus(const uint64_t *y, uint32_t ny, const uint64_t *x, uint32_t nx,
+                         uint64_t *z) {
+  uint32_t i = 0, nz = 0;
+  for (uint32_t j = 0; j < ny; j++) {
+    if (i < nx && x[i] == y[j])
+      i++;
+    else
+      z[nz++] = y[j];
+  }
+  return nz;
+}
+
+/* Whether the sorted list y equals the multiset union of sorted x and c. */
+static bool ms_union_eq(const uint64_t *y, uint32_t ny, const uint64_t *x, uint32_t nx,
+                        const uint64_t *c, uint32_t nc) {
+  if (ny != nx + nc || !ms_sub(x, nx, y, ny))
+    return false;
+  uint64_t z[2 * VIEW_MAX];
+  uint32_t nz = ms_minus(y, ny, x, nx, z);
+  return nz == nc && memcmp(z, c, nc * sizeof *c) == 0;
+}
+
+/* Whether d divides m (both >= 1). */
+static bool divides(int64_t d, int64_t m) {
+  return d >= 1 && m % d == 0;
+}
+
+/* Sound containment: term t is a subexpression of term s.
+ *  numerator case: t = sum(k', N')/sum(kd', D') with N' ⊆ N, k' | k,
+ *    D' ⊆ D, and kd' = kd when D' = D, kd' | kd when D' ⊊ D (split the
+ *    denominator into sum(kd', D')·sum(kd/kd', D - D') by S1/S2, peel it
+ *    with V3, split the numerator likewise and drop the cofactor with
+ *    V2/S3; what remains is t);
+ *  denominator case: t = sum(k', N') with N' ⊆ D and k' | kd (t is a
+ *    part of the denominator sum(kd, ΠD)). */
+static bool term_yes_contains(const term_view *t, const term_view *s) {
+  if (ms_sub(t->hn, t->n, s->hn, s->n) && ms_sub(t->hd, t->nd, s->hd, s->nd) &&
+      divides(t->k, s->k)) {
+    if (t->nd == 0 && t->kd == 1)
+      return true;
+    if (t->nd == s->nd ? t->kd == s->kd : divides(t->kd, s->kd))
+      return true;
+  }
+  return t->nd == 0 && t->kd == 1 && ms_sub(t->hn, t->n, s->hd, s->nd) && divides(t->k, s->kd);
+}
+
+/* Necessary condition for t ⊑ s when both normal forms are box-free (the
+ * weak containment of the NO rule (c)). */
+static bool term_weak_contains(const term_view *t, const term_view *s) {
+  if (ms_sub(t->hn, t->n, s->hn, s->n) && ms_sub(t->hd, t->nd, s->hd, s->nd) &&
+      divides(t->k, s->k) && divides(t->kd, s->kd))
+    return true;
+  return t->nd == 0 && ms_sub(t->hn, t->n, s->hd, s->nd) && divides(t->k, s->kd);
+}
+
+/* ================================================================ shared state */
+
+/* One term of a sum in some target's normal-form tree. */
+typedef struct tterm {
+  int32_t target; /* index into targets */
+  int32_t poly;   /* the POLY it belongs to (records of one POLY are adjacent) */
+  mirs__abs_id term;
+} tterm;
+
+/* One application (APP or RMS factor) in some target's tree. */
+typedef struct tapp {
+  int32_t target;
+  mirs__abs_id node;
+} tapp;
+
+struct mirs__prune_shared {
+  mirs_context *ctx;
+  mirs__prune_config cfg;
+  mirs__abs_arena arena; /* targets; read-only once built */
+  mirs__abs_id *targets;
+  int ntargets;
+  tterm *terms;
+  size_t nterms, capterms;
+  tapp *apps;
+  size_t napps, capapps;
+  /* Verdict cache: 2^cache_log2 words, each 0 (empty) or (key with the low
+   * two bits replaced by a mirs__prune_verdict).  Slots are written once
+   * by CAS from 0 and never change, and a word carries all it means, so
+   * relaxed ordering suffices: a reader sees either 0 (a miss) or the
+   * complete (key, verdict) word, and no other memory is published through
+   * it.  Linear probing over at most CACHE_PROBES slots; when those are
+   * full the verdict is simply not stored. */
+  _Atomic uint64_t *cache;
+  void *cache_mem; /* the same block, for freeing */
+  uint64_t cache_mask;
+};
+
+#define CACHE_PROBES 32
+
+/* Default configuration. */
+void mirs__prune_config_default(mirs__prune_config *c) {
+  c->enabled = true;
+  c->use_solver = true;
+  c->cache_log2 = 20;
+  c->timeout_ms = 500;
+  c->rlimit = 2000000;
+}
+
+/* Record the tree of POLY p (target ti) into the index, once per node. */
+static mirs_status index_tree(mirs__prune_shared *s, int32_t ti, mirs__abs_id p, uint8_t *seen) {
+  const mirs__abs_arena *a = &s->arena;
+  if (seen[p])
+    return MIRS_OK;
+  seen[p] = 1;
+  const mirs__abs_node *pp = &a->nodes[p];
+  for (uint32_t i = 0; i < pp->n; i++) {
+    mirs__abs_id t = a->kids[pp->off + i];
+    MIRS_CHECK(s->ctx, mirs__core_grow(s->ctx, (void **)&s->terms, &s->capterms, s->nterms + 1,
+                                       sizeof *s->terms));
+    s->terms[s->nterms++] = (tterm){ti, p, t};
+  }
+  for (uint32_t i = 0; i < pp->n; i++) {
+    const mirs__abs_node *t = &a->nodes[a->kids[pp->off + i]];
+    for (uint32_t j = 0; j < t->n + t->nd; j++) {
+      mirs__abs_id f = a->kids[t->off + j];
+      const mirs__abs_node *fn = &a->nodes[f];
+      if (fn->kind == MIRS__ABS_ATOM || seen[f])
+        continue;
+      seen[f] = 1;
+      if (fn->kind == MIRS__ABS_APP || fn->kind == MIRS__ABS_RMS) {
+        MIRS_CHECK(s->ctx, mirs__core_grow(s->ctx, (void **)&s->apps, &s->capapps, s->napps + 1,
+                                           sizeof *s->apps));
+        s->apps[s->napps++] = (tapp){ti, f};
+      }
+      MIRS_CHECK(s->ctx, index_tree(s, ti, fn->arg, seen));
+    }
+  }
+  return MIRS_OK;
+}
+
+/* Build targets, index and cache from ref (body of mirs__prune_shared_new). */
+static mirs_status shared_build(mirs__prune_shared *s, const mirs_graph *ref) {
+  mirs_context *ctx = s->ctx;
+  if (s->cfg.cache_log2 < 4 || s->cfg.cache_log2 > 40)
+    return MIRS_FAIL(ctx, MIRS_INVALID_ARG, "prune cache size 2^%d out of range [2^4, 2^40]",
+                     s->cfg.cache_log2);
+  size_t slots = (size_t)1 << s->cfg.cache_log2;
+  s->cache_mem = mirs__core_alloc(ctx, slots * sizeof *s->cache);
+  if (!s->cache_mem)
+    return MIRS_NOMEM;
+  s->cache = s->cache_mem;
+  for (size_t i = 0; i < slots; i++)
+    atomic_init(&s->cache[i], 0);
+  s->cache_mask = slots - 1;
+
+  MIRS_CHECK(ctx, mirs__abs_arena_init(&s->arena, ctx));
+  mirs__abs_id *kexpr = mirs__core_alloc(ctx, ((size_t)ref->nt + 1) * sizeof *kexpr);
+  if (!kexpr)
+    return MIRS_NOMEM;
+  s->targets = mirs__core_alloc(ctx, ((size_t)ref->nout + 1) * sizeof *s->targets);
+  mirs_status st = s->targets ? mirs__abs_graph(&s->arena, ref, kexpr) : MIRS_NOMEM;
+  for (int32_t i = 0; st == MIRS_OK && i < ref->nout; i++) {
+    mirs__abs_id e = kexpr[ref->outputs[i]];
+    bool dup = false;
+    for (int j = 0; j < s->ntargets; j++)
+      dup |= s->targets[j] == e;
+    if (!dup)
+      s->targets[s->ntargets++] = e;
+  }
+  mirs__core_free(ctx, kexpr);
+  MIRS_CHECK(ctx, st);
+  uint8_t *seen = mirs__core_alloc(ctx, (size_t)s->arena.nn + 1);
+  if (!seen)
+    return MIRS_NOMEM;
+  for (int i = 0; st == MIRS_OK && i < s->ntargets; i++) {
+    memset(seen, 0, (size_t)s->arena.nn);
+    st = index_tree(s, i, s->targets[i], seen);
+  }
+  mirs__core_free(ctx, seen);
+  return st == MIRS_OK ? MIRS_OK : mirs__core_trace(ctx, st, __func__, __FILE__, __LINE__);
+}
+
+/* Build the shared pruning state from the reference program. */
+mirs_status mirs__prune_shared_new(mirs_context *ctx, const mirs_graph *ref,
+                                   const mirs__prune_config *cfg, mirs__prune_shared **out) {
+  *out = NULL;
+  if (!ref)
+    return MIRS_FAIL(ctx, MIRS_INVALID_ARG, "no reference program");
+  mirs__prune_shared *s = mirs__core_calloc(ctx, 1, sizeof *s);
+  if (!s)
+    return MIRS_NOMEM;
+  s->ctx = ctx;
+  if (cfg)
+    s->cfg = *cfg;
+  else
+    mirs__prune_config_default(&s->cfg);
+  mirs_status st = shared_build(s, ref);
+  if (st != MIRS_OK) {
+    mirs__prune_shared_free(s);
+    return mirs__core_trace(ctx, st, __func__, __FILE__, __LINE__);
+  }
+  *out = s;
+  return MIRS_OK;
+}
+
+/* Free the shared state (after every worker is freed). */
+void mirs__prune_shared_free(mirs__prune_shared *s) {
+  if (!s)
+    return;
+  mirs_context *ctx = s->ctx;
+  mirs__abs_arena_free(&s->arena);
+  mirs__core_free(ctx, s->targets);
+  mirs__core_free(ctx, s->terms);
+  mirs__core_free(ctx, s->apps);
+  mirs__core_free(ctx, s->cache_mem);
+  mirs__core_free(ctx, s);
+}
+
+/* Number of distinct targets. */
+int mirs__prune_num_targets(const mirs__prune_shared *s) {
+  return s->ntargets;
+}
+
+/* The arena holding the targets. */
+const mirs__abs_arena *mirs__prune_target_arena(const mirs__prune_shared *s) {
+  return &s->arena;
+}
+
+/* Target i's expression. */
+mirs__abs_id mirs__prune_target(const mirs__prune_shared *s, int i) {
+  return i >= 0 && i < s->ntargets ? s->targets[i] : MIRS__ABS_NONE;
+}
+
+/* ================================================================ cache */
+
+/* The cache key of a (candidate, target) pair; never 0 in its upper bits. */
+uint64_t mirs__prune_pair_key(uint64_t cand_hash, uint64_t target_hash) {
+  uint64_t k = mirs__hash_mix(mirs__hash_mix(UINT64_C(0x7072756e65), cand_hash), target_hash);
+  k &= ~UINT64_C(3);
+  return k ? k : UINT64_C(4);
+}
+
+/* Look key up (relaxed loads; see the struct comment). */
+mirs__prune_verdict mirs__prune_cache_get(const mirs__prune_shared *s, uint64_t key) {
+  key &= ~UINT64_C(3);
+  for (uint64_t i = 0; i < CACHE_PROBES; i++) {
+    uint64_t w =
+        atomic_load_explicit(&s->cache[((key >> 2) + i) & s->cache_mask], memory_order_relaxed);
+    if (w == 0)
+      return MIRS__PRUNE_NONE;
+    if ((w & ~UINT64_C(3)) == key)
+      return (mirs__prune_verdict)(w & 3);
+  }
+  return MIRS__PRUNE_NONE;
+}
+
+/* Store key's verdict unless the key is already there (first writer wins). */
+void mirs__prune_cache_put(mirs__prune_shared *s, uint64_t key, mirs__prune_verdict v) {
+  key &= ~UINT64_C(3);
+  if (v == MIRS__PRUNE_NONE || key == 0)
+    return;
+  uint64_t word = key | (uint64_t)v;
+  for (uint64_t i = 0; i < CACHE_PROBES; i++) {
+    _Atomic uint64_t *slot = &s->cache[((key >> 2) + i) & s->cache_mask];
+    uint64_t w = atomic_load_explicit(slot, memory_order_relaxed);
+    if (w == 0 && atomic_compare_exchange_strong_explicit(slot, &w, word, memory_order_relaxed,
+                                                          memory_order_relaxed))
+      return;
+    if ((w & ~UINT64_C(3)) == key) /* on CAS failure w holds the winner */
+      return;
+  }
+}
+
+/* ================================================================ workers */
+
+struct mirs__prune_worker {
+  mirs__prune_shared *sh;
+  mirs__abs_arena arena;
+  mirs__z3_solver *z3; /* created at the first solver query */
+  unsigned timeout_ms, rlimit;
+  int8_t *undecided; /* per target, scratch of mirs__prune_check */
+  mirs__prune_counters c;
+};
+
+/* Create a worker for shared state sh. */
+mirs_status mirs__prune_worker_new(mirs__prune_shared *sh, mirs__prune_worker **out) {
+  mirs_context *ctx = sh->ctx;
+  *out = NULL;
+  mirs__prune_worker *w = mirs__core_calloc(ctx, 1, sizeof *w);
+  if (!w)
+    return MIRS_NOMEM;
+  w->sh = sh;
+  w->timeout_ms = sh->cfg.timeout_ms;
+  w->rlimit = sh->cfg.rlimit;
+  w->undecided = mirs__core_calloc(ctx, (size_t)sh->ntargets + 1, 1);
+  mirs_status st = w->undecided ? mirs__abs_arena_init(&w->arena, ctx) : MIRS_NOMEM;
+  if (st != MIRS_OK) {
+    mirs__core_free(ctx, w->undecided);
+    mirs__core_free(ctx, w);
+    return mirs__core_trace(ctx, st, __func__, __FILE__, __LINE__);
+  }
+  *out = w;
+  return MIRS_OK;
+}
+
+/* Free a worker and its solver. */
+void mirs__prune_worker_free(mirs__prune_worker *w) {
+  if (!w)
+    return;
+  mirs_context *ctx = w->sh->ctx;
+  mirs__z3_free(w->z3);
+  mirs__abs_arena_free(&w->arena);
+  mirs__core_free(ctx, w->undecided);
+  mirs__core_free(ctx, w);
+}
+
+/* The worker's expression arena (candidates are built here). */
+mirs__abs_arena *mirs__prune_worker_arena(mirs__prune_worker *w) {
+  return &w->arena;
+}
+
+/* The worker's counters. */
+const mirs__prune_counters *mirs__prune_worker_counters(const mirs__prune_worker *w) {
+  return &w->c;
+}
+
+/* Change the per-query solver limits. */
+void mirs__prune_worker_set_limits(mirs__prune_worker *w, unsigned timeout_ms, unsigned rlimit) {
+  w->timeout_ms = timeout_ms;
+  w->rlimit = rlimit;
+  if (w->z3)
+    mirs__z3_set_limits(w->z3, timeout_ms, rlimit);
+}
+
+/* ================================================================ decisions */
+
+typedef enum { DEC_UNDECIDED, DEC_YES, DEC_NO } decision;
+
+/* NO rule (b): an application of the candidate tree (box-free argument)
+ * with no identical one in target ti, all of whose same-symbol
+ * applications are box-free.  Visits each candidate node once per call
+ * through the depth bound of the tree (trees are small). */
+static bool apps_refute(const mirs__prune_shared *s, int ti, const mirs__abs_arena *ca,
+                        mirs__abs_id p) {
+  const mirs__abs_node *pp = &ca->nodes[p];
+  for (uint32_t i = 0; i < pp->n; i++) {
+    const mirs__abs_node *t = &ca->nodes[ca->kids[pp->off + i]];
+    for (uint32_t j = 0; j < t->n + t->nd; j++) {
+      const mirs__abs_node *f = &ca->nodes[ca->kids[t->off + j]];
+      if (f->kind == MIRS__ABS_ATOM)
+        continue;
+      if ((f->kind == MIRS__ABS_APP || f->kind == MIRS__ABS_RMS) && !ca->nodes[f->arg].boxed) {
+        bool match = false, unsure = false;
+        for (size_t q = 0; q < s->napps && !match; q++) {
+          if (s->apps[q].target != ti)
+            continue;
+          const mirs__abs_node *g = &s->arena.nodes[s->apps[q].node];
+          if (g->kind != f->kind || g->fn != f->fn)
+            continue;
+          match = g->hash == f->hash;
+          unsure |= s->arena.nodes[g->arg].boxed;
+        }
+        if (!match && !unsure)
+          return true;
+      }
+      if (apps_refute(s, ti, ca, f->arg))
+        return true;
+    }
+  }
+  return false;
+}
+
+/* Match a sum of m >= 2 candidate terms τ_i against the POLYs of target
+ * ti: some POLY holds distinct terms τ_i·C for one cofactor C.
+ * strict (the YES rule): C must be an expression, sum(ck, ΠCN) /
+ * sum(ckd, ΠCD) with ckd = 1 when CD is empty; then the target is
+ * C·cand + rest (D1, V1, S4) and cand ⊑ C·cand.
+ * !strict (NO rule (d), box-free sides): any cofactor; false means no
+ * subexpression of the target has cand's terms, which every expression
+ * equal to cand would need (the terms of a subexpression appear in one
+ * POLY of the tree times a common cofactor, by induction over the
+ * constructors).  Too-large inputs count as a match when !strict. */
+static bool sum_match(const mirs__prune_shared *s, int ti, const mirs__abs_arena *ca,
+                      const mirs__abs_node *cp, term_view *tv, term_view *sv, bool strict) {
+  uint32_t m = cp->n;
+  if (m > 64)
+    return !strict;
+  size_t i = 0;
+  while (i < s->nterms) {
+    size_t j = i;
+    while (j < s->nterms && s->terms[j].poly == s->terms[i].poly &&
+           s->terms[j].target == s->terms[i].target)
+      j++;
+    if (s->terms[i].target != ti || j - i < m) {
+      i = j;
+      continue;
+    }
+    if (j - i > 64)
+      return !strict;
+    for (size_t r = i; r < j; r++) {
+      if (!view_of(ca, ca->kids[cp->off], tv) || !view_of(&s->arena, s->terms[r].term, sv))
+        return !strict;
+      /* C = σ_r / τ_1 */
+      if (!ms_sub(tv->hn, tv->n, sv->hn, sv->n) || !ms_sub(tv->hd, tv->nd, sv->hd, sv->nd) ||
+          !divides(tv->k, sv->k) || !divides(tv->kd, sv->kd))
+        continue;
+      uint64_t cn[VIEW_MAX], cd[VIEW_MAX];
+      uint32_t ncn = ms_minus(sv->hn, sv->n, tv->hn, tv->n, cn);
+      uint32_t ncd = ms_minus(sv->hd, sv->nd, tv->hd, tv->nd, cd);
+      int64_t ck = sv->k / tv->k, ckd = sv->kd / tv->kd;
+      if (strict && ncd == 0 && ckd != 1)
+        continue;
+      uint64_t used = UINT64_C(1) << (r - i);
+      bool all = true;
+      for (uint32_t q = 1; q < m && all; q++) {
+        if (!view_of(ca, ca->kids[cp->off + q], tv))
+          return !strict;
+        bool found = false;
+        for (size_t r2 = i; r2 < j && !found; r2++) {
+          if (used & (UINT64_C(1) << (r2 - i)))
+            continue;
+          const mirs__abs_node *sn = &s->arena.nodes[s->terms[r2].term];
+          if (sn->k != tv->k * ck || sn->kd != tv->kd * ckd)
+            continue;
+          if (!view_of(&s->arena, s->terms[r2].term, sv))
+            return !strict;
+          if (ms_union_eq(sv->hn, sv->n, tv->hn, tv->n, cn, ncn) &&
+              ms_union_eq(sv->hd, sv->nd, tv->hd, tv->nd, cd, ncd)) {
+            found = true;
+            used |= UINT64_C(1) << (r2 - i);
+          }
+        }
+        all = found;
+      }
+      if (all)
+        return true;
+    }
+    i = j;
+  }
+  return false;
+}
+
+/* The syntactic decision for candidate e (worker arena) against target ti. */
+static decision decide(const mirs__prune_shared *s, int ti, const mirs__abs_arena *ca,
+                       mirs__abs_id e) {
+  const mirs__abs_node *cp = &ca->nodes[e];
+  const mirs__abs_node *tp = &s->arena.nodes[s->targets[ti]];
+  if ((cp->bits & ~tp->bits) || (cp->atoms & ~tp->atoms))
+    return DEC_NO; /* rule (a) */
+  if (cp->hash == tp->hash)
+    return DEC_YES;
+  term_view tv, sv;
+  if (cp->n == 1) {
+    if (view_of(ca, ca->kids[cp->off], &tv))
+      for (size_t r = 0; r < s->nterms; r++)
+        if (s->terms[r].target == ti && view_of(&s->arena, s->terms[r].term, &sv) &&
+            term_yes_contains(&tv, &sv))
+          return DEC_YES;
+  } else if (sum_match(s, ti, ca, cp, &tv, &sv, true)) {
+    return DEC_YES;
+  }
+  if (apps_refute(s, ti, ca, e))
+    return DEC_NO; /* rule (b) */
+  if (cp->boxed || tp->boxed)
+    return DEC_UNDECIDED;
+  if (cp->n >= 2 && !sum_match(s, ti, ca, cp, &tv, &sv, false))
+    return DEC_NO; /* rule (d) */
+  /* rule (c): every candidate term must be weakly contained somewhere */
+  for (uint32_t i = 0; i < cp->n; i++) {
+    if (!view_of(ca, ca->kids[cp->off + i], &tv))
+      return DEC_UNDECIDED;
+    bool found = false;
+    for (size_t r = 0; r < s->nterms && !found; r++)
+      found = s->terms[r].target == ti &&
+              (!view_of(&s->arena, s->terms[r].term, &sv) || term_weak_contains(&tv, &sv));
+    if (!found)
+      return DEC_NO;
+  }
+  return DEC_UNDECIDED;
+}
+
+/* Ask the cache, then Z3, about an undecided pair; *v gets the verdict. */
+static mirs_status ask(mirs__prune_worker *w, int ti, mirs__abs_id e, mirs__prune_verdict *v) {
+  mirs__prune_shared *s = w->sh;
+  uint64_t key = mirs__prune_pair_key(w->arena.nodes[e].hash, s->arena.nodes[s->targets[ti]].hash);
+  *v = mirs__prune_cache_get(s, key);
+  if (*v != MIRS__PRUNE_NONE) {
+    w->c.cache_hits++;
+    return MIRS_OK;
+  }
+  w->c.cache_misses++;
+  *v = MIRS__PRUNE_UNKNOWN;
+  if (!s->cfg.use_solver)
+    return MIRS_OK;
+  if (!w->z3) {
+    w->c.solver_contexts++;
+    MIRS_CHECK(s->ctx, mirs__z3_new(s->ctx, w->timeout_ms, w->rlimit, &w->z3));
+  }
+  double t0 = mirs__core_now();
+  mirs__z3_answer ans = MIRS__Z3_UNKNOWN;
+  mirs_status st = mirs__z3_subexpr(w->z3, &w->arena, e, &s->arena, s->targets[ti], &ans);
+  w->c.solver_seconds += mirs__core_now() - t0;
+  w->c.solver_calls++;
+  MIRS_CHECK(s->ctx, st);
+  switch (ans) {
+  case MIRS__Z3_UNSAT:
+    w->c.solver_unsat++;
+    *v = MIRS__PRUNE_YES;
+    break;
+  case MIRS__Z3_SAT:
+    w->c.solver_sat++;
+    *v = MIRS__PRUNE_NO;
+    break;
+  case MIRS__Z3_UNKNOWN:
+    w->c.solver_unknown++;
+    *v = MIRS__PRUNE_UNKNOWN;
+    break;
+  }
+  mirs__prune_cache_put(s, key, *v);
+  return MIRS_OK;
+}
+
+/* Decide whether expression e may be kept. */
+mirs_status mirs__prune_check(mirs__prune_worker *w, mirs__abs_id e, bool *keep) {
+  mirs__prune_shared *s = w->sh;
+  w->c.calls++;
+  *keep = true;
+  if (!s->cfg.enabled || e < 0 || e >= w->arena.nn) {
+    w->c.kept++;
+    return MIRS_OK;
+  }
+  /* Pass 1: the syntax, over all targets (one YES ends it). */
+  bool any_undecided = false;
+  for (int i = 0; i < s->ntargets; i++) {
+    decision d = decide(s, i, &w->arena, e);
+    w->undecided[i] = d == DEC_UNDECIDED;
+    any_undecided |= d == DEC_UNDECIDED;
+    if (d != DEC_UNDECIDED)
+      w->c.syntactic++;
+    if (d == DEC_YES) {
+      w->c.syntactic_yes++;
+      w->c.kept++;
+      return MIRS_OK;
+    }
+    if (d == DEC_NO)
+      w->c.syntactic_no++;
+  }
+  /* Pass 2: cache and solver for the undecided pairs. */
+  for (int i = 0; any_undecided && i < s->ntargets; i++) {
+    if (!w->undecided[i])
+      continue;
+    mirs__prune_verdict v;
+    mirs_status st = ask(w, i, e, &v);
+    if (st != MIRS_OK) {
+      w->c.kept++;
+      return mirs__core_trace(s->ctx, st, __func__, __FILE__, __LINE__);
+    }
+    if (v != MIRS__PRUNE_NO) {
+      w->c.kept++;
+      return MIRS_OK;
+    }
+  }
+  *keep = false;
+  w->c.pruned++;
+  return MIRS_OK;
+}

@@ -1,0 +1,249 @@
+/* src/verify/absexpr.h - abstract expressions, their normal form, the
+ * syntactic subexpression decisions and the shared verdict cache: the
+ * pruning step of the search (DESIGN.md "Pruning by abstract expressions").
+ *
+ * Every tensor carries an abstract expression over atoms (the program's
+ * inputs, by name) built with + - · ÷, sum(k, x) (a sum over k elements),
+ * rms(n, x) and the uninterpreted exp, sqrt, silu, gelu, relu.  A new op
+ * survives when its expression can be a subexpression of some reference
+ * output (a *target*) under the axioms listed in z3check.h.
+ *
+ * Normal form.  Expressions are kept hash-consed *in normal form*:
+ *   POLY   a multiset of TERMs (the operands of a flattened +, sorted);
+ *   TERM   sum(k, f1·…·fn) ÷ sum(kd, d1·…·dm): extents k, kd >= 1 and two
+ *          sorted multisets of factors (numerator n >= 1, denominator m >= 0);
+ *   factor ATOM(name) | APP(fn, POLY) | RMS(n, POLY) | BOX(POLY).
+ * Products are distributed over sums, sums are pushed onto terms and
+ * merged (sum(i, sum(j, x)) = sum(i·j, x), sum(1, x) = x), divisions by a
+ * product become denominator factors.  Every normalisation step is an
+ * instance of an axiom, so a normal form always denotes an equal
+ * expression.  A BOX wraps what the form cannot canonicalise: a
+ * denominator that is a sum of several terms or itself has a denominator,
+ * or a product whose expansion would exceed MIRS__ABS_MAX_TERMS terms.
+ * Without boxes the form is canonical (equal under the axioms <=> equal
+ * normal form); nodes below a box carry `boxed` and are never used to
+ * refute a candidate.
+ *
+ * Identity.  A node's hash is a function of its content only (never of
+ * addresses or ids), so hashes agree across arenas, workers, ranks and
+ * runs; the cache and the target index compare nodes by hash (a 64-bit
+ * collision is the accepted risk).  Within one arena a node exists once.
+ *
+ * Arenas grow by doubling and release in LIFO order (mark/release), which
+ * is what a depth-first search needs; ids stay valid until released.  An
+ * arena is used by one thread at a time. */
+#ifndef MIRS_VERIFY_ABSEXPR_H
+#define MIRS_VERIFY_ABSEXPR_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/core.h"
+#include "graph/graph.h"
+
+/* ---------------------------------------------------------------- nodes */
+
+typedef int32_t mirs__abs_id; /* a node in one arena; a POLY for expressions */
+#define MIRS__ABS_NONE ((mirs__abs_id)-1)
+/* A product with more terms than this is boxed rather than expanded. */
+#define MIRS__ABS_MAX_TERMS 64
+
+typedef enum mirs__abs_kind {
+  MIRS__ABS_ATOM,
+  MIRS__ABS_APP,
+  MIRS__ABS_RMS,
+  MIRS__ABS_BOX,
+  MIRS__ABS_TERM,
+  MIRS__ABS_POLY
+} mirs__abs_kind;
+
+/* Uninterpreted unary function symbols (neg makes sub(x, y) = x + neg(y)). */
+typedef enum mirs__abs_fn {
+  MIRS__ABS_EXP,
+  MIRS__ABS_SQRT,
+  MIRS__ABS_SILU,
+  MIRS__ABS_GELU,
+  MIRS__ABS_RELU,
+  MIRS__ABS_NEG,
+  MIRS__ABS_FN_COUNT
+} mirs__abs_fn;
+
+/* Symbol bits: which symbols occur below a node.  Each is invariant under
+ * the axioms (every axiom has the same symbols on both sides, and a
+ * subexpression has no symbol its context lacks), so a candidate with a
+ * bit its target lacks is never a subexpression of it. */
+#define MIRS__ABS_BIT_ADD (1u << 0) /* a sum of >= 2 terms */
+#define MIRS__ABS_BIT_DIV (1u << 1) /* a denominator */
+#define MIRS__ABS_BIT_SUM (1u << 2) /* an extent > 1 */
+#define MIRS__ABS_BIT_RMS (1u << 3)
+#define MIRS__ABS_BIT_FN(f) (1u << (8 + (unsigned)(f)))
+
+typedef struct mirs__abs_node {
+  uint64_t hash;  /* content hash, arena independent */
+  uint64_t atoms; /* Bloom set of the atoms below (bit = name hash % 64) */
+  int64_t k;      /* TERM: numerator extent; RMS: n */
+  int64_t kd;     /* TERM: denominator extent */
+  int32_t arg;    /* APP, RMS, BOX: the argument POLY; else -1 */
+  uint32_t off;   /* TERM: N then D in kids[off..]; POLY: terms; ATOM: name in chars */
+  uint32_t n;     /* TERM: numerator factors; POLY: terms */
+  uint32_t nd;    /* TERM: denominator factors */
+  uint32_t bits;  /* MIRS__ABS_BIT_* below this node */
+  int32_t next;   /* hash-cons chain */
+  uint8_t kind;   /* mirs__abs_kind */
+  uint8_t fn;     /* APP: mirs__abs_fn */
+  bool boxed;     /* a BOX occurs at or below this node */
+} mirs__abs_node;
+
+typedef struct mirs__abs_arena {
+  mirs_context *ctx;
+  mirs__abs_node *nodes;
+  int32_t nn;
+  size_t capn;
+  int32_t *kids; /* children lists, sorted by hash */
+  uint32_t nkids;
+  size_t capk;
+  char *chars; /* atom names */
+  uint32_t nchars;
+  size_t capc;
+  int32_t *buckets;  /* hash-cons chain heads; newest first */
+  uint32_t nbuckets; /* power of two */
+  int32_t *tmp;      /* scratch stack for the builders */
+  size_t ntmp, captmp;
+  bool failed_limit; /* an extent product overflowed (reported once) */
+} mirs__abs_arena;
+
+/* A point to return to with mirs__abs_release. */
+typedef struct mirs__abs_mark {
+  int32_t nn;
+  uint32_t nkids, nchars;
+} mirs__abs_mark;
+
+/* Initialise an empty arena allocating through ctx. */
+mirs_status mirs__abs_arena_init(mirs__abs_arena *a, mirs_context *ctx);
+/* Free everything the arena holds. */
+void mirs__abs_arena_free(mirs__abs_arena *a);
+/* Remember the arena's current extent. */
+mirs__abs_mark mirs__abs_mark_get(const mirs__abs_arena *a);
+/* Drop every node created after m (ids from before m stay valid). */
+void mirs__abs_release(mirs__abs_arena *a, mirs__abs_mark m);
+
+/* Node by id (no check). */
+static inline const mirs__abs_node *mirs__abs_node_at(const mirs__abs_arena *a, mirs__abs_id id) {
+  return &a->nodes[id];
+}
+/* Canonical hash of expression e. */
+static inline uint64_t mirs__abs_hash(const mirs__abs_arena *a, mirs__abs_id e) {
+  return a->nodes[e].hash;
+}
+/* Name of an ATOM node. */
+static inline const char *mirs__abs_atom_name(const mirs__abs_arena *a, mirs__abs_id id) {
+  return a->chars + a->nodes[id].off;
+}
+
+/* ---------------------------------------------------------------- builders */
+
+/* Each builder returns the POLY of the result in *out (hash-consed: equal
+ * normal forms give equal ids).  MIRS_NOMEM, or MIRS_LIMIT when extents
+ * overflow 64 bits, with the context's message set. */
+mirs_status mirs__abs_atom(mirs__abs_arena *a, const char *name, mirs__abs_id *out);
+mirs_status mirs__abs_add(mirs__abs_arena *a, mirs__abs_id x, mirs__abs_id y, mirs__abs_id *out);
+mirs_status mirs__abs_sub(mirs__abs_arena *a, mirs__abs_id x, mirs__abs_id y, mirs__abs_id *out);
+mirs_status mirs__abs_mul(mirs__abs_arena *a, mirs__abs_id x, mirs__abs_id y, mirs__abs_id *out);
+mirs_status mirs__abs_div(mirs__abs_arena *a, mirs__abs_id x, mirs__abs_id y, mirs__abs_id *out);
+mirs_status mirs__abs_app(mirs__abs_arena *a, mirs__abs_fn f, mirs__abs_id x, mirs__abs_id *out);
+/* sum(k, x): x summed over k elements (k >= 1; k == 1 is x). */
+mirs_status mirs__abs_sum(mirs__abs_arena *a, int64_t k, mirs__abs_id x, mirs__abs_id *out);
+/* rms(n, x): root mean square over n elements (uninterpreted). */
+mirs_status mirs__abs_rms(mirs__abs_arena *a, int64_t n, mirs__abs_id x, mirs__abs_id *out);
+
+/* The expression of operator op on in[0..arity): extent is the matmul's
+ * contracted extent, the summed extent (SUM), the normalised extent
+ * (RMS_NORM), F (ACCUM), F·extent_d (ACCUM_SUM) or F·tile_last (ACCUM_RMS);
+ * INPUT and OUTPUT return in[0].  MIRS_INVALID_ARG for CUSTOM. */
+mirs_status mirs__abs_apply(mirs__abs_arena *a, mirs_op op, const mirs__abs_id *in, int64_t extent,
+                            mirs__abs_id *out);
+
+/* Expressions of graph tensors.  kexpr has one entry per kernel tensor of
+ * g, bexpr one per block tensor of bg.  mirs__abs_graph fills every
+ * kernel tensor (inputs are atoms named after them); mirs__abs_kop fills
+ * the outputs of kernel op `op` from its inputs' entries (a CUSTOM op
+ * evaluates its whole block graph); mirs__abs_bop fills block op `op`'s
+ * result (INPUT reads kexpr[src], OUTPUT yields nothing). */
+mirs_status mirs__abs_graph(mirs__abs_arena *a, const mirs_graph *g, mirs__abs_id *kexpr);
+mirs_status mirs__abs_kop(mirs__abs_arena *a, const mirs_graph *g, int32_t op, mirs__abs_id *kexpr);
+mirs_status mirs__abs_bop(mirs__abs_arena *a, const mirs__bgraph *bg, int32_t op,
+                          const mirs__abs_id *kexpr, mirs__abs_id *bexpr);
+
+/* Readable text of expression e into b, e.g. "sum(64, W*X) / (rms(64, X))". */
+void mirs__abs_print(const mirs__abs_arena *a, mirs__abs_id e, mirs__buf *b);
+
+/* ---------------------------------------------------------------- pruning */
+
+typedef struct mirs__prune_config {
+  bool enabled;        /* false: every check keeps (completeness tests) */
+  bool use_solver;     /* false: pairs the syntax cannot decide are kept unasked */
+  int cache_log2;      /* the shared verdict cache has 2^cache_log2 slots */
+  unsigned timeout_ms; /* per-query Z3 timeout (0: none) */
+  unsigned rlimit;     /* per-query Z3 resource limit, deterministic (0: none) */
+} mirs__prune_config;
+
+/* Defaults: enabled, solver on, 2^20 slots, 500 ms, rlimit 2,000,000. */
+void mirs__prune_config_default(mirs__prune_config *c);
+
+/* Verdicts as stored in the cache (2 bits). */
+typedef enum mirs__prune_verdict {
+  MIRS__PRUNE_NONE = 0,   /* not known */
+  MIRS__PRUNE_YES = 1,    /* proved: candidate ⊑ target */
+  MIRS__PRUNE_NO = 2,     /* refuted (Z3 found a model of the negation) */
+  MIRS__PRUNE_UNKNOWN = 3 /* the solver gave up: keep, do not ask again */
+} mirs__prune_verdict;
+
+/* Per-worker counters (summed by the caller into stats). */
+typedef struct mirs__prune_counters {
+  uint64_t calls; /* mirs__prune_check calls */
+  uint64_t kept, pruned;
+  uint64_t syntactic; /* (candidate, target) pairs decided by the normal form */
+  uint64_t syntactic_yes, syntactic_no;
+  uint64_t cache_hits, cache_misses;
+  uint64_t solver_calls, solver_unsat, solver_sat, solver_unknown;
+  uint64_t solver_contexts; /* Z3 contexts created (at most 1 per worker) */
+  double solver_seconds;
+} mirs__prune_counters;
+
+typedef struct mirs__prune_shared mirs__prune_shared;
+typedef struct mirs__prune_worker mirs__prune_worker;
+
+/* Build the shared pruning state from the reference program ref: its
+ * outputs' normal forms (the targets), their index, and an empty verdict
+ * cache.  Read-only afterwards except for the cache, which is thread-safe.
+ * cfg NULL: defaults. */
+mirs_status mirs__prune_shared_new(mirs_context *ctx, const mirs_graph *ref,
+                                   const mirs__prune_config *cfg, mirs__prune_shared **out);
+void mirs__prune_shared_free(mirs__prune_shared *s);
+/* Number of distinct targets and target i's arena and expression. */
+int mirs__prune_num_targets(const mirs__prune_shared *s);
+const mirs__abs_arena *mirs__prune_target_arena(const mirs__prune_shared *s);
+mirs__abs_id mirs__prune_target(const mirs__prune_shared *s, int i);
+
+/* A worker: its expression arena, its Z3 solver (created at the first
+ * query that needs it, then reused), counters.  One per thread. */
+mirs_status mirs__prune_worker_new(mirs__prune_shared *s, mirs__prune_worker **out);
+void mirs__prune_worker_free(mirs__prune_worker *w);
+mirs__abs_arena *mirs__prune_worker_arena(mirs__prune_worker *w);
+const mirs__prune_counters *mirs__prune_worker_counters(const mirs__prune_worker *w);
+/* Change the worker's per-query solver limits (test hook and tuning). */
+void mirs__prune_worker_set_limits(mirs__prune_worker *w, unsigned timeout_ms, unsigned rlimit);
+
+/* Decide whether expression e (in the worker's arena) may be kept: true
+ * unless for every target it is refuted syntactically, by a cached
+ * refutation or by Z3.  A solver answer of unknown keeps.  On a solver
+ * error returns MIRS_SOLVER (message set) with *keep = true. */
+mirs_status mirs__prune_check(mirs__prune_worker *w, mirs__abs_id e, bool *keep);
+
+/* The shared verdict cache, exposed for verdict exchange between ranks:
+ * the key of a (candidate, target) pair, a lookup and an insertion. */
+uint64_t mirs__prune_pair_key(uint64_t cand_hash, uint64_t target_hash);
+mirs__prune_verdict mirs__prune_cache_get(const mirs__prune_shared *s, uint64_t key);
+void mirs__prune_cache_put(mirs__prune_shared *s, uint64_t key, mirs__prune_verdict v);
+
+#endif

@@ -1,0 +1,1248 @@
+/* src/verify/fingerprint.c - finite-field fingerprints: the field and its
+ * keyed randomness, the static analysis (degree, exp-dependence, refusal of
+ * exp of exp), the per-worker store, comparisons, and the CPU backend.
+ * The scheme, the exact random mappings and the bound are specified in
+ * fingerprint.h.
+ *
+ * Invariants: the store's metadata is filled and checked here before a
+ * backend runs, so a backend only computes values; every value is reduced
+ * (a < P, b < Q) and exp-dependent tensors and tiles have b == 0; the CPU
+ * backend evaluates one trial at a time over contiguous trial-major arrays,
+ * with block graphs following src/graph/interp.c (grid blocks, forloop
+ * tiles via imap/fmap, accumulators zeroed per block, post ops, omap
+ * stores); all memory comes from the context and scratch only grows. */
+#include "verify/fingerprint.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#define P MIRS__FP_P
+#define Q MIRS__FP_Q
+
+/* Largest multiples of P and Q not above 2^63: subtracting one keeps a
+ * lazily reduced 64-bit accumulator below 2^63 without changing it mod P/Q. */
+#define CP ((UINT64_C(1) << 63) / P * P)
+#define CQ ((UINT64_C(1) << 63) / Q * Q)
+
+/* ---------------------------------------------------------------- field */
+
+/* (x + y) mod m for x, y < m < 2^31. */
+static inline uint32_t add_mod(uint32_t x, uint32_t y, uint32_t m) {
+  uint32_t s = x + y;
+  return s >= m ? s - m : s;
+}
+
+/* (x - y) mod m for x, y < m. */
+static inline uint32_t sub_mod(uint32_t x, uint32_t y, uint32_t m) {
+  return x >= y ? x - y : x + (m - y);
+}
+
+/* (x * y) mod m. */
+static inline uint32_t mul_mod(uint32_t x, uint32_t y, uint32_t m) {
+  return (uint32_t)((uint64_t)x * y % m);
+}
+
+/* Pairwise sum. */
+static inline mirs__fp_pair fp_add(mirs__fp_pair x, mirs__fp_pair y) {
+  mirs__fp_pair r = {add_mod(x.a, y.a, P), add_mod(x.b, y.b, Q)};
+  return r;
+}
+
+/* Pairwise difference. */
+static inline mirs__fp_pair fp_sub(mirs__fp_pair x, mirs__fp_pair y) {
+  mirs__fp_pair r = {sub_mod(x.a, y.a, P), sub_mod(x.b, y.b, Q)};
+  return r;
+}
+
+/* Pairwise product. */
+static inline mirs__fp_pair fp_mul(mirs__fp_pair x, mirs__fp_pair y) {
+  mirs__fp_pair r = {mul_mod(x.a, y.a, P), mul_mod(x.b, y.b, Q)};
+  return r;
+}
+
+/* x^e mod P (constant modulus, so the compiler avoids division). */
+static inline uint32_t pow_p(uint32_t x, uint64_t e) {
+  uint64_t r = 1, b = x;
+  for (; e; e >>= 1, b = b * b % P)
+    if (e & 1)
+      r = r * b % P;
+  return (uint32_t)r;
+}
+
+/* x^e mod Q. */
+static inline uint32_t pow_q(uint32_t x, uint64_t e) {
+  uint64_t r = 1, b = x;
+  for (; e; e >>= 1, b = b * b % Q)
+    if (e & 1)
+      r = r * b % Q;
+  return (uint32_t)r;
+}
+
+/* Pairwise inverse by Fermat (inv(0) = 0 in each part). */
+static inline mirs__fp_pair fp_inv(mirs__fp_pair x) {
+  mirs__fp_pair r = {x.a ? pow_p(x.a, P - 2) : 0, x.b ? pow_q(x.b, Q - 2) : 0};
+  return r;
+}
+
+/* The pair (n mod P, n mod Q) of a count n. */
+static inline mirs__fp_pair fp_const(uint64_t n) {
+  mirs__fp_pair r = {(uint32_t)(n % P), (uint32_t)(n % Q)};
+  return r;
+}
+
+/* base^e mod m by square and multiply. */
+uint32_t mirs__fp_pow_mod(uint32_t base, uint64_t e, uint32_t m) {
+  uint64_t r = 1 % m, b = base % m;
+  while (e) {
+    if (e & 1)
+      r = r * b % m;
+    b = b * b % m;
+    e >>= 1;
+  }
+  return (uint32_t)r;
+}
+
+/* Inverse by Fermat's little theorem (m prime); 0 maps to 0. */
+uint32_t mirs__fp_inv_mod(uint32_t x, uint32_t m) {
+  x %= m;
+  return x == 0 ? 0 : mirs__fp_pow_mod(x, (uint64_t)m - 2, m);
+}
+
+/* K_t = seed ^ ((t + 1) * 0x9E3779B97F4A7C15). */
+uint64_t mirs__fp_trial_key(uint64_t seed, int trial) {
+  return seed ^ ((uint64_t)(trial + 1) * MIRS__FP_TRIAL_MUL);
+}
+
+/* One Philox block (key, block, sub) reduced to a pair: the mapping the
+ * header specifies for inputs and PRFs alike. */
+static mirs__fp_pair philox_pair(uint64_t key, uint64_t sub, uint64_t block) {
+  const uint32_t ctr[4] = {(uint32_t)block, (uint32_t)(block >> 32), (uint32_t)sub,
+                           (uint32_t)(sub >> 32)};
+  const uint32_t k[2] = {(uint32_t)key, (uint32_t)(key >> 32)};
+  uint32_t w[4];
+  mirs_philox4x32_10(ctr, k, w);
+  mirs__fp_pair r = {(uint32_t)((((uint64_t)w[1] << 32) | w[0]) % P),
+                     (uint32_t)((((uint64_t)w[3] << 32) | w[2]) % Q)};
+  return r;
+}
+
+/* Input element: the Philox block at counter `element` of subsequence sub. */
+mirs__fp_pair mirs__fp_input_value(uint64_t key, uint64_t sub, uint64_t element) {
+  return philox_pair(key, sub, element);
+}
+
+/* PRF: the Philox block at counter (b << 32 | a) of the op's PRF subsequence. */
+mirs__fp_pair mirs__fp_prf(uint64_t key, mirs_op op, mirs__fp_pair x) {
+  return philox_pair(key, MIRS__FP_PRF_DOMAIN | (uint64_t)op, ((uint64_t)x.b << 32) | x.a);
+}
+
+/* ---------------------------------------------------------------- bound */
+
+/* log2((D (1 + 2^-32) / Q)^k); 0.0 (no bound) when D >= Q. */
+double mirs__fp_bound_log2(uint64_t degree, int trials) {
+  if (degree < 1)
+    degree = 1;
+  if (degree >= Q || trials < 1)
+    return 0.0;
+  double per = log2((double)degree) + log2(1.0 + ldexp(1.0, -32)) - log2((double)Q);
+  return (double)trials * per;
+}
+
+/* Smallest k with bound <= 2^target, or -1. */
+int mirs__fp_trials_for(uint64_t degree, double log2_target) {
+  if (mirs__fp_bound_log2(degree, 1) >= 0.0)
+    return -1;
+  for (int k = 1; k <= MIRS__FP_MAX_TRIALS; k++)
+    if (mirs__fp_bound_log2(degree, k) <= log2_target)
+      return k;
+  return -1;
+}
+
+/* ---------------------------------------------------------------- analysis */
+
+/* Saturating a + b. */
+static uint64_t sat_add(uint64_t a, uint64_t b) {
+  return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
+/* max(a, b). */
+static uint64_t umax(uint64_t a, uint64_t b) {
+  return a > b ? a : b;
+}
+
+/* Degree, inner degree and exp flag of op applied to x (and y); false for
+ * exp of an exp-dependent value (no sound fingerprint).  numel/off are left
+ * to the caller. */
+static bool meta_of(mirs_op op, const mirs__fp_meta *x, const mirs__fp_meta *y,
+                    mirs__fp_meta *out) {
+  out->degree = x->degree;
+  out->inner = x->inner;
+  out->exp_dep = x->exp_dep;
+  out->has_digest = false;
+  out->digest = 0;
+  if (y && mirs__graph_ops[op].arity == 2) {
+    out->inner = umax(x->inner, y->inner);
+    out->exp_dep = x->exp_dep || y->exp_dep;
+  }
+  switch (op) {
+  case MIRS_OP_ADD:
+  case MIRS_OP_SUB:
+    out->degree = umax(x->degree, y->degree);
+    break;
+  case MIRS_OP_MUL:
+  case MIRS_OP_DIV:
+  case MIRS_OP_MATMUL:
+    out->degree = sat_add(x->degree, y->degree);
+    break;
+  case MIRS_OP_EXP:
+    if (x->exp_dep)
+      return false;
+    out->degree = 1;
+    out->inner = umax(x->inner, x->degree);
+    out->exp_dep = true;
+    break;
+  case MIRS_OP_SQUARE:
+    out->degree = sat_add(x->degree, x->degree);
+    break;
+  case MIRS_OP_SQRT:
+  case MIRS_OP_SILU:
+  case MIRS_OP_GELU:
+  case MIRS_OP_RELU:
+    out->degree = 1;
+    out->inner = umax(x->inner, x->degree);
+    out->exp_dep = false;
+    break;
+  case MIRS_OP_RMS_NORM:
+    out->degree = sat_add(x->degree, 1);
+    out->inner = umax(x->inner, sat_add(x->degree, x->degree));
+    break;
+  case MIRS_OP_ACCUM_RMS:
+    out->degree = 1;
+    out->inner = umax(x->inner, sat_add(x->degree, x->degree));
+    out->exp_dep = false;
+    break;
+  default: /* SUM, ACCUM, ACCUM_SUM keep the degree */
+    break;
+  }
+  return true;
+}
+
+/* The refusal of exp of an exp-dependent value; `where` names the kernel
+ * tensor or block tensor concerned. */
+static mirs_status refuse_exp(mirs_context *ctx, const char *where, const char *arg) {
+  return MIRS_FAIL(ctx, MIRS_UNSUPPORTED,
+                   "%s = exp(%s): the argument already depends on an exp, and exp of an "
+                   "exp-dependent value has no sound finite-field fingerprint; refusing to "
+                   "verify this graph",
+                   where, arg);
+}
+
+/* Check the block-graph facts the evaluation relies on (ids in range,
+ * arities, accumulator and reduction shapes, ranks of tiles), so a
+ * malformed graph is reported instead of overrunning a buffer. */
+static mirs_status check_bgraph(const mirs_graph *g, const mirs__bgraph *bg) {
+  mirs_context *ctx = g->ctx;
+  if (NEVER(bg == NULL || bg->forloop < 1))
+    return MIRS_FAIL(ctx, MIRS_INTERNAL, "custom op without a valid block graph");
+  for (int gd = 0; gd < MIRS__GRID; gd++)
+    if (NEVER(bg->grid[gd] < 1))
+      return MIRS_FAIL(ctx, MIRS_INTERNAL, "custom op with an empty grid");
+  for (int32_t i = 0; i < bg->nops; i++) {
+    const mirs__bop *op = &bg->ops[i];
+    bool ok = (unsigned)op->op < MIRS_OP_COUNT;
+    mirs__op_kind kind = ok ? mirs__graph_ops[op->op].kind : MIRS__KIND_CUSTOM;
+    if (!ok || kind == MIRS__KIND_CUSTOM) {
+      ok = false;
+    } else if (kind == MIRS__KIND_INPUT) {
+      ok = op->out >= 0 && op->out < bg->nt && op->src >= 0 && op->src < g->nt &&
+           bg->t[op->out].shape.ndim == g->t[op->src].shape.ndim;
+    } else {
+      int need = mirs__graph_ops[op->op].arity;
+      ok = op->nin == need && need >= 1 && need <= 2;
+      for (int a = 0; ok && a < op->nin; a++)
+        ok = op->in[a] >= 0 && op->in[a] < bg->nt;
+      if (ok && kind == MIRS__KIND_OUTPUT)
+        ok = op->dst >= 0 && op->dst < g->nt &&
+             g->t[op->dst].shape.ndim == bg->t[op->in[0]].shape.ndim;
+      else if (ok)
+        ok = op->out >= 0 && op->out < bg->nt;
+      if (ok && kind == MIRS__KIND_ACCUM) {
+        const mirs__shape *xs = &bg->t[op->in[0]].shape, *ys = &bg->t[op->out].shape;
+        int rd = op->op == MIRS_OP_ACCUM       ? -1
+                 : op->op == MIRS_OP_ACCUM_SUM ? op->dim
+                                               : xs->ndim - 1;
+        ok = xs->ndim == ys->ndim && (rd == -1 || (rd >= 0 && rd < xs->ndim));
+        for (int d = 0; ok && d < xs->ndim; d++)
+          ok = ys->d[d] == (d == rd ? 1 : xs->d[d]);
+      }
+      if (ok && kind == MIRS__KIND_REDUCE)
+        ok = op->dim >= 0 && op->dim < bg->t[op->in[0]].shape.ndim;
+    }
+    if (NEVER(!ok))
+      return MIRS_FAIL(ctx, MIRS_INTERNAL, "block op %d (%s) is malformed; cannot fingerprint",
+                       (int)i,
+                       (unsigned)op->op < MIRS_OP_COUNT ? mirs__graph_ops[op->op].name : "?");
+  }
+  return MIRS_OK;
+}
+
+/* Analyse kernel op `op` of g: fill outs[0..nout) (degree, inner, exp
+ * flag; numel from the graph) from km (metadata of every tensor the op
+ * reads) and, for a custom op, the block tensors' metadata into *bt (grown
+ * to bg->nt) with tile offsets, their per-trial total in *tile_used.
+ * Refuses exp of an exp-dependent value (MIRS_UNSUPPORTED). */
+static mirs_status analyze_op(const mirs_graph *g, int32_t op, const mirs__fp_meta *km,
+                              mirs__fp_meta **bt, size_t *capbt, uint64_t *tile_used,
+                              mirs__fp_meta *outs) {
+  mirs_context *ctx = g->ctx;
+  const mirs__kop *k = &g->ops[op];
+  int32_t first = k->out[0];
+  if (k->op != MIRS_OP_CUSTOM) {
+    if (NEVER(k->nout != 1 || (unsigned)k->op >= MIRS_OP_COUNT ||
+              k->nin != mirs__graph_ops[k->op].arity || k->nin < 1 || k->nin > 2))
+      return MIRS_FAIL(ctx, MIRS_INTERNAL, "kernel op %d is malformed; cannot fingerprint",
+                       (int)op);
+    const mirs__fp_meta *x = &km[k->in[0]], *y = k->nin > 1 ? &km[k->in[1]] : NULL;
+    if (!meta_of(k->op, x, y, &outs[0]))
+      return refuse_exp(ctx, g->t[first].name, g->t[k->in[0]].name);
+    outs[0].numel = mirs__shape_numel(&g->t[first].shape);
+    return MIRS_OK;
+  }
+  const mirs__bgraph *bg = k->bg;
+  MIRS_CHECK(ctx, check_bgraph(g, bg));
+  MIRS_CHECK(ctx, mirs__core_grow(ctx, (void **)bt, capbt, (size_t)bg->nt + 1, sizeof **bt));
+  mirs__fp_meta *b = *bt;
+  memset(b, 0, sizeof *b * (size_t)bg->nt);
+  uint64_t off = 0;
+  int64_t limit = ctx->opt.eval_max_elements;
+  for (int32_t i = 0; i < bg->nt; i++) {
+    b[i].numel = mirs__shape_numel(&bg->t[i].shape);
+    if (b[i].numel > limit - (int64_t)off)
+      return MIRS_FAIL(ctx, MIRS_LIMIT,
+                       "fingerprinting the custom op writing %s needs more than "
+                       "eval_max_elements=%lld tile elements",
+                       g->t[first].name, (long long)limit);
+    b[i].off = off;
+    off += (uint64_t)b[i].numel;
+  }
+  *tile_used = off;
+  for (int32_t i = 0; i < bg->nops; i++) {
+    const mirs__bop *o = &bg->ops[i];
+    if (o->op == MIRS_OP_INPUT) {
+      const mirs__fp_meta *src = &km[o->src];
+      b[o->out].degree = src->degree;
+      b[o->out].inner = src->inner;
+      b[o->out].exp_dep = src->exp_dep;
+    } else if (o->op == MIRS_OP_OUTPUT) {
+      int32_t j = o->dst - first;
+      if (NEVER(j < 0 || j >= k->nout || k->out[j] != o->dst))
+        return MIRS_FAIL(ctx, MIRS_INTERNAL, "custom op output %d is not in order", (int)j);
+      outs[j] = b[o->in[0]];
+      outs[j].numel = mirs__shape_numel(&g->t[o->dst].shape);
+      outs[j].off = 0;
+    } else {
+      const mirs__fp_meta *x = &b[o->in[0]], *y = o->nin > 1 ? &b[o->in[1]] : NULL;
+      mirs__fp_meta m;
+      if (!meta_of(o->op, x, y, &m)) {
+        char where[256];
+        snprintf(where, sizeof where, "block tensor %s (custom op writing %s)", bg->t[o->out].name,
+                 g->t[first].name);
+        return refuse_exp(ctx, where, bg->t[o->in[0]].name);
+      }
+      m.numel = b[o->out].numel;
+      m.off = b[o->out].off;
+      b[o->out] = m;
+    }
+  }
+  return MIRS_OK;
+}
+
+/* Static degree of g's outputs (see the header). */
+mirs_status mirs__fp_graph_degree(const mirs_graph *g, uint64_t *degree) {
+  if (!g)
+    return MIRS_INVALID_ARG;
+  mirs_context *ctx = g->ctx;
+  if (!degree)
+    return MIRS_FAIL(ctx, MIRS_INVALID_ARG, "mirs__fp_graph_degree: NULL degree");
+  *degree = 0;
+  mirs__fp_meta *km = mirs__core_calloc(ctx, (size_t)g->nt + 1, sizeof *km);
+  if (!km)
+    return mirs__core_trace(ctx, MIRS_NOMEM, __func__, __FILE__, __LINE__);
+  mirs__fp_meta *bt = NULL;
+  size_t capbt = 0;
+  uint64_t tiles = 0;
+  mirs_status s = MIRS_OK;
+  for (int32_t i = 0; i < g->nt; i++)
+    if (g->t[i].producer < 0)
+      km[i].degree = 1;
+  for (int32_t i = 0; i < g->nops && s == MIRS_OK; i++) {
+    const mirs__kop *k = &g->ops[i];
+    if (NEVER(k->nout < 1 || k->out[0] < 0 || k->out[0] + k->nout > g->nt))
+      s = MIRS_FAIL(ctx, MIRS_INTERNAL, "kernel op %d has bad outputs", (int)i);
+    else
+      s = analyze_op(g, i, km, &bt, &capbt, &tiles, &km[k->out[0]]);
+  }
+  uint64_t d = 0;
+  for (int32_t o = 0; s == MIRS_OK && o < g->nout; o++) {
+    const mirs__fp_meta *m = &km[g->outputs[o]];
+    d = umax(d, umax(m->degree, m->inner));
+  }
+  mirs__core_free(ctx, bt);
+  mirs__core_free(ctx, km);
+  if (s != MIRS_OK)
+    return mirs__core_trace(ctx, s, __func__, __FILE__, __LINE__);
+  *degree = d;
+  return MIRS_OK;
+}
+
+/* ---------------------------------------------------------------- store */
+
+/* A store for `trials` trials under seed on backend (NULL: CPU). */
+mirs_status mirs__fp_store_new(mirs_context *ctx, const mirs__fp_backend *backend, int trials,
+                               uint64_t seed, mirs__fp_store **out) {
+  if (!ctx)
+    return MIRS_INVALID_ARG;
+  if (!out)
+    return MIRS_FAIL(ctx, MIRS_INVALID_ARG, "mirs__fp_store_new: NULL out");
+  *out = NULL;
+  if (trials < 1 || trials > MIRS__FP_MAX_TRIALS)
+    return MIRS_FAIL(ctx, MIRS_INVALID_ARG, "fingerprint trials must be in [1, %d], got %d",
+                     MIRS__FP_MAX_TRIALS, trials);
+  mirs__fp_store *s = mirs__core_calloc(ctx, 1, sizeof *s);
+  if (!s)
+    return mirs__core_trace(ctx, MIRS_NOMEM, __func__, __FILE__, __LINE__);
+  s->ctx = ctx;
+  s->backend = backend ? backend : &mirs__fp_cpu_backend;
+  s->trials = trials;
+  s->seed = seed;
+  mirs_status st = s->backend->open(s, &s->state);
+  if (st != MIRS_OK) {
+    mirs__core_free(ctx, s);
+    return mirs__core_trace(ctx, st, __func__, __FILE__, __LINE__);
+  }
+  *out = s;
+  return MIRS_OK;
+}
+
+/* Free s, its backend state and its metadata. */
+void mirs__fp_store_free(mirs__fp_store *s) {
+  if (!s)
+    return;
+  mirs_context *ctx = s->ctx;
+  s->backend->release(s->state, s);
+  mirs__core_free(ctx, s->t);
+  mirs__core_free(ctx, s->bt);
+  mirs__core_free(ctx, s);
+}
+
+/* Keep tensors [0, nt). */
+void mirs__fp_truncate(mirs__fp_store *s, int32_t nt) {
+  if (!s || nt >= s->nt)
+    return;
+  if (nt < 0)
+    nt = 0;
+  s->nt = nt;
+  s->used = nt > 0 ? s->t[nt - 1].off + (uint64_t)s->t[nt - 1].numel * (uint64_t)s->trials : 0;
+  s->stats.truncations++;
+}
+
+/* Append metadata slots for tensors [s->nt, s->nt + n) at the end of the
+ * arena, numel from g; checks the per-trial element limit.  Does not
+ * change s->nt. */
+static mirs_status reserve_tensors(mirs__fp_store *s, const mirs_graph *g, int32_t n) {
+  mirs_context *ctx = s->ctx;
+  MIRS_CHECK(ctx, mirs__core_grow(ctx, (void **)&s->t, &s->capt, (size_t)s->nt + (size_t)n + 1,
+                                  sizeof *s->t));
+  int64_t limit = ctx->opt.eval_max_elements;
+  int64_t have = (int64_t)(s->used / (uint64_t)s->trials);
+  uint64_t off = s->used;
+  for (int32_t i = 0; i < n; i++) {
+    const mirs__ktensor *kt = &g->t[s->nt + i];
+    int64_t ne = mirs__shape_numel(&kt->shape);
+    if (ne > limit - have)
+      return MIRS_FAIL(ctx, MIRS_LIMIT,
+                       "fingerprinting %s needs more than eval_max_elements=%lld elements per "
+                       "trial (raise the option)",
+                       kt->name, (long long)limit);
+    have += ne;
+    mirs__fp_meta *m = &s->t[s->nt + i];
+    memset(m, 0, sizeof *m);
+    m->numel = ne;
+    m->off = off;
+    off += (uint64_t)ne * (uint64_t)s->trials;
+  }
+  return MIRS_OK;
+}
+
+/* Generate graph input t, the next tensor of the store. */
+static mirs_status push_input(mirs__fp_store *s, const mirs_graph *g, int32_t t) {
+  mirs_context *ctx = s->ctx;
+  if (NEVER(t != s->nt || g->t[t].producer >= 0))
+    return MIRS_FAIL(ctx, MIRS_INTERNAL, "tensor %d is not the next input", (int)t);
+  MIRS_CHECK(ctx, reserve_tensors(s, g, 1));
+  mirs__fp_meta *m = &s->t[t];
+  m->degree = 1;
+  int32_t nt0 = s->nt;
+  uint64_t used0 = s->used;
+  s->nt = t + 1;
+  s->used = m->off + (uint64_t)m->numel * (uint64_t)s->trials;
+  mirs_status st = s->backend->compute_input(s->state, s, g, t);
+  if (st != MIRS_OK) {
+    s->nt = nt0;
+    s->used = used0;
+    return mirs__core_trace(ctx, st, __func__, __FILE__, __LINE__);
+  }
+  s->stats.inputs++;
+  s->stats.elements += (uint64_t)m->numel * (uint64_t)s->trials;
+  return MIRS_OK;
+}
+
+/* Fingerprint kernel op `op` of g (the incremental step). */
+mirs_status mirs__fp_push_op(mirs__fp_store *s, const mirs_graph *g, int32_t op) {
+  if (!s)
+    return MIRS_INVALID_ARG;
+  mirs_context *ctx = s->ctx;
+  if (!g || op < 0 || op >= g->nops)
+    return MIRS_FAIL(ctx, MIRS_INVALID_ARG, "mirs__fp_push_op: no kernel op %d", (int)op);
+  const mirs__kop *k = &g->ops[op];
+  if (NEVER(k->nout < 1 || !k->out))
+    return MIRS_FAIL(ctx, MIRS_INTERNAL, "kernel op %d has no output", (int)op);
+  int32_t first = k->out[0];
+  if (first < s->nt)
+    return MIRS_FAIL(ctx, MIRS_INVALID_ARG,
+                     "kernel op %d (writing %s) is already fingerprinted: the store holds %d "
+                     "tensors (truncate it first)",
+                     (int)op, g->t[first].name, (int)s->nt);
+  for (int32_t i = 0; i < k->nout; i++)
+    if (NEVER(k->out[i] != first + i || k->out[i] >= g->nt || g->t[k->out[i]].producer != op))
+      return MIRS_FAIL(ctx, MIRS_INTERNAL, "kernel op %d: outputs are not consecutive", (int)op);
+  for (int32_t i = 0; i < k->nin; i++)
+    if (NEVER(k->in[i] < 0 || k->in[i] >= first))
+      return MIRS_FAIL(ctx, MIRS_INTERNAL, "kernel op %d reads a later tensor", (int)op);
+  for (int32_t t = s->nt; t < first; t++)
+    if (g->t[t].producer >= 0)
+      return MIRS_FAIL(ctx, MIRS_INVALID_ARG,
+                       "kernel op %d cannot be fingerprinted before op %d (writing %s)", (int)op,
+                       (int)g->t[t].producer, g->t[t].name);
+
+  int32_t nt0 = s->nt;
+  mirs_status st = MIRS_OK;
+  for (int32_t t = s->nt; t < first && st == MIRS_OK; t++)
+    st = push_input(s, g, t);
+  if (st == MIRS_OK)
+    st = reserve_tensors(s, g, k->nout);
+  if (st == MIRS_OK) {
+    /* analyze_op fills degrees and flags; the offsets are laid out here. */
+    uint64_t off = s->t[first].off;
+    st = analyze_op(g, op, s->t, &s->bt, &s->capbt, &s->tile_used, &s->t[first]);
+    if (st == MIRS_OK) {
+      for (int32_t i = 0; i < k->nout; i++) {
+        s->t[first + i].off = off;
+        s->t[first + i].has_digest = false;
+        off += (uint64_t)s->t[first + i].numel * (uint64_t)s->trials;
+      }
+      s->nt = first + k->nout;
+      s->used = off;
+      st = s->backend->compute_op(s->state, s, g, op);
+    } else if (st == MIRS_UNSUPPORTED) {
+      s->stats.refused++;
+    }
+  }
+  if (st != MIRS_OK) {
+    uint64_t tr = s->stats.truncations;
+    mirs__fp_truncate(s, nt0);
+    s->stats.truncations = tr;
+    return mirs__core_trace(ctx, st, __func__, __FILE__, __LINE__);
+  }
+  s->stats.ops++;
+  for (int32_t i = 0; i < k->nout; i++)
+    s->stats.elements += (uint64_t)s->t[first + i].numel * (uint64_t)s->trials;
+  return MIRS_OK;
+}
+
+/* Extend the store's prefix to all of g. */
+mirs_status mirs__fp_extend(mirs__fp_store *s, const mirs_graph *g) {
+  if (!s)
+    return MIRS_INVALID_ARG;
+  if (!g)
+    return MIRS_FAIL(s->ctx, MIRS_INVALID_ARG, "mirs__fp_extend: NULL graph");
+  while (s->nt < g->nt) {
+    int32_t t = s->nt, p = g->t[t].producer;
+    if (p < 0)
+      MIRS_CHECK(s->ctx, push_input(s, g, t));
+    else
+      MIRS_CHECK(s->ctx, mirs__fp_push_op(s, g, p));
+  }
+  return MIRS_OK;
+}
+
+/* Fingerprint all of g from scratch. */
+mirs_status mirs__fp_compute_graph(mirs__fp_store *s, const mirs_graph *g) {
+  if (!s)
+    return MIRS_INVALID_ARG;
+  mirs__fp_truncate(s, 0);
+  MIRS_CHECK(s->ctx, mirs__fp_extend(s, g));
+  return MIRS_OK;
+}
+
+/* Copy values of tensor t (bounds checked) from the backend. */
+mirs_status mirs__fp_read(const mirs__fp_store *s, int32_t t, int trial, int64_t first,
+                          int64_t count, mirs__fp_pair *out) {
+  if (!s)
+    return MIRS_INVALID_ARG;
+  if (t < 0 || t >= s->nt || trial < 0 || trial >= s->trials || first < 0 || count < 0 ||
+      first > s->t[t].numel - count || (count > 0 && !out))
+    return MIRS_FAIL(s->ctx, MIRS_INVALID_ARG,
+                     "mirs__fp_read: tensor %d trial %d [%lld, +%lld) out of range", (int)t, trial,
+                     (long long)first, (long long)count);
+  return s->backend->read(s->state, s, t, trial, first, count, out);
+}
+
+/* Digest of tensor t, cached in its metadata. */
+mirs_status mirs__fp_digest(mirs__fp_store *s, int32_t t, uint64_t *out) {
+  if (!s)
+    return MIRS_INVALID_ARG;
+  if (t < 0 || t >= s->nt || !out)
+    return MIRS_FAIL(s->ctx, MIRS_INVALID_ARG, "mirs__fp_digest: no tensor %d in the store",
+                     (int)t);
+  mirs__fp_meta *m = &s->t[t];
+  if (!m->has_digest) {
+    MIRS_CHECK(s->ctx, s->backend->digest(s->state, s, t, &m->digest));
+    m->has_digest = true;
+    s->stats.digests++;
+  }
+  *out = m->digest;
+  return MIRS_OK;
+}
+
+/* Pairs compared per chunk on the stack. */
+#define CMP_CHUNK 256
+
+/* Compare ta in a with tb in b (shapes already equal); on a difference
+ * *trial and *elem say where (-1 when only the digests differ). */
+static mirs_status equal_at(mirs__fp_store *a, int32_t ta, mirs__fp_store *b, int32_t tb, bool *eq,
+                            int *trial, int64_t *elem) {
+  mirs_context *ctx = a->ctx;
+  *eq = false;
+  *trial = -1;
+  *elem = -1;
+  a->stats.compares++;
+  uint64_t da, db;
+  MIRS_CHECK(ctx, mirs__fp_digest(a, ta, &da));
+  MIRS_CHECK(ctx, mirs__fp_digest(b, tb, &db));
+  if (da != db)
+    return MIRS_OK;
+  bool qparts = !a->t[ta].exp_dep && !b->t[tb].exp_dep;
+  int64_t n = a->t[ta].numel;
+  mirs__fp_pair ba[CMP_CHUNK], bb[CMP_CHUNK];
+  for (int j = 0; j < a->trials; j++)
+    for (int64_t e = 0; e < n; e += CMP_CHUNK) {
+      int64_t c = n - e < CMP_CHUNK ? n - e : CMP_CHUNK;
+      MIRS_CHECK(ctx, mirs__fp_read(a, ta, j, e, c, ba));
+      MIRS_CHECK(ctx, mirs__fp_read(b, tb, j, e, c, bb));
+      for (int64_t i = 0; i < c; i++)
+        if (ba[i].a != bb[i].a || (qparts && ba[i].b != bb[i].b)) {
+          *trial = j;
+          *elem = e + i;
+          return MIRS_OK;
+        }
+    }
+  *eq = true;
+  return MIRS_OK;
+}
+
+/* Whether two stores can be compared (same trials and seed). */
+static mirs_status same_setup(const mirs__fp_store *a, const mirs__fp_store *b) {
+  if (a->trials != b->trials || a->seed != b->seed)
+    return MIRS_FAIL(a->ctx, MIRS_INVALID_ARG,
+                     "fingerprint stores differ in setup (trials %d vs %d, seed %llu vs %llu)",
+                     a->trials, b->trials, (unsigned long long)a->seed,
+                     (unsigned long long)b->seed);
+  return MIRS_OK;
+}
+
+/* Tensor equality across stores (shape and fingerprints). */
+mirs_status mirs__fp_tensor_equal(mirs__fp_store *a, const mirs_graph *ga, int32_t ta,
+                                  mirs__fp_store *b, const mirs_graph *gb, int32_t tb,
+                                  bool *equal) {
+  if (!a || !b)
+    return MIRS_INVALID_ARG;
+  if (!ga || !gb || !equal || ta < 0 || ta >= a->nt || ta >= ga->nt || tb < 0 || tb >= b->nt ||
+      tb >= gb->nt)
+    return MIRS_FAIL(a->ctx, MIRS_INVALID_ARG,
+                     "mirs__fp_tensor_equal: tensors %d and %d are not both fingerprinted", (int)ta,
+                     (int)tb);
+  MIRS_CHECK(a->ctx, same_setup(a, b));
+  *equal = false;
+  if (!mirs__shape_eq(&ga->t[ta].shape, &gb->t[tb].shape))
+    return MIRS_OK;
+  int trial;
+  int64_t elem;
+  MIRS_CHECK(a->ctx, equal_at(a, ta, b, tb, equal, &trial, &elem));
+  return MIRS_OK;
+}
+
+/* Compare outputs by name and fill the verdict. */
+mirs_status mirs__fp_compare_outputs(mirs__fp_store *ref, const mirs_graph *rg,
+                                     mirs__fp_store *cand, const mirs_graph *cg,
+                                     mirs__fp_verdict *v) {
+  if (!ref || !cand)
+    return MIRS_INVALID_ARG;
+  mirs_context *ctx = ref->ctx;
+  if (!rg || !cg || !v)
+    return MIRS_FAIL(ctx, MIRS_INVALID_ARG, "mirs__fp_compare_outputs: NULL argument");
+  MIRS_CHECK(ctx, same_setup(ref, cand));
+  if (ref->nt < rg->nt || cand->nt < cg->nt)
+    return MIRS_FAIL(ctx, MIRS_INVALID_ARG,
+                     "mirs__fp_compare_outputs: a store holds fewer tensors than its graph "
+                     "(compute the graph first)");
+  memset(v, 0, sizeof *v);
+  v->equal = true;
+  v->ref_output = -1;
+  for (int32_t o = 0; o < rg->nout && v->equal; o++) {
+    int32_t r = rg->outputs[o], c = -1;
+    const char *name = rg->t[r].name;
+    for (int32_t i = 0; i < cg->nout && c < 0; i++)
+      if (strcmp(cg->t[cg->outputs[i]].name, name) == 0)
+        c = cg->outputs[i];
+    v->ref_output = r;
+    v->equal = false;
+    if (c < 0) {
+      snprintf(v->why, sizeof v->why, "reference output %s is not an output of the candidate",
+               name);
+      break;
+    }
+    const mirs__fp_meta *mr = &ref->t[r], *mc = &cand->t[c];
+    v->degree = umax(v->degree, umax(sat_add(mr->degree, mc->degree), umax(mr->inner, mc->inner)));
+    if (!mirs__shape_eq(&rg->t[r].shape, &cg->t[c].shape)) {
+      char sa[96], sb[96];
+      snprintf(v->why, sizeof v->why, "output %s: shape %s in the reference, %s in the candidate",
+               name, mirs__shape_str(&rg->t[r].shape, sa, sizeof sa),
+               mirs__shape_str(&cg->t[c].shape, sb, sizeof sb));
+      break;
+    }
+    bool eq;
+    int trial;
+    int64_t elem;
+    MIRS_CHECK(ctx, equal_at(ref, r, cand, c, &eq, &trial, &elem));
+    if (!eq) {
+      if (trial < 0)
+        snprintf(v->why, sizeof v->why, "output %s: fingerprint digests differ", name);
+      else
+        snprintf(v->why, sizeof v->why, "output %s: fingerprints differ (trial %d, element %lld)",
+                 name, trial, (long long)elem);
+      break;
+    }
+    v->equal = true;
+  }
+  if (v->equal)
+    v->ref_output = -1;
+  v->log2_bound = mirs__fp_bound_log2(v->degree, ref->trials);
+  return MIRS_OK;
+}
+
+/* ---------------------------------------------------------------- CPU backend */
+
+/* CPU backend state: the value arena (trial-major per tensor, addressed by
+ * mirs__fp_meta.off) and scratch that only grows. */
+typedef struct cpu_state {
+  mirs__fp_pair *arena;
+  size_t cap;
+  mirs__fp_pair *tile; /* one trial's block tiles, at s->bt[i].off */
+  size_t tilecap;
+  mirs__fp_pair *inv; /* inverted denominators of div */
+  size_t invcap;
+  uint64_t *acc; /* matmul row accumulators (2 per column) */
+  size_t acccap;
+  uint32_t *gpow;         /* G^i and G^(i * EXP_SPLIT), i < EXP_SPLIT (lazily built) */
+  uint64_t tile_elements; /* tile pairs written by the current op */
+} cpu_state;
+
+/* exp splits b < Q < 2^30 into 15-bit halves: G^b = G^lo * (G^EXP_SPLIT)^hi. */
+#define EXP_BITS 15
+#define EXP_SPLIT (UINT32_C(1) << EXP_BITS)
+
+/* Build the two power tables of G the first time an exp is computed. */
+static mirs_status exp_tables(mirs_context *ctx, cpu_state *c) {
+  if (c->gpow)
+    return MIRS_OK;
+  uint32_t *t = mirs__core_alloc(ctx, 2 * EXP_SPLIT * sizeof *t);
+  if (!t)
+    return MIRS_NOMEM;
+  uint32_t step = pow_p(MIRS__FP_G, EXP_SPLIT);
+  t[0] = 1;
+  t[EXP_SPLIT] = 1;
+  for (uint32_t i = 1; i < EXP_SPLIT; i++) {
+    t[i] = mul_mod(t[i - 1], MIRS__FP_G, P);
+    t[EXP_SPLIT + i] = mul_mod(t[EXP_SPLIT + i - 1], step, P);
+  }
+  c->gpow = t;
+  return MIRS_OK;
+}
+
+/* Values of tensor t in trial j. */
+static mirs__fp_pair *kval(cpu_state *c, const mirs__fp_store *s, int32_t t, int j) {
+  return c->arena + s->t[t].off + (uint64_t)j * (uint64_t)s->t[t].numel;
+}
+
+/* Zero the q-parts of n values (the exp-dependent canonical form). */
+static void zero_b(mirs__fp_pair *y, int64_t n) {
+  for (int64_t i = 0; i < n; i++)
+    y[i].b = 0;
+}
+
+/* Strides of in's dims as seen from out's (ranks aligned on the right); 0
+ * where in is missing or has size 1 (broadcast). */
+static void bcast_strides(const mirs__shape *in, const mirs__shape *out,
+                          int64_t st[MIRS_MAX_DIMS]) {
+  int64_t stride = 1;
+  for (int d = out->ndim - 1; d >= 0; d--) {
+    int id = d - (out->ndim - in->ndim);
+    if (id < 0) {
+      st[d] = 0;
+      continue;
+    }
+    st[d] = in->d[id] == 1 ? 0 : stride;
+    stride *= in->d[id];
+  }
+}
+
+/* Offset of flat row `row` over dims [0, nd) of s with strides st. */
+static int64_t row_offset(const mirs__shape *s, int nd, const int64_t *st, int64_t row) {
+  int64_t off = 0;
+  for (int d = nd - 1; d >= 0; d--) {
+    off += (row % s->d[d]) * st[d];
+    row /= s->d[d];
+  }
+  return off;
+}
+
+/* y = op(x) elementwise for n values (EXP, SQUARE, and the PRFs); gpow
+ * are exp's power tables. */
+static void fp_unary(mirs_op op, uint64_t key, const uint32_t *gpow, const mirs__fp_pair *x,
+                     mirs__fp_pair *y, int64_t n) {
+  switch (op) {
+  case MIRS_OP_EXP:
+    for (int64_t i = 0; i < n; i++) {
+      uint32_t b = x[i].b;
+      y[i].a = mul_mod(gpow[b & (EXP_SPLIT - 1)], gpow[EXP_SPLIT + (b >> EXP_BITS)], P);
+      y[i].b = 0;
+    }
+    break;
+  case MIRS_OP_SQUARE:
+    for (int64_t i = 0; i < n; i++)
+      y[i] = fp_mul(x[i], x[i]);
+    break;
+  default:
+    for (int64_t i = 0; i < n; i++)
+      y[i] = mirs__fp_prf(key, op, x[i]);
+    break;
+  }
+}
+
+/* o = a op b (ADD, SUB, MUL) with size-1 broadcasting; os the result shape. */
+static void fp_binary(mirs_op op, const mirs__shape *as, const mirs__fp_pair *a,
+                      const mirs__shape *bs, const mirs__fp_pair *b, const mirs__shape *os,
+                      mirs__fp_pair *o) {
+  int64_t sa[MIRS_MAX_DIMS], sb[MIRS_MAX_DIMS];
+  int r = os->ndim;
+  bcast_strides(as, os, sa);
+  bcast_strides(bs, os, sb);
+  int64_t last = r > 0 ? os->d[r - 1] : 1;
+  int64_t la = r > 0 ? sa[r - 1] : 0, lb = r > 0 ? sb[r - 1] : 0;
+  int64_t rows = mirs__shape_numel(os) / last;
+  for (int64_t row = 0; row < rows; row++) {
+    const mirs__fp_pair *pa = a + (r > 1 ? row_offset(os, r - 1, sa, row) : 0);
+    const mirs__fp_pair *pb = b + (r > 1 ? row_offset(os, r - 1, sb, row) : 0);
+    mirs__fp_pair *po = o + row * last;
+    if (op == MIRS_OP_ADD)
+      for (int64_t j = 0; j < last; j++)
+        po[j] = fp_add(pa[j * la], pb[j * lb]);
+    else if (op == MIRS_OP_SUB)
+      for (int64_t j = 0; j < last; j++)
+        po[j] = fp_sub(pa[j * la], pb[j * lb]);
+    else
+      for (int64_t j = 0; j < last; j++)
+        po[j] = fp_mul(pa[j * la], pb[j * lb]);
+  }
+}
+
+/* o = a @ b over the last two dims, batch dims broadcast; acc holds 2n
+ * lazily reduced accumulators (kept below 2^63 by subtracting CP / CQ). */
+static void fp_matmul(const mirs__shape *as, const mirs__fp_pair *a, const mirs__shape *bs,
+                      const mirs__fp_pair *b, const mirs__shape *os, mirs__fp_pair *o,
+                      uint64_t *acc) {
+  int64_t sa[MIRS_MAX_DIMS], sb[MIRS_MAX_DIMS];
+  int r = os->ndim;
+  int64_t m = os->d[r - 2], n = os->d[r - 1], k = as->d[as->ndim - 1];
+  bcast_strides(as, os, sa);
+  bcast_strides(bs, os, sb);
+  int64_t batches = mirs__shape_numel(os) / (m * n);
+  uint64_t *acca = acc, *accb = acc + n;
+  for (int64_t bi = 0; bi < batches; bi++) {
+    const mirs__fp_pair *pa = a + row_offset(os, r - 2, sa, bi);
+    const mirs__fp_pair *pb = b + row_offset(os, r - 2, sb, bi);
+    mirs__fp_pair *po = o + bi * m * n;
+    for (int64_t i = 0; i < m; i++) {
+      memset(acc, 0, sizeof *acc * 2 * (size_t)n);
+      const mirs__fp_pair *arow = pa + i * k;
+      for (int64_t p = 0; p < k; p++) {
+        uint64_t xa = arow[p].a, xb = arow[p].b;
+        const mirs__fp_pair *brow = pb + p * n;
+        for (int64_t j = 0; j < n; j++) {
+          uint64_t ta = acca[j] + xa * brow[j].a, tb = accb[j] + xb * brow[j].b;
+          acca[j] = ta - (ta >> 63) * CP;
+          accb[j] = tb - (tb >> 63) * CQ;
+        }
+      }
+      mirs__fp_pair *orow = po + i * n;
+      for (int64_t j = 0; j < n; j++) {
+        orow[j].a = (uint32_t)(acca[j] % P);
+        orow[j].b = (uint32_t)(accb[j] % Q);
+      }
+    }
+  }
+}
+
+/* y (x's shape, size 1 at dim) = sum of x over dim; added into y when add
+ * is set, else y is overwritten. */
+static void fp_sum(const mirs__shape *xs, const mirs__fp_pair *x, int dim, mirs__fp_pair *y,
+                   bool add) {
+  int64_t outer = 1, inner = 1, red = xs->d[dim];
+  for (int d = 0; d < dim; d++)
+    outer *= xs->d[d];
+  for (int d = dim + 1; d < xs->ndim; d++)
+    inner *= xs->d[d];
+  if (!add)
+    memset(y, 0, (size_t)(outer * inner) * sizeof *y);
+  for (int64_t o = 0; o < outer; o++) {
+    mirs__fp_pair *py = y + o * inner;
+    for (int64_t rr = 0; rr < red; rr++) {
+      const mirs__fp_pair *px = x + (o * red + rr) * inner;
+      for (int64_t i = 0; i < inner; i++)
+        py[i] = fp_add(py[i], px[i]);
+    }
+  }
+}
+
+/* Row sums of x^2 over the last dim: y[row] = (add ? y[row] : 0) + sum. */
+static void fp_sumsq_last(const mirs__shape *xs, const mirs__fp_pair *x, mirs__fp_pair *y,
+                          bool add) {
+  int64_t last = xs->ndim > 0 ? xs->d[xs->ndim - 1] : 1;
+  int64_t rows = mirs__shape_numel(xs) / last;
+  for (int64_t row = 0; row < rows; row++) {
+    const mirs__fp_pair *px = x + row * last;
+    mirs__fp_pair s = add ? y[row] : fp_const(0);
+    for (int64_t j = 0; j < last; j++)
+      s = fp_add(s, fp_mul(px[j], px[j]));
+    y[row] = s;
+  }
+}
+
+/* y = x * inv(sqrt_prf(sum(x^2) * inv(n))) over the last dim (size n). */
+static void fp_rmsnorm(uint64_t key, const mirs__shape *xs, const mirs__fp_pair *x,
+                       mirs__fp_pair *y, bool exp_dep) {
+  int64_t last = xs->ndim > 0 ? xs->d[xs->ndim - 1] : 1;
+  int64_t rows = mirs__shape_numel(xs) / last;
+  mirs__fp_pair invn = fp_inv(fp_const((uint64_t)last));
+  for (int64_t row = 0; row < rows; row++) {
+    const mirs__fp_pair *px = x + row * last;
+    mirs__fp_pair s = fp_const(0);
+    for (int64_t j = 0; j < last; j++)
+      s = fp_add(s, fp_mul(px[j], px[j]));
+    s = fp_mul(s, invn);
+    if (exp_dep)
+      s.b = 0;
+    mirs__fp_pair ir = fp_inv(mirs__fp_prf(key, MIRS_OP_SQRT, s));
+    for (int64_t j = 0; j < last; j++)
+      y[row * last + j] = fp_mul(px[j], ir);
+  }
+}
+
+/* Compute op (a compute kind) on one trial's argument values into o of
+ * shape os; the routine shared by kernel ops and block ops.  Grows the
+ * div and matmul scratch as needed.  out_exp: the result is exp-dependent
+ * (its q-parts are zeroed). */
+static mirs_status fp_compute(mirs_context *ctx, cpu_state *c, mirs_op op, int dim, uint64_t key,
+                              const mirs__shape *const *ins, const mirs__fp_pair *const *inv,
+                              const mirs__shape *os, mirs__fp_pair *o, bool in_exp, bool out_exp) {
+  int64_t n = mirs__shape_numel(os);
+  switch (mirs__graph_ops[op].kind) {
+  case MIRS__KIND_UNARY:
+    if (op == MIRS_OP_EXP)
+      MIRS_CHECK(ctx, exp_tables(ctx, c));
+    fp_unary(op, key, c->gpow, inv[0], o, n);
+    break;
+  case MIRS__KIND_BINARY:
+    if (op == MIRS_OP_DIV) {
+      int64_t nb = mirs__shape_numel(ins[1]);
+      MIRS_CHECK(
+          ctx, mirs__core_grow(ctx, (void **)&c->inv, &c->invcap, (size_t)nb + 1, sizeof *c->inv));
+      for (int64_t i = 0; i < nb; i++)
+        c->inv[i] = fp_inv(inv[1][i]);
+      fp_binary(MIRS_OP_MUL, ins[0], inv[0], ins[1], c->inv, os, o);
+    } else {
+      fp_binary(op, ins[0], inv[0], ins[1], inv[1], os, o);
+    }
+    break;
+  case MIRS__KIND_MATMUL:
+    MIRS_CHECK(ctx, mirs__core_grow(ctx, (void **)&c->acc, &c->acccap,
+                                    2 * (size_t)os->d[os->ndim - 1] + 1, sizeof *c->acc));
+    fp_matmul(ins[0], inv[0], ins[1], inv[1], os, o, c->acc);
+    break;
+  case MIRS__KIND_REDUCE:
+    fp_sum(ins[0], inv[0], dim, o, false);
+    break;
+  case MIRS__KIND_RMSNORM:
+    fp_rmsnorm(key, ins[0], inv[0], o, in_exp);
+    break;
+  default:
+    return MIRS_FAIL(ctx, MIRS_INTERNAL, "%s cannot be fingerprinted as a compute op",
+                     mirs__graph_ops[op].name);
+  }
+  if (out_exp)
+    zero_b(o, n);
+  return MIRS_OK;
+}
+
+/* Make the arena hold s->used pairs. */
+static mirs_status cpu_reserve(cpu_state *c, mirs__fp_store *s) {
+  return mirs__core_grow(s->ctx, (void **)&c->arena, &c->cap, (size_t)s->used + 1,
+                         sizeof *c->arena);
+}
+
+/* Create the CPU state. */
+static mirs_status cpu_open(mirs__fp_store *s, void **state) {
+  cpu_state *c = mirs__core_calloc(s->ctx, 1, sizeof *c);
+  if (!c)
+    return MIRS_NOMEM;
+  *state = c;
+  return MIRS_OK;
+}
+
+/* Free the CPU state. */
+static void cpu_release(void *state, mirs__fp_store *s) {
+  cpu_state *c = state;
+  if (!c)
+    return;
+  mirs__core_free(s->ctx, c->arena);
+  mirs__core_free(s->ctx, c->tile);
+  mirs__core_free(s->ctx, c->inv);
+  mirs__core_free(s->ctx, c->acc);
+  mirs__core_free(s->ctx, c->gpow);
+  mirs__core_free(s->ctx, c);
+}
+
+/* Generate input t for every trial (the mapping in the header). */
+static mirs_status cpu_input(void *state, mirs__fp_store *s, const mirs_graph *g, int32_t t) {
+  cpu_state *c = state;
+  MIRS_CHECK(s->ctx, cpu_reserve(c, s));
+  uint64_t sub = mirs__hash_str(0, g->t[t].name);
+  int64_t n = s->t[t].numel;
+  for (int j = 0; j < s->trials; j++) {
+    uint64_t key = mirs__fp_trial_key(s->seed, j);
+    mirs__fp_pair *y = kval(c, s, t, j);
+    for (int64_t e = 0; e < n; e++)
+      y[e] = mirs__fp_input_value(key, sub, (uint64_t)e);
+  }
+  return MIRS_OK;
+}
+
+/* Copy the tile of shape ts at off[] between the tensor (shape ks, values
+ * k) and the tile t: load (tensor -> tile) or store.  False when the tile
+ * does not lie inside the tensor. */
+static bool copy_tile(const mirs__shape *ks, mirs__fp_pair *k, const mirs__shape *ts,
+                      mirs__fp_pair *t, const int64_t off[MIRS_MAX_DIMS], bool store) {
+  int r = ts->ndim;
+  if (r != ks->ndim)
+    return false;
+  for (int d = 0; d < r; d++)
+    if (off[d] < 0 || off[d] + ts->d[d] > ks->d[d])
+      return false;
+  int64_t kst[MIRS_MAX_DIMS];
+  int64_t stride = 1;
+  for (int d = r - 1; d >= 0; d--) {
+    kst[d] = stride;
+    stride *= ks->d[d];
+  }
+  int64_t last = r > 0 ? ts->d[r - 1] : 1, base = 0;
+  for (int d = 0; d < r; d++)
+    base += off[d] * kst[d];
+  int64_t rows = mirs__shape_numel(ts) / last;
+  for (int64_t row = 0; row < rows; row++) {
+    mirs__fp_pair *pk = k + base + (r > 1 ? row_offset(ts, r - 1, kst, row) : 0);
+    mirs__fp_pair *pt = t + row * last;
+    if (store)
+      memcpy(pk, pt, (size_t)last * sizeof *pt);
+    else
+      memcpy(pt, pk, (size_t)last * sizeof *pt);
+  }
+  return true;
+}
+
+/* Run block compute op o of bg on the tiles of one trial. */
+static mirs_status block_compute(mirs_context *ctx, cpu_state *c, const mirs__fp_store *s,
+                                 const mirs__bgraph *bg, const mirs__bop *o, uint64_t key) {
+  const mirs__shape *ins[2] = {NULL, NULL};
+  const mirs__fp_pair *inv[2] = {NULL, NULL};
+  for (int a = 0; a < o->nin && a < 2; a++) {
+    ins[a] = &bg->t[o->in[a]].shape;
+    inv[a] = c->tile + s->bt[o->in[a]].off;
+  }
+  const mirs__fp_meta *m = &s->bt[o->out];
+  MIRS_CHECK(ctx, fp_compute(ctx, c, o->op, o->dim, key, ins, inv, &bg->t[o->out].shape,
+                             c->tile + m->off, s->bt[o->in[0]].exp_dep, m->exp_dep));
+  c->tile_elements += (uint64_t)m->numel;
+  return MIRS_OK;
+}
+
+/* Evaluate custom op k's block graph for trial j (interp.c semantics over
+ * the field): per grid block, zero the accumulators, run the forloop
+ * (loads, per-iteration ops, accumulation), then finish ACCUM_RMS, run the
+ * post ops and store the outputs. */
+static mirs_status cpu_custom_trial(cpu_state *c, mirs__fp_store *s, const mirs_graph *g,
+                                    const mirs__kop *k, int j) {
+  mirs_context *ctx = s->ctx;
+  const mirs__bgraph *bg = k->bg;
+  uint64_t key = mirs__fp_trial_key(s->seed, j);
+  int32_t b[MIRS__GRID];
+  for (b[2] = 0; b[2] < bg->grid[2]; b[2]++)
+    for (b[1] = 0; b[1] < bg->grid[1]; b[1]++)
+      for (b[0] = 0; b[0] < bg->grid[0]; b[0]++) {
+        for (int32_t i = 0; i < bg->nops; i++) {
+          const mirs__bop *o = &bg->ops[i];
+          if (mirs__graph_ops[o->op].kind == MIRS__KIND_ACCUM)
+            memset(c->tile + s->bt[o->out].off, 0, (size_t)s->bt[o->out].numel * sizeof *c->tile);
+        }
+        for (int32_t f = 0; f < bg->forloop; f++)
+          for (int32_t i = 0; i < bg->nops; i++) {
+            const mirs__bop *o = &bg->ops[i];
+            mirs__op_kind kind = mirs__graph_ops[o->op].kind;
+            if (kind == MIRS__KIND_INPUT) {
+              const mirs__shape *ts = &bg->t[o->out].shape;
+              int64_t off[MIRS_MAX_DIMS] = {0};
+              for (int gd = 0; gd < MIRS__GRID; gd++)
+                if (o->imap[gd] >= 0 && o->imap[gd] < ts->ndim)
+                  off[o->imap[gd]] = (int64_t)b[gd] * ts->d[o->imap[gd]];
+              if (o->fmap >= 0 && o->fmap < ts->ndim)
+                off[o->fmap] = (int64_t)f * ts->d[o->fmap];
+              if (!copy_tile(&g->t[o->src].shape, kval(c, s, o->src, j), ts,
+                             c->tile + s->bt[o->out].off, off, false))
+                return MIRS_FAIL(ctx, MIRS_INTERNAL, "block input %s: tile outside tensor %s",
+                                 bg->t[o->out].name, g->t[o->src].name);
+              c->tile_elements += (uint64_t)s->bt[o->out].numel;
+            } else if (kind == MIRS__KIND_ACCUM) {
+              const mirs__shape *xs = &bg->t[o->in[0]].shape;
+              const mirs__fp_pair *x = c->tile + s->bt[o->in[0]].off;
+              mirs__fp_pair *acc = c->tile + s->bt[o->out].off;
+              if (o->op == MIRS_OP_ACCUM) {
+                int64_t n = s->bt[o->out].numel;
+                for (int64_t e = 0; e < n; e++)
+                  acc[e] = fp_add(acc[e], x[e]);
+              } else if (o->op == MIRS_OP_ACCUM_SUM) {
+                fp_sum(xs, x, o->dim, acc, true);
+              } else {
+                fp_sumsq_last(xs, x, acc, true);
+              }
+              c->tile_elements += (uint64_t)s->bt[o->out].numel;
+            } else if (kind != MIRS__KIND_OUTPUT && !bg->t[o->out].post) {
+              MIRS_CHECK(ctx, block_compute(ctx, c, s, bg, o, key));
+            }
+          }
+        for (int32_t i = 0; i < bg->nops; i++) {
+          const mirs__bop *o = &bg->ops[i];
+          mirs__op_kind kind = mirs__graph_ops[o->op].kind;
+          if (o->op == MIRS_OP_ACCUM_RMS) {
+            const mirs__shape *xs = &bg->t[o->in[0]].shape;
+            uint64_t count =
+                (uint64_t)(xs->ndim > 0 ? xs->d[xs->ndim - 1] : 1) * (uint64_t)bg->forloop;
+            mirs__fp_pair ic = fp_inv(fp_const(count));
+            bool xexp = s->bt[o->in[0]].exp_dep;
+            int64_t n = s->bt[o->out].numel;
+            mirs__fp_pair *acc = c->tile + s->bt[o->out].off;
+            for (int64_t e = 0; e < n; e++) {
+              mirs__fp_pair v = fp_mul(acc[e], ic);
+              if (xexp)
+                v.b = 0;
+              acc[e] = mirs__fp_prf(key, MIRS_OP_SQRT, v);
+            }
+          } else if (kind == MIRS__KIND_OUTPUT) {
+            const mirs__shape *ts = &bg->t[o->in[0]].shape;
+            int64_t off[MIRS_MAX_DIMS] = {0};
+            for (int gd = 0; gd < MIRS__GRID; gd++)
+              if (o->omap[gd] >= 0 && o->omap[gd] < ts->ndim)
+                off[o->omap[gd]] = (int64_t)b[gd] * ts->d[o->omap[gd]];
+            if (!copy_tile(&g->t[o->dst].shape, kval(c, s, o->dst, j), ts,
+                           c->tile + s->bt[o->in[0]].off, off, true))
+              return MIRS_FAIL(ctx, MIRS_INTERNAL, "block output of %s: tile outside its tensor",
+                               bg->t[o->in[0]].name);
+          } else if (kind != MIRS__KIND_INPUT && kind != MIRS__KIND_ACCUM && bg->t[o->out].post) {
+            MIRS_CHECK(ctx, block_compute(ctx, c, s, bg, o, key));
+          }
+        }
+      }
+  return MIRS_OK;
+}
+
+/* Fingerprint kernel op `op` for every trial. */
+static mirs_status cpu_op(void *state, mirs__fp_store *s, const mirs_graph *g, int32_t op) {
+  cpu_state *c = state;
+  mirs_context *ctx = s->ctx;
+  const mirs__kop *k = &g->ops[op];
+  MIRS_CHECK(ctx, cpu_reserve(c, s));
+  if (k->op == MIRS_OP_CUSTOM) {
+    MIRS_CHECK(ctx, mirs__core_grow(ctx, (void **)&c->tile, &c->tilecap, (size_t)s->tile_used + 1,
+                                    sizeof *c->tile));
+    c->tile_elements = 0;
+    for (int j = 0; j < s->trials; j++)
+      MIRS_CHECK(ctx, cpu_custom_trial(c, s, g, k, j));
+    s->stats.tile_elements += c->tile_elements;
+    return MIRS_OK;
+  }
+  int32_t out = k->out[0];
+  for (int j = 0; j < s->trials; j++) {
+    const mirs__shape *ins[2] = {NULL, NULL};
+    const mirs__fp_pair *inv[2] = {NULL, NULL};
+    for (int a = 0; a < k->nin && a < 2; a++) {
+      ins[a] = &g->t[k->in[a]].shape;
+      inv[a] = kval(c, s, k->in[a], j);
+    }
+    MIRS_CHECK(ctx, fp_compute(ctx, c, k->op, k->dim, mirs__fp_trial_key(s->seed, j), ins, inv,
+                               &g->t[out].shape, kval(c, s, out, j), s->t[k->in[0]].exp_dep,
+                               s->t[out].exp_dep));
+  }
+  return MIRS_OK;
+}
+
+/* Copy values out of the arena. */
+static mirs_status cpu_read(void *state, const mirs__fp_store *s, int32_t t, int trial,
+                            int64_t first, int64_t count, mirs__fp_pair *out) {
+  cpu_state *c = state;
+  if (count > 0)
+    memcpy(out, kval(c, s, t, trial) + first, (size_t)count * sizeof *out);
+  return MIRS_OK;
+}
+
+/* The digest defined at mirs__fp_digest. */
+static mirs_status cpu_digest(void *state, const mirs__fp_store *s, int32_t t, uint64_t *out) {
+  cpu_state *c = state;
+  uint64_t n = (uint64_t)s->t[t].numel, x = 0;
+  for (int j = 0; j < s->trials; j++) {
+    const mirs__fp_pair *v = kval(c, s, t, j);
+    for (uint64_t e = 0; e < n; e++)
+      x += mirs__hash_mix((uint64_t)j * n + e, v[e].a);
+  }
+  *out = mirs__hash_mix(mirs__hash_mix(n, (uint64_t)s->trials), x);
+  return MIRS_OK;
+}
+
+const mirs__fp_backend mirs__fp_cpu_backend = {
+    .name = "cpu",
+    .open = cpu_open,
+    .compute_input = cpu_input,
+    .compute_op = cpu_op,
+    .read = cpu_read,
+    .digest = cpu_digest,
+    .release = cpu_release,
+};

@@ -1,0 +1,272 @@
+/* src/verify/fingerprint.h - finite-field fingerprints of µGraphs: the
+ * verification of complete candidates (DESIGN.md "Search" -> "Verification"),
+ * the fingerprint-backend interface, and its CPU implementation.
+ *
+ * ---------------------------------------------------------------- the field
+ * Every tensor element is a pair (a mod P, b mod Q) with
+ *     P = 2147483579 = 2Q + 1 (a safe prime, < 2^31),
+ *     Q = 1073741789 (prime; Q | P - 1),
+ *     G = 4, of order Q mod P (a quadratic residue != 1 of a safe-prime group).
+ * Since P < 2^31 a sum of two residues fits in 32 bits and a product in 64.
+ *   add, sub, mul, square  act on both parts;
+ *   div x/y                multiplies by the inverse of y in each part, with
+ *                          inv(0) = 0 (deterministic; such an event is part of
+ *                          the failure probability, see the bound below);
+ *   exp (a, b)             = (G^b mod P, 0): the LAX construction.  The p-part
+ *                          is a homomorphic image (exp(x+y) = exp(x)exp(y)
+ *                          because G^(b1+b2) = G^b1 G^b2); the q-part of an
+ *                          exp result has no meaning, so the tensor is flagged
+ *                          *exp-dependent* and its q-parts are set to 0.
+ *                          Exp-dependence propagates through +, -, *, /, sum,
+ *                          matmul, rms_norm and the accumulators, and every
+ *                          exp-dependent tensor has all q-parts 0 (canonical).
+ *   exp of an exp-dependent argument has no sound fingerprint here (its
+ *                          exponent would need a meaningful q-part): it is
+ *                          detected statically, before computing anything, and
+ *                          refused with MIRS_UNSUPPORTED naming the tensor.
+ *   sqrt, silu, gelu, relu keyed pseudo-random functions (uninterpreted:
+ *                          equal arguments give equal results).  Their
+ *                          result is a fresh value in both parts and is NOT
+ *                          exp-dependent: it is a function of the argument's
+ *                          fingerprint, which is sound whatever the argument
+ *                          (so exp(silu(exp(x))) is accepted, exp(exp(x)) not).
+ *   sum, matmul            sums of products in each part.
+ *   rms_norm(x)            = x * inv(sqrt_prf(S * inv(n))), S = sum of x^2 over
+ *                          the last dim, n its size (mod P / mod Q).
+ *   ACCUM_RMS(x)           = sqrt_prf(T * inv(tile_last * F)), T = sum over
+ *                          the forloop of the row sums of x^2.  With the same
+ *                          sqrt_prf, matmul(rms_norm(X), W) and
+ *                          div(accum(matmul(x, w)), accum_rms(x)) agree exactly.
+ * Block graphs (custom ops) are evaluated with the semantics of
+ * src/graph/interp.c, over the field.
+ *
+ * ---------------------------------------------------------------- randomness
+ * These mappings are a contract: the GPU backend (cuRAND) must reproduce
+ * them bit for bit.  Philox below is mirs_philox4x32_10 / mirs_philox_at.
+ *   trial key   K_t = seed ^ ((t + 1) * 0x9E3779B97F4A7C15)  (mod 2^64), t = 0..k-1.
+ *   input       element e (row-major) of the graph input named N, trial t:
+ *               sub = mirs__hash_str(0, N); the Philox block at counter
+ *               (lo32 e, hi32 e, lo32 sub, hi32 sub) under key (lo32 K_t,
+ *               hi32 K_t) gives words w0..w3, i.e. w_i = mirs_philox_at(K_t,
+ *               sub, 4e + i) = the four curand() values after
+ *               curand_init(K_t, sub, 4e) (one curand4()).  Then
+ *               a = (w1 << 32 | w0) mod P,  b = (w3 << 32 | w2) mod Q.
+ *   PRF         op f in {SQRT, SILU, GELU, RELU} on (a, b), trial t: the
+ *               same construction with sub = 0x4650524600000000 | f (f the
+ *               mirs_op value from ops.def) and block index (b << 32 | a),
+ *               i.e. w_i = mirs_philox_at(K_t, sub, 4 (b << 32 | a) + i).
+ * Reducing a 64-bit word makes each residue's probability at most
+ * (1 + 2^-32) / P (resp. / Q): uniform for every practical purpose.
+ *
+ * ---------------------------------------------------------------- the bound
+ * Each tensor carries a degree estimate: inputs 1; add/sub max; mul and
+ * matmul the sum; div numerator + denominator; square twice; sum and the
+ * accumulators keep it; rms_norm x * inv(prf) adds 1; exp and PRF results
+ * are fresh variables of degree 1.  Comparing outputs r (reference) and c
+ * (candidate) uses D = max(deg r + deg c, the largest degree of an argument
+ * of an exp or PRF either depends on).  Per trial, if r and c differ as
+ * rational functions of the inputs (exp and PRF values taken as independent
+ * variables), the numerator of r - c (degree <= deg r + deg c) vanishes at
+ * a uniform random point with probability <= D/Q (Schwartz-Zippel; Q < P so
+ * Q is the weaker field).  Trials use independent keys, so the false-accept
+ * probability is <= (D/Q)^k; mirs__fp_trials_for picks the smallest k with
+ * (D/Q)^k <= 2^target (default target -50).  Limits, stated honestly:
+ *  - the degree rules are an estimate: "add = max" after a division assumes
+ *    the terms share their denominator (true of the softmax and rms_norm
+ *    patterns, where the denominator is constant along the summed index);
+ *  - exp and PRF results are modelled as independent uniform values; that
+ *    fails when two different arguments collide (probability <= the
+ *    argument's degree / Q per pair of elements, not union-bounded here)
+ *    and the PRF is treated as a random oracle;
+ *  - a denominator that evaluates to 0 (inv(0) = 0) is not counted;
+ *  - equality is decided in the model where only the field axioms, exp's
+ *    homomorphism and "equal arguments give equal results" hold: graphs
+ *    equal over the reals for other reasons (e.g. sqrt(x)^2 = x, or
+ *    exp(x)/exp(x)*y = y where exp-dependence differs) may be rejected.
+ *    The scheme is sound, not complete.
+ * The verdict reports D and log2 of the bound; a caller that needs a
+ * stronger bound recomputes with more trials.
+ *
+ * ---------------------------------------------------------------- the API
+ * A store (one per worker) mirrors a prefix [0, nt) of a graph's kernel
+ * tensors: metadata here (numel, degree, exp flag, digest) and values in
+ * the backend, k trials per tensor.  The search adds one op and calls
+ * mirs__fp_push_op (only the new op's outputs are computed, from its inputs'
+ * fingerprints), and after mirs__graph_pop_op calls mirs__fp_truncate(s,
+ * g->nt).  Nothing is allocated per op except when the store or its
+ * scratch must grow (amortised doubling).
+ * Invariants: s->t[i].off is the offset in pairs of tensor i's trial-0 value
+ * in the backend's arena (trial j at off + j * numel), the offsets are
+ * increasing and s->used = off + numel * trials of the last tensor; every
+ * exp-dependent tensor has all q-parts 0; a tensor's digest is computed
+ * lazily and dropped with the tensor. */
+#ifndef MIRS_VERIFY_FINGERPRINT_H
+#define MIRS_VERIFY_FINGERPRINT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/core.h"
+#include "graph/graph.h"
+
+/* Field constants (see above; checked in tests/check_fingerprint.c). */
+#define MIRS__FP_P UINT32_C(2147483579)
+#define MIRS__FP_Q UINT32_C(1073741789)
+#define MIRS__FP_G UINT32_C(4)
+/* Trial-key multiplier and the Philox subsequence domain of the PRFs. */
+#define MIRS__FP_TRIAL_MUL UINT64_C(0x9E3779B97F4A7C15)
+#define MIRS__FP_PRF_DOMAIN UINT64_C(0x4650524600000000)
+/* Most trials a store may hold, and the default target log2 of the bound. */
+#define MIRS__FP_MAX_TRIALS 64
+#define MIRS__FP_DEFAULT_LOG2_BOUND (-50.0)
+
+/* One fingerprint value: a in [0, P), b in [0, Q). */
+typedef struct mirs__fp_pair {
+  uint32_t a, b;
+} mirs__fp_pair;
+
+/* Per-store counters (the lead maps them onto stats.def). */
+typedef struct mirs__fp_stats {
+  uint64_t ops;           /* kernel ops fingerprinted (a custom op once) */
+  uint64_t inputs;        /* graph inputs generated */
+  uint64_t elements;      /* kernel-tensor pairs written, all trials */
+  uint64_t tile_elements; /* block-tile pairs written, all trials */
+  uint64_t digests;       /* tensor digests computed (not cached hits) */
+  uint64_t compares;      /* tensor comparisons */
+  uint64_t refused;       /* ops refused (exp of an exp-dependent value) */
+  uint64_t truncations;   /* pops (truncations that dropped tensors) */
+} mirs__fp_stats;
+
+/* Metadata of one kernel tensor (or, in s->bt, one block tensor). */
+typedef struct mirs__fp_meta {
+  int64_t numel;   /* elements per trial (block tensors: per tile) */
+  uint64_t off;    /* kernel: arena offset of trial 0; block: tile-buffer offset */
+  uint64_t degree; /* degree estimate (saturating) */
+  uint64_t inner;  /* largest degree of an exp/PRF argument it depends on */
+  uint64_t digest; /* valid when has_digest */
+  bool exp_dep;    /* depends on an exp: q-parts are 0 */
+  bool has_digest;
+} mirs__fp_meta;
+
+typedef struct mirs__fp_store mirs__fp_store;
+
+/* The fingerprint-backend interface.  A backend owns the values (an arena
+ * addressed by mirs__fp_meta.off, trial-major) and computes them; the store
+ * owns the metadata, checks, the degree analysis and the comparisons.  When
+ * compute_input/compute_op run, the new tensors' metadata is already in
+ * s->t (and for a custom op the block tensors' in s->bt[0..bg->nt), with
+ * tile offsets summing to s->tile_used per trial) and s->used is the arena
+ * size needed.  On failure a backend sets the context error and returns
+ * its status; the store then drops the new tensors. */
+typedef struct mirs__fp_backend {
+  const char *name;
+  /* Create the backend state of store s. */
+  mirs_status (*open)(mirs__fp_store *s, void **state);
+  /* Fingerprint graph input t (all trials). */
+  mirs_status (*compute_input)(void *state, mirs__fp_store *s, const mirs_graph *g, int32_t t);
+  /* Fingerprint every output of kernel op `op` of g from its inputs'. */
+  mirs_status (*compute_op)(void *state, mirs__fp_store *s, const mirs_graph *g, int32_t op);
+  /* Copy count values of tensor t, trial `trial`, from element first. */
+  mirs_status (*read)(void *state, const mirs__fp_store *s, int32_t t, int trial, int64_t first,
+                      int64_t count, mirs__fp_pair *out);
+  /* The digest of tensor t (definition at mirs__fp_digest). */
+  mirs_status (*digest)(void *state, const mirs__fp_store *s, int32_t t, uint64_t *out);
+  /* Release the state (the store is being freed). */
+  void (*release)(void *state, mirs__fp_store *s);
+} mirs__fp_backend;
+
+/* The CPU backend (constant table). */
+extern const mirs__fp_backend mirs__fp_cpu_backend;
+
+struct mirs__fp_store {
+  mirs_context *ctx;
+  const mirs__fp_backend *backend;
+  void *state;
+  int trials;
+  uint64_t seed;
+  mirs__fp_meta *t; /* kernel tensors [0, nt) */
+  int32_t nt;
+  size_t capt;
+  uint64_t used;     /* arena pairs in use */
+  mirs__fp_meta *bt; /* block tensors of the custom op being computed */
+  size_t capbt;
+  uint64_t tile_used; /* tile pairs per trial of that custom op */
+  mirs__fp_stats stats;
+};
+
+/* Verdict of mirs__fp_compare_outputs. */
+typedef struct mirs__fp_verdict {
+  bool equal;         /* every reference output matched */
+  int32_t ref_output; /* first mismatching reference tensor, or -1 */
+  uint64_t degree;    /* D of the bound (max over outputs) */
+  double log2_bound;  /* trials * log2(D / Q); 0 = no bound (D >= Q) */
+  char why[256];      /* the mismatch, in words ("" when equal) */
+} mirs__fp_verdict;
+
+/* ---------------------------------------------------------------- field */
+
+/* base^e mod m (m < 2^32). */
+uint32_t mirs__fp_pow_mod(uint32_t base, uint64_t e, uint32_t m);
+/* Inverse of x mod prime m by Fermat; inv(0) = 0. */
+uint32_t mirs__fp_inv_mod(uint32_t x, uint32_t m);
+/* Key of trial t under seed (see the header comment). */
+uint64_t mirs__fp_trial_key(uint64_t seed, int trial);
+/* Value of element `element` of the input whose name hashes to sub
+ * (mirs__hash_str(0, name)) under trial key key. */
+mirs__fp_pair mirs__fp_input_value(uint64_t key, uint64_t sub, uint64_t element);
+/* The keyed PRF of unary op (SQRT, SILU, GELU, RELU) on x under key. */
+mirs__fp_pair mirs__fp_prf(uint64_t key, mirs_op op, mirs__fp_pair x);
+
+/* ---------------------------------------------------------------- bound */
+
+/* log2 of (D/Q)^trials (with D < 1 taken as 1); 0.0 when D >= Q (no bound). */
+double mirs__fp_bound_log2(uint64_t degree, int trials);
+/* Smallest k >= 1 with (D/Q)^k <= 2^log2_target, or -1 when none up to
+ * MIRS__FP_MAX_TRIALS exists. */
+int mirs__fp_trials_for(uint64_t degree, double log2_target);
+/* Static degree of g's outputs, max over outputs of max(degree, inner), without
+ * computing values; MIRS_UNSUPPORTED when g has an exp of an exp. */
+mirs_status mirs__fp_graph_degree(const mirs_graph *g, uint64_t *degree);
+
+/* ---------------------------------------------------------------- store */
+
+/* A store for `trials` trials under seed on backend (NULL: the CPU one). */
+mirs_status mirs__fp_store_new(mirs_context *ctx, const mirs__fp_backend *backend, int trials,
+                               uint64_t seed, mirs__fp_store **out);
+/* Free s and everything it holds (NULL is a no-op). */
+void mirs__fp_store_free(mirs__fp_store *s);
+/* Keep only tensors [0, nt) (pop); no-op when nt >= s->nt. */
+void mirs__fp_truncate(mirs__fp_store *s, int32_t nt);
+/* Fingerprint kernel op `op` of g, whose outputs must be the next tensors
+ * after the store's prefix (graph inputs in between are generated); the
+ * incremental step of the search.  MIRS_UNSUPPORTED for exp of an
+ * exp-dependent value, MIRS_LIMIT past eval_max_elements elements per trial,
+ * MIRS_INVALID_ARG when the op is not next.  On failure s is unchanged. */
+mirs_status mirs__fp_push_op(mirs__fp_store *s, const mirs_graph *g, int32_t op);
+/* Extend the store from its (valid) prefix to all of g's tensors. */
+mirs_status mirs__fp_extend(mirs__fp_store *s, const mirs_graph *g);
+/* Fingerprint the whole graph from scratch (truncate to 0, then extend). */
+mirs_status mirs__fp_compute_graph(mirs__fp_store *s, const mirs_graph *g);
+/* Copy count values of tensor t in trial `trial` from element first. */
+mirs_status mirs__fp_read(const mirs__fp_store *s, int32_t t, int trial, int64_t first,
+                          int64_t count, mirs__fp_pair *out);
+/* 64-bit digest of tensor t over all trials (cached):
+ *   x = sum over trials j, elements e of mirs__hash_mix(j * numel + e, a_{j,e}) mod 2^64,
+ *   digest = mirs__hash_mix(mirs__hash_mix(numel, trials), x).
+ * Only p-parts enter, so fingerprint-equal tensors (mirs__fp_tensor_equal)
+ * always have equal digests; the sum is order-free (a GPU reduction). */
+mirs_status mirs__fp_digest(mirs__fp_store *s, int32_t t, uint64_t *out);
+/* Whether tensor ta of ga in a and tb of gb in b have equal shapes and
+ * fingerprints in every trial (p-parts; q-parts too unless either is
+ * exp-dependent).  The stores must share trials and seed. */
+mirs_status mirs__fp_tensor_equal(mirs__fp_store *a, const mirs_graph *ga, int32_t ta,
+                                  mirs__fp_store *b, const mirs_graph *gb, int32_t tb, bool *equal);
+/* Compare cand's outputs with ref's by name: every reference output must be
+ * an output of cand with the same name, the same shape and equal
+ * fingerprints (extra candidate outputs are ignored).  Both stores must
+ * hold all tensors of their graphs.  Fills v (degree and bound included). */
+mirs_status mirs__fp_compare_outputs(mirs__fp_store *ref, const mirs_graph *rg,
+                                     mirs__fp_store *cand, const mirs_graph *cg,
+                                     mirs__fp_verdict *v);
+
+#endif

@@ -1,0 +1,346 @@
+/* src/verify/z3check.c - the Z3 subexpression checker (see z3check.h for
+ * the encoding and the axioms).  The only file that includes z3.h.
+ *
+ * Invariants: the Z3 context is reference counted (Z3_mk_context_rc);
+ * every AST this file keeps is inc_ref'd once and recorded either in
+ * `held` (sorts, symbols, bound variables, axioms: released with the
+ * solver) or in `qheld` (one query's terms: released when it ends), so
+ * nothing leaks and nothing is freed early.  Z3 reports errors through
+ * its error code (the handler ignores them); they are turned into
+ * MIRS_SOLVER with Z3's message at the end of each entry point. */
+#include "config.h"
+
+#include "verify/z3check.h"
+
+#include <string.h>
+#include <z3.h>
+
+struct mirs__z3_solver {
+  mirs_context *ctx;
+  Z3_context c;
+  Z3_solver s;
+  Z3_sort E, I, B;
+  Z3_func_decl add, mul, div, sum, rms, sub, fn[MIRS__ABS_FN_COUNT];
+  Z3_ast x, y, z, i, j; /* bound variables */
+  Z3_ast *held, *qheld;
+  size_t nheld, capheld, nq, capq;
+  bool nomem; /* holding a reference failed to allocate */
+};
+
+static const char *const fn_names[MIRS__ABS_FN_COUNT] = {"exp",  "sqrt", "silu",
+                                                         "gelu", "relu", "neg"};
+
+/* Z3 error handler: errors are read back from the error code instead. */
+static void ignore_error(Z3_context c, Z3_error_code e) {
+  (void)c;
+  (void)e;
+}
+
+/* Take a reference to a and record it (per query or permanent). */
+static Z3_ast hold(mirs__z3_solver *s, Z3_ast a, bool query) {
+  if (!a)
+    return NULL;
+  Z3_ast **arr = query ? &s->qheld : &s->held;
+  size_t *n = query ? &s->nq : &s->nheld, *cap = query ? &s->capq : &s->capheld;
+  if (mirs__core_grow(s->ctx, (void **)arr, cap, *n + 1, sizeof **arr) != MIRS_OK) {
+    s->nomem = true;
+    return a; /* still valid until the next Z3 call that may collect */
+  }
+  Z3_inc_ref(s->c, a);
+  (*arr)[(*n)++] = a;
+  return a;
+}
+
+/* Convert a pending Z3 error (or a failed hold) into a status, once. */
+static mirs_status boundary(mirs__z3_solver *s, const char *what) {
+  if (s->nomem) {
+    s->nomem = false;
+    return MIRS_FAIL(s->ctx, MIRS_NOMEM, "out of memory while %s", what);
+  }
+  Z3_error_code e = Z3_get_error_code(s->c);
+  if (e == Z3_OK)
+    return MIRS_OK;
+  return MIRS_FAIL(s->ctx, MIRS_SOLVER, "z3 error while %s: %s", what, Z3_get_error_msg(s->c, e));
+}
+
+/* Declare a function symbol and keep it. */
+static Z3_func_decl decl(mirs__z3_solver *s, const char *name, unsigned n, const Z3_sort *dom,
+                         Z3_sort range) {
+  Z3_func_decl d = Z3_mk_func_decl(s->c, Z3_mk_string_symbol(s->c, name), n, dom, range);
+  hold(s, Z3_func_decl_to_ast(s->c, d), false);
+  return d;
+}
+
+/* Apply f to one or two arguments. */
+static Z3_ast app(mirs__z3_solver *s, Z3_func_decl f, Z3_ast a, Z3_ast b, bool query) {
+  Z3_ast args[2] = {a, b};
+  return hold(s, Z3_mk_app(s->c, f, b ? 2 : 1, args), query);
+}
+
+/* A (multi-)pattern of n terms. */
+static Z3_pattern pat(mirs__z3_solver *s, unsigned n, Z3_ast t0, Z3_ast t1) {
+  Z3_ast ts[2] = {t0, t1};
+  Z3_pattern p = Z3_mk_pattern(s->c, n, ts);
+  hold(s, Z3_pattern_to_ast(s->c, p), false);
+  return p;
+}
+
+/* Assert ∀ bound. body with the given patterns. */
+static void axiom(mirs__z3_solver *s, unsigned nb, const Z3_ast *bound, unsigned np,
+                  const Z3_pattern *pats, Z3_ast body) {
+  Z3_app b[5];
+  for (unsigned k = 0; k < nb; k++)
+    b[k] = Z3_to_app(s->c, bound[k]);
+  Z3_ast q = hold(s, Z3_mk_forall_const(s->c, 0, nb, b, np, pats, body), false);
+  if (q)
+    Z3_solver_assert(s->c, s->s, q);
+}
+
+/* Assert ∀ bound. lhs = rhs, triggered by either side. */
+static void equation(mirs__z3_solver *s, unsigned nb, const Z3_ast *bound, Z3_ast lhs, Z3_ast rhs) {
+  Z3_pattern p[2] = {pat(s, 1, lhs, NULL), pat(s, 1, rhs, NULL)};
+  axiom(s, nb, bound, 2, p, hold(s, Z3_mk_eq(s->c, lhs, rhs), false));
+}
+
+/* Assert the axioms listed in z3check.h. */
+static void assert_axioms(mirs__z3_solver *s) {
+  Z3_context c = s->c;
+  Z3_ast x = s->x, y = s->y, z = s->z, i = s->i, j = s->j;
+  Z3_ast xy[2] = {x, y}, xyz[3] = {x, y, z}, ix[2] = {i, x}, ixy[3] = {i, x, y}, ijx[3] = {i, j, x};
+#define SUB(a, b) app(s, s->sub, (a), (b), false)
+#define AND2(a, b) hold(s, Z3_mk_and(c, 2, (Z3_ast[]){(a), (b)}), false)
+#define IMPL(a, b) hold(s, Z3_mk_implies(c, (a), (b)), false)
+  Z3_ast one = hold(s, Z3_mk_int64(c, 1, s->I), false);
+  Z3_ast zero = hold(s, Z3_mk_int64(c, 0, s->I), false);
+
+  /* sub: reflexive, transitive */
+  Z3_ast sxx = SUB(x, x);
+  Z3_pattern p1 = pat(s, 1, sxx, NULL);
+  axiom(s, 1, &x, 1, &p1, sxx);
+  Z3_ast sxy = SUB(x, y), syz = SUB(y, z);
+  Z3_pattern pt = pat(s, 2, sxy, syz);
+  axiom(s, 3, xyz, 1, &pt, IMPL(AND2(sxy, syz), SUB(x, z)));
+
+  /* arguments ⊑ applications */
+  Z3_func_decl bins[3] = {s->add, s->mul, s->div};
+  for (int k = 0; k < 3; k++) {
+    Z3_ast t = app(s, bins[k], x, y, false);
+    Z3_pattern p = pat(s, 1, t, NULL);
+    axiom(s, 2, xy, 1, &p, AND2(SUB(x, t), SUB(y, t)));
+  }
+  for (int k = 0; k < MIRS__ABS_FN_COUNT; k++) {
+    Z3_ast t = app(s, s->fn[k], x, NULL, false);
+    Z3_pattern p = pat(s, 1, t, NULL);
+    axiom(s, 1, &x, 1, &p, SUB(x, t));
+  }
+  Z3_ast six = app(s, s->sum, i, x, false), rix = app(s, s->rms, i, x, false);
+  Z3_pattern psix = pat(s, 1, six, NULL), prix = pat(s, 1, rix, NULL);
+  axiom(s, 2, ix, 1, &psix, SUB(x, six));
+  axiom(s, 2, ix, 1, &prix, SUB(x, rix));
+  /* partial sums: i | j → sum(i,x) ⊑ sum(j,x) */
+  Z3_ast sjx = app(s, s->sum, j, x, false);
+  Z3_pattern pij = pat(s, 2, six, sjx);
+  Z3_ast divs = AND2(hold(s, Z3_mk_ge(c, i, one), false),
+                     hold(s, Z3_mk_eq(c, hold(s, Z3_mk_mod(c, j, i), false), zero), false));
+  axiom(s, 3, ijx, 1, &pij, IMPL(divs, SUB(six, sjx)));
+
+  /* + and · commutative and associative */
+  Z3_func_decl ac[2] = {s->add, s->mul};
+  for (int k = 0; k < 2; k++) {
+    Z3_ast a = app(s, ac[k], x, y, false), b = app(s, ac[k], y, x, false);
+    Z3_pattern p = pat(s, 1, a, NULL);
+    axiom(s, 2, xy, 1, &p, hold(s, Z3_mk_eq(c, a, b), false));
+    equation(s, 3, xyz, app(s, ac[k], app(s, ac[k], x, y, false), z, false),
+             app(s, ac[k], x, app(s, ac[k], y, z, false), false));
+  }
+  /* distributivity and division rules */
+  equation(s, 3, xyz, app(s, s->mul, app(s, s->add, x, y, false), z, false),
+           app(s, s->add, app(s, s->mul, x, z, false), app(s, s->mul, y, z, false), false));
+  equation(s, 3, xyz,
+           app(s, s->add, app(s, s->div, x, z, false), app(s, s->div, y, z, false), false),
+           app(s, s->div, app(s, s->add, x, y, false), z, false));
+  equation(s, 3, xyz, app(s, s->mul, x, app(s, s->div, y, z, false), false),
+           app(s, s->div, app(s, s->mul, x, y, false), z, false));
+  equation(s, 3, xyz, app(s, s->div, x, app(s, s->mul, y, z, false), false),
+           app(s, s->div, app(s, s->div, x, y, false), z, false));
+
+  /* sums */
+  axiom(s, 2, ix, 1, &psix,
+        IMPL(hold(s, Z3_mk_eq(c, i, one), false), hold(s, Z3_mk_eq(c, six, x), false)));
+  Z3_ast nested = app(s, s->sum, i, sjx, false);
+  Z3_pattern pn = pat(s, 1, nested, NULL);
+  Z3_ast ij = hold(s, Z3_mk_mul(c, 2, (Z3_ast[]){i, j}), false);
+  axiom(s, 3, ijx, 1, &pn,
+        IMPL(AND2(hold(s, Z3_mk_ge(c, i, one), false), hold(s, Z3_mk_ge(c, j, one), false)),
+             hold(s, Z3_mk_eq(c, nested, app(s, s->sum, ij, x, false)), false)));
+  equation(s, 3, ixy, app(s, s->sum, i, app(s, s->mul, x, y, false), false),
+           app(s, s->mul, six, y, false));
+  equation(s, 3, ixy, app(s, s->sum, i, app(s, s->div, x, y, false), false),
+           app(s, s->div, six, y, false));
+  equation(s, 3, ixy, app(s, s->sum, i, app(s, s->add, x, y, false), false),
+           app(s, s->add, six, app(s, s->sum, i, y, false), false));
+#undef SUB
+#undef AND2
+#undef IMPL
+}
+
+/* Set the per-query limits on the solver. */
+void mirs__z3_set_limits(mirs__z3_solver *s, unsigned timeout_ms, unsigned rlimit) {
+  Z3_params p = Z3_mk_params(s->c);
+  Z3_params_inc_ref(s->c, p);
+  Z3_params_set_uint(s->c, p, Z3_mk_string_symbol(s->c, "timeout"),
+                     timeout_ms ? timeout_ms : UINT32_MAX);
+  Z3_params_set_uint(s->c, p, Z3_mk_string_symbol(s->c, "rlimit"), rlimit);
+  Z3_solver_set_params(s->c, s->s, p);
+  Z3_params_dec_ref(s->c, p);
+}
+
+/* Create the context, symbols and axioms (body of mirs__z3_new). */
+static mirs_status z3_setup(mirs__z3_solver *s, unsigned timeout_ms, unsigned rlimit) {
+  Z3_config cfg = Z3_mk_config();
+  if (!cfg)
+    return MIRS_FAIL(s->ctx, MIRS_SOLVER, "z3: cannot create a configuration");
+  Z3_set_param_value(cfg, "model", "false");
+  s->c = Z3_mk_context_rc(cfg);
+  Z3_del_config(cfg);
+  if (!s->c)
+    return MIRS_FAIL(s->ctx, MIRS_SOLVER, "z3: cannot create a context");
+  Z3_set_error_handler(s->c, ignore_error);
+  Z3_context c = s->c;
+  s->E = Z3_mk_uninterpreted_sort(c, Z3_mk_string_symbol(c, "E"));
+  hold(s, Z3_sort_to_ast(c, s->E), false);
+  s->I = Z3_mk_int_sort(c);
+  hold(s, Z3_sort_to_ast(c, s->I), false);
+  s->B = Z3_mk_bool_sort(c);
+  hold(s, Z3_sort_to_ast(c, s->B), false);
+  Z3_sort ee[2] = {s->E, s->E}, ie[2] = {s->I, s->E};
+  s->add = decl(s, "add", 2, ee, s->E);
+  s->mul = decl(s, "mul", 2, ee, s->E);
+  s->div = decl(s, "div", 2, ee, s->E);
+  s->sum = decl(s, "sum", 2, ie, s->E);
+  s->rms = decl(s, "rms", 2, ie, s->E);
+  s->sub = decl(s, "subexpr", 2, ee, s->B);
+  for (int k = 0; k < MIRS__ABS_FN_COUNT; k++)
+    s->fn[k] = decl(s, fn_names[k], 1, ee, s->E);
+  s->x = hold(s, Z3_mk_const(c, Z3_mk_string_symbol(c, "x"), s->E), false);
+  s->y = hold(s, Z3_mk_const(c, Z3_mk_string_symbol(c, "y"), s->E), false);
+  s->z = hold(s, Z3_mk_const(c, Z3_mk_string_symbol(c, "z"), s->E), false);
+  s->i = hold(s, Z3_mk_const(c, Z3_mk_string_symbol(c, "i"), s->I), false);
+  s->j = hold(s, Z3_mk_const(c, Z3_mk_string_symbol(c, "j"), s->I), false);
+  MIRS_CHECK(s->ctx, boundary(s, "declaring symbols"));
+  s->s = Z3_mk_solver(c);
+  if (!s->s)
+    return boundary(s, "creating the solver");
+  Z3_solver_inc_ref(c, s->s);
+  mirs__z3_set_limits(s, timeout_ms, rlimit);
+  assert_axioms(s);
+  return boundary(s, "asserting the axioms");
+}
+
+/* Create a worker's solver with the axioms asserted. */
+mirs_status mirs__z3_new(mirs_context *ctx, unsigned timeout_ms, unsigned rlimit,
+                         mirs__z3_solver **out) {
+  *out = NULL;
+  mirs__z3_solver *s = mirs__core_calloc(ctx, 1, sizeof *s);
+  if (!s)
+    return MIRS_NOMEM;
+  s->ctx = ctx;
+  mirs_status st = z3_setup(s, timeout_ms, rlimit);
+  if (st != MIRS_OK) {
+    mirs__z3_free(s);
+    return mirs__core_trace(ctx, st, __func__, __FILE__, __LINE__);
+  }
+  *out = s;
+  return MIRS_OK;
+}
+
+/* Release every reference in arr[0..n). */
+static void release_all(mirs__z3_solver *s, Z3_ast *arr, size_t *n) {
+  while (*n > 0)
+    Z3_dec_ref(s->c, arr[--*n]);
+}
+
+/* Free the solver, its context and every reference. */
+void mirs__z3_free(mirs__z3_solver *s) {
+  if (!s)
+    return;
+  if (s->c) {
+    release_all(s, s->qheld, &s->nq);
+    release_all(s, s->held, &s->nheld);
+    if (s->s)
+      Z3_solver_dec_ref(s->c, s->s);
+    Z3_del_context(s->c);
+  }
+  mirs__core_free(s->ctx, s->held);
+  mirs__core_free(s->ctx, s->qheld);
+  mirs__core_free(s->ctx, s);
+}
+
+/* The Z3 term of a normal-form node (defined below). */
+static Z3_ast translate(mirs__z3_solver *s, const mirs__abs_arena *a, mirs__abs_id id);
+
+/* Fold f over kids[off..off+n) of arena a, right-nested. */
+static Z3_ast chain(mirs__z3_solver *s, const mirs__abs_arena *a, Z3_func_decl f, uint32_t off,
+                    uint32_t n) {
+  Z3_ast r = translate(s, a, a->kids[off + n - 1]);
+  for (uint32_t k = n - 1; k-- > 0;)
+    r = app(s, f, translate(s, a, a->kids[off + k]), r, true);
+  return r;
+}
+
+/* The Z3 term of normal-form node id (atoms are constants "a!name"). */
+static Z3_ast translate(mirs__z3_solver *s, const mirs__abs_arena *a, mirs__abs_id id) {
+  const mirs__abs_node *p = mirs__abs_node_at(a, id);
+  Z3_context c = s->c;
+  switch ((mirs__abs_kind)p->kind) {
+  case MIRS__ABS_ATOM: {
+    char name[256];
+    snprintf(name, sizeof name, "a!%s", mirs__abs_atom_name(a, id));
+    return hold(s, Z3_mk_const(c, Z3_mk_string_symbol(c, name), s->E), true);
+  }
+  case MIRS__ABS_APP:
+    return app(s, s->fn[p->fn], translate(s, a, p->arg), NULL, true);
+  case MIRS__ABS_RMS:
+    return app(s, s->rms, hold(s, Z3_mk_int64(c, p->k, s->I), true), translate(s, a, p->arg), true);
+  case MIRS__ABS_BOX:
+    return translate(s, a, p->arg);
+  case MIRS__ABS_TERM: {
+    Z3_ast num = chain(s, a, s->mul, p->off, p->n);
+    if (p->k > 1)
+      num = app(s, s->sum, hold(s, Z3_mk_int64(c, p->k, s->I), true), num, true);
+    if (p->nd == 0)
+      return num;
+    Z3_ast den = chain(s, a, s->mul, p->off + p->n, p->nd);
+    if (p->kd > 1)
+      den = app(s, s->sum, hold(s, Z3_mk_int64(c, p->kd, s->I), true), den, true);
+    return app(s, s->div, num, den, true);
+  }
+  case MIRS__ABS_POLY:
+    return chain(s, a, s->add, p->off, p->n);
+  }
+  return NULL;
+}
+
+/* Ask whether cand ⊑ target follows from the axioms. */
+mirs_status mirs__z3_subexpr(mirs__z3_solver *s, const mirs__abs_arena *ca, mirs__abs_id cand,
+                             const mirs__abs_arena *ta, mirs__abs_id target,
+                             mirs__z3_answer *answer) {
+  *answer = MIRS__Z3_UNKNOWN;
+  Z3_context c = s->c;
+  Z3_solver_push(c, s->s);
+  Z3_ast ce = translate(s, ca, cand), te = translate(s, ta, target);
+  Z3_ast goal = ce && te ? hold(s, Z3_mk_not(c, app(s, s->sub, ce, te, true)), true) : NULL;
+  Z3_lbool r = Z3_L_UNDEF;
+  if (goal && Z3_get_error_code(c) == Z3_OK) {
+    Z3_solver_assert(c, s->s, goal);
+    r = Z3_solver_check(c, s->s);
+  }
+  mirs_status st = boundary(s, "checking a subexpression query");
+  Z3_solver_pop(c, s->s, 1);
+  release_all(s, s->qheld, &s->nq);
+  if (st != MIRS_OK)
+    return st;
+  MIRS_CHECK(s->ctx, boundary(s, "popping a query"));
+  *answer = r == Z3_L_FALSE ? MIRS__Z3_UNSAT : r == Z3_L_TRUE ? MIRS__Z3_SAT : MIRS__Z3_UNKNOWN;
+  return MIRS_OK;
+}

@@ -1,0 +1,648 @@
+/* tests/check_cost.c - src/codegen/cost: the device-profile parser (every
+ * error kind at its FILE:LINE:COL), the built-in table against
+ * data/devices.profile, lookup by name, and hand-computed costs of
+ * predefined ops and custom kernels (replicated re-reads, utilisation,
+ * shared-memory feasibility, fusion), ending with the fused RMSNorm+Linear
+ * µGraph beating its two-kernel program on the H100 profile. */
+#include "config.h"
+
+#include <math.h>
+#include <unistd.h>
+
+#include "codegen/cost.h"
+#include "graph/graph.h"
+#include "testutil.h"
+
+/* Test device T: round numbers so costs can be computed by hand.
+ * 1e12 B/s, 1e14 tensor flop/s, 1e13 f32 flop/s, 5 us launch, 4 SMs. */
+#define T_KEYS                                                                                     \
+  "  hbm_gbps = 1000\n"                                                                            \
+  "  tc_f16_tflops = 100\n"                                                                        \
+  "  f32_tflops = 10\n"                                                                            \
+  "  launch_us = 5\n"                                                                              \
+  "  smem_per_block = 65536\n"                                                                     \
+  "  sms = 4\n"                                                                                    \
+  "  l2_bytes = 1048576\n"
+
+static const char t_profile[] = "# test devices\n"
+                                "device T\n" T_KEYS "  hbm_saturation = 0.5\n"
+                                "device T16   # 16 SMs: a 4-block grid uses a quarter\n"
+                                "  aliases = sixteen, t-16\n"
+                                "  hbm_gbps = 1000\n"
+                                "  tc_f16_tflops = 100\n"
+                                "  f32_tflops = 10\n"
+                                "  launch_us = 5\n"
+                                "  smem_per_block = 40959\n"
+                                "  sms = 16\n"
+                                "  l2_bytes = 1048576\n"
+                                "  hbm_saturation = 0.5\n";
+
+/* Relative comparison of doubles. */
+#define ck_near(a, b)                                                                              \
+  ck_assert_msg(fabs((double)(a) - (double)(b)) <= 1e-9 * fabs((double)(b)) + 1e-18,               \
+                "%s = %.17g, expected %.17g", #a, (double)(a), (double)(b))
+
+/* Shape from a literal list. */
+static mirs__shape shp(int n, int64_t a, int64_t b, int64_t c) {
+  mirs__shape s = {.ndim = n, .d = {a, b, c}};
+  return s;
+}
+
+/* Parse t_profile and return the device named name. */
+static const mirs__cost_device *test_dev(mirs_context *ctx, mirs__cost_profiles **p,
+                                         const char *name) {
+  ck_assert_int_eq(mirs__cost_profiles_parse(ctx, t_profile, strlen(t_profile), "t.profile", p),
+                   MIRS_OK);
+  const mirs__cost_device *d = NULL;
+  ck_assert_int_eq(mirs__cost_find(ctx, *p, name, &d), MIRS_OK);
+  return d;
+}
+
+/* A program with inputs a (dtype ta, shape sa) and b, and one op. */
+static mirs_graph *one_op(mirs_context *ctx, mirs_op op, mirs_dtype ta, mirs__shape sa,
+                          mirs_dtype tb, mirs__shape sb) {
+  mirs_graph *g;
+  int32_t in[2], out;
+  ck_assert_int_eq(mirs__graph_new(ctx, "t", &g), MIRS_OK);
+  ck_assert_int_eq(mirs__graph_add_input(g, "A", ta, &sa, &in[0]), MIRS_OK);
+  int nin = mirs__graph_ops[op].arity;
+  if (nin == 2)
+    ck_assert_int_eq(mirs__graph_add_input(g, "B", tb, &sb, &in[1]), MIRS_OK);
+  ck_assert_int_eq(mirs__graph_add_op(g, "O", op, nin, in, -1, &out), MIRS_OK);
+  ck_assert_int_eq(mirs__graph_mark_output(g, out), MIRS_OK);
+  return g;
+}
+
+/* O = X[64,128] . W[128,256] (f16) as one custom kernel: grid.x = nblk
+ * blocks partition W's and O's columns, X is replicated, the forloop (2)
+ * walks K in tiles of 64; with fuse, e = exp(y) is fused into the matmul's
+ * epilogue before the accumulator (fused_flag says whether it is marked). */
+static mirs_graph *custom_mm(mirs_context *ctx, int32_t nblk, bool with_exp, bool fused_flag) {
+  mirs_graph *g;
+  int32_t X, W, x, w, y, a, first;
+  mirs__shape sx = shp(2, 64, 128, 0), sw = shp(2, 128, 256, 0);
+  ck_assert_int_eq(mirs__graph_new(ctx, "mm", &g), MIRS_OK);
+  ck_assert_int_eq(mirs__graph_add_input(g, "X", MIRS_F16, &sx, &X), MIRS_OK);
+  ck_assert_int_eq(mirs__graph_add_input(g, "W", MIRS_F16, &sw, &W), MIRS_OK);
+  mirs__bgraph *bg;
+  ck_assert_int_eq(mirs__bg_new(ctx, (int32_t[]){nblk, 1, 1}, (int32_t[]){128, 1, 1}, 2, &bg),
+                   MIRS_OK);
+  ck_assert_int_eq(mirs__bg_add_input(g, bg, "x", X, (int32_t[]){-1, -1, -1}, 1, &x), MIRS_OK);
+  ck_assert_int_eq(mirs__bg_add_input(g, bg, "w", W, (int32_t[]){1, -1, -1}, 0, &w), MIRS_OK);
+  ck_assert_int_eq(mirs__bg_add_op(g, bg, "y", MIRS_OP_MATMUL, 2, (int32_t[]){x, w}, -1, false, &y),
+                   MIRS_OK);
+  if (with_exp) {
+    int32_t e;
+    ck_assert_int_eq(mirs__bg_add_op(g, bg, "e", MIRS_OP_EXP, 1, &y, -1, fused_flag, &e), MIRS_OK);
+    y = e;
+  }
+  ck_assert_int_eq(mirs__bg_add_op(g, bg, "a", MIRS_OP_ACCUM, 1, &y, -1, false, &a), MIRS_OK);
+  ck_assert_int_eq(mirs__bg_add_output(g, bg, a, (int32_t[]){1, -1, -1}), MIRS_OK);
+  ck_assert_int_eq(mirs__graph_add_custom(g, bg, (const char *const[]){"O"}, &first), MIRS_OK);
+  ck_assert_int_eq(mirs__graph_mark_output(g, first), MIRS_OK);
+  return g;
+}
+
+/* ---------------------------------------------------------------- profiles */
+
+START_TEST(test_builtin_devices) {
+  mirs_context *ctx = tu_ctx(NULL);
+  mirs__cost_profiles *p;
+  ck_assert_int_eq(mirs__cost_profiles_builtin(ctx, &p), MIRS_OK);
+  ck_assert_int_ge(p->n, 3);
+  const mirs__cost_device *h100, *h200, *a100, *d;
+  ck_assert_int_eq(mirs__cost_find(ctx, p, "H100", &h100), MIRS_OK);
+  ck_assert_int_eq(mirs__cost_find(ctx, p, "h200", &h200), MIRS_OK);
+  ck_assert_int_eq(mirs__cost_find(ctx, p, "A100", &a100), MIRS_OK);
+  ck_assert_int_eq(mirs__cost_find(ctx, p, "H100-SXM", &d), MIRS_OK);
+  ck_assert_ptr_eq(d, h100);
+  ck_assert_int_eq(mirs__cost_find(ctx, p, "a100-80GB", &d), MIRS_OK);
+  ck_assert_ptr_eq(d, a100);
+  /* Datasheet values (data/devices.profile cites the sources). */
+  ck_near(h100->hbm_bw, 3.35e12);
+  ck_near(h200->hbm_bw, 4.8e12);
+  ck_near(a100->hbm_bw, 2.039e12);
+  ck_near(h100->tc_peak, 989.4e12);
+  ck_near(a100->tc_peak, 312e12);
+  ck_near(a100->f32_peak, 19.5e12);
+  ck_assert_int_eq(h100->smem_per_block, 227 * 1024);
+  ck_assert_int_eq(h200->smem_per_block, 227 * 1024);
+  ck_assert_int_eq(a100->smem_per_block, 163 * 1024);
+  ck_assert_int_eq(h100->sms, 132);
+  ck_assert_int_eq(a100->sms, 108);
+  ck_assert_int_eq(h100->l2_bytes, 50 << 20);
+  ck_assert_int_eq(a100->l2_bytes, 40 << 20);
+  for (int32_t i = 0; i < p->n; i++) {
+    ck_assert(p->dev[i].launch_s > 1e-6 && p->dev[i].launch_s < 1e-5);
+    ck_assert(p->dev[i].tc_peak > p->dev[i].f32_peak);
+    ck_assert_int_eq(p->dev[i].max_threads_per_block, 1024);
+  }
+  mirs__cost_profiles_free(p);
+  ck_assert_int_eq(mirs_memory_current(ctx), 0);
+  mirs_context_destroy(ctx);
+}
+END_TEST
+
+START_TEST(test_builtin_matches_file) {
+  mirs_context *ctx = tu_ctx(NULL);
+  mirs__cost_profiles *b, *f;
+  ck_assert_int_eq(mirs__cost_profiles_builtin(ctx, &b), MIRS_OK);
+  ck_assert_int_eq(mirs__cost_profiles_load_file(ctx, tu_src("data/devices.profile"), &f), MIRS_OK);
+  ck_assert_int_eq(b->n, f->n);
+  for (int32_t i = 0; i < b->n; i++)
+    ck_assert_msg(memcmp(&b->dev[i], &f->dev[i], sizeof b->dev[i]) == 0,
+                  "device %s differs between the built-in table and the file", b->dev[i].name);
+  ck_assert_str_eq(f->source, tu_src("data/devices.profile"));
+  mirs__cost_profiles_free(b);
+  mirs__cost_profiles_free(f);
+  /* The default load finds the installed file or falls back to the table. */
+  mirs__cost_profiles *d;
+  ck_assert_int_eq(mirs__cost_profiles_load(ctx, NULL, &d), MIRS_OK);
+  ck_assert_int_ge(d->n, 3);
+  if (!*mirs__cost_default_path() || access(mirs__cost_default_path(), R_OK) != 0)
+    ck_assert_str_eq(d->source, "<built-in devices.profile>");
+  mirs__cost_profiles_free(d);
+  /* An explicit path that does not exist is an error, not a fallback. */
+  ck_assert_int_eq(mirs__cost_profiles_load(ctx, "/nonexistent/devices.profile", &d), MIRS_IO);
+  ck_assert_ptr_null(d);
+  ck_assert_int_eq(mirs_memory_current(ctx), 0);
+  mirs_context_destroy(ctx);
+}
+END_TEST
+
+START_TEST(test_find) {
+  tu_log log;
+  mirs_context *ctx = tu_ctx(&log);
+  mirs__cost_profiles *p;
+  const mirs__cost_device *d = test_dev(ctx, &p, "t"), *e;
+  ck_assert_str_eq(d->name, "T");
+  ck_assert_int_eq(mirs__cost_find(ctx, p, "SIXTEEN", &e), MIRS_OK);
+  ck_assert_str_eq(e->name, "T16");
+  ck_assert_int_eq(mirs__cost_find(ctx, p, "T-16", &e), MIRS_OK);
+  ck_assert_str_eq(e->name, "T16");
+  ck_assert_int_eq(mirs__cost_find(ctx, p, "V100", &e), MIRS_INVALID_ARG);
+  ck_assert_ptr_null(e);
+  ck_assert_ptr_nonnull(strstr(mirs_last_error(ctx), "unknown device 'V100'"));
+  ck_assert_ptr_nonnull(strstr(mirs_last_error(ctx), "known: T, T16"));
+  ck_assert_int_eq(mirs__cost_find(ctx, p, NULL, &e), MIRS_INVALID_ARG);
+  /* Optional keys default; units are converted to SI. */
+  ck_near(d->hbm_bw, 1e12);
+  ck_near(d->launch_s, 5e-6);
+  ck_assert_int_eq(d->max_threads_per_block, 1024);
+  ck_near(d->hbm_saturation, 0.5);
+  mirs__cost_profiles_free(p);
+  mirs_context_destroy(ctx);
+}
+END_TEST
+
+/* Parse text as "t.profile"; expect MIRS_PARSE and exactly the diagnostic
+ * want (a prefix of the first one) and ndiag diagnostics in all. */
+static void expect_diag(const char *text, size_t ndiag, const char *want) {
+  tu_log log;
+  mirs_context *ctx = tu_ctx(&log);
+  mirs__cost_profiles *p = (mirs__cost_profiles *)&log;
+  ck_assert_int_eq(mirs__cost_profiles_parse(ctx, text, strlen(text), "t.profile", &p), MIRS_PARSE);
+  ck_assert_ptr_null(p);
+  ck_assert_uint_eq(mirs_diag_count(ctx), ndiag);
+  const char *got = mirs_diag_message(ctx, 0);
+  ck_assert_msg(strncmp(got, want, strlen(want)) == 0, "diagnostic was\n  %s\nexpected\n  %s", got,
+                want);
+  ck_assert_ptr_nonnull(strstr(log.text, want));
+  ck_assert_int_eq(mirs_memory_current(ctx) > 0, 1); /* the stored diagnostics */
+  mirs_context_destroy(ctx);
+}
+
+START_TEST(test_parse_errors) {
+  /* Unknown key: at the key. */
+  expect_diag("device X\n  bogus = 1\n" T_KEYS, 1, "t.profile:2:3: error: unknown key 'bogus'");
+  /* Bad numbers: at the value. */
+  expect_diag("device X\n  hbm_gbps = 3.3.5\n  tc_f16_tflops = 100\n  f32_tflops = 10\n"
+              "  launch_us = 5\n  smem_per_block = 65536\n  sms = 4\n  l2_bytes = 1\n",
+              1, "t.profile:2:14: error: bad number '3.3.5' for hbm_gbps");
+  expect_diag("device X\n" T_KEYS "  max_threads_per_block = 1.5e3\n", 1,
+              "t.profile:9:27: error: bad number '1.5e3' for max_threads_per_block");
+  expect_diag("device X\n" T_KEYS "  hbm_saturation = 1.5\n", 1,
+              "t.profile:9:20: error: hbm_saturation must be in (0, 1], not 1.5");
+  expect_diag("device X\n" T_KEYS "  max_threads_per_block = 0\n", 1,
+              "t.profile:9:27: error: max_threads_per_block must be in (0, ");
+  /* Missing value, missing '='. */
+  expect_diag("device X\n" T_KEYS "  description =   \n", 1,
+              "t.profile:9:16: error: missing value for 'description'");
+  expect_diag("device X\n" T_KEYS "  description Foo\n", 1,
+              "t.profile:9:15: error: expected '=' after 'description'");
+  /* Missing required field: at the device name, one per key. */
+  expect_diag("# comment\n\ndevice   X  # tab\n  hbm_gbps = 1\n  tc_f16_tflops = 1\n"
+              "  f32_tflops = 1\n  launch_us = 1\n  smem_per_block = 1\n  l2_bytes = 1\n",
+              1, "t.profile:3:10: error: device X lacks required key 'sms'");
+  expect_diag("device X\n", 7, "t.profile:1:8: error: device X lacks required key 'hbm_gbps'");
+  /* Duplicates: device (case-insensitive), alias, key. */
+  expect_diag("device X\n" T_KEYS "device x\n" T_KEYS, 1,
+              "t.profile:9:8: error: duplicate device 'x' (already named by device X)");
+  expect_diag("device X\n  aliases = y\n" T_KEYS "device Y\n" T_KEYS, 1,
+              "t.profile:10:8: error: duplicate device 'Y' (already named by device X)");
+  expect_diag("device X\n  aliases = a,  X\n" T_KEYS, 1,
+              "t.profile:2:17: error: duplicate device name 'X'");
+  expect_diag("device X\n" T_KEYS "  sms = 8\n", 1,
+              "t.profile:9:3: error: duplicate key 'sms' (already set on line 7)");
+  /* Structure. */
+  expect_diag("sms = 4\ndevice X\n" T_KEYS, 1,
+              "t.profile:1:1: error: 'sms' outside a device section");
+  expect_diag("device\n", 1, "t.profile:1:7: error: missing device name after 'device'");
+  expect_diag("device X Y\n" T_KEYS, 1,
+              "t.profile:1:10: error: unexpected text after the device name");
+  expect_diag("device X!\n" T_KEYS, 1,
+              "t.profile:1:9: error: invalid character '!' in device name");
+  expect_diag("device X\n" T_KEYS "  = 3\n", 1,
+              "t.profile:9:3: error: expected 'device NAME' or 'key = value'");
+  expect_diag("# nothing\n\n", 1, "t.profile: error: no device defined");
+  /* Several errors in one file are all reported, in order. */
+  expect_diag("device X\n  sms = -1\n  bogus = 2\n" T_KEYS, 3,
+              "t.profile:2:9: error: bad number '-1' for sms");
+}
+END_TEST
+
+START_TEST(test_parse_ok_forms) {
+  mirs_context *ctx = tu_ctx(NULL);
+  mirs__cost_profiles *p;
+  const char *text = "device Z\r\n  hbm_gbps = .5e3\r\n  tc_f16_tflops = 1E2\n  f32_tflops = 10.\n"
+                     "  launch_us = 4.25\n  smem_per_block = 1024 # trailing comment\n"
+                     "\tsms = 3\n  l2_bytes = 7\n  description = a # b\n";
+  ck_assert_int_eq(mirs__cost_profiles_parse(ctx, text, strlen(text), "z", &p), MIRS_OK);
+  ck_assert_int_eq(p->n, 1);
+  ck_near(p->dev[0].hbm_bw, 500e9);
+  ck_near(p->dev[0].tc_peak, 100e12);
+  ck_near(p->dev[0].f32_peak, 10e12);
+  ck_near(p->dev[0].launch_s, 4.25e-6);
+  ck_assert_int_eq(p->dev[0].sms, 3);
+  ck_assert_int_eq(p->dev[0].l2_bytes, 7);
+  ck_assert_str_eq(p->dev[0].description, "a");
+  mirs__cost_profiles_free(p);
+  ck_assert_int_eq(mirs_memory_current(ctx), 0);
+  mirs_context_destroy(ctx);
+}
+END_TEST
+
+/* ---------------------------------------------------------------- predefined ops */
+
+START_TEST(test_matmul) {
+  mirs_context *ctx = tu_ctx(NULL);
+  mirs__cost_profiles *p;
+  const mirs__cost_device *d = test_dev(ctx, &p, "T");
+  /* f16 [64,128] x [128,256]: memory-bound on tensor cores. */
+  mirs_graph *g =
+      one_op(ctx, MIRS_OP_MATMUL, MIRS_F16, shp(2, 64, 128, 0), MIRS_F16, shp(2, 128, 256, 0));
+  mirs__cost_result r;
+  ck_assert_int_eq(mirs__cost_graph(ctx, d, g, &r), MIRS_OK);
+  double bytes = (64 * 128 + 128 * 256 + 64 * 256) * 2.0; /* 114688 */
+  double flops = 2.0 * 64 * 256 * 128;                    /* 4194304 */
+  ck_near(r.bytes, bytes);
+  ck_near(r.flops, flops);
+  ck_near(r.seconds, 5e-6 + bytes / 1e12); /* 1.147e-7 s memory > 4.19e-8 s compute */
+  ck_assert_int_eq(r.kernels, 1);
+  ck_assert(r.feasible);
+  ck_assert_int_eq(r.smem_peak, 0);
+  mirs__cost_kernel k;
+  ck_assert_int_eq(mirs__cost_kernel_op(ctx, d, g, 0, &k), MIRS_OK);
+  ck_near(k.tc_flops, flops);
+  ck_near(k.simt_flops, 0);
+  ck_near(k.compute_seconds, flops / 1e14);
+  ck_assert(!k.custom);
+  ck_assert_int_eq(mirs__cost_kernel_op(ctx, d, g, 1, &k), MIRS_INVALID_ARG);
+  mirs__graph_free(g);
+  /* f32 batched [2,256,256] x [2,256,256]: CUDA cores, compute-bound. */
+  g = one_op(ctx, MIRS_OP_MATMUL, MIRS_F32, shp(3, 2, 256, 256), MIRS_F32, shp(3, 2, 256, 256));
+  ck_assert_int_eq(mirs__cost_graph(ctx, d, g, &r), MIRS_OK);
+  bytes = 3 * 2 * 256 * 256 * 4.0;   /* 1572864: 1.57e-6 s */
+  flops = 2.0 * 2 * 256 * 256 * 256; /* 67108864: 6.7e-6 s at 1e13 */
+  ck_near(r.bytes, bytes);
+  ck_near(r.flops, flops);
+  ck_near(r.seconds, 5e-6 + flops / 1e13);
+  mirs__graph_free(g);
+  mirs__cost_profiles_free(p);
+  ck_assert_int_eq(mirs_memory_current(ctx), 0);
+  mirs_context_destroy(ctx);
+}
+END_TEST
+
+START_TEST(test_elementwise_and_reductions) {
+  mirs_context *ctx = tu_ctx(NULL);
+  mirs__cost_profiles *p;
+  const mirs__cost_device *d = test_dev(ctx, &p, "T");
+  mirs__cost_result r;
+  /* exp on f16[1024]: read 2 KB, write 2 KB, 4 flops per element. */
+  mirs_graph *g = one_op(ctx, MIRS_OP_EXP, MIRS_F16, shp(1, 1024, 0, 0), MIRS_F16, shp(0, 0, 0, 0));
+  ck_assert_int_eq(mirs__cost_graph(ctx, d, g, &r), MIRS_OK);
+  ck_near(r.bytes, 4096);
+  ck_near(r.flops, 4 * 1024);
+  ck_near(r.seconds, 5e-6 + 4096 / 1e12);
+  mirs__graph_free(g);
+  /* add f32[64,32] + f32[1,32] (broadcast): each input read once. */
+  g = one_op(ctx, MIRS_OP_ADD, MIRS_F32, shp(2, 64, 32, 0), MIRS_F32, shp(2, 1, 32, 0));
+  ck_assert_int_eq(mirs__cost_graph(ctx, d, g, &r), MIRS_OK);
+  ck_near(r.bytes, (2048 + 32 + 2048) * 4.0);
+  ck_near(r.flops, 2048);
+  mirs__graph_free(g);
+  /* rms_norm f16[8,128]: 3 flops per element. */
+  g = one_op(ctx, MIRS_OP_RMS_NORM, MIRS_F16, shp(2, 8, 128, 0), MIRS_F16, shp(0, 0, 0, 0));
+  ck_assert_int_eq(mirs__cost_graph(ctx, d, g, &r), MIRS_OK);
+  ck_near(r.bytes, 2 * 1024 * 2.0);
+  ck_near(r.flops, 3 * 1024);
+  mirs__graph_free(g);
+  /* sum over dim 1 of bf16[8,128]: numel(input) flops, output [8,1]. */
+  {
+    mirs__shape s = shp(2, 8, 128, 0);
+    int32_t a, o;
+    ck_assert_int_eq(mirs__graph_new(ctx, "s", &g), MIRS_OK);
+    ck_assert_int_eq(mirs__graph_add_input(g, "A", MIRS_BF16, &s, &a), MIRS_OK);
+    ck_assert_int_eq(mirs__graph_add_op(g, "S", MIRS_OP_SUM, 1, &a, 1, &o), MIRS_OK);
+    ck_assert_int_eq(mirs__cost_graph(ctx, d, g, &r), MIRS_OK);
+    ck_near(r.bytes, (1024 + 8) * 2.0);
+    ck_near(r.flops, 1024);
+    /* Two kernels: costs add, launches count. */
+    ck_assert_int_eq(mirs__graph_add_op(g, "E", MIRS_OP_SILU, 1, &o, -1, &o), MIRS_OK);
+    ck_assert_int_eq(mirs__cost_graph(ctx, d, g, &r), MIRS_OK);
+    ck_assert_int_eq(r.kernels, 2);
+    ck_near(r.bytes, (1024 + 8) * 2.0 + 16 * 2.0);
+    ck_near(r.flops, 1024 + 9 * 8);
+    ck_near(r.seconds, 10e-6 + r.bytes / 1e12);
+    mirs__graph_free(g);
+  }
+  mirs__cost_profiles_free(p);
+  ck_assert_int_eq(mirs_memory_current(ctx), 0);
+  mirs_context_destroy(ctx);
+}
+END_TEST
+
+/* ---------------------------------------------------------------- custom kernels */
+
+START_TEST(test_custom_kernel) {
+  mirs_context *ctx = tu_ctx(NULL);
+  mirs__cost_profiles *p;
+  const mirs__cost_device *d = test_dev(ctx, &p, "T");
+  mirs_graph *g = custom_mm(ctx, 4, false, false);
+  ck_assert_int_eq(mirs__graph_validate(g), MIRS_OK);
+  size_t mem = mirs_memory_current(ctx);
+  mirs__cost_result r;
+  ck_assert_int_eq(mirs__cost_graph(ctx, d, g, &r), MIRS_OK);
+  ck_assert_int_eq(mirs_memory_current(ctx), mem); /* costing allocates nothing */
+  /* B = 4 blocks, F = 2.  x tile [64,64] f16 = 8 KB loaded F*B = 8 times
+   * (64 KB: X's 16 KB re-read by each of the 4 blocks); w tile [64,64]
+   * 8 times (64 KB = W once); output tile [64,64] f16 by 4 blocks (32 KB). */
+  double bytes = 8192.0 * 2 * 4 + 8192.0 * 2 * 4 + 8192.0 * 4; /* 163840 */
+  double tc = 4 * 2 * (2.0 * 64 * 64 * 64);                    /* B * F * tile matmul */
+  double simt = 4 * 2 * 4096.0;                                /* B * F * accumulate adds */
+  ck_near(r.bytes, bytes);
+  ck_near(r.flops, tc + simt);
+  ck_near(r.seconds, 5e-6 + bytes / 1e12); /* 1.64e-7 memory > 4.5e-8 compute */
+  ck_assert(r.feasible);
+  ck_assert_str_eq(r.reason, "");
+  /* smem: x 8 KB + w 8 KB + y 8 KB + f32 accumulator 16 KB. */
+  ck_assert_int_eq(r.smem_peak, 8192 * 3 + 16384);
+  mirs__cost_kernel k;
+  ck_assert_int_eq(mirs__cost_kernel_op(ctx, d, g, 0, &k), MIRS_OK);
+  ck_assert(k.custom);
+  ck_assert_int_eq(k.blocks, 4);
+  ck_near(k.utilisation, 1);
+  ck_near(k.tc_flops, tc);
+  ck_near(k.simt_flops, simt);
+  ck_near(k.compute_seconds, tc / 1e14 + simt / 1e13);
+  mirs__graph_free(g);
+
+  /* 8 blocks: X is re-read by 8 blocks instead of 4 (64 KB more); W and O
+   * traffic is unchanged. */
+  g = custom_mm(ctx, 8, false, false);
+  mirs__cost_result r8;
+  ck_assert_int_eq(mirs__cost_graph(ctx, d, g, &r8), MIRS_OK);
+  ck_near(r8.bytes - r.bytes, 4 * 16384.0);
+  ck_near(r8.flops, r.flops);
+  ck_assert(r8.seconds > r.seconds);
+  mirs__graph_free(g);
+  mirs__cost_profiles_free(p);
+  mirs_context_destroy(ctx);
+}
+END_TEST
+
+START_TEST(test_utilisation) {
+  mirs_context *ctx = tu_ctx(NULL);
+  mirs__cost_profiles *p;
+  const mirs__cost_device *d = test_dev(ctx, &p, "T16");
+  /* 4 blocks on 16 SMs: compute at 4/16 of the peaks; HBM saturates at
+   * 0.5 * 16 = 8 SMs, so bandwidth at 4/8. */
+  mirs__cost_profiles *q;
+  const mirs__cost_device *t = test_dev(ctx, &q, "T");
+  mirs__cost_device big = *d;
+  big.smem_per_block = 1 << 20;
+  mirs_graph *g = custom_mm(ctx, 4, false, false);
+  mirs__cost_kernel k;
+  ck_assert_int_eq(mirs__cost_kernel_op(ctx, &big, g, 0, &k), MIRS_OK);
+  ck_near(k.utilisation, 0.25);
+  ck_near(k.mem_seconds, 163840 / (1e12 * 0.5));
+  ck_near(k.compute_seconds,
+          4 * 2 * 2.0 * 64 * 64 * 64 / (1e14 * 0.25) + 4 * 2 * 4096 / (1e13 * 0.25));
+  ck_near(k.seconds, 5e-6 + k.mem_seconds);
+  mirs__graph_free(g);
+  /* 8 blocks saturate HBM on T16; on T (4 SMs) everything is at full rate. */
+  g = custom_mm(ctx, 8, false, false);
+  ck_assert_int_eq(mirs__cost_kernel_op(ctx, &big, g, 0, &k), MIRS_OK);
+  ck_near(k.utilisation, 0.5);
+  ck_near(k.mem_seconds, k.bytes / 1e12);
+  ck_assert_int_eq(mirs__cost_kernel_op(ctx, t, g, 0, &k), MIRS_OK);
+  ck_near(k.utilisation, 1);
+  mirs__graph_free(g);
+  mirs__cost_profiles_free(q);
+  mirs__cost_profiles_free(p);
+  mirs_context_destroy(ctx);
+}
+END_TEST
+
+START_TEST(test_smem_limit_and_fusion) {
+  mirs_context *ctx = tu_ctx(NULL);
+  mirs__cost_profiles *p;
+  const mirs__cost_device *d = test_dev(ctx, &p, "T16"); /* limit 40959 bytes */
+  /* Needs 40960 bytes: one over the limit. */
+  mirs_graph *g = custom_mm(ctx, 4, false, false);
+  mirs__cost_result r;
+  ck_assert_int_eq(mirs__cost_graph(ctx, d, g, &r), MIRS_OK);
+  ck_assert(!r.feasible);
+  ck_assert(isinf(r.seconds) && r.seconds > 0);
+  ck_assert_int_eq(r.smem_peak, 40960);
+  ck_assert_msg(strstr(r.reason, "kernel 0 (O = custom)") &&
+                    strstr(r.reason, "shared memory 40960 bytes") &&
+                    strstr(r.reason, "40959-byte limit of T16"),
+                "reason: %s", r.reason);
+  mirs__graph_free(g);
+
+  /* A fused exp between matmul and accumulator costs no shared memory;
+   * unfused, its 8 KB tile counts.  Flops are the same either way. */
+  mirs__cost_profiles *q;
+  const mirs__cost_device *t = test_dev(ctx, &q, "T");
+  mirs_graph *fused = custom_mm(ctx, 4, true, true), *unfused = custom_mm(ctx, 4, true, false);
+  ck_assert_int_eq(mirs__graph_validate(fused), MIRS_OK);
+  mirs__cost_result rf, ru;
+  ck_assert_int_eq(mirs__cost_graph(ctx, t, fused, &rf), MIRS_OK);
+  ck_assert_int_eq(mirs__cost_graph(ctx, t, unfused, &ru), MIRS_OK);
+  ck_assert_int_eq(rf.smem_peak, 40960);
+  ck_assert_int_eq(ru.smem_peak, 40960 + 8192);
+  ck_near(rf.flops, ru.flops);
+  ck_near(rf.flops - 4 * 2 * (2.0 * 64 * 64 * 64 + 4096), 4 * 2 * 4 * 4096.0); /* exp: 4/elem */
+  /* On T16 (40959 bytes) both are over; with 45000 the fused one fits. */
+  mirs__cost_device mid = *t;
+  mid.smem_per_block = 45000;
+  ck_assert_int_eq(mirs__cost_graph(ctx, &mid, fused, &rf), MIRS_OK);
+  ck_assert_int_eq(mirs__cost_graph(ctx, &mid, unfused, &ru), MIRS_OK);
+  ck_assert(rf.feasible);
+  ck_assert(!ru.feasible);
+  /* The report names the infeasible kernel. */
+  mirs__buf b;
+  mirs__buf_init(&b, ctx);
+  ck_assert_int_eq(mirs__cost_print(ctx, &mid, unfused, &b), MIRS_OK);
+  ck_assert_ptr_nonnull(strstr(b.data, "kernel 0 (O = custom): "));
+  ck_assert_ptr_nonnull(strstr(b.data, "INFEASIBLE"));
+  ck_assert_ptr_nonnull(strstr(b.data, "total on T: "));
+  mirs__buf_free(&b);
+  mirs__graph_free(fused);
+  mirs__graph_free(unfused);
+  mirs__cost_profiles_free(q);
+  mirs__cost_profiles_free(p);
+  ck_assert_int_eq(mirs_memory_current(ctx), 0);
+  mirs_context_destroy(ctx);
+}
+END_TEST
+
+/* The fused RMSNorm+Linear µGraph of examples/rmsnorm_linear.ugraph, built
+ * by hand (used when the example file is absent). */
+static mirs_graph *build_rmsnorm_linear(mirs_context *ctx) {
+  mirs_graph *g;
+  int32_t X, W, x, w, y, a, r, o, first;
+  mirs__shape sx = shp(2, 2, 4096, 0), sw = shp(2, 4096, 6144, 0);
+  ck_assert_int_eq(mirs__graph_new(ctx, "rmsnorm_linear", &g), MIRS_OK);
+  ck_assert_int_eq(mirs__graph_add_input(g, "X", MIRS_F16, &sx, &X), MIRS_OK);
+  ck_assert_int_eq(mirs__graph_add_input(g, "W", MIRS_F16, &sw, &W), MIRS_OK);
+  mirs__bgraph *bg;
+  ck_assert_int_eq(mirs__bg_new(ctx, (int32_t[]){96, 1, 1}, (int32_t[]){128, 1, 1}, 64, &bg),
+                   MIRS_OK);
+  ck_assert_int_eq(mirs__bg_add_input(g, bg, "x", X, (int32_t[]){-1, -1, -1}, 1, &x), MIRS_OK);
+  ck_assert_int_eq(mirs__bg_add_input(g, bg, "w", W, (int32_t[]){1, -1, -1}, 0, &w), MIRS_OK);
+  ck_assert_int_eq(mirs__bg_add_op(g, bg, "y", MIRS_OP_MATMUL, 2, (int32_t[]){x, w}, -1, false, &y),
+                   MIRS_OK);
+  ck_assert_int_eq(mirs__bg_add_op(g, bg, "a", MIRS_OP_ACCUM, 1, &y, -1, false, &a), MIRS_OK);
+  ck_assert_int_eq(mirs__bg_add_op(g, bg, "r", MIRS_OP_ACCUM_RMS, 1, &x, -1, false, &r), MIRS_OK);
+  ck_assert_int_eq(mirs__bg_add_op(g, bg, "o", MIRS_OP_DIV, 2, (int32_t[]){a, r}, -1, true, &o),
+                   MIRS_OK);
+  ck_assert_int_eq(mirs__bg_add_output(g, bg, o, (int32_t[]){1, -1, -1}), MIRS_OK);
+  ck_assert_int_eq(mirs__graph_add_custom(g, bg, (const char *const[]){"O"}, &first), MIRS_OK);
+  ck_assert_int_eq(mirs__graph_mark_output(g, first), MIRS_OK);
+  return g;
+}
+
+/* Why the fused kernel wins in the model, on H100: both versions are
+ * memory-bound on reading W (4096*6144*2 = 50.3 MB, 15.0 us at 3.35 TB/s;
+ * the matmul's 0.1 GFLOP is 0.1 us of tensor-core time).  The two-kernel
+ * program pays two launches (8 us) plus the rms_norm's round trip of D
+ * (32 KB); the fused kernel pays one launch (4 us) plus re-reading the
+ * replicated X tile in each of its 96 blocks (96 * 16 KB = 1.5 MB, 0.5 us).
+ * Its 96 blocks are under the 132 SMs, which costs compute (u = 0.73) but
+ * not bandwidth: 96 >= hbm_saturation * 132 = 66 SMs saturate HBM.  So
+ * fused = 4 + 51.93 MB / 3.35 TB/s = 19.5 us < 8 + 50.41 MB / 3.35 TB/s
+ * = 23.0 us.  (Had bandwidth scaled with 96/132 too, the fused kernel would
+ * be predicted slower, 25.3 us, which contradicts Mirage's measurements.) */
+START_TEST(test_rmsnorm_linear_fused_wins) {
+  mirs_context *ctx = tu_ctx(NULL);
+  mirs__cost_profiles *p;
+  const mirs__cost_device *h100;
+  ck_assert_int_eq(mirs__cost_profiles_builtin(ctx, &p), MIRS_OK);
+  ck_assert_int_eq(mirs__cost_find(ctx, p, "H100", &h100), MIRS_OK);
+  mirs_graph *prog = NULL, *fused = NULL;
+  ck_assert_int_eq(mirs_graph_parse_file(ctx, tu_src("examples/rmsnorm_linear.graph"), &prog),
+                   MIRS_OK);
+  const char *ug = tu_src("examples/rmsnorm_linear.ugraph");
+  if (access(ug, R_OK) == 0)
+    ck_assert_int_eq(mirs_graph_parse_file(ctx, ug, &fused), MIRS_OK);
+  else
+    fused = build_rmsnorm_linear(ctx);
+  mirs__cost_result rp, rf;
+  ck_assert_int_eq(mirs__cost_graph(ctx, h100, prog, &rp), MIRS_OK);
+  ck_assert_int_eq(mirs__cost_graph(ctx, h100, fused, &rf), MIRS_OK);
+  ck_assert(rp.feasible && rf.feasible);
+  ck_assert_int_eq(rp.kernels, 2);
+  ck_assert_int_eq(rf.kernels, 1);
+  ck_near(rp.bytes, (8192 * 2.0) * 2 + 8192 * 2.0 + 4096.0 * 6144 * 2 + 2 * 6144 * 2.0);
+  ck_near(rf.bytes, 256.0 * 64 * 96 + 8192.0 * 64 * 96 + 256.0 * 96);
+  ck_near(rp.seconds, 8e-6 + (32768 + 16384 + 4096.0 * 6144 * 2 + 24576) / 3.35e12);
+  ck_near(rf.seconds, 4e-6 + rf.bytes / 3.35e12);
+  ck_assert_msg(rf.seconds < rp.seconds, "fused %.3f us, program %.3f us", rf.seconds * 1e6,
+                rp.seconds * 1e6);
+  ck_assert(rf.smem_peak < h100->smem_per_block);
+  /* The same holds on the other profiles. */
+  for (int32_t i = 0; i < p->n; i++) {
+    ck_assert_int_eq(mirs__cost_graph(ctx, &p->dev[i], prog, &rp), MIRS_OK);
+    ck_assert_int_eq(mirs__cost_graph(ctx, &p->dev[i], fused, &rf), MIRS_OK);
+    ck_assert_msg(rf.seconds < rp.seconds, "%s: fused %.3f us, program %.3f us", p->dev[i].name,
+                  rf.seconds * 1e6, rp.seconds * 1e6);
+  }
+  /* Deterministic: the same graph costs the same, bit for bit. */
+  mirs__cost_result again;
+  ck_assert_int_eq(mirs__cost_graph(ctx, &p->dev[p->n - 1], fused, &again), MIRS_OK);
+  ck_assert(memcmp(&again, &rf, sizeof rf) == 0);
+  mirs_graph_destroy(prog);
+  mirs_graph_destroy(fused);
+  mirs__cost_profiles_free(p);
+  ck_assert_int_eq(mirs_memory_current(ctx), 0);
+  mirs_context_destroy(ctx);
+}
+END_TEST
+
+START_TEST(test_bad_args) {
+  mirs_context *ctx = tu_ctx(NULL);
+  mirs__cost_profiles *p;
+  const mirs__cost_device *d = test_dev(ctx, &p, "T");
+  mirs__cost_result r;
+  ck_assert_int_eq(mirs__cost_graph(NULL, d, NULL, &r), MIRS_INVALID_ARG);
+  ck_assert_int_eq(mirs__cost_graph(ctx, d, NULL, &r), MIRS_INVALID_ARG);
+  ck_assert_int_eq(mirs__cost_profiles_parse(ctx, NULL, 3, "x", &p), MIRS_INVALID_ARG);
+  mirs__cost_profiles_free(NULL);
+  /* An empty graph costs nothing. */
+  mirs_graph *g;
+  ck_assert_int_eq(mirs__graph_new(ctx, "e", &g), MIRS_OK);
+  ck_assert_int_eq(mirs__cost_graph(ctx, d, g, &r), MIRS_OK);
+  ck_assert_int_eq(r.kernels, 0);
+  ck_near(r.seconds, 0);
+  ck_assert(r.feasible);
+  mirs__graph_free(g);
+  /* Allocation failure while parsing is reported, nothing leaks. */
+  for (long n = 1; n < 8; n++) {
+    mirs__cost_profiles *f = NULL;
+    mirs__core_fail_alloc_after(ctx, n);
+    mirs_status s = mirs__cost_profiles_parse(ctx, t_profile, strlen(t_profile), "t", &f);
+    mirs__core_fail_alloc_after(ctx, 0);
+    ck_assert(s == MIRS_OK || s == MIRS_NOMEM);
+    if (s == MIRS_OK)
+      mirs__cost_profiles_free(f);
+    else
+      ck_assert_ptr_null(f);
+  }
+  mirs__cost_profiles_free(p);
+  mirs__core_diag_clear(ctx);
+  ck_assert_int_eq(mirs_memory_current(ctx), 0);
+  mirs_context_destroy(ctx);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("cost");
+  TCase *tc = tcase_create("cost");
+  tcase_add_test(tc, test_builtin_devices);
+  tcase_add_test(tc, test_builtin_matches_file);
+  tcase_add_test(tc, test_find);
+  tcase_add_test(tc, test_parse_errors);
+  tcase_add_test(tc, test_parse_ok_forms);
+  tcase_add_test(tc, test_matmul);
+  tcase_add_test(tc, test_elementwise_and_reductions);
+  tcase_add_test(tc, test_custom_kernel);
+  tcase_add_test(tc, test_utilisation);
+  tcase_add_test(tc, test_smem_limit_and_fusion);
+  tcase_add_test(tc, test_rmsnorm_linear_fused_wins);
+  tcase_add_test(tc, test_bad_args);
+  suite_add_tcase(s, tc);
+  return tu_run(s);
+}
