@@ -698,6 +698,53 @@ mirs_status mirs__graph_clone(const mirs_graph *g, mirs_graph **out) {
   return MIRS_OK;
 }
 
+/* ---------------------------------------------------------------- structure */
+
+/* True when bg's ops reference tensors in range with the ranks and
+ * accumulator shapes the evaluators rely on; else false with the first
+ * bad op index in *bad_op.  Graphs built by this file always pass; the
+ * check protects evaluators from a corrupted graph. */
+bool mirs__bg_well_formed(const mirs_graph *g, const mirs__bgraph *bg, int32_t *bad_op) {
+  for (int32_t i = 0; i < bg->nops; i++) {
+    const mirs__bop *op = &bg->ops[i];
+    bool ok = (unsigned)op->op < MIRS_OP_COUNT;
+    mirs__op_kind kind = ok ? mirs__graph_ops[op->op].kind : MIRS__KIND_CUSTOM;
+    if (!ok || kind == MIRS__KIND_CUSTOM) {
+      ok = false;
+    } else if (kind == MIRS__KIND_INPUT) {
+      ok = op->out >= 0 && op->out < bg->nt && op->src >= 0 && op->src < g->nt &&
+           bg->t[op->out].shape.ndim == g->t[op->src].shape.ndim;
+    } else {
+      int need = mirs__graph_ops[op->op].arity;
+      ok = op->nin == need && need >= 1 && need <= 2;
+      for (int a = 0; ok && a < op->nin; a++)
+        ok = op->in[a] >= 0 && op->in[a] < bg->nt;
+      if (ok && kind == MIRS__KIND_OUTPUT)
+        ok = op->dst >= 0 && op->dst < g->nt &&
+             g->t[op->dst].shape.ndim == bg->t[op->in[0]].shape.ndim;
+      else if (ok)
+        ok = op->out >= 0 && op->out < bg->nt;
+      if (ok && kind == MIRS__KIND_ACCUM) {
+        const mirs__shape *xs = &bg->t[op->in[0]].shape, *ys = &bg->t[op->out].shape;
+        int rd = op->op == MIRS_OP_ACCUM       ? -1
+                 : op->op == MIRS_OP_ACCUM_SUM ? op->dim
+                                               : xs->ndim - 1;
+        ok = xs->ndim == ys->ndim && (rd == -1 || (rd >= 0 && rd < xs->ndim));
+        for (int d = 0; ok && d < xs->ndim; d++)
+          ok = ys->d[d] == (d == rd ? 1 : xs->d[d]);
+      }
+      if (ok && kind == MIRS__KIND_REDUCE)
+        ok = op->dim >= 0 && op->dim < bg->t[op->in[0]].shape.ndim;
+    }
+    if (!ok) {
+      if (bad_op)
+        *bad_op = i;
+      return false;
+    }
+  }
+  return true;
+}
+
 /* ---------------------------------------------------------------- validation */
 
 /* Check one custom kernel's block graph as a whole. */

@@ -201,6 +201,11 @@ int32_t mirs__bg_find(const mirs__bgraph *bg, const char *name);
 /* Shape of the kernel tensor OUTPUT op `op` of bg writes. */
 void mirs__bg_output_shape(const mirs__bgraph *bg, const mirs__bop *op, mirs__shape *out);
 
+/* True when bg's op/tensor references, ranks and accumulator shapes are
+ * consistent (always so for graphs made by the builder); else false with
+ * the first bad op in *bad_op.  Evaluators call it before indexing. */
+bool mirs__bg_well_formed(const mirs_graph *g, const mirs__bgraph *bg, int32_t *bad_op);
+
 /* Whole-graph check: every custom op's block graph is complete (has an
  * output, every output is post), thread-graph fusion is well formed
  * (in[0]'s producer is a compute op whose only consumer is the fused op),

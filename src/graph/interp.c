@@ -274,40 +274,10 @@ static bool copy_tile(const mirs__shape *ks, double *k, const mirs__shape *ts, d
  * range, accumulator result shapes, ranks of loaded tiles), so a malformed
  * graph is reported instead of overrunning a buffer. */
 static mirs_status check_bgraph(const mirs_graph *g, const mirs__bgraph *bg) {
-  mirs_context *ctx = g->ctx;
-  for (int32_t i = 0; i < bg->nops; i++) {
-    const mirs__bop *op = &bg->ops[i];
-    mirs__op_kind kind = mirs__graph_ops[op->op].kind;
-    bool ok = true;
-    if (kind == MIRS__KIND_INPUT) {
-      ok = op->out >= 0 && op->out < bg->nt && op->src >= 0 && op->src < g->nt &&
-           bg->t[op->out].shape.ndim == g->t[op->src].shape.ndim;
-    } else {
-      int need = mirs__graph_ops[op->op].arity;
-      ok = op->nin == need && need >= 1 && need <= 2;
-      for (int a = 0; ok && a < op->nin; a++)
-        ok = op->in[a] >= 0 && op->in[a] < bg->nt;
-      if (ok && kind == MIRS__KIND_OUTPUT)
-        ok = op->dst >= 0 && op->dst < g->nt &&
-             g->t[op->dst].shape.ndim == bg->t[op->in[0]].shape.ndim;
-      else if (ok)
-        ok = op->out >= 0 && op->out < bg->nt;
-      if (ok && kind == MIRS__KIND_ACCUM) {
-        const mirs__shape *xs = &bg->t[op->in[0]].shape, *ys = &bg->t[op->out].shape;
-        int rd = op->op == MIRS_OP_ACCUM ? -1
-                 : op->op == MIRS_OP_ACCUM_SUM ? op->dim
-                                               : xs->ndim - 1;
-        ok = xs->ndim == ys->ndim && (rd == -1 || (rd >= 0 && rd < xs->ndim));
-        for (int d = 0; ok && d < xs->ndim; d++)
-          ok = ys->d[d] == (d == rd ? 1 : xs->d[d]);
-      }
-      if (ok && kind == MIRS__KIND_REDUCE)
-        ok = op->dim >= 0 && op->dim < bg->t[op->in[0]].shape.ndim;
-    }
-    if (NEVER(!ok))
-      return MIRS_FAIL(ctx, MIRS_INTERNAL, "block op %d (%s) is malformed; cannot evaluate", (int)i,
-                       mirs__graph_ops[op->op].name);
-  }
+  int32_t bad = -1;
+  if (NEVER(!mirs__bg_well_formed(g, bg, &bad)))
+    return MIRS_FAIL(g->ctx, MIRS_INTERNAL, "block op %d (%s) is malformed; cannot evaluate",
+                     (int)bad, mirs_op_name(bg->ops[bad].op) ? mirs_op_name(bg->ops[bad].op) : "?");
   return MIRS_OK;
 }
 
