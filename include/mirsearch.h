@@ -4,7 +4,9 @@
  *
  *   mirsearch/core.h   context, status codes, options, logging, Philox
  *   mirsearch/graph.h  programs and µGraphs: build, parse, print, hash, eval
- *   mirsearch/gpu.h    GPU availability (no CUDA headers required) */
+ *   mirsearch/gpu.h    GPU availability (no CUDA headers required)
+ *   mirsearch/verify.h one candidate against its program (fingerprints, float64)
+ *   mirsearch/search.h the superoptimiser: search, verify, rank */
 #ifndef MIRSEARCH_H
 #define MIRSEARCH_H
 
@@ -12,5 +14,7 @@
 #include "mirsearch/core.h"
 #include "mirsearch/graph.h"
 #include "mirsearch/gpu.h"
+#include "mirsearch/verify.h"
+#include "mirsearch/search.h"
 
 #endif

@@ -543,14 +543,130 @@ START_TEST(test_bad_option_values) {
 }
 END_TEST
 
-START_TEST(test_search_not_available) {
-  char *path = strdup(tu_src("examples/gqa_small.graph"));
+START_TEST(test_verify) {
+  char *prog = strdup(tu_src("examples/rmsnorm_linear_small.graph"));
+  char *fused = strdup(tu_src("examples/rmsnorm_linear_small.ugraph"));
+  char *other = strdup(tu_src("examples/gqa_small.ugraph"));
   run r;
-  run_cli(&r, path, NULL);
-  assert_usage_error(&r);
-  ck_assert_ptr_nonnull(strstr(r.err, "search is not available"));
+  run_cli(&r, "verify", prog, fused, NULL);
+  ck_assert_msg(r.rc == 0, "rc %d: %s", r.rc, r.err);
+  ck_assert(starts_with(r.out, "equivalent: yes\n"));
+  ck_assert_ptr_nonnull(strstr(r.out, "fingerprints: equal ("));
+  ck_assert_ptr_nonnull(strstr(r.out, "false-accept bound 2^-"));
+  ck_assert_ptr_nonnull(strstr(r.out, "float64: max relative error"));
   run_free(&r);
-  free(path);
+  /* the program is trivially equivalent to itself */
+  run_cli(&r, "verify", prog, prog, NULL);
+  ck_assert_int_eq(r.rc, 0);
+  run_free(&r);
+  /* a different function: exit 1, with the reason */
+  run_cli(&r, "verify", prog, other, NULL);
+  ck_assert_int_eq(r.rc, 1);
+  ck_assert(starts_with(r.out, "equivalent: no\n"));
+  ck_assert_ptr_nonnull(strstr(r.out, "reason: fingerprints differ"));
+  run_free(&r);
+  /* a near miss: the operands of a matmul exchanged (square) */
+  char *a = write_temp("input X : f32[4, 4]\ninput W : f32[4, 4]\nO = matmul(X, W)\noutput O\n",
+                       ".graph");
+  char *b = write_temp("input X : f32[4, 4]\ninput W : f32[4, 4]\nO = matmul(W, X)\noutput O\n",
+                       ".graph");
+  run_cli(&r, "verify", a, b, NULL);
+  ck_assert_int_eq(r.rc, 1);
+  run_free(&r);
+  /* exp of an exp cannot be fingerprinted soundly: refused, not verified */
+  char *e = write_temp("input X : f32[4, 4]\nE = exp(X)\nO = exp(E)\noutput O\n", ".graph");
+  run_cli(&r, "verify", e, e, NULL);
+  ck_assert_int_eq(r.rc, 2);
+  ck_assert_ptr_nonnull(strstr(r.err, "mirsearch: error:"));
+  ck_assert_str_eq(r.out, "");
+  run_free(&r);
+  /* usage */
+  run_cli(&r, "verify", prog, NULL);
+  assert_usage_error(&r);
+  ck_assert_ptr_nonnull(strstr(r.err, "needs PROGRAM and CANDIDATE"));
+  run_free(&r);
+  unlink(a);
+  unlink(b);
+  unlink(e);
+  free(a);
+  free(b);
+  free(e);
+  free(prog);
+  free(fused);
+  free(other);
+}
+END_TEST
+
+/* Read a whole file into a malloc'd string (NULL when missing). */
+static char *read_text(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f)
+    return NULL;
+  fseek(f, 0, SEEK_END); /* slurp reads up to the current position */
+  char *s = slurp(f);
+  fclose(f);
+  return s;
+}
+
+START_TEST(test_search_outputs) {
+  char dir[] = "/tmp/mirs-cli-search-XXXXXX";
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  char outdir[256], report[300], best[300];
+  snprintf(outdir, sizeof outdir, "%s/out", dir);
+  snprintf(report, sizeof report, "%s/report.json", outdir);
+  snprintf(best, sizeof best, "%s/best.ugraph", outdir);
+  char *prog = write_temp("program tiny\ninput X : f32[4, 8]\ninput W : f32[8, 4]\n"
+                          "Y = matmul(X, W)\nO = exp(Y)\noutput O\n",
+                          ".graph");
+  run r;
+  run_cli(&r, "-q", "--out", outdir, "--max-states=3000", "--json", prog, NULL);
+  ck_assert_msg(r.rc == 0, "rc %d: %s", r.rc, r.err);
+  char *rep = read_text(report);
+  ck_assert_ptr_nonnull(rep);
+  ck_assert_msg(strcmp(r.out, rep) == 0, "--json output differs from report.json (%zu vs %zu bytes)",
+                strlen(r.out), strlen(rep)); /* --json prints exactly the report */
+  static const char *const fields[] = {
+      "\"program\": \"tiny\"", "\"states_explored\": ", "\"candidates_verified\": ",
+      "\"graphs_found\": ", "\"prune_calls\": ", "\"prune_cache_hits\": ", "\"solver_calls\": ",
+      "\"wall_seconds\": ", "\"threads\": 1", "\"ranks\": 1", "\"best\": ", "\"complete\": "};
+  for (size_t i = 0; i < sizeof fields / sizeof *fields; i++)
+    ck_assert_msg(strstr(rep, fields[i]), "report lacks %s", fields[i]);
+  if (!strstr(rep, "\"best\": null")) {
+    /* the best result is a file that verifies against the program */
+    run v;
+    run_cli(&v, "verify", prog, best, NULL);
+    ck_assert_msg(v.rc == 0, "best does not verify: %.300s %.300s", v.out, v.err);
+    run_free(&v);
+    ck_assert_ptr_nonnull(strstr(rep, "\"kernels\": "));
+  }
+  free(rep);
+  run_free(&r);
+  /* a state limit stops early and says so */
+  run_cli(&r, "-q", "--out", outdir, "--max-states=5", prog, NULL);
+  ck_assert_msg(r.rc == 0, "rc %d: %s", r.rc, r.err);
+  rep = read_text(report);
+  ck_assert_ptr_nonnull(strstr(rep, "\"complete\": false"));
+  ck_assert_ptr_nonnull(strstr(r.out, "stopped early"));
+  free(rep);
+  run_free(&r);
+  /* bad search options */
+  run_cli(&r, "--threads=0", prog, NULL);
+  assert_usage_error(&r);
+  run_free(&r);
+  run_cli(&r, "--device=V100", "--out", outdir, prog, NULL);
+  ck_assert_int_eq(r.rc, 2);
+  ck_assert_ptr_nonnull(strstr(r.err, "V100"));
+  run_free(&r);
+  /* an output path that is a file is refused */
+  run_cli(&r, "-q", "--out", prog, prog, NULL);
+  ck_assert_int_eq(r.rc, 2);
+  ck_assert_ptr_nonnull(strstr(r.err, "not a directory"));
+  run_free(&r);
+  unlink(prog);
+  free(prog);
+  char cmd[400];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  ck_assert_int_eq(system(cmd), 0);
 }
 END_TEST
 
@@ -596,7 +712,8 @@ static Suite *cli_suite(void) {
   tcase_add_test(tc, test_eval_program_vs_ugraph);
   tcase_add_test(tc, test_usage_errors);
   tcase_add_test(tc, test_bad_option_values);
-  tcase_add_test(tc, test_search_not_available);
+  tcase_add_test(tc, test_verify);
+  tcase_add_test(tc, test_search_outputs);
   tcase_add_test(tc, test_twice_in_one_process);
   suite_add_tcase(s, tc);
   return s;

@@ -79,8 +79,9 @@ START_TEST(test_options) {
   /* table listing and help */
   ck_assert_uint_gt(mirs_option_count(), 0);
   for (size_t i = 0; i < mirs_option_count(); i++) {
+    char help[1024];
     ck_assert_ptr_nonnull(mirs_option_name(i));
-    ck_assert_ptr_nonnull(strstr(mirs_option_help(i, buf, sizeof buf), "default"));
+    ck_assert_ptr_nonnull(strstr(mirs_option_help(i, help, sizeof help), "default"));
   }
   ck_assert_ptr_null(mirs_option_name(mirs_option_count()));
   mirs_context_destroy(ctx);

@@ -100,10 +100,17 @@ run --max-dims=99 check "$ex"
 expect 2 "out-of-range option value"
 grep -q "^mirsearch: error: " "$tmp/err" || fail "out-of-range value message prefix"
 
-run "$ex"
-expect 2 "default search"
-grep -q "search is not available" "$tmp/err" || fail "default search message"
-[ -s "$tmp/out" ] && fail "default search wrote to stdout"
+# SIGTERM stops a search cleanly: exit 0, the results so far, and a report
+# that says the search is incomplete.
+"$prog" -q --out "$tmp/sout" "$top_srcdir/examples/qknorm_attention_small.graph" >"$tmp/out" 2>"$tmp/err" &
+pid=$!
+sleep 2
+kill -TERM $pid 2>/dev/null
+wait $pid
+rc=$?
+[ $rc -eq 0 ] || fail "search stopped by SIGTERM: exit $rc, expected 0 ($(cat "$tmp/err"))"
+[ -f "$tmp/sout/report.json" ] || fail "search stopped by SIGTERM wrote no report"
+grep -q '"complete": false' "$tmp/sout/report.json" || fail "interrupted report does not say incomplete"
 
 # A failed write to stdout is an I/O error (3), not success.
 if [ -w /dev/full ]; then

@@ -30,6 +30,6 @@ if grep -q 'sanitizers=yes' "$top_builddir/config.h" 2>/dev/null; then
   extra="-fsanitize=address,undefined"
 fi
 ${CC:-cc} -std=c11 -Wall -Wextra -Werror $extra -o "$tmp/consumer" \
-  "$top_srcdir/tests/embedded/consumer.c" $flags -lm
+  "$top_srcdir/tests/consumer/consumer.c" $flags -lm
 LD_LIBRARY_PATH="$libdir" "$tmp/consumer"
 echo "PASS"

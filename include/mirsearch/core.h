@@ -87,6 +87,11 @@ MIRS_API void mirs_clear_error(mirs_context *ctx);
 MIRS_API size_t mirs_memory_current(const mirs_context *ctx);
 MIRS_API size_t mirs_memory_peak(const mirs_context *ctx);
 
+/* Write len bytes to path atomically: a temp file beside it, fsync,
+ * rename.  On failure path is left as it was (MIRS_IO with the reason). */
+MIRS_API mirs_status mirs_write_file_atomic(mirs_context *ctx, const char *path, const void *data,
+                                            size_t len);
+
 /* ---------------------------------------------------------------- options */
 
 /* Set an option by name (from the table printed by mirs_options_help):

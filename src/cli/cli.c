@@ -1,5 +1,6 @@
-/* src/cli/cli.c - the mirsearch command line: option parsing, the `check`
- * and `eval` commands, --help and --version.
+/* src/cli/cli.c - the mirsearch command line: option parsing, the search
+ * (with its output directory and report.json), the `check`, `eval` and
+ * `verify` commands, --help and --version.
  *
  * The CLI is a client of the public API only (mirsearch.h); everything it
  * knows about options comes from the library's option table, so a new
@@ -20,6 +21,10 @@
 #include "config.h"
 
 #include <errno.h>
+#include <dirent.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
@@ -36,11 +41,11 @@
 #define PROG "mirsearch"
 
 /* Exit statuses (DESIGN.md, "Outputs and exit status"). */
-enum { EXIT_OK = 0, EXIT_USAGE = 2, EXIT_RESOURCE = 3 };
+enum { EXIT_OK = 0, EXIT_DIFFERENT = 1, EXIT_USAGE = 2, EXIT_RESOURCE = 3 };
 
 /* getopt_long return values for options without a short form; library
  * options are OPT_LIB + their index in the library's table. */
-enum { OPT_SEED = 256, OPT_SET, OPT_LIB = 1024 };
+enum { OPT_SEED = 256, OPT_SET, OPT_OUT, OPT_THREADS, OPT_DEVICE, OPT_JSON, OPT_LIB = 1024 };
 
 /* Options every build has, independent of the library's table. */
 static const struct option fixed_options[] = {
@@ -50,6 +55,10 @@ static const struct option fixed_options[] = {
     {"verbose", no_argument, NULL, 'v'},
     {"seed", required_argument, NULL, OPT_SEED},
     {"set", required_argument, NULL, OPT_SET},
+    {"out", required_argument, NULL, OPT_OUT},
+    {"threads", required_argument, NULL, OPT_THREADS},
+    {"device", required_argument, NULL, OPT_DEVICE},
+    {"json", no_argument, NULL, OPT_JSON},
 };
 #define NFIXED (sizeof fixed_options / sizeof fixed_options[0])
 
@@ -60,6 +69,9 @@ typedef struct cli {
   struct option *longopts; /* fixed, then library options, then a zero row */
   char *dashed;            /* storage for the '-' spellings of option names */
   int help, version;
+  const char *out_dir; /* --out, or NULL: derived from the program name */
+  long threads;        /* --threads */
+  int json;            /* --json: the report on stdout */
 } cli;
 
 /* Summary of one evaluated output, as printed by `eval`. */
@@ -257,6 +269,30 @@ static int parse_options(cli *c, int argc, char **argv) {
     case OPT_SET:
       rc = set_assignment(c, optarg);
       break;
+    case OPT_OUT:
+      if (!optarg[0]) {
+        cli_error(c, "--out needs a directory name");
+        rc = cli_hint(c);
+      }
+      c->out_dir = optarg;
+      break;
+    case OPT_THREADS: {
+      char *end;
+      errno = 0;
+      long n = strtol(optarg, &end, 10);
+      if (end == optarg || *end || errno || n < 1 || n > 4096) {
+        cli_error(c, "--threads expects a number of threads from 1 to 4096, got '%s'", optarg);
+        rc = cli_hint(c);
+      }
+      c->threads = n;
+      break;
+    }
+    case OPT_DEVICE:
+      rc = set_option(c, "cost_device", optarg);
+      break;
+    case OPT_JSON:
+      c->json = 1;
+      break;
     case '?':
     case ':':
       rc = bad_option(c, ch, argv);
@@ -279,7 +315,8 @@ static void print_help(cli *c) {
   FILE *o = c->out;
   fputs("Usage: " PROG " [OPTIONS] check FILE\n"
         "       " PROG " [OPTIONS] eval FILE [--seed N]\n"
-        "       " PROG " [OPTIONS] FILE    (search: not available in this build yet)\n"
+        "       " PROG " [OPTIONS] verify PROGRAM CANDIDATE\n"
+        "       " PROG " [OPTIONS] FILE.graph   search, verify and rank the equivalent µGraphs\n"
         "\n"
         "Superoptimizer for tensor programs (.graph) and µGraphs.\n"
         "\n"
@@ -289,6 +326,10 @@ static void print_help(cli *c) {
         "  eval FILE    evaluate in float64 on seeded random inputs; print one line\n"
         "               per output: NAME dtype[dims] sum=S l2=L min=A max=B checksum=C\n"
         "               (checksum = sum of v[i] * (1 + (i mod 97)/97), row-major)\n"
+        "  verify PROGRAM CANDIDATE\n"
+        "               check that a µGraph computes the program's function: finite-\n"
+        "               field fingerprints with a false-accept bound, then float64;\n"
+        "               exit 0 when equivalent, 1 when not\n"
         "\n"
         "Options (anywhere on the command line):\n"
         "  -h, --help            show this help and exit\n"
@@ -297,6 +338,15 @@ static void print_help(cli *c) {
         "  -v, --verbose         more messages (raise log_level by one; repeatable)\n"
         "      --seed=N          seed for random inputs (the library option 'seed')\n"
         "      --set NAME=VALUE  set any library option below\n"
+        "\n"
+        "Search options (with FILE.graph):\n"
+        "      --out=DIR         output directory (default: PROGRAM.out, from the\n"
+        "                        program's name): best.ugraph, candidates/, report.json\n"
+        "      --threads=N       worker threads (this build searches on 1 thread)\n"
+        "      --device=NAME     device profile that ranks results (H100, H200, A100)\n"
+        "      --json            print report.json on stdout\n"
+        "      --time-limit=S, --max-states=N, --max-memory=BYTES\n"
+        "                        stop early (the report then says complete: false)\n"
         "\n"
         "Library options ('-' and '_' are interchangeable in names):\n",
         o);
@@ -498,6 +548,311 @@ static int cmd_eval(cli *c, const char *path) {
   return rc == EXIT_OK ? finish_output(c) : rc;
 }
 
+/* `verify PROGRAM CANDIDATE`: fingerprints (with the false-accept bound)
+ * and float64; exit 0 when equivalent, 1 when not (like cmp and diff). */
+static int cmd_verify(cli *c, const char *program_path, const char *candidate_path) {
+  mirs_graph *p = NULL, *g = NULL;
+  int rc = load_graph(c, program_path, &p);
+  if (rc == EXIT_OK)
+    rc = load_graph(c, candidate_path, &g);
+  mirs_verify_result v;
+  if (rc == EXIT_OK) {
+    mirs_status s = mirs_verify(c->ctx, p, g, &v);
+    if (s != MIRS_OK)
+      rc = cli_fail(c, s, 0);
+  }
+  if (rc == EXIT_OK) {
+    fprintf(c->out, "equivalent: %s\n", v.equal ? "yes" : "no");
+    fprintf(c->out, "fingerprints: %s (%d trials, degree %llu, false-accept bound 2^%.1f)\n",
+            v.fingerprint_equal ? "equal" : "differ", v.trials, (unsigned long long)v.degree,
+            v.log2_bound);
+    char tol[64] = "?";
+    mirs_option_get(c->ctx, "float_tolerance", tol, sizeof tol);
+    if (v.float_checked)
+      fprintf(c->out, "float64: max relative error %.3g (tolerance %s)\n", v.float_max_rel_error,
+              tol);
+    if (v.reason[0])
+      fprintf(c->out, "reason: %s\n", v.reason);
+    rc = finish_output(c);
+    if (rc == EXIT_OK && !v.equal)
+      rc = EXIT_DIFFERENT;
+  }
+  mirs_graph_destroy(p);
+  mirs_graph_destroy(g);
+  return rc;
+}
+
+/* ---------------------------------------------------------------- search */
+
+/* Set by SIGINT/SIGTERM during a search; polled by the should-stop callback. */
+static volatile sig_atomic_t stop_requested;
+
+/* Signal handler: ask the running search to stop at its next poll. */
+static void on_stop_signal(int sig) {
+  (void)sig;
+  stop_requested = 1;
+}
+
+/* State the search callbacks share with cmd_search. */
+typedef struct search_ui {
+  cli *c;
+  int tty; /* draw the progress line */
+  int found;
+  double best; /* best cost so far, seconds */
+  double start; /* when the search began */
+  double best_at; /* seconds from start to the best result so far */
+  double last_draw;
+} search_ui;
+
+/* Monotonic seconds. */
+static double now_seconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Progress callback: one rewritten line on a terminal, a few times a second. */
+static void search_progress(void *user, const mirs_search_stats *st) {
+  search_ui *ui = user;
+  double t = now_seconds();
+  if (!ui->tty || t - ui->last_draw < 0.25)
+    return;
+  ui->last_draw = t;
+  double rate = st->wall_seconds > 0 ? (double)st->states_explored / st->wall_seconds : 0;
+  char best[32] = "-";
+  if (ui->found)
+    snprintf(best, sizeof best, "%.2f us", ui->best * 1e6);
+  fprintf(ui->c->err, "\r\033[K%" PRIu64 " states (%.0f/s)  found %d  best %s  %.1fs",
+          st->states_explored, rate, ui->found, best, st->wall_seconds);
+  fflush(ui->c->err);
+}
+
+/* Result callback: count results and keep the best cost for the progress line. */
+static void search_result(void *user, const mirs_graph *graph, double cost) {
+  search_ui *ui = user;
+  (void)graph;
+  if (!ui->found || cost < ui->best) {
+    ui->best = cost;
+    ui->best_at = now_seconds() - ui->start;
+  }
+  ui->found++;
+}
+
+/* Should-stop callback: a SIGINT or SIGTERM arrived. */
+static int search_should_stop(void *user) {
+  (void)user;
+  return stop_requested != 0;
+}
+
+/* buf = dir + "/" + name; false (with an error) when it does not fit. */
+static int join_path(cli *c, char *buf, size_t size, const char *dir, const char *name) {
+  int n = snprintf(buf, size, "%s/%s", dir, name);
+  if (n < 0 || (size_t)n >= size) {
+    cli_error(c, "%s/%s: path too long", dir, name);
+    return 0;
+  }
+  return 1;
+}
+
+/* Create dir if missing (its parent must exist). */
+static int ensure_dir(cli *c, const char *dir) {
+  struct stat st;
+  if (stat(dir, &st) == 0) {
+    if (S_ISDIR(st.st_mode))
+      return EXIT_OK;
+    cli_error(c, "%s: exists and is not a directory", dir);
+    return EXIT_USAGE;
+  }
+  if (mkdir(dir, 0777) != 0) {
+    cli_error(c, "%s: cannot create directory: %s", dir, strerror(errno));
+    return EXIT_RESOURCE;
+  }
+  return EXIT_OK;
+}
+
+/* Remove what an earlier run left in the output directory (its report
+ * first, so an interrupted rewrite never looks complete). */
+static int clear_old_outputs(cli *c, const char *dir, const char *cand_dir) {
+  char path[4096];
+  if (!join_path(c, path, sizeof path, dir, "report.json"))
+    return EXIT_USAGE;
+  if (unlink(path) != 0 && errno != ENOENT) {
+    cli_error(c, "%s: cannot remove: %s", path, strerror(errno));
+    return EXIT_RESOURCE;
+  }
+  if (join_path(c, path, sizeof path, dir, "best.ugraph"))
+    (void)unlink(path);
+  DIR *d = opendir(cand_dir);
+  if (!d)
+    return EXIT_OK;
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL) {
+    size_t n = strlen(e->d_name);
+    if (n > 7 && strcmp(e->d_name + n - 7, ".ugraph") == 0 &&
+        join_path(c, path, sizeof path, cand_dir, e->d_name))
+      (void)unlink(path);
+  }
+  closedir(d);
+  return EXIT_OK;
+}
+
+/* Append the JSON report of search s to f. */
+static void write_report(cli *c, FILE *f, const mirs_graph *program, const mirs_search *s,
+                         const mirs_search_stats *st, double time_to_best) {
+  char device[128] = "?", opts[2048];
+  mirs_option_get(c->ctx, "cost_device", device, sizeof device);
+  mirs_options_nondefault(c->ctx, opts, sizeof opts);
+  int n = mirs_search_num_results(s);
+  fprintf(f, "{\n");
+  fprintf(f, "  \"program\": \"%s\",\n", mirs_graph_name(program));
+  fprintf(f, "  \"mirsearch_version\": \"%s\",\n", mirs_version_string());
+  fprintf(f, "  \"device\": \"%s\",\n", device);
+  fprintf(f, "  \"options\": \"%s\",\n", opts);
+  fprintf(f, "  \"states_explored\": %" PRIu64 ",\n", st->states_explored);
+  fprintf(f, "  \"candidates_verified\": %" PRIu64 ",\n", st->candidates_verified);
+  fprintf(f, "  \"graphs_found\": %" PRIu64 ",\n", st->graphs_found);
+  fprintf(f, "  \"prune_calls\": %" PRIu64 ",\n", st->prune_calls);
+  fprintf(f, "  \"prune_cache_hits\": %" PRIu64 ",\n", st->prune_cache_hits);
+  fprintf(f, "  \"solver_calls\": %" PRIu64 ",\n", st->solver_calls);
+  fprintf(f, "  \"wall_seconds\": %.6f,\n", st->wall_seconds);
+  fprintf(f, "  \"solver_seconds\": %.6f,\n", st->solver_seconds);
+  fprintf(f, "  \"time_to_best_seconds\": %.6f,\n", time_to_best);
+  fprintf(f, "  \"threads\": 1,\n");
+  fprintf(f, "  \"ranks\": 1,\n");
+  fprintf(f, "  \"complete\": %s,\n", st->complete ? "true" : "false");
+  if (n > 0)
+    fprintf(f,
+            "  \"best\": {\"hash\": \"%016" PRIx64 "\", \"cost\": %.9g, \"kernels\": %d, "
+            "\"predicted_seconds\": %.9g, \"file\": \"best.ugraph\"},\n",
+            mirs_search_result_hash(s, 0), mirs_search_result_cost(s, 0),
+            mirs_search_result_kernels(s, 0), mirs_search_result_cost(s, 0));
+  else
+    fprintf(f, "  \"best\": null,\n");
+  fprintf(f, "  \"results\": [");
+  for (int i = 0; i < n; i++)
+    fprintf(f,
+            "%s\n    {\"rank\": %d, \"hash\": \"%016" PRIx64 "\", \"cost\": %.9g, "
+            "\"kernels\": %d, \"file\": \"candidates/%04d-%016" PRIx64 ".ugraph\"}",
+            i ? "," : "", i + 1, mirs_search_result_hash(s, i), mirs_search_result_cost(s, i),
+            mirs_search_result_kernels(s, i), i + 1, mirs_search_result_hash(s, i));
+  fprintf(f, "%s]\n}\n", n ? "\n  " : "");
+}
+
+/* Write every result, best.ugraph and, last, report.json into dir. */
+static int write_outputs(cli *c, const char *dir, const mirs_graph *program, const mirs_search *s,
+                         const mirs_search_stats *st, double time_to_best, char **report,
+                         size_t *report_len) {
+  char cand_dir[4096], path[4200], name[64];
+  if (!join_path(c, cand_dir, sizeof cand_dir, dir, "candidates"))
+    return EXIT_USAGE;
+  int rc = ensure_dir(c, dir);
+  if (rc == EXIT_OK)
+    rc = clear_old_outputs(c, dir, cand_dir);
+  if (rc == EXIT_OK)
+    rc = ensure_dir(c, cand_dir);
+  int n = mirs_search_num_results(s);
+  for (int i = 0; rc == EXIT_OK && i < n; i++) {
+    snprintf(name, sizeof name, "%04d-%016" PRIx64 ".ugraph", i + 1,
+             mirs_search_result_hash(s, i));
+    if (!join_path(c, path, sizeof path, cand_dir, name))
+      return EXIT_USAGE;
+    mirs_status ws = mirs_graph_write_file(mirs_search_result(s, i), path);
+    if (ws == MIRS_OK && i == 0) {
+      if (!join_path(c, path, sizeof path, dir, "best.ugraph"))
+        return EXIT_USAGE;
+      ws = mirs_graph_write_file(mirs_search_result(s, 0), path);
+    }
+    if (ws != MIRS_OK)
+      rc = cli_fail(c, ws, 0);
+  }
+  if (rc != EXIT_OK)
+    return rc;
+  FILE *f = open_memstream(report, report_len);
+  if (!f) {
+    cli_error(c, "out of memory");
+    return EXIT_RESOURCE;
+  }
+  write_report(c, f, program, s, st, time_to_best);
+  if (fclose(f) != 0) {
+    cli_error(c, "out of memory");
+    return EXIT_RESOURCE;
+  }
+  if (!join_path(c, path, sizeof path, dir, "report.json"))
+    return EXIT_USAGE;
+  mirs_status ws = mirs_write_file_atomic(c->ctx, path, *report, *report_len);
+  return ws == MIRS_OK ? EXIT_OK : cli_fail(c, ws, 0);
+}
+
+/* `FILE.graph`: search, write the output directory, print a summary (or
+ * the JSON report with --json). */
+static int cmd_search(cli *c, const char *path) {
+  mirs_graph *p = NULL;
+  int rc = load_graph(c, path, &p);
+  if (rc != EXIT_OK)
+    return rc;
+  if (c->threads > 1)
+    fprintf(c->err, PROG ": warning: this build searches on one thread; --threads=%ld ignored\n",
+            c->threads);
+  char dir[3072];
+  int dn = c->out_dir ? snprintf(dir, sizeof dir, "%s", c->out_dir)
+                      : snprintf(dir, sizeof dir, "%s.out", mirs_graph_name(p));
+  if (dn < 0 || (size_t)dn >= sizeof dir) {
+    cli_error(c, "output directory name too long");
+    mirs_graph_destroy(p);
+    return EXIT_USAGE;
+  }
+  int64_t level = 0;
+  mirs_option_get_int(c->ctx, "log_level", &level);
+  search_ui ui = {c, level > 0 && isatty(fileno(c->err)), 0, 0, now_seconds(), 0, 0};
+  mirs_search *s = NULL;
+  mirs_status st = mirs_search_create(c->ctx, p, &s);
+  if (st == MIRS_OK)
+    st = mirs_search_set_callbacks(s, search_progress, search_result, search_should_stop, &ui);
+  struct sigaction sa, old_int, old_term;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_stop_signal;
+  sigemptyset(&sa.sa_mask);
+  stop_requested = 0;
+  sigaction(SIGINT, &sa, &old_int);
+  sigaction(SIGTERM, &sa, &old_term);
+  if (st == MIRS_OK)
+    st = mirs_search_run(s);
+  sigaction(SIGINT, &old_int, NULL);
+  sigaction(SIGTERM, &old_term, NULL);
+  if (ui.tty)
+    fputs("\r\033[K", c->err);
+  mirs_search_stats stats;
+  if (st == MIRS_OK)
+    st = mirs_search_get_stats(s, &stats);
+  char *report = NULL;
+  size_t report_len = 0;
+  if (st != MIRS_OK)
+    rc = cli_fail(c, st, 0);
+  else
+    rc = write_outputs(c, dir, p, s, &stats, ui.best_at, &report, &report_len);
+  if (rc == EXIT_OK) {
+    if (c->json) {
+      fwrite(report, 1, report_len, c->out);
+    } else {
+      int n = mirs_search_num_results(s);
+      fprintf(c->out, "%s: %d graph%s found in %.2fs (%" PRIu64 " states, %s)\n",
+              mirs_graph_name(p), n, n == 1 ? "" : "s", stats.wall_seconds, stats.states_explored,
+              stats.complete ? "complete" : "stopped early: incomplete");
+      if (n > 0)
+        fprintf(c->out, "best: %016" PRIx64 ", %d kernel%s, predicted %.2f us -> %s/best.ugraph\n",
+                mirs_search_result_hash(s, 0), mirs_search_result_kernels(s, 0),
+                mirs_search_result_kernels(s, 0) == 1 ? "" : "s",
+                mirs_search_result_cost(s, 0) * 1e6, dir);
+      fprintf(c->out, "report: %s/report.json\n", dir);
+    }
+    rc = finish_output(c);
+  }
+  free(report);
+  mirs_search_destroy(s);
+  mirs_graph_destroy(p);
+  return rc;
+}
+
 /* Whether an operand that is not a command names a file (so the default
  * search is meant) rather than a misspelt command. */
 static int looks_like_file(const char *arg) {
@@ -506,41 +861,46 @@ static int looks_like_file(const char *arg) {
 
 /* Dispatch on the operands left after option parsing. */
 static int run_command(cli *c, int nargs, char **args) {
-  static const char *const commands[] = {"check", "eval"};
+  static const char *const commands[] = {"check", "eval", "verify"};
+  static const int files[] = {1, 1, 2};
   if (nargs == 0) {
     cli_error(c, "missing command or FILE");
     return cli_hint(c);
   }
   int cmd = -1;
-  for (int i = 0; i < 2; i++)
+  for (int i = 0; i < 3; i++)
     if (strcmp(args[0], commands[i]) == 0)
       cmd = i;
   if (cmd < 0) {
     if (!looks_like_file(args[0])) {
-      cli_error(c, "unknown command '%s' (commands: check, eval)", args[0]);
+      cli_error(c, "unknown command '%s' (commands: check, eval, verify)", args[0]);
       return cli_hint(c);
     }
     if (nargs > 1) {
       cli_error(c, "unexpected argument '%s'", args[1]);
       return cli_hint(c);
     }
-    cli_error(c, "search is not available in this build yet; use 'check' or 'eval'");
-    return EXIT_USAGE;
+    return cmd_search(c, args[0]);
   }
-  if (nargs < 2) {
-    cli_error(c, "missing FILE for '%s'", commands[cmd]);
+  if (nargs < 1 + files[cmd]) {
+    if (cmd == 2)
+      cli_error(c, "'verify' needs PROGRAM and CANDIDATE files");
+    else
+      cli_error(c, "missing FILE for '%s'", commands[cmd]);
     return cli_hint(c);
   }
-  if (nargs > 2) {
-    cli_error(c, "unexpected argument '%s'", args[2]);
+  if (nargs > 1 + files[cmd]) {
+    cli_error(c, "unexpected argument '%s'", args[1 + files[cmd]]);
     return cli_hint(c);
   }
+  if (cmd == 2)
+    return cmd_verify(c, args[1], args[2]);
   return cmd == 0 ? cmd_check(c, args[1]) : cmd_eval(c, args[1]);
 }
 
 /* The mirsearch program (see cli.h). */
 int mirs__cli_main(int argc, char **argv, FILE *out, FILE *err) {
-  cli c = {out, err, NULL, NULL, NULL, 0, 0};
+  cli c = {out, err, NULL, NULL, NULL, 0, 0, NULL, 1, 0};
   int rc;
   if (mirs_context_create(&c.ctx) != MIRS_OK) {
     cli_error(&c, "cannot create a context: out of memory");

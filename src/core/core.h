@@ -20,16 +20,29 @@
 
 /* ---------------------------------------------------------------- options */
 
-typedef enum { MIRS__OPT_INT, MIRS__OPT_BOOL, MIRS__OPT_DOUBLE } mirs__opt_type;
+typedef enum { MIRS__OPT_INT, MIRS__OPT_BOOL, MIRS__OPT_DOUBLE, MIRS__OPT_STR } mirs__opt_type;
+
+/* Longest STR option value, terminating NUL included.  STR values are
+ * kept as text in the options struct itself (no allocation, so the struct
+ * stays a plain value) and parsed by the module that uses them. */
+#define MIRS__OPT_STR_SIZE 256
 
 typedef struct mirs__options {
-#define MIRS__OPT_FIELD_INT int64_t
-#define MIRS__OPT_FIELD_BOOL int64_t
-#define MIRS__OPT_FIELD_DOUBLE double
-#define MIRS_OPTION(name, type, def, lo, hi, help) MIRS__OPT_FIELD_##type name;
+#define MIRS__OPT_FIELD_INT(name) int64_t name;
+#define MIRS__OPT_FIELD_BOOL(name) int64_t name;
+#define MIRS__OPT_FIELD_DOUBLE(name) double name;
+#define MIRS__OPT_FIELD_STR(name) char name[MIRS__OPT_STR_SIZE];
+#define MIRS_OPTION(name, type, def, lo, hi, help) MIRS__OPT_FIELD_##type(name)
 #include "options.def"
 #undef MIRS_OPTION
 } mirs__options;
+
+/* Parse a STR option's value as a comma-separated list of integers, each
+ * in [lo, hi], into out[0..*n) (at most cap entries; blanks around items
+ * are allowed).  False with a one-line reason in why on a malformed list,
+ * an empty one, an item out of range or more than cap items. */
+bool mirs__core_parse_int_list(const char *text, int64_t lo, int64_t hi, int64_t *out, int cap,
+                               int *n, char *why, size_t whysize);
 
 /* Default values, from options.def. */
 void mirs__core_options_defaults(mirs__options *o);

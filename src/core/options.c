@@ -20,7 +20,8 @@ typedef struct optdesc {
   const char *name;
   mirs__opt_type type;
   double def, lo, hi; /* as doubles for the help text; ints below */
-  int64_t idef, ilo, ihi;
+  int64_t idef, ilo, ihi; /* STR: bounds of each list item when ilo <= ihi */
+  const char *sdef; /* STR default; NULL for other types */
   size_t offset;
   const char *help;
 } optdesc;
@@ -28,11 +29,30 @@ typedef struct optdesc {
 #define MIRS__OPT_T_INT MIRS__OPT_INT
 #define MIRS__OPT_T_BOOL MIRS__OPT_BOOL
 #define MIRS__OPT_T_DOUBLE MIRS__OPT_DOUBLE
+#define MIRS__OPT_T_STR MIRS__OPT_STR
+/* The default as a number (0 for STR) and as text (NULL unless STR). */
+#define MIRS__OPT_NUM_INT(def) (def)
+#define MIRS__OPT_NUM_BOOL(def) (def)
+#define MIRS__OPT_NUM_DOUBLE(def) (def)
+#define MIRS__OPT_NUM_STR(def) 0
+#define MIRS__OPT_TXT_INT(def) NULL
+#define MIRS__OPT_TXT_BOOL(def) NULL
+#define MIRS__OPT_TXT_DOUBLE(def) NULL
+#define MIRS__OPT_TXT_STR(def) (def)
 
 static const optdesc opt_table[] = {
-#define MIRS_OPTION(name, type, def, lo, hi, help)                                            \
-  {#name,         MIRS__OPT_T_##type, (double)(def), (double)(lo), (double)(hi), (int64_t)(def), \
-   (int64_t)(lo), (int64_t)(hi),      offsetof(mirs__options, name), help},
+#define MIRS_OPTION(name, type, def, lo, hi, help)                                             \
+  {#name,                                                                                     \
+   MIRS__OPT_T_##type,                                                                        \
+   (double)(MIRS__OPT_NUM_##type(def)),                                                       \
+   (double)(lo),                                                                              \
+   (double)(hi),                                                                              \
+   (int64_t)(MIRS__OPT_NUM_##type(def)),                                                      \
+   (int64_t)(lo),                                                                             \
+   (int64_t)(hi),                                                                             \
+   MIRS__OPT_TXT_##type(def),                                                                 \
+   offsetof(mirs__options, name),                                                             \
+   help},
 #include "options.def"
 #undef MIRS_OPTION
 };
@@ -45,6 +65,8 @@ void mirs__core_options_defaults(mirs__options *o) {
     char *field = (char *)o + opt_table[i].offset;
     if (opt_table[i].type == MIRS__OPT_DOUBLE)
       memcpy(field, &opt_table[i].def, sizeof(double));
+    else if (opt_table[i].type == MIRS__OPT_STR)
+      snprintf(field, MIRS__OPT_STR_SIZE, "%s", opt_table[i].sdef);
     else
       memcpy(field, &opt_table[i].idef, sizeof(int64_t));
   }
@@ -84,6 +106,44 @@ static bool parse_bool(const char *v, int64_t *out) {
   return false;
 }
 
+/* Parse a comma-separated integer list with per-item bounds. */
+bool mirs__core_parse_int_list(const char *text, int64_t lo, int64_t hi, int64_t *out, int cap,
+                               int *n, char *why, size_t whysize) {
+  *n = 0;
+  const char *p = text;
+  for (;;) {
+    while (*p == ' ' || *p == '\t')
+      p++;
+    char *end;
+    errno = 0;
+    long long v = strtoll(p, &end, 10);
+    if (end == p || errno) {
+      snprintf(why, whysize, "expects a comma-separated list of integers, got '%s'", text);
+      return false;
+    }
+    if (v < lo || v > hi) {
+      snprintf(why, whysize, "list item %lld is out of range [%" PRId64 ", %" PRId64 "]", v, lo,
+               hi);
+      return false;
+    }
+    if (*n >= cap) {
+      snprintf(why, whysize, "list has more than %d items", cap);
+      return false;
+    }
+    out[(*n)++] = v;
+    p = end;
+    while (*p == ' ' || *p == '\t')
+      p++;
+    if (*p == '\0')
+      return true;
+    if (*p != ',') {
+      snprintf(why, whysize, "expects a comma-separated list of integers, got '%s'", text);
+      return false;
+    }
+    p++;
+  }
+}
+
 /* Set an option from text, checking type and range. */
 mirs_status mirs_option_set(mirs_context *ctx, const char *name, const char *value) {
   if (!ctx)
@@ -94,6 +154,21 @@ mirs_status mirs_option_set(mirs_context *ctx, const char *name, const char *val
   if (!d)
     return MIRS_FAIL(ctx, MIRS_INVALID_ARG, "unknown option '%s'", name);
   char *field = (char *)&ctx->opt + d->offset;
+  if (d->type == MIRS__OPT_STR) {
+    if (strlen(value) >= MIRS__OPT_STR_SIZE)
+      return MIRS_FAIL(ctx, MIRS_INVALID_ARG, "option '%s': value longer than %d characters",
+                       d->name, MIRS__OPT_STR_SIZE - 1);
+    if (d->ilo <= d->ihi) {
+      int64_t items[MIRS__OPT_STR_SIZE];
+      int n;
+      char why[160];
+      if (!mirs__core_parse_int_list(value, d->ilo, d->ihi, items, MIRS__OPT_STR_SIZE, &n, why,
+                                     sizeof why))
+        return MIRS_FAIL(ctx, MIRS_INVALID_ARG, "option '%s' %s", d->name, why);
+    }
+    snprintf(field, MIRS__OPT_STR_SIZE, "%s", value);
+    return MIRS_OK;
+  }
   if (d->type == MIRS__OPT_DOUBLE) {
     char *end;
     errno = 0;
@@ -133,7 +208,9 @@ mirs_status mirs_option_set(mirs_context *ctx, const char *name, const char *val
 /* Format the current value of d in o. */
 static void format_value(const optdesc *d, const mirs__options *o, char *buf, size_t size) {
   const char *field = (const char *)o + d->offset;
-  if (d->type == MIRS__OPT_DOUBLE) {
+  if (d->type == MIRS__OPT_STR) {
+    snprintf(buf, size, "%s", field);
+  } else if (d->type == MIRS__OPT_DOUBLE) {
     double v;
     memcpy(&v, field, sizeof v);
     snprintf(buf, size, "%g", v);
@@ -163,7 +240,7 @@ mirs_status mirs_option_get_int(const mirs_context *ctx, const char *name, int64
   if (!ctx || !name || !value)
     return MIRS_INVALID_ARG;
   const optdesc *d = find(name);
-  if (!d || d->type == MIRS__OPT_DOUBLE)
+  if (!d || d->type == MIRS__OPT_DOUBLE || d->type == MIRS__OPT_STR)
     return MIRS_FAIL((mirs_context *)(uintptr_t)ctx, MIRS_INVALID_ARG,
                      "no integer option '%s'", name);
   memcpy(value, (const char *)&ctx->opt + d->offset, sizeof *value);
@@ -191,11 +268,19 @@ const char *mirs_option_help(size_t index, char *buf, size_t size) {
   const optdesc *d = &opt_table[index];
   char flag[64];
   snprintf(flag, sizeof flag, "--%s=%s", d->name,
-           d->type == MIRS__OPT_INT ? "N" : d->type == MIRS__OPT_BOOL ? "BOOL" : "X");
+           d->type == MIRS__OPT_INT    ? "N"
+           : d->type == MIRS__OPT_BOOL ? "BOOL"
+           : d->type == MIRS__OPT_STR  ? (d->ilo <= d->ihi ? "LIST" : "TEXT")
+                                       : "X");
   for (char *p = flag; *p; p++)
     if (*p == '_')
       *p = '-';
-  if (d->type == MIRS__OPT_DOUBLE)
+  if (d->type == MIRS__OPT_STR && d->ilo <= d->ihi)
+    snprintf(buf, size, "%-28s %s (default \"%s\", items in [%" PRId64 ", %" PRId64 "])", flag,
+             d->help, d->sdef, d->ilo, d->ihi);
+  else if (d->type == MIRS__OPT_STR)
+    snprintf(buf, size, "%-28s %s (default \"%s\")", flag, d->help, d->sdef);
+  else if (d->type == MIRS__OPT_DOUBLE)
     snprintf(buf, size, "%-28s %s (default %g, range [%g, %g])", flag, d->help, d->def, d->lo,
              d->hi);
   else if (d->type == MIRS__OPT_BOOL)
@@ -218,9 +303,10 @@ void mirs_options_nondefault(const mirs_context *ctx, char *buf, size_t size) {
   size_t len = 0;
   for (size_t i = 0; i < NOPTS; i++) {
     const optdesc *d = &opt_table[i];
-    if (!memcmp((const char *)&def + d->offset, (const char *)&ctx->opt + d->offset, 8))
+    const char *dv = (const char *)&def + d->offset, *cv = (const char *)&ctx->opt + d->offset;
+    if (d->type == MIRS__OPT_STR ? !strcmp(dv, cv) : !memcmp(dv, cv, 8))
       continue;
-    char v[64];
+    char v[MIRS__OPT_STR_SIZE];
     format_value(d, &ctx->opt, v, sizeof v);
     int n = snprintf(buf + len, size - len, "%s%s=%s", len ? " " : "", d->name, v);
     if (n < 0 || (size_t)n >= size - len)

@@ -163,6 +163,17 @@ mirs_status mirs__core_write_atomic(mirs_context *ctx, const char *path, const v
   return MIRS_OK;
 }
 
+/* Public front end of mirs__core_write_atomic. */
+mirs_status mirs_write_file_atomic(mirs_context *ctx, const char *path, const void *data,
+                                   size_t len) {
+  if (!ctx)
+    return MIRS_INVALID_ARG;
+  if (!path || (!data && len))
+    return MIRS_FAIL(ctx, MIRS_INVALID_ARG, "mirs_write_file_atomic: NULL argument");
+  MIRS_CHECK(ctx, mirs__core_write_atomic(ctx, path, data, len));
+  return MIRS_OK;
+}
+
 /* ---------------------------------------------------------------- hashing */
 
 /* Mix one 64-bit value into h (a splitmix64-style finaliser on h ^ v). */

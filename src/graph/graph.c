@@ -620,7 +620,7 @@ mirs_status mirs__graph_add_custom(mirs_graph *g, mirs__bgraph *bg, const char *
 /* ---------------------------------------------------------------- copy */
 
 /* Deep copy of a block graph. */
-static mirs_status bg_clone(mirs_context *ctx, const mirs__bgraph *src, mirs__bgraph **out) {
+mirs_status mirs__bg_clone(mirs_context *ctx, const mirs__bgraph *src, mirs__bgraph **out) {
   mirs__bgraph *bg = mirs__core_calloc(ctx, 1, sizeof *bg);
   if (!bg)
     return MIRS_NOMEM;
@@ -679,7 +679,7 @@ mirs_status mirs__graph_clone(const mirs_graph *g, mirs_graph **out) {
     n.bg = NULL;
     n.in = mirs__core_alloc(ctx, sizeof(int32_t) * (size_t)(k->nin ? k->nin : 1));
     n.out = mirs__core_alloc(ctx, sizeof(int32_t) * (size_t)k->nout);
-    if (n.in && n.out && (!k->bg || bg_clone(ctx, k->bg, &n.bg) == MIRS_OK)) {
+    if (n.in && n.out && (!k->bg || mirs__bg_clone(ctx, k->bg, &n.bg) == MIRS_OK)) {
       memcpy(n.in, k->in, sizeof(int32_t) * (size_t)k->nin);
       memcpy(n.out, k->out, sizeof(int32_t) * (size_t)k->nout);
       c->ops[c->nops++] = n;

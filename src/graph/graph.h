@@ -194,6 +194,8 @@ mirs_status mirs__bg_add_op(mirs_graph *g, mirs__bgraph *bg, const char *name, m
 mirs_status mirs__bg_add_output(mirs_graph *g, mirs__bgraph *bg, int32_t t,
                                 const int32_t omap[MIRS__GRID]);
 void mirs__bg_pop_op(mirs_context *ctx, mirs__bgraph *bg);
+/* Deep copy of a block graph (names included). */
+mirs_status mirs__bg_clone(mirs_context *ctx, const mirs__bgraph *src, mirs__bgraph **out);
 mirs_status mirs__graph_add_custom(mirs_graph *g, mirs__bgraph *bg, const char *const *names,
                                    int32_t *first_out);
 /* Block tensor id by name within bg, or -1. */

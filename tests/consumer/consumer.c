@@ -1,4 +1,4 @@
-/* tests/embedded/consumer.c - a toy embedding compiler: builds a program
+/* tests/consumer/consumer.c - a toy embedding compiler: builds a program
  * through the API (no file), evaluates it, parses the same program from
  * text, and checks that both agree and that versions match.  Compiled
  * against the *installed* library with pkg-config by tests/embedded.sh. */

@@ -1,0 +1,81 @@
+/* mirsearch/search.h - superoptimise a tensor program: search the µGraphs
+ * that compute the same function, verify them, rank them by cost.
+ *
+ *   mirs_search *s;
+ *   mirs_search_create(ctx, program, &s);      options are read from ctx now
+ *   mirs_search_set_callbacks(s, progress, on_result, should_stop, user);
+ *   mirs_search_run(s);                         MIRS_OK also when stopped early
+ *   for (int i = 0; i < mirs_search_num_results(s); i++)
+ *     use(mirs_search_result(s, i), mirs_search_result_cost(s, i));
+ *   mirs_search_destroy(s);
+ *
+ * Results are verified graphs, deduplicated by canonical hash and sorted
+ * by (predicted seconds, hash); each names its outputs like the program,
+ * so mirs_graph_eval of a result and of the program compare output by
+ * output.  The space, its limits (max_states, time_limit, max_memory) and
+ * pruning are options (mirs_options_help; names in src/core/options.def).
+ * A search stopped by a limit or by should_stop returns MIRS_OK with the
+ * results so far and stats.complete = 0.  Errors follow mirsearch/core.h. */
+#ifndef MIRSEARCH_SEARCH_H
+#define MIRSEARCH_SEARCH_H
+
+#include <stdint.h>
+
+#include "mirsearch/core.h"
+#include "mirsearch/graph.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct mirs_search mirs_search;
+
+/* Statistics of a search (sums over its workers). */
+typedef struct mirs_search_stats {
+  uint64_t states_explored; /* partial graphs entered */
+  uint64_t candidates_verified; /* complete candidates compared by fingerprints */
+  uint64_t graphs_found; /* verified graphs with a new canonical hash */
+  uint64_t prune_calls; /* abstract-expression checks */
+  uint64_t prune_cache_hits; /* checks answered by the verdict cache */
+  uint64_t solver_calls; /* checks sent to Z3 */
+  double wall_seconds;
+  double solver_seconds; /* time spent in Z3 (summed over workers) */
+  int complete; /* 1 when the whole space was searched */
+} mirs_search_stats;
+
+/* Called now and then during mirs_search_run. */
+typedef void (*mirs_search_progress_fn)(void *user, const mirs_search_stats *stats);
+/* Called for each new verified graph (owned by the search; cost in
+ * predicted seconds). */
+typedef void (*mirs_search_result_fn)(void *user, const mirs_graph *graph, double cost);
+/* Polled during the search: nonzero stops it (cleanly, complete = 0). */
+typedef int (*mirs_search_stop_fn)(void *user);
+
+/* Prepare a search for program (copied; it may be destroyed afterwards).
+ * MIRS_INVALID_ARG for a bad search option (the message names it) or a
+ * program without outputs, MIRS_UNSUPPORTED when the program cannot be
+ * fingerprinted (an exp of an exp). */
+MIRS_API mirs_status mirs_search_create(mirs_context *ctx, const mirs_graph *program,
+                                        mirs_search **out);
+/* Install callbacks (each may be NULL) and their user pointer. */
+MIRS_API mirs_status mirs_search_set_callbacks(mirs_search *s, mirs_search_progress_fn progress,
+                                               mirs_search_result_fn on_result,
+                                               mirs_search_stop_fn should_stop, void *user);
+/* Search; may be called once per search object. */
+MIRS_API mirs_status mirs_search_run(mirs_search *s);
+/* Results, best first (index in [0, count)); NULL / NaN / 0 when out of range. */
+MIRS_API int mirs_search_num_results(const mirs_search *s);
+MIRS_API const mirs_graph *mirs_search_result(const mirs_search *s, int index);
+MIRS_API double mirs_search_result_cost(const mirs_search *s, int index);
+MIRS_API uint64_t mirs_search_result_hash(const mirs_search *s, int index);
+/* Kernel launches of result index. */
+MIRS_API int mirs_search_result_kernels(const mirs_search *s, int index);
+/* Statistics so far. */
+MIRS_API mirs_status mirs_search_get_stats(const mirs_search *s, mirs_search_stats *out);
+/* Release the search and its results (NULL is a no-op). */
+MIRS_API void mirs_search_destroy(mirs_search *s);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

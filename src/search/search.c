@@ -1,0 +1,998 @@
+/* src/search/search.c - the depth-first search engine: applying and undoing
+ * moves on a worker's in-place state, the explicit DFS stack, verification
+ * of complete candidates, results (dedup, ranking, float64 check) and the
+ * public mirs_search_* API.
+ *
+ * Per move applied (a new state):
+ *  - a kernel op (KOP, or CLOSE adding a custom kernel) is fingerprinted
+ *    incrementally (mirs__fp_push_op: only its outputs, from its inputs');
+ *    an op fingerprinting refuses (exp of an exp-dependent value) is not a
+ *    state;
+ *  - every new kernel or block tensor's abstract expression is checked
+ *    (mirs__prune_check); a pruned move is undone at once;
+ *  - a CLOSE whose kernel the cost model finds infeasible (shared memory,
+ *    threads) is undone at once;
+ *  - each new kernel tensor's digest is compared with the program outputs'
+ *    (equal shapes and digests, then every fingerprint); when every output
+ *    position is matched and no op is dead, the candidate gets the
+ *    program's output names, and it is a result if its canonical hash is new.
+ * Invariants: the worker's graph, block graphs, fingerprint store,
+ * expression arena, kuses/kmatch/nmatch and bt always describe exactly
+ * the state of the top frame; frame i's `in` move and `mark` are what
+ * undoing it needs; the move arena holds the moves of every frame, in
+ * stack order. */
+#include "config.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "search/search.h"
+
+/* States between checks of the limits and callbacks. */
+#define CHECK_EVERY 64
+/* Seconds between progress callbacks. */
+#define PROGRESS_EVERY 0.5
+
+/* ---------------------------------------------------------------- worker */
+
+/* Grow the per-kernel-tensor arrays to hold n tensors. */
+static mirs_status ensure_k(mirs__search_worker *w, size_t n) {
+  mirs_context *ctx = w->ctx;
+  if (n > w->capk) {
+    size_t cap = w->capk, cap2 = w->capk;
+    MIRS_CHECK(ctx, mirs__core_grow(ctx, (void **)&w->kuses, &cap, n, sizeof *w->kuses));
+    MIRS_CHECK(ctx, mirs__core_grow(ctx, (void **)&w->kmatch, &cap2, n, sizeof *w->kmatch));
+    w->capk = cap < cap2 ? cap : cap2;
+  }
+  if (n > w->capkexpr)
+    MIRS_CHECK(ctx, mirs__core_grow(ctx, (void **)&w->kexpr, &w->capkexpr, n, sizeof *w->kexpr));
+  return MIRS_OK;
+}
+
+/* Grow the per-block-tensor arrays to hold n tensors. */
+static mirs_status ensure_b(mirs__search_worker *w, size_t n) {
+  mirs_context *ctx = w->ctx;
+  if (n > w->capbt)
+    MIRS_CHECK(ctx, mirs__core_grow(ctx, (void **)&w->bt, &w->capbt, n, sizeof *w->bt));
+  if (n > w->capbexpr)
+    MIRS_CHECK(ctx, mirs__core_grow(ctx, (void **)&w->bexpr, &w->capbexpr, n, sizeof *w->bexpr));
+  return MIRS_OK;
+}
+
+/* Push a frame for the current state (its moves generated now). */
+static mirs_status push_frame(mirs__search_worker *w, const mirs__search_move *in,
+                              mirs__abs_mark mark) {
+  mirs_context *ctx = w->ctx;
+  if ((size_t)w->depth >= w->capframes)
+    MIRS_CHECK(ctx, mirs__core_grow(ctx, (void **)&w->frames, &w->capframes, (size_t)w->depth + 1,
+                                    sizeof *w->frames));
+  mirs__search_frame *f = &w->frames[w->depth];
+  f->moff = w->nmoves;
+  f->next = 0;
+  f->mark = mark;
+  if (in)
+    f->in = *in;
+  else
+    memset(&f->in, 0, sizeof f->in);
+  uint32_t n;
+  MIRS_CHECK(ctx, mirs__search_gen_moves(w, &n));
+  f->nmoves = n;
+  w->depth++;
+  return MIRS_OK;
+}
+
+/* The program output kernel tensor t of the worker's graph matches, or -1. */
+static mirs_status match_output(mirs__search_worker *w, int32_t t, int *out) {
+  mirs_search *s = w->s;
+  const mirs_graph *p = s->program;
+  *out = -1;
+  for (int32_t i = 0; i < p->nout; i++) {
+    if (!mirs__shape_eq(&p->t[p->outputs[i]].shape, &w->g->t[t].shape))
+      continue;
+    uint64_t d;
+    MIRS_CHECK(w->ctx, mirs__fp_digest(w->fp, t, &d));
+    if (d != s->ref_digest[i])
+      continue;
+    bool eq;
+    MIRS_CHECK(w->ctx, mirs__fp_tensor_equal(s->ref, p, p->outputs[i], w->fp, w->g, t, &eq));
+    if (eq) {
+      *out = i;
+      return MIRS_OK;
+    }
+  }
+  return MIRS_OK;
+}
+
+/* Record the tensors of the kernel op just added: uses of its inputs,
+ * matches of its outputs. */
+static mirs_status note_kop(mirs__search_worker *w) {
+  const mirs__kop *k = &w->g->ops[w->g->nops - 1];
+  for (int i = 0; i < k->nin; i++)
+    w->kuses[k->in[i]]++;
+  for (int i = 0; i < k->nout; i++) {
+    int32_t t = k->out[i];
+    int mi;
+    w->kuses[t] = 0;
+    MIRS_CHECK(w->ctx, match_output(w, t, &mi));
+    w->kmatch[t] = (int8_t)mi;
+    if (mi >= 0)
+      w->nmatch[mi]++;
+  }
+  return MIRS_OK;
+}
+
+/* Undo note_kop and remove the last kernel op (fingerprints, expressions). */
+static void pop_kop(mirs__search_worker *w, mirs__abs_mark mark) {
+  const mirs__kop *k = &w->g->ops[w->g->nops - 1];
+  int c = mirs__search_op_class(k->op);
+  if (c >= 0)
+    w->opcount[c]--;
+  for (int i = 0; i < k->nin; i++)
+    w->kuses[k->in[i]]--;
+  for (int i = 0; i < k->nout; i++)
+    if (w->kmatch[k->out[i]] >= 0)
+      w->nmatch[w->kmatch[k->out[i]]]--;
+  mirs__graph_pop_op(w->g);
+  mirs__fp_truncate(w->fp, w->g->nt);
+  mirs__abs_release(mirs__prune_worker_arena(w->pw), mark);
+}
+
+/* Check expression e; *keep false when pruned. */
+static mirs_status prune_check(mirs__search_worker *w, mirs__abs_id e, bool *keep) {
+  MIRS_INC(&w->stats, prune_calls);
+  mirs_status st = mirs__prune_check(w->pw, e, keep);
+  if (st == MIRS_SOLVER) {
+    /* A solver error keeps the op (unknown never prunes); say it once. */
+    mirs__core_log(w->ctx, MIRS_LOG_DEBUG, "search: solver error kept an op: %s",
+                   mirs_last_error(w->ctx));
+    mirs_clear_error(w->ctx);
+    *keep = true;
+    return MIRS_OK;
+  }
+  MIRS_CHECK(w->ctx, st);
+  if (!*keep)
+    MIRS_INC(&w->stats, prune_pruned);
+  return MIRS_OK;
+}
+
+/* A builder or fingerprint refusal (not an error of the search). */
+static bool refusal(mirs_status st) {
+  return st == MIRS_SHAPE || st == MIRS_INVALID_ARG || st == MIRS_UNSUPPORTED || st == MIRS_LIMIT;
+}
+
+/* Fingerprint, prune and record the kernel op just added (KOP or CLOSE);
+ * *ok false (op removed) when refused or pruned. */
+static mirs_status finish_kop(mirs__search_worker *w, mirs__abs_mark mark, bool *ok) {
+  mirs_context *ctx = w->ctx;
+  mirs_graph *g = w->g;
+  *ok = false;
+  MIRS_CHECK(ctx, ensure_k(w, (size_t)g->nt));
+  mirs_status st = mirs__fp_push_op(w->fp, g, g->nops - 1);
+  MIRS_INC(&w->stats, fp_ops);
+  if (st != MIRS_OK) {
+    mirs__graph_pop_op(g);
+    if (!refusal(st))
+      return st;
+    mirs_clear_error(ctx);
+    MIRS_INC(&w->stats, fp_refused);
+    return MIRS_OK;
+  }
+  mirs__abs_arena *a = mirs__prune_worker_arena(w->pw);
+  st = mirs__abs_kop(a, g, g->nops - 1, w->kexpr);
+  const mirs__kop *k = &g->ops[g->nops - 1];
+  bool keep = st == MIRS_OK;
+  for (int i = 0; keep && i < k->nout; i++)
+    MIRS_CHECK(ctx, prune_check(w, w->kexpr[k->out[i]], &keep));
+  if (st != MIRS_OK && st != MIRS_LIMIT) {
+    mirs__graph_pop_op(g);
+    mirs__fp_truncate(w->fp, g->nt);
+    return st;
+  }
+  if (!keep) {
+    if (st == MIRS_LIMIT)
+      mirs_clear_error(ctx);
+    mirs__graph_pop_op(g);
+    mirs__fp_truncate(w->fp, g->nt);
+    mirs__abs_release(a, mark);
+    return MIRS_OK;
+  }
+  MIRS_CHECK(ctx, note_kop(w));
+  *ok = true;
+  return MIRS_OK;
+}
+
+/* Apply move m to w's state; *ok false when it is refused or pruned (the
+ * state is then unchanged).  *mark receives the arena mark to undo with. */
+static mirs_status apply_move(mirs__search_worker *w, const mirs__search_move *m, bool *ok,
+                              mirs__abs_mark *mark) {
+  mirs_context *ctx = w->ctx;
+  mirs_graph *g = w->g;
+  mirs__abs_arena *a = mirs__prune_worker_arena(w->pw);
+  *ok = false;
+  *mark = mirs__abs_mark_get(a);
+  switch (m->kind) {
+  case MIRS__MOVE_KOP: {
+    mirs_status st = mirs__graph_add_op(g, NULL, m->op, m->nin, m->in, m->dim, NULL);
+    if (st != MIRS_OK) {
+      if (!refusal(st))
+        return st;
+      mirs_clear_error(ctx);
+      MIRS_INC(&w->stats, moves_failed);
+      return MIRS_OK;
+    }
+    return finish_kop(w, *mark, ok);
+  }
+  case MIRS__MOVE_OPEN: {
+    int32_t block[MIRS__GRID] = {m->block, 1, 1};
+    mirs__bgraph *bg;
+    if ((size_t)w->nbg >= w->capbgs)
+      MIRS_CHECK(ctx, mirs__core_grow(ctx, (void **)&w->bgs, &w->capbgs, (size_t)w->nbg + 1,
+                                      sizeof *w->bgs));
+    mirs_status st = mirs__bg_new(ctx, m->grid, block, m->forloop, &bg);
+    if (st != MIRS_OK) {
+      if (!refusal(st))
+        return st;
+      mirs_clear_error(ctx);
+      MIRS_INC(&w->stats, moves_failed);
+      return MIRS_OK;
+    }
+    w->bgs[w->nbg++] = bg;
+    w->open = true;
+    *ok = true;
+    return MIRS_OK;
+  }
+  case MIRS__MOVE_BOP: {
+    mirs__bgraph *bg = w->bgs[w->nbg - 1];
+    MIRS_CHECK(ctx, ensure_b(w, (size_t)bg->nt + 3));
+    int added = 0;
+    mirs_status st = MIRS_OK;
+    for (int k = 0; st == MIRS_OK && k < m->nload; k++) {
+      const mirs__search_load *l = &m->load[k];
+      int32_t imap[MIRS__GRID] = {l->imap[0], l->imap[1], l->imap[2]}, id;
+      st = mirs__bg_add_input(g, bg, NULL, l->src, imap, l->fmap, &id);
+      if (st == MIRS_OK) {
+        added++;
+        mirs__search_load_info(g, bg, l, &w->bt[id]);
+        st = mirs__abs_bop(a, bg, bg->nops - 1, w->kexpr, w->bexpr);
+      }
+    }
+    int32_t out = -1;
+    if (st == MIRS_OK) {
+      st = mirs__bg_add_op(g, bg, NULL, m->op, m->nin, m->in, m->dim, false, &out);
+      if (st == MIRS_OK)
+        added++;
+    }
+    bool keep = false;
+    if (st == MIRS_OK) {
+      mirs__search_btinfo info[2];
+      mirs__shape sh[2];
+      for (int i = 0; i < m->nin; i++) {
+        info[i] = w->bt[m->in[i]];
+        sh[i] = bg->t[m->in[i]].shape;
+      }
+      (void)mirs__search_tile_rule(bg, m->op, m->dim, m->nin, info, sh, &w->bt[out]);
+      st = mirs__abs_bop(a, bg, bg->nops - 1, w->kexpr, w->bexpr);
+      if (st == MIRS_OK)
+        st = prune_check(w, w->bexpr[out], &keep);
+    }
+    if (st != MIRS_OK || !keep) {
+      for (int k = 0; k < added; k++)
+        mirs__bg_pop_op(ctx, bg);
+      mirs__abs_release(a, *mark);
+      if (st != MIRS_OK) {
+        if (!refusal(st))
+          return st;
+        mirs_clear_error(ctx);
+        MIRS_INC(&w->stats, moves_failed);
+      }
+      return MIRS_OK;
+    }
+    for (int i = 0; i < m->nin; i++)
+      w->bt[m->in[i]].uses++;
+    int c = mirs__search_op_class(m->op);
+    if (c >= 0)
+      w->opcount[c]++;
+    *ok = true;
+    return MIRS_OK;
+  }
+  case MIRS__MOVE_CLOSE: {
+    mirs__bgraph *bg = w->bgs[w->nbg - 1], *copy = NULL;
+    MIRS_CHECK(ctx, mirs__bg_clone(ctx, bg, &copy));
+    mirs_status st = MIRS_OK;
+    for (int k = 0; st == MIRS_OK && k < m->nout; k++) {
+      int32_t omap[MIRS__GRID] = {m->omap[k][0], m->omap[k][1], m->omap[k][2]};
+      st = mirs__bg_add_output(g, copy, m->out[k], omap);
+    }
+    for (int32_t i = 0; i < copy->nops && i < 64; i++)
+      copy->ops[i].fused = (m->fused >> i) & 1;
+    if (st != MIRS_OK) {
+      mirs__bg_free(ctx, copy);
+    } else {
+      st = mirs__graph_add_custom(g, copy, NULL, NULL); /* takes copy */
+    }
+    if (st != MIRS_OK) {
+      if (!refusal(st))
+        return st;
+      mirs_clear_error(ctx);
+      MIRS_INC(&w->stats, moves_failed);
+      return MIRS_OK;
+    }
+    mirs__cost_kernel ck;
+    st = mirs__cost_kernel_op(ctx, w->s->device, g, g->nops - 1, &ck);
+    if (st != MIRS_OK || !ck.feasible) {
+      mirs__graph_pop_op(g);
+      if (st != MIRS_OK)
+        return st;
+      MIRS_INC(&w->stats, infeasible_kernels);
+      return MIRS_OK;
+    }
+    MIRS_CHECK(ctx, finish_kop(w, *mark, ok));
+    if (*ok)
+      w->open = false;
+    return MIRS_OK;
+  }
+  }
+  return MIRS_FAIL(ctx, MIRS_INTERNAL, "search: unknown move kind %d", m->kind);
+}
+
+/* Undo the move that entered the top frame. */
+static void undo_move(mirs__search_worker *w, const mirs__search_frame *f) {
+  const mirs__search_move *m = &f->in;
+  switch (m->kind) {
+  case MIRS__MOVE_KOP:
+    pop_kop(w, f->mark);
+    break;
+  case MIRS__MOVE_OPEN:
+    mirs__bg_free(w->ctx, w->bgs[--w->nbg]);
+    w->open = false;
+    break;
+  case MIRS__MOVE_BOP: {
+    mirs__bgraph *bg = w->bgs[w->nbg - 1];
+    for (int i = 0; i < m->nin; i++)
+      w->bt[m->in[i]].uses--;
+    int c = mirs__search_op_class(m->op);
+    if (c >= 0)
+      w->opcount[c]--;
+    for (int k = 0; k <= m->nload; k++)
+      mirs__bg_pop_op(w->ctx, bg);
+    mirs__abs_release(mirs__prune_worker_arena(w->pw), f->mark);
+    break;
+  }
+  case MIRS__MOVE_CLOSE:
+    pop_kop(w, f->mark);
+    w->open = true;
+    break;
+  }
+}
+
+/* Pop the top frame (undoing its move unless it is the root). */
+static void pop_frame(mirs__search_worker *w) {
+  mirs__search_frame *f = &w->frames[w->depth - 1];
+  if (w->depth > 1)
+    undo_move(w, f);
+  w->nmoves = f->moff;
+  w->depth--;
+}
+
+/* A worker positioned at the root state. */
+mirs_status mirs__search_worker_new(mirs_search *s, mirs__search_worker **out) {
+  mirs_context *ctx = s->ctx;
+  *out = NULL;
+  mirs__search_worker *w = mirs__core_calloc(ctx, 1, sizeof *w);
+  if (!w)
+    return MIRS_NOMEM;
+  w->s = s;
+  w->ctx = ctx;
+  mirs_status st = mirs__graph_new(ctx, s->program->name, &w->g);
+  for (int32_t t = 0; st == MIRS_OK && t < s->program->nt; t++) {
+    const mirs__ktensor *kt = &s->program->t[t];
+    if (kt->producer < 0)
+      st = mirs__graph_add_input(w->g, kt->name, kt->dtype, &kt->shape, NULL);
+  }
+  if (st == MIRS_OK) {
+    w->nmatch = mirs__core_calloc(ctx, (size_t)s->program->nout + 1, sizeof *w->nmatch);
+    if (!w->nmatch)
+      st = MIRS_NOMEM;
+  }
+  if (st == MIRS_OK)
+    st = ensure_k(w, (size_t)w->g->nt + 8);
+  if (st == MIRS_OK)
+    st = ensure_b(w, 16);
+  if (st == MIRS_OK) {
+    for (int32_t t = 0; t < w->g->nt; t++) {
+      w->kuses[t] = 0;
+      w->kmatch[t] = -1;
+    }
+    st = mirs__fp_store_new(ctx, NULL, s->trials, (uint64_t)ctx->opt.seed, &w->fp);
+  }
+  if (st == MIRS_OK)
+    st = mirs__fp_extend(w->fp, w->g);
+  if (st == MIRS_OK)
+    st = mirs__prune_worker_new(s->prune, &w->pw);
+  if (st == MIRS_OK)
+    st = mirs__abs_graph(mirs__prune_worker_arena(w->pw), w->g, w->kexpr);
+  if (st == MIRS_OK)
+    st = push_frame(w, NULL, mirs__abs_mark_get(mirs__prune_worker_arena(w->pw)));
+  if (st != MIRS_OK) {
+    mirs__search_worker_free(w);
+    return mirs__core_trace(ctx, st, __func__, __FILE__, __LINE__);
+  }
+  *out = w;
+  return MIRS_OK;
+}
+
+/* Free a worker and its state. */
+void mirs__search_worker_free(mirs__search_worker *w) {
+  if (!w)
+    return;
+  mirs_context *ctx = w->ctx;
+  while (w->depth > 1 && w->pw && w->fp)
+    pop_frame(w);
+  for (int i = 0; i < w->nbg; i++)
+    mirs__bg_free(ctx, w->bgs[i]);
+  mirs__graph_free(w->g);
+  mirs__fp_store_free(w->fp);
+  mirs__prune_worker_free(w->pw);
+  mirs__core_free(ctx, w->bgs);
+  mirs__core_free(ctx, w->kuses);
+  mirs__core_free(ctx, w->kmatch);
+  mirs__core_free(ctx, w->nmatch);
+  mirs__core_free(ctx, w->bt);
+  mirs__core_free(ctx, w->frames);
+  mirs__core_free(ctx, w->moves);
+  mirs__core_free(ctx, w->loads);
+  mirs__core_free(ctx, w->kexpr);
+  mirs__core_free(ctx, w->bexpr);
+  mirs__core_free(ctx, w);
+}
+
+/* Copy the current path into path (at most cap entries). */
+int32_t mirs__search_path(const mirs__search_worker *w, uint32_t *path, int32_t cap) {
+  int32_t n = 0;
+  for (int32_t i = 0; i + 1 < w->depth && n < cap; i++)
+    path[n++] = w->frames[i].next - 1;
+  return n;
+}
+
+/* Canonical hash of the current partial kernel graph. */
+uint64_t mirs__search_state_hash(const mirs__search_worker *w) {
+  uint64_t h = mirs__graph_hash(w->g);
+  for (int i = 0; i < w->nbg; i++) {
+    const mirs__bgraph *bg = w->bgs[i];
+    h = mirs__hash_mix(h, (uint64_t)bg->nops);
+    h = mirs__hash_bytes(h, bg->grid, sizeof bg->grid);
+    h = mirs__hash_mix(h, (uint64_t)bg->forloop);
+    for (int32_t j = 0; j < bg->nops; j++) {
+      const mirs__bop *o = &bg->ops[j];
+      int32_t v[10] = {o->op, o->nin, o->in[0], o->in[1], o->dim, o->src,
+                       o->imap[0], o->imap[1], o->imap[2], o->fmap};
+      h = mirs__hash_bytes(h, v, sizeof v);
+    }
+  }
+  return mirs__hash_mix(h, (uint64_t)w->open);
+}
+
+/* ---------------------------------------------------------------- results */
+
+/* Whether h is in the seen set; inserts it when insert. */
+static mirs_status seen_lookup(mirs_search *s, uint64_t h, bool insert, bool *found) {
+  mirs_context *ctx = s->ctx;
+  if (h == 0)
+    h = 1;
+  if (insert && (s->seen_n + 1) * 2 > s->seen_cap) {
+    size_t cap = s->seen_cap ? s->seen_cap * 2 : 1024;
+    uint64_t *t = mirs__core_calloc(ctx, cap, sizeof *t);
+    if (!t)
+      return MIRS_NOMEM;
+    for (size_t i = 0; i < s->seen_cap; i++)
+      if (s->seen[i]) {
+        size_t j = (size_t)(s->seen[i] * UINT64_C(0x9E3779B97F4A7C15) >> 20) & (cap - 1);
+        while (t[j])
+          j = (j + 1) & (cap - 1);
+        t[j] = s->seen[i];
+      }
+    mirs__core_free(ctx, s->seen);
+    s->seen = t;
+    s->seen_cap = cap;
+  }
+  *found = false;
+  if (!s->seen_cap)
+    return MIRS_OK;
+  size_t j = (size_t)(h * UINT64_C(0x9E3779B97F4A7C15) >> 20) & (s->seen_cap - 1);
+  while (s->seen[j]) {
+    if (s->seen[j] == h) {
+      *found = true;
+      return MIRS_OK;
+    }
+    j = (j + 1) & (s->seen_cap - 1);
+  }
+  if (insert) {
+    s->seen[j] = h;
+    s->seen_n++;
+  }
+  return MIRS_OK;
+}
+
+/* Give every tensor of r a name unique in r (outputs keep theirs). */
+static mirs_status unique_names(mirs_graph *r) {
+  for (int32_t t = 0; t < r->nt; t++) {
+    bool is_out = false;
+    for (int32_t i = 0; i < r->nout; i++)
+      if (r->outputs[i] == t)
+        is_out = true;
+    if (is_out || r->t[t].producer < 0)
+      continue;
+    bool clash = false;
+    for (int32_t u = 0; u < r->nt; u++)
+      if (u != t && !strcmp(r->t[u].name, r->t[t].name))
+        clash = true;
+    if (!clash)
+      continue;
+    char buf[48];
+    for (int k = 0;; k++) {
+      snprintf(buf, sizeof buf, "t%d_%d", (int)t, k);
+      if (mirs__graph_find(r, buf) < 0)
+        break;
+    }
+    char *nm = mirs__core_strdup(r->ctx, buf);
+    if (!nm)
+      return MIRS_NOMEM;
+    mirs__core_free(r->ctx, r->t[t].name);
+    r->t[t].name = nm;
+  }
+  return MIRS_OK;
+}
+
+/* A complete candidate: name its outputs like the program's, deduplicate
+ * by canonical hash, store and announce it if new. */
+static mirs_status candidate(mirs__search_worker *w) {
+  mirs_search *s = w->s;
+  mirs_context *ctx = w->ctx;
+  mirs_graph *g = w->g;
+  const mirs_graph *p = s->program;
+  MIRS_INC(&w->stats, candidates_verified);
+  int32_t chosen[64];
+  if (p->nout > 64)
+    return MIRS_OK;
+  for (int32_t i = 0; i < p->nout; i++) {
+    chosen[i] = -1;
+    for (int32_t t = g->nt - 1; t >= 0 && chosen[i] < 0; t--)
+      if (w->kmatch[t] == i && g->t[t].producer >= 0)
+        chosen[i] = t;
+    if (chosen[i] < 0)
+      return MIRS_OK;
+    for (int32_t j = 0; j < i; j++)
+      if (chosen[j] == chosen[i])
+        return MIRS_OK;
+  }
+  /* Dead ops: a smaller graph without them is found on its own. */
+  for (int32_t t = 0; t < g->nt; t++) {
+    if (g->t[t].producer < 0 || w->kuses[t] > 0)
+      continue;
+    bool out = false;
+    for (int32_t i = 0; i < p->nout; i++)
+      if (chosen[i] == t)
+        out = true;
+    if (!out)
+      return MIRS_OK;
+  }
+  /* Borrow the program's output names while hashing. */
+  char *saved[64];
+  for (int32_t i = 0; i < p->nout; i++) {
+    saved[i] = g->t[chosen[i]].name;
+    g->t[chosen[i]].name = p->t[p->outputs[i]].name;
+  }
+  mirs_status st = MIRS_OK;
+  g->nout = 0;
+  for (int32_t i = 0; st == MIRS_OK && i < p->nout; i++)
+    st = mirs__graph_mark_output(g, chosen[i]);
+  uint64_t h = mirs__graph_hash(g);
+  bool found = false;
+  mirs_graph *r = NULL;
+  if (st == MIRS_OK)
+    st = seen_lookup(s, h, true, &found);
+  if (st == MIRS_OK && !found)
+    st = mirs__graph_clone(g, &r);
+  g->nout = 0;
+  for (int32_t i = 0; i < p->nout; i++)
+    g->t[chosen[i]].name = saved[i];
+  MIRS_CHECK(ctx, st);
+  if (found) {
+    MIRS_INC(&w->stats, duplicates);
+    return MIRS_OK;
+  }
+  r->ugraph = true;
+  st = unique_names(r);
+  mirs__cost_result cr;
+  if (st == MIRS_OK)
+    st = mirs__cost_graph(ctx, s->device, r, &cr);
+  if (st == MIRS_OK && s->nres >= s->capres)
+    st = mirs__core_grow(ctx, (void **)&s->res, &s->capres, s->nres + 1, sizeof *s->res);
+  if (st != MIRS_OK) {
+    mirs__graph_free(r);
+    return mirs__core_trace(ctx, st, __func__, __FILE__, __LINE__);
+  }
+  mirs__search_result *res = &s->res[s->nres++];
+  res->g = r;
+  res->hash = h;
+  res->cost = cr.feasible ? cr.seconds : INFINITY;
+  res->kernels = cr.kernels;
+  MIRS_INC(&w->stats, graphs_found);
+  mirs__core_log(ctx, MIRS_LOG_DEBUG, "search: found %016llx cost %g (%d kernels)",
+                 (unsigned long long)h, res->cost, (int)res->kernels);
+  if (s->on_result)
+    s->on_result(s->user, r, res->cost);
+  return MIRS_OK;
+}
+
+/* Whether the state just entered completes the program. */
+static mirs_status check_complete(mirs__search_worker *w) {
+  const mirs_graph *p = w->s->program;
+  const mirs__kop *k = &w->g->ops[w->g->nops - 1];
+  bool fresh = false;
+  for (int i = 0; i < k->nout; i++)
+    if (w->kmatch[k->out[i]] >= 0)
+      fresh = true;
+  if (!fresh)
+    return MIRS_OK;
+  for (int32_t i = 0; i < p->nout; i++)
+    if (w->nmatch[i] == 0)
+      return MIRS_OK;
+  return candidate(w);
+}
+
+/* Enter move index idx of the top frame: apply it and push the new state's
+ * frame.  *entered false when the move is refused or pruned. */
+static mirs_status enter(mirs__search_worker *w, uint32_t idx, bool *entered) {
+  mirs__search_frame *f = &w->frames[w->depth - 1];
+  mirs__search_move m = w->moves[f->moff + idx];
+  mirs__abs_mark mark;
+  MIRS_CHECK(w->ctx, apply_move(w, &m, entered, &mark));
+  if (!*entered)
+    return MIRS_OK;
+  MIRS_INC(&w->stats, states_explored);
+  if (w->ctx->opt.log_level >= MIRS_LOG_TRACE)
+    mirs__core_log(w->ctx, MIRS_LOG_TRACE,
+                   "search: depth %d move %u kind %d op %s in %d,%d dim %d loads %d "
+                   "[%d:%d,%d,%d/%d] [%d:%d,%d,%d/%d]",
+                   (int)w->depth, idx, m.kind, mirs_op_name((mirs_op)m.op), (int)m.in[0],
+                   (int)m.in[1], m.dim, m.nload, (int)m.load[0].src, m.load[0].imap[0],
+                   m.load[0].imap[1], m.load[0].imap[2], m.load[0].fmap, (int)m.load[1].src,
+                   m.load[1].imap[0], m.load[1].imap[1], m.load[1].imap[2], m.load[1].fmap);
+  if (m.kind == MIRS__MOVE_KOP || m.kind == MIRS__MOVE_CLOSE)
+    MIRS_CHECK(w->ctx, check_complete(w));
+  return push_frame(w, &m, mark);
+}
+
+/* Rebuild the state of path from the root. */
+mirs_status mirs__search_replay(mirs__search_worker *w, const uint32_t *path, int32_t len) {
+  while (w->depth > 1)
+    pop_frame(w);
+  for (int32_t i = 0; i < len; i++) {
+    mirs__search_frame *f = &w->frames[w->depth - 1];
+    if (path[i] >= f->nmoves)
+      return MIRS_FAIL(w->ctx, MIRS_INVALID_ARG,
+                       "replay: index %u at depth %d is out of range (%u moves)", path[i], (int)i,
+                       f->nmoves);
+    f->next = path[i] + 1;
+    bool entered;
+    MIRS_CHECK(w->ctx, enter(w, path[i], &entered));
+    if (!entered)
+      return MIRS_FAIL(w->ctx, MIRS_INVALID_ARG, "replay: move %u at depth %d is refused",
+                       path[i], (int)i);
+  }
+  return MIRS_OK;
+}
+
+/* Sum a worker's counters (its own and its modules') into s. */
+static void collect_stats(mirs_search *s, mirs__search_worker *w) {
+  const mirs__prune_counters *c = mirs__prune_worker_counters(w->pw);
+  MIRS_ADD(&w->stats, prune_cache_hits, c->cache_hits);
+  MIRS_ADD(&w->stats, solver_calls, c->solver_calls);
+  s->solver_seconds += c->solver_seconds;
+  for (int i = 0; i < MIRS__STAT_COUNT; i++)
+    s->stats.v[i] += w->stats.v[i];
+  mirs__core_stats_add(s->ctx, &w->stats);
+  memset(&w->stats, 0, sizeof w->stats);
+}
+
+/* Fill the public stats of s (counters of w not yet collected included). */
+static void fill_stats(const mirs_search *s, const mirs__search_worker *w, mirs_search_stats *o) {
+  uint64_t v[MIRS__STAT_COUNT];
+  for (int i = 0; i < MIRS__STAT_COUNT; i++)
+    v[i] = s->stats.v[i] + (w ? w->stats.v[i] : 0);
+  memset(o, 0, sizeof *o);
+  o->states_explored = v[MIRS__STAT_states_explored];
+  o->candidates_verified = v[MIRS__STAT_candidates_verified];
+  o->graphs_found = v[MIRS__STAT_graphs_found];
+  o->prune_calls = v[MIRS__STAT_prune_calls];
+  o->prune_cache_hits = v[MIRS__STAT_prune_cache_hits];
+  o->solver_calls = v[MIRS__STAT_solver_calls];
+  o->solver_seconds = s->solver_seconds;
+  if (w) {
+    const mirs__prune_counters *c = mirs__prune_worker_counters(w->pw);
+    o->prune_cache_hits += c->cache_hits;
+    o->solver_calls += c->solver_calls;
+    o->solver_seconds += c->solver_seconds;
+  }
+  o->wall_seconds = s->ran && !w ? s->wall : mirs__core_now() - s->t0;
+  o->complete = s->complete;
+}
+
+/* Whether a limit or the caller asks the search to stop now. */
+static bool should_stop(mirs_search *s, mirs__search_worker *w, double *last_progress) {
+  mirs_context *ctx = s->ctx;
+  double now = mirs__core_now();
+  uint64_t states = s->stats.v[MIRS__STAT_states_explored] + w->stats.v[MIRS__STAT_states_explored];
+  if (ctx->opt.max_states > 0 && states >= (uint64_t)ctx->opt.max_states)
+    return true;
+  if (ctx->opt.time_limit > 0 && now - s->t0 >= ctx->opt.time_limit)
+    return true;
+  if (ctx->opt.max_memory > 0 && mirs_memory_current(ctx) > (size_t)ctx->opt.max_memory) {
+    mirs__core_log(ctx, MIRS_LOG_WARNING, "search: stopping at the memory limit (%zu bytes held)",
+                   mirs_memory_current(ctx));
+    return true;
+  }
+  if (s->progress && now - *last_progress >= PROGRESS_EVERY) {
+    mirs_search_stats st;
+    fill_stats(s, w, &st);
+    s->progress(s->user, &st);
+    *last_progress = now;
+  }
+  return s->should_stop && s->should_stop(s->user);
+}
+
+/* The depth-first search of one worker from its current frames. */
+static mirs_status dfs(mirs_search *s, mirs__search_worker *w, bool *complete) {
+  double last_progress = s->t0;
+  uint64_t tick = 0;
+  *complete = false;
+  while (w->depth > 0) {
+    if ((++tick % CHECK_EVERY) == 0 && should_stop(s, w, &last_progress))
+      return MIRS_OK;
+    mirs__search_frame *f = &w->frames[w->depth - 1];
+    if (f->next >= f->nmoves) {
+      if (w->depth == 1) {
+        *complete = true;
+        return MIRS_OK;
+      }
+      pop_frame(w);
+      continue;
+    }
+    bool entered;
+    MIRS_CHECK(w->ctx, enter(w, f->next++, &entered));
+  }
+  return MIRS_OK;
+}
+
+/* Compare results by (cost, hash). */
+static int result_cmp(const void *a, const void *b) {
+  const mirs__search_result *x = a, *y = b;
+  if (x->cost != y->cost)
+    return x->cost < y->cost ? -1 : 1;
+  return x->hash < y->hash ? -1 : x->hash > y->hash ? 1 : 0;
+}
+
+/* Check the best results in float64 against the program; drop failures. */
+static mirs_status float_check(mirs_search *s) {
+  mirs_context *ctx = s->ctx;
+  int64_t top = ctx->opt.float_check_top;
+  if (top <= 0 || s->nres == 0)
+    return MIRS_OK;
+  mirs_eval_result *ref;
+  mirs_status st = mirs_graph_eval(s->program, (uint64_t)ctx->opt.seed, &ref);
+  if (st == MIRS_LIMIT) {
+    mirs__core_log(ctx, MIRS_LOG_WARNING, "search: program too large for the float64 check");
+    mirs_clear_error(ctx);
+    return MIRS_OK;
+  }
+  MIRS_CHECK(ctx, st);
+  double tol = ctx->opt.float_tolerance;
+  size_t k = 0;
+  for (size_t i = 0; i < s->nres; i++) {
+    bool ok = true;
+    if ((int64_t)i < top) {
+      mirs_eval_result *e;
+      st = mirs_graph_eval(s->res[i].g, (uint64_t)ctx->opt.seed, &e);
+      if (st != MIRS_OK) {
+        mirs_eval_result_destroy(ref);
+        return mirs__core_trace(ctx, st, __func__, __FILE__, __LINE__);
+      }
+      MIRS_INC(&s->stats, float_checks);
+      for (int o = 0; ok && o < mirs_eval_num_outputs(ref); o++) {
+        int64_t n1, n2;
+        const double *a = mirs_eval_output_values(ref, o, &n1);
+        const double *b = o < mirs_eval_num_outputs(e) ? mirs_eval_output_values(e, o, &n2) : NULL;
+        if (!b || n1 != n2) {
+          ok = false;
+          break;
+        }
+        double scale = 0;
+        for (int64_t j = 0; j < n1; j++)
+          scale = fmax(scale, fabs(a[j]));
+        for (int64_t j = 0; j < n1 && ok; j++)
+          if (!(fabs(a[j] - b[j]) <= tol * fmax(scale, 1e-300)))
+            ok = false;
+      }
+      mirs_eval_result_destroy(e);
+    }
+    if (ok) {
+      s->res[k++] = s->res[i];
+    } else {
+      MIRS_INC(&s->stats, float_rejects);
+      mirs__core_log(ctx, MIRS_LOG_WARNING,
+                     "search: result %016llx matched by fingerprints but not in float64; dropped",
+                     (unsigned long long)s->res[i].hash);
+      mirs__graph_free(s->res[i].g);
+    }
+  }
+  s->nres = k;
+  mirs_eval_result_destroy(ref);
+  return MIRS_OK;
+}
+
+/* ---------------------------------------------------------------- public API */
+
+/* Prepare a search of program. */
+mirs_status mirs_search_create(mirs_context *ctx, const mirs_graph *program, mirs_search **out) {
+  if (!ctx)
+    return MIRS_INVALID_ARG;
+  if (!program || !out)
+    return MIRS_FAIL(ctx, MIRS_INVALID_ARG, "mirs_search_create: NULL argument");
+  *out = NULL;
+  if (program->ctx != ctx)
+    return MIRS_FAIL(ctx, MIRS_INVALID_ARG, "mirs_search_create: the program belongs to another "
+                     "context");
+  if (program->nout == 0)
+    return MIRS_FAIL(ctx, MIRS_INVALID_ARG, "program '%s' has no output", program->name);
+  mirs_search *s = mirs__core_calloc(ctx, 1, sizeof *s);
+  if (!s)
+    return MIRS_NOMEM;
+  s->ctx = ctx;
+  mirs_status st = mirs__search_space_parse(ctx, &s->space);
+  if (st == MIRS_OK)
+    st = mirs__graph_clone(program, &s->program);
+  if (st == MIRS_OK)
+    mirs__search_space_budget(&s->space, program, ctx->opt.op_budget);
+  uint64_t degree = 0;
+  if (st == MIRS_OK)
+    st = mirs__fp_graph_degree(program, &degree);
+  if (st == MIRS_OK) {
+    /* The bound counts deg(reference) + deg(candidate); allow a candidate
+     * of up to twice the program's degree. */
+    uint64_t d = degree < 1 ? 2 : degree * 3;
+    s->trials = mirs__fp_trials_for(d, ctx->opt.verify_log2_bound);
+    if (s->trials < 1)
+      s->trials = MIRS__FP_MAX_TRIALS;
+    st = mirs__fp_store_new(ctx, NULL, s->trials, (uint64_t)ctx->opt.seed, &s->ref);
+  }
+  if (st == MIRS_OK)
+    st = mirs__fp_compute_graph(s->ref, s->program);
+  if (st == MIRS_OK) {
+    s->ref_digest = mirs__core_calloc(ctx, (size_t)program->nout, sizeof *s->ref_digest);
+    if (!s->ref_digest)
+      st = MIRS_NOMEM;
+  }
+  for (int32_t i = 0; st == MIRS_OK && i < program->nout; i++)
+    st = mirs__fp_digest(s->ref, s->program->outputs[i], &s->ref_digest[i]);
+  if (st == MIRS_OK) {
+    mirs__prune_config cfg;
+    mirs__prune_config_default(&cfg);
+    cfg.enabled = ctx->opt.prune != 0;
+    cfg.use_solver = ctx->opt.prune_solver != 0;
+    cfg.rlimit = (unsigned)ctx->opt.prune_rlimit;
+    cfg.timeout_ms = (unsigned)ctx->opt.prune_timeout_ms;
+    st = mirs__prune_shared_new(ctx, s->program, &cfg, &s->prune);
+  }
+  if (st == MIRS_OK)
+    st = mirs__cost_profiles_load(ctx, NULL, &s->profiles);
+  if (st == MIRS_OK) {
+    st = mirs__cost_find(ctx, s->profiles, ctx->opt.cost_device, &s->device);
+    if (st != MIRS_OK)
+      st = mirs__core_trace(ctx, st, __func__, __FILE__, __LINE__);
+  }
+  if (st != MIRS_OK) {
+    mirs_search_destroy(s);
+    return mirs__core_trace(ctx, st, __func__, __FILE__, __LINE__);
+  }
+  mirs__core_log(ctx, MIRS_LOG_DEBUG, "search: %d fingerprint trials (program degree %llu)",
+                 s->trials, (unsigned long long)degree);
+  *out = s;
+  return MIRS_OK;
+}
+
+/* Install callbacks. */
+mirs_status mirs_search_set_callbacks(mirs_search *s, mirs_search_progress_fn progress,
+                                      mirs_search_result_fn on_result,
+                                      mirs_search_stop_fn should_stop_fn, void *user) {
+  if (!s)
+    return MIRS_INVALID_ARG;
+  s->progress = progress;
+  s->on_result = on_result;
+  s->should_stop = should_stop_fn;
+  s->user = user;
+  return MIRS_OK;
+}
+
+/* Run the search. */
+mirs_status mirs_search_run(mirs_search *s) {
+  if (!s)
+    return MIRS_INVALID_ARG;
+  mirs_context *ctx = s->ctx;
+  if (s->ran)
+    return MIRS_FAIL(ctx, MIRS_INVALID_ARG, "mirs_search_run: this search has already run");
+  s->t0 = mirs__core_now();
+  mirs__search_worker *w;
+  MIRS_CHECK(ctx, mirs__search_worker_new(s, &w));
+  bool complete = false;
+  mirs_status st = dfs(s, w, &complete);
+  collect_stats(s, w);
+  mirs__search_worker_free(w);
+  s->complete = st == MIRS_OK && complete;
+  if (st == MIRS_OK) {
+    if (s->nres > 1)
+      qsort(s->res, s->nres, sizeof *s->res, result_cmp);
+    st = float_check(s);
+  }
+  s->wall = mirs__core_now() - s->t0;
+  s->ran = true;
+  if (s->progress) {
+    mirs_search_stats o;
+    fill_stats(s, NULL, &o);
+    s->progress(s->user, &o);
+  }
+  MIRS_CHECK(ctx, st);
+  return MIRS_OK;
+}
+
+/* Number of results. */
+int mirs_search_num_results(const mirs_search *s) {
+  return s ? (int)s->nres : 0;
+}
+
+/* Result index (best first). */
+const mirs_graph *mirs_search_result(const mirs_search *s, int index) {
+  return s && index >= 0 && (size_t)index < s->nres ? s->res[index].g : NULL;
+}
+
+/* Predicted seconds of result index. */
+double mirs_search_result_cost(const mirs_search *s, int index) {
+  return s && index >= 0 && (size_t)index < s->nres ? s->res[index].cost : NAN;
+}
+
+/* Canonical hash of result index. */
+uint64_t mirs_search_result_hash(const mirs_search *s, int index) {
+  return s && index >= 0 && (size_t)index < s->nres ? s->res[index].hash : 0;
+}
+
+/* Kernel launches of result index. */
+int mirs_search_result_kernels(const mirs_search *s, int index) {
+  return s && index >= 0 && (size_t)index < s->nres ? (int)s->res[index].kernels : 0;
+}
+
+/* Statistics so far. */
+mirs_status mirs_search_get_stats(const mirs_search *s, mirs_search_stats *out) {
+  if (!s || !out)
+    return MIRS_INVALID_ARG;
+  fill_stats(s, NULL, out);
+  return MIRS_OK;
+}
+
+/* Release the search. */
+void mirs_search_destroy(mirs_search *s) {
+  if (!s)
+    return;
+  mirs_context *ctx = s->ctx;
+  for (size_t i = 0; i < s->nres; i++)
+    mirs__graph_free(s->res[i].g);
+  mirs__core_free(ctx, s->res);
+  mirs__core_free(ctx, s->seen);
+  mirs__core_free(ctx, s->ref_digest);
+  mirs__fp_store_free(s->ref);
+  mirs__prune_shared_free(s->prune);
+  mirs__cost_profiles_free(s->profiles);
+  mirs__graph_free(s->program);
+  mirs__core_free(ctx, s);
+}

@@ -1,0 +1,229 @@
+/* src/search/search.h - internal interface of the search engine: the move
+ * space (space.c) and the depth-first engine with its results (search.c).
+ *
+ * A search *state* is a partial µGraph held by one worker and mutated in
+ * place.  A *move* adds one thing (DESIGN.md "Search"):
+ *   KOP    a predefined kernel op on chosen kernel tensors;
+ *   OPEN   a custom kernel's block graph with a chosen grid, block and
+ *          forloop range (its input tiles come with the block ops below);
+ *   BOP    a block op (compute or accumulator) on chosen block tensors,
+ *          where an operand may be a *new input tile* (kernel tensor, imap,
+ *          fmap) loaded by the same move just before the op: each tile is
+ *          thus loaded right before its first consumer, so the custom op's
+ *          inputs are any subset of the existing kernel tensors and the
+ *          maps are chosen where the tiles must line up with each other;
+ *   CLOSE  the block graph's outputs (every unconsumed post-loop tensor,
+ *          each with an omap) and a choice of thread-level `fused` flags;
+ *          a copy of the block graph becomes a custom kernel op.
+ * The moves of a state are a deterministic list (space.c generates them
+ * from the state alone), so a state is identified by its *path*, the
+ * sequence of move indices from the root, and replaying a path rebuilds
+ * the same state.
+ *
+ * Invariants: everything a worker mutates lives in its mirs__search_worker
+ * (no globals); the DFS is an explicit stack of frames (moves of the state,
+ * next move index, how to undo the move that entered it), never C
+ * recursion, so frames can be stolen and checkpointed; the move arena and
+ * the frame stack only grow (amortised doubling), so the inner loop does
+ * not allocate except where the graph IR allocates names. */
+#ifndef MIRS_SEARCH_SEARCH_H
+#define MIRS_SEARCH_SEARCH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "codegen/cost.h"
+#include "core/core.h"
+#include "graph/graph.h"
+#include "mirsearch/search.h"
+#include "verify/absexpr.h"
+#include "verify/fingerprint.h"
+
+/* Largest list-valued option parsed (items). */
+#define MIRS__SEARCH_MAX_LIST 64
+/* Most outputs of one custom kernel the engine supports (option bound). */
+#define MIRS__SEARCH_MAX_COUT 8
+/* fusion=2 enumerates fused-flag subsets of at most this many ops. */
+#define MIRS__SEARCH_MAX_FUSABLE 10
+
+typedef enum mirs__search_move_kind {
+  MIRS__MOVE_KOP,
+  MIRS__MOVE_OPEN,
+  MIRS__MOVE_BOP,
+  MIRS__MOVE_CLOSE
+} mirs__search_move_kind;
+
+/* A new input tile of a BOP move. */
+typedef struct mirs__search_load {
+  int32_t src; /* kernel tensor */
+  int8_t imap[MIRS__GRID];
+  int8_t fmap;
+} mirs__search_load;
+
+/* One move (plain data: copied into frames, comparable with memcmp after
+ * mirs__search_move_clear). */
+typedef struct mirs__search_move {
+  uint8_t kind; /* mirs__search_move_kind */
+  uint8_t op; /* KOP, BOP: mirs_op */
+  uint8_t nin; /* KOP, BOP: operands */
+  uint8_t nload; /* BOP: new tiles loaded first (ids bg->nt, bg->nt + 1) */
+  int8_t dim; /* SUM, ACCUM_SUM: reduced dim; else -1 */
+  uint8_t nout; /* CLOSE: outputs */
+  int32_t in[2]; /* KOP: kernel tensor ids; BOP: block tensor ids */
+  mirs__search_load load[2]; /* BOP */
+  int32_t grid[MIRS__GRID]; /* OPEN */
+  int32_t block; /* OPEN: block.x */
+  int32_t forloop; /* OPEN */
+  int32_t out[MIRS__SEARCH_MAX_COUT]; /* CLOSE: block tensors stored */
+  int8_t omap[MIRS__SEARCH_MAX_COUT][MIRS__GRID]; /* CLOSE */
+  uint64_t fused; /* CLOSE: bit i sets block op i's fused flag */
+} mirs__search_move;
+
+/* The search space, parsed from the options once. */
+typedef struct mirs__search_space {
+  int max_kops, max_bops, max_custom, max_cin, max_cout;
+  int fusion;
+  bool canonical, tile_check;
+  int32_t gx[MIRS__SEARCH_MAX_LIST], gy[MIRS__SEARCH_MAX_LIST], gz[MIRS__SEARCH_MAX_LIST];
+  int ngx, ngy, ngz;
+  int32_t blocks[MIRS__SEARCH_MAX_LIST];
+  int nblocks;
+  int32_t franges[MIRS__SEARCH_MAX_LIST];
+  int nfranges;
+  bool imap_ok[MIRS_MAX_DIMS + 1]; /* index dim + 1 (0: replicate) */
+  bool fmap_ok[MIRS_MAX_DIMS + 1]; /* index dim + 1 (0: none) */
+  bool omap_ok[MIRS_MAX_DIMS];
+  int32_t budget[MIRS_OP_COUNT]; /* most ops per class (op_budget); INT32_MAX: none */
+  bool kop[MIRS_OP_COUNT]; /* predefined kernel ops tried */
+  bool bop[MIRS_OP_COUNT]; /* block ops tried */
+} mirs__search_space;
+
+/* Forloop dependence of a per-iteration block tensor (tile analysis). */
+enum {
+  MIRS__FDEP_INV = 0, /* the same every iteration (or a post-loop value) */
+  MIRS__FDEP_SLICE = 1, /* a dim holds the iteration's slice */
+  MIRS__FDEP_PARTIAL = 2 /* this iteration's part of a sum over the forloop */
+};
+/* Tile-dim tags: what a tile dim covers of its tensor's dim. */
+enum {
+  MIRS__TAG_FULL = 0, /* all of it */
+  MIRS__TAG_GX = 1, /* grid.x's slice (GX + g for grid dim g) */
+  MIRS__TAG_F = 4 /* the forloop iteration's slice */
+};
+
+/* Per block tensor: tile analysis and consumer count. */
+typedef struct mirs__search_btinfo {
+  int8_t tag[MIRS_MAX_DIMS];
+  uint8_t fdep;
+  int16_t uses;
+} mirs__search_btinfo;
+
+/* One DFS frame: the state's moves and how the state was entered. */
+typedef struct mirs__search_frame {
+  size_t moff; /* first move in the worker's move arena */
+  uint32_t nmoves, next; /* next: the next move index to try */
+  mirs__search_move in; /* the move that entered this state (not the root) */
+  mirs__abs_mark mark; /* abstract-expression arena before that move */
+} mirs__search_frame;
+
+typedef struct mirs__search_worker mirs__search_worker;
+
+/* Everything one worker mutates.  (The next issue splits it into the part
+ * thieves touch and the owner's part.) */
+struct mirs__search_worker {
+  mirs_search *s;
+  mirs_context *ctx;
+  mirs_graph *g; /* the state's kernel graph */
+  mirs__bgraph **bgs; /* working block graphs, one per opened custom kernel */
+  int nbg; /* opened custom kernels (closed or open) */
+  size_t capbgs;
+  bool open; /* bgs[nbg - 1] is being built */
+  int16_t *kuses; /* consumers per kernel tensor */
+  int8_t *kmatch; /* program output matched by a kernel tensor, or -1 */
+  size_t capk;
+  int32_t *nmatch; /* tensors matching each program output */
+  mirs__search_btinfo *bt; /* per block tensor of the open block graph */
+  size_t capbt;
+  mirs__search_frame *frames;
+  int32_t depth;
+  size_t capframes;
+  mirs__search_move *moves; /* move arena */
+  size_t nmoves, capmoves;
+  mirs__search_load *loads; /* scratch: tile candidates of a block state */
+  size_t caploads;
+  int32_t opcount[MIRS_OP_COUNT]; /* ops per budget class in the state */
+  mirs__fp_store *fp;
+  mirs__prune_worker *pw;
+  mirs__abs_id *kexpr, *bexpr;
+  size_t capkexpr, capbexpr;
+  mirs__stats stats;
+};
+
+/* One result. */
+typedef struct mirs__search_result {
+  mirs_graph *g;
+  uint64_t hash;
+  double cost;
+  int32_t kernels;
+} mirs__search_result;
+
+struct mirs_search {
+  mirs_context *ctx;
+  mirs_graph *program; /* a private copy */
+  mirs__search_space space;
+  mirs__fp_store *ref; /* fingerprints of the program */
+  uint64_t *ref_digest; /* per program output */
+  int trials;
+  mirs__prune_shared *prune;
+  double solver_seconds; /* Z3 time of finished workers */
+  mirs__cost_profiles *profiles;
+  const mirs__cost_device *device;
+  mirs_search_progress_fn progress;
+  mirs_search_result_fn on_result;
+  mirs_search_stop_fn should_stop;
+  void *user;
+  uint64_t *seen; /* open-addressing set of result hashes (0 = empty) */
+  size_t seen_cap, seen_n;
+  mirs__search_result *res;
+  size_t nres, capres;
+  mirs__stats stats; /* summed from the workers */
+  double t0, wall;
+  bool complete, ran;
+};
+
+/* ---------------------------------------------------------------- space.c */
+
+/* Parse the search options of ctx into sp; MIRS_INVALID_ARG naming the
+ * option on a bad value. */
+mirs_status mirs__search_space_parse(mirs_context *ctx, mirs__search_space *sp);
+/* Append the moves of w's current state to w's move arena (count in *n). */
+mirs_status mirs__search_gen_moves(mirs__search_worker *w, uint32_t *n);
+/* Budget class of op (op_budget): accumulators count as the reduction
+ * they finish; -1 for ops without a budget (plain accum). */
+int mirs__search_op_class(mirs_op op);
+/* Set sp->budget from program's operators and the op_budget option. */
+void mirs__search_space_budget(mirs__search_space *sp, const mirs_graph *program, int64_t slack);
+/* Tile analysis of a new input tile (load) of the open block graph. */
+void mirs__search_load_info(const mirs_graph *g, const mirs__bgraph *bg,
+                            const mirs__search_load *l, mirs__search_btinfo *out);
+/* Tile analysis of op on operands with infos in[] and tile shapes sh[]:
+ * false when the tiles cannot line up (see space.c). */
+bool mirs__search_tile_rule(const mirs__bgraph *bg, mirs_op op, int dim, int nin,
+                            const mirs__search_btinfo *in, const mirs__shape *sh,
+                            mirs__search_btinfo *out);
+
+/* ---------------------------------------------------------------- search.c */
+
+/* A worker positioned at the root state. */
+mirs_status mirs__search_worker_new(mirs_search *s, mirs__search_worker **out);
+void mirs__search_worker_free(mirs__search_worker *w);
+/* Rebuild the state of path[0..len) from the root (frames included, each
+ * with next = its path index + 1).  MIRS_INVALID_ARG when an index is out
+ * of range or its move is refused. */
+mirs_status mirs__search_replay(mirs__search_worker *w, const uint32_t *path, int32_t len);
+/* Copy the current path (at most cap entries) into path; returns its length. */
+int32_t mirs__search_path(const mirs__search_worker *w, uint32_t *path, int32_t cap);
+/* Canonical hash of the worker's current partial graph (tests). */
+uint64_t mirs__search_state_hash(const mirs__search_worker *w);
+
+#endif

@@ -1,0 +1,881 @@
+/* src/search/space.c - the move space: which moves a search state has, in
+ * a deterministic order (the index of a move in this list is what a path
+ * records), and the cheap static filters applied while listing them.
+ *
+ * Filters (each sound for what the search looks for, each an option):
+ *  - limits: max kernel ops, custom kernels, block ops (INPUT and OUTPUT
+ *    ops count), input tiles and outputs per custom kernel; a block op is
+ *    listed only if the ops left can still consume every unconsumed tile
+ *    and close the kernel;
+ *  - canonical order (option canonical): a new op must consume the
+ *    previous op's result or have a larger key (op, dim, operands, new
+ *    tiles) than it.  Picking, among the ready ops, the one with the
+ *    smallest key yields an accepted order for every graph, so no graph is
+ *    lost, and most permutations of independent ops are never built;
+ *    identical ops on identical operands are never added twice;
+ *  - divisibility: grid sizes and forloop ranges must divide some tensor
+ *    dim, imaps and fmaps must divide their dims exactly;
+ *  - tile analysis (option tile_check): every tile dim is tagged with what
+ *    it covers of its tensor's dim (all of it, grid dim g's slice, the
+ *    forloop iteration's slice) and every per-iteration value with its
+ *    forloop dependence (invariant, slice, partial sum).  An op whose
+ *    operands' dims do not line up (different slices combined, a
+ *    contraction or reduction over a grid slice, which no block could
+ *    complete), a non-linear op or a mismatched sum on a partial sum, or an
+ *    accumulator of a value that would not add up to a complete result, is
+ *    not listed.  A block output then has exactly one omap: grid dim g
+ *    places the dim tagged with g's slice.
+ * Everything else (operator semantics, abstract-expression pruning,
+ * fingerprints) is checked when a move is applied (search.c). */
+#include "config.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "search/search.h"
+
+/* ---------------------------------------------------------------- options */
+
+/* Parse an integer list option into out (int32) with a clear error. */
+static mirs_status parse_list(mirs_context *ctx, const char *name, const char *text, int64_t lo,
+                              int64_t hi, int32_t *out, int *n) {
+  int64_t tmp[MIRS__SEARCH_MAX_LIST];
+  char why[160];
+  if (!mirs__core_parse_int_list(text, lo, hi, tmp, MIRS__SEARCH_MAX_LIST, n, why, sizeof why))
+    return MIRS_FAIL(ctx, MIRS_INVALID_ARG, "option '%s' %s", name, why);
+  for (int i = 0; i < *n; i++)
+    out[i] = (int32_t)tmp[i];
+  return MIRS_OK;
+}
+
+/* Parse a comma-separated operator list into set (ops allowed at level). */
+static mirs_status parse_ops(mirs_context *ctx, const char *name, const char *text, int level,
+                             bool *set) {
+  memset(set, 0, sizeof(bool) * MIRS_OP_COUNT);
+  if (!strcmp(text, "none") || !*text)
+    return MIRS_OK;
+  const char *p = text;
+  while (*p) {
+    while (*p == ' ' || *p == ',')
+      p++;
+    if (!*p)
+      break;
+    char word[32];
+    size_t k = 0;
+    while (*p && *p != ',' && *p != ' ') {
+      if (k + 1 < sizeof word)
+        word[k++] = *p;
+      p++;
+    }
+    word[k] = '\0';
+    mirs_op op;
+    if (mirs_op_lookup(word, &op) != MIRS_OK || op == MIRS_OP_CUSTOM || op == MIRS_OP_INPUT ||
+        op == MIRS_OP_OUTPUT || !(mirs__graph_ops[op].levels & level))
+      return MIRS_FAIL(ctx, MIRS_INVALID_ARG,
+                       "option '%s': '%s' is not a %s-level operator (want names like matmul, "
+                       "exp, sum%s)",
+                       name, word, level == MIRS_LEVEL_K ? "kernel" : "block",
+                       level == MIRS_LEVEL_B ? ", accum" : "");
+    set[op] = true;
+  }
+  return MIRS_OK;
+}
+
+/* Parse the search options of ctx into sp. */
+mirs_status mirs__search_space_parse(mirs_context *ctx, mirs__search_space *sp) {
+  const mirs__options *o = &ctx->opt;
+  memset(sp, 0, sizeof *sp);
+  sp->max_kops = (int)o->max_kernel_ops;
+  sp->max_bops = (int)o->max_block_ops;
+  sp->max_custom = (int)o->max_custom_kernels;
+  sp->max_cin = (int)o->max_custom_inputs;
+  sp->max_cout = (int)(o->max_custom_outputs < MIRS__SEARCH_MAX_COUT ? o->max_custom_outputs
+                                                                     : MIRS__SEARCH_MAX_COUT);
+  sp->fusion = (int)o->fusion;
+  sp->canonical = o->canonical != 0;
+  sp->tile_check = o->tile_check != 0;
+  MIRS_CHECK(ctx, parse_list(ctx, "grid_x", o->grid_x, 1, 65535, sp->gx, &sp->ngx));
+  MIRS_CHECK(ctx, parse_list(ctx, "grid_y", o->grid_y, 1, 65535, sp->gy, &sp->ngy));
+  MIRS_CHECK(ctx, parse_list(ctx, "grid_z", o->grid_z, 1, 65535, sp->gz, &sp->ngz));
+  MIRS_CHECK(ctx, parse_list(ctx, "block_dims", o->block_dims, 1, 1024, sp->blocks, &sp->nblocks));
+  MIRS_CHECK(
+      ctx, parse_list(ctx, "forloop_ranges", o->forloop_ranges, 1, 1048576, sp->franges, &sp->nfranges));
+  int32_t l[MIRS__SEARCH_MAX_LIST];
+  int n;
+  MIRS_CHECK(ctx, parse_list(ctx, "imap_dims", o->imap_dims, -1, MIRS_MAX_DIMS - 1, l, &n));
+  for (int i = 0; i < n; i++)
+    sp->imap_ok[l[i] + 1] = true;
+  MIRS_CHECK(ctx, parse_list(ctx, "fmap_dims", o->fmap_dims, -1, MIRS_MAX_DIMS - 1, l, &n));
+  for (int i = 0; i < n; i++)
+    sp->fmap_ok[l[i] + 1] = true;
+  MIRS_CHECK(ctx, parse_list(ctx, "omap_dims", o->omap_dims, 0, MIRS_MAX_DIMS - 1, l, &n));
+  for (int i = 0; i < n; i++)
+    sp->omap_ok[l[i]] = true;
+  MIRS_CHECK(ctx, parse_ops(ctx, "kernel_ops", o->kernel_ops, MIRS_LEVEL_K, sp->kop));
+  MIRS_CHECK(ctx, parse_ops(ctx, "block_ops", o->block_ops, MIRS_LEVEL_B, sp->bop));
+  return MIRS_OK;
+}
+
+/* Budget class of op. */
+int mirs__search_op_class(mirs_op op) {
+  switch (op) {
+  case MIRS_OP_ACCUM:
+  case MIRS_OP_INPUT:
+  case MIRS_OP_OUTPUT:
+  case MIRS_OP_CUSTOM:
+    return -1;
+  case MIRS_OP_ACCUM_SUM:
+    return MIRS_OP_SUM;
+  case MIRS_OP_ACCUM_RMS:
+    return MIRS_OP_RMS_NORM;
+  default:
+    return (int)op;
+  }
+}
+
+/* Set the operator budget from the program (slack < 0: no budget). */
+void mirs__search_space_budget(mirs__search_space *sp, const mirs_graph *program, int64_t slack) {
+  for (int i = 0; i < MIRS_OP_COUNT; i++)
+    sp->budget[i] = slack < 0 ? INT32_MAX : (int32_t)slack;
+  if (slack < 0)
+    return;
+  for (int32_t i = 0; i < program->nops; i++) {
+    mirs_op op = program->ops[i].op;
+    if (op == MIRS_OP_CUSTOM) { /* a µGraph as program: count its block ops */
+      const mirs__bgraph *bg = program->ops[i].bg;
+      for (int32_t j = 0; j < bg->nops; j++) {
+        int c = mirs__search_op_class(bg->ops[j].op);
+        if (c >= 0)
+          sp->budget[c]++;
+      }
+      continue;
+    }
+    sp->budget[mirs__search_op_class(op)]++;
+    if (op == MIRS_OP_RMS_NORM) /* x / rms(x): the division made explicit */
+      sp->budget[MIRS_OP_DIV]++;
+  }
+}
+
+/* Whether one more op of op's class fits the budget. */
+static bool within_budget(const mirs__search_worker *w, mirs_op op) {
+  int c = mirs__search_op_class(op);
+  return c < 0 || w->opcount[c] < w->s->space.budget[c];
+}
+
+/* ---------------------------------------------------------------- tile analysis */
+
+/* Tile shape of load l of kernel tensor shape ks under bg's grid/forloop. */
+static void load_shape(const mirs__bgraph *bg, const mirs__shape *ks, const mirs__search_load *l,
+                       mirs__shape *out) {
+  *out = *ks;
+  for (int g = 0; g < MIRS__GRID; g++)
+    if (l->imap[g] >= 0)
+      out->d[l->imap[g]] /= bg->grid[g];
+  if (l->fmap >= 0)
+    out->d[l->fmap] /= bg->forloop;
+}
+
+/* Tile analysis of a new input tile. */
+void mirs__search_load_info(const mirs_graph *g, const mirs__bgraph *bg,
+                            const mirs__search_load *l, mirs__search_btinfo *out) {
+  (void)g;
+  memset(out, 0, sizeof *out);
+  for (int a = 0; a < MIRS__GRID; a++)
+    if (l->imap[a] >= 0 && bg->grid[a] > 1)
+      out->tag[l->imap[a]] = (int8_t)(MIRS__TAG_GX + a);
+  if (l->fmap >= 0 && bg->forloop > 1) {
+    out->tag[l->fmap] = MIRS__TAG_F;
+    out->fdep = MIRS__FDEP_SLICE;
+  }
+}
+
+/* Merge the tags of two aligned dims (sizes sa, sb); -1 if they cannot line up. */
+static int merge_tag(int ta, int64_t sa, int tb, int64_t sb) {
+  if (ta == tb)
+    return ta;
+  if (ta == MIRS__TAG_FULL && sa == 1)
+    return tb;
+  if (tb == MIRS__TAG_FULL && sb == 1)
+    return ta;
+  return -1;
+}
+
+/* True if any dim of info (rank nd) other than skip carries tag t. */
+static bool has_tag(const mirs__search_btinfo *x, int nd, int skip, int t) {
+  for (int d = 0; d < nd; d++)
+    if (d != skip && x->tag[d] == t)
+      return true;
+  return false;
+}
+
+/* Tile analysis of op; false when the tiles cannot line up.  out always
+ * receives a best-effort analysis (used when tile_check is off). */
+bool mirs__search_tile_rule(const mirs__bgraph *bg, mirs_op op, int dim, int nin,
+                            const mirs__search_btinfo *in, const mirs__shape *sh,
+                            mirs__search_btinfo *out) {
+  memset(out, 0, sizeof *out);
+  int nd = sh[0].ndim;
+  bool ok = true;
+  bool partial = false;
+  uint8_t f0 = in[0].fdep, f1 = nin > 1 ? in[1].fdep : MIRS__FDEP_INV;
+  switch (mirs__graph_ops[op].kind) {
+  case MIRS__KIND_UNARY:
+  case MIRS__KIND_RMSNORM:
+    *out = in[0];
+    if (f0 == MIRS__FDEP_PARTIAL)
+      ok = false;
+    if (mirs__graph_ops[op].kind == MIRS__KIND_RMSNORM && in[0].tag[nd - 1] != MIRS__TAG_FULL)
+      ok = false;
+    break;
+  case MIRS__KIND_BINARY: {
+    for (int d = 0; d < nd; d++) {
+      int t = merge_tag(in[0].tag[d], sh[0].d[d], in[1].tag[d], sh[1].d[d]);
+      if (t < 0) {
+        ok = false;
+        t = in[0].tag[d];
+      }
+      out->tag[d] = (int8_t)t;
+    }
+    bool p0 = f0 == MIRS__FDEP_PARTIAL, p1 = f1 == MIRS__FDEP_PARTIAL;
+    if (op == MIRS_OP_ADD || op == MIRS_OP_SUB) {
+      if (p0 != p1)
+        ok = false; /* part of a sum plus a whole value */
+      partial = p0 && p1;
+    } else if (op == MIRS_OP_MUL) {
+      if (p0 && p1)
+        ok = false;
+      if ((p0 && f1 != MIRS__FDEP_INV) || (p1 && f0 != MIRS__FDEP_INV))
+        ok = false;
+      partial = p0 || p1;
+    } else { /* DIV: a partial sum may be scaled by an invariant */
+      if (p1 || (p0 && f1 != MIRS__FDEP_INV))
+        ok = false;
+      partial = p0;
+    }
+    break;
+  }
+  case MIRS__KIND_MATMUL: {
+    for (int d = 0; d < nd - 2; d++) {
+      int t = merge_tag(in[0].tag[d], sh[0].d[d], in[1].tag[d], sh[1].d[d]);
+      if (t < 0) {
+        ok = false;
+        t = in[0].tag[d];
+      }
+      out->tag[d] = (int8_t)t;
+    }
+    int ka = in[0].tag[nd - 1], kb = in[1].tag[nd - 2];
+    out->tag[nd - 2] = in[0].tag[nd - 2];
+    out->tag[nd - 1] = in[1].tag[nd - 1];
+    if (ka != kb || (ka != MIRS__TAG_FULL && ka != MIRS__TAG_F))
+      ok = false; /* mismatched slices, or a contraction over a grid slice */
+    bool p0 = f0 == MIRS__FDEP_PARTIAL, p1 = f1 == MIRS__FDEP_PARTIAL;
+    if (ka == MIRS__TAG_F) {
+      if (p0 || p1 || has_tag(out, nd, -1, MIRS__TAG_F))
+        ok = false;
+      partial = true;
+    } else {
+      if ((p0 && f1 != MIRS__FDEP_INV) || (p1 && f0 != MIRS__FDEP_INV))
+        ok = false;
+      partial = p0 || p1;
+    }
+    break;
+  }
+  case MIRS__KIND_REDUCE:
+    *out = in[0];
+    out->tag[dim] = MIRS__TAG_FULL;
+    if (in[0].tag[dim] == MIRS__TAG_F) {
+      if (f0 == MIRS__FDEP_PARTIAL || has_tag(in, nd, dim, MIRS__TAG_F))
+        ok = false;
+      partial = true;
+    } else if (in[0].tag[dim] != MIRS__TAG_FULL) {
+      ok = false;
+    } else {
+      partial = f0 == MIRS__FDEP_PARTIAL;
+    }
+    break;
+  case MIRS__KIND_ACCUM:
+    *out = in[0];
+    if (op == MIRS_OP_ACCUM) {
+      if (f0 == MIRS__FDEP_SLICE || (f0 == MIRS__FDEP_INV && bg->forloop > 1))
+        ok = false;
+    } else {
+      int d = op == MIRS_OP_ACCUM_RMS ? nd - 1 : dim;
+      if (in[0].tag[d] != MIRS__TAG_FULL && in[0].tag[d] != MIRS__TAG_F)
+        ok = false;
+      if (f0 == MIRS__FDEP_SLICE && has_tag(in, nd, d, MIRS__TAG_F))
+        ok = false;
+      if (op == MIRS_OP_ACCUM_RMS && f0 == MIRS__FDEP_PARTIAL)
+        ok = false;
+      if (op == MIRS_OP_ACCUM_SUM && f0 == MIRS__FDEP_INV && bg->forloop > 1)
+        ok = false;
+      out->tag[d] = MIRS__TAG_FULL;
+    }
+    for (int d = 0; d < nd; d++)
+      if (out->tag[d] == MIRS__TAG_F)
+        out->tag[d] = MIRS__TAG_FULL;
+    out->fdep = MIRS__FDEP_INV;
+    out->uses = 0;
+    return ok;
+  default:
+    return false;
+  }
+  /* A grid slice on two dims of one value would be a diagonal block. */
+  for (int d = 0; d < nd; d++)
+    for (int e = d + 1; e < nd; e++)
+      if (out->tag[d] != MIRS__TAG_FULL && out->tag[d] == out->tag[e])
+        ok = false;
+  out->fdep = partial ? MIRS__FDEP_PARTIAL
+              : has_tag(out, nd, -1, MIRS__TAG_F) ? MIRS__FDEP_SLICE
+                                                  : MIRS__FDEP_INV;
+  out->uses = 0;
+  return ok;
+}
+
+/* ---------------------------------------------------------------- helpers */
+
+/* Append m to w's move arena. */
+static mirs_status push_move(mirs__search_worker *w, const mirs__search_move *m) {
+  if (w->nmoves >= w->capmoves)
+    MIRS_CHECK(w->ctx, mirs__core_grow(w->ctx, (void **)&w->moves, &w->capmoves, w->nmoves + 1,
+                                       sizeof *w->moves));
+  w->moves[w->nmoves++] = *m;
+  MIRS_INC(&w->stats, moves_generated);
+  return MIRS_OK;
+}
+
+/* A zeroed move of kind k (padding included, so moves compare bytewise). */
+static void move_init(mirs__search_move *m, int kind) {
+  memset(m, 0, sizeof *m);
+  m->kind = (uint8_t)kind;
+  m->dim = -1;
+  m->in[0] = m->in[1] = -1;
+}
+
+/* Lexicographic compare of two integer sequences, shorter first on a tie. */
+static int seq_cmp(const int32_t *a, int na, const int32_t *b, int nb) {
+  for (int i = 0; i < na && i < nb; i++)
+    if (a[i] != b[i])
+      return a[i] < b[i] ? -1 : 1;
+  return na < nb ? -1 : na > nb ? 1 : 0;
+}
+
+/* Compare kernel-op keys (op, dim, operands). */
+static int kkey_cmp(int opa, int dima, const int32_t *ina, int na, int opb, int dimb,
+                    const int32_t *inb, int nb) {
+  if (opa != opb)
+    return opa < opb ? -1 : 1;
+  if (dima != dimb)
+    return dima < dimb ? -1 : 1;
+  return seq_cmp(ina, na, inb, nb);
+}
+
+/* Whether a new kernel op (or custom kernel, is_custom) with operands in
+ * follows the previous kernel op in canonical order. */
+static bool kernel_canonical(const mirs__search_worker *w, int op, int dim, const int32_t *in,
+                             int nin, bool is_custom) {
+  const mirs_graph *g = w->g;
+  if (!w->s->space.canonical || g->nops == 0)
+    return true;
+  const mirs__kop *p = &g->ops[g->nops - 1];
+  for (int i = 0; i < nin; i++)
+    for (int j = 0; j < p->nout; j++)
+      if (in[i] == p->out[j])
+        return true;
+  int c = kkey_cmp(op, dim, in, nin, p->op, p->dim, p->in, p->nin);
+  return is_custom ? c >= 0 : c > 0;
+}
+
+/* ---------------------------------------------------------------- kernel moves */
+
+/* List a predefined kernel op if its shapes work and it is canonical. */
+static mirs_status try_kop(mirs__search_worker *w, mirs_op op, int nin, const int32_t *in, int dim) {
+  const mirs_graph *g = w->g;
+  if (!within_budget(w, op))
+    return MIRS_OK;
+  mirs__shape sh[2];
+  for (int i = 0; i < nin; i++)
+    sh[i] = g->t[in[i]].shape;
+  if (nin == 2 && g->t[in[0]].dtype != g->t[in[1]].dtype)
+    return MIRS_OK;
+  mirs__shape rs;
+  int nd;
+  char why[8];
+  if (!mirs__shape_infer(op, nin, sh, dim, &nd, &rs, why, sizeof why))
+    return MIRS_OK;
+  /* The same op on the same operands exists already. */
+  for (int32_t i = 0; i < g->nops; i++) {
+    const mirs__kop *k = &g->ops[i];
+    if (k->op == op && k->nin == nin && k->dim == (nin ? nd : -1) &&
+        !memcmp(k->in, in, sizeof(int32_t) * (size_t)nin)) {
+      MIRS_INC(&w->stats, canonical_skips);
+      return MIRS_OK;
+    }
+  }
+  if (!kernel_canonical(w, op, nd, in, nin, false)) {
+    MIRS_INC(&w->stats, canonical_skips);
+    return MIRS_OK;
+  }
+  mirs__search_move m;
+  move_init(&m, MIRS__MOVE_KOP);
+  m.op = (uint8_t)op;
+  m.nin = (uint8_t)nin;
+  m.dim = (int8_t)(mirs__graph_ops[op].kind == MIRS__KIND_REDUCE ? dim : -1);
+  for (int i = 0; i < nin; i++)
+    m.in[i] = in[i];
+  return push_move(w, &m);
+}
+
+/* Whether n divides some dim of some kernel tensor of g. */
+static bool divides_some_dim(const mirs_graph *g, int32_t n) {
+  if (n <= 1)
+    return true;
+  for (int32_t t = 0; t < g->nt; t++)
+    for (int d = 0; d < g->t[t].shape.ndim; d++)
+      if (g->t[t].shape.d[d] >= n && g->t[t].shape.d[d] % n == 0)
+        return true;
+  return false;
+}
+
+/* Moves of a kernel-level state: predefined ops, then opening a kernel. */
+static mirs_status gen_kernel(mirs__search_worker *w) {
+  const mirs__search_space *sp = &w->s->space;
+  const mirs_graph *g = w->g;
+  if (g->nops >= sp->max_kops)
+    return MIRS_OK;
+  for (int op = 0; op < MIRS_OP_COUNT; op++) {
+    if (!sp->kop[op])
+      continue;
+    mirs__op_kind kind = mirs__graph_ops[op].kind;
+    for (int32_t a = 0; a < g->nt; a++) {
+      int32_t in[2] = {a, -1};
+      if (kind == MIRS__KIND_UNARY || kind == MIRS__KIND_RMSNORM) {
+        MIRS_CHECK(w->ctx, try_kop(w, (mirs_op)op, 1, in, -1));
+      } else if (kind == MIRS__KIND_REDUCE) {
+        for (int d = 0; d < g->t[a].shape.ndim; d++)
+          if (g->t[a].shape.d[d] > 1)
+            MIRS_CHECK(w->ctx, try_kop(w, (mirs_op)op, 1, in, d));
+      } else if (kind == MIRS__KIND_BINARY || kind == MIRS__KIND_MATMUL) {
+        bool comm = op == MIRS_OP_ADD || op == MIRS_OP_MUL;
+        for (int32_t b = comm ? a : 0; b < g->nt; b++) {
+          in[1] = b;
+          MIRS_CHECK(w->ctx, try_kop(w, (mirs_op)op, 2, in, -1));
+        }
+      }
+    }
+  }
+  if (w->nbg >= sp->max_custom)
+    return MIRS_OK;
+  for (int ix = 0; ix < sp->ngx; ix++)
+    for (int iy = 0; iy < sp->ngy; iy++)
+      for (int iz = 0; iz < sp->ngz; iz++) {
+        int32_t gx = sp->gx[ix], gy = sp->gy[iy], gz = sp->gz[iz];
+        if ((gy > 1 && gx == 1) || (gz > 1 && gy == 1))
+          continue; /* grid dims are used in order x, y, z */
+        if (!divides_some_dim(g, gx) || !divides_some_dim(g, gy) || !divides_some_dim(g, gz))
+          continue;
+        for (int ib = 0; ib < sp->nblocks; ib++)
+          for (int iF = 0; iF < sp->nfranges; iF++) {
+            int32_t F = sp->franges[iF];
+            if (!divides_some_dim(g, F))
+              continue;
+            mirs__search_move m;
+            move_init(&m, MIRS__MOVE_OPEN);
+            m.grid[0] = gx;
+            m.grid[1] = gy;
+            m.grid[2] = gz;
+            m.block = sp->blocks[ib];
+            m.forloop = F;
+            MIRS_CHECK(w->ctx, push_move(w, &m));
+          }
+      }
+  return MIRS_OK;
+}
+
+/* ---------------------------------------------------------------- block moves */
+
+/* Context of one block state's listing. */
+typedef struct bstate {
+  mirs__search_worker *w;
+  const mirs__search_space *sp;
+  const mirs_graph *g;
+  const mirs__bgraph *bg;
+  int remaining; /* block ops left */
+  int ninputs; /* INPUT ops so far */
+  int sinks, lsinks; /* unconsumed tensors, of which per-iteration */
+  size_t nloads;
+  mirs__shape *lshape; /* per load candidate (scratch after the loads) */
+} bstate;
+
+/* Append load candidate l to the worker's scratch list. */
+static mirs_status add_load(mirs__search_worker *w, size_t *n, const mirs__search_load *l) {
+  if (*n >= w->caploads)
+    MIRS_CHECK(w->ctx, mirs__core_grow(w->ctx, (void **)&w->loads, &w->caploads, *n + 1,
+                                       sizeof *w->loads));
+  w->loads[(*n)++] = *l;
+  return MIRS_OK;
+}
+
+/* Enumerate fmaps of a load whose imaps are fixed. */
+static mirs_status loads_fmap(bstate *b, mirs__search_load *l, size_t *n) {
+  const mirs__shape *ks = &b->g->t[l->src].shape;
+  const mirs__bgraph *bg = b->bg;
+  for (int f = -1; f < ks->ndim; f++) {
+    if (!b->sp->fmap_ok[f + 1])
+      continue;
+    if (bg->forloop == 1 && f != -1)
+      continue;
+    if (f >= 0) {
+      bool used = false;
+      int64_t size = ks->d[f];
+      for (int a = 0; a < MIRS__GRID; a++)
+        if (l->imap[a] == f)
+          used = true;
+      if (used || size % bg->forloop)
+        continue;
+    }
+    l->fmap = (int8_t)f;
+    MIRS_CHECK(b->w->ctx, add_load(b->w, n, l));
+  }
+  return MIRS_OK;
+}
+
+/* Enumerate imaps for grid dims axis.. of load l, then its fmaps. */
+static mirs_status loads_imap(bstate *b, mirs__search_load *l, int axis, size_t *n) {
+  if (axis == MIRS__GRID)
+    return loads_fmap(b, l, n);
+  const mirs__shape *ks = &b->g->t[l->src].shape;
+  int32_t gs = b->bg->grid[axis];
+  if (gs == 1) {
+    l->imap[axis] = -1;
+    return loads_imap(b, l, axis + 1, n);
+  }
+  for (int d = -1; d < ks->ndim; d++) {
+    if (!b->sp->imap_ok[d + 1])
+      continue;
+    if (d >= 0) {
+      bool used = false;
+      for (int a = 0; a < axis; a++)
+        if (l->imap[a] == d)
+          used = true;
+      if (used || ks->d[d] % gs)
+        continue;
+    }
+    l->imap[axis] = (int8_t)d;
+    MIRS_CHECK(b->w->ctx, loads_imap(b, l, axis + 1, n));
+  }
+  return MIRS_OK;
+}
+
+/* Operand descriptor: an existing block tensor (>= 0) or load ~j (< 0). */
+typedef int32_t operand;
+
+/* Shape and tile info of an operand. */
+static void operand_info(const bstate *b, operand x, mirs__shape *sh, mirs__search_btinfo *info) {
+  if (x >= 0) {
+    *sh = b->bg->t[x].shape;
+    *info = b->w->bt[x];
+  } else {
+    const mirs__search_load *l = &b->w->loads[~x];
+    load_shape(b->bg, &b->g->t[l->src].shape, l, sh);
+    mirs__search_load_info(b->g, b->bg, l, info);
+  }
+}
+
+/* Compare block-op keys: (op, dim, operand ids, the new tiles). */
+static int bkey_cmp(const mirs__search_move *a, const mirs__bop *p) {
+  if (a->op != p->op)
+    return a->op < p->op ? -1 : 1;
+  if (a->dim != p->dim)
+    return a->dim < p->dim ? -1 : 1;
+  int c = seq_cmp(a->in, a->nin, p->in, p->nin);
+  if (c)
+    return c;
+  /* Same ids: p's operands are all existing tensors, a new tile sorts after. */
+  return a->nload ? 1 : 0;
+}
+
+/* List block op `op` on operands x[0..nin) (reduced dim `dim`) if it passes
+ * the phase, shape, budget, tile and canonical filters. */
+static mirs_status try_bop(bstate *b, mirs_op op, int nin, const operand *x, int dim) {
+  const mirs__bgraph *bg = b->bg;
+  mirs__search_worker *w = b->w;
+  if (!within_budget(w, op))
+    return MIRS_OK;
+  mirs__search_move m;
+  move_init(&m, MIRS__MOVE_BOP);
+  m.op = (uint8_t)op;
+  m.nin = (uint8_t)nin;
+  mirs__shape sh[2];
+  mirs__search_btinfo info[2];
+  bool post[2] = {false, false};
+  int consumed_sinks = 0, consumed_lsinks = 0;
+  for (int i = 0; i < nin; i++) {
+    if (x[i] < 0) {
+      if (i == 1 && x[1] == x[0]) {
+        m.in[1] = m.in[0];
+      } else {
+        m.load[m.nload] = w->loads[~x[i]];
+        m.in[i] = bg->nt + m.nload;
+        m.nload++;
+      }
+    } else {
+      m.in[i] = x[i];
+      post[i] = bg->t[x[i]].post;
+      if (w->bt[x[i]].uses == 0 && (i == 0 || x[1] != x[0])) {
+        consumed_sinks++;
+        if (!post[i])
+          consumed_lsinks++;
+      }
+    }
+    operand_info(b, x[i], &sh[i], &info[i]);
+  }
+  if (b->ninputs + m.nload > b->sp->max_cin)
+    return MIRS_OK;
+  if (m.nload == 2 && m.load[0].src == m.load[1].src)
+    return MIRS_OK; /* one tile per kernel tensor */
+  bool is_accum = mirs__graph_ops[op].kind == MIRS__KIND_ACCUM;
+  if (nin == 2 && post[0] != post[1])
+    return MIRS_OK; /* mixes per-iteration and post-loop values */
+  if (is_accum && post[0])
+    return MIRS_OK;
+  bool rpost = is_accum || post[0];
+  /* Budget: the ops left must consume every sink and close the kernel. */
+  int s2 = b->sinks - consumed_sinks + 1, l2 = b->lsinks - consumed_lsinks + (rpost ? 0 : 1);
+  int need = (s2 > b->sp->max_cout ? s2 - b->sp->max_cout : 0) + (l2 > 0 ? 1 : 0) + 1;
+  if (b->remaining - m.nload - 1 < need)
+    return MIRS_OK;
+  /* Quick shape rejections before the full rule. */
+  mirs__op_kind kind = mirs__graph_ops[op].kind;
+  if (kind == MIRS__KIND_MATMUL &&
+      (sh[0].ndim != sh[1].ndim || sh[0].ndim < 2 ||
+       sh[0].d[sh[0].ndim - 1] != sh[1].d[sh[1].ndim - 2]))
+    return MIRS_OK;
+  if (kind == MIRS__KIND_BINARY && sh[0].ndim != sh[1].ndim)
+    return MIRS_OK;
+  mirs__shape rs;
+  int nd;
+  char why[8];
+  if (!mirs__shape_infer(op, nin, sh, dim, &nd, &rs, why, sizeof why))
+    return MIRS_OK;
+  m.dim = (int8_t)(kind == MIRS__KIND_REDUCE || op == MIRS_OP_ACCUM_SUM ? nd : -1);
+  mirs__search_btinfo out;
+  if (!mirs__search_tile_rule(bg, op, m.dim, nin, info, sh, &out) && b->sp->tile_check) {
+    MIRS_INC(&w->stats, tile_skips);
+    return MIRS_OK;
+  }
+  /* Never the same op on the same existing operands twice. */
+  if (m.nload == 0)
+    for (int32_t i = 0; i < bg->nops; i++) {
+      const mirs__bop *o = &bg->ops[i];
+      if (o->op == op && o->nin == nin && o->dim == m.dim && o->in[0] == m.in[0] &&
+          (nin < 2 || o->in[1] == m.in[1])) {
+        MIRS_INC(&w->stats, canonical_skips);
+        return MIRS_OK;
+      }
+    }
+  /* Tiles get their ids when first used, so keys of ops with new tiles
+   * depend on the order; the rule compares only ops without new tiles
+   * (keys fixed), which keeps an accepted order for every graph: take the
+   * ops with new tiles first, the others by smallest key. */
+  bool p_loads = bg->nops >= 2 && bg->ops[bg->nops - 2].op == MIRS_OP_INPUT;
+  if (b->sp->canonical && bg->nops > 0 && m.nload == 0 && !p_loads) {
+    const mirs__bop *p = &bg->ops[bg->nops - 1];
+    bool consumes = false;
+    for (int i = 0; i < nin; i++)
+      if (m.in[i] == p->out)
+        consumes = true;
+    if (!consumes && bkey_cmp(&m, p) <= 0) {
+      MIRS_INC(&w->stats, canonical_skips);
+      return MIRS_OK;
+    }
+  }
+  return push_move(w, &m);
+}
+
+/* List the closing moves: outputs with omaps and fused-flag choices. */
+static mirs_status gen_close(bstate *b) {
+  mirs__search_worker *w = b->w;
+  const mirs__bgraph *bg = b->bg;
+  const mirs__search_space *sp = b->sp;
+  mirs__search_move m;
+  move_init(&m, MIRS__MOVE_CLOSE);
+  for (int32_t t = 0; t < bg->nt; t++)
+    if (w->bt[t].uses == 0)
+      m.out[m.nout++] = t;
+  /* The custom kernel's place in the kernel-level canonical order. */
+  int32_t srcs[64] = {0};
+  int nsrc = 0;
+  for (int32_t i = 0; i < bg->nops && nsrc < 64; i++)
+    if (bg->ops[i].op == MIRS_OP_INPUT)
+      srcs[nsrc++] = bg->ops[i].src;
+  if (!kernel_canonical(w, MIRS_OP_CUSTOM, -1, srcs, nsrc, true)) {
+    MIRS_INC(&w->stats, canonical_skips);
+    return MIRS_OK;
+  }
+  /* Fusable elementwise ops: first argument computed (not loaded) in the
+   * same phase, and consumed only by this op. */
+  int fus[64], nfus = 0;
+  for (int32_t i = 0; i < bg->nops; i++) {
+    const mirs__bop *o = &bg->ops[i];
+    if (!mirs__op_is_elementwise(o->op))
+      continue;
+    const mirs__btensor *a = &bg->t[o->in[0]];
+    if (bg->ops[a->producer].op == MIRS_OP_INPUT || a->post != bg->t[o->out].post ||
+        w->bt[o->in[0]].uses != 1)
+      continue;
+    fus[nfus++] = i;
+  }
+  uint64_t all = 0;
+  for (int i = 0; i < nfus; i++)
+    all |= UINT64_C(1) << fus[i];
+  /* Omaps: derived from the tile tags, or every choice. */
+  int8_t choice[MIRS__SEARCH_MAX_COUT][64][MIRS__GRID];
+  int nchoice[MIRS__SEARCH_MAX_COUT];
+  for (int k = 0; k < m.nout; k++) {
+    const mirs__shape *s = &bg->t[m.out[k]].shape;
+    nchoice[k] = 0;
+    if (sp->tile_check) {
+      int8_t om[MIRS__GRID];
+      bool ok = true;
+      for (int a = 0; a < MIRS__GRID; a++) {
+        om[a] = -1;
+        if (bg->grid[a] == 1)
+          continue;
+        for (int d = 0; d < s->ndim; d++)
+          if (w->bt[m.out[k]].tag[d] == MIRS__TAG_GX + a)
+            om[a] = (int8_t)d;
+        if (om[a] < 0 || !sp->omap_ok[om[a]])
+          ok = false;
+      }
+      if (!ok) {
+        MIRS_INC(&w->stats, tile_skips);
+        return MIRS_OK;
+      }
+      memcpy(choice[k][nchoice[k]++], om, sizeof om);
+      continue;
+    }
+    for (int dx = -1; dx < s->ndim; dx++)
+      for (int dy = -1; dy < s->ndim; dy++)
+        for (int dz = -1; dz < s->ndim; dz++) {
+          int8_t om[MIRS__GRID] = {(int8_t)dx, (int8_t)dy, (int8_t)dz};
+          bool ok = true;
+          for (int a = 0; a < MIRS__GRID && ok; a++) {
+            if ((bg->grid[a] == 1) != (om[a] == -1) || (om[a] >= 0 && !sp->omap_ok[om[a]]))
+              ok = false;
+            for (int c = 0; c < a && ok; c++)
+              if (om[a] >= 0 && om[a] == om[c])
+                ok = false;
+          }
+          if (ok && nchoice[k] < 64)
+            memcpy(choice[k][nchoice[k]++], om, sizeof om);
+        }
+    if (nchoice[k] == 0)
+      return MIRS_OK;
+  }
+  /* Enumerate omap combinations (mixed radix) times fused-flag choices. */
+  int idx[MIRS__SEARCH_MAX_COUT] = {0};
+  for (;;) {
+    for (int k = 0; k < m.nout; k++)
+      memcpy(m.omap[k], choice[k][idx[k]], MIRS__GRID);
+    if (sp->fusion == 0 || nfus == 0) {
+      m.fused = 0;
+      MIRS_CHECK(w->ctx, push_move(w, &m));
+    } else if (sp->fusion == 1 || nfus > MIRS__SEARCH_MAX_FUSABLE) {
+      m.fused = all;
+      MIRS_CHECK(w->ctx, push_move(w, &m));
+    } else {
+      for (uint32_t sub = 0; sub < (1u << nfus); sub++) {
+        m.fused = 0;
+        for (int i = 0; i < nfus; i++)
+          if (sub & (1u << i))
+            m.fused |= UINT64_C(1) << fus[i];
+        MIRS_CHECK(w->ctx, push_move(w, &m));
+      }
+    }
+    int k = 0;
+    while (k < m.nout && ++idx[k] == nchoice[k])
+      idx[k++] = 0;
+    if (k == m.nout)
+      break;
+  }
+  return MIRS_OK;
+}
+
+/* Moves of a block-level state: close, then block ops. */
+static mirs_status gen_block(mirs__search_worker *w) {
+  bstate b = {.w = w, .sp = &w->s->space, .g = w->g, .bg = w->bgs[w->nbg - 1]};
+  const mirs__bgraph *bg = b.bg;
+  mirs_context *ctx = w->ctx;
+  b.remaining = b.sp->max_bops - bg->nops;
+  for (int32_t i = 0; i < bg->nops; i++)
+    if (bg->ops[i].op == MIRS_OP_INPUT)
+      b.ninputs++;
+  for (int32_t t = 0; t < bg->nt; t++)
+    if (w->bt[t].uses == 0) {
+      b.sinks++;
+      if (!bg->t[t].post)
+        b.lsinks++;
+    }
+  if (b.lsinks == 0 && b.sinks >= 1 && b.sinks <= b.sp->max_cout && b.sinks <= b.remaining)
+    MIRS_CHECK(ctx, gen_close(&b));
+  if (b.remaining < 2)
+    return MIRS_OK;
+  size_t nl = 0;
+  if (b.ninputs < b.sp->max_cin)
+    for (int32_t src = 0; src < b.g->nt; src++) {
+      /* Each kernel tensor is one input of a custom kernel (as in Mirage):
+       * a second tile of the same tensor is not offered. */
+      bool loaded = false;
+      for (int32_t i = 0; i < bg->nops; i++)
+        if (bg->ops[i].op == MIRS_OP_INPUT && bg->ops[i].src == src)
+          loaded = true;
+      if (loaded)
+        continue;
+      mirs__search_load l = {.src = src, .imap = {-1, -1, -1}, .fmap = -1};
+      MIRS_CHECK(ctx, loads_imap(&b, &l, 0, &nl));
+    }
+  b.nloads = nl;
+  /* Operands: existing tensors 0..nt-1, then loads ~0..~(nl-1). */
+  int32_t nops = bg->nt + (int32_t)nl;
+#define OPERAND(i) ((i) < bg->nt ? (operand)(i) : (operand) ~((i) - bg->nt))
+  for (int op = 0; op < MIRS_OP_COUNT; op++) {
+    if (!b.sp->bop[op])
+      continue;
+    mirs__op_kind kind = mirs__graph_ops[op].kind;
+    for (int32_t i = 0; i < nops; i++) {
+      operand x[2] = {OPERAND(i), 0};
+      mirs__shape sh0;
+      mirs__search_btinfo inf0;
+      operand_info(&b, x[0], &sh0, &inf0);
+      if (kind == MIRS__KIND_UNARY || kind == MIRS__KIND_RMSNORM || op == MIRS_OP_ACCUM ||
+          op == MIRS_OP_ACCUM_RMS) {
+        MIRS_CHECK(ctx, try_bop(&b, (mirs_op)op, 1, x, -1));
+      } else if (kind == MIRS__KIND_REDUCE || op == MIRS_OP_ACCUM_SUM) {
+        for (int d = 0; d < sh0.ndim; d++)
+          if (sh0.d[d] > 1 || (inf0.tag[d] != MIRS__TAG_FULL))
+            MIRS_CHECK(ctx, try_bop(&b, (mirs_op)op, 1, x, d));
+      } else if (kind == MIRS__KIND_BINARY || kind == MIRS__KIND_MATMUL) {
+        bool comm = op == MIRS_OP_ADD || op == MIRS_OP_MUL;
+        for (int32_t j = comm ? i : 0; j < nops; j++) {
+          x[1] = OPERAND(j);
+          /* Two new tiles: the first operand's tile is loaded first; a
+           * pair of new tiles in the other order is another move. */
+          MIRS_CHECK(ctx, try_bop(&b, (mirs_op)op, 2, x, -1));
+        }
+      }
+    }
+  }
+#undef OPERAND
+  return MIRS_OK;
+}
+
+/* Append the moves of w's current state to the move arena. */
+mirs_status mirs__search_gen_moves(mirs__search_worker *w, uint32_t *n) {
+  size_t start = w->nmoves;
+  if (w->open)
+    MIRS_CHECK(w->ctx, gen_block(w));
+  else
+    MIRS_CHECK(w->ctx, gen_kernel(w));
+  *n = (uint32_t)(w->nmoves - start);
+  return MIRS_OK;
+}
