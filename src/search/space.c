@@ -12,7 +12,12 @@
  *    tiles) than it.  Picking, among the ready ops, the one with the
  *    smallest key yields an accepted order for every graph, so no graph is
  *    lost, and most permutations of independent ops are never built;
- *    identical ops on identical operands are never added twice;
+ *    identical ops on identical operands are never added twice.  Keys
+ *    hold tensor ids, which depend on the order ops were added, so
+ *    nothing else may: commutative ops (add, mul) are listed with both
+ *    operand orders (an id-ordered "first operand created first" rule
+ *    would make add(a, b) versus add(b, a) depend on which of two
+ *    independent producers canonical order puts first, losing graphs);
  *  - divisibility: grid sizes and forloop ranges must divide some tensor
  *    dim, imaps and fmaps must divide their dims exactly;
  *  - tile analysis (option tile_check): every tile dim is tagged with what
@@ -455,8 +460,7 @@ static mirs_status gen_kernel(mirs__search_worker *w) {
           if (g->t[a].shape.d[d] > 1)
             MIRS_CHECK(w->ctx, try_kop(w, (mirs_op)op, 1, in, d));
       } else if (kind == MIRS__KIND_BINARY || kind == MIRS__KIND_MATMUL) {
-        bool comm = op == MIRS_OP_ADD || op == MIRS_OP_MUL;
-        for (int32_t b = comm ? a : 0; b < g->nt; b++) {
+        for (int32_t b = 0; b < g->nt; b++) {
           in[1] = b;
           MIRS_CHECK(w->ctx, try_kop(w, (mirs_op)op, 2, in, -1));
         }
@@ -855,8 +859,7 @@ static mirs_status gen_block(mirs__search_worker *w) {
           if (sh0.d[d] > 1 || (inf0.tag[d] != MIRS__TAG_FULL))
             MIRS_CHECK(ctx, try_bop(&b, (mirs_op)op, 1, x, d));
       } else if (kind == MIRS__KIND_BINARY || kind == MIRS__KIND_MATMUL) {
-        bool comm = op == MIRS_OP_ADD || op == MIRS_OP_MUL;
-        for (int32_t j = comm ? i : 0; j < nops; j++) {
+        for (int32_t j = 0; j < nops; j++) {
           x[1] = OPERAND(j);
           /* Two new tiles: the first operand's tile is loaded first; a
            * pair of new tiles in the other order is another move. */
