@@ -152,6 +152,18 @@ int64_t mirs__shape_numel(const mirs__shape *s);
 bool mirs__shape_eq(const mirs__shape *a, const mirs__shape *b);
 /* "[2, 256, 64]" into buf. */
 const char *mirs__shape_str(const mirs__shape *s, char *buf, size_t size);
+/* Strides of in's dims as seen from out's (ranks aligned on the right);
+ * 0 where in is missing or has size 1 (broadcast). */
+void mirs__shape_bcast_strides(const mirs__shape *in, const mirs__shape *out,
+                               int64_t st[MIRS_MAX_DIMS]);
+/* Offset of flat row `row` over dims [0, nd) of s with strides st. */
+int64_t mirs__shape_row_offset(const mirs__shape *s, int nd, const int64_t *st, int64_t row);
+/* Copy the tile of shape ts at off[] between a row-major tensor (shape ks,
+ * buffer k) and a dense tile t of elem-byte elements (store: tile ->
+ * tensor).  False when the tile does not lie inside the tensor.  Shared by
+ * every evaluator (float64 interpreter, fingerprints). */
+bool mirs__shape_copy_tile(const mirs__shape *ks, void *k, const mirs__shape *ts, void *t,
+                           const int64_t off[MIRS_MAX_DIMS], size_t elem, bool store);
 
 /* ---------------------------------------------------------------- builder (graph.c) */
 

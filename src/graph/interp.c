@@ -36,33 +36,6 @@ static int64_t numel(const mirs__shape *s) {
   return mirs__shape_numel(s);
 }
 
-/* Strides (in elements) of in's dims as seen from out's dims, ranks
- * aligned on the right; 0 where in is missing or has size 1 (broadcast). */
-static void bcast_strides(const mirs__shape *in, const mirs__shape *out,
-                          int64_t st[MIRS_MAX_DIMS]) {
-  int64_t stride = 1;
-  for (int d = out->ndim - 1; d >= 0; d--) {
-    int id = d - (out->ndim - in->ndim);
-    if (id < 0) {
-      st[d] = 0;
-      continue;
-    }
-    st[d] = in->d[id] == 1 ? 0 : stride;
-    stride *= in->d[id];
-  }
-}
-
-/* Offset of flat row `row` over dims [0, nd) of shape s, with strides st. */
-static int64_t row_offset(const mirs__shape *s, int nd, const int64_t *st, int64_t row) {
-  int64_t off = 0;
-  for (int d = nd - 1; d >= 0; d--) {
-    int64_t i = row % s->d[d];
-    row /= s->d[d];
-    off += i * st[d];
-  }
-  return off;
-}
-
 /* y[i] = op(x[i]) for n elements. */
 static void ev_unary(mirs_op op, const double *x, double *y, int64_t n) {
   switch (op) {
@@ -100,14 +73,14 @@ static void ev_binary(mirs_op op, const mirs__shape *as, const double *a, const 
                       const double *b, const mirs__shape *os, double *o) {
   int64_t sa[MIRS_MAX_DIMS], sb[MIRS_MAX_DIMS];
   int r = os->ndim;
-  bcast_strides(as, os, sa);
-  bcast_strides(bs, os, sb);
+  mirs__shape_bcast_strides(as, os, sa);
+  mirs__shape_bcast_strides(bs, os, sb);
   int64_t last = r > 0 ? os->d[r - 1] : 1;
   int64_t la = r > 0 ? sa[r - 1] : 0, lb = r > 0 ? sb[r - 1] : 0;
   int64_t rows = numel(os) / last;
   for (int64_t row = 0; row < rows; row++) {
-    const double *pa = a + (r > 1 ? row_offset(os, r - 1, sa, row) : 0);
-    const double *pb = b + (r > 1 ? row_offset(os, r - 1, sb, row) : 0);
+    const double *pa = a + (r > 1 ? mirs__shape_row_offset(os, r - 1, sa, row) : 0);
+    const double *pb = b + (r > 1 ? mirs__shape_row_offset(os, r - 1, sb, row) : 0);
     double *po = o + row * last;
     switch (op) {
     case MIRS_OP_ADD:
@@ -140,12 +113,12 @@ static void ev_matmul(const mirs__shape *as, const double *a, const mirs__shape 
   int64_t sa[MIRS_MAX_DIMS], sb[MIRS_MAX_DIMS];
   int r = os->ndim;
   int64_t m = os->d[r - 2], n = os->d[r - 1], k = as->d[as->ndim - 1];
-  bcast_strides(as, os, sa);
-  bcast_strides(bs, os, sb);
+  mirs__shape_bcast_strides(as, os, sa);
+  mirs__shape_bcast_strides(bs, os, sb);
   int64_t batches = numel(os) / (m * n);
   for (int64_t bi = 0; bi < batches; bi++) {
-    const double *pa = a + row_offset(os, r - 2, sa, bi);
-    const double *pb = b + row_offset(os, r - 2, sb, bi);
+    const double *pa = a + mirs__shape_row_offset(os, r - 2, sa, bi);
+    const double *pb = b + mirs__shape_row_offset(os, r - 2, sb, bi);
     double *po = o + bi * m * n;
     for (int64_t i = 0; i < m; i++) {
       const double *arow = pa + i * k;
@@ -237,39 +210,6 @@ static bool ev_compute(mirs_op op, int dim, const mirs__shape *const *ins,
   }
 }
 
-/* Copy the tile of shape ts starting at off[] between the tensor (shape
- * ks, buffer k) and the tile buffer t: load (tensor -> tile) or store.
- * False when the tile does not lie inside the tensor. */
-static bool copy_tile(const mirs__shape *ks, double *k, const mirs__shape *ts, double *t,
-                      const int64_t off[MIRS_MAX_DIMS], bool store) {
-  int r = ts->ndim;
-  if (r != ks->ndim)
-    return false;
-  for (int d = 0; d < r; d++)
-    if (off[d] < 0 || off[d] + ts->d[d] > ks->d[d])
-      return false;
-  int64_t kst[MIRS_MAX_DIMS];
-  int64_t stride = 1;
-  for (int d = r - 1; d >= 0; d--) {
-    kst[d] = stride;
-    stride *= ks->d[d];
-  }
-  int64_t last = r > 0 ? ts->d[r - 1] : 1;
-  int64_t base = 0;
-  for (int d = 0; d < r; d++)
-    base += off[d] * kst[d];
-  int64_t rows = numel(ts) / last;
-  for (int64_t row = 0; row < rows; row++) {
-    double *pk = k + base + (r > 1 ? row_offset(ts, r - 1, kst, row) : 0);
-    double *pt = t + row * last;
-    if (store)
-      memcpy(pk, pt, (size_t)last * sizeof *pt);
-    else
-      memcpy(pt, pk, (size_t)last * sizeof *pt);
-  }
-  return true;
-}
-
 /* Check the block graph facts the evaluation relies on (tensor ids in
  * range, accumulator result shapes, ranks of loaded tiles), so a malformed
  * graph is reported instead of overrunning a buffer. */
@@ -339,7 +279,8 @@ static mirs_status run_custom(const mirs_graph *g, const mirs__kop *kop, double 
                   off[op->imap[gd]] = (int64_t)b[gd] * ts->d[op->imap[gd]];
               if (op->fmap >= 0 && op->fmap < ts->ndim)
                 off[op->fmap] = (int64_t)f * ts->d[op->fmap];
-              if (!copy_tile(&g->t[op->src].shape, v[op->src], ts, tv[op->out], off, false)) {
+              if (!mirs__shape_copy_tile(&g->t[op->src].shape, v[op->src], ts, tv[op->out], off,
+                                         sizeof(double), false)) {
                 s = MIRS_FAIL(ctx, MIRS_INTERNAL, "block input %s: tile outside tensor %s",
                               bg->t[op->out].name, g->t[op->src].name);
                 goto done;
@@ -393,7 +334,8 @@ static mirs_status run_custom(const mirs_graph *g, const mirs__kop *kop, double 
             for (int gd = 0; gd < MIRS__GRID; gd++)
               if (op->omap[gd] >= 0 && op->omap[gd] < ts->ndim)
                 off[op->omap[gd]] = (int64_t)b[gd] * ts->d[op->omap[gd]];
-            if (!copy_tile(&g->t[op->dst].shape, v[op->dst], ts, tv[op->in[0]], off, true)) {
+            if (!mirs__shape_copy_tile(&g->t[op->dst].shape, v[op->dst], ts, tv[op->in[0]], off,
+                                       sizeof(double), true)) {
               s = MIRS_FAIL(ctx, MIRS_INTERNAL, "block output of %s: tile outside its tensor",
                             bg->t[op->in[0]].name);
               goto done;

@@ -171,3 +171,61 @@ bool mirs__shape_infer(mirs_op op, int nin, const mirs__shape *in, int dim, int 
   snprintf(why, whysize, "%s has no shape rule of its own", info->name);
   return false;
 }
+
+/* Strides (in elements) of in's dims as seen from out's dims, ranks
+ * aligned on the right; 0 where in is missing or has size 1 (broadcast). */
+void mirs__shape_bcast_strides(const mirs__shape *in, const mirs__shape *out,
+                               int64_t st[MIRS_MAX_DIMS]) {
+  int64_t stride = 1;
+  for (int d = out->ndim - 1; d >= 0; d--) {
+    int id = d - (out->ndim - in->ndim);
+    if (id < 0) {
+      st[d] = 0;
+      continue;
+    }
+    st[d] = in->d[id] == 1 ? 0 : stride;
+    stride *= in->d[id];
+  }
+}
+
+/* Offset of flat row `row` over dims [0, nd) of shape s, with strides st. */
+int64_t mirs__shape_row_offset(const mirs__shape *s, int nd, const int64_t *st, int64_t row) {
+  int64_t off = 0;
+  for (int d = nd - 1; d >= 0; d--) {
+    off += (row % s->d[d]) * st[d];
+    row /= s->d[d];
+  }
+  return off;
+}
+
+/* Copy the tile of shape ts at off[] between a row-major tensor (shape ks,
+ * buffer k) and a dense tile buffer t, elements of elem bytes: load
+ * (tensor -> tile) or store.  False when the tile does not lie inside. */
+bool mirs__shape_copy_tile(const mirs__shape *ks, void *k, const mirs__shape *ts, void *t,
+                           const int64_t off[MIRS_MAX_DIMS], size_t elem, bool store) {
+  int r = ts->ndim;
+  if (r != ks->ndim)
+    return false;
+  for (int d = 0; d < r; d++)
+    if (off[d] < 0 || off[d] + ts->d[d] > ks->d[d])
+      return false;
+  int64_t kst[MIRS_MAX_DIMS];
+  int64_t stride = 1;
+  for (int d = r - 1; d >= 0; d--) {
+    kst[d] = stride;
+    stride *= ks->d[d];
+  }
+  int64_t last = r > 0 ? ts->d[r - 1] : 1, base = 0;
+  for (int d = 0; d < r; d++)
+    base += off[d] * kst[d];
+  int64_t rows = mirs__shape_numel(ts) / last;
+  for (int64_t row = 0; row < rows; row++) {
+    int64_t ko = base + (r > 1 ? mirs__shape_row_offset(ts, r - 1, kst, row) : 0);
+    char *pk = (char *)k + (size_t)ko * elem, *pt = (char *)t + (size_t)(row * last) * elem;
+    if (store)
+      memcpy(pk, pt, (size_t)last * elem);
+    else
+      memcpy(pt, pk, (size_t)last * elem);
+  }
+  return true;
+}

@@ -760,32 +760,6 @@ static void zero_b(mirs__fp_pair *y, int64_t n) {
     y[i].b = 0;
 }
 
-/* Strides of in's dims as seen from out's (ranks aligned on the right); 0
- * where in is missing or has size 1 (broadcast). */
-static void bcast_strides(const mirs__shape *in, const mirs__shape *out,
-                          int64_t st[MIRS_MAX_DIMS]) {
-  int64_t stride = 1;
-  for (int d = out->ndim - 1; d >= 0; d--) {
-    int id = d - (out->ndim - in->ndim);
-    if (id < 0) {
-      st[d] = 0;
-      continue;
-    }
-    st[d] = in->d[id] == 1 ? 0 : stride;
-    stride *= in->d[id];
-  }
-}
-
-/* Offset of flat row `row` over dims [0, nd) of s with strides st. */
-static int64_t row_offset(const mirs__shape *s, int nd, const int64_t *st, int64_t row) {
-  int64_t off = 0;
-  for (int d = nd - 1; d >= 0; d--) {
-    off += (row % s->d[d]) * st[d];
-    row /= s->d[d];
-  }
-  return off;
-}
-
 /* y = op(x) elementwise for n values (EXP, SQUARE, and the PRFs); gpow
  * are exp's power tables. */
 static void fp_unary(mirs_op op, uint64_t key, const uint32_t *gpow, const mirs__fp_pair *x,
@@ -815,14 +789,14 @@ static void fp_binary(mirs_op op, const mirs__shape *as, const mirs__fp_pair *a,
                       mirs__fp_pair *o) {
   int64_t sa[MIRS_MAX_DIMS], sb[MIRS_MAX_DIMS];
   int r = os->ndim;
-  bcast_strides(as, os, sa);
-  bcast_strides(bs, os, sb);
+  mirs__shape_bcast_strides(as, os, sa);
+  mirs__shape_bcast_strides(bs, os, sb);
   int64_t last = r > 0 ? os->d[r - 1] : 1;
   int64_t la = r > 0 ? sa[r - 1] : 0, lb = r > 0 ? sb[r - 1] : 0;
   int64_t rows = mirs__shape_numel(os) / last;
   for (int64_t row = 0; row < rows; row++) {
-    const mirs__fp_pair *pa = a + (r > 1 ? row_offset(os, r - 1, sa, row) : 0);
-    const mirs__fp_pair *pb = b + (r > 1 ? row_offset(os, r - 1, sb, row) : 0);
+    const mirs__fp_pair *pa = a + (r > 1 ? mirs__shape_row_offset(os, r - 1, sa, row) : 0);
+    const mirs__fp_pair *pb = b + (r > 1 ? mirs__shape_row_offset(os, r - 1, sb, row) : 0);
     mirs__fp_pair *po = o + row * last;
     if (op == MIRS_OP_ADD)
       for (int64_t j = 0; j < last; j++)
@@ -844,13 +818,13 @@ static void fp_matmul(const mirs__shape *as, const mirs__fp_pair *a, const mirs_
   int64_t sa[MIRS_MAX_DIMS], sb[MIRS_MAX_DIMS];
   int r = os->ndim;
   int64_t m = os->d[r - 2], n = os->d[r - 1], k = as->d[as->ndim - 1];
-  bcast_strides(as, os, sa);
-  bcast_strides(bs, os, sb);
+  mirs__shape_bcast_strides(as, os, sa);
+  mirs__shape_bcast_strides(bs, os, sb);
   int64_t batches = mirs__shape_numel(os) / (m * n);
   uint64_t *acca = acc, *accb = acc + n;
   for (int64_t bi = 0; bi < batches; bi++) {
-    const mirs__fp_pair *pa = a + row_offset(os, r - 2, sa, bi);
-    const mirs__fp_pair *pb = b + row_offset(os, r - 2, sb, bi);
+    const mirs__fp_pair *pa = a + mirs__shape_row_offset(os, r - 2, sa, bi);
+    const mirs__fp_pair *pb = b + mirs__shape_row_offset(os, r - 2, sb, bi);
     mirs__fp_pair *po = o + bi * m * n;
     for (int64_t i = 0; i < m; i++) {
       memset(acc, 0, sizeof *acc * 2 * (size_t)n);
@@ -1017,38 +991,6 @@ static mirs_status cpu_input(void *state, mirs__fp_store *s, const mirs_graph *g
   return MIRS_OK;
 }
 
-/* Copy the tile of shape ts at off[] between the tensor (shape ks, values
- * k) and the tile t: load (tensor -> tile) or store.  False when the tile
- * does not lie inside the tensor. */
-static bool copy_tile(const mirs__shape *ks, mirs__fp_pair *k, const mirs__shape *ts,
-                      mirs__fp_pair *t, const int64_t off[MIRS_MAX_DIMS], bool store) {
-  int r = ts->ndim;
-  if (r != ks->ndim)
-    return false;
-  for (int d = 0; d < r; d++)
-    if (off[d] < 0 || off[d] + ts->d[d] > ks->d[d])
-      return false;
-  int64_t kst[MIRS_MAX_DIMS];
-  int64_t stride = 1;
-  for (int d = r - 1; d >= 0; d--) {
-    kst[d] = stride;
-    stride *= ks->d[d];
-  }
-  int64_t last = r > 0 ? ts->d[r - 1] : 1, base = 0;
-  for (int d = 0; d < r; d++)
-    base += off[d] * kst[d];
-  int64_t rows = mirs__shape_numel(ts) / last;
-  for (int64_t row = 0; row < rows; row++) {
-    mirs__fp_pair *pk = k + base + (r > 1 ? row_offset(ts, r - 1, kst, row) : 0);
-    mirs__fp_pair *pt = t + row * last;
-    if (store)
-      memcpy(pk, pt, (size_t)last * sizeof *pt);
-    else
-      memcpy(pt, pk, (size_t)last * sizeof *pt);
-  }
-  return true;
-}
-
 /* Run block compute op o of bg on the tiles of one trial. */
 static mirs_status block_compute(mirs_context *ctx, cpu_state *c, const mirs__fp_store *s,
                                  const mirs__bgraph *bg, const mirs__bop *o, uint64_t key) {
@@ -1095,8 +1037,9 @@ static mirs_status cpu_custom_trial(cpu_state *c, mirs__fp_store *s, const mirs_
                   off[o->imap[gd]] = (int64_t)b[gd] * ts->d[o->imap[gd]];
               if (o->fmap >= 0 && o->fmap < ts->ndim)
                 off[o->fmap] = (int64_t)f * ts->d[o->fmap];
-              if (!copy_tile(&g->t[o->src].shape, kval(c, s, o->src, j), ts,
-                             c->tile + s->bt[o->out].off, off, false))
+              if (!mirs__shape_copy_tile(&g->t[o->src].shape, kval(c, s, o->src, j), ts,
+                                         c->tile + s->bt[o->out].off, off, sizeof(mirs__fp_pair),
+                                         false))
                 return MIRS_FAIL(ctx, MIRS_INTERNAL, "block input %s: tile outside tensor %s",
                                  bg->t[o->out].name, g->t[o->src].name);
               c->tile_elements += (uint64_t)s->bt[o->out].numel;
@@ -1141,8 +1084,9 @@ static mirs_status cpu_custom_trial(cpu_state *c, mirs__fp_store *s, const mirs_
             for (int gd = 0; gd < MIRS__GRID; gd++)
               if (o->omap[gd] >= 0 && o->omap[gd] < ts->ndim)
                 off[o->omap[gd]] = (int64_t)b[gd] * ts->d[o->omap[gd]];
-            if (!copy_tile(&g->t[o->dst].shape, kval(c, s, o->dst, j), ts,
-                           c->tile + s->bt[o->in[0]].off, off, true))
+            if (!mirs__shape_copy_tile(&g->t[o->dst].shape, kval(c, s, o->dst, j), ts,
+                                       c->tile + s->bt[o->in[0]].off, off, sizeof(mirs__fp_pair),
+                                       true))
               return MIRS_FAIL(ctx, MIRS_INTERNAL, "block output of %s: tile outside its tensor",
                                bg->t[o->in[0]].name);
           } else if (kind != MIRS__KIND_INPUT && kind != MIRS__KIND_ACCUM && bg->t[o->out].post) {
