@@ -653,7 +653,12 @@ static mirs_status enter(mirs__search_worker *w, uint32_t idx, bool *entered) {
   if (!*entered)
     return MIRS_OK;
   MIRS_INC(&w->stats, states_explored);
-  if (w->ctx->opt.log_level >= MIRS_LOG_TRACE)
+  if (w->ctx->opt.log_level >= MIRS_LOG_TRACE && m.kind == MIRS__MOVE_OPEN)
+    mirs__core_log(w->ctx, MIRS_LOG_TRACE,
+                   "search: depth %d move %u open grid [%d,%d,%d] block %d forloop %d",
+                   (int)w->depth, idx, (int)m.grid[0], (int)m.grid[1], (int)m.grid[2],
+                   (int)m.block, (int)m.forloop);
+  else if (w->ctx->opt.log_level >= MIRS_LOG_TRACE)
     mirs__core_log(w->ctx, MIRS_LOG_TRACE,
                    "search: depth %d move %u kind %d op %s in %d,%d dim %d loads %d "
                    "[%d:%d,%d,%d/%d] [%d:%d,%d,%d/%d]",
@@ -885,6 +890,18 @@ mirs_status mirs_search_create(mirs_context *ctx, const mirs_graph *program, mir
     cfg.rlimit = (unsigned)ctx->opt.prune_rlimit;
     cfg.timeout_ms = (unsigned)ctx->opt.prune_timeout_ms;
     st = mirs__prune_shared_new(ctx, s->program, &cfg, &s->prune);
+  }
+  if (st == MIRS_OK) {
+    /* Pruning refuses any expression with a symbol its targets lack, so
+     * accum_rms is useless when no target has an rms. */
+    s->space.rms_useful = s->space.bop[MIRS_OP_ACCUM_RMS];
+    if (ctx->opt.prune && s->space.rms_useful) {
+      s->space.rms_useful = false;
+      const mirs__abs_arena *ta = mirs__prune_target_arena(s->prune);
+      for (int i = 0; i < mirs__prune_num_targets(s->prune); i++)
+        if (mirs__abs_node_at(ta, mirs__prune_target(s->prune, i))->bits & MIRS__ABS_BIT_RMS)
+          s->space.rms_useful = true;
+    }
   }
   if (st == MIRS_OK)
     st = mirs__cost_profiles_load(ctx, NULL, &s->profiles);

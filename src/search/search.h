@@ -83,7 +83,8 @@ typedef struct mirs__search_move {
 typedef struct mirs__search_space {
   int max_kops, max_bops, max_custom, max_cin, max_cout;
   int fusion;
-  bool canonical, tile_check;
+  bool canonical, tile_check, phase_canonical, final_grid;
+  bool rms_useful; /* an accum_rms can survive pruning (set by mirs_search_create) */
   int32_t gx[MIRS__SEARCH_MAX_LIST], gy[MIRS__SEARCH_MAX_LIST], gz[MIRS__SEARCH_MAX_LIST];
   int ngx, ngy, ngz;
   int32_t blocks[MIRS__SEARCH_MAX_LIST];

@@ -99,6 +99,8 @@ mirs_status mirs__search_space_parse(mirs_context *ctx, mirs__search_space *sp) 
   sp->fusion = (int)o->fusion;
   sp->canonical = o->canonical != 0;
   sp->tile_check = o->tile_check != 0;
+  sp->phase_canonical = o->phase_canonical != 0;
+  sp->final_grid = o->final_grid != 0;
   MIRS_CHECK(ctx, parse_list(ctx, "grid_x", o->grid_x, 1, 65535, sp->gx, &sp->ngx));
   MIRS_CHECK(ctx, parse_list(ctx, "grid_y", o->grid_y, 1, 65535, sp->gy, &sp->ngy));
   MIRS_CHECK(ctx, parse_list(ctx, "grid_z", o->grid_z, 1, 65535, sp->gz, &sp->ngz));
@@ -430,6 +432,29 @@ static mirs_status try_kop(mirs__search_worker *w, mirs_op op, int nin, const in
   return push_move(w, &m);
 }
 
+/* Backtracking part of grid_places: grid dims a.. get dims distinct from
+ * om[0..a). */
+static bool grid_places_from(const mirs__search_space *sp, const int32_t *grid,
+                             const mirs__shape *s, int a, int8_t *om) {
+  if (a == MIRS__GRID)
+    return true;
+  om[a] = -1;
+  if (grid[a] == 1)
+    return grid_places_from(sp, grid, s, a + 1, om);
+  for (int d = 0; d < s->ndim; d++) {
+    bool used = false;
+    for (int c = 0; c < a; c++)
+      if (om[c] == d)
+        used = true;
+    if (used || !sp->omap_ok[d] || s->d[d] % grid[a])
+      continue;
+    om[a] = (int8_t)d;
+    if (grid_places_from(sp, grid, s, a + 1, om))
+      return true;
+  }
+  return false;
+}
+
 /* Whether n divides some dim of some kernel tensor of g. */
 static bool divides_some_dim(const mirs_graph *g, int32_t n) {
   if (n <= 1)
@@ -439,6 +464,14 @@ static bool divides_some_dim(const mirs_graph *g, int32_t n) {
       if (g->t[t].shape.d[d] >= n && g->t[t].shape.d[d] % n == 0)
         return true;
   return false;
+}
+
+/* Whether every grid dim > 1 can place a distinct dim of a tensor of
+ * shape s (omap allowed, extent divisible): the grid of a custom kernel
+ * that stores s. */
+static bool grid_places(const mirs__search_space *sp, const int32_t *grid, const mirs__shape *s) {
+  int8_t om[MIRS__GRID];
+  return grid_places_from(sp, grid, s, 0, om);
 }
 
 /* Moves of a kernel-level state: predefined ops, then opening a kernel. */
@@ -469,6 +502,22 @@ static mirs_status gen_kernel(mirs__search_worker *w) {
   }
   if (w->nbg >= sp->max_custom)
     return MIRS_OK;
+  /* Whether the custom kernel opened now must be the candidate's last op,
+   * so must produce every program output not matched yet. */
+  bool last = g->nops + 1 >= sp->max_kops;
+  if (!last && w->nbg + 1 >= sp->max_custom) {
+    last = true;
+    for (int op = 0; op < MIRS_OP_COUNT; op++)
+      if (sp->kop[op])
+        last = false;
+  }
+  const mirs_graph *p = w->s->program;
+  int unmatched = 0;
+  for (int32_t i = 0; i < p->nout; i++)
+    if (w->nmatch[i] == 0)
+      unmatched++;
+  if (last && sp->final_grid && unmatched > sp->max_cout)
+    return MIRS_OK;
   for (int ix = 0; ix < sp->ngx; ix++)
     for (int iy = 0; iy < sp->ngy; iy++)
       for (int iz = 0; iz < sp->ngz; iz++) {
@@ -477,6 +526,17 @@ static mirs_status gen_kernel(mirs__search_worker *w) {
           continue; /* grid dims are used in order x, y, z */
         if (!divides_some_dim(g, gx) || !divides_some_dim(g, gy) || !divides_some_dim(g, gz))
           continue;
+        if (last && sp->final_grid) {
+          int32_t grid[MIRS__GRID] = {gx, gy, gz};
+          bool ok = true;
+          for (int32_t i = 0; ok && i < p->nout; i++)
+            if (w->nmatch[i] == 0 && !grid_places(sp, grid, &p->t[p->outputs[i]].shape))
+              ok = false;
+          if (!ok) {
+            MIRS_INC(&w->stats, tile_skips);
+            continue;
+          }
+        }
         for (int ib = 0; ib < sp->nblocks; ib++)
           for (int iF = 0; iF < sp->nfranges; iF++) {
             int32_t F = sp->franges[iF];
@@ -505,7 +565,8 @@ typedef struct bstate {
   const mirs__bgraph *bg;
   int remaining; /* block ops left */
   int ninputs; /* INPUT ops so far */
-  int sinks, lsinks; /* unconsumed tensors, of which per-iteration */
+  int sinks, lsinks, psinks; /* unconsumed tensors: all, per-iteration, post-loop */
+  bool post_started; /* an accumulator exists: the post-loop phase began */
   size_t nloads;
   mirs__shape *lshape; /* per load candidate (scratch after the loads) */
 } bstate;
@@ -598,6 +659,33 @@ static int bkey_cmp(const mirs__search_move *a, const mirs__bop *p) {
   return a->nload ? 1 : 0;
 }
 
+/* Phase order (option phase_canonical).  Loop-body ops never consume a
+ * post-loop value, so every graph has an order that builds its whole loop
+ * body first, then its accumulators and post-loop ops; only that order is
+ * built (an accumulator may still load its input tile, since a tile comes
+ * with its first consumer).  With forloop range 1 the body runs once and
+ * `accum` is the identity, so placements around the accumulators are
+ * interchangeable too; one is kept: accum_sum(x) is written accum(sum(x)),
+ * and a post-loop op needs an operand that is not a plain accum (one
+ * derived from accum_rms), otherwise it runs in the loop body and its
+ * result is accumulated.  False when op may not come now. */
+static bool phase_canonical(const bstate *b, mirs_op op, int nin, const operand *x, bool post) {
+  const mirs__bgraph *bg = b->bg;
+  bool is_accum = mirs__graph_ops[op].kind == MIRS__KIND_ACCUM;
+  if (b->post_started && !is_accum && !post)
+    return false; /* a loop-body op after the post-loop phase began */
+  if (bg->forloop != 1)
+    return true;
+  if (op == MIRS_OP_ACCUM_SUM)
+    return false;
+  if (!post || is_accum)
+    return true;
+  for (int i = 0; i < nin; i++)
+    if (x[i] >= 0 && bg->ops[bg->t[x[i]].producer].op != MIRS_OP_ACCUM)
+      return true;
+  return false;
+}
+
 /* List block op `op` on operands x[0..nin) (reduced dim `dim`) if it passes
  * the phase, shape, budget, tile and canonical filters. */
 static mirs_status try_bop(bstate *b, mirs_op op, int nin, const operand *x, int dim) {
@@ -641,6 +729,16 @@ static mirs_status try_bop(bstate *b, mirs_op op, int nin, const operand *x, int
   if (nin == 2 && post[0] != post[1])
     return MIRS_OK; /* mixes per-iteration and post-loop values */
   if (is_accum && post[0])
+    return MIRS_OK;
+  if (b->sp->phase_canonical && !phase_canonical(b, op, nin, x, post[0])) {
+    MIRS_INC(&w->stats, canonical_skips);
+    return MIRS_OK;
+  }
+  /* With forloop range 1 and no useful accum_rms no post-loop op is ever
+   * possible (phase_canonical), so every accumulator's result is an output
+   * and every loop-body sink left needs its own accumulator. */
+  if (b->sp->phase_canonical && bg->forloop == 1 && !b->sp->rms_useful && is_accum &&
+      b->psinks + 1 + b->lsinks - consumed_lsinks > b->sp->max_cout)
     return MIRS_OK;
   bool rpost = is_accum || post[0];
   /* Budget: the ops left must consume every sink and close the kernel. */
@@ -688,7 +786,10 @@ static mirs_status try_bop(bstate *b, mirs_op op, int nin, const operand *x, int
     for (int i = 0; i < nin; i++)
       if (m.in[i] == p->out)
         consumes = true;
-    if (!consumes && bkey_cmp(&m, p) <= 0) {
+    /* At the phase boundary (phase_canonical) the first accumulator
+     * follows the loop body whatever its key. */
+    bool boundary = b->sp->phase_canonical && is_accum && !bg->t[p->out].post;
+    if (!consumes && !boundary && bkey_cmp(&m, p) <= 0) {
       MIRS_INC(&w->stats, canonical_skips);
       return MIRS_OK;
     }
@@ -814,12 +915,17 @@ static mirs_status gen_block(mirs__search_worker *w) {
   for (int32_t i = 0; i < bg->nops; i++)
     if (bg->ops[i].op == MIRS_OP_INPUT)
       b.ninputs++;
-  for (int32_t t = 0; t < bg->nt; t++)
+  for (int32_t t = 0; t < bg->nt; t++) {
+    if (bg->t[t].post)
+      b.post_started = true;
     if (w->bt[t].uses == 0) {
       b.sinks++;
       if (!bg->t[t].post)
         b.lsinks++;
+      else
+        b.psinks++;
     }
+  }
   if (b.lsinks == 0 && b.sinks >= 1 && b.sinks <= b.sp->max_cout && b.sinks <= b.remaining)
     MIRS_CHECK(ctx, gen_close(&b));
   if (b.remaining < 2)

@@ -85,6 +85,36 @@ static inline mirs__fp_pair fp_inv(mirs__fp_pair x) {
   return r;
 }
 
+/* out[i] = fp_inv(x[i]) for i < n, with one exponentiation per field
+ * (Montgomery's batch inversion: prefix products, one inverse, then back
+ * substitution; zeros are skipped and map to 0). */
+static void fp_inv_batch(const mirs__fp_pair *x, mirs__fp_pair *out, int64_t n) {
+  uint64_t pa = 1, pb = 1;
+  for (int64_t i = 0; i < n; i++) {
+    out[i].a = (uint32_t)pa;
+    out[i].b = (uint32_t)pb;
+    if (x[i].a)
+      pa = pa * x[i].a % P;
+    if (x[i].b)
+      pb = pb * x[i].b % Q;
+  }
+  uint64_t ia = pow_p((uint32_t)pa, P - 2), ib = pow_q((uint32_t)pb, Q - 2);
+  for (int64_t i = n - 1; i >= 0; i--) {
+    if (x[i].a) {
+      out[i].a = (uint32_t)(out[i].a * ia % P);
+      ia = ia * x[i].a % P;
+    } else {
+      out[i].a = 0;
+    }
+    if (x[i].b) {
+      out[i].b = (uint32_t)(out[i].b * ib % Q);
+      ib = ib * x[i].b % Q;
+    } else {
+      out[i].b = 0;
+    }
+  }
+}
+
 /* The pair (n mod P, n mod Q) of a count n. */
 static inline mirs__fp_pair fp_const(uint64_t n) {
   mirs__fp_pair r = {(uint32_t)(n % P), (uint32_t)(n % Q)};
@@ -921,8 +951,7 @@ static mirs_status fp_compute(mirs_context *ctx, cpu_state *c, mirs_op op, int d
       int64_t nb = mirs__shape_numel(ins[1]);
       MIRS_CHECK(
           ctx, mirs__core_grow(ctx, (void **)&c->inv, &c->invcap, (size_t)nb + 1, sizeof *c->inv));
-      for (int64_t i = 0; i < nb; i++)
-        c->inv[i] = fp_inv(inv[1][i]);
+      fp_inv_batch(inv[1], c->inv, nb);
       fp_binary(MIRS_OP_MUL, ins[0], inv[0], ins[1], c->inv, os, o);
     } else {
       fp_binary(op, ins[0], inv[0], ins[1], inv[1], os, o);
