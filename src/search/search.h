@@ -84,6 +84,7 @@ typedef struct mirs__search_space {
   int max_kops, max_bops, max_custom, max_cin, max_cout;
   int fusion;
   bool canonical, tile_check, phase_canonical, final_grid;
+  bool constant_ops; /* sub(x, x) and div(x, x) tried (option, or the program has one) */
   bool rms_useful; /* an accum_rms can survive pruning (set by mirs_search_create) */
   int32_t gx[MIRS__SEARCH_MAX_LIST], gy[MIRS__SEARCH_MAX_LIST], gz[MIRS__SEARCH_MAX_LIST];
   int ngx, ngy, ngz;

@@ -101,6 +101,7 @@ mirs_status mirs__search_space_parse(mirs_context *ctx, mirs__search_space *sp) 
   sp->tile_check = o->tile_check != 0;
   sp->phase_canonical = o->phase_canonical != 0;
   sp->final_grid = o->final_grid != 0;
+  sp->constant_ops = o->constant_ops != 0;
   MIRS_CHECK(ctx, parse_list(ctx, "grid_x", o->grid_x, 1, 65535, sp->gx, &sp->ngx));
   MIRS_CHECK(ctx, parse_list(ctx, "grid_y", o->grid_y, 1, 65535, sp->gy, &sp->ngy));
   MIRS_CHECK(ctx, parse_list(ctx, "grid_z", o->grid_z, 1, 65535, sp->gz, &sp->ngz));
@@ -140,8 +141,14 @@ int mirs__search_op_class(mirs_op op) {
   }
 }
 
-/* Set the operator budget from the program (slack < 0: no budget). */
+/* Set the operator budget from the program (slack < 0: no budget) and
+ * allow constant ops when the program has one. */
 void mirs__search_space_budget(mirs__search_space *sp, const mirs_graph *program, int64_t slack) {
+  for (int32_t i = 0; i < program->nops; i++) {
+    const mirs__kop *k = &program->ops[i];
+    if ((k->op == MIRS_OP_SUB || k->op == MIRS_OP_DIV) && k->in[0] == k->in[1])
+      sp->constant_ops = true; /* the program needs a constant */
+  }
   for (int i = 0; i < MIRS_OP_COUNT; i++)
     sp->budget[i] = slack < 0 ? INT32_MAX : (int32_t)slack;
   if (slack < 0)
@@ -404,6 +411,9 @@ static mirs_status try_kop(mirs__search_worker *w, mirs_op op, int nin, const in
     sh[i] = g->t[in[i]].shape;
   if (nin == 2 && g->t[in[0]].dtype != g->t[in[1]].dtype)
     return MIRS_OK;
+  if (nin == 2 && in[0] == in[1] && (op == MIRS_OP_SUB || op == MIRS_OP_DIV) &&
+      !w->s->space.constant_ops)
+    return MIRS_OK; /* x - x = 0, x / x = 1: constants */
   mirs__shape rs;
   int nd;
   char why[8];
@@ -765,6 +775,9 @@ static mirs_status try_bop(bstate *b, mirs_op op, int nin, const operand *x, int
     MIRS_INC(&w->stats, tile_skips);
     return MIRS_OK;
   }
+  if (nin == 2 && m.in[0] == m.in[1] && (op == MIRS_OP_SUB || op == MIRS_OP_DIV) &&
+      !b->sp->constant_ops)
+    return MIRS_OK; /* x - x = 0, x / x = 1: constants */
   /* Never the same op on the same existing operands twice. */
   if (m.nload == 0)
     for (int32_t i = 0; i < bg->nops; i++) {
