@@ -144,7 +144,8 @@ struct mirs_graph {
 /* Infer the result shape of op on argument shapes in[0..nin) with reduced
  * dim `dim` (SUM/ACCUM_SUM; may be negative, normalised into *ndim_out).
  * Works for kernel and block ops except INPUT/OUTPUT/CUSTOM.  On error
- * returns false and writes a one-line reason (no trailing period) to why. */
+ * returns false and writes a one-line reason (no trailing period) to why
+ * (unless why is NULL: the search wants only the verdict, fast). */
 bool mirs__shape_infer(mirs_op op, int nin, const mirs__shape *in, int dim, int *dim_out,
                        mirs__shape *out, char *why, size_t whysize);
 /* Number of elements (saturates at INT64_MAX). */

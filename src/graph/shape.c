@@ -16,7 +16,8 @@
 #include "graph/graph.h"
 
 const mirs__opinfo mirs__graph_ops[MIRS_OP_COUNT] = {
-#define MIRS_OPDEF(name, spelling, arity, levels, kind) {spelling, arity, levels, MIRS__KIND_##kind},
+#define MIRS_OPDEF(name, spelling, arity, levels, kind)                                            \
+  {spelling, arity, levels, MIRS__KIND_##kind},
 #include "mirsearch/ops.def"
 #undef MIRS_OPDEF
 };
@@ -60,6 +61,14 @@ const char *mirs__shape_str(const mirs__shape *s, char *buf, size_t size) {
   return buf;
 }
 
+/* Explain a refusal into why/whysize; a NULL why (the search, which only
+ * needs the verdict) skips the formatting. */
+#define WHY(...)                                                                                   \
+  do {                                                                                             \
+    if (why)                                                                                       \
+      snprintf(why, whysize, __VA_ARGS__);                                                         \
+  } while (0)
+
 /* Broadcast dims [from, to) of a and b into out; false with a reason. */
 static bool broadcast(const char *opname, const mirs__shape *a, const mirs__shape *b, int to,
                       mirs__shape *out, char *why, size_t whysize) {
@@ -70,9 +79,9 @@ static bool broadcast(const char *opname, const mirs__shape *a, const mirs__shap
       out->d[i] = b->d[i];
     else {
       char sa[96], sb[96];
-      snprintf(why, whysize, "%s: cannot broadcast %s with %s (dim %d: %" PRId64 " vs %" PRId64 ")",
-               opname, mirs__shape_str(a, sa, sizeof sa), mirs__shape_str(b, sb, sizeof sb), i,
-               a->d[i], b->d[i]);
+      WHY("%s: cannot broadcast %s with %s (dim %d: %" PRId64 " vs %" PRId64 ")", opname,
+          mirs__shape_str(a, sa, sizeof sa), mirs__shape_str(b, sb, sizeof sb), i, a->d[i],
+          b->d[i]);
       return false;
     }
   }
@@ -82,8 +91,8 @@ static bool broadcast(const char *opname, const mirs__shape *a, const mirs__shap
 /* Normalise a possibly negative dim against rank; false with a reason. */
 static bool norm_dim(const char *opname, int dim, int ndim, int *out, char *why, size_t whysize) {
   if (dim < -ndim || dim >= ndim) {
-    snprintf(why, whysize, "%s: dim=%d is out of range for rank %d (valid: %d to %d)", opname, dim,
-             ndim, -ndim, ndim - 1);
+    WHY("%s: dim=%d is out of range for rank %d (valid: %d to %d)", opname, dim, ndim, -ndim,
+        ndim - 1);
     return false;
   }
   *out = dim < 0 ? dim + ndim : dim;
@@ -94,13 +103,13 @@ static bool norm_dim(const char *opname, int dim, int ndim, int *out, char *why,
 bool mirs__shape_infer(mirs_op op, int nin, const mirs__shape *in, int dim, int *dim_out,
                        mirs__shape *out, char *why, size_t whysize) {
   if ((unsigned)op >= MIRS_OP_COUNT) {
-    snprintf(why, whysize, "unknown operator");
+    WHY("unknown operator");
     return false;
   }
   const mirs__opinfo *info = &mirs__graph_ops[op];
   if (info->arity >= 0 && nin != info->arity) {
-    snprintf(why, whysize, "%s takes %d argument%s, got %d", info->name, info->arity,
-             info->arity == 1 ? "" : "s", nin);
+    WHY("%s takes %d argument%s, got %d", info->name, info->arity, info->arity == 1 ? "" : "s",
+        nin);
     return false;
   }
   if (dim_out)
@@ -113,9 +122,9 @@ bool mirs__shape_infer(mirs_op op, int nin, const mirs__shape *in, int dim, int 
     return true;
   case MIRS__KIND_BINARY:
     if (in[0].ndim != in[1].ndim) {
-      snprintf(why, whysize, "%s: rank mismatch: %s has rank %d, %s has rank %d", info->name,
-               mirs__shape_str(&in[0], sa, sizeof sa), in[0].ndim,
-               mirs__shape_str(&in[1], sb, sizeof sb), in[1].ndim);
+      WHY("%s: rank mismatch: %s has rank %d, %s has rank %d", info->name,
+          mirs__shape_str(&in[0], sa, sizeof sa), in[0].ndim,
+          mirs__shape_str(&in[1], sb, sizeof sb), in[1].ndim);
       return false;
     }
     out->ndim = in[0].ndim;
@@ -123,22 +132,20 @@ bool mirs__shape_infer(mirs_op op, int nin, const mirs__shape *in, int dim, int 
   case MIRS__KIND_MATMUL: {
     const mirs__shape *a = &in[0], *b = &in[1];
     if (a->ndim < 2 || b->ndim < 2) {
-      snprintf(why, whysize, "matmul needs operands of rank >= 2, got %s and %s",
-               mirs__shape_str(a, sa, sizeof sa), mirs__shape_str(b, sb, sizeof sb));
+      WHY("matmul needs operands of rank >= 2, got %s and %s", mirs__shape_str(a, sa, sizeof sa),
+          mirs__shape_str(b, sb, sizeof sb));
       return false;
     }
     if (a->ndim != b->ndim) {
-      snprintf(why, whysize, "matmul: rank mismatch: %s has rank %d, %s has rank %d",
-               mirs__shape_str(a, sa, sizeof sa), a->ndim, mirs__shape_str(b, sb, sizeof sb),
-               b->ndim);
+      WHY("matmul: rank mismatch: %s has rank %d, %s has rank %d",
+          mirs__shape_str(a, sa, sizeof sa), a->ndim, mirs__shape_str(b, sb, sizeof sb), b->ndim);
       return false;
     }
     int n = a->ndim;
     if (a->d[n - 1] != b->d[n - 2]) {
-      snprintf(why, whysize,
-               "matmul: inner dimensions differ: %s x %s (%" PRId64 " vs %" PRId64 ")",
-               mirs__shape_str(a, sa, sizeof sa), mirs__shape_str(b, sb, sizeof sb), a->d[n - 1],
-               b->d[n - 2]);
+      WHY("matmul: inner dimensions differ: %s x %s (%" PRId64 " vs %" PRId64 ")",
+          mirs__shape_str(a, sa, sizeof sa), mirs__shape_str(b, sb, sizeof sb), a->d[n - 1],
+          b->d[n - 2]);
       return false;
     }
     out->ndim = n;
@@ -168,7 +175,7 @@ bool mirs__shape_infer(mirs_op op, int nin, const mirs__shape *in, int dim, int 
   case MIRS__KIND_OUTPUT:
     break;
   }
-  snprintf(why, whysize, "%s has no shape rule of its own", info->name);
+  WHY("%s has no shape rule of its own", info->name);
   return false;
 }
 

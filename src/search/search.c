@@ -443,6 +443,8 @@ void mirs__search_worker_free(mirs__search_worker *w) {
   mirs__core_free(ctx, w->frames);
   mirs__core_free(ctx, w->moves);
   mirs__core_free(ctx, w->loads);
+  mirs__core_free(ctx, w->opsh);
+  mirs__core_free(ctx, w->opinf);
   mirs__core_free(ctx, w->kexpr);
   mirs__core_free(ctx, w->bexpr);
   mirs__core_free(ctx, w);

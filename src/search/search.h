@@ -63,20 +63,20 @@ typedef struct mirs__search_load {
 /* One move (plain data: copied into frames, comparable with memcmp after
  * mirs__search_move_clear). */
 typedef struct mirs__search_move {
-  uint8_t kind; /* mirs__search_move_kind */
-  uint8_t op; /* KOP, BOP: mirs_op */
-  uint8_t nin; /* KOP, BOP: operands */
-  uint8_t nload; /* BOP: new tiles loaded first (ids bg->nt, bg->nt + 1) */
-  int8_t dim; /* SUM, ACCUM_SUM: reduced dim; else -1 */
-  uint8_t nout; /* CLOSE: outputs */
-  int32_t in[2]; /* KOP: kernel tensor ids; BOP: block tensor ids */
-  mirs__search_load load[2]; /* BOP */
-  int32_t grid[MIRS__GRID]; /* OPEN */
-  int32_t block; /* OPEN: block.x */
-  int32_t forloop; /* OPEN */
+  uint8_t kind;                       /* mirs__search_move_kind */
+  uint8_t op;                         /* KOP, BOP: mirs_op */
+  uint8_t nin;                        /* KOP, BOP: operands */
+  uint8_t nload;                      /* BOP: new tiles loaded first (ids bg->nt, bg->nt + 1) */
+  int8_t dim;                         /* SUM, ACCUM_SUM: reduced dim; else -1 */
+  uint8_t nout;                       /* CLOSE: outputs */
+  int32_t in[2];                      /* KOP: kernel tensor ids; BOP: block tensor ids */
+  mirs__search_load load[2];          /* BOP */
+  int32_t grid[MIRS__GRID];           /* OPEN */
+  int32_t block;                      /* OPEN: block.x */
+  int32_t forloop;                    /* OPEN */
   int32_t out[MIRS__SEARCH_MAX_COUT]; /* CLOSE: block tensors stored */
   int8_t omap[MIRS__SEARCH_MAX_COUT][MIRS__GRID]; /* CLOSE */
-  uint64_t fused; /* CLOSE: bit i sets block op i's fused flag */
+  uint64_t fused;                                 /* CLOSE: bit i sets block op i's fused flag */
 } mirs__search_move;
 
 /* The search space, parsed from the options once. */
@@ -85,7 +85,7 @@ typedef struct mirs__search_space {
   int fusion;
   bool canonical, tile_check, phase_canonical, final_grid;
   bool constant_ops; /* sub(x, x) and div(x, x) tried (option, or the program has one) */
-  bool rms_useful; /* an accum_rms can survive pruning (set by mirs_search_create) */
+  bool rms_useful;   /* an accum_rms can survive pruning (set by mirs_search_create) */
   int32_t gx[MIRS__SEARCH_MAX_LIST], gy[MIRS__SEARCH_MAX_LIST], gz[MIRS__SEARCH_MAX_LIST];
   int ngx, ngy, ngz;
   int32_t blocks[MIRS__SEARCH_MAX_LIST];
@@ -96,21 +96,21 @@ typedef struct mirs__search_space {
   bool fmap_ok[MIRS_MAX_DIMS + 1]; /* index dim + 1 (0: none) */
   bool omap_ok[MIRS_MAX_DIMS];
   int32_t budget[MIRS_OP_COUNT]; /* most ops per class (op_budget); INT32_MAX: none */
-  bool kop[MIRS_OP_COUNT]; /* predefined kernel ops tried */
-  bool bop[MIRS_OP_COUNT]; /* block ops tried */
+  bool kop[MIRS_OP_COUNT];       /* predefined kernel ops tried */
+  bool bop[MIRS_OP_COUNT];       /* block ops tried */
 } mirs__search_space;
 
 /* Forloop dependence of a per-iteration block tensor (tile analysis). */
 enum {
-  MIRS__FDEP_INV = 0, /* the same every iteration (or a post-loop value) */
-  MIRS__FDEP_SLICE = 1, /* a dim holds the iteration's slice */
+  MIRS__FDEP_INV = 0,    /* the same every iteration (or a post-loop value) */
+  MIRS__FDEP_SLICE = 1,  /* a dim holds the iteration's slice */
   MIRS__FDEP_PARTIAL = 2 /* this iteration's part of a sum over the forloop */
 };
 /* Tile-dim tags: what a tile dim covers of its tensor's dim. */
 enum {
   MIRS__TAG_FULL = 0, /* all of it */
-  MIRS__TAG_GX = 1, /* grid.x's slice (GX + g for grid dim g) */
-  MIRS__TAG_F = 4 /* the forloop iteration's slice */
+  MIRS__TAG_GX = 1,   /* grid.x's slice (GX + g for grid dim g) */
+  MIRS__TAG_F = 4     /* the forloop iteration's slice */
 };
 
 /* Per block tensor: tile analysis and consumer count. */
@@ -122,10 +122,10 @@ typedef struct mirs__search_btinfo {
 
 /* One DFS frame: the state's moves and how the state was entered. */
 typedef struct mirs__search_frame {
-  size_t moff; /* first move in the worker's move arena */
+  size_t moff;           /* first move in the worker's move arena */
   uint32_t nmoves, next; /* next: the next move index to try */
-  mirs__search_move in; /* the move that entered this state (not the root) */
-  mirs__abs_mark mark; /* abstract-expression arena before that move */
+  mirs__search_move in;  /* the move that entered this state (not the root) */
+  mirs__abs_mark mark;   /* abstract-expression arena before that move */
 } mirs__search_frame;
 
 typedef struct mirs__search_worker mirs__search_worker;
@@ -135,15 +135,15 @@ typedef struct mirs__search_worker mirs__search_worker;
 struct mirs__search_worker {
   mirs_search *s;
   mirs_context *ctx;
-  mirs_graph *g; /* the state's kernel graph */
+  mirs_graph *g;      /* the state's kernel graph */
   mirs__bgraph **bgs; /* working block graphs, one per opened custom kernel */
-  int nbg; /* opened custom kernels (closed or open) */
+  int nbg;            /* opened custom kernels (closed or open) */
   size_t capbgs;
-  bool open; /* bgs[nbg - 1] is being built */
+  bool open;      /* bgs[nbg - 1] is being built */
   int16_t *kuses; /* consumers per kernel tensor */
   int8_t *kmatch; /* program output matched by a kernel tensor, or -1 */
   size_t capk;
-  int32_t *nmatch; /* tensors matching each program output */
+  int32_t *nmatch;         /* tensors matching each program output */
   mirs__search_btinfo *bt; /* per block tensor of the open block graph */
   size_t capbt;
   mirs__search_frame *frames;
@@ -153,6 +153,9 @@ struct mirs__search_worker {
   size_t nmoves, capmoves;
   mirs__search_load *loads; /* scratch: tile candidates of a block state */
   size_t caploads;
+  mirs__shape *opsh;          /* scratch: shape per operand (block tensors, then loads) */
+  mirs__search_btinfo *opinf; /* scratch: tile analysis per operand */
+  size_t capopsh, capopinf;
   int32_t opcount[MIRS_OP_COUNT]; /* ops per budget class in the state */
   mirs__fp_store *fp;
   mirs__prune_worker *pw;
@@ -173,7 +176,7 @@ struct mirs_search {
   mirs_context *ctx;
   mirs_graph *program; /* a private copy */
   mirs__search_space space;
-  mirs__fp_store *ref; /* fingerprints of the program */
+  mirs__fp_store *ref;  /* fingerprints of the program */
   uint64_t *ref_digest; /* per program output */
   int trials;
   mirs__prune_shared *prune;
@@ -206,8 +209,8 @@ int mirs__search_op_class(mirs_op op);
 /* Set sp->budget from program's operators and the op_budget option. */
 void mirs__search_space_budget(mirs__search_space *sp, const mirs_graph *program, int64_t slack);
 /* Tile analysis of a new input tile (load) of the open block graph. */
-void mirs__search_load_info(const mirs_graph *g, const mirs__bgraph *bg,
-                            const mirs__search_load *l, mirs__search_btinfo *out);
+void mirs__search_load_info(const mirs_graph *g, const mirs__bgraph *bg, const mirs__search_load *l,
+                            mirs__search_btinfo *out);
 /* Tile analysis of op on operands with infos in[] and tile shapes sh[]:
  * false when the tiles cannot line up (see space.c). */
 bool mirs__search_tile_rule(const mirs__bgraph *bg, mirs_op op, int dim, int nin,

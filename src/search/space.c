@@ -106,8 +106,8 @@ mirs_status mirs__search_space_parse(mirs_context *ctx, mirs__search_space *sp) 
   MIRS_CHECK(ctx, parse_list(ctx, "grid_y", o->grid_y, 1, 65535, sp->gy, &sp->ngy));
   MIRS_CHECK(ctx, parse_list(ctx, "grid_z", o->grid_z, 1, 65535, sp->gz, &sp->ngz));
   MIRS_CHECK(ctx, parse_list(ctx, "block_dims", o->block_dims, 1, 1024, sp->blocks, &sp->nblocks));
-  MIRS_CHECK(
-      ctx, parse_list(ctx, "forloop_ranges", o->forloop_ranges, 1, 1048576, sp->franges, &sp->nfranges));
+  MIRS_CHECK(ctx, parse_list(ctx, "forloop_ranges", o->forloop_ranges, 1, 1048576, sp->franges,
+                             &sp->nfranges));
   int32_t l[MIRS__SEARCH_MAX_LIST];
   int n;
   MIRS_CHECK(ctx, parse_list(ctx, "imap_dims", o->imap_dims, -1, MIRS_MAX_DIMS - 1, l, &n));
@@ -190,8 +190,8 @@ static void load_shape(const mirs__bgraph *bg, const mirs__shape *ks, const mirs
 }
 
 /* Tile analysis of a new input tile. */
-void mirs__search_load_info(const mirs_graph *g, const mirs__bgraph *bg,
-                            const mirs__search_load *l, mirs__search_btinfo *out) {
+void mirs__search_load_info(const mirs_graph *g, const mirs__bgraph *bg, const mirs__search_load *l,
+                            mirs__search_btinfo *out) {
   (void)g;
   memset(out, 0, sizeof *out);
   for (int a = 0; a < MIRS__GRID; a++)
@@ -338,7 +338,7 @@ bool mirs__search_tile_rule(const mirs__bgraph *bg, mirs_op op, int dim, int nin
     for (int e = d + 1; e < nd; e++)
       if (out->tag[d] != MIRS__TAG_FULL && out->tag[d] == out->tag[e])
         ok = false;
-  out->fdep = partial ? MIRS__FDEP_PARTIAL
+  out->fdep = partial                             ? MIRS__FDEP_PARTIAL
               : has_tag(out, nd, -1, MIRS__TAG_F) ? MIRS__FDEP_SLICE
                                                   : MIRS__FDEP_INV;
   out->uses = 0;
@@ -402,7 +402,8 @@ static bool kernel_canonical(const mirs__search_worker *w, int op, int dim, cons
 /* ---------------------------------------------------------------- kernel moves */
 
 /* List a predefined kernel op if its shapes work and it is canonical. */
-static mirs_status try_kop(mirs__search_worker *w, mirs_op op, int nin, const int32_t *in, int dim) {
+static mirs_status try_kop(mirs__search_worker *w, mirs_op op, int nin, const int32_t *in,
+                           int dim) {
   const mirs_graph *g = w->g;
   if (!within_budget(w, op))
     return MIRS_OK;
@@ -416,8 +417,7 @@ static mirs_status try_kop(mirs__search_worker *w, mirs_op op, int nin, const in
     return MIRS_OK; /* x - x = 0, x / x = 1: constants */
   mirs__shape rs;
   int nd;
-  char why[8];
-  if (!mirs__shape_infer(op, nin, sh, dim, &nd, &rs, why, sizeof why))
+  if (!mirs__shape_infer(op, nin, sh, dim, &nd, &rs, NULL, 0))
     return MIRS_OK;
   /* The same op on the same operands exists already. */
   for (int32_t i = 0; i < g->nops; i++) {
@@ -573,19 +573,18 @@ typedef struct bstate {
   const mirs__search_space *sp;
   const mirs_graph *g;
   const mirs__bgraph *bg;
-  int remaining; /* block ops left */
-  int ninputs; /* INPUT ops so far */
+  int remaining;             /* block ops left */
+  int ninputs;               /* INPUT ops so far */
   int sinks, lsinks, psinks; /* unconsumed tensors: all, per-iteration, post-loop */
-  bool post_started; /* an accumulator exists: the post-loop phase began */
+  bool post_started;         /* an accumulator exists: the post-loop phase began */
   size_t nloads;
-  mirs__shape *lshape; /* per load candidate (scratch after the loads) */
 } bstate;
 
 /* Append load candidate l to the worker's scratch list. */
 static mirs_status add_load(mirs__search_worker *w, size_t *n, const mirs__search_load *l) {
   if (*n >= w->caploads)
-    MIRS_CHECK(w->ctx, mirs__core_grow(w->ctx, (void **)&w->loads, &w->caploads, *n + 1,
-                                       sizeof *w->loads));
+    MIRS_CHECK(w->ctx,
+               mirs__core_grow(w->ctx, (void **)&w->loads, &w->caploads, *n + 1, sizeof *w->loads));
   w->loads[(*n)++] = *l;
   return MIRS_OK;
 }
@@ -644,16 +643,48 @@ static mirs_status loads_imap(bstate *b, mirs__search_load *l, int axis, size_t 
 /* Operand descriptor: an existing block tensor (>= 0) or load ~j (< 0). */
 typedef int32_t operand;
 
-/* Shape and tile info of an operand. */
+/* Shape and tile info of an operand (computed once per block state by
+ * gen_block into the worker's scratch). */
 static void operand_info(const bstate *b, operand x, mirs__shape *sh, mirs__search_btinfo *info) {
-  if (x >= 0) {
-    *sh = b->bg->t[x].shape;
-    *info = b->w->bt[x];
-  } else {
-    const mirs__search_load *l = &b->w->loads[~x];
-    load_shape(b->bg, &b->g->t[l->src].shape, l, sh);
-    mirs__search_load_info(b->g, b->bg, l, info);
+  int32_t i = x >= 0 ? x : b->bg->nt + ~x;
+  *sh = b->w->opsh[i];
+  *info = b->w->opinf[i];
+}
+
+/* Fill the operand scratch: shapes and tile analyses of the block tensors
+ * and of the nl load candidates. */
+static mirs_status operand_table(bstate *b, size_t nl) {
+  mirs__search_worker *w = b->w;
+  const mirs__bgraph *bg = b->bg;
+  size_t n = (size_t)bg->nt + nl;
+  MIRS_CHECK(w->ctx,
+             mirs__core_grow(w->ctx, (void **)&w->opsh, &w->capopsh, n + 1, sizeof *w->opsh));
+  MIRS_CHECK(w->ctx,
+             mirs__core_grow(w->ctx, (void **)&w->opinf, &w->capopinf, n + 1, sizeof *w->opinf));
+  for (int32_t t = 0; t < bg->nt; t++) {
+    w->opsh[t] = bg->t[t].shape;
+    w->opinf[t] = w->bt[t];
   }
+  for (size_t j = 0; j < nl; j++) {
+    const mirs__search_load *l = &w->loads[j];
+    load_shape(bg, &b->g->t[l->src].shape, l, &w->opsh[(size_t)bg->nt + j]);
+    mirs__search_load_info(b->g, bg, l, &w->opinf[(size_t)bg->nt + j]);
+  }
+  return MIRS_OK;
+}
+
+/* Whether binary op kind `kind` can take shapes a, b at all (the cheap
+ * part of the shape rule, checked before listing a pair). */
+static bool pair_may_fit(mirs__op_kind kind, const mirs__shape *a, const mirs__shape *b) {
+  if (a->ndim != b->ndim)
+    return false;
+  int n = a->ndim;
+  if (kind == MIRS__KIND_MATMUL)
+    return n >= 2 && a->d[n - 1] == b->d[n - 2];
+  for (int d = 0; d < n; d++)
+    if (a->d[d] != b->d[d] && a->d[d] != 1 && b->d[d] != 1)
+      return false;
+  return true;
 }
 
 /* Compare block-op keys: (op, dim, operand ids, the new tiles). */
@@ -758,16 +789,14 @@ static mirs_status try_bop(bstate *b, mirs_op op, int nin, const operand *x, int
     return MIRS_OK;
   /* Quick shape rejections before the full rule. */
   mirs__op_kind kind = mirs__graph_ops[op].kind;
-  if (kind == MIRS__KIND_MATMUL &&
-      (sh[0].ndim != sh[1].ndim || sh[0].ndim < 2 ||
-       sh[0].d[sh[0].ndim - 1] != sh[1].d[sh[1].ndim - 2]))
+  if (kind == MIRS__KIND_MATMUL && (sh[0].ndim != sh[1].ndim || sh[0].ndim < 2 ||
+                                    sh[0].d[sh[0].ndim - 1] != sh[1].d[sh[1].ndim - 2]))
     return MIRS_OK;
   if (kind == MIRS__KIND_BINARY && sh[0].ndim != sh[1].ndim)
     return MIRS_OK;
   mirs__shape rs;
   int nd;
-  char why[8];
-  if (!mirs__shape_infer(op, nin, sh, dim, &nd, &rs, why, sizeof why))
+  if (!mirs__shape_infer(op, nin, sh, dim, &nd, &rs, NULL, 0))
     return MIRS_OK;
   m.dim = (int8_t)(kind == MIRS__KIND_REDUCE || op == MIRS_OP_ACCUM_SUM ? nd : -1);
   mirs__search_btinfo out;
@@ -939,6 +968,27 @@ static mirs_status gen_block(mirs__search_worker *w) {
         b.psinks++;
     }
   }
+  if (b.sp->tile_check && (b.ninputs >= b.sp->max_cin || b.remaining < 2)) {
+    /* No tile can be loaded any more.  Tile tags come only from loads and
+     * every output must carry each grid dim's slice (its omap), and with
+     * F > 1 only a tile the forloop walks can be accumulated: a grid dim
+     * that no tile partitions, or a loop no tile walks, is a dead end. */
+    bool walked = bg->forloop == 1;
+    bool split[MIRS__GRID] = {false, false, false};
+    for (int32_t i = 0; i < bg->nops; i++)
+      if (bg->ops[i].op == MIRS_OP_INPUT) {
+        walked = walked || bg->ops[i].fmap >= 0;
+        for (int a = 0; a < MIRS__GRID; a++)
+          split[a] = split[a] || bg->ops[i].imap[a] >= 0;
+      }
+    for (int a = 0; a < MIRS__GRID; a++)
+      if (bg->grid[a] > 1 && !split[a])
+        walked = false;
+    if (!walked) {
+      MIRS_INC(&w->stats, tile_skips);
+      return MIRS_OK;
+    }
+  }
   if (b.lsinks == 0 && b.sinks >= 1 && b.sinks <= b.sp->max_cout && b.sinks <= b.remaining)
     MIRS_CHECK(ctx, gen_close(&b));
   if (b.remaining < 2)
@@ -958,11 +1008,12 @@ static mirs_status gen_block(mirs__search_worker *w) {
       MIRS_CHECK(ctx, loads_imap(&b, &l, 0, &nl));
     }
   b.nloads = nl;
+  MIRS_CHECK(ctx, operand_table(&b, nl));
   /* Operands: existing tensors 0..nt-1, then loads ~0..~(nl-1). */
   int32_t nops = bg->nt + (int32_t)nl;
-#define OPERAND(i) ((i) < bg->nt ? (operand)(i) : (operand) ~((i) - bg->nt))
+#define OPERAND(i) ((i) < bg->nt ? (operand)(i) : (operand) ~((i)-bg->nt))
   for (int op = 0; op < MIRS_OP_COUNT; op++) {
-    if (!b.sp->bop[op])
+    if (!b.sp->bop[op] || !within_budget(w, (mirs_op)op))
       continue;
     mirs__op_kind kind = mirs__graph_ops[op].kind;
     for (int32_t i = 0; i < nops; i++) {
@@ -979,6 +1030,9 @@ static mirs_status gen_block(mirs__search_worker *w) {
             MIRS_CHECK(ctx, try_bop(&b, (mirs_op)op, 1, x, d));
       } else if (kind == MIRS__KIND_BINARY || kind == MIRS__KIND_MATMUL) {
         for (int32_t j = 0; j < nops; j++) {
+          bool post_i = i < bg->nt && bg->t[i].post, post_j = j < bg->nt && bg->t[j].post;
+          if (post_i != post_j || !pair_may_fit(kind, &sh0, &w->opsh[j]))
+            continue; /* phases mixed, or shapes that cannot fit */
           x[1] = OPERAND(j);
           /* Two new tiles: the first operand's tile is loaded first; a
            * pair of new tiles in the other order is another move. */
