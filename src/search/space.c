@@ -399,6 +399,12 @@ static bool kernel_canonical(const mirs__search_worker *w, int op, int dim, cons
   return is_custom ? c >= 0 : c > 0;
 }
 
+/* Whether binary op(a, b) is a constant the space leaves out: x - x = 0,
+ * x / x = 1 (unless constant_ops). */
+static bool is_constant(const mirs__search_space *sp, mirs_op op, int32_t a, int32_t b) {
+  return a == b && (op == MIRS_OP_SUB || op == MIRS_OP_DIV) && !sp->constant_ops;
+}
+
 /* ---------------------------------------------------------------- kernel moves */
 
 /* List a predefined kernel op if its shapes work and it is canonical. */
@@ -412,9 +418,8 @@ static mirs_status try_kop(mirs__search_worker *w, mirs_op op, int nin, const in
     sh[i] = g->t[in[i]].shape;
   if (nin == 2 && g->t[in[0]].dtype != g->t[in[1]].dtype)
     return MIRS_OK;
-  if (nin == 2 && in[0] == in[1] && (op == MIRS_OP_SUB || op == MIRS_OP_DIV) &&
-      !w->s->space.constant_ops)
-    return MIRS_OK; /* x - x = 0, x / x = 1: constants */
+  if (nin == 2 && is_constant(&w->s->space, op, in[0], in[1]))
+    return MIRS_OK;
   mirs__shape rs;
   int nd;
   if (!mirs__shape_infer(op, nin, sh, dim, &nd, &rs, NULL, 0))
@@ -522,12 +527,14 @@ static mirs_status gen_kernel(mirs__search_worker *w) {
         last = false;
   }
   const mirs_graph *p = w->s->program;
-  int unmatched = 0;
-  for (int32_t i = 0; i < p->nout; i++)
-    if (w->nmatch[i] == 0)
-      unmatched++;
-  if (last && sp->final_grid && unmatched > sp->max_cout)
-    return MIRS_OK;
+  if (last && sp->final_grid) {
+    int unmatched = 0;
+    for (int32_t i = 0; i < p->nout; i++)
+      if (w->nmatch[i] == 0)
+        unmatched++;
+    if (unmatched > sp->max_cout)
+      return MIRS_OK; /* one kernel cannot store them all */
+  }
   for (int ix = 0; ix < sp->ngx; ix++)
     for (int iy = 0; iy < sp->ngy; iy++)
       for (int iz = 0; iz < sp->ngz; iz++) {
@@ -767,8 +774,6 @@ static mirs_status try_bop(bstate *b, mirs_op op, int nin, const operand *x, int
   if (m.nload == 2 && m.load[0].src == m.load[1].src)
     return MIRS_OK; /* one tile per kernel tensor */
   bool is_accum = mirs__graph_ops[op].kind == MIRS__KIND_ACCUM;
-  if (nin == 2 && post[0] != post[1])
-    return MIRS_OK; /* mixes per-iteration and post-loop values */
   if (is_accum && post[0])
     return MIRS_OK;
   if (b->sp->phase_canonical && !phase_canonical(b, op, nin, x, post[0])) {
@@ -787,13 +792,8 @@ static mirs_status try_bop(bstate *b, mirs_op op, int nin, const operand *x, int
   int need = (s2 > b->sp->max_cout ? s2 - b->sp->max_cout : 0) + (l2 > 0 ? 1 : 0) + 1;
   if (b->remaining - m.nload - 1 < need)
     return MIRS_OK;
-  /* Quick shape rejections before the full rule. */
+  /* (gen_block lists only pairs in one phase whose shapes may fit.) */
   mirs__op_kind kind = mirs__graph_ops[op].kind;
-  if (kind == MIRS__KIND_MATMUL && (sh[0].ndim != sh[1].ndim || sh[0].ndim < 2 ||
-                                    sh[0].d[sh[0].ndim - 1] != sh[1].d[sh[1].ndim - 2]))
-    return MIRS_OK;
-  if (kind == MIRS__KIND_BINARY && sh[0].ndim != sh[1].ndim)
-    return MIRS_OK;
   mirs__shape rs;
   int nd;
   if (!mirs__shape_infer(op, nin, sh, dim, &nd, &rs, NULL, 0))
@@ -804,9 +804,8 @@ static mirs_status try_bop(bstate *b, mirs_op op, int nin, const operand *x, int
     MIRS_INC(&w->stats, tile_skips);
     return MIRS_OK;
   }
-  if (nin == 2 && m.in[0] == m.in[1] && (op == MIRS_OP_SUB || op == MIRS_OP_DIV) &&
-      !b->sp->constant_ops)
-    return MIRS_OK; /* x - x = 0, x / x = 1: constants */
+  if (nin == 2 && is_constant(b->sp, op, m.in[0], m.in[1]))
+    return MIRS_OK;
   /* Never the same op on the same existing operands twice. */
   if (m.nload == 0)
     for (int32_t i = 0; i < bg->nops; i++) {
