@@ -941,7 +941,20 @@ START_TEST(test_incremental) {
     int32_t r = bg_op(g, bg, NULL, MIRS_OP_ACCUM_RMS, tx, -1, -1);
     bg_finish(g, bg, bg_op(g, bg, NULL, MIRS_OP_DIV, acc, r, -1), 0);
   }
-  ck_assert_int_eq(mirs__fp_push_op(s, g, g->nops - 1), MIRS_OK);
+  /* Trial 0 first (the search's screen): the op is partial until the
+   * other trials are computed; digests and further pushes refuse it. */
+  ck_assert_int_eq(mirs__fp_push_op_first(s, g, g->nops - 1), MIRS_OK);
+  ck_assert_int_eq(s->partial, s->nt - 1);
+  uint64_t dd;
+  ck_assert_int_eq(mirs__fp_digest(s, s->nt - 1, &dd), MIRS_INTERNAL);
+  ck_assert_int_eq(mirs__fp_push_op(s, g, g->nops - 1), MIRS_INTERNAL);
+  mirs_clear_error(ctx);
+  mirs__fp_truncate(s, s->nt - 1); /* dropped, as a screened-out move is */
+  ck_assert_int_eq(s->partial, -1);
+  ck_assert_int_eq(mirs__fp_push_op_first(s, g, g->nops - 1), MIRS_OK);
+  ck_assert_int_eq(mirs__fp_push_rest(s, g, g->nops - 1), MIRS_OK);
+  ck_assert_int_eq(s->partial, -1);
+  ck_assert_int_eq(mirs__fp_push_rest(s, g, g->nops - 1), MIRS_OK); /* nothing left */
   add_op(g, "Z", MIRS_OP_SILU, add_op(g, NULL, MIRS_OP_ADD, g->nt - 1, c, -1), -1, -1);
   ck_assert_int_eq(mirs__fp_extend(s, g), MIRS_OK);
   ck_assert_int_eq(s->nt, g->nt);
@@ -960,6 +973,13 @@ START_TEST(test_incremental) {
     ck_assert_uint_eq(s->t[t].degree, w->t[t].degree);
     ck_assert(s->t[t].exp_dep == w->t[t].exp_dep);
   }
+  /* Trial-0 equality agrees; a same-shaped other tensor differs. */
+  bool eq0 = false;
+  ck_assert_int_eq(mirs__fp_trial0_equal(s, g, g->nt - 1, w, g, g->nt - 1, &eq0), MIRS_OK);
+  ck_assert(eq0);
+  ck_assert(mirs__shape_eq(&g->t[m].shape, &g->t[c].shape));
+  ck_assert_int_eq(mirs__fp_trial0_equal(s, g, m, w, g, c, &eq0), MIRS_OK);
+  ck_assert(!eq0);
   ck_assert_uint_gt(w->stats.elements, 0);
   ck_assert_uint_eq(w->stats.ops, (uint64_t)g->nops);
   ck_assert_uint_gt(s->stats.ops, (uint64_t)g->nops); /* the undone relu too */

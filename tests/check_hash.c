@@ -3,7 +3,8 @@
  * Equal: the same program or block graph built in different valid op
  * orders, with inputs declared in another order and other intermediate
  * names.  Different: any change of an attribute (sum dim, imap, omap,
- * forloop, grid, block, fused, operand order of a non-commutative op, an
+ * forloop, grid, block, fused, operand order of a non-commutative op (of
+ * add and mul only when fused), an
  * input's shape/dtype/name, output order or name, a dead op).  Stable: a
  * literal value pinned for a tiny graph. */
 #include <stdint.h>
@@ -367,6 +368,65 @@ START_TEST(test_parsed_examples) {
 }
 END_TEST
 
+/* add and mul: operand order is not structure, except which operand a
+ * fused op chains through (in[0]). */
+static mirs_graph *build_commutative(mirs_context *ctx, mirs_op op, bool swap, bool fused,
+                                     bool kernel) {
+  mirs_graph *g;
+  ck_assert_int_eq(mirs__graph_new(ctx, "comm", &g), MIRS_OK);
+  int32_t kx = add_in(g, "X", MIRS_F16, shp(2, 4, 8, 0));
+  int32_t ky = add_in(g, "Y", MIRS_F16, shp(2, 4, 8, 0));
+  if (kernel) {
+    int32_t e = add_op(g, "E", MIRS_OP_EXP, kx, -1, 0);
+    int32_t r = add_op(g, "R", op, swap ? ky : e, swap ? e : ky, 0);
+    ck_assert_int_eq(mirs__graph_mark_output(g, r), MIRS_OK);
+    return g;
+  }
+  int32_t grid[3] = {1, 1, 1}, block[3] = {128, 1, 1}, imap[3] = {-1, -1, -1};
+  mirs__bgraph *bg;
+  ck_assert_int_eq(mirs__bg_new(ctx, grid, block, 1, &bg), MIRS_OK);
+  int32_t x, y, ex, ey, r, a;
+  ck_assert_int_eq(mirs__bg_add_input(g, bg, "x", kx, imap, -1, &x), MIRS_OK);
+  ck_assert_int_eq(mirs__bg_add_input(g, bg, "y", ky, imap, -1, &y), MIRS_OK);
+  ck_assert_int_eq(mirs__bg_add_op(g, bg, "ex", MIRS_OP_EXP, 1, &x, -1, false, &ex), MIRS_OK);
+  ck_assert_int_eq(mirs__bg_add_op(g, bg, "ey", MIRS_OP_SILU, 1, &y, -1, false, &ey), MIRS_OK);
+  int32_t in[2] = {swap ? ey : ex, swap ? ex : ey};
+  ck_assert_int_eq(mirs__bg_add_op(g, bg, "r", op, 2, in, -1, fused, &r), MIRS_OK);
+  ck_assert_int_eq(mirs__bg_add_op(g, bg, "a", MIRS_OP_ACCUM, 1, &r, -1, false, &a), MIRS_OK);
+  ck_assert_int_eq(mirs__bg_add_output(g, bg, a, imap), MIRS_OK);
+  const char *names[1] = {"R"};
+  int32_t first;
+  ck_assert_int_eq(mirs__graph_add_custom(g, bg, names, &first), MIRS_OK);
+  ck_assert_int_eq(mirs__graph_mark_output(g, first), MIRS_OK);
+  return g;
+}
+
+START_TEST(test_commutative) {
+  mirs_context *ctx = tu_ctx(NULL);
+  for (int kernel = 0; kernel < 2; kernel++)
+    for (int k = 0; k < 3; k++) {
+      mirs_op op = k == 0 ? MIRS_OP_ADD : k == 1 ? MIRS_OP_MUL : MIRS_OP_SUB;
+      mirs_graph *a = build_commutative(ctx, op, false, false, kernel);
+      mirs_graph *b = build_commutative(ctx, op, true, false, kernel);
+      if (op == MIRS_OP_SUB)
+        ck_assert_uint_ne(mirs__graph_hash(a), mirs__graph_hash(b));
+      else
+        ck_assert_uint_eq(mirs__graph_hash(a), mirs__graph_hash(b));
+      if (!kernel) {
+        mirs_graph *fa = build_commutative(ctx, op, false, true, false);
+        mirs_graph *fb = build_commutative(ctx, op, true, true, false);
+        ck_assert_uint_ne(mirs__graph_hash(fa), mirs__graph_hash(fb));
+        ck_assert_uint_ne(mirs__graph_hash(fa), mirs__graph_hash(a));
+        mirs__graph_free(fa);
+        mirs__graph_free(fb);
+      }
+      mirs__graph_free(a);
+      mirs__graph_free(b);
+    }
+  mirs_context_destroy(ctx);
+}
+END_TEST
+
 /* The value for a fixed tiny graph is pinned so an accidental change of the
  * scheme (or of mirs__hash_mix) is caught: results and caches keyed by the
  * hash are persisted in checkpoints and reports.  Change this literal only
@@ -399,6 +459,7 @@ static Suite *hash_suite(void) {
   tcase_add_test(b, test_block_order_and_names);
   tcase_add_test(b, test_block_changes);
   tcase_add_test(b, test_block_output_order);
+  tcase_add_test(b, test_commutative);
   tcase_add_test(b, test_parsed_examples);
   suite_add_tcase(s, b);
   return s;

@@ -70,6 +70,11 @@ static inline bool mirs__op_is_elementwise(mirs_op op) {
   return k == MIRS__KIND_UNARY || k == MIRS__KIND_BINARY;
 }
 
+/* add and mul: operand order is not structure (hash.c, the search). */
+static inline bool mirs__op_is_commutative(mirs_op op) {
+  return op == MIRS_OP_ADD || op == MIRS_OP_MUL;
+}
+
 /* ---------------------------------------------------------------- block level */
 
 typedef struct mirs__btensor {

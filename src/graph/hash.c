@@ -13,7 +13,8 @@
  *  - block ops, Merkle over block tensors: INPUT (TAG_BIN, hash of the
  *    kernel tensor loaded, imap, fmap) - this is also its tile's hash, so
  *    the custom op's argument order does not count; compute and ACCUM*
- *    ops (TAG_BOP, op, dim, fused, nin, argument hashes in order); OUTPUT
+ *    ops (TAG_BOP, op, dim, fused, nin, argument hashes in order, except
+ *    that the two arguments of an unfused add or mul are sorted); OUTPUT
  *    (TAG_BOUT, omap, argument hash);
  *  - graph: (TAG_GRAPH, number of outputs, each output's name and tensor
  *    hash in output order, number of inputs, multiset of input hashes,
@@ -24,9 +25,10 @@
  * applied to each element: equal to sorting the element hashes and mixing
  * them, as far as collisions go, and needs no allocation.
  * Intermediate tensor names (kernel and block), the graph's name and its
- * program/ugraph flag never count.  Operand order counts for every op,
- * commutative ones included (it is structure; thread-level fusion depends
- * on in[0]).  The value is stable across runs and platforms: tests pin one
+ * program/ugraph flag never count.  Operand order counts for every op but
+ * add and mul: add(a, b) and add(b, a) are one graph.  A fused add or mul
+ * keeps its order, because thread-level fusion chains through in[0]: which
+ * operand stays in registers is structure.  The value is stable across runs and platforms: tests pin one
  * literal, which must change only when the scheme is changed deliberately.
  *
  * Invariants: ops are in topological order (graph.h), so hashing ops in
@@ -120,8 +122,16 @@ static uint64_t bop_hash(const mirs_graph *g, const mirs__bgraph *bg, int32_t i,
     h = mix_i(h, op->dim);
     h = mix_i(h, op->fused ? 1 : 0);
     h = mix_i(h, op->nin);
+    uint64_t ah[2] = {0, 0};
     for (int a = 0; a < op->nin && a < 2; a++)
-      h = mirs__hash_mix(h, btensor_hash(g, bg, op->in[a], bm, m));
+      ah[a] = btensor_hash(g, bg, op->in[a], bm, m);
+    if (op->nin == 2 && mirs__op_is_commutative(op->op) && !op->fused && ah[1] < ah[0]) {
+      uint64_t t = ah[0];
+      ah[0] = ah[1];
+      ah[1] = t;
+    }
+    for (int a = 0; a < op->nin && a < 2; a++)
+      h = mirs__hash_mix(h, ah[a]);
   }
   return nonzero(h);
 }
@@ -195,8 +205,14 @@ static uint64_t kop_hash(const mirs_graph *g, int32_t k, const kmemo *m) {
     h = mix_i(h, op->op);
     h = mix_i(h, op->dim);
     h = mix_i(h, op->nin);
-    for (int32_t a = 0; a < op->nin; a++)
-      h = mirs__hash_mix(h, ktensor_hash(g, op->in[a], m));
+    if (op->nin == 2 && mirs__op_is_commutative(op->op)) {
+      uint64_t a0 = ktensor_hash(g, op->in[0], m), a1 = ktensor_hash(g, op->in[1], m);
+      h = mirs__hash_mix(h, a0 < a1 ? a0 : a1);
+      h = mirs__hash_mix(h, a0 < a1 ? a1 : a0);
+    } else {
+      for (int32_t a = 0; a < op->nin; a++)
+        h = mirs__hash_mix(h, ktensor_hash(g, op->in[a], m));
+    }
   }
   h = nonzero(h);
   if (m)

@@ -109,6 +109,9 @@ static mirs_status match_output(mirs__search_worker *w, int32_t t, int *out) {
  * matches of its outputs. */
 static mirs_status note_kop(mirs__search_worker *w) {
   const mirs__kop *k = &w->g->ops[w->g->nops - 1];
+  int c = mirs__search_op_class(k->op);
+  if (c >= 0)
+    w->opcount[c]++;
   for (int i = 0; i < k->nin; i++)
     w->kuses[k->in[i]]++;
   for (int i = 0; i < k->nout; i++) {
@@ -162,6 +165,39 @@ static bool refusal(mirs_status st) {
   return st == MIRS_SHAPE || st == MIRS_INVALID_ARG || st == MIRS_UNSUPPORTED || st == MIRS_LIMIT;
 }
 
+/* Whether the graph can take no kernel op after its last one. */
+static bool last_kop(const mirs__search_worker *w) {
+  const mirs__search_space *sp = &w->s->space;
+  if (w->g->nops >= sp->max_kops)
+    return true;
+  if (w->nbg < sp->max_custom)
+    return false;
+  for (int op = 0; op < MIRS_OP_COUNT; op++)
+    if (sp->kop[op])
+      return false;
+  return true;
+}
+
+/* Screen the last kernel op, fingerprinted in trial 0 only: every program
+ * output not matched yet must equal one of its outputs in that trial, or
+ * no candidate can follow.  *pass false then. */
+static mirs_status screen_last(mirs__search_worker *w, bool *pass) {
+  const mirs_search *s = w->s;
+  const mirs_graph *p = s->program, *g = w->g;
+  const mirs__kop *k = &g->ops[g->nops - 1];
+  *pass = true;
+  for (int32_t i = 0; i < p->nout && *pass; i++) {
+    if (w->nmatch[i] > 0)
+      continue;
+    bool found = false;
+    for (int32_t o = 0; o < k->nout && !found; o++)
+      MIRS_CHECK(w->ctx,
+                 mirs__fp_trial0_equal(s->ref, p, p->outputs[i], w->fp, g, k->out[o], &found));
+    *pass = found;
+  }
+  return MIRS_OK;
+}
+
 /* Fingerprint, prune and record the kernel op just added (KOP or CLOSE);
  * *ok false (op removed) when refused or pruned. */
 static mirs_status finish_kop(mirs__search_worker *w, mirs__abs_mark mark, bool *ok) {
@@ -169,8 +205,25 @@ static mirs_status finish_kop(mirs__search_worker *w, mirs__abs_mark mark, bool 
   mirs_graph *g = w->g;
   *ok = false;
   MIRS_CHECK(ctx, ensure_k(w, (size_t)g->nt));
-  mirs_status st = mirs__fp_push_op(w->fp, g, g->nops - 1);
+  /* The last op is screened on trial 0 before the other trials are paid. */
+  bool screen = w->s->trials > 1 && last_kop(w);
+  mirs_status st = screen ? mirs__fp_push_op_first(w->fp, g, g->nops - 1)
+                          : mirs__fp_push_op(w->fp, g, g->nops - 1);
   MIRS_INC(&w->stats, fp_ops);
+  if (st == MIRS_OK && screen) {
+    bool pass;
+    st = screen_last(w, &pass);
+    if (st == MIRS_OK && !pass) {
+      mirs__graph_pop_op(g);
+      mirs__fp_truncate(w->fp, g->nt);
+      MIRS_INC(&w->stats, fp_screened);
+      return MIRS_OK;
+    }
+    if (st == MIRS_OK)
+      st = mirs__fp_push_rest(w->fp, g, g->nops - 1);
+    else
+      mirs__fp_truncate(w->fp, g->nt - g->ops[g->nops - 1].nout);
+  }
   if (st != MIRS_OK) {
     mirs__graph_pop_op(g);
     if (!refusal(st))
@@ -291,7 +344,7 @@ static mirs_status apply_move(mirs__search_worker *w, const mirs__search_move *m
     }
     for (int i = 0; i < m->nin; i++)
       w->bt[m->in[i]].uses++;
-    int c = mirs__search_op_class(m->op);
+    int c = mirs__search_bop_class(bg, m->op, m->nin, m->in);
     if (c >= 0)
       w->opcount[c]++;
     *ok = true;
@@ -305,8 +358,14 @@ static mirs_status apply_move(mirs__search_worker *w, const mirs__search_move *m
       int32_t omap[MIRS__GRID] = {m->omap[k][0], m->omap[k][1], m->omap[k][2]};
       st = mirs__bg_add_output(g, copy, m->out[k], omap);
     }
-    for (int32_t i = 0; i < copy->nops && i < 64; i++)
+    for (int32_t i = 0; i < copy->nops && i < 64; i++) {
       copy->ops[i].fused = (m->fused >> i) & 1;
+      if ((m->swap >> i) & 1) {
+        int32_t t = copy->ops[i].in[0];
+        copy->ops[i].in[0] = copy->ops[i].in[1];
+        copy->ops[i].in[1] = t;
+      }
+    }
     if (st != MIRS_OK) {
       mirs__bg_free(ctx, copy);
     } else {
@@ -352,7 +411,7 @@ static void undo_move(mirs__search_worker *w, const mirs__search_frame *f) {
     mirs__bgraph *bg = w->bgs[w->nbg - 1];
     for (int i = 0; i < m->nin; i++)
       w->bt[m->in[i]].uses--;
-    int c = mirs__search_op_class(m->op);
+    int c = mirs__search_bop_class(bg, m->op, m->nin, m->in);
     if (c >= 0)
       w->opcount[c]--;
     for (int k = 0; k <= m->nload; k++)

@@ -77,6 +77,7 @@ typedef struct mirs__search_move {
   int32_t out[MIRS__SEARCH_MAX_COUT]; /* CLOSE: block tensors stored */
   int8_t omap[MIRS__SEARCH_MAX_COUT][MIRS__GRID]; /* CLOSE */
   uint64_t fused;                                 /* CLOSE: bit i sets block op i's fused flag */
+  uint64_t swap; /* CLOSE: bit i swaps block op i's operands (add, mul) first */
 } mirs__search_move;
 
 /* The search space, parsed from the options once. */
@@ -206,6 +207,9 @@ mirs_status mirs__search_gen_moves(mirs__search_worker *w, uint32_t *n);
 /* Budget class of op (op_budget): accumulators count as the reduction
  * they finish; -1 for ops without a budget (plain accum). */
 int mirs__search_op_class(mirs_op op);
+/* Budget class of a block op on operands in[] of bg (a div by an
+ * accum_rms result has none: it finishes that rms_norm). */
+int mirs__search_bop_class(const mirs__bgraph *bg, mirs_op op, int nin, const int32_t *in);
 /* Set sp->budget from program's operators and the op_budget option. */
 void mirs__search_space_budget(mirs__search_space *sp, const mirs_graph *program, int64_t slack);
 /* Tile analysis of a new input tile (load) of the open block graph. */

@@ -141,6 +141,17 @@ int mirs__search_op_class(mirs_op op) {
   }
 }
 
+/* Budget class of block op `op` on operands in[] of bg: as
+ * mirs__search_op_class, except that a div by an accum_rms result is the
+ * rest of an rms_norm (x / rms(x) made explicit, counted by its
+ * accum_rms) and has no class. */
+int mirs__search_bop_class(const mirs__bgraph *bg, mirs_op op, int nin, const int32_t *in) {
+  if (op == MIRS_OP_DIV && nin == 2 && in[1] >= 0 && in[1] < bg->nt &&
+      bg->ops[bg->t[in[1]].producer].op == MIRS_OP_ACCUM_RMS)
+    return -1;
+  return mirs__search_op_class(op);
+}
+
 /* Set the operator budget from the program (slack < 0: no budget) and
  * allow constant ops when the program has one. */
 void mirs__search_space_budget(mirs__search_space *sp, const mirs_graph *program, int64_t slack) {
@@ -158,15 +169,13 @@ void mirs__search_space_budget(mirs__search_space *sp, const mirs_graph *program
     if (op == MIRS_OP_CUSTOM) { /* a µGraph as program: count its block ops */
       const mirs__bgraph *bg = program->ops[i].bg;
       for (int32_t j = 0; j < bg->nops; j++) {
-        int c = mirs__search_op_class(bg->ops[j].op);
+        int c = mirs__search_bop_class(bg, bg->ops[j].op, bg->ops[j].nin, bg->ops[j].in);
         if (c >= 0)
           sp->budget[c]++;
       }
       continue;
     }
     sp->budget[mirs__search_op_class(op)]++;
-    if (op == MIRS_OP_RMS_NORM) /* x / rms(x): the division made explicit */
-      sp->budget[MIRS_OP_DIV]++;
   }
 }
 
@@ -420,6 +429,10 @@ static mirs_status try_kop(mirs__search_worker *w, mirs_op op, int nin, const in
     return MIRS_OK;
   if (nin == 2 && is_constant(&w->s->space, op, in[0], in[1]))
     return MIRS_OK;
+  if (w->s->space.canonical && nin == 2 && mirs__op_is_commutative(op) && in[0] > in[1]) {
+    MIRS_INC(&w->stats, canonical_skips);
+    return MIRS_OK; /* add(b, a) is add(a, b) */
+  }
   mirs__shape rs;
   int nd;
   if (!mirs__shape_infer(op, nin, sh, dim, &nd, &rs, NULL, 0))
@@ -739,7 +752,8 @@ static bool phase_canonical(const bstate *b, mirs_op op, int nin, const operand 
 static mirs_status try_bop(bstate *b, mirs_op op, int nin, const operand *x, int dim) {
   const mirs__bgraph *bg = b->bg;
   mirs__search_worker *w = b->w;
-  if (!within_budget(w, op))
+  if (!within_budget(w, op) &&
+      !(nin == 2 && x[1] >= 0 && mirs__search_bop_class(bg, op, nin, x) < 0))
     return MIRS_OK;
   mirs__search_move m;
   move_init(&m, MIRS__MOVE_BOP);
@@ -806,6 +820,14 @@ static mirs_status try_bop(bstate *b, mirs_op op, int nin, const operand *x, int
   }
   if (nin == 2 && is_constant(b->sp, op, m.in[0], m.in[1]))
     return MIRS_OK;
+  /* add and mul take their operands in one order (ids ascending; of two
+   * new tiles, the first listed is loaded first): the other order is the
+   * same graph (hash.c), and gen_close offers either operand for fusion. */
+  if (b->sp->canonical && nin == 2 && mirs__op_is_commutative(op) &&
+      (m.in[0] > m.in[1] || (x[0] < 0 && x[1] < 0 && ~x[0] > ~x[1]))) {
+    MIRS_INC(&w->stats, canonical_skips);
+    return MIRS_OK;
+  }
   /* Never the same op on the same existing operands twice. */
   if (m.nload == 0)
     for (int32_t i = 0; i < bg->nops; i++) {
@@ -858,22 +880,54 @@ static mirs_status gen_close(bstate *b) {
     MIRS_INC(&w->stats, canonical_skips);
     return MIRS_OK;
   }
-  /* Fusable elementwise ops: first argument computed (not loaded) in the
-   * same phase, and consumed only by this op. */
-  int fus[64], nfus = 0;
-  for (int32_t i = 0; i < bg->nops; i++) {
+  /* Fusable elementwise ops: the operand fused into (in[0]) computed, not
+   * loaded, in the same phase, and consumed only by this op.  An add or
+   * mul may fuse either operand (the other is then swapped into in[0]). */
+  struct {
+    int op;
+    int nopt;
+    uint8_t opt[3]; /* 0: not fused, 1: fuse in[0], 2: swap, fuse in[1] */
+  } fus[64];
+  int nfus = 0;
+  for (int32_t i = 0; i < bg->nops && i < 64; i++) {
     const mirs__bop *o = &bg->ops[i];
     if (!mirs__op_is_elementwise(o->op))
       continue;
-    const mirs__btensor *a = &bg->t[o->in[0]];
-    if (bg->ops[a->producer].op == MIRS_OP_INPUT || a->post != bg->t[o->out].post ||
-        w->bt[o->in[0]].uses != 1)
+    bool ok[2] = {false, false};
+    for (int a = 0; a < o->nin; a++) {
+      if (a == 1 && (!mirs__op_is_commutative(o->op) || o->in[1] == o->in[0]))
+        break;
+      const mirs__btensor *t = &bg->t[o->in[a]];
+      ok[a] = bg->ops[t->producer].op != MIRS_OP_INPUT && t->post == bg->t[o->out].post &&
+              w->bt[o->in[a]].uses == 1;
+    }
+    if (!ok[0] && !ok[1])
       continue;
-    fus[nfus++] = i;
+    fus[nfus].op = i;
+    fus[nfus].nopt = 0;
+    if (sp->fusion == 2)
+      fus[nfus].opt[fus[nfus].nopt++] = 0;
+    for (int a = 0; a < 2; a++)
+      if (ok[a])
+        fus[nfus].opt[fus[nfus].nopt++] = (uint8_t)(a + 1);
+    nfus++;
   }
-  uint64_t all = 0;
-  for (int i = 0; i < nfus; i++)
-    all |= UINT64_C(1) << fus[i];
+  /* Bound the fusion choices (each a CLOSE move): past it, fuse in[0]
+   * where possible (maximal chains), as fusion=1 does with one choice. */
+  int64_t combos = 1;
+  for (int i = 0; i < nfus && combos <= (1 << MIRS__SEARCH_MAX_FUSABLE); i++)
+    combos *= fus[i].nopt;
+  if (sp->fusion == 0 || combos > (1 << MIRS__SEARCH_MAX_FUSABLE))
+    for (int i = 0; i < nfus; i++) {
+      uint8_t first = fus[i].opt[fus[i].nopt - 1];
+      for (int c = 0; c < fus[i].nopt; c++)
+        if (fus[i].opt[c] != 0) {
+          first = fus[i].opt[c];
+          break;
+        }
+      fus[i].opt[0] = sp->fusion == 0 ? 0 : first;
+      fus[i].nopt = 1;
+    }
   /* Omaps: derived from the tile tags, or every choice. */
   int8_t choice[MIRS__SEARCH_MAX_COUT][64][MIRS__GRID];
   int nchoice[MIRS__SEARCH_MAX_COUT];
@@ -918,25 +972,27 @@ static mirs_status gen_close(bstate *b) {
     if (nchoice[k] == 0)
       return MIRS_OK;
   }
-  /* Enumerate omap combinations (mixed radix) times fused-flag choices. */
+  /* Enumerate omap combinations times fusion choices (mixed radix). */
   int idx[MIRS__SEARCH_MAX_COUT] = {0};
   for (;;) {
     for (int k = 0; k < m.nout; k++)
       memcpy(m.omap[k], choice[k][idx[k]], MIRS__GRID);
-    if (sp->fusion == 0 || nfus == 0) {
-      m.fused = 0;
-      MIRS_CHECK(w->ctx, push_move(w, &m));
-    } else if (sp->fusion == 1 || nfus > MIRS__SEARCH_MAX_FUSABLE) {
-      m.fused = all;
-      MIRS_CHECK(w->ctx, push_move(w, &m));
-    } else {
-      for (uint32_t sub = 0; sub < (1u << nfus); sub++) {
-        m.fused = 0;
-        for (int i = 0; i < nfus; i++)
-          if (sub & (1u << i))
-            m.fused |= UINT64_C(1) << fus[i];
-        MIRS_CHECK(w->ctx, push_move(w, &m));
+    int fi[64] = {0};
+    for (;;) {
+      m.fused = m.swap = 0;
+      for (int i = 0; i < nfus; i++) {
+        uint8_t c = fus[i].opt[fi[i]];
+        if (c)
+          m.fused |= UINT64_C(1) << fus[i].op;
+        if (c == 2)
+          m.swap |= UINT64_C(1) << fus[i].op;
       }
+      MIRS_CHECK(w->ctx, push_move(w, &m));
+      int i = 0;
+      while (i < nfus && ++fi[i] == fus[i].nopt)
+        fi[i++] = 0;
+      if (i == nfus)
+        break;
     }
     int k = 0;
     while (k < m.nout && ++idx[k] == nchoice[k])
@@ -1012,8 +1068,8 @@ static mirs_status gen_block(mirs__search_worker *w) {
   int32_t nops = bg->nt + (int32_t)nl;
 #define OPERAND(i) ((i) < bg->nt ? (operand)(i) : (operand) ~((i)-bg->nt))
   for (int op = 0; op < MIRS_OP_COUNT; op++) {
-    if (!b.sp->bop[op] || !within_budget(w, (mirs_op)op))
-      continue;
+    if (!b.sp->bop[op] || (!within_budget(w, (mirs_op)op) && op != MIRS_OP_DIV))
+      continue; /* (a div by an accum_rms result is outside the budget) */
     mirs__op_kind kind = mirs__graph_ops[op].kind;
     for (int32_t i = 0; i < nops; i++) {
       operand x[2] = {OPERAND(i), 0};

@@ -414,6 +414,7 @@ mirs_status mirs__fp_store_new(mirs_context *ctx, const mirs__fp_backend *backen
   s->backend = backend ? backend : &mirs__fp_cpu_backend;
   s->trials = trials;
   s->seed = seed;
+  s->partial = -1;
   mirs_status st = s->backend->open(s, &s->state);
   if (st != MIRS_OK) {
     mirs__core_free(ctx, s);
@@ -441,6 +442,8 @@ void mirs__fp_truncate(mirs__fp_store *s, int32_t nt) {
   if (nt < 0)
     nt = 0;
   s->nt = nt;
+  if (s->partial >= nt)
+    s->partial = -1;
   s->used = nt > 0 ? s->t[nt - 1].off + (uint64_t)s->t[nt - 1].numel * (uint64_t)s->trials : 0;
   s->stats.truncations++;
 }
@@ -496,10 +499,8 @@ static mirs_status push_input(mirs__fp_store *s, const mirs_graph *g, int32_t t)
   return MIRS_OK;
 }
 
-/* Fingerprint kernel op `op` of g (the incremental step). */
-mirs_status mirs__fp_push_op(mirs__fp_store *s, const mirs_graph *g, int32_t op) {
-  if (!s)
-    return MIRS_INVALID_ARG;
+/* Fingerprint kernel op `op` of g in trials [0, j1) (the incremental step). */
+static mirs_status push_op(mirs__fp_store *s, const mirs_graph *g, int32_t op, int j1) {
   mirs_context *ctx = s->ctx;
   if (!g || op < 0 || op >= g->nops)
     return MIRS_FAIL(ctx, MIRS_INVALID_ARG, "mirs__fp_push_op: no kernel op %d", (int)op);
@@ -542,7 +543,9 @@ mirs_status mirs__fp_push_op(mirs__fp_store *s, const mirs_graph *g, int32_t op)
       }
       s->nt = first + k->nout;
       s->used = off;
-      st = s->backend->compute_op(s->state, s, g, op);
+      st = s->backend->compute_op(s->state, s, g, op, 0, j1);
+      if (j1 < s->trials)
+        s->partial = first;
     } else if (st == MIRS_UNSUPPORTED) {
       s->stats.refused++;
     }
@@ -555,7 +558,58 @@ mirs_status mirs__fp_push_op(mirs__fp_store *s, const mirs_graph *g, int32_t op)
   }
   s->stats.ops++;
   for (int32_t i = 0; i < k->nout; i++)
-    s->stats.elements += (uint64_t)s->t[first + i].numel * (uint64_t)s->trials;
+    s->stats.elements += (uint64_t)s->t[first + i].numel * (uint64_t)j1;
+  return MIRS_OK;
+}
+
+/* Whether s holds a partial op: refuse to push past it. */
+static mirs_status no_partial(mirs__fp_store *s, const char *what) {
+  if (s->partial >= 0)
+    return MIRS_FAIL(s->ctx, MIRS_INTERNAL,
+                     "%s: tensor %d holds trial 0 only (mirs__fp_push_rest first)", what,
+                     (int)s->partial);
+  return MIRS_OK;
+}
+
+/* Fingerprint kernel op `op` of g, every trial. */
+mirs_status mirs__fp_push_op(mirs__fp_store *s, const mirs_graph *g, int32_t op) {
+  if (!s)
+    return MIRS_INVALID_ARG;
+  MIRS_CHECK(s->ctx, no_partial(s, __func__));
+  return push_op(s, g, op, s->trials);
+}
+
+/* Fingerprint kernel op `op` of g, trial 0 only. */
+mirs_status mirs__fp_push_op_first(mirs__fp_store *s, const mirs_graph *g, int32_t op) {
+  if (!s)
+    return MIRS_INVALID_ARG;
+  MIRS_CHECK(s->ctx, no_partial(s, __func__));
+  return push_op(s, g, op, s->trials > 1 ? 1 : s->trials);
+}
+
+/* The other trials of the partial op `op`. */
+mirs_status mirs__fp_push_rest(mirs__fp_store *s, const mirs_graph *g, int32_t op) {
+  if (!s)
+    return MIRS_INVALID_ARG;
+  if (s->partial < 0)
+    return MIRS_OK;
+  const mirs__kop *k = g && op >= 0 && op < g->nops ? &g->ops[op] : NULL;
+  if (!k || k->nout < 1 || k->out[0] != s->partial || k->out[0] + k->nout != s->nt)
+    return MIRS_FAIL(s->ctx, MIRS_INTERNAL, "mirs__fp_push_rest: kernel op %d is not the partial one",
+                     (int)op);
+  /* The store's per-op scratch (block metadata) is the last op's, as
+   * push_op left it. */
+  mirs_status st = s->backend->compute_op(s->state, s, g, op, 1, s->trials);
+  int32_t first = s->partial;
+  s->partial = -1;
+  if (st != MIRS_OK) {
+    uint64_t tr = s->stats.truncations;
+    mirs__fp_truncate(s, first);
+    s->stats.truncations = tr;
+    return mirs__core_trace(s->ctx, st, __func__, __FILE__, __LINE__);
+  }
+  for (int32_t i = 0; i < k->nout; i++)
+    s->stats.elements += (uint64_t)s->t[first + i].numel * (uint64_t)(s->trials - 1);
   return MIRS_OK;
 }
 
@@ -603,6 +657,9 @@ mirs_status mirs__fp_digest(mirs__fp_store *s, int32_t t, uint64_t *out) {
     return MIRS_INVALID_ARG;
   if (t < 0 || t >= s->nt || !out)
     return MIRS_FAIL(s->ctx, MIRS_INVALID_ARG, "mirs__fp_digest: no tensor %d in the store",
+                     (int)t);
+  if (s->partial >= 0 && t >= s->partial)
+    return MIRS_FAIL(s->ctx, MIRS_INTERNAL, "mirs__fp_digest: tensor %d holds trial 0 only",
                      (int)t);
   mirs__fp_meta *m = &s->t[t];
   if (!m->has_digest) {
@@ -660,25 +717,55 @@ static mirs_status same_setup(const mirs__fp_store *a, const mirs__fp_store *b) 
   return MIRS_OK;
 }
 
-/* Tensor equality across stores (shape and fingerprints). */
-mirs_status mirs__fp_tensor_equal(mirs__fp_store *a, const mirs_graph *ga, int32_t ta,
+/* Tensor ta of ga in a against tb of gb in b: shapes, then every trial
+ * (digests first) or, with first_only, trial 0 alone (fn names the caller
+ * in messages). */
+static mirs_status compare_across(mirs__fp_store *a, const mirs_graph *ga, int32_t ta,
                                   mirs__fp_store *b, const mirs_graph *gb, int32_t tb,
-                                  bool *equal) {
+                                  bool *equal, bool first_only, const char *fn) {
   if (!a || !b)
     return MIRS_INVALID_ARG;
   if (!ga || !gb || !equal || ta < 0 || ta >= a->nt || ta >= ga->nt || tb < 0 || tb >= b->nt ||
       tb >= gb->nt)
-    return MIRS_FAIL(a->ctx, MIRS_INVALID_ARG,
-                     "mirs__fp_tensor_equal: tensors %d and %d are not both fingerprinted", (int)ta,
-                     (int)tb);
+    return MIRS_FAIL(a->ctx, MIRS_INVALID_ARG, "%s: tensors %d and %d are not both fingerprinted",
+                     fn, (int)ta, (int)tb);
   MIRS_CHECK(a->ctx, same_setup(a, b));
   *equal = false;
   if (!mirs__shape_eq(&ga->t[ta].shape, &gb->t[tb].shape))
     return MIRS_OK;
-  int trial;
-  int64_t elem;
-  MIRS_CHECK(a->ctx, equal_at(a, ta, b, tb, equal, &trial, &elem));
+  if (!first_only) {
+    int trial;
+    int64_t elem;
+    return equal_at(a, ta, b, tb, equal, &trial, &elem);
+  }
+  a->stats.compares++;
+  bool qparts = !a->t[ta].exp_dep && !b->t[tb].exp_dep;
+  int64_t n = a->t[ta].numel;
+  mirs__fp_pair ba[CMP_CHUNK], bb[CMP_CHUNK];
+  for (int64_t e = 0; e < n; e += CMP_CHUNK) {
+    int64_t c = n - e < CMP_CHUNK ? n - e : CMP_CHUNK;
+    MIRS_CHECK(a->ctx, mirs__fp_read(a, ta, 0, e, c, ba));
+    MIRS_CHECK(a->ctx, mirs__fp_read(b, tb, 0, e, c, bb));
+    for (int64_t i = 0; i < c; i++)
+      if (ba[i].a != bb[i].a || (qparts && ba[i].b != bb[i].b))
+        return MIRS_OK;
+  }
+  *equal = true;
   return MIRS_OK;
+}
+
+/* Tensor equality across stores (shape and fingerprints). */
+mirs_status mirs__fp_tensor_equal(mirs__fp_store *a, const mirs_graph *ga, int32_t ta,
+                                  mirs__fp_store *b, const mirs_graph *gb, int32_t tb,
+                                  bool *equal) {
+  return compare_across(a, ga, ta, b, gb, tb, equal, false, __func__);
+}
+
+/* Trial-0 equality across stores (shape and trial-0 fingerprints). */
+mirs_status mirs__fp_trial0_equal(mirs__fp_store *a, const mirs_graph *ga, int32_t ta,
+                                  mirs__fp_store *b, const mirs_graph *gb, int32_t tb,
+                                  bool *equal) {
+  return compare_across(a, ga, ta, b, gb, tb, equal, true, __func__);
 }
 
 /* Compare outputs by name and fill the verdict. */
@@ -1127,7 +1214,8 @@ static mirs_status cpu_custom_trial(cpu_state *c, mirs__fp_store *s, const mirs_
 }
 
 /* Fingerprint kernel op `op` for every trial. */
-static mirs_status cpu_op(void *state, mirs__fp_store *s, const mirs_graph *g, int32_t op) {
+static mirs_status cpu_op(void *state, mirs__fp_store *s, const mirs_graph *g, int32_t op, int j0,
+                          int j1) {
   cpu_state *c = state;
   mirs_context *ctx = s->ctx;
   const mirs__kop *k = &g->ops[op];
@@ -1136,13 +1224,13 @@ static mirs_status cpu_op(void *state, mirs__fp_store *s, const mirs_graph *g, i
     MIRS_CHECK(ctx, mirs__core_grow(ctx, (void **)&c->tile, &c->tilecap, (size_t)s->tile_used + 1,
                                     sizeof *c->tile));
     c->tile_elements = 0;
-    for (int j = 0; j < s->trials; j++)
+    for (int j = j0; j < j1; j++)
       MIRS_CHECK(ctx, cpu_custom_trial(c, s, g, k, j));
     s->stats.tile_elements += c->tile_elements;
     return MIRS_OK;
   }
   int32_t out = k->out[0];
-  for (int j = 0; j < s->trials; j++) {
+  for (int j = j0; j < j1; j++) {
     const mirs__shape *ins[2] = {NULL, NULL};
     const mirs__fp_pair *inv[2] = {NULL, NULL};
     for (int a = 0; a < k->nin && a < 2; a++) {

@@ -164,8 +164,10 @@ typedef struct mirs__fp_backend {
   mirs_status (*open)(mirs__fp_store *s, void **state);
   /* Fingerprint graph input t (all trials). */
   mirs_status (*compute_input)(void *state, mirs__fp_store *s, const mirs_graph *g, int32_t t);
-  /* Fingerprint every output of kernel op `op` of g from its inputs'. */
-  mirs_status (*compute_op)(void *state, mirs__fp_store *s, const mirs_graph *g, int32_t op);
+  /* Fingerprint every output of kernel op `op` of g from its inputs', in
+   * trials [j0, j1). */
+  mirs_status (*compute_op)(void *state, mirs__fp_store *s, const mirs_graph *g, int32_t op,
+                            int j0, int j1);
   /* Copy count values of tensor t, trial `trial`, from element first. */
   mirs_status (*read)(void *state, const mirs__fp_store *s, int32_t t, int trial, int64_t first,
                       int64_t count, mirs__fp_pair *out);
@@ -191,6 +193,7 @@ struct mirs__fp_store {
   mirs__fp_meta *bt; /* block tensors of the custom op being computed */
   size_t capbt;
   uint64_t tile_used; /* tile pairs per trial of that custom op */
+  int32_t partial;    /* tensors [partial, nt) hold trial 0 only (-1: none) */
   mirs__fp_stats stats;
 };
 
@@ -243,6 +246,21 @@ void mirs__fp_truncate(mirs__fp_store *s, int32_t nt);
  * exp-dependent value, MIRS_LIMIT past eval_max_elements elements per trial,
  * MIRS_INVALID_ARG when the op is not next.  On failure s is unchanged. */
 mirs_status mirs__fp_push_op(mirs__fp_store *s, const mirs_graph *g, int32_t op);
+/* Like mirs__fp_push_op, but trial 0 only: the op's outputs are then
+ * *partial* until mirs__fp_push_rest computes the other trials (or a
+ * truncation drops them).  A search screens a candidate with
+ * mirs__fp_trial0_equal before paying for every trial.  Digests and full
+ * comparisons of a partial tensor fail with MIRS_INTERNAL. */
+mirs_status mirs__fp_push_op_first(mirs__fp_store *s, const mirs_graph *g, int32_t op);
+/* Compute the remaining trials of the partial op `op` (its outputs are
+ * the store's last tensors).  On failure the op is dropped. */
+mirs_status mirs__fp_push_rest(mirs__fp_store *s, const mirs_graph *g, int32_t op);
+/* Whether tensor ta of ga in a and tb of gb in b have equal shapes and
+ * equal trial-0 fingerprints (either may be partial): a necessary
+ * condition of mirs__fp_tensor_equal. */
+mirs_status mirs__fp_trial0_equal(mirs__fp_store *a, const mirs_graph *ga, int32_t ta,
+                                  mirs__fp_store *b, const mirs_graph *gb, int32_t tb,
+                                  bool *equal);
 /* Extend the store from its (valid) prefix to all of g's tensors. */
 mirs_status mirs__fp_extend(mirs__fp_store *s, const mirs_graph *g);
 /* Fingerprint the whole graph from scratch (truncate to 0, then extend). */
