@@ -239,6 +239,8 @@ mirs_status mirs__graph_validate(const mirs_graph *g);
 uint64_t mirs__graph_hash(const mirs_graph *g);
 /* Structural hash of one kernel tensor (Merkle over its producers). */
 uint64_t mirs__graph_tensor_hash(const mirs_graph *g, int32_t t);
+/* Structural hash of block tensor t of bg (tiles of g's kernel tensors). */
+uint64_t mirs__graph_btensor_hash(const mirs_graph *g, const mirs__bgraph *bg, int32_t t);
 
 /* ---------------------------------------------------------------- text (parse.c, print.c) */
 

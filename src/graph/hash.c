@@ -288,6 +288,19 @@ uint64_t mirs__graph_tensor_hash(const mirs_graph *g, int32_t t) {
   return h;
 }
 
+/* Structural hash of block tensor t of bg, whose tiles load g's kernel
+ * tensors (0 for a bad id). */
+uint64_t mirs__graph_btensor_hash(const mirs_graph *g, const mirs__bgraph *bg, int32_t t) {
+  if (!g || !bg || t < 0 || t >= bg->nt)
+    return 0;
+  uint64_t stack[STACK_MEMO], *bm = NULL;
+  if (bg->nt <= STACK_MEMO) {
+    bm = stack;
+    memset(bm, 0, (size_t)bg->nt * sizeof *bm);
+  }
+  return btensor_hash(g, bg, t, bm, NULL);
+}
+
 /* Canonical hash of g: outputs (names and hashes, in order) plus the
  * multisets of inputs and kernel ops. */
 uint64_t mirs__graph_hash(const mirs_graph *g) {

@@ -460,6 +460,29 @@ static mirs_status try_kop(mirs__search_worker *w, mirs_op op, int nin, const in
   return push_move(w, &m);
 }
 
+/* Whether a custom kernel, once closed, must be the candidate's last op
+ * (nbg: custom kernels opened, this one included). */
+static bool kernel_is_last(const mirs__search_worker *w, int nbg) {
+  const mirs__search_space *sp = &w->s->space;
+  if (w->g->nops + 1 >= sp->max_kops)
+    return true;
+  if (nbg < sp->max_custom)
+    return false;
+  for (int op = 0; op < MIRS_OP_COUNT; op++)
+    if (sp->kop[op])
+      return false;
+  return true;
+}
+
+/* Program outputs no kernel tensor matches yet. */
+static int unmatched_outputs(const mirs__search_worker *w) {
+  int n = 0;
+  for (int32_t i = 0; i < w->s->program->nout; i++)
+    if (w->nmatch[i] == 0)
+      n++;
+  return n;
+}
+
 /* Backtracking part of grid_places: grid dims a.. get dims distinct from
  * om[0..a). */
 static bool grid_places_from(const mirs__search_space *sp, const int32_t *grid,
@@ -532,22 +555,10 @@ static mirs_status gen_kernel(mirs__search_worker *w) {
     return MIRS_OK;
   /* Whether the custom kernel opened now must be the candidate's last op,
    * so must produce every program output not matched yet. */
-  bool last = g->nops + 1 >= sp->max_kops;
-  if (!last && w->nbg + 1 >= sp->max_custom) {
-    last = true;
-    for (int op = 0; op < MIRS_OP_COUNT; op++)
-      if (sp->kop[op])
-        last = false;
-  }
+  bool last = kernel_is_last(w, w->nbg + 1);
   const mirs_graph *p = w->s->program;
-  if (last && sp->final_grid) {
-    int unmatched = 0;
-    for (int32_t i = 0; i < p->nout; i++)
-      if (w->nmatch[i] == 0)
-        unmatched++;
-    if (unmatched > sp->max_cout)
-      return MIRS_OK; /* one kernel cannot store them all */
-  }
+  if (last && sp->final_grid && unmatched_outputs(w) > sp->max_cout)
+    return MIRS_OK; /* one kernel cannot store them all */
   for (int ix = 0; ix < sp->ngx; ix++)
     for (int iy = 0; iy < sp->ngy; iy++)
       for (int iz = 0; iz < sp->ngz; iz++) {
@@ -596,6 +607,8 @@ typedef struct bstate {
   int remaining;             /* block ops left */
   int ninputs;               /* INPUT ops so far */
   int sinks, lsinks, psinks; /* unconsumed tensors: all, per-iteration, post-loop */
+  int cout;                  /* most outputs: max_cout, or for a last kernel the
+                                program outputs not matched yet (more would be dead) */
   bool post_started;         /* an accumulator exists: the post-loop phase began */
   size_t nloads;
 } bstate;
@@ -798,12 +811,12 @@ static mirs_status try_bop(bstate *b, mirs_op op, int nin, const operand *x, int
    * possible (phase_canonical), so every accumulator's result is an output
    * and every loop-body sink left needs its own accumulator. */
   if (b->sp->phase_canonical && bg->forloop == 1 && !b->sp->rms_useful && is_accum &&
-      b->psinks + 1 + b->lsinks - consumed_lsinks > b->sp->max_cout)
+      b->psinks + 1 + b->lsinks - consumed_lsinks > b->cout)
     return MIRS_OK;
   bool rpost = is_accum || post[0];
   /* Budget: the ops left must consume every sink and close the kernel. */
   int s2 = b->sinks - consumed_sinks + 1, l2 = b->lsinks - consumed_lsinks + (rpost ? 0 : 1);
-  int need = (s2 > b->sp->max_cout ? s2 - b->sp->max_cout : 0) + (l2 > 0 ? 1 : 0) + 1;
+  int need = (s2 > b->cout ? s2 - b->cout : 0) + (l2 > 0 ? 1 : 0) + 1;
   if (b->remaining - m.nload - 1 < need)
     return MIRS_OK;
   /* (gen_block lists only pairs in one phase whose shapes may fit.) */
@@ -882,7 +895,10 @@ static mirs_status gen_close(bstate *b) {
   }
   /* Fusable elementwise ops: the operand fused into (in[0]) computed, not
    * loaded, in the same phase, and consumed only by this op.  An add or
-   * mul may fuse either operand (the other is then swapped into in[0]). */
+   * mul may fuse either operand (the other is then swapped into in[0]);
+   * maximal fusion (fusion=1) takes, of two candidates, the one with the
+   * smaller structural hash, which does not depend on the operand order
+   * the op was built with. */
   struct {
     int op;
     int nopt;
@@ -903,6 +919,11 @@ static mirs_status gen_close(bstate *b) {
     }
     if (!ok[0] && !ok[1])
       continue;
+    if (ok[0] && ok[1] && sp->fusion == 1) {
+      uint64_t h0 = mirs__graph_btensor_hash(b->g, bg, o->in[0]);
+      uint64_t h1 = mirs__graph_btensor_hash(b->g, bg, o->in[1]);
+      ok[h1 < h0 ? 0 : 1] = false;
+    }
     fus[nfus].op = i;
     fus[nfus].nopt = 0;
     if (sp->fusion == 2)
@@ -1009,6 +1030,9 @@ static mirs_status gen_block(mirs__search_worker *w) {
   const mirs__bgraph *bg = b.bg;
   mirs_context *ctx = w->ctx;
   b.remaining = b.sp->max_bops - bg->nops;
+  b.cout = b.sp->max_cout;
+  if (kernel_is_last(w, w->nbg) && unmatched_outputs(w) < b.cout)
+    b.cout = unmatched_outputs(w);
   for (int32_t i = 0; i < bg->nops; i++)
     if (bg->ops[i].op == MIRS_OP_INPUT)
       b.ninputs++;
@@ -1044,7 +1068,7 @@ static mirs_status gen_block(mirs__search_worker *w) {
       return MIRS_OK;
     }
   }
-  if (b.lsinks == 0 && b.sinks >= 1 && b.sinks <= b.sp->max_cout && b.sinks <= b.remaining)
+  if (b.lsinks == 0 && b.sinks >= 1 && b.sinks <= b.cout && b.sinks <= b.remaining)
     MIRS_CHECK(ctx, gen_close(&b));
   if (b.remaining < 2)
     return MIRS_OK;
