@@ -772,8 +772,6 @@ static mirs_status try_bop(bstate *b, mirs_op op, int nin, const operand *x, int
   move_init(&m, MIRS__MOVE_BOP);
   m.op = (uint8_t)op;
   m.nin = (uint8_t)nin;
-  mirs__shape sh[2];
-  mirs__search_btinfo info[2];
   bool post[2] = {false, false};
   int consumed_sinks = 0, consumed_lsinks = 0;
   for (int i = 0; i < nin; i++) {
@@ -794,7 +792,6 @@ static mirs_status try_bop(bstate *b, mirs_op op, int nin, const operand *x, int
           consumed_lsinks++;
       }
     }
-    operand_info(b, x[i], &sh[i], &info[i]);
   }
   if (b->ninputs + m.nload > b->sp->max_cin)
     return MIRS_OK;
@@ -819,18 +816,9 @@ static mirs_status try_bop(bstate *b, mirs_op op, int nin, const operand *x, int
   int need = (s2 > b->cout ? s2 - b->cout : 0) + (l2 > 0 ? 1 : 0) + 1;
   if (b->remaining - m.nload - 1 < need)
     return MIRS_OK;
-  /* (gen_block lists only pairs in one phase whose shapes may fit.) */
+  /* The order rules first (cheap), then shapes and tiles. */
   mirs__op_kind kind = mirs__graph_ops[op].kind;
-  mirs__shape rs;
-  int nd;
-  if (!mirs__shape_infer(op, nin, sh, dim, &nd, &rs, NULL, 0))
-    return MIRS_OK;
-  m.dim = (int8_t)(kind == MIRS__KIND_REDUCE || op == MIRS_OP_ACCUM_SUM ? nd : -1);
-  mirs__search_btinfo out;
-  if (!mirs__search_tile_rule(bg, op, m.dim, nin, info, sh, &out) && b->sp->tile_check) {
-    MIRS_INC(&w->stats, tile_skips);
-    return MIRS_OK;
-  }
+  m.dim = (int8_t)(kind == MIRS__KIND_REDUCE || op == MIRS_OP_ACCUM_SUM ? dim : -1);
   if (nin == 2 && is_constant(b->sp, op, m.in[0], m.in[1]))
     return MIRS_OK;
   /* add and mul take their operands in one order (ids ascending; of two
@@ -869,6 +857,20 @@ static mirs_status try_bop(bstate *b, mirs_op op, int nin, const operand *x, int
       MIRS_INC(&w->stats, canonical_skips);
       return MIRS_OK;
     }
+  }
+  /* (gen_block lists only pairs in one phase whose shapes may fit.) */
+  mirs__shape sh[2];
+  mirs__search_btinfo info[2];
+  for (int i = 0; i < nin; i++)
+    operand_info(b, x[i], &sh[i], &info[i]);
+  mirs__shape rs;
+  int nd;
+  if (!mirs__shape_infer(op, nin, sh, dim, &nd, &rs, NULL, 0))
+    return MIRS_OK;
+  mirs__search_btinfo out;
+  if (!mirs__search_tile_rule(bg, op, m.dim, nin, info, sh, &out) && b->sp->tile_check) {
+    MIRS_INC(&w->stats, tile_skips);
+    return MIRS_OK;
   }
   return push_move(w, &m);
 }
