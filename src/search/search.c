@@ -165,17 +165,15 @@ static bool refusal(mirs_status st) {
   return st == MIRS_SHAPE || st == MIRS_INVALID_ARG || st == MIRS_UNSUPPORTED || st == MIRS_LIMIT;
 }
 
-/* Whether the graph can take no kernel op after its last one. */
-static bool last_kop(const mirs__search_worker *w) {
-  const mirs__search_space *sp = &w->s->space;
-  if (w->g->nops >= sp->max_kops)
-    return true;
-  if (w->nbg < sp->max_custom)
-    return false;
-  for (int op = 0; op < MIRS_OP_COUNT; op++)
-    if (sp->kop[op])
-      return false;
-  return true;
+/* Status st of a failed step of a move: an error of the search is
+ * returned; a refusal is counted under stat and becomes MIRS_OK (the move
+ * is just not applied). */
+static mirs_status refused(mirs__search_worker *w, mirs_status st, int stat) {
+  if (!refusal(st))
+    return st;
+  mirs_clear_error(w->ctx);
+  w->stats.v[stat]++;
+  return MIRS_OK;
 }
 
 /* Screen the last kernel op, fingerprinted in trial 0 only: every program
@@ -206,7 +204,7 @@ static mirs_status finish_kop(mirs__search_worker *w, mirs__abs_mark mark, bool 
   *ok = false;
   MIRS_CHECK(ctx, ensure_k(w, (size_t)g->nt));
   /* The last op is screened on trial 0 before the other trials are paid. */
-  bool screen = w->s->trials > 1 && last_kop(w);
+  bool screen = w->s->trials > 1 && mirs__search_is_last(w, g->nops, w->nbg);
   mirs_status st = screen ? mirs__fp_push_op_first(w->fp, g, g->nops - 1)
                           : mirs__fp_push_op(w->fp, g, g->nops - 1);
   MIRS_INC(&w->stats, fp_ops);
@@ -226,11 +224,7 @@ static mirs_status finish_kop(mirs__search_worker *w, mirs__abs_mark mark, bool 
   }
   if (st != MIRS_OK) {
     mirs__graph_pop_op(g);
-    if (!refusal(st))
-      return st;
-    mirs_clear_error(ctx);
-    MIRS_INC(&w->stats, fp_refused);
-    return MIRS_OK;
+    return refused(w, st, MIRS__STAT_fp_refused);
   }
   mirs__abs_arena *a = mirs__prune_worker_arena(w->pw);
   st = mirs__abs_kop(a, g, g->nops - 1, w->kexpr);
@@ -268,13 +262,8 @@ static mirs_status apply_move(mirs__search_worker *w, const mirs__search_move *m
   switch (m->kind) {
   case MIRS__MOVE_KOP: {
     mirs_status st = mirs__graph_add_op(g, NULL, m->op, m->nin, m->in, m->dim, NULL);
-    if (st != MIRS_OK) {
-      if (!refusal(st))
-        return st;
-      mirs_clear_error(ctx);
-      MIRS_INC(&w->stats, moves_failed);
-      return MIRS_OK;
-    }
+    if (st != MIRS_OK)
+      return refused(w, st, MIRS__STAT_moves_failed);
     return finish_kop(w, *mark, ok);
   }
   case MIRS__MOVE_OPEN: {
@@ -284,13 +273,8 @@ static mirs_status apply_move(mirs__search_worker *w, const mirs__search_move *m
       MIRS_CHECK(ctx, mirs__core_grow(ctx, (void **)&w->bgs, &w->capbgs, (size_t)w->nbg + 1,
                                       sizeof *w->bgs));
     mirs_status st = mirs__bg_new(ctx, m->grid, block, m->forloop, &bg);
-    if (st != MIRS_OK) {
-      if (!refusal(st))
-        return st;
-      mirs_clear_error(ctx);
-      MIRS_INC(&w->stats, moves_failed);
-      return MIRS_OK;
-    }
+    if (st != MIRS_OK)
+      return refused(w, st, MIRS__STAT_moves_failed);
     w->bgs[w->nbg++] = bg;
     w->open = true;
     *ok = true;
@@ -334,13 +318,7 @@ static mirs_status apply_move(mirs__search_worker *w, const mirs__search_move *m
       for (int k = 0; k < added; k++)
         mirs__bg_pop_op(ctx, bg);
       mirs__abs_release(a, *mark);
-      if (st != MIRS_OK) {
-        if (!refusal(st))
-          return st;
-        mirs_clear_error(ctx);
-        MIRS_INC(&w->stats, moves_failed);
-      }
-      return MIRS_OK;
+      return st != MIRS_OK ? refused(w, st, MIRS__STAT_moves_failed) : MIRS_OK;
     }
     for (int i = 0; i < m->nin; i++)
       w->bt[m->in[i]].uses++;
@@ -371,13 +349,8 @@ static mirs_status apply_move(mirs__search_worker *w, const mirs__search_move *m
     } else {
       st = mirs__graph_add_custom(g, copy, NULL, NULL); /* takes copy */
     }
-    if (st != MIRS_OK) {
-      if (!refusal(st))
-        return st;
-      mirs_clear_error(ctx);
-      MIRS_INC(&w->stats, moves_failed);
-      return MIRS_OK;
-    }
+    if (st != MIRS_OK)
+      return refused(w, st, MIRS__STAT_moves_failed);
     mirs__cost_kernel ck;
     st = mirs__cost_kernel_op(ctx, w->s->device, g, g->nops - 1, &ck);
     if (st != MIRS_OK || !ck.feasible) {

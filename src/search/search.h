@@ -207,6 +207,10 @@ mirs_status mirs__search_gen_moves(mirs__search_worker *w, uint32_t *n);
 /* Budget class of op (op_budget): accumulators count as the reduction
  * they finish; -1 for ops without a budget (plain accum). */
 int mirs__search_op_class(mirs_op op);
+/* Whether a kernel op that leaves w's graph with nkops kernel ops and nbg
+ * custom kernels must be the candidate's last op (the open custom kernel
+ * closes as op g->nops + 1). */
+bool mirs__search_is_last(const mirs__search_worker *w, int32_t nkops, int nbg);
 /* Budget class of a block op on operands in[] of bg (a div by an
  * accum_rms result has none: it finishes that rms_norm). */
 int mirs__search_bop_class(const mirs__bgraph *bg, mirs_op op, int nin, const int32_t *in);

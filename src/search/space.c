@@ -460,11 +460,11 @@ static mirs_status try_kop(mirs__search_worker *w, mirs_op op, int nin, const in
   return push_move(w, &m);
 }
 
-/* Whether a custom kernel, once closed, must be the candidate's last op
- * (nbg: custom kernels opened, this one included). */
-static bool kernel_is_last(const mirs__search_worker *w, int nbg) {
+/* Whether a kernel op that leaves the graph with nkops kernel ops and nbg
+ * custom kernels must be the candidate's last op. */
+bool mirs__search_is_last(const mirs__search_worker *w, int32_t nkops, int nbg) {
   const mirs__search_space *sp = &w->s->space;
-  if (w->g->nops + 1 >= sp->max_kops)
+  if (nkops >= sp->max_kops)
     return true;
   if (nbg < sp->max_custom)
     return false;
@@ -555,7 +555,7 @@ static mirs_status gen_kernel(mirs__search_worker *w) {
     return MIRS_OK;
   /* Whether the custom kernel opened now must be the candidate's last op,
    * so must produce every program output not matched yet. */
-  bool last = kernel_is_last(w, w->nbg + 1);
+  bool last = mirs__search_is_last(w, g->nops + 1, w->nbg + 1);
   const mirs_graph *p = w->s->program;
   if (last && sp->final_grid && unmatched_outputs(w) > sp->max_cout)
     return MIRS_OK; /* one kernel cannot store them all */
@@ -1033,8 +1033,11 @@ static mirs_status gen_block(mirs__search_worker *w) {
   mirs_context *ctx = w->ctx;
   b.remaining = b.sp->max_bops - bg->nops;
   b.cout = b.sp->max_cout;
-  if (kernel_is_last(w, w->nbg) && unmatched_outputs(w) < b.cout)
-    b.cout = unmatched_outputs(w);
+  if (mirs__search_is_last(w, b.g->nops + 1, w->nbg)) {
+    int unmatched = unmatched_outputs(w);
+    if (unmatched < b.cout)
+      b.cout = unmatched;
+  }
   for (int32_t i = 0; i < bg->nops; i++)
     if (bg->ops[i].op == MIRS_OP_INPUT)
       b.ninputs++;

@@ -957,14 +957,16 @@ static void fp_matmul(const mirs__shape *as, const mirs__fp_pair *a, const mirs_
   int64_t batches = mirs__shape_numel(os) / (m * n);
   uint64_t *acca = acc, *accb = acc + n;
   uint32_t *ba = (uint32_t *)(acc + 2 * n), *bb = ba + k * n;
+  const mirs__fp_pair *split = NULL; /* the b matrix in ba/bb (a broadcast b is split once) */
   for (int64_t bi = 0; bi < batches; bi++) {
     const mirs__fp_pair *pa = a + mirs__shape_row_offset(os, r - 2, sa, bi);
     const mirs__fp_pair *pb = b + mirs__shape_row_offset(os, r - 2, sb, bi);
     mirs__fp_pair *po = o + bi * m * n;
-    for (int64_t e = 0; e < k * n; e++) {
+    for (int64_t e = 0; pb != split && e < k * n; e++) {
       ba[e] = pb[e].a;
       bb[e] = pb[e].b;
     }
+    split = pb;
     for (int64_t i = 0; i < m; i++) {
       memset(acc, 0, sizeof *acc * 2 * (size_t)n);
       const mirs__fp_pair *arow = pa + i * k;
