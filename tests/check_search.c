@@ -28,6 +28,17 @@ static const char *const TINY_RMS = "program tiny_rms\n"
                                     "O = matmul(D, W)\n"
                                     "output O\n";
 
+/* A tiny softmax over the last dim with a batch dim, then a product:
+ * labels (batch, row, col), sums over col and the contracted dim. */
+static const char *const TINY_SOFTMAX = "program tiny_softmax\n"
+                                        "input X : f16[2, 4, 8]\n"
+                                        "input V : f16[2, 8, 4]\n"
+                                        "E = exp(X)\n"
+                                        "S = sum(E, dim=2)\n"
+                                        "D = div(E, S)\n"
+                                        "O = matmul(D, V)\n"
+                                        "output O\n";
+
 /* Parse text into a program on ctx. */
 static mirs_graph *parse(mirs_context *ctx, const char *text) {
   mirs_graph *g = NULL;
@@ -246,6 +257,69 @@ END_TEST
 
 START_TEST(test_prune_same_results) {
   same_sets(TINY_RMS, "prune", "true", "false");
+  /* (The node bound is part of pruning: a single last kernel must build
+   * exp, both inputs and the output within max_block_ops.) */
+  static const char *const sm[] = {"kernel_ops", "exp,sum,div", "max_kernel_ops", "2", NULL};
+  compare_sets(TINY_SOFTMAX, sm, "prune", "true", "false", false);
+}
+END_TEST
+
+START_TEST(test_index_same_results) {
+  /* Index labels refuse only ops no result needs. */
+  same_sets(TINY_RMS, "index_check", "true", "false");
+  same_sets(TINY, "index_check", "true", "false");
+  static const char *const sm[] = {"kernel_ops", "exp,sum,div", "max_kernel_ops", "2", NULL};
+  compare_sets(TINY_SOFTMAX, sm, "index_check", "true", "false", false);
+}
+END_TEST
+
+START_TEST(test_index_labels) {
+  /* The labels of a QKNorm-like program and what they refuse. */
+  mirs_context *ctx = tu_ctx(NULL);
+  mirs_graph *g = parse(ctx, "program q\n"
+                             "input Q : f16[2, 8, 16]\ninput K : f16[2, 16, 128]\n"
+                             "input V : f16[2, 128, 16]\n"
+                             "nQ = rms_norm(Q)\nnV = rms_norm(V)\nA = matmul(nQ, K)\n"
+                             "E = exp(A)\nS = sum(E, dim=2)\nD = div(E, S)\n"
+                             "O = matmul(D, nV)\noutput O\n");
+  mirs_search *s = NULL;
+  ck_assert_int_eq(mirs_search_create(ctx, g, &s), MIRS_OK);
+  const int8_t *q = &s->plab[0], *k = &s->plab[MIRS_MAX_DIMS], *v = &s->plab[2 * MIRS_MAX_DIMS];
+  /* batch b, rows i, head d (Q's and K's), sequence n, V's head d2. */
+  int8_t b = q[0], i = q[1], d = q[2], n = k[2], d2 = v[2];
+  ck_assert_int_ge(b, 0);
+  ck_assert_int_eq(k[0], b);
+  ck_assert_int_eq(v[0], b);
+  ck_assert_int_eq(k[1], d);
+  ck_assert_int_eq(v[1], n);
+  ck_assert(b != i && b != d && b != n && b != d2 && i != d && i != n && d != n && d != d2 &&
+            n != d2 && i != d2);
+  const mirs__search_space *sp = &s->space;
+  ck_assert_uint_eq(sp->reducible, (UINT64_C(1) << d) | (UINT64_C(1) << n) | (UINT64_C(1) << d2));
+  const uint64_t Q = 1, K = 2, V = 4;
+  int8_t out[MIRS_MAX_DIMS];
+  /* matmul(Q, K) contracts d, which the program contracts with Q and K. */
+  ck_assert(mirs__search_label_rule(sp, MIRS_OP_MATMUL, -1, 3, q, k, Q | K, out));
+  ck_assert_int_eq(out[0], b);
+  ck_assert_int_eq(out[1], i);
+  ck_assert_int_eq(out[2], n);
+  /* matmul(Q, V) would contract d with n. */
+  ck_assert(!mirs__search_label_rule(sp, MIRS_OP_MATMUL, -1, 3, q, v, Q | V, out));
+  /* A sum over the batch or the rows: never reduced by the program. */
+  ck_assert(!mirs__search_label_rule(sp, MIRS_OP_SUM, 0, 3, q, q, Q, out));
+  ck_assert(!mirs__search_label_rule(sp, MIRS_OP_SUM, 1, 3, q, q, Q, out));
+  /* A sum of V over the sequence alone: every sum over n holds exp(Q K). */
+  ck_assert(!mirs__search_label_rule(sp, MIRS_OP_SUM, 1, 3, v, v, V, out));
+  ck_assert(mirs__search_label_rule(sp, MIRS_OP_SUM, 1, 3, v, v, Q | K | V, out));
+  ck_assert_int_eq(out[1], MIRS__LAB_NONE);
+  /* rms over V's head is a site of V; a plain sum over it is none. */
+  ck_assert(mirs__search_label_rule(sp, MIRS_OP_RMS_NORM, -1, 3, v, v, V, out));
+  ck_assert(!mirs__search_label_rule(sp, MIRS_OP_SUM, 2, 3, v, v, V, out));
+  /* add aligns Q's head with V's: different labels. */
+  ck_assert(!mirs__search_label_rule(sp, MIRS_OP_ADD, -1, 3, q, v, Q | V, out));
+  mirs_search_destroy(s);
+  mirs_graph_destroy(g);
+  mirs_context_destroy(ctx);
 }
 END_TEST
 
@@ -485,6 +559,8 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_replay);
   tcase_add_test(tc, test_canonical_same_results);
   tcase_add_test(tc, test_prune_same_results);
+  tcase_add_test(tc, test_index_same_results);
+  tcase_add_test(tc, test_index_labels);
   tcase_add_test(tc, test_phase_order_same_results);
   tcase_add_test(tc, test_final_grid_same_results);
   tcase_add_test(tc, test_space_from_program);

@@ -720,6 +720,11 @@ static void write_report(cli *c, FILE *f, const mirs_graph *program, const mirs_
   fprintf(f, "  \"threads\": 1,\n");
   fprintf(f, "  \"ranks\": 1,\n");
   fprintf(f, "  \"complete\": %s,\n", st->complete ? "true" : "false");
+  fprintf(f, "  \"counters\": {");
+  for (size_t i = 0; i < mirs_stat_count(); i++)
+    fprintf(f, "%s\"%s\": %" PRIu64, i ? ", " : "", mirs_stat_name(i),
+            mirs_stat_value(c->ctx, i));
+  fprintf(f, "},\n");
   if (n > 0)
     fprintf(f,
             "  \"best\": {\"hash\": \"%016" PRIx64 "\", \"cost\": %.9g, \"kernels\": %d, "

@@ -1447,6 +1447,7 @@ mirs_status mirs__graph_parse(mirs_context *ctx, const char *text, size_t len, c
     return MIRS_FAIL(ctx, MIRS_INVALID_ARG, "mirs__graph_parse: text is NULL");
   mirs__core_diag_clear(ctx);
   mirs_clear_error(ctx);
+  MIRS_INC(&ctx->stats, files_parsed);
   parser p;
   memset(&p, 0, sizeof p);
   p.ctx = ctx;

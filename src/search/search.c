@@ -41,10 +41,14 @@
 static mirs_status ensure_k(mirs__search_worker *w, size_t n) {
   mirs_context *ctx = w->ctx;
   if (n > w->capk) {
-    size_t cap = w->capk, cap2 = w->capk;
+    size_t cap = w->capk, cap2 = w->capk, cap3 = w->capk, cap4 = w->capk;
     MIRS_CHECK(ctx, mirs__core_grow(ctx, (void **)&w->kuses, &cap, n, sizeof *w->kuses));
     MIRS_CHECK(ctx, mirs__core_grow(ctx, (void **)&w->kmatch, &cap2, n, sizeof *w->kmatch));
-    w->capk = cap < cap2 ? cap : cap2;
+    MIRS_CHECK(ctx, mirs__core_grow(ctx, (void **)&w->klab, &cap3, n, MIRS_MAX_DIMS));
+    MIRS_CHECK(ctx, mirs__core_grow(ctx, (void **)&w->katoms, &cap4, n, sizeof *w->katoms));
+    cap = cap < cap2 ? cap : cap2;
+    cap3 = cap3 < cap4 ? cap3 : cap4;
+    w->capk = cap < cap3 ? cap : cap3;
   }
   if (n > w->capkexpr)
     MIRS_CHECK(ctx, mirs__core_grow(ctx, (void **)&w->kexpr, &w->capkexpr, n, sizeof *w->kexpr));
@@ -112,6 +116,25 @@ static mirs_status note_kop(mirs__search_worker *w) {
   int c = mirs__search_op_class(k->op);
   if (c >= 0)
     w->opcount[c]++;
+  /* Index labels of the new tensors: a custom kernel's outputs have those
+   * of the block tensors they store. */
+  if (k->op == MIRS_OP_CUSTOM) {
+    for (int32_t i = 0; i < k->bg->nops; i++) {
+      const mirs__bop *o = &k->bg->ops[i];
+      if (o->op == MIRS_OP_OUTPUT) {
+        memcpy(&w->klab[(size_t)o->dst * MIRS_MAX_DIMS], w->bt[o->in[0]].lab, MIRS_MAX_DIMS);
+        w->katoms[o->dst] = w->bt[o->in[0]].atoms;
+      }
+    }
+  } else {
+    int32_t b = k->in[k->nin > 1 ? 1 : 0];
+    uint64_t atoms = w->katoms[k->in[0]] | w->katoms[b];
+    (void)mirs__search_label_rule(&w->s->space, k->op, k->dim, w->g->t[k->out[0]].shape.ndim,
+                                  &w->klab[(size_t)k->in[0] * MIRS_MAX_DIMS],
+                                  &w->klab[(size_t)b * MIRS_MAX_DIMS], atoms,
+                                  &w->klab[(size_t)k->out[0] * MIRS_MAX_DIMS]);
+    w->katoms[k->out[0]] = atoms;
+  }
   for (int i = 0; i < k->nin; i++)
     w->kuses[k->in[i]]++;
   for (int i = 0; i < k->nout; i++) {
@@ -291,7 +314,8 @@ static mirs_status apply_move(mirs__search_worker *w, const mirs__search_move *m
       st = mirs__bg_add_input(g, bg, NULL, l->src, imap, l->fmap, &id);
       if (st == MIRS_OK) {
         added++;
-        mirs__search_load_info(g, bg, l, &w->bt[id]);
+        mirs__search_load_info(bg, l, &w->klab[(size_t)l->src * MIRS_MAX_DIMS],
+                               w->katoms[l->src], &w->bt[id]);
         st = mirs__abs_bop(a, bg, bg->nops - 1, w->kexpr, w->bexpr);
       }
     }
@@ -310,6 +334,10 @@ static mirs_status apply_move(mirs__search_worker *w, const mirs__search_move *m
         sh[i] = bg->t[m->in[i]].shape;
       }
       (void)mirs__search_tile_rule(bg, m->op, m->dim, m->nin, info, sh, &w->bt[out]);
+      uint64_t atoms = info[0].atoms | info[m->nin > 1 ? 1 : 0].atoms;
+      (void)mirs__search_label_rule(&w->s->space, m->op, m->dim, sh[0].ndim, info[0].lab,
+                                    info[m->nin > 1 ? 1 : 0].lab, atoms, w->bt[out].lab);
+      w->bt[out].atoms = atoms;
       st = mirs__abs_bop(a, bg, bg->nops - 1, w->kexpr, w->bexpr);
       if (st == MIRS_OK)
         st = prune_check(w, w->bexpr[out], &keep);
@@ -423,6 +451,16 @@ mirs_status mirs__search_worker_new(mirs_search *s, mirs__search_worker **out) {
     if (kt->producer < 0)
       st = mirs__graph_add_input(w->g, kt->name, kt->dtype, &kt->shape, NULL);
   }
+  if (st == MIRS_OK)
+    st = ensure_k(w, (size_t)w->g->nt + 8);
+  /* The inputs carry the program's index labels (same order). */
+  for (int32_t t = 0, i = 0; st == MIRS_OK && t < s->program->nt; t++)
+    if (s->program->t[t].producer < 0) {
+      memcpy(&w->klab[(size_t)i * MIRS_MAX_DIMS], &s->plab[(size_t)t * MIRS_MAX_DIMS],
+             MIRS_MAX_DIMS);
+      w->katoms[i] = i < 64 ? UINT64_C(1) << i : 0;
+      i++;
+    }
   if (st == MIRS_OK) {
     w->nmatch = mirs__core_calloc(ctx, (size_t)s->program->nout + 1, sizeof *w->nmatch);
     if (!w->nmatch)
@@ -470,6 +508,8 @@ void mirs__search_worker_free(mirs__search_worker *w) {
   mirs__core_free(ctx, w->bgs);
   mirs__core_free(ctx, w->kuses);
   mirs__core_free(ctx, w->kmatch);
+  mirs__core_free(ctx, w->klab);
+  mirs__core_free(ctx, w->katoms);
   mirs__core_free(ctx, w->nmatch);
   mirs__core_free(ctx, w->bt);
   mirs__core_free(ctx, w->frames);
@@ -874,6 +914,50 @@ static mirs_status float_check(mirs_search *s) {
 
 /* ---------------------------------------------------------------- public API */
 
+/* Fill s->sym_need (see search.h); leaves it NULL where the bound does
+ * not apply. */
+static mirs_status sym_need_build(mirs_search *s) {
+  mirs_context *ctx = s->ctx;
+  const mirs_graph *p = s->program;
+  if (p->nout > 8)
+    return MIRS_OK;
+  mirs__abs_arena a;
+  MIRS_CHECK(ctx, mirs__abs_arena_init(&a, ctx));
+  mirs__abs_id *kexpr = mirs__core_alloc(ctx, ((size_t)p->nt + 1) * sizeof *kexpr);
+  mirs__abs_id e[8];
+  mirs_status st = kexpr ? mirs__abs_graph(&a, p, kexpr) : MIRS_NOMEM;
+  bool ok = st == MIRS_OK;
+  for (int32_t i = 0; ok && i < p->nout; i++) {
+    e[i] = kexpr[p->outputs[i]];
+    ok = !mirs__abs_node_at(&a, e[i])->boxed;
+  }
+  size_t nmask = (size_t)1 << p->nout;
+  if (ok) {
+    s->sym_need = mirs__core_calloc(ctx, nmask, sizeof *s->sym_need);
+    if (!s->sym_need)
+      st = MIRS_NOMEM;
+  }
+  for (size_t mask = 1; ok && st == MIRS_OK && mask < nmask; mask++) {
+    mirs__abs_id sel[8];
+    int32_t n = 0;
+    for (int32_t i = 0; i < p->nout; i++)
+      if ((mask >> i) & 1)
+        sel[n++] = e[i];
+    ok = mirs__abs_count_symbols(&a, sel, n, s->sym_need[mask]);
+  }
+  if (!ok || st != MIRS_OK) {
+    mirs__core_free(ctx, s->sym_need);
+    s->sym_need = NULL;
+  }
+  if (st == MIRS_LIMIT) {
+    mirs_clear_error(ctx); /* an extent overflow: no bound, not an error */
+    st = MIRS_OK;
+  }
+  mirs__core_free(ctx, kexpr);
+  mirs__abs_arena_free(&a);
+  return st;
+}
+
 /* Prepare a search of program. */
 mirs_status mirs_search_create(mirs_context *ctx, const mirs_graph *program, mirs_search **out) {
   if (!ctx)
@@ -895,6 +979,11 @@ mirs_status mirs_search_create(mirs_context *ctx, const mirs_graph *program, mir
     st = mirs__graph_clone(program, &s->program);
   if (st == MIRS_OK)
     mirs__search_space_budget(&s->space, program, ctx->opt.op_budget);
+  if (st == MIRS_OK) {
+    s->plab = mirs__core_calloc(ctx, (size_t)program->nt * MIRS_MAX_DIMS + 1, 1);
+    st = s->plab ? mirs__search_label_program(ctx, s->program, s->plab, &s->space)
+                 : MIRS_NOMEM;
+  }
   uint64_t degree = 0;
   if (st == MIRS_OK)
     st = mirs__fp_graph_degree(program, &degree);
@@ -937,6 +1026,8 @@ mirs_status mirs_search_create(mirs_context *ctx, const mirs_graph *program, mir
           s->space.rms_useful = true;
     }
   }
+  if (st == MIRS_OK && ctx->opt.prune)
+    st = sym_need_build(s);
   if (st == MIRS_OK)
     st = mirs__cost_profiles_load(ctx, NULL, &s->profiles);
   if (st == MIRS_OK) {
@@ -1041,6 +1132,8 @@ void mirs_search_destroy(mirs_search *s) {
   mirs__core_free(ctx, s->res);
   mirs__core_free(ctx, s->seen);
   mirs__core_free(ctx, s->ref_digest);
+  mirs__core_free(ctx, s->plab);
+  mirs__core_free(ctx, s->sym_need);
   mirs__fp_store_free(s->ref);
   mirs__prune_shared_free(s->prune);
   mirs__cost_profiles_free(s->profiles);

@@ -45,6 +45,8 @@
 #define MIRS__SEARCH_MAX_COUT 8
 /* fusion=2 enumerates fused-flag subsets of at most this many ops. */
 #define MIRS__SEARCH_MAX_FUSABLE 10
+/* Most reduction sites of a program (index.c). */
+#define MIRS__MAX_SITES 64
 
 typedef enum mirs__search_move_kind {
   MIRS__MOVE_KOP,
@@ -96,6 +98,12 @@ typedef struct mirs__search_space {
   bool imap_ok[MIRS_MAX_DIMS + 1]; /* index dim + 1 (0: replicate) */
   bool fmap_ok[MIRS_MAX_DIMS + 1]; /* index dim + 1 (0: none) */
   bool omap_ok[MIRS_MAX_DIMS];
+  bool index_check;   /* option index_check (labels refuse ops; see index.c) */
+  uint64_t reducible; /* bit l: the program reduces label l (set by mirs_search_create) */
+  int nsites;         /* reduction sites (see index.c); -1: none known, no site check */
+  int8_t site_lab[MIRS__MAX_SITES];
+  bool site_rms[MIRS__MAX_SITES];
+  uint64_t site_req[MIRS__MAX_SITES]; /* inputs the summand must depend on */
   int32_t budget[MIRS_OP_COUNT]; /* most ops per class (op_budget); INT32_MAX: none */
   bool kop[MIRS_OP_COUNT];       /* predefined kernel ops tried */
   bool bop[MIRS_OP_COUNT];       /* block ops tried */
@@ -117,9 +125,36 @@ enum {
 /* Per block tensor: tile analysis and consumer count. */
 typedef struct mirs__search_btinfo {
   int8_t tag[MIRS_MAX_DIMS];
+  int8_t lab[MIRS_MAX_DIMS]; /* index label per dim (index.c); MIRS__LAB_NONE: none */
+  uint64_t atoms;            /* program inputs the value depends on (bit = input index) */
   uint8_t fdep;
   int16_t uses;
 } mirs__search_btinfo;
+
+/* Index labels (index.c, option index_check).  Every dim of the program's
+ * tensors gets a label: the class of dims the program's ops identify
+ * (elementwise ops align dims, matmul contracts a's last with b's
+ * second-to-last); a dim of extent 1 has none.  A label is *reducible*
+ * when the program sums over it (sum, a matmul contraction) or normalises
+ * it (rms_norm).  The search carries the labels through every candidate
+ * tensor and refuses an op that aligns or contracts two different labels
+ * or reduces a label the program never reduces: such a value mixes
+ * indices the program keeps apart (a sum over the batch dim, Q's head dim
+ * contracted with V's sequence dim), so its abstract expression with
+ * indices is no subexpression of an output -- the dimension-aware part of
+ * the pruning that the index-free expressions of absexpr.h cannot see.
+ *
+ * Reduction sites.  Each reduction of the program (sum, a matmul's
+ * contraction, rms_norm) is a *site*: its label, whether it is an rms,
+ * and the inputs its summand depends on *through* that label (an input
+ * that holds the label, or any input inside a non-linear function, a
+ * denominator or an rms of a value that holds it): the factors that
+ * cannot be taken out of the sum.  A candidate's reduction over label l
+ * needs a site of its kind over l whose inputs its operands all depend
+ * on: summing V over the sequence alone, when every sum over the
+ * sequence also holds exp(Q K), builds nothing an output contains. */
+#define MIRS__LAB_NONE (-1)
+#define MIRS__LAB_MAX 64
 
 /* One DFS frame: the state's moves and how the state was entered. */
 typedef struct mirs__search_frame {
@@ -142,6 +177,8 @@ struct mirs__search_worker {
   size_t capbgs;
   bool open;      /* bgs[nbg - 1] is being built */
   int16_t *kuses; /* consumers per kernel tensor */
+  int8_t *klab;   /* index labels per kernel tensor (MIRS_MAX_DIMS each) */
+  uint64_t *katoms; /* program inputs each kernel tensor depends on */
   int8_t *kmatch; /* program output matched by a kernel tensor, or -1 */
   size_t capk;
   int32_t *nmatch;         /* tensors matching each program output */
@@ -177,6 +214,12 @@ struct mirs_search {
   mirs_context *ctx;
   mirs_graph *program; /* a private copy */
   mirs__search_space space;
+  int8_t *plab;         /* index labels of the program's tensors (MIRS_MAX_DIMS each) */
+  /* Node bound (absexpr.h "Symbol counts"): sym_need[mask] counts the
+   * distinct symbol nodes, by kind, of the program outputs in mask; NULL
+   * when pruning is off, an output expression is boxed, or the program
+   * has more than 8 outputs. */
+  uint32_t (*sym_need)[MIRS__ABS_NSYM];
   mirs__fp_store *ref;  /* fingerprints of the program */
   uint64_t *ref_digest; /* per program output */
   int trials;
@@ -216,14 +259,33 @@ bool mirs__search_is_last(const mirs__search_worker *w, int32_t nkops, int nbg);
 int mirs__search_bop_class(const mirs__bgraph *bg, mirs_op op, int nin, const int32_t *in);
 /* Set sp->budget from program's operators and the op_budget option. */
 void mirs__search_space_budget(mirs__search_space *sp, const mirs_graph *program, int64_t slack);
-/* Tile analysis of a new input tile (load) of the open block graph. */
-void mirs__search_load_info(const mirs_graph *g, const mirs__bgraph *bg, const mirs__search_load *l,
-                            mirs__search_btinfo *out);
+/* Tile analysis of a new input tile (load) of the open block graph; klab:
+ * the index labels of the loaded kernel tensor. */
+void mirs__search_load_info(const mirs__bgraph *bg, const mirs__search_load *l, const int8_t *klab,
+                            uint64_t atoms, mirs__search_btinfo *out);
 /* Tile analysis of op on operands with infos in[] and tile shapes sh[]:
  * false when the tiles cannot line up (see space.c). */
 bool mirs__search_tile_rule(const mirs__bgraph *bg, mirs_op op, int dim, int nin,
                             const mirs__search_btinfo *in, const mirs__shape *sh,
                             mirs__search_btinfo *out);
+
+/* ---------------------------------------------------------------- index.c */
+
+/* Label the dims of program's tensors into plab (program->nt *
+ * MIRS_MAX_DIMS entries); set sp->reducible and the reduction sites.
+ * When the program has an op the labelling does not know (a custom
+ * kernel), more than MIRS__LAB_MAX classes or 64 inputs, every entry is
+ * MIRS__LAB_NONE (no label refuses anything); with more than
+ * MIRS__MAX_SITES reductions sp->nsites is -1 (no site check). */
+mirs_status mirs__search_label_program(mirs_context *ctx, const mirs_graph *program, int8_t *plab,
+                                       mirs__search_space *sp);
+/* Labels of op's result (rank nd; operand labels a, b) into out; false
+ * when op aligns or contracts two different labels, reduces a label the
+ * program never reduces, or reduces one with no matching site for an
+ * operand value depending on the inputs `atoms`.  dim: the reduced dim
+ * (SUM, ACCUM_SUM). */
+bool mirs__search_label_rule(const mirs__search_space *sp, mirs_op op, int dim, int nd,
+                             const int8_t *a, const int8_t *b, uint64_t atoms, int8_t *out);
 
 /* ---------------------------------------------------------------- search.c */
 

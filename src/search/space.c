@@ -102,6 +102,7 @@ mirs_status mirs__search_space_parse(mirs_context *ctx, mirs__search_space *sp) 
   sp->phase_canonical = o->phase_canonical != 0;
   sp->final_grid = o->final_grid != 0;
   sp->constant_ops = o->constant_ops != 0;
+  sp->index_check = o->index_check != 0;
   MIRS_CHECK(ctx, parse_list(ctx, "grid_x", o->grid_x, 1, 65535, sp->gx, &sp->ngx));
   MIRS_CHECK(ctx, parse_list(ctx, "grid_y", o->grid_y, 1, 65535, sp->gy, &sp->ngy));
   MIRS_CHECK(ctx, parse_list(ctx, "grid_z", o->grid_z, 1, 65535, sp->gz, &sp->ngz));
@@ -199,10 +200,11 @@ static void load_shape(const mirs__bgraph *bg, const mirs__shape *ks, const mirs
 }
 
 /* Tile analysis of a new input tile. */
-void mirs__search_load_info(const mirs_graph *g, const mirs__bgraph *bg, const mirs__search_load *l,
-                            mirs__search_btinfo *out) {
-  (void)g;
+void mirs__search_load_info(const mirs__bgraph *bg, const mirs__search_load *l, const int8_t *klab,
+                            uint64_t atoms, mirs__search_btinfo *out) {
   memset(out, 0, sizeof *out);
+  memcpy(out->lab, klab, sizeof out->lab);
+  out->atoms = atoms;
   for (int a = 0; a < MIRS__GRID; a++)
     if (l->imap[a] >= 0 && bg->grid[a] > 1)
       out->tag[l->imap[a]] = (int8_t)(MIRS__TAG_GX + a);
@@ -450,6 +452,15 @@ static mirs_status try_kop(mirs__search_worker *w, mirs_op op, int nin, const in
     MIRS_INC(&w->stats, canonical_skips);
     return MIRS_OK;
   }
+  int8_t lab[MIRS_MAX_DIMS];
+  if (w->s->space.index_check &&
+      !mirs__search_label_rule(&w->s->space, op, nd, sh[0].ndim,
+                               &w->klab[(size_t)in[0] * MIRS_MAX_DIMS],
+                               &w->klab[(size_t)in[nin > 1 ? 1 : 0] * MIRS_MAX_DIMS],
+                               w->katoms[in[0]] | w->katoms[in[nin > 1 ? 1 : 0]], lab)) {
+    MIRS_INC(&w->stats, index_skips);
+    return MIRS_OK;
+  }
   mirs__search_move m;
   move_init(&m, MIRS__MOVE_KOP);
   m.op = (uint8_t)op;
@@ -610,6 +621,12 @@ typedef struct bstate {
   int cout;                  /* most outputs: max_cout, or for a last kernel the
                                 program outputs not matched yet (more would be dead) */
   bool post_started;         /* an accumulator exists: the post-loop phase began */
+  uint64_t slice_labs;       /* labels a grid dim may slice (index_check): for a last
+                                kernel those of the unmatched outputs' dims, else all */
+  int8_t glab[MIRS__GRID];   /* with one output to store (index_check): the label grid
+                                dim a slices in the loaded tiles, or MIRS__LAB_NONE */
+  int missing;               /* symbol nodes the unmatched outputs need that no block
+                                tensor has (node bound; 0 when it does not apply) */
   size_t nloads;
 } bstate;
 
@@ -632,6 +649,14 @@ static mirs_status loads_fmap(bstate *b, mirs__search_load *l, size_t *n) {
     if (bg->forloop == 1 && f != -1)
       continue;
     if (f >= 0) {
+      /* The loop's slices must be reduced before they leave it (accum_sum,
+       * a contraction, accum_rms): a label the program never reduces
+       * cannot be walked. */
+      int8_t lab = b->w->klab[(size_t)l->src * MIRS_MAX_DIMS + (size_t)f];
+      if (b->sp->index_check && lab >= 0 && !((b->sp->reducible >> lab) & 1)) {
+        MIRS_INC(&b->w->stats, index_skips);
+        continue;
+      }
       bool used = false;
       int64_t size = ks->d[f];
       for (int a = 0; a < MIRS__GRID; a++)
@@ -656,9 +681,36 @@ static mirs_status loads_imap(bstate *b, mirs__search_load *l, int axis, size_t 
     l->imap[axis] = -1;
     return loads_imap(b, l, axis + 1, n);
   }
+  const int8_t *klab = &b->w->klab[(size_t)l->src * MIRS_MAX_DIMS];
+  int8_t ga = b->glab[axis];
   for (int d = -1; d < ks->ndim; d++) {
     if (!b->sp->imap_ok[d + 1])
       continue;
+    /* One stored output: all its data carries grid dim a's slice on one
+     * label, ga once a tile chose it.  A tile holding ga whole cannot
+     * meet the slices unless ga is reduced away first. */
+    if (d < 0 && ga >= 0 && !((b->sp->reducible >> ga) & 1)) {
+      bool holds = false;
+      for (int e = 0; e < ks->ndim; e++)
+        holds = holds || klab[e] == ga;
+      if (holds) {
+        MIRS_INC(&b->w->stats, index_skips);
+        continue;
+      }
+    }
+    if (d >= 0 && klab[d] >= 0) {
+      bool clash = ga >= 0 && klab[d] != ga;
+      for (int a = 0; a < MIRS__GRID; a++)
+        if (a != axis && b->glab[a] == klab[d])
+          clash = true; /* two grid dims cannot slice one output dim */
+      for (int a = 0; a < axis; a++)
+        if (l->imap[a] >= 0 && klab[l->imap[a]] == klab[d])
+          clash = true;
+      if (clash) {
+        MIRS_INC(&b->w->stats, index_skips);
+        continue;
+      }
+    }
     if (d >= 0) {
       bool used = false;
       for (int a = 0; a < axis; a++)
@@ -666,6 +718,13 @@ static mirs_status loads_imap(bstate *b, mirs__search_load *l, int axis, size_t 
           used = true;
       if (used || ks->d[d] % gs)
         continue;
+      /* A grid slice is never reduced (tile rule), so it reaches the
+       * kernel's outputs: for a last kernel it must be an output's index. */
+      int8_t lab = b->w->klab[(size_t)l->src * MIRS_MAX_DIMS + (size_t)d];
+      if (lab >= 0 && !((b->slice_labs >> lab) & 1)) {
+        MIRS_INC(&b->w->stats, index_skips);
+        continue;
+      }
     }
     l->imap[axis] = (int8_t)d;
     MIRS_CHECK(b->w->ctx, loads_imap(b, l, axis + 1, n));
@@ -701,7 +760,8 @@ static mirs_status operand_table(bstate *b, size_t nl) {
   for (size_t j = 0; j < nl; j++) {
     const mirs__search_load *l = &w->loads[j];
     load_shape(bg, &b->g->t[l->src].shape, l, &w->opsh[(size_t)bg->nt + j]);
-    mirs__search_load_info(b->g, bg, l, &w->opinf[(size_t)bg->nt + j]);
+    mirs__search_load_info(bg, l, &w->klab[(size_t)l->src * MIRS_MAX_DIMS], w->katoms[l->src],
+                           &w->opinf[(size_t)bg->nt + j]);
   }
   return MIRS_OK;
 }
@@ -816,6 +876,12 @@ static mirs_status try_bop(bstate *b, mirs_op op, int nin, const operand *x, int
   int need = (s2 > b->cout ? s2 - b->cout : 0) + (l2 > 0 ? 1 : 0) + 1;
   if (b->remaining - m.nload - 1 < need)
     return MIRS_OK;
+  /* Node bound: this move adds at most nload + 1 of the missing symbols,
+   * each later op one, and an output op remains. */
+  if (b->remaining - m.nload - 1 < b->missing - m.nload) {
+    MIRS_INC(&w->stats, bound_skips);
+    return MIRS_OK;
+  }
   /* The order rules first (cheap), then shapes and tiles. */
   mirs__op_kind kind = mirs__graph_ops[op].kind;
   m.dim = (int8_t)(kind == MIRS__KIND_REDUCE || op == MIRS_OP_ACCUM_SUM ? dim : -1);
@@ -870,6 +936,13 @@ static mirs_status try_bop(bstate *b, mirs_op op, int nin, const operand *x, int
   mirs__search_btinfo out;
   if (!mirs__search_tile_rule(bg, op, m.dim, nin, info, sh, &out) && b->sp->tile_check) {
     MIRS_INC(&w->stats, tile_skips);
+    return MIRS_OK;
+  }
+  if (b->sp->index_check &&
+      !mirs__search_label_rule(b->sp, op, m.dim, sh[0].ndim, info[0].lab,
+                               nin > 1 ? info[1].lab : info[0].lab,
+                               info[0].atoms | info[nin > 1 ? 1 : 0].atoms, out.lab)) {
+    MIRS_INC(&w->stats, index_skips);
     return MIRS_OK;
   }
   return push_move(w, &m);
@@ -1033,10 +1106,49 @@ static mirs_status gen_block(mirs__search_worker *w) {
   mirs_context *ctx = w->ctx;
   b.remaining = b.sp->max_bops - bg->nops;
   b.cout = b.sp->max_cout;
+  b.slice_labs = ~UINT64_C(0);
+  for (int a = 0; a < MIRS__GRID; a++)
+    b.glab[a] = MIRS__LAB_NONE;
   if (mirs__search_is_last(w, b.g->nops + 1, w->nbg)) {
     int unmatched = unmatched_outputs(w);
     if (unmatched < b.cout)
       b.cout = unmatched;
+    if (b.sp->index_check && b.sp->tile_check) {
+      const mirs_graph *p = w->s->program;
+      b.slice_labs = 0;
+      for (int32_t i = 0; i < p->nout; i++)
+        for (int d = 0; w->nmatch[i] == 0 && d < p->t[p->outputs[i]].shape.ndim; d++) {
+          int8_t lab = w->s->plab[(size_t)p->outputs[i] * MIRS_MAX_DIMS + (size_t)d];
+          if (lab >= 0)
+            b.slice_labs |= UINT64_C(1) << lab;
+        }
+      /* One output: the grid dims' labels are those the tiles chose. */
+      for (int32_t i = 0; b.cout == 1 && i < bg->nops; i++) {
+        const mirs__bop *o = &bg->ops[i];
+        if (o->op != MIRS_OP_INPUT)
+          continue;
+        for (int a = 0; a < MIRS__GRID; a++)
+          if (o->imap[a] >= 0 && bg->grid[a] > 1)
+            b.glab[a] = w->klab[(size_t)o->src * MIRS_MAX_DIMS + (size_t)o->imap[a]];
+      }
+    }
+    /* Node bound: with only program inputs to load (no kernel op yet),
+     * each op adds at most one symbol node, so the unmatched outputs'
+     * symbols that no block tensor has yet take one op each. */
+    if (w->s->sym_need && b.g->nops == 0) {
+      uint32_t mask = 0, have[MIRS__ABS_NSYM] = {0};
+      for (int32_t i = 0; i < w->s->program->nout; i++)
+        if (w->nmatch[i] == 0)
+          mask |= 1u << i;
+      if (mirs__abs_count_symbols(mirs__prune_worker_arena(w->pw), w->bexpr, bg->nt, have))
+        for (int k = 0; k < MIRS__ABS_NSYM; k++)
+          if (w->s->sym_need[mask][k] > have[k])
+            b.missing += (int)(w->s->sym_need[mask][k] - have[k]);
+    }
+  }
+  if (b.missing > 0 && b.remaining < b.missing + 1) {
+    MIRS_INC(&w->stats, bound_skips);
+    return MIRS_OK;
   }
   for (int32_t i = 0; i < bg->nops; i++)
     if (bg->ops[i].op == MIRS_OP_INPUT)
@@ -1073,7 +1185,9 @@ static mirs_status gen_block(mirs__search_worker *w) {
       return MIRS_OK;
     }
   }
-  if (b.lsinks == 0 && b.sinks >= 1 && b.sinks <= b.cout && b.sinks <= b.remaining)
+  /* (A close that leaves an output's symbol unbuilt cannot match it.) */
+  if (b.lsinks == 0 && b.sinks >= 1 && b.sinks <= b.cout && b.sinks <= b.remaining &&
+      b.missing == 0)
     MIRS_CHECK(ctx, gen_close(&b));
   if (b.remaining < 2)
     return MIRS_OK;

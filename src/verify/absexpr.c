@@ -631,6 +631,66 @@ mirs_status mirs__abs_graph(mirs__abs_arena *a, const mirs_graph *g, mirs__abs_i
   return MIRS_OK;
 }
 
+/* ================================================================ symbol counts */
+
+#define SYM_SET 4096 /* visited-set slots (power of two); at most half used */
+
+/* Count distinct symbol nodes below e[0..n) (see absexpr.h). */
+bool mirs__abs_count_symbols(const mirs__abs_arena *a, const mirs__abs_id *e, int32_t n,
+                             uint32_t cnt[MIRS__ABS_NSYM]) {
+  int32_t seen[SYM_SET], stack[SYM_SET / 2];
+  int nseen = 0, sp = 0;
+  memset(seen, 0xff, sizeof seen);
+  for (int32_t r = 0; r < n; r++) {
+    if (e[r] == MIRS__ABS_NONE)
+      continue;
+    stack[sp++] = e[r];
+    while (sp > 0) {
+      int32_t id = stack[--sp];
+      /* Visit each node once (open addressing on the id). */
+      uint32_t h = (uint32_t)id * 2654435761u & (SYM_SET - 1);
+      while (seen[h] >= 0 && seen[h] != id)
+        h = (h + 1) & (SYM_SET - 1);
+      if (seen[h] == id)
+        continue;
+      if (nseen >= SYM_SET / 2)
+        return false;
+      seen[h] = id;
+      nseen++;
+      const mirs__abs_node *p = &a->nodes[id];
+      uint32_t nk = 0, off = p->off;
+      switch ((mirs__abs_kind)p->kind) {
+      case MIRS__ABS_ATOM:
+        cnt[MIRS__ABS_SYM_ATOM]++;
+        break;
+      case MIRS__ABS_APP:
+      case MIRS__ABS_RMS:
+      case MIRS__ABS_BOX:
+        if (p->kind == MIRS__ABS_APP)
+          cnt[MIRS__ABS_SYM_APP(p->fn)]++;
+        else if (p->kind == MIRS__ABS_RMS)
+          cnt[MIRS__ABS_SYM_RMS]++;
+        if (sp >= SYM_SET / 2)
+          return false;
+        stack[sp++] = p->arg;
+        break;
+      case MIRS__ABS_TERM:
+        nk = p->n + p->nd;
+        break;
+      case MIRS__ABS_POLY:
+        nk = p->n;
+        break;
+      }
+      for (uint32_t i = 0; i < nk; i++) {
+        if (sp >= SYM_SET / 2)
+          return false;
+        stack[sp++] = a->kids[off + i];
+      }
+    }
+  }
+  return true;
+}
+
 /* ================================================================ printing */
 
 static const char *const fn_names[MIRS__ABS_FN_COUNT] = {"exp",  "sqrt", "silu",

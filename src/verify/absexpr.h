@@ -174,6 +174,24 @@ mirs_status mirs__abs_kop(mirs__abs_arena *a, const mirs_graph *g, int32_t op, m
 mirs_status mirs__abs_bop(mirs__abs_arena *a, const mirs__bgraph *bg, int32_t op,
                           const mirs__abs_id *kexpr, mirs__abs_id *bexpr);
 
+/* Symbol counts (the node bound of the search).  A new op's expression
+ * has at most one symbol node its operands lack: exp, sqrt, silu, gelu
+ * and relu make one APP, sub one APP(neg), rms_norm and accum_rms one
+ * RMS, an input one ATOM, and every other op only combines its operands'
+ * nodes (boxes are not symbols).  So a candidate whose tensors hold fewer
+ * distinct symbol nodes of some kind than an unboxed target needs at
+ * least that many more ops to reach it.  Kinds: ATOM, RMS, APP(fn). */
+#define MIRS__ABS_SYM_ATOM 0
+#define MIRS__ABS_SYM_RMS 1
+#define MIRS__ABS_SYM_APP(f) (2 + (int)(f))
+#define MIRS__ABS_NSYM (2 + MIRS__ABS_FN_COUNT)
+/* Add to cnt[] the distinct symbol nodes, by kind, below the expressions
+ * e[0..n) (MIRS__ABS_NONE entries skipped).  False when more than a few
+ * thousand distinct nodes are met: cnt is then incomplete (callers treat
+ * the counts as unknown). */
+bool mirs__abs_count_symbols(const mirs__abs_arena *a, const mirs__abs_id *e, int32_t n,
+                             uint32_t cnt[MIRS__ABS_NSYM]);
+
 /* Readable text of expression e into b, e.g. "sum(64, W*X) / (rms(64, X))". */
 void mirs__abs_print(const mirs__abs_arena *a, mirs__abs_id e, mirs__buf *b);
 
