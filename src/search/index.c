@@ -25,7 +25,8 @@ static int32_t uf_find(int32_t *parent, int32_t x) {
 static void uf_join(const mirs_graph *p, int32_t *parent, int32_t ta, int da, int32_t tb, int db) {
   if (p->t[ta].shape.d[da] <= 1 || p->t[tb].shape.d[db] <= 1)
     return;
-  int32_t a = uf_find(parent, ta * MIRS_MAX_DIMS + da), b = uf_find(parent, tb * MIRS_MAX_DIMS + db);
+  int32_t a = uf_find(parent, ta * MIRS_MAX_DIMS + da),
+          b = uf_find(parent, tb * MIRS_MAX_DIMS + db);
   if (a != b)
     parent[a > b ? a : b] = a < b ? a : b;
 }
@@ -296,4 +297,21 @@ bool mirs__search_label_rule(const mirs__search_space *sp, mirs_op op, int dim, 
     break;
   }
   return ok;
+}
+
+/* The rule for a block op (see search.h). */
+bool mirs__search_bop_labels(const mirs__search_space *sp, mirs_op op, int dim, int nin, int nd,
+                             const mirs__search_btinfo *in, mirs__search_btinfo *out) {
+  const mirs__search_btinfo *b = &in[nin > 1 ? 1 : 0];
+  out->atoms = in[0].atoms | b->atoms;
+  return mirs__search_label_rule(sp, op, dim, nd, in[0].lab, b->lab, out->atoms, out->lab);
+}
+
+/* The rule for a kernel op (see search.h). */
+bool mirs__search_kop_labels(const mirs__search_worker *w, mirs_op op, int dim, int nin,
+                             const int32_t *in, int nd, int8_t *lab, uint64_t *atoms) {
+  int32_t a = in[0], b = in[nin > 1 ? 1 : 0];
+  *atoms = w->katoms[a] | w->katoms[b];
+  return mirs__search_label_rule(&w->s->space, op, dim, nd, &w->klab[(size_t)a * MIRS_MAX_DIMS],
+                                 &w->klab[(size_t)b * MIRS_MAX_DIMS], *atoms, lab);
 }

@@ -127,13 +127,9 @@ static mirs_status note_kop(mirs__search_worker *w) {
       }
     }
   } else {
-    int32_t b = k->in[k->nin > 1 ? 1 : 0];
-    uint64_t atoms = w->katoms[k->in[0]] | w->katoms[b];
-    (void)mirs__search_label_rule(&w->s->space, k->op, k->dim, w->g->t[k->out[0]].shape.ndim,
-                                  &w->klab[(size_t)k->in[0] * MIRS_MAX_DIMS],
-                                  &w->klab[(size_t)b * MIRS_MAX_DIMS], atoms,
-                                  &w->klab[(size_t)k->out[0] * MIRS_MAX_DIMS]);
-    w->katoms[k->out[0]] = atoms;
+    int32_t o = k->out[0];
+    (void)mirs__search_kop_labels(w, k->op, k->dim, k->nin, k->in, w->g->t[o].shape.ndim,
+                                  &w->klab[(size_t)o * MIRS_MAX_DIMS], &w->katoms[o]);
   }
   for (int i = 0; i < k->nin; i++)
     w->kuses[k->in[i]]++;
@@ -334,10 +330,8 @@ static mirs_status apply_move(mirs__search_worker *w, const mirs__search_move *m
         sh[i] = bg->t[m->in[i]].shape;
       }
       (void)mirs__search_tile_rule(bg, m->op, m->dim, m->nin, info, sh, &w->bt[out]);
-      uint64_t atoms = info[0].atoms | info[m->nin > 1 ? 1 : 0].atoms;
-      (void)mirs__search_label_rule(&w->s->space, m->op, m->dim, sh[0].ndim, info[0].lab,
-                                    info[m->nin > 1 ? 1 : 0].lab, atoms, w->bt[out].lab);
-      w->bt[out].atoms = atoms;
+      (void)mirs__search_bop_labels(&w->s->space, m->op, m->dim, m->nin, sh[0].ndim, info,
+                                    &w->bt[out]);
       st = mirs__abs_bop(a, bg, bg->nops - 1, w->kexpr, w->bexpr);
       if (st == MIRS_OK)
         st = prune_check(w, w->bexpr[out], &keep);
@@ -466,8 +460,6 @@ mirs_status mirs__search_worker_new(mirs_search *s, mirs__search_worker **out) {
     if (!w->nmatch)
       st = MIRS_NOMEM;
   }
-  if (st == MIRS_OK)
-    st = ensure_k(w, (size_t)w->g->nt + 8);
   if (st == MIRS_OK)
     st = ensure_b(w, 16);
   if (st == MIRS_OK) {

@@ -286,6 +286,14 @@ mirs_status mirs__search_label_program(mirs_context *ctx, const mirs_graph *prog
  * (SUM, ACCUM_SUM). */
 bool mirs__search_label_rule(const mirs__search_space *sp, mirs_op op, int dim, int nd,
                              const int8_t *a, const int8_t *b, uint64_t atoms, int8_t *out);
+/* The rule for block op `op` on operands with infos in[0..nin) (rank nd):
+ * sets out->lab and out->atoms. */
+bool mirs__search_bop_labels(const mirs__search_space *sp, mirs_op op, int dim, int nin, int nd,
+                             const mirs__search_btinfo *in, mirs__search_btinfo *out);
+/* The rule for kernel op `op` on w's kernel tensors in[0..nin) (rank nd):
+ * labels into lab, the inputs it depends on into *atoms. */
+bool mirs__search_kop_labels(const mirs__search_worker *w, mirs_op op, int dim, int nin,
+                             const int32_t *in, int nd, int8_t *lab, uint64_t *atoms);
 
 /* ---------------------------------------------------------------- search.c */
 

@@ -453,11 +453,9 @@ static mirs_status try_kop(mirs__search_worker *w, mirs_op op, int nin, const in
     return MIRS_OK;
   }
   int8_t lab[MIRS_MAX_DIMS];
+  uint64_t atoms;
   if (w->s->space.index_check &&
-      !mirs__search_label_rule(&w->s->space, op, nd, sh[0].ndim,
-                               &w->klab[(size_t)in[0] * MIRS_MAX_DIMS],
-                               &w->klab[(size_t)in[nin > 1 ? 1 : 0] * MIRS_MAX_DIMS],
-                               w->katoms[in[0]] | w->katoms[in[nin > 1 ? 1 : 0]], lab)) {
+      !mirs__search_kop_labels(w, op, nd, nin, in, sh[0].ndim, lab, &atoms)) {
     MIRS_INC(&w->stats, index_skips);
     return MIRS_OK;
   }
@@ -698,19 +696,6 @@ static mirs_status loads_imap(bstate *b, mirs__search_load *l, int axis, size_t 
         continue;
       }
     }
-    if (d >= 0 && klab[d] >= 0) {
-      bool clash = ga >= 0 && klab[d] != ga;
-      for (int a = 0; a < MIRS__GRID; a++)
-        if (a != axis && b->glab[a] == klab[d])
-          clash = true; /* two grid dims cannot slice one output dim */
-      for (int a = 0; a < axis; a++)
-        if (l->imap[a] >= 0 && klab[l->imap[a]] == klab[d])
-          clash = true;
-      if (clash) {
-        MIRS_INC(&b->w->stats, index_skips);
-        continue;
-      }
-    }
     if (d >= 0) {
       bool used = false;
       for (int a = 0; a < axis; a++)
@@ -719,9 +704,15 @@ static mirs_status loads_imap(bstate *b, mirs__search_load *l, int axis, size_t 
       if (used || ks->d[d] % gs)
         continue;
       /* A grid slice is never reduced (tile rule), so it reaches the
-       * kernel's outputs: for a last kernel it must be an output's index. */
-      int8_t lab = b->w->klab[(size_t)l->src * MIRS_MAX_DIMS + (size_t)d];
-      if (lab >= 0 && !((b->slice_labs >> lab) & 1)) {
+       * kernel's outputs: for a last kernel it must be an output's index,
+       * one no other grid dim slices (nor this tile's earlier grid dims). */
+      int8_t lab = klab[d];
+      bool clash = lab >= 0 && (!((b->slice_labs >> lab) & 1) || (ga >= 0 && lab != ga));
+      for (int a = 0; lab >= 0 && a < MIRS__GRID; a++)
+        if ((a != axis && b->glab[a] == lab) ||
+            (a < axis && l->imap[a] >= 0 && klab[l->imap[a]] == lab))
+          clash = true;
+      if (clash) {
         MIRS_INC(&b->w->stats, index_skips);
         continue;
       }
@@ -939,9 +930,7 @@ static mirs_status try_bop(bstate *b, mirs_op op, int nin, const operand *x, int
     return MIRS_OK;
   }
   if (b->sp->index_check &&
-      !mirs__search_label_rule(b->sp, op, m.dim, sh[0].ndim, info[0].lab,
-                               nin > 1 ? info[1].lab : info[0].lab,
-                               info[0].atoms | info[nin > 1 ? 1 : 0].atoms, out.lab)) {
+      !mirs__search_bop_labels(b->sp, op, m.dim, nin, sh[0].ndim, info, &out)) {
     MIRS_INC(&w->stats, index_skips);
     return MIRS_OK;
   }

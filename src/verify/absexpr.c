@@ -633,14 +633,14 @@ mirs_status mirs__abs_graph(mirs__abs_arena *a, const mirs_graph *g, mirs__abs_i
 
 /* ================================================================ symbol counts */
 
-#define SYM_SET 4096 /* visited-set slots (power of two); at most half used */
+#define SYM_SET 4096 /* most visited-set slots (power of two); at most half used */
 
-/* Count distinct symbol nodes below e[0..n) (see absexpr.h). */
-bool mirs__abs_count_symbols(const mirs__abs_arena *a, const mirs__abs_id *e, int32_t n,
-                             uint32_t cnt[MIRS__ABS_NSYM]) {
-  int32_t seen[SYM_SET], stack[SYM_SET / 2];
-  int nseen = 0, sp = 0;
-  memset(seen, 0xff, sizeof seen);
+/* Count distinct symbol nodes below e[0..n) into cnt with a visited set of
+ * `slots` entries (seen; stack holds slots / 2); false when it fills up. */
+static bool count_in(const mirs__abs_arena *a, const mirs__abs_id *e, int32_t n, uint32_t *cnt,
+                     uint32_t slots, int32_t *seen, int32_t *stack) {
+  uint32_t half = slots / 2, nseen = 0, sp = 0;
+  memset(seen, 0xff, slots * sizeof *seen);
   for (int32_t r = 0; r < n; r++) {
     if (e[r] == MIRS__ABS_NONE)
       continue;
@@ -648,17 +648,17 @@ bool mirs__abs_count_symbols(const mirs__abs_arena *a, const mirs__abs_id *e, in
     while (sp > 0) {
       int32_t id = stack[--sp];
       /* Visit each node once (open addressing on the id). */
-      uint32_t h = (uint32_t)id * 2654435761u & (SYM_SET - 1);
+      uint32_t h = (uint32_t)id * 2654435761u & (slots - 1);
       while (seen[h] >= 0 && seen[h] != id)
-        h = (h + 1) & (SYM_SET - 1);
+        h = (h + 1) & (slots - 1);
       if (seen[h] == id)
         continue;
-      if (nseen >= SYM_SET / 2)
+      if (nseen >= half)
         return false;
       seen[h] = id;
       nseen++;
       const mirs__abs_node *p = &a->nodes[id];
-      uint32_t nk = 0, off = p->off;
+      uint32_t nk = 0;
       switch ((mirs__abs_kind)p->kind) {
       case MIRS__ABS_ATOM:
         cnt[MIRS__ABS_SYM_ATOM]++;
@@ -670,7 +670,7 @@ bool mirs__abs_count_symbols(const mirs__abs_arena *a, const mirs__abs_id *e, in
           cnt[MIRS__ABS_SYM_APP(p->fn)]++;
         else if (p->kind == MIRS__ABS_RMS)
           cnt[MIRS__ABS_SYM_RMS]++;
-        if (sp >= SYM_SET / 2)
+        if (sp >= half)
           return false;
         stack[sp++] = p->arg;
         break;
@@ -682,13 +682,29 @@ bool mirs__abs_count_symbols(const mirs__abs_arena *a, const mirs__abs_id *e, in
         break;
       }
       for (uint32_t i = 0; i < nk; i++) {
-        if (sp >= SYM_SET / 2)
+        if (sp >= half)
           return false;
-        stack[sp++] = a->kids[off + i];
+        stack[sp++] = a->kids[p->off + i];
       }
     }
   }
   return true;
+}
+
+/* Count distinct symbol nodes below e[0..n) (see absexpr.h).  The visited
+ * set starts small (clearing it is most of the cost) and grows when full. */
+bool mirs__abs_count_symbols(const mirs__abs_arena *a, const mirs__abs_id *e, int32_t n,
+                             uint32_t cnt[MIRS__ABS_NSYM]) {
+  int32_t seen[SYM_SET], stack[SYM_SET / 2];
+  for (uint32_t slots = 256; slots <= SYM_SET; slots *= 4) {
+    uint32_t c[MIRS__ABS_NSYM] = {0};
+    if (count_in(a, e, n, c, slots, seen, stack)) {
+      for (int k = 0; k < MIRS__ABS_NSYM; k++)
+        cnt[k] += c[k];
+      return true;
+    }
+  }
+  return false;
 }
 
 /* ================================================================ printing */
