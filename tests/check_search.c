@@ -205,9 +205,9 @@ END_TEST
 
 /* Result-hash sets of text under SMALL_SPACE, extra and (name, v1), and
  * under SMALL_SPACE, extra and (name, v2): equal, or (subset) the first a
- * non-empty subset of the second. */
-static void compare_sets(const char *text, const char *const *extra, const char *name,
-                         const char *v1, const char *v2, bool subset) {
+ * non-empty subset of the second.  Returns how many more the second has. */
+static int compare_sets(const char *text, const char *const *extra, const char *name,
+                        const char *v1, const char *v2, bool subset) {
   static uint64_t h1[4096], h2[4096];
   mirs_context *c1 = tu_ctx(NULL), *c2 = tu_ctx(NULL);
   const char *const o1[] = {name, v1, NULL}, *const o2[] = {name, v2, NULL};
@@ -239,6 +239,7 @@ static void compare_sets(const char *text, const char *const *extra, const char 
   mirs_search_destroy(s2);
   mirs_context_destroy(c1);
   mirs_context_destroy(c2);
+  return n2 - n1;
 }
 
 /* Result-hash sets of text under SMALL_SPACE plus (name, value) are equal
@@ -261,6 +262,15 @@ START_TEST(test_prune_same_results) {
    * exp, both inputs and the output within max_block_ops.) */
   static const char *const sm[] = {"kernel_ops", "exp,sum,div", "max_kernel_ops", "2", NULL};
   compare_sets(TINY_SOFTMAX, sm, "prune", "true", "false", false);
+}
+END_TEST
+
+START_TEST(test_grid_order_results) {
+  /* Grid sizes x >= y >= z only: each graph left out is a permutation of
+   * the grid axes of one kept (other hash, same function and cost). */
+  static const char *const g3[] = {"grid_x", "1,2,4", "grid_y", "1,2,4", NULL};
+  ck_assert_int_gt(compare_sets(TINY, g3, "grid_order", "true", "false", true), 0);
+  ck_assert_int_gt(compare_sets(TINY_RMS, g3, "grid_order", "true", "false", true), 0);
 }
 END_TEST
 
@@ -559,6 +569,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_replay);
   tcase_add_test(tc, test_canonical_same_results);
   tcase_add_test(tc, test_prune_same_results);
+  tcase_add_test(tc, test_grid_order_results);
   tcase_add_test(tc, test_index_same_results);
   tcase_add_test(tc, test_index_labels);
   tcase_add_test(tc, test_phase_order_same_results);

@@ -509,6 +509,15 @@ void mirs__search_worker_free(mirs__search_worker *w) {
   mirs__core_free(ctx, w->loads);
   mirs__core_free(ctx, w->opsh);
   mirs__core_free(ctx, w->opinf);
+  mirs__core_free(ctx, w->opcls);
+  mirs__core_free(ctx, w->clsmem);
+  mirs__core_free(ctx, w->clsoff);
+  mirs__core_free(ctx, w->clsrep);
+  mirs__core_free(ctx, w->clsfit);
+  mirs__core_free(ctx, w->shp);
+  mirs__core_free(ctx, w->shtab);
+  mirs__core_free(ctx, w->shloc);
+  mirs__core_free(ctx, w->shfit);
   mirs__core_free(ctx, w->kexpr);
   mirs__core_free(ctx, w->bexpr);
   mirs__core_free(ctx, w);

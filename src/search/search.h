@@ -86,7 +86,8 @@ typedef struct mirs__search_move {
 typedef struct mirs__search_space {
   int max_kops, max_bops, max_custom, max_cin, max_cout;
   int fusion;
-  bool canonical, tile_check, phase_canonical, final_grid;
+  bool canonical, tile_check, phase_canonical, final_grid, grid_order;
+  bool bounds; /* the sink and dead-op bounds (option prune) */
   bool constant_ops; /* sub(x, x) and div(x, x) tried (option, or the program has one) */
   bool rms_useful;   /* an accum_rms can survive pruning (set by mirs_search_create) */
   int32_t gx[MIRS__SEARCH_MAX_LIST], gy[MIRS__SEARCH_MAX_LIST], gz[MIRS__SEARCH_MAX_LIST];
@@ -194,6 +195,24 @@ struct mirs__search_worker {
   mirs__shape *opsh;          /* scratch: shape per operand (block tensors, then loads) */
   mirs__search_btinfo *opinf; /* scratch: tile analysis per operand */
   size_t capopsh, capopinf;
+  /* Scratch: operand classes (equal shape and phase) of a block state, so
+   * binary ops pair only classes whose shapes may fit: class per operand,
+   * operands grouped by class (ascending within one; class c's are
+   * clsmem[clsoff[c]..clsoff[c+1])), a representative per class and, per
+   * class pair, bit 0 binary ops and bit 1 matmul may take them. */
+  int32_t *opcls, *clsmem, *clsoff, *clsrep;
+  uint8_t *clsfit;
+  int32_t ncls;
+  size_t capopcls, capclsmem, capclsoff, capclsrep, capclsfit;
+  /* Shapes interned across states (operand classes): the shapes, an
+   * open-addressing table of id + 1, per id the local class of the state
+   * being listed (-1 between states, one per phase), and a memo of which
+   * id pairs binary ops (bit 0) and matmul (bit 1) may take (bit 7:
+   * known), stride shfitn. */
+  mirs__shape *shp;
+  int32_t *shtab, *shloc;
+  uint8_t *shfit;
+  size_t nshp, capshp, capshtab, capshloc, shfitn;
   int32_t opcount[MIRS_OP_COUNT]; /* ops per budget class in the state */
   mirs__fp_store *fp;
   mirs__prune_worker *pw;

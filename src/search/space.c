@@ -101,6 +101,8 @@ mirs_status mirs__search_space_parse(mirs_context *ctx, mirs__search_space *sp) 
   sp->tile_check = o->tile_check != 0;
   sp->phase_canonical = o->phase_canonical != 0;
   sp->final_grid = o->final_grid != 0;
+  sp->grid_order = o->grid_order != 0;
+  sp->bounds = o->prune != 0;
   sp->constant_ops = o->constant_ops != 0;
   sp->index_check = o->index_check != 0;
   MIRS_CHECK(ctx, parse_list(ctx, "grid_x", o->grid_x, 1, 65535, sp->gx, &sp->ngx));
@@ -418,12 +420,36 @@ static bool is_constant(const mirs__search_space *sp, mirs_op op, int32_t a, int
 
 /* ---------------------------------------------------------------- kernel moves */
 
+/* Kernel-op outputs that no op consumes and no program output matches
+ * (dead unless a later op consumes them), not counting the nin operands
+ * in[]. */
+static int kernel_sinks(const mirs__search_worker *w, const int32_t *in, int nin) {
+  const mirs_graph *g = w->g;
+  int n = 0;
+  for (int32_t t = 0; t < g->nt; t++) {
+    if (g->t[t].producer < 0 || w->kuses[t] > 0 || w->kmatch[t] >= 0)
+      continue;
+    bool operand = false;
+    for (int i = 0; i < nin; i++)
+      operand = operand || in[i] == t;
+    if (!operand)
+      n++;
+  }
+  return n;
+}
+
 /* List a predefined kernel op if its shapes work and it is canonical. */
 static mirs_status try_kop(mirs__search_worker *w, mirs_op op, int nin, const int32_t *in,
                            int dim) {
   const mirs_graph *g = w->g;
   if (!within_budget(w, op))
     return MIRS_OK;
+  /* The last op consumes every kernel tensor left to consume. */
+  if (w->s->space.bounds && mirs__search_is_last(w, g->nops + 1, w->nbg) &&
+      kernel_sinks(w, in, nin) > 0) {
+    MIRS_INC(&w->stats, bound_skips);
+    return MIRS_OK;
+  }
   mirs__shape sh[2];
   for (int i = 0; i < nin; i++)
     sh[i] = g->t[in[i]].shape;
@@ -534,6 +560,30 @@ static bool grid_places(const mirs__search_space *sp, const int32_t *grid, const
   return grid_places_from(sp, grid, s, 0, om);
 }
 
+static bool in_list(const int32_t *l, int n, int32_t v) {
+  for (int i = 0; i < n; i++)
+    if (l[i] == v)
+      return true;
+  return false;
+}
+
+/* Whether grid (x, y, z) is in grid_order's order: sizes non-increasing,
+ * or their non-increasing order is not a candidate grid. */
+static bool grid_sorted(const mirs__search_space *sp, int32_t x, int32_t y, int32_t z) {
+  if (x >= y && y >= z)
+    return true;
+  int32_t s[3] = {x, y, z};
+  for (int i = 0; i < 3; i++)
+    for (int j = i + 1; j < 3; j++)
+      if (s[j] > s[i]) {
+        int32_t t = s[i];
+        s[i] = s[j];
+        s[j] = t;
+      }
+  return !(in_list(sp->gx, sp->ngx, s[0]) && in_list(sp->gy, sp->ngy, s[1]) &&
+           in_list(sp->gz, sp->ngz, s[2]));
+}
+
 /* Moves of a kernel-level state: predefined ops, then opening a kernel. */
 static mirs_status gen_kernel(mirs__search_worker *w) {
   const mirs__search_space *sp = &w->s->space;
@@ -568,12 +618,20 @@ static mirs_status gen_kernel(mirs__search_worker *w) {
   const mirs_graph *p = w->s->program;
   if (last && sp->final_grid && unmatched_outputs(w) > sp->max_cout)
     return MIRS_OK; /* one kernel cannot store them all */
+  if (last && sp->bounds && kernel_sinks(w, NULL, 0) > sp->max_cin) {
+    MIRS_INC(&w->stats, bound_skips);
+    return MIRS_OK; /* it cannot load every kernel tensor left to consume */
+  }
   for (int ix = 0; ix < sp->ngx; ix++)
     for (int iy = 0; iy < sp->ngy; iy++)
       for (int iz = 0; iz < sp->ngz; iz++) {
         int32_t gx = sp->gx[ix], gy = sp->gy[iy], gz = sp->gz[iz];
         if ((gy > 1 && gx == 1) || (gz > 1 && gy == 1))
           continue; /* grid dims are used in order x, y, z */
+        if (sp->grid_order && !grid_sorted(sp, gx, gy, gz)) {
+          MIRS_INC(&w->stats, canonical_skips);
+          continue;
+        }
         if (!divides_some_dim(g, gx) || !divides_some_dim(g, gy) || !divides_some_dim(g, gz))
           continue;
         if (last && sp->final_grid) {
@@ -625,8 +683,59 @@ typedef struct bstate {
                                 dim a slices in the loaded tiles, or MIRS__LAB_NONE */
   int missing;               /* symbol nodes the unmatched outputs need that no block
                                 tensor has (node bound; 0 when it does not apply) */
+  int64_t merges;            /* most sink merges the ops left can make (op_budget;
+                                INT64_MAX without a bound) */
+  int kfree;                 /* kernel-op outputs nothing consumes, not loaded here (for a
+                                last kernel those no output matches; merges_left) */
+  uint64_t kmask;            /* those tensors (ids < 64) */
+  int phicap;                /* sinks + kfree at the end (merges_left) */
+  bool must_load;            /* a last kernel: the kfree tensors must be loaded here */
   size_t nloads;
 } bstate;
+
+/* Sink bound under op_budget.  Let phi = the block sinks plus the kernel
+ * tensors nothing consumes that the open kernel has not loaded (bstate.kfree:
+ * for a last kernel those no output matches, which it must load; else all).
+ * A candidate is complete with phi <= phicap: for a last kernel its
+ * outputs (cout), else the program's outputs, as every kernel tensor
+ * nothing consumes at the end is a distinct program output.  No op lowers
+ * phi by more than the merges it uses: a tile comes with its first
+ * consumer, so a unary op or accumulator keeps phi or raises it, a binary
+ * op (block or kernel level) consumes at most two counted tensors and adds
+ * its result, and a close turns block sinks into kernel tensors.  Merges:
+ * one per op left in each binary op's budgeted class (the budget counts
+ * block and kernel ops alike), and for a div by an accum_rms result (no
+ * class) one per accum_rms result not consumed yet or still to come (it
+ * merges only at that result's first use).  So phi - phicap <=
+ * merges_left is necessary.  INT64_MAX when a binary class is unbounded. */
+static int64_t merges_left(const mirs__search_worker *w, const mirs__bgraph *bg) {
+  const mirs__search_space *sp = &w->s->space;
+  int64_t n = 0;
+  bool cls[MIRS_OP_COUNT] = {false};
+  for (int op = 0; op < MIRS_OP_COUNT; op++) {
+    mirs__op_kind kind = mirs__graph_ops[op].kind;
+    if ((!sp->bop[op] && !sp->kop[op]) || (kind != MIRS__KIND_BINARY && kind != MIRS__KIND_MATMUL))
+      continue;
+    int c = mirs__search_op_class((mirs_op)op);
+    if (c < 0 || sp->budget[c] == INT32_MAX)
+      return INT64_MAX;
+    cls[c] = true;
+  }
+  for (int c = 0; c < MIRS_OP_COUNT; c++)
+    if (cls[c] && w->opcount[c] < sp->budget[c])
+      n += sp->budget[c] - w->opcount[c];
+  if (sp->bop[MIRS_OP_DIV] && sp->bop[MIRS_OP_ACCUM_RMS]) {
+    int c = mirs__search_op_class(MIRS_OP_ACCUM_RMS);
+    if (sp->budget[c] == INT32_MAX)
+      return INT64_MAX;
+    if (w->opcount[c] < sp->budget[c])
+      n += sp->budget[c] - w->opcount[c];
+    for (int32_t t = 0; t < bg->nt; t++)
+      if (w->bt[t].uses == 0 && bg->ops[bg->t[t].producer].op == MIRS_OP_ACCUM_RMS)
+        n++;
+  }
+  return n;
+}
 
 /* Append load candidate l to the worker's scratch list. */
 static mirs_status add_load(mirs__search_worker *w, size_t *n, const mirs__search_load *l) {
@@ -734,6 +843,95 @@ static void operand_info(const bstate *b, operand x, mirs__shape *sh, mirs__sear
   *info = b->w->opinf[i];
 }
 
+/* Whether binary op kind `kind` can take shapes a, b at all (the cheap
+ * part of the shape rule, checked before listing a pair). */
+static bool pair_may_fit(mirs__op_kind kind, const mirs__shape *a, const mirs__shape *b) {
+  if (a->ndim != b->ndim)
+    return false;
+  int n = a->ndim;
+  if (kind == MIRS__KIND_MATMUL)
+    return n >= 2 && a->d[n - 1] == b->d[n - 2];
+  for (int d = 0; d < n; d++)
+    if (a->d[d] != b->d[d] && a->d[d] != 1 && b->d[d] != 1)
+      return false;
+  return true;
+}
+
+/* Largest stride of the shape-pair memo (a byte per pair); past it pairs
+ * are checked each time. */
+#define SHFIT_MAX 2048
+
+/* Hash of a shape for the intern table. */
+static uint64_t shape_hash(const mirs__shape *s) {
+  uint64_t h = (uint64_t)s->ndim * UINT64_C(0x9E3779B97F4A7C15);
+  for (int d = 0; d < s->ndim; d++) {
+    h = (h ^ (uint64_t)s->d[d]) * UINT64_C(0xBF58476D1CE4E5B9);
+    h ^= h >> 31;
+  }
+  return h;
+}
+
+/* Intern shape s in the worker's table: *id its id. */
+static mirs_status shape_id(mirs__search_worker *w, const mirs__shape *s, int32_t *id) {
+  mirs_context *ctx = w->ctx;
+  if (2 * (w->nshp + 1) > w->capshtab) { /* grow and rehash */
+    size_t cap = w->capshtab ? 2 * w->capshtab : 256;
+    int32_t *tab = mirs__core_calloc(ctx, cap, sizeof *tab);
+    if (!tab)
+      return MIRS_NOMEM;
+    for (size_t k = 0; k < w->nshp; k++) {
+      size_t at = (size_t)shape_hash(&w->shp[k]) & (cap - 1);
+      while (tab[at])
+        at = (at + 1) & (cap - 1);
+      tab[at] = (int32_t)k + 1;
+    }
+    mirs__core_free(ctx, w->shtab);
+    w->shtab = tab;
+    w->capshtab = cap;
+  }
+  size_t at = (size_t)shape_hash(s) & (w->capshtab - 1);
+  for (; w->shtab[at]; at = (at + 1) & (w->capshtab - 1))
+    if (mirs__shape_eq(&w->shp[w->shtab[at] - 1], s)) {
+      *id = w->shtab[at] - 1;
+      return MIRS_OK;
+    }
+  MIRS_CHECK(ctx, mirs__core_grow(ctx, (void **)&w->shp, &w->capshp, w->nshp + 1, sizeof *w->shp));
+  size_t old = w->capshloc;
+  MIRS_CHECK(ctx, mirs__core_grow(ctx, (void **)&w->shloc, &w->capshloc, 2 * (w->nshp + 1),
+                                  sizeof *w->shloc));
+  for (size_t k = old; k < w->capshloc; k++)
+    w->shloc[k] = -1;
+  w->shp[w->nshp] = *s;
+  w->shtab[at] = (int32_t)++w->nshp;
+  *id = (int32_t)w->nshp - 1;
+  return MIRS_OK;
+}
+
+/* Fit bits (bit 0 binary, bit 1 matmul) of shapes a, b. */
+static uint8_t fit_bits(const mirs__shape *a, const mirs__shape *b) {
+  return (uint8_t)((pair_may_fit(MIRS__KIND_BINARY, a, b) ? 1 : 0) |
+                   (pair_may_fit(MIRS__KIND_MATMUL, a, b) ? 2 : 0));
+}
+
+/* Make the shape-pair memo hold ids below n; false when it cannot
+ * (SHFIT_MAX, or no memory: pairs are then checked each time). */
+static bool fit_reserve(mirs__search_worker *w, size_t n) {
+  if (n <= w->shfitn)
+    return true;
+  size_t m = w->shfitn ? w->shfitn : 64;
+  while (m < n)
+    m *= 2;
+  uint8_t *fit = m <= SHFIT_MAX ? mirs__core_calloc(w->ctx, m * m, 1) : NULL;
+  if (!fit)
+    return false;
+  for (size_t r = 0; r < w->shfitn; r++)
+    memcpy(&fit[r * m], &w->shfit[r * w->shfitn], w->shfitn);
+  mirs__core_free(w->ctx, w->shfit);
+  w->shfit = fit;
+  w->shfitn = m;
+  return true;
+}
+
 /* Fill the operand scratch: shapes and tile analyses of the block tensors
  * and of the nl load candidates. */
 static mirs_status operand_table(bstate *b, size_t nl) {
@@ -754,21 +952,62 @@ static mirs_status operand_table(bstate *b, size_t nl) {
     mirs__search_load_info(bg, l, &w->klab[(size_t)l->src * MIRS_MAX_DIMS], w->katoms[l->src],
                            &w->opinf[(size_t)bg->nt + j]);
   }
+  /* Classes: equal shape and phase (loads are loop-body tiles). */
+  MIRS_CHECK(w->ctx, mirs__core_grow(w->ctx, (void **)&w->opcls, &w->capopcls, n + 1,
+                                     sizeof *w->opcls));
+  MIRS_CHECK(w->ctx, mirs__core_grow(w->ctx, (void **)&w->clsmem, &w->capclsmem, n + 1,
+                                     sizeof *w->clsmem));
+  MIRS_CHECK(w->ctx, mirs__core_grow(w->ctx, (void **)&w->clsoff, &w->capclsoff, n + 2,
+                                     sizeof *w->clsoff));
+  MIRS_CHECK(w->ctx, mirs__core_grow(w->ctx, (void **)&w->clsrep, &w->capclsrep, n + 1,
+                                     sizeof *w->clsrep));
+  int32_t ncls = 0;
+  for (size_t i = 0; i < n; i++) {
+    int32_t id = 0;
+    MIRS_CHECK(w->ctx, shape_id(w, &w->opsh[i], &id));
+    int32_t key = 2 * id + ((int32_t)i < bg->nt && bg->t[i].post);
+    if (w->shloc[key] < 0) {
+      w->shloc[key] = ncls;
+      w->clsrep[ncls++] = key;
+    }
+    w->opcls[i] = w->shloc[key];
+  }
+  for (int32_t c = 0; c < ncls; c++)
+    w->shloc[w->clsrep[c]] = -1;
+  w->ncls = ncls;
+  size_t nfit = (size_t)ncls * (size_t)ncls;
+  MIRS_CHECK(w->ctx, mirs__core_grow(w->ctx, (void **)&w->clsfit, &w->capclsfit, nfit + 1,
+                                     sizeof *w->clsfit));
+  /* (Keys are 2 * shape id + phase; the memo is per shape-id pair.) */
+  bool memo = fit_reserve(w, w->nshp);
+  for (int32_t a = 0; a < ncls; a++) {
+    int32_t ka = w->clsrep[a];
+    uint8_t *row = memo ? &w->shfit[(size_t)(ka >> 1) * w->shfitn] : NULL;
+    uint8_t *out = &w->clsfit[(size_t)a * (size_t)ncls];
+    for (int32_t c = 0; c < ncls; c++) {
+      int32_t kc = w->clsrep[c];
+      if ((ka ^ kc) & 1) {
+        out[c] = 0; /* phases differ */
+      } else if (!row) {
+        out[c] = fit_bits(&w->shp[ka >> 1], &w->shp[kc >> 1]);
+      } else {
+        uint8_t f = row[kc >> 1];
+        if (!f)
+          f = row[kc >> 1] = (uint8_t)(0x80 | fit_bits(&w->shp[ka >> 1], &w->shp[kc >> 1]));
+        out[c] = f & 3;
+      }
+    }
+  }
+  memset(w->clsoff, 0, sizeof *w->clsoff * (size_t)(ncls + 1));
+  for (size_t i = 0; i < n; i++)
+    w->clsoff[w->opcls[i] + 1]++;
+  for (int32_t c = 0; c < ncls; c++) {
+    w->clsoff[c + 1] += w->clsoff[c];
+    w->clsrep[c] = w->clsoff[c]; /* (now the fill cursor of class c) */
+  }
+  for (size_t i = 0; i < n; i++)
+    w->clsmem[w->clsrep[w->opcls[i]]++] = (int32_t)i;
   return MIRS_OK;
-}
-
-/* Whether binary op kind `kind` can take shapes a, b at all (the cheap
- * part of the shape rule, checked before listing a pair). */
-static bool pair_may_fit(mirs__op_kind kind, const mirs__shape *a, const mirs__shape *b) {
-  if (a->ndim != b->ndim)
-    return false;
-  int n = a->ndim;
-  if (kind == MIRS__KIND_MATMUL)
-    return n >= 2 && a->d[n - 1] == b->d[n - 2];
-  for (int d = 0; d < n; d++)
-    if (a->d[d] != b->d[d] && a->d[d] != 1 && b->d[d] != 1)
-      return false;
-  return true;
 }
 
 /* Compare block-op keys: (op, dim, operand ids, the new tiles). */
@@ -865,8 +1104,28 @@ static mirs_status try_bop(bstate *b, mirs_op op, int nin, const operand *x, int
   /* Budget: the ops left must consume every sink and close the kernel. */
   int s2 = b->sinks - consumed_sinks + 1, l2 = b->lsinks - consumed_lsinks + (rpost ? 0 : 1);
   int need = (s2 > b->cout ? s2 - b->cout : 0) + (l2 > 0 ? 1 : 0) + 1;
-  if (b->remaining - m.nload - 1 < need)
+  /* A last kernel loads every kernel tensor left to consume, two per op
+   * at most, within max_custom_inputs. */
+  int kfree = b->kfree;
+  for (int k = 0; k < m.nload; k++)
+    if (m.load[k].src < 64 && ((b->kmask >> m.load[k].src) & 1))
+      kfree--;
+  if (b->must_load && (kfree + 1) / 2 + 1 > need)
+    need = (kfree + 1) / 2 + 1;
+  if (b->remaining - m.nload - 1 < need ||
+      (b->must_load && b->ninputs + m.nload + kfree > b->sp->max_cin))
     return MIRS_OK;
+  /* Sink bound (merges_left): a binary op uses a merge (a div by an
+   * accum_rms result only at that result's first use). */
+  if (s2 + kfree > b->phicap && b->merges != INT64_MAX) {
+    int used = 0;
+    if (nin == 2)
+      used = mirs__search_bop_class(bg, op, nin, m.in) >= 0 || w->bt[m.in[1]].uses == 0;
+    if (s2 + kfree - b->phicap > b->merges - used) {
+      MIRS_INC(&w->stats, bound_skips);
+      return MIRS_OK;
+    }
+  }
   /* Node bound: this move adds at most nload + 1 of the missing symbols,
    * each later op one, and an output op remains. */
   if (b->remaining - m.nload - 1 < b->missing - m.nload) {
@@ -1121,6 +1380,9 @@ static mirs_status gen_block(mirs__search_worker *w) {
             b.glab[a] = w->klab[(size_t)o->src * MIRS_MAX_DIMS + (size_t)o->imap[a]];
       }
     }
+    /* A kernel-op output that nothing consumes and no output matches
+     * would be dead: the last kernel must load it. */
+    b.must_load = b.sp->bounds;
     /* Node bound: with only program inputs to load (no kernel op yet),
      * each op adds at most one symbol node, so the unmatched outputs'
      * symbols that no block tensor has yet take one op each. */
@@ -1153,6 +1415,32 @@ static mirs_status gen_block(mirs__search_worker *w) {
         b.psinks++;
     }
   }
+  /* Kernel-op outputs nothing consumes (merges_left). */
+  b.phicap = b.must_load ? b.cout : (int)w->s->program->nout;
+  for (int32_t t = 0; b.sp->bounds && t < b.g->nt; t++) {
+    if (b.g->t[t].producer < 0 || w->kuses[t] > 0 || (b.must_load && w->kmatch[t] >= 0))
+      continue;
+    bool loaded = false;
+    for (int32_t i = 0; i < bg->nops && !loaded; i++)
+      loaded = bg->ops[i].op == MIRS_OP_INPUT && bg->ops[i].src == t;
+    if (loaded)
+      continue;
+    if (t >= 64) { /* (not tracked: no bound) */
+      b.kfree = 0;
+      b.kmask = 0;
+      b.must_load = false;
+      b.phicap = INT32_MAX;
+      break;
+    }
+    b.kfree++;
+    b.kmask |= UINT64_C(1) << t;
+  }
+  b.merges = b.sp->bounds ? merges_left(w, bg) : INT64_MAX;
+  if ((b.merges != INT64_MAX && b.sinks + b.kfree - b.phicap > b.merges) ||
+      (b.must_load && b.ninputs + b.kfree > b.sp->max_cin)) {
+    MIRS_INC(&w->stats, bound_skips);
+    return MIRS_OK;
+  }
   if (b.sp->tile_check && (b.ninputs >= b.sp->max_cin || b.remaining < 2)) {
     /* No tile can be loaded any more.  Tile tags come only from loads and
      * every output must carry each grid dim's slice (its omap), and with
@@ -1176,7 +1464,7 @@ static mirs_status gen_block(mirs__search_worker *w) {
   }
   /* (A close that leaves an output's symbol unbuilt cannot match it.) */
   if (b.lsinks == 0 && b.sinks >= 1 && b.sinks <= b.cout && b.sinks <= b.remaining &&
-      b.missing == 0)
+      b.missing == 0 && !(b.must_load && b.kfree > 0))
     MIRS_CHECK(ctx, gen_close(&b));
   if (b.remaining < 2)
     return MIRS_OK;
@@ -1203,7 +1491,14 @@ static mirs_status gen_block(mirs__search_worker *w) {
     if (!b.sp->bop[op] || (!within_budget(w, (mirs_op)op) && op != MIRS_OP_DIV))
       continue; /* (a div by an accum_rms result is outside the budget) */
     mirs__op_kind kind = mirs__graph_ops[op].kind;
+    bool is_accum = kind == MIRS__KIND_ACCUM;
     for (int32_t i = 0; i < nops; i++) {
+      /* (What try_bop refuses for any second operand: an accumulator of a
+       * post-loop value, a loop-body op once the post-loop phase began.) */
+      bool post_i = i < bg->nt && bg->t[i].post;
+      if ((is_accum && post_i) ||
+          (b.sp->phase_canonical && b.post_started && !is_accum && !post_i))
+        continue;
       operand x[2] = {OPERAND(i), 0};
       mirs__shape sh0;
       mirs__search_btinfo inf0;
@@ -1216,14 +1511,24 @@ static mirs_status gen_block(mirs__search_worker *w) {
           if (sh0.d[d] > 1 || (inf0.tag[d] != MIRS__TAG_FULL))
             MIRS_CHECK(ctx, try_bop(&b, (mirs_op)op, 1, x, d));
       } else if (kind == MIRS__KIND_BINARY || kind == MIRS__KIND_MATMUL) {
-        for (int32_t j = 0; j < nops; j++) {
-          bool post_i = i < bg->nt && bg->t[i].post, post_j = j < bg->nt && bg->t[j].post;
-          if (post_i != post_j || !pair_may_fit(kind, &sh0, &w->opsh[j]))
-            continue; /* phases mixed, or shapes that cannot fit */
-          x[1] = OPERAND(j);
-          /* Two new tiles: the first operand's tile is loaded first; a
-           * pair of new tiles in the other order is another move. */
-          MIRS_CHECK(ctx, try_bop(&b, (mirs_op)op, 2, x, -1));
+        /* Second operands: the classes (phase, shape) that may fit.  An
+         * add or mul takes operand indices ascending (the order rule of
+         * try_bop: ids ascending, new tiles after existing tensors). */
+        uint8_t bit = kind == MIRS__KIND_MATMUL ? 2 : 1;
+        int32_t from = b.sp->canonical && mirs__op_is_commutative((mirs_op)op) ? i : 0;
+        const uint8_t *fit = &w->clsfit[(size_t)w->opcls[i] * (size_t)w->ncls];
+        for (int32_t c = 0; c < w->ncls; c++) {
+          if (!(fit[c] & bit))
+            continue;
+          for (int32_t k = w->clsoff[c]; k < w->clsoff[c + 1]; k++) {
+            int32_t j = w->clsmem[k];
+            if (j < from)
+              continue;
+            x[1] = OPERAND(j);
+            /* Two new tiles: the first operand's tile is loaded first; a
+             * pair of new tiles in the other order is another move. */
+            MIRS_CHECK(ctx, try_bop(&b, (mirs_op)op, 2, x, -1));
+          }
         }
       }
     }
