@@ -215,17 +215,36 @@ static mirs_status screen_last(mirs__search_worker *w, bool *pass) {
   return MIRS_OK;
 }
 
-/* Fingerprint, prune and record the kernel op just added (KOP or CLOSE);
- * *ok false (op removed) when refused or pruned. */
+/* Prune, fingerprint and record the kernel op just added (KOP or CLOSE);
+ * *ok false (op removed) when pruned or refused.  The abstract expressions
+ * come first: they are cheap next to a fingerprint. */
 static mirs_status finish_kop(mirs__search_worker *w, mirs__abs_mark mark, bool *ok) {
   mirs_context *ctx = w->ctx;
   mirs_graph *g = w->g;
   *ok = false;
   MIRS_CHECK(ctx, ensure_k(w, (size_t)g->nt));
+  mirs__abs_arena *a = mirs__prune_worker_arena(w->pw);
+  mirs_status st = mirs__abs_kop(a, g, g->nops - 1, w->kexpr);
+  const mirs__kop *k = &g->ops[g->nops - 1];
+  bool keep = st == MIRS_OK;
+  for (int i = 0; keep && i < k->nout; i++)
+    MIRS_CHECK(ctx, prune_check(w, w->kexpr[k->out[i]], &keep));
+  if (st != MIRS_OK && st != MIRS_LIMIT) {
+    mirs__graph_pop_op(g);
+    mirs__abs_release(a, mark);
+    return st;
+  }
+  if (!keep) {
+    if (st == MIRS_LIMIT)
+      mirs_clear_error(ctx);
+    mirs__graph_pop_op(g);
+    mirs__abs_release(a, mark);
+    return MIRS_OK;
+  }
   /* The last op is screened on trial 0 before the other trials are paid. */
   bool screen = w->s->trials > 1 && mirs__search_is_last(w, g->nops, w->nbg);
-  mirs_status st = screen ? mirs__fp_push_op_first(w->fp, g, g->nops - 1)
-                          : mirs__fp_push_op(w->fp, g, g->nops - 1);
+  st = screen ? mirs__fp_push_op_first(w->fp, g, g->nops - 1)
+              : mirs__fp_push_op(w->fp, g, g->nops - 1);
   MIRS_INC(&w->stats, fp_ops);
   if (st == MIRS_OK && screen) {
     bool pass;
@@ -233,6 +252,7 @@ static mirs_status finish_kop(mirs__search_worker *w, mirs__abs_mark mark, bool 
     if (st == MIRS_OK && !pass) {
       mirs__graph_pop_op(g);
       mirs__fp_truncate(w->fp, g->nt);
+      mirs__abs_release(a, mark);
       MIRS_INC(&w->stats, fp_screened);
       return MIRS_OK;
     }
@@ -243,26 +263,8 @@ static mirs_status finish_kop(mirs__search_worker *w, mirs__abs_mark mark, bool 
   }
   if (st != MIRS_OK) {
     mirs__graph_pop_op(g);
-    return refused(w, st, MIRS__STAT_fp_refused);
-  }
-  mirs__abs_arena *a = mirs__prune_worker_arena(w->pw);
-  st = mirs__abs_kop(a, g, g->nops - 1, w->kexpr);
-  const mirs__kop *k = &g->ops[g->nops - 1];
-  bool keep = st == MIRS_OK;
-  for (int i = 0; keep && i < k->nout; i++)
-    MIRS_CHECK(ctx, prune_check(w, w->kexpr[k->out[i]], &keep));
-  if (st != MIRS_OK && st != MIRS_LIMIT) {
-    mirs__graph_pop_op(g);
-    mirs__fp_truncate(w->fp, g->nt);
-    return st;
-  }
-  if (!keep) {
-    if (st == MIRS_LIMIT)
-      mirs_clear_error(ctx);
-    mirs__graph_pop_op(g);
-    mirs__fp_truncate(w->fp, g->nt);
     mirs__abs_release(a, mark);
-    return MIRS_OK;
+    return refused(w, st, MIRS__STAT_fp_refused);
   }
   MIRS_CHECK(ctx, note_kop(w));
   *ok = true;

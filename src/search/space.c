@@ -618,6 +618,10 @@ static mirs_status gen_kernel(mirs__search_worker *w) {
   const mirs_graph *p = w->s->program;
   if (last && sp->final_grid && unmatched_outputs(w) > sp->max_cout)
     return MIRS_OK; /* one kernel cannot store them all */
+  int maxrank = 0;
+  for (int32_t t = 0; t < g->nt; t++)
+    if (g->t[t].shape.ndim > maxrank)
+      maxrank = g->t[t].shape.ndim;
   if (last && sp->bounds && kernel_sinks(w, NULL, 0) > sp->max_cin) {
     MIRS_INC(&w->stats, bound_skips);
     return MIRS_OK; /* it cannot load every kernel tensor left to consume */
@@ -634,6 +638,12 @@ static mirs_status gen_kernel(mirs__search_worker *w) {
         }
         if (!divides_some_dim(g, gx) || !divides_some_dim(g, gy) || !divides_some_dim(g, gz))
           continue;
+        /* Each grid dim > 1 places a distinct dim of every output (omap),
+         * and no block op raises the rank of its operands. */
+        if ((gx > 1) + (gy > 1) + (gz > 1) > maxrank) {
+          MIRS_INC(&w->stats, tile_skips);
+          continue;
+        }
         if (last && sp->final_grid) {
           int32_t grid[MIRS__GRID] = {gx, gy, gz};
           bool ok = true;
