@@ -262,6 +262,10 @@ START_TEST(test_prune_same_results) {
    * exp, both inputs and the output within max_block_ops.) */
   static const char *const sm[] = {"kernel_ops", "exp,sum,div", "max_kernel_ops", "2", NULL};
   compare_sets(TINY_SOFTMAX, sm, "prune", "true", "false", false);
+  /* The kernel-level bounds: no kernel op makes the rms, so the one
+   * custom kernel must (a matmul kernel op first leaves it non-last). */
+  static const char *const mk[] = {"kernel_ops", "matmul,mul,div", NULL};
+  compare_sets(TINY_RMS, mk, "prune", "true", "false", false);
 }
 END_TEST
 

@@ -241,6 +241,12 @@ static mirs_status finish_kop(mirs__search_worker *w, mirs__abs_mark mark, bool 
     mirs__abs_release(a, mark);
     return MIRS_OK;
   }
+  if (!mirs__search_kernel_alive(w)) {
+    mirs__graph_pop_op(g);
+    mirs__abs_release(a, mark);
+    MIRS_INC(&w->stats, bound_skips);
+    return MIRS_OK;
+  }
   /* The last op is screened on trial 0 before the other trials are paid. */
   bool screen = w->s->trials > 1 && mirs__search_is_last(w, g->nops, w->nbg);
   st = screen ? mirs__fp_push_op_first(w->fp, g, g->nops - 1)

@@ -273,6 +273,13 @@ int mirs__search_op_class(mirs_op op);
  * custom kernels must be the candidate's last op (the open custom kernel
  * closes as op g->nops + 1). */
 bool mirs__search_is_last(const mirs__search_worker *w, int32_t nkops, int nbg);
+/* Whether the kernel-level state just reached by adding kernel op
+ * g->nops - 1 (its expressions computed, not yet fingerprinted or
+ * recorded) can still complete: the sink bound (merges_left) and the node
+ * bound over all kernel tensors, where a later kernel op adds at most one
+ * symbol of a kind its operator makes and a later custom kernel at most
+ * max_block_ops - 2.  Option prune. */
+bool mirs__search_kernel_alive(mirs__search_worker *w);
 /* Budget class of a block op on operands in[] of bg (a div by an
  * accum_rms result has none: it finishes that rms_norm). */
 int mirs__search_bop_class(const mirs__bgraph *bg, mirs_op op, int nin, const int32_t *in);

@@ -584,6 +584,118 @@ static bool grid_sorted(const mirs__search_space *sp, int32_t x, int32_t y, int3
            in_list(sp->gz, sp->ngz, s[2]));
 }
 
+/* Sink bound under op_budget.  Let phi = the block sinks plus the kernel
+ * tensors nothing consumes that the open kernel has not loaded (bstate.kfree:
+ * for a last kernel those no output matches, which it must load; else all).
+ * A candidate is complete with phi <= phicap: for a last kernel its
+ * outputs (cout), else the program's outputs, as every kernel tensor
+ * nothing consumes at the end is a distinct program output.  No op lowers
+ * phi by more than the merges it uses: a tile comes with its first
+ * consumer, so a unary op or accumulator keeps phi or raises it, a binary
+ * op (block or kernel level) consumes at most two counted tensors and adds
+ * its result, and a close turns block sinks into kernel tensors.  Merges:
+ * one per op left in each binary op's budgeted class (the budget counts
+ * block and kernel ops alike), and for a div by an accum_rms result (no
+ * class) one per accum_rms result not consumed yet or still to come (it
+ * merges only at that result's first use).  So phi - phicap <=
+ * merges_left is necessary.  INT64_MAX when a binary class is unbounded. */
+static int64_t merges_left(const mirs__search_worker *w, const mirs__bgraph *bg) {
+  const mirs__search_space *sp = &w->s->space;
+  int64_t n = 0;
+  bool cls[MIRS_OP_COUNT] = {false};
+  for (int op = 0; op < MIRS_OP_COUNT; op++) {
+    mirs__op_kind kind = mirs__graph_ops[op].kind;
+    if ((!sp->bop[op] && !sp->kop[op]) || (kind != MIRS__KIND_BINARY && kind != MIRS__KIND_MATMUL))
+      continue;
+    int c = mirs__search_op_class((mirs_op)op);
+    if (c < 0 || sp->budget[c] == INT32_MAX)
+      return INT64_MAX;
+    cls[c] = true;
+  }
+  for (int c = 0; c < MIRS_OP_COUNT; c++)
+    if (cls[c] && w->opcount[c] < sp->budget[c])
+      n += sp->budget[c] - w->opcount[c];
+  if (sp->bop[MIRS_OP_DIV] && sp->bop[MIRS_OP_ACCUM_RMS]) {
+    int c = mirs__search_op_class(MIRS_OP_ACCUM_RMS);
+    if (sp->budget[c] == INT32_MAX)
+      return INT64_MAX;
+    if (w->opcount[c] < sp->budget[c])
+      n += sp->budget[c] - w->opcount[c];
+    for (int32_t t = 0; bg && t < bg->nt; t++)
+      if (w->bt[t].uses == 0 && bg->ops[bg->t[t].producer].op == MIRS_OP_ACCUM_RMS)
+        n++;
+  }
+  return n;
+}
+
+/* The operator that makes symbol kind k (MIRS__ABS_SYM_*) at the kernel
+ * level, or -1 (atoms are all inputs already). */
+static int sym_maker(int k) {
+  if (k == MIRS__ABS_SYM_RMS)
+    return MIRS_OP_RMS_NORM;
+  static const int fn_op[MIRS__ABS_FN_COUNT] = {MIRS_OP_EXP,  MIRS_OP_SQRT, MIRS_OP_SILU,
+                                                MIRS_OP_GELU, MIRS_OP_RELU, MIRS_OP_SUB};
+  for (int f = 0; f < MIRS__ABS_FN_COUNT; f++)
+    if (k == MIRS__ABS_SYM_APP(f))
+      return fn_op[f];
+  return -1;
+}
+
+bool mirs__search_kernel_alive(mirs__search_worker *w) {
+  const mirs__search_space *sp = &w->s->space;
+  const mirs_graph *g = w->g, *p = w->s->program;
+  if (!sp->bounds || g->nops == 0)
+    return true;
+  const mirs__kop *k = &g->ops[g->nops - 1];
+  int64_t kops_left = sp->max_kops - g->nops, custom_left = sp->max_custom - w->nbg;
+  /* Sink bound: the kernel tensors nothing consumes (the new op's
+   * operands are consumed now) end as the program's outputs. */
+  int64_t sinks = 0;
+  for (int32_t t = 0; t < g->nt; t++) {
+    if (g->t[t].producer < 0 || (w->kuses[t] > 0 && g->t[t].producer != g->nops - 1))
+      continue;
+    bool operand = false;
+    for (int i = 0; i < k->nin; i++)
+      operand = operand || k->in[i] == t;
+    if (!operand)
+      sinks++;
+  }
+  int64_t merges = merges_left(w, NULL);
+  int c = mirs__search_op_class((mirs_op)k->op);
+  mirs__op_kind kind = mirs__graph_ops[k->op].kind;
+  if (merges != INT64_MAX && c >= 0 && (kind == MIRS__KIND_BINARY || kind == MIRS__KIND_MATMUL) &&
+      w->opcount[c] < sp->budget[c])
+    merges--; /* (its own unit: opcount counts it once it is recorded) */
+  if (merges != INT64_MAX && sinks - p->nout > merges)
+    return false;
+  /* Node bound over every kernel tensor. */
+  if (!w->s->sym_need)
+    return true;
+  uint32_t mask = 0, have[MIRS__ABS_NSYM] = {0};
+  for (int32_t i = 0; i < p->nout; i++) {
+    bool may_match = false; /* (not fingerprinted yet) */
+    for (int o = 0; o < k->nout; o++)
+      may_match = may_match || mirs__shape_eq(&g->t[k->out[o]].shape, &p->t[p->outputs[i]].shape);
+    if (w->nmatch[i] == 0 && !may_match)
+      mask |= 1u << i;
+  }
+  if (!mask || !mirs__abs_count_symbols(mirs__prune_worker_arena(w->pw), w->kexpr, g->nt, have))
+    return true;
+  int64_t missing = 0;
+  for (int s = 0; s < MIRS__ABS_NSYM; s++) {
+    if (w->s->sym_need[mask][s] <= have[s])
+      continue;
+    missing += w->s->sym_need[mask][s] - have[s];
+    int op = sym_maker(s);
+    bool by_kop = op >= 0 && sp->kop[op];
+    bool by_custom = op >= 0 && custom_left > 0 &&
+                     (sp->bop[op] || (op == MIRS_OP_RMS_NORM && sp->bop[MIRS_OP_ACCUM_RMS]));
+    if (!by_kop && !by_custom)
+      return false;
+  }
+  return missing <= kops_left - custom_left + custom_left * (int64_t)(sp->max_bops - 2);
+}
+
 /* Moves of a kernel-level state: predefined ops, then opening a kernel. */
 static mirs_status gen_kernel(mirs__search_worker *w) {
   const mirs__search_space *sp = &w->s->space;
@@ -703,49 +815,6 @@ typedef struct bstate {
   size_t nloads;
 } bstate;
 
-/* Sink bound under op_budget.  Let phi = the block sinks plus the kernel
- * tensors nothing consumes that the open kernel has not loaded (bstate.kfree:
- * for a last kernel those no output matches, which it must load; else all).
- * A candidate is complete with phi <= phicap: for a last kernel its
- * outputs (cout), else the program's outputs, as every kernel tensor
- * nothing consumes at the end is a distinct program output.  No op lowers
- * phi by more than the merges it uses: a tile comes with its first
- * consumer, so a unary op or accumulator keeps phi or raises it, a binary
- * op (block or kernel level) consumes at most two counted tensors and adds
- * its result, and a close turns block sinks into kernel tensors.  Merges:
- * one per op left in each binary op's budgeted class (the budget counts
- * block and kernel ops alike), and for a div by an accum_rms result (no
- * class) one per accum_rms result not consumed yet or still to come (it
- * merges only at that result's first use).  So phi - phicap <=
- * merges_left is necessary.  INT64_MAX when a binary class is unbounded. */
-static int64_t merges_left(const mirs__search_worker *w, const mirs__bgraph *bg) {
-  const mirs__search_space *sp = &w->s->space;
-  int64_t n = 0;
-  bool cls[MIRS_OP_COUNT] = {false};
-  for (int op = 0; op < MIRS_OP_COUNT; op++) {
-    mirs__op_kind kind = mirs__graph_ops[op].kind;
-    if ((!sp->bop[op] && !sp->kop[op]) || (kind != MIRS__KIND_BINARY && kind != MIRS__KIND_MATMUL))
-      continue;
-    int c = mirs__search_op_class((mirs_op)op);
-    if (c < 0 || sp->budget[c] == INT32_MAX)
-      return INT64_MAX;
-    cls[c] = true;
-  }
-  for (int c = 0; c < MIRS_OP_COUNT; c++)
-    if (cls[c] && w->opcount[c] < sp->budget[c])
-      n += sp->budget[c] - w->opcount[c];
-  if (sp->bop[MIRS_OP_DIV] && sp->bop[MIRS_OP_ACCUM_RMS]) {
-    int c = mirs__search_op_class(MIRS_OP_ACCUM_RMS);
-    if (sp->budget[c] == INT32_MAX)
-      return INT64_MAX;
-    if (w->opcount[c] < sp->budget[c])
-      n += sp->budget[c] - w->opcount[c];
-    for (int32_t t = 0; t < bg->nt; t++)
-      if (w->bt[t].uses == 0 && bg->ops[bg->t[t].producer].op == MIRS_OP_ACCUM_RMS)
-        n++;
-  }
-  return n;
-}
 
 /* Append load candidate l to the worker's scratch list. */
 static mirs_status add_load(mirs__search_worker *w, size_t *n, const mirs__search_load *l) {
