@@ -429,6 +429,23 @@ END_TEST
 
 /* ---------------------------------------------------------------- results */
 
+START_TEST(test_float_check_counted) {
+  /* The float64 check of the best results shows in the context's
+   * counters (report.json's "counters"). */
+  mirs_context *ctx = tu_ctx(NULL);
+  static const char *const kv[] = {"float_check_top", "3", NULL};
+  set_opts(ctx, SMALL_SPACE);
+  uint64_t before = mirs_stat_value(ctx, MIRS__STAT_float_checks);
+  mirs_search *s = run(ctx, TINY_RMS, kv);
+  int n = mirs_search_num_results(s);
+  ck_assert_int_gt(n, 0);
+  ck_assert_uint_eq(mirs_stat_value(ctx, MIRS__STAT_float_checks) - before, (uint64_t)(n < 3 ? n : 3));
+  ck_assert_uint_eq(mirs_stat_value(ctx, MIRS__STAT_float_rejects), 0);
+  mirs_search_destroy(s);
+  mirs_context_destroy(ctx);
+}
+END_TEST
+
 START_TEST(test_results_eval_equal) {
   mirs_context *ctx = tu_ctx(NULL);
   static const char *const kv[] = {"float_check_top", "0", NULL};
@@ -574,6 +591,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_canonical_same_results);
   tcase_add_test(tc, test_prune_same_results);
   tcase_add_test(tc, test_grid_order_results);
+  tcase_add_test(tc, test_float_check_counted);
   tcase_add_test(tc, test_index_same_results);
   tcase_add_test(tc, test_index_labels);
   tcase_add_test(tc, test_phase_order_same_results);

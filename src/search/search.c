@@ -864,6 +864,13 @@ static int result_cmp(const void *a, const void *b) {
 }
 
 /* Check the best results in float64 against the program; drop failures. */
+/* Add the float64 check's counters to the search's and the context's. */
+static void float_stats(mirs_search *s, const mirs__stats *fs) {
+  for (int i = 0; i < MIRS__STAT_COUNT; i++)
+    s->stats.v[i] += fs->v[i];
+  mirs__core_stats_add(s->ctx, fs);
+}
+
 static mirs_status float_check(mirs_search *s) {
   mirs_context *ctx = s->ctx;
   int64_t top = ctx->opt.float_check_top;
@@ -879,6 +886,7 @@ static mirs_status float_check(mirs_search *s) {
   MIRS_CHECK(ctx, st);
   double tol = ctx->opt.float_tolerance;
   size_t k = 0;
+  mirs__stats fs = {{0}}; /* (into s->stats and the context's, as workers' are) */
   for (size_t i = 0; i < s->nres; i++) {
     bool ok = true;
     if ((int64_t)i < top) {
@@ -886,9 +894,10 @@ static mirs_status float_check(mirs_search *s) {
       st = mirs_graph_eval(s->res[i].g, (uint64_t)ctx->opt.seed, &e);
       if (st != MIRS_OK) {
         mirs_eval_result_destroy(ref);
+        float_stats(s, &fs);
         return mirs__core_trace(ctx, st, __func__, __FILE__, __LINE__);
       }
-      MIRS_INC(&s->stats, float_checks);
+      MIRS_INC(&fs, float_checks);
       for (int o = 0; ok && o < mirs_eval_num_outputs(ref); o++) {
         int64_t n1, n2;
         const double *a = mirs_eval_output_values(ref, o, &n1);
@@ -909,7 +918,7 @@ static mirs_status float_check(mirs_search *s) {
     if (ok) {
       s->res[k++] = s->res[i];
     } else {
-      MIRS_INC(&s->stats, float_rejects);
+      MIRS_INC(&fs, float_rejects);
       mirs__core_log(ctx, MIRS_LOG_WARNING,
                      "search: result %016llx matched by fingerprints but not in float64; dropped",
                      (unsigned long long)s->res[i].hash);
@@ -918,6 +927,7 @@ static mirs_status float_check(mirs_search *s) {
   }
   s->nres = k;
   mirs_eval_result_destroy(ref);
+  float_stats(s, &fs);
   return MIRS_OK;
 }
 
