@@ -234,17 +234,14 @@ static mirs_status finish_kop(mirs__search_worker *w, mirs__abs_mark mark, bool 
     mirs__abs_release(a, mark);
     return st;
   }
-  if (!keep) {
+  bool alive = keep && mirs__search_kernel_alive(w);
+  if (!alive) {
     if (st == MIRS_LIMIT)
       mirs_clear_error(ctx);
+    if (keep)
+      MIRS_INC(&w->stats, bound_skips);
     mirs__graph_pop_op(g);
     mirs__abs_release(a, mark);
-    return MIRS_OK;
-  }
-  if (!mirs__search_kernel_alive(w)) {
-    mirs__graph_pop_op(g);
-    mirs__abs_release(a, mark);
-    MIRS_INC(&w->stats, bound_skips);
     return MIRS_OK;
   }
   /* The last op is screened on trial 0 before the other trials are paid. */
@@ -775,14 +772,19 @@ mirs_status mirs__search_replay(mirs__search_worker *w, const uint32_t *path, in
 }
 
 /* Sum a worker's counters (its own and its modules') into s. */
+/* Add counters st to the search's and to the context's. */
+static void add_stats(mirs_search *s, const mirs__stats *st) {
+  for (int i = 0; i < MIRS__STAT_COUNT; i++)
+    s->stats.v[i] += st->v[i];
+  mirs__core_stats_add(s->ctx, st);
+}
+
 static void collect_stats(mirs_search *s, mirs__search_worker *w) {
   const mirs__prune_counters *c = mirs__prune_worker_counters(w->pw);
   MIRS_ADD(&w->stats, prune_cache_hits, c->cache_hits);
   MIRS_ADD(&w->stats, solver_calls, c->solver_calls);
   s->solver_seconds += c->solver_seconds;
-  for (int i = 0; i < MIRS__STAT_COUNT; i++)
-    s->stats.v[i] += w->stats.v[i];
-  mirs__core_stats_add(s->ctx, &w->stats);
+  add_stats(s, &w->stats);
   memset(&w->stats, 0, sizeof w->stats);
 }
 
@@ -864,13 +866,6 @@ static int result_cmp(const void *a, const void *b) {
 }
 
 /* Check the best results in float64 against the program; drop failures. */
-/* Add the float64 check's counters to the search's and the context's. */
-static void float_stats(mirs_search *s, const mirs__stats *fs) {
-  for (int i = 0; i < MIRS__STAT_COUNT; i++)
-    s->stats.v[i] += fs->v[i];
-  mirs__core_stats_add(s->ctx, fs);
-}
-
 static mirs_status float_check(mirs_search *s) {
   mirs_context *ctx = s->ctx;
   int64_t top = ctx->opt.float_check_top;
@@ -886,7 +881,7 @@ static mirs_status float_check(mirs_search *s) {
   MIRS_CHECK(ctx, st);
   double tol = ctx->opt.float_tolerance;
   size_t k = 0;
-  mirs__stats fs = {{0}}; /* (into s->stats and the context's, as workers' are) */
+  mirs__stats fs = {{0}};
   for (size_t i = 0; i < s->nres; i++) {
     bool ok = true;
     if ((int64_t)i < top) {
@@ -894,7 +889,7 @@ static mirs_status float_check(mirs_search *s) {
       st = mirs_graph_eval(s->res[i].g, (uint64_t)ctx->opt.seed, &e);
       if (st != MIRS_OK) {
         mirs_eval_result_destroy(ref);
-        float_stats(s, &fs);
+        add_stats(s, &fs);
         return mirs__core_trace(ctx, st, __func__, __FILE__, __LINE__);
       }
       MIRS_INC(&fs, float_checks);
@@ -927,7 +922,7 @@ static mirs_status float_check(mirs_search *s) {
   }
   s->nres = k;
   mirs_eval_result_destroy(ref);
-  float_stats(s, &fs);
+  add_stats(s, &fs);
   return MIRS_OK;
 }
 

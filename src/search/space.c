@@ -420,14 +420,24 @@ static bool is_constant(const mirs__search_space *sp, mirs_op op, int32_t a, int
 
 /* ---------------------------------------------------------------- kernel moves */
 
-/* Kernel-op outputs that no op consumes and no program output matches
- * (dead unless a later op consumes them), not counting the nin operands
- * in[]. */
-static int kernel_sinks(const mirs__search_worker *w, const int32_t *in, int nin) {
+/* Whether kernel tensor t is a kernel-op output that no op consumes
+ * (dead unless a later op does) and, with `unmatched`, that no program
+ * output matches.  Tensors from `fresh` on belong to the op being added,
+ * whose uses and matches are not recorded yet. */
+static bool kernel_free(const mirs__search_worker *w, int32_t t, int32_t fresh, bool unmatched) {
+  if (w->g->t[t].producer < 0)
+    return false;
+  return t >= fresh || (w->kuses[t] == 0 && !(unmatched && w->kmatch[t] >= 0));
+}
+
+/* Kernel tensors kernel_free(.., fresh, unmatched), not counting the nin
+ * operands in[] (which the op being added consumes). */
+static int kernel_sinks(const mirs__search_worker *w, const int32_t *in, int nin, int32_t fresh,
+                        bool unmatched) {
   const mirs_graph *g = w->g;
   int n = 0;
   for (int32_t t = 0; t < g->nt; t++) {
-    if (g->t[t].producer < 0 || w->kuses[t] > 0 || w->kmatch[t] >= 0)
+    if (!kernel_free(w, t, fresh, unmatched))
       continue;
     bool operand = false;
     for (int i = 0; i < nin; i++)
@@ -446,7 +456,7 @@ static mirs_status try_kop(mirs__search_worker *w, mirs_op op, int nin, const in
     return MIRS_OK;
   /* The last op consumes every kernel tensor left to consume. */
   if (w->s->space.bounds && mirs__search_is_last(w, g->nops + 1, w->nbg) &&
-      kernel_sinks(w, in, nin) > 0) {
+      kernel_sinks(w, in, nin, g->nt, true) > 0) {
     MIRS_INC(&w->stats, bound_skips);
     return MIRS_OK;
   }
@@ -650,16 +660,7 @@ bool mirs__search_kernel_alive(mirs__search_worker *w) {
   int64_t kops_left = sp->max_kops - g->nops, custom_left = sp->max_custom - w->nbg;
   /* Sink bound: the kernel tensors nothing consumes (the new op's
    * operands are consumed now) end as the program's outputs. */
-  int64_t sinks = 0;
-  for (int32_t t = 0; t < g->nt; t++) {
-    if (g->t[t].producer < 0 || (w->kuses[t] > 0 && g->t[t].producer != g->nops - 1))
-      continue;
-    bool operand = false;
-    for (int i = 0; i < k->nin; i++)
-      operand = operand || k->in[i] == t;
-    if (!operand)
-      sinks++;
-  }
+  int64_t sinks = kernel_sinks(w, k->in, k->nin, k->out[0], false);
   int64_t merges = merges_left(w, NULL);
   int c = mirs__search_op_class((mirs_op)k->op);
   mirs__op_kind kind = mirs__graph_ops[k->op].kind;
@@ -734,7 +735,7 @@ static mirs_status gen_kernel(mirs__search_worker *w) {
   for (int32_t t = 0; t < g->nt; t++)
     if (g->t[t].shape.ndim > maxrank)
       maxrank = g->t[t].shape.ndim;
-  if (last && sp->bounds && kernel_sinks(w, NULL, 0) > sp->max_cin) {
+  if (last && sp->bounds && kernel_sinks(w, NULL, 0, g->nt, true) > sp->max_cin) {
     MIRS_INC(&w->stats, bound_skips);
     return MIRS_OK; /* it cannot load every kernel tensor left to consume */
   }
@@ -814,7 +815,6 @@ typedef struct bstate {
   bool must_load;            /* a last kernel: the kfree tensors must be loaded here */
   size_t nloads;
 } bstate;
-
 
 /* Append load candidate l to the worker's scratch list. */
 static mirs_status add_load(mirs__search_worker *w, size_t *n, const mirs__search_load *l) {
@@ -1497,7 +1497,7 @@ static mirs_status gen_block(mirs__search_worker *w) {
   /* Kernel-op outputs nothing consumes (merges_left). */
   b.phicap = b.must_load ? b.cout : (int)w->s->program->nout;
   for (int32_t t = 0; b.sp->bounds && t < b.g->nt; t++) {
-    if (b.g->t[t].producer < 0 || w->kuses[t] > 0 || (b.must_load && w->kmatch[t] >= 0))
+    if (!kernel_free(w, t, b.g->nt, b.must_load))
       continue;
     bool loaded = false;
     for (int32_t i = 0; i < bg->nops && !loaded; i++)
