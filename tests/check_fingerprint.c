@@ -761,42 +761,76 @@ START_TEST(test_example_gqa) {
 }
 END_TEST
 
-/* A perturbed ugraph (accum_sum over the wrong dim is rejected by shapes,
- * so drop the division instead) must not match the program. */
-START_TEST(test_example_mutant) {
+/* The one-block screen: grid block (0,0,0) alone fills the corner of the
+ * output.  Swapping which grid dim walks Q's batch and rows keeps block
+ * (0,0,0)'s tiles (and the corner) and breaks every other block; a mul
+ * for the division (the shapes allow no wrong reduction dim) breaks all. */
+START_TEST(test_corner_screen) {
   mirs_context *ctx = tu_ctx(NULL);
   mirs_graph *prog = parse(ctx, "examples/gqa_small.graph");
-  const char *text = "ugraph gqa_small\n"
+  const char *head = "ugraph gqa_small\n"
                      "input Q : f16[2, 8, 16]\n"
                      "input K : f16[2, 16, 128]\n"
                      "input V : f16[2, 128, 16]\n"
                      "O = custom(grid=[2, 2, 1], block=[128, 1, 1], forloop=4) {\n"
-                     "  q = input(Q, imap=[0, 1, -1], fmap=-1)\n"
-                     "  k = input(K, imap=[0, -1, -1], fmap=2)\n"
-                     "  v = input(V, imap=[0, -1, -1], fmap=1)\n"
-                     "  s = matmul(q, k)\n"
-                     "  e = exp(s, fused=1)\n"
-                     "  y = matmul(e, v)\n"
-                     "  a = accum(y)\n"
-                     "  d = accum_sum(e, dim=2)\n"
-                     "  o = mul(a, d, fused=1)\n"
+                     "  q = input(Q, imap=[",
+             *mid = ", -1], fmap=-1)\n"
+                    "  k = input(K, imap=[0, -1, -1], fmap=2)\n"
+                    "  v = input(V, imap=[0, -1, -1], fmap=1)\n"
+                    "  s = matmul(q, k)\n"
+                    "  e = exp(s, fused=1)\n"
+                    "  y = matmul(e, v)\n"
+                    "  a = accum(y)\n"
+                    "  d = accum_sum(e, dim=2)\n"
+                    "  o = ",
+             *tail = "(a, d, fused=1)\n"
                      "  output(o, omap=[0, 1, -1])\n"
                      "}\n"
                      "output O\n";
-  mirs_graph *ug = NULL;
-  mirs_status st = mirs_graph_parse_string(ctx, text, strlen(text), "mutant.ugraph", &ug);
-  ck_assert_msg(st == MIRS_OK, "parse: %s", mirs_last_error(ctx));
-  mirs__fp_store *ps = new_store(ctx), *us = new_store(ctx);
+  static const char *const variant[3][2] = {{"0, 1", "div"}, {"1, 0", "div"}, {"0, 1", "mul"}};
+  const bool corner_eq[3] = {true, true, false}, full_eq[3] = {true, false, false};
+  mirs__fp_store *ps = new_store(ctx);
   compute(ps, prog);
-  compute(us, ug);
-  mirs__fp_verdict v;
-  ck_assert_int_eq(mirs__fp_compare_outputs(ps, prog, us, ug, &v), MIRS_OK);
-  ck_assert(!v.equal);
-  ck_assert_int_eq(v.ref_output, prog->outputs[0]);
+  for (int i = 0; i < 3; i++) {
+    char text[1024];
+    snprintf(text, sizeof text, "%s%s%s%s%s", head, variant[i][0], mid, variant[i][1], tail);
+    mirs_graph *ug = NULL;
+    ck_assert_msg(mirs_graph_parse_string(ctx, text, strlen(text), "v.ugraph", &ug) == MIRS_OK,
+                  "parse: %s", mirs_last_error(ctx));
+    const mirs__kop *k = &ug->ops[ug->nops - 1];
+    const mirs__bop *out = &k->bg->ops[k->bg->nops - 1];
+    ck_assert_int_eq(out->op, MIRS_OP_OUTPUT);
+    mirs__fp_store *us = new_store(ctx);
+    ck_assert_int_eq(mirs__fp_push_op_corner(us, ug, ug->nops - 1), MIRS_OK);
+    ck_assert(us->corner);
+    ck_assert_int_eq(mirs__fp_push_rest(us, ug, ug->nops - 1), MIRS_INTERNAL); /* one block */
+    mirs_clear_error(ctx);
+    bool eq = !corner_eq[i];
+    ck_assert_int_eq(mirs__fp_trial0_corner_equal(ps, prog, prog->outputs[0], us, ug, out->dst,
+                                                  &k->bg->t[out->in[0]].shape, &eq),
+                     MIRS_OK);
+    ck_assert_msg(eq == corner_eq[i], "variant %d: corner", i);
+    /* A tile larger than the tensor is refused. */
+    mirs__shape big = ug->t[out->dst].shape;
+    big.d[0]++;
+    ck_assert_int_eq(mirs__fp_trial0_corner_equal(ps, prog, prog->outputs[0], us, ug, out->dst,
+                                                  &big, &eq),
+                     MIRS_INVALID_ARG);
+    mirs_clear_error(ctx);
+    mirs__fp_truncate(us, ug->nt - 1);
+    ck_assert(!us->corner);
+    ck_assert_int_eq(us->partial, -1);
+    compute(us, ug);
+    mirs__fp_verdict v;
+    ck_assert_int_eq(mirs__fp_compare_outputs(ps, prog, us, ug, &v), MIRS_OK);
+    ck_assert_msg(v.equal == full_eq[i], "variant %d: full", i);
+    if (!full_eq[i])
+      ck_assert_int_eq(v.ref_output, prog->outputs[0]);
+    mirs__fp_store_free(us);
+    mirs__graph_free(ug);
+  }
   mirs__fp_store_free(ps);
-  mirs__fp_store_free(us);
   mirs__graph_free(prog);
-  mirs__graph_free(ug);
   ck_assert_uint_eq(mirs_memory_current(ctx), 0);
   mirs_context_destroy(ctx);
 }
@@ -1070,7 +1104,7 @@ static Suite *fingerprint_suite(void) {
   tcase_add_test(x, test_example_rmsnorm_linear_small);
   tcase_add_test(x, test_example_gqa_small);
   tcase_add_test(x, test_example_mha_small);
-  tcase_add_test(x, test_example_mutant);
+  tcase_add_test(x, test_corner_screen);
   tcase_add_test(x, test_example_rmsnorm_linear);
   tcase_add_test(x, test_example_gqa);
   suite_add_tcase(s, x);

@@ -278,6 +278,19 @@ START_TEST(test_grid_order_results) {
 }
 END_TEST
 
+START_TEST(test_final_variants) {
+  /* A custom kernel that need not be last is opened twice: final (the
+   * last-kernel bounds) and followed by a kernel op.  Kernel ops add
+   * graphs (the softmax kernel, then a library matmul) and lose none. */
+  static const char *const sm[] = {"max_kernel_ops", "2", NULL};
+  ck_assert_int_gt(compare_sets(TINY_SOFTMAX, sm, "kernel_ops", "none", "matmul", true), 0);
+  /* The kernels a kernel op follows take 1-D grids by default. */
+  static const char *const g2[] = {"max_kernel_ops", "2", "kernel_ops", "matmul", "grid_y", "1,2",
+                                   NULL};
+  ck_assert_int_gt(compare_sets(TINY_SOFTMAX, g2, "mid_grid_dims", "1", "2", true), 0);
+}
+END_TEST
+
 START_TEST(test_index_same_results) {
   /* Index labels refuse only ops no result needs. */
   same_sets(TINY_RMS, "index_check", "true", "false");
@@ -593,6 +606,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_grid_order_results);
   tcase_add_test(tc, test_float_check_counted);
   tcase_add_test(tc, test_index_same_results);
+  tcase_add_test(tc, test_final_variants);
   tcase_add_test(tc, test_index_labels);
   tcase_add_test(tc, test_phase_order_same_results);
   tcase_add_test(tc, test_final_grid_same_results);

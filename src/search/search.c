@@ -145,6 +145,14 @@ static mirs_status note_kop(mirs__search_worker *w) {
   return MIRS_OK;
 }
 
+/* Program outputs no kernel tensor matches yet. */
+static int unmatched(const mirs__search_worker *w) {
+  int n = 0;
+  for (int32_t i = 0; i < w->s->program->nout; i++)
+    n += w->nmatch[i] == 0;
+  return n;
+}
+
 /* Undo note_kop and remove the last kernel op (fingerprints, expressions). */
 static void pop_kop(mirs__search_worker *w, mirs__abs_mark mark) {
   const mirs__kop *k = &w->g->ops[w->g->nops - 1];
@@ -215,6 +223,33 @@ static mirs_status screen_last(mirs__search_worker *w, bool *pass) {
   return MIRS_OK;
 }
 
+/* Screen the last custom kernel on one grid block: trial 0 of block
+ * (0,0,0) only, whose tiles are the corners of its outputs.  Every program
+ * output not matched yet must equal one of them there.  Only worth it with
+ * more than one block; the op is truncated again either way. */
+static mirs_status screen_corner(mirs__search_worker *w, bool *pass) {
+  const mirs_search *s = w->s;
+  const mirs_graph *p = s->program, *g = w->g;
+  const mirs__kop *k = &g->ops[g->nops - 1];
+  *pass = true;
+  MIRS_CHECK(w->ctx, mirs__fp_push_op_corner(w->fp, g, g->nops - 1));
+  mirs_status st = MIRS_OK;
+  for (int32_t i = 0; i < p->nout && *pass && st == MIRS_OK; i++) {
+    if (w->nmatch[i] > 0)
+      continue;
+    bool found = false;
+    for (int32_t j = 0; j < k->bg->nops && !found && st == MIRS_OK; j++) {
+      const mirs__bop *o = &k->bg->ops[j];
+      if (o->op == MIRS_OP_OUTPUT)
+        st = mirs__fp_trial0_corner_equal(s->ref, p, p->outputs[i], w->fp, g, o->dst,
+                                          &k->bg->t[o->in[0]].shape, &found);
+    }
+    *pass = found;
+  }
+  mirs__fp_truncate(w->fp, g->nt - k->nout);
+  return st;
+}
+
 /* Prune, fingerprint and record the kernel op just added (KOP or CLOSE);
  * *ok false (op removed) when pruned or refused.  The abstract expressions
  * come first: they are cheap next to a fingerprint. */
@@ -245,7 +280,24 @@ static mirs_status finish_kop(mirs__search_worker *w, mirs__abs_mark mark, bool 
     return MIRS_OK;
   }
   /* The last op is screened on trial 0 before the other trials are paid. */
-  bool screen = w->s->trials > 1 && mirs__search_is_last(w, g->nops, w->nbg);
+  bool custom = k->op == MIRS_OP_CUSTOM;
+  bool last = custom ? mirs__search_kernel_final(w) : mirs__search_is_last(w, g->nops, w->nbg);
+  bool screen = w->s->trials > 1 && last;
+  if (screen && custom && k->bg->grid[0] * k->bg->grid[1] * k->bg->grid[2] > 1) {
+    bool pass;
+    st = screen_corner(w, &pass);
+    if (st == MIRS_OK && !pass) {
+      mirs__graph_pop_op(g);
+      mirs__abs_release(a, mark);
+      MIRS_INC(&w->stats, fp_screened);
+      return MIRS_OK;
+    }
+    if (st != MIRS_OK) {
+      mirs__graph_pop_op(g);
+      mirs__abs_release(a, mark);
+      return refused(w, st, MIRS__STAT_fp_refused);
+    }
+  }
   st = screen ? mirs__fp_push_op_first(w->fp, g, g->nops - 1)
               : mirs__fp_push_op(w->fp, g, g->nops - 1);
   MIRS_INC(&w->stats, fp_ops);
@@ -270,6 +322,13 @@ static mirs_status finish_kop(mirs__search_worker *w, mirs__abs_mark mark, bool 
     return refused(w, st, MIRS__STAT_fp_refused);
   }
   MIRS_CHECK(ctx, note_kop(w));
+  /* A custom kernel another op must follow completes no candidate: the
+   * same graph is the final variant's. */
+  if (custom && !last && unmatched(w) == 0) {
+    pop_kop(w, mark);
+    MIRS_INC(&w->stats, canonical_skips);
+    return MIRS_OK;
+  }
   *ok = true;
   return MIRS_OK;
 }
@@ -301,6 +360,10 @@ static mirs_status apply_move(mirs__search_worker *w, const mirs__search_move *m
       return refused(w, st, MIRS__STAT_moves_failed);
     w->bgs[w->nbg++] = bg;
     w->open = true;
+    if (m->final)
+      w->final |= 1u << (w->nbg - 1);
+    else
+      w->final &= ~(1u << (w->nbg - 1));
     *ok = true;
     return MIRS_OK;
   }
@@ -405,6 +468,7 @@ static void undo_move(mirs__search_worker *w, const mirs__search_frame *f) {
     break;
   case MIRS__MOVE_OPEN:
     mirs__bg_free(w->ctx, w->bgs[--w->nbg]);
+    w->final &= ~(1u << w->nbg);
     w->open = false;
     break;
   case MIRS__MOVE_BOP: {

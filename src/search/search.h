@@ -76,6 +76,7 @@ typedef struct mirs__search_move {
   int32_t grid[MIRS__GRID];           /* OPEN */
   int32_t block;                      /* OPEN: block.x */
   int32_t forloop;                    /* OPEN */
+  uint8_t final;                      /* OPEN: the kernel is the candidate's last op */
   int32_t out[MIRS__SEARCH_MAX_COUT]; /* CLOSE: block tensors stored */
   int8_t omap[MIRS__SEARCH_MAX_COUT][MIRS__GRID]; /* CLOSE */
   uint64_t fused;                                 /* CLOSE: bit i sets block op i's fused flag */
@@ -85,6 +86,9 @@ typedef struct mirs__search_move {
 /* The search space, parsed from the options once. */
 typedef struct mirs__search_space {
   int max_kops, max_bops, max_custom, max_cin, max_cout;
+  int max_cin_after; /* max_cin for a custom kernel opened after other kernel ops */
+  int mid_grid_dims; /* most grid dims > 1 of a custom kernel another op follows */
+  int mid_bops;      /* max_bops for such a kernel */
   int fusion;
   bool canonical, tile_check, phase_canonical, final_grid, grid_order;
   bool bounds; /* the sink and dead-op bounds (option prune) */
@@ -177,6 +181,7 @@ struct mirs__search_worker {
   int nbg;            /* opened custom kernels (closed or open) */
   size_t capbgs;
   bool open;      /* bgs[nbg - 1] is being built */
+  uint32_t final; /* bit i: custom kernel i was opened as the candidate's last op */
   int16_t *kuses; /* consumers per kernel tensor */
   int8_t *klab;   /* index labels per kernel tensor (MIRS_MAX_DIMS each) */
   uint64_t *katoms; /* program inputs each kernel tensor depends on */
@@ -273,6 +278,14 @@ int mirs__search_op_class(mirs_op op);
  * custom kernels must be the candidate's last op (the open custom kernel
  * closes as op g->nops + 1). */
 bool mirs__search_is_last(const mirs__search_worker *w, int32_t nkops, int nbg);
+/* Whether w's newest custom kernel (open or closed) was opened as the
+ * candidate's last op.  Where one need not be last, each open move comes
+ * in two variants: final (the last-kernel bounds hold, nothing follows its
+ * close) and not final (another op follows; its grids have at most
+ * mid_grid_dims dims > 1), so every candidate is reached once. */
+static inline bool mirs__search_kernel_final(const mirs__search_worker *w) {
+  return w->nbg > 0 && ((w->final >> (w->nbg - 1)) & 1u);
+}
 /* Whether the kernel-level state just reached by adding kernel op
  * g->nops - 1 (its expressions computed, not yet fingerprinted or
  * recorded) can still complete: the sink bound (merges_left) and the node

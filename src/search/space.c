@@ -94,6 +94,11 @@ mirs_status mirs__search_space_parse(mirs_context *ctx, mirs__search_space *sp) 
   sp->max_bops = (int)o->max_block_ops;
   sp->max_custom = (int)o->max_custom_kernels;
   sp->max_cin = (int)o->max_custom_inputs;
+  sp->max_cin_after = (int)(o->max_custom_inputs_after_ops < o->max_custom_inputs
+                                ? o->max_custom_inputs_after_ops
+                                : o->max_custom_inputs);
+  sp->mid_grid_dims = (int)o->mid_grid_dims;
+  sp->mid_bops = (int)(o->mid_block_ops < o->max_block_ops ? o->mid_block_ops : o->max_block_ops);
   sp->max_cout = (int)(o->max_custom_outputs < MIRS__SEARCH_MAX_COUT ? o->max_custom_outputs
                                                                      : MIRS__SEARCH_MAX_COUT);
   sp->fusion = (int)o->fusion;
@@ -697,37 +702,11 @@ bool mirs__search_kernel_alive(mirs__search_worker *w) {
   return missing <= kops_left - custom_left + custom_left * (int64_t)(sp->max_bops - 2);
 }
 
-/* Moves of a kernel-level state: predefined ops, then opening a kernel. */
-static mirs_status gen_kernel(mirs__search_worker *w) {
+/* List the open moves of a custom kernel that is the candidate's last op
+ * (last) or is followed by another op (!last). */
+static mirs_status open_moves(mirs__search_worker *w, bool last) {
   const mirs__search_space *sp = &w->s->space;
   const mirs_graph *g = w->g;
-  if (g->nops >= sp->max_kops)
-    return MIRS_OK;
-  for (int op = 0; op < MIRS_OP_COUNT; op++) {
-    if (!sp->kop[op])
-      continue;
-    mirs__op_kind kind = mirs__graph_ops[op].kind;
-    for (int32_t a = 0; a < g->nt; a++) {
-      int32_t in[2] = {a, -1};
-      if (kind == MIRS__KIND_UNARY || kind == MIRS__KIND_RMSNORM) {
-        MIRS_CHECK(w->ctx, try_kop(w, (mirs_op)op, 1, in, -1));
-      } else if (kind == MIRS__KIND_REDUCE) {
-        for (int d = 0; d < g->t[a].shape.ndim; d++)
-          if (g->t[a].shape.d[d] > 1)
-            MIRS_CHECK(w->ctx, try_kop(w, (mirs_op)op, 1, in, d));
-      } else if (kind == MIRS__KIND_BINARY || kind == MIRS__KIND_MATMUL) {
-        for (int32_t b = 0; b < g->nt; b++) {
-          in[1] = b;
-          MIRS_CHECK(w->ctx, try_kop(w, (mirs_op)op, 2, in, -1));
-        }
-      }
-    }
-  }
-  if (w->nbg >= sp->max_custom)
-    return MIRS_OK;
-  /* Whether the custom kernel opened now must be the candidate's last op,
-   * so must produce every program output not matched yet. */
-  bool last = mirs__search_is_last(w, g->nops + 1, w->nbg + 1);
   const mirs_graph *p = w->s->program;
   if (last && sp->final_grid && unmatched_outputs(w) > sp->max_cout)
     return MIRS_OK; /* one kernel cannot store them all */
@@ -735,7 +714,8 @@ static mirs_status gen_kernel(mirs__search_worker *w) {
   for (int32_t t = 0; t < g->nt; t++)
     if (g->t[t].shape.ndim > maxrank)
       maxrank = g->t[t].shape.ndim;
-  if (last && sp->bounds && kernel_sinks(w, NULL, 0, g->nt, true) > sp->max_cin) {
+  if (last && sp->bounds &&
+      kernel_sinks(w, NULL, 0, g->nt, true) > (g->nops > 0 ? sp->max_cin_after : sp->max_cin)) {
     MIRS_INC(&w->stats, bound_skips);
     return MIRS_OK; /* it cannot load every kernel tensor left to consume */
   }
@@ -757,6 +737,8 @@ static mirs_status gen_kernel(mirs__search_worker *w) {
           MIRS_INC(&w->stats, tile_skips);
           continue;
         }
+        if (!last && (gx > 1) + (gy > 1) + (gz > 1) > sp->mid_grid_dims)
+          continue;
         if (last && sp->final_grid) {
           int32_t grid[MIRS__GRID] = {gx, gy, gz};
           bool ok = true;
@@ -780,9 +762,48 @@ static mirs_status gen_kernel(mirs__search_worker *w) {
             m.grid[2] = gz;
             m.block = sp->blocks[ib];
             m.forloop = F;
+            m.final = last;
             MIRS_CHECK(w->ctx, push_move(w, &m));
           }
       }
+  return MIRS_OK;
+}
+
+/* Moves of a kernel-level state: predefined ops, then opening a kernel. */
+static mirs_status gen_kernel(mirs__search_worker *w) {
+  const mirs__search_space *sp = &w->s->space;
+  const mirs_graph *g = w->g;
+  if (g->nops >= sp->max_kops || mirs__search_kernel_final(w))
+    return MIRS_OK; /* (nothing follows a final custom kernel) */
+  for (int op = 0; op < MIRS_OP_COUNT; op++) {
+    if (!sp->kop[op])
+      continue;
+    mirs__op_kind kind = mirs__graph_ops[op].kind;
+    for (int32_t a = 0; a < g->nt; a++) {
+      int32_t in[2] = {a, -1};
+      if (kind == MIRS__KIND_UNARY || kind == MIRS__KIND_RMSNORM) {
+        MIRS_CHECK(w->ctx, try_kop(w, (mirs_op)op, 1, in, -1));
+      } else if (kind == MIRS__KIND_REDUCE) {
+        for (int d = 0; d < g->t[a].shape.ndim; d++)
+          if (g->t[a].shape.d[d] > 1)
+            MIRS_CHECK(w->ctx, try_kop(w, (mirs_op)op, 1, in, d));
+      } else if (kind == MIRS__KIND_BINARY || kind == MIRS__KIND_MATMUL) {
+        for (int32_t b = 0; b < g->nt; b++) {
+          in[1] = b;
+          MIRS_CHECK(w->ctx, try_kop(w, (mirs_op)op, 2, in, -1));
+        }
+      }
+    }
+  }
+  if (w->nbg >= sp->max_custom)
+    return MIRS_OK;
+  /* A custom kernel opened now is the candidate's last op (final: it must
+   * produce every program output not matched yet) or is followed by
+   * another op; where it need not be last, both variants are listed. */
+  bool forced = mirs__search_is_last(w, g->nops + 1, w->nbg + 1);
+  MIRS_CHECK(w->ctx, open_moves(w, true));
+  if (!forced)
+    MIRS_CHECK(w->ctx, open_moves(w, false));
   return MIRS_OK;
 }
 
@@ -796,6 +817,8 @@ typedef struct bstate {
   const mirs__bgraph *bg;
   int remaining;             /* block ops left */
   int ninputs;               /* INPUT ops so far */
+  int max_cin;               /* most INPUT ops: max_custom_inputs, or max_custom_inputs_after_ops
+                                when kernel ops precede this kernel */
   int sinks, lsinks, psinks; /* unconsumed tensors: all, per-iteration, post-loop */
   int cout;                  /* most outputs: max_cout, or for a last kernel the
                                 program outputs not matched yet (more would be dead) */
@@ -1162,7 +1185,7 @@ static mirs_status try_bop(bstate *b, mirs_op op, int nin, const operand *x, int
       }
     }
   }
-  if (b->ninputs + m.nload > b->sp->max_cin)
+  if (b->ninputs + m.nload > b->max_cin)
     return MIRS_OK;
   if (m.nload == 2 && m.load[0].src == m.load[1].src)
     return MIRS_OK; /* one tile per kernel tensor */
@@ -1192,7 +1215,7 @@ static mirs_status try_bop(bstate *b, mirs_op op, int nin, const operand *x, int
   if (b->must_load && (kfree + 1) / 2 + 1 > need)
     need = (kfree + 1) / 2 + 1;
   if (b->remaining - m.nload - 1 < need ||
-      (b->must_load && b->ninputs + m.nload + kfree > b->sp->max_cin))
+      (b->must_load && b->ninputs + m.nload + kfree > b->max_cin))
     return MIRS_OK;
   /* Sink bound (merges_left): a binary op uses a merge (a div by an
    * accum_rms result only at that result's first use). */
@@ -1431,12 +1454,13 @@ static mirs_status gen_block(mirs__search_worker *w) {
   bstate b = {.w = w, .sp = &w->s->space, .g = w->g, .bg = w->bgs[w->nbg - 1]};
   const mirs__bgraph *bg = b.bg;
   mirs_context *ctx = w->ctx;
-  b.remaining = b.sp->max_bops - bg->nops;
+  b.remaining = (mirs__search_kernel_final(w) ? b.sp->max_bops : b.sp->mid_bops) - bg->nops;
+  b.max_cin = b.g->nops > 0 ? b.sp->max_cin_after : b.sp->max_cin;
   b.cout = b.sp->max_cout;
   b.slice_labs = ~UINT64_C(0);
   for (int a = 0; a < MIRS__GRID; a++)
     b.glab[a] = MIRS__LAB_NONE;
-  if (mirs__search_is_last(w, b.g->nops + 1, w->nbg)) {
+  if (mirs__search_kernel_final(w)) {
     int unmatched = unmatched_outputs(w);
     if (unmatched < b.cout)
       b.cout = unmatched;
@@ -1516,11 +1540,11 @@ static mirs_status gen_block(mirs__search_worker *w) {
   }
   b.merges = b.sp->bounds ? merges_left(w, bg) : INT64_MAX;
   if ((b.merges != INT64_MAX && b.sinks + b.kfree - b.phicap > b.merges) ||
-      (b.must_load && b.ninputs + b.kfree > b.sp->max_cin)) {
+      (b.must_load && b.ninputs + b.kfree > b.max_cin)) {
     MIRS_INC(&w->stats, bound_skips);
     return MIRS_OK;
   }
-  if (b.sp->tile_check && (b.ninputs >= b.sp->max_cin || b.remaining < 2)) {
+  if (b.sp->tile_check && (b.ninputs >= b.max_cin || b.remaining < 2)) {
     /* No tile can be loaded any more.  Tile tags come only from loads and
      * every output must carry each grid dim's slice (its omap), and with
      * F > 1 only a tile the forloop walks can be accumulated: a grid dim
@@ -1548,7 +1572,7 @@ static mirs_status gen_block(mirs__search_worker *w) {
   if (b.remaining < 2)
     return MIRS_OK;
   size_t nl = 0;
-  if (b.ninputs < b.sp->max_cin)
+  if (b.ninputs < b.max_cin)
     for (int32_t src = 0; src < b.g->nt; src++) {
       /* Each kernel tensor is one input of a custom kernel (as in Mirage):
        * a second tile of the same tensor is not offered. */

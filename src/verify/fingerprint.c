@@ -442,8 +442,10 @@ void mirs__fp_truncate(mirs__fp_store *s, int32_t nt) {
   if (nt < 0)
     nt = 0;
   s->nt = nt;
-  if (s->partial >= nt)
+  if (s->partial >= nt) {
     s->partial = -1;
+    s->corner = false;
+  }
   s->used = nt > 0 ? s->t[nt - 1].off + (uint64_t)s->t[nt - 1].numel * (uint64_t)s->trials : 0;
   s->stats.truncations++;
 }
@@ -587,10 +589,29 @@ mirs_status mirs__fp_push_op_first(mirs__fp_store *s, const mirs_graph *g, int32
   return push_op(s, g, op, s->trials > 1 ? 1 : s->trials);
 }
 
+/* Trial 0 of custom op `op`, grid block (0,0,0) only. */
+mirs_status mirs__fp_push_op_corner(mirs__fp_store *s, const mirs_graph *g, int32_t op) {
+  if (!s)
+    return MIRS_INVALID_ARG;
+  MIRS_CHECK(s->ctx, no_partial(s, __func__));
+  if (!g || op < 0 || op >= g->nops || g->ops[op].op != MIRS_OP_CUSTOM || !g->ops[op].bg)
+    return MIRS_FAIL(s->ctx, MIRS_INVALID_ARG, "%s: kernel op %d is not a custom kernel", __func__,
+                     (int)op);
+  s->corner = true;
+  mirs_status st = push_op(s, g, op, 1);
+  if (st != MIRS_OK || s->partial < 0)
+    s->corner = false;
+  return st;
+}
+
 /* The other trials of the partial op `op`. */
 mirs_status mirs__fp_push_rest(mirs__fp_store *s, const mirs_graph *g, int32_t op) {
   if (!s)
     return MIRS_INVALID_ARG;
+  if (s->corner)
+    return MIRS_FAIL(s->ctx, MIRS_INTERNAL,
+                     "mirs__fp_push_rest: kernel op %d holds one grid block (truncate it first)",
+                     (int)op);
   if (s->partial < 0)
     return MIRS_OK;
   const mirs__kop *k = g && op >= 0 && op < g->nops ? &g->ops[op] : NULL;
@@ -766,6 +787,56 @@ mirs_status mirs__fp_trial0_equal(mirs__fp_store *a, const mirs_graph *ga, int32
                                   mirs__fp_store *b, const mirs_graph *gb, int32_t tb,
                                   bool *equal) {
   return compare_across(a, ga, ta, b, gb, tb, equal, true, __func__);
+}
+
+/* Trial-0 equality on the corner of tile (see the header). */
+mirs_status mirs__fp_trial0_corner_equal(mirs__fp_store *a, const mirs_graph *ga, int32_t ta,
+                                         mirs__fp_store *b, const mirs_graph *gb, int32_t tb,
+                                         const mirs__shape *tile, bool *equal) {
+  if (!a || !b)
+    return MIRS_INVALID_ARG;
+  if (!ga || !gb || !equal || !tile || ta < 0 || ta >= a->nt || ta >= ga->nt || tb < 0 ||
+      tb >= b->nt || tb >= gb->nt)
+    return MIRS_FAIL(a->ctx, MIRS_INVALID_ARG, "%s: tensors %d and %d are not both fingerprinted",
+                     __func__, (int)ta, (int)tb);
+  MIRS_CHECK(a->ctx, same_setup(a, b));
+  *equal = false;
+  const mirs__shape *sh = &ga->t[ta].shape;
+  if (!mirs__shape_eq(sh, &gb->t[tb].shape))
+    return MIRS_OK;
+  int nd = sh->ndim;
+  if (tile->ndim != nd)
+    return MIRS_FAIL(a->ctx, MIRS_INVALID_ARG, "%s: tile of rank %d for a tensor of rank %d",
+                     __func__, tile->ndim, nd);
+  for (int i = 0; i < nd; i++)
+    if (tile->d[i] < 1 || tile->d[i] > sh->d[i])
+      return MIRS_FAIL(a->ctx, MIRS_INVALID_ARG, "%s: tile dim %d (%lld) outside the tensor",
+                       __func__, i, (long long)tile->d[i]);
+  a->stats.compares++;
+  bool qparts = !a->t[ta].exp_dep && !b->t[tb].exp_dep;
+  /* Rows of the last dim: idx walks the corner's other dims. */
+  int64_t run = nd > 0 ? tile->d[nd - 1] : 1, idx[MIRS_MAX_DIMS] = {0};
+  mirs__fp_pair ba[CMP_CHUNK], bb[CMP_CHUNK];
+  for (;;) {
+    int64_t off = 0;
+    for (int i = 0; i < nd; i++)
+      off = off * sh->d[i] + (i == nd - 1 ? 0 : idx[i]);
+    for (int64_t e = 0; e < run; e += CMP_CHUNK) {
+      int64_t c = run - e < CMP_CHUNK ? run - e : CMP_CHUNK;
+      MIRS_CHECK(a->ctx, mirs__fp_read(a, ta, 0, off + e, c, ba));
+      MIRS_CHECK(a->ctx, mirs__fp_read(b, tb, 0, off + e, c, bb));
+      for (int64_t i = 0; i < c; i++)
+        if (ba[i].a != bb[i].a || (qparts && ba[i].b != bb[i].b))
+          return MIRS_OK;
+    }
+    int i = nd - 2;
+    while (i >= 0 && ++idx[i] == tile->d[i])
+      idx[i--] = 0;
+    if (i < 0)
+      break;
+  }
+  *equal = true;
+  return MIRS_OK;
 }
 
 /* Compare outputs by name and fill the verdict. */
@@ -1153,10 +1224,12 @@ static mirs_status cpu_custom_trial(cpu_state *c, mirs__fp_store *s, const mirs_
   mirs_context *ctx = s->ctx;
   const mirs__bgraph *bg = k->bg;
   uint64_t key = mirs__fp_trial_key(s->seed, j);
-  int32_t b[MIRS__GRID];
-  for (b[2] = 0; b[2] < bg->grid[2]; b[2]++)
-    for (b[1] = 0; b[1] < bg->grid[1]; b[1]++)
-      for (b[0] = 0; b[0] < bg->grid[0]; b[0]++) {
+  int32_t b[MIRS__GRID], gend[MIRS__GRID];
+  for (int a = 0; a < MIRS__GRID; a++)
+    gend[a] = s->corner ? 1 : bg->grid[a]; /* (the corner: block (0,0,0) only) */
+  for (b[2] = 0; b[2] < gend[2]; b[2]++)
+    for (b[1] = 0; b[1] < gend[1]; b[1]++)
+      for (b[0] = 0; b[0] < gend[0]; b[0]++) {
         for (int32_t i = 0; i < bg->nops; i++) {
           const mirs__bop *o = &bg->ops[i];
           if (mirs__graph_ops[o->op].kind == MIRS__KIND_ACCUM)

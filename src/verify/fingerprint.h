@@ -194,6 +194,8 @@ struct mirs__fp_store {
   size_t capbt;
   uint64_t tile_used; /* tile pairs per trial of that custom op */
   int32_t partial;    /* tensors [partial, nt) hold trial 0 only (-1: none) */
+  bool corner;        /* ... and of those only what grid block (0,0,0) stores
+                         (mirs__fp_push_op_corner) */
   mirs__fp_stats stats;
 };
 
@@ -252,6 +254,18 @@ mirs_status mirs__fp_push_op(mirs__fp_store *s, const mirs_graph *g, int32_t op)
  * mirs__fp_trial0_equal before paying for every trial.  Digests and full
  * comparisons of a partial tensor fail with MIRS_INTERNAL. */
 mirs_status mirs__fp_push_op_first(mirs__fp_store *s, const mirs_graph *g, int32_t op);
+/* Like mirs__fp_push_op_first for custom op `op`, but only grid block
+ * (0,0,0) runs: each output holds that block's tile (the corner, its
+ * omap offsets all 0) and nothing else is defined.  Screens with
+ * mirs__fp_trial0_corner_equal; the op must be truncated afterwards
+ * (mirs__fp_push_rest refuses it). */
+mirs_status mirs__fp_push_op_corner(mirs__fp_store *s, const mirs_graph *g, int32_t op);
+/* Whether tensor ta of ga in a and tb of gb in b have equal shapes and
+ * equal trial-0 fingerprints on the corner [0, tile->d[i]) of every dim
+ * (tile: the block tensor the block stores; its rank is theirs). */
+mirs_status mirs__fp_trial0_corner_equal(mirs__fp_store *a, const mirs_graph *ga, int32_t ta,
+                                         mirs__fp_store *b, const mirs_graph *gb, int32_t tb,
+                                         const mirs__shape *tile, bool *equal);
 /* Compute the remaining trials of the partial op `op` (its outputs are
  * the store's last tensors).  On failure the op is dropped. */
 mirs_status mirs__fp_push_rest(mirs__fp_store *s, const mirs_graph *g, int32_t op);
