@@ -92,7 +92,7 @@ START_TEST(test_str_options) {
   mirs_context *ctx = tu_ctx(&l);
   char buf[MIRS__OPT_STR_SIZE];
   ck_assert_int_eq(mirs_option_get(ctx, "grid_x", buf, sizeof buf), MIRS_OK);
-  ck_assert_str_eq(buf, "1,2,4,8,16,32,64,128,256,512,1024");
+  ck_assert_str_eq(buf, "1,2,4,8,16,32,64,128,256,512,1024,2048,4096");
   ck_assert_int_eq(mirs_option_set(ctx, "grid-x", " 2, 4 ,8"), MIRS_OK);
   ck_assert_int_eq(mirs_option_get(ctx, "grid_x", buf, sizeof buf), MIRS_OK);
   ck_assert_str_eq(buf, " 2, 4 ,8");
@@ -288,6 +288,33 @@ START_TEST(test_final_variants) {
   static const char *const g2[] = {"max_kernel_ops", "2", "kernel_ops", "matmul", "grid_y", "1,2",
                                    NULL};
   ck_assert_int_gt(compare_sets(TINY_SOFTMAX, g2, "mid_grid_dims", "1", "2", true), 0);
+}
+END_TEST
+
+START_TEST(test_grid_dims) {
+  /* Grid sizes from the program's dims (Mirage's dim / x): with 6 rows,
+   * grid.x = 3 (6 / 2) joins the listed powers of two and adds graphs;
+   * nothing above the largest listed size is added. */
+  static const char *const t6 = "program tiny6\n"
+                                "input X : f16[6, 8]\n"
+                                "input W : f16[8, 8]\n"
+                                "E = exp(X)\n"
+                                "M = matmul(X, W)\n"
+                                "Y = add(E, M)\n"
+                                "output Y\n";
+  static const char *const g4[] = {"grid_x", "1,2,4", NULL};
+  ck_assert_int_gt(compare_sets(t6, g4, "grid_dims", "false", "true", true), 0);
+  same_sets(t6, "grid_dims", "false", "true"); /* (grid_x 1,2: 3 is too large) */
+  mirs__search_space sp;
+  mirs_context *ctx = tu_ctx(NULL);
+  set_opts(ctx, g4);
+  ck_assert_int_eq(mirs__search_space_parse(ctx, &sp), MIRS_OK);
+  mirs_graph *g = parse(ctx, t6);
+  mirs__search_space_dim_grids(&sp, g);
+  ck_assert_int_eq(sp.ngx, 4);
+  ck_assert_int_eq(sp.gx[3], 3);
+  mirs_graph_destroy(g);
+  mirs_context_destroy(ctx);
 }
 END_TEST
 
@@ -607,6 +634,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_float_check_counted);
   tcase_add_test(tc, test_index_same_results);
   tcase_add_test(tc, test_final_variants);
+  tcase_add_test(tc, test_grid_dims);
   tcase_add_test(tc, test_index_labels);
   tcase_add_test(tc, test_phase_order_same_results);
   tcase_add_test(tc, test_final_grid_same_results);

@@ -1057,6 +1057,8 @@ mirs_status mirs_search_create(mirs_context *ctx, const mirs_graph *program, mir
     st = mirs__graph_clone(program, &s->program);
   if (st == MIRS_OK)
     mirs__search_space_budget(&s->space, program, ctx->opt.op_budget);
+  if (st == MIRS_OK && ctx->opt.grid_dims)
+    mirs__search_space_dim_grids(&s->space, program);
   if (st == MIRS_OK) {
     s->plab = mirs__core_calloc(ctx, (size_t)program->nt * MIRS_MAX_DIMS + 1, 1);
     st = s->plab ? mirs__search_label_program(ctx, s->program, s->plab, &s->space)

@@ -269,6 +269,10 @@ struct mirs_search {
 /* Parse the search options of ctx into sp; MIRS_INVALID_ARG naming the
  * option on a bad value. */
 mirs_status mirs__search_space_parse(mirs_context *ctx, mirs__search_space *sp);
+/* With option grid_dims, add to sp's grid.x sizes each d / 2^k of a dim d
+ * of program's tensors up to the largest listed size (ascending, after the
+ * listed ones; as many as the list holds). */
+void mirs__search_space_dim_grids(mirs__search_space *sp, const mirs_graph *program);
 /* Append the moves of w's current state to w's move arena (count in *n). */
 mirs_status mirs__search_gen_moves(mirs__search_worker *w, uint32_t *n);
 /* Budget class of op (op_budget): accumulators count as the reduction

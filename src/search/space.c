@@ -53,6 +53,30 @@ static mirs_status parse_list(mirs_context *ctx, const char *name, const char *t
   return MIRS_OK;
 }
 
+/* Whether v is one of list[0..n). */
+static bool in_list(const int32_t *list, int n, int32_t v);
+
+void mirs__search_space_dim_grids(mirs__search_space *sp, const mirs_graph *program) {
+  int32_t top = 0;
+  for (int i = 0; i < sp->ngx; i++)
+    if (sp->gx[i] > top)
+      top = sp->gx[i];
+  for (;;) { /* the smallest size not listed yet, until none is left */
+    int32_t best = INT32_MAX;
+    for (int32_t t = 0; t < program->nt; t++)
+      for (int d = 0; d < program->t[t].shape.ndim; d++)
+        for (int64_t v = program->t[t].shape.d[d]; v >= 1; v /= 2) {
+          if (v <= top && v < best && !in_list(sp->gx, sp->ngx, (int32_t)v))
+            best = (int32_t)v;
+          if (v % 2)
+            break;
+        }
+    if (best == INT32_MAX || sp->ngx >= MIRS__SEARCH_MAX_LIST)
+      return;
+    sp->gx[sp->ngx++] = best;
+  }
+}
+
 /* Parse a comma-separated operator list into set (ops allowed at level). */
 static mirs_status parse_ops(mirs_context *ctx, const char *name, const char *text, int level,
                              bool *set) {
