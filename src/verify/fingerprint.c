@@ -902,6 +902,8 @@ mirs_status mirs__fp_compare_outputs(mirs__fp_store *ref, const mirs_graph *rg,
 
 /* CPU backend state: the value arena (trial-major per tensor, addressed by
  * mirs__fp_meta.off) and scratch that only grows. */
+#define INV_MEMO 16
+
 typedef struct cpu_state {
   mirs__fp_pair *arena;
   size_t cap;
@@ -912,6 +914,8 @@ typedef struct cpu_state {
   uint64_t *acc; /* matmul row accumulators (2 per column), then b split by lane */
   size_t acccap;
   uint32_t *gpow;         /* G^i and G^(i * EXP_SPLIT), i < EXP_SPLIT (lazily built) */
+  uint64_t inv_memo_n[INV_MEMO]; /* inv_count: n of each slot (0: empty) */
+  mirs__fp_pair inv_memo[INV_MEMO];
   uint64_t tile_elements; /* tile pairs written by the current op */
 } cpu_state;
 
@@ -1089,12 +1093,27 @@ static void fp_sumsq_last(const mirs__shape *xs, const mirs__fp_pair *x, mirs__f
   }
 }
 
-/* y = x * inv(sqrt_prf(sum(x^2) * inv(n))) over the last dim (size n). */
-static void fp_rmsnorm(uint64_t key, const mirs__shape *xs, const mirs__fp_pair *x,
-                       mirs__fp_pair *y, bool exp_dep) {
+/* fp_inv(fp_const(n)), remembered for the last few n (a block op's
+ * counts repeat: every call of one op has the same n). */
+static mirs__fp_pair inv_count(cpu_state *c, uint64_t n) {
+  size_t i = (size_t)(n % INV_MEMO);
+  if (c->inv_memo_n[i] != n) {
+    c->inv_memo_n[i] = n;
+    c->inv_memo[i] = fp_inv(fp_const(n));
+  }
+  return c->inv_memo[i];
+}
+
+/* y = x * inv(sqrt_prf(sum(x^2) * inv(n))) over the last dim (size n); the
+ * rows' inverses in one batch (scratch: c->inv, 2 * rows pairs). */
+static mirs_status fp_rmsnorm(mirs_context *ctx, cpu_state *c, uint64_t key,
+                              const mirs__shape *xs, const mirs__fp_pair *x, mirs__fp_pair *y,
+                              bool exp_dep) {
   int64_t last = xs->ndim > 0 ? xs->d[xs->ndim - 1] : 1;
   int64_t rows = mirs__shape_numel(xs) / last;
-  mirs__fp_pair invn = fp_inv(fp_const((uint64_t)last));
+  MIRS_CHECK(ctx, mirs__core_grow(ctx, (void **)&c->inv, &c->invcap, 2 * (size_t)rows + 1,
+                                  sizeof *c->inv));
+  mirs__fp_pair invn = inv_count(c, (uint64_t)last), *r = c->inv, *ir = c->inv + rows;
   for (int64_t row = 0; row < rows; row++) {
     const mirs__fp_pair *px = x + row * last;
     mirs__fp_pair s = fp_const(0);
@@ -1103,10 +1122,13 @@ static void fp_rmsnorm(uint64_t key, const mirs__shape *xs, const mirs__fp_pair 
     s = fp_mul(s, invn);
     if (exp_dep)
       s.b = 0;
-    mirs__fp_pair ir = fp_inv(mirs__fp_prf(key, MIRS_OP_SQRT, s));
-    for (int64_t j = 0; j < last; j++)
-      y[row * last + j] = fp_mul(px[j], ir);
+    r[row] = mirs__fp_prf(key, MIRS_OP_SQRT, s);
   }
+  fp_inv_batch(r, ir, rows);
+  for (int64_t row = 0; row < rows; row++)
+    for (int64_t j = 0; j < last; j++)
+      y[row * last + j] = fp_mul(x[row * last + j], ir[row]);
+  return MIRS_OK;
 }
 
 /* Compute op (a compute kind) on one trial's argument values into o of
@@ -1145,7 +1167,7 @@ static mirs_status fp_compute(mirs_context *ctx, cpu_state *c, mirs_op op, int d
     fp_sum(ins[0], inv[0], dim, o, false);
     break;
   case MIRS__KIND_RMSNORM:
-    fp_rmsnorm(key, ins[0], inv[0], o, in_exp);
+    MIRS_CHECK(ctx, fp_rmsnorm(ctx, c, key, ins[0], inv[0], o, in_exp));
     break;
   default:
     return MIRS_FAIL(ctx, MIRS_INTERNAL, "%s cannot be fingerprinted as a compute op",
@@ -1278,7 +1300,7 @@ static mirs_status cpu_custom_trial(cpu_state *c, mirs__fp_store *s, const mirs_
             const mirs__shape *xs = &bg->t[o->in[0]].shape;
             uint64_t count =
                 (uint64_t)(xs->ndim > 0 ? xs->d[xs->ndim - 1] : 1) * (uint64_t)bg->forloop;
-            mirs__fp_pair ic = fp_inv(fp_const(count));
+            mirs__fp_pair ic = inv_count(c, count);
             bool xexp = s->bt[o->in[0]].exp_dep;
             int64_t n = s->bt[o->out].numel;
             mirs__fp_pair *acc = c->tile + s->bt[o->out].off;
