@@ -145,14 +145,6 @@ static mirs_status note_kop(mirs__search_worker *w) {
   return MIRS_OK;
 }
 
-/* Program outputs no kernel tensor matches yet. */
-static int unmatched(const mirs__search_worker *w) {
-  int n = 0;
-  for (int32_t i = 0; i < w->s->program->nout; i++)
-    n += w->nmatch[i] == 0;
-  return n;
-}
-
 /* Undo note_kop and remove the last kernel op (fingerprints, expressions). */
 static void pop_kop(mirs__search_worker *w, mirs__abs_mark mark) {
   const mirs__kop *k = &w->g->ops[w->g->nops - 1];
@@ -282,39 +274,28 @@ static mirs_status finish_kop(mirs__search_worker *w, mirs__abs_mark mark, bool 
   /* The last op is screened on trial 0 before the other trials are paid. */
   bool custom = k->op == MIRS_OP_CUSTOM;
   bool last = custom ? mirs__search_kernel_final(w) : mirs__search_is_last(w, g->nops, w->nbg);
-  bool screen = w->s->trials > 1 && last;
-  if (screen && custom && k->bg->grid[0] * k->bg->grid[1] * k->bg->grid[2] > 1) {
-    bool pass;
+  bool screen = w->s->trials > 1 && last, pass = true;
+  /* A final custom kernel of several blocks: one block first. */
+  if (screen && custom && k->bg->grid[0] * k->bg->grid[1] * k->bg->grid[2] > 1)
     st = screen_corner(w, &pass);
-    if (st == MIRS_OK && !pass) {
-      mirs__graph_pop_op(g);
-      mirs__abs_release(a, mark);
-      MIRS_INC(&w->stats, fp_screened);
-      return MIRS_OK;
-    }
-    if (st != MIRS_OK) {
-      mirs__graph_pop_op(g);
-      mirs__abs_release(a, mark);
-      return refused(w, st, MIRS__STAT_fp_refused);
+  if (st == MIRS_OK && pass) {
+    st = screen ? mirs__fp_push_op_first(w->fp, g, g->nops - 1)
+                : mirs__fp_push_op(w->fp, g, g->nops - 1);
+    MIRS_INC(&w->stats, fp_ops);
+    if (st == MIRS_OK && screen) {
+      st = screen_last(w, &pass);
+      if (st == MIRS_OK && pass)
+        st = mirs__fp_push_rest(w->fp, g, g->nops - 1);
+      else if (st != MIRS_OK)
+        mirs__fp_truncate(w->fp, g->nt - k->nout);
     }
   }
-  st = screen ? mirs__fp_push_op_first(w->fp, g, g->nops - 1)
-              : mirs__fp_push_op(w->fp, g, g->nops - 1);
-  MIRS_INC(&w->stats, fp_ops);
-  if (st == MIRS_OK && screen) {
-    bool pass;
-    st = screen_last(w, &pass);
-    if (st == MIRS_OK && !pass) {
-      mirs__graph_pop_op(g);
-      mirs__fp_truncate(w->fp, g->nt);
-      mirs__abs_release(a, mark);
-      MIRS_INC(&w->stats, fp_screened);
-      return MIRS_OK;
-    }
-    if (st == MIRS_OK)
-      st = mirs__fp_push_rest(w->fp, g, g->nops - 1);
-    else
-      mirs__fp_truncate(w->fp, g->nt - g->ops[g->nops - 1].nout);
+  if (st == MIRS_OK && !pass) {
+    mirs__graph_pop_op(g);
+    mirs__fp_truncate(w->fp, g->nt);
+    mirs__abs_release(a, mark);
+    MIRS_INC(&w->stats, fp_screened);
+    return MIRS_OK;
   }
   if (st != MIRS_OK) {
     mirs__graph_pop_op(g);
@@ -324,7 +305,7 @@ static mirs_status finish_kop(mirs__search_worker *w, mirs__abs_mark mark, bool 
   MIRS_CHECK(ctx, note_kop(w));
   /* A custom kernel another op must follow completes no candidate: the
    * same graph is the final variant's. */
-  if (custom && !last && unmatched(w) == 0) {
+  if (custom && !last && mirs__search_unmatched(w) == 0) {
     pop_kop(w, mark);
     MIRS_INC(&w->stats, canonical_skips);
     return MIRS_OK;

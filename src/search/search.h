@@ -290,6 +290,8 @@ bool mirs__search_is_last(const mirs__search_worker *w, int32_t nkops, int nbg);
 static inline bool mirs__search_kernel_final(const mirs__search_worker *w) {
   return w->nbg > 0 && ((w->final >> (w->nbg - 1)) & 1u);
 }
+/* Program outputs no kernel tensor of w matches yet. */
+int mirs__search_unmatched(const mirs__search_worker *w);
 /* Whether the kernel-level state just reached by adding kernel op
  * g->nops - 1 (its expressions computed, not yet fingerprinted or
  * recorded) can still complete: the sink bound (merges_left) and the node

@@ -53,9 +53,15 @@ static mirs_status parse_list(mirs_context *ctx, const char *name, const char *t
   return MIRS_OK;
 }
 
-/* Whether v is one of list[0..n). */
-static bool in_list(const int32_t *list, int n, int32_t v);
+/* Whether v is one of l[0..n). */
+static bool in_list(const int32_t *l, int n, int32_t v) {
+  for (int i = 0; i < n; i++)
+    if (l[i] == v)
+      return true;
+  return false;
+}
 
+/* Grid.x sizes from the program's dims (see search.h). */
 void mirs__search_space_dim_grids(mirs__search_space *sp, const mirs_graph *program) {
   int32_t top = 0;
   for (int i = 0; i < sp->ngx; i++)
@@ -549,7 +555,7 @@ bool mirs__search_is_last(const mirs__search_worker *w, int32_t nkops, int nbg) 
 }
 
 /* Program outputs no kernel tensor matches yet. */
-static int unmatched_outputs(const mirs__search_worker *w) {
+int mirs__search_unmatched(const mirs__search_worker *w) {
   int n = 0;
   for (int32_t i = 0; i < w->s->program->nout; i++)
     if (w->nmatch[i] == 0)
@@ -597,13 +603,6 @@ static bool divides_some_dim(const mirs_graph *g, int32_t n) {
 static bool grid_places(const mirs__search_space *sp, const int32_t *grid, const mirs__shape *s) {
   int8_t om[MIRS__GRID];
   return grid_places_from(sp, grid, s, 0, om);
-}
-
-static bool in_list(const int32_t *l, int n, int32_t v) {
-  for (int i = 0; i < n; i++)
-    if (l[i] == v)
-      return true;
-  return false;
 }
 
 /* Whether grid (x, y, z) is in grid_order's order: sizes non-increasing,
@@ -726,20 +725,25 @@ bool mirs__search_kernel_alive(mirs__search_worker *w) {
   return missing <= kops_left - custom_left + custom_left * (int64_t)(sp->max_bops - 2);
 }
 
+/* Most input tiles of a custom kernel opened on graph g. */
+static int custom_inputs(const mirs__search_space *sp, const mirs_graph *g) {
+  return g->nops > 0 ? sp->max_cin_after : sp->max_cin;
+}
+
 /* List the open moves of a custom kernel that is the candidate's last op
  * (last) or is followed by another op (!last). */
 static mirs_status open_moves(mirs__search_worker *w, bool last) {
   const mirs__search_space *sp = &w->s->space;
   const mirs_graph *g = w->g;
   const mirs_graph *p = w->s->program;
-  if (last && sp->final_grid && unmatched_outputs(w) > sp->max_cout)
+  if (last && sp->final_grid && mirs__search_unmatched(w) > sp->max_cout)
     return MIRS_OK; /* one kernel cannot store them all */
   int maxrank = 0;
   for (int32_t t = 0; t < g->nt; t++)
     if (g->t[t].shape.ndim > maxrank)
       maxrank = g->t[t].shape.ndim;
   if (last && sp->bounds &&
-      kernel_sinks(w, NULL, 0, g->nt, true) > (g->nops > 0 ? sp->max_cin_after : sp->max_cin)) {
+      kernel_sinks(w, NULL, 0, g->nt, true) > custom_inputs(sp, g)) {
     MIRS_INC(&w->stats, bound_skips);
     return MIRS_OK; /* it cannot load every kernel tensor left to consume */
   }
@@ -1479,13 +1483,13 @@ static mirs_status gen_block(mirs__search_worker *w) {
   const mirs__bgraph *bg = b.bg;
   mirs_context *ctx = w->ctx;
   b.remaining = (mirs__search_kernel_final(w) ? b.sp->max_bops : b.sp->mid_bops) - bg->nops;
-  b.max_cin = b.g->nops > 0 ? b.sp->max_cin_after : b.sp->max_cin;
+  b.max_cin = custom_inputs(b.sp, b.g);
   b.cout = b.sp->max_cout;
   b.slice_labs = ~UINT64_C(0);
   for (int a = 0; a < MIRS__GRID; a++)
     b.glab[a] = MIRS__LAB_NONE;
   if (mirs__search_kernel_final(w)) {
-    int unmatched = unmatched_outputs(w);
+    int unmatched = mirs__search_unmatched(w);
     if (unmatched < b.cout)
       b.cout = unmatched;
     if (b.sp->index_check && b.sp->tile_check) {

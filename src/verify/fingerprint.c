@@ -738,89 +738,27 @@ static mirs_status same_setup(const mirs__fp_store *a, const mirs__fp_store *b) 
   return MIRS_OK;
 }
 
-/* Tensor ta of ga in a against tb of gb in b: shapes, then every trial
- * (digests first) or, with first_only, trial 0 alone (fn names the caller
- * in messages). */
-static mirs_status compare_across(mirs__fp_store *a, const mirs_graph *ga, int32_t ta,
-                                  mirs__fp_store *b, const mirs_graph *gb, int32_t tb,
-                                  bool *equal, bool first_only, const char *fn) {
-  if (!a || !b)
-    return MIRS_INVALID_ARG;
-  if (!ga || !gb || !equal || ta < 0 || ta >= a->nt || ta >= ga->nt || tb < 0 || tb >= b->nt ||
-      tb >= gb->nt)
-    return MIRS_FAIL(a->ctx, MIRS_INVALID_ARG, "%s: tensors %d and %d are not both fingerprinted",
-                     fn, (int)ta, (int)tb);
-  MIRS_CHECK(a->ctx, same_setup(a, b));
+/* Trial 0 of ta in a against tb in b (both of shape sh) on the region
+ * [0, tile->d[i]) of every dim: runs of contiguous elements (the trailing
+ * dims the tile covers whole, and its part of the dim before them). */
+static mirs_status region_equal(mirs__fp_store *a, int32_t ta, mirs__fp_store *b, int32_t tb,
+                                const mirs__shape *sh, const mirs__shape *tile, bool *equal) {
   *equal = false;
-  if (!mirs__shape_eq(&ga->t[ta].shape, &gb->t[tb].shape))
-    return MIRS_OK;
-  if (!first_only) {
-    int trial;
-    int64_t elem;
-    return equal_at(a, ta, b, tb, equal, &trial, &elem);
-  }
   a->stats.compares++;
   bool qparts = !a->t[ta].exp_dep && !b->t[tb].exp_dep;
-  int64_t n = a->t[ta].numel;
-  mirs__fp_pair ba[CMP_CHUNK], bb[CMP_CHUNK];
-  for (int64_t e = 0; e < n; e += CMP_CHUNK) {
-    int64_t c = n - e < CMP_CHUNK ? n - e : CMP_CHUNK;
-    MIRS_CHECK(a->ctx, mirs__fp_read(a, ta, 0, e, c, ba));
-    MIRS_CHECK(a->ctx, mirs__fp_read(b, tb, 0, e, c, bb));
-    for (int64_t i = 0; i < c; i++)
-      if (ba[i].a != bb[i].a || (qparts && ba[i].b != bb[i].b))
-        return MIRS_OK;
+  int nd = sh->ndim, k = nd - 1;
+  int64_t run = 1;
+  for (; k >= 0; k--) {
+    run *= tile->d[k];
+    if (tile->d[k] != sh->d[k])
+      break;
   }
-  *equal = true;
-  return MIRS_OK;
-}
-
-/* Tensor equality across stores (shape and fingerprints). */
-mirs_status mirs__fp_tensor_equal(mirs__fp_store *a, const mirs_graph *ga, int32_t ta,
-                                  mirs__fp_store *b, const mirs_graph *gb, int32_t tb,
-                                  bool *equal) {
-  return compare_across(a, ga, ta, b, gb, tb, equal, false, __func__);
-}
-
-/* Trial-0 equality across stores (shape and trial-0 fingerprints). */
-mirs_status mirs__fp_trial0_equal(mirs__fp_store *a, const mirs_graph *ga, int32_t ta,
-                                  mirs__fp_store *b, const mirs_graph *gb, int32_t tb,
-                                  bool *equal) {
-  return compare_across(a, ga, ta, b, gb, tb, equal, true, __func__);
-}
-
-/* Trial-0 equality on the corner of tile (see the header). */
-mirs_status mirs__fp_trial0_corner_equal(mirs__fp_store *a, const mirs_graph *ga, int32_t ta,
-                                         mirs__fp_store *b, const mirs_graph *gb, int32_t tb,
-                                         const mirs__shape *tile, bool *equal) {
-  if (!a || !b)
-    return MIRS_INVALID_ARG;
-  if (!ga || !gb || !equal || !tile || ta < 0 || ta >= a->nt || ta >= ga->nt || tb < 0 ||
-      tb >= b->nt || tb >= gb->nt)
-    return MIRS_FAIL(a->ctx, MIRS_INVALID_ARG, "%s: tensors %d and %d are not both fingerprinted",
-                     __func__, (int)ta, (int)tb);
-  MIRS_CHECK(a->ctx, same_setup(a, b));
-  *equal = false;
-  const mirs__shape *sh = &ga->t[ta].shape;
-  if (!mirs__shape_eq(sh, &gb->t[tb].shape))
-    return MIRS_OK;
-  int nd = sh->ndim;
-  if (tile->ndim != nd)
-    return MIRS_FAIL(a->ctx, MIRS_INVALID_ARG, "%s: tile of rank %d for a tensor of rank %d",
-                     __func__, tile->ndim, nd);
-  for (int i = 0; i < nd; i++)
-    if (tile->d[i] < 1 || tile->d[i] > sh->d[i])
-      return MIRS_FAIL(a->ctx, MIRS_INVALID_ARG, "%s: tile dim %d (%lld) outside the tensor",
-                       __func__, i, (long long)tile->d[i]);
-  a->stats.compares++;
-  bool qparts = !a->t[ta].exp_dep && !b->t[tb].exp_dep;
-  /* Rows of the last dim: idx walks the corner's other dims. */
-  int64_t run = nd > 0 ? tile->d[nd - 1] : 1, idx[MIRS_MAX_DIMS] = {0};
+  int64_t idx[MIRS_MAX_DIMS] = {0}; /* over dims [0, k) */
   mirs__fp_pair ba[CMP_CHUNK], bb[CMP_CHUNK];
   for (;;) {
     int64_t off = 0;
     for (int i = 0; i < nd; i++)
-      off = off * sh->d[i] + (i == nd - 1 ? 0 : idx[i]);
+      off = off * sh->d[i] + (i < k ? idx[i] : 0);
     for (int64_t e = 0; e < run; e += CMP_CHUNK) {
       int64_t c = run - e < CMP_CHUNK ? run - e : CMP_CHUNK;
       MIRS_CHECK(a->ctx, mirs__fp_read(a, ta, 0, off + e, c, ba));
@@ -829,7 +767,7 @@ mirs_status mirs__fp_trial0_corner_equal(mirs__fp_store *a, const mirs_graph *ga
         if (ba[i].a != bb[i].a || (qparts && ba[i].b != bb[i].b))
           return MIRS_OK;
     }
-    int i = nd - 2;
+    int i = k - 1;
     while (i >= 0 && ++idx[i] == tile->d[i])
       idx[i--] = 0;
     if (i < 0)
@@ -837,6 +775,66 @@ mirs_status mirs__fp_trial0_corner_equal(mirs__fp_store *a, const mirs_graph *ga
   }
   *equal = true;
   return MIRS_OK;
+}
+
+/* Tensor ta of ga in a against tb of gb in b: shapes, then every trial
+ * (digests first) or, with first_only, trial 0 alone, on the corner tile
+ * when tile is not NULL (fn names the caller in messages). */
+static mirs_status compare_across(mirs__fp_store *a, const mirs_graph *ga, int32_t ta,
+                                  mirs__fp_store *b, const mirs_graph *gb, int32_t tb,
+                                  bool *equal, bool first_only, const mirs__shape *tile,
+                                  const char *fn) {
+  if (!a || !b)
+    return MIRS_INVALID_ARG;
+  if (!ga || !gb || !equal || ta < 0 || ta >= a->nt || ta >= ga->nt || tb < 0 || tb >= b->nt ||
+      tb >= gb->nt)
+    return MIRS_FAIL(a->ctx, MIRS_INVALID_ARG, "%s: tensors %d and %d are not both fingerprinted",
+                     fn, (int)ta, (int)tb);
+  MIRS_CHECK(a->ctx, same_setup(a, b));
+  *equal = false;
+  const mirs__shape *sh = &ga->t[ta].shape;
+  if (!mirs__shape_eq(sh, &gb->t[tb].shape))
+    return MIRS_OK;
+  if (!first_only) {
+    int trial;
+    int64_t elem;
+    return equal_at(a, ta, b, tb, equal, &trial, &elem);
+  }
+  if (!tile)
+    tile = sh;
+  if (tile->ndim != sh->ndim)
+    return MIRS_FAIL(a->ctx, MIRS_INVALID_ARG, "%s: tile of rank %d for a tensor of rank %d", fn,
+                     tile->ndim, sh->ndim);
+  for (int i = 0; i < sh->ndim; i++)
+    if (tile->d[i] < 1 || tile->d[i] > sh->d[i])
+      return MIRS_FAIL(a->ctx, MIRS_INVALID_ARG, "%s: tile dim %d (%lld) outside the tensor", fn, i,
+                       (long long)tile->d[i]);
+  return region_equal(a, ta, b, tb, sh, tile, equal);
+}
+
+/* Tensor equality across stores (shape and fingerprints). */
+mirs_status mirs__fp_tensor_equal(mirs__fp_store *a, const mirs_graph *ga, int32_t ta,
+                                  mirs__fp_store *b, const mirs_graph *gb, int32_t tb,
+                                  bool *equal) {
+  return compare_across(a, ga, ta, b, gb, tb, equal, false, NULL, __func__);
+}
+
+/* Trial-0 equality across stores (shape and trial-0 fingerprints). */
+mirs_status mirs__fp_trial0_equal(mirs__fp_store *a, const mirs_graph *ga, int32_t ta,
+                                  mirs__fp_store *b, const mirs_graph *gb, int32_t tb,
+                                  bool *equal) {
+  return compare_across(a, ga, ta, b, gb, tb, equal, true, NULL, __func__);
+}
+
+/* Trial-0 equality on the corner of tile (see the header). */
+mirs_status mirs__fp_trial0_corner_equal(mirs__fp_store *a, const mirs_graph *ga, int32_t ta,
+                                         mirs__fp_store *b, const mirs_graph *gb, int32_t tb,
+                                         const mirs__shape *tile, bool *equal) {
+  if (!a)
+    return MIRS_INVALID_ARG;
+  if (!tile)
+    return MIRS_FAIL(a->ctx, MIRS_INVALID_ARG, "%s: NULL tile", __func__);
+  return compare_across(a, ga, ta, b, gb, tb, equal, true, tile, __func__);
 }
 
 /* Compare outputs by name and fill the verdict. */
