@@ -20,17 +20,25 @@
  *       cofactor.  Each case is a chain of axiom instances (see
  *       term_yes_contains).
  *  NO   (a) a symbol bit or atom of the candidate is absent from the
- *       target (the bits are invariant under the axioms);
+ *       target (the bits are invariant under the axioms); among them a
+ *       division by a sum or a quotient, which no axiom removes, so junk
+ *       such as X / (X / rms(X)) is refuted against a target without one;
  *       (b) an application f(u) of the candidate, with u box-free, has no
  *       identical application in the target while every f-application of
  *       the target is box-free (arguments of uninterpreted symbols are only
  *       ever rewritten to equal ones, and box-free normal forms are
  *       canonical);
  *       (c) both sides are box-free and some term of the candidate is not
- *       even weakly contained in any term of the target tree: every
- *       subexpression of an expression equal to the target has all its
- *       terms so contained (induction over the axioms and the
- *       constructors), and containment is transitive.
+ *       contained (as term_yes_contains says) in any term of the target
+ *       tree.  Every subexpression of an expression equal to a box-free
+ *       target is box-free (the QDIV bit), and its terms are so contained:
+ *       the containment is transitive, and a child's terms are contained
+ *       in its parent's (x in x·y and x/y, y in x/y by the denominator
+ *       case, x in sum(i, x), x + y, and an argument's terms are a POLY of
+ *       the tree).  Containment is exact for box-free sides: a term whose
+ *       denominator has every factor of a target term's but a smaller
+ *       extent, such as sum(i, E)/E against a softmax's x/sum(i, E), is no
+ *       subexpression (no axiom splits sum(i, E) into a sum and E).
  *  Anything else goes to the cache and then to Z3. */
 #include "config.h"
 
@@ -198,6 +206,9 @@ static mirs_status intern(mirs__abs_arena *a, mirs__abs_node p, const int32_t *k
       p.bits |= MIRS__ABS_BIT_SUM;
     if (p.nd > 0)
       p.bits |= MIRS__ABS_BIT_DIV;
+    for (uint32_t i = p.n; i < nk; i++)
+      if (a->nodes[kids[i]].kind == MIRS__ABS_BOX)
+        p.bits |= MIRS__ABS_BIT_QDIV;
     break;
   case MIRS__ABS_POLY:
     if (p.n >= 2)
@@ -865,15 +876,6 @@ static bool term_yes_contains(const term_view *t, const term_view *s) {
   return t->nd == 0 && t->kd == 1 && ms_sub(t->hn, t->n, s->hd, s->nd) && divides(t->k, s->kd);
 }
 
-/* Necessary condition for t ⊑ s when both normal forms are box-free (the
- * weak containment of the NO rule (c)). */
-static bool term_weak_contains(const term_view *t, const term_view *s) {
-  if (ms_sub(t->hn, t->n, s->hn, s->n) && ms_sub(t->hd, t->nd, s->hd, s->nd) &&
-      divides(t->k, s->k) && divides(t->kd, s->kd))
-    return true;
-  return t->nd == 0 && ms_sub(t->hn, t->n, s->hd, s->nd) && divides(t->k, s->kd);
-}
-
 /* ================================================================ shared state */
 
 /* One term of a sum in some target's normal-form tree. */
@@ -1281,14 +1283,14 @@ static decision decide(const mirs__prune_shared *s, int ti, const mirs__abs_aren
     return DEC_UNDECIDED;
   if (cp->n >= 2 && !sum_match(s, ti, ca, cp, &tv, &sv, false))
     return DEC_NO; /* rule (d) */
-  /* rule (c): every candidate term must be weakly contained somewhere */
+  /* rule (c): every candidate term must be contained in some target term */
   for (uint32_t i = 0; i < cp->n; i++) {
     if (!view_of(ca, ca->kids[cp->off + i], &tv))
       return DEC_UNDECIDED;
     bool found = false;
     for (size_t r = 0; r < s->nterms && !found; r++)
       found = s->terms[r].target == ti &&
-              (!view_of(&s->arena, s->terms[r].term, &sv) || term_weak_contains(&tv, &sv));
+              (!view_of(&s->arena, s->terms[r].term, &sv) || term_yes_contains(&tv, &sv));
     if (!found)
       return DEC_NO;
   }

@@ -76,6 +76,15 @@ typedef enum mirs__abs_fn {
 #define MIRS__ABS_BIT_DIV (1u << 1) /* a denominator */
 #define MIRS__ABS_BIT_SUM (1u << 2) /* an extent > 1 */
 #define MIRS__ABS_BIT_RMS (1u << 3)
+/* A division by a sum or by a quotient: a BOX among a term's denominator
+ * factors (a BOX always holds a sum of >= 2 terms or a quotient).  No
+ * axiom removes or creates one: x/z + y/z = (x+y)/z, x·(y/z) = (x·y)/z
+ * and sum(i, x/y) = sum(i, x)/y keep the divisor z or y; x/(y·z) =
+ * (x/y)/z divides by a sum or quotient on one side exactly when it does
+ * on the other (y·z is one iff y or z is); the rest do not divide.  No
+ * axiom turns a division by a quotient into a product (there is no
+ * x/(y/z) = x·z/y), and none cancels. */
+#define MIRS__ABS_BIT_QDIV (1u << 4)
 #define MIRS__ABS_BIT_FN(f) (1u << (8 + (unsigned)(f)))
 
 typedef struct mirs__abs_node {
