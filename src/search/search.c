@@ -161,6 +161,9 @@ static void pop_kop(mirs__search_worker *w, mirs__abs_mark mark) {
   mirs__abs_release(mirs__prune_worker_arena(w->pw), mark);
 }
 
+/* Entries of the block-op verdict memo (a power of two). */
+#define PMEMO_SIZE ((size_t)1 << 16)
+
 /* Check expression e; *keep false when pruned. */
 static mirs_status prune_check(mirs__search_worker *w, mirs__abs_id e, bool *keep) {
   MIRS_INC(&w->stats, prune_calls);
@@ -176,6 +179,31 @@ static mirs_status prune_check(mirs__search_worker *w, mirs__abs_id e, bool *kee
   MIRS_CHECK(w->ctx, st);
   if (!*keep)
     MIRS_INC(&w->stats, prune_pruned);
+  return MIRS_OK;
+}
+
+mirs_status mirs__search_bop_keep(mirs__search_worker *w, mirs_op op, int dim, int nin,
+                                  const mirs__abs_id *in, const mirs__shape *s0, bool *keep) {
+  mirs__abs_arena *a = mirs__prune_worker_arena(w->pw);
+  int64_t ext = mirs__abs_bop_extent(op, dim, s0, w->bgs[w->nbg - 1]->forloop);
+  uint64_t k = mirs__hash_mix(mirs__hash_mix((uint64_t)op + 1, (uint64_t)ext), (uint64_t)nin);
+  for (int i = 0; i < nin; i++)
+    k = mirs__hash_mix(k, mirs__abs_hash(a, in[i]));
+  k |= 2; /* (never 0; bit 0 holds the verdict) */
+  uint64_t *slot = &w->pmemo[(k >> 2) & (PMEMO_SIZE - 1)];
+  if ((*slot | 1) == (k | 1)) {
+    *keep = *slot & 1;
+    MIRS_INC(&w->stats, prune_memo);
+    return MIRS_OK;
+  }
+  mirs__abs_mark mark = mirs__abs_mark_get(a);
+  mirs__abs_id e;
+  mirs_status st = mirs__abs_apply(a, op, in, ext, &e);
+  if (st == MIRS_OK)
+    st = prune_check(w, e, keep);
+  mirs__abs_release(a, mark);
+  MIRS_CHECK(w->ctx, st);
+  *slot = (k & ~UINT64_C(1)) | (*keep ? 1 : 0);
   return MIRS_OK;
 }
 
@@ -381,9 +409,9 @@ static mirs_status apply_move(mirs__search_worker *w, const mirs__search_move *m
       (void)mirs__search_tile_rule(bg, m->op, m->dim, m->nin, info, sh, &w->bt[out]);
       (void)mirs__search_bop_labels(&w->s->space, m->op, m->dim, m->nin, sh[0].ndim, info,
                                     &w->bt[out]);
+      /* (gen_block listed the move only if pruning keeps its op.) */
       st = mirs__abs_bop(a, bg, bg->nops - 1, w->kexpr, w->bexpr);
-      if (st == MIRS_OK)
-        st = prune_check(w, w->bexpr[out], &keep);
+      keep = true;
     }
     if (st != MIRS_OK || !keep) {
       for (int k = 0; k < added; k++)
@@ -523,6 +551,11 @@ mirs_status mirs__search_worker_new(mirs_search *s, mirs__search_worker **out) {
     st = mirs__fp_extend(w->fp, w->g);
   if (st == MIRS_OK)
     st = mirs__prune_worker_new(s->prune, &w->pw);
+  if (st == MIRS_OK) {
+    w->pmemo = mirs__core_calloc(ctx, PMEMO_SIZE, sizeof *w->pmemo);
+    if (!w->pmemo)
+      st = MIRS_NOMEM;
+  }
   if (st == MIRS_OK)
     st = mirs__abs_graph(mirs__prune_worker_arena(w->pw), w->g, w->kexpr);
   if (st == MIRS_OK)
@@ -547,6 +580,7 @@ void mirs__search_worker_free(mirs__search_worker *w) {
   mirs__graph_free(w->g);
   mirs__fp_store_free(w->fp);
   mirs__prune_worker_free(w->pw);
+  mirs__core_free(ctx, w->pmemo);
   mirs__core_free(ctx, w->bgs);
   mirs__core_free(ctx, w->kuses);
   mirs__core_free(ctx, w->kmatch);

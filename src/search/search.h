@@ -223,6 +223,11 @@ struct mirs__search_worker {
   mirs__prune_worker *pw;
   mirs__abs_id *kexpr, *bexpr;
   size_t capkexpr, capbexpr;
+  /* Pruning verdicts of block ops, by (op, extent, operand expression
+   * hashes): a direct-mapped table of key | keep bit (0 = empty; a newer
+   * key replaces an older one).  A verdict is a function of its key, so
+   * what the table holds changes the speed, never the moves listed. */
+  uint64_t *pmemo;
   mirs__stats stats;
 };
 
@@ -299,6 +304,12 @@ int mirs__search_unmatched(const mirs__search_worker *w);
  * symbol of a kind its operator makes and a later custom kernel at most
  * max_block_ops - 2.  Option prune. */
 bool mirs__search_kernel_alive(mirs__search_worker *w);
+/* Whether pruning keeps block op `op` (reduced dim `dim`) on operands
+ * whose expressions are in[0..nin), the first of shape s0, in the open
+ * block graph; decided before the move is listed, so a pruned op is never
+ * a move.  MIRS_NOMEM and the like as pruning reports them. */
+mirs_status mirs__search_bop_keep(mirs__search_worker *w, mirs_op op, int dim, int nin,
+                                  const mirs__abs_id *in, const mirs__shape *s0, bool *keep);
 /* Budget class of a block op on operands in[] of bg (a div by an
  * accum_rms result has none: it finishes that rms_norm). */
 int mirs__search_bop_class(const mirs__bgraph *bg, mirs_op op, int nin, const int32_t *in);

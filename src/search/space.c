@@ -1188,10 +1188,16 @@ static mirs_status try_bop(bstate *b, mirs_op op, int nin, const operand *x, int
   if (!within_budget(w, op) &&
       !(nin == 2 && x[1] >= 0 && mirs__search_bop_class(bg, op, nin, x) < 0))
     return MIRS_OK;
+  /* (The move's other fields are cleared only when it is listed: most
+   * candidates stop at a filter, and clearing the whole move is a
+   * measurable share of the search.) */
   mirs__search_move m;
-  move_init(&m, MIRS__MOVE_BOP);
+  m.kind = MIRS__MOVE_BOP;
   m.op = (uint8_t)op;
   m.nin = (uint8_t)nin;
+  m.nload = 0;
+  m.dim = -1;
+  m.in[0] = m.in[1] = -1;
   bool post[2] = {false, false};
   int consumed_sinks = 0, consumed_lsinks = 0;
   for (int i = 0; i < nin; i++) {
@@ -1323,7 +1329,25 @@ static mirs_status try_bop(bstate *b, mirs_op op, int nin, const operand *x, int
     MIRS_INC(&w->stats, index_skips);
     return MIRS_OK;
   }
-  return push_move(w, &m);
+  /* Pruning by abstract expressions, before the move is listed. */
+  mirs__abs_id e[2];
+  for (int i = 0; i < nin; i++)
+    e[i] = x[i] >= 0 ? w->bexpr[x[i]] : w->kexpr[w->loads[~x[i]].src];
+  bool keep;
+  MIRS_CHECK(w->ctx, mirs__search_bop_keep(w, op, m.dim, nin, e, &sh[0], &keep));
+  if (!keep)
+    return MIRS_OK;
+  mirs__search_move full;
+  move_init(&full, MIRS__MOVE_BOP);
+  full.op = m.op;
+  full.nin = m.nin;
+  full.nload = m.nload;
+  full.dim = m.dim;
+  full.in[0] = m.in[0];
+  full.in[1] = m.in[1];
+  for (int k = 0; k < m.nload; k++)
+    full.load[k] = m.load[k];
+  return push_move(w, &full);
 }
 
 /* List the closing moves: outputs with omaps and fused-flag choices. */

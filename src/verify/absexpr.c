@@ -542,6 +542,24 @@ static int64_t last_dim(const mirs__shape *s) {
   return s->ndim > 0 ? s->d[s->ndim - 1] : 1;
 }
 
+int64_t mirs__abs_bop_extent(mirs_op op, int dim, const mirs__shape *s0, int32_t forloop) {
+  switch (op) {
+  case MIRS_OP_MATMUL:
+  case MIRS_OP_RMS_NORM:
+    return last_dim(s0);
+  case MIRS_OP_SUM:
+    return s0->d[dim];
+  case MIRS_OP_ACCUM:
+    return forloop;
+  case MIRS_OP_ACCUM_SUM:
+    return (int64_t)forloop * s0->d[dim];
+  case MIRS_OP_ACCUM_RMS:
+    return (int64_t)forloop * last_dim(s0);
+  default:
+    return 1;
+  }
+}
+
 /* The result of block op `op` from the entries of its inputs. */
 static mirs_status bop_eval(mirs__abs_arena *a, const mirs__bgraph *bg, int32_t op,
                             const mirs__abs_id *kexpr, const mirs__abs_id *bexpr,
@@ -555,27 +573,7 @@ static mirs_status bop_eval(mirs__abs_arena *a, const mirs__bgraph *bg, int32_t 
   for (int i = 0; i < o->nin && i < 2; i++)
     in[i] = bexpr[o->in[i]];
   const mirs__shape *s0 = o->nin > 0 ? &bg->t[o->in[0]].shape : NULL;
-  int64_t ext = 1;
-  switch (o->op) {
-  case MIRS_OP_MATMUL:
-  case MIRS_OP_RMS_NORM:
-    ext = last_dim(s0);
-    break;
-  case MIRS_OP_SUM:
-    ext = s0->d[o->dim];
-    break;
-  case MIRS_OP_ACCUM:
-    ext = bg->forloop;
-    break;
-  case MIRS_OP_ACCUM_SUM:
-    ext = (int64_t)bg->forloop * s0->d[o->dim];
-    break;
-  case MIRS_OP_ACCUM_RMS:
-    ext = (int64_t)bg->forloop * last_dim(s0);
-    break;
-  default:
-    break;
-  }
+  int64_t ext = mirs__abs_bop_extent(o->op, o->dim, s0, bg->forloop);
   return mirs__abs_apply(a, o->op, in, ext, out);
 }
 

@@ -172,6 +172,11 @@ mirs_status mirs__abs_rms(mirs__abs_arena *a, int64_t n, mirs__abs_id x, mirs__a
 mirs_status mirs__abs_apply(mirs__abs_arena *a, mirs_op op, const mirs__abs_id *in, int64_t extent,
                             mirs__abs_id *out);
 
+/* The extent mirs__abs_apply takes for block op `op` on a first operand of
+ * shape s0 (NULL when it has none) reducing dim `dim`, in a block graph
+ * whose forloop range is forloop. */
+int64_t mirs__abs_bop_extent(mirs_op op, int dim, const mirs__shape *s0, int32_t forloop);
+
 /* Expressions of graph tensors.  kexpr has one entry per kernel tensor of
  * g, bexpr one per block tensor of bg.  mirs__abs_graph fills every
  * kernel tensor (inputs are atoms named after them); mirs__abs_kop fills
