@@ -182,6 +182,23 @@ static mirs_status prune_check(mirs__search_worker *w, mirs__abs_id e, bool *kee
   return MIRS_OK;
 }
 
+
+/* A builder or fingerprint refusal (not an error of the search). */
+static bool refusal(mirs_status st) {
+  return st == MIRS_SHAPE || st == MIRS_INVALID_ARG || st == MIRS_UNSUPPORTED || st == MIRS_LIMIT;
+}
+
+/* Status st of a failed step of a move: an error of the search is
+ * returned; a refusal is counted under stat and becomes MIRS_OK (the move
+ * is just not applied). */
+static mirs_status refused(mirs__search_worker *w, mirs_status st, int stat) {
+  if (!refusal(st))
+    return st;
+  mirs_clear_error(w->ctx);
+  w->stats.v[stat]++;
+  return MIRS_OK;
+}
+
 mirs_status mirs__search_bop_keep(mirs__search_worker *w, mirs_op op, int dim, int nin,
                                   const mirs__abs_id *in, const mirs__shape *s0, bool *keep) {
   mirs__abs_arena *a = mirs__prune_worker_arena(w->pw);
@@ -199,27 +216,15 @@ mirs_status mirs__search_bop_keep(mirs__search_worker *w, mirs_op op, int dim, i
   mirs__abs_mark mark = mirs__abs_mark_get(a);
   mirs__abs_id e;
   mirs_status st = mirs__abs_apply(a, op, in, ext, &e);
-  if (st == MIRS_OK)
+  if (st == MIRS_OK) {
     st = prune_check(w, e, keep);
+  } else {
+    *keep = false; /* (an extent past 64 bits: no program has one) */
+    st = refused(w, st, MIRS__STAT_moves_failed);
+  }
   mirs__abs_release(a, mark);
   MIRS_CHECK(w->ctx, st);
   *slot = (k & ~UINT64_C(1)) | (*keep ? 1 : 0);
-  return MIRS_OK;
-}
-
-/* A builder or fingerprint refusal (not an error of the search). */
-static bool refusal(mirs_status st) {
-  return st == MIRS_SHAPE || st == MIRS_INVALID_ARG || st == MIRS_UNSUPPORTED || st == MIRS_LIMIT;
-}
-
-/* Status st of a failed step of a move: an error of the search is
- * returned; a refusal is counted under stat and becomes MIRS_OK (the move
- * is just not applied). */
-static mirs_status refused(mirs__search_worker *w, mirs_status st, int stat) {
-  if (!refusal(st))
-    return st;
-  mirs_clear_error(w->ctx);
-  w->stats.v[stat]++;
   return MIRS_OK;
 }
 
