@@ -79,11 +79,12 @@ static int hashes(const mirs_search *s, uint64_t *out, int cap) {
   return n;
 }
 
-/* Options of a small space for the tiny programs. */
+/* Options of a small space for the tiny programs (with the operator
+ * budget, so that the searches with pruning off stay small). */
 static const char *const SMALL_SPACE[] = {"grid_x", "1,2", "grid_y", "1", "grid_z", "1",
                                           "forloop_ranges", "1,2", "max_block_ops", "8",
                                           "kernel_ops", "matmul,exp,add,rms_norm",
-                                          "max_kernel_ops", "3", NULL};
+                                          "max_kernel_ops", "3", "op_budget", "0", NULL};
 
 /* ---------------------------------------------------------------- options */
 
@@ -185,6 +186,16 @@ START_TEST(test_replay) {
       ck_assert_int_eq(mirs__search_replay(b, path, len), MIRS_OK);
       ck_assert_uint_eq(mirs__search_state_hash(a), mirs__search_state_hash(b));
       ck_assert_int_eq(a->frames[a->depth - 1].nmoves, b->frames[b->depth - 1].nmoves);
+      if (checked % 16 == 0) {
+        /* So does a new worker, whose memo of pruning verdicts is empty:
+         * the moves listed never depend on what a worker has seen. */
+        mirs__search_worker *c;
+        ck_assert_int_eq(mirs__search_worker_new(s, &c), MIRS_OK);
+        ck_assert_int_eq(mirs__search_replay(c, path, len), MIRS_OK);
+        ck_assert_uint_eq(mirs__search_state_hash(a), mirs__search_state_hash(c));
+        ck_assert_int_eq(a->frames[a->depth - 1].nmoves, c->frames[c->depth - 1].nmoves);
+        mirs__search_worker_free(c);
+      }
       checked++;
     }
   }
