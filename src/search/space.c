@@ -797,12 +797,22 @@ static mirs_status open_moves(mirs__search_worker *w, bool last) {
   return MIRS_OK;
 }
 
-/* Moves of a kernel-level state: predefined ops, then opening a kernel. */
+/* Moves of a kernel-level state: opening a final custom kernel, then
+ * predefined ops, then opening a kernel another op follows.  (The order
+ * changes no result; a final kernel first finds the fused candidates,
+ * usually the cheapest, before the long subtrees of library kernels.) */
 static mirs_status gen_kernel(mirs__search_worker *w) {
   const mirs__search_space *sp = &w->s->space;
   const mirs_graph *g = w->g;
   if (g->nops >= sp->max_kops || mirs__search_kernel_final(w))
     return MIRS_OK; /* (nothing follows a final custom kernel) */
+  /* A custom kernel opened now is the candidate's last op (final: it must
+   * produce every program output not matched yet) or is followed by
+   * another op; where it need not be last, both variants are listed. */
+  bool custom = w->nbg < sp->max_custom;
+  bool forced = custom && mirs__search_is_last(w, g->nops + 1, w->nbg + 1);
+  if (custom)
+    MIRS_CHECK(w->ctx, open_moves(w, true));
   for (int op = 0; op < MIRS_OP_COUNT; op++) {
     if (!sp->kop[op])
       continue;
@@ -823,14 +833,7 @@ static mirs_status gen_kernel(mirs__search_worker *w) {
       }
     }
   }
-  if (w->nbg >= sp->max_custom)
-    return MIRS_OK;
-  /* A custom kernel opened now is the candidate's last op (final: it must
-   * produce every program output not matched yet) or is followed by
-   * another op; where it need not be last, both variants are listed. */
-  bool forced = mirs__search_is_last(w, g->nops + 1, w->nbg + 1);
-  MIRS_CHECK(w->ctx, open_moves(w, true));
-  if (!forced)
+  if (custom && !forced)
     MIRS_CHECK(w->ctx, open_moves(w, false));
   return MIRS_OK;
 }
