@@ -182,7 +182,6 @@ static mirs_status prune_check(mirs__search_worker *w, mirs__abs_id e, bool *kee
   return MIRS_OK;
 }
 
-
 /* A builder or fingerprint refusal (not an error of the search). */
 static bool refusal(mirs_status st) {
   return st == MIRS_SHAPE || st == MIRS_INVALID_ARG || st == MIRS_UNSUPPORTED || st == MIRS_LIMIT;
@@ -199,6 +198,8 @@ static mirs_status refused(mirs__search_worker *w, mirs_status st, int stat) {
   return MIRS_OK;
 }
 
+/* (Keys set bit 1 so that a stored key is never 0, the empty slot; bit 0
+ * of a slot is the verdict, 1 = keep.) */
 mirs_status mirs__search_bop_keep(mirs__search_worker *w, mirs_op op, int dim, int nin,
                                   const mirs__abs_id *in, const mirs__shape *s0, bool *keep) {
   mirs__abs_arena *a = mirs__prune_worker_arena(w->pw);
@@ -206,7 +207,7 @@ mirs_status mirs__search_bop_keep(mirs__search_worker *w, mirs_op op, int dim, i
   uint64_t k = mirs__hash_mix(mirs__hash_mix((uint64_t)op + 1, (uint64_t)ext), (uint64_t)nin);
   for (int i = 0; i < nin; i++)
     k = mirs__hash_mix(k, mirs__abs_hash(a, in[i]));
-  k |= 2; /* (never 0; bit 0 holds the verdict) */
+  k |= 2;
   uint64_t *slot = &w->pmemo[(k >> 2) & (PMEMO_SIZE - 1)];
   if ((*slot | 1) == (k | 1)) {
     *keep = *slot & 1;
