@@ -404,7 +404,6 @@ static mirs_status apply_move(mirs__search_worker *w, const mirs__search_move *m
       if (st == MIRS_OK)
         added++;
     }
-    bool keep = false;
     if (st == MIRS_OK) {
       mirs__search_btinfo info[2];
       mirs__shape sh[2];
@@ -417,13 +416,12 @@ static mirs_status apply_move(mirs__search_worker *w, const mirs__search_move *m
                                     &w->bt[out]);
       /* (gen_block listed the move only if pruning keeps its op.) */
       st = mirs__abs_bop(a, bg, bg->nops - 1, w->kexpr, w->bexpr);
-      keep = true;
     }
-    if (st != MIRS_OK || !keep) {
+    if (st != MIRS_OK) {
       for (int k = 0; k < added; k++)
         mirs__bg_pop_op(ctx, bg);
       mirs__abs_release(a, *mark);
-      return st != MIRS_OK ? refused(w, st, MIRS__STAT_moves_failed) : MIRS_OK;
+      return refused(w, st, MIRS__STAT_moves_failed);
     }
     for (int i = 0; i < m->nin; i++)
       w->bt[m->in[i]].uses++;
