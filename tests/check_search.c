@@ -437,9 +437,10 @@ END_TEST
 
 /* ---------------------------------------------------------------- rediscovery */
 
-/* Whether the µGraph in file rel (examples/) is among the results of
- * program file prog searched under kv; also checks every result in
- * float64 against the program and returns the result count. */
+/* Asserts that the µGraph in file ugraph (examples/) is among the results
+ * of program file prog searched under kv, as one kernel with a finite
+ * cost; returns the result count.  (tests/check_examples.c evaluates
+ * every result of every small example in float64.) */
 static int find_example(const char *prog, const char *ugraph, const char *const *kv) {
   mirs_context *ctx = tu_ctx(NULL);
   set_opts(ctx, kv);
