@@ -14,6 +14,7 @@
 #include "graph/graph.h"
 #include "testutil.h"
 #include "verify/absexpr.h"
+#include "verify/z3check.h"
 
 /* ---------------------------------------------------------------- helpers */
 
@@ -305,9 +306,12 @@ START_TEST(test_quotient_divisors) {
   ck_assert_uint_eq(mirs__prune_worker_counters(w)->solver_calls, 0);
   mirs__prune_worker_free(w);
   mirs__prune_shared_free(sh);
-  /* a target that divides by a sum: the question stays open (kept unasked) */
+  /* a target that divides by a sum: the QDIV bit leaves the question
+   * open, and the unit weight model K = 2, w_C = 1 closes it (X/(A/C)
+   * weighs 4, X/(A·C + A·D) 2), with the solver off */
   setup(ctx, BOXED, &cfg, &sh, &w);
-  KEEP(w, "(div X (div A C))");
+  PRUNE(w, "(div X (div A C))");
+  ck_assert_uint_eq(mirs__prune_worker_counters(w)->weight_refuted, 1);
   KEEP(w, "(div X (add (mul A C) (mul A D)))");
   teardown(ctx, sh, w);
 }
@@ -443,13 +447,17 @@ START_TEST(test_cache_and_solver) {
   ck_assert_uint_eq(c->solver_calls, 1); /* a cache hit, no solver call */
   ck_assert_uint_eq(c->cache_hits, 1);
   KEEP(w, "(div X (add C D))");
+  ck_assert_uint_eq(c->solver_sat, 0);
   /* Syntactic refutations still work around boxes. */
   PRUNE(w, "(exp X)");
   PRUNE(w, "(sum 4 X)");
-  /* Whatever Z3 says about a false query (unknown keeps, sat prunes), the
-   * answer is cached; ask twice. */
-  bool k1 = keeps(w, "(div C X)"), k2 = keeps(w, "(div C X)");
-  ck_assert_int_eq(k1, k2);
+  /* C·D takes its factors from two different terms of the divisor: Z3
+   * finds the countermodel w_C = w_D = 1 (weight 2 against 1); no unit
+   * weight refutes it.  The refutation is cached; ask twice. */
+  PRUNE(w, "(mul C D)");
+  PRUNE(w, "(mul C D)");
+  ck_assert_uint_eq(c->solver_sat, 1);
+  ck_assert_uint_eq(c->weight_refuted, 0);
   ck_assert_uint_eq(c->solver_contexts, 1); /* one context for all queries */
   ck_assert_uint_eq(c->solver_calls, 3);
   show("boxed", w);
@@ -465,19 +473,19 @@ START_TEST(test_unknown_keeps) {
   setup(ctx, BOXED, NULL, &sh, &w);
   mirs__prune_worker_set_limits(w, 1, 1);
   const mirs__prune_counters *c = mirs__prune_worker_counters(w);
-  KEEP(w, "(div C X)");
+  KEEP(w, "(mul C D)"); /* refuted with the solver's full limits */
   KEEP(w, "(div X A)");
   KEEP(w, "(div A (add C D))");
   ck_assert_uint_eq(c->solver_calls, 3);
   ck_assert_uint_eq(c->solver_unknown, 3);
   ck_assert_uint_eq(c->pruned, 0);
-  KEEP(w, "(div C X)"); /* cached as unknown: kept, not asked again */
+  KEEP(w, "(mul C D)"); /* cached as unknown: kept, not asked again */
   ck_assert_uint_eq(c->solver_calls, 3);
   ck_assert_uint_eq(
       mirs__prune_cache_get(
           sh, mirs__prune_pair_key(
                   mirs__abs_hash(mirs__prune_worker_arena(w),
-                                 E(mirs__prune_worker_arena(w), "(div C X)")),
+                                 E(mirs__prune_worker_arena(w), "(mul C D)")),
                   mirs__abs_hash(mirs__prune_target_arena(sh), mirs__prune_target(sh, 0)))),
       MIRS__PRUNE_UNKNOWN);
   show("unknown", w);
@@ -500,18 +508,126 @@ START_TEST(test_disabled) {
 }
 END_TEST
 
-/* Without the solver, undecided pairs are kept unasked. */
+/* Without the solver, undecided pairs that no unit weight refutes are
+ * kept unasked. */
 START_TEST(test_no_solver) {
   mirs_context *ctx = tu_ctx(NULL);
   mirs__prune_config cfg = config(true, false);
   mirs__prune_shared *sh;
   mirs__prune_worker *w;
   setup(ctx, BOXED, &cfg, &sh, &w);
-  KEEP(w, "(div C X)");
+  KEEP(w, "(mul C D)");
+  PRUNE(w, "(div C X)"); /* a unit weight refutes it, solver or not */
   PRUNE(w, "(exp X)");
   ck_assert_uint_eq(mirs__prune_worker_counters(w)->solver_calls, 0);
   ck_assert_uint_eq(mirs__prune_worker_counters(w)->solver_contexts, 0);
   teardown(ctx, sh, w);
+}
+END_TEST
+
+/* ---------------------------------------------------------------- weight models */
+
+/* Unit weight models refute what the boxed normal form cannot see into:
+ * an atom squared (K = 1: weight 2 against 1) and a divisor moved into a
+ * numerator (K = 2, w_X = 1: C / X weighs 2, X / (A·C + A·D) 1). */
+START_TEST(test_weights) {
+  mirs_context *ctx = tu_ctx(NULL);
+  mirs__prune_shared *sh;
+  mirs__prune_worker *w;
+  setup(ctx, BOXED, NULL, &sh, &w);
+  const mirs__prune_counters *c = mirs__prune_worker_counters(w);
+  PRUNE(w, "(mul X X)");
+  PRUNE(w, "(mul C C)");
+  PRUNE(w, "(div C X)");
+  PRUNE(w, "(div D (mul A X))");
+  ck_assert_uint_eq(c->weight_refuted, 4);
+  ck_assert_uint_eq(c->solver_calls, 0);
+  /* True subexpressions are never refuted. */
+  KEEP(w, "(div X A)");
+  KEEP(w, "(div X (add C D))");
+  KEEP(w, "(add C D)");
+  KEEP(w, "(mul A (add C D))");
+  KEEP(w, "(div (div X A) (add C D))");
+  ck_assert_uint_eq(c->solver_sat, 0);
+  show("weights", w);
+  teardown(ctx, sh, w);
+}
+END_TEST
+
+/* A random expression over atoms X, A, C, D of depth <= d, written into
+ * buf; the text of each subterm goes to subs (count *ns). */
+static void random_expr(uint64_t *rng, int d, char *buf, size_t cap, char subs[][512], int *ns) {
+  static const char *const atoms[] = {"X", "A", "C", "D"};
+  *rng = *rng * UINT64_C(6364136223846793005) + UINT64_C(1442695040888963407);
+  unsigned r = (unsigned)(*rng >> 33);
+  if (d == 0 || r % 5 == 0) {
+    snprintf(buf, cap, "%s", atoms[r / 5 % 4]);
+  } else {
+    char a[512], b[512];
+    random_expr(rng, d - 1, a, sizeof a, subs, ns);
+    static const char *const bin[] = {"add", "mul", "div", "sub"};
+    static const char *const un[] = {"exp", "sqrt", "neg"};
+    switch (r / 5 % 6) {
+    case 0:
+    case 1:
+    case 2:
+      random_expr(rng, d - 1, b, sizeof b, subs, ns);
+      snprintf(buf, cap, "(%s %s %s)", bin[r / 30 % 4], a, b);
+      break;
+    case 3:
+      snprintf(buf, cap, "(%s %s)", un[r / 30 % 3], a);
+      break;
+    case 4:
+      snprintf(buf, cap, "(sum %u %s)", 1u << (r / 30 % 4), a);
+      break;
+    default:
+      snprintf(buf, cap, "(rms %u %s)", 2u << (r / 30 % 2), a);
+      break;
+    }
+  }
+  if (*ns < 64 && strlen(buf) < 512)
+    snprintf(subs[(*ns)++], 512, "%s", buf);
+}
+
+/* Soundness of both refuters: no subterm of a random expression is ever
+ * refuted against it, by a unit weight or by Z3's countermodel search
+ * (each subterm is a subexpression by the axiom argument ⊑ application). */
+START_TEST(test_refuters_sound) {
+  mirs_context *ctx = tu_ctx(NULL);
+  mirs__abs_arena a;
+  ck_assert_int_eq(mirs__abs_arena_init(&a, ctx), MIRS_OK);
+  mirs__z3_solver *z;
+  ck_assert_int_eq(mirs__z3_new(ctx, 0, 0, &z), MIRS_OK);
+  uint64_t rng = 20261124;
+  int checked = 0, refuted_other = 0;
+  for (int round = 0; round < 150; round++) {
+    static char subs[64][512];
+    char text[4096];
+    int ns = 0;
+    random_expr(&rng, 4, text, sizeof text, subs, &ns);
+    mirs__abs_id t = E(&a, text);
+    for (int k = 0; k < ns; k++) {
+      mirs__abs_id e = E(&a, subs[k]);
+      ck_assert_msg(!mirs__abs_weights_refute(&a, e, &a, t), "weights refute %s in %s", subs[k],
+                    text);
+      mirs__z3_answer ans;
+      ck_assert_int_eq(mirs__z3_refute(z, &a, e, &a, t, &ans), MIRS_OK);
+      ck_assert_msg(ans != MIRS__Z3_SAT, "z3 refutes %s in %s", subs[k], text);
+      checked++;
+      /* The other way round a strict subterm is refuted now and then
+       * (the refuters are not vacuous). */
+      if (mirs__abs_hash(&a, e) != mirs__abs_hash(&a, t)) {
+        ck_assert_int_eq(mirs__z3_refute(z, &a, t, &a, e, &ans), MIRS_OK);
+        refuted_other += ans == MIRS__Z3_SAT;
+      }
+    }
+  }
+  ck_assert_int_gt(checked, 300);
+  ck_assert_int_gt(refuted_other, 100);
+  mirs__z3_free(z);
+  mirs__abs_arena_free(&a);
+  ck_assert_uint_eq(mirs_memory_current(ctx), 0);
+  mirs_context_destroy(ctx);
 }
 END_TEST
 
@@ -641,6 +757,8 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_unknown_keeps);
   tcase_add_test(tc, test_disabled);
   tcase_add_test(tc, test_no_solver);
+  tcase_add_test(tc, test_weights);
+  tcase_add_test(tc, test_refuters_sound);
   tcase_add_test(tc, test_threads);
   tcase_add_test(tc, test_errors);
   suite_add_tcase(s, tc);

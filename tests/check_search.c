@@ -39,6 +39,19 @@ static const char *const TINY_SOFTMAX = "program tiny_softmax\n"
                                         "O = matmul(D, V)\n"
                                         "output O\n";
 
+/* A division by a sum, which the normal form boxes: only the weight
+ * models and Z3 refute what lies under the box. */
+static const char *const TINY_BOXED = "program tiny_boxed\n"
+                                      "input X : f16[4, 8]\n"
+                                      "input A : f16[4, 8]\n"
+                                      "input C : f16[4, 8]\n"
+                                      "input D : f16[4, 8]\n"
+                                      "AC = mul(A, C)\n"
+                                      "AD = mul(A, D)\n"
+                                      "T = add(AC, AD)\n"
+                                      "O = div(X, T)\n"
+                                      "output O\n";
+
 /* Parse text into a program on ctx. */
 static mirs_graph *parse(mirs_context *ctx, const char *text) {
   mirs_graph *g = NULL;
@@ -277,6 +290,28 @@ START_TEST(test_prune_same_results) {
    * custom kernel must (a matmul kernel op first leaves it non-last). */
   static const char *const mk[] = {"kernel_ops", "matmul,mul,div", NULL};
   compare_sets(TINY_RMS, mk, "prune", "true", "false", false);
+}
+END_TEST
+
+START_TEST(test_solver_same_results) {
+  /* Z3's countermodels and the unit weight models prune under the box
+   * and lose no result: the sets with the solver on, with it off (unit
+   * weights only) and with pruning off are equal. */
+  static const char *const kv[] = {"kernel_ops", "mul,add,div", NULL};
+  compare_sets(TINY_BOXED, kv, "prune_solver", "true", "false", false);
+  compare_sets(TINY_BOXED, kv, "prune", "true", "false", false);
+  mirs_context *ctx = tu_ctx(NULL);
+  set_opts(ctx, SMALL_SPACE);
+  mirs_search *s = run(ctx, TINY_BOXED, kv);
+  ck_assert_uint_gt(mirs_stat_value(ctx, MIRS__STAT_prune_weights), 0);
+  ck_assert_uint_gt(mirs_stat_value(ctx, MIRS__STAT_solver_refuted), 0);
+  ck_assert_uint_eq(mirs_stat_value(ctx, MIRS__STAT_solver_unknown), 0);
+  mirs_search_stats st;
+  ck_assert_int_eq(mirs_search_get_stats(s, &st), MIRS_OK);
+  ck_assert_uint_gt(st.solver_calls, 0);
+  ck_assert_uint_gt(st.prune_cache_hits, 0);
+  mirs_search_destroy(s);
+  mirs_context_destroy(ctx);
 }
 END_TEST
 
@@ -642,6 +677,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_replay);
   tcase_add_test(tc, test_canonical_same_results);
   tcase_add_test(tc, test_prune_same_results);
+  tcase_add_test(tc, test_solver_same_results);
   tcase_add_test(tc, test_grid_order_results);
   tcase_add_test(tc, test_float_check_counted);
   tcase_add_test(tc, test_index_same_results);

@@ -865,9 +865,10 @@ static void add_stats(mirs_search *s, const mirs__stats *st) {
 static void collect_stats(mirs_search *s, mirs__search_worker *w) {
   const mirs__prune_counters *c = mirs__prune_worker_counters(w->pw);
   MIRS_ADD(&w->stats, prune_cache_hits, c->cache_hits);
+  MIRS_ADD(&w->stats, prune_weights, c->weight_refuted);
   MIRS_ADD(&w->stats, solver_calls, c->solver_calls);
-  MIRS_ADD(&w->stats, solver_proved, c->solver_unsat);
   MIRS_ADD(&w->stats, solver_refuted, c->solver_sat);
+  MIRS_ADD(&w->stats, solver_no_model, c->solver_unsat);
   MIRS_ADD(&w->stats, solver_unknown, c->solver_unknown);
   s->solver_seconds += c->solver_seconds;
   add_stats(s, &w->stats);

@@ -1295,7 +1295,133 @@ static decision decide(const mirs__prune_shared *s, int ti, const mirs__abs_aren
   return DEC_UNDECIDED;
 }
 
-/* Ask the cache, then Z3, about an undecided pair; *v gets the verdict. */
+/* ================================================================ weight models
+ *
+ * The weight models of z3check.c (atom v ↦ w_v, + ↦ max, · ↦ +,
+ * x ÷ y ↦ x + K·y, f(x) ↦ x + c_f, rms(n, x) ↦ x + r_n, sum(i, x) ↦
+ * x + σ·L(i), ⊑ ↦ <=) satisfy every axiom, so a parameter choice that
+ * weighs the candidate above the target refutes it.  Before Z3 searches
+ * all parameters, the unit choices are tried here: one parameter of the
+ * candidate at 1, the rest 0, with K = 1 and K = 2 (a parameter the
+ * candidate lacks would only raise the target).  That alone refutes
+ * X·X against X / (A·C + A·D) (K = 1, w_X = 1) and C / X (K = 2, w_X = 1). */
+
+/* L(i): prime factors of i below 1000, with multiplicity. */
+int64_t mirs__abs_small_omega(int64_t i) {
+  int64_t n = 0;
+  for (int64_t p = 2; p < 1000 && i > 1; p++)
+    while (i % p == 0) {
+      i /= p;
+      n++;
+    }
+  return n;
+}
+
+/* One unit parameter: an atom (by name), a function symbol, an rms
+ * extent, or σ. */
+typedef struct wunit {
+  enum { WU_ATOM, WU_FN, WU_RMS, WU_SIGMA } kind;
+  const char *name;
+  int fn;
+  int64_t n;
+} wunit;
+
+#define WUNITS 32
+
+/* Collect the parameters of the candidate tree below id (at most WUNITS). */
+static void wunits_collect(const mirs__abs_arena *a, mirs__abs_id id, wunit *u, int *nu) {
+  const mirs__abs_node *p = &a->nodes[id];
+  wunit x = {WU_SIGMA, NULL, 0, 0};
+  bool have = true;
+  switch ((mirs__abs_kind)p->kind) {
+  case MIRS__ABS_ATOM:
+    x.kind = WU_ATOM;
+    x.name = mirs__abs_atom_name(a, id);
+    break;
+  case MIRS__ABS_APP:
+    x.kind = WU_FN;
+    x.fn = p->fn;
+    wunits_collect(a, p->arg, u, nu);
+    break;
+  case MIRS__ABS_RMS:
+    x.kind = WU_RMS;
+    x.n = p->k;
+    wunits_collect(a, p->arg, u, nu);
+    break;
+  case MIRS__ABS_BOX:
+    have = false;
+    wunits_collect(a, p->arg, u, nu);
+    break;
+  case MIRS__ABS_TERM:
+    have = p->k > 1 || p->kd > 1;
+    for (uint32_t k = 0; k < p->n + p->nd; k++)
+      wunits_collect(a, a->kids[p->off + k], u, nu);
+    break;
+  case MIRS__ABS_POLY:
+    have = false;
+    for (uint32_t k = 0; k < p->n; k++)
+      wunits_collect(a, a->kids[p->off + k], u, nu);
+    break;
+  }
+  if (!have)
+    return;
+  for (int k = 0; k < *nu; k++)
+    if (u[k].kind == x.kind && u[k].fn == x.fn && u[k].n == x.n &&
+        (x.kind != WU_ATOM || strcmp(u[k].name, x.name) == 0))
+      return;
+  if (*nu < WUNITS)
+    u[(*nu)++] = x;
+}
+
+/* The weight of node id under unit parameter u and divisor factor K. */
+static double wunit_weight(const mirs__abs_arena *a, mirs__abs_id id, const wunit *u, int K) {
+  const mirs__abs_node *p = &a->nodes[id];
+  switch ((mirs__abs_kind)p->kind) {
+  case MIRS__ABS_ATOM:
+    return u->kind == WU_ATOM && strcmp(mirs__abs_atom_name(a, id), u->name) == 0 ? 1.0 : 0.0;
+  case MIRS__ABS_APP:
+    return wunit_weight(a, p->arg, u, K) + (u->kind == WU_FN && u->fn == p->fn ? 1.0 : 0.0);
+  case MIRS__ABS_RMS:
+    return wunit_weight(a, p->arg, u, K) + (u->kind == WU_RMS && u->n == p->k ? 1.0 : 0.0);
+  case MIRS__ABS_BOX:
+    return wunit_weight(a, p->arg, u, K);
+  case MIRS__ABS_TERM: {
+    double num = u->kind == WU_SIGMA ? (double)mirs__abs_small_omega(p->k) : 0.0;
+    double den = u->kind == WU_SIGMA ? (double)mirs__abs_small_omega(p->kd) : 0.0;
+    for (uint32_t k = 0; k < p->n; k++)
+      num += wunit_weight(a, a->kids[p->off + k], u, K);
+    for (uint32_t k = 0; k < p->nd; k++)
+      den += wunit_weight(a, a->kids[p->off + p->n + k], u, K);
+    return p->nd ? num + K * den : num;
+  }
+  case MIRS__ABS_POLY: {
+    double m = 0.0;
+    for (uint32_t k = 0; k < p->n; k++) {
+      double t = wunit_weight(a, a->kids[p->off + k], u, K);
+      m = t > m ? t : m;
+    }
+    return m;
+  }
+  }
+  return 0.0;
+}
+
+/* Whether a unit weight model weighs cand (arena ca) above target (arena
+ * ta): cand ⊑ target is then refuted. */
+bool mirs__abs_weights_refute(const mirs__abs_arena *ca, mirs__abs_id cand,
+                              const mirs__abs_arena *ta, mirs__abs_id target) {
+  wunit u[WUNITS];
+  int nu = 0;
+  wunits_collect(ca, cand, u, &nu);
+  for (int k = 0; k < nu; k++)
+    for (int K = 1; K <= 2; K++)
+      if (wunit_weight(ca, cand, &u[k], K) > wunit_weight(ta, target, &u[k], K))
+        return true;
+  return false;
+}
+
+/* Ask the cache, then the unit weight models, then Z3, about an undecided
+ * pair; *v gets the verdict. */
 static mirs_status ask(mirs__prune_worker *w, int ti, mirs__abs_id e, mirs__prune_verdict *v) {
   mirs__prune_shared *s = w->sh;
   uint64_t key = mirs__prune_pair_key(w->arena.nodes[e].hash, s->arena.nodes[s->targets[ti]].hash);
@@ -1305,6 +1431,12 @@ static mirs_status ask(mirs__prune_worker *w, int ti, mirs__abs_id e, mirs__prun
     return MIRS_OK;
   }
   w->c.cache_misses++;
+  if (mirs__abs_weights_refute(&w->arena, e, &s->arena, s->targets[ti])) {
+    w->c.weight_refuted++;
+    *v = MIRS__PRUNE_NO;
+    mirs__prune_cache_put(s, key, *v);
+    return MIRS_OK;
+  }
   *v = MIRS__PRUNE_UNKNOWN;
   if (!s->cfg.use_solver)
     return MIRS_OK;
@@ -1314,16 +1446,16 @@ static mirs_status ask(mirs__prune_worker *w, int ti, mirs__abs_id e, mirs__prun
   }
   double t0 = mirs__core_now();
   mirs__z3_answer ans = MIRS__Z3_UNKNOWN;
-  mirs_status st = mirs__z3_subexpr(w->z3, &w->arena, e, &s->arena, s->targets[ti], &ans);
+  mirs_status st = mirs__z3_refute(w->z3, &w->arena, e, &s->arena, s->targets[ti], &ans);
   w->c.solver_seconds += mirs__core_now() - t0;
   w->c.solver_calls++;
   MIRS_CHECK(s->ctx, st);
   switch (ans) {
-  case MIRS__Z3_UNSAT:
+  case MIRS__Z3_UNSAT: /* no countermodel in the families: nothing proved, kept */
     w->c.solver_unsat++;
-    *v = MIRS__PRUNE_YES;
+    *v = MIRS__PRUNE_UNKNOWN;
     break;
-  case MIRS__Z3_SAT:
+  case MIRS__Z3_SAT: /* a countermodel: refuted */
     w->c.solver_sat++;
     *v = MIRS__PRUNE_NO;
     break;

@@ -206,6 +206,16 @@ mirs_status mirs__abs_bop(mirs__abs_arena *a, const mirs__bgraph *bg, int32_t op
 bool mirs__abs_count_symbols(const mirs__abs_arena *a, const mirs__abs_id *e, int32_t n,
                              uint32_t cnt[MIRS__ABS_NSYM]);
 
+/* L(i) of the weight models (z3check.c): the prime factors of i below
+ * 1000, counted with multiplicity (additive; i | j gives L(i) <= L(j)). */
+int64_t mirs__abs_small_omega(int64_t i);
+
+/* Whether a unit weight model (one parameter of cand at 1, K = 1 or 2;
+ * see absexpr.c) weighs cand (arena ca) above target (arena ta), which
+ * refutes cand ⊑ target. */
+bool mirs__abs_weights_refute(const mirs__abs_arena *ca, mirs__abs_id cand,
+                              const mirs__abs_arena *ta, mirs__abs_id target);
+
 /* Readable text of expression e into b, e.g. "sum(64, W*X) / (rms(64, X))". */
 void mirs__abs_print(const mirs__abs_arena *a, mirs__abs_id e, mirs__buf *b);
 
@@ -237,7 +247,11 @@ typedef struct mirs__prune_counters {
   uint64_t syntactic; /* (candidate, target) pairs decided by the normal form */
   uint64_t syntactic_yes, syntactic_no;
   uint64_t cache_hits, cache_misses;
-  uint64_t solver_calls, solver_unsat, solver_sat, solver_unknown;
+  uint64_t weight_refuted; /* undecided pairs refuted by a unit weight model, without Z3 */
+  uint64_t solver_calls;
+  uint64_t solver_unsat;   /* no countermodel in the weight families (kept) */
+  uint64_t solver_sat;     /* a countermodel: refuted (pruned) */
+  uint64_t solver_unknown; /* a limit was hit (kept) */
   uint64_t solver_contexts; /* Z3 contexts created (at most 1 per worker) */
   double solver_seconds;
 } mirs__prune_counters;

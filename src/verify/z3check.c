@@ -19,7 +19,8 @@ struct mirs__z3_solver {
   mirs_context *ctx;
   Z3_context c;
   Z3_solver s;
-  Z3_sort E, I, B;
+  Z3_sort E, I, B, R;
+  Z3_solver r; /* the countermodel solver (linear real arithmetic, no axioms) */
   Z3_func_decl add, mul, div, sum, rms, sub, fn[MIRS__ABS_FN_COUNT];
   Z3_ast x, y, z, i, j; /* bound variables */
   Z3_ast *held, *qheld;
@@ -192,6 +193,8 @@ void mirs__z3_set_limits(mirs__z3_solver *s, unsigned timeout_ms, unsigned rlimi
                      timeout_ms ? timeout_ms : UINT32_MAX);
   Z3_params_set_uint(s->c, p, Z3_mk_string_symbol(s->c, "rlimit"), rlimit);
   Z3_solver_set_params(s->c, s->s, p);
+  if (s->r)
+    Z3_solver_set_params(s->c, s->r, p);
   Z3_params_dec_ref(s->c, p);
 }
 
@@ -213,6 +216,8 @@ static mirs_status z3_setup(mirs__z3_solver *s, unsigned timeout_ms, unsigned rl
   hold(s, Z3_sort_to_ast(c, s->I), false);
   s->B = Z3_mk_bool_sort(c);
   hold(s, Z3_sort_to_ast(c, s->B), false);
+  s->R = Z3_mk_real_sort(c);
+  hold(s, Z3_sort_to_ast(c, s->R), false);
   Z3_sort ee[2] = {s->E, s->E}, ie[2] = {s->I, s->E};
   s->add = decl(s, "add", 2, ee, s->E);
   s->mul = decl(s, "mul", 2, ee, s->E);
@@ -232,6 +237,10 @@ static mirs_status z3_setup(mirs__z3_solver *s, unsigned timeout_ms, unsigned rl
   if (!s->s)
     return boundary(s, "creating the solver");
   Z3_solver_inc_ref(c, s->s);
+  s->r = Z3_mk_simple_solver(c);
+  if (!s->r)
+    return boundary(s, "creating the countermodel solver");
+  Z3_solver_inc_ref(c, s->r);
   mirs__z3_set_limits(s, timeout_ms, rlimit);
   assert_axioms(s);
   return boundary(s, "asserting the axioms");
@@ -269,6 +278,8 @@ void mirs__z3_free(mirs__z3_solver *s) {
     release_all(s, s->held, &s->nheld);
     if (s->s)
       Z3_solver_dec_ref(s->c, s->s);
+    if (s->r)
+      Z3_solver_dec_ref(s->c, s->r);
     Z3_del_context(s->c);
   }
   mirs__core_free(s->ctx, s->held);
@@ -321,6 +332,23 @@ static Z3_ast translate(mirs__z3_solver *s, const mirs__abs_arena *a, mirs__abs_
   return NULL;
 }
 
+/* End a query opened with a push on solver sv: check goal (when it was
+ * built without error), pop, release the query's terms; *r the result. */
+static mirs_status finish_query(mirs__z3_solver *s, Z3_solver sv, Z3_ast goal, const char *what,
+                                Z3_lbool *r) {
+  *r = Z3_L_UNDEF;
+  if (goal && Z3_get_error_code(s->c) == Z3_OK && !s->nomem) {
+    Z3_solver_assert(s->c, sv, goal);
+    *r = Z3_solver_check(s->c, sv);
+  }
+  mirs_status st = boundary(s, what);
+  Z3_solver_pop(s->c, sv, 1);
+  release_all(s, s->qheld, &s->nq);
+  if (st != MIRS_OK)
+    return st;
+  return boundary(s, "popping a query");
+}
+
 /* Ask whether cand ⊑ target follows from the axioms. */
 mirs_status mirs__z3_subexpr(mirs__z3_solver *s, const mirs__abs_arena *ca, mirs__abs_id cand,
                              const mirs__abs_arena *ta, mirs__abs_id target,
@@ -330,17 +358,151 @@ mirs_status mirs__z3_subexpr(mirs__z3_solver *s, const mirs__abs_arena *ca, mirs
   Z3_solver_push(c, s->s);
   Z3_ast ce = translate(s, ca, cand), te = translate(s, ta, target);
   Z3_ast goal = ce && te ? hold(s, Z3_mk_not(c, app(s, s->sub, ce, te, true)), true) : NULL;
-  Z3_lbool r = Z3_L_UNDEF;
-  if (goal && Z3_get_error_code(c) == Z3_OK) {
-    Z3_solver_assert(c, s->s, goal);
-    r = Z3_solver_check(c, s->s);
-  }
-  mirs_status st = boundary(s, "checking a subexpression query");
-  Z3_solver_pop(c, s->s, 1);
-  release_all(s, s->qheld, &s->nq);
-  if (st != MIRS_OK)
-    return st;
-  MIRS_CHECK(s->ctx, boundary(s, "popping a query"));
+  Z3_lbool r;
+  MIRS_CHECK(s->ctx, finish_query(s, s->s, goal, "checking a subexpression query", &r));
   *answer = r == Z3_L_FALSE ? MIRS__Z3_UNSAT : r == Z3_L_TRUE ? MIRS__Z3_SAT : MIRS__Z3_UNKNOWN;
+  return MIRS_OK;
+}
+
+/* ================================================================ countermodels
+ *
+ * A refutation needs a model of the axioms in which the candidate is not a
+ * subexpression of the target (if candidate ⊑ target followed from the
+ * axioms it would hold in every model).  The quantified encoding above
+ * proves but in practice never finds such a model, so refutations are
+ * sought in a family of models where every axiom holds by construction:
+ * each expression denotes a weight, a non-negative real,
+ *   atom v ↦ w_v;  x + y ↦ max(x, y);  x · y ↦ x + y;  x ÷ y ↦ x + K·y;
+ *   f(x) ↦ x + c_f;  rms(n, x) ↦ x + r_n;  sum(i, x) ↦ x + σ·L(i);
+ *   x ⊑ y  ↦  x ≤ y,
+ * with parameters w, c, r, σ >= 0, a constant K >= 1, and L(i) the number
+ * of prime factors of i below 1000, with multiplicity (additive, L(1) = 0,
+ * and i | j gives L(i) <= L(j)).  Every axiom of z3check.h is then an
+ * identity of max-plus arithmetic: ⊑ is a preorder; an argument weighs no
+ * more than its application (weights are >= 0, K >= 1); + and · are
+ * associative and commutative; (x+y)·z = x·z + y·z is
+ * max(x,y) + z = max(x+z, y+z); the division rules add K·z on both sides;
+ * sums merge and commute as L is additive.  So a choice of parameters
+ * with weight(candidate) > weight(target) is a countermodel, found by Z3
+ * in linear real arithmetic: a sound refutation.  Two families are asked
+ * at once, K = 1 (an excess of factors anywhere) and K = 2 (a factor
+ * moved from a denominator to a numerator, or back). */
+
+/* A real numeral. */
+static Z3_ast real(mirs__z3_solver *s, int64_t v) {
+  return hold(s, Z3_mk_int64(s->c, v, s->R), true);
+}
+
+/* A parameter of family m (a real constant asserted >= 0 in this query). */
+static Z3_ast param(mirs__z3_solver *s, int m, const char *kind, const char *name, int64_t k) {
+  char buf[300];
+  if (name)
+    snprintf(buf, sizeof buf, "%s%d!%s", kind, m, name);
+  else
+    snprintf(buf, sizeof buf, "%s%d!%lld", kind, m, (long long)k);
+  Z3_ast v = hold(s, Z3_mk_const(s->c, Z3_mk_string_symbol(s->c, buf), s->R), true);
+  Z3_ast ge = v ? hold(s, Z3_mk_ge(s->c, v, real(s, 0)), true) : NULL;
+  if (ge)
+    Z3_solver_assert(s->c, s->r, ge);
+  return v;
+}
+
+/* a + b (either may be NULL for 0). */
+static Z3_ast radd(mirs__z3_solver *s, Z3_ast a, Z3_ast b) {
+  if (!a || !b)
+    return a ? a : b;
+  return hold(s, Z3_mk_add(s->c, 2, (Z3_ast[]){a, b}), true);
+}
+
+/* k · a. */
+static Z3_ast rscale(mirs__z3_solver *s, int64_t k, Z3_ast a) {
+  if (!a || k == 1)
+    return a;
+  return hold(s, Z3_mk_mul(s->c, 2, (Z3_ast[]){real(s, k), a}), true);
+}
+
+static Z3_ast weight(mirs__z3_solver *s, const mirs__abs_arena *a, mirs__abs_id id, int m);
+
+/* Sum of the weights of kids[off..off+n) (NULL when n == 0). */
+static Z3_ast weight_product(mirs__z3_solver *s, const mirs__abs_arena *a, uint32_t off,
+                             uint32_t n, int m) {
+  Z3_ast r = NULL;
+  for (uint32_t k = 0; k < n; k++)
+    r = radd(s, r, weight(s, a, a->kids[off + k], m));
+  return r;
+}
+
+/* The weight of node id in family m (K = m + 1); NULL only on an error,
+ * which boundary() reports. */
+static Z3_ast weight(mirs__z3_solver *s, const mirs__abs_arena *a, mirs__abs_id id, int m) {
+  const mirs__abs_node *p = mirs__abs_node_at(a, id);
+  switch ((mirs__abs_kind)p->kind) {
+  case MIRS__ABS_ATOM:
+    return param(s, m, "w", mirs__abs_atom_name(a, id), 0);
+  case MIRS__ABS_APP:
+    return radd(s, weight(s, a, p->arg, m), param(s, m, "c", fn_names[p->fn], 0));
+  case MIRS__ABS_RMS:
+    return radd(s, weight(s, a, p->arg, m), param(s, m, "r", NULL, p->k));
+  case MIRS__ABS_BOX:
+    return weight(s, a, p->arg, m);
+  case MIRS__ABS_TERM: {
+    Z3_ast sigma = param(s, m, "s", "sum", 0);
+    Z3_ast num = radd(s, weight_product(s, a, p->off, p->n, m),
+                      mirs__abs_small_omega(p->k) ? rscale(s, mirs__abs_small_omega(p->k), sigma) : NULL);
+    if (p->nd == 0)
+      return num ? num : real(s, 0);
+    Z3_ast den = radd(s, weight_product(s, a, p->off + p->n, p->nd, m),
+                      mirs__abs_small_omega(p->kd) ? rscale(s, mirs__abs_small_omega(p->kd), sigma) : NULL);
+    return radd(s, num, rscale(s, m + 1, den));
+  }
+  case MIRS__ABS_POLY: {
+    if (p->n == 0)
+      return real(s, 0);
+    if (p->n == 1)
+      return weight(s, a, a->kids[p->off], m);
+    /* max of the terms: v >= each, v = one of them */
+    Z3_ast v = hold(s, Z3_mk_fresh_const(s->c, "max", s->R), true);
+    Z3_ast *eq = mirs__core_calloc(s->ctx, p->n, sizeof *eq);
+    if (!eq) {
+      s->nomem = true;
+      return NULL;
+    }
+    bool ok = v != NULL;
+    for (uint32_t k = 0; ok && k < p->n; k++) {
+      Z3_ast t = weight(s, a, a->kids[p->off + k], m);
+      Z3_ast ge = t ? hold(s, Z3_mk_ge(s->c, v, t), true) : NULL;
+      eq[k] = t ? hold(s, Z3_mk_eq(s->c, v, t), true) : NULL;
+      ok = ge && eq[k];
+      if (ok)
+        Z3_solver_assert(s->c, s->r, ge);
+    }
+    Z3_ast any = ok ? hold(s, Z3_mk_or(s->c, p->n, eq), true) : NULL;
+    mirs__core_free(s->ctx, eq);
+    if (!any)
+      return NULL;
+    Z3_solver_assert(s->c, s->r, any);
+    return v;
+  }
+  }
+  return NULL;
+}
+
+/* Look for a countermodel to cand ⊑ target in the weight families. */
+mirs_status mirs__z3_refute(mirs__z3_solver *s, const mirs__abs_arena *ca, mirs__abs_id cand,
+                            const mirs__abs_arena *ta, mirs__abs_id target,
+                            mirs__z3_answer *answer) {
+  *answer = MIRS__Z3_UNKNOWN;
+  Z3_context c = s->c;
+  Z3_solver_push(c, s->r);
+  Z3_ast gt[2] = {NULL, NULL};
+  for (int m = 0; m < 2; m++) {
+    Z3_ast cw = weight(s, ca, cand, m), tw = weight(s, ta, target, m);
+    gt[m] = cw && tw ? hold(s, Z3_mk_gt(c, cw, tw), true) : NULL;
+  }
+  Z3_ast goal = gt[0] && gt[1] ? hold(s, Z3_mk_or(c, 2, gt), true) : NULL;
+  Z3_lbool r;
+  MIRS_CHECK(s->ctx, finish_query(s, s->r, goal, "looking for a countermodel", &r));
+  /* sat: a countermodel, refuted; unsat: none in these families. */
+  *answer = r == Z3_L_TRUE ? MIRS__Z3_SAT : r == Z3_L_FALSE ? MIRS__Z3_UNSAT : MIRS__Z3_UNKNOWN;
   return MIRS_OK;
 }

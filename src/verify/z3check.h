@@ -43,7 +43,18 @@ mirs_status mirs__z3_new(mirs_context *ctx, unsigned timeout_ms, unsigned rlimit
 void mirs__z3_free(mirs__z3_solver *s);
 /* Per-query limits: wall-clock ms and Z3 resource units (0: none). */
 void mirs__z3_set_limits(mirs__z3_solver *s, unsigned timeout_ms, unsigned rlimit);
-/* Ask whether cand (of arena ca) ⊑ target (of arena ta). */
+/* Look for a countermodel to cand ⊑ target in the weight families of
+ * z3check.c (models of every axiom above, decided in linear real
+ * arithmetic without quantifiers): SAT when one exists (cand is refuted,
+ * soundly), UNSAT when none does (nothing is proved), UNKNOWN at a limit.
+ * This is what pruning asks: only a refutation prunes. */
+mirs_status mirs__z3_refute(mirs__z3_solver *s, const mirs__abs_arena *ca, mirs__abs_id cand,
+                            const mirs__abs_arena *ta, mirs__abs_id target,
+                            mirs__z3_answer *answer);
+/* Ask whether cand (of arena ca) ⊑ target (of arena ta) follows from the
+ * quantified axioms (E-matching): UNSAT proves it.  Its SAT answers are
+ * rare (no finite model is usually found), so pruning does not use it;
+ * the tests use it to check the axiom set. */
 mirs_status mirs__z3_subexpr(mirs__z3_solver *s, const mirs__abs_arena *ca, mirs__abs_id cand,
                              const mirs__abs_arena *ta, mirs__abs_id target,
                              mirs__z3_answer *answer);
