@@ -39,7 +39,8 @@
  *       denominator has every factor of a target term's but a smaller
  *       extent, such as sum(i, E)/E against a softmax's x/sum(i, E), is no
  *       subexpression (no axiom splits sum(i, E) into a sum and E).
- *  Anything else goes to the cache and then to Z3. */
+ *  Anything else goes to the shared cache, then to the unit weight models
+ *  (below), then to Z3's search for a weight countermodel (z3check.c). */
 #include "config.h"
 
 #include "verify/absexpr.h"

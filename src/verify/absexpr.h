@@ -236,8 +236,8 @@ void mirs__prune_config_default(mirs__prune_config *c);
 typedef enum mirs__prune_verdict {
   MIRS__PRUNE_NONE = 0,   /* not known */
   MIRS__PRUNE_YES = 1,    /* proved: candidate ⊑ target */
-  MIRS__PRUNE_NO = 2,     /* refuted (Z3 found a model of the negation) */
-  MIRS__PRUNE_UNKNOWN = 3 /* the solver gave up: keep, do not ask again */
+  MIRS__PRUNE_NO = 2,     /* refuted (a weight model where it fails) */
+  MIRS__PRUNE_UNKNOWN = 3 /* not refuted and not proved: keep, do not ask again */
 } mirs__prune_verdict;
 
 /* Per-worker counters (summed by the caller into stats). */

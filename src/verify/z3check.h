@@ -1,5 +1,8 @@
 /* src/verify/z3check.h - the Z3 subexpression checker, the fallback of
- * pruning for (candidate, target) pairs the normal form cannot decide.
+ * pruning for (candidate, target) pairs the normal form, the cache and the
+ * unit weight models cannot decide: it looks for a countermodel among the
+ * weight models (mirs__z3_refute), and it can try to prove a pair from
+ * the quantified axioms below (mirs__z3_subexpr, which the tests use).
  * z3check.c is the only file that includes z3.h; Z3 error codes become
  * MIRS_SOLVER (with Z3's message) there and nowhere else.
  *
