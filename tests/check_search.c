@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include "mirsearch/search.h"
+#include "mirsearch/verify.h"
 #include "search/search.h"
 #include "testutil.h"
 
@@ -577,6 +578,42 @@ START_TEST(test_results_eval_equal) {
 }
 END_TEST
 
+START_TEST(test_bound_per_result) {
+  /* The search's trials cover candidates of up to twice the program's
+   * degree.  With pruning off, (X·Y·Z·Z)/(Z·Z) (degree 6) computes X·Y
+   * (degree 2), and at a bound of 2^-27.2 one trial covers degree 2 + 4
+   * but not 2 + 6: such results are verified again with two trials, and
+   * every result passes mirs_verify, which takes the trials its own
+   * degree needs. */
+  mirs_context *ctx = tu_ctx(NULL);
+  static const char *const kv[] = {"prune", "false", "kernel_ops", "mul,div",
+                                   "max_kernel_ops", "4", "max_custom_kernels", "0",
+                                   "verify_log2_bound", "-27.2", "float_check_top", "0", NULL};
+  const char *text = "input X : f16[4, 4]\ninput Y : f16[4, 4]\ninput Z : f16[4, 4]\n"
+                     "O = mul(X, Y)\noutput O\n";
+  mirs_search *s = run(ctx, text, kv);
+  mirs_search_stats st;
+  ck_assert_int_eq(mirs_search_get_stats(s, &st), MIRS_OK);
+  ck_assert_int_eq(st.fingerprint_trials, 1);
+  ck_assert(st.log2_false_accept_bound == -27.2);
+  ck_assert_uint_gt(mirs_stat_value(ctx, MIRS__STAT_fp_reverified), 0);
+  ck_assert_uint_eq(mirs_stat_value(ctx, MIRS__STAT_fp_reverify_rejects), 0);
+  mirs_graph *p = parse(ctx, text);
+  int n = mirs_search_num_results(s), more = 0;
+  ck_assert_int_gt(n, 0);
+  for (int i = 0; i < n; i++) {
+    mirs_verify_result v;
+    ck_assert_int_eq(mirs_verify(ctx, p, mirs_search_result(s, i), &v), MIRS_OK);
+    ck_assert_msg(v.equal && v.log2_bound <= -27.2, "result %d: %s", i, v.reason);
+    more += v.trials > 1;
+  }
+  ck_assert_int_gt(more, 0);
+  mirs_graph_destroy(p);
+  mirs_search_destroy(s);
+  mirs_context_destroy(ctx);
+}
+END_TEST
+
 START_TEST(test_deterministic) {
   uint64_t best = 0;
   int count = -1;
@@ -690,6 +727,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_finds_rmsnorm_linear);
   tcase_add_test(tc, test_finds_attention);
   tcase_add_test(tc, test_results_eval_equal);
+  tcase_add_test(tc, test_bound_per_result);
   tcase_add_test(tc, test_deterministic);
   tcase_add_test(tc, test_limits);
   suite_add_tcase(s, tc);

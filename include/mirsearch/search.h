@@ -41,6 +41,11 @@ typedef struct mirs_search_stats {
   double wall_seconds;
   double solver_seconds; /* time spent in Z3 (summed over workers) */
   int complete; /* 1 when the whole space was searched */
+  /* Fingerprint trials per candidate, and log2 of the false-accept bound
+   * every result meets (the option verify_log2_bound): a result whose
+   * degree needs more trials was verified again with them. */
+  int fingerprint_trials;
+  double log2_false_accept_bound;
 } mirs_search_stats;
 
 /* Called now and then during mirs_search_run. */

@@ -717,6 +717,8 @@ static void write_report(cli *c, FILE *f, const mirs_graph *program, const mirs_
   fprintf(f, "  \"wall_seconds\": %.6f,\n", st->wall_seconds);
   fprintf(f, "  \"solver_seconds\": %.6f,\n", st->solver_seconds);
   fprintf(f, "  \"time_to_best_seconds\": %.6f,\n", time_to_best);
+  fprintf(f, "  \"fingerprint_trials\": %d,\n", st->fingerprint_trials);
+  fprintf(f, "  \"log2_false_accept_bound\": %g,\n", st->log2_false_accept_bound);
   fprintf(f, "  \"threads\": 1,\n");
   fprintf(f, "  \"ranks\": 1,\n");
   fprintf(f, "  \"complete\": %s,\n", st->complete ? "true" : "false");

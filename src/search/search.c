@@ -766,8 +766,28 @@ static mirs_status candidate(mirs__search_worker *w) {
     MIRS_INC(&w->stats, duplicates);
     return MIRS_OK;
   }
+  /* The trials hold the bound for candidates of up to twice the program's
+   * degree; one of a higher degree is verified again, from scratch, with
+   * the trials its degree needs, so every result meets the bound. */
+  uint64_t dc = 0;
+  st = mirs__fp_graph_degree(r, &dc);
+  int need = st == MIRS_OK ? mirs__fp_trials_for(s->degree + dc, ctx->opt.verify_log2_bound) : 0;
+  if (st == MIRS_OK && (need < 1 || need > s->trials)) {
+    MIRS_INC(&w->stats, fp_reverified);
+    int used;
+    mirs__fp_verdict v;
+    st = mirs__verify_fingerprints(ctx, p, r, &used, &v);
+    if (st == MIRS_UNSUPPORTED || (st == MIRS_OK && !v.equal)) {
+      if (st == MIRS_UNSUPPORTED)
+        mirs_clear_error(ctx);
+      MIRS_INC(&w->stats, fp_reverify_rejects);
+      mirs__graph_free(r);
+      return MIRS_OK;
+    }
+  }
   r->ugraph = true;
-  st = unique_names(r);
+  if (st == MIRS_OK)
+    st = unique_names(r);
   mirs__cost_result cr;
   if (st == MIRS_OK)
     st = mirs__cost_graph(ctx, s->device, r, &cr);
@@ -896,6 +916,8 @@ static void fill_stats(const mirs_search *s, const mirs__search_worker *w, mirs_
   }
   o->wall_seconds = s->ran && !w ? s->wall : mirs__core_now() - s->t0;
   o->complete = s->complete;
+  o->fingerprint_trials = s->trials;
+  o->log2_false_accept_bound = s->ctx->opt.verify_log2_bound;
 }
 
 /* Whether a limit or the caller asks the search to stop now. */
@@ -1093,6 +1115,7 @@ mirs_status mirs_search_create(mirs_context *ctx, const mirs_graph *program, mir
   if (st == MIRS_OK) {
     /* The bound counts deg(reference) + deg(candidate); allow a candidate
      * of up to twice the program's degree. */
+    s->degree = degree;
     uint64_t d = degree < 1 ? 2 : degree * 3;
     s->trials = mirs__fp_trials_for(d, ctx->opt.verify_log2_bound);
     if (s->trials < 1)

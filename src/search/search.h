@@ -252,6 +252,7 @@ struct mirs_search {
   mirs__fp_store *ref;  /* fingerprints of the program */
   uint64_t *ref_digest; /* per program output */
   int trials;
+  uint64_t degree; /* the program's fingerprint degree */
   mirs__prune_shared *prune;
   double solver_seconds; /* Z3 time of finished workers */
   mirs__cost_profiles *profiles;

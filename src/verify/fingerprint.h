@@ -232,6 +232,14 @@ int mirs__fp_trials_for(uint64_t degree, double log2_target);
 /* Static degree of g's outputs, max over outputs of max(degree, inner), without
  * computing values; MIRS_UNSUPPORTED when g has an exp of an exp. */
 mirs_status mirs__fp_graph_degree(const mirs_graph *g, uint64_t *degree);
+/* Fingerprint program and candidate from scratch with the fewest trials
+ * that hold the false-accept bound of their degrees to the option
+ * verify_log2_bound, and compare their outputs: *trials and *v get the
+ * trials used and the verdict.  MIRS_UNSUPPORTED (message set) when no
+ * number of trials reaches the bound (the degree is too high). */
+mirs_status mirs__verify_fingerprints(mirs_context *ctx, const mirs_graph *program,
+                                      const mirs_graph *candidate, int *trials,
+                                      mirs__fp_verdict *v);
 
 /* ---------------------------------------------------------------- store */
 

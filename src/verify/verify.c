@@ -68,6 +68,24 @@ static mirs_status fingerprint_compare(mirs_context *ctx, const mirs_graph *prog
   return MIRS_OK;
 }
 
+/* Fingerprint-compare program and candidate with the trials their degrees
+ * need for the configured bound. */
+mirs_status mirs__verify_fingerprints(mirs_context *ctx, const mirs_graph *program,
+                                      const mirs_graph *candidate, int *trials,
+                                      mirs__fp_verdict *v) {
+  uint64_t dp, dc;
+  MIRS_CHECK(ctx, mirs__fp_graph_degree(program, &dp));
+  MIRS_CHECK(ctx, mirs__fp_graph_degree(candidate, &dc));
+  *trials = mirs__fp_trials_for(dp + dc, ctx->opt.verify_log2_bound);
+  if (*trials < 1)
+    return MIRS_FAIL(ctx, MIRS_UNSUPPORTED,
+                     "degree %llu is too high for a false-accept bound of 2^%g with the "
+                     "fingerprint field",
+                     (unsigned long long)(dp + dc), ctx->opt.verify_log2_bound);
+  MIRS_CHECK(ctx, fingerprint_compare(ctx, program, candidate, *trials, v));
+  return MIRS_OK;
+}
+
 /* Verify candidate against program. */
 mirs_status mirs_verify(mirs_context *ctx, const mirs_graph *program, const mirs_graph *candidate,
                         mirs_verify_result *out) {
@@ -79,17 +97,9 @@ mirs_status mirs_verify(mirs_context *ctx, const mirs_graph *program, const mirs
   out->float_max_rel_error = NAN;
   MIRS_CHECK(ctx, mirs__graph_validate(program));
   MIRS_CHECK(ctx, mirs__graph_validate(candidate));
-  uint64_t dp, dc;
-  MIRS_CHECK(ctx, mirs__fp_graph_degree(program, &dp));
-  MIRS_CHECK(ctx, mirs__fp_graph_degree(candidate, &dc));
-  int trials = mirs__fp_trials_for(dp + dc, ctx->opt.verify_log2_bound);
-  if (trials < 1)
-    return MIRS_FAIL(ctx, MIRS_UNSUPPORTED,
-                     "degree %llu is too high for a false-accept bound of 2^%g with the "
-                     "fingerprint field",
-                     (unsigned long long)(dp + dc), ctx->opt.verify_log2_bound);
+  int trials;
   mirs__fp_verdict v;
-  MIRS_CHECK(ctx, fingerprint_compare(ctx, program, candidate, trials, &v));
+  MIRS_CHECK(ctx, mirs__verify_fingerprints(ctx, program, candidate, &trials, &v));
   out->trials = trials;
   out->degree = v.degree;
   out->log2_bound = v.log2_bound;
