@@ -675,6 +675,15 @@ START_TEST(test_limits) {
   mirs_search_destroy(s);
   mirs_context_destroy(ctx);
 
+  /* The memory bound stops the search cleanly too. */
+  ctx = tu_ctx(NULL);
+  static const char *const km[] = {"max_memory", "100000", NULL};
+  s = run(ctx, TINY, km);
+  mirs_search_get_stats(s, &st);
+  ck_assert_int_eq(st.complete, 0);
+  mirs_search_destroy(s);
+  mirs_context_destroy(ctx);
+
   /* should_stop stops cleanly; results are still reported and sorted. */
   ctx = tu_ctx(NULL);
   set_opts(ctx, SMALL_SPACE);
