@@ -133,6 +133,17 @@ static const char *const BOXED = "program boxed\n"
                                  "O = div(X, T)\n"
                                  "output O\n";
 
+/* x / (A·A + C): A·C is no subexpression, and only weights other than 0
+ * and 1 show it (w_A = 1, w_C = 1.5 weigh A·C 2.5, the target 2). */
+static const char *const BOXED_SQUARE = "program boxed_square\n"
+                                        "input X : f16[8, 8]\n"
+                                        "input A : f16[8, 8]\n"
+                                        "input C : f16[8, 8]\n"
+                                        "AA = mul(A, A)\n"
+                                        "T = add(AA, C)\n"
+                                        "O = div(X, T)\n"
+                                        "output O\n";
+
 /* The default configuration with pruning and the solver as given. */
 static mirs__prune_config config(bool enabled, bool use_solver) {
   mirs__prune_config cfg;
@@ -451,16 +462,36 @@ START_TEST(test_cache_and_solver) {
   /* Syntactic refutations still work around boxes. */
   PRUNE(w, "(exp X)");
   PRUNE(w, "(sum 4 X)");
-  /* C·D takes its factors from two different terms of the divisor: Z3
-   * finds the countermodel w_C = w_D = 1 (weight 2 against 1); no unit
-   * weight refutes it.  The refutation is cached; ask twice. */
-  PRUNE(w, "(mul C D)");
-  PRUNE(w, "(mul C D)");
-  ck_assert_uint_eq(c->solver_sat, 1);
-  ck_assert_uint_eq(c->weight_refuted, 0);
   ck_assert_uint_eq(c->solver_contexts, 1); /* one context for all queries */
-  ck_assert_uint_eq(c->solver_calls, 3);
+  ck_assert_uint_eq(c->solver_calls, 2);
   show("boxed", w);
+  teardown(ctx, sh, w);
+}
+END_TEST
+
+/* What only Z3 refutes: A·C against X / (A·A + C) needs weights other
+ * than 0 and 1.  The refutation is cached; without the solver the op is
+ * kept. */
+START_TEST(test_solver_refutes) {
+  mirs_context *ctx = tu_ctx(NULL);
+  mirs__prune_shared *sh;
+  mirs__prune_worker *w;
+  setup(ctx, BOXED_SQUARE, NULL, &sh, &w);
+  const mirs__prune_counters *c = mirs__prune_worker_counters(w);
+  PRUNE(w, "(mul A C)");
+  PRUNE(w, "(mul A C)");
+  ck_assert_uint_eq(c->weight_refuted, 0);
+  ck_assert_uint_eq(c->solver_calls, 1);
+  ck_assert_uint_eq(c->solver_sat, 1);
+  ck_assert_uint_eq(c->cache_hits, 1);
+  KEEP(w, "(mul A A)");
+  KEEP(w, "(div X (add (mul A A) C))");
+  show("solver", w);
+  mirs__prune_worker_free(w);
+  mirs__prune_shared_free(sh);
+  mirs__prune_config cfg = config(true, false);
+  setup(ctx, BOXED_SQUARE, &cfg, &sh, &w);
+  KEEP(w, "(mul A C)");
   teardown(ctx, sh, w);
 }
 END_TEST
@@ -473,19 +504,19 @@ START_TEST(test_unknown_keeps) {
   setup(ctx, BOXED, NULL, &sh, &w);
   mirs__prune_worker_set_limits(w, 1, 1);
   const mirs__prune_counters *c = mirs__prune_worker_counters(w);
-  KEEP(w, "(mul C D)"); /* refuted with the solver's full limits */
   KEEP(w, "(div X A)");
   KEEP(w, "(div A (add C D))");
+  KEEP(w, "(div X (add C D))");
   ck_assert_uint_eq(c->solver_calls, 3);
   ck_assert_uint_eq(c->solver_unknown, 3);
   ck_assert_uint_eq(c->pruned, 0);
-  KEEP(w, "(mul C D)"); /* cached as unknown: kept, not asked again */
+  KEEP(w, "(div X A)"); /* cached as unknown: kept, not asked again */
   ck_assert_uint_eq(c->solver_calls, 3);
   ck_assert_uint_eq(
       mirs__prune_cache_get(
           sh, mirs__prune_pair_key(
                   mirs__abs_hash(mirs__prune_worker_arena(w),
-                                 E(mirs__prune_worker_arena(w), "(mul C D)")),
+                                 E(mirs__prune_worker_arena(w), "(div X A)")),
                   mirs__abs_hash(mirs__prune_target_arena(sh), mirs__prune_target(sh, 0)))),
       MIRS__PRUNE_UNKNOWN);
   show("unknown", w);
@@ -516,7 +547,7 @@ START_TEST(test_no_solver) {
   mirs__prune_shared *sh;
   mirs__prune_worker *w;
   setup(ctx, BOXED, &cfg, &sh, &w);
-  KEEP(w, "(mul C D)");
+  KEEP(w, "(div X A)");
   PRUNE(w, "(div C X)"); /* a unit weight refutes it, solver or not */
   PRUNE(w, "(exp X)");
   ck_assert_uint_eq(mirs__prune_worker_counters(w)->solver_calls, 0);
@@ -540,7 +571,8 @@ START_TEST(test_weights) {
   PRUNE(w, "(mul C C)");
   PRUNE(w, "(div C X)");
   PRUNE(w, "(div D (mul A X))");
-  ck_assert_uint_eq(c->weight_refuted, 4);
+  PRUNE(w, "(mul C D)"); /* two units: w_C = w_D = 1 weigh it 2, the target 1 */
+  ck_assert_uint_eq(c->weight_refuted, 5);
   ck_assert_uint_eq(c->solver_calls, 0);
   /* True subexpressions are never refuted. */
   KEEP(w, "(div X A)");
@@ -754,6 +786,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_attention);
   tcase_add_test(tc, test_sums);
   tcase_add_test(tc, test_cache_and_solver);
+  tcase_add_test(tc, test_solver_refutes);
   tcase_add_test(tc, test_unknown_keeps);
   tcase_add_test(tc, test_disabled);
   tcase_add_test(tc, test_no_solver);

@@ -1302,10 +1302,11 @@ static decision decide(const mirs__prune_shared *s, int ti, const mirs__abs_aren
  * x ÷ y ↦ x + K·y, f(x) ↦ x + c_f, rms(n, x) ↦ x + r_n, sum(i, x) ↦
  * x + σ·L(i), ⊑ ↦ <=) satisfy every axiom, so a parameter choice that
  * weighs the candidate above the target refutes it.  Before Z3 searches
- * all parameters, the unit choices are tried here: one parameter of the
- * candidate at 1, the rest 0, with K = 1 and K = 2 (a parameter the
- * candidate lacks would only raise the target).  That alone refutes
- * X·X against X / (A·C + A·D) (K = 1, w_X = 1) and C / X (K = 2, w_X = 1). */
+ * all parameters, the unit choices are tried here: one or two parameters
+ * of the candidate at 1, the rest 0, with K = 1 and K = 2 (a parameter
+ * the candidate lacks would only raise the target).  That alone refutes
+ * X·X against X / (A·C + A·D) (K = 1, w_X = 1), C / X (K = 2, w_X = 1)
+ * and C·D (K = 1, w_C = w_D = 1). */
 
 /* L(i): prime factors of i below 1000, with multiplicity. */
 int64_t mirs__abs_small_omega(int64_t i) {
@@ -1374,31 +1375,45 @@ static void wunits_collect(const mirs__abs_arena *a, mirs__abs_id id, wunit *u, 
     u[(*nu)++] = x;
 }
 
-/* The weight of node id under unit parameter u and divisor factor K. */
-static double wunit_weight(const mirs__abs_arena *a, mirs__abs_id id, const wunit *u, int K) {
+/* How many of the units u[0..nu) name this parameter (0 or 1: the units
+ * are distinct). */
+static double wunit_count(const wunit *u, int nu, int kind, const char *name, int fn, int64_t n) {
+  double c = 0.0;
+  for (int k = 0; k < nu; k++)
+    if ((int)u[k].kind == kind && (kind != WU_ATOM || strcmp(u[k].name, name) == 0) &&
+        (kind != WU_FN || u[k].fn == fn) && (kind != WU_RMS || u[k].n == n))
+      c += 1.0;
+  return c;
+}
+
+/* The weight of node id with the parameters u[0..nu) at 1, the others at
+ * 0, and divisor factor K. */
+static double wunit_weight(const mirs__abs_arena *a, mirs__abs_id id, const wunit *u, int nu,
+                           int K) {
   const mirs__abs_node *p = &a->nodes[id];
   switch ((mirs__abs_kind)p->kind) {
   case MIRS__ABS_ATOM:
-    return u->kind == WU_ATOM && strcmp(mirs__abs_atom_name(a, id), u->name) == 0 ? 1.0 : 0.0;
+    return wunit_count(u, nu, WU_ATOM, mirs__abs_atom_name(a, id), 0, 0);
   case MIRS__ABS_APP:
-    return wunit_weight(a, p->arg, u, K) + (u->kind == WU_FN && u->fn == p->fn ? 1.0 : 0.0);
+    return wunit_weight(a, p->arg, u, nu, K) + wunit_count(u, nu, WU_FN, NULL, p->fn, 0);
   case MIRS__ABS_RMS:
-    return wunit_weight(a, p->arg, u, K) + (u->kind == WU_RMS && u->n == p->k ? 1.0 : 0.0);
+    return wunit_weight(a, p->arg, u, nu, K) + wunit_count(u, nu, WU_RMS, NULL, 0, p->k);
   case MIRS__ABS_BOX:
-    return wunit_weight(a, p->arg, u, K);
+    return wunit_weight(a, p->arg, u, nu, K);
   case MIRS__ABS_TERM: {
-    double num = u->kind == WU_SIGMA ? (double)mirs__abs_small_omega(p->k) : 0.0;
-    double den = u->kind == WU_SIGMA ? (double)mirs__abs_small_omega(p->kd) : 0.0;
+    double sigma = wunit_count(u, nu, WU_SIGMA, NULL, 0, 0);
+    double num = sigma * (double)mirs__abs_small_omega(p->k);
+    double den = sigma * (double)mirs__abs_small_omega(p->kd);
     for (uint32_t k = 0; k < p->n; k++)
-      num += wunit_weight(a, a->kids[p->off + k], u, K);
+      num += wunit_weight(a, a->kids[p->off + k], u, nu, K);
     for (uint32_t k = 0; k < p->nd; k++)
-      den += wunit_weight(a, a->kids[p->off + p->n + k], u, K);
+      den += wunit_weight(a, a->kids[p->off + p->n + k], u, nu, K);
     return p->nd ? num + K * den : num;
   }
   case MIRS__ABS_POLY: {
     double m = 0.0;
     for (uint32_t k = 0; k < p->n; k++) {
-      double t = wunit_weight(a, a->kids[p->off + k], u, K);
+      double t = wunit_weight(a, a->kids[p->off + k], u, nu, K);
       m = t > m ? t : m;
     }
     return m;
@@ -1407,17 +1422,36 @@ static double wunit_weight(const mirs__abs_arena *a, mirs__abs_id id, const wuni
   return 0.0;
 }
 
-/* Whether a unit weight model weighs cand (arena ca) above target (arena
- * ta): cand ⊑ target is then refuted. */
+/* Whether the parameters u[0..nu) at 1 weigh cand above target for K = 1
+ * or K = 2. */
+static bool wunits_exceed(const mirs__abs_arena *ca, mirs__abs_id cand, const mirs__abs_arena *ta,
+                          mirs__abs_id target, const wunit *u, int nu) {
+  for (int K = 1; K <= 2; K++)
+    if (wunit_weight(ca, cand, u, nu, K) > wunit_weight(ta, target, u, nu, K))
+      return true;
+  return false;
+}
+
+/* Most candidate parameters for which pairs are tried too. */
+#define WPAIRS_MAX 12
+
+/* Whether a unit weight model (one parameter of cand at 1, or two when it
+ * has at most WPAIRS_MAX) weighs cand (arena ca) above target (arena ta):
+ * cand ⊑ target is then refuted. */
 bool mirs__abs_weights_refute(const mirs__abs_arena *ca, mirs__abs_id cand,
                               const mirs__abs_arena *ta, mirs__abs_id target) {
   wunit u[WUNITS];
   int nu = 0;
   wunits_collect(ca, cand, u, &nu);
   for (int k = 0; k < nu; k++)
-    for (int K = 1; K <= 2; K++)
-      if (wunit_weight(ca, cand, &u[k], K) > wunit_weight(ta, target, &u[k], K))
+    if (wunits_exceed(ca, cand, ta, target, &u[k], 1))
+      return true;
+  for (int k = 0; nu <= WPAIRS_MAX && k < nu; k++)
+    for (int l = k + 1; l < nu; l++) {
+      wunit pair[2] = {u[k], u[l]};
+      if (wunits_exceed(ca, cand, ta, target, pair, 2))
         return true;
+    }
   return false;
 }
 
