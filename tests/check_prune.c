@@ -558,9 +558,10 @@ END_TEST
 
 /* ---------------------------------------------------------------- weight models */
 
-/* Unit weight models refute what the boxed normal form cannot see into:
- * an atom squared (K = 1: weight 2 against 1) and a divisor moved into a
- * numerator (K = 2, w_X = 1: C / X weighs 2, X / (A·C + A·D) 1). */
+/* Unit weight models and term counts refute what the boxed normal form
+ * cannot see into: an atom squared (K = 1: weight 2 against 1), a divisor
+ * moved into a numerator (K = 2, w_X = 1: C / X weighs 2, X / (A·C + A·D)
+ * 1), and a sum of more terms than the target has. */
 START_TEST(test_weights) {
   mirs_context *ctx = tu_ctx(NULL);
   mirs__prune_shared *sh;
@@ -572,7 +573,8 @@ START_TEST(test_weights) {
   PRUNE(w, "(div C X)");
   PRUNE(w, "(div D (mul A X))");
   PRUNE(w, "(mul C D)"); /* two units: w_C = w_D = 1 weigh it 2, the target 1 */
-  ck_assert_uint_eq(c->weight_refuted, 5);
+  PRUNE(w, "(add X (add X X))"); /* term counts: 3 against 2 */
+  ck_assert_uint_eq(c->weight_refuted, 6);
   ck_assert_uint_eq(c->solver_calls, 0);
   /* True subexpressions are never refuted. */
   KEEP(w, "(div X A)");

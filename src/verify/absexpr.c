@@ -1432,6 +1432,38 @@ static bool wunits_exceed(const mirs__abs_arena *ca, mirs__abs_id cand, const mi
   return false;
 }
 
+/* The term-count model: an atom counts 1, + adds, · and ÷ multiply, and
+ * f, rms and sums keep the count of their argument.  Every axiom holds
+ * ((x + y)·z = x·z + y·z is (x + y)·z = x·z + y·z in counts; x/z + y/z =
+ * (x + y)/z likewise; the rest are products or keep the count) and an
+ * argument never counts more than its application (counts are >= 1), so
+ * a candidate that counts more terms than the target is no subexpression
+ * of it: X + X + X against X / (A·A + C) (3 against 2). */
+static double term_count(const mirs__abs_arena *a, mirs__abs_id id) {
+  const mirs__abs_node *p = &a->nodes[id];
+  switch ((mirs__abs_kind)p->kind) {
+  case MIRS__ABS_ATOM:
+    return 1.0;
+  case MIRS__ABS_APP:
+  case MIRS__ABS_RMS:
+  case MIRS__ABS_BOX:
+    return term_count(a, p->arg);
+  case MIRS__ABS_TERM: {
+    double c = 1.0;
+    for (uint32_t k = 0; k < p->n + p->nd; k++)
+      c *= term_count(a, a->kids[p->off + k]);
+    return c;
+  }
+  case MIRS__ABS_POLY: {
+    double c = 0.0;
+    for (uint32_t k = 0; k < p->n; k++)
+      c += term_count(a, a->kids[p->off + k]);
+    return c;
+  }
+  }
+  return 1.0;
+}
+
 /* Most candidate parameters for which pairs are tried too. */
 #define WPAIRS_MAX 12
 
@@ -1440,6 +1472,8 @@ static bool wunits_exceed(const mirs__abs_arena *ca, mirs__abs_id cand, const mi
  * cand ⊑ target is then refuted. */
 bool mirs__abs_weights_refute(const mirs__abs_arena *ca, mirs__abs_id cand,
                               const mirs__abs_arena *ta, mirs__abs_id target) {
+  if (term_count(ca, cand) > term_count(ta, target))
+    return true;
   wunit u[WUNITS];
   int nu = 0;
   wunits_collect(ca, cand, u, &nu);

@@ -26,6 +26,15 @@ struct mirs__z3_solver {
   Z3_ast *held, *qheld;
   size_t nheld, capheld, nq, capq;
   bool nomem; /* holding a reference failed to allocate */
+  /* Targets whose weights (both families) are defined at the countermodel
+   * solver's base level, so a query builds only its candidate's. */
+  struct {
+    const mirs__abs_arena *arena;
+    mirs__abs_id id;
+    uint64_t hash; /* (an id the arena released and reused is not taken for it) */
+    Z3_ast w[2];
+  } tw[8];
+  int ntw;
 };
 
 static const char *const fn_names[MIRS__ABS_FN_COUNT] = {"exp",  "sqrt", "silu",
@@ -493,11 +502,39 @@ mirs_status mirs__z3_refute(mirs__z3_solver *s, const mirs__abs_arena *ca, mirs_
                             mirs__z3_answer *answer) {
   *answer = MIRS__Z3_UNKNOWN;
   Z3_context c = s->c;
+  Z3_ast tw[2] = {NULL, NULL};
+  for (int k = 0; k < s->ntw && !tw[0]; k++)
+    if (s->tw[k].arena == ta && s->tw[k].id == target &&
+        s->tw[k].hash == mirs__abs_hash(ta, target)) {
+      tw[0] = s->tw[k].w[0];
+      tw[1] = s->tw[k].w[1];
+    }
+  if (!tw[0] && s->ntw < (int)(sizeof s->tw / sizeof s->tw[0])) {
+    /* Define the target's weights once, at the base level (they and their
+     * constraints stay; each term keeps one reference of its own). */
+    for (int m = 0; m < 2; m++)
+      tw[m] = weight(s, ta, target, m);
+    bool ok = tw[0] && tw[1] && Z3_get_error_code(c) == Z3_OK && !s->nomem;
+    for (int m = 0; ok && m < 2; m++)
+      hold(s, tw[m], false);
+    release_all(s, s->qheld, &s->nq);
+    MIRS_CHECK(s->ctx, boundary(s, "defining a target's weights"));
+    if (ok) {
+      s->tw[s->ntw].arena = ta;
+      s->tw[s->ntw].id = target;
+      s->tw[s->ntw].hash = mirs__abs_hash(ta, target);
+      s->tw[s->ntw].w[0] = tw[0];
+      s->tw[s->ntw].w[1] = tw[1];
+      s->ntw++;
+    } else {
+      tw[0] = tw[1] = NULL;
+    }
+  }
   Z3_solver_push(c, s->r);
   Z3_ast gt[2] = {NULL, NULL};
   for (int m = 0; m < 2; m++) {
-    Z3_ast cw = weight(s, ca, cand, m), tw = weight(s, ta, target, m);
-    gt[m] = cw && tw ? hold(s, Z3_mk_gt(c, cw, tw), true) : NULL;
+    Z3_ast cw = weight(s, ca, cand, m), t = tw[m] ? tw[m] : weight(s, ta, target, m);
+    gt[m] = cw && t ? hold(s, Z3_mk_gt(c, cw, t), true) : NULL;
   }
   Z3_ast goal = gt[0] && gt[1] ? hold(s, Z3_mk_or(c, 2, gt), true) : NULL;
   Z3_lbool r;
