@@ -18,9 +18,14 @@ static const struct {
   const char *name;
   bool budget; /* op_budget=0 (else the default space) */
 } EXAMPLES[] = {
-    {"rmsnorm_linear_small", false}, {"gated_mlp_small", false}, {"ntrans_small", false},
-    {"qknorm_attention_small", false}, {"gqa_small", true}, {"mha_small", true},
-    {"mqa_small", true}, {"lora_small", true},
+    {"rmsnorm_linear_small", false},
+    {"gated_mlp_small", false},
+    {"ntrans_small", false},
+    {"qknorm_attention_small", false},
+    {"gqa_small", true},
+    {"mha_small", true},
+    {"mqa_small", true},
+    {"lora_small", true},
 };
 #define NEXAMPLES ((int)(sizeof EXAMPLES / sizeof EXAMPLES[0]))
 

@@ -572,7 +572,7 @@ START_TEST(test_weights) {
   PRUNE(w, "(mul C C)");
   PRUNE(w, "(div C X)");
   PRUNE(w, "(div D (mul A X))");
-  PRUNE(w, "(mul C D)"); /* two units: w_C = w_D = 1 weigh it 2, the target 1 */
+  PRUNE(w, "(mul C D)");         /* two units: w_C = w_D = 1 weigh it 2, the target 1 */
   PRUNE(w, "(add X (add X X))"); /* term counts: 3 against 2 */
   ck_assert_uint_eq(c->weight_refuted, 6);
   ck_assert_uint_eq(c->solver_calls, 0);

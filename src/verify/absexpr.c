@@ -39,8 +39,9 @@
  *       denominator has every factor of a target term's but a smaller
  *       extent, such as sum(i, E)/E against a softmax's x/sum(i, E), is no
  *       subexpression (no axiom splits sum(i, E) into a sum and E).
- *  Anything else goes to the shared cache, then to the unit weight models
- *  (below), then to Z3's search for a weight countermodel (z3check.c). */
+ *  Anything else goes to the shared cache, then to the unit weight and
+ *  term-count models (below), then to Z3's search for a weight
+ *  countermodel (z3check.c). */
 #include "config.h"
 
 #include "verify/absexpr.h"
@@ -1402,8 +1403,8 @@ static double wunit_weight(const mirs__abs_arena *a, mirs__abs_id id, const wuni
     return wunit_weight(a, p->arg, u, nu, K);
   case MIRS__ABS_TERM: {
     double sigma = wunit_count(u, nu, WU_SIGMA, NULL, 0, 0);
-    double num = sigma * (double)mirs__abs_small_omega(p->k);
-    double den = sigma * (double)mirs__abs_small_omega(p->kd);
+    double num = sigma != 0.0 ? sigma * (double)mirs__abs_small_omega(p->k) : 0.0;
+    double den = sigma != 0.0 ? sigma * (double)mirs__abs_small_omega(p->kd) : 0.0;
     for (uint32_t k = 0; k < p->n; k++)
       num += wunit_weight(a, a->kids[p->off + k], u, nu, K);
     for (uint32_t k = 0; k < p->nd; k++)
@@ -1489,8 +1490,8 @@ bool mirs__abs_weights_refute(const mirs__abs_arena *ca, mirs__abs_id cand,
   return false;
 }
 
-/* Ask the cache, then the unit weight models, then Z3, about an undecided
- * pair; *v gets the verdict. */
+/* Ask the cache, then the unit weight and term-count models, then Z3,
+ * about an undecided pair; *v gets the verdict. */
 static mirs_status ask(mirs__prune_worker *w, int ti, mirs__abs_id e, mirs__prune_verdict *v) {
   mirs__prune_shared *s = w->sh;
   uint64_t key = mirs__prune_pair_key(w->arena.nodes[e].hash, s->arena.nodes[s->targets[ti]].hash);

@@ -210,9 +210,9 @@ bool mirs__abs_count_symbols(const mirs__abs_arena *a, const mirs__abs_id *e, in
  * 1000, counted with multiplicity (additive; i | j gives L(i) <= L(j)). */
 int64_t mirs__abs_small_omega(int64_t i);
 
-/* Whether a unit weight model (one parameter of cand at 1, K = 1 or 2;
- * see absexpr.c) weighs cand (arena ca) above target (arena ta), which
- * refutes cand ⊑ target. */
+/* Whether the term count or a unit weight model (one or two parameters
+ * of cand at 1, K = 1 or 2; see absexpr.c) puts cand (arena ca) above
+ * target (arena ta), which refutes cand ⊑ target. */
 bool mirs__abs_weights_refute(const mirs__abs_arena *ca, mirs__abs_id cand,
                               const mirs__abs_arena *ta, mirs__abs_id target);
 
@@ -247,7 +247,7 @@ typedef struct mirs__prune_counters {
   uint64_t syntactic; /* (candidate, target) pairs decided by the normal form */
   uint64_t syntactic_yes, syntactic_no;
   uint64_t cache_hits, cache_misses;
-  uint64_t weight_refuted; /* undecided pairs refuted by a unit weight model, without Z3 */
+  uint64_t weight_refuted; /* undecided pairs refuted by unit weights or term counts (no Z3) */
   uint64_t solver_calls;
   uint64_t solver_unsat;   /* no countermodel in the weight families (kept) */
   uint64_t solver_sat;     /* a countermodel: refuted (pruned) */

@@ -433,8 +433,8 @@ static Z3_ast rscale(mirs__z3_solver *s, int64_t k, Z3_ast a) {
 static Z3_ast weight(mirs__z3_solver *s, const mirs__abs_arena *a, mirs__abs_id id, int m);
 
 /* Sum of the weights of kids[off..off+n) (NULL when n == 0). */
-static Z3_ast weight_product(mirs__z3_solver *s, const mirs__abs_arena *a, uint32_t off,
-                             uint32_t n, int m) {
+static Z3_ast weight_product(mirs__z3_solver *s, const mirs__abs_arena *a, uint32_t off, uint32_t n,
+                             int m) {
   Z3_ast r = NULL;
   for (uint32_t k = 0; k < n; k++)
     r = radd(s, r, weight(s, a, a->kids[off + k], m));
@@ -455,13 +455,13 @@ static Z3_ast weight(mirs__z3_solver *s, const mirs__abs_arena *a, mirs__abs_id 
   case MIRS__ABS_BOX:
     return weight(s, a, p->arg, m);
   case MIRS__ABS_TERM: {
-    Z3_ast sigma = param(s, m, "s", "sum", 0);
-    Z3_ast num = radd(s, weight_product(s, a, p->off, p->n, m),
-                      mirs__abs_small_omega(p->k) ? rscale(s, mirs__abs_small_omega(p->k), sigma) : NULL);
+    int64_t lk = mirs__abs_small_omega(p->k), lkd = p->nd ? mirs__abs_small_omega(p->kd) : 0;
+    Z3_ast sigma = lk || lkd ? param(s, m, "s", "sum", 0) : NULL;
+    Z3_ast num = radd(s, weight_product(s, a, p->off, p->n, m), lk ? rscale(s, lk, sigma) : NULL);
     if (p->nd == 0)
       return num ? num : real(s, 0);
-    Z3_ast den = radd(s, weight_product(s, a, p->off + p->n, p->nd, m),
-                      mirs__abs_small_omega(p->kd) ? rscale(s, mirs__abs_small_omega(p->kd), sigma) : NULL);
+    Z3_ast den =
+        radd(s, weight_product(s, a, p->off + p->n, p->nd, m), lkd ? rscale(s, lkd, sigma) : NULL);
     return radd(s, num, rscale(s, m + 1, den));
   }
   case MIRS__ABS_POLY: {
