@@ -1004,8 +1004,11 @@ static void fp_binary(mirs_op op, const mirs__shape *as, const mirs__fp_pair *a,
  * 2^63 by subtracting c, a multiple of the lane's modulus, when it reaches
  * it (x, r[j] < 2^31, so a product is below 2^62).  Written to vectorise:
  * a 32x32->64-bit multiply per element; on x86-64 with GCC an AVX2 clone
- * is picked at load time. */
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+ * is picked at load time.  Not under ThreadSanitizer: the clone's
+ * resolver runs while the program is relocated, before the TSan runtime
+ * is up, and its instrumented code crashes there. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__) &&     \
+    !defined(__SANITIZE_THREAD__)
 __attribute__((target_clones("avx2", "default"), optimize("tree-vectorize")))
 #endif
 static void fp_lane_mac(uint64_t *restrict acc, const uint32_t *restrict r, uint64_t x, int64_t n,
