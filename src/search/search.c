@@ -803,6 +803,7 @@ static mirs_status candidate(mirs__search_worker *w) {
   res->hash = h;
   res->cost = cr.feasible ? cr.seconds : INFINITY;
   res->kernels = cr.kernels;
+  res->found_at = mirs__core_now() - s->t0;
   MIRS_INC(&w->stats, graphs_found);
   mirs__core_log(ctx, MIRS_LOG_DEBUG, "search: found %016llx cost %g (%d kernels)",
                  (unsigned long long)h, res->cost, (int)res->kernels);
@@ -902,6 +903,7 @@ static void fill_stats(const mirs_search *s, const mirs__search_worker *w, mirs_
   for (int i = 0; i < MIRS__STAT_COUNT; i++)
     v[i] = s->stats.v[i] + (w ? w->stats.v[i] : 0);
   memset(o, 0, sizeof *o);
+  o->struct_size = sizeof *o;
   o->states_explored = v[MIRS__STAT_states_explored];
   o->candidates_verified = v[MIRS__STAT_candidates_verified];
   o->graphs_found = v[MIRS__STAT_graphs_found];
@@ -1241,11 +1243,15 @@ int mirs_search_result_kernels(const mirs_search *s, int index) {
   return s && index >= 0 && (size_t)index < s->nres ? (int)s->res[index].kernels : 0;
 }
 
-/* Statistics so far. */
-mirs_status mirs_search_get_stats(const mirs_search *s, mirs_search_stats *out) {
-  if (!s || !out)
+/* Statistics so far, at most size bytes of them. */
+mirs_status mirs_search_get_stats_sized(const mirs_search *s, mirs_search_stats *out,
+                                        size_t size) {
+  if (!s || !out || size < sizeof(size_t))
     return MIRS_INVALID_ARG;
-  fill_stats(s, NULL, out);
+  mirs_search_stats full;
+  fill_stats(s, NULL, &full);
+  full.struct_size = size < sizeof full ? size : sizeof full;
+  memcpy(out, &full, full.struct_size);
   return MIRS_OK;
 }
 
