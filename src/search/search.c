@@ -771,7 +771,7 @@ static mirs_status candidate(mirs__search_worker *w) {
    * the trials its degree needs, so every result meets the bound. */
   uint64_t dc = 0;
   st = mirs__fp_graph_degree(r, &dc);
-  int need = st == MIRS_OK ? mirs__fp_trials_for(s->degree + dc, ctx->opt.verify_log2_bound) : 0;
+  int need = st == MIRS_OK ? mirs__fp_trials_for(mirs__fp_degree_add(s->degree, dc), ctx->opt.verify_log2_bound) : 0;
   if (st == MIRS_OK && (need < 1 || need > s->trials)) {
     MIRS_INC(&w->stats, fp_reverified);
     int used;
@@ -1116,7 +1116,7 @@ mirs_status mirs_search_create(mirs_context *ctx, const mirs_graph *program, mir
     /* The bound counts deg(reference) + deg(candidate); allow a candidate
      * of up to twice the program's degree. */
     s->degree = degree;
-    uint64_t d = degree < 1 ? 2 : degree * 3;
+    uint64_t d = degree < 1 ? 2 : mirs__fp_degree_mul(degree, 3);
     s->trials = mirs__fp_trials_for(d, ctx->opt.verify_log2_bound);
     if (s->trials < 1)
       s->trials = MIRS__FP_MAX_TRIALS;
