@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* src/graph/graph.h - the µGraph IR shared by every module.
  *
  * Three levels (DESIGN.md "The µGraph model"):

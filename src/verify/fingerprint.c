@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* src/verify/fingerprint.c - finite-field fingerprints: the field and its
  * keyed randomness, the static analysis (degree, exp-dependence, refusal of
  * exp of exp), the per-worker store, comparisons, and the CPU backend.

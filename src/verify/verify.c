@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* src/verify/verify.c - the public mirs_verify: one candidate against its
  * program, by fingerprints (the sound test, with its bound) and then in
  * float64 on random real inputs (a check on the arithmetic the fields
