@@ -194,7 +194,7 @@ int mirs__fp_trials_for(uint64_t degree, double log2_target) {
 
 /* Saturating a + b. */
 static uint64_t sat_add(uint64_t a, uint64_t b) {
-  return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+  return mirs__fp_degree_add(a, b);
 }
 
 /* max(a, b). */
