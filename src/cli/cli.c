@@ -45,7 +45,7 @@ enum { EXIT_OK = 0, EXIT_DIFFERENT = 1, EXIT_USAGE = 2, EXIT_RESOURCE = 3 };
 
 /* getopt_long return values for options without a short form; library
  * options are OPT_LIB + their index in the library's table. */
-enum { OPT_SEED = 256, OPT_SET, OPT_OUT, OPT_THREADS, OPT_DEVICE, OPT_JSON, OPT_LIB = 1024 };
+enum { OPT_SEED = 256, OPT_SET, OPT_OUT, OPT_THREADS, OPT_DEVICE, OPT_JSON, OPT_BACKEND, OPT_LIB = 1024 };
 
 /* Options every build has, independent of the library's table. */
 static const struct option fixed_options[] = {
@@ -59,6 +59,7 @@ static const struct option fixed_options[] = {
     {"threads", required_argument, NULL, OPT_THREADS},
     {"device", required_argument, NULL, OPT_DEVICE},
     {"json", no_argument, NULL, OPT_JSON},
+    {"backend", required_argument, NULL, OPT_BACKEND},
 };
 #define NFIXED (sizeof fixed_options / sizeof fixed_options[0])
 
@@ -72,6 +73,8 @@ typedef struct cli {
   const char *out_dir; /* --out, or NULL: derived from the program name */
   long threads;        /* --threads */
   int json;            /* --json: the report on stdout */
+  const char *output;  /* -o FILE (codegen) */
+  const char *backend; /* --backend (run): "host", "cuda" or NULL (auto) */
 } cli;
 
 /* Summary of one evaluated output, as printed by `eval`. */
@@ -249,7 +252,7 @@ static int parse_options(cli *c, int argc, char **argv) {
   optind = 0; /* full reinitialisation: this function may run many times */
   opterr = 0; /* every message goes to c->err, not to stderr */
   int ch, index, rc = EXIT_OK;
-  while (rc == EXIT_OK && (ch = getopt_long(argc, argv, ":hVqv", c->longopts, &index)) != -1) {
+  while (rc == EXIT_OK && (ch = getopt_long(argc, argv, ":hVqvo:", c->longopts, &index)) != -1) {
     switch (ch) {
     case 'h':
       c->help = 1;
@@ -293,6 +296,16 @@ static int parse_options(cli *c, int argc, char **argv) {
     case OPT_JSON:
       c->json = 1;
       break;
+    case 'o':
+      c->output = optarg;
+      break;
+    case OPT_BACKEND:
+      if (strcmp(optarg, "host") && strcmp(optarg, "cuda")) {
+        cli_error(c, "--backend expects host or cuda, got '%s'", optarg);
+        rc = cli_hint(c);
+      }
+      c->backend = optarg;
+      break;
     case '?':
     case ':':
       rc = bad_option(c, ch, argv);
@@ -316,6 +329,9 @@ static void print_help(cli *c) {
   fputs("Usage: " PROG " [OPTIONS] check FILE\n"
         "       " PROG " [OPTIONS] eval FILE [--seed N]\n"
         "       " PROG " [OPTIONS] verify PROGRAM CANDIDATE\n"
+        "       " PROG " [OPTIONS] codegen FILE [-o FILE.cu]\n"
+        "       " PROG " [OPTIONS] run FILE [--seed N] [--backend=host|cuda]\n"
+        "       " PROG " [OPTIONS] bench FILE\n"
         "       " PROG " [OPTIONS] FILE.graph   search, verify and rank the equivalent µGraphs\n"
         "\n"
         "Superoptimizer for tensor programs (.graph) and µGraphs.\n"
@@ -330,6 +346,14 @@ static void print_help(cli *c) {
         "               check that a µGraph computes the program's function: finite-\n"
         "               field fingerprints with a false-accept bound, then float64;\n"
         "               exit 0 when equivalent, 1 when not\n"
+        "  codegen FILE CUDA C of a µGraph (or program) on stdout, or into -o FILE\n"
+        "               (written atomically); docs/CODEGEN.md describes the code\n"
+        "  run FILE     compile the generated code and run it on eval's seeded inputs:\n"
+        "               eval's lines, then the largest relative error against the\n"
+        "               float64 interpreter; exit 1 above the dtype's tolerance.\n"
+        "               --backend=host (default without a GPU) compiles it as host C++\n"
+        "               through an emulation header; --backend=cuda uses nvcc and the GPU\n"
+        "  bench FILE   time the generated code on the GPU (exit 3: no CUDA device)\n"
         "\n"
         "Options (anywhere on the command line):\n"
         "  -h, --help            show this help and exit\n"
@@ -518,6 +542,20 @@ static int check_outputs(cli *c, const mirs_graph *g, const mirs_eval_result *r)
   return EXIT_OK;
 }
 
+/* Print eval's summary line for every output of r (outputs of g). */
+static int print_outputs(cli *c, const mirs_graph *g, const mirs_eval_result *r) {
+  int rc = check_outputs(c, g, r);
+  for (int i = 0; rc == EXIT_OK && i < mirs_eval_num_outputs(r); i++) {
+    const char *name = mirs_eval_output_name(r, i);
+    int64_t dims[MIRS_MAX_DIMS], count = 0;
+    int rank = mirs_eval_output_shape(r, i, dims);
+    const double *values = mirs_eval_output_values(r, i, &count);
+    summary sm = summarise(values, count);
+    print_summary(c, name, mirs_tensor_dtype(g, mirs_graph_find(g, name)), rank, dims, &sm);
+  }
+  return rc;
+}
+
 /* `eval FILE`: evaluate in float64 under the seed option and print one
  * summary line per output. */
 static int cmd_eval(cli *c, const char *path) {
@@ -534,15 +572,7 @@ static int cmd_eval(cli *c, const char *path) {
     mirs_graph_destroy(g);
     return cli_fail(c, s, 0);
   }
-  rc = check_outputs(c, g, r);
-  for (int i = 0; rc == EXIT_OK && i < mirs_eval_num_outputs(r); i++) {
-    const char *name = mirs_eval_output_name(r, i);
-    int64_t dims[MIRS_MAX_DIMS], count = 0;
-    int rank = mirs_eval_output_shape(r, i, dims);
-    const double *values = mirs_eval_output_values(r, i, &count);
-    summary sm = summarise(values, count);
-    print_summary(c, name, mirs_tensor_dtype(g, mirs_graph_find(g, name)), rank, dims, &sm);
-  }
+  rc = print_outputs(c, g, r);
   mirs_eval_result_destroy(r);
   mirs_graph_destroy(g);
   return rc == EXIT_OK ? finish_output(c) : rc;
@@ -580,6 +610,91 @@ static int cmd_verify(cli *c, const char *program_path, const char *candidate_pa
   mirs_graph_destroy(p);
   mirs_graph_destroy(g);
   return rc;
+}
+
+/* ---------------------------------------------------------------- codegen, run, bench */
+
+/* `codegen FILE [-o OUT]`: the CUDA C of a µGraph. */
+static int cmd_codegen(cli *c, const char *path) {
+  mirs_graph *g;
+  int rc = load_graph(c, path, &g);
+  if (rc != EXIT_OK)
+    return rc;
+  char *text = NULL;
+  mirs_status s = mirs_codegen_cuda(g, NULL, &text);
+  mirs_graph_destroy(g);
+  if (s != MIRS_OK)
+    return cli_fail(c, s, 0);
+  if (c->output) {
+    s = mirs_write_file_atomic(c->ctx, c->output, text, strlen(text));
+    free(text);
+    return s == MIRS_OK ? EXIT_OK : cli_fail(c, s, 0);
+  }
+  fputs(text, c->out);
+  free(text);
+  return finish_output(c);
+}
+
+/* `run FILE`: compile and run the generated code; eval's lines and the
+ * largest relative error against the float64 interpreter. */
+static int cmd_run(cli *c, const char *path) {
+  int64_t seed = 0;
+  if (mirs_option_get_int(c->ctx, "seed", &seed) != MIRS_OK)
+    return cli_fail(c, mirs_last_status(c->ctx), 0);
+  mirs_backend backend = MIRS_BACKEND_HOST;
+  if (c->backend) {
+    backend = strcmp(c->backend, "cuda") == 0 ? MIRS_BACKEND_CUDA : MIRS_BACKEND_HOST;
+  } else {
+    int n = 0;
+    if (mirs_gpu_device_count(c->ctx, &n) == MIRS_OK && n > 0)
+      backend = MIRS_BACKEND_CUDA;
+    mirs_clear_error(c->ctx);
+  }
+  mirs_graph *g;
+  int rc = load_graph(c, path, &g);
+  if (rc != EXIT_OK)
+    return rc;
+  mirs_eval_result *r = NULL;
+  double err = 0;
+  mirs_status s = mirs_codegen_run(g, (uint64_t)seed, backend, &r, &err);
+  if (s != MIRS_OK) {
+    mirs_graph_destroy(g);
+    return cli_fail(c, s, 0);
+  }
+  rc = print_outputs(c, g, r);
+  double tol = mirs_codegen_tolerance(g);
+  if (rc == EXIT_OK)
+    fprintf(c->out, "max relative error vs float64 interpreter: %.3e (tolerance %g, backend %s)\n",
+            err, tol, backend == MIRS_BACKEND_CUDA ? "cuda" : "host");
+  mirs_eval_result_destroy(r);
+  mirs_graph_destroy(g);
+  if (rc == EXIT_OK)
+    rc = finish_output(c);
+  if (rc == EXIT_OK && !(err <= tol)) {
+    cli_error(c, "%s: the generated code's outputs differ from the interpreter's beyond tolerance",
+              path);
+    rc = EXIT_DIFFERENT;
+  }
+  return rc;
+}
+
+/* `bench FILE`: GPU timing; needs a device (this build times nothing
+ * without one, and says so). */
+static int cmd_bench(cli *c, const char *path) {
+  mirs_graph *g;
+  int rc = load_graph(c, path, &g);
+  if (rc != EXIT_OK)
+    return rc;
+  mirs_graph_destroy(g);
+  int n = 0;
+  mirs_status s = mirs_gpu_device_count(c->ctx, &n);
+  if (s != MIRS_OK || n < 1) {
+    cli_error(c, "bench: no CUDA device (%s)", mirs_last_error(c->ctx));
+    return EXIT_RESOURCE;
+  }
+  cli_error(c, "bench: GPU timing of generated code is not implemented yet; "
+               "use 'run --backend=cuda' to check it on the device");
+  return EXIT_RESOURCE;
 }
 
 /* ---------------------------------------------------------------- search */
@@ -682,6 +797,8 @@ static int clear_old_outputs(cli *c, const char *dir, const char *cand_dir) {
   }
   if (join_path(c, path, sizeof path, dir, "best.ugraph"))
     (void)unlink(path);
+  if (join_path(c, path, sizeof path, dir, "best.cu"))
+    (void)unlink(path);
   DIR *d = opendir(cand_dir);
   if (!d)
     return EXIT_OK;
@@ -745,7 +862,20 @@ static void write_report(cli *c, FILE *f, const mirs_graph *program, const mirs_
   fprintf(f, "%s]\n}\n", n ? "\n  " : "");
 }
 
-/* Write every result, best.ugraph and, last, report.json into dir. */
+/* Write the CUDA C of the best graph to dir/best.cu (atomically). */
+static mirs_status write_best_cu(cli *c, const char *dir, const mirs_graph *best) {
+  char path[4200];
+  if (!join_path(c, path, sizeof path, dir, "best.cu"))
+    return MIRS_INVALID_ARG;
+  char *text = NULL;
+  mirs_status s = mirs_codegen_cuda(best, NULL, &text);
+  if (s == MIRS_OK)
+    s = mirs_write_file_atomic(c->ctx, path, text, strlen(text));
+  free(text);
+  return s;
+}
+
+/* Write every result, best.ugraph, best.cu and, last, report.json into dir. */
 static int write_outputs(cli *c, const char *dir, const mirs_graph *program, const mirs_search *s,
                          const mirs_search_stats *st, double time_to_best, char **report,
                          size_t *report_len) {
@@ -768,6 +898,8 @@ static int write_outputs(cli *c, const char *dir, const mirs_graph *program, con
       if (!join_path(c, path, sizeof path, dir, "best.ugraph"))
         return EXIT_USAGE;
       ws = mirs_graph_write_file(mirs_search_result(s, 0), path);
+      if (ws == MIRS_OK)
+        ws = write_best_cu(c, dir, mirs_search_result(s, 0));
     }
     if (ws != MIRS_OK)
       rc = cli_fail(c, ws, 0);
@@ -868,19 +1000,21 @@ static int looks_like_file(const char *arg) {
 
 /* Dispatch on the operands left after option parsing. */
 static int run_command(cli *c, int nargs, char **args) {
-  static const char *const commands[] = {"check", "eval", "verify"};
-  static const int files[] = {1, 1, 2};
+  static const char *const commands[] = {"check", "eval", "verify", "codegen", "run", "bench"};
+  static const int files[] = {1, 1, 2, 1, 1, 1};
+  enum { NCOMMANDS = sizeof files / sizeof files[0] };
   if (nargs == 0) {
     cli_error(c, "missing command or FILE");
     return cli_hint(c);
   }
   int cmd = -1;
-  for (int i = 0; i < 3; i++)
+  for (int i = 0; i < NCOMMANDS; i++)
     if (strcmp(args[0], commands[i]) == 0)
       cmd = i;
   if (cmd < 0) {
     if (!looks_like_file(args[0])) {
-      cli_error(c, "unknown command '%s' (commands: check, eval, verify)", args[0]);
+      cli_error(c, "unknown command '%s' (commands: check, eval, verify, codegen, run, bench)",
+                args[0]);
       return cli_hint(c);
     }
     if (nargs > 1) {
@@ -900,14 +1034,23 @@ static int run_command(cli *c, int nargs, char **args) {
     cli_error(c, "unexpected argument '%s'", args[1 + files[cmd]]);
     return cli_hint(c);
   }
-  if (cmd == 2)
+  switch (cmd) {
+  case 2:
     return cmd_verify(c, args[1], args[2]);
-  return cmd == 0 ? cmd_check(c, args[1]) : cmd_eval(c, args[1]);
+  case 3:
+    return cmd_codegen(c, args[1]);
+  case 4:
+    return cmd_run(c, args[1]);
+  case 5:
+    return cmd_bench(c, args[1]);
+  default:
+    return cmd == 0 ? cmd_check(c, args[1]) : cmd_eval(c, args[1]);
+  }
 }
 
 /* The mirsearch program (see cli.h). */
 int mirs__cli_main(int argc, char **argv, FILE *out, FILE *err) {
-  cli c = {out, err, NULL, NULL, NULL, 0, 0, NULL, 1, 0};
+  cli c = {out, err, NULL, NULL, NULL, 0, 0, NULL, 1, 0, NULL, NULL};
   int rc;
   if (mirs_context_create(&c.ctx) != MIRS_OK) {
     cli_error(&c, "cannot create a context: out of memory");
