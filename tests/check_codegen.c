@@ -64,11 +64,10 @@ START_TEST(test_example_ugraphs_match_programs) {
   mirs_graph *g = load(ctx, up), *p = load(ctx, pp);
   double tol = mirs_codegen_tolerance(g);
   ck_assert(tol >= 1e-4 && tol <= 0.1);
-  for (uint64_t seed = 1; seed <= 2; seed++) {
-    double err = run_against(ctx, g, p, seed, up);
-    ck_assert_msg(err <= tol, "%s seed %llu: relative error %g > %g", up,
-                  (unsigned long long)seed, err, tol);
-  }
+  uint64_t seed = 1 + (uint64_t)_i;
+  double err = run_against(ctx, g, p, seed, up);
+  ck_assert_msg(err <= tol, "%s seed %llu: relative error %g > %g", up, (unsigned long long)seed,
+                err, tol);
   mirs_graph_destroy(g);
   mirs_graph_destroy(p);
   mirs_context_destroy(ctx);
@@ -84,22 +83,12 @@ START_TEST(test_codegen_graphs_match_interpreter) {
   double err = -1;
   ck_assert_msg(mirs_codegen_run(g, 3, MIRS_BACKEND_HOST, &r, &err) == MIRS_OK, "%s: %s", up,
                 mirs_last_error(ctx));
-  ck_assert_msg(err >= 0 && err <= mirs_codegen_tolerance(g), "%s: relative error %g > %g", up,
-                err, mirs_codegen_tolerance(g));
+  /* The f32 graph's error is tiny, so a tolerance only an f16 run needs
+   * could hide a wrong kernel there: demand 1e-5. */
+  double tol = strcmp(TESTGRAPHS[_i], "f32_mixed") == 0 ? 1e-5 : mirs_codegen_tolerance(g);
+  ck_assert_msg(err >= 0 && err <= tol, "%s: relative error %g > %g", up, err, tol);
   ck_assert_int_eq(mirs_eval_num_outputs(r), g->nout);
   mirs_eval_result_destroy(r);
-  mirs_graph_destroy(g);
-  mirs_context_destroy(ctx);
-}
-END_TEST
-
-/* The f32 test graph's error is tiny, so a tolerance only an f16 run
- * would need cannot hide a wrong kernel: demand 1e-5 there. */
-START_TEST(test_f32_is_tight) {
-  mirs_context *ctx = tu_ctx(NULL);
-  mirs_graph *g = load(ctx, "tests/codegen/f32_mixed.ugraph");
-  double err = run_against(ctx, g, g, 5, "f32_mixed");
-  ck_assert_msg(err <= 1e-5, "f32_mixed: relative error %g", err);
   mirs_graph_destroy(g);
   mirs_context_destroy(ctx);
 }
@@ -129,9 +118,9 @@ START_TEST(test_search_results_match_programs) {
   ck_assert_msg(mirs_search_run(s) == MIRS_OK, "%s", mirs_last_error(ctx));
   int n = mirs_search_num_results(s);
   ck_assert_int_gt(n, 0);
-  /* The best, the median and the last result. */
-  int pick[3] = {0, n / 2, n - 1};
-  for (int k = 0; k < 3; k++) {
+  /* The best and the last result (the most unlike the hand-written ones). */
+  int pick[2] = {0, n - 1};
+  for (int k = 0; k < 2; k++) {
     if (k > 0 && pick[k] == pick[k - 1])
       continue;
     const mirs_graph *r = mirs_search_result(s, pick[k]);
@@ -173,7 +162,7 @@ START_TEST(test_codegen_api_errors) {
   ck_assert_int_eq(mirs_codegen_cuda(g, "my_attention", &text), MIRS_OK);
   ck_assert_ptr_nonnull(strstr(text, "extern \"C\" cudaError_t my_attention("));
   ck_assert_ptr_nonnull(strstr(text, "extern \"C\" size_t my_attention_workspace_bytes(void)"));
-  free(text);
+  mirs_free(ctx, text);
   ck_assert_int_eq(mirs_codegen_cuda(NULL, NULL, &text), MIRS_INVALID_ARG);
   ck_assert_ptr_nonnull(mirs_codegen_emulation_header());
   mirs_graph_destroy(g);
@@ -190,7 +179,6 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_cuda_backend_without_device);
   tcase_add_loop_test(tc, test_example_ugraphs_match_programs, 0, NEXAMPLES);
   tcase_add_loop_test(tc, test_codegen_graphs_match_interpreter, 0, NTESTGRAPHS);
-  tcase_add_test(tc, test_f32_is_tight);
   tcase_add_test(tc, test_wrong_ugraph_fails);
   tcase_add_loop_test(tc, test_search_results_match_programs, 0, NSEARCHED);
   suite_add_tcase(s, tc);

@@ -40,7 +40,7 @@ static void add_graph(mirs_context *ctx, const mirs_graph *g, const char *what) 
   ck_assert_ptr_nonnull(f);
   fprintf(f, "/* %s */\n%s", what, text);
   ck_assert_int_eq(fclose(f), 0);
-  free(text);
+  mirs_free(ctx, text);
   fprintf(all, "#include \"g%d.cu\"\n", ngraphs);
   ngraphs++;
 }

@@ -25,7 +25,8 @@
 extern "C" {
 #endif
 
-/* CUDA C of g into *text (NUL-terminated; release with free()).  entry
+/* CUDA C of g into *text: NUL-terminated, from g's context allocator;
+ * release it with mirs_free(mirs_graph_context(g), text).  entry
  * names the entry point (a C identifier; NULL: "mirs_" + the graph name).
  * A custom kernel whose tiles exceed shared memory (227 KB) keeps them in
  * a per-block slice of the workspace instead. */

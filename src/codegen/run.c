@@ -145,16 +145,13 @@ mirs_status mirs_codegen_cuda(const mirs_graph *g, const char *entry, char **tex
   mirs_status s = mirs__codegen_cuda(g, entry, &b);
   if (s == MIRS_OK && b.failed)
     s = MIRS_FAIL(g->ctx, MIRS_NOMEM, "out of memory");
-  char *out = s == MIRS_OK ? malloc(b.len + 1) : NULL;
-  if (s == MIRS_OK && !out)
-    s = MIRS_FAIL(g->ctx, MIRS_NOMEM, "out of memory");
-  if (s == MIRS_OK) {
-    memcpy(out, b.data, b.len);
-    out[b.len] = '\0';
-    *text = out;
+  if (s != MIRS_OK) {
+    mirs__buf_free(&b);
+    return s;
   }
-  mirs__buf_free(&b);
-  return s;
+  /* The buffer comes from the context allocator, NUL-terminated. */
+  *text = b.data;
+  return MIRS_OK;
 }
 
 /* Public: the tolerance of a run of g. */

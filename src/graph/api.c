@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* src/graph/api.c - the public graph API (mirsearch/graph.h) on top of the
  * internal builder, parser, printer, hash and interpreter.
  *
@@ -214,14 +215,15 @@ mirs_status mirs_graph_print(const mirs_graph *g, FILE *f) {
     mirs__buf_free(&b);
     return MIRS_NOMEM;
   }
-  size_t n = b.len ? fwrite(b.data, 1, b.len, f) : 0;
-  mirs__buf_free(&b);
-  if (n != b.len || ferror(f))
+  size_t len = b.len;
+  size_t n = len ? fwrite(b.data, 1, len, f) : 0;
+  mirs__buf_free(&b); /* resets b.len: compare with the length kept above */
+  if (n != len || ferror(f))
     return MIRS_FAIL(g->ctx, MIRS_IO, "write error while printing graph");
   return MIRS_OK;
 }
 
-/* Canonical text as a malloc'd string. */
+/* Canonical text in a string from the context's allocator. */
 mirs_status mirs_graph_to_string(const mirs_graph *g, char **out) {
   if (!g || !out)
     return g ? MIRS_FAIL(g->ctx, MIRS_INVALID_ARG, "mirs_graph_to_string: NULL out")
@@ -234,16 +236,13 @@ mirs_status mirs_graph_to_string(const mirs_graph *g, char **out) {
     mirs__buf_free(&b);
     return MIRS_NOMEM;
   }
-  char *s = malloc(b.len + 1);
-  if (!s) {
-    mirs__buf_free(&b);
-    return MIRS_FAIL(g->ctx, MIRS_NOMEM, "out of memory");
+  /* The buffer already comes from the context allocator, NUL-terminated. */
+  if (!b.data) {
+    b.data = mirs__core_calloc(g->ctx, 1, 1);
+    if (!b.data)
+      return MIRS_NOMEM;
   }
-  if (b.len)
-    memcpy(s, b.data, b.len);
-  s[b.len] = '\0';
-  mirs__buf_free(&b);
-  *out = s;
+  *out = b.data;
   return MIRS_OK;
 }
 
@@ -362,8 +361,8 @@ mirs_status mirs_graph_eval(const mirs_graph *g, uint64_t seed, mirs_eval_result
 }
 
 /* Largest relative difference between same-named outputs of two eval
- * results: max|a-b| / max|a| per output (NaN at the same place counts as
- * equal; a NaN against a number as infinitely different). */
+ * results: max|a-b| / max|a| per output (non-finite values must match
+ * exactly; otherwise the difference is infinite). */
 double mirs__eval_max_rel_error(const mirs_eval_result *ref, const mirs_eval_result *cand) {
   double worst = 0;
   for (int i = 0; i < mirs_eval_num_outputs(ref); i++) {
@@ -378,8 +377,11 @@ double mirs__eval_max_rel_error(const mirs_eval_result *ref, const mirs_eval_res
       return INFINITY;
     double diff = 0, scale = 0;
     for (int64_t e = 0; e < n; e++) {
-      if (isnan(a[e]) || isnan(b[e])) {
-        if (!(isnan(a[e]) && isnan(b[e])))
+      /* Non-finite values must match exactly (NaN with NaN, an infinity
+       * with the same infinity) and stay out of the scale: an infinity in
+       * the reference would otherwise make every difference relative 0. */
+      if (!isfinite(a[e]) || !isfinite(b[e])) {
+        if (isnan(a[e]) ? !isnan(b[e]) : a[e] != b[e])
           return INFINITY;
         continue;
       }

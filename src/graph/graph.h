@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* src/graph/graph.h - the µGraph IR shared by every module.
  *
  * Three levels (DESIGN.md "The µGraph model"):
@@ -191,6 +192,8 @@ mirs_status mirs__graph_mark_output(mirs_graph *g, int32_t t);
 void mirs__graph_pop_op(mirs_graph *g);
 /* Deep copy. */
 mirs_status mirs__graph_clone(const mirs_graph *g, mirs_graph **out);
+/* The same, the copy owned by ctx (a worker's graph into the search's). */
+mirs_status mirs__graph_clone_in(mirs_context *ctx, const mirs_graph *g, mirs_graph **out);
 
 /* Custom kernels: create a block graph, fill it with mirs__bg_* calls, then
  * attach it with mirs__graph_add_custom, which takes ownership (also on

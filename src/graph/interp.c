@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* src/graph/interp.c - the float64 reference interpreter: evaluates every
  * kernel tensor of a program or µGraph on the Philox inputs
  * (mirs_input_value), so two graphs can be compared numerically.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* src/search/search.c - the depth-first search engine: applying and undoing
  * moves on a worker's in-place state, the explicit DFS stack, verification
  * of complete candidates, results (dedup, ranking, float64 check) and the
@@ -514,11 +515,15 @@ static void pop_frame(mirs__search_worker *w) {
 
 /* A worker positioned at the root state. */
 mirs_status mirs__search_worker_new(mirs_search *s, mirs__search_worker **out) {
-  mirs_context *ctx = s->ctx;
   *out = NULL;
+  mirs_context *ctx;
+  MIRS_CHECK(s->ctx, mirs__core_context_child(s->ctx, &ctx));
   mirs__search_worker *w = mirs__core_calloc(ctx, 1, sizeof *w);
-  if (!w)
+  if (!w) {
+    mirs__core_error_copy(s->ctx, ctx);
+    mirs__core_context_merge(ctx);
     return MIRS_NOMEM;
+  }
   w->s = s;
   w->ctx = ctx;
   mirs_status st = mirs__graph_new(ctx, s->program->name, &w->g);
@@ -554,7 +559,7 @@ mirs_status mirs__search_worker_new(mirs_search *s, mirs__search_worker **out) {
   if (st == MIRS_OK)
     st = mirs__fp_extend(w->fp, w->g);
   if (st == MIRS_OK)
-    st = mirs__prune_worker_new(s->prune, &w->pw);
+    st = mirs__prune_worker_new_in(s->prune, ctx, &w->pw);
   if (st == MIRS_OK) {
     w->pmemo = mirs__core_calloc(ctx, PMEMO_SIZE, sizeof *w->pmemo);
     if (!w->pmemo)
@@ -565,8 +570,10 @@ mirs_status mirs__search_worker_new(mirs_search *s, mirs__search_worker **out) {
   if (st == MIRS_OK)
     st = push_frame(w, NULL, mirs__abs_mark_get(mirs__prune_worker_arena(w->pw)));
   if (st != MIRS_OK) {
+    mirs__core_trace(ctx, st, __func__, __FILE__, __LINE__);
+    mirs__core_error_copy(s->ctx, ctx);
     mirs__search_worker_free(w);
-    return mirs__core_trace(ctx, st, __func__, __FILE__, __LINE__);
+    return st;
   }
   *out = w;
   return MIRS_OK;
@@ -609,6 +616,7 @@ void mirs__search_worker_free(mirs__search_worker *w) {
   mirs__core_free(ctx, w->kexpr);
   mirs__core_free(ctx, w->bexpr);
   mirs__core_free(ctx, w);
+  mirs__core_context_merge(ctx);
 }
 
 /* Copy the current path into path (at most cap entries). */
@@ -757,10 +765,12 @@ static mirs_status candidate(mirs__search_worker *w) {
   if (st == MIRS_OK)
     st = seen_lookup(s, h, true, &found);
   if (st == MIRS_OK && !found)
-    st = mirs__graph_clone(g, &r);
+    st = mirs__graph_clone_in(s->ctx, g, &r);
   g->nout = 0;
   for (int32_t i = 0; i < p->nout; i++)
     g->t[chosen[i]].name = saved[i];
+  if (st != MIRS_OK && mirs_last_status(s->ctx) != MIRS_OK)
+    mirs__core_error_copy(ctx, s->ctx); /* the copy is the search's */
   MIRS_CHECK(ctx, st);
   if (found) {
     MIRS_INC(&w->stats, duplicates);
@@ -771,7 +781,7 @@ static mirs_status candidate(mirs__search_worker *w) {
    * the trials its degree needs, so every result meets the bound. */
   uint64_t dc = 0;
   st = mirs__fp_graph_degree(r, &dc);
-  int need = st == MIRS_OK ? mirs__fp_trials_for(s->degree + dc, ctx->opt.verify_log2_bound) : 0;
+  int need = st == MIRS_OK ? mirs__fp_trials_for(mirs__fp_degree_add(s->degree, dc), ctx->opt.verify_log2_bound) : 0;
   if (st == MIRS_OK && (need < 1 || need > s->trials)) {
     MIRS_INC(&w->stats, fp_reverified);
     int used;
@@ -794,6 +804,8 @@ static mirs_status candidate(mirs__search_worker *w) {
   if (st == MIRS_OK && s->nres >= s->capres)
     st = mirs__core_grow(ctx, (void **)&s->res, &s->capres, s->nres + 1, sizeof *s->res);
   if (st != MIRS_OK) {
+    if (mirs_last_status(ctx) == MIRS_OK)
+      mirs__core_error_copy(ctx, s->ctx);
     mirs__graph_free(r);
     return mirs__core_trace(ctx, st, __func__, __FILE__, __LINE__);
   }
@@ -802,6 +814,7 @@ static mirs_status candidate(mirs__search_worker *w) {
   res->hash = h;
   res->cost = cr.feasible ? cr.seconds : INFINITY;
   res->kernels = cr.kernels;
+  res->found_at = mirs__core_now() - s->t0;
   MIRS_INC(&w->stats, graphs_found);
   mirs__core_log(ctx, MIRS_LOG_DEBUG, "search: found %016llx cost %g (%d kernels)",
                  (unsigned long long)h, res->cost, (int)res->kernels);
@@ -901,6 +914,7 @@ static void fill_stats(const mirs_search *s, const mirs__search_worker *w, mirs_
   for (int i = 0; i < MIRS__STAT_COUNT; i++)
     v[i] = s->stats.v[i] + (w ? w->stats.v[i] : 0);
   memset(o, 0, sizeof *o);
+  o->struct_size = sizeof *o;
   o->states_explored = v[MIRS__STAT_states_explored];
   o->candidates_verified = v[MIRS__STAT_candidates_verified];
   o->graphs_found = v[MIRS__STAT_graphs_found];
@@ -929,9 +943,10 @@ static bool should_stop(mirs_search *s, mirs__search_worker *w, double *last_pro
     return true;
   if (ctx->opt.time_limit > 0 && now - s->t0 >= ctx->opt.time_limit)
     return true;
-  if (ctx->opt.max_memory > 0 && mirs_memory_current(ctx) > (size_t)ctx->opt.max_memory) {
+  size_t held = mirs_memory_current(ctx) + mirs_memory_current(w->ctx);
+  if (ctx->opt.max_memory > 0 && held > (size_t)ctx->opt.max_memory) {
     mirs__core_log(ctx, MIRS_LOG_WARNING, "search: stopping at the memory limit (%zu bytes held)",
-                   mirs_memory_current(ctx));
+                   held);
     return true;
   }
   if (s->progress && now - *last_progress >= PROGRESS_EVERY) {
@@ -1116,7 +1131,7 @@ mirs_status mirs_search_create(mirs_context *ctx, const mirs_graph *program, mir
     /* The bound counts deg(reference) + deg(candidate); allow a candidate
      * of up to twice the program's degree. */
     s->degree = degree;
-    uint64_t d = degree < 1 ? 2 : degree * 3;
+    uint64_t d = degree < 1 ? 2 : mirs__fp_degree_mul(degree, 3);
     s->trials = mirs__fp_trials_for(d, ctx->opt.verify_log2_bound);
     if (s->trials < 1)
       s->trials = MIRS__FP_MAX_TRIALS;
@@ -1196,6 +1211,8 @@ mirs_status mirs_search_run(mirs_search *s) {
   MIRS_CHECK(ctx, mirs__search_worker_new(s, &w));
   bool complete = false;
   mirs_status st = dfs(s, w, &complete);
+  if (st != MIRS_OK)
+    mirs__core_error_copy(ctx, w->ctx);
   collect_stats(s, w);
   mirs__search_worker_free(w);
   s->complete = st == MIRS_OK && complete;
@@ -1240,11 +1257,15 @@ int mirs_search_result_kernels(const mirs_search *s, int index) {
   return s && index >= 0 && (size_t)index < s->nres ? (int)s->res[index].kernels : 0;
 }
 
-/* Statistics so far. */
-mirs_status mirs_search_get_stats(const mirs_search *s, mirs_search_stats *out) {
-  if (!s || !out)
+/* Statistics so far, at most size bytes of them. */
+mirs_status mirs_search_get_stats_sized(const mirs_search *s, mirs_search_stats *out,
+                                        size_t size) {
+  if (!s || !out || size < sizeof(size_t))
     return MIRS_INVALID_ARG;
-  fill_stats(s, NULL, out);
+  mirs_search_stats full;
+  fill_stats(s, NULL, &full);
+  full.struct_size = size < sizeof full ? size : sizeof full;
+  memcpy(out, &full, full.struct_size);
   return MIRS_OK;
 }
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* src/search/search.h - internal interface of the search engine: the move
  * space (space.c) and the depth-first engine with its results (search.c).
  *
@@ -237,6 +238,7 @@ typedef struct mirs__search_result {
   uint64_t hash;
   double cost;
   int32_t kernels;
+  double found_at; /* seconds from the start of the search */
 } mirs__search_result;
 
 struct mirs_search {

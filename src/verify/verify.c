@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* src/verify/verify.c - the public mirs_verify: one candidate against its
  * program, by fingerprints (the sound test, with its bound) and then in
  * float64 on random real inputs (a check on the arithmetic the fields
@@ -45,24 +46,33 @@ mirs_status mirs__verify_fingerprints(mirs_context *ctx, const mirs_graph *progr
   uint64_t dp, dc;
   MIRS_CHECK(ctx, mirs__fp_graph_degree(program, &dp));
   MIRS_CHECK(ctx, mirs__fp_graph_degree(candidate, &dc));
-  *trials = mirs__fp_trials_for(dp + dc, ctx->opt.verify_log2_bound);
+  /* Saturating: a wrapped sum would look small and pass with too few
+   * trials (two graphs of degree ~2^63 each "verified" with bound 2^0). */
+  uint64_t d = mirs__fp_degree_add(dp, dc);
+  *trials = mirs__fp_trials_for(d, ctx->opt.verify_log2_bound);
   if (*trials < 1)
     return MIRS_FAIL(ctx, MIRS_UNSUPPORTED,
-                     "degree %llu is too high for a false-accept bound of 2^%g with the "
+                     "degree %s%llu is too high for a false-accept bound of 2^%g with the "
                      "fingerprint field",
-                     (unsigned long long)(dp + dc), ctx->opt.verify_log2_bound);
+                     d == UINT64_MAX ? ">= " : "", (unsigned long long)d,
+                     ctx->opt.verify_log2_bound);
   MIRS_CHECK(ctx, fingerprint_compare(ctx, program, candidate, *trials, v));
+  /* The verdict's own degree (which also counts exp/PRF arguments) must
+   * meet the bound too: an equal verdict that does not is refused. */
+  if (v->equal && (v->log2_bound >= 0 || v->log2_bound > ctx->opt.verify_log2_bound))
+    return MIRS_FAIL(ctx, MIRS_UNSUPPORTED,
+                     "degree %s%llu: %d trials give a false-accept bound of 2^%g, not the "
+                     "required 2^%g",
+                     v->degree == UINT64_MAX ? ">= " : "", (unsigned long long)v->degree,
+                     *trials, v->log2_bound, ctx->opt.verify_log2_bound);
   return MIRS_OK;
 }
 
-/* Verify candidate against program. */
-mirs_status mirs_verify(mirs_context *ctx, const mirs_graph *program, const mirs_graph *candidate,
-                        mirs_verify_result *out) {
-  if (!ctx)
-    return MIRS_INVALID_ARG;
-  if (!program || !candidate || !out)
-    return MIRS_FAIL(ctx, MIRS_INVALID_ARG, "mirs_verify: NULL argument");
+/* Verify candidate against program into a whole result struct. */
+static mirs_status verify_full(mirs_context *ctx, const mirs_graph *program,
+                               const mirs_graph *candidate, mirs_verify_result *out) {
   memset(out, 0, sizeof *out);
+  out->struct_size = sizeof *out;
   out->float_max_rel_error = NAN;
   MIRS_CHECK(ctx, mirs__graph_validate(program));
   MIRS_CHECK(ctx, mirs__graph_validate(candidate));
@@ -97,5 +107,20 @@ mirs_status mirs_verify(mirs_context *ctx, const mirs_graph *program, const mirs
   mirs_eval_result_destroy(er);
   mirs_eval_result_destroy(ec);
   MIRS_CHECK(ctx, s == MIRS_LIMIT ? MIRS_OK : s);
+  return MIRS_OK;
+}
+
+/* Verify candidate against program; fill at most size bytes of *out. */
+mirs_status mirs_verify_sized(mirs_context *ctx, const mirs_graph *program,
+                              const mirs_graph *candidate, mirs_verify_result *out, size_t size) {
+  if (!ctx)
+    return MIRS_INVALID_ARG;
+  if (!program || !candidate || !out || size < sizeof(size_t))
+    return MIRS_FAIL(ctx, MIRS_INVALID_ARG, "mirs_verify: NULL argument or struct size");
+  mirs_verify_result full;
+  mirs_status s = verify_full(ctx, program, candidate, &full);
+  full.struct_size = size < sizeof full ? size : sizeof full;
+  memcpy(out, &full, full.struct_size);
+  MIRS_CHECK(ctx, s);
   return MIRS_OK;
 }
