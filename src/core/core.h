@@ -71,6 +71,11 @@ void mirs__core_stats_add(mirs_context *ctx, const mirs__stats *s);
 #define MIRS__ERRMSG_SIZE 1024
 #define MIRS__TRACE_SIZE 2048
 
+#define MIRS__STOP_USER 1 /* mirs_interrupt */
+#define MIRS__STOP_TIME 2 /* time limit (watchdog) */
+#define MIRS__STOP_MEM 4  /* memory limit (watchdog) */
+#define MIRS__MAX_HOOKS 64
+
 struct mirs_context {
   mirs_alloc_fn alloc;
   void *alloc_user;
@@ -92,7 +97,37 @@ struct mirs_context {
   /* Diagnostics of the last parse (owned strings). */
   char **diags;
   size_t ndiags, diags_cap;
+
+  /* Stop requests (stop.c): MIRS__STOP_* bits, hooks, the watchdog. */
+  atomic_int stop;
+  atomic_int hook_lock;
+  struct {
+    void (*fn)(void *);
+    void *arg;
+  } hooks[MIRS__MAX_HOOKS];
+  int nhooks;
+  struct mirs__watch *watch;
 };
+
+/* ---------------------------------------------------------------- stop requests */
+
+/* Whether a stop was requested (mirs_interrupt, or a limit the watchdog
+ * saw): one relaxed atomic load, cheap enough for any loop. */
+static inline bool mirs__core_stopping(const mirs_context *ctx) {
+  return atomic_load_explicit(&ctx->stop, memory_order_relaxed) != 0;
+}
+/* MIRS_STOPPED with the reason, noticed while doing `where`. */
+mirs_status mirs__core_stopped(mirs_context *ctx, const char *where);
+/* Register/remove fn(arg), called from the watchdog thread when a stop
+ * trips (e.g. Z3_interrupt on a worker's solver). */
+mirs_status mirs__core_hook_add(mirs_context *ctx, void (*fn)(void *), void *arg);
+void mirs__core_hook_remove(mirs_context *ctx, void (*fn)(void *), void *arg);
+/* Run a watchdog thread until mirs__core_watch_stop: it sets the limit
+ * bits at the absolute deadline (mirs__core_now() time; 0 none) or past
+ * mem_limit bytes held (0 none), and forwards any stop to the hooks
+ * within ~20 ms.  watch_stop clears the limit bits it set. */
+mirs_status mirs__core_watch_start(mirs_context *ctx, double deadline, size_t mem_limit);
+void mirs__core_watch_stop(mirs_context *ctx);
 
 /* ---------------------------------------------------------------- errors */
 

@@ -203,6 +203,12 @@ static mirs_status refused(mirs__search_worker *w, mirs_status st, int stat) {
 mirs_status mirs__search_bop_keep(mirs__search_worker *w, mirs_op op, int dim, int nin,
                                   const mirs__abs_id *in, const mirs__shape *s0, bool *keep) {
   mirs__abs_arena *a = mirs__prune_worker_arena(w->pw);
+  for (int i = 0; i < nin; i++)
+    if (in[i] == MIRS__ABS_NONE) { /* no expression (too large): kept, as unknown */
+      MIRS_INC(&w->stats, prune_calls);
+      *keep = true;
+      return MIRS_OK;
+    }
   int64_t ext = mirs__abs_bop_extent(op, dim, s0, w->bgs[w->nbg - 1]->forloop);
   uint64_t k = mirs__hash_mix(mirs__hash_mix((uint64_t)op + 1, (uint64_t)ext), (uint64_t)nin);
   for (int i = 0; i < nin; i++)
@@ -1052,7 +1058,7 @@ static mirs_status sym_need_build(mirs_search *s) {
   bool ok = st == MIRS_OK;
   for (int32_t i = 0; ok && i < p->nout; i++) {
     e[i] = kexpr[p->outputs[i]];
-    ok = !mirs__abs_node_at(&a, e[i])->boxed;
+    ok = e[i] != MIRS__ABS_NONE && !mirs__abs_node_at(&a, e[i])->boxed;
   }
   size_t nmask = (size_t)1 << p->nout;
   if (ok) {
