@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* src/cli/cli.c - the mirsearch command line: option parsing, the search
  * (with its output directory and report.json), the `check`, `eval` and
  * `verify` commands, --help and --version.
@@ -365,6 +366,7 @@ static void print_version(cli *c) {
   int match =
       mirs_version() == MIRS_VERSION && strcmp(mirs_version_string(), MIRS_VERSION_STRING) == 0;
   fprintf(c->out, PROG " %s\n", mirs_version_string());
+  fprintf(c->out, "license: MIT (see LICENSE; SPDX-License-Identifier: MIT)\n");
   fprintf(c->out, "git: %s\n", mirs_build_git_hash());
   fprintf(c->out, "compiler: %s\n", mirs_build_compiler());
   fprintf(c->out, "features: %s\n", mirs_build_features());
@@ -375,6 +377,9 @@ static void print_version(cli *c) {
 /* Read the whole file at path into a malloc'd NUL-terminated buffer.
  * A file that cannot be opened (or is a directory) is bad input
  * (EXIT_USAGE); a failing read is an I/O error (EXIT_RESOURCE). */
+/* Largest input file read (graph files are kilobytes; as the library's). */
+#define MAX_INPUT_BYTES (64 << 20)
+
 static int read_input(cli *c, const char *path, char **text, size_t *len) {
   *text = NULL;
   *len = 0;
@@ -391,6 +396,12 @@ static int read_input(cli *c, const char *path, char **text, size_t *len) {
     n += fread(buf + n, 1, cap - n - 1, f);
     if (n < cap - 1)
       break;
+    if (cap >= MAX_INPUT_BYTES) { /* (/dev/zero, or a file that is no graph) */
+      cli_error(c, "'%s' is more than %d MiB; not a graph file", path, MAX_INPUT_BYTES >> 20);
+      free(buf);
+      fclose(f);
+      return EXIT_USAGE;
+    }
     char *bigger = cap > SIZE_MAX / 2 ? NULL : realloc(buf, cap * 2);
     if (!bigger) {
       free(buf);
@@ -587,10 +598,18 @@ static int cmd_verify(cli *c, const char *program_path, const char *candidate_pa
 /* Set by SIGINT/SIGTERM during a search; polled by the should-stop callback. */
 static volatile sig_atomic_t stop_requested;
 
-/* Signal handler: ask the running search to stop at its next poll. */
+/* The context of the running search (set while the handlers are in place). */
+static mirs_context *volatile stop_ctx;
+
+/* Signal handler: ask the running search to stop at its next poll; the
+ * library notices it inside long steps too (setup, a fingerprint, a
+ * solver query), not only between states.  (mirs_interrupt is
+ * async-signal-safe.) */
 static void on_stop_signal(int sig) {
   (void)sig;
   stop_requested = 1;
+  if (stop_ctx)
+    mirs_interrupt(stop_ctx);
 }
 
 /* State the search callbacks share with cmd_search. */
@@ -812,20 +831,25 @@ static int cmd_search(cli *c, const char *path) {
   mirs_option_get_int(c->ctx, "log_level", &level);
   search_ui ui = {c, level > 0 && isatty(fileno(c->err)), 0, 0, now_seconds(), 0, 0};
   mirs_search *s = NULL;
-  mirs_status st = mirs_search_create(c->ctx, p, &s);
-  if (st == MIRS_OK)
-    st = mirs_search_set_callbacks(s, search_progress, search_result, search_should_stop, &ui);
+  /* The handlers cover the setup too (it can be long at full shapes). */
   struct sigaction sa, old_int, old_term;
   memset(&sa, 0, sizeof sa);
   sa.sa_handler = on_stop_signal;
   sigemptyset(&sa.sa_mask);
   stop_requested = 0;
+  stop_ctx = c->ctx;
   sigaction(SIGINT, &sa, &old_int);
   sigaction(SIGTERM, &sa, &old_term);
+  mirs_status st = mirs_search_create(c->ctx, p, &s);
+  if (st == MIRS_OK)
+    st = mirs_search_set_callbacks(s, search_progress, search_result, search_should_stop, &ui);
+  ui.start = now_seconds(); /* (time_to_best counts from the run, like wall_seconds) */
   if (st == MIRS_OK)
     st = mirs_search_run(s);
   sigaction(SIGINT, &old_int, NULL);
   sigaction(SIGTERM, &old_term, NULL);
+  stop_ctx = NULL;
+  mirs_interrupt_clear(c->ctx);
   if (ui.tty)
     fputs("\r\033[K", c->err);
   mirs_search_stats stats;
@@ -836,7 +860,8 @@ static int cmd_search(cli *c, const char *path) {
   if (st != MIRS_OK)
     rc = cli_fail(c, st, 0);
   else
-    rc = write_outputs(c, dir, p, s, &stats, ui.best_at, &report, &report_len);
+    rc = write_outputs(c, dir, p, s, &stats, fmin(ui.best_at, stats.wall_seconds), &report,
+                       &report_len);
   if (rc == EXIT_OK) {
     if (c->json) {
       fwrite(report, 1, report_len, c->out);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* src/core/core.h - internal core: the context, errors with traces,
  * allocation through the context, options, statistics and logging.
  *
@@ -107,13 +108,31 @@ struct mirs_context {
   } hooks[MIRS__MAX_HOOKS];
   int nhooks;
   struct mirs__watch *watch;
+  /* A worker environment (mirs__core_context_child): the parent whose
+   * allocator and options it copies; NULL for a user's context. */
+  mirs_context *parent;
 };
+
+/* A worker environment: a context of its own (error slot, counters,
+ * allocation accounting) that shares parent's allocator, options and log
+ * callback, so one search worker never writes the user's context.  The
+ * embedder's allocator and log callback are then called from worker
+ * threads (mirsearch/core.h says so).  Freed by mirs__core_context_merge. */
+mirs_status mirs__core_context_child(mirs_context *parent, mirs_context **out);
+/* Add child's counters to its parent's, raise the parent's peak by what
+ * the child held at its peak (an upper bound of the joint peak), and
+ * release the child (its blocks must all be freed). */
+void mirs__core_context_merge(mirs_context *child);
+/* Copy src's error (status, message, trace) into dst. */
+void mirs__core_error_copy(mirs_context *dst, const mirs_context *src);
 
 /* ---------------------------------------------------------------- stop requests */
 
 /* Whether a stop was requested (mirs_interrupt, or a limit the watchdog
  * saw): one relaxed atomic load, cheap enough for any loop. */
 static inline bool mirs__core_stopping(const mirs_context *ctx) {
+  if (ctx->parent) /* a worker environment: the user's context holds the requests */
+    ctx = ctx->parent;
   return atomic_load_explicit(&ctx->stop, memory_order_relaxed) != 0;
 }
 /* MIRS_STOPPED with the reason, noticed while doing `where`. */
@@ -232,6 +251,8 @@ mirs_status mirs__core_write_atomic(mirs_context *ctx, const char *path, const v
                                     size_t len);
 /* Read a whole file into a NUL-terminated buffer (free with
  * mirs__core_free).  MIRS_IO with "path: strerror" on failure. */
+/* Largest file mirs__core_read_file reads (a graph file is kilobytes). */
+#define MIRS__MAX_FILE_BYTES (64 << 20)
 mirs_status mirs__core_read_file(mirs_context *ctx, const char *path, char **out, size_t *len);
 
 /* ---------------------------------------------------------------- hashing */

@@ -46,7 +46,8 @@ int mirs_interrupted(const mirs_context *ctx) {
 /* The status of a stop noticed while doing `where`: MIRS_STOPPED with
  * the reason (interrupted, time limit, memory limit). */
 mirs_status mirs__core_stopped(mirs_context *ctx, const char *where) {
-  int bits = atomic_load_explicit(&ctx->stop, memory_order_relaxed);
+  const mirs_context *root = ctx->parent ? ctx->parent : ctx;
+  int bits = atomic_load_explicit(&root->stop, memory_order_relaxed);
   const char *why = bits & MIRS__STOP_USER   ? "interrupted"
                     : bits & MIRS__STOP_TIME ? "time limit reached"
                     : bits & MIRS__STOP_MEM  ? "memory limit reached"
@@ -68,6 +69,9 @@ static void hook_unlock(mirs_context *ctx) {
 
 /* Register fn(arg), called by the watchdog when a stop trips. */
 mirs_status mirs__core_hook_add(mirs_context *ctx, void (*fn)(void *), void *arg) {
+  mirs_context *err = ctx;
+  while (ctx->parent) /* hooks live on the user's context, which the watchdog watches */
+    ctx = ctx->parent;
   mirs_status s = MIRS_OK;
   hook_lock(ctx);
   if (ctx->nhooks < MIRS__MAX_HOOKS) {
@@ -79,12 +83,14 @@ mirs_status mirs__core_hook_add(mirs_context *ctx, void (*fn)(void *), void *arg
   }
   hook_unlock(ctx);
   if (s != MIRS_OK)
-    return MIRS_FAIL(ctx, s, "more than %d stop hooks on one context", MIRS__MAX_HOOKS);
+    return MIRS_FAIL(err, s, "more than %d stop hooks on one context", MIRS__MAX_HOOKS);
   return MIRS_OK;
 }
 
 /* Remove the hook fn(arg) (no-op when absent). */
 void mirs__core_hook_remove(mirs_context *ctx, void (*fn)(void *), void *arg) {
+  while (ctx->parent)
+    ctx = ctx->parent;
   hook_lock(ctx);
   for (int i = 0; i < ctx->nhooks; i++)
     if (ctx->hooks[i].fn == fn && ctx->hooks[i].arg == arg) {

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* src/search/search.c - the depth-first search engine: applying and undoing
  * moves on a worker's in-place state, the explicit DFS stack, verification
  * of complete candidates, results (dedup, ranking, float64 check) and the
@@ -520,11 +521,15 @@ static void pop_frame(mirs__search_worker *w) {
 
 /* A worker positioned at the root state. */
 mirs_status mirs__search_worker_new(mirs_search *s, mirs__search_worker **out) {
-  mirs_context *ctx = s->ctx;
   *out = NULL;
+  mirs_context *ctx;
+  MIRS_CHECK(s->ctx, mirs__core_context_child(s->ctx, &ctx));
   mirs__search_worker *w = mirs__core_calloc(ctx, 1, sizeof *w);
-  if (!w)
+  if (!w) {
+    mirs__core_error_copy(s->ctx, ctx);
+    mirs__core_context_merge(ctx);
     return MIRS_NOMEM;
+  }
   w->s = s;
   w->ctx = ctx;
   mirs_status st = mirs__graph_new(ctx, s->program->name, &w->g);
@@ -560,7 +565,7 @@ mirs_status mirs__search_worker_new(mirs_search *s, mirs__search_worker **out) {
   if (st == MIRS_OK)
     st = mirs__fp_extend(w->fp, w->g);
   if (st == MIRS_OK)
-    st = mirs__prune_worker_new(s->prune, &w->pw);
+    st = mirs__prune_worker_new_in(s->prune, ctx, &w->pw);
   if (st == MIRS_OK) {
     w->pmemo = mirs__core_calloc(ctx, PMEMO_SIZE, sizeof *w->pmemo);
     if (!w->pmemo)
@@ -571,8 +576,10 @@ mirs_status mirs__search_worker_new(mirs_search *s, mirs__search_worker **out) {
   if (st == MIRS_OK)
     st = push_frame(w, NULL, mirs__abs_mark_get(mirs__prune_worker_arena(w->pw)));
   if (st != MIRS_OK) {
+    mirs__core_trace(ctx, st, __func__, __FILE__, __LINE__);
+    mirs__core_error_copy(s->ctx, ctx);
     mirs__search_worker_free(w);
-    return mirs__core_trace(ctx, st, __func__, __FILE__, __LINE__);
+    return st;
   }
   *out = w;
   return MIRS_OK;
@@ -615,6 +622,7 @@ void mirs__search_worker_free(mirs__search_worker *w) {
   mirs__core_free(ctx, w->kexpr);
   mirs__core_free(ctx, w->bexpr);
   mirs__core_free(ctx, w);
+  mirs__core_context_merge(ctx);
 }
 
 /* Copy the current path into path (at most cap entries). */
@@ -763,10 +771,12 @@ static mirs_status candidate(mirs__search_worker *w) {
   if (st == MIRS_OK)
     st = seen_lookup(s, h, true, &found);
   if (st == MIRS_OK && !found)
-    st = mirs__graph_clone(g, &r);
+    st = mirs__graph_clone_in(s->ctx, g, &r);
   g->nout = 0;
   for (int32_t i = 0; i < p->nout; i++)
     g->t[chosen[i]].name = saved[i];
+  if (st != MIRS_OK && mirs_last_status(s->ctx) != MIRS_OK)
+    mirs__core_error_copy(ctx, s->ctx); /* the copy is the search's */
   MIRS_CHECK(ctx, st);
   if (found) {
     MIRS_INC(&w->stats, duplicates);
@@ -800,6 +810,8 @@ static mirs_status candidate(mirs__search_worker *w) {
   if (st == MIRS_OK && s->nres >= s->capres)
     st = mirs__core_grow(ctx, (void **)&s->res, &s->capres, s->nres + 1, sizeof *s->res);
   if (st != MIRS_OK) {
+    if (mirs_last_status(ctx) == MIRS_OK)
+      mirs__core_error_copy(ctx, s->ctx);
     mirs__graph_free(r);
     return mirs__core_trace(ctx, st, __func__, __FILE__, __LINE__);
   }
@@ -935,9 +947,10 @@ static bool should_stop(mirs_search *s, mirs__search_worker *w, double *last_pro
     return true;
   if (ctx->opt.time_limit > 0 && now - s->t0 >= ctx->opt.time_limit)
     return true;
-  if (ctx->opt.max_memory > 0 && mirs_memory_current(ctx) > (size_t)ctx->opt.max_memory) {
+  size_t held = mirs_memory_current(ctx) + mirs_memory_current(w->ctx);
+  if (ctx->opt.max_memory > 0 && held > (size_t)ctx->opt.max_memory) {
     mirs__core_log(ctx, MIRS_LOG_WARNING, "search: stopping at the memory limit (%zu bytes held)",
-                   mirs_memory_current(ctx));
+                   held);
     return true;
   }
   if (s->progress && now - *last_progress >= PROGRESS_EVERY) {
@@ -954,7 +967,17 @@ static mirs_status dfs(mirs_search *s, mirs__search_worker *w, bool *complete) {
   double last_progress = s->t0;
   uint64_t tick = 0;
   *complete = false;
+  int64_t max_states = s->ctx->opt.max_states;
   while (w->depth > 0) {
+    /* A stop request or limit seen by the watchdog, and max_states, are
+     * checked every state (one atomic load, two adds); the rest every
+     * CHECK_EVERY states. */
+    if (mirs__core_stopping(s->ctx))
+      return MIRS_OK;
+    if (max_states > 0 && s->stats.v[MIRS__STAT_states_explored] +
+                                  w->stats.v[MIRS__STAT_states_explored] >=
+                              (uint64_t)max_states)
+      return MIRS_OK;
     if ((++tick % CHECK_EVERY) == 0 && should_stop(s, w, &last_progress))
       return MIRS_OK;
     mirs__search_frame *f = &w->frames[w->depth - 1];
@@ -967,7 +990,15 @@ static mirs_status dfs(mirs_search *s, mirs__search_worker *w, bool *complete) {
       continue;
     }
     bool entered;
-    MIRS_CHECK(w->ctx, enter(w, f->next++, &entered));
+    mirs_status st = enter(w, f->next++, &entered);
+    if (st == MIRS_STOPPED) {
+      /* Stopped inside the move (a long fingerprint or query): it was not
+       * applied, so it is still open work. */
+      mirs_clear_error(w->ctx);
+      w->frames[w->depth - 1].next--;
+      return MIRS_OK;
+    }
+    MIRS_CHECK(w->ctx, st);
   }
   return MIRS_OK;
 }
@@ -993,6 +1024,13 @@ static mirs_status float_check(mirs_search *s) {
     mirs_clear_error(ctx);
     return MIRS_OK;
   }
+  if (st == MIRS_STOPPED) {
+    mirs__core_log(ctx, MIRS_LOG_WARNING, "search: float64 check not run (%s)",
+                   mirs_last_error(ctx));
+    mirs_clear_error(ctx);
+    s->complete = false;
+    return MIRS_OK;
+  }
   MIRS_CHECK(ctx, st);
   double tol = ctx->opt.float_tolerance;
   size_t k = 0;
@@ -1002,6 +1040,18 @@ static mirs_status float_check(mirs_search *s) {
     if ((int64_t)i < top) {
       mirs_eval_result *e;
       st = mirs_graph_eval(s->res[i].g, (uint64_t)ctx->opt.seed, &e);
+      if (st == MIRS_STOPPED) {
+        /* Stopped: this and the later results keep their fingerprint
+         * verdict (the sound one) without the float64 check. */
+        mirs__core_log(ctx, MIRS_LOG_WARNING, "search: float64 check of results %zu.. not run (%s)",
+                       i + 1, mirs_last_error(ctx));
+        mirs_clear_error(ctx);
+        s->complete = false;
+        top = (int64_t)i;
+        st = MIRS_OK;
+        s->res[k++] = s->res[i];
+        continue;
+      }
       if (st != MIRS_OK) {
         mirs_eval_result_destroy(ref);
         add_stats(s, &fs);
@@ -1087,10 +1137,37 @@ static mirs_status sym_need_build(mirs_search *s) {
   return st;
 }
 
-/* Prepare a search of program. */
+/* The watchdog's deadline and memory limit for an operation starting now. */
+static mirs_status watch_limits(mirs_context *ctx, double t0) {
+  double deadline = ctx->opt.time_limit > 0 ? t0 + ctx->opt.time_limit : 0;
+  size_t mem = ctx->opt.max_memory > 0 ? (size_t)ctx->opt.max_memory : 0;
+  return mirs__core_watch_start(ctx, deadline, mem);
+}
+
+static mirs_status search_create(mirs_context *ctx, const mirs_graph *program, mirs_search **out);
+
+/* Prepare a search of program.  The setup (fingerprints of the program at
+ * its full shape, the pruning targets) honours the time and memory limits
+ * and mirs_interrupt: MIRS_STOPPED then. */
 mirs_status mirs_search_create(mirs_context *ctx, const mirs_graph *program, mirs_search **out) {
   if (!ctx)
     return MIRS_INVALID_ARG;
+  if (out)
+    *out = NULL;
+  MIRS_CHECK(ctx, watch_limits(ctx, mirs__core_now()));
+  mirs_status st = search_create(ctx, program, out);
+  mirs__core_watch_stop(ctx);
+  if (st == MIRS_OK && mirs__core_stopping(ctx)) { /* (an interrupt at the very end) */
+    mirs_search_destroy(*out);
+    *out = NULL;
+    st = mirs__core_stopped(ctx, "search setup");
+  }
+  MIRS_CHECK(ctx, st);
+  return MIRS_OK;
+}
+
+/* The body of mirs_search_create. */
+static mirs_status search_create(mirs_context *ctx, const mirs_graph *program, mirs_search **out) {
   if (!program || !out)
     return MIRS_FAIL(ctx, MIRS_INVALID_ARG, "mirs_search_create: NULL argument");
   *out = NULL;
@@ -1197,19 +1274,38 @@ mirs_status mirs_search_run(mirs_search *s) {
   mirs_context *ctx = s->ctx;
   if (s->ran)
     return MIRS_FAIL(ctx, MIRS_INVALID_ARG, "mirs_search_run: this search has already run");
+  if (s->running)
+    return MIRS_FAIL(ctx, MIRS_INVALID_ARG, "mirs_search_run: called again from its own callback");
+  s->running = true;
   s->t0 = mirs__core_now();
+  MIRS_CHECK(ctx, watch_limits(ctx, s->t0));
   mirs__search_worker *w;
-  MIRS_CHECK(ctx, mirs__search_worker_new(s, &w));
+  mirs_status st = mirs__search_worker_new(s, &w);
+  if (st == MIRS_STOPPED) { /* (stopped while replaying the root) */
+    mirs_clear_error(ctx);
+    st = MIRS_OK;
+    w = NULL;
+  } else if (st != MIRS_OK) {
+    mirs__core_watch_stop(ctx);
+    s->running = false;
+    return mirs__core_trace(ctx, st, __func__, __FILE__, __LINE__);
+  }
   bool complete = false;
-  mirs_status st = dfs(s, w, &complete);
-  collect_stats(s, w);
-  mirs__search_worker_free(w);
+  if (w) {
+    st = dfs(s, w, &complete);
+    if (st != MIRS_OK)
+      mirs__core_error_copy(ctx, w->ctx);
+    collect_stats(s, w);
+    mirs__search_worker_free(w);
+  }
   s->complete = st == MIRS_OK && complete;
   if (st == MIRS_OK) {
     if (s->nres > 1)
       qsort(s->res, s->nres, sizeof *s->res, result_cmp);
     st = float_check(s);
   }
+  mirs__core_watch_stop(ctx);
+  s->running = false;
   s->wall = mirs__core_now() - s->t0;
   s->ran = true;
   if (s->progress) {

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* src/search/search.h - internal interface of the search engine: the move
  * space (space.c) and the depth-first engine with its results (search.c).
  *
@@ -268,6 +269,7 @@ struct mirs_search {
   mirs__stats stats; /* summed from the workers */
   double t0, wall;
   bool complete, ran;
+  bool running; /* inside mirs_search_run (re-entry from a callback is refused) */
 };
 
 /* ---------------------------------------------------------------- space.c */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* src/verify/fingerprint.h - finite-field fingerprints of µGraphs: the
  * verification of complete candidates (DESIGN.md "Search" -> "Verification"),
  * the fingerprint-backend interface, and its CPU implementation.
