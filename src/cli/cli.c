@@ -63,6 +63,7 @@ enum {
   OPT_PROGRESS,
   OPT_DOT,
   OPT_MAN,
+  OPT_BACKEND,
   OPT_LIB = 1024
 };
 
@@ -82,6 +83,7 @@ static const struct option fixed_options[] = {
     {"progress-interval", required_argument, NULL, OPT_PROGRESS},
     {"dot", no_argument, NULL, OPT_DOT},
     {"man", no_argument, NULL, OPT_MAN},
+    {"backend", required_argument, NULL, OPT_BACKEND},
 };
 #define NFIXED (sizeof fixed_options / sizeof fixed_options[0])
 
@@ -99,6 +101,8 @@ typedef struct cli {
   long top;            /* --top: results written (0 all) */
   double progress;     /* --progress-interval in seconds; < 0: the default */
   int dot;             /* show --dot */
+  const char *output;  /* codegen -o FILE */
+  const char *backend; /* run --backend: "host", "cuda" or NULL (auto) */
 } cli;
 
 /* Summary of one evaluated output, as printed by `eval`. */
@@ -276,7 +280,7 @@ static int parse_options(cli *c, int argc, char **argv) {
   optind = 0; /* full reinitialisation: this function may run many times */
   opterr = 0; /* every message goes to c->err, not to stderr */
   int ch, index, rc = EXIT_OK;
-  while (rc == EXIT_OK && (ch = getopt_long(argc, argv, ":hVqv", c->longopts, &index)) != -1) {
+  while (rc == EXIT_OK && (ch = getopt_long(argc, argv, ":hVqvo:", c->longopts, &index)) != -1) {
     switch (ch) {
     case 'h':
       c->help = 1;
@@ -320,6 +324,16 @@ static int parse_options(cli *c, int argc, char **argv) {
       break;
     case OPT_JSON:
       c->json = 1;
+      break;
+    case 'o':
+      c->output = optarg;
+      break;
+    case OPT_BACKEND:
+      if (strcmp(optarg, "host") && strcmp(optarg, "cuda")) {
+        cli_error(c, "--backend expects host or cuda, got '%s'", optarg);
+        rc = cli_hint(c);
+      }
+      c->backend = optarg;
       break;
     case OPT_TOP: {
       char *end;
@@ -381,6 +395,9 @@ static const char *const usage_lines[] = {
     PROG " [OPTIONS] eval FILE [--seed=N]",
     PROG " [OPTIONS] verify PROGRAM CANDIDATE",
     PROG " [OPTIONS] show [--dot] FILE",
+    PROG " [OPTIONS] codegen FILE [-o FILE.cu]",
+    PROG " [OPTIONS] run FILE [--seed=N] [--backend=host|cuda]",
+    PROG " [OPTIONS] bench FILE",
 };
 
 static const char summary_text[] =
@@ -392,7 +409,7 @@ static const char summary_text[] =
 static const help_row help_rows[] = {
     {NULL, "Commands"},
     {"FILE.graph", "search, verify and rank the uGraphs equivalent to the program; write "
-                   "DIR/best.ugraph, DIR/candidates/ and, last, DIR/report.json"},
+                   "DIR/best.ugraph, DIR/best.cu, DIR/candidates/ and, last, DIR/report.json"},
     {"check FILE", "parse and check a .graph program or uGraph file and print its canonical "
                    "form"},
     {"eval FILE", "evaluate in float64 on seeded random inputs; print one line per output: "
@@ -403,6 +420,15 @@ static const help_row help_rows[] = {
                                  "float64; exit 0 when equivalent, 1 when not"},
     {"show FILE", "print a readable summary of each kernel of a uGraph (grid, block, forloop, "
                   "shared memory, block ops, predicted time); with --dot a Graphviz diagram"},
+    {"codegen FILE", "CUDA C of a uGraph (or program) on stdout, or written atomically to -o "
+                     "FILE (docs/CODEGEN.md)"},
+    {"run FILE", "compile the generated code, run it on eval's seeded inputs and print eval's "
+                 "lines and the largest relative error against the float64 interpreter; exit 1 "
+                 "above the dtype's tolerance.  --backend=host (the default without a GPU) "
+                 "compiles it as host C++ through an emulation header, --backend=cuda with nvcc "
+                 "for the GPU (exit 3: no CUDA device)"},
+    {"bench FILE", "time the generated code on the GPU (exit 3: no CUDA device; GPU timing is "
+                   "not implemented yet)"},
     {NULL, "Options (anywhere on the command line)"},
     {"-h, --help", "show this help and exit"},
     {"-V, --version", "show version, license and build information and exit"},
@@ -576,8 +602,10 @@ static void print_man(cli *c) {
         "results grouped by equal cost with each kernel's grid, forloop and shared memory.\n"
         ".TP\n.B DIR/best.ugraph, DIR/candidates/RANK\\-HASH.ugraph\n"
         "The best result and every result written (see \\-\\-top), in the uGraph format.\n"
+        ".TP\n.B DIR/best.cu\n"
+        "CUDA C of the best result (docs/CODEGEN.md).\n"
         ".SH LICENSE\nMIT (SPDX\\-License\\-Identifier: MIT).\n"
-        ".SH \"SEE ALSO\"\nREADME.md, docs/FORMATS.md, docs/SEARCH.md\n",
+        ".SH \"SEE ALSO\"\nREADME.md, docs/FORMATS.md, docs/SEARCH.md, docs/CODEGEN.md\n",
         o);
 }
 
@@ -598,6 +626,9 @@ static void print_version(cli *c) {
 /* Read the whole file at path into a malloc'd NUL-terminated buffer.
  * A file that cannot be opened (or is a directory) is bad input
  * (EXIT_USAGE); a failing read is an I/O error (EXIT_RESOURCE). */
+/* Largest input file read (graph files are kilobytes; as the library's). */
+#define MAX_INPUT_BYTES (64 << 20)
+
 static int read_input(cli *c, const char *path, char **text, size_t *len) {
   *text = NULL;
   *len = 0;
@@ -614,6 +645,12 @@ static int read_input(cli *c, const char *path, char **text, size_t *len) {
     n += fread(buf + n, 1, cap - n - 1, f);
     if (n < cap - 1)
       break;
+    if (cap >= MAX_INPUT_BYTES) { /* (/dev/zero, or a file that is no graph) */
+      cli_error(c, "'%s' is more than %d MiB; not a graph file", path, MAX_INPUT_BYTES >> 20);
+      free(buf);
+      fclose(f);
+      return EXIT_USAGE;
+    }
     char *bigger = cap > SIZE_MAX / 2 ? NULL : realloc(buf, cap * 2);
     if (!bigger) {
       free(buf);
@@ -741,6 +778,20 @@ static int check_outputs(cli *c, const mirs_graph *g, const mirs_eval_result *r)
   return EXIT_OK;
 }
 
+/* Print eval's summary line for every output of r (outputs of g). */
+static int print_outputs(cli *c, const mirs_graph *g, const mirs_eval_result *r) {
+  int rc = check_outputs(c, g, r);
+  for (int i = 0; rc == EXIT_OK && i < mirs_eval_num_outputs(r); i++) {
+    const char *name = mirs_eval_output_name(r, i);
+    int64_t dims[MIRS_MAX_DIMS], count = 0;
+    int rank = mirs_eval_output_shape(r, i, dims);
+    const double *values = mirs_eval_output_values(r, i, &count);
+    summary sm = summarise(values, count);
+    print_summary(c, name, mirs_tensor_dtype(g, mirs_graph_find(g, name)), rank, dims, &sm);
+  }
+  return rc;
+}
+
 /* `eval FILE`: evaluate in float64 under the seed option and print one
  * summary line per output. */
 static int cmd_eval(cli *c, const char *path) {
@@ -757,15 +808,7 @@ static int cmd_eval(cli *c, const char *path) {
     mirs_graph_destroy(g);
     return cli_fail(c, s, 0);
   }
-  rc = check_outputs(c, g, r);
-  for (int i = 0; rc == EXIT_OK && i < mirs_eval_num_outputs(r); i++) {
-    const char *name = mirs_eval_output_name(r, i);
-    int64_t dims[MIRS_MAX_DIMS], count = 0;
-    int rank = mirs_eval_output_shape(r, i, dims);
-    const double *values = mirs_eval_output_values(r, i, &count);
-    summary sm = summarise(values, count);
-    print_summary(c, name, mirs_tensor_dtype(g, mirs_graph_find(g, name)), rank, dims, &sm);
-  }
+  rc = print_outputs(c, g, r);
   mirs_eval_result_destroy(r);
   mirs_graph_destroy(g);
   return rc == EXIT_OK ? finish_output(c) : rc;
@@ -811,9 +854,17 @@ static int cmd_verify(cli *c, const char *program_path, const char *candidate_pa
  * by the should-stop callback. */
 static volatile sig_atomic_t stop_requested;
 
-/* Signal handler: ask the running search to stop at its next poll. */
+/* The context of the running search (set while the handlers are in place). */
+static mirs_context *volatile stop_ctx;
+
+/* Signal handler: ask the running search to stop at its next poll; the
+ * library notices it inside long steps too (setup, a fingerprint, a
+ * solver query), not only between states.  (mirs_interrupt is
+ * async-signal-safe.) */
 static void on_stop_signal(int sig) {
   stop_requested = sig;
+  if (stop_ctx)
+    mirs_interrupt(stop_ctx);
 }
 
 /* State the search callbacks share with cmd_search. */
@@ -965,16 +1016,30 @@ static int cmd_search(cli *c, const char *path) {
    * before any search work: a bad --out never costs a search, and a bad
    * option never clears an earlier run's results. */
   mirs_search *s = NULL;
+  /* The handlers cover the setup too (it can be long at full shapes) and
+   * stay through the output write: a second SIGTERM must not kill the
+   * write that keeps the results. */
+  struct sigaction sa, old_int, old_term;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_stop_signal;
+  sigemptyset(&sa.sa_mask);
+  stop_requested = 0;
+  stop_ctx = c->ctx;
+  sigaction(SIGINT, &sa, &old_int);
+  sigaction(SIGTERM, &sa, &old_term);
   mirs_status st = mirs_search_create(c->ctx, p, &s);
-  if (st != MIRS_OK) {
-    mirs_graph_destroy(p);
-    return cli_fail(c, st, 0);
-  }
   mirs__outdir od;
   char why[4096];
-  rc = mirs__outdir_open(&od, dir, why, sizeof why);
-  if (rc != EXIT_OK) {
+  if (st != MIRS_OK) {
+    rc = cli_fail(c, st, 0);
+  } else if ((rc = mirs__outdir_open(&od, dir, why, sizeof why)) != EXIT_OK) {
     cli_error(c, "%s", why);
+  }
+  if (rc != EXIT_OK) {
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+    stop_ctx = NULL;
+    mirs_interrupt_clear(c->ctx);
     mirs_search_destroy(s);
     mirs_graph_destroy(p);
     return rc;
@@ -985,15 +1050,7 @@ static int cmd_search(cli *c, const char *path) {
   ui.interval = c->quiet ? 0 : c->progress >= 0 ? c->progress : tty ? 0 : 30;
   ui.last_line = ui.start;
   st = mirs_search_set_callbacks(s, search_progress, search_result, search_should_stop, &ui);
-  /* The handlers stay through the output write: a second SIGTERM must not
-   * kill the write that keeps the results. */
-  struct sigaction sa, old_int, old_term;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_stop_signal;
-  sigemptyset(&sa.sa_mask);
-  stop_requested = 0;
-  sigaction(SIGINT, &sa, &old_int);
-  sigaction(SIGTERM, &sa, &old_term);
+  ui.start = now_seconds(); /* time_to_best counts from the run, like wall_seconds */
   if (st == MIRS_OK)
     st = mirs_search_run(s);
   int sig = stop_requested;
@@ -1025,6 +1082,8 @@ static int cmd_search(cli *c, const char *path) {
   mirs__outdir_close(&od);
   sigaction(SIGINT, &old_int, NULL);
   sigaction(SIGTERM, &old_term, NULL);
+  stop_ctx = NULL;
+  mirs_interrupt_clear(c->ctx);
   if (rc == EXIT_OK) {
     if (c->json)
       fwrite(report, 1, report_len, c->out);
@@ -1056,6 +1115,90 @@ static int cmd_show(cli *c, const char *path) {
   return s == MIRS_OK ? finish_output(c) : cli_fail(c, s, 0);
 }
 
+/* `codegen FILE [-o OUT]`: the CUDA C of a µGraph. */
+static int cmd_codegen(cli *c, const char *path) {
+  mirs_graph *g;
+  int rc = load_graph(c, path, &g);
+  if (rc != EXIT_OK)
+    return rc;
+  char *text = NULL;
+  mirs_status s = mirs_codegen_cuda(g, NULL, &text);
+  mirs_graph_destroy(g);
+  if (s != MIRS_OK)
+    return cli_fail(c, s, 0);
+  if (c->output) {
+    s = mirs_write_file_atomic(c->ctx, c->output, text, strlen(text));
+    mirs_free(c->ctx, text);
+    return s == MIRS_OK ? EXIT_OK : cli_fail(c, s, 0);
+  }
+  fputs(text, c->out);
+  mirs_free(c->ctx, text);
+  return finish_output(c);
+}
+
+/* `run FILE`: compile and run the generated code; eval's lines and the
+ * largest relative error against the float64 interpreter (exit 1 above
+ * the dtype's tolerance). */
+static int cmd_run(cli *c, const char *path) {
+  int64_t seed = 0;
+  if (mirs_option_get_int(c->ctx, "seed", &seed) != MIRS_OK)
+    return cli_fail(c, mirs_last_status(c->ctx), 0);
+  mirs_backend backend = MIRS_BACKEND_HOST;
+  if (c->backend) {
+    backend = strcmp(c->backend, "cuda") == 0 ? MIRS_BACKEND_CUDA : MIRS_BACKEND_HOST;
+  } else {
+    int n = 0;
+    if (mirs_gpu_device_count(c->ctx, &n) == MIRS_OK && n > 0)
+      backend = MIRS_BACKEND_CUDA;
+    mirs_clear_error(c->ctx);
+  }
+  mirs_graph *g;
+  int rc = load_graph(c, path, &g);
+  if (rc != EXIT_OK)
+    return rc;
+  mirs_eval_result *r = NULL;
+  double err = 0;
+  mirs_status s = mirs_codegen_run(g, (uint64_t)seed, backend, &r, &err);
+  if (s != MIRS_OK) {
+    mirs_graph_destroy(g);
+    return cli_fail(c, s, 0);
+  }
+  rc = print_outputs(c, g, r);
+  double tol = mirs_codegen_tolerance(g);
+  if (rc == EXIT_OK)
+    fprintf(c->out, "max relative error vs float64 interpreter: %.3e (tolerance %g, backend %s)\n",
+            err, tol, backend == MIRS_BACKEND_CUDA ? "cuda" : "host");
+  mirs_eval_result_destroy(r);
+  mirs_graph_destroy(g);
+  if (rc == EXIT_OK)
+    rc = finish_output(c);
+  if (rc == EXIT_OK && !(err <= tol)) {
+    cli_error(c, "%s: the generated code's outputs differ from the interpreter's beyond tolerance",
+              path);
+    rc = EXIT_DIFFERENT;
+  }
+  return rc;
+}
+
+/* `bench FILE`: GPU timing.  Without a device it says so (exit 3); GPU
+ * timing itself is not implemented yet, and it says that too. */
+static int cmd_bench(cli *c, const char *path) {
+  mirs_graph *g;
+  int rc = load_graph(c, path, &g);
+  if (rc != EXIT_OK)
+    return rc;
+  mirs_graph_destroy(g);
+  int n = 0;
+  mirs_status s = mirs_gpu_device_count(c->ctx, &n);
+  if (s != MIRS_OK || n < 1) {
+    cli_error(c, "bench: no CUDA device (%s)", mirs_last_error(c->ctx));
+    return EXIT_RESOURCE;
+  }
+  cli_error(c, "bench: GPU timing of generated code is not implemented yet; "
+               "use 'run --backend=cuda' to check it on the device");
+  return EXIT_RESOURCE;
+}
+
 /* Whether an operand that is not a command names a file (so the default
  * search is meant) rather than a misspelt command. */
 static int looks_like_file(const char *arg) {
@@ -1064,19 +1207,23 @@ static int looks_like_file(const char *arg) {
 
 /* Dispatch on the operands left after option parsing. */
 static int run_command(cli *c, int nargs, char **args) {
-  static const char *const commands[] = {"check", "eval", "verify", "show"};
-  static const int files[] = {1, 1, 2, 1};
+  static const char *const commands[] = {"check", "eval",    "verify", "show",
+                                         "codegen", "run", "bench"};
+  static const int files[] = {1, 1, 2, 1, 1, 1, 1};
+  enum { NCOMMANDS = sizeof files / sizeof files[0] };
   if (nargs == 0) {
     cli_error(c, "missing command or FILE");
     return cli_hint(c);
   }
   int cmd = -1;
-  for (int i = 0; i < 4; i++)
+  for (int i = 0; i < NCOMMANDS; i++)
     if (strcmp(args[0], commands[i]) == 0)
       cmd = i;
   if (cmd < 0) {
     if (!looks_like_file(args[0])) {
-      cli_error(c, "unknown command '%s' (commands: check, eval, verify, show)", args[0]);
+      cli_error(c,
+                "unknown command '%s' (commands: check, eval, verify, show, codegen, run, bench)",
+                args[0]);
       return cli_hint(c);
     }
     if (nargs > 1) {
@@ -1100,6 +1247,12 @@ static int run_command(cli *c, int nargs, char **args) {
     return cmd_verify(c, args[1], args[2]);
   if (cmd == 3)
     return cmd_show(c, args[1]);
+  if (cmd == 4)
+    return cmd_codegen(c, args[1]);
+  if (cmd == 5)
+    return cmd_run(c, args[1]);
+  if (cmd == 6)
+    return cmd_bench(c, args[1]);
   return cmd == 0 ? cmd_check(c, args[1]) : cmd_eval(c, args[1]);
 }
 

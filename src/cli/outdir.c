@@ -67,6 +67,7 @@ static int clear_old(mirs__outdir *od, char *why, size_t whysize) {
     return RESOURCE;
   }
   (void)unlinkat(od->dirfd, "best.ugraph", 0);
+  (void)unlinkat(od->dirfd, "best.cu", 0);
   if (remove_tree1(od->dirfd, "candidates") != 0 || remove_tree1(od->dirfd, "candidates.tmp") != 0) {
     snprintf(why, whysize, "%s/candidates: cannot remove the previous run's candidates: %s",
              od->path, strerror(errno));
@@ -198,7 +199,7 @@ static int write_new(int dirfd, const char *name, const char *data, size_t len) 
   return close(fd);
 }
 
-/* Write the results, best.ugraph and report.json. */
+/* Write the results, best.ugraph, best.cu and report.json. */
 int mirs__outdir_write(mirs__outdir *od, mirs_context *ctx, const mirs_search *s, int top,
                        const char *report, size_t len, char *why, size_t whysize) {
   int n = mirs_search_num_results(s);
@@ -214,9 +215,23 @@ int mirs__outdir_write(mirs__outdir *od, mirs_context *ctx, const mirs_search *s
     snprintf(why, whysize, "%s/%s: cannot open: %s", od->path, stage, strerror(errno));
     return RESOURCE;
   }
-  char name[64], best_tmp[64];
+  char name[64], best_tmp[64], cu_tmp[64];
   snprintf(best_tmp, sizeof best_tmp, "best.ugraph.tmp.%ld", (long)getpid());
+  snprintf(cu_tmp, sizeof cu_tmp, "best.cu.tmp.%ld", (long)getpid());
   int rc = OK;
+  /* best.cu: the CUDA C of the best result (synced and renamed with the rest). */
+  if (n > 0) {
+    char *cu = NULL;
+    const mirs_graph *best = mirs_search_result(s, 0);
+    if (mirs_codegen_cuda(best, NULL, &cu) != MIRS_OK) {
+      snprintf(why, whysize, "best.cu: %s", mirs_last_error(ctx));
+      rc = RESOURCE;
+    } else if (write_new(od->dirfd, cu_tmp, cu, strlen(cu)) != 0) {
+      snprintf(why, whysize, "%s: cannot write %s: %s", od->path, cu_tmp, strerror(errno));
+      rc = RESOURCE;
+    }
+    mirs_free(mirs_graph_context(best), cu); /* the result's own context */
+  }
   for (int i = 0; rc == OK && i < n; i++) {
     char *text = NULL;
     mirs_status st = mirs_graph_to_string(mirs_search_result(s, i), &text);
@@ -250,12 +265,17 @@ int mirs__outdir_write(mirs__outdir *od, mirs_context *ctx, const mirs_search *s
              strerror(errno));
     rc = RESOURCE;
   }
+  if (rc == OK && n > 0 && renameat(od->dirfd, cu_tmp, od->dirfd, "best.cu") != 0) {
+    snprintf(why, whysize, "%s/best.cu: cannot rename into place: %s", od->path, strerror(errno));
+    rc = RESOURCE;
+  }
   if (rc == OK && fsync(od->dirfd) != 0) {
     snprintf(why, whysize, "%s: cannot sync: %s", od->path, strerror(errno));
     rc = RESOURCE;
   }
   if (rc != OK) {
     (void)unlinkat(od->dirfd, best_tmp, 0);
+    (void)unlinkat(od->dirfd, cu_tmp, 0);
     return rc;
   }
   char path[sizeof od->path + 16];

@@ -2,7 +2,8 @@
 /* src/cli/outdir.h - the search's output directory: checked, created and
  * locked before the search starts, written fast and in a safe order after.
  *
- * Layout of DIR: best.ugraph, candidates/RANK-HASH.ugraph, report.json
+ * Layout of DIR: best.ugraph, best.cu (its CUDA C, docs/CODEGEN.md),
+ * candidates/RANK-HASH.ugraph, report.json
  * (written last, atomically: its presence means the rest is complete),
  * and .lock (held with flock(2) for the whole run, so two runs cannot mix
  * their candidates; it holds the owner's pid).
@@ -33,7 +34,7 @@ typedef struct mirs__outdir {
  * 3 for an unwritable directory or one another run holds) with a
  * one-line message in why. */
 int mirs__outdir_open(mirs__outdir *od, const char *dir, char *why, size_t whysize);
-/* Write the best `top` results of s (0: all), best.ugraph and, last,
+/* Write the best `top` results of s (0: all), best.ugraph, best.cu and, last,
  * report (len bytes).  Returns an exit status with a message in why. */
 int mirs__outdir_write(mirs__outdir *od, mirs_context *ctx, const mirs_search *s, int top,
                        const char *report, size_t len, char *why, size_t whysize);

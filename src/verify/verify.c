@@ -17,40 +17,6 @@
 #include "mirsearch/verify.h"
 #include "verify/fingerprint.h"
 
-/* Largest relative difference between same-named outputs of two eval
- * results: max|a-b| / max|b| per output (NaN at the same place counts as
- * equal; a NaN against a number as infinitely different). */
-static double max_rel_error(const mirs_eval_result *ref, const mirs_eval_result *cand) {
-  double worst = 0;
-  for (int i = 0; i < mirs_eval_num_outputs(ref); i++) {
-    const char *name = mirs_eval_output_name(ref, i);
-    int j = 0;
-    while (j < mirs_eval_num_outputs(cand) && strcmp(mirs_eval_output_name(cand, j), name))
-      j++;
-    int64_t n, m;
-    const double *a = mirs_eval_output_values(ref, i, &n);
-    const double *b = mirs_eval_output_values(cand, j, &m);
-    if (!b || n != m)
-      return INFINITY;
-    double diff = 0, scale = 0;
-    for (int64_t e = 0; e < n; e++) {
-      /* Non-finite values must match exactly (NaN with NaN, an infinity
-       * with the same infinity) and stay out of the scale: an infinity in
-       * the reference would otherwise make every difference relative 0. */
-      if (!isfinite(a[e]) || !isfinite(b[e])) {
-        if (isnan(a[e]) ? !isnan(b[e]) : a[e] != b[e])
-          return INFINITY;
-        continue;
-      }
-      diff = fmax(diff, fabs(a[e] - b[e]));
-      scale = fmax(scale, fabs(a[e]));
-    }
-    double rel = scale > 0 ? diff / scale : diff;
-    worst = fmax(worst, rel);
-  }
-  return worst;
-}
-
 /* Fingerprint program and candidate with `trials` trials and compare. */
 static mirs_status fingerprint_compare(mirs_context *ctx, const mirs_graph *program,
                                        const mirs_graph *candidate, int trials,
@@ -110,6 +76,38 @@ static mirs_status verify_full(mirs_context *ctx, const mirs_graph *program,
   out->float_max_rel_error = NAN;
   MIRS_CHECK(ctx, mirs__graph_validate(program));
   MIRS_CHECK(ctx, mirs__graph_validate(candidate));
+  /* Bounded work from any input: the fingerprints run each graph once per
+   * trial (the sound test cannot be skipped, so past the limit: refuse). */
+  for (int i = 0; i < 2; i++) {
+    const mirs_graph *g = i ? candidate : program;
+    uint64_t work = mirs__graph_work(g);
+    if (work > (uint64_t)ctx->opt.eval_max_work)
+      return MIRS_FAIL(ctx, MIRS_LIMIT,
+                       "verifying %s needs about %llu element operations per fingerprint trial, "
+                       "more than eval_max_work=%lld (raise the option to verify it)",
+                       mirs_graph_name(g), (unsigned long long)work,
+                       (long long)ctx->opt.eval_max_work);
+  }
+  /* Same-named inputs and outputs must have the same dtype: a candidate
+   * that reads or writes f32 where the program has f16 is another function
+   * to its caller, whatever the arithmetic says. */
+  for (int32_t i = 0; i < program->nt; i++) {
+    const mirs__ktensor *pt = &program->t[i];
+    bool is_out = false;
+    for (int32_t o = 0; o < program->nout; o++)
+      is_out |= program->outputs[o] == i;
+    if (pt->producer >= 0 && !is_out)
+      continue;
+    int32_t j = mirs_graph_find(candidate, pt->name);
+    if (j >= 0 && candidate->t[j].dtype != pt->dtype) {
+      out->degree = 0;
+      snprintf(out->reason, sizeof out->reason,
+               "%s %s is %s in the program but %s in the candidate",
+               pt->producer < 0 ? "input" : "output", pt->name, mirs_dtype_name(pt->dtype),
+               mirs_dtype_name(candidate->t[j].dtype));
+      return MIRS_OK;
+    }
+  }
   int trials;
   mirs__fp_verdict v;
   MIRS_CHECK(ctx, mirs__verify_fingerprints(ctx, program, candidate, &trials, &v));
@@ -131,7 +129,7 @@ static mirs_status verify_full(mirs_context *ctx, const mirs_graph *program,
     out->equal = 1;
   } else if (s == MIRS_OK) {
     out->float_checked = 1;
-    out->float_max_rel_error = max_rel_error(er, ec);
+    out->float_max_rel_error = mirs__eval_max_rel_error(er, ec);
     out->equal = out->float_max_rel_error <= ctx->opt.float_tolerance;
     if (!out->equal)
       snprintf(out->reason, sizeof out->reason,
