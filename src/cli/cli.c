@@ -1038,12 +1038,12 @@ static int cmd_search(cli *c, const char *path) {
     st = mirs_search_get_stats(s, &stats);
   char *report = NULL;
   size_t report_len = 0;
+  double t0 = now_seconds(); /* the write, report included, is timed */
   if (st == MIRS_OK)
     st = mirs_search_report_json(s, (int)c->top, &report, &report_len);
   if (st != MIRS_OK) {
     rc = cli_fail(c, st, 0);
   } else {
-    double t0 = now_seconds();
     rc = mirs__outdir_write(&od, c->ctx, s, (int)c->top, report, report_len, why, sizeof why);
     if (rc != EXIT_OK) {
       cli_error(c, "%s", why);
