@@ -4,7 +4,7 @@
 # (g++: `mirsearch run --backend=host` compiles generated CUDA as host C++).
 # Uses sudo when not run as root.
 set -e
-pkgs="autoconf automake libtool pkg-config make gcc g++ libz3-dev mpich libmpich-dev check"
+pkgs="autoconf automake libtool pkg-config make gcc g++ libz3-dev mpich libmpich-dev check clang libclang-rt-dev"
 if [ "$(id -u)" -eq 0 ]; then SUDO=; else SUDO=sudo; fi
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq

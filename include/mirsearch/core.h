@@ -84,6 +84,17 @@ MIRS_API mirs_status mirs_last_status(const mirs_context *ctx);
 /* Forget the last error. */
 MIRS_API void mirs_clear_error(mirs_context *ctx);
 
+/* Ask the long operation running on ctx (a search, in any of its phases,
+ * or mirs_graph_eval / mirs_verify) to stop at its next poll, within a
+ * fraction of a second: a search then ends early (incomplete, MIRS_OK),
+ * other calls return MIRS_STOPPED.  Async-signal-safe (one lock-free
+ * atomic operation): call it from a SIGINT/SIGTERM handler.  The request
+ * stays until mirs_interrupt_clear; mirs_interrupted tells whether it is
+ * set. */
+MIRS_API void mirs_interrupt(mirs_context *ctx);
+MIRS_API void mirs_interrupt_clear(mirs_context *ctx);
+MIRS_API int mirs_interrupted(const mirs_context *ctx);
+
 /* Bytes currently allocated through ctx, and the most ever at once. */
 MIRS_API size_t mirs_memory_current(const mirs_context *ctx);
 MIRS_API size_t mirs_memory_peak(const mirs_context *ctx);

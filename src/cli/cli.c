@@ -626,6 +626,9 @@ static void print_version(cli *c) {
 /* Read the whole file at path into a malloc'd NUL-terminated buffer.
  * A file that cannot be opened (or is a directory) is bad input
  * (EXIT_USAGE); a failing read is an I/O error (EXIT_RESOURCE). */
+/* Largest input file read (graph files are kilobytes; as the library's). */
+#define MAX_INPUT_BYTES (64 << 20)
+
 static int read_input(cli *c, const char *path, char **text, size_t *len) {
   *text = NULL;
   *len = 0;
@@ -642,6 +645,12 @@ static int read_input(cli *c, const char *path, char **text, size_t *len) {
     n += fread(buf + n, 1, cap - n - 1, f);
     if (n < cap - 1)
       break;
+    if (cap >= MAX_INPUT_BYTES) { /* (/dev/zero, or a file that is no graph) */
+      cli_error(c, "'%s' is more than %d MiB; not a graph file", path, MAX_INPUT_BYTES >> 20);
+      free(buf);
+      fclose(f);
+      return EXIT_USAGE;
+    }
     char *bigger = cap > SIZE_MAX / 2 ? NULL : realloc(buf, cap * 2);
     if (!bigger) {
       free(buf);
@@ -845,9 +854,17 @@ static int cmd_verify(cli *c, const char *program_path, const char *candidate_pa
  * by the should-stop callback. */
 static volatile sig_atomic_t stop_requested;
 
-/* Signal handler: ask the running search to stop at its next poll. */
+/* The context of the running search (set while the handlers are in place). */
+static mirs_context *volatile stop_ctx;
+
+/* Signal handler: ask the running search to stop at its next poll; the
+ * library notices it inside long steps too (setup, a fingerprint, a
+ * solver query), not only between states.  (mirs_interrupt is
+ * async-signal-safe.) */
 static void on_stop_signal(int sig) {
   stop_requested = sig;
+  if (stop_ctx)
+    mirs_interrupt(stop_ctx);
 }
 
 /* State the search callbacks share with cmd_search. */
@@ -999,16 +1016,30 @@ static int cmd_search(cli *c, const char *path) {
    * before any search work: a bad --out never costs a search, and a bad
    * option never clears an earlier run's results. */
   mirs_search *s = NULL;
+  /* The handlers cover the setup too (it can be long at full shapes) and
+   * stay through the output write: a second SIGTERM must not kill the
+   * write that keeps the results. */
+  struct sigaction sa, old_int, old_term;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_stop_signal;
+  sigemptyset(&sa.sa_mask);
+  stop_requested = 0;
+  stop_ctx = c->ctx;
+  sigaction(SIGINT, &sa, &old_int);
+  sigaction(SIGTERM, &sa, &old_term);
   mirs_status st = mirs_search_create(c->ctx, p, &s);
-  if (st != MIRS_OK) {
-    mirs_graph_destroy(p);
-    return cli_fail(c, st, 0);
-  }
   mirs__outdir od;
   char why[4096];
-  rc = mirs__outdir_open(&od, dir, why, sizeof why);
-  if (rc != EXIT_OK) {
+  if (st != MIRS_OK) {
+    rc = cli_fail(c, st, 0);
+  } else if ((rc = mirs__outdir_open(&od, dir, why, sizeof why)) != EXIT_OK) {
     cli_error(c, "%s", why);
+  }
+  if (rc != EXIT_OK) {
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+    stop_ctx = NULL;
+    mirs_interrupt_clear(c->ctx);
     mirs_search_destroy(s);
     mirs_graph_destroy(p);
     return rc;
@@ -1019,15 +1050,7 @@ static int cmd_search(cli *c, const char *path) {
   ui.interval = c->quiet ? 0 : c->progress >= 0 ? c->progress : tty ? 0 : 30;
   ui.last_line = ui.start;
   st = mirs_search_set_callbacks(s, search_progress, search_result, search_should_stop, &ui);
-  /* The handlers stay through the output write: a second SIGTERM must not
-   * kill the write that keeps the results. */
-  struct sigaction sa, old_int, old_term;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_stop_signal;
-  sigemptyset(&sa.sa_mask);
-  stop_requested = 0;
-  sigaction(SIGINT, &sa, &old_int);
-  sigaction(SIGTERM, &sa, &old_term);
+  ui.start = now_seconds(); /* time_to_best counts from the run, like wall_seconds */
   if (st == MIRS_OK)
     st = mirs_search_run(s);
   int sig = stop_requested;
@@ -1059,6 +1082,8 @@ static int cmd_search(cli *c, const char *path) {
   mirs__outdir_close(&od);
   sigaction(SIGINT, &old_int, NULL);
   sigaction(SIGTERM, &old_term, NULL);
+  stop_ctx = NULL;
+  mirs_interrupt_clear(c->ctx);
   if (rc == EXIT_OK) {
     if (c->json)
       fwrite(report, 1, report_len, c->out);

@@ -72,6 +72,11 @@ void mirs__core_stats_add(mirs_context *ctx, const mirs__stats *s);
 #define MIRS__ERRMSG_SIZE 1024
 #define MIRS__TRACE_SIZE 2048
 
+#define MIRS__STOP_USER 1 /* mirs_interrupt */
+#define MIRS__STOP_TIME 2 /* time limit (watchdog) */
+#define MIRS__STOP_MEM 4  /* memory limit (watchdog) */
+#define MIRS__MAX_HOOKS 64
+
 struct mirs_context {
   mirs_alloc_fn alloc;
   void *alloc_user;
@@ -94,6 +99,15 @@ struct mirs_context {
   char **diags;
   size_t ndiags, diags_cap;
 
+  /* Stop requests (stop.c): MIRS__STOP_* bits, hooks, the watchdog. */
+  atomic_int stop;
+  atomic_int hook_lock;
+  struct {
+    void (*fn)(void *);
+    void *arg;
+  } hooks[MIRS__MAX_HOOKS];
+  int nhooks;
+  struct mirs__watch *watch;
   /* A worker environment (mirs__core_context_child): the parent whose
    * allocator and options it copies; NULL for a user's context. */
   mirs_context *parent;
@@ -111,6 +125,28 @@ mirs_status mirs__core_context_child(mirs_context *parent, mirs_context **out);
 void mirs__core_context_merge(mirs_context *child);
 /* Copy src's error (status, message, trace) into dst. */
 void mirs__core_error_copy(mirs_context *dst, const mirs_context *src);
+
+/* ---------------------------------------------------------------- stop requests */
+
+/* Whether a stop was requested (mirs_interrupt, or a limit the watchdog
+ * saw): one relaxed atomic load, cheap enough for any loop. */
+static inline bool mirs__core_stopping(const mirs_context *ctx) {
+  if (ctx->parent) /* a worker environment: the user's context holds the requests */
+    ctx = ctx->parent;
+  return atomic_load_explicit(&ctx->stop, memory_order_relaxed) != 0;
+}
+/* MIRS_STOPPED with the reason, noticed while doing `where`. */
+mirs_status mirs__core_stopped(mirs_context *ctx, const char *where);
+/* Register/remove fn(arg), called from the watchdog thread when a stop
+ * trips (e.g. Z3_interrupt on a worker's solver). */
+mirs_status mirs__core_hook_add(mirs_context *ctx, void (*fn)(void *), void *arg);
+void mirs__core_hook_remove(mirs_context *ctx, void (*fn)(void *), void *arg);
+/* Run a watchdog thread until mirs__core_watch_stop: it sets the limit
+ * bits at the absolute deadline (mirs__core_now() time; 0 none) or past
+ * mem_limit bytes held (0 none), and forwards any stop to the hooks
+ * within ~20 ms.  watch_stop clears the limit bits it set. */
+mirs_status mirs__core_watch_start(mirs_context *ctx, double deadline, size_t mem_limit);
+void mirs__core_watch_stop(mirs_context *ctx);
 
 /* ---------------------------------------------------------------- errors */
 
@@ -215,6 +251,8 @@ mirs_status mirs__core_write_atomic(mirs_context *ctx, const char *path, const v
                                     size_t len);
 /* Read a whole file into a NUL-terminated buffer (free with
  * mirs__core_free).  MIRS_IO with "path: strerror" on failure. */
+/* Largest file mirs__core_read_file reads (a graph file is kilobytes). */
+#define MIRS__MAX_FILE_BYTES (64 << 20)
 mirs_status mirs__core_read_file(mirs_context *ctx, const char *path, char **out, size_t *len);
 
 /* ---------------------------------------------------------------- hashing */

@@ -192,7 +192,12 @@ mirs_status mirs_option_set(mirs_context *ctx, const char *name, const char *val
   } else {
     char *end;
     errno = 0;
-    long long ll = strtoll(value, &end, 0);
+    /* Decimal (a leading 0 is not octal: --seed=010 is ten), or hex with 0x. */
+    const char *q = value;
+    while (*q == ' ' || *q == '\t' || *q == '+' || *q == '-')
+      q++;
+    int base = q[0] == '0' && (q[1] == 'x' || q[1] == 'X') ? 16 : 10;
+    long long ll = strtoll(value, &end, base);
     if (end == value || *end || errno)
       return MIRS_FAIL(ctx, MIRS_INVALID_ARG, "option '%s' expects an integer, got '%s'", d->name,
                        value);

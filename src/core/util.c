@@ -87,6 +87,12 @@ mirs_status mirs__core_read_file(mirs_context *ctx, const char *path, char **out
   size_t cap = 0, n = 0;
   char *buf = NULL;
   for (;;) {
+    if (n > MIRS__MAX_FILE_BYTES) { /* (/dev/zero, or a file that is no graph) */
+      mirs__core_free(ctx, buf);
+      fclose(f);
+      return MIRS_FAIL(ctx, MIRS_LIMIT, "%s: more than %d MiB; not a graph file", path,
+                       MIRS__MAX_FILE_BYTES >> 20);
+    }
     if (mirs__core_grow(ctx, (void **)&buf, &cap, n + 65536 + 1, 1) != MIRS_OK) {
       mirs__core_free(ctx, buf);
       fclose(f);

@@ -49,6 +49,12 @@ mirs_status mirs_graph_create(mirs_context *ctx, const char *name, mirs_graph **
     return MIRS_INVALID_ARG;
   if (!out)
     return MIRS_FAIL(ctx, MIRS_INVALID_ARG, "mirs_graph_create: NULL out");
+  *out = NULL;
+  if (name && !mirs__graph_valid_name(name))
+    return MIRS_FAIL(ctx, MIRS_INVALID_ARG,
+                     "mirs_graph_create: '%.64s%s' is not a valid program name (want "
+                     "[A-Za-z_][A-Za-z0-9_]*, at most %d bytes, not a keyword)",
+                     name, strlen(name) > 64 ? "..." : "", MIRS__NAME_MAX);
   MIRS_CHECK(ctx, mirs__graph_new(ctx, name, out));
   return MIRS_OK;
 }
@@ -171,6 +177,9 @@ mirs_status mirs_graph_parse_string(mirs_context *ctx, const char *text, size_t 
   if (!out || (!text && len))
     return MIRS_FAIL(ctx, MIRS_INVALID_ARG, "mirs_graph_parse_string: NULL argument");
   *out = NULL;
+  if (len > MIRS__MAX_FILE_BYTES)
+    return MIRS_FAIL(ctx, MIRS_LIMIT, "%s: more than %d MiB; not a graph file",
+                     filename ? filename : "<string>", MIRS__MAX_FILE_BYTES >> 20);
   MIRS_CHECK(ctx, mirs__graph_parse(ctx, text ? text : "", len, filename ? filename : "<string>",
                                     out));
   return MIRS_OK;

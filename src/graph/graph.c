@@ -19,9 +19,12 @@
 static const char *const grid_axis[MIRS__GRID] = {"x", "y", "z"};
 
 /* True if s is an identifier [A-Za-z_][A-Za-z0-9_]* that is not a keyword. */
-static bool valid_name(const char *s) {
+bool mirs__graph_valid_name(const char *s) {
   static const char *const keywords[] = {"program", "ugraph", "input", "output"};
   if (!s || !*s)
+    return false;
+  /* The parser's limit (parse.c NAME_MAX_LEN): what is built must re-parse. */
+  if (strnlen(s, MIRS__NAME_MAX + 1) > MIRS__NAME_MAX)
     return false;
   if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') || *s == '_'))
     return false;
@@ -82,10 +85,11 @@ static mirs_status take_name(mirs_context *ctx, const char *name, const char *pr
                              const void *where, int32_t (*find_fn)(const void *, const char *),
                              char **out) {
   if (name) {
-    if (!valid_name(name))
+    if (!mirs__graph_valid_name(name))
       return MIRS_FAIL(ctx, MIRS_INVALID_ARG,
-                       "'%s' is not a valid name (want [A-Za-z_][A-Za-z0-9_]*, not a keyword)",
-                       name);
+                       "'%.64s%s' is not a valid name (want [A-Za-z_][A-Za-z0-9_]*, at most %d "
+                       "bytes, not a keyword)",
+                       name, strlen(name) > 64 ? "..." : "", MIRS__NAME_MAX);
     if (find_fn(where, name) >= 0)
       return MIRS_FAIL(ctx, MIRS_INVALID_ARG, "redefinition of '%s'", name);
     *out = mirs__core_strdup(ctx, name);
@@ -312,6 +316,13 @@ mirs_status mirs__bg_new(mirs_context *ctx, const int32_t grid[MIRS__GRID],
     if (block[i] < 1)
       return MIRS_FAIL(ctx, MIRS_SHAPE, "block.%s is %" PRId32 "; block dims must be >= 1",
                        grid_axis[i], block[i]);
+    /* Each dim is checked before the product (three dims of 2^31 - 1
+     * used to overflow it): CUDA allows x, y <= 1024, z <= 64. */
+    if (block[i] > (i == 2 ? 64 : 1024))
+      return MIRS_FAIL(ctx, MIRS_SHAPE,
+                       "block.%s is %" PRId32 "; CUDA allows at most %d (1024 threads, "
+                       "block.z <= 64)",
+                       grid_axis[i], block[i], i == 2 ? 64 : 1024);
     threads *= block[i];
   }
   if (block[2] > 64 || threads > 1024)
@@ -321,6 +332,17 @@ mirs_status mirs__bg_new(mirs_context *ctx, const int32_t grid[MIRS__GRID],
                      block[0], block[1], block[2]);
   if (forloop < 1)
     return MIRS_FAIL(ctx, MIRS_SHAPE, "forloop is %" PRId32 "; it must be >= 1", forloop);
+  /* Launch size: CUDA allows 2^31 - 1 blocks along x, and each block's
+   * loop runs F times; the interpreter and the fingerprints run every
+   * (block, iteration), so the product is bounded (2^32: hours of work
+   * beyond it, and no kernel a search would propose). */
+  uint64_t launches = (uint64_t)grid[0] * (uint64_t)grid[1] * (uint64_t)grid[2];
+  if (launches > MIRS__MAX_BLOCK_ITERATIONS / (uint64_t)forloop)
+    return MIRS_FAIL(ctx, MIRS_SHAPE,
+                     "grid [%" PRId32 ", %" PRId32 ", %" PRId32 "] x forloop %" PRId32
+                     " is more than %llu block iterations",
+                     grid[0], grid[1], grid[2], forloop,
+                     (unsigned long long)MIRS__MAX_BLOCK_ITERATIONS);
   mirs__bgraph *bg = mirs__core_calloc(ctx, 1, sizeof *bg);
   if (!bg)
     return MIRS_NOMEM;
@@ -541,12 +563,15 @@ void mirs__bg_pop_op(mirs_context *ctx, mirs__bgraph *bg) {
   bg->nops--;
 }
 
-/* Shape of the kernel tensor an OUTPUT op writes. */
+/* Shape of the kernel tensor an OUTPUT op writes (a dim past INT64_MAX
+ * saturates, and the element limit then refuses the tensor). */
 void mirs__bg_output_shape(const mirs__bgraph *bg, const mirs__bop *op, mirs__shape *out) {
   *out = bg->t[op->in[0]].shape;
   for (int i = 0; i < MIRS__GRID; i++)
-    if (op->omap[i] >= 0)
-      out->d[op->omap[i]] *= bg->grid[i];
+    if (op->omap[i] >= 0) {
+      int64_t *d = &out->d[op->omap[i]];
+      *d = *d > INT64_MAX / bg->grid[i] ? INT64_MAX : *d * bg->grid[i];
+    }
 }
 
 /* Attach a block graph as a custom kernel op (takes ownership of bg). */
@@ -591,7 +616,9 @@ mirs_status mirs__graph_add_custom(mirs_graph *g, mirs__bgraph *bg, const char *
       mirs__shape sh;
       mirs__bg_output_shape(bg, o, &sh);
       char *nm = NULL;
-      s = take_name(ctx, names ? names[ko] : NULL, "t", g->nt, g, find_k, &nm);
+      s = check_shape(ctx, "custom kernel output", &sh);
+      if (s == MIRS_OK)
+        s = take_name(ctx, names ? names[ko] : NULL, "t", g->nt, g, find_k, &nm);
       if (s == MIRS_OK) {
         int32_t id;
         s = push_tensor(g, nm, dtype, &sh, g->nops, ko, &id);
@@ -756,6 +783,17 @@ bool mirs__bg_well_formed(const mirs_graph *g, const mirs__bgraph *bg, int32_t *
 static mirs_status validate_bg(mirs_context *ctx, const mirs_graph *g, int32_t kop,
                                const mirs__bgraph *bg) {
   const char *kname = g->t[g->ops[kop].out[0]].name;
+  /* A loop no tile walks repeats the same work F times (F x the input for
+   * an accum): no search proposes one, and F = 2^31 - 1 made eval run for
+   * hours. */
+  bool walked = bg->forloop == 1;
+  for (int32_t i = 0; i < bg->nops && !walked; i++)
+    walked = bg->ops[i].op == MIRS_OP_INPUT && bg->ops[i].fmap >= 0;
+  if (!walked)
+    return MIRS_FAIL(ctx, MIRS_SHAPE,
+                     "custom kernel %s: forloop is %" PRId32 " but no input has an fmap (a loop "
+                     "that walks no tile)",
+                     kname, bg->forloop);
   for (int32_t i = 0; i < bg->nops; i++) {
     const mirs__bop *o = &bg->ops[i];
     if (!o->fused)
@@ -794,4 +832,53 @@ mirs_status mirs__graph_validate(const mirs_graph *g) {
     if (g->ops[i].op == MIRS_OP_CUSTOM)
       MIRS_CHECK(ctx, validate_bg(ctx, g, i, g->ops[i].bg));
   return MIRS_OK;
+}
+
+/* ---------------------------------------------------------------- work */
+
+/* Saturating a + b and a * b for work counts. */
+static uint64_t work_add(uint64_t a, uint64_t b) {
+  return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+static uint64_t work_mul(uint64_t a, uint64_t b) {
+  return b && a > UINT64_MAX / b ? UINT64_MAX : a * b;
+}
+
+/* Work of one op on shapes: the output's elements, times the contracted
+ * extent for a matmul, plus the input's elements for a reduction. */
+static uint64_t op_work(mirs_op op, const mirs__shape *in0, const mirs__shape *out) {
+  uint64_t w = (uint64_t)mirs__shape_numel(out);
+  if (op == MIRS_OP_MATMUL && in0 && in0->ndim > 0)
+    w = work_mul(w, (uint64_t)in0->d[in0->ndim - 1]);
+  else if (in0)
+    w = work_add(w, (uint64_t)mirs__shape_numel(in0));
+  return w;
+}
+
+/* Estimated work of evaluating g once (see eval_max_work), saturating. */
+uint64_t mirs__graph_work(const mirs_graph *g) {
+  uint64_t total = 0;
+  for (int32_t i = 0; i < g->nt; i++)
+    if (g->t[i].producer < 0)
+      total = work_add(total, (uint64_t)mirs__shape_numel(&g->t[i].shape));
+  for (int32_t i = 0; i < g->nops; i++) {
+    const mirs__kop *k = &g->ops[i];
+    if (k->op != MIRS_OP_CUSTOM) {
+      total = work_add(total, op_work(k->op, k->nin > 0 ? &g->t[k->in[0]].shape : NULL,
+                                      &g->t[k->out[0]].shape));
+      continue;
+    }
+    const mirs__bgraph *bg = k->bg;
+    uint64_t per = 0; /* one block, one iteration */
+    for (int32_t j = 0; j < bg->nops; j++) {
+      const mirs__bop *o = &bg->ops[j];
+      const mirs__shape *in0 = o->nin > 0 && o->in[0] >= 0 ? &bg->t[o->in[0]].shape : NULL;
+      const mirs__shape *out = o->out >= 0 ? &bg->t[o->out].shape : in0;
+      if (out)
+        per = work_add(per, op_work(o->op, in0, out));
+    }
+    uint64_t blocks = (uint64_t)bg->grid[0] * (uint64_t)bg->grid[1] * (uint64_t)bg->grid[2];
+    total = work_add(total, work_mul(work_mul(per, blocks), (uint64_t)bg->forloop));
+  }
+  return total;
 }

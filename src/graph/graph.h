@@ -340,4 +340,15 @@ double mirs__eval_max_rel_error(const mirs_eval_result *ref, const mirs_eval_res
 /* Fill out[0..n) with mirs_input_value(seed, name, 0..n), hashing name once. */
 void mirs__graph_input_fill(uint64_t seed, const char *name, double *out, int64_t n);
 
+/* Estimated work of evaluating g once, in element operations (a matmul
+ * m*n*k, a custom kernel every block and iteration), saturating. */
+uint64_t mirs__graph_work(const mirs_graph *g);
+/* Most (grid block, forloop iteration) pairs of one custom kernel. */
+#define MIRS__MAX_BLOCK_ITERATIONS (UINT64_C(1) << 32)
+/* Longest name (tensor or program) the parser accepts, in bytes. */
+#define MIRS__NAME_MAX 256
+/* Whether s is a valid name: [A-Za-z_][A-Za-z0-9_]*, at most
+ * MIRS__NAME_MAX bytes, not a keyword. */
+bool mirs__graph_valid_name(const char *s);
+
 #endif

@@ -106,8 +106,8 @@ static void ev_binary(mirs_op op, const mirs__shape *as, const double *a, const 
 /* o = a @ b over the last two dims, batch dims broadcast; i-k-j order so
  * the inner loop runs over contiguous rows of b and o (measured faster
  * than blocking over k on the example shapes: hardware prefetch streams b). */
-static void ev_matmul(const mirs__shape *as, const double *a, const mirs__shape *bs,
-                      const double *b, const mirs__shape *os, double *o) {
+static bool ev_matmul(const mirs_context *ctx, const mirs__shape *as, const double *a,
+                      const mirs__shape *bs, const double *b, const mirs__shape *os, double *o) {
   int64_t sa[MIRS_MAX_DIMS], sb[MIRS_MAX_DIMS];
   int r = os->ndim;
   int64_t m = os->d[r - 2], n = os->d[r - 1], k = as->d[as->ndim - 1];
@@ -119,6 +119,8 @@ static void ev_matmul(const mirs__shape *as, const double *a, const mirs__shape 
     const double *pb = b + mirs__shape_row_offset(os, r - 2, sb, bi);
     double *po = o + bi * m * n;
     for (int64_t i = 0; i < m; i++) {
+      if (mirs__core_stopping(ctx)) /* (one load per output row) */
+        return false;
       const double *arow = pa + i * k;
       double *orow = po + i * n;
       for (int64_t j = 0; j < n; j++)
@@ -131,6 +133,7 @@ static void ev_matmul(const mirs__shape *as, const double *a, const mirs__shape 
       }
     }
   }
+  return true;
 }
 
 /* y (x's shape with size 1 at dim) = sum of x over dim; added into y when
@@ -185,7 +188,7 @@ static void ev_rmsnorm(const mirs__shape *xs, const double *x, double *y) {
 /* Compute op (kind UNARY, BINARY, MATMUL, REDUCE or RMSNORM) on argument
  * shapes/values into o of shape os; the routine shared by both levels.
  * False for an op of another kind. */
-static bool ev_compute(mirs_op op, int dim, const mirs__shape *const *ins,
+static bool ev_compute(const mirs_context *ctx, mirs_op op, int dim, const mirs__shape *const *ins,
                        const double *const *inv, const mirs__shape *os, double *o) {
   switch (mirs__graph_ops[op].kind) {
   case MIRS__KIND_UNARY:
@@ -195,8 +198,7 @@ static bool ev_compute(mirs_op op, int dim, const mirs__shape *const *ins,
     ev_binary(op, ins[0], inv[0], ins[1], inv[1], os, o);
     return true;
   case MIRS__KIND_MATMUL:
-    ev_matmul(ins[0], inv[0], ins[1], inv[1], os, o);
-    return true;
+    return ev_matmul(ctx, ins[0], inv[0], ins[1], inv[1], os, o);
   case MIRS__KIND_REDUCE:
     ev_sum(ins[0], inv[0], dim, o, false);
     return true;
@@ -257,7 +259,12 @@ static mirs_status cr_compute(void *user, const mirs__bop *op) {
     inv[a] = r->tv[op->in[a]];
   }
   const mirs__shape *os = &r->bg->t[op->out].shape;
-  if (NEVER(!ev_compute(op->op, op->dim, ins, inv, os, r->tv[op->out])))
+  if (mirs__core_stopping(r->g->ctx))
+    return mirs__core_stopped(r->g->ctx, "float64 evaluation");
+  bool done = ev_compute(r->g->ctx, op->op, op->dim, ins, inv, os, r->tv[op->out]);
+  if (!done && mirs__core_stopping(r->g->ctx))
+    return mirs__core_stopped(r->g->ctx, "float64 evaluation");
+  if (NEVER(!done))
     return MIRS_FAIL(r->g->ctx, MIRS_INTERNAL, "block op %s cannot be evaluated",
                      mirs__graph_ops[op->op].name);
   MIRS_ADD(r->st, elements_evaluated, numel(os));
@@ -367,6 +374,13 @@ mirs_status mirs__interp_run(const mirs_graph *g, uint64_t seed, double ***vals)
     return MIRS_FAIL(ctx, MIRS_INVALID_ARG, "mirs__interp_run: vals is NULL");
   *vals = NULL;
 
+  uint64_t work = mirs__graph_work(g);
+  if (work > (uint64_t)ctx->opt.eval_max_work)
+    return MIRS_FAIL(ctx, MIRS_LIMIT,
+                     "float64 evaluation of %s needs about %llu element operations, more than "
+                     "eval_max_work=%lld (raise the option to evaluate it)",
+                     g->name ? g->name : "graph", (unsigned long long)work,
+                     (long long)ctx->opt.eval_max_work);
   int64_t limit = ctx->opt.eval_max_elements, total = 0;
   for (int32_t i = 0; i < g->nt; i++) {
     int64_t n = numel(&g->t[i].shape);
@@ -415,7 +429,13 @@ mirs_status mirs__interp_run(const mirs_graph *g, uint64_t seed, double ***vals)
         inv[a] = v[op->in[a]];
       }
       const mirs__shape *os = &g->t[op->out[0]].shape;
-      if (NEVER(op->nout != 1) || !ev_compute(op->op, op->dim, ins, inv, os, v[op->out[0]])) {
+      bool done = !mirs__core_stopping(ctx) && !NEVER(op->nout != 1) &&
+                  ev_compute(ctx, op->op, op->dim, ins, inv, os, v[op->out[0]]);
+      if (!done && mirs__core_stopping(ctx)) {
+        s = mirs__core_stopped(ctx, "float64 evaluation");
+        goto fail;
+      }
+      if (!done) {
         s = MIRS_FAIL(ctx, MIRS_INTERNAL, "kernel op %s cannot be evaluated",
                       mirs__graph_ops[op->op].name);
         goto fail;

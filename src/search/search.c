@@ -204,6 +204,12 @@ static mirs_status refused(mirs__search_worker *w, mirs_status st, int stat) {
 mirs_status mirs__search_bop_keep(mirs__search_worker *w, mirs_op op, int dim, int nin,
                                   const mirs__abs_id *in, const mirs__shape *s0, bool *keep) {
   mirs__abs_arena *a = mirs__prune_worker_arena(w->pw);
+  for (int i = 0; i < nin; i++)
+    if (in[i] == MIRS__ABS_NONE) { /* no expression (too large): kept, as unknown */
+      MIRS_INC(&w->stats, prune_calls);
+      *keep = true;
+      return MIRS_OK;
+    }
   int64_t ext = mirs__abs_bop_extent(op, dim, s0, w->bgs[w->nbg - 1]->forloop);
   uint64_t k = mirs__hash_mix(mirs__hash_mix((uint64_t)op + 1, (uint64_t)ext), (uint64_t)nin);
   for (int i = 0; i < nin; i++)
@@ -965,7 +971,17 @@ static mirs_status dfs(mirs_search *s, mirs__search_worker *w, bool *complete) {
   double last_progress = s->t0;
   uint64_t tick = 0;
   *complete = false;
+  int64_t max_states = s->ctx->opt.max_states;
   while (w->depth > 0) {
+    /* A stop request or limit seen by the watchdog, and max_states, are
+     * checked every state (one atomic load, two adds); the rest every
+     * CHECK_EVERY states. */
+    if (mirs__core_stopping(s->ctx))
+      return MIRS_OK;
+    if (max_states > 0 && s->stats.v[MIRS__STAT_states_explored] +
+                                  w->stats.v[MIRS__STAT_states_explored] >=
+                              (uint64_t)max_states)
+      return MIRS_OK;
     if ((++tick % CHECK_EVERY) == 0 && should_stop(s, w, &last_progress))
       return MIRS_OK;
     mirs__search_frame *f = &w->frames[w->depth - 1];
@@ -978,7 +994,15 @@ static mirs_status dfs(mirs_search *s, mirs__search_worker *w, bool *complete) {
       continue;
     }
     bool entered;
-    MIRS_CHECK(w->ctx, enter(w, f->next++, &entered));
+    mirs_status st = enter(w, f->next++, &entered);
+    if (st == MIRS_STOPPED) {
+      /* Stopped inside the move (a long fingerprint or query): it was not
+       * applied, so it is still open work. */
+      mirs_clear_error(w->ctx);
+      w->frames[w->depth - 1].next--;
+      return MIRS_OK;
+    }
+    MIRS_CHECK(w->ctx, st);
   }
   return MIRS_OK;
 }
@@ -1004,6 +1028,13 @@ static mirs_status float_check(mirs_search *s) {
     mirs_clear_error(ctx);
     return MIRS_OK;
   }
+  if (st == MIRS_STOPPED) {
+    mirs__core_log(ctx, MIRS_LOG_WARNING, "search: float64 check not run (%s)",
+                   mirs_last_error(ctx));
+    mirs_clear_error(ctx);
+    s->complete = false;
+    return MIRS_OK;
+  }
   MIRS_CHECK(ctx, st);
   double tol = ctx->opt.float_tolerance;
   size_t k = 0;
@@ -1013,6 +1044,18 @@ static mirs_status float_check(mirs_search *s) {
     if ((int64_t)i < top) {
       mirs_eval_result *e;
       st = mirs_graph_eval(s->res[i].g, (uint64_t)ctx->opt.seed, &e);
+      if (st == MIRS_STOPPED) {
+        /* Stopped: this and the later results keep their fingerprint
+         * verdict (the sound one) without the float64 check. */
+        mirs__core_log(ctx, MIRS_LOG_WARNING, "search: float64 check of results %zu.. not run (%s)",
+                       i + 1, mirs_last_error(ctx));
+        mirs_clear_error(ctx);
+        s->complete = false;
+        top = (int64_t)i;
+        st = MIRS_OK;
+        s->res[k++] = s->res[i];
+        continue;
+      }
       if (st != MIRS_OK) {
         mirs_eval_result_destroy(ref);
         add_stats(s, &fs);
@@ -1069,7 +1112,7 @@ static mirs_status sym_need_build(mirs_search *s) {
   bool ok = st == MIRS_OK;
   for (int32_t i = 0; ok && i < p->nout; i++) {
     e[i] = kexpr[p->outputs[i]];
-    ok = !mirs__abs_node_at(&a, e[i])->boxed;
+    ok = e[i] != MIRS__ABS_NONE && !mirs__abs_node_at(&a, e[i])->boxed;
   }
   size_t nmask = (size_t)1 << p->nout;
   if (ok) {
@@ -1098,10 +1141,37 @@ static mirs_status sym_need_build(mirs_search *s) {
   return st;
 }
 
-/* Prepare a search of program. */
+/* The watchdog's deadline and memory limit for an operation starting now. */
+static mirs_status watch_limits(mirs_context *ctx, double t0) {
+  double deadline = ctx->opt.time_limit > 0 ? t0 + ctx->opt.time_limit : 0;
+  size_t mem = ctx->opt.max_memory > 0 ? (size_t)ctx->opt.max_memory : 0;
+  return mirs__core_watch_start(ctx, deadline, mem);
+}
+
+static mirs_status search_create(mirs_context *ctx, const mirs_graph *program, mirs_search **out);
+
+/* Prepare a search of program.  The setup (fingerprints of the program at
+ * its full shape, the pruning targets) honours the time and memory limits
+ * and mirs_interrupt: MIRS_STOPPED then. */
 mirs_status mirs_search_create(mirs_context *ctx, const mirs_graph *program, mirs_search **out) {
   if (!ctx)
     return MIRS_INVALID_ARG;
+  if (out)
+    *out = NULL;
+  MIRS_CHECK(ctx, watch_limits(ctx, mirs__core_now()));
+  mirs_status st = search_create(ctx, program, out);
+  mirs__core_watch_stop(ctx);
+  if (st == MIRS_OK && mirs__core_stopping(ctx)) { /* (an interrupt at the very end) */
+    mirs_search_destroy(*out);
+    *out = NULL;
+    st = mirs__core_stopped(ctx, "search setup");
+  }
+  MIRS_CHECK(ctx, st);
+  return MIRS_OK;
+}
+
+/* The body of mirs_search_create. */
+static mirs_status search_create(mirs_context *ctx, const mirs_graph *program, mirs_search **out) {
   if (!program || !out)
     return MIRS_FAIL(ctx, MIRS_INVALID_ARG, "mirs_search_create: NULL argument");
   *out = NULL;
@@ -1208,21 +1278,38 @@ mirs_status mirs_search_run(mirs_search *s) {
   mirs_context *ctx = s->ctx;
   if (s->ran)
     return MIRS_FAIL(ctx, MIRS_INVALID_ARG, "mirs_search_run: this search has already run");
+  if (s->running)
+    return MIRS_FAIL(ctx, MIRS_INVALID_ARG, "mirs_search_run: called again from its own callback");
+  s->running = true;
   s->t0 = mirs__core_now();
+  MIRS_CHECK(ctx, watch_limits(ctx, s->t0));
   mirs__search_worker *w;
-  MIRS_CHECK(ctx, mirs__search_worker_new(s, &w));
+  mirs_status st = mirs__search_worker_new(s, &w);
+  if (st == MIRS_STOPPED) { /* (stopped while replaying the root) */
+    mirs_clear_error(ctx);
+    st = MIRS_OK;
+    w = NULL;
+  } else if (st != MIRS_OK) {
+    mirs__core_watch_stop(ctx);
+    s->running = false;
+    return mirs__core_trace(ctx, st, __func__, __FILE__, __LINE__);
+  }
   bool complete = false;
-  mirs_status st = dfs(s, w, &complete);
-  if (st != MIRS_OK)
-    mirs__core_error_copy(ctx, w->ctx);
-  collect_stats(s, w);
-  mirs__search_worker_free(w);
+  if (w) {
+    st = dfs(s, w, &complete);
+    if (st != MIRS_OK)
+      mirs__core_error_copy(ctx, w->ctx);
+    collect_stats(s, w);
+    mirs__search_worker_free(w);
+  }
   s->complete = st == MIRS_OK && complete;
   if (st == MIRS_OK) {
     if (s->nres > 1)
       qsort(s->res, s->nres, sizeof *s->res, result_cmp);
     st = float_check(s);
   }
+  mirs__core_watch_stop(ctx);
+  s->running = false;
   s->wall = mirs__core_now() - s->t0;
   s->ran = true;
   if (s->progress) {

@@ -270,6 +270,7 @@ struct mirs_search {
   mirs__stats stats; /* summed from the workers */
   double t0, wall;
   bool complete, ran;
+  bool running; /* inside mirs_search_run (re-entry from a callback is refused) */
 };
 
 /* ---------------------------------------------------------------- space.c */

@@ -88,8 +88,11 @@ void mirs__search_space_dim_grids(mirs__search_space *sp, const mirs_graph *prog
 static mirs_status parse_ops(mirs_context *ctx, const char *name, const char *text, int level,
                              bool *set) {
   memset(set, 0, sizeof(bool) * MIRS_OP_COUNT);
-  if (!strcmp(text, "none") || !*text)
+  if (!strcmp(text, "none"))
     return MIRS_OK;
+  if (!text[strspn(text, " ,")])
+    return MIRS_FAIL(ctx, MIRS_INVALID_ARG,
+                     "option '%s' is empty (list operators, or say \"none\")", name);
   const char *p = text;
   while (*p) {
     while (*p == ' ' || *p == ',')

@@ -181,16 +181,22 @@ static mirs_status intern(mirs__abs_arena *a, mirs__abs_node p, const int32_t *k
   p.bits = 0;
   p.atoms = 0;
   p.boxed = false;
+  uint64_t size = 1;
   if (p.arg >= 0) {
     p.bits = a->nodes[p.arg].bits;
     p.atoms = a->nodes[p.arg].atoms;
     p.boxed = a->nodes[p.arg].boxed;
+    size += a->nodes[p.arg].size;
   }
   for (uint32_t i = 0; i < nk; i++) {
     p.bits |= a->nodes[kids[i]].bits;
     p.atoms |= a->nodes[kids[i]].atoms;
     p.boxed |= a->nodes[kids[i]].boxed;
+    size += a->nodes[kids[i]].size;
+    if (size > UINT32_MAX)
+      size = UINT32_MAX;
   }
+  p.size = (uint32_t)size;
   switch ((mirs__abs_kind)p.kind) {
   case MIRS__ABS_ATOM:
     p.atoms = UINT64_C(1) << (h & 63);
@@ -265,9 +271,20 @@ static mirs_status ext_mul(mirs__abs_arena *a, int64_t x, int64_t y, int64_t *ou
   return MIRS_OK;
 }
 
+/* The status of a result past the MIRS__ABS_MAX_* bounds: MIRS_LIMIT
+ * without a message (mirs__abs_apply turns it into "no expression"). */
+static mirs_status too_large(mirs__abs_arena *a) {
+  a->too_large = true;
+  return MIRS_LIMIT;
+}
+
 /* Intern the POLY of the term ids at tmp[base..ntmp) and pop them. */
 static mirs_status make_poly(mirs__abs_arena *a, size_t base, mirs__abs_id *out) {
   uint32_t n = (uint32_t)(a->ntmp - base);
+  if (n > MIRS__ABS_MAX_POLY) {
+    a->ntmp = base;
+    return too_large(a);
+  }
   sort_by_hash(a, a->tmp + base, n);
   mirs__abs_node p = proto(MIRS__ABS_POLY);
   p.n = n;
@@ -317,6 +334,8 @@ static mirs_status make_term(mirs__abs_arena *a, size_t base, int64_t k, int64_t
  * sum(k1·k2, N1·N2)/sum(kd1·kd2, D1·D2) by S2, S1, V2, V3. */
 static mirs_status push_term_mul(mirs__abs_arena *a, mirs__abs_id t1, mirs__abs_id t2) {
   mirs__abs_node x = a->nodes[t1], y = a->nodes[t2];
+  if ((uint64_t)x.n + y.n > MIRS__ABS_MAX_FACTORS || (uint64_t)x.nd + y.nd > MIRS__ABS_MAX_FACTORS)
+    return too_large(a);
   int64_t k, kd;
   MIRS_CHECK(a->ctx, ext_mul(a, x.k, y.k, &k));
   MIRS_CHECK(a->ctx, ext_mul(a, x.kd, y.kd, &kd));
@@ -331,6 +350,8 @@ static mirs_status push_term_mul(mirs__abs_arena *a, mirs__abs_id t1, mirs__abs_
 static mirs_status push_term_div(mirs__abs_arena *a, mirs__abs_id t, int64_t kq, size_t qoff,
                                  uint32_t nq) {
   mirs__abs_node x = a->nodes[t];
+  if ((uint64_t)x.nd + nq > MIRS__ABS_MAX_FACTORS)
+    return too_large(a);
   int64_t kd;
   MIRS_CHECK(a->ctx, ext_mul(a, x.kd, kq, &kd));
   size_t base = a->ntmp;
@@ -493,8 +514,38 @@ mirs_status mirs__abs_div(mirs__abs_arena *a, mirs__abs_id x, mirs__abs_id y, mi
 }
 
 /* The expression of operator op on in[] with the given extent. */
+static mirs_status apply_op(mirs__abs_arena *a, mirs_op op, const mirs__abs_id *in,
+                            int64_t extent, mirs__abs_id *out);
+
+/* The expression of op on in[] (see the header): a result past the
+ * bounds, an extent overflow or an operand without expression give
+ * MIRS__ABS_NONE and MIRS_OK (the context's error is cleared). */
 mirs_status mirs__abs_apply(mirs__abs_arena *a, mirs_op op, const mirs__abs_id *in, int64_t extent,
                             mirs__abs_id *out) {
+  int arity = op == MIRS_OP_CUSTOM || op >= MIRS_OP_COUNT ? 0 : mirs__graph_ops[op].arity;
+  for (int i = 0; i < arity && i < 2; i++)
+    if (in[i] == MIRS__ABS_NONE) {
+      *out = MIRS__ABS_NONE;
+      return MIRS_OK;
+    }
+  size_t base = a->ntmp;
+  a->too_large = false;
+  mirs_status s = apply_op(a, op, in, extent, out);
+  if (s == MIRS_LIMIT) {
+    if (!a->too_large)
+      a->failed_limit = true;
+    a->too_large = false;
+    a->ntmp = base;
+    mirs_clear_error(a->ctx);
+    *out = MIRS__ABS_NONE;
+    return MIRS_OK;
+  }
+  return s;
+}
+
+/* The body of mirs__abs_apply. */
+static mirs_status apply_op(mirs__abs_arena *a, mirs_op op, const mirs__abs_id *in,
+                            int64_t extent, mirs__abs_id *out) {
   mirs__abs_id t;
   switch (op) {
   case MIRS_OP_MATMUL:
@@ -980,6 +1031,16 @@ static mirs_status shared_build(mirs__prune_shared *s, const mirs_graph *ref) {
   mirs_status st = s->targets ? mirs__abs_graph(&s->arena, ref, kexpr) : MIRS_NOMEM;
   for (int32_t i = 0; st == MIRS_OK && i < ref->nout; i++) {
     mirs__abs_id e = kexpr[ref->outputs[i]];
+    if (e == MIRS__ABS_NONE) {
+      /* An output too large to express (MIRS__ABS_MAX_*): nothing can be
+       * refuted against it, so pruning keeps everything. */
+      mirs__core_log(ctx, MIRS_LOG_WARNING,
+                     "pruning off: output '%s' has an abstract expression past the size bounds",
+                     ref->t[ref->outputs[i]].name);
+      s->cfg.enabled = false;
+      s->ntargets = 0;
+      break;
+    }
     bool dup = false;
     for (int j = 0; j < s->ntargets; j++)
       dup |= s->targets[j] == e;
@@ -1509,6 +1570,15 @@ static mirs_status ask(mirs__prune_worker *w, int ti, mirs__abs_id e, mirs__prun
     return MIRS_OK;
   }
   w->c.cache_misses++;
+  /* The weight models and the Z3 encoding walk the unfolded trees: an
+   * over-large pair is kept unasked (as an unknown is), so no query grows
+   * with the 2^n factors of a chain of squares. */
+  if ((uint64_t)w->arena.nodes[e].size + s->arena.nodes[s->targets[ti]].size >
+      MIRS__ABS_MAX_QUERY) {
+    w->c.too_large++;
+    *v = MIRS__PRUNE_UNKNOWN;
+    return MIRS_OK;
+  }
   if (mirs__abs_weights_refute(&w->arena, e, &s->arena, s->targets[ti])) {
     w->c.weight_refuted++;
     *v = MIRS__PRUNE_NO;

@@ -48,6 +48,16 @@ typedef int32_t mirs__abs_id; /* a node in one arena; a POLY for expressions */
 #define MIRS__ABS_NONE ((mirs__abs_id)-1)
 /* A product with more terms than this is boxed rather than expanded. */
 #define MIRS__ABS_MAX_TERMS 64
+/* Bounds on what one expression may hold, so that no program makes the
+ * normal form or a query exponential (a chain of n squares has 2^n
+ * factors): a TERM with more numerator or denominator factors, or a POLY
+ * with more terms, is not built: mirs__abs_apply yields MIRS__ABS_NONE
+ * ("no expression"), which pruning always keeps, as it keeps an unknown.
+ * An expression whose unfolded tree (node.size) exceeds
+ * MIRS__ABS_MAX_QUERY is never put to the weight models or Z3 (kept). */
+#define MIRS__ABS_MAX_FACTORS 1024
+#define MIRS__ABS_MAX_POLY 1024
+#define MIRS__ABS_MAX_QUERY 8192
 
 typedef enum mirs__abs_kind {
   MIRS__ABS_ATOM,
@@ -98,6 +108,7 @@ typedef struct mirs__abs_node {
   uint32_t n;     /* TERM: numerator factors; POLY: terms */
   uint32_t nd;    /* TERM: denominator factors */
   uint32_t bits;  /* MIRS__ABS_BIT_* below this node */
+  uint32_t size;  /* nodes of the unfolded tree (saturating at UINT32_MAX) */
   int32_t next;   /* hash-cons chain */
   uint8_t kind;   /* mirs__abs_kind */
   uint8_t fn;     /* APP: mirs__abs_fn */
@@ -120,6 +131,7 @@ typedef struct mirs__abs_arena {
   int32_t *tmp;      /* scratch stack for the builders */
   size_t ntmp, captmp;
   bool failed_limit; /* an extent product overflowed (reported once) */
+  bool too_large;    /* the last builder call hit a MIRS__ABS_MAX_* bound */
 } mirs__abs_arena;
 
 /* A point to return to with mirs__abs_release. */
@@ -166,7 +178,9 @@ mirs_status mirs__abs_sum(mirs__abs_arena *a, int64_t k, mirs__abs_id x, mirs__a
 /* rms(n, x): root mean square over n elements (uninterpreted). */
 mirs_status mirs__abs_rms(mirs__abs_arena *a, int64_t n, mirs__abs_id x, mirs__abs_id *out);
 
-/* The expression of operator op on in[0..arity): extent is the matmul's
+/* The expression of operator op on in[0..arity): MIRS__ABS_NONE when an
+ * operand is MIRS__ABS_NONE or the result would exceed the bounds above
+ * or an extent would overflow (no error then: an unknown).  extent is the matmul's
  * contracted extent, the summed extent (SUM), the normalised extent
  * (RMS_NORM), F (ACCUM), F·extent_d (ACCUM_SUM) or F·tile_last (ACCUM_RMS);
  * INPUT and OUTPUT return in[0].  MIRS_INVALID_ARG for CUSTOM. */
@@ -254,6 +268,7 @@ typedef struct mirs__prune_counters {
   uint64_t solver_sat;     /* a countermodel: refuted (pruned) */
   uint64_t solver_unknown; /* a limit was hit (kept) */
   uint64_t solver_contexts; /* Z3 contexts created (at most 1 per worker) */
+  uint64_t too_large; /* undecided pairs past MIRS__ABS_MAX_QUERY, kept unasked */
   double solver_seconds;
 } mirs__prune_counters;
 

@@ -1023,9 +1023,9 @@ static void fp_lane_mac(uint64_t *restrict acc, const uint32_t *restrict r, uint
 /* o = a @ b over the last two dims, batch dims broadcast; acc holds 2n
  * lazily reduced accumulators, then b's p- and q-parts split into two
  * k x n arrays (2kn 32-bit values) so each lane is one contiguous row. */
-static void fp_matmul(const mirs__shape *as, const mirs__fp_pair *a, const mirs__shape *bs,
-                      const mirs__fp_pair *b, const mirs__shape *os, mirs__fp_pair *o,
-                      uint64_t *acc) {
+static bool fp_matmul(const mirs_context *ctx, const mirs__shape *as, const mirs__fp_pair *a,
+                      const mirs__shape *bs, const mirs__fp_pair *b, const mirs__shape *os,
+                      mirs__fp_pair *o, uint64_t *acc) {
   int64_t sa[MIRS_MAX_DIMS], sb[MIRS_MAX_DIMS];
   int r = os->ndim;
   int64_t m = os->d[r - 2], n = os->d[r - 1], k = as->d[as->ndim - 1];
@@ -1045,6 +1045,8 @@ static void fp_matmul(const mirs__shape *as, const mirs__fp_pair *a, const mirs_
     }
     split = pb;
     for (int64_t i = 0; i < m; i++) {
+      if (mirs__core_stopping(ctx)) /* (one load per output row) */
+        return false;
       memset(acc, 0, sizeof *acc * 2 * (size_t)n);
       const mirs__fp_pair *arow = pa + i * k;
       for (int64_t p = 0; p < k; p++) {
@@ -1058,6 +1060,7 @@ static void fp_matmul(const mirs__shape *as, const mirs__fp_pair *a, const mirs_
       }
     }
   }
+  return true;
 }
 
 /* y (x's shape, size 1 at dim) = sum of x over dim; added into y when add
@@ -1162,7 +1165,8 @@ static mirs_status fp_compute(mirs_context *ctx, cpu_state *c, mirs_op op, int d
     size_t nn = (size_t)os->d[os->ndim - 1], kk = (size_t)ins[0]->d[ins[0]->ndim - 1];
     MIRS_CHECK(ctx, mirs__core_grow(ctx, (void **)&c->acc, &c->acccap, 2 * nn + kk * nn + 1,
                                     sizeof *c->acc));
-    fp_matmul(ins[0], inv[0], ins[1], inv[1], os, o, c->acc);
+    if (!fp_matmul(ctx, ins[0], inv[0], ins[1], inv[1], os, o, c->acc))
+      return mirs__core_stopped(ctx, "fingerprinting a matmul");
     break;
   }
   case MIRS__KIND_REDUCE:
@@ -1217,8 +1221,11 @@ static mirs_status cpu_input(void *state, mirs__fp_store *s, const mirs_graph *g
   for (int j = 0; j < s->trials; j++) {
     uint64_t key = mirs__fp_trial_key(s->seed, j);
     mirs__fp_pair *y = kval(c, s, t, j);
-    for (int64_t e = 0; e < n; e++)
+    for (int64_t e = 0; e < n; e++) {
+      if ((e & 0xffff) == 0 && mirs__core_stopping(s->ctx))
+        return mirs__core_stopped(s->ctx, "generating inputs");
       y[e] = mirs__fp_input_value(key, sub, (uint64_t)e);
+    }
   }
   return MIRS_OK;
 }
@@ -1261,6 +1268,8 @@ static mirs_status fc_zero(void *user, const mirs__bop *o) {
 /* LOAD: the tile at off of the source tensor's trial-j values. */
 static mirs_status fc_load(void *user, const mirs__bop *o, const int64_t off[MIRS_MAX_DIMS]) {
   fp_custom *u = user;
+  if (mirs__core_stopping(u->s->ctx)) /* (a few loads per forloop iteration) */
+    return mirs__core_stopped(u->s->ctx, "fingerprinting a custom kernel");
   if (!mirs__shape_copy_tile(&u->g->t[o->src].shape, kval(u->c, u->s, o->src, u->j),
                              &u->bg->t[o->out].shape, u->c->tile + u->s->bt[o->out].off, off,
                              sizeof(mirs__fp_pair), false))

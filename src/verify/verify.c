@@ -76,6 +76,38 @@ static mirs_status verify_full(mirs_context *ctx, const mirs_graph *program,
   out->float_max_rel_error = NAN;
   MIRS_CHECK(ctx, mirs__graph_validate(program));
   MIRS_CHECK(ctx, mirs__graph_validate(candidate));
+  /* Bounded work from any input: the fingerprints run each graph once per
+   * trial (the sound test cannot be skipped, so past the limit: refuse). */
+  for (int i = 0; i < 2; i++) {
+    const mirs_graph *g = i ? candidate : program;
+    uint64_t work = mirs__graph_work(g);
+    if (work > (uint64_t)ctx->opt.eval_max_work)
+      return MIRS_FAIL(ctx, MIRS_LIMIT,
+                       "verifying %s needs about %llu element operations per fingerprint trial, "
+                       "more than eval_max_work=%lld (raise the option to verify it)",
+                       mirs_graph_name(g), (unsigned long long)work,
+                       (long long)ctx->opt.eval_max_work);
+  }
+  /* Same-named inputs and outputs must have the same dtype: a candidate
+   * that reads or writes f32 where the program has f16 is another function
+   * to its caller, whatever the arithmetic says. */
+  for (int32_t i = 0; i < program->nt; i++) {
+    const mirs__ktensor *pt = &program->t[i];
+    bool is_out = false;
+    for (int32_t o = 0; o < program->nout; o++)
+      is_out |= program->outputs[o] == i;
+    if (pt->producer >= 0 && !is_out)
+      continue;
+    int32_t j = mirs_graph_find(candidate, pt->name);
+    if (j >= 0 && candidate->t[j].dtype != pt->dtype) {
+      out->degree = 0;
+      snprintf(out->reason, sizeof out->reason,
+               "%s %s is %s in the program but %s in the candidate",
+               pt->producer < 0 ? "input" : "output", pt->name, mirs_dtype_name(pt->dtype),
+               mirs_dtype_name(candidate->t[j].dtype));
+      return MIRS_OK;
+    }
+  }
   int trials;
   mirs__fp_verdict v;
   MIRS_CHECK(ctx, mirs__verify_fingerprints(ctx, program, candidate, &trials, &v));

@@ -13,6 +13,7 @@
 
 #include "verify/z3check.h"
 
+#include <stdio.h>
 #include <string.h>
 #include <z3.h>
 
@@ -27,6 +28,7 @@ struct mirs__z3_solver {
   Z3_ast *held, *qheld;
   size_t nheld, capheld, nq, capq;
   bool nomem; /* holding a reference failed to allocate */
+  bool hooked; /* its Z3_interrupt is a stop hook of the context */
   /* Targets whose weights (both families) are defined at the countermodel
    * solver's base level, so a query builds only its candidate's. */
   struct {
@@ -71,6 +73,10 @@ static mirs_status boundary(mirs__z3_solver *s, const char *what) {
   Z3_error_code e = Z3_get_error_code(s->c);
   if (e == Z3_OK)
     return MIRS_OK;
+  /* Resource exhaustion is not a solver error the search may skip: it
+   * stops the search (exit 3) instead of going on without memory. */
+  if (e == Z3_MEMOUT_FAIL)
+    return MIRS_FAIL(s->ctx, MIRS_NOMEM, "z3 ran out of memory while %s", what);
   return MIRS_FAIL(s->ctx, MIRS_SOLVER, "z3 error while %s: %s", what, Z3_get_error_msg(s->c, e));
 }
 
@@ -256,6 +262,11 @@ static mirs_status z3_setup(mirs__z3_solver *s, unsigned timeout_ms, unsigned rl
   return boundary(s, "asserting the axioms");
 }
 
+/* Stop hook (called from the watchdog thread): cancel the running query. */
+static void interrupt_hook(void *arg) {
+  Z3_interrupt((Z3_context)arg);
+}
+
 /* Create a worker's solver with the axioms asserted. */
 mirs_status mirs__z3_new(mirs_context *ctx, unsigned timeout_ms, unsigned rlimit,
                          mirs__z3_solver **out) {
@@ -264,7 +275,17 @@ mirs_status mirs__z3_new(mirs_context *ctx, unsigned timeout_ms, unsigned rlimit
   if (!s)
     return MIRS_NOMEM;
   s->ctx = ctx;
+  if (ctx->opt.max_memory > 0) {
+    /* Z3 allocates outside the context: bound it by the same limit (a
+     * process-wide parameter, in megabytes). */
+    char mb[32];
+    long long m = (long long)(ctx->opt.max_memory >> 20) + 1;
+    snprintf(mb, sizeof mb, "%lld", m < 128 ? 128 : m); /* (Z3's own floor) */
+    Z3_global_param_set("memory_max_size", mb);
+  }
   mirs_status st = z3_setup(s, timeout_ms, rlimit);
+  if (st == MIRS_OK && mirs__core_hook_add(ctx, interrupt_hook, s->c) == MIRS_OK)
+    s->hooked = true;
   if (st != MIRS_OK) {
     mirs__z3_free(s);
     return mirs__core_trace(ctx, st, __func__, __FILE__, __LINE__);
@@ -283,6 +304,8 @@ static void release_all(mirs__z3_solver *s, Z3_ast *arr, size_t *n) {
 void mirs__z3_free(mirs__z3_solver *s) {
   if (!s)
     return;
+  if (s->hooked)
+    mirs__core_hook_remove(s->ctx, interrupt_hook, s->c);
   if (s->c) {
     release_all(s, s->qheld, &s->nq);
     release_all(s, s->held, &s->nheld);
@@ -352,6 +375,13 @@ static mirs_status finish_query(mirs__z3_solver *s, Z3_solver sv, Z3_ast goal, c
     *r = Z3_solver_check(s->c, sv);
   }
   mirs_status st = boundary(s, what);
+  if (st == MIRS_OK && *r == Z3_L_UNDEF) {
+    /* An unknown keeps the op, except when Z3 gave up for lack of memory
+     * (a clean stop, exit 3). */
+    Z3_string why = Z3_solver_get_reason_unknown(s->c, sv);
+    if (why && (strstr(why, "memout") || strstr(why, "memory")))
+      st = MIRS_FAIL(s->ctx, MIRS_NOMEM, "z3 ran out of memory while %s (%s)", what, why);
+  }
   Z3_solver_pop(s->c, sv, 1);
   release_all(s, s->qheld, &s->nq);
   if (st != MIRS_OK)
@@ -433,12 +463,19 @@ static Z3_ast rscale(mirs__z3_solver *s, int64_t k, Z3_ast a) {
 
 static Z3_ast weight(mirs__z3_solver *s, const mirs__abs_arena *a, mirs__abs_id id, int m);
 
-/* Sum of the weights of kids[off..off+n) (NULL when n == 0). */
+/* Sum of the weights of kids[off..off+n) (NULL when n == 0).  Equal
+ * factors are adjacent (sorted by hash): a run of e copies is encoded once
+ * as e · weight (a power by its exponent, not e repeated terms). */
 static Z3_ast weight_product(mirs__z3_solver *s, const mirs__abs_arena *a, uint32_t off, uint32_t n,
                              int m) {
   Z3_ast r = NULL;
-  for (uint32_t k = 0; k < n; k++)
-    r = radd(s, r, weight(s, a, a->kids[off + k], m));
+  for (uint32_t k = 0; k < n;) {
+    uint32_t e = 1;
+    while (k + e < n && a->kids[off + k + e] == a->kids[off + k])
+      e++;
+    r = radd(s, r, rscale(s, e, weight(s, a, a->kids[off + k], m)));
+    k += e;
+  }
   return r;
 }
 
