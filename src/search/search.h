@@ -171,6 +171,17 @@ typedef struct mirs__search_frame {
 
 typedef struct mirs__search_worker mirs__search_worker;
 
+/* The program and its fingerprints under one reduction (reduce.c). */
+typedef struct mirs__search_ref {
+  uint64_t hash;        /* the reduction's (0: full shape) */
+  mirs_graph *prog;     /* the reduced program */
+  mirs__fp_store *ref;  /* its fingerprints */
+  uint64_t *digest;     /* per program output */
+} mirs__search_ref;
+
+/* References a worker keeps (round robin past this). */
+#define MIRS__SEARCH_NREFS 16
+
 /* Everything one worker mutates.  (The next issue splits it into the part
  * thieves touch and the owner's part.) */
 struct mirs__search_worker {
@@ -219,7 +230,17 @@ struct mirs__search_worker {
   uint8_t *shfit;
   size_t nshp, capshp, capshtab, capshloc, shfitn;
   int32_t opcount[MIRS_OP_COUNT]; /* ops per budget class in the state */
+  /* Fingerprints are computed on fg: g itself, or rg, g's reduced
+   * instance under the reduction of hash fphash (reduce.c); fp holds fg's
+   * tensors of its first fpops ops, cur the program under the same
+   * reduction. */
   mirs__fp_store *fp;
+  mirs_graph *rg, *fg;
+  uint64_t fphash;
+  int32_t fpops;
+  mirs__search_ref refs[MIRS__SEARCH_NREFS];
+  int nrefs, refnext;
+  const mirs__search_ref *cur;
   mirs__prune_worker *pw;
   mirs__abs_id *kexpr, *bexpr;
   size_t capkexpr, capbexpr;
@@ -237,6 +258,7 @@ typedef struct mirs__search_result {
   uint64_t hash;
   double cost;
   int32_t kernels;
+  bool reduced; /* matched on a reduced instance: verified at full shape at the end */
 } mirs__search_result;
 
 struct mirs_search {
@@ -249,9 +271,10 @@ struct mirs_search {
    * when pruning is off, an output expression is boxed, or the program
    * has more than 8 outputs. */
   uint32_t (*sym_need)[MIRS__ABS_NSYM];
-  mirs__fp_store *ref;  /* fingerprints of the program */
-  uint64_t *ref_digest; /* per program output */
+  mirs__fp_store *full_ref;  /* the program's at full shape (final verification, lazily) */
+  mirs__fp_store *full_cand; /* a candidate's at full shape (inputs kept between them) */
   int trials;
+  int64_t reduce_target; /* fp_reduce_extent when the program is reduced, else 0 */
   uint64_t degree; /* the program's fingerprint degree */
   mirs__prune_shared *prune;
   double solver_seconds; /* Z3 time of finished workers */
@@ -351,6 +374,39 @@ bool mirs__search_bop_labels(const mirs__search_space *sp, mirs_op op, int dim, 
  * labels into lab, the inputs it depends on into *atoms. */
 bool mirs__search_kop_labels(const mirs__search_worker *w, mirs_op op, int dim, int nin,
                              const int32_t *in, int nd, int8_t *lab, uint64_t *atoms);
+
+/* ---------------------------------------------------------------- reduce.c */
+
+/* Most distinct extents a reduction maps (a graph with more is not reduced). */
+#define MIRS__REDUCE_MAX 64
+
+/* A reduction of tensor extents (see reduce.c): extent ext[i] becomes
+ * red[i]; extents not listed stay.  identity: nothing shrinks (n = 0,
+ * hash 0). */
+typedef struct mirs__reduce_map {
+  int n;
+  bool identity;
+  uint64_t hash;
+  int64_t ext[MIRS__REDUCE_MAX], red[MIRS__REDUCE_MAX];
+} mirs__reduce_map;
+
+/* The reduction of g's inputs and first nops ops for target extent
+ * `target` (<= 0: the identity). */
+void mirs__reduce_map_build(const mirs_graph *g, int32_t nops, int64_t target,
+                            mirs__reduce_map *m);
+/* Reduced extent of e under m. */
+int64_t mirs__reduce_extent(const mirs__reduce_map *m, int64_t e);
+/* Append op `op` of g to rg, which mirrors g's tensors before it (names:
+ * keep g's tensor names, else fresh ones). */
+mirs_status mirs__reduce_push_op(mirs_graph *rg, const mirs_graph *g, int32_t op, bool names);
+/* The same, then MIRS_SHAPE (op not added) unless its outputs have the
+ * shapes m gives g's. */
+mirs_status mirs__reduce_push_checked(mirs_graph *rg, const mirs_graph *g, int32_t op,
+                                      const mirs__reduce_map *m, bool names);
+/* The reduced graph of g's inputs and first nops ops under m (outputs
+ * among them marked). */
+mirs_status mirs__reduce_graph(const mirs_graph *g, int32_t nops, const mirs__reduce_map *m,
+                               bool names, mirs_graph **out);
 
 /* ---------------------------------------------------------------- search.c */
 
