@@ -525,8 +525,8 @@ static const char *const MID_ATTN = "program mid_attn\n"
  * above 2 shrunk, results verified at full shape) are equal, and the
  * reduced run did fingerprint on reduced instances. */
 static void same_reduced(const char *text, const char *const *space) {
-  static const char *const kv[] = {"fp_reduce_min_elements", "0", "fp_reduce_extent", "2",
-                                   "verify_full_max", "-1", NULL};
+  static const char *const kv[] = {"fp_reduce_min_elements", "0", "fp_reduce_tile", "2",
+                                   "fp_reduce_parts", "2", "verify_full_max", "-1", NULL};
   mirs_context *ctx = tu_ctx(NULL);
   set_opts(ctx, SMALL_SPACE);
   set_opts(ctx, space);
@@ -536,8 +536,8 @@ static void same_reduced(const char *text, const char *const *space) {
   ck_assert_uint_gt(s->stats.v[MIRS__STAT_full_verified], 0);
   mirs_search_destroy(s);
   mirs_context_destroy(ctx);
-  const char *const both[] = {"fp_reduce_min_elements", "0", "fp_reduce_extent", "2",
-                              "verify_full_max", "-1", space[0], space[1], space[2], space[3],
+  const char *const both[] = {"fp_reduce_min_elements", "0", "fp_reduce_tile", "2",
+                              "fp_reduce_parts", "2", "verify_full_max", "-1", space[0], space[1], space[2], space[3],
                               space[4], space[5], NULL};
   compare_sets(text, both, "fp_reduce", "true", "false", false);
 }
@@ -553,25 +553,28 @@ START_TEST(test_reduced_same_results) {
 END_TEST
 
 START_TEST(test_reduce_map) {
-  /* The hand-written GQA kernel: K's 4096 keys walked by a forloop of 64
-   * keep tiles of 2 (128), the 256 query rows split 16 ways keep 2 per
-   * block (32), the unpartitioned head dim 64 becomes the target 16, and
-   * 2 stays.  The reduced kernel computes the reduced program. */
+  /* The hand-written GQA kernel (grid 2 x 16, forloop 64), tiles of at
+   * most 4 and grids and forloops of at most 4: K's 4096 keys walked by
+   * the forloop become 4 iterations of 4 (16), the 256 query rows split
+   * 16 ways 4 blocks of 4 (16), the unpartitioned head dim 64 one tile of
+   * 4, and 2 stays.  The reduced kernel computes the reduced program. */
   mirs_context *ctx = tu_ctx(NULL);
   mirs_graph *p = NULL, *u = NULL;
   ck_assert_int_eq(mirs_graph_parse_file(ctx, tu_src("examples/gqa.graph"), &p), MIRS_OK);
   ck_assert_int_eq(mirs_graph_parse_file(ctx, tu_src("examples/gqa.ugraph"), &u), MIRS_OK);
   mirs__reduce_map m;
-  mirs__reduce_map_build(u, u->nops, 16, &m);
+  mirs__reduce_map_build(u, u->nops, 4, 4, &m);
   ck_assert(!m.identity);
-  ck_assert_int_eq(mirs__reduce_extent(&m, 4096), 128);
-  ck_assert_int_eq(mirs__reduce_extent(&m, 256), 32);
-  ck_assert_int_eq(mirs__reduce_extent(&m, 64), 16);
+  ck_assert_int_eq(mirs__reduce_extent(&m, 4096), 16);
+  ck_assert_int_eq(mirs__reduce_extent(&m, 256), 16);
+  ck_assert_int_eq(mirs__reduce_extent(&m, 64), 4);
   ck_assert_int_eq(mirs__reduce_extent(&m, 2), 2);
   mirs_graph *rp = NULL, *ru = NULL;
   ck_assert_int_eq(mirs__reduce_graph(p, p->nops, &m, true, &rp), MIRS_OK);
   ck_assert_int_eq(mirs__reduce_graph(u, u->nops, &m, true, &ru), MIRS_OK);
-  ck_assert_int_eq(rp->t[rp->outputs[0]].shape.d[1], 32);
+  ck_assert_int_eq(rp->t[rp->outputs[0]].shape.d[1], 16);
+  ck_assert_int_eq(ru->ops[0].bg->grid[1], 4);
+  ck_assert_int_eq(ru->ops[0].bg->forloop, 4);
   mirs__fp_store *a, *b;
   ck_assert_int_eq(mirs__fp_store_new(ctx, NULL, 2, 1, &a), MIRS_OK);
   ck_assert_int_eq(mirs__fp_store_new(ctx, NULL, 2, 1, &b), MIRS_OK);
@@ -581,10 +584,12 @@ START_TEST(test_reduce_map) {
   ck_assert_int_eq(mirs__fp_compare_outputs(a, rp, b, ru, &v), MIRS_OK);
   ck_assert_msg(v.equal, "%s", v.why);
   /* Target 0 is the identity; so is a graph whose extents are all small. */
-  mirs__reduce_map_build(u, u->nops, 0, &m);
+  mirs__reduce_map_build(u, u->nops, 0, 4, &m);
   ck_assert(m.identity);
-  mirs__reduce_map_build(u, u->nops, 4096, &m);
+  mirs__reduce_map_build(u, u->nops, 4096, 64, &m);
   ck_assert(m.identity);
+  mirs__reduce_map_build(u, u->nops, 4096, 4, &m);
+  ck_assert(!m.identity);
   mirs__fp_store_free(a);
   mirs__fp_store_free(b);
   mirs_graph_destroy(rp);

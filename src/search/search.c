@@ -201,13 +201,12 @@ static mirs_status twin_try(mirs__search_worker *w, const mirs__reduce_map *m) {
 static mirs_status twin_push(mirs__search_worker *w) {
   mirs_context *ctx = w->ctx;
   mirs__reduce_map m;
-  int64_t target = w->s->reduce_target;
-  mirs__reduce_map_build(w->g, w->g->nops, target, &m);
+  mirs__reduce_map_build(w->g, w->g->nops, w->s->reduce_tile, w->s->reduce_parts, &m);
   mirs_status st = twin_try(w, &m);
   if (st == MIRS_SHAPE && !m.identity) {
     mirs_clear_error(ctx);
     MIRS_INC(&w->stats, fp_reduce_fallbacks);
-    mirs__reduce_map_build(w->g, w->g->nops, 0, &m);
+    mirs__reduce_map_build(w->g, w->g->nops, 0, 0, &m);
     w->fpops = -1; /* rebuild */
     st = twin_try(w, &m);
   }
@@ -1375,7 +1374,8 @@ mirs_status mirs_search_create(mirs_context *ctx, const mirs_graph *program, mir
       total = n > INT64_MAX - total ? INT64_MAX : total + n;
     }
     if (ctx->opt.fp_reduce && total > ctx->opt.fp_reduce_min_elements)
-      s->reduce_target = ctx->opt.fp_reduce_extent;
+      s->reduce_tile = ctx->opt.fp_reduce_tile;
+    s->reduce_parts = (int32_t)ctx->opt.fp_reduce_parts;
   }
   if (st == MIRS_OK) {
     mirs__prune_config cfg;

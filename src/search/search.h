@@ -274,7 +274,8 @@ struct mirs_search {
   mirs__fp_store *full_ref;  /* the program's at full shape (final verification, lazily) */
   mirs__fp_store *full_cand; /* a candidate's at full shape (inputs kept between them) */
   int trials;
-  int64_t reduce_target; /* fp_reduce_extent when the program is reduced, else 0 */
+  int64_t reduce_tile;  /* fp_reduce_tile when the program is reduced, else 0 */
+  int32_t reduce_parts; /* fp_reduce_parts */
   uint64_t degree; /* the program's fingerprint degree */
   mirs__prune_shared *prune;
   double solver_seconds; /* Z3 time of finished workers */
@@ -380,25 +381,28 @@ bool mirs__search_kop_labels(const mirs__search_worker *w, mirs_op op, int dim, 
 /* Most distinct extents a reduction maps (a graph with more is not reduced). */
 #define MIRS__REDUCE_MAX 64
 
-/* A reduction of tensor extents (see reduce.c): extent ext[i] becomes
- * red[i]; extents not listed stay.  identity: nothing shrinks (n = 0,
- * hash 0). */
+/* A reduction (see reduce.c): extent ext[i] becomes red[i] (extents not
+ * listed stay), grid dims and forloops above parts become parts.
+ * identity: nothing shrinks (n = 0, parts 0, hash 0). */
 typedef struct mirs__reduce_map {
   int n;
+  int32_t parts;
   bool identity;
   uint64_t hash;
   int64_t ext[MIRS__REDUCE_MAX], red[MIRS__REDUCE_MAX];
 } mirs__reduce_map;
 
-/* The reduction of g's inputs and first nops ops for target extent
- * `target` (<= 0: the identity). */
-void mirs__reduce_map_build(const mirs_graph *g, int32_t nops, int64_t target,
+/* The reduction of g's inputs and first nops ops with tiles of at most
+ * `tile` elements per dim and grid dims and forloops of at most `parts`
+ * (>= 2); tile <= 0: the identity. */
+void mirs__reduce_map_build(const mirs_graph *g, int32_t nops, int64_t tile, int32_t parts,
                             mirs__reduce_map *m);
 /* Reduced extent of e under m. */
 int64_t mirs__reduce_extent(const mirs__reduce_map *m, int64_t e);
-/* Append op `op` of g to rg, which mirrors g's tensors before it (names:
- * keep g's tensor names, else fresh ones). */
-mirs_status mirs__reduce_push_op(mirs_graph *rg, const mirs_graph *g, int32_t op, bool names);
+/* Append op `op` of g to rg, which mirrors g's tensors before it under m
+ * (names: keep g's tensor names, else fresh ones). */
+mirs_status mirs__reduce_push_op(mirs_graph *rg, const mirs_graph *g, int32_t op,
+                                 const mirs__reduce_map *m, bool names);
 /* The same, then MIRS_SHAPE (op not added) unless its outputs have the
  * shapes m gives g's. */
 mirs_status mirs__reduce_push_checked(mirs_graph *rg, const mirs_graph *g, int32_t op,
