@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "search/search.h"
 
@@ -838,8 +839,13 @@ static mirs_status unique_names(mirs_graph *r) {
   return MIRS_OK;
 }
 
+static mirs_status verify_full_one(mirs_search *s, const mirs_graph *r, bool *eq);
+static mirs_status float_one(mirs_search *s, const mirs_graph *r, bool *ok, bool *skip);
+
 /* A complete candidate: name its outputs like the program's, deduplicate
- * by canonical hash, store and announce it if new. */
+ * by canonical hash, store and announce it if new.  One found on a
+ * reduced instance that is the cheapest so far is verified at full shape
+ * at once, so that a search stopped by a limit still reports its best. */
 static mirs_status candidate(mirs__search_worker *w) {
   mirs_search *s = w->s;
   mirs_context *ctx = w->ctx;
@@ -922,6 +928,29 @@ static mirs_status candidate(mirs__search_worker *w) {
   mirs__cost_result cr;
   if (st == MIRS_OK)
     st = mirs__cost_graph(ctx, s->device, r, &cr);
+  bool verified = false, float_checked = false;
+  if (st == MIRS_OK && reduced && cr.feasible && (!s->have_best_full || cr.seconds < s->best_full)) {
+    MIRS_INC(&w->stats, full_verified);
+    st = verify_full_one(s, r, &verified);
+    if (st == MIRS_OK && !verified) {
+      MIRS_INC(&w->stats, full_rejects);
+      mirs__graph_free(r);
+      return MIRS_OK;
+    }
+    bool skip = true;
+    if (st == MIRS_OK && ctx->opt.float_check_top > 0) {
+      MIRS_INC(&w->stats, float_checks);
+      st = float_one(s, r, &verified, &skip);
+      if (st == MIRS_OK && !verified) {
+        MIRS_INC(&w->stats, float_rejects);
+        mirs__graph_free(r);
+        return MIRS_OK;
+      }
+    }
+    float_checked = !skip;
+    s->have_best_full = true;
+    s->best_full = cr.seconds;
+  }
   if (st == MIRS_OK && s->nres >= s->capres)
     st = mirs__core_grow(ctx, (void **)&s->res, &s->capres, s->nres + 1, sizeof *s->res);
   if (st != MIRS_OK) {
@@ -934,6 +963,8 @@ static mirs_status candidate(mirs__search_worker *w) {
   res->cost = cr.feasible ? cr.seconds : INFINITY;
   res->kernels = cr.kernels;
   res->reduced = reduced;
+  res->verified = verified;
+  res->float_checked = float_checked;
   MIRS_INC(&w->stats, graphs_found);
   mirs__core_log(ctx, MIRS_LOG_DEBUG, "search: found %016llx cost %g (%d kernels)",
                  (unsigned long long)h, res->cost, (int)res->kernels);
@@ -1166,35 +1197,45 @@ static mirs_status verify_full_one(mirs_search *s, const mirs_graph *r, bool *eq
 }
 
 /* Verify the results found on a reduced instance at full shape, best
- * first: at most verify_full_max of them, none once the time limit has
- * passed.  Drop those that fail and those left unverified. */
+ * first, until verify_full_max of them pass (those verified when found
+ * count too), none once the time limit has passed.  Drop those that fail
+ * and those left unverified.  The set kept is the first verify_full_max
+ * passing ones in (cost, hash) order, whatever was verified early. */
 static mirs_status full_verify(mirs_search *s) {
   mirs_context *ctx = s->ctx;
   int64_t max = ctx->opt.verify_full_max;
-  int64_t done = 0;
+  int64_t passed = 0;
   size_t k = 0;
   mirs__stats fs = {{0}};
   mirs_status st = MIRS_OK;
   for (size_t i = 0; i < s->nres; i++) {
     bool keep = true;
     if (s->res[i].reduced) {
-      if (st != MIRS_OK || (max >= 0 && done >= max) || time_up(s)) {
+      if (max >= 0 && passed >= max) {
         keep = false;
-        MIRS_INC(&fs, full_unverified);
-      } else {
-        done++;
-        MIRS_INC(&fs, full_verified);
-        st = verify_full_one(s, s->res[i].g, &keep);
-        if (st != MIRS_OK) {
+      } else if (!s->res[i].verified) {
+        if (st != MIRS_OK || time_up(s)) {
           keep = false;
-        } else if (!keep) {
-          MIRS_INC(&fs, full_rejects);
-          mirs__core_log(ctx, MIRS_LOG_WARNING,
-                         "search: result %016llx matched on the reduced instance but not at full "
-                         "shape; dropped",
-                         (unsigned long long)s->res[i].hash);
+        } else {
+          MIRS_INC(&fs, full_verified);
+          st = verify_full_one(s, s->res[i].g, &keep);
+          if (st != MIRS_OK) {
+            keep = false;
+          } else if (!keep) {
+            MIRS_INC(&fs, full_rejects);
+            mirs__core_log(ctx, MIRS_LOG_WARNING,
+                           "search: result %016llx matched on the reduced instance but not at "
+                           "full shape; dropped",
+                           (unsigned long long)s->res[i].hash);
+            mirs__graph_free(s->res[i].g);
+            continue;
+          }
         }
       }
+      if (keep)
+        passed++;
+      else
+        MIRS_INC(&fs, full_unverified);
     }
     if (keep) {
       s->res[i].reduced = false;
@@ -1217,55 +1258,74 @@ static mirs_status full_verify(mirs_search *s) {
   return st;
 }
 
-/* Check the best results in float64 against the program; drop failures. */
+/* Evaluate r in float64 and compare it with the program's outputs
+ * (evaluated once per search and kept); *ok the verdict, *skip when the
+ * program is too large for the interpreter. */
+static mirs_status float_one(mirs_search *s, const mirs_graph *r, bool *ok, bool *skip) {
+  mirs_context *ctx = s->ctx;
+  *ok = true;
+  *skip = false;
+  if (s->ref_eval_limit) {
+    *skip = true;
+    return MIRS_OK;
+  }
+  if (!s->ref_eval) {
+    mirs_status st = mirs_graph_eval(s->program, (uint64_t)ctx->opt.seed, &s->ref_eval);
+    if (st == MIRS_LIMIT) {
+      mirs__core_log(ctx, MIRS_LOG_WARNING, "search: program too large for the float64 check");
+      mirs_clear_error(ctx);
+      s->ref_eval_limit = true;
+      *skip = true;
+      return MIRS_OK;
+    }
+    MIRS_CHECK(ctx, st);
+  }
+  const mirs_eval_result *ref = s->ref_eval;
+  mirs_eval_result *e;
+  MIRS_CHECK(ctx, mirs_graph_eval(r, (uint64_t)ctx->opt.seed, &e));
+  double tol = ctx->opt.float_tolerance;
+  for (int o = 0; *ok && o < mirs_eval_num_outputs(ref); o++) {
+    int64_t n1, n2;
+    const double *a = mirs_eval_output_values(ref, o, &n1);
+    const double *b = o < mirs_eval_num_outputs(e) ? mirs_eval_output_values(e, o, &n2) : NULL;
+    if (!b || n1 != n2) {
+      *ok = false;
+      break;
+    }
+    double scale = 0;
+    for (int64_t j = 0; j < n1; j++)
+      scale = fmax(scale, fabs(a[j]));
+    for (int64_t j = 0; j < n1 && *ok; j++)
+      if (!(fabs(a[j] - b[j]) <= tol * fmax(scale, 1e-300)))
+        *ok = false;
+  }
+  mirs_eval_result_destroy(e);
+  return MIRS_OK;
+}
+
+/* Check the best results in float64 against the program (those checked
+ * when found are not checked again); drop failures.  Stops at the time
+ * limit. */
 static mirs_status float_check(mirs_search *s) {
   mirs_context *ctx = s->ctx;
   int64_t top = ctx->opt.float_check_top;
-  if (top <= 0 || s->nres == 0 || time_up(s))
-    return MIRS_OK;
-  mirs_eval_result *ref;
-  mirs_status st = mirs_graph_eval(s->program, (uint64_t)ctx->opt.seed, &ref);
-  if (st == MIRS_LIMIT) {
-    mirs__core_log(ctx, MIRS_LOG_WARNING, "search: program too large for the float64 check");
-    mirs_clear_error(ctx);
-    return MIRS_OK;
-  }
-  MIRS_CHECK(ctx, st);
-  double tol = ctx->opt.float_tolerance;
   size_t k = 0;
   mirs__stats fs = {{0}};
+  mirs_status st = MIRS_OK;
   for (size_t i = 0; i < s->nres; i++) {
-    bool ok = true;
-    if ((int64_t)i < top && time_up(s)) {
-      mirs__core_log(ctx, MIRS_LOG_INFO, "search: float64 check stopped at the time limit after "
-                     "%zu results", i);
-      top = (int64_t)i;
-    }
-    if ((int64_t)i < top) {
-      mirs_eval_result *e;
-      st = mirs_graph_eval(s->res[i].g, (uint64_t)ctx->opt.seed, &e);
-      if (st != MIRS_OK) {
-        mirs_eval_result_destroy(ref);
-        add_stats(s, &fs);
-        return mirs__core_trace(ctx, st, __func__, __FILE__, __LINE__);
+    bool ok = true, skip = false;
+    if ((int64_t)i < top && !s->res[i].float_checked && st == MIRS_OK) {
+      if (time_up(s)) {
+        mirs__core_log(ctx, MIRS_LOG_INFO,
+                       "search: float64 check stopped at the time limit after %zu results", i);
+        top = (int64_t)i;
+      } else {
+        st = float_one(s, s->res[i].g, &ok, &skip);
+        if (st != MIRS_OK)
+          ok = true;
+        else if (!skip)
+          MIRS_INC(&fs, float_checks);
       }
-      MIRS_INC(&fs, float_checks);
-      for (int o = 0; ok && o < mirs_eval_num_outputs(ref); o++) {
-        int64_t n1, n2;
-        const double *a = mirs_eval_output_values(ref, o, &n1);
-        const double *b = o < mirs_eval_num_outputs(e) ? mirs_eval_output_values(e, o, &n2) : NULL;
-        if (!b || n1 != n2) {
-          ok = false;
-          break;
-        }
-        double scale = 0;
-        for (int64_t j = 0; j < n1; j++)
-          scale = fmax(scale, fabs(a[j]));
-        for (int64_t j = 0; j < n1 && ok; j++)
-          if (!(fabs(a[j] - b[j]) <= tol * fmax(scale, 1e-300)))
-            ok = false;
-      }
-      mirs_eval_result_destroy(e);
     }
     if (ok) {
       s->res[k++] = s->res[i];
@@ -1278,9 +1338,10 @@ static mirs_status float_check(mirs_search *s) {
     }
   }
   s->nres = k;
-  mirs_eval_result_destroy(ref);
+  mirs_eval_result_destroy(s->ref_eval);
+  s->ref_eval = NULL;
   add_stats(s, &fs);
-  return MIRS_OK;
+  return st;
 }
 
 /* ---------------------------------------------------------------- public API */
@@ -1438,6 +1499,7 @@ mirs_status mirs_search_run(mirs_search *s) {
   if (s->ran)
     return MIRS_FAIL(ctx, MIRS_INVALID_ARG, "mirs_search_run: this search has already run");
   s->t0 = mirs__core_now();
+  clock_t c0 = clock();
   mirs__search_worker *w;
   MIRS_CHECK(ctx, mirs__search_worker_new(s, &w));
   bool complete = false;
@@ -1448,10 +1510,12 @@ mirs_status mirs_search_run(mirs_search *s) {
   if (st == MIRS_OK) {
     if (s->nres > 1)
       qsort(s->res, s->nres, sizeof *s->res, result_cmp);
-    double t1 = mirs__core_now();
-    mirs__core_log(ctx, MIRS_LOG_INFO, "search: %llu states in %.3f s (%.0f states/s)",
-                   (unsigned long long)s->stats.v[MIRS__STAT_states_explored], t1 - s->t0,
-                   t1 > s->t0 ? (double)s->stats.v[MIRS__STAT_states_explored] / (t1 - s->t0) : 0.0);
+    double t1 = mirs__core_now(), cpu = (double)(clock() - c0) / CLOCKS_PER_SEC;
+    double n = (double)s->stats.v[MIRS__STAT_states_explored];
+    mirs__core_log(ctx, MIRS_LOG_INFO,
+                   "search: %.0f states in %.3f s (%.0f states/s), %.3f s of process CPU "
+                   "(%.0f states per CPU second)",
+                   n, t1 - s->t0, t1 > s->t0 ? n / (t1 - s->t0) : 0.0, cpu, cpu > 0 ? n / cpu : 0.0);
     st = full_verify(s);
     if (st == MIRS_OK)
       st = float_check(s);
@@ -1513,6 +1577,7 @@ void mirs_search_destroy(mirs_search *s) {
   mirs__core_free(ctx, s->sym_need);
   mirs__fp_store_free(s->full_ref);
   mirs__fp_store_free(s->full_cand);
+  mirs_eval_result_destroy(s->ref_eval);
   mirs__prune_shared_free(s->prune);
   mirs__cost_profiles_free(s->profiles);
   mirs__graph_free(s->program);

@@ -258,7 +258,9 @@ typedef struct mirs__search_result {
   uint64_t hash;
   double cost;
   int32_t kernels;
-  bool reduced; /* matched on a reduced instance: verified at full shape at the end */
+  bool reduced;  /* matched on a reduced instance: verified at full shape at the end */
+  bool verified; /* ... and already verified there (the cheapest when found) */
+  bool float_checked; /* checked in float64 when found */
 } mirs__search_result;
 
 struct mirs_search {
@@ -273,6 +275,10 @@ struct mirs_search {
   uint32_t (*sym_need)[MIRS__ABS_NSYM];
   mirs__fp_store *full_ref;  /* the program's at full shape (final verification, lazily) */
   mirs__fp_store *full_cand; /* a candidate's at full shape (inputs kept between them) */
+  double best_full;          /* cost of the cheapest result verified at full shape when found */
+  bool have_best_full;
+  mirs_eval_result *ref_eval; /* the program in float64 (float check, lazily) */
+  bool ref_eval_limit;        /* ... too large for the interpreter */
   int trials;
   int64_t reduce_tile;  /* fp_reduce_tile when the program is reduced, else 0 */
   int32_t reduce_parts; /* fp_reduce_parts */
