@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tests/check_search.c - the search engine (src/search): STR options and
  * the search options' validation, path replay, canonical order and
  * pruning not changing the result set, rediscovery of the fused
@@ -184,7 +185,7 @@ START_TEST(test_replay) {
         if (mirs__search_replay(a, path, len + 1) == MIRS_OK)
           moved = true;
         else {
-          mirs_clear_error(ctx);
+          mirs_clear_error(a->ctx); /* (a worker's errors are its own) */
           ck_assert_int_eq(mirs__search_replay(a, path, len), MIRS_OK);
         }
       }
@@ -215,7 +216,7 @@ START_TEST(test_replay) {
   /* Out-of-range indices are refused with a message. */
   uint32_t bad[1] = {1u << 30};
   ck_assert_int_eq(mirs__search_replay(a, bad, 1), MIRS_INVALID_ARG);
-  ck_assert_ptr_nonnull(strstr(mirs_last_error(ctx), "out of range"));
+  ck_assert_ptr_nonnull(strstr(mirs_last_error(a->ctx), "out of range"));
   mirs__search_worker_free(a);
   mirs__search_worker_free(b);
   mirs_search_destroy(s);

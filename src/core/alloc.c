@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* src/core/alloc.c - allocation through the context.
  *
  * Every block carries a 16-byte header holding its size, so the context
@@ -167,6 +168,33 @@ mirs_status mirs_context_create_with_allocator(mirs_alloc_fn alloc, void *user,
 /* Create a context with the default allocator. */
 mirs_status mirs_context_create(mirs_context **out) {
   return mirs_context_create_with_allocator(NULL, NULL, out);
+}
+
+/* A worker environment of parent. */
+mirs_status mirs__core_context_child(mirs_context *parent, mirs_context **out) {
+  mirs_status st = mirs_context_create_with_allocator(parent->alloc, parent->alloc_user, out);
+  if (st != MIRS_OK)
+    return MIRS_FAIL(parent, st, "out of memory (a worker context)");
+  (*out)->opt = parent->opt;
+  (*out)->log_fn = parent->log_fn;
+  (*out)->log_user = parent->log_user;
+  (*out)->parent = parent;
+  return MIRS_OK;
+}
+
+/* Fold a worker environment into its parent and release it. */
+void mirs__core_context_merge(mirs_context *child) {
+  if (!child)
+    return;
+  mirs_context *p = child->parent;
+  if (p) {
+    mirs__core_stats_add(p, &child->stats);
+    size_t joint = atomic_load(&p->mem_current) + atomic_load(&child->mem_peak);
+    size_t peak = atomic_load(&p->mem_peak);
+    while (joint > peak && !atomic_compare_exchange_weak(&p->mem_peak, &peak, joint)) {
+    }
+  }
+  mirs_context_destroy(child);
 }
 
 /* Release a context, reporting blocks still allocated through it. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* src/core/core.h - internal core: the context, errors with traces,
  * allocation through the context, options, statistics and logging.
  *
@@ -92,7 +93,24 @@ struct mirs_context {
   /* Diagnostics of the last parse (owned strings). */
   char **diags;
   size_t ndiags, diags_cap;
+
+  /* A worker environment (mirs__core_context_child): the parent whose
+   * allocator and options it copies; NULL for a user's context. */
+  mirs_context *parent;
 };
+
+/* A worker environment: a context of its own (error slot, counters,
+ * allocation accounting) that shares parent's allocator, options and log
+ * callback, so one search worker never writes the user's context.  The
+ * embedder's allocator and log callback are then called from worker
+ * threads (mirsearch/core.h says so).  Freed by mirs__core_context_merge. */
+mirs_status mirs__core_context_child(mirs_context *parent, mirs_context **out);
+/* Add child's counters to its parent's, raise the parent's peak by what
+ * the child held at its peak (an upper bound of the joint peak), and
+ * release the child (its blocks must all be freed). */
+void mirs__core_context_merge(mirs_context *child);
+/* Copy src's error (status, message, trace) into dst. */
+void mirs__core_error_copy(mirs_context *dst, const mirs_context *src);
 
 /* ---------------------------------------------------------------- errors */
 

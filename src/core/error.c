@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* src/core/error.c - status codes and per-context errors with traces.
  *
  * The status table comes from mirsearch/status.def.  An error is recorded
@@ -87,6 +88,15 @@ const char *mirs_error_trace(const mirs_context *ctx) {
 /* Status of the last error. */
 mirs_status mirs_last_status(const mirs_context *ctx) {
   return ctx ? ctx->err_status : MIRS_INVALID_ARG;
+}
+
+/* Copy an error between contexts (a worker's to its search's). */
+void mirs__core_error_copy(mirs_context *dst, const mirs_context *src) {
+  if (!dst || !src || dst == src)
+    return;
+  dst->err_status = src->err_status;
+  memcpy(dst->err_msg, src->err_msg, sizeof dst->err_msg);
+  memcpy(dst->err_trace, src->err_trace, sizeof dst->err_trace);
 }
 
 /* Forget the last error. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* src/graph/graph.c - building µGraphs: kernel tensors and ops, block
  * graphs of custom kernels, removal from the end, deep copy, validation.
  *
@@ -653,7 +654,11 @@ mirs_status mirs__bg_clone(mirs_context *ctx, const mirs__bgraph *src, mirs__bgr
 
 /* Deep copy of a graph. */
 mirs_status mirs__graph_clone(const mirs_graph *g, mirs_graph **out) {
-  mirs_context *ctx = g->ctx;
+  return mirs__graph_clone_in(g->ctx, g, out);
+}
+
+/* Deep copy of g owned by ctx. */
+mirs_status mirs__graph_clone_in(mirs_context *ctx, const mirs_graph *g, mirs_graph **out) {
   *out = NULL;
   mirs_graph *c;
   MIRS_CHECK(ctx, mirs__graph_new(ctx, g->name, &c));

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* src/search/search.c - the depth-first search engine: applying and undoing
  * moves on a worker's in-place state, the explicit DFS stack, verification
  * of complete candidates, results (dedup, ranking, float64 check) and the
@@ -643,11 +644,15 @@ static void pop_frame(mirs__search_worker *w) {
 
 /* A worker positioned at the root state. */
 mirs_status mirs__search_worker_new(mirs_search *s, mirs__search_worker **out) {
-  mirs_context *ctx = s->ctx;
   *out = NULL;
+  mirs_context *ctx;
+  MIRS_CHECK(s->ctx, mirs__core_context_child(s->ctx, &ctx));
   mirs__search_worker *w = mirs__core_calloc(ctx, 1, sizeof *w);
-  if (!w)
+  if (!w) {
+    mirs__core_error_copy(s->ctx, ctx);
+    mirs__core_context_merge(ctx);
     return MIRS_NOMEM;
+  }
   w->s = s;
   w->ctx = ctx;
   mirs_status st = mirs__graph_new(ctx, s->program->name, &w->g);
@@ -682,7 +687,7 @@ mirs_status mirs__search_worker_new(mirs_search *s, mirs__search_worker **out) {
   }
   w->fg = w->g;
   if (st == MIRS_OK)
-    st = mirs__prune_worker_new(s->prune, &w->pw);
+    st = mirs__prune_worker_new_in(s->prune, ctx, &w->pw);
   if (st == MIRS_OK) {
     w->pmemo = mirs__core_calloc(ctx, PMEMO_SIZE, sizeof *w->pmemo);
     if (!w->pmemo)
@@ -693,8 +698,10 @@ mirs_status mirs__search_worker_new(mirs_search *s, mirs__search_worker **out) {
   if (st == MIRS_OK)
     st = push_frame(w, NULL, mirs__abs_mark_get(mirs__prune_worker_arena(w->pw)));
   if (st != MIRS_OK) {
+    mirs__core_trace(ctx, st, __func__, __FILE__, __LINE__);
+    mirs__core_error_copy(s->ctx, ctx);
     mirs__search_worker_free(w);
-    return mirs__core_trace(ctx, st, __func__, __FILE__, __LINE__);
+    return st;
   }
   *out = w;
   return MIRS_OK;
@@ -740,6 +747,7 @@ void mirs__search_worker_free(mirs__search_worker *w) {
   mirs__core_free(ctx, w->kexpr);
   mirs__core_free(ctx, w->bexpr);
   mirs__core_free(ctx, w);
+  mirs__core_context_merge(ctx);
 }
 
 /* Copy the current path into path (at most cap entries). */
@@ -893,10 +901,12 @@ static mirs_status candidate(mirs__search_worker *w) {
   if (st == MIRS_OK)
     st = seen_lookup(s, h, true, &found);
   if (st == MIRS_OK && !found)
-    st = mirs__graph_clone(g, &r);
+    st = mirs__graph_clone_in(s->ctx, g, &r);
   g->nout = 0;
   for (int32_t i = 0; i < p->nout; i++)
     g->t[chosen[i]].name = saved[i];
+  if (st != MIRS_OK && mirs_last_status(s->ctx) != MIRS_OK)
+    mirs__core_error_copy(ctx, s->ctx); /* the copy is the search's */
   MIRS_CHECK(ctx, st);
   if (found) {
     MIRS_INC(&w->stats, duplicates);
@@ -908,7 +918,9 @@ static mirs_status candidate(mirs__search_worker *w) {
   bool reduced = w->fphash != 0; /* verified at full shape at the end */
   uint64_t dc = 0;
   st = mirs__fp_graph_degree(r, &dc);
-  int need = st == MIRS_OK ? mirs__fp_trials_for(s->degree + dc, ctx->opt.verify_log2_bound) : 0;
+  int need = st == MIRS_OK ? mirs__fp_trials_for(mirs__fp_degree_add(s->degree, dc),
+                                                  ctx->opt.verify_log2_bound)
+                            : 0;
   if (st == MIRS_OK && !reduced && (need < 1 || need > s->trials)) {
     MIRS_INC(&w->stats, fp_reverified);
     int used;
@@ -954,6 +966,8 @@ static mirs_status candidate(mirs__search_worker *w) {
   if (st == MIRS_OK && s->nres >= s->capres)
     st = mirs__core_grow(ctx, (void **)&s->res, &s->capres, s->nres + 1, sizeof *s->res);
   if (st != MIRS_OK) {
+    if (mirs_last_status(ctx) == MIRS_OK)
+      mirs__core_error_copy(ctx, s->ctx);
     mirs__graph_free(r);
     return mirs__core_trace(ctx, st, __func__, __FILE__, __LINE__);
   }
@@ -1092,9 +1106,10 @@ static bool should_stop(mirs_search *s, mirs__search_worker *w, double *last_pro
     return true;
   if (ctx->opt.time_limit > 0 && now - s->t0 >= ctx->opt.time_limit)
     return true;
-  if (ctx->opt.max_memory > 0 && mirs_memory_current(ctx) > (size_t)ctx->opt.max_memory) {
+  size_t held = mirs_memory_current(ctx) + mirs_memory_current(w->ctx);
+  if (ctx->opt.max_memory > 0 && held > (size_t)ctx->opt.max_memory) {
     mirs__core_log(ctx, MIRS_LOG_WARNING, "search: stopping at the memory limit (%zu bytes held)",
-                   mirs_memory_current(ctx));
+                   held);
     return true;
   }
   if (s->progress && now - *last_progress >= PROGRESS_EVERY) {
@@ -1157,7 +1172,7 @@ static mirs_status verify_full_one(mirs_search *s, const mirs_graph *r, bool *eq
     return MIRS_OK;
   }
   MIRS_CHECK(ctx, st);
-  int need = mirs__fp_trials_for(s->degree + dc, ctx->opt.verify_log2_bound);
+  int need = mirs__fp_trials_for(mirs__fp_degree_add(s->degree, dc), ctx->opt.verify_log2_bound);
   mirs__fp_verdict v;
   if (need < 1 || need > s->trials) {
     int used;
@@ -1425,7 +1440,7 @@ mirs_status mirs_search_create(mirs_context *ctx, const mirs_graph *program, mir
     /* The bound counts deg(reference) + deg(candidate); allow a candidate
      * of up to twice the program's degree. */
     s->degree = degree;
-    uint64_t d = degree < 1 ? 2 : degree * 3;
+    uint64_t d = degree < 1 ? 2 : mirs__fp_degree_mul(degree, 3);
     s->trials = mirs__fp_trials_for(d, ctx->opt.verify_log2_bound);
     if (s->trials < 1)
       s->trials = MIRS__FP_MAX_TRIALS;
@@ -1504,6 +1519,8 @@ mirs_status mirs_search_run(mirs_search *s) {
   MIRS_CHECK(ctx, mirs__search_worker_new(s, &w));
   bool complete = false;
   mirs_status st = dfs(s, w, &complete);
+  if (st != MIRS_OK)
+    mirs__core_error_copy(ctx, w->ctx);
   collect_stats(s, w);
   mirs__search_worker_free(w);
   s->complete = st == MIRS_OK && complete;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* src/verify/absexpr.c - abstract expressions in normal form, the
  * syntactic subexpression decisions, the shared verdict cache and the
  * pruning entry point (see absexpr.h for the normal form).
@@ -1093,6 +1094,7 @@ void mirs__prune_cache_put(mirs__prune_shared *s, uint64_t key, mirs__prune_verd
 
 struct mirs__prune_worker {
   mirs__prune_shared *sh;
+  mirs_context *ctx; /* the worker's environment: its allocations, errors, solver */
   mirs__abs_arena arena;
   mirs__z3_solver *z3; /* created at the first solver query */
   unsigned timeout_ms, rlimit;
@@ -1102,12 +1104,18 @@ struct mirs__prune_worker {
 
 /* Create a worker for shared state sh. */
 mirs_status mirs__prune_worker_new(mirs__prune_shared *sh, mirs__prune_worker **out) {
-  mirs_context *ctx = sh->ctx;
+  return mirs__prune_worker_new_in(sh, sh->ctx, out);
+}
+
+/* Create a worker for shared state sh in the environment ctx. */
+mirs_status mirs__prune_worker_new_in(mirs__prune_shared *sh, mirs_context *ctx,
+                                      mirs__prune_worker **out) {
   *out = NULL;
   mirs__prune_worker *w = mirs__core_calloc(ctx, 1, sizeof *w);
   if (!w)
     return MIRS_NOMEM;
   w->sh = sh;
+  w->ctx = ctx;
   w->timeout_ms = sh->cfg.timeout_ms;
   w->rlimit = sh->cfg.rlimit;
   w->undecided = mirs__core_calloc(ctx, (size_t)sh->ntargets + 1, 1);
@@ -1125,7 +1133,7 @@ mirs_status mirs__prune_worker_new(mirs__prune_shared *sh, mirs__prune_worker **
 void mirs__prune_worker_free(mirs__prune_worker *w) {
   if (!w)
     return;
-  mirs_context *ctx = w->sh->ctx;
+  mirs_context *ctx = w->ctx;
   mirs__z3_free(w->z3);
   mirs__abs_arena_free(&w->arena);
   mirs__core_free(ctx, w->undecided);
@@ -1512,14 +1520,14 @@ static mirs_status ask(mirs__prune_worker *w, int ti, mirs__abs_id e, mirs__prun
     return MIRS_OK;
   if (!w->z3) {
     w->c.solver_contexts++;
-    MIRS_CHECK(s->ctx, mirs__z3_new(s->ctx, w->timeout_ms, w->rlimit, &w->z3));
+    MIRS_CHECK(w->ctx, mirs__z3_new(w->ctx, w->timeout_ms, w->rlimit, &w->z3));
   }
   double t0 = mirs__core_now();
   mirs__z3_answer ans = MIRS__Z3_UNKNOWN;
   mirs_status st = mirs__z3_refute(w->z3, &w->arena, e, &s->arena, s->targets[ti], &ans);
   w->c.solver_seconds += mirs__core_now() - t0;
   w->c.solver_calls++;
-  MIRS_CHECK(s->ctx, st);
+  MIRS_CHECK(w->ctx, st);
   switch (ans) {
   case MIRS__Z3_UNSAT: /* no countermodel in the families: nothing proved, kept */
     w->c.solver_unsat++;
@@ -1571,7 +1579,7 @@ mirs_status mirs__prune_check(mirs__prune_worker *w, mirs__abs_id e, bool *keep)
     mirs_status st = ask(w, i, e, &v);
     if (st != MIRS_OK) {
       w->c.kept++;
-      return mirs__core_trace(s->ctx, st, __func__, __FILE__, __LINE__);
+      return mirs__core_trace(w->ctx, st, __func__, __FILE__, __LINE__);
     }
     if (v != MIRS__PRUNE_NO) {
       w->c.kept++;

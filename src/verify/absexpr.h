@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* src/verify/absexpr.h - abstract expressions, their normal form, the
  * syntactic subexpression decisions and the shared verdict cache: the
  * pruning step of the search (DESIGN.md "Pruning by abstract expressions").
@@ -274,6 +275,10 @@ mirs__abs_id mirs__prune_target(const mirs__prune_shared *s, int i);
 /* A worker: its expression arena, its Z3 solver (created at the first
  * query that needs it, then reused), counters.  One per thread. */
 mirs_status mirs__prune_worker_new(mirs__prune_shared *s, mirs__prune_worker **out);
+/* The same in a worker environment ctx (mirs__core_context_child): the
+ * worker's arena, errors and Z3 context live there. */
+mirs_status mirs__prune_worker_new_in(mirs__prune_shared *s, mirs_context *ctx,
+                                      mirs__prune_worker **out);
 void mirs__prune_worker_free(mirs__prune_worker *w);
 mirs__abs_arena *mirs__prune_worker_arena(mirs__prune_worker *w);
 const mirs__prune_counters *mirs__prune_worker_counters(const mirs__prune_worker *w);
