@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # The space blow-ups of issue 13, side by side: square(X.W) and
 # mul(X.W, X.W) against silu(X.W), and attention with an extra scale input,
 # each searched with the default options up to a state cap (default

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Real-shape benchmark: every published-shape example and its small twin,
 # one after another in one run, each with the default options on one
 # thread.  One row per run: states, states per CPU second of the search

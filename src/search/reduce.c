@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* src/search/reduce.c - reduced instances: the same µGraph on smaller
  * tensors, where the search fingerprints its candidates (docs/SOUNDNESS.md).
  *
