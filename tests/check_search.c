@@ -553,6 +553,34 @@ START_TEST(test_reduced_same_results) {
 }
 END_TEST
 
+START_TEST(test_reduced_reports_best) {
+  /* With verify_full_max=1 the reduced search reports one graph: the best
+   * (cost, hash) of the full-shape path, verified at full shape when it
+   * was found (the cheapest so far) and in float64. */
+  static const char *const sp[] = {"grid_x", "1,2,4", "forloop_ranges", "1,4,8",
+                                    "kernel_ops", "matmul,rms_norm", NULL};
+  static const char *const full[] = {"fp_reduce", "false", NULL};
+  static const char *const red[] = {"fp_reduce_min_elements", "0", "fp_reduce_tile", "2",
+                                    "fp_reduce_parts", "2", "verify_full_max", "1", NULL};
+  mirs_context *c1 = tu_ctx(NULL), *c2 = tu_ctx(NULL);
+  set_opts(c1, SMALL_SPACE);
+  set_opts(c1, sp);
+  set_opts(c2, SMALL_SPACE);
+  set_opts(c2, sp);
+  mirs_search *s1 = run(c1, MID_RMS, full), *s2 = run(c2, MID_RMS, red);
+  ck_assert_int_gt(mirs_search_num_results(s1), 1);
+  ck_assert_int_eq(mirs_search_num_results(s2), 1);
+  ck_assert_uint_eq(mirs_search_result_hash(s2, 0), mirs_search_result_hash(s1, 0));
+  ck_assert_uint_eq(s2->stats.v[MIRS__STAT_full_unverified] + 1,
+                    s2->stats.v[MIRS__STAT_graphs_found]);
+  ck_assert_uint_gt(s2->stats.v[MIRS__STAT_float_checks], 0);
+  mirs_search_destroy(s1);
+  mirs_search_destroy(s2);
+  mirs_context_destroy(c1);
+  mirs_context_destroy(c2);
+}
+END_TEST
+
 START_TEST(test_reduce_map) {
   /* The hand-written GQA kernel (grid 2 x 16, forloop 64), tiles of at
    * most 4 and grids and forloops of at most 4: K's 4096 keys walked by
@@ -571,8 +599,8 @@ START_TEST(test_reduce_map) {
   ck_assert_int_eq(mirs__reduce_extent(&m, 64), 4);
   ck_assert_int_eq(mirs__reduce_extent(&m, 2), 2);
   mirs_graph *rp = NULL, *ru = NULL;
-  ck_assert_int_eq(mirs__reduce_graph(p, p->nops, &m, true, &rp), MIRS_OK);
-  ck_assert_int_eq(mirs__reduce_graph(u, u->nops, &m, true, &ru), MIRS_OK);
+  ck_assert_int_eq(mirs__reduce_graph(ctx, p, p->nops, &m, true, &rp), MIRS_OK);
+  ck_assert_int_eq(mirs__reduce_graph(ctx, u, u->nops, &m, true, &ru), MIRS_OK);
   ck_assert_int_eq(rp->t[rp->outputs[0]].shape.d[1], 16);
   ck_assert_int_eq(ru->ops[0].bg->grid[1], 4);
   ck_assert_int_eq(ru->ops[0].bg->forloop, 4);
@@ -842,6 +870,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_deterministic);
   tcase_add_test(tc, test_limits);
   tcase_add_test(tc, test_reduced_same_results);
+  tcase_add_test(tc, test_reduced_reports_best);
   tcase_add_test(tc, test_reduce_map);
   suite_add_tcase(s, tc);
   return s;

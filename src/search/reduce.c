@@ -216,10 +216,9 @@ mirs_status mirs__reduce_push_checked(mirs_graph *rg, const mirs_graph *g, int32
   return MIRS_OK;
 }
 
-/* The reduced graph of g's inputs and first nops ops under m. */
-mirs_status mirs__reduce_graph(const mirs_graph *g, int32_t nops, const mirs__reduce_map *m,
-                               bool names, mirs_graph **out) {
-  mirs_context *ctx = g->ctx;
+/* The reduced graph of g's inputs and first nops ops under m, in ctx. */
+mirs_status mirs__reduce_graph(mirs_context *ctx, const mirs_graph *g, int32_t nops,
+                               const mirs__reduce_map *m, bool names, mirs_graph **out) {
   mirs_graph *rg;
   *out = NULL;
   MIRS_CHECK(ctx, mirs__graph_new(ctx, g->name, &rg));

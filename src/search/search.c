@@ -139,7 +139,7 @@ static mirs_status ref_get(mirs__search_worker *w, const mirs__reduce_map *m) {
   mirs__search_ref *r = &w->refs[slot];
   ref_clear(w, r);
   const mirs_graph *p = s->program;
-  mirs_status st = mirs__reduce_graph(p, p->nops, m, true, &r->prog);
+  mirs_status st = mirs__reduce_graph(ctx, p, p->nops, m, true, &r->prog);
   if (st == MIRS_OK)
     st = mirs__fp_store_new(ctx, NULL, s->trials, (uint64_t)ctx->opt.seed, &r->ref);
   if (st == MIRS_OK)
@@ -186,7 +186,7 @@ static mirs_status twin_try(mirs__search_worker *w, const mirs__reduce_map *m) {
     w->fpops = 0;
     mirs__fp_truncate(w->fp, 0);
     if (!m->identity) {
-      MIRS_CHECK(w->ctx, mirs__reduce_graph(g, last, m, false, &w->rg));
+      MIRS_CHECK(w->ctx, mirs__reduce_graph(w->ctx, g, last, m, false, &w->rg));
       w->fg = w->rg;
     }
     MIRS_CHECK(w->ctx, fp_prefix(w, last));

@@ -415,9 +415,10 @@ mirs_status mirs__reduce_push_op(mirs_graph *rg, const mirs_graph *g, int32_t op
 mirs_status mirs__reduce_push_checked(mirs_graph *rg, const mirs_graph *g, int32_t op,
                                       const mirs__reduce_map *m, bool names);
 /* The reduced graph of g's inputs and first nops ops under m (outputs
- * among them marked). */
-mirs_status mirs__reduce_graph(const mirs_graph *g, int32_t nops, const mirs__reduce_map *m,
-                               bool names, mirs_graph **out);
+ * among them marked), allocated in ctx (the context of the fingerprint
+ * store that will compute it). */
+mirs_status mirs__reduce_graph(mirs_context *ctx, const mirs_graph *g, int32_t nops,
+                               const mirs__reduce_map *m, bool names, mirs_graph **out);
 
 /* ---------------------------------------------------------------- search.c */
 
