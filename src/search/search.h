@@ -278,6 +278,7 @@ struct mirs_search {
   mirs__fp_store *full_cand; /* a candidate's at full shape (inputs kept between them) */
   double best_full;          /* cost of the cheapest result verified at full shape when found */
   bool have_best_full;
+  double early_seconds;       /* wall seconds spent verifying new bests when found */
   mirs_eval_result *ref_eval; /* the program in float64 (float check, lazily) */
   bool ref_eval_limit;        /* ... too large for the interpreter */
   int trials;
