@@ -20,7 +20,7 @@ printf '%-20s %10s %10s %8s %8s\n' program states states/s results complete
 for name in silu_xw square_xw mul_xw scaled_attention; do
   d=$out/$name
   rm -rf "$d"
-  "$bin" --out "$d" --set log_level=2 --max-states="$cap" "$@" "$here/$name.graph" \
+  "$bin" --out "$d" --set log_level=3 --max-states="$cap" "$@" "$here/$name.graph" \
     >/dev/null 2>"$out/$name.err"
   r=$d/report.json
   if [ ! -f "$r" ]; then

@@ -33,7 +33,7 @@ for ex in $examples; do
     d=$out/$name
     rm -rf "$d"
     /usr/bin/time -f '%M %U %S' -o "$out/$name.rss" \
-      "$bin" --out "$d" --set log_level=2 "$@" "$top/examples/$name.graph" \
+      "$bin" --out "$d" --set log_level=3 "$@" "$top/examples/$name.graph" \
       >/dev/null 2>"$out/$name.err"
     r=$d/report.json
     if [ ! -f "$r" ]; then

@@ -215,14 +215,15 @@ mirs_status mirs_graph_print(const mirs_graph *g, FILE *f) {
     mirs__buf_free(&b);
     return MIRS_NOMEM;
   }
-  size_t n = b.len ? fwrite(b.data, 1, b.len, f) : 0;
-  mirs__buf_free(&b);
-  if (n != b.len || ferror(f))
+  size_t len = b.len;
+  size_t n = len ? fwrite(b.data, 1, len, f) : 0;
+  mirs__buf_free(&b); /* resets b.len: compare with the length kept above */
+  if (n != len || ferror(f))
     return MIRS_FAIL(g->ctx, MIRS_IO, "write error while printing graph");
   return MIRS_OK;
 }
 
-/* Canonical text as a malloc'd string. */
+/* Canonical text in a string from the context's allocator. */
 mirs_status mirs_graph_to_string(const mirs_graph *g, char **out) {
   if (!g || !out)
     return g ? MIRS_FAIL(g->ctx, MIRS_INVALID_ARG, "mirs_graph_to_string: NULL out")
@@ -235,16 +236,13 @@ mirs_status mirs_graph_to_string(const mirs_graph *g, char **out) {
     mirs__buf_free(&b);
     return MIRS_NOMEM;
   }
-  char *s = malloc(b.len + 1);
-  if (!s) {
-    mirs__buf_free(&b);
-    return MIRS_FAIL(g->ctx, MIRS_NOMEM, "out of memory");
+  /* The buffer already comes from the context allocator, NUL-terminated. */
+  if (!b.data) {
+    b.data = mirs__core_calloc(g->ctx, 1, 1);
+    if (!b.data)
+      return MIRS_NOMEM;
   }
-  if (b.len)
-    memcpy(s, b.data, b.len);
-  s[b.len] = '\0';
-  mirs__buf_free(&b);
-  *out = s;
+  *out = b.data;
   return MIRS_OK;
 }
 

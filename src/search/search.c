@@ -970,6 +970,8 @@ static mirs_status candidate(mirs__search_worker *w) {
     s->best_full = cr.seconds;
     s->early_seconds += mirs__core_now() - now;
   }
+  /* s->res belongs to the search (freed through s->ctx): grow it there,
+   * not in the worker's context, or both contexts' accounting is off. */
   if (st == MIRS_OK && s->nres >= s->capres)
     st = mirs__core_grow(s->ctx, (void **)&s->res, &s->capres, s->nres + 1, sizeof *s->res);
   if (st != MIRS_OK) {
@@ -986,6 +988,7 @@ static mirs_status candidate(mirs__search_worker *w) {
   res->reduced = reduced;
   res->verified = verified;
   res->float_checked = float_checked;
+  res->found_at = mirs__core_now() - s->t0;
   MIRS_INC(&w->stats, graphs_found);
   mirs__core_log(ctx, MIRS_LOG_DEBUG, "search: found %016llx cost %g (%d kernels)",
                  (unsigned long long)h, res->cost, (int)res->kernels);
@@ -1085,6 +1088,7 @@ static void fill_stats(const mirs_search *s, const mirs__search_worker *w, mirs_
   for (int i = 0; i < MIRS__STAT_COUNT; i++)
     v[i] = s->stats.v[i] + (w ? w->stats.v[i] : 0);
   memset(o, 0, sizeof *o);
+  o->struct_size = sizeof *o;
   o->states_explored = v[MIRS__STAT_states_explored];
   o->candidates_verified = v[MIRS__STAT_candidates_verified];
   o->graphs_found = v[MIRS__STAT_graphs_found];
@@ -1111,7 +1115,10 @@ static bool should_stop(mirs_search *s, mirs__search_worker *w, double *last_pro
   uint64_t states = s->stats.v[MIRS__STAT_states_explored] + w->stats.v[MIRS__STAT_states_explored];
   if (ctx->opt.max_states > 0 && states >= (uint64_t)ctx->opt.max_states)
     return true;
-  if (ctx->opt.time_limit > 0 && now - s->t0 >= ctx->opt.time_limit)
+  /* On reduced instances the last tenth of the time limit is kept for
+   * verifying the best results at full shape. */
+  double limit = ctx->opt.time_limit * (s->reduce_tile > 0 ? 0.9 : 1.0);
+  if (ctx->opt.time_limit > 0 && now - s->t0 >= limit)
     return true;
   size_t held = mirs_memory_current(ctx) + mirs_memory_current(w->ctx);
   if (ctx->opt.max_memory > 0 && held > (size_t)ctx->opt.max_memory) {
@@ -1536,7 +1543,7 @@ mirs_status mirs_search_run(mirs_search *s) {
       qsort(s->res, s->nres, sizeof *s->res, result_cmp);
     double t1 = mirs__core_now(), cpu = (double)(clock() - c0) / CLOCKS_PER_SEC;
     double n = (double)s->stats.v[MIRS__STAT_states_explored];
-    mirs__core_log(ctx, MIRS_LOG_INFO,
+    mirs__core_log(ctx, MIRS_LOG_DEBUG,
                    "search: %.0f states in %.3f s (%.0f states/s), %.3f s of process CPU "
                    "(%.0f states per CPU second), %.3f s of it verifying new bests at full shape",
                    n, t1 - s->t0, t1 > s->t0 ? n / (t1 - s->t0) : 0.0, cpu, cpu > 0 ? n / cpu : 0.0,
@@ -1581,11 +1588,15 @@ int mirs_search_result_kernels(const mirs_search *s, int index) {
   return s && index >= 0 && (size_t)index < s->nres ? (int)s->res[index].kernels : 0;
 }
 
-/* Statistics so far. */
-mirs_status mirs_search_get_stats(const mirs_search *s, mirs_search_stats *out) {
-  if (!s || !out)
+/* Statistics so far, at most size bytes of them. */
+mirs_status mirs_search_get_stats_sized(const mirs_search *s, mirs_search_stats *out,
+                                        size_t size) {
+  if (!s || !out || size < sizeof(size_t))
     return MIRS_INVALID_ARG;
-  fill_stats(s, NULL, out);
+  mirs_search_stats full;
+  fill_stats(s, NULL, &full);
+  full.struct_size = size < sizeof full ? size : sizeof full;
+  memcpy(out, &full, full.struct_size);
   return MIRS_OK;
 }
 

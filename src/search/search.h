@@ -262,6 +262,7 @@ typedef struct mirs__search_result {
   bool reduced;  /* matched on a reduced instance: verified at full shape at the end */
   bool verified; /* ... and already verified there (the cheapest when found) */
   bool float_checked; /* checked in float64 when found */
+  double found_at; /* seconds from the start of the search */
 } mirs__search_result;
 
 struct mirs_search {

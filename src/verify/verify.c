@@ -102,14 +102,11 @@ mirs_status mirs__verify_fingerprints(mirs_context *ctx, const mirs_graph *progr
   return MIRS_OK;
 }
 
-/* Verify candidate against program. */
-mirs_status mirs_verify(mirs_context *ctx, const mirs_graph *program, const mirs_graph *candidate,
-                        mirs_verify_result *out) {
-  if (!ctx)
-    return MIRS_INVALID_ARG;
-  if (!program || !candidate || !out)
-    return MIRS_FAIL(ctx, MIRS_INVALID_ARG, "mirs_verify: NULL argument");
+/* Verify candidate against program into a whole result struct. */
+static mirs_status verify_full(mirs_context *ctx, const mirs_graph *program,
+                               const mirs_graph *candidate, mirs_verify_result *out) {
   memset(out, 0, sizeof *out);
+  out->struct_size = sizeof *out;
   out->float_max_rel_error = NAN;
   MIRS_CHECK(ctx, mirs__graph_validate(program));
   MIRS_CHECK(ctx, mirs__graph_validate(candidate));
@@ -144,5 +141,20 @@ mirs_status mirs_verify(mirs_context *ctx, const mirs_graph *program, const mirs
   mirs_eval_result_destroy(er);
   mirs_eval_result_destroy(ec);
   MIRS_CHECK(ctx, s == MIRS_LIMIT ? MIRS_OK : s);
+  return MIRS_OK;
+}
+
+/* Verify candidate against program; fill at most size bytes of *out. */
+mirs_status mirs_verify_sized(mirs_context *ctx, const mirs_graph *program,
+                              const mirs_graph *candidate, mirs_verify_result *out, size_t size) {
+  if (!ctx)
+    return MIRS_INVALID_ARG;
+  if (!program || !candidate || !out || size < sizeof(size_t))
+    return MIRS_FAIL(ctx, MIRS_INVALID_ARG, "mirs_verify: NULL argument or struct size");
+  mirs_verify_result full;
+  mirs_status s = verify_full(ctx, program, candidate, &full);
+  full.struct_size = size < sizeof full ? size : sizeof full;
+  memcpy(out, &full, full.struct_size);
+  MIRS_CHECK(ctx, s);
   return MIRS_OK;
 }
