@@ -593,6 +593,59 @@ START_TEST(test_rmsnorm_linear_fused_wins) {
 }
 END_TEST
 
+/* GQA at its published shape (examples/gqa.ugraph): the hand-written
+ * flash-style kernel has 32 blocks (grid 2 x 16).  Its variants with
+ * 8 and 4 blocks (grid.y 4 and 2, the same forloop) move fewer bytes in
+ * all (K and V are re-read by fewer blocks) but each block streams the
+ * same 1 MB of K and V through its SM and does 4x or 8x the matmul work,
+ * on 8 or 4 of the 132 SMs: the model must not rank them above it
+ * (compute scales with min(1, blocks / SMs), bandwidth with
+ * min(1, blocks / (hbm_saturation * SMs))). */
+START_TEST(test_gqa_grid_ranking) {
+  mirs_context *ctx = tu_ctx(NULL);
+  mirs__cost_profiles *p;
+  const mirs__cost_device *h100;
+  ck_assert_int_eq(mirs__cost_profiles_builtin(ctx, &p), MIRS_OK);
+  ck_assert_int_eq(mirs__cost_find(ctx, p, "H100", &h100), MIRS_OK);
+  /* The example's text with grid.y 16, 4 and 2 (query tiles of 16, 64
+   * and 128 rows). */
+  FILE *f = fopen(tu_src("examples/gqa.ugraph"), "r");
+  ck_assert_ptr_nonnull(f);
+  static char text[8192];
+  size_t n = fread(text, 1, sizeof text - 1, f);
+  fclose(f);
+  text[n] = 0;
+  char *grid = strstr(text, "grid=[2, 16, 1]");
+  ck_assert_ptr_nonnull(grid);
+  mirs__cost_kernel k[3];
+  static const char *const gy[3] = {"16", " 4", " 2"};
+  for (int i = 0; i < 3; i++) {
+    memcpy(grid + 9, gy[i], 2);
+    mirs_graph *g = NULL;
+    ck_assert_msg(mirs_graph_parse_string(ctx, text, n, "gqa.ugraph", &g) == MIRS_OK, "%s",
+                  mirs_last_error(ctx));
+    ck_assert_int_eq(mirs__cost_kernel_op(ctx, h100, g, 0, &k[i]), MIRS_OK);
+    mirs_graph_destroy(g);
+  }
+  mirs__cost_kernel k32 = k[0], k8 = k[1], k4 = k[2];
+  ck_assert(k32.feasible && k8.feasible && k4.feasible);
+  ck_assert_int_eq(k32.blocks, 32);
+  ck_assert_int_eq(k8.blocks, 8);
+  ck_assert_int_eq(k4.blocks, 4);
+  ck_assert(k8.bytes < k32.bytes && k4.bytes < k8.bytes);
+  ck_assert_msg(k32.seconds < k8.seconds && k8.seconds < k4.seconds,
+                "32 blocks %.2f us, 8 blocks %.2f us, 4 blocks %.2f us", k32.seconds * 1e6,
+                k8.seconds * 1e6, k4.seconds * 1e6);
+  /* Four blocks do the whole matmul work on 4 SMs: 33x the time it would
+   * take on all 132, not the device's peak. */
+  ck_near(k4.compute_seconds * 4 / h100->sms, k4.tc_flops / h100->tc_peak +
+                                                  k4.simt_flops / h100->f32_peak);
+  ck_assert(k4.compute_seconds > k4.mem_seconds);
+  mirs__cost_profiles_free(p);
+  mirs_context_destroy(ctx);
+}
+END_TEST
+
 START_TEST(test_bad_args) {
   mirs_context *ctx = tu_ctx(NULL);
   mirs__cost_profiles *p;
@@ -643,6 +696,7 @@ int main(void) {
   tcase_add_test(tc, test_utilisation);
   tcase_add_test(tc, test_smem_limit_and_fusion);
   tcase_add_test(tc, test_rmsnorm_linear_fused_wins);
+  tcase_add_test(tc, test_gqa_grid_ranking);
   tcase_add_test(tc, test_bad_args);
   suite_add_tcase(s, tc);
   return tu_run(s);

@@ -500,6 +500,135 @@ static int find_example(const char *prog, const char *ugraph, const char *const 
   return n;
 }
 
+/* ---------------------------------------------------------------- reduced instances */
+
+/* Mid-size programs whose searches complete both with full-shape
+ * fingerprints of every state and on reduced instances. */
+static const char *const MID_RMS = "program mid_rms\n"
+                                   "input X : f16[4, 64]\n"
+                                   "input W : f16[64, 32]\n"
+                                   "D = rms_norm(X)\n"
+                                   "O = matmul(D, W)\n"
+                                   "output O\n";
+static const char *const MID_ATTN = "program mid_attn\n"
+                                    "input Q : f16[2, 8, 32]\n"
+                                    "input K : f16[2, 32, 64]\n"
+                                    "input V : f16[2, 64, 16]\n"
+                                    "A = matmul(Q, K)\n"
+                                    "E = exp(A)\n"
+                                    "S = sum(E, dim=2)\n"
+                                    "D = div(E, S)\n"
+                                    "O = matmul(D, V)\n"
+                                    "output O\n";
+
+/* The result sets of the old path (fp_reduce off: every state
+ * fingerprinted at full shape) and the reduced instances (every extent
+ * above 2 shrunk, results verified at full shape) are equal, and the
+ * reduced run did fingerprint on reduced instances. */
+static void same_reduced(const char *text, const char *const *space) {
+  static const char *const kv[] = {"fp_reduce_min_elements", "0", "fp_reduce_tile", "2",
+                                   "fp_reduce_parts", "2", "verify_full_max", "-1", NULL};
+  mirs_context *ctx = tu_ctx(NULL);
+  set_opts(ctx, SMALL_SPACE);
+  set_opts(ctx, space);
+  mirs_search *s = run(ctx, text, kv);
+  ck_assert_uint_gt(s->stats.v[MIRS__STAT_fp_reduced], 0);
+  ck_assert_uint_eq(s->stats.v[MIRS__STAT_full_unverified], 0);
+  ck_assert_uint_gt(s->stats.v[MIRS__STAT_full_verified], 0);
+  mirs_search_destroy(s);
+  mirs_context_destroy(ctx);
+  const char *const both[] = {"fp_reduce_min_elements", "0", "fp_reduce_tile", "2",
+                              "fp_reduce_parts", "2", "verify_full_max", "-1", space[0], space[1], space[2], space[3],
+                              space[4], space[5], NULL};
+  compare_sets(text, both, "fp_reduce", "true", "false", false);
+}
+
+START_TEST(test_reduced_same_results) {
+  static const char *const rms[] = {"grid_x", "1,2,4", "forloop_ranges", "1,4,8",
+                                    "kernel_ops", "matmul,rms_norm", NULL};
+  same_reduced(MID_RMS, rms);
+  static const char *const attn[] = {"grid_x", "1,2", "forloop_ranges", "1,4",
+                                     "kernel_ops", "matmul,exp,div", NULL};
+  same_reduced(MID_ATTN, attn);
+}
+END_TEST
+
+START_TEST(test_reduced_reports_best) {
+  /* With verify_full_max=1 the reduced search reports one graph: the best
+   * (cost, hash) of the full-shape path, verified at full shape when it
+   * was found (the cheapest so far) and in float64. */
+  static const char *const sp[] = {"grid_x", "1,2,4", "forloop_ranges", "1,4,8",
+                                    "kernel_ops", "matmul,rms_norm", NULL};
+  static const char *const full[] = {"fp_reduce", "false", NULL};
+  static const char *const red[] = {"fp_reduce_min_elements", "0", "fp_reduce_tile", "2",
+                                    "fp_reduce_parts", "2", "verify_full_max", "1", NULL};
+  mirs_context *c1 = tu_ctx(NULL), *c2 = tu_ctx(NULL);
+  set_opts(c1, SMALL_SPACE);
+  set_opts(c1, sp);
+  set_opts(c2, SMALL_SPACE);
+  set_opts(c2, sp);
+  mirs_search *s1 = run(c1, MID_RMS, full), *s2 = run(c2, MID_RMS, red);
+  ck_assert_int_gt(mirs_search_num_results(s1), 1);
+  ck_assert_int_eq(mirs_search_num_results(s2), 1);
+  ck_assert_uint_eq(mirs_search_result_hash(s2, 0), mirs_search_result_hash(s1, 0));
+  ck_assert_uint_eq(s2->stats.v[MIRS__STAT_full_unverified] + 1,
+                    s2->stats.v[MIRS__STAT_graphs_found]);
+  ck_assert_uint_gt(s2->stats.v[MIRS__STAT_float_checks], 0);
+  mirs_search_destroy(s1);
+  mirs_search_destroy(s2);
+  mirs_context_destroy(c1);
+  mirs_context_destroy(c2);
+}
+END_TEST
+
+START_TEST(test_reduce_map) {
+  /* The hand-written GQA kernel (grid 2 x 16, forloop 64), tiles of at
+   * most 4 and grids and forloops of at most 4: K's 4096 keys walked by
+   * the forloop become 4 iterations of 4 (16), the 256 query rows split
+   * 16 ways 4 blocks of 4 (16), the unpartitioned head dim 64 one tile of
+   * 4, and 2 stays.  The reduced kernel computes the reduced program. */
+  mirs_context *ctx = tu_ctx(NULL);
+  mirs_graph *p = NULL, *u = NULL;
+  ck_assert_int_eq(mirs_graph_parse_file(ctx, tu_src("examples/gqa.graph"), &p), MIRS_OK);
+  ck_assert_int_eq(mirs_graph_parse_file(ctx, tu_src("examples/gqa.ugraph"), &u), MIRS_OK);
+  mirs__reduce_map m;
+  mirs__reduce_map_build(u, u->nops, 4, 4, &m);
+  ck_assert(!m.identity);
+  ck_assert_int_eq(mirs__reduce_extent(&m, 4096), 16);
+  ck_assert_int_eq(mirs__reduce_extent(&m, 256), 16);
+  ck_assert_int_eq(mirs__reduce_extent(&m, 64), 4);
+  ck_assert_int_eq(mirs__reduce_extent(&m, 2), 2);
+  mirs_graph *rp = NULL, *ru = NULL;
+  ck_assert_int_eq(mirs__reduce_graph(ctx, p, p->nops, &m, true, &rp), MIRS_OK);
+  ck_assert_int_eq(mirs__reduce_graph(ctx, u, u->nops, &m, true, &ru), MIRS_OK);
+  ck_assert_int_eq(rp->t[rp->outputs[0]].shape.d[1], 16);
+  ck_assert_int_eq(ru->ops[0].bg->grid[1], 4);
+  ck_assert_int_eq(ru->ops[0].bg->forloop, 4);
+  mirs__fp_store *a, *b;
+  ck_assert_int_eq(mirs__fp_store_new(ctx, NULL, 2, 1, &a), MIRS_OK);
+  ck_assert_int_eq(mirs__fp_store_new(ctx, NULL, 2, 1, &b), MIRS_OK);
+  ck_assert_int_eq(mirs__fp_compute_graph(a, rp), MIRS_OK);
+  ck_assert_int_eq(mirs__fp_compute_graph(b, ru), MIRS_OK);
+  mirs__fp_verdict v;
+  ck_assert_int_eq(mirs__fp_compare_outputs(a, rp, b, ru, &v), MIRS_OK);
+  ck_assert_msg(v.equal, "%s", v.why);
+  /* Target 0 is the identity; so is a graph whose extents are all small. */
+  mirs__reduce_map_build(u, u->nops, 0, 4, &m);
+  ck_assert(m.identity);
+  mirs__reduce_map_build(u, u->nops, 4096, 64, &m);
+  ck_assert(m.identity);
+  mirs__reduce_map_build(u, u->nops, 4096, 4, &m);
+  ck_assert(!m.identity);
+  mirs__fp_store_free(a);
+  mirs__fp_store_free(b);
+  mirs_graph_destroy(rp);
+  mirs_graph_destroy(ru);
+  mirs_graph_destroy(p);
+  mirs_graph_destroy(u);
+  mirs_context_destroy(ctx);
+}
+END_TEST
+
 START_TEST(test_finds_rmsnorm_linear) {
   /* The default space (it finishes in seconds on this example). */
   find_example("examples/rmsnorm_linear_small.graph", "examples/rmsnorm_linear_small.ugraph",
@@ -740,6 +869,9 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_bound_per_result);
   tcase_add_test(tc, test_deterministic);
   tcase_add_test(tc, test_limits);
+  tcase_add_test(tc, test_reduced_same_results);
+  tcase_add_test(tc, test_reduced_reports_best);
+  tcase_add_test(tc, test_reduce_map);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "search/search.h"
 
@@ -88,26 +89,141 @@ static mirs_status push_frame(mirs__search_worker *w, const mirs__search_move *i
   return MIRS_OK;
 }
 
-/* The program output kernel tensor t of the worker's graph matches, or -1. */
+/* The program output kernel tensor t of the worker's graph matches, or -1
+ * (fingerprints of fg against the program under the same reduction). */
 static mirs_status match_output(mirs__search_worker *w, int32_t t, int *out) {
-  mirs_search *s = w->s;
-  const mirs_graph *p = s->program;
+  const mirs__search_ref *r = w->cur;
+  const mirs_graph *p = r->prog;
   *out = -1;
   for (int32_t i = 0; i < p->nout; i++) {
-    if (!mirs__shape_eq(&p->t[p->outputs[i]].shape, &w->g->t[t].shape))
+    if (!mirs__shape_eq(&p->t[p->outputs[i]].shape, &w->fg->t[t].shape))
       continue;
     uint64_t d;
     MIRS_CHECK(w->ctx, mirs__fp_digest(w->fp, t, &d));
-    if (d != s->ref_digest[i])
+    if (d != r->digest[i])
       continue;
     bool eq;
-    MIRS_CHECK(w->ctx, mirs__fp_tensor_equal(s->ref, p, p->outputs[i], w->fp, w->g, t, &eq));
+    MIRS_CHECK(w->ctx, mirs__fp_tensor_equal(r->ref, p, p->outputs[i], w->fp, w->fg, t, &eq));
     if (eq) {
       *out = i;
       return MIRS_OK;
     }
   }
   return MIRS_OK;
+}
+
+/* ---------------------------------------------------------------- reduced instances */
+
+/* Free reference r's contents. */
+static void ref_clear(mirs__search_worker *w, mirs__search_ref *r) {
+  mirs__graph_free(r->prog);
+  mirs__fp_store_free(r->ref);
+  mirs__core_free(w->ctx, r->digest);
+  memset(r, 0, sizeof *r);
+}
+
+/* Point w->cur at the program under reduction m (built and fingerprinted
+ * when not kept); MIRS_SHAPE when the program does not reduce under m. */
+static mirs_status ref_get(mirs__search_worker *w, const mirs__reduce_map *m) {
+  mirs_context *ctx = w->ctx;
+  const mirs_search *s = w->s;
+  for (int i = 0; i < w->nrefs; i++)
+    if (w->refs[i].hash == m->hash && w->refs[i].prog) {
+      w->cur = &w->refs[i];
+      return MIRS_OK;
+    }
+  int slot = w->nrefs < MIRS__SEARCH_NREFS ? w->nrefs++ : w->refnext;
+  w->refnext = (slot + 1) % MIRS__SEARCH_NREFS;
+  if (&w->refs[slot] == w->cur)
+    w->cur = NULL;
+  mirs__search_ref *r = &w->refs[slot];
+  ref_clear(w, r);
+  const mirs_graph *p = s->program;
+  mirs_status st = mirs__reduce_graph(ctx, p, p->nops, m, true, &r->prog);
+  if (st == MIRS_OK)
+    st = mirs__fp_store_new(ctx, NULL, s->trials, (uint64_t)ctx->opt.seed, &r->ref);
+  if (st == MIRS_OK)
+    st = mirs__fp_compute_graph(r->ref, r->prog);
+  if (st == MIRS_OK) {
+    r->digest = mirs__core_calloc(ctx, (size_t)p->nout + 1, sizeof *r->digest);
+    if (!r->digest)
+      st = MIRS_NOMEM;
+  }
+  for (int32_t i = 0; st == MIRS_OK && i < p->nout; i++)
+    st = mirs__fp_digest(r->ref, r->prog->outputs[i], &r->digest[i]);
+  if (st != MIRS_OK) {
+    ref_clear(w, r);
+    return st;
+  }
+  r->hash = m->hash;
+  w->cur = r;
+  return MIRS_OK;
+}
+
+/* Fingerprint fg's first nops ops from scratch (the inputs before each
+ * come with it). */
+static mirs_status fp_prefix(mirs__search_worker *w, int32_t nops) {
+  mirs__fp_truncate(w->fp, 0);
+  for (int32_t k = 0; k < nops; k++)
+    MIRS_CHECK(w->ctx, mirs__fp_push_op(w->fp, w->fg, k));
+  w->fpops = nops;
+  return MIRS_OK;
+}
+
+/* Make fg (and cur) mirror g's kernel op `last` (just added) under
+ * reduction m, the fingerprints of fg's ops before it being in fp. */
+static mirs_status twin_try(mirs__search_worker *w, const mirs__reduce_map *m) {
+  mirs_graph *g = w->g;
+  int32_t last = g->nops - 1;
+  MIRS_CHECK(w->ctx, ref_get(w, m));
+  bool same = m->hash == w->fphash && w->fpops == last &&
+              (m->identity ? w->fg == g : w->fg == w->rg && w->rg->nops == last);
+  if (!same) {
+    mirs__graph_free(w->rg);
+    w->rg = NULL;
+    w->fg = g;
+    w->fphash = 0;
+    w->fpops = 0;
+    mirs__fp_truncate(w->fp, 0);
+    if (!m->identity) {
+      MIRS_CHECK(w->ctx, mirs__reduce_graph(w->ctx, g, last, m, false, &w->rg));
+      w->fg = w->rg;
+    }
+    MIRS_CHECK(w->ctx, fp_prefix(w, last));
+    w->fphash = m->hash;
+  }
+  if (!m->identity)
+    MIRS_CHECK(w->ctx, mirs__reduce_push_checked(w->rg, g, last, m, false));
+  return MIRS_OK;
+}
+
+/* Choose the reduction of w's graph with its new last op and make fg
+ * mirror it (falling back to full shape where the reduced instance does
+ * not line up). */
+static mirs_status twin_push(mirs__search_worker *w) {
+  mirs_context *ctx = w->ctx;
+  mirs__reduce_map m;
+  mirs__reduce_map_build(w->g, w->g->nops, w->s->reduce_tile, w->s->reduce_parts, &m);
+  mirs_status st = twin_try(w, &m);
+  if (st == MIRS_SHAPE && !m.identity) {
+    mirs_clear_error(ctx);
+    MIRS_INC(&w->stats, fp_reduce_fallbacks);
+    mirs__reduce_map_build(w->g, w->g->nops, 0, 0, &m);
+    w->fpops = -1; /* rebuild */
+    st = twin_try(w, &m);
+  }
+  if (st == MIRS_OK && !m.identity)
+    MIRS_INC(&w->stats, fp_reduced);
+  return st;
+}
+
+/* Drop fg's ops past g's (after g lost its last op) and their fingerprints. */
+static void twin_trim(mirs__search_worker *w) {
+  if (w->fg != w->g && w->rg && w->rg->nops > w->g->nops)
+    mirs__graph_pop_op(w->rg);
+  mirs__fp_truncate(w->fp, w->g->nt);
+  if (w->fpops > w->g->nops)
+    w->fpops = w->g->nops;
 }
 
 /* Record the tensors of the kernel op just added: uses of its inputs,
@@ -158,7 +274,7 @@ static void pop_kop(mirs__search_worker *w, mirs__abs_mark mark) {
     if (w->kmatch[k->out[i]] >= 0)
       w->nmatch[w->kmatch[k->out[i]]]--;
   mirs__graph_pop_op(w->g);
-  mirs__fp_truncate(w->fp, w->g->nt);
+  twin_trim(w);
   mirs__abs_release(mirs__prune_worker_arena(w->pw), mark);
 }
 
@@ -240,8 +356,7 @@ mirs_status mirs__search_bop_keep(mirs__search_worker *w, mirs_op op, int dim, i
  * output not matched yet must equal one of its outputs in that trial, or
  * no candidate can follow.  *pass false then. */
 static mirs_status screen_last(mirs__search_worker *w, bool *pass) {
-  const mirs_search *s = w->s;
-  const mirs_graph *p = s->program, *g = w->g;
+  const mirs_graph *p = w->cur->prog, *g = w->fg;
   const mirs__kop *k = &g->ops[g->nops - 1];
   *pass = true;
   for (int32_t i = 0; i < p->nout && *pass; i++) {
@@ -249,8 +364,8 @@ static mirs_status screen_last(mirs__search_worker *w, bool *pass) {
       continue;
     bool found = false;
     for (int32_t o = 0; o < k->nout && !found; o++)
-      MIRS_CHECK(w->ctx,
-                 mirs__fp_trial0_equal(s->ref, p, p->outputs[i], w->fp, g, k->out[o], &found));
+      MIRS_CHECK(w->ctx, mirs__fp_trial0_equal(w->cur->ref, p, p->outputs[i], w->fp, g, k->out[o],
+                                               &found));
     *pass = found;
   }
   return MIRS_OK;
@@ -261,8 +376,7 @@ static mirs_status screen_last(mirs__search_worker *w, bool *pass) {
  * output not matched yet must equal one of them there.  Only worth it with
  * more than one block; the op is truncated again either way. */
 static mirs_status screen_corner(mirs__search_worker *w, bool *pass) {
-  const mirs_search *s = w->s;
-  const mirs_graph *p = s->program, *g = w->g;
+  const mirs_graph *p = w->cur->prog, *g = w->fg;
   const mirs__kop *k = &g->ops[g->nops - 1];
   *pass = true;
   MIRS_CHECK(w->ctx, mirs__fp_push_op_corner(w->fp, g, g->nops - 1));
@@ -274,7 +388,7 @@ static mirs_status screen_corner(mirs__search_worker *w, bool *pass) {
     for (int32_t j = 0; j < k->bg->nops && !found && st == MIRS_OK; j++) {
       const mirs__bop *o = &k->bg->ops[j];
       if (o->op == MIRS_OP_OUTPUT)
-        st = mirs__fp_trial0_corner_equal(s->ref, p, p->outputs[i], w->fp, g, o->dst,
+        st = mirs__fp_trial0_corner_equal(w->cur->ref, p, p->outputs[i], w->fp, g, o->dst,
                                           &k->bg->t[o->in[0]].shape, &found);
     }
     *pass = found;
@@ -312,37 +426,52 @@ static mirs_status finish_kop(mirs__search_worker *w, mirs__abs_mark mark, bool 
     mirs__abs_release(a, mark);
     return MIRS_OK;
   }
+  /* The fingerprints are computed on fg, the reduced instance of g. */
+  st = twin_push(w);
+  if (st != MIRS_OK && ctx->opt.log_level >= MIRS_LOG_DEBUG)
+    mirs__core_log(ctx, MIRS_LOG_DEBUG, "search: reduced instance refused: %s",
+                   mirs_last_error(ctx));
+  if (st != MIRS_OK) {
+    mirs__graph_pop_op(g);
+    twin_trim(w);
+    mirs__abs_release(a, mark);
+    return refused(w, st, MIRS__STAT_fp_refused);
+  }
+  const mirs_graph *fg = w->fg;
+  const mirs__kop *fk = &fg->ops[fg->nops - 1];
   /* The last op is screened on trial 0 before the other trials are paid. */
   bool custom = k->op == MIRS_OP_CUSTOM;
   bool last = custom ? mirs__search_kernel_final(w) : mirs__search_is_last(w, g->nops, w->nbg);
   bool screen = w->s->trials > 1 && last, pass = true;
   /* A final custom kernel of several blocks: one block first. */
-  if (screen && custom && k->bg->grid[0] * k->bg->grid[1] * k->bg->grid[2] > 1)
+  if (screen && custom && fk->bg->grid[0] * fk->bg->grid[1] * fk->bg->grid[2] > 1)
     st = screen_corner(w, &pass);
   if (st == MIRS_OK && pass) {
-    st = screen ? mirs__fp_push_op_first(w->fp, g, g->nops - 1)
-                : mirs__fp_push_op(w->fp, g, g->nops - 1);
+    st = screen ? mirs__fp_push_op_first(w->fp, fg, fg->nops - 1)
+                : mirs__fp_push_op(w->fp, fg, fg->nops - 1);
     MIRS_INC(&w->stats, fp_ops);
     if (st == MIRS_OK && screen) {
       st = screen_last(w, &pass);
       if (st == MIRS_OK && pass)
-        st = mirs__fp_push_rest(w->fp, g, g->nops - 1);
+        st = mirs__fp_push_rest(w->fp, fg, fg->nops - 1);
       else if (st != MIRS_OK)
-        mirs__fp_truncate(w->fp, g->nt - k->nout);
+        mirs__fp_truncate(w->fp, fg->nt - fk->nout);
     }
   }
   if (st == MIRS_OK && !pass) {
     mirs__graph_pop_op(g);
-    mirs__fp_truncate(w->fp, g->nt);
+    twin_trim(w);
     mirs__abs_release(a, mark);
     MIRS_INC(&w->stats, fp_screened);
     return MIRS_OK;
   }
   if (st != MIRS_OK) {
     mirs__graph_pop_op(g);
+    twin_trim(w);
     mirs__abs_release(a, mark);
     return refused(w, st, MIRS__STAT_fp_refused);
   }
+  w->fpops = g->nops;
   MIRS_CHECK(ctx, note_kop(w));
   /* A custom kernel another op must follow completes no candidate: the
    * same graph is the final variant's. */
@@ -562,8 +691,7 @@ mirs_status mirs__search_worker_new(mirs_search *s, mirs__search_worker **out) {
     }
     st = mirs__fp_store_new(ctx, NULL, s->trials, (uint64_t)ctx->opt.seed, &w->fp);
   }
-  if (st == MIRS_OK)
-    st = mirs__fp_extend(w->fp, w->g);
+  w->fg = w->g;
   if (st == MIRS_OK)
     st = mirs__prune_worker_new_in(s->prune, ctx, &w->pw);
   if (st == MIRS_OK) {
@@ -595,6 +723,9 @@ void mirs__search_worker_free(mirs__search_worker *w) {
   for (int i = 0; i < w->nbg; i++)
     mirs__bg_free(ctx, w->bgs[i]);
   mirs__graph_free(w->g);
+  mirs__graph_free(w->rg);
+  for (int i = 0; i < w->nrefs; i++)
+    ref_clear(w, &w->refs[i]);
   mirs__fp_store_free(w->fp);
   mirs__prune_worker_free(w->pw);
   mirs__core_free(ctx, w->pmemo);
@@ -722,8 +853,13 @@ static mirs_status unique_names(mirs_graph *r) {
   return MIRS_OK;
 }
 
+static mirs_status verify_full_one(mirs_search *s, const mirs_graph *r, bool *eq);
+static mirs_status float_one(mirs_search *s, const mirs_graph *r, bool *ok, bool *skip);
+
 /* A complete candidate: name its outputs like the program's, deduplicate
- * by canonical hash, store and announce it if new. */
+ * by canonical hash, store and announce it if new.  One found on a
+ * reduced instance that is the cheapest so far is verified at full shape
+ * at once, so that a search stopped by a limit still reports its best. */
 static mirs_status candidate(mirs__search_worker *w) {
   mirs_search *s = w->s;
   mirs_context *ctx = w->ctx;
@@ -785,10 +921,13 @@ static mirs_status candidate(mirs__search_worker *w) {
   /* The trials hold the bound for candidates of up to twice the program's
    * degree; one of a higher degree is verified again, from scratch, with
    * the trials its degree needs, so every result meets the bound. */
+  bool reduced = w->fphash != 0; /* verified at full shape at the end */
   uint64_t dc = 0;
   st = mirs__fp_graph_degree(r, &dc);
-  int need = st == MIRS_OK ? mirs__fp_trials_for(mirs__fp_degree_add(s->degree, dc), ctx->opt.verify_log2_bound) : 0;
-  if (st == MIRS_OK && (need < 1 || need > s->trials)) {
+  int need = st == MIRS_OK ? mirs__fp_trials_for(mirs__fp_degree_add(s->degree, dc),
+                                                  ctx->opt.verify_log2_bound)
+                            : 0;
+  if (st == MIRS_OK && !reduced && (need < 1 || need > s->trials)) {
     MIRS_INC(&w->stats, fp_reverified);
     int used;
     mirs__fp_verdict v;
@@ -807,6 +946,38 @@ static mirs_status candidate(mirs__search_worker *w) {
   mirs__cost_result cr;
   if (st == MIRS_OK)
     st = mirs__cost_graph(ctx, s->device, r, &cr);
+  bool verified = false, float_checked = false;
+  /* (At most a tenth of the search's time goes to these early checks; the
+   * others wait for the end, which keeps the cost per state that of the
+   * reduced instance.) */
+  double now = mirs__core_now();
+  if (st == MIRS_OK && reduced && cr.feasible &&
+      (!s->have_best_full || cr.seconds < s->best_full) &&
+      s->early_seconds <= 0.1 * (now - s->t0)) {
+    MIRS_INC(&w->stats, full_verified);
+    st = verify_full_one(s, r, &verified);
+    if (st == MIRS_OK && !verified) {
+      MIRS_INC(&w->stats, full_rejects);
+      mirs__graph_free(r);
+      return MIRS_OK;
+    }
+    bool skip = true;
+    if (st == MIRS_OK && ctx->opt.float_check_top > 0) {
+      MIRS_INC(&w->stats, float_checks);
+      st = float_one(s, r, &verified, &skip);
+      if (st == MIRS_OK && !verified) {
+        MIRS_INC(&w->stats, float_rejects);
+        mirs__graph_free(r);
+        return MIRS_OK;
+      }
+    }
+    float_checked = !skip;
+    s->have_best_full = true;
+    s->best_full = cr.seconds;
+    s->early_seconds += mirs__core_now() - now;
+  }
+  /* s->res belongs to the search (freed through s->ctx): grow it there,
+   * not in the worker's context, or both contexts' accounting is off. */
   if (st == MIRS_OK && s->nres >= s->capres)
     st = mirs__core_grow(ctx, (void **)&s->res, &s->capres, s->nres + 1, sizeof *s->res);
   if (st != MIRS_OK) {
@@ -820,6 +991,9 @@ static mirs_status candidate(mirs__search_worker *w) {
   res->hash = h;
   res->cost = cr.feasible ? cr.seconds : INFINITY;
   res->kernels = cr.kernels;
+  res->reduced = reduced;
+  res->verified = verified;
+  res->float_checked = float_checked;
   res->found_at = mirs__core_now() - s->t0;
   MIRS_INC(&w->stats, graphs_found);
   mirs__core_log(ctx, MIRS_LOG_DEBUG, "search: found %016llx cost %g (%d kernels)",
@@ -947,7 +1121,10 @@ static bool should_stop(mirs_search *s, mirs__search_worker *w, double *last_pro
   uint64_t states = s->stats.v[MIRS__STAT_states_explored] + w->stats.v[MIRS__STAT_states_explored];
   if (ctx->opt.max_states > 0 && states >= (uint64_t)ctx->opt.max_states)
     return true;
-  if (ctx->opt.time_limit > 0 && now - s->t0 >= ctx->opt.time_limit)
+  /* On reduced instances the last tenth of the time limit is kept for
+   * verifying the best results at full shape. */
+  double limit = ctx->opt.time_limit * (s->reduce_tile > 0 ? 0.9 : 1.0);
+  if (ctx->opt.time_limit > 0 && now - s->t0 >= limit)
     return true;
   size_t held = mirs_memory_current(ctx) + mirs_memory_current(w->ctx);
   if (ctx->opt.max_memory > 0 && held > (size_t)ctx->opt.max_memory) {
@@ -1013,69 +1190,220 @@ static int result_cmp(const void *a, const void *b) {
   return x->hash < y->hash ? -1 : x->hash > y->hash ? 1 : 0;
 }
 
-/* Check the best results in float64 against the program; drop failures. */
-static mirs_status float_check(mirs_search *s) {
+/* Whether the search's time limit has passed. */
+static bool time_up(const mirs_search *s) {
+  double lim = s->ctx->opt.time_limit;
+  return lim > 0 && mirs__core_now() - s->t0 >= lim;
+}
+
+/* Verify graph r at full shape with the search's trials (fingerprints of
+ * the program and of the inputs kept between calls), or from scratch with
+ * more where its degree needs them; *eq the verdict. */
+static mirs_status verify_full_one(mirs_search *s, const mirs_graph *r, bool *eq) {
   mirs_context *ctx = s->ctx;
-  int64_t top = ctx->opt.float_check_top;
-  if (top <= 0 || s->nres == 0)
-    return MIRS_OK;
-  mirs_eval_result *ref;
-  mirs_status st = mirs_graph_eval(s->program, (uint64_t)ctx->opt.seed, &ref);
-  if (st == MIRS_LIMIT) {
-    mirs__core_log(ctx, MIRS_LOG_WARNING, "search: program too large for the float64 check");
+  const mirs_graph *p = s->program;
+  uint64_t dc = 0;
+  *eq = false;
+  mirs_status st = mirs__fp_graph_degree(r, &dc);
+  if (st == MIRS_UNSUPPORTED) {
     mirs_clear_error(ctx);
-    return MIRS_OK;
-  }
-  if (st == MIRS_STOPPED) {
-    mirs__core_log(ctx, MIRS_LOG_WARNING, "search: float64 check not run (%s)",
-                   mirs_last_error(ctx));
-    mirs_clear_error(ctx);
-    s->complete = false;
     return MIRS_OK;
   }
   MIRS_CHECK(ctx, st);
-  double tol = ctx->opt.float_tolerance;
+  int need = mirs__fp_trials_for(mirs__fp_degree_add(s->degree, dc), ctx->opt.verify_log2_bound);
+  mirs__fp_verdict v;
+  if (need < 1 || need > s->trials) {
+    int used;
+    st = mirs__verify_fingerprints(ctx, p, r, &used, &v);
+    if (st == MIRS_UNSUPPORTED) {
+      mirs_clear_error(ctx);
+      return MIRS_OK;
+    }
+    MIRS_CHECK(ctx, st);
+    *eq = v.equal;
+    return MIRS_OK;
+  }
+  uint64_t seed = (uint64_t)ctx->opt.seed;
+  if (!s->full_ref) {
+    MIRS_CHECK(ctx, mirs__fp_store_new(ctx, NULL, s->trials, seed, &s->full_ref));
+    MIRS_CHECK(ctx, mirs__fp_compute_graph(s->full_ref, p));
+  }
+  if (!s->full_cand)
+    MIRS_CHECK(ctx, mirs__fp_store_new(ctx, NULL, s->trials, seed, &s->full_cand));
+  /* Every result has the program's inputs first, in its order: their
+   * fingerprints stay. */
+  int32_t nin = 0;
+  while (nin < r->nt && r->t[nin].producer < 0)
+    nin++;
+  mirs__fp_truncate(s->full_cand, nin);
+  st = mirs__fp_extend(s->full_cand, r);
+  if (st == MIRS_OK)
+    st = mirs__fp_compare_outputs(s->full_ref, p, s->full_cand, r, &v);
+  mirs__fp_truncate(s->full_cand, nin);
+  if (st == MIRS_UNSUPPORTED || st == MIRS_LIMIT) {
+    mirs_clear_error(ctx);
+    return MIRS_OK;
+  }
+  MIRS_CHECK(ctx, st);
+  *eq = v.equal;
+  return MIRS_OK;
+}
+
+/* Verify the results found on a reduced instance at full shape, best
+ * first, until verify_full_max of them pass (those verified when found
+ * count too), none once the time limit has passed.  Drop those that fail
+ * and those left unverified.  The set kept is the first verify_full_max
+ * passing ones in (cost, hash) order, whatever was verified early. */
+static mirs_status full_verify(mirs_search *s) {
+  mirs_context *ctx = s->ctx;
+  int64_t max = ctx->opt.verify_full_max;
+  int64_t passed = 0;
   size_t k = 0;
   mirs__stats fs = {{0}};
+  mirs_status st = MIRS_OK;
+  bool stopped = false;
   for (size_t i = 0; i < s->nres; i++) {
-    bool ok = true;
-    if ((int64_t)i < top) {
-      mirs_eval_result *e;
-      st = mirs_graph_eval(s->res[i].g, (uint64_t)ctx->opt.seed, &e);
-      if (st == MIRS_STOPPED) {
-        /* Stopped: this and the later results keep their fingerprint
-         * verdict (the sound one) without the float64 check. */
-        mirs__core_log(ctx, MIRS_LOG_WARNING, "search: float64 check of results %zu.. not run (%s)",
-                       i + 1, mirs_last_error(ctx));
-        mirs_clear_error(ctx);
-        s->complete = false;
-        top = (int64_t)i;
-        st = MIRS_OK;
-        s->res[k++] = s->res[i];
-        continue;
-      }
-      if (st != MIRS_OK) {
-        mirs_eval_result_destroy(ref);
-        add_stats(s, &fs);
-        return mirs__core_trace(ctx, st, __func__, __FILE__, __LINE__);
-      }
-      MIRS_INC(&fs, float_checks);
-      for (int o = 0; ok && o < mirs_eval_num_outputs(ref); o++) {
-        int64_t n1, n2;
-        const double *a = mirs_eval_output_values(ref, o, &n1);
-        const double *b = o < mirs_eval_num_outputs(e) ? mirs_eval_output_values(e, o, &n2) : NULL;
-        if (!b || n1 != n2) {
-          ok = false;
-          break;
+    bool keep = true;
+    if (s->res[i].reduced) {
+      if (max >= 0 && passed >= max) {
+        keep = false;
+      } else if (!s->res[i].verified) {
+        if (st != MIRS_OK || stopped || time_up(s)) {
+          keep = false;
+        } else {
+          MIRS_INC(&fs, full_verified);
+          st = verify_full_one(s, s->res[i].g, &keep);
+          if (st == MIRS_STOPPED) {
+            /* Stopped (signal, limit): this and every later unverified
+             * result go unreported; the search says it is incomplete. */
+            mirs__core_log(ctx, MIRS_LOG_WARNING,
+                           "search: full-shape verification stopped (%s); results not yet "
+                           "verified are not reported",
+                           mirs_last_error(ctx));
+            mirs_clear_error(ctx);
+            s->complete = false;
+            stopped = true;
+            st = MIRS_OK;
+            keep = false;
+          } else if (st != MIRS_OK) {
+            keep = false;
+          } else if (!keep) {
+            MIRS_INC(&fs, full_rejects);
+            mirs__core_log(ctx, MIRS_LOG_WARNING,
+                           "search: result %016llx matched on the reduced instance but not at "
+                           "full shape; dropped",
+                           (unsigned long long)s->res[i].hash);
+            mirs__graph_free(s->res[i].g);
+            continue;
+          }
         }
-        double scale = 0;
-        for (int64_t j = 0; j < n1; j++)
-          scale = fmax(scale, fabs(a[j]));
-        for (int64_t j = 0; j < n1 && ok; j++)
-          if (!(fabs(a[j] - b[j]) <= tol * fmax(scale, 1e-300)))
-            ok = false;
       }
-      mirs_eval_result_destroy(e);
+      if (keep)
+        passed++;
+      else
+        MIRS_INC(&fs, full_unverified);
+    }
+    if (keep) {
+      s->res[i].reduced = false;
+      s->res[k++] = s->res[i];
+    } else {
+      mirs__graph_free(s->res[i].g);
+    }
+  }
+  s->nres = k;
+  if (fs.v[MIRS__STAT_full_unverified] > 0)
+    mirs__core_log(ctx, MIRS_LOG_INFO,
+                   "search: %llu graphs found on the reduced instance were not verified at full "
+                   "shape (verify_full_max %lld or the time limit) and are not reported",
+                   (unsigned long long)fs.v[MIRS__STAT_full_unverified], (long long)max);
+  /* The full-shape stores are large: free them now. */
+  mirs__fp_store_free(s->full_ref);
+  mirs__fp_store_free(s->full_cand);
+  s->full_ref = s->full_cand = NULL;
+  add_stats(s, &fs);
+  return st;
+}
+
+/* Evaluate r in float64 and compare it with the program's outputs
+ * (evaluated once per search and kept); *ok the verdict, *skip when the
+ * program is too large for the interpreter. */
+static mirs_status float_one(mirs_search *s, const mirs_graph *r, bool *ok, bool *skip) {
+  mirs_context *ctx = s->ctx;
+  *ok = true;
+  *skip = false;
+  if (s->ref_eval_limit) {
+    *skip = true;
+    return MIRS_OK;
+  }
+  if (!s->ref_eval) {
+    mirs_status st = mirs_graph_eval(s->program, (uint64_t)ctx->opt.seed, &s->ref_eval);
+    if (st == MIRS_LIMIT) {
+      mirs__core_log(ctx, MIRS_LOG_WARNING, "search: program too large for the float64 check");
+      mirs_clear_error(ctx);
+      s->ref_eval_limit = true;
+      *skip = true;
+      return MIRS_OK;
+    }
+    MIRS_CHECK(ctx, st);
+  }
+  const mirs_eval_result *ref = s->ref_eval;
+  mirs_eval_result *e;
+  MIRS_CHECK(ctx, mirs_graph_eval(r, (uint64_t)ctx->opt.seed, &e));
+  double tol = ctx->opt.float_tolerance;
+  for (int o = 0; *ok && o < mirs_eval_num_outputs(ref); o++) {
+    int64_t n1, n2;
+    const double *a = mirs_eval_output_values(ref, o, &n1);
+    const double *b = o < mirs_eval_num_outputs(e) ? mirs_eval_output_values(e, o, &n2) : NULL;
+    if (!b || n1 != n2) {
+      *ok = false;
+      break;
+    }
+    double scale = 0;
+    for (int64_t j = 0; j < n1; j++)
+      scale = fmax(scale, fabs(a[j]));
+    for (int64_t j = 0; j < n1 && *ok; j++)
+      if (!(fabs(a[j] - b[j]) <= tol * fmax(scale, 1e-300)))
+        *ok = false;
+  }
+  mirs_eval_result_destroy(e);
+  return MIRS_OK;
+}
+
+/* Check the best results in float64 against the program (those checked
+ * when found are not checked again); drop failures.  Stops at the time
+ * limit. */
+static mirs_status float_check(mirs_search *s) {
+  mirs_context *ctx = s->ctx;
+  int64_t top = ctx->opt.float_check_top;
+  size_t k = 0;
+  mirs__stats fs = {{0}};
+  mirs_status st = MIRS_OK;
+  for (size_t i = 0; i < s->nres; i++) {
+    bool ok = true, skip = false;
+    if ((int64_t)i < top && !s->res[i].float_checked && st == MIRS_OK) {
+      if (time_up(s)) {
+        mirs__core_log(ctx, MIRS_LOG_INFO,
+                       "search: float64 check stopped at the time limit after %zu results", i);
+        top = (int64_t)i;
+      } else {
+        st = float_one(s, s->res[i].g, &ok, &skip);
+        if (st == MIRS_STOPPED) {
+          /* Stopped: this and the later results keep their fingerprint
+           * verdict (the sound one) without the float64 check. */
+          mirs__core_log(ctx, MIRS_LOG_WARNING,
+                         "search: float64 check of results %zu.. not run (%s)", i + 1,
+                         mirs_last_error(ctx));
+          mirs_clear_error(ctx);
+          s->complete = false;
+          top = (int64_t)i;
+          st = MIRS_OK;
+          ok = true;
+        } else if (st != MIRS_OK) {
+          ok = true;
+        } else if (!skip) {
+          MIRS_INC(&fs, float_checks);
+        }
+      }
     }
     if (ok) {
       s->res[k++] = s->res[i];
@@ -1088,9 +1416,10 @@ static mirs_status float_check(mirs_search *s) {
     }
   }
   s->nres = k;
-  mirs_eval_result_destroy(ref);
+  mirs_eval_result_destroy(s->ref_eval);
+  s->ref_eval = NULL;
   add_stats(s, &fs);
-  return MIRS_OK;
+  return st;
 }
 
 /* ---------------------------------------------------------------- public API */
@@ -1205,17 +1534,15 @@ static mirs_status search_create(mirs_context *ctx, const mirs_graph *program, m
     s->trials = mirs__fp_trials_for(d, ctx->opt.verify_log2_bound);
     if (s->trials < 1)
       s->trials = MIRS__FP_MAX_TRIALS;
-    st = mirs__fp_store_new(ctx, NULL, s->trials, (uint64_t)ctx->opt.seed, &s->ref);
+    int64_t total = 0;
+    for (int32_t t = 0; t < program->nt; t++) {
+      int64_t n = mirs__shape_numel(&program->t[t].shape);
+      total = n > INT64_MAX - total ? INT64_MAX : total + n;
+    }
+    if (ctx->opt.fp_reduce && total > ctx->opt.fp_reduce_min_elements)
+      s->reduce_tile = ctx->opt.fp_reduce_tile;
+    s->reduce_parts = (int32_t)ctx->opt.fp_reduce_parts;
   }
-  if (st == MIRS_OK)
-    st = mirs__fp_compute_graph(s->ref, s->program);
-  if (st == MIRS_OK) {
-    s->ref_digest = mirs__core_calloc(ctx, (size_t)program->nout, sizeof *s->ref_digest);
-    if (!s->ref_digest)
-      st = MIRS_NOMEM;
-  }
-  for (int32_t i = 0; st == MIRS_OK && i < program->nout; i++)
-    st = mirs__fp_digest(s->ref, s->program->outputs[i], &s->ref_digest[i]);
   if (st == MIRS_OK) {
     mirs__prune_config cfg;
     mirs__prune_config_default(&cfg);
@@ -1281,6 +1608,7 @@ mirs_status mirs_search_run(mirs_search *s) {
   s->running = true;
   s->t0 = mirs__core_now();
   MIRS_CHECK(ctx, watch_limits(ctx, s->t0));
+  clock_t c0 = clock();
   mirs__search_worker *w;
   mirs_status st = mirs__search_worker_new(s, &w);
   if (st == MIRS_STOPPED) { /* (stopped while replaying the root) */
@@ -1304,7 +1632,16 @@ mirs_status mirs_search_run(mirs_search *s) {
   if (st == MIRS_OK) {
     if (s->nres > 1)
       qsort(s->res, s->nres, sizeof *s->res, result_cmp);
-    st = float_check(s);
+    double t1 = mirs__core_now(), cpu = (double)(clock() - c0) / CLOCKS_PER_SEC;
+    double n = (double)s->stats.v[MIRS__STAT_states_explored];
+    mirs__core_log(ctx, MIRS_LOG_DEBUG,
+                   "search: %.0f states in %.3f s (%.0f states/s), %.3f s of process CPU "
+                   "(%.0f states per CPU second), %.3f s of it verifying new bests at full shape",
+                   n, t1 - s->t0, t1 > s->t0 ? n / (t1 - s->t0) : 0.0, cpu, cpu > 0 ? n / cpu : 0.0,
+                   s->early_seconds);
+    st = full_verify(s);
+    if (st == MIRS_OK)
+      st = float_check(s);
   }
   mirs__core_watch_stop(ctx);
   s->running = false;
@@ -1365,10 +1702,11 @@ void mirs_search_destroy(mirs_search *s) {
     mirs__graph_free(s->res[i].g);
   mirs__core_free(ctx, s->res);
   mirs__core_free(ctx, s->seen);
-  mirs__core_free(ctx, s->ref_digest);
   mirs__core_free(ctx, s->plab);
   mirs__core_free(ctx, s->sym_need);
-  mirs__fp_store_free(s->ref);
+  mirs__fp_store_free(s->full_ref);
+  mirs__fp_store_free(s->full_cand);
+  mirs_eval_result_destroy(s->ref_eval);
   mirs__prune_shared_free(s->prune);
   mirs__cost_profiles_free(s->profiles);
   mirs__graph_free(s->program);

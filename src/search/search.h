@@ -172,6 +172,17 @@ typedef struct mirs__search_frame {
 
 typedef struct mirs__search_worker mirs__search_worker;
 
+/* The program and its fingerprints under one reduction (reduce.c). */
+typedef struct mirs__search_ref {
+  uint64_t hash;        /* the reduction's (0: full shape) */
+  mirs_graph *prog;     /* the reduced program */
+  mirs__fp_store *ref;  /* its fingerprints */
+  uint64_t *digest;     /* per program output */
+} mirs__search_ref;
+
+/* References a worker keeps (round robin past this). */
+#define MIRS__SEARCH_NREFS 16
+
 /* Everything one worker mutates.  (The next issue splits it into the part
  * thieves touch and the owner's part.) */
 struct mirs__search_worker {
@@ -220,7 +231,17 @@ struct mirs__search_worker {
   uint8_t *shfit;
   size_t nshp, capshp, capshtab, capshloc, shfitn;
   int32_t opcount[MIRS_OP_COUNT]; /* ops per budget class in the state */
+  /* Fingerprints are computed on fg: g itself, or rg, g's reduced
+   * instance under the reduction of hash fphash (reduce.c); fp holds fg's
+   * tensors of its first fpops ops, cur the program under the same
+   * reduction. */
   mirs__fp_store *fp;
+  mirs_graph *rg, *fg;
+  uint64_t fphash;
+  int32_t fpops;
+  mirs__search_ref refs[MIRS__SEARCH_NREFS];
+  int nrefs, refnext;
+  const mirs__search_ref *cur;
   mirs__prune_worker *pw;
   mirs__abs_id *kexpr, *bexpr;
   size_t capkexpr, capbexpr;
@@ -238,6 +259,9 @@ typedef struct mirs__search_result {
   uint64_t hash;
   double cost;
   int32_t kernels;
+  bool reduced;  /* matched on a reduced instance: verified at full shape at the end */
+  bool verified; /* ... and already verified there (the cheapest when found) */
+  bool float_checked; /* checked in float64 when found */
   double found_at; /* seconds from the start of the search */
 } mirs__search_result;
 
@@ -251,9 +275,16 @@ struct mirs_search {
    * when pruning is off, an output expression is boxed, or the program
    * has more than 8 outputs. */
   uint32_t (*sym_need)[MIRS__ABS_NSYM];
-  mirs__fp_store *ref;  /* fingerprints of the program */
-  uint64_t *ref_digest; /* per program output */
+  mirs__fp_store *full_ref;  /* the program's at full shape (final verification, lazily) */
+  mirs__fp_store *full_cand; /* a candidate's at full shape (inputs kept between them) */
+  double best_full;          /* cost of the cheapest result verified at full shape when found */
+  bool have_best_full;
+  double early_seconds;       /* wall seconds spent verifying new bests when found */
+  mirs_eval_result *ref_eval; /* the program in float64 (float check, lazily) */
+  bool ref_eval_limit;        /* ... too large for the interpreter */
   int trials;
+  int64_t reduce_tile;  /* fp_reduce_tile when the program is reduced, else 0 */
+  int32_t reduce_parts; /* fp_reduce_parts */
   uint64_t degree; /* the program's fingerprint degree */
   mirs__prune_shared *prune;
   double solver_seconds; /* Z3 time of finished workers */
@@ -354,6 +385,43 @@ bool mirs__search_bop_labels(const mirs__search_space *sp, mirs_op op, int dim, 
  * labels into lab, the inputs it depends on into *atoms. */
 bool mirs__search_kop_labels(const mirs__search_worker *w, mirs_op op, int dim, int nin,
                              const int32_t *in, int nd, int8_t *lab, uint64_t *atoms);
+
+/* ---------------------------------------------------------------- reduce.c */
+
+/* Most distinct extents a reduction maps (a graph with more is not reduced). */
+#define MIRS__REDUCE_MAX 64
+
+/* A reduction (see reduce.c): extent ext[i] becomes red[i] (extents not
+ * listed stay), grid dims and forloops above parts become parts.
+ * identity: nothing shrinks (n = 0, parts 0, hash 0). */
+typedef struct mirs__reduce_map {
+  int n;
+  int32_t parts;
+  bool identity;
+  uint64_t hash;
+  int64_t ext[MIRS__REDUCE_MAX], red[MIRS__REDUCE_MAX];
+} mirs__reduce_map;
+
+/* The reduction of g's inputs and first nops ops with tiles of at most
+ * `tile` elements per dim and grid dims and forloops of at most `parts`
+ * (>= 2); tile <= 0: the identity. */
+void mirs__reduce_map_build(const mirs_graph *g, int32_t nops, int64_t tile, int32_t parts,
+                            mirs__reduce_map *m);
+/* Reduced extent of e under m. */
+int64_t mirs__reduce_extent(const mirs__reduce_map *m, int64_t e);
+/* Append op `op` of g to rg, which mirrors g's tensors before it under m
+ * (names: keep g's tensor names, else fresh ones). */
+mirs_status mirs__reduce_push_op(mirs_graph *rg, const mirs_graph *g, int32_t op,
+                                 const mirs__reduce_map *m, bool names);
+/* The same, then MIRS_SHAPE (op not added) unless its outputs have the
+ * shapes m gives g's. */
+mirs_status mirs__reduce_push_checked(mirs_graph *rg, const mirs_graph *g, int32_t op,
+                                      const mirs__reduce_map *m, bool names);
+/* The reduced graph of g's inputs and first nops ops under m (outputs
+ * among them marked), allocated in ctx (the context of the fingerprint
+ * store that will compute it). */
+mirs_status mirs__reduce_graph(mirs_context *ctx, const mirs_graph *g, int32_t nops,
+                               const mirs__reduce_map *m, bool names, mirs_graph **out);
 
 /* ---------------------------------------------------------------- search.c */
 
