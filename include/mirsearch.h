@@ -6,6 +6,7 @@
  *   mirsearch/core.h   context, status codes, options, logging, Philox
  *   mirsearch/graph.h  programs and µGraphs: build, parse, print, hash, eval
  *   mirsearch/gpu.h    GPU availability (no CUDA headers required)
+ *   mirsearch/codegen.h CUDA C for a µGraph; compile and run it (host or GPU)
  *   mirsearch/verify.h one candidate against its program (fingerprints, float64)
  *   mirsearch/search.h the superoptimiser: search, verify, rank */
 #ifndef MIRSEARCH_H
@@ -15,6 +16,7 @@
 #include "mirsearch/core.h"
 #include "mirsearch/graph.h"
 #include "mirsearch/gpu.h"
+#include "mirsearch/codegen.h"
 #include "mirsearch/verify.h"
 #include "mirsearch/search.h"
 

@@ -359,7 +359,7 @@ START_TEST(test_parsed_examples) {
   char *text = NULL;
   ck_assert_int_eq(mirs_graph_to_string(u, &text), MIRS_OK);
   ck_assert_int_eq(mirs_graph_parse_string(ctx, text, strlen(text), "printed", &u2), MIRS_OK);
-  free(text);
+  mirs_free(ctx, text);
   ck_assert_uint_eq(mirs_graph_hash(u), mirs_graph_hash(u2));
   ck_assert_uint_ne(mirs_graph_hash(p), mirs_graph_hash(u));
   mirs_graph_destroy(p);

@@ -369,7 +369,7 @@ START_TEST(test_long_names) {
   mirs_graph *back = NULL;
   ck_assert_msg(mirs_graph_parse_string(ctx, text, strlen(text), "n.graph", &back) == MIRS_OK,
                 "%s", log.text);
-  free(text);
+  mirs_free(ctx, text);
   mirs_graph_destroy(back);
   mirs_graph_destroy(g);
   mirs_context_destroy(ctx);

@@ -567,7 +567,7 @@ START_TEST(test_results_eval_equal) {
     ck_assert_int_eq(mirs_graph_parse_string(ctx, text, strlen(text), "r.ugraph", &back), MIRS_OK);
     ck_assert_uint_eq(mirs_graph_hash(back), mirs_graph_hash(r));
     mirs_graph_destroy(back);
-    free(text);
+    mirs_free(ctx, text);
     mirs_eval_result_destroy(e);
   }
   mirs_eval_result_destroy(ref);

@@ -101,17 +101,25 @@ run --max-dims=99 check "$ex"
 expect 2 "out-of-range option value"
 grep -q "^mirsearch: error: " "$tmp/err" || fail "out-of-range value message prefix"
 
-# SIGTERM stops a search cleanly: exit 0, the results so far, and a report
-# that says the search is incomplete.
+# SIGTERM stops a search cleanly: the results so far are written at once
+# (well inside a batch system's grace period before SIGKILL), the report
+# says the search is incomplete, and the exit status is not 0 (3: stopped
+# without a checkpoint).
 "$prog" -q --out "$tmp/sout" "$top_srcdir/examples/qknorm_attention_small.graph" >"$tmp/out" 2>"$tmp/err" &
 pid=$!
 sleep 2
 kill -TERM $pid 2>/dev/null
+t0=$(date +%s)
 wait $pid
 rc=$?
-[ $rc -eq 0 ] || fail "search stopped by SIGTERM: exit $rc, expected 0 ($(cat "$tmp/err"))"
+t1=$(date +%s)
+[ $rc -eq 3 ] || fail "search stopped by SIGTERM: exit $rc, expected 3 ($(cat "$tmp/err"))"
+grep -q "stopped early by SIGTERM" "$tmp/err" || fail "SIGTERM stop not reported on stderr"
+[ $((t1 - t0)) -le 20 ] || fail "exit took $((t1 - t0)) s after SIGTERM"
 [ -f "$tmp/sout/report.json" ] || fail "search stopped by SIGTERM wrote no report"
 grep -q '"complete": false' "$tmp/sout/report.json" || fail "interrupted report does not say incomplete"
+ls "$tmp/sout" | grep -q '\.tmp\.' && fail "temp files left in the output directory"
+[ -d "$tmp/sout/candidates.tmp" ] && fail "candidates.tmp left in the output directory"
 
 # A failed write to stdout is an I/O error (3), not success.
 if [ -w /dev/full ]; then

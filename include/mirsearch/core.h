@@ -104,6 +104,10 @@ MIRS_API size_t mirs_memory_peak(const mirs_context *ctx);
 MIRS_API mirs_status mirs_write_file_atomic(mirs_context *ctx, const char *path, const void *data,
                                             size_t len);
 
+/* Release memory the library returned to the caller (mirs_graph_to_string,
+ * mirs_search_report_json), through ctx's allocator.  NULL is a no-op. */
+MIRS_API void mirs_free(mirs_context *ctx, void *ptr);
+
 /* ---------------------------------------------------------------- options */
 
 /* Set an option by name (from the table printed by mirs_options_help):

@@ -82,6 +82,77 @@ MIRS_API const char *mirs_tensor_name(const mirs_graph *g, mirs_tensor t);
 MIRS_API mirs_dtype mirs_tensor_dtype(const mirs_graph *g, mirs_tensor t);
 /* Rank of t (0 on a bad id) and its dims copied to dims[0..rank). */
 MIRS_API int mirs_tensor_shape(const mirs_graph *g, mirs_tensor t, int64_t dims[MIRS_MAX_DIMS]);
+/* Kernel op that produces t (index in [0, mirs_graph_num_ops)), or -1 for a
+ * graph input or a bad id. */
+MIRS_API int mirs_tensor_producer(const mirs_graph *g, mirs_tensor t);
+/* The context g was created from. */
+MIRS_API mirs_context *mirs_graph_context(const mirs_graph *g);
+
+/* ---------------------------------------------------------------- walking a graph
+ *
+ * Read-only views of a graph's kernel ops and of a custom kernel's block
+ * graph.  Pointers in a view (inputs, outputs, block) point into g: they
+ * stay valid, unchanged, until g is modified (mirs_graph_add_*) or
+ * destroyed; a result of a search lives as long as its search object.
+ * Views are caller-allocated: set struct_size = sizeof the struct (the
+ * MIRS_VIEW_INIT macros do), and the library fills at most that many bytes,
+ * so a program built against an older, smaller struct keeps working.
+ *
+ *   for (int k = 0; k < mirs_graph_num_ops(g); k++) {
+ *     mirs_kernel_view kv = MIRS_KERNEL_VIEW_INIT;
+ *     mirs_graph_kernel(g, k, &kv);
+ *     if (kv.block)
+ *       for (int b = 0; b < kv.num_block_ops; b++) {
+ *         mirs_block_op_view bv = MIRS_BLOCK_OP_VIEW_INIT;
+ *         mirs_block_graph_op(kv.block, b, &bv);
+ *       }
+ *   } */
+
+/* A custom kernel's block graph (owned by its graph). */
+typedef struct mirs_block_graph mirs_block_graph;
+
+typedef struct mirs_kernel_view {
+  size_t struct_size;          /* set by the caller: sizeof(mirs_kernel_view) */
+  mirs_op op;                  /* MIRS_OP_CUSTOM for a custom kernel */
+  int num_inputs, num_outputs;
+  const mirs_tensor *inputs;   /* kernel tensors read */
+  const mirs_tensor *outputs;  /* kernel tensors written */
+  int dim;                     /* sum: the reduced dim; else -1 */
+  /* Custom kernels only (else NULL and zeros): */
+  const mirs_block_graph *block;
+  int grid[3];                 /* grid.x, grid.y, grid.z */
+  int block_dims[3];           /* threads per block, x, y, z */
+  int forloop;                 /* forloop range F */
+  int num_block_ops, num_block_tensors;
+} mirs_kernel_view;
+#define MIRS_KERNEL_VIEW_INIT {sizeof(mirs_kernel_view), MIRS_OP_COUNT, 0, 0, NULL, NULL, -1, NULL, {0, 0, 0}, {0, 0, 0}, 0, 0, 0}
+
+typedef struct mirs_block_op_view {
+  size_t struct_size;   /* set by the caller: sizeof(mirs_block_op_view) */
+  mirs_op op;           /* MIRS_OP_INPUT, MIRS_OP_OUTPUT, an accumulator or a compute op */
+  int num_inputs;
+  int inputs[2];        /* block tensors read */
+  int output;           /* block tensor written; -1 for an output op */
+  int dim;              /* sum, accum_sum: the reduced dim; else -1 */
+  int fused;            /* 1: fused into its first argument's producer (thread level) */
+  mirs_tensor src;      /* input op: the kernel tensor loaded; else -1 */
+  int imap[3];          /* input op: tensor dim each grid dim partitions (-1 replicate) */
+  int fmap;             /* input op: tensor dim the forloop walks (-1 none) */
+  int omap[3];          /* output op: output dim each grid dim places the tile at (-1) */
+  mirs_tensor dst;      /* output op: the kernel tensor written; else -1 */
+} mirs_block_op_view;
+#define MIRS_BLOCK_OP_VIEW_INIT {sizeof(mirs_block_op_view), MIRS_OP_COUNT, 0, {-1, -1}, -1, -1, 0, -1, {-1, -1, -1}, -1, {-1, -1, -1}, -1}
+
+/* Kernel op `index` (in the order ops were added, a topological order).
+ * MIRS_INVALID_ARG on a bad index or a struct_size of 0. */
+MIRS_API mirs_status mirs_graph_kernel(const mirs_graph *g, int index, mirs_kernel_view *out);
+/* Block op `index` of a custom kernel. */
+MIRS_API mirs_status mirs_block_graph_op(const mirs_block_graph *bg, int index,
+                                         mirs_block_op_view *out);
+/* Name of block tensor t (NULL on a bad id); its tile shape (rank returned). */
+MIRS_API const char *mirs_block_tensor_name(const mirs_block_graph *bg, int t);
+MIRS_API int mirs_block_tensor_shape(const mirs_block_graph *bg, int t,
+                                     int64_t dims[MIRS_MAX_DIMS]);
 
 /* ---------------------------------------------------------------- text */
 
@@ -94,7 +165,8 @@ MIRS_API mirs_status mirs_graph_parse_string(mirs_context *ctx, const char *text
                                              const char *filename, mirs_graph **out);
 /* Canonical text: parsed again it prints identically. */
 MIRS_API mirs_status mirs_graph_print(const mirs_graph *g, FILE *f);
-/* Canonical text in a malloc'd string the caller frees with free(). */
+/* Canonical text, NUL-terminated, allocated through g's context allocator;
+ * release it with mirs_free(mirs_graph_context(g), text). */
 MIRS_API mirs_status mirs_graph_to_string(const mirs_graph *g, char **out);
 /* Write the canonical text to path atomically (temp file, fsync, rename). */
 MIRS_API mirs_status mirs_graph_write_file(const mirs_graph *g, const char *path);
@@ -106,6 +178,34 @@ MIRS_API mirs_status mirs_graph_write_file(const mirs_graph *g, const char *path
 MIRS_API uint64_t mirs_graph_hash(const mirs_graph *g);
 /* Check the whole graph (shapes, block-graph validity); MIRS_OK or an error. */
 MIRS_API mirs_status mirs_graph_validate(const mirs_graph *g);
+
+/* ---------------------------------------------------------------- cost model */
+
+/* Predicted time of a graph, or of one of its kernel ops, under the
+ * analytic cost model (launch latency + max(bytes / bandwidth, flops /
+ * peak) per kernel) for a device profile (docs/SEARCH.md, "Cost model").
+ * Caller-allocated; set struct_size (MIRS_COST_INIT). */
+typedef struct mirs_cost {
+  size_t struct_size;  /* set by the caller: sizeof(mirs_cost) */
+  double seconds;      /* predicted; +inf when infeasible */
+  double bytes;        /* device-memory bytes moved */
+  double flops;
+  int kernels;         /* kernel launches (1 for one kernel op) */
+  int64_t smem_bytes;  /* shared memory per block (largest kernel's for a graph) */
+  int64_t blocks;      /* thread blocks of a custom kernel (0 for predefined ops and graphs) */
+  int feasible;        /* 0: e.g. shared memory over the device's limit (see reason) */
+  char reason[256];
+} mirs_cost;
+#define MIRS_COST_INIT {sizeof(mirs_cost), 0, 0, 0, 0, 0, 0, 0, ""}
+
+/* Cost of g on device (a profile name like "H100"; NULL: the context's
+ * cost_device option).  MIRS_INVALID_ARG naming the known devices when
+ * there is no such profile. */
+MIRS_API mirs_status mirs_graph_cost(mirs_context *ctx, const mirs_graph *g, const char *device,
+                                     mirs_cost *out);
+/* Cost of kernel op `op` of g. */
+MIRS_API mirs_status mirs_graph_kernel_cost(mirs_context *ctx, const mirs_graph *g, int op,
+                                            const char *device, mirs_cost *out);
 
 /* ---------------------------------------------------------------- evaluation */
 

@@ -33,6 +33,11 @@ typedef struct mirs_search mirs_search;
 
 /* Statistics of a search (sums over its workers). */
 typedef struct mirs_search_stats {
+  /* Bytes of this struct the library filled (at most what the caller
+   * passed: mirs_search_get_stats passes sizeof for you), so the struct
+   * can grow at its end without breaking programs built against an older
+   * header. */
+  size_t struct_size;
   uint64_t states_explored; /* partial graphs entered */
   uint64_t candidates_verified; /* complete candidates compared by fingerprints */
   uint64_t graphs_found; /* verified graphs with a new canonical hash */
@@ -76,8 +81,25 @@ MIRS_API double mirs_search_result_cost(const mirs_search *s, int index);
 MIRS_API uint64_t mirs_search_result_hash(const mirs_search *s, int index);
 /* Kernel launches of result index. */
 MIRS_API int mirs_search_result_kernels(const mirs_search *s, int index);
-/* Statistics so far. */
-MIRS_API mirs_status mirs_search_get_stats(const mirs_search *s, mirs_search_stats *out);
+/* File name mirsearch gives result index in its candidates/ directory:
+ * "RANK-HASH.ugraph", RANK 1-based and zero-padded to four digits. */
+MIRS_API mirs_status mirs_search_result_file_name(const mirs_search *s, int index, char *buf,
+                                                  size_t size);
+/* Statistics so far: fills at most size bytes of *out (the macro passes
+ * sizeof *out, so a program built against an older header stays safe). */
+MIRS_API mirs_status mirs_search_get_stats_sized(const mirs_search *s, mirs_search_stats *out,
+                                                 size_t size);
+#define mirs_search_get_stats(s, out) mirs_search_get_stats_sized((s), (out), sizeof *(out))
+
+/* The search's report as JSON (the report.json that `mirsearch` writes:
+ * statistics, the device, non-default options, the unfused program's
+ * predicted time, results grouped by equal cost with each result's
+ * kernels: grid, block, forloop range, shared memory, predicted time).
+ * At most top results are listed (0: all); each result's "file" is
+ * "candidates/RANK-HASH.ugraph" as mirsearch names them.  NUL-terminated
+ * text from the context allocator: release with mirs_free. */
+MIRS_API mirs_status mirs_search_report_json(const mirs_search *s, int top, char **out,
+                                             size_t *len);
 /* Release the search and its results (NULL is a no-op). */
 MIRS_API void mirs_search_destroy(mirs_search *s);
 

@@ -13,6 +13,7 @@ extern "C" {
 #endif
 
 typedef struct mirs_verify_result {
+  size_t struct_size; /* bytes the library filled (mirs_verify passes sizeof for you) */
   int equal; /* 1: fingerprints equal and the float64 check passed or was skipped */
   int fingerprint_equal; /* 1: every program output matched in every trial */
   int trials; /* fingerprint trials run */
@@ -30,8 +31,13 @@ typedef struct mirs_verify_result {
  * graphs are larger than eval_max_elements.  MIRS_OK whatever the verdict;
  * MIRS_UNSUPPORTED when either graph has an exp of an exp (no sound
  * fingerprint exists), other statuses for invalid graphs or resources. */
-MIRS_API mirs_status mirs_verify(mirs_context *ctx, const mirs_graph *program,
-                                 const mirs_graph *candidate, mirs_verify_result *out);
+MIRS_API mirs_status mirs_verify_sized(mirs_context *ctx, const mirs_graph *program,
+                                       const mirs_graph *candidate, mirs_verify_result *out,
+                                       size_t size);
+/* Fills at most sizeof *out bytes: a program built against an older,
+ * smaller mirs_verify_result stays safe with a newer library. */
+#define mirs_verify(ctx, program, candidate, out) \
+  mirs_verify_sized((ctx), (program), (candidate), (out), sizeof *(out))
 
 #ifdef __cplusplus
 }

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* src/cli/cli.c - the mirsearch command line: option parsing, the search
- * (with its output directory and report.json), the `check`, `eval` and
- * `verify` commands, --help and --version.
+ * (its progress and summary; the output directory is outdir.c, the report
+ * comes from the library), the `check`, `eval`, `verify` and `show`
+ * commands, --help, the manual page (--man) and --version.
  *
  * The CLI is a client of the public API only (mirsearch.h); everything it
  * knows about options comes from the library's option table, so a new
@@ -16,13 +17,16 @@
  *  - Every failure is reported once: parse diagnostics already delivered
  *    through the log callback are not repeated as "mirsearch: error:".
  *  - Exit status: 0 done, 2 bad input or usage, 3 resource or internal
- *    error (mirs_status_exit_code for library failures).
+ *    error (mirs_status_exit_code for library failures), and 3 for a
+ *    search stopped early (a limit or a signal) with no checkpoint: its
+ *    results are written, but it did not search the whole space.
+ *  - -q means errors only: nothing on stdout but what was asked for
+ *    (--json's report, a command's output), no progress, no warnings.
  *  - No state outlives a call except getopt's globals, which are reset on
  *    entry (optind = 0 asks glibc and musl for a full reinitialisation). */
 #include "config.h"
 
 #include <errno.h>
-#include <dirent.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -37,6 +41,8 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/outdir.h"
+#include "cli/show.h"
 #include "mirsearch.h"
 
 #define PROG "mirsearch"
@@ -46,7 +52,20 @@ enum { EXIT_OK = 0, EXIT_DIFFERENT = 1, EXIT_USAGE = 2, EXIT_RESOURCE = 3 };
 
 /* getopt_long return values for options without a short form; library
  * options are OPT_LIB + their index in the library's table. */
-enum { OPT_SEED = 256, OPT_SET, OPT_OUT, OPT_THREADS, OPT_DEVICE, OPT_JSON, OPT_LIB = 1024 };
+enum {
+  OPT_SEED = 256,
+  OPT_SET,
+  OPT_OUT,
+  OPT_THREADS,
+  OPT_DEVICE,
+  OPT_JSON,
+  OPT_TOP,
+  OPT_PROGRESS,
+  OPT_DOT,
+  OPT_MAN,
+  OPT_BACKEND,
+  OPT_LIB = 1024
+};
 
 /* Options every build has, independent of the library's table. */
 static const struct option fixed_options[] = {
@@ -60,6 +79,11 @@ static const struct option fixed_options[] = {
     {"threads", required_argument, NULL, OPT_THREADS},
     {"device", required_argument, NULL, OPT_DEVICE},
     {"json", no_argument, NULL, OPT_JSON},
+    {"top", required_argument, NULL, OPT_TOP},
+    {"progress-interval", required_argument, NULL, OPT_PROGRESS},
+    {"dot", no_argument, NULL, OPT_DOT},
+    {"man", no_argument, NULL, OPT_MAN},
+    {"backend", required_argument, NULL, OPT_BACKEND},
 };
 #define NFIXED (sizeof fixed_options / sizeof fixed_options[0])
 
@@ -69,10 +93,16 @@ typedef struct cli {
   mirs_context *ctx;
   struct option *longopts; /* fixed, then library options, then a zero row */
   char *dashed;            /* storage for the '-' spellings of option names */
-  int help, version;
+  int help, version, man;
   const char *out_dir; /* --out, or NULL: derived from the program name */
   long threads;        /* --threads */
   int json;            /* --json: the report on stdout */
+  int quiet;           /* -q: errors only */
+  long top;            /* --top: results written (0 all) */
+  double progress;     /* --progress-interval in seconds; < 0: the default */
+  int dot;             /* show --dot */
+  const char *output;  /* codegen -o FILE */
+  const char *backend; /* run --backend: "host", "cuda" or NULL (auto) */
 } cli;
 
 /* Summary of one evaluated output, as printed by `eval`. */
@@ -250,7 +280,7 @@ static int parse_options(cli *c, int argc, char **argv) {
   optind = 0; /* full reinitialisation: this function may run many times */
   opterr = 0; /* every message goes to c->err, not to stderr */
   int ch, index, rc = EXIT_OK;
-  while (rc == EXIT_OK && (ch = getopt_long(argc, argv, ":hVqv", c->longopts, &index)) != -1) {
+  while (rc == EXIT_OK && (ch = getopt_long(argc, argv, ":hVqvo:", c->longopts, &index)) != -1) {
     switch (ch) {
     case 'h':
       c->help = 1;
@@ -259,6 +289,7 @@ static int parse_options(cli *c, int argc, char **argv) {
       c->version = 1;
       break;
     case 'q':
+      c->quiet = 1;
       rc = set_option(c, "log_level", "0");
       break;
     case 'v':
@@ -294,6 +325,44 @@ static int parse_options(cli *c, int argc, char **argv) {
     case OPT_JSON:
       c->json = 1;
       break;
+    case 'o':
+      c->output = optarg;
+      break;
+    case OPT_BACKEND:
+      if (strcmp(optarg, "host") && strcmp(optarg, "cuda")) {
+        cli_error(c, "--backend expects host or cuda, got '%s'", optarg);
+        rc = cli_hint(c);
+      }
+      c->backend = optarg;
+      break;
+    case OPT_TOP: {
+      char *end;
+      errno = 0;
+      long n = strtol(optarg, &end, 10);
+      if (end == optarg || *end || errno || n < 0 || n > 100000000) {
+        cli_error(c, "--top expects a number of results (0 = all), got '%s'", optarg);
+        rc = cli_hint(c);
+      }
+      c->top = n;
+      break;
+    }
+    case OPT_PROGRESS: {
+      char *end;
+      errno = 0;
+      double v = strtod(optarg, &end);
+      if (end == optarg || *end || errno || !(v >= 0 && v <= 1e6)) {
+        cli_error(c, "--progress-interval expects seconds from 0 (off) to 1e6, got '%s'", optarg);
+        rc = cli_hint(c);
+      }
+      c->progress = v;
+      break;
+    }
+    case OPT_DOT:
+      c->dot = 1;
+      break;
+    case OPT_MAN:
+      c->man = 1;
+      break;
     case '?':
     case ':':
       rc = bad_option(c, ch, argv);
@@ -311,52 +380,232 @@ static int parse_options(cli *c, int argc, char **argv) {
   return rc;
 }
 
-/* Write the usage text, the commands and every option to c->out. */
+/* The help text, one table for --help and the manual page (--man).  A
+ * row is a section heading (flag NULL), or a flag or command with its
+ * description; library options follow from the library's own table
+ * (src/core/options.def), so both outputs list every option. */
+typedef struct help_row {
+  const char *flag; /* "-q, --quiet", "check FILE"; NULL: heading */
+  const char *text;
+} help_row;
+
+static const char *const usage_lines[] = {
+    PROG " [OPTIONS] FILE.graph",
+    PROG " [OPTIONS] check FILE",
+    PROG " [OPTIONS] eval FILE [--seed=N]",
+    PROG " [OPTIONS] verify PROGRAM CANDIDATE",
+    PROG " [OPTIONS] show [--dot] FILE",
+    PROG " [OPTIONS] codegen FILE [-o FILE.cu]",
+    PROG " [OPTIONS] run FILE [--seed=N] [--backend=host|cuda]",
+    PROG " [OPTIONS] bench FILE",
+};
+
+static const char summary_text[] =
+    "Superoptimizer for tensor programs: searches the multi-level uGraphs (kernel, block, "
+    "thread level) that compute the same function as a .graph program, verifies them with "
+    "finite-field fingerprints, ranks them with a cost model and writes them to an output "
+    "directory.";
+
+static const help_row help_rows[] = {
+    {NULL, "Commands"},
+    {"FILE.graph", "search, verify and rank the uGraphs equivalent to the program; write "
+                   "DIR/best.ugraph, DIR/best.cu, DIR/candidates/ and, last, DIR/report.json"},
+    {"check FILE", "parse and check a .graph program or uGraph file and print its canonical "
+                   "form"},
+    {"eval FILE", "evaluate in float64 on seeded random inputs; print one line per output: "
+                  "NAME dtype[dims] sum=S l2=L min=A max=B checksum=C (checksum = sum of "
+                  "v[i] * (1 + (i mod 97)/97), row-major)"},
+    {"verify PROGRAM CANDIDATE", "check that a uGraph computes the program's function: "
+                                 "finite-field fingerprints with a false-accept bound, then "
+                                 "float64; exit 0 when equivalent, 1 when not"},
+    {"show FILE", "print a readable summary of each kernel of a uGraph (grid, block, forloop, "
+                  "shared memory, block ops, predicted time); with --dot a Graphviz diagram"},
+    {"codegen FILE", "CUDA C of a uGraph (or program) on stdout, or written atomically to -o "
+                     "FILE (docs/CODEGEN.md)"},
+    {"run FILE", "compile the generated code, run it on eval's seeded inputs and print eval's "
+                 "lines and the largest relative error against the float64 interpreter; exit 1 "
+                 "above the dtype's tolerance.  --backend=host (the default without a GPU) "
+                 "compiles it as host C++ through an emulation header, --backend=cuda with nvcc "
+                 "for the GPU (exit 3: no CUDA device)"},
+    {"bench FILE", "time the generated code on the GPU (exit 3: no CUDA device; GPU timing is "
+                   "not implemented yet)"},
+    {NULL, "Options (anywhere on the command line)"},
+    {"-h, --help", "show this help and exit"},
+    {"-V, --version", "show version, license and build information and exit"},
+    {"--man", "print the manual page (roff) and exit"},
+    {"-q, --quiet", "errors only: no summary, progress or warnings (log_level=0)"},
+    {"-v, --verbose", "more messages (raise log_level by one; repeatable)"},
+    {"--seed=N", "seed for random inputs (the library option 'seed')"},
+    {"--set NAME=VALUE", "set any library option below"},
+    {"--dot", "show: print a Graphviz (dot) diagram instead of the summary"},
+    {NULL, "Search options (with FILE.graph)"},
+    {"--out=DIR", "output directory (default: PROGRAM.out, from the program's name); checked, "
+                  "created and locked before the search; a previous run's results in it are "
+                  "removed first"},
+    {"--top=K", "write only the K best results (default 0: all)"},
+    {"--json", "print report.json on stdout (and nothing else)"},
+    {"--progress-interval=S", "print a timestamped progress line every S seconds (default: "
+                              "30 when stderr is not a terminal, else a live line; 0: none)"},
+    {"--threads=N", "worker threads (this build searches on 1 thread)"},
+    {"--device=NAME", "device profile that ranks results (H100, H200, A100)"},
+    {"--time-limit=S, --max-states=N, --max-memory=BYTES",
+     "stop early: the results so far are written, the report says \"complete\": false and "
+     "the exit status is 3"},
+    {NULL, "Library options ('-' and '_' are interchangeable in names)"},
+};
+
+static const char exit_text[] =
+    "0 done (the whole space searched); 1 verify: not equivalent; 2 bad input or usage "
+    "(including a bad --out, found before any search work); 3 resource or internal error, "
+    "or a search stopped early by a limit or a signal (results so far written, "
+    "\"complete\": false); 4 stopped with a checkpoint (resumable; not in this build).";
+
+/* Write text word-wrapped to fit `width` columns, the first line starting
+ * at column `col` (already written), continuation lines indented by
+ * `indent`; ends with a newline. */
+static void put_wrapped(FILE *o, const char *text, int col, int indent, int width) {
+  const char *p = text;
+  while (*p) {
+    while (*p == ' ')
+      p++;
+    int room = width - col, n = (int)strlen(p);
+    if (n <= room) {
+      fputs(p, o);
+      break;
+    }
+    int cut = room;
+    while (cut > 0 && p[cut] != ' ')
+      cut--;
+    if (cut == 0) /* a word longer than the line: break after a comma */
+      for (cut = room - 1; cut > 0 && p[cut - 1] != ','; cut--)
+        ;
+    if (cut == 0) /* or, with none, after the word */
+      for (cut = room; p[cut] && p[cut] != ' '; cut++)
+        ;
+    fprintf(o, "%.*s\n%*s", cut, p, indent, "");
+    p += cut;
+    col = indent;
+  }
+  fputc('\n', o);
+}
+
+/* One help entry: the flag at column 2, its text at column 26 (on the
+ * next line when the flag is wider), wrapped to 79 columns. */
+static void put_entry(FILE *o, const char *flag, const char *text) {
+  enum { TEXT_COL = 26, WIDTH = 79 };
+  int n = fprintf(o, "  %s", flag);
+  if (n > TEXT_COL - 2) {
+    fputc('\n', o);
+    n = 0;
+  }
+  fprintf(o, "%*s", TEXT_COL - n, "");
+  put_wrapped(o, text, TEXT_COL, TEXT_COL, WIDTH);
+}
+
+/* Split the library's "--name=TYPE  help" into flag and text. */
+static const char *split_option_help(size_t i, char *buf, size_t size) {
+  mirs_option_help(i, buf, size);
+  char *gap = strchr(buf, ' '); /* the flag has no blank; padding follows it */
+  if (!gap)
+    return "";
+  *gap++ = '\0';
+  while (*gap == ' ')
+    gap++;
+  return gap;
+}
+
+/* Write the usage text, the commands and every option to c->out, within
+ * 80 columns. */
 static void print_help(cli *c) {
   FILE *o = c->out;
-  fputs("Usage: " PROG " [OPTIONS] check FILE\n"
-        "       " PROG " [OPTIONS] eval FILE [--seed N]\n"
-        "       " PROG " [OPTIONS] verify PROGRAM CANDIDATE\n"
-        "       " PROG " [OPTIONS] FILE.graph   search, verify and rank the equivalent µGraphs\n"
-        "\n"
-        "Superoptimizer for tensor programs (.graph) and µGraphs.\n"
-        "\n"
-        "Commands:\n"
-        "  check FILE   parse and check a .graph program or µGraph file and print\n"
-        "               its canonical form\n"
-        "  eval FILE    evaluate in float64 on seeded random inputs; print one line\n"
-        "               per output: NAME dtype[dims] sum=S l2=L min=A max=B checksum=C\n"
-        "               (checksum = sum of v[i] * (1 + (i mod 97)/97), row-major)\n"
-        "  verify PROGRAM CANDIDATE\n"
-        "               check that a µGraph computes the program's function: finite-\n"
-        "               field fingerprints with a false-accept bound, then float64;\n"
-        "               exit 0 when equivalent, 1 when not\n"
-        "\n"
-        "Options (anywhere on the command line):\n"
-        "  -h, --help            show this help and exit\n"
-        "  -V, --version         show version and build information and exit\n"
-        "  -q, --quiet           only report errors (log_level=0)\n"
-        "  -v, --verbose         more messages (raise log_level by one; repeatable)\n"
-        "      --seed=N          seed for random inputs (the library option 'seed')\n"
-        "      --set NAME=VALUE  set any library option below\n"
-        "\n"
-        "Search options (with FILE.graph):\n"
-        "      --out=DIR         output directory (default: PROGRAM.out, from the\n"
-        "                        program's name): best.ugraph, candidates/, report.json\n"
-        "      --threads=N       worker threads (this build searches on 1 thread)\n"
-        "      --device=NAME     device profile that ranks results (H100, H200, A100)\n"
-        "      --json            print report.json on stdout\n"
-        "      --time-limit=S, --max-states=N, --max-memory=BYTES\n"
-        "                        stop early (the report then says complete: false)\n"
-        "\n"
-        "Library options ('-' and '_' are interchangeable in names):\n",
-        o);
-  char buf[512];
-  for (size_t i = 0; i < mirs_option_count(); i++)
-    fprintf(o, "  %s\n", mirs_option_help(i, buf, sizeof buf));
-  fputs("\n"
-        "Exit status: 0 done, 2 bad input or usage, 3 resource or internal error,\n"
-        "4 stopped with a checkpoint (resumable).\n",
+  for (size_t i = 0; i < sizeof usage_lines / sizeof *usage_lines; i++)
+    fprintf(o, "%s%s\n", i ? "       " : "Usage: ", usage_lines[i]);
+  fputc('\n', o);
+  put_wrapped(o, summary_text, 0, 0, 79);
+  for (size_t i = 0; i < sizeof help_rows / sizeof *help_rows; i++) {
+    if (!help_rows[i].flag)
+      fprintf(o, "\n%s:\n", help_rows[i].text);
+    else
+      put_entry(o, help_rows[i].flag, help_rows[i].text);
+  }
+  char buf[1024];
+  for (size_t i = 0; i < mirs_option_count(); i++) {
+    const char *text = split_option_help(i, buf, sizeof buf);
+    put_entry(o, buf, text);
+  }
+  fputs("\nExit status: ", o);
+  put_wrapped(o, exit_text, 13, 0, 79);
+  fputs("\nThe manual page (man mirsearch) and README.md have the details.\n", o);
+}
+
+/* Text for roff: '-' and '\' escaped, a leading '.' or '\'' guarded. */
+static void put_roff(FILE *o, const char *text) {
+  if (text[0] == '.' || text[0] == '\'')
+    fputs("\\&", o);
+  for (const char *p = text; *p; p++) {
+    if (*p == '-')
+      fputs("\\-", o);
+    else if (*p == '\\')
+      fputs("\\e", o);
+    else
+      fputc(*p, o);
+  }
+}
+
+/* The manual page in roff (man(7)), from the same tables as --help. */
+static void print_man(cli *c) {
+  FILE *o = c->out;
+  fprintf(o, ".\\\" Generated by `mirsearch --man` from the option tables; do not edit.\n"
+             ".TH MIRSEARCH 1 \"\" \"mirsearch %s\" \"User Commands\"\n"
+             ".SH NAME\nmirsearch \\- superoptimizer for tensor programs\n.SH SYNOPSIS\n",
+          mirs_version_string());
+  for (size_t i = 0; i < sizeof usage_lines / sizeof *usage_lines; i++) {
+    fputs(i ? ".br\n" : "", o);
+    put_roff(o, usage_lines[i]);
+    fputc('\n', o);
+  }
+  fputs(".SH DESCRIPTION\n", o);
+  put_roff(o, summary_text);
+  fputc('\n', o);
+  for (size_t i = 0; i < sizeof help_rows / sizeof *help_rows; i++) {
+    if (!help_rows[i].flag) {
+      fputs(".SH \"", o);
+      for (const char *p = help_rows[i].text; *p && *p != ' ' && *p != '('; p++)
+        fputc(*p >= 'a' && *p <= 'z' ? *p - 32 : *p, o);
+      fputs(help_rows[i].text[0] == 'L' ? " OPTIONS\"\n" : "\"\n", o);
+      if (strchr(help_rows[i].text, '(')) {
+        put_roff(o, strchr(help_rows[i].text, '(') + 1);
+        fputs("\n", o);
+      }
+      continue;
+    }
+    fputs(".TP\n.B ", o);
+    put_roff(o, help_rows[i].flag);
+    fputc('\n', o);
+    put_roff(o, help_rows[i].text);
+    fputc('\n', o);
+  }
+  char buf[1024];
+  for (size_t i = 0; i < mirs_option_count(); i++) {
+    const char *text = split_option_help(i, buf, sizeof buf);
+    fputs(".TP\n.B ", o);
+    put_roff(o, buf);
+    fputc('\n', o);
+    put_roff(o, text);
+    fputc('\n', o);
+  }
+  fputs(".SH \"EXIT STATUS\"\n", o);
+  put_roff(o, exit_text);
+  fputs("\n.SH FILES\n"
+        ".TP\n.B DIR/report.json\n"
+        "Written last and atomically: statistics, the unfused program's predicted time, "
+        "results grouped by equal cost with each kernel's grid, forloop and shared memory.\n"
+        ".TP\n.B DIR/best.ugraph, DIR/candidates/RANK\\-HASH.ugraph\n"
+        "The best result and every result written (see \\-\\-top), in the uGraph format.\n"
+        ".TP\n.B DIR/best.cu\n"
+        "CUDA C of the best result (docs/CODEGEN.md).\n"
+        ".SH LICENSE\nMIT (SPDX\\-License\\-Identifier: MIT).\n"
+        ".SH \"SEE ALSO\"\nREADME.md, docs/FORMATS.md, docs/SEARCH.md, docs/CODEGEN.md\n",
         o);
 }
 
@@ -477,7 +726,7 @@ static int cmd_check(cli *c, const char *path) {
   if (s != MIRS_OK)
     return cli_fail(c, s, 0);
   fputs(text, c->out);
-  free(text);
+  mirs_free(c->ctx, text);
   return finish_output(c);
 }
 
@@ -529,6 +778,20 @@ static int check_outputs(cli *c, const mirs_graph *g, const mirs_eval_result *r)
   return EXIT_OK;
 }
 
+/* Print eval's summary line for every output of r (outputs of g). */
+static int print_outputs(cli *c, const mirs_graph *g, const mirs_eval_result *r) {
+  int rc = check_outputs(c, g, r);
+  for (int i = 0; rc == EXIT_OK && i < mirs_eval_num_outputs(r); i++) {
+    const char *name = mirs_eval_output_name(r, i);
+    int64_t dims[MIRS_MAX_DIMS], count = 0;
+    int rank = mirs_eval_output_shape(r, i, dims);
+    const double *values = mirs_eval_output_values(r, i, &count);
+    summary sm = summarise(values, count);
+    print_summary(c, name, mirs_tensor_dtype(g, mirs_graph_find(g, name)), rank, dims, &sm);
+  }
+  return rc;
+}
+
 /* `eval FILE`: evaluate in float64 under the seed option and print one
  * summary line per output. */
 static int cmd_eval(cli *c, const char *path) {
@@ -545,15 +808,7 @@ static int cmd_eval(cli *c, const char *path) {
     mirs_graph_destroy(g);
     return cli_fail(c, s, 0);
   }
-  rc = check_outputs(c, g, r);
-  for (int i = 0; rc == EXIT_OK && i < mirs_eval_num_outputs(r); i++) {
-    const char *name = mirs_eval_output_name(r, i);
-    int64_t dims[MIRS_MAX_DIMS], count = 0;
-    int rank = mirs_eval_output_shape(r, i, dims);
-    const double *values = mirs_eval_output_values(r, i, &count);
-    summary sm = summarise(values, count);
-    print_summary(c, name, mirs_tensor_dtype(g, mirs_graph_find(g, name)), rank, dims, &sm);
-  }
+  rc = print_outputs(c, g, r);
   mirs_eval_result_destroy(r);
   mirs_graph_destroy(g);
   return rc == EXIT_OK ? finish_output(c) : rc;
@@ -595,7 +850,8 @@ static int cmd_verify(cli *c, const char *program_path, const char *candidate_pa
 
 /* ---------------------------------------------------------------- search */
 
-/* Set by SIGINT/SIGTERM during a search; polled by the should-stop callback. */
+/* Set by SIGINT/SIGTERM during a search (to the signal number); polled
+ * by the should-stop callback. */
 static volatile sig_atomic_t stop_requested;
 
 /* The context of the running search (set while the handlers are in place). */
@@ -606,8 +862,7 @@ static mirs_context *volatile stop_ctx;
  * solver query), not only between states.  (mirs_interrupt is
  * async-signal-safe.) */
 static void on_stop_signal(int sig) {
-  (void)sig;
-  stop_requested = 1;
+  stop_requested = sig;
   if (stop_ctx)
     mirs_interrupt(stop_ctx);
 }
@@ -615,12 +870,15 @@ static void on_stop_signal(int sig) {
 /* State the search callbacks share with cmd_search. */
 typedef struct search_ui {
   cli *c;
-  int tty; /* draw the progress line */
+  int live;        /* redraw one progress line (stderr is a terminal) */
+  double interval; /* seconds between timestamped progress lines; 0: none */
   int found;
-  double best; /* best cost so far, seconds */
-  double start; /* when the search began */
-  double best_at; /* seconds from start to the best result so far */
+  double best;     /* best cost so far, seconds */
+  double start;    /* when the search began */
+  double best_at;  /* seconds from start to the best result so far */
   double last_draw;
+  double last_line;       /* when the last progress line was printed */
+  uint64_t last_states;   /* states at that time */
 } search_ui;
 
 /* Monotonic seconds. */
@@ -630,11 +888,38 @@ static double now_seconds(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* Progress callback: one rewritten line on a terminal, a few times a second. */
+/* One timestamped progress line for a batch log: UTC time, states and
+ * states/s over the last interval, candidates, results, the best cost and
+ * when it was found, elapsed seconds. */
+static void progress_line(search_ui *ui, const mirs_search_stats *st, const char *what) {
+  double t = now_seconds(), dt = t - ui->last_line;
+  double rate = dt > 0 ? (double)(st->states_explored - ui->last_states) / dt : 0;
+  char stamp[32] = "?";
+  time_t wall = time(NULL);
+  struct tm tm;
+  if (gmtime_r(&wall, &tm))
+    strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  char best[64] = "best -";
+  if (ui->found)
+    snprintf(best, sizeof best, "best %.3f us (found at %.1f s)", ui->best * 1e6, ui->best_at);
+  fprintf(ui->c->err,
+          "%s " PROG ": %s: %" PRIu64 " states (%.0f/s), %" PRIu64
+          " candidates, %d results, %s, elapsed %.1f s\n",
+          stamp, what, st->states_explored, rate, st->candidates_verified, ui->found, best,
+          st->wall_seconds);
+  fflush(ui->c->err);
+  ui->last_line = t;
+  ui->last_states = st->states_explored;
+}
+
+/* Progress callback: a rewritten line on a terminal, a few times a
+ * second, and/or a timestamped line every ui->interval seconds. */
 static void search_progress(void *user, const mirs_search_stats *st) {
   search_ui *ui = user;
   double t = now_seconds();
-  if (!ui->tty || t - ui->last_draw < 0.25)
+  if (ui->interval > 0 && t - ui->last_line >= ui->interval)
+    progress_line(ui, st, "progress");
+  if (!ui->live || t - ui->last_draw < 0.25)
     return;
   ui->last_draw = t;
   double rate = st->wall_seconds > 0 ? (double)st->states_explored / st->wall_seconds : 0;
@@ -663,175 +948,77 @@ static int search_should_stop(void *user) {
   return stop_requested != 0;
 }
 
-/* buf = dir + "/" + name; false (with an error) when it does not fit. */
-static int join_path(cli *c, char *buf, size_t size, const char *dir, const char *name) {
-  int n = snprintf(buf, size, "%s/%s", dir, name);
-  if (n < 0 || (size_t)n >= size) {
-    cli_error(c, "%s/%s: path too long", dir, name);
-    return 0;
-  }
-  return 1;
+/* Why an incomplete search stopped, for its message. */
+static const char *stop_reason(cli *c, const mirs_search_stats *st, int sig) {
+  if (sig == SIGTERM)
+    return "SIGTERM";
+  if (sig == SIGINT)
+    return "SIGINT";
+  int64_t max_states = 0;
+  double limit = 0;
+  char buf[64];
+  mirs_option_get_int(c->ctx, "max_states", &max_states);
+  if (mirs_option_get(c->ctx, "time_limit", buf, sizeof buf) == MIRS_OK)
+    limit = strtod(buf, NULL);
+  if (max_states > 0 && st->states_explored >= (uint64_t)max_states)
+    return "the state limit (--max-states)";
+  if (limit > 0 && st->wall_seconds >= limit)
+    return "the time limit (--time-limit)";
+  return "the memory limit (--max-memory)";
 }
 
-/* Create dir if missing (its parent must exist). */
-static int ensure_dir(cli *c, const char *dir) {
-  struct stat st;
-  if (stat(dir, &st) == 0) {
-    if (S_ISDIR(st.st_mode))
-      return EXIT_OK;
-    cli_error(c, "%s: exists and is not a directory", dir);
-    return EXIT_USAGE;
-  }
-  if (mkdir(dir, 0777) != 0) {
-    cli_error(c, "%s: cannot create directory: %s", dir, strerror(errno));
-    return EXIT_RESOURCE;
-  }
-  return EXIT_OK;
-}
-
-/* Remove what an earlier run left in the output directory (its report
- * first, so an interrupted rewrite never looks complete). */
-static int clear_old_outputs(cli *c, const char *dir, const char *cand_dir) {
-  char path[4096];
-  if (!join_path(c, path, sizeof path, dir, "report.json"))
-    return EXIT_USAGE;
-  if (unlink(path) != 0 && errno != ENOENT) {
-    cli_error(c, "%s: cannot remove: %s", path, strerror(errno));
-    return EXIT_RESOURCE;
-  }
-  if (join_path(c, path, sizeof path, dir, "best.ugraph"))
-    (void)unlink(path);
-  DIR *d = opendir(cand_dir);
-  if (!d)
-    return EXIT_OK;
-  struct dirent *e;
-  while ((e = readdir(d)) != NULL) {
-    size_t n = strlen(e->d_name);
-    if (n > 7 && strcmp(e->d_name + n - 7, ".ugraph") == 0 &&
-        join_path(c, path, sizeof path, cand_dir, e->d_name))
-      (void)unlink(path);
-  }
-  closedir(d);
-  return EXIT_OK;
-}
-
-/* Append the JSON report of search s to f. */
-static void write_report(cli *c, FILE *f, const mirs_graph *program, const mirs_search *s,
-                         const mirs_search_stats *st, double time_to_best) {
-  char device[128] = "?", opts[2048];
-  mirs_option_get(c->ctx, "cost_device", device, sizeof device);
-  mirs_options_nondefault(c->ctx, opts, sizeof opts);
+/* The summary on stdout after a search (not with -q or --json). */
+static void print_search_summary(cli *c, const mirs_graph *p, const mirs_search *s,
+                                 const mirs_search_stats *st, const char *dir) {
   int n = mirs_search_num_results(s);
-  fprintf(f, "{\n");
-  fprintf(f, "  \"program\": \"%s\",\n", mirs_graph_name(program));
-  fprintf(f, "  \"mirsearch_version\": \"%s\",\n", mirs_version_string());
-  fprintf(f, "  \"device\": \"%s\",\n", device);
-  fprintf(f, "  \"options\": \"%s\",\n", opts);
-  fprintf(f, "  \"states_explored\": %" PRIu64 ",\n", st->states_explored);
-  fprintf(f, "  \"candidates_verified\": %" PRIu64 ",\n", st->candidates_verified);
-  fprintf(f, "  \"graphs_found\": %" PRIu64 ",\n", st->graphs_found);
-  fprintf(f, "  \"prune_calls\": %" PRIu64 ",\n", st->prune_calls);
-  fprintf(f, "  \"prune_cache_hits\": %" PRIu64 ",\n", st->prune_cache_hits);
-  fprintf(f, "  \"solver_calls\": %" PRIu64 ",\n", st->solver_calls);
-  fprintf(f, "  \"wall_seconds\": %.6f,\n", st->wall_seconds);
-  fprintf(f, "  \"solver_seconds\": %.6f,\n", st->solver_seconds);
-  fprintf(f, "  \"time_to_best_seconds\": %.6f,\n", time_to_best);
-  fprintf(f, "  \"fingerprint_trials\": %d,\n", st->fingerprint_trials);
-  fprintf(f, "  \"log2_false_accept_bound\": %g,\n", st->log2_false_accept_bound);
-  fprintf(f, "  \"threads\": 1,\n");
-  fprintf(f, "  \"ranks\": 1,\n");
-  fprintf(f, "  \"complete\": %s,\n", st->complete ? "true" : "false");
-  fprintf(f, "  \"counters\": {");
-  for (size_t i = 0; i < mirs_stat_count(); i++)
-    fprintf(f, "%s\"%s\": %" PRIu64, i ? ", " : "", mirs_stat_name(i),
-            mirs_stat_value(c->ctx, i));
-  fprintf(f, "},\n");
-  if (n > 0)
-    fprintf(f,
-            "  \"best\": {\"hash\": \"%016" PRIx64 "\", \"cost\": %.9g, \"kernels\": %d, "
-            "\"predicted_seconds\": %.9g, \"file\": \"best.ugraph\"},\n",
-            mirs_search_result_hash(s, 0), mirs_search_result_cost(s, 0),
-            mirs_search_result_kernels(s, 0), mirs_search_result_cost(s, 0));
-  else
-    fprintf(f, "  \"best\": null,\n");
-  fprintf(f, "  \"results\": [");
-  for (int i = 0; i < n; i++)
-    fprintf(f,
-            "%s\n    {\"rank\": %d, \"hash\": \"%016" PRIx64 "\", \"cost\": %.9g, "
-            "\"kernels\": %d, \"file\": \"candidates/%04d-%016" PRIx64 ".ugraph\"}",
-            i ? "," : "", i + 1, mirs_search_result_hash(s, i), mirs_search_result_cost(s, i),
-            mirs_search_result_kernels(s, i), i + 1, mirs_search_result_hash(s, i));
-  fprintf(f, "%s]\n}\n", n ? "\n  " : "");
+  fprintf(c->out, "%s: %d graph%s found in %.2fs (%" PRIu64 " states, %s)\n", mirs_graph_name(p),
+          n, n == 1 ? "" : "s", st->wall_seconds, st->states_explored,
+          st->complete ? "complete" : "stopped early: incomplete");
+  if (n > 0) {
+    mirs_cost base = MIRS_COST_INIT;
+    double best = mirs_search_result_cost(s, 0);
+    int k = mirs_search_result_kernels(s, 0);
+    fprintf(c->out, "best: %016" PRIx64 ", %d kernel%s, predicted %.2f us",
+            mirs_search_result_hash(s, 0), k, k == 1 ? "" : "s", best * 1e6);
+    if (mirs_graph_cost(c->ctx, p, NULL, &base) == MIRS_OK && base.feasible && best > 0)
+      fprintf(c->out, " (unfused program %.2f us, %.2fx)", base.seconds * 1e6,
+              base.seconds / best);
+    fprintf(c->out, " -> %s/best.ugraph\n", dir);
+    int ties = 1;
+    while (ties < n && mirs_search_result_cost(s, ties) == best)
+      ties++;
+    if (ties > 1)
+      fprintf(c->out, "ties: %d graphs share the best cost (report.json \"groups\")\n", ties);
+  }
+  fprintf(c->out, "report: %s/report.json\n", dir);
 }
 
-/* Write every result, best.ugraph and, last, report.json into dir. */
-static int write_outputs(cli *c, const char *dir, const mirs_graph *program, const mirs_search *s,
-                         const mirs_search_stats *st, double time_to_best, char **report,
-                         size_t *report_len) {
-  char cand_dir[4096], path[4200], name[64];
-  if (!join_path(c, cand_dir, sizeof cand_dir, dir, "candidates"))
-    return EXIT_USAGE;
-  int rc = ensure_dir(c, dir);
-  if (rc == EXIT_OK)
-    rc = clear_old_outputs(c, dir, cand_dir);
-  if (rc == EXIT_OK)
-    rc = ensure_dir(c, cand_dir);
-  int n = mirs_search_num_results(s);
-  for (int i = 0; rc == EXIT_OK && i < n; i++) {
-    snprintf(name, sizeof name, "%04d-%016" PRIx64 ".ugraph", i + 1,
-             mirs_search_result_hash(s, i));
-    if (!join_path(c, path, sizeof path, cand_dir, name))
-      return EXIT_USAGE;
-    mirs_status ws = mirs_graph_write_file(mirs_search_result(s, i), path);
-    if (ws == MIRS_OK && i == 0) {
-      if (!join_path(c, path, sizeof path, dir, "best.ugraph"))
-        return EXIT_USAGE;
-      ws = mirs_graph_write_file(mirs_search_result(s, 0), path);
-    }
-    if (ws != MIRS_OK)
-      rc = cli_fail(c, ws, 0);
-  }
-  if (rc != EXIT_OK)
-    return rc;
-  FILE *f = open_memstream(report, report_len);
-  if (!f) {
-    cli_error(c, "out of memory");
-    return EXIT_RESOURCE;
-  }
-  write_report(c, f, program, s, st, time_to_best);
-  if (fclose(f) != 0) {
-    cli_error(c, "out of memory");
-    return EXIT_RESOURCE;
-  }
-  if (!join_path(c, path, sizeof path, dir, "report.json"))
-    return EXIT_USAGE;
-  mirs_status ws = mirs_write_file_atomic(c->ctx, path, *report, *report_len);
-  return ws == MIRS_OK ? EXIT_OK : cli_fail(c, ws, 0);
-}
-
-/* `FILE.graph`: search, write the output directory, print a summary (or
- * the JSON report with --json). */
+/* `FILE.graph`: check and lock the output directory, search, write the
+ * outputs (report.json last), print a summary (or the JSON report with
+ * --json). */
 static int cmd_search(cli *c, const char *path) {
   mirs_graph *p = NULL;
   int rc = load_graph(c, path, &p);
   if (rc != EXIT_OK)
     return rc;
-  if (c->threads > 1)
+  if (c->threads > 1 && !c->quiet)
     fprintf(c->err, PROG ": warning: this build searches on one thread; --threads=%ld ignored\n",
             c->threads);
   char dir[3072];
   int dn = c->out_dir ? snprintf(dir, sizeof dir, "%s", c->out_dir)
                       : snprintf(dir, sizeof dir, "%s.out", mirs_graph_name(p));
   if (dn < 0 || (size_t)dn >= sizeof dir) {
-    cli_error(c, "output directory name too long");
+    cli_error(c, "output directory path too long (%d bytes)", dn);
     mirs_graph_destroy(p);
     return EXIT_USAGE;
   }
-  int64_t level = 0;
-  mirs_option_get_int(c->ctx, "log_level", &level);
-  search_ui ui = {c, level > 0 && isatty(fileno(c->err)), 0, 0, now_seconds(), 0, 0};
+  /* Options are checked by creating the search, the output directory
+   * before any search work: a bad --out never costs a search, and a bad
+   * option never clears an earlier run's results. */
   mirs_search *s = NULL;
-  /* The handlers cover the setup too (it can be long at full shapes). */
+  /* The handlers cover the setup too (it can be long at full shapes) and
+   * stay through the output write: a second SIGTERM must not kill the
+   * write that keeps the results. */
   struct sigaction sa, old_int, old_term;
   memset(&sa, 0, sizeof sa);
   sa.sa_handler = on_stop_signal;
@@ -841,48 +1028,175 @@ static int cmd_search(cli *c, const char *path) {
   sigaction(SIGINT, &sa, &old_int);
   sigaction(SIGTERM, &sa, &old_term);
   mirs_status st = mirs_search_create(c->ctx, p, &s);
-  if (st == MIRS_OK)
-    st = mirs_search_set_callbacks(s, search_progress, search_result, search_should_stop, &ui);
-  ui.start = now_seconds(); /* (time_to_best counts from the run, like wall_seconds) */
+  mirs__outdir od;
+  char why[4096];
+  if (st != MIRS_OK) {
+    rc = cli_fail(c, st, 0);
+  } else if ((rc = mirs__outdir_open(&od, dir, why, sizeof why)) != EXIT_OK) {
+    cli_error(c, "%s", why);
+  }
+  if (rc != EXIT_OK) {
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+    stop_ctx = NULL;
+    mirs_interrupt_clear(c->ctx);
+    mirs_search_destroy(s);
+    mirs_graph_destroy(p);
+    return rc;
+  }
+  int tty = isatty(fileno(c->err));
+  search_ui ui = {.c = c, .start = now_seconds()};
+  ui.live = !c->quiet && tty && c->progress < 0;
+  ui.interval = c->quiet ? 0 : c->progress >= 0 ? c->progress : tty ? 0 : 30;
+  ui.last_line = ui.start;
+  st = mirs_search_set_callbacks(s, search_progress, search_result, search_should_stop, &ui);
+  ui.start = now_seconds(); /* time_to_best counts from the run, like wall_seconds */
   if (st == MIRS_OK)
     st = mirs_search_run(s);
-  sigaction(SIGINT, &old_int, NULL);
-  sigaction(SIGTERM, &old_term, NULL);
-  stop_ctx = NULL;
-  mirs_interrupt_clear(c->ctx);
-  if (ui.tty)
+  int sig = stop_requested;
+  if (ui.live)
     fputs("\r\033[K", c->err);
   mirs_search_stats stats;
   if (st == MIRS_OK)
     st = mirs_search_get_stats(s, &stats);
   char *report = NULL;
   size_t report_len = 0;
-  if (st != MIRS_OK)
+  double t0 = now_seconds(); /* the write, report included, is timed */
+  if (st == MIRS_OK)
+    st = mirs_search_report_json(s, (int)c->top, &report, &report_len);
+  if (st != MIRS_OK) {
     rc = cli_fail(c, st, 0);
-  else
-    rc = write_outputs(c, dir, p, s, &stats, fmin(ui.best_at, stats.wall_seconds), &report,
-                       &report_len);
-  if (rc == EXIT_OK) {
-    if (c->json) {
-      fwrite(report, 1, report_len, c->out);
-    } else {
+  } else {
+    rc = mirs__outdir_write(&od, c->ctx, s, (int)c->top, report, report_len, why, sizeof why);
+    if (rc != EXIT_OK) {
+      cli_error(c, "%s", why);
+    } else if (ui.interval > 0) {
+      progress_line(&ui, &stats, stats.complete ? "done" : "stopped");
       int n = mirs_search_num_results(s);
-      fprintf(c->out, "%s: %d graph%s found in %.2fs (%" PRIu64 " states, %s)\n",
-              mirs_graph_name(p), n, n == 1 ? "" : "s", stats.wall_seconds, stats.states_explored,
-              stats.complete ? "complete" : "stopped early: incomplete");
-      if (n > 0)
-        fprintf(c->out, "best: %016" PRIx64 ", %d kernel%s, predicted %.2f us -> %s/best.ugraph\n",
-                mirs_search_result_hash(s, 0), mirs_search_result_kernels(s, 0),
-                mirs_search_result_kernels(s, 0) == 1 ? "" : "s",
-                mirs_search_result_cost(s, 0) * 1e6, dir);
-      fprintf(c->out, "report: %s/report.json\n", dir);
+      if (c->top > 0 && c->top < n)
+        n = (int)c->top;
+      fprintf(c->err, PROG ": wrote %d candidate%s and report.json to %s in %.3f s\n", n,
+              n == 1 ? "" : "s", dir, now_seconds() - t0);
     }
+  }
+  mirs__outdir_close(&od);
+  sigaction(SIGINT, &old_int, NULL);
+  sigaction(SIGTERM, &old_term, NULL);
+  stop_ctx = NULL;
+  mirs_interrupt_clear(c->ctx);
+  if (rc == EXIT_OK) {
+    if (c->json)
+      fwrite(report, 1, report_len, c->out);
+    else if (!c->quiet)
+      print_search_summary(c, p, s, &stats, dir);
     rc = finish_output(c);
   }
-  free(report);
+  if (rc == EXIT_OK && !stats.complete) {
+    cli_error(c, "search stopped early by %s after %.1f s: the %d result%s found so far are in "
+              "%s (report.json says \"complete\": false)",
+              stop_reason(c, &stats, sig), stats.wall_seconds, mirs_search_num_results(s),
+              mirs_search_num_results(s) == 1 ? "" : "s", dir);
+    rc = EXIT_RESOURCE;
+  }
+  mirs_free(c->ctx, report);
   mirs_search_destroy(s);
   mirs_graph_destroy(p);
   return rc;
+}
+
+/* `show FILE`: the readable summary of each kernel, or --dot. */
+static int cmd_show(cli *c, const char *path) {
+  mirs_graph *g;
+  int rc = load_graph(c, path, &g);
+  if (rc != EXIT_OK)
+    return rc;
+  mirs_status s = c->dot ? mirs__cli_show_dot(c->out, g) : mirs__cli_show_summary(c->out, c->ctx, g);
+  mirs_graph_destroy(g);
+  return s == MIRS_OK ? finish_output(c) : cli_fail(c, s, 0);
+}
+
+/* `codegen FILE [-o OUT]`: the CUDA C of a µGraph. */
+static int cmd_codegen(cli *c, const char *path) {
+  mirs_graph *g;
+  int rc = load_graph(c, path, &g);
+  if (rc != EXIT_OK)
+    return rc;
+  char *text = NULL;
+  mirs_status s = mirs_codegen_cuda(g, NULL, &text);
+  mirs_graph_destroy(g);
+  if (s != MIRS_OK)
+    return cli_fail(c, s, 0);
+  if (c->output) {
+    s = mirs_write_file_atomic(c->ctx, c->output, text, strlen(text));
+    mirs_free(c->ctx, text);
+    return s == MIRS_OK ? EXIT_OK : cli_fail(c, s, 0);
+  }
+  fputs(text, c->out);
+  mirs_free(c->ctx, text);
+  return finish_output(c);
+}
+
+/* `run FILE`: compile and run the generated code; eval's lines and the
+ * largest relative error against the float64 interpreter (exit 1 above
+ * the dtype's tolerance). */
+static int cmd_run(cli *c, const char *path) {
+  int64_t seed = 0;
+  if (mirs_option_get_int(c->ctx, "seed", &seed) != MIRS_OK)
+    return cli_fail(c, mirs_last_status(c->ctx), 0);
+  mirs_backend backend = MIRS_BACKEND_HOST;
+  if (c->backend) {
+    backend = strcmp(c->backend, "cuda") == 0 ? MIRS_BACKEND_CUDA : MIRS_BACKEND_HOST;
+  } else {
+    int n = 0;
+    if (mirs_gpu_device_count(c->ctx, &n) == MIRS_OK && n > 0)
+      backend = MIRS_BACKEND_CUDA;
+    mirs_clear_error(c->ctx);
+  }
+  mirs_graph *g;
+  int rc = load_graph(c, path, &g);
+  if (rc != EXIT_OK)
+    return rc;
+  mirs_eval_result *r = NULL;
+  double err = 0;
+  mirs_status s = mirs_codegen_run(g, (uint64_t)seed, backend, &r, &err);
+  if (s != MIRS_OK) {
+    mirs_graph_destroy(g);
+    return cli_fail(c, s, 0);
+  }
+  rc = print_outputs(c, g, r);
+  double tol = mirs_codegen_tolerance(g);
+  if (rc == EXIT_OK)
+    fprintf(c->out, "max relative error vs float64 interpreter: %.3e (tolerance %g, backend %s)\n",
+            err, tol, backend == MIRS_BACKEND_CUDA ? "cuda" : "host");
+  mirs_eval_result_destroy(r);
+  mirs_graph_destroy(g);
+  if (rc == EXIT_OK)
+    rc = finish_output(c);
+  if (rc == EXIT_OK && !(err <= tol)) {
+    cli_error(c, "%s: the generated code's outputs differ from the interpreter's beyond tolerance",
+              path);
+    rc = EXIT_DIFFERENT;
+  }
+  return rc;
+}
+
+/* `bench FILE`: GPU timing.  Without a device it says so (exit 3); GPU
+ * timing itself is not implemented yet, and it says that too. */
+static int cmd_bench(cli *c, const char *path) {
+  mirs_graph *g;
+  int rc = load_graph(c, path, &g);
+  if (rc != EXIT_OK)
+    return rc;
+  mirs_graph_destroy(g);
+  int n = 0;
+  mirs_status s = mirs_gpu_device_count(c->ctx, &n);
+  if (s != MIRS_OK || n < 1) {
+    cli_error(c, "bench: no CUDA device (%s)", mirs_last_error(c->ctx));
+    return EXIT_RESOURCE;
+  }
+  cli_error(c, "bench: GPU timing of generated code is not implemented yet; "
+               "use 'run --backend=cuda' to check it on the device");
+  return EXIT_RESOURCE;
 }
 
 /* Whether an operand that is not a command names a file (so the default
@@ -893,19 +1207,23 @@ static int looks_like_file(const char *arg) {
 
 /* Dispatch on the operands left after option parsing. */
 static int run_command(cli *c, int nargs, char **args) {
-  static const char *const commands[] = {"check", "eval", "verify"};
-  static const int files[] = {1, 1, 2};
+  static const char *const commands[] = {"check", "eval",    "verify", "show",
+                                         "codegen", "run", "bench"};
+  static const int files[] = {1, 1, 2, 1, 1, 1, 1};
+  enum { NCOMMANDS = sizeof files / sizeof files[0] };
   if (nargs == 0) {
     cli_error(c, "missing command or FILE");
     return cli_hint(c);
   }
   int cmd = -1;
-  for (int i = 0; i < 3; i++)
+  for (int i = 0; i < NCOMMANDS; i++)
     if (strcmp(args[0], commands[i]) == 0)
       cmd = i;
   if (cmd < 0) {
     if (!looks_like_file(args[0])) {
-      cli_error(c, "unknown command '%s' (commands: check, eval, verify)", args[0]);
+      cli_error(c,
+                "unknown command '%s' (commands: check, eval, verify, show, codegen, run, bench)",
+                args[0]);
       return cli_hint(c);
     }
     if (nargs > 1) {
@@ -927,12 +1245,20 @@ static int run_command(cli *c, int nargs, char **args) {
   }
   if (cmd == 2)
     return cmd_verify(c, args[1], args[2]);
+  if (cmd == 3)
+    return cmd_show(c, args[1]);
+  if (cmd == 4)
+    return cmd_codegen(c, args[1]);
+  if (cmd == 5)
+    return cmd_run(c, args[1]);
+  if (cmd == 6)
+    return cmd_bench(c, args[1]);
   return cmd == 0 ? cmd_check(c, args[1]) : cmd_eval(c, args[1]);
 }
 
 /* The mirsearch program (see cli.h). */
 int mirs__cli_main(int argc, char **argv, FILE *out, FILE *err) {
-  cli c = {out, err, NULL, NULL, NULL, 0, 0, NULL, 1, 0};
+  cli c = {.out = out, .err = err, .threads = 1, .progress = -1};
   int rc;
   if (mirs_context_create(&c.ctx) != MIRS_OK) {
     cli_error(&c, "cannot create a context: out of memory");
@@ -947,9 +1273,11 @@ int mirs__cli_main(int argc, char **argv, FILE *out, FILE *err) {
     rc = EXIT_USAGE;
   } else {
     rc = parse_options(&c, argc, argv);
-    if (rc == EXIT_OK && (c.help || c.version)) {
+    if (rc == EXIT_OK && (c.help || c.version || c.man)) {
       if (c.help)
         print_help(&c);
+      else if (c.man)
+        print_man(&c);
       else
         print_version(&c);
       rc = finish_output(&c);

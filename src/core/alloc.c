@@ -210,3 +210,9 @@ void mirs_context_destroy(mirs_context *ctx) {
                    "mirsearch: warning: context destroyed with %zu bytes still allocated", left);
   ctx->alloc(ctx->alloc_user, ctx, sizeof *ctx, 0);
 }
+
+/* Public release of memory the library handed to the caller. */
+void mirs_free(mirs_context *ctx, void *ptr) {
+  if (ctx)
+    mirs__core_free(ctx, ptr);
+}

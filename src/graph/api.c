@@ -224,14 +224,15 @@ mirs_status mirs_graph_print(const mirs_graph *g, FILE *f) {
     mirs__buf_free(&b);
     return MIRS_NOMEM;
   }
-  size_t n = b.len ? fwrite(b.data, 1, b.len, f) : 0;
-  mirs__buf_free(&b);
-  if (n != b.len || ferror(f))
+  size_t len = b.len;
+  size_t n = len ? fwrite(b.data, 1, len, f) : 0;
+  mirs__buf_free(&b); /* resets b.len: compare with the length kept above */
+  if (n != len || ferror(f))
     return MIRS_FAIL(g->ctx, MIRS_IO, "write error while printing graph");
   return MIRS_OK;
 }
 
-/* Canonical text as a malloc'd string. */
+/* Canonical text in a string from the context's allocator. */
 mirs_status mirs_graph_to_string(const mirs_graph *g, char **out) {
   if (!g || !out)
     return g ? MIRS_FAIL(g->ctx, MIRS_INVALID_ARG, "mirs_graph_to_string: NULL out")
@@ -244,16 +245,13 @@ mirs_status mirs_graph_to_string(const mirs_graph *g, char **out) {
     mirs__buf_free(&b);
     return MIRS_NOMEM;
   }
-  char *s = malloc(b.len + 1);
-  if (!s) {
-    mirs__buf_free(&b);
-    return MIRS_FAIL(g->ctx, MIRS_NOMEM, "out of memory");
+  /* The buffer already comes from the context allocator, NUL-terminated. */
+  if (!b.data) {
+    b.data = mirs__core_calloc(g->ctx, 1, 1);
+    if (!b.data)
+      return MIRS_NOMEM;
   }
-  if (b.len)
-    memcpy(s, b.data, b.len);
-  s[b.len] = '\0';
-  mirs__buf_free(&b);
-  *out = s;
+  *out = b.data;
   return MIRS_OK;
 }
 
@@ -313,6 +311,41 @@ void mirs__graph_input_fill(uint64_t seed, const char *name, double *out, int64_
     out[e] = input_value_sub(seed, sub, (uint64_t)e);
 }
 
+/* An eval result holding copies of g's outputs: outvals[i] has the
+ * values of output i (numel of its tensor). */
+mirs_status mirs__eval_result_make(const mirs_graph *g, const double *const *outvals,
+                                   mirs_eval_result **out) {
+  mirs_context *ctx = g->ctx;
+  *out = NULL;
+  mirs_eval_result *r = mirs__core_calloc(ctx, 1, sizeof *r);
+  if (r) {
+    r->ctx = ctx;
+    r->names = mirs__core_calloc(ctx, (size_t)g->nout + 1, sizeof *r->names);
+    r->shapes = mirs__core_calloc(ctx, (size_t)g->nout + 1, sizeof *r->shapes);
+    r->values = mirs__core_calloc(ctx, (size_t)g->nout + 1, sizeof *r->values);
+  }
+  if (!r || !r->names || !r->shapes || !r->values) {
+    mirs_eval_result_destroy(r);
+    return MIRS_NOMEM;
+  }
+  for (int32_t i = 0; i < g->nout; i++) {
+    int32_t t = g->outputs[i];
+    r->n = i + 1;
+    r->shapes[i] = g->t[t].shape;
+    r->names[i] = mirs__core_strdup(ctx, g->t[t].name);
+    /* An output listed twice shares nothing: copy the values. */
+    size_t n = (size_t)mirs__shape_numel(&g->t[t].shape);
+    r->values[i] = mirs__core_alloc(ctx, n * sizeof(double));
+    if (!r->names[i] || !r->values[i]) {
+      mirs_eval_result_destroy(r);
+      return MIRS_NOMEM;
+    }
+    memcpy(r->values[i], outvals[i], n * sizeof(double));
+  }
+  *out = r;
+  return MIRS_OK;
+}
+
 /* Evaluate g and keep its outputs. */
 mirs_status mirs_graph_eval(const mirs_graph *g, uint64_t seed, mirs_eval_result **out) {
   if (!g)
@@ -324,40 +357,50 @@ mirs_status mirs_graph_eval(const mirs_graph *g, uint64_t seed, mirs_eval_result
   MIRS_CHECK(ctx, mirs__graph_validate(g));
   double **vals;
   MIRS_CHECK(ctx, mirs__interp_run(g, seed, &vals));
-  mirs_eval_result *r = mirs__core_calloc(ctx, 1, sizeof *r);
-  if (r) {
-    r->ctx = ctx;
-    r->names = mirs__core_calloc(ctx, (size_t)g->nout + 1, sizeof *r->names);
-    r->shapes = mirs__core_calloc(ctx, (size_t)g->nout + 1, sizeof *r->shapes);
-    r->values = mirs__core_calloc(ctx, (size_t)g->nout + 1, sizeof *r->values);
+  const double **outvals = mirs__core_calloc(ctx, (size_t)g->nout + 1, sizeof *outvals);
+  mirs_status s = MIRS_NOMEM;
+  if (outvals) {
+    for (int32_t i = 0; i < g->nout; i++)
+      outvals[i] = vals[g->outputs[i]];
+    s = mirs__eval_result_make(g, outvals, out);
   }
-  if (!r || !r->names || !r->shapes || !r->values) {
-    mirs__interp_free(g, vals);
-    mirs_eval_result_destroy(r);
-    return MIRS_NOMEM;
-  }
-  mirs_status s = MIRS_OK;
-  for (int32_t i = 0; i < g->nout; i++) {
-    int32_t t = g->outputs[i];
-    r->n = i + 1;
-    r->shapes[i] = g->t[t].shape;
-    r->names[i] = mirs__core_strdup(ctx, g->t[t].name);
-    /* An output listed twice shares nothing: copy the values. */
-    size_t n = (size_t)mirs__shape_numel(&g->t[t].shape);
-    r->values[i] = mirs__core_alloc(ctx, n * sizeof(double));
-    if (!r->names[i] || !r->values[i]) {
-      s = MIRS_NOMEM;
-      break;
-    }
-    memcpy(r->values[i], vals[t], n * sizeof(double));
-  }
+  mirs__core_free(ctx, outvals);
   mirs__interp_free(g, vals);
-  if (s != MIRS_OK) {
-    mirs_eval_result_destroy(r);
-    return MIRS_NOMEM;
+  return s;
+}
+
+/* Largest relative difference between same-named outputs of two eval
+ * results: max|a-b| / max|a| per output (non-finite values must match
+ * exactly; otherwise the difference is infinite). */
+double mirs__eval_max_rel_error(const mirs_eval_result *ref, const mirs_eval_result *cand) {
+  double worst = 0;
+  for (int i = 0; i < mirs_eval_num_outputs(ref); i++) {
+    const char *name = mirs_eval_output_name(ref, i);
+    int j = 0;
+    while (j < mirs_eval_num_outputs(cand) && strcmp(mirs_eval_output_name(cand, j), name))
+      j++;
+    int64_t n, m;
+    const double *a = mirs_eval_output_values(ref, i, &n);
+    const double *b = mirs_eval_output_values(cand, j, &m);
+    if (!b || n != m)
+      return INFINITY;
+    double diff = 0, scale = 0;
+    for (int64_t e = 0; e < n; e++) {
+      /* Non-finite values must match exactly (NaN with NaN, an infinity
+       * with the same infinity) and stay out of the scale: an infinity in
+       * the reference would otherwise make every difference relative 0. */
+      if (!isfinite(a[e]) || !isfinite(b[e])) {
+        if (isnan(a[e]) ? !isnan(b[e]) : a[e] != b[e])
+          return INFINITY;
+        continue;
+      }
+      diff = fmax(diff, fabs(a[e] - b[e]));
+      scale = fmax(scale, fabs(a[e]));
+    }
+    double rel = scale > 0 ? diff / scale : diff;
+    worst = fmax(worst, rel);
   }
-  *out = r;
-  return MIRS_OK;
+  return worst;
 }
 
 /* Release an eval result. */

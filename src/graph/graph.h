@@ -262,7 +262,10 @@ typedef struct mirs__sched {
   int32_t ninit, nloop, npost;
 } mirs__sched;
 
-/* Build the schedule of bg (steps allocated from ctx). */
+/* The step kind block op i takes in phase (0 init, 1 loop, 2 post), or -1:
+ * the one classification behind both functions below. */
+int mirs__sched_classify(const mirs__bgraph *bg, int32_t i, int phase);
+/* Build the schedule of bg as step lists (allocated from ctx; the codegen). */
 mirs_status mirs__sched_build(mirs_context *ctx, const mirs__bgraph *bg, mirs__sched *out);
 void mirs__sched_free(mirs_context *ctx, mirs__sched *s);
 static inline const mirs__step *mirs__sched_init(const mirs__sched *s) {
@@ -297,8 +300,10 @@ typedef struct mirs__sched_exec {
   mirs_status (*finish)(void *user, const mirs__bop *op);
   mirs_status (*store)(void *user, const mirs__bop *op, const int64_t off[MIRS_MAX_DIMS]);
 } mirs__sched_exec;
-/* Run the schedule over every grid block (x fastest) and iteration. */
-mirs_status mirs__sched_run(const mirs__bgraph *bg, const mirs__sched *s,
+/* Run the schedule over the grid blocks below grid_end (NULL: every
+ * block; x fastest) and every iteration, allocating nothing (the float64
+ * interpreter, the CPU fingerprints). */
+mirs_status mirs__sched_run(const mirs__bgraph *bg, const int32_t *grid_end,
                             const mirs__sched_exec *x, void *user);
 
 /* ---------------------------------------------------------------- identity (hash.c) */
@@ -326,6 +331,12 @@ void mirs__graph_print(const mirs_graph *g, mirs__buf *b);
  * total element count exceeds the eval_max_elements option. */
 mirs_status mirs__interp_run(const mirs_graph *g, uint64_t seed, double ***vals);
 void mirs__interp_free(const mirs_graph *g, double **vals);
+/* An eval result with copies of g's outputs (outvals[i]: output i's values). */
+mirs_status mirs__eval_result_make(const mirs_graph *g, const double *const *outvals,
+                                   mirs_eval_result **out);
+/* max |a - b| / max |a| per same-named output, the largest over outputs
+ * (NaN against a number: infinity). */
+double mirs__eval_max_rel_error(const mirs_eval_result *ref, const mirs_eval_result *cand);
 /* Fill out[0..n) with mirs_input_value(seed, name, 0..n), hashing name once. */
 void mirs__graph_input_fill(uint64_t seed, const char *name, double *out, int64_t n);
 

@@ -338,13 +338,10 @@ static mirs_status run_custom(const mirs_graph *g, const mirs__kop *kop, double 
                        (long long)ctx->opt.eval_max_elements);
     total += n;
   }
-  mirs__sched sched;
-  MIRS_CHECK(ctx, mirs__sched_build(ctx, bg, &sched));
   double **tv = mirs__core_calloc(ctx, (size_t)bg->nt + 1, sizeof *tv);
   double *buf = tv ? mirs__core_calloc(ctx, (size_t)total + 1, sizeof *buf) : NULL;
   if (!buf) {
     mirs__core_free(ctx, tv);
-    mirs__sched_free(ctx, &sched);
     return mirs__core_trace(ctx, MIRS_NOMEM, __func__, __FILE__, __LINE__);
   }
   total = 0;
@@ -353,10 +350,9 @@ static mirs_status run_custom(const mirs_graph *g, const mirs__kop *kop, double 
     total += numel(&bg->t[i].shape);
   }
   custom_run r = {g, bg, v, tv, st};
-  mirs_status s = mirs__sched_run(bg, &sched, &custom_exec, &r);
+  mirs_status s = mirs__sched_run(bg, NULL, &custom_exec, &r);
   mirs__core_free(ctx, buf);
   mirs__core_free(ctx, tv);
-  mirs__sched_free(ctx, &sched);
   return s;
 }
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* src/graph/schedule.c - the block-graph schedule: which block op runs
  * when (once per block, per forloop iteration, after the loop) and where
  * each loaded or stored tile sits in its kernel tensor.  Every executor of
@@ -19,42 +20,48 @@
 
 #include "graph/graph.h"
 
+/* The step block op i of bg takes in phase (0 init, 1 loop, 2 post), or -1. */
+int mirs__sched_classify(const mirs__bgraph *bg, int32_t i, int phase) {
+  const mirs__bop *op = &bg->ops[i];
+  mirs__op_kind kind = mirs__graph_ops[op->op].kind;
+  switch (phase) {
+  case 0:
+    return kind == MIRS__KIND_ACCUM ? MIRS__STEP_ZERO : -1;
+  case 1:
+    if (kind == MIRS__KIND_INPUT)
+      return MIRS__STEP_LOAD;
+    if (kind == MIRS__KIND_ACCUM)
+      return MIRS__STEP_ACCUM;
+    return kind != MIRS__KIND_OUTPUT && !bg->t[op->out].post ? MIRS__STEP_COMPUTE : -1;
+  default:
+    if (op->op == MIRS_OP_ACCUM_RMS)
+      return MIRS__STEP_FINISH;
+    if (kind == MIRS__KIND_OUTPUT)
+      return MIRS__STEP_STORE;
+    return kind != MIRS__KIND_INPUT && kind != MIRS__KIND_ACCUM && bg->t[op->out].post
+               ? MIRS__STEP_COMPUTE
+               : -1;
+  }
+}
+
 /* Build bg's schedule: ZERO steps, loop steps, post steps, in op order. */
 mirs_status mirs__sched_build(mirs_context *ctx, const mirs__bgraph *bg, mirs__sched *out) {
   memset(out, 0, sizeof *out);
-  int32_t n = 0;
-  for (int32_t i = 0; i < bg->nops; i++)
-    n += mirs__graph_ops[bg->ops[i].op].kind == MIRS__KIND_ACCUM ? 2 : 1;
-  out->step = mirs__core_calloc(ctx, (size_t)n + 1, sizeof *out->step);
+  out->step = mirs__core_calloc(ctx, (size_t)bg->nops * 3 + 1, sizeof *out->step);
   if (!out->step)
     return mirs__core_trace(ctx, MIRS_NOMEM, __func__, __FILE__, __LINE__);
-  mirs__step *s = out->step;
-  for (int32_t i = 0; i < bg->nops; i++)
-    if (mirs__graph_ops[bg->ops[i].op].kind == MIRS__KIND_ACCUM)
-      s[out->ninit++] = (mirs__step){MIRS__STEP_ZERO, i};
-  int32_t k = out->ninit;
-  for (int32_t i = 0; i < bg->nops; i++) {
-    const mirs__bop *op = &bg->ops[i];
-    mirs__op_kind kind = mirs__graph_ops[op->op].kind;
-    if (kind == MIRS__KIND_INPUT)
-      s[k++] = (mirs__step){MIRS__STEP_LOAD, i};
-    else if (kind == MIRS__KIND_ACCUM)
-      s[k++] = (mirs__step){MIRS__STEP_ACCUM, i};
-    else if (kind != MIRS__KIND_OUTPUT && !bg->t[op->out].post)
-      s[k++] = (mirs__step){MIRS__STEP_COMPUTE, i};
-  }
-  out->nloop = k - out->ninit;
-  for (int32_t i = 0; i < bg->nops; i++) {
-    const mirs__bop *op = &bg->ops[i];
-    mirs__op_kind kind = mirs__graph_ops[op->op].kind;
-    if (op->op == MIRS_OP_ACCUM_RMS)
-      s[k++] = (mirs__step){MIRS__STEP_FINISH, i};
-    else if (kind == MIRS__KIND_OUTPUT)
-      s[k++] = (mirs__step){MIRS__STEP_STORE, i};
-    else if (kind != MIRS__KIND_INPUT && kind != MIRS__KIND_ACCUM && bg->t[op->out].post)
-      s[k++] = (mirs__step){MIRS__STEP_COMPUTE, i};
-  }
-  out->npost = k - out->ninit - out->nloop;
+  int32_t k = 0, count[3] = {0, 0, 0};
+  for (int phase = 0; phase < 3; phase++)
+    for (int32_t i = 0; i < bg->nops; i++) {
+      int kind = mirs__sched_classify(bg, i, phase);
+      if (kind >= 0) {
+        out->step[k++] = (mirs__step){(mirs__step_kind)kind, i};
+        count[phase]++;
+      }
+    }
+  out->ninit = count[0];
+  out->nloop = count[1];
+  out->npost = count[2];
   return MIRS_OK;
 }
 
@@ -106,15 +113,17 @@ double mirs__sched_rms_count(const mirs__bgraph *bg, const mirs__bop *op) {
   return (double)(xs->ndim > 0 ? xs->d[xs->ndim - 1] : 1) * bg->forloop;
 }
 
-/* Run steps[0..n) with the callbacks of x. */
-static mirs_status run_steps(const mirs__bgraph *bg, const mirs__step *steps, int32_t n,
-                             const mirs__sched_exec *x, void *user, const int32_t b[MIRS__GRID],
-                             int32_t f) {
-  for (int32_t i = 0; i < n; i++) {
-    const mirs__bop *op = &bg->ops[steps[i].op];
+/* Run the steps of phase (0 init, 1 loop, 2 post) with the callbacks of x. */
+static mirs_status run_phase(const mirs__bgraph *bg, int phase, const mirs__sched_exec *x,
+                             void *user, const int32_t b[MIRS__GRID], int32_t f) {
+  for (int32_t i = 0; i < bg->nops; i++) {
+    int kind = mirs__sched_classify(bg, i, phase);
+    if (kind < 0)
+      continue;
+    const mirs__bop *op = &bg->ops[i];
     int64_t off[MIRS_MAX_DIMS];
     mirs_status s = MIRS_OK;
-    switch (steps[i].kind) {
+    switch ((mirs__step_kind)kind) {
     case MIRS__STEP_ZERO:
       s = x->zero(user, op);
       break;
@@ -142,18 +151,20 @@ static mirs_status run_steps(const mirs__bgraph *bg, const mirs__step *steps, in
   return MIRS_OK;
 }
 
-/* Run the schedule over every grid block and forloop iteration. */
-mirs_status mirs__sched_run(const mirs__bgraph *bg, const mirs__sched *s,
+/* Run the schedule over the grid blocks below grid_end (NULL: the whole
+ * grid; x fastest) and every forloop iteration.  Allocates nothing. */
+mirs_status mirs__sched_run(const mirs__bgraph *bg, const int32_t *grid_end,
                             const mirs__sched_exec *x, void *user) {
+  const int32_t *end = grid_end ? grid_end : bg->grid;
   int32_t b[MIRS__GRID];
-  for (b[2] = 0; b[2] < bg->grid[2]; b[2]++)
-    for (b[1] = 0; b[1] < bg->grid[1]; b[1]++)
-      for (b[0] = 0; b[0] < bg->grid[0]; b[0]++) {
-        mirs_status st = run_steps(bg, mirs__sched_init(s), s->ninit, x, user, b, 0);
+  for (b[2] = 0; b[2] < end[2]; b[2]++)
+    for (b[1] = 0; b[1] < end[1]; b[1]++)
+      for (b[0] = 0; b[0] < end[0]; b[0]++) {
+        mirs_status st = run_phase(bg, 0, x, user, b, 0);
         for (int32_t f = 0; st == MIRS_OK && f < bg->forloop; f++)
-          st = run_steps(bg, mirs__sched_loop(s), s->nloop, x, user, b, f);
+          st = run_phase(bg, 1, x, user, b, f);
         if (st == MIRS_OK)
-          st = run_steps(bg, mirs__sched_post(s), s->npost, x, user, b, 0);
+          st = run_phase(bg, 2, x, user, b, 0);
         if (st != MIRS_OK)
           return st;
       }

@@ -807,8 +807,10 @@ static mirs_status candidate(mirs__search_worker *w) {
   mirs__cost_result cr;
   if (st == MIRS_OK)
     st = mirs__cost_graph(ctx, s->device, r, &cr);
+  /* s->res belongs to the search (freed through s->ctx): grow it there,
+   * not in the worker's context, or both contexts' accounting is off. */
   if (st == MIRS_OK && s->nres >= s->capres)
-    st = mirs__core_grow(ctx, (void **)&s->res, &s->capres, s->nres + 1, sizeof *s->res);
+    st = mirs__core_grow(s->ctx, (void **)&s->res, &s->capres, s->nres + 1, sizeof *s->res);
   if (st != MIRS_OK) {
     if (mirs_last_status(ctx) == MIRS_OK)
       mirs__core_error_copy(ctx, s->ctx);
@@ -820,6 +822,7 @@ static mirs_status candidate(mirs__search_worker *w) {
   res->hash = h;
   res->cost = cr.feasible ? cr.seconds : INFINITY;
   res->kernels = cr.kernels;
+  res->found_at = mirs__core_now() - s->t0;
   MIRS_INC(&w->stats, graphs_found);
   mirs__core_log(ctx, MIRS_LOG_DEBUG, "search: found %016llx cost %g (%d kernels)",
                  (unsigned long long)h, res->cost, (int)res->kernels);
@@ -919,6 +922,7 @@ static void fill_stats(const mirs_search *s, const mirs__search_worker *w, mirs_
   for (int i = 0; i < MIRS__STAT_COUNT; i++)
     v[i] = s->stats.v[i] + (w ? w->stats.v[i] : 0);
   memset(o, 0, sizeof *o);
+  o->struct_size = sizeof *o;
   o->states_explored = v[MIRS__STAT_states_explored];
   o->candidates_verified = v[MIRS__STAT_candidates_verified];
   o->graphs_found = v[MIRS__STAT_graphs_found];
@@ -1246,6 +1250,15 @@ static mirs_status search_create(mirs_context *ctx, const mirs_graph *program, m
      * caller reports an empty incomplete result like any stopped search. */
     snprintf(s->setup_stopped, sizeof s->setup_stopped, "%s", mirs_last_error(ctx));
     mirs_clear_error(ctx);
+    /* (The report still prices the unfused program: the device profile
+     * is cheap and polls nothing.) */
+    st = s->profiles ? MIRS_OK : mirs__cost_profiles_load(ctx, NULL, &s->profiles);
+    if (st == MIRS_OK && !s->device)
+      st = mirs__cost_find(ctx, s->profiles, ctx->opt.cost_device, &s->device);
+    if (st != MIRS_OK) {
+      mirs_search_destroy(s);
+      return mirs__core_trace(ctx, st, __func__, __FILE__, __LINE__);
+    }
     *out = s;
     return MIRS_OK;
   }
@@ -1354,11 +1367,15 @@ int mirs_search_result_kernels(const mirs_search *s, int index) {
   return s && index >= 0 && (size_t)index < s->nres ? (int)s->res[index].kernels : 0;
 }
 
-/* Statistics so far. */
-mirs_status mirs_search_get_stats(const mirs_search *s, mirs_search_stats *out) {
-  if (!s || !out)
+/* Statistics so far, at most size bytes of them. */
+mirs_status mirs_search_get_stats_sized(const mirs_search *s, mirs_search_stats *out,
+                                        size_t size) {
+  if (!s || !out || size < sizeof(size_t))
     return MIRS_INVALID_ARG;
-  fill_stats(s, NULL, out);
+  mirs_search_stats full;
+  fill_stats(s, NULL, &full);
+  full.struct_size = size < sizeof full ? size : sizeof full;
+  memcpy(out, &full, full.struct_size);
   return MIRS_OK;
 }
 

@@ -238,6 +238,7 @@ typedef struct mirs__search_result {
   uint64_t hash;
   double cost;
   int32_t kernels;
+  double found_at; /* seconds from the start of the search */
 } mirs__search_result;
 
 struct mirs_search {

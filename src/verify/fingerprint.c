@@ -9,9 +9,9 @@
  * backend runs, so a backend only computes values; every value is reduced
  * (a < P, b < Q) and exp-dependent tensors and tiles have b == 0; the CPU
  * backend evaluates one trial at a time over contiguous trial-major arrays,
- * with block graphs following src/graph/interp.c (grid blocks, forloop
- * tiles via imap/fmap, accumulators zeroed per block, post ops, omap
- * stores); all memory comes from the context and scratch only grows. */
+ * with block graphs run by the shared schedule (src/graph/schedule.c:
+ * grid blocks, forloop tiles via imap/fmap, accumulators zeroed per
+ * block, post ops, omap stores); all memory comes from the context and scratch only grows. */
 #include "verify/fingerprint.h"
 
 #include <math.h>
@@ -1246,99 +1246,106 @@ static mirs_status block_compute(mirs_context *ctx, cpu_state *c, const mirs__fp
   return MIRS_OK;
 }
 
-/* Evaluate custom op k's block graph for trial j (interp.c semantics over
- * the field): per grid block, zero the accumulators, run the forloop
- * (loads, per-iteration ops, accumulation), then finish ACCUM_RMS, run the
- * post ops and store the outputs. */
+/* State of one custom kernel's evaluation for one trial, for the
+ * schedule callbacks (graph/schedule.c: the same order and tile placement
+ * as the float64 interpreter and the generated CUDA). */
+typedef struct fp_custom {
+  cpu_state *c;
+  const mirs__fp_store *s;
+  const mirs_graph *g;
+  const mirs__bgraph *bg;
+  int j;
+  uint64_t key;
+} fp_custom;
+
+/* ZERO: an accumulator starts at zero in every block. */
+static mirs_status fc_zero(void *user, const mirs__bop *o) {
+  fp_custom *u = user;
+  memset(u->c->tile + u->s->bt[o->out].off, 0, (size_t)u->s->bt[o->out].numel * sizeof *u->c->tile);
+  return MIRS_OK;
+}
+
+/* LOAD: the tile at off of the source tensor's trial-j values. */
+static mirs_status fc_load(void *user, const mirs__bop *o, const int64_t off[MIRS_MAX_DIMS]) {
+  fp_custom *u = user;
+  if (mirs__core_stopping(u->s->ctx)) /* (one load per tile: stops within a tile's work) */
+    return mirs__core_stopped(u->s->ctx, "fingerprinting a custom kernel");
+  if (!mirs__shape_copy_tile(&u->g->t[o->src].shape, kval(u->c, u->s, o->src, u->j),
+                             &u->bg->t[o->out].shape, u->c->tile + u->s->bt[o->out].off, off,
+                             sizeof(mirs__fp_pair), false))
+    return MIRS_FAIL(u->s->ctx, MIRS_INTERNAL, "block input %s: tile outside tensor %s",
+                     u->bg->t[o->out].name, u->g->t[o->src].name);
+  u->c->tile_elements += (uint64_t)u->s->bt[o->out].numel;
+  return MIRS_OK;
+}
+
+/* COMPUTE: a block op on the tiles (either phase). */
+static mirs_status fc_compute(void *user, const mirs__bop *o) {
+  fp_custom *u = user;
+  return block_compute(u->s->ctx, u->c, u->s, u->bg, o, u->key);
+}
+
+/* ACCUM*: this iteration's contribution. */
+static mirs_status fc_accum(void *user, const mirs__bop *o) {
+  fp_custom *u = user;
+  const mirs__shape *xs = &u->bg->t[o->in[0]].shape;
+  const mirs__fp_pair *x = u->c->tile + u->s->bt[o->in[0]].off;
+  mirs__fp_pair *acc = u->c->tile + u->s->bt[o->out].off;
+  if (o->op == MIRS_OP_ACCUM) {
+    int64_t n = u->s->bt[o->out].numel;
+    for (int64_t e = 0; e < n; e++)
+      acc[e] = fp_add(acc[e], x[e]);
+  } else if (o->op == MIRS_OP_ACCUM_SUM) {
+    fp_sum(xs, x, o->dim, acc, true);
+  } else {
+    fp_sumsq_last(xs, x, acc, true);
+  }
+  u->c->tile_elements += (uint64_t)u->s->bt[o->out].numel;
+  return MIRS_OK;
+}
+
+/* FINISH: an RMS accumulator becomes sqrt(total / count) (sqrt a PRF). */
+static mirs_status fc_finish(void *user, const mirs__bop *o) {
+  fp_custom *u = user;
+  uint64_t count = (uint64_t)mirs__sched_rms_count(u->bg, o);
+  mirs__fp_pair ic = inv_count(u->c, count);
+  bool xexp = u->s->bt[o->in[0]].exp_dep;
+  int64_t n = u->s->bt[o->out].numel;
+  mirs__fp_pair *acc = u->c->tile + u->s->bt[o->out].off;
+  for (int64_t e = 0; e < n; e++) {
+    mirs__fp_pair v = fp_mul(acc[e], ic);
+    if (xexp)
+      v.b = 0;
+    acc[e] = mirs__fp_prf(u->key, MIRS_OP_SQRT, v);
+  }
+  return MIRS_OK;
+}
+
+/* STORE: a post tile into its output tensor's trial-j values at off. */
+static mirs_status fc_store(void *user, const mirs__bop *o, const int64_t off[MIRS_MAX_DIMS]) {
+  fp_custom *u = user;
+  if (!mirs__shape_copy_tile(&u->g->t[o->dst].shape, kval(u->c, u->s, o->dst, u->j),
+                             &u->bg->t[o->in[0]].shape, u->c->tile + u->s->bt[o->in[0]].off, off,
+                             sizeof(mirs__fp_pair), true))
+    return MIRS_FAIL(u->s->ctx, MIRS_INTERNAL, "block output of %s: tile outside its tensor",
+                     u->bg->t[o->in[0]].name);
+  return MIRS_OK;
+}
+
+static const mirs__sched_exec fp_custom_exec = {fc_zero,  fc_load,   fc_compute,
+                                                fc_accum, fc_finish, fc_store};
+
+/* Evaluate custom op k's block graph for trial j over the field, by the
+ * shared block-graph schedule (every grid block, or only block (0,0,0)
+ * for a corner store). */
 static mirs_status cpu_custom_trial(cpu_state *c, mirs__fp_store *s, const mirs_graph *g,
                                     const mirs__kop *k, int j) {
-  mirs_context *ctx = s->ctx;
   const mirs__bgraph *bg = k->bg;
-  uint64_t key = mirs__fp_trial_key(s->seed, j);
-  int32_t b[MIRS__GRID], gend[MIRS__GRID];
+  int32_t gend[MIRS__GRID];
   for (int a = 0; a < MIRS__GRID; a++)
     gend[a] = s->corner ? 1 : bg->grid[a]; /* (the corner: block (0,0,0) only) */
-  for (b[2] = 0; b[2] < gend[2]; b[2]++)
-    for (b[1] = 0; b[1] < gend[1]; b[1]++)
-      for (b[0] = 0; b[0] < gend[0]; b[0]++) {
-        for (int32_t i = 0; i < bg->nops; i++) {
-          const mirs__bop *o = &bg->ops[i];
-          if (mirs__graph_ops[o->op].kind == MIRS__KIND_ACCUM)
-            memset(c->tile + s->bt[o->out].off, 0, (size_t)s->bt[o->out].numel * sizeof *c->tile);
-        }
-        for (int32_t f = 0; f < bg->forloop; f++) {
-          if (mirs__core_stopping(ctx)) /* (one load per tile iteration) */
-            return mirs__core_stopped(ctx, "fingerprinting a custom kernel");
-          for (int32_t i = 0; i < bg->nops; i++) {
-            const mirs__bop *o = &bg->ops[i];
-            mirs__op_kind kind = mirs__graph_ops[o->op].kind;
-            if (kind == MIRS__KIND_INPUT) {
-              const mirs__shape *ts = &bg->t[o->out].shape;
-              int64_t off[MIRS_MAX_DIMS] = {0};
-              for (int gd = 0; gd < MIRS__GRID; gd++)
-                if (o->imap[gd] >= 0 && o->imap[gd] < ts->ndim)
-                  off[o->imap[gd]] = (int64_t)b[gd] * ts->d[o->imap[gd]];
-              if (o->fmap >= 0 && o->fmap < ts->ndim)
-                off[o->fmap] = (int64_t)f * ts->d[o->fmap];
-              if (!mirs__shape_copy_tile(&g->t[o->src].shape, kval(c, s, o->src, j), ts,
-                                         c->tile + s->bt[o->out].off, off, sizeof(mirs__fp_pair),
-                                         false))
-                return MIRS_FAIL(ctx, MIRS_INTERNAL, "block input %s: tile outside tensor %s",
-                                 bg->t[o->out].name, g->t[o->src].name);
-              c->tile_elements += (uint64_t)s->bt[o->out].numel;
-            } else if (kind == MIRS__KIND_ACCUM) {
-              const mirs__shape *xs = &bg->t[o->in[0]].shape;
-              const mirs__fp_pair *x = c->tile + s->bt[o->in[0]].off;
-              mirs__fp_pair *acc = c->tile + s->bt[o->out].off;
-              if (o->op == MIRS_OP_ACCUM) {
-                int64_t n = s->bt[o->out].numel;
-                for (int64_t e = 0; e < n; e++)
-                  acc[e] = fp_add(acc[e], x[e]);
-              } else if (o->op == MIRS_OP_ACCUM_SUM) {
-                fp_sum(xs, x, o->dim, acc, true);
-              } else {
-                fp_sumsq_last(xs, x, acc, true);
-              }
-              c->tile_elements += (uint64_t)s->bt[o->out].numel;
-            } else if (kind != MIRS__KIND_OUTPUT && !bg->t[o->out].post) {
-              MIRS_CHECK(ctx, block_compute(ctx, c, s, bg, o, key));
-            }
-          }
-        }
-        for (int32_t i = 0; i < bg->nops; i++) {
-          const mirs__bop *o = &bg->ops[i];
-          mirs__op_kind kind = mirs__graph_ops[o->op].kind;
-          if (o->op == MIRS_OP_ACCUM_RMS) {
-            const mirs__shape *xs = &bg->t[o->in[0]].shape;
-            uint64_t count =
-                (uint64_t)(xs->ndim > 0 ? xs->d[xs->ndim - 1] : 1) * (uint64_t)bg->forloop;
-            mirs__fp_pair ic = inv_count(c, count);
-            bool xexp = s->bt[o->in[0]].exp_dep;
-            int64_t n = s->bt[o->out].numel;
-            mirs__fp_pair *acc = c->tile + s->bt[o->out].off;
-            for (int64_t e = 0; e < n; e++) {
-              mirs__fp_pair v = fp_mul(acc[e], ic);
-              if (xexp)
-                v.b = 0;
-              acc[e] = mirs__fp_prf(key, MIRS_OP_SQRT, v);
-            }
-          } else if (kind == MIRS__KIND_OUTPUT) {
-            const mirs__shape *ts = &bg->t[o->in[0]].shape;
-            int64_t off[MIRS_MAX_DIMS] = {0};
-            for (int gd = 0; gd < MIRS__GRID; gd++)
-              if (o->omap[gd] >= 0 && o->omap[gd] < ts->ndim)
-                off[o->omap[gd]] = (int64_t)b[gd] * ts->d[o->omap[gd]];
-            if (!mirs__shape_copy_tile(&g->t[o->dst].shape, kval(c, s, o->dst, j), ts,
-                                       c->tile + s->bt[o->in[0]].off, off, sizeof(mirs__fp_pair),
-                                       true))
-              return MIRS_FAIL(ctx, MIRS_INTERNAL, "block output of %s: tile outside its tensor",
-                               bg->t[o->in[0]].name);
-          } else if (kind != MIRS__KIND_INPUT && kind != MIRS__KIND_ACCUM && bg->t[o->out].post) {
-            MIRS_CHECK(ctx, block_compute(ctx, c, s, bg, o, key));
-          }
-        }
-      }
-  return MIRS_OK;
+  fp_custom u = {c, s, g, bg, j, mirs__fp_trial_key(s->seed, j)};
+  return mirs__sched_run(bg, gend, &fp_custom_exec, &u);
 }
 
 /* Fingerprint kernel op `op` for every trial. */

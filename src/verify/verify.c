@@ -17,40 +17,6 @@
 #include "mirsearch/verify.h"
 #include "verify/fingerprint.h"
 
-/* Largest relative difference between same-named outputs of two eval
- * results: max|a-b| / max|b| per output (NaN at the same place counts as
- * equal; a NaN against a number as infinitely different). */
-static double max_rel_error(const mirs_eval_result *ref, const mirs_eval_result *cand) {
-  double worst = 0;
-  for (int i = 0; i < mirs_eval_num_outputs(ref); i++) {
-    const char *name = mirs_eval_output_name(ref, i);
-    int j = 0;
-    while (j < mirs_eval_num_outputs(cand) && strcmp(mirs_eval_output_name(cand, j), name))
-      j++;
-    int64_t n, m;
-    const double *a = mirs_eval_output_values(ref, i, &n);
-    const double *b = mirs_eval_output_values(cand, j, &m);
-    if (!b || n != m)
-      return INFINITY;
-    double diff = 0, scale = 0;
-    for (int64_t e = 0; e < n; e++) {
-      /* Non-finite values must match exactly (NaN with NaN, an infinity
-       * with the same infinity) and stay out of the scale: an infinity in
-       * the reference would otherwise make every difference relative 0. */
-      if (!isfinite(a[e]) || !isfinite(b[e])) {
-        if (isnan(a[e]) ? !isnan(b[e]) : a[e] != b[e])
-          return INFINITY;
-        continue;
-      }
-      diff = fmax(diff, fabs(a[e] - b[e]));
-      scale = fmax(scale, fabs(a[e]));
-    }
-    double rel = scale > 0 ? diff / scale : diff;
-    worst = fmax(worst, rel);
-  }
-  return worst;
-}
-
 /* Fingerprint program and candidate with `trials` trials and compare. */
 static mirs_status fingerprint_compare(mirs_context *ctx, const mirs_graph *program,
                                        const mirs_graph *candidate, int trials,
@@ -102,14 +68,11 @@ mirs_status mirs__verify_fingerprints(mirs_context *ctx, const mirs_graph *progr
   return MIRS_OK;
 }
 
-/* Verify candidate against program. */
-mirs_status mirs_verify(mirs_context *ctx, const mirs_graph *program, const mirs_graph *candidate,
-                        mirs_verify_result *out) {
-  if (!ctx)
-    return MIRS_INVALID_ARG;
-  if (!program || !candidate || !out)
-    return MIRS_FAIL(ctx, MIRS_INVALID_ARG, "mirs_verify: NULL argument");
+/* Verify candidate against program into a whole result struct. */
+static mirs_status verify_full(mirs_context *ctx, const mirs_graph *program,
+                               const mirs_graph *candidate, mirs_verify_result *out) {
   memset(out, 0, sizeof *out);
+  out->struct_size = sizeof *out;
   out->float_max_rel_error = NAN;
   MIRS_CHECK(ctx, mirs__graph_validate(program));
   MIRS_CHECK(ctx, mirs__graph_validate(candidate));
@@ -166,7 +129,7 @@ mirs_status mirs_verify(mirs_context *ctx, const mirs_graph *program, const mirs
     out->equal = 1;
   } else if (s == MIRS_OK) {
     out->float_checked = 1;
-    out->float_max_rel_error = max_rel_error(er, ec);
+    out->float_max_rel_error = mirs__eval_max_rel_error(er, ec);
     out->equal = out->float_max_rel_error <= ctx->opt.float_tolerance;
     if (!out->equal)
       snprintf(out->reason, sizeof out->reason,
@@ -176,5 +139,20 @@ mirs_status mirs_verify(mirs_context *ctx, const mirs_graph *program, const mirs
   mirs_eval_result_destroy(er);
   mirs_eval_result_destroy(ec);
   MIRS_CHECK(ctx, s == MIRS_LIMIT ? MIRS_OK : s);
+  return MIRS_OK;
+}
+
+/* Verify candidate against program; fill at most size bytes of *out. */
+mirs_status mirs_verify_sized(mirs_context *ctx, const mirs_graph *program,
+                              const mirs_graph *candidate, mirs_verify_result *out, size_t size) {
+  if (!ctx)
+    return MIRS_INVALID_ARG;
+  if (!program || !candidate || !out || size < sizeof(size_t))
+    return MIRS_FAIL(ctx, MIRS_INVALID_ARG, "mirs_verify: NULL argument or struct size");
+  mirs_verify_result full;
+  mirs_status s = verify_full(ctx, program, candidate, &full);
+  full.struct_size = size < sizeof full ? size : sizeof full;
+  memcpy(out, &full, full.struct_size);
+  MIRS_CHECK(ctx, s);
   return MIRS_OK;
 }

@@ -20,8 +20,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       abort(); /* the canonical form must read back to itself */
     if (text && !back)
       abort(); /* what mirsearch writes, it reads back */
-    free(text);
-    free(again);
+    mirs_free(ctx, text);
+    mirs_free(ctx, again);
     mirs_graph_destroy(back);
     mirs_eval_result *r = NULL;
     if (mirs_graph_validate(g) == MIRS_OK && mirs_graph_eval(g, 1, &r) == MIRS_OK)

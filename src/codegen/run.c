@@ -1,0 +1,446 @@
+/* SPDX-License-Identifier: MIT */
+/* src/codegen/run.c - compile and run generated code (`mirsearch run`):
+ * the public codegen API (mirsearch/codegen.h), the harness main() that
+ * moves the seeded inputs in and the outputs out, and the driver that
+ * writes the sources to a private temporary directory, compiles them
+ * (host C++ through the emulation header, or nvcc) and runs the program.
+ *
+ * Invariants: inputs are exactly mirs_graph_eval's (mirs_input_value),
+ * rounded once to each input's dtype by the harness; a run never reports
+ * values it did not read back in full; the temporary directory is removed
+ * on every path; child processes get argv arrays (no shell). */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <math.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "codegen/codegen.h"
+#include "mirsearch/codegen.h"
+#include "mirsearch/gpu.h"
+
+extern char **environ;
+
+/* The bytes of src/codegen/emu.h (od output: no string-length limits). */
+const char mirs__codegen_emu_h[] = {
+#include "codegen/emu_h.inc"
+    0};
+
+/* The emulation header's text. */
+const char *mirs_codegen_emulation_header(void) {
+  return mirs__codegen_emu_h;
+}
+
+/* C type of a stored element. */
+static const char *stype(mirs_dtype t) {
+  return t == MIRS_F16 ? "__half" : t == MIRS_BF16 ? "__nv_bfloat16" : "float";
+}
+
+/* Emit the harness main() for g's entry point. */
+mirs_status mirs__codegen_harness(const mirs_graph *g, const char *entry, mirs__buf *b) {
+  mirs__buf_puts(b,
+                 "/* mirsearch run harness: inputs (float64, input order) from argv[1],\n"
+                 " * outputs (float64, output order) to argv[2]. */\n"
+                 "#include \"kernel.cu\"\n#include <stdio.h>\n#include <stdlib.h>\n\n"
+                 "inline void mirs_h_check(cudaError_t e, const char *what) {\n"
+                 "    if (e != cudaSuccess) {\n"
+                 "        fprintf(stderr, \"%s: %s\\n\", what, cudaGetErrorString(e));\n"
+                 "        exit(3);\n    }\n}\n"
+                 "inline void mirs_h_to(const double *s, __half *d, size_t n) {\n"
+                 "    for (size_t i = 0; i < n; i++) d[i] = __float2half_rn((float)s[i]);\n}\n"
+                 "inline void mirs_h_to(const double *s, __nv_bfloat16 *d, size_t n) {\n"
+                 "    for (size_t i = 0; i < n; i++) d[i] = __float2bfloat16_rn((float)s[i]);\n}\n"
+                 "inline void mirs_h_to(const double *s, float *d, size_t n) {\n"
+                 "    for (size_t i = 0; i < n; i++) d[i] = (float)s[i];\n}\n"
+                 "inline void mirs_h_from(const __half *s, double *d, size_t n) {\n"
+                 "    for (size_t i = 0; i < n; i++) d[i] = __half2float(s[i]);\n}\n"
+                 "inline void mirs_h_from(const __nv_bfloat16 *s, double *d, size_t n) {\n"
+                 "    for (size_t i = 0; i < n; i++) d[i] = __bfloat162float(s[i]);\n}\n"
+                 "inline void mirs_h_from(const float *s, double *d, size_t n) {\n"
+                 "    for (size_t i = 0; i < n; i++) d[i] = s[i];\n}\n"
+                 "template <typename T> T *mirs_h_in(FILE *f, size_t n) {\n"
+                 "    double *v = (double *)malloc(n * sizeof(double));\n"
+                 "    T *h = (T *)malloc(n * sizeof(T));\n"
+                 "    T *d = NULL;\n"
+                 "    if (!v || !h || fread(v, sizeof(double), n, f) != n) {\n"
+                 "        fprintf(stderr, \"cannot read the inputs\\n\");\n        exit(3);\n    }\n"
+                 "    mirs_h_to(v, h, n);\n"
+                 "    mirs_h_check(cudaMalloc((void **)&d, n * sizeof(T)), \"cudaMalloc\");\n"
+                 "    mirs_h_check(cudaMemcpy(d, h, n * sizeof(T), cudaMemcpyHostToDevice), "
+                 "\"cudaMemcpy\");\n"
+                 "    free(v);\n    free(h);\n    return d;\n}\n"
+                 "template <typename T> void mirs_h_out(FILE *f, const T *d, size_t n) {\n"
+                 "    double *v = (double *)malloc(n * sizeof(double));\n"
+                 "    T *h = (T *)malloc(n * sizeof(T));\n"
+                 "    if (!v || !h) {\n        fprintf(stderr, \"out of memory\\n\");\n        exit(3);\n    }\n"
+                 "    mirs_h_check(cudaMemcpy(h, d, n * sizeof(T), cudaMemcpyDeviceToHost), "
+                 "\"cudaMemcpy\");\n"
+                 "    mirs_h_from(h, v, n);\n"
+                 "    if (fwrite(v, sizeof(double), n, f) != n) {\n"
+                 "        fprintf(stderr, \"cannot write the outputs\\n\");\n        exit(3);\n    }\n"
+                 "    free(v);\n    free(h);\n}\n\n"
+                 "int main(int argc, char **argv) {\n"
+                 "    if (argc != 3) {\n        fprintf(stderr, \"usage: harness IN OUT\\n\");\n"
+                 "        return 2;\n    }\n"
+                 "    FILE *fi = fopen(argv[1], \"rb\");\n"
+                 "    if (!fi) {\n        perror(argv[1]);\n        return 3;\n    }\n");
+  for (int32_t t = 0; t < g->nt; t++)
+    if (g->t[t].producer < 0)
+      mirs__buf_printf(b, "    %s *in%d = mirs_h_in<%s>(fi, %" PRId64 ");\n", stype(g->t[t].dtype),
+                       (int)t, stype(g->t[t].dtype), mirs__shape_numel(&g->t[t].shape));
+  mirs__buf_puts(b, "    fclose(fi);\n");
+  for (int32_t i = 0; i < g->nout; i++) {
+    int32_t t = g->outputs[i];
+    mirs__buf_printf(b, "    %s *out%d = NULL;\n", stype(g->t[t].dtype), (int)i);
+    mirs__buf_printf(b,
+                     "    mirs_h_check(cudaMalloc((void **)&out%d, %" PRId64
+                     " * sizeof(%s)), \"cudaMalloc\");\n",
+                     (int)i, mirs__shape_numel(&g->t[t].shape), stype(g->t[t].dtype));
+  }
+  mirs__buf_printf(b, "    void *ws = NULL;\n    if (%s_workspace_bytes())\n", entry);
+  mirs__buf_printf(b, "        mirs_h_check(cudaMalloc(&ws, %s_workspace_bytes()), \"cudaMalloc\");\n",
+                   entry);
+  mirs__buf_printf(b, "    mirs_h_check(%s(", entry);
+  for (int32_t t = 0; t < g->nt; t++)
+    if (g->t[t].producer < 0)
+      mirs__buf_printf(b, "in%d, ", (int)t);
+  for (int32_t i = 0; i < g->nout; i++)
+    mirs__buf_printf(b, "out%d, ", (int)i);
+  mirs__buf_printf(b, "ws, (cudaStream_t)0), \"%s\");\n", entry);
+  mirs__buf_puts(b, "    mirs_h_check(cudaDeviceSynchronize(), \"cudaDeviceSynchronize\");\n"
+                    "    FILE *fo = fopen(argv[2], \"wb\");\n"
+                    "    if (!fo) {\n        perror(argv[2]);\n        return 3;\n    }\n");
+  for (int32_t i = 0; i < g->nout; i++)
+    mirs__buf_printf(b, "    mirs_h_out(fo, out%d, %" PRId64 ");\n", (int)i,
+                     mirs__shape_numel(&g->t[g->outputs[i]].shape));
+  mirs__buf_puts(b, "    if (fclose(fo) != 0) {\n        perror(argv[2]);\n        return 3;\n    }\n"
+                    "    return 0;\n}\n");
+  return b->failed ? MIRS_NOMEM : MIRS_OK;
+}
+
+/* Public: the CUDA C of g. */
+mirs_status mirs_codegen_cuda(const mirs_graph *g, const char *entry, char **text) {
+  if (!g || !text)
+    return g ? MIRS_FAIL(g->ctx, MIRS_INVALID_ARG, "mirs_codegen_cuda: NULL text")
+             : MIRS_INVALID_ARG;
+  *text = NULL;
+  if (entry) {
+    bool ok = (entry[0] < '0' || entry[0] > '9') && entry[0];
+    for (const char *p = entry; *p; p++)
+      ok = ok && ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+                  (*p >= '0' && *p <= '9') || *p == '_');
+    if (!ok)
+      return MIRS_FAIL(g->ctx, MIRS_INVALID_ARG, "entry point '%s' is not a C identifier", entry);
+  }
+  mirs__buf b;
+  mirs__buf_init(&b, g->ctx);
+  mirs_status s = mirs__codegen_cuda(g, entry, &b);
+  if (s == MIRS_OK && b.failed)
+    s = MIRS_FAIL(g->ctx, MIRS_NOMEM, "out of memory");
+  if (s != MIRS_OK) {
+    mirs__buf_free(&b);
+    return s;
+  }
+  /* The buffer comes from the context allocator, NUL-terminated. */
+  *text = b.data;
+  return MIRS_OK;
+}
+
+/* Public: the tolerance of a run of g. */
+double mirs_codegen_tolerance(const mirs_graph *g) {
+  double tol = 0;
+  for (int32_t t = 0; g && t < g->nt; t++)
+    tol = fmax(tol, mirs__codegen_tolerance(g->t[t].dtype));
+  return tol;
+}
+
+/* ---------------------------------------------------------------- driver */
+
+/* Write len bytes to dir/name. */
+static mirs_status put_file(mirs_context *ctx, const char *dir, const char *name, const void *data,
+                            size_t len) {
+  char path[4200];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  FILE *f = fopen(path, "wb");
+  if (!f)
+    return MIRS_FAIL(ctx, MIRS_IO, "%s: %s", path, strerror(errno));
+  bool ok = fwrite(data, 1, len, f) == len;
+  ok = fclose(f) == 0 && ok;
+  if (!ok)
+    return MIRS_FAIL(ctx, MIRS_IO, "%s: cannot write", path);
+  return MIRS_OK;
+}
+
+/* Run argv with stdout and stderr to log; the exit status into *status
+ * (-1 when it could not start, 128+N for a signal). */
+static mirs_status spawn_wait(mirs_context *ctx, char *const *argv, const char *log, int *status) {
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, log, O_WRONLY | O_CREAT | O_APPEND, 0600);
+  posix_spawn_file_actions_adddup2(&fa, 1, 2);
+  pid_t pid;
+  int e = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (e != 0) {
+    *status = -1;
+    return MIRS_FAIL(ctx, MIRS_IO, "cannot run %s: %s", argv[0], strerror(e));
+  }
+  int ws;
+  while (waitpid(pid, &ws, 0) < 0)
+    if (errno != EINTR)
+      return MIRS_FAIL(ctx, MIRS_IO, "waitpid: %s", strerror(errno));
+  *status = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + (WIFSIGNALED(ws) ? WTERMSIG(ws) : 0);
+  return MIRS_OK;
+}
+
+/* The first lines of a log file, for an error message. */
+static void log_head(const char *log, char *buf, size_t size) {
+  buf[0] = '\0';
+  FILE *f = fopen(log, "r");
+  if (!f)
+    return;
+  size_t n = fread(buf, 1, size - 1, f);
+  buf[n] = '\0';
+  fclose(f);
+  int lines = 0;
+  for (char *p = buf; *p; p++)
+    if (*p == '\n' && ++lines == 8) {
+      *p = '\0';
+      break;
+    }
+}
+
+/* Remove the files this driver made in dir, then dir. */
+static void remove_dir(const char *dir) {
+  static const char *const names[] = {"kernel.cu", "mirsearch_emu.h", "harness.cu", "in.bin",
+                                      "out.bin",   "prog",            "log"};
+  char path[4200];
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+    snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+    (void)unlink(path);
+  }
+  (void)rmdir(dir);
+}
+
+/* The nvcc to run: the option, else configure's, else PATH's. */
+static const char *nvcc_path(mirs_context *ctx) {
+  if (ctx->opt.codegen_nvcc[0])
+    return ctx->opt.codegen_nvcc;
+#ifdef MIRS_NVCC
+  return MIRS_NVCC;
+#else
+  return "nvcc";
+#endif
+}
+
+/* Argument vectors built from copies (exec wants char *, literals are const). */
+typedef struct args {
+  char store[24][1024];
+  char *argv[25];
+  int n;
+} args;
+
+/* Append a copy of text (cut at 1023 bytes; callers keep paths shorter). */
+static void arg(args *a, const char *text) {
+  if (a->n >= 24)
+    return;
+  snprintf(a->store[a->n], sizeof a->store[a->n], "%s", text);
+  a->argv[a->n] = a->store[a->n];
+  a->argv[++a->n] = NULL;
+}
+
+/* Compile the sources in dir into dir/prog for backend. */
+static mirs_status compile(mirs_context *ctx, const char *dir, mirs_backend backend) {
+  char src[1024], prog[1024], log[1024], inc[1024];
+  snprintf(src, sizeof src, "%s/harness.cu", dir);
+  snprintf(prog, sizeof prog, "%s/prog", dir);
+  snprintf(log, sizeof log, "%s/log", dir);
+  snprintf(inc, sizeof inc, "-I%s", dir);
+  args a;
+  a.n = 0;
+  if (backend == MIRS_BACKEND_HOST) {
+    static const char *const flags[] = {"-std=c++14", "-O1", "-DMIRS_HOST_EMULATION"};
+    arg(&a, ctx->opt.codegen_cxx);
+    for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
+      arg(&a, flags[i]);
+    arg(&a, inc);
+    arg(&a, "-x");
+    arg(&a, "c++");
+    arg(&a, src);
+    arg(&a, "-x");
+    arg(&a, "none");
+    arg(&a, "-o");
+    arg(&a, prog);
+    arg(&a, "-lm");
+  } else {
+    int64_t arch[4];
+    int na = 0;
+    char why[128];
+    if (!mirs__core_parse_int_list(ctx->opt.codegen_arch, 50, 120, arch, 4, &na, why, sizeof why) ||
+        na < 1)
+      return MIRS_FAIL(ctx, MIRS_INVALID_ARG, "codegen_arch: %s", why);
+    arg(&a, nvcc_path(ctx));
+    arg(&a, "-std=c++17");
+    arg(&a, "-O2");
+    arg(&a, inc);
+    for (int i = 0; i < na; i++) {
+      char gencode[64];
+      snprintf(gencode, sizeof gencode, "-gencode=arch=compute_%d,code=sm_%d", (int)arch[i],
+               (int)arch[i]);
+      arg(&a, gencode);
+    }
+    arg(&a, src);
+    arg(&a, "-o");
+    arg(&a, prog);
+  }
+  int status;
+  MIRS_CHECK(ctx, spawn_wait(ctx, a.argv, log, &status));
+  if (status != 0) {
+    char head[1024];
+    log_head(log, head, sizeof head);
+    return MIRS_FAIL(ctx, MIRS_INTERNAL, "the generated code does not compile with %s (exit %d):\n%s",
+                     a.argv[0], status, head);
+  }
+  return MIRS_OK;
+}
+
+/* Compile and run g's generated code; see mirsearch/codegen.h. */
+mirs_status mirs_codegen_run(const mirs_graph *g, uint64_t seed, mirs_backend backend,
+                             mirs_eval_result **out, double *max_rel_error) {
+  if (!g)
+    return MIRS_INVALID_ARG;
+  mirs_context *ctx = g->ctx;
+  if (!out || !max_rel_error)
+    return MIRS_FAIL(ctx, MIRS_INVALID_ARG, "mirs_codegen_run: NULL argument");
+  *out = NULL;
+  *max_rel_error = NAN;
+  if (backend != MIRS_BACKEND_HOST && backend != MIRS_BACKEND_CUDA)
+    return MIRS_FAIL(ctx, MIRS_INVALID_ARG, "unknown backend %d", (int)backend);
+  MIRS_CHECK(ctx, mirs__graph_validate(g));
+  if (backend == MIRS_BACKEND_CUDA) {
+    int count = 0;
+    if (mirs_gpu_device_count(ctx, &count) != MIRS_OK || count < 1) {
+      char why[256];
+      snprintf(why, sizeof why, "%s", mirs_last_error(ctx));
+      return MIRS_FAIL(ctx, MIRS_NO_DEVICE, "no CUDA device: %s", why);
+    }
+  }
+  /* The reference first: it also bounds the sizes involved. */
+  mirs_eval_result *ref = NULL;
+  MIRS_CHECK(ctx, mirs_graph_eval(g, seed, &ref));
+
+  char entry[300];
+  mirs__codegen_entry_name(g, entry, sizeof entry);
+  const char *tmp = getenv("TMPDIR");
+  char dir[900];
+  int dn = snprintf(dir, sizeof dir, "%s/mirsearch-run-XXXXXX", tmp && tmp[0] ? tmp : "/tmp");
+  if (dn < 0 || (size_t)dn >= sizeof dir || !mkdtemp(dir)) {
+    mirs_eval_result_destroy(ref);
+    return MIRS_FAIL(ctx, MIRS_IO, "cannot create a temporary directory: %s", strerror(errno));
+  }
+  mirs__buf code, harness;
+  mirs__buf_init(&code, ctx);
+  mirs__buf_init(&harness, ctx);
+  double *outv = NULL;
+  const double **outp = NULL;
+  mirs_status s = mirs__codegen_cuda(g, entry, &code);
+  if (s == MIRS_OK)
+    s = mirs__codegen_harness(g, entry, &harness);
+  if (s == MIRS_OK && (code.failed || harness.failed))
+    s = MIRS_FAIL(ctx, MIRS_NOMEM, "out of memory");
+  if (s == MIRS_OK)
+    s = put_file(ctx, dir, "kernel.cu", code.data, code.len);
+  if (s == MIRS_OK)
+    s = put_file(ctx, dir, "harness.cu", harness.data, harness.len);
+  if (s == MIRS_OK)
+    s = put_file(ctx, dir, "mirsearch_emu.h", mirs__codegen_emu_h, strlen(mirs__codegen_emu_h));
+  /* Inputs: the interpreter's, in input order. */
+  int64_t nin = 0, nout = 0;
+  for (int32_t t = 0; t < g->nt; t++)
+    if (g->t[t].producer < 0)
+      nin += mirs__shape_numel(&g->t[t].shape);
+  for (int32_t i = 0; i < g->nout; i++)
+    nout += mirs__shape_numel(&g->t[g->outputs[i]].shape);
+  if (s == MIRS_OK) {
+    double *v = mirs__core_calloc(ctx, (size_t)nin + 1, sizeof *v);
+    if (!v) {
+      s = MIRS_FAIL(ctx, MIRS_NOMEM, "out of memory");
+    } else {
+      int64_t at = 0;
+      for (int32_t t = 0; t < g->nt; t++)
+        if (g->t[t].producer < 0) {
+          int64_t n = mirs__shape_numel(&g->t[t].shape);
+          mirs__graph_input_fill(seed, g->t[t].name, v + at, n);
+          at += n;
+        }
+      s = put_file(ctx, dir, "in.bin", v, (size_t)nin * sizeof *v);
+      mirs__core_free(ctx, v);
+    }
+  }
+  if (s == MIRS_OK)
+    s = compile(ctx, dir, backend);
+  if (s == MIRS_OK) {
+    char prog[1024], inb[1024], outb[1024], log[1024];
+    snprintf(prog, sizeof prog, "%s/prog", dir);
+    snprintf(inb, sizeof inb, "%s/in.bin", dir);
+    snprintf(outb, sizeof outb, "%s/out.bin", dir);
+    snprintf(log, sizeof log, "%s/log", dir);
+    args a;
+    a.n = 0;
+    arg(&a, prog);
+    arg(&a, inb);
+    arg(&a, outb);
+    int status;
+    s = spawn_wait(ctx, a.argv, log, &status);
+    if (s == MIRS_OK && status != 0) {
+      char head[1024];
+      log_head(log, head, sizeof head);
+      s = MIRS_FAIL(ctx, backend == MIRS_BACKEND_CUDA ? MIRS_CUDA : MIRS_INTERNAL,
+                    "the generated program failed (exit %d):\n%s", status, head);
+    }
+    if (s == MIRS_OK) {
+      char *data = NULL;
+      size_t len = 0;
+      s = mirs__core_read_file(ctx, outb, &data, &len);
+      if (s == MIRS_OK && len != (size_t)nout * sizeof(double))
+        s = MIRS_FAIL(ctx, MIRS_INTERNAL, "the generated program wrote %zu bytes of outputs, not %zu",
+                      len, (size_t)nout * sizeof(double));
+      if (s == MIRS_OK) {
+        outv = (double *)(void *)data;
+        data = NULL;
+      }
+      mirs__core_free(ctx, data);
+    }
+  }
+  if (s == MIRS_OK) {
+    outp = mirs__core_calloc(ctx, (size_t)g->nout + 1, sizeof *outp);
+    if (!outp) {
+      s = MIRS_FAIL(ctx, MIRS_NOMEM, "out of memory");
+    } else {
+      int64_t at = 0;
+      for (int32_t i = 0; i < g->nout; i++) {
+        outp[i] = outv + at;
+        at += mirs__shape_numel(&g->t[g->outputs[i]].shape);
+      }
+      s = mirs__eval_result_make(g, outp, out);
+    }
+  }
+  if (s == MIRS_OK)
+    *max_rel_error = mirs__eval_max_rel_error(ref, *out);
+  remove_dir(dir);
+  mirs__buf_free(&code);
+  mirs__buf_free(&harness);
+  mirs__core_free(ctx, outv);
+  mirs__core_free(ctx, outp);
+  mirs_eval_result_destroy(ref);
+  MIRS_CHECK(ctx, s);
+  return MIRS_OK;
+}

@@ -1,0 +1,205 @@
+/* SPDX-License-Identifier: MIT */
+/* src/search/report.c - the search report as JSON (report.json, and
+ * mirs_search_report_json for embedders).
+ *
+ * Invariants: the report is a function of the finished search and the
+ * context's options (no clocks read here); every string is JSON-escaped;
+ * results appear best first, as the search sorted them, each with the
+ * 1-based number of its group of equal cost, so ties are told apart by
+ * hash and by their kernels' launch shapes.  Candidate file names match
+ * what `mirsearch` writes: candidates/RANK-HASH.ugraph with RANK zero-padded
+ * to at least four digits (mirs_search_result_file_name). */
+#include "config.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "search/search.h"
+
+/* A JSON string literal for s. */
+static void json_str(mirs__buf *b, const char *s) {
+  mirs__buf_puts(b, "\"");
+  char one[8];
+  for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
+    if (*p == '"' || *p == '\\')
+      snprintf(one, sizeof one, "\\%c", *p);
+    else if (*p < 0x20)
+      snprintf(one, sizeof one, "\\u%04x", *p);
+    else
+      snprintf(one, sizeof one, "%c", *p);
+    mirs__buf_puts(b, one);
+  }
+  mirs__buf_puts(b, "\"");
+}
+
+/* A JSON number (null when not finite: JSON has no infinity). */
+static void json_num(mirs__buf *b, double v) {
+  if (isfinite(v))
+    mirs__buf_printf(b, "%.9g", v);
+  else
+    mirs__buf_puts(b, "null");
+}
+
+/* The file name of result rank (1-based). */
+static void candidate_name(char *buf, size_t size, int rank, uint64_t hash) {
+  snprintf(buf, size, "%04d-%016" PRIx64 ".ugraph", rank, hash);
+}
+
+/* Public: the file name mirsearch gives result index. */
+mirs_status mirs_search_result_file_name(const mirs_search *s, int index, char *buf, size_t size) {
+  if (!s || !buf || size == 0 || index < 0 || (size_t)index >= s->nres)
+    return MIRS_INVALID_ARG;
+  int n = snprintf(buf, size, "%04d-%016" PRIx64 ".ugraph", index + 1, s->res[index].hash);
+  return n > 0 && (size_t)n < size ? MIRS_OK : MIRS_INVALID_ARG;
+}
+
+/* The launch list of one result: each kernel op with its cost and, for a
+ * custom kernel, its grid, block, forloop range and shared memory. */
+static mirs_status put_kernels(const mirs_search *s, const mirs_graph *g, mirs__buf *b) {
+  mirs__buf_puts(b, "[");
+  for (int32_t k = 0; k < g->nops; k++) {
+    const mirs__kop *op = &g->ops[k];
+    mirs__cost_kernel kc;
+    MIRS_CHECK(s->ctx, mirs__cost_kernel_op(s->ctx, s->device, g, k, &kc));
+    mirs__buf_printf(b, "%s{\"op\": \"%s\"", k ? ", " : "", mirs__graph_ops[op->op].name);
+    if (op->op == MIRS_OP_CUSTOM && op->bg) {
+      const mirs__bgraph *bg = op->bg;
+      mirs__buf_printf(b,
+                       ", \"grid\": [%" PRId32 ", %" PRId32 ", %" PRId32 "], \"block\": [%" PRId32
+                       ", %" PRId32 ", %" PRId32 "], \"forloop\": %" PRId32
+                       ", \"block_ops\": %" PRId32 ", \"smem_bytes\": %" PRId64,
+                       bg->grid[0], bg->grid[1], bg->grid[2], bg->block[0], bg->block[1],
+                       bg->block[2], bg->forloop, bg->nops, kc.smem);
+    }
+    mirs__buf_puts(b, ", \"predicted_seconds\": ");
+    json_num(b, kc.feasible ? kc.seconds : INFINITY);
+    mirs__buf_puts(b, "}");
+  }
+  mirs__buf_puts(b, "]");
+  return MIRS_OK;
+}
+
+/* An integer option's value, or def when this build has no such option. */
+static int64_t int_option(mirs_context *ctx, const char *name, int64_t def) {
+  int64_t v = def;
+  if (mirs_option_get_int(ctx, name, &v) != MIRS_OK) {
+    mirs_clear_error(ctx);
+    v = def;
+  }
+  return v;
+}
+
+/* The whole report into b. */
+static mirs_status put_report(const mirs_search *s, int top, mirs__buf *b) {
+  mirs_context *ctx = s->ctx;
+  mirs_search_stats st;
+  MIRS_CHECK(ctx, mirs_search_get_stats(s, &st));
+  char opts[4096];
+  mirs_options_nondefault(ctx, opts, sizeof opts);
+  int n = (int)s->nres, listed = top > 0 && top < n ? top : n;
+  mirs__cost_result unfused;
+  MIRS_CHECK(ctx, mirs__cost_graph(ctx, s->device, s->program, &unfused));
+  double base = unfused.feasible ? unfused.seconds : INFINITY;
+  /* The best result was found when the first result of best cost was. */
+  double to_best = 0;
+  for (size_t i = 0; i < s->nres && s->res[i].cost == s->res[0].cost; i++)
+    if (i == 0 || s->res[i].found_at < to_best)
+      to_best = s->res[i].found_at;
+  if (to_best > st.wall_seconds)
+    to_best = st.wall_seconds;
+
+  mirs__buf_puts(b, "{\n  \"program\": ");
+  json_str(b, s->program->name);
+  mirs__buf_puts(b, ",\n  \"mirsearch_version\": ");
+  json_str(b, mirs_version_string());
+  mirs__buf_puts(b, ",\n  \"device\": ");
+  json_str(b, s->device->name);
+  mirs__buf_puts(b, ",\n  \"options\": ");
+  json_str(b, opts);
+  mirs__buf_printf(b,
+                   ",\n  \"states_explored\": %" PRIu64 ",\n  \"candidates_verified\": %" PRIu64
+                   ",\n  \"graphs_found\": %" PRIu64 ",\n  \"prune_calls\": %" PRIu64
+                   ",\n  \"prune_cache_hits\": %" PRIu64 ",\n  \"solver_calls\": %" PRIu64
+                   ",\n  \"wall_seconds\": %.6f,\n  \"solver_seconds\": %.6f"
+                   ",\n  \"time_to_best_seconds\": %.6f,\n  \"fingerprint_trials\": %d"
+                   ",\n  \"log2_false_accept_bound\": %g,\n  \"threads\": %" PRId64
+                   ",\n  \"ranks\": %" PRId64 ",\n  \"complete\": %s,\n  \"counters\": {",
+                   st.states_explored, st.candidates_verified, st.graphs_found, st.prune_calls,
+                   st.prune_cache_hits, st.solver_calls, st.wall_seconds, st.solver_seconds,
+                   to_best, st.fingerprint_trials, st.log2_false_accept_bound,
+                   int_option(ctx, "threads", 1), int_option(ctx, "ranks", 1),
+                   st.complete ? "true" : "false");
+  for (size_t i = 0; i < mirs_stat_count(); i++)
+    mirs__buf_printf(b, "%s\"%s\": %" PRIu64, i ? ", " : "", mirs_stat_name(i),
+                     mirs_stat_value(ctx, i));
+  mirs__buf_printf(b, "},\n  \"unfused\": {\"kernels\": %" PRId32 ", \"predicted_seconds\": ",
+                   unfused.kernels);
+  json_num(b, base);
+  mirs__buf_puts(b, "},\n");
+  char file[64];
+  if (n > 0) {
+    mirs__buf_printf(b, "  \"best\": {\"hash\": \"%016" PRIx64 "\", \"cost\": ", s->res[0].hash);
+    json_num(b, s->res[0].cost);
+    mirs__buf_printf(b, ", \"kernels\": %" PRId32 ", \"predicted_seconds\": ", s->res[0].kernels);
+    json_num(b, s->res[0].cost);
+    mirs__buf_puts(b, ", \"speedup_vs_unfused\": ");
+    json_num(b, base / s->res[0].cost);
+    mirs__buf_puts(b, ", \"file\": \"best.ugraph\"},\n");
+  } else {
+    mirs__buf_puts(b, "  \"best\": null,\n");
+  }
+  mirs__buf_printf(b, "  \"results_total\": %d,\n  \"results_listed\": %d,\n  \"groups\": [", n,
+                   listed);
+  int groups = 0;
+  for (int i = 0; i < listed;) {
+    int j = i;
+    while (j < listed && s->res[j].cost == s->res[i].cost)
+      j++;
+    mirs__buf_printf(b, "%s\n    {\"group\": %d, \"cost\": ", groups ? "," : "", groups + 1);
+    json_num(b, s->res[i].cost);
+    mirs__buf_printf(b, ", \"count\": %d, \"first_rank\": %d, \"last_rank\": %d}", j - i, i + 1, j);
+    groups++;
+    i = j;
+  }
+  mirs__buf_printf(b, "%s],\n  \"results\": [", groups ? "\n  " : "");
+  groups = 0;
+  for (int i = 0; i < listed; i++) {
+    const mirs__search_result *r = &s->res[i];
+    if (i == 0 || r->cost != s->res[i - 1].cost)
+      groups++;
+    candidate_name(file, sizeof file, i + 1, r->hash);
+    mirs__buf_printf(b, "%s\n    {\"rank\": %d, \"group\": %d, \"hash\": \"%016" PRIx64 "\", \"cost\": ",
+                     i ? "," : "", i + 1, groups, r->hash);
+    json_num(b, r->cost);
+    mirs__buf_printf(b, ", \"kernels\": %" PRId32 ", \"file\": \"candidates/%s\", \"launches\": ",
+                     r->kernels, file);
+    MIRS_CHECK(ctx, put_kernels(s, r->g, b));
+    mirs__buf_puts(b, "}");
+  }
+  mirs__buf_printf(b, "%s]\n}\n", listed ? "\n  " : "");
+  return b->failed ? MIRS_NOMEM : MIRS_OK;
+}
+
+/* Public: the report as JSON. */
+mirs_status mirs_search_report_json(const mirs_search *s, int top, char **out, size_t *len) {
+  if (!s || !out)
+    return MIRS_INVALID_ARG;
+  *out = NULL;
+  if (len)
+    *len = 0;
+  if (!s->ran)
+    return MIRS_FAIL(s->ctx, MIRS_INVALID_ARG, "mirs_search_report_json: the search has not run");
+  mirs__buf b;
+  mirs__buf_init(&b, s->ctx);
+  mirs_status st = put_report(s, top, &b);
+  if (st != MIRS_OK) {
+    mirs__buf_free(&b);
+    MIRS_CHECK(s->ctx, st);
+  }
+  *out = b.data;
+  if (len)
+    *len = b.len;
+  return MIRS_OK;
+}

@@ -1,0 +1,195 @@
+/* SPDX-License-Identifier: MIT */
+/* tests/check_codegen.c - generated CUDA C, compiled as host C++ through
+ * the emulation header and run on eval's seeded inputs (mirs_codegen_run
+ * with MIRS_BACKEND_HOST):
+ *  - the hand-written µGraphs of examples/ match their *programs* in
+ *    float64 within the dtype's tolerance;
+ *  - the codegen test graphs (tests/codegen: tensor cores f16/bf16/tf32,
+ *    every block op and accumulator, predefined kernels, workspace,
+ *    broadcasting, an input copied to an output) match their interpreter;
+ *  - graphs the generator was not written against: the search's best and
+ *    sampled other results on small examples match their programs;
+ *  - a deliberately wrong µGraph fails the comparison;
+ *  - `run --backend=cuda` without a device says so (MIRS_NO_DEVICE).
+ * Skips (77) when there is no host C++ compiler. */
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "graph/graph.h"
+#include "testutil.h"
+
+/* Example µGraphs and their programs (small shapes: the emulation runs
+ * every thread of every block on one core). */
+static const char *const EXAMPLES[] = {"gqa_small", "mha_small", "rmsnorm_linear_small"};
+#define NEXAMPLES ((int)(sizeof EXAMPLES / sizeof EXAMPLES[0]))
+
+static const char *const TESTGRAPHS[] = {"mma_f16", "rms_bf16", "f32_mixed"};
+#define NTESTGRAPHS ((int)(sizeof TESTGRAPHS / sizeof TESTGRAPHS[0]))
+
+/* Small examples searched for results the generator was not written against. */
+static const char *const SEARCHED[] = {"rmsnorm_linear_small", "gated_mlp_small", "lora_small"};
+#define NSEARCHED ((int)(sizeof SEARCHED / sizeof SEARCHED[0]))
+
+/* Parse a file of the source tree. */
+static mirs_graph *load(mirs_context *ctx, const char *rel) {
+  mirs_graph *g = NULL;
+  ck_assert_msg(mirs_graph_parse_file(ctx, tu_src(rel), &g) == MIRS_OK, "%s: %s", rel,
+                mirs_last_error(ctx));
+  return g;
+}
+
+/* Host-run g on seed; its outputs' largest relative error against the
+ * float64 evaluation of ref (the program, or g itself). */
+static double run_against(mirs_context *ctx, const mirs_graph *g, const mirs_graph *ref,
+                          uint64_t seed, const char *what) {
+  mirs_eval_result *r = NULL, *e = NULL;
+  double self = 0;
+  ck_assert_msg(mirs_codegen_run(g, seed, MIRS_BACKEND_HOST, &r, &self) == MIRS_OK, "%s: %s",
+                what, mirs_last_error(ctx));
+  ck_assert_int_eq(mirs_graph_eval(ref, seed, &e), MIRS_OK);
+  double err = mirs__eval_max_rel_error(e, r);
+  mirs_eval_result_destroy(r);
+  mirs_eval_result_destroy(e);
+  return err;
+}
+
+START_TEST(test_example_ugraphs_match_programs) {
+  char up[256], pp[256];
+  snprintf(up, sizeof up, "examples/%s.ugraph", EXAMPLES[_i]);
+  snprintf(pp, sizeof pp, "examples/%s.graph", EXAMPLES[_i]);
+  mirs_context *ctx = tu_ctx(NULL);
+  mirs_graph *g = load(ctx, up), *p = load(ctx, pp);
+  double tol = mirs_codegen_tolerance(g);
+  ck_assert(tol >= 1e-4 && tol <= 0.1);
+  uint64_t seed = 1 + (uint64_t)_i;
+  double err = run_against(ctx, g, p, seed, up);
+  ck_assert_msg(err <= tol, "%s seed %llu: relative error %g > %g", up, (unsigned long long)seed,
+                err, tol);
+  mirs_graph_destroy(g);
+  mirs_graph_destroy(p);
+  mirs_context_destroy(ctx);
+}
+END_TEST
+
+START_TEST(test_codegen_graphs_match_interpreter) {
+  char up[256];
+  snprintf(up, sizeof up, "tests/codegen/%s.ugraph", TESTGRAPHS[_i]);
+  mirs_context *ctx = tu_ctx(NULL);
+  mirs_graph *g = load(ctx, up);
+  mirs_eval_result *r = NULL;
+  double err = -1;
+  ck_assert_msg(mirs_codegen_run(g, 3, MIRS_BACKEND_HOST, &r, &err) == MIRS_OK, "%s: %s", up,
+                mirs_last_error(ctx));
+  /* The f32 graph's error is tiny, so a tolerance only an f16 run needs
+   * could hide a wrong kernel there: demand 1e-5. */
+  double tol = strcmp(TESTGRAPHS[_i], "f32_mixed") == 0 ? 1e-5 : mirs_codegen_tolerance(g);
+  ck_assert_msg(err >= 0 && err <= tol, "%s: relative error %g > %g", up, err, tol);
+  ck_assert_int_eq(mirs_eval_num_outputs(r), g->nout);
+  mirs_eval_result_destroy(r);
+  mirs_graph_destroy(g);
+  mirs_context_destroy(ctx);
+}
+END_TEST
+
+START_TEST(test_wrong_ugraph_fails) {
+  mirs_context *ctx = tu_ctx(NULL);
+  mirs_graph *g = load(ctx, "tests/codegen/wrong_gqa_small.ugraph");
+  mirs_graph *p = load(ctx, "examples/gqa_small.graph");
+  double err = run_against(ctx, g, p, 1, "wrong_gqa_small");
+  ck_assert_msg(err > 100 * mirs_codegen_tolerance(g), "a wrong µGraph passed: error %g", err);
+  mirs_graph_destroy(g);
+  mirs_graph_destroy(p);
+  mirs_context_destroy(ctx);
+}
+END_TEST
+
+START_TEST(test_search_results_match_programs) {
+  char pp[256];
+  snprintf(pp, sizeof pp, "examples/%s.graph", SEARCHED[_i]);
+  mirs_context *ctx = tu_ctx(NULL);
+  ck_assert_int_eq(mirs_option_set(ctx, "float_check_top", "0"), MIRS_OK);
+  ck_assert_int_eq(mirs_option_set(ctx, "op_budget", "0"), MIRS_OK);
+  mirs_graph *p = load(ctx, pp);
+  mirs_search *s = NULL;
+  ck_assert_int_eq(mirs_search_create(ctx, p, &s), MIRS_OK);
+  ck_assert_msg(mirs_search_run(s) == MIRS_OK, "%s", mirs_last_error(ctx));
+  int n = mirs_search_num_results(s);
+  ck_assert_int_gt(n, 0);
+  /* The best and the last result (the most unlike the hand-written ones). */
+  int pick[2] = {0, n - 1};
+  for (int k = 0; k < 2; k++) {
+    if (k > 0 && pick[k] == pick[k - 1])
+      continue;
+    const mirs_graph *r = mirs_search_result(s, pick[k]);
+    char what[300];
+    snprintf(what, sizeof what, "%s result %d of %d", SEARCHED[_i], pick[k], n);
+    double err = run_against(ctx, r, p, 11, what);
+    ck_assert_msg(err <= mirs_codegen_tolerance(r), "%s: relative error %g", what, err);
+  }
+  mirs_search_destroy(s);
+  mirs_graph_destroy(p);
+  mirs_context_destroy(ctx);
+}
+END_TEST
+
+START_TEST(test_cuda_backend_without_device) {
+  mirs_context *ctx = tu_ctx(NULL);
+  int count = 0;
+  if (mirs_gpu_device_count(ctx, &count) == MIRS_OK && count > 0) {
+    mirs_context_destroy(ctx);
+    return; /* a GPU is present: nothing to check here */
+  }
+  mirs_graph *g = load(ctx, "examples/gqa_small.ugraph");
+  mirs_eval_result *r = NULL;
+  double err = 0;
+  ck_assert_int_eq(mirs_codegen_run(g, 1, MIRS_BACKEND_CUDA, &r, &err), MIRS_NO_DEVICE);
+  ck_assert_ptr_null(r);
+  ck_assert_ptr_nonnull(strstr(mirs_last_error(ctx), "no CUDA device"));
+  mirs_graph_destroy(g);
+  mirs_context_destroy(ctx);
+}
+END_TEST
+
+START_TEST(test_codegen_api_errors) {
+  mirs_context *ctx = tu_ctx(NULL);
+  mirs_graph *g = load(ctx, "examples/gqa_small.ugraph");
+  char *text = NULL;
+  ck_assert_int_eq(mirs_codegen_cuda(g, "1bad", &text), MIRS_INVALID_ARG);
+  ck_assert_ptr_null(text);
+  ck_assert_int_eq(mirs_codegen_cuda(g, "my_attention", &text), MIRS_OK);
+  ck_assert_ptr_nonnull(strstr(text, "extern \"C\" cudaError_t my_attention("));
+  ck_assert_ptr_nonnull(strstr(text, "extern \"C\" size_t my_attention_workspace_bytes(void)"));
+  mirs_free(ctx, text);
+  ck_assert_int_eq(mirs_codegen_cuda(NULL, NULL, &text), MIRS_INVALID_ARG);
+  ck_assert_ptr_nonnull(mirs_codegen_emulation_header());
+  mirs_graph_destroy(g);
+  mirs_context_destroy(ctx);
+}
+END_TEST
+
+/* The test suite. */
+static Suite *suite(void) {
+  Suite *s = suite_create("codegen");
+  TCase *tc = tcase_create("codegen");
+  tcase_set_timeout(tc, 600);
+  tcase_add_test(tc, test_codegen_api_errors);
+  tcase_add_test(tc, test_cuda_backend_without_device);
+  tcase_add_loop_test(tc, test_example_ugraphs_match_programs, 0, NEXAMPLES);
+  tcase_add_loop_test(tc, test_codegen_graphs_match_interpreter, 0, NTESTGRAPHS);
+  tcase_add_test(tc, test_wrong_ugraph_fails);
+  tcase_add_loop_test(tc, test_search_results_match_programs, 0, NSEARCHED);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+/* Run the suite; skip without a host C++ compiler. */
+int main(void) {
+  if (system("c++ --version >/dev/null 2>&1") != 0) {
+    printf("no host C++ compiler (c++): skipped\n");
+    return 77;
+  }
+  return tu_run(suite());
+}
