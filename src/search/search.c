@@ -1479,7 +1479,8 @@ static mirs_status search_create(mirs_context *ctx, const mirs_graph *program, m
 
 /* Prepare a search of program.  The setup (fingerprints of the program at
  * its full shape, the pruning targets) honours the time and memory limits
- * and mirs_interrupt: MIRS_STOPPED then. */
+ * and mirs_interrupt: stopped there, the search is created but runs
+ * nothing (incomplete, with a warning saying why). */
 mirs_status mirs_search_create(mirs_context *ctx, const mirs_graph *program, mirs_search **out) {
   if (!ctx)
     return MIRS_INVALID_ARG;
@@ -1488,11 +1489,6 @@ mirs_status mirs_search_create(mirs_context *ctx, const mirs_graph *program, mir
   MIRS_CHECK(ctx, watch_limits(ctx, mirs__core_now()));
   mirs_status st = search_create(ctx, program, out);
   mirs__core_watch_stop(ctx);
-  if (st == MIRS_OK && mirs__core_stopping(ctx)) { /* (an interrupt at the very end) */
-    mirs_search_destroy(*out);
-    *out = NULL;
-    st = mirs__core_stopped(ctx, "search setup");
-  }
   MIRS_CHECK(ctx, st);
   return MIRS_OK;
 }
@@ -1573,6 +1569,24 @@ static mirs_status search_create(mirs_context *ctx, const mirs_graph *program, m
     if (st != MIRS_OK)
       st = mirs__core_trace(ctx, st, __func__, __FILE__, __LINE__);
   }
+  if (st == MIRS_STOPPED && s->program) {
+    /* A limit or an interrupt during the setup: the search exists but
+     * runs nothing (mirs_search_run returns at once, incomplete), so a
+     * caller reports an empty incomplete result like any stopped search. */
+    snprintf(s->setup_stopped, sizeof s->setup_stopped, "%s", mirs_last_error(ctx));
+    mirs_clear_error(ctx);
+    /* (The report still prices the unfused program: the device profile
+     * is cheap and polls nothing.) */
+    st = s->profiles ? MIRS_OK : mirs__cost_profiles_load(ctx, NULL, &s->profiles);
+    if (st == MIRS_OK && !s->device)
+      st = mirs__cost_find(ctx, s->profiles, ctx->opt.cost_device, &s->device);
+    if (st != MIRS_OK) {
+      mirs_search_destroy(s);
+      return mirs__core_trace(ctx, st, __func__, __FILE__, __LINE__);
+    }
+    *out = s;
+    return MIRS_OK;
+  }
   if (st != MIRS_OK) {
     mirs_search_destroy(s);
     return mirs__core_trace(ctx, st, __func__, __FILE__, __LINE__);
@@ -1605,6 +1619,13 @@ mirs_status mirs_search_run(mirs_search *s) {
     return MIRS_FAIL(ctx, MIRS_INVALID_ARG, "mirs_search_run: this search has already run");
   if (s->running)
     return MIRS_FAIL(ctx, MIRS_INVALID_ARG, "mirs_search_run: called again from its own callback");
+  if (s->setup_stopped[0]) {
+    mirs__core_log(ctx, MIRS_LOG_WARNING, "search: stopped during setup (%s); nothing searched",
+                   s->setup_stopped);
+    s->ran = true;
+    s->complete = false;
+    return MIRS_OK;
+  }
   s->running = true;
   s->t0 = mirs__core_now();
   MIRS_CHECK(ctx, watch_limits(ctx, s->t0));

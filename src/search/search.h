@@ -302,6 +302,7 @@ struct mirs_search {
   double t0, wall;
   bool complete, ran;
   bool running; /* inside mirs_search_run (re-entry from a callback is refused) */
+  char setup_stopped[256]; /* why the setup stopped ("": it did not) */
 };
 
 /* ---------------------------------------------------------------- space.c */

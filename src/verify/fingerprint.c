@@ -1268,7 +1268,7 @@ static mirs_status fc_zero(void *user, const mirs__bop *o) {
 /* LOAD: the tile at off of the source tensor's trial-j values. */
 static mirs_status fc_load(void *user, const mirs__bop *o, const int64_t off[MIRS_MAX_DIMS]) {
   fp_custom *u = user;
-  if (mirs__core_stopping(u->s->ctx)) /* (a few loads per forloop iteration) */
+  if (mirs__core_stopping(u->s->ctx)) /* (one load per tile: stops within a tile's work) */
     return mirs__core_stopped(u->s->ctx, "fingerprinting a custom kernel");
   if (!mirs__shape_copy_tile(&u->g->t[o->src].shape, kval(u->c, u->s, o->src, u->j),
                              &u->bg->t[o->out].shape, u->c->tile + u->s->bt[o->out].off, off,
