@@ -22,7 +22,9 @@
 
 #include <errno.h>
 #include <dirent.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <getopt.h>
@@ -41,11 +43,20 @@
 #define PROG "mirsearch"
 
 /* Exit statuses (DESIGN.md, "Outputs and exit status"). */
-enum { EXIT_OK = 0, EXIT_DIFFERENT = 1, EXIT_USAGE = 2, EXIT_RESOURCE = 3 };
+enum { EXIT_OK = 0, EXIT_DIFFERENT = 1, EXIT_USAGE = 2, EXIT_RESOURCE = 3, EXIT_STOPPED = 4 };
 
 /* getopt_long return values for options without a short form; library
  * options are OPT_LIB + their index in the library's table. */
-enum { OPT_SEED = 256, OPT_SET, OPT_OUT, OPT_THREADS, OPT_DEVICE, OPT_JSON, OPT_LIB = 1024 };
+enum {
+  OPT_SEED = 256,
+  OPT_SET,
+  OPT_OUT,
+  OPT_THREADS,
+  OPT_DEVICE,
+  OPT_JSON,
+  OPT_RESUME,
+  OPT_LIB = 1024
+};
 
 /* Options every build has, independent of the library's table. */
 static const struct option fixed_options[] = {
@@ -59,6 +70,7 @@ static const struct option fixed_options[] = {
     {"threads", required_argument, NULL, OPT_THREADS},
     {"device", required_argument, NULL, OPT_DEVICE},
     {"json", no_argument, NULL, OPT_JSON},
+    {"resume", required_argument, NULL, OPT_RESUME},
 };
 #define NFIXED (sizeof fixed_options / sizeof fixed_options[0])
 
@@ -70,7 +82,7 @@ typedef struct cli {
   char *dashed;            /* storage for the '-' spellings of option names */
   int help, version;
   const char *out_dir; /* --out, or NULL: derived from the program name */
-  long threads;        /* --threads */
+  const char *resume;  /* --resume=DIR */
   int json;            /* --json: the report on stdout */
 } cli;
 
@@ -283,10 +295,18 @@ static int parse_options(cli *c, int argc, char **argv) {
       if (end == optarg || *end || errno || n < 1 || n > 4096) {
         cli_error(c, "--threads expects a number of threads from 1 to 4096, got '%s'", optarg);
         rc = cli_hint(c);
+      } else {
+        rc = set_option(c, "threads", optarg);
       }
-      c->threads = n;
       break;
     }
+    case OPT_RESUME:
+      if (!optarg[0]) {
+        cli_error(c, "--resume needs the output directory of a stopped search");
+        rc = cli_hint(c);
+      }
+      c->resume = optarg;
+      break;
     case OPT_DEVICE:
       rc = set_option(c, "cost_device", optarg);
       break;
@@ -342,11 +362,17 @@ static void print_help(cli *c) {
         "Search options (with FILE.graph):\n"
         "      --out=DIR         output directory (default: PROGRAM.out, from the\n"
         "                        program's name): best.ugraph, candidates/, report.json\n"
-        "      --threads=N       worker threads (this build searches on 1 thread)\n"
+        "      --threads=N       worker threads (default: the CPUs this process may\n"
+        "                        use); the results do not depend on it\n"
         "      --device=NAME     device profile that ranks results (H100, H200, A100)\n"
         "      --json            print report.json on stdout\n"
         "      --time-limit=S, --max-states=N, --max-memory=BYTES\n"
-        "                        stop early (the report then says complete: false)\n"
+        "                        stop early: the report says complete: false, DIR/checkpoint\n"
+        "                        keeps the open work, exit status 4 (so do SIGTERM,\n"
+        "                        SIGINT and SIGUSR1)\n"
+        "      --checkpoint-interval=S  also checkpoint every S seconds (default 600)\n"
+        "      --resume=DIR      continue the stopped search in DIR (on any --threads);\n"
+        "                        it ends with the results of an uninterrupted run\n"
         "\n"
         "Library options ('-' and '_' are interchangeable in names):\n",
         o);
@@ -584,13 +610,17 @@ static int cmd_verify(cli *c, const char *program_path, const char *candidate_pa
 
 /* ---------------------------------------------------------------- search */
 
-/* Set by SIGINT/SIGTERM during a search; polled by the should-stop callback. */
-static volatile sig_atomic_t stop_requested;
+/* The running search, for the signal handler (the one mutable global of
+ * the program: a handler has no other way to reach it). */
+static mirs_search *_Atomic running_search;
 
-/* Signal handler: ask the running search to stop at its next poll. */
+/* Signal handler (SIGINT, SIGTERM, SIGUSR1): ask the running search to
+ * stop at its next node boundary; mirs_search_stop is async-signal-safe. */
 static void on_stop_signal(int sig) {
   (void)sig;
-  stop_requested = 1;
+  mirs_search *s = atomic_load(&running_search);
+  if (s)
+    mirs_search_stop(s);
 }
 
 /* State the search callbacks share with cmd_search. */
@@ -602,6 +632,9 @@ typedef struct search_ui {
   double start; /* when the search began */
   double best_at; /* seconds from start to the best result so far */
   double last_draw;
+  /* found, best and best_at: on_result runs on worker threads, progress
+   * on the searching thread. */
+  pthread_mutex_t lock;
 } search_ui;
 
 /* Monotonic seconds. */
@@ -620,10 +653,13 @@ static void search_progress(void *user, const mirs_search_stats *st) {
   ui->last_draw = t;
   double rate = st->wall_seconds > 0 ? (double)st->states_explored / st->wall_seconds : 0;
   char best[32] = "-";
-  if (ui->found)
+  pthread_mutex_lock(&ui->lock);
+  int found = ui->found;
+  if (found)
     snprintf(best, sizeof best, "%.2f us", ui->best * 1e6);
+  pthread_mutex_unlock(&ui->lock);
   fprintf(ui->c->err, "\r\033[K%" PRIu64 " states (%.0f/s)  found %d  best %s  %.1fs",
-          st->states_explored, rate, ui->found, best, st->wall_seconds);
+          st->states_explored, rate, found, best, st->wall_seconds);
   fflush(ui->c->err);
 }
 
@@ -631,17 +667,13 @@ static void search_progress(void *user, const mirs_search_stats *st) {
 static void search_result(void *user, const mirs_graph *graph, double cost) {
   search_ui *ui = user;
   (void)graph;
+  pthread_mutex_lock(&ui->lock);
   if (!ui->found || cost < ui->best) {
     ui->best = cost;
     ui->best_at = now_seconds() - ui->start;
   }
   ui->found++;
-}
-
-/* Should-stop callback: a SIGINT or SIGTERM arrived. */
-static int search_should_stop(void *user) {
-  (void)user;
-  return stop_requested != 0;
+  pthread_mutex_unlock(&ui->lock);
 }
 
 /* buf = dir + "/" + name; false (with an error) when it does not fit. */
@@ -719,9 +751,11 @@ static void write_report(cli *c, FILE *f, const mirs_graph *program, const mirs_
   fprintf(f, "  \"time_to_best_seconds\": %.6f,\n", time_to_best);
   fprintf(f, "  \"fingerprint_trials\": %d,\n", st->fingerprint_trials);
   fprintf(f, "  \"log2_false_accept_bound\": %g,\n", st->log2_false_accept_bound);
-  fprintf(f, "  \"threads\": 1,\n");
+  fprintf(f, "  \"threads\": %d,\n", mirs_search_threads(s));
   fprintf(f, "  \"ranks\": 1,\n");
   fprintf(f, "  \"complete\": %s,\n", st->complete ? "true" : "false");
+  if (mirs_search_stopped(s))
+    fprintf(f, "  \"checkpoint\": \"checkpoint\",\n");
   fprintf(f, "  \"counters\": {");
   for (size_t i = 0; i < mirs_stat_count(); i++)
     fprintf(f, "%s\"%s\": %" PRIu64, i ? ", " : "", mirs_stat_name(i),
@@ -790,47 +824,90 @@ static int write_outputs(cli *c, const char *dir, const mirs_graph *program, con
   return ws == MIRS_OK ? EXIT_OK : cli_fail(c, ws, 0);
 }
 
-/* `FILE.graph`: search, write the output directory, print a summary (or
- * the JSON report with --json). */
+/* `FILE.graph` (path) or --resume=DIR (path NULL): search, write the
+ * output directory, print a summary (or the JSON report with --json).  A
+ * stopped search also writes DIR/checkpoint and exits 4. */
 static int cmd_search(cli *c, const char *path) {
   mirs_graph *p = NULL;
-  int rc = load_graph(c, path, &p);
-  if (rc != EXIT_OK)
-    return rc;
-  if (c->threads > 1)
-    fprintf(c->err, PROG ": warning: this build searches on one thread; --threads=%ld ignored\n",
-            c->threads);
-  char dir[3072];
-  int dn = c->out_dir ? snprintf(dir, sizeof dir, "%s", c->out_dir)
-                      : snprintf(dir, sizeof dir, "%s.out", mirs_graph_name(p));
-  if (dn < 0 || (size_t)dn >= sizeof dir) {
-    cli_error(c, "output directory name too long");
+  char dir[3072], ckpt[3200];
+  int rc = EXIT_OK;
+  if (c->resume) {
+    int dn = snprintf(dir, sizeof dir, "%s", c->out_dir ? c->out_dir : c->resume);
+    if (dn < 0 || (size_t)dn >= sizeof dir || !join_path(c, ckpt, sizeof ckpt, c->resume,
+                                                          "checkpoint"))
+      return EXIT_USAGE;
+    if (access(ckpt, F_OK) != 0) {
+      cli_error(c, "%s: no checkpoint to resume (%s)", ckpt, strerror(errno));
+      return EXIT_USAGE;
+    }
+    mirs_status ls = mirs_checkpoint_load_program(c->ctx, ckpt, &p);
+    if (ls != MIRS_OK)
+      return cli_fail(c, ls, 0);
+  } else {
+    rc = load_graph(c, path, &p);
+    if (rc != EXIT_OK)
+      return rc;
+    int dn = c->out_dir ? snprintf(dir, sizeof dir, "%s", c->out_dir)
+                        : snprintf(dir, sizeof dir, "%s.out", mirs_graph_name(p));
+    if (dn < 0 || (size_t)dn >= sizeof dir) {
+      cli_error(c, "output directory name too long");
+      mirs_graph_destroy(p);
+      return EXIT_USAGE;
+    }
+  }
+  char own_ckpt[3200];
+  if (!join_path(c, own_ckpt, sizeof own_ckpt, dir, "checkpoint")) {
     mirs_graph_destroy(p);
     return EXIT_USAGE;
   }
+  /* The directory exists before the run: periodic checkpoints go there. */
+  rc = ensure_dir(c, dir);
+  if (rc != EXIT_OK) {
+    mirs_graph_destroy(p);
+    return rc;
+  }
+  if (!c->resume)
+    (void)unlink(own_ckpt); /* an older search's */
   int64_t level = 0;
   mirs_option_get_int(c->ctx, "log_level", &level);
-  search_ui ui = {c, level > 0 && isatty(fileno(c->err)), 0, 0, now_seconds(), 0, 0};
+  search_ui ui = {c, level > 0 && isatty(fileno(c->err)), 0, 0, now_seconds(), 0, 0, {{0}}};
+  if (pthread_mutex_init(&ui.lock, NULL) != 0) {
+    cli_error(c, "cannot create a mutex");
+    mirs_graph_destroy(p);
+    return EXIT_RESOURCE;
+  }
   mirs_search *s = NULL;
   mirs_status st = mirs_search_create(c->ctx, p, &s);
   if (st == MIRS_OK)
-    st = mirs_search_set_callbacks(s, search_progress, search_result, search_should_stop, &ui);
-  struct sigaction sa, old_int, old_term;
+    st = mirs_search_set_callbacks(s, search_progress, search_result, NULL, &ui);
+  if (st == MIRS_OK)
+    st = mirs_search_set_checkpoint(s, own_ckpt);
+  if (st == MIRS_OK && c->resume)
+    st = mirs_search_resume(s, ckpt);
+  struct sigaction sa, old_int, old_term, old_usr1;
   memset(&sa, 0, sizeof sa);
   sa.sa_handler = on_stop_signal;
   sigemptyset(&sa.sa_mask);
-  stop_requested = 0;
+  atomic_store(&running_search, s);
   sigaction(SIGINT, &sa, &old_int);
   sigaction(SIGTERM, &sa, &old_term);
+  sigaction(SIGUSR1, &sa, &old_usr1);
   if (st == MIRS_OK)
     st = mirs_search_run(s);
   sigaction(SIGINT, &old_int, NULL);
   sigaction(SIGTERM, &old_term, NULL);
+  sigaction(SIGUSR1, &old_usr1, NULL);
+  atomic_store(&running_search, NULL);
   if (ui.tty)
     fputs("\r\033[K", c->err);
   mirs_search_stats stats;
   if (st == MIRS_OK)
     st = mirs_search_get_stats(s, &stats);
+  int stopped = st == MIRS_OK && mirs_search_stopped(s);
+  if (st == MIRS_OK && stopped)
+    st = mirs_search_checkpoint(s, own_ckpt);
+  else if (st == MIRS_OK)
+    (void)unlink(own_ckpt); /* complete: nothing to resume */
   char *report = NULL;
   size_t report_len = 0;
   if (st != MIRS_OK)
@@ -854,9 +931,17 @@ static int cmd_search(cli *c, const char *path) {
     }
     rc = finish_output(c);
   }
+  if (rc == EXIT_OK && stopped) {
+    fprintf(c->err,
+            PROG ": stopped; checkpoint written to %s\n" PROG
+                 ": resume with: " PROG " --resume=%s [--threads=N]\n",
+            own_ckpt, dir);
+    rc = EXIT_STOPPED;
+  }
   free(report);
   mirs_search_destroy(s);
   mirs_graph_destroy(p);
+  pthread_mutex_destroy(&ui.lock);
   return rc;
 }
 
@@ -870,6 +955,13 @@ static int looks_like_file(const char *arg) {
 static int run_command(cli *c, int nargs, char **args) {
   static const char *const commands[] = {"check", "eval", "verify"};
   static const int files[] = {1, 1, 2};
+  if (c->resume) {
+    if (nargs > 0) {
+      cli_error(c, "--resume=DIR continues a search: no FILE or command ('%s')", args[0]);
+      return cli_hint(c);
+    }
+    return cmd_search(c, NULL);
+  }
   if (nargs == 0) {
     cli_error(c, "missing command or FILE");
     return cli_hint(c);
@@ -907,7 +999,7 @@ static int run_command(cli *c, int nargs, char **args) {
 
 /* The mirsearch program (see cli.h). */
 int mirs__cli_main(int argc, char **argv, FILE *out, FILE *err) {
-  cli c = {out, err, NULL, NULL, NULL, 0, 0, NULL, 1, 0};
+  cli c = {out, err, NULL, NULL, NULL, 0, 0, NULL, NULL, 0};
   int rc;
   if (mirs_context_create(&c.ctx) != MIRS_OK) {
     cli_error(&c, "cannot create a context: out of memory");
