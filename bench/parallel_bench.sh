@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Parallel search benchmark: searches one example (default: the small
 # MHA, the longest small example) on each thread count in turn and prints
 # states, states/s, wall seconds, speed-up and parallel efficiency against

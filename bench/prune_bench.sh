@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Pruning benchmark: the searches of bench/boxed_divisor.graph and
 # bench/boxed_square.graph, whose targets divide by a sum (a boxed normal
 # form), in a small space, with Z3's countermodel search on (the default),

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Search benchmark: runs the default search on every small example, one
 # after another, and prints one table row per example from its report.json:
 # states, states/s, candidates verified, results, prune cache hit rate

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* mirsearch.h - the public API of libmirsearch, a parallel superoptimizer
  * for tensor programs.  Include this one header; link with
  * `pkg-config --libs mirsearch`.  All names carry the mirs_ / MIRS_ prefix.

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Installs the Debian packages mirsearch needs to build and test.
 # Uses sudo when not run as root.
 set -e

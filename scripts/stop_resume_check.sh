@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Stop a search at random moments and resume it, each time on another
 # thread count, until it completes; check that it ends with exactly the
 # uninterrupted run's results (report.json's result list, candidates/ and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tests/check_cli.c - the mirsearch command line, run in-process through
  * mirs__cli_main with temporary files standing in for stdout and stderr.
  *

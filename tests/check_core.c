@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tests/check_core.c - src/core: status table, versions, options,
  * allocation accounting and failure injection, errors and traces,
  * logging, diagnostics, atomic writes, hashing, Philox known answers. */

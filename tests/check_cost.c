@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tests/check_cost.c - src/codegen/cost: the device-profile parser (every
  * error kind at its FILE:LINE:COL), the built-in table against
  * data/devices.profile, lookup by name, and hand-computed costs of

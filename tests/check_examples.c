@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tests/check_examples.c - the search on every small example of
  * examples/: it completes, finds a single-kernel best, and every µGraph it
  * reports evaluates equal to its program in float64 on seeded random

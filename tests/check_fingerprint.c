@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tests/check_fingerprint.c - finite-field fingerprints (src/verify/fingerprint.c).
  *
  * Field constants (P, Q prime, Q | P-1, G of order Q); the documented

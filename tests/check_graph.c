@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tests/check_graph.c - src/graph builder and shape rules: the public
  * builder API, every shape/dtype/name error, block-graph rules (imap,
  * fmap, omap, divisibility, loop/post phases, accumulators, fusion),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tests/check_hash.c - the canonical µGraph hash (src/graph/hash.c).
  *
  * Equal: the same program or block graph built in different valid op

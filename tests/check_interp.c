@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tests/check_interp.c - the float64 reference interpreter (src/graph/interp.c).
  *
  * Kernel ops are checked against values computed here from

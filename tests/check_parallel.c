@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tests/check_parallel.c - the parallel engine (src/search/pool.c,
  * deque.c, sink.c, checkpoint.c): the same results (list, costs, every
  * graph's text) and counters for 1, 2 and 3 threads and for any splitting

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tests/check_parse.c - the .graph / µGraph reader and the canonical
  * printer (src/graph/lex.c, parse.c, print.c; docs/FORMATS.md).
  *

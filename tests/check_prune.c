@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tests/check_prune.c - src/verify abstract expressions and pruning: the
  * normal form (commutation, reassociation, distribution, merged sums,
  * division rules), the expressions of kernel and block graphs, the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tests/check_search.c - the search engine (src/search): STR options and
  * the search options' validation, path replay, canonical order and
  * pruning not changing the result set, rediscovery of the fused

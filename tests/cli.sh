@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # tests/cli.sh - the installed-shape mirsearch binary, run as a process:
 # exit statuses, what goes to stdout and what to stderr, and the format of
 # --version's first line.  (check_cli.c covers behaviour in depth,

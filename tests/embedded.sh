@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Installs the library into a scratch prefix and builds a toy consumer with
 # `pkg-config --cflags --libs mirsearch`, exactly as an embedding compiler
 # would, then runs it against the installed shared library.

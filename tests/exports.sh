@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Fails when the shared library exports a symbol without the mirs_ prefix,
 # or exports an internal mirs__ symbol (hwloc-style symbol hygiene).
 lib="$top_builddir/.libs/libmirsearch.so"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tests/testutil.h - helpers shared by the Check test programs: paths to
  * the source tree, a context whose log is captured instead of printed,
  * and running a test suite with Check's summary on stdout. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* mirsearch/core.h - context, status codes, options, logging, allocation.
  *
  * Error convention: every function that can fail returns mirs_status.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* mirsearch/gpu.h - GPU availability.  No CUDA headers are needed to use
  * this file; a library built without CUDA reports MIRS_NO_DEVICE. */
 #ifndef MIRSEARCH_GPU_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* mirsearch/graph.h - tensor programs and µGraphs: build, parse, print,
  * hash, evaluate.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* mirsearch/search.h - superoptimise a tensor program: search the µGraphs
  * that compute the same function, verify them, rank them by cost.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* mirsearch/verify.h - check that a µGraph computes the same function as
  * a program: finite-field fingerprints (sound, with a false-accept bound)
  * and a float64 comparison on random real inputs. */

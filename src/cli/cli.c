@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* src/cli/cli.c - the mirsearch command line: option parsing, the search
  * (with its output directory and report.json), the `check`, `eval` and
  * `verify` commands, --help and --version.
@@ -391,6 +392,7 @@ static void print_version(cli *c) {
   int match =
       mirs_version() == MIRS_VERSION && strcmp(mirs_version_string(), MIRS_VERSION_STRING) == 0;
   fprintf(c->out, PROG " %s\n", mirs_version_string());
+  fprintf(c->out, "license: MIT (see LICENSE; SPDX-License-Identifier: MIT)\n");
   fprintf(c->out, "git: %s\n", mirs_build_git_hash());
   fprintf(c->out, "compiler: %s\n", mirs_build_compiler());
   fprintf(c->out, "features: %s\n", mirs_build_features());

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* src/cli/cli.h - the mirsearch command-line program as a library function.
  *
  * main.c only forwards to mirs__cli_main, so tests run the whole program

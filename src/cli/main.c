@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* src/cli/main.c - the mirsearch executable: all behaviour lives in
  * mirs__cli_main (src/cli/cli.c) so that tests can run it in-process. */
 #include "config.h"

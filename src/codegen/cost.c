@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* src/codegen/cost.c - device profiles (parser, built-in table, lookup) and
  * the analytic cost model that ranks µGraphs without a GPU.
  *

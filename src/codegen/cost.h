@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* src/codegen/cost.h - the analytic cost model and the device profiles it
  * reads (DESIGN.md "GPU, codegen and ranking" -> "Cost model").
  *

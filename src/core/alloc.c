@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* src/core/alloc.c - allocation through the context.
  *
  * Every block carries a 16-byte header holding its size, so the context

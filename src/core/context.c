@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* src/core/context.c - version and build information.
  *
  * The context's lifetime functions live in alloc.c (creation is the one

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* src/core/core.h - internal core: the context, errors with traces,
  * allocation through the context, options, statistics and logging.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* src/core/error.c - status codes and per-context errors with traces.
  *
  * The status table comes from mirsearch/status.def.  An error is recorded

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* src/core/log.c - logging, diagnostics and statistics of a context.
  *
  * Messages at or below the log_level option go to the context's callback

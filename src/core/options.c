@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* src/core/options.c - options by name, from the options.def table.
  *
  * The table is the only place an option is written: it yields the struct

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* src/core/philox.c - Philox4x32-10 (Salmon et al., SC'11), the counter-
  * based generator behind cuRAND's curandStatePhilox4_32_10_t.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* src/core/util.c - small services the modules share: a growable text
  * buffer, whole-file read, atomic file write, stable 64-bit hashing and a
  * monotonic clock.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* src/gpu/device.c - GPU availability through the CUDA runtime.
  *
  * The only file in this module so far; it includes CUDA headers only

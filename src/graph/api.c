@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* src/graph/api.c - the public graph API (mirsearch/graph.h) on top of the
  * internal builder, parser, printer, hash and interpreter.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* src/graph/graph.c - building µGraphs: kernel tensors and ops, block
  * graphs of custom kernels, removal from the end, deep copy, validation.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* src/graph/graph.h - the µGraph IR shared by every module.
  *
  * Three levels (DESIGN.md "The µGraph model"):
@@ -233,6 +234,72 @@ bool mirs__bg_well_formed(const mirs_graph *g, const mirs__bgraph *bg, int32_t *
  * (in[0]'s producer is a compute op whose only consumer is the fused op),
  * every output is marked.  MIRS_SHAPE/MIRS_INVALID_ARG with a message. */
 mirs_status mirs__graph_validate(const mirs_graph *g);
+
+/* ---------------------------------------------------------------- schedule (schedule.c) */
+
+/* The block-graph schedule, written once for every executor of a custom
+ * kernel (the float64 interpreter, the codegen): for each grid block,
+ * accumulators start at zero (ZERO steps), then F forloop iterations run
+ * the `loop` steps (LOAD tiles, COMPUTE per-iteration ops, ACCUMulate),
+ * then the `post` steps run once (FINISH an RMS accumulator, COMPUTE post
+ * ops, STORE outputs).  Steps are in op order within each phase. */
+typedef enum mirs__step_kind {
+  MIRS__STEP_ZERO,
+  MIRS__STEP_LOAD,
+  MIRS__STEP_COMPUTE,
+  MIRS__STEP_ACCUM,
+  MIRS__STEP_FINISH,
+  MIRS__STEP_STORE
+} mirs__step_kind;
+
+typedef struct mirs__step {
+  mirs__step_kind kind;
+  int32_t op; /* block op index */
+} mirs__step;
+
+typedef struct mirs__sched {
+  mirs__step *step; /* init, then loop, then post steps */
+  int32_t ninit, nloop, npost;
+} mirs__sched;
+
+/* Build the schedule of bg (steps allocated from ctx). */
+mirs_status mirs__sched_build(mirs_context *ctx, const mirs__bgraph *bg, mirs__sched *out);
+void mirs__sched_free(mirs_context *ctx, mirs__sched *s);
+static inline const mirs__step *mirs__sched_init(const mirs__sched *s) {
+  return s->step;
+}
+static inline const mirs__step *mirs__sched_loop(const mirs__sched *s) {
+  return s->step + s->ninit;
+}
+static inline const mirs__step *mirs__sched_post(const mirs__sched *s) {
+  return s->step + s->ninit + s->nloop;
+}
+/* How tile dim d of an INPUT op's tile (or of an OUTPUT op's stored tile)
+ * is placed in its kernel tensor: offset = b[grid] * tile_d when grid >= 0,
+ * plus f * tile_d when forloop is set (INPUT only). */
+typedef struct mirs__tile_place {
+  int grid[MIRS_MAX_DIMS]; /* grid dim partitioning tensor dim d, or -1 */
+  bool forloop[MIRS_MAX_DIMS];
+} mirs__tile_place;
+void mirs__sched_place(const mirs__bgraph *bg, const mirs__bop *op, mirs__tile_place *p);
+/* Element offsets of the tile of INPUT/OUTPUT op for block b, iteration f. */
+void mirs__sched_offsets(const mirs__bgraph *bg, const mirs__bop *op, const int32_t b[MIRS__GRID],
+                         int32_t f, int64_t off[MIRS_MAX_DIMS]);
+/* The divisor of an ACCUM_RMS op: elements summed per row over the loop. */
+double mirs__sched_rms_count(const mirs__bgraph *bg, const mirs__bop *op);
+
+/* Executor callbacks of mirs__sched_run; a non-OK status stops the run. */
+typedef struct mirs__sched_exec {
+  mirs_status (*zero)(void *user, const mirs__bop *op);
+  mirs_status (*load)(void *user, const mirs__bop *op, const int64_t off[MIRS_MAX_DIMS]);
+  mirs_status (*compute)(void *user, const mirs__bop *op);
+  mirs_status (*accum)(void *user, const mirs__bop *op);
+  mirs_status (*finish)(void *user, const mirs__bop *op);
+  mirs_status (*store)(void *user, const mirs__bop *op, const int64_t off[MIRS_MAX_DIMS]);
+} mirs__sched_exec;
+/* Run the schedule over every grid block (x fastest) and iteration. */
+mirs_status mirs__sched_run(const mirs__bgraph *bg, const mirs__sched *s,
+                            const mirs__sched_exec *x, void *user);
 
 /* ---------------------------------------------------------------- identity (hash.c) */
 

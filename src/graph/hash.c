@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* src/graph/hash.c - canonical structural hashes of kernel tensors and of
  * whole µGraphs, used to deduplicate found graphs and to key caches.
  *

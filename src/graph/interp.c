@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* src/graph/interp.c - the float64 reference interpreter: evaluates every
  * kernel tensor of a program or µGraph on the Philox inputs
  * (mirs_input_value), so two graphs can be compared numerically.
@@ -8,14 +9,11 @@
  *    aligned on the right), exp, square, sqrt (NaN on negatives), silu
  *    x*sigmoid(x), gelu in the exact erf form 0.5*x*(1 + erf(x/sqrt(2))),
  *    relu, sum over a dim keeping it as size 1, rms_norm over the last dim;
- *  - custom ops run their block graph: for each grid block, for each
- *    forloop iteration f, each INPUT op loads a tile whose dim d starts at
- *    b_g*tile_d where imap[g] == d, at f*tile_d where fmap == d, else 0;
- *    the per-iteration ops run in op order; ACCUM adds its argument into an
- *    accumulator zeroed per block, ACCUM_SUM adds the sum over `dim`,
- *    ACCUM_RMS adds the row sums of x^2 and after the loop yields
- *    sqrt(total / (tile_last_dim * F)); then the post ops run once and each
- *    OUTPUT op stores its tile at b_g*tile_d along dim omap[g].  `fused`
+ *  - custom ops run their block graph by the shared schedule
+ *    (schedule.c: grid blocks, forloop, tile placement, accumulators);
+ *    ACCUM adds its argument into an accumulator zeroed per block,
+ *    ACCUM_SUM adds the sum over `dim`, ACCUM_RMS adds the row sums of x^2
+ *    and after the loop yields sqrt(total / (tile_last_dim * F)).  `fused`
  *    and the block dims do not change values.
  *
  * Invariants: kernel and block ops share one set of arithmetic routines
@@ -221,8 +219,99 @@ static mirs_status check_bgraph(const mirs_graph *g, const mirs__bgraph *bg) {
   return MIRS_OK;
 }
 
+/* State of one custom kernel's evaluation, for the schedule callbacks. */
+typedef struct custom_run {
+  const mirs_graph *g;
+  const mirs__bgraph *bg;
+  double **v;  /* kernel tensors */
+  double **tv; /* block tensors' tiles */
+  mirs__stats *st;
+} custom_run;
+
+/* ZERO: an accumulator starts at zero in every block. */
+static mirs_status cr_zero(void *user, const mirs__bop *op) {
+  custom_run *r = user;
+  memset(r->tv[op->out], 0, (size_t)numel(&r->bg->t[op->out].shape) * sizeof(double));
+  return MIRS_OK;
+}
+
+/* LOAD: copy the tile at off out of the source kernel tensor. */
+static mirs_status cr_load(void *user, const mirs__bop *op, const int64_t off[MIRS_MAX_DIMS]) {
+  custom_run *r = user;
+  const mirs__shape *ts = &r->bg->t[op->out].shape;
+  if (!mirs__shape_copy_tile(&r->g->t[op->src].shape, r->v[op->src], ts, r->tv[op->out], off,
+                             sizeof(double), false))
+    return MIRS_FAIL(r->g->ctx, MIRS_INTERNAL, "block input %s: tile outside tensor %s",
+                     r->bg->t[op->out].name, r->g->t[op->src].name);
+  MIRS_ADD(r->st, elements_evaluated, numel(ts));
+  return MIRS_OK;
+}
+
+/* COMPUTE: a block op on tiles (either phase). */
+static mirs_status cr_compute(void *user, const mirs__bop *op) {
+  custom_run *r = user;
+  const mirs__shape *ins[2] = {NULL, NULL};
+  const double *inv[2] = {NULL, NULL};
+  for (int a = 0; a < op->nin && a < 2; a++) {
+    ins[a] = &r->bg->t[op->in[a]].shape;
+    inv[a] = r->tv[op->in[a]];
+  }
+  const mirs__shape *os = &r->bg->t[op->out].shape;
+  if (NEVER(!ev_compute(op->op, op->dim, ins, inv, os, r->tv[op->out])))
+    return MIRS_FAIL(r->g->ctx, MIRS_INTERNAL, "block op %s cannot be evaluated",
+                     mirs__graph_ops[op->op].name);
+  MIRS_ADD(r->st, elements_evaluated, numel(os));
+  return MIRS_OK;
+}
+
+/* ACCUM*: add this iteration's contribution. */
+static mirs_status cr_accum(void *user, const mirs__bop *op) {
+  custom_run *r = user;
+  const mirs__shape *xs = &r->bg->t[op->in[0]].shape;
+  const double *x = r->tv[op->in[0]];
+  double *acc = r->tv[op->out];
+  if (op->op == MIRS_OP_ACCUM) {
+    int64_t n = numel(xs);
+    for (int64_t e = 0; e < n; e++)
+      acc[e] += x[e];
+  } else if (op->op == MIRS_OP_ACCUM_SUM) {
+    ev_sum(xs, x, op->dim, acc, true);
+  } else {
+    ev_sumsq_last(xs, x, acc);
+  }
+  MIRS_ADD(r->st, elements_evaluated, numel(&r->bg->t[op->out].shape));
+  return MIRS_OK;
+}
+
+/* FINISH: an RMS accumulator becomes sqrt(total / count). */
+static mirs_status cr_finish(void *user, const mirs__bop *op) {
+  custom_run *r = user;
+  double count = mirs__sched_rms_count(r->bg, op);
+  int64_t n = numel(&r->bg->t[op->out].shape);
+  double *acc = r->tv[op->out];
+  for (int64_t e = 0; e < n; e++)
+    acc[e] = sqrt(acc[e] / count);
+  return MIRS_OK;
+}
+
+/* STORE: copy a post tile into its output kernel tensor at off. */
+static mirs_status cr_store(void *user, const mirs__bop *op, const int64_t off[MIRS_MAX_DIMS]) {
+  custom_run *r = user;
+  const mirs__shape *ts = &r->bg->t[op->in[0]].shape;
+  if (!mirs__shape_copy_tile(&r->g->t[op->dst].shape, r->v[op->dst], ts, r->tv[op->in[0]], off,
+                             sizeof(double), true))
+    return MIRS_FAIL(r->g->ctx, MIRS_INTERNAL, "block output of %s: tile outside its tensor",
+                     r->bg->t[op->in[0]].name);
+  MIRS_ADD(r->st, elements_evaluated, numel(ts));
+  return MIRS_OK;
+}
+
+static const mirs__sched_exec custom_exec = {cr_zero,   cr_load,   cr_compute,
+                                             cr_accum, cr_finish, cr_store};
+
 /* Run custom op kop: evaluate its block graph over every grid block and
- * forloop iteration, writing its output kernel tensors in v. */
+ * forloop iteration (the shared schedule), writing its output kernel
+ * tensors in v. */
 static mirs_status run_custom(const mirs_graph *g, const mirs__kop *kop, double **v,
                               mirs__stats *st) {
   mirs_context *ctx = g->ctx;
@@ -242,12 +331,13 @@ static mirs_status run_custom(const mirs_graph *g, const mirs__kop *kop, double 
                        (long long)ctx->opt.eval_max_elements);
     total += n;
   }
+  mirs__sched sched;
+  MIRS_CHECK(ctx, mirs__sched_build(ctx, bg, &sched));
   double **tv = mirs__core_calloc(ctx, (size_t)bg->nt + 1, sizeof *tv);
-  if (!tv)
-    return mirs__core_trace(ctx, MIRS_NOMEM, __func__, __FILE__, __LINE__);
-  double *buf = mirs__core_calloc(ctx, (size_t)total + 1, sizeof *buf);
+  double *buf = tv ? mirs__core_calloc(ctx, (size_t)total + 1, sizeof *buf) : NULL;
   if (!buf) {
     mirs__core_free(ctx, tv);
+    mirs__sched_free(ctx, &sched);
     return mirs__core_trace(ctx, MIRS_NOMEM, __func__, __FILE__, __LINE__);
   }
   total = 0;
@@ -255,113 +345,11 @@ static mirs_status run_custom(const mirs_graph *g, const mirs__kop *kop, double 
     tv[i] = buf + total;
     total += numel(&bg->t[i].shape);
   }
-
-  mirs_status s = MIRS_OK;
-  int32_t b[MIRS__GRID];
-  for (b[2] = 0; b[2] < bg->grid[2]; b[2]++)
-    for (b[1] = 0; b[1] < bg->grid[1]; b[1]++)
-      for (b[0] = 0; b[0] < bg->grid[0]; b[0]++) {
-        /* Accumulators start at zero in every block. */
-        for (int32_t i = 0; i < bg->nops; i++) {
-          const mirs__bop *op = &bg->ops[i];
-          if (mirs__graph_ops[op->op].kind == MIRS__KIND_ACCUM)
-            memset(tv[op->out], 0, (size_t)numel(&bg->t[op->out].shape) * sizeof(double));
-        }
-        for (int32_t f = 0; f < bg->forloop; f++) {
-          for (int32_t i = 0; i < bg->nops; i++) {
-            const mirs__bop *op = &bg->ops[i];
-            mirs__op_kind kind = mirs__graph_ops[op->op].kind;
-            if (kind == MIRS__KIND_INPUT) {
-              const mirs__shape *ts = &bg->t[op->out].shape;
-              int64_t off[MIRS_MAX_DIMS] = {0};
-              for (int gd = 0; gd < MIRS__GRID; gd++)
-                if (op->imap[gd] >= 0 && op->imap[gd] < ts->ndim)
-                  off[op->imap[gd]] = (int64_t)b[gd] * ts->d[op->imap[gd]];
-              if (op->fmap >= 0 && op->fmap < ts->ndim)
-                off[op->fmap] = (int64_t)f * ts->d[op->fmap];
-              if (!mirs__shape_copy_tile(&g->t[op->src].shape, v[op->src], ts, tv[op->out], off,
-                                         sizeof(double), false)) {
-                s = MIRS_FAIL(ctx, MIRS_INTERNAL, "block input %s: tile outside tensor %s",
-                              bg->t[op->out].name, g->t[op->src].name);
-                goto done;
-              }
-              MIRS_ADD(st, elements_evaluated, numel(ts));
-            } else if (kind == MIRS__KIND_ACCUM) {
-              const mirs__shape *xs = &bg->t[op->in[0]].shape;
-              const double *x = tv[op->in[0]];
-              double *acc = tv[op->out];
-              if (op->op == MIRS_OP_ACCUM) {
-                int64_t n = numel(xs);
-                for (int64_t e = 0; e < n; e++)
-                  acc[e] += x[e];
-              } else if (op->op == MIRS_OP_ACCUM_SUM) {
-                ev_sum(xs, x, op->dim, acc, true);
-              } else {
-                ev_sumsq_last(xs, x, acc);
-              }
-              MIRS_ADD(st, elements_evaluated, numel(&bg->t[op->out].shape));
-            } else if (kind != MIRS__KIND_OUTPUT && !bg->t[op->out].post) {
-              const mirs__shape *ins[2] = {NULL, NULL};
-              const double *inv[2] = {NULL, NULL};
-              for (int a = 0; a < op->nin && a < 2; a++) {
-                ins[a] = &bg->t[op->in[a]].shape;
-                inv[a] = tv[op->in[a]];
-              }
-              const mirs__shape *os = &bg->t[op->out].shape;
-              if (NEVER(!ev_compute(op->op, op->dim, ins, inv, os, tv[op->out]))) {
-                s = MIRS_FAIL(ctx, MIRS_INTERNAL, "block op %s cannot be evaluated",
-                              mirs__graph_ops[op->op].name);
-                goto done;
-              }
-              MIRS_ADD(st, elements_evaluated, numel(os));
-            }
-          }
-        }
-        /* After the loop: finish RMS accumulators, run post ops, store. */
-        for (int32_t i = 0; i < bg->nops; i++) {
-          const mirs__bop *op = &bg->ops[i];
-          mirs__op_kind kind = mirs__graph_ops[op->op].kind;
-          if (op->op == MIRS_OP_ACCUM_RMS) {
-            const mirs__shape *xs = &bg->t[op->in[0]].shape;
-            double count = (double)(xs->ndim > 0 ? xs->d[xs->ndim - 1] : 1) * bg->forloop;
-            int64_t n = numel(&bg->t[op->out].shape);
-            double *acc = tv[op->out];
-            for (int64_t e = 0; e < n; e++)
-              acc[e] = sqrt(acc[e] / count);
-          } else if (kind == MIRS__KIND_OUTPUT) {
-            const mirs__shape *ts = &bg->t[op->in[0]].shape;
-            int64_t off[MIRS_MAX_DIMS] = {0};
-            for (int gd = 0; gd < MIRS__GRID; gd++)
-              if (op->omap[gd] >= 0 && op->omap[gd] < ts->ndim)
-                off[op->omap[gd]] = (int64_t)b[gd] * ts->d[op->omap[gd]];
-            if (!mirs__shape_copy_tile(&g->t[op->dst].shape, v[op->dst], ts, tv[op->in[0]], off,
-                                       sizeof(double), true)) {
-              s = MIRS_FAIL(ctx, MIRS_INTERNAL, "block output of %s: tile outside its tensor",
-                            bg->t[op->in[0]].name);
-              goto done;
-            }
-            MIRS_ADD(st, elements_evaluated, numel(ts));
-          } else if (kind != MIRS__KIND_INPUT && kind != MIRS__KIND_ACCUM &&
-                     bg->t[op->out].post) {
-            const mirs__shape *ins[2] = {NULL, NULL};
-            const double *inv[2] = {NULL, NULL};
-            for (int a = 0; a < op->nin && a < 2; a++) {
-              ins[a] = &bg->t[op->in[a]].shape;
-              inv[a] = tv[op->in[a]];
-            }
-            const mirs__shape *os = &bg->t[op->out].shape;
-            if (NEVER(!ev_compute(op->op, op->dim, ins, inv, os, tv[op->out]))) {
-              s = MIRS_FAIL(ctx, MIRS_INTERNAL, "block op %s cannot be evaluated",
-                            mirs__graph_ops[op->op].name);
-              goto done;
-            }
-            MIRS_ADD(st, elements_evaluated, numel(os));
-          }
-        }
-      }
-done:
+  custom_run r = {g, bg, v, tv, st};
+  mirs_status s = mirs__sched_run(bg, &sched, &custom_exec, &r);
   mirs__core_free(ctx, buf);
   mirs__core_free(ctx, tv);
+  mirs__sched_free(ctx, &sched);
   return s;
 }
 

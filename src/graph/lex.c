@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* src/graph/lex.c - tokens of the .graph and µGraph text formats.
  *
  * Invariants: every read is guarded by `p < end`, so arbitrary bytes

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* src/graph/lex.h - the lexer shared by the .graph and µGraph readers
  * (docs/FORMATS.md "Lexical rules").
  *

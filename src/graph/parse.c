@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* src/graph/parse.c - reader for .graph programs and µGraph files
  * (docs/FORMATS.md).
  *

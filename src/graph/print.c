@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* src/graph/print.c - the canonical text of a graph (docs/FORMATS.md).
  *
  * Invariants: the output is a function of the graph alone (no addresses,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* src/graph/shape.c - shape rules of every operator family (ops.def
  * "kind" column), shared by kernel and block level.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* src/search/api.c - the public mirs_search_* API: creating a search
  * (the space, the reference fingerprints and expressions, pruning's shared
  * state, the cost profile), running it on the pool, its results and
@@ -107,7 +108,7 @@ mirs_status mirs_search_create(mirs_context *ctx, const mirs_graph *program, mir
     /* The bound counts deg(reference) + deg(candidate); allow a candidate
      * of up to twice the program's degree. */
     s->degree = degree;
-    uint64_t d = degree < 1 ? 2 : degree * 3;
+    uint64_t d = degree < 1 ? 2 : mirs__fp_degree_mul(degree, 3);
     s->trials = mirs__fp_trials_for(d, ctx->opt.verify_log2_bound);
     if (s->trials < 1)
       s->trials = MIRS__FP_MAX_TRIALS;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* src/search/checkpoint.c - checkpoints of a search: what it has found and
  * what it has left, as paths, in a versioned, checksummed binary file.
  *

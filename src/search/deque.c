@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* src/search/deque.c - the Chase–Lev deque (see deque.h for the layout and
  * invariants).  Each memory order is explained where it is chosen.
  *

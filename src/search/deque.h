@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* src/search/deque.h - a Chase–Lev work-stealing deque of pointers (Lê,
  * Pop, Cohen, Zappa Nardelli, "Correct and Efficient Work-Stealing for
  * Weak Memory Models", PPoPP'13), in C11 atomics.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* src/search/index.c - index labels: the dimension-aware part of the
  * pruning (see "Index labels" in search.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* src/search/pool.c - the work-stealing pool: OpenMP threads, each owning a
  * search worker and a Chase–Lev deque of tasks (deque.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* src/search/search.c - the depth-first search engine: applying and undoing
  * moves on a worker's in-place state, the explicit DFS stack, verification
  * of complete candidates, results (dedup, ranking, float64 check) and the

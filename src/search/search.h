@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* src/search/search.h - internal interface of the search engine: the move
  * space (space.c) and the depth-first engine with its results (search.c).
  *

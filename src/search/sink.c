@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* src/search/sink.c - the result sink: the one place where workers write
  * shared search state.  Every complete candidate a worker finds is offered
  * here; the sink deduplicates by canonical hash, verifies again where the
@@ -151,7 +152,7 @@ static mirs_status make_result(mirs__search_worker *w, const mirs_graph *g, bool
    * the trials its degree needs, so every result meets the bound. */
   uint64_t dc = 0;
   st = mirs__fp_graph_degree(c, &dc);
-  int need = st == MIRS_OK ? mirs__fp_trials_for(s->degree + dc, ctx->opt.verify_log2_bound) : 0;
+  int need = st == MIRS_OK ? mirs__fp_trials_for(mirs__fp_degree_add(s->degree, dc), ctx->opt.verify_log2_bound) : 0;
   if (st == MIRS_OK && (need < 1 || need > s->trials)) {
     if (count)
       MIRS_INC(&w->stats, fp_reverified);

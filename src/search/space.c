@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* src/search/space.c - the move space: which moves a search state has, in
  * a deterministic order (the index of a move in this list is what a path
  * records), and the cheap static filters applied while listing them.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* src/verify/absexpr.c - abstract expressions in normal form, the
  * syntactic subexpression decisions, the shared verdict cache and the
  * pruning entry point (see absexpr.h for the normal form).

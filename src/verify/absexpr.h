@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* src/verify/absexpr.h - abstract expressions, their normal form, the
  * syntactic subexpression decisions and the shared verdict cache: the
  * pruning step of the search (DESIGN.md "Pruning by abstract expressions").

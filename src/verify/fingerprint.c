@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* src/verify/fingerprint.c - finite-field fingerprints: the field and its
  * keyed randomness, the static analysis (degree, exp-dependence, refusal of
  * exp of exp), the per-worker store, comparisons, and the CPU backend.
@@ -193,7 +194,7 @@ int mirs__fp_trials_for(uint64_t degree, double log2_target) {
 
 /* Saturating a + b. */
 static uint64_t sat_add(uint64_t a, uint64_t b) {
-  return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+  return mirs__fp_degree_add(a, b);
 }
 
 /* max(a, b). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* src/verify/fingerprint.h - finite-field fingerprints of µGraphs: the
  * verification of complete candidates (DESIGN.md "Search" -> "Verification"),
  * the fingerprint-backend interface, and its CPU implementation.
@@ -224,6 +225,15 @@ mirs__fp_pair mirs__fp_prf(uint64_t key, mirs_op op, mirs__fp_pair x);
 
 /* ---------------------------------------------------------------- bound */
 
+/* Saturating a + b for degrees: a degree past 2^64 - 1 stays 2^64 - 1,
+ * which no number of trials bounds (so a verdict that needs it refuses). */
+static inline uint64_t mirs__fp_degree_add(uint64_t a, uint64_t b) {
+  return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+/* Saturating a * b for degrees (see mirs__fp_degree_add). */
+static inline uint64_t mirs__fp_degree_mul(uint64_t a, uint64_t b) {
+  return b != 0 && a > UINT64_MAX / b ? UINT64_MAX : a * b;
+}
 /* log2 of (D/Q)^trials (with D < 1 taken as 1); 0.0 when D >= Q (no bound). */
 double mirs__fp_bound_log2(uint64_t degree, int trials);
 /* Smallest k >= 1 with (D/Q)^k <= 2^log2_target, or -1 when none up to

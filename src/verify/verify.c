@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* src/verify/verify.c - the public mirs_verify: one candidate against its
  * program, by fingerprints (the sound test, with its bound) and then in
  * float64 on random real inputs (a check on the arithmetic the fields
@@ -33,8 +34,11 @@ static double max_rel_error(const mirs_eval_result *ref, const mirs_eval_result 
       return INFINITY;
     double diff = 0, scale = 0;
     for (int64_t e = 0; e < n; e++) {
-      if (isnan(a[e]) || isnan(b[e])) {
-        if (!(isnan(a[e]) && isnan(b[e])))
+      /* Non-finite values must match exactly (NaN with NaN, an infinity
+       * with the same infinity) and stay out of the scale: an infinity in
+       * the reference would otherwise make every difference relative 0. */
+      if (!isfinite(a[e]) || !isfinite(b[e])) {
+        if (isnan(a[e]) ? !isnan(b[e]) : a[e] != b[e])
           return INFINITY;
         continue;
       }
@@ -76,13 +80,25 @@ mirs_status mirs__verify_fingerprints(mirs_context *ctx, const mirs_graph *progr
   uint64_t dp, dc;
   MIRS_CHECK(ctx, mirs__fp_graph_degree(program, &dp));
   MIRS_CHECK(ctx, mirs__fp_graph_degree(candidate, &dc));
-  *trials = mirs__fp_trials_for(dp + dc, ctx->opt.verify_log2_bound);
+  /* Saturating: a wrapped sum would look small and pass with too few
+   * trials (two graphs of degree ~2^63 each "verified" with bound 2^0). */
+  uint64_t d = mirs__fp_degree_add(dp, dc);
+  *trials = mirs__fp_trials_for(d, ctx->opt.verify_log2_bound);
   if (*trials < 1)
     return MIRS_FAIL(ctx, MIRS_UNSUPPORTED,
-                     "degree %llu is too high for a false-accept bound of 2^%g with the "
+                     "degree %s%llu is too high for a false-accept bound of 2^%g with the "
                      "fingerprint field",
-                     (unsigned long long)(dp + dc), ctx->opt.verify_log2_bound);
+                     d == UINT64_MAX ? ">= " : "", (unsigned long long)d,
+                     ctx->opt.verify_log2_bound);
   MIRS_CHECK(ctx, fingerprint_compare(ctx, program, candidate, *trials, v));
+  /* The verdict's own degree (which also counts exp/PRF arguments) must
+   * meet the bound too: an equal verdict that does not is refused. */
+  if (v->equal && (v->log2_bound >= 0 || v->log2_bound > ctx->opt.verify_log2_bound))
+    return MIRS_FAIL(ctx, MIRS_UNSUPPORTED,
+                     "degree %s%llu: %d trials give a false-accept bound of 2^%g, not the "
+                     "required 2^%g",
+                     v->degree == UINT64_MAX ? ">= " : "", (unsigned long long)v->degree,
+                     *trials, v->log2_bound, ctx->opt.verify_log2_bound);
   return MIRS_OK;
 }
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* src/verify/z3check.c - the Z3 subexpression checker (see z3check.h for
  * the encoding and the axioms).  The only file that includes z3.h.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* src/verify/z3check.h - the Z3 subexpression checker, the fallback of
  * pruning for (candidate, target) pairs the normal form, the cache and the
  * unit weight models cannot decide: it looks for a countermodel among the

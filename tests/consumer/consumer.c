@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tests/consumer/consumer.c - a toy embedding compiler: builds a program
  * through the API (no file), evaluates it, parses the same program from
  * text, and checks that both agree and that versions match.  Compiled

@@ -1,0 +1,161 @@
+/* src/graph/schedule.c - the block-graph schedule: which block op runs
+ * when (once per block, per forloop iteration, after the loop) and where
+ * each loaded or stored tile sits in its kernel tensor.  Every executor of
+ * a custom kernel takes its order and its tile placement from here: the
+ * float64 interpreter (interp.c) runs it through mirs__sched_run, the CUDA
+ * generator (src/codegen/cuda.c) emits the same steps as code.
+ *
+ * Semantics (DESIGN.md "The µGraph model"): for each grid block b, each
+ * accumulator starts at zero; for f in [0, F) every INPUT op loads the
+ * tile whose dim d starts at b_g * tile_d where imap[g] == d and at
+ * f * tile_d where fmap == d (else 0), then per-iteration compute ops and
+ * ACCUM ops run in op order; after the loop ACCUM_RMS results are finished
+ * (sqrt(total / (tile_last_dim * F))), post ops run, and each OUTPUT op
+ * stores its tile at b_g * tile_d along dim omap[g].
+ *
+ * Invariant: the graph is well formed (mirs__bg_well_formed); callers
+ * check before building a schedule. */
+#include <string.h>
+
+#include "graph/graph.h"
+
+/* Build bg's schedule: ZERO steps, loop steps, post steps, in op order. */
+mirs_status mirs__sched_build(mirs_context *ctx, const mirs__bgraph *bg, mirs__sched *out) {
+  memset(out, 0, sizeof *out);
+  int32_t n = 0;
+  for (int32_t i = 0; i < bg->nops; i++)
+    n += mirs__graph_ops[bg->ops[i].op].kind == MIRS__KIND_ACCUM ? 2 : 1;
+  out->step = mirs__core_calloc(ctx, (size_t)n + 1, sizeof *out->step);
+  if (!out->step)
+    return mirs__core_trace(ctx, MIRS_NOMEM, __func__, __FILE__, __LINE__);
+  mirs__step *s = out->step;
+  for (int32_t i = 0; i < bg->nops; i++)
+    if (mirs__graph_ops[bg->ops[i].op].kind == MIRS__KIND_ACCUM)
+      s[out->ninit++] = (mirs__step){MIRS__STEP_ZERO, i};
+  int32_t k = out->ninit;
+  for (int32_t i = 0; i < bg->nops; i++) {
+    const mirs__bop *op = &bg->ops[i];
+    mirs__op_kind kind = mirs__graph_ops[op->op].kind;
+    if (kind == MIRS__KIND_INPUT)
+      s[k++] = (mirs__step){MIRS__STEP_LOAD, i};
+    else if (kind == MIRS__KIND_ACCUM)
+      s[k++] = (mirs__step){MIRS__STEP_ACCUM, i};
+    else if (kind != MIRS__KIND_OUTPUT && !bg->t[op->out].post)
+      s[k++] = (mirs__step){MIRS__STEP_COMPUTE, i};
+  }
+  out->nloop = k - out->ninit;
+  for (int32_t i = 0; i < bg->nops; i++) {
+    const mirs__bop *op = &bg->ops[i];
+    mirs__op_kind kind = mirs__graph_ops[op->op].kind;
+    if (op->op == MIRS_OP_ACCUM_RMS)
+      s[k++] = (mirs__step){MIRS__STEP_FINISH, i};
+    else if (kind == MIRS__KIND_OUTPUT)
+      s[k++] = (mirs__step){MIRS__STEP_STORE, i};
+    else if (kind != MIRS__KIND_INPUT && kind != MIRS__KIND_ACCUM && bg->t[op->out].post)
+      s[k++] = (mirs__step){MIRS__STEP_COMPUTE, i};
+  }
+  out->npost = k - out->ninit - out->nloop;
+  return MIRS_OK;
+}
+
+/* Release the steps of s. */
+void mirs__sched_free(mirs_context *ctx, mirs__sched *s) {
+  if (!s)
+    return;
+  mirs__core_free(ctx, s->step);
+  memset(s, 0, sizeof *s);
+}
+
+/* Placement of an INPUT op's tile (imap, fmap) or an OUTPUT op's (omap). */
+void mirs__sched_place(const mirs__bgraph *bg, const mirs__bop *op, mirs__tile_place *p) {
+  bool input = op->op == MIRS_OP_INPUT;
+  int r = bg->t[input ? op->out : op->in[0]].shape.ndim;
+  for (int d = 0; d < MIRS_MAX_DIMS; d++) {
+    p->grid[d] = -1;
+    p->forloop[d] = false;
+  }
+  for (int gd = 0; gd < MIRS__GRID; gd++) {
+    int32_t d = input ? op->imap[gd] : op->omap[gd];
+    if (d >= 0 && d < r)
+      p->grid[d] = gd;
+  }
+  if (input && op->fmap >= 0 && op->fmap < r)
+    p->forloop[op->fmap] = true;
+}
+
+/* Element offsets of op's tile in its kernel tensor for block b, iteration f. */
+void mirs__sched_offsets(const mirs__bgraph *bg, const mirs__bop *op, const int32_t b[MIRS__GRID],
+                         int32_t f, int64_t off[MIRS_MAX_DIMS]) {
+  mirs__tile_place p;
+  mirs__sched_place(bg, op, &p);
+  const mirs__shape *ts = &bg->t[op->op == MIRS_OP_INPUT ? op->out : op->in[0]].shape;
+  for (int d = 0; d < MIRS_MAX_DIMS; d++) {
+    off[d] = 0;
+    if (d >= ts->ndim)
+      continue;
+    if (p.grid[d] >= 0)
+      off[d] += (int64_t)b[p.grid[d]] * ts->d[d];
+    if (p.forloop[d])
+      off[d] += (int64_t)f * ts->d[d];
+  }
+}
+
+/* Elements of a row summed by ACCUM_RMS over the whole loop. */
+double mirs__sched_rms_count(const mirs__bgraph *bg, const mirs__bop *op) {
+  const mirs__shape *xs = &bg->t[op->in[0]].shape;
+  return (double)(xs->ndim > 0 ? xs->d[xs->ndim - 1] : 1) * bg->forloop;
+}
+
+/* Run steps[0..n) with the callbacks of x. */
+static mirs_status run_steps(const mirs__bgraph *bg, const mirs__step *steps, int32_t n,
+                             const mirs__sched_exec *x, void *user, const int32_t b[MIRS__GRID],
+                             int32_t f) {
+  for (int32_t i = 0; i < n; i++) {
+    const mirs__bop *op = &bg->ops[steps[i].op];
+    int64_t off[MIRS_MAX_DIMS];
+    mirs_status s = MIRS_OK;
+    switch (steps[i].kind) {
+    case MIRS__STEP_ZERO:
+      s = x->zero(user, op);
+      break;
+    case MIRS__STEP_LOAD:
+      mirs__sched_offsets(bg, op, b, f, off);
+      s = x->load(user, op, off);
+      break;
+    case MIRS__STEP_COMPUTE:
+      s = x->compute(user, op);
+      break;
+    case MIRS__STEP_ACCUM:
+      s = x->accum(user, op);
+      break;
+    case MIRS__STEP_FINISH:
+      s = x->finish(user, op);
+      break;
+    case MIRS__STEP_STORE:
+      mirs__sched_offsets(bg, op, b, 0, off);
+      s = x->store(user, op, off);
+      break;
+    }
+    if (s != MIRS_OK)
+      return s;
+  }
+  return MIRS_OK;
+}
+
+/* Run the schedule over every grid block and forloop iteration. */
+mirs_status mirs__sched_run(const mirs__bgraph *bg, const mirs__sched *s,
+                            const mirs__sched_exec *x, void *user) {
+  int32_t b[MIRS__GRID];
+  for (b[2] = 0; b[2] < bg->grid[2]; b[2]++)
+    for (b[1] = 0; b[1] < bg->grid[1]; b[1]++)
+      for (b[0] = 0; b[0] < bg->grid[0]; b[0]++) {
+        mirs_status st = run_steps(bg, mirs__sched_init(s), s->ninit, x, user, b, 0);
+        for (int32_t f = 0; st == MIRS_OK && f < bg->forloop; f++)
+          st = run_steps(bg, mirs__sched_loop(s), s->nloop, x, user, b, f);
+        if (st == MIRS_OK)
+          st = run_steps(bg, mirs__sched_post(s), s->npost, x, user, b, 0);
+        if (st != MIRS_OK)
+          return st;
+      }
+  return MIRS_OK;
+}
