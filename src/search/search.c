@@ -89,7 +89,9 @@ static mirs_status push_frame(mirs__search_worker *w, const mirs__search_move *i
   return MIRS_OK;
 }
 
-/* The program output kernel tensor t of the worker's graph matches, or -1. */
+/* The program output kernel tensor t of the worker's graph matches, or -1.
+ * (Here and in the screens the worker's store comes first: a comparison
+ * counts in its first store; s->ref is shared by the workers, read-only.) */
 static mirs_status match_output(mirs__search_worker *w, int32_t t, int *out) {
   mirs_search *s = w->s;
   const mirs_graph *p = s->program;
@@ -102,7 +104,7 @@ static mirs_status match_output(mirs__search_worker *w, int32_t t, int *out) {
     if (d != s->ref_digest[i])
       continue;
     bool eq;
-    MIRS_CHECK(w->ctx, mirs__fp_tensor_equal(s->ref, p, p->outputs[i], w->fp, w->g, t, &eq));
+    MIRS_CHECK(w->ctx, mirs__fp_tensor_equal(w->fp, w->g, t, s->ref, p, p->outputs[i], &eq));
     if (eq) {
       *out = i;
       return MIRS_OK;
@@ -245,7 +247,7 @@ static mirs_status screen_last(mirs__search_worker *w, bool *pass) {
     bool found = false;
     for (int32_t o = 0; o < k->nout && !found; o++)
       MIRS_CHECK(w->ctx,
-                 mirs__fp_trial0_equal(s->ref, p, p->outputs[i], w->fp, g, k->out[o], &found));
+                 mirs__fp_trial0_equal(w->fp, g, k->out[o], s->ref, p, p->outputs[i], &found));
     *pass = found;
   }
   return MIRS_OK;
@@ -269,7 +271,7 @@ static mirs_status screen_corner(mirs__search_worker *w, bool *pass) {
     for (int32_t j = 0; j < k->bg->nops && !found && st == MIRS_OK; j++) {
       const mirs__bop *o = &k->bg->ops[j];
       if (o->op == MIRS_OP_OUTPUT)
-        st = mirs__fp_trial0_corner_equal(s->ref, p, p->outputs[i], w->fp, g, o->dst,
+        st = mirs__fp_trial0_corner_equal(w->fp, g, o->dst, s->ref, p, p->outputs[i],
                                           &k->bg->t[o->in[0]].shape, &found);
     }
     *pass = found;
