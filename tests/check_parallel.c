@@ -280,6 +280,46 @@ START_TEST(test_stop_resume_many_points) {
 }
 END_TEST
 
+/* Periodic checkpoints stop and restart the workers many times: the run
+ * still ends with the uninterrupted results, and the last periodic
+ * checkpoint resumes to them too. */
+START_TEST(test_periodic_checkpoints) {
+  char path[128];
+  temp_path(path, sizeof path);
+  unlink(path);
+  char *ref = search_summary(TINY_SOFTMAX, 1);
+  mirs_context *ctx = ctx_for(2);
+  ck_assert_int_eq(mirs_option_set(ctx, "checkpoint_interval", "0.002"), MIRS_OK);
+  ck_assert_int_eq(mirs_option_set(ctx, "log_level", "1"), MIRS_OK); /* no line per checkpoint */
+  mirs_graph *g = parse(ctx, TINY_SOFTMAX);
+  mirs_search *s;
+  ck_assert_int_eq(mirs_search_create(ctx, g, &s), MIRS_OK);
+  ck_assert_int_eq(mirs_search_set_checkpoint(s, path), MIRS_OK);
+  ck_assert_int_eq(mirs_search_run(s), MIRS_OK);
+  char *x = summary(s);
+  ck_assert_msg(strcmp(ref, x) == 0, "with periodic checkpoints:\n%.300s\n--\n%.300s", ref, x);
+  free(x);
+  mirs_search_destroy(s);
+  mirs_graph_destroy(g);
+  mirs_context_destroy(ctx);
+  ck_assert_int_eq(access(path, F_OK), 0); /* at least one was written */
+  ctx = ctx_for(3);
+  g = parse(ctx, TINY_SOFTMAX);
+  ck_assert_int_eq(mirs_search_create(ctx, g, &s), MIRS_OK);
+  ck_assert_msg(mirs_search_resume(s, path) == MIRS_OK, "%s", mirs_last_error(ctx));
+  ck_assert_int_eq(mirs_search_run(s), MIRS_OK);
+  x = summary(s);
+  ck_assert_msg(strcmp(ref, x) == 0, "resumed from a periodic checkpoint:\n%.300s\n--\n%.300s",
+                ref, x);
+  free(x);
+  mirs_search_destroy(s);
+  mirs_graph_destroy(g);
+  mirs_context_destroy(ctx);
+  free(ref);
+  unlink(path);
+}
+END_TEST
+
 /* ---------------------------------------------------------------- refused checkpoints */
 
 /* Write a checkpoint of TINY stopped after 300 states into path. */
@@ -530,6 +570,7 @@ static Suite *parallel_suite(void) {
   tcase_add_test(tc, test_threads_same_results);
   tcase_add_test(tc, test_split_any_order);
   tcase_add_test(tc, test_stop_resume_many_points);
+  tcase_add_test(tc, test_periodic_checkpoints);
   tcase_add_test(tc, test_checkpoint_refused);
   tcase_add_test(tc, test_stop_from_thread);
   suite_add_tcase(s, tc);
