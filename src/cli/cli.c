@@ -615,6 +615,9 @@ static int cmd_verify(cli *c, const char *program_path, const char *candidate_pa
 /* The running search, for the signal handler (the one mutable global of
  * the program: a handler has no other way to reach it). */
 static mirs_search *_Atomic running_search;
+/* A stop signal that arrived before the search existed (while a
+ * checkpoint was being loaded): the search stops as soon as it starts. */
+static volatile sig_atomic_t early_stop;
 
 /* Signal handler (SIGINT, SIGTERM, SIGUSR1): ask the running search to
  * stop at its next node boundary; mirs_search_stop is async-signal-safe. */
@@ -623,6 +626,8 @@ static void on_stop_signal(int sig) {
   mirs_search *s = atomic_load(&running_search);
   if (s)
     mirs_search_stop(s);
+  else
+    early_stop = 1;
 }
 
 /* State the search callbacks share with cmd_search. */
@@ -833,6 +838,16 @@ static int cmd_search(cli *c, const char *path) {
   mirs_graph *p = NULL;
   char dir[3072], ckpt[3200];
   int rc = EXIT_OK;
+  /* Stop signals are caught from the start: a resume loads for a while.
+   * (An early return leaves the handler, which then only sets early_stop.) */
+  struct sigaction sa, old_int, old_term, old_usr1;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_stop_signal;
+  sigemptyset(&sa.sa_mask);
+  early_stop = 0;
+  sigaction(SIGINT, &sa, &old_int);
+  sigaction(SIGTERM, &sa, &old_term);
+  sigaction(SIGUSR1, &sa, &old_usr1);
   if (c->resume) {
     int dn = snprintf(dir, sizeof dir, "%s", c->out_dir ? c->out_dir : c->resume);
     if (dn < 0 || (size_t)dn >= sizeof dir || !join_path(c, ckpt, sizeof ckpt, c->resume,
@@ -886,14 +901,9 @@ static int cmd_search(cli *c, const char *path) {
     st = mirs_search_set_checkpoint(s, own_ckpt);
   if (st == MIRS_OK && c->resume)
     st = mirs_search_resume(s, ckpt);
-  struct sigaction sa, old_int, old_term, old_usr1;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_stop_signal;
-  sigemptyset(&sa.sa_mask);
   atomic_store(&running_search, s);
-  sigaction(SIGINT, &sa, &old_int);
-  sigaction(SIGTERM, &sa, &old_term);
-  sigaction(SIGUSR1, &sa, &old_usr1);
+  if (s && early_stop)
+    mirs_search_stop(s);
   if (st == MIRS_OK)
     st = mirs_search_run(s);
   sigaction(SIGINT, &old_int, NULL);
