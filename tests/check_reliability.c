@@ -460,6 +460,9 @@ START_TEST(test_setup_stops) {
     mirs_graph *g = NULL;
     ck_assert_int_eq(mirs_graph_parse_string(ctx, big_setup, strlen(big_setup), "b.graph", &g),
                      MIRS_OK);
+    /* The full-shape fingerprint path makes the setup itself expensive
+     * (reduced instances, the default, defer the full shape to the end). */
+    ck_assert_int_eq(mirs_option_set(ctx, "fp_reduce", "0"), MIRS_OK);
     pthread_t th;
     if (how == 0)
       ck_assert_int_eq(mirs_option_set(ctx, "time_limit", "0.3"), MIRS_OK);
