@@ -451,8 +451,9 @@ static void *interrupt_later(void *arg) {
   return NULL;
 }
 
-/* The time limit and mirs_interrupt stop the setup (no timing asserted
- * beyond a generous bound: the figures are in the final report). */
+/* The time limit and mirs_interrupt stop a search of a big program, setup
+ * included (no timing asserted beyond a generous bound: the figures are in
+ * bench/RESULTS.md). */
 START_TEST(test_setup_stops) {
   for (int how = 0; how < 2; how++) {
     tu_log log;
@@ -460,9 +461,6 @@ START_TEST(test_setup_stops) {
     mirs_graph *g = NULL;
     ck_assert_int_eq(mirs_graph_parse_string(ctx, big_setup, strlen(big_setup), "b.graph", &g),
                      MIRS_OK);
-    /* The full-shape fingerprint path makes the setup itself expensive
-     * (reduced instances, the default, defer the full shape to the end). */
-    ck_assert_int_eq(mirs_option_set(ctx, "fp_reduce", "0"), MIRS_OK);
     pthread_t th;
     if (how == 0)
       ck_assert_int_eq(mirs_option_set(ctx, "time_limit", "0.3"), MIRS_OK);
@@ -471,15 +469,16 @@ START_TEST(test_setup_stops) {
     double t0 = now_s();
     mirs_search *s = NULL;
     ck_assert_msg(mirs_search_create(ctx, g, &s) == MIRS_OK, "%s", mirs_last_error(ctx));
-    double dt = now_s() - t0;
-    ck_assert_msg(dt < 60.0, "setup took %.1f s to stop", dt);
-    /* The search exists, runs nothing and says it is incomplete, and why. */
+    /* Setup no longer fingerprints the program at full shape (that waits
+     * for the final verification), so the stop may come during setup or
+     * during the run: either way the whole search stops promptly, says it
+     * is incomplete, and why. */
     ck_assert_int_eq(mirs_search_run(s), MIRS_OK);
+    double dt = now_s() - t0;
+    ck_assert_msg(dt < 60.0, "the search took %.1f s to stop", dt);
     mirs_search_stats st;
     ck_assert_int_eq(mirs_search_get_stats(s, &st), MIRS_OK);
     ck_assert_int_eq(st.complete, 0);
-    ck_assert_uint_eq(st.states_explored, 0);
-    ck_assert_int_eq(mirs_search_num_results(s), 0);
     ck_assert_ptr_nonnull(strstr(log.text, how == 0 ? "time limit" : "interrupted"));
     mirs_search_destroy(s);
     if (how == 1) {

@@ -1124,8 +1124,12 @@ static bool should_stop(mirs_search *s, mirs__search_worker *w, double *last_pro
   /* On reduced instances the last tenth of the time limit is kept for
    * verifying the best results at full shape. */
   double limit = ctx->opt.time_limit * (s->reduce_tile > 0 ? 0.9 : 1.0);
-  if (ctx->opt.time_limit > 0 && now - s->t0 >= limit)
+  if (ctx->opt.time_limit > 0 && now - s->t0 >= limit) {
+    mirs__core_log(ctx, MIRS_LOG_INFO, "search: stopping at the time limit after %.1f s%s",
+                   now - s->t0,
+                   s->reduce_tile > 0 ? " (the rest is kept for full-shape verification)" : "");
     return true;
+  }
   size_t held = mirs_memory_current(ctx) + mirs_memory_current(w->ctx);
   if (ctx->opt.max_memory > 0 && held > (size_t)ctx->opt.max_memory) {
     mirs__core_log(ctx, MIRS_LOG_WARNING, "search: stopping at the memory limit (%zu bytes held)",
@@ -1151,8 +1155,13 @@ static mirs_status dfs(mirs_search *s, mirs__search_worker *w, bool *complete) {
     /* A stop request or limit seen by the watchdog, and max_states, are
      * checked every state (one atomic load, two adds); the rest every
      * CHECK_EVERY states. */
-    if (mirs__core_stopping(s->ctx))
+    if (mirs__core_stopping(s->ctx)) {
+      mirs_status why = mirs__core_stopped(w->ctx, "search: stopping");
+      mirs__core_log(s->ctx, MIRS_LOG_INFO, "%s", mirs_last_error(w->ctx));
+      mirs_clear_error(w->ctx);
+      (void)why;
       return MIRS_OK;
+    }
     if (max_states > 0 && s->stats.v[MIRS__STAT_states_explored] +
                                   w->stats.v[MIRS__STAT_states_explored] >=
                               (uint64_t)max_states)
@@ -1173,6 +1182,7 @@ static mirs_status dfs(mirs_search *s, mirs__search_worker *w, bool *complete) {
     if (st == MIRS_STOPPED) {
       /* Stopped inside the move (a long fingerprint or query): it was not
        * applied, so it is still open work. */
+      mirs__core_log(s->ctx, MIRS_LOG_INFO, "%s", mirs_last_error(w->ctx));
       mirs_clear_error(w->ctx);
       w->frames[w->depth - 1].next--;
       return MIRS_OK;
