@@ -397,7 +397,6 @@ static const char *const usage_lines[] = {
     PROG " [OPTIONS] show [--dot] FILE",
     PROG " [OPTIONS] codegen FILE [-o FILE.cu]",
     PROG " [OPTIONS] run FILE [--seed=N] [--backend=host|cuda]",
-    PROG " [OPTIONS] bench FILE",
 };
 
 static const char summary_text[] =
@@ -427,8 +426,6 @@ static const help_row help_rows[] = {
                  "above the dtype's tolerance.  --backend=host (the default without a GPU) "
                  "compiles it as host C++ through an emulation header, --backend=cuda with nvcc "
                  "for the GPU (exit 3: no CUDA device)"},
-    {"bench FILE", "time the generated code on the GPU (exit 3: no CUDA device; GPU timing is "
-                   "not implemented yet)"},
     {NULL, "Options (anywhere on the command line)"},
     {"-h, --help", "show this help and exit"},
     {"-V, --version", "show version, license and build information and exit"},
@@ -1180,25 +1177,6 @@ static int cmd_run(cli *c, const char *path) {
   return rc;
 }
 
-/* `bench FILE`: GPU timing.  Without a device it says so (exit 3); GPU
- * timing itself is not implemented yet, and it says that too. */
-static int cmd_bench(cli *c, const char *path) {
-  mirs_graph *g;
-  int rc = load_graph(c, path, &g);
-  if (rc != EXIT_OK)
-    return rc;
-  mirs_graph_destroy(g);
-  int n = 0;
-  mirs_status s = mirs_gpu_device_count(c->ctx, &n);
-  if (s != MIRS_OK || n < 1) {
-    cli_error(c, "bench: no CUDA device (%s)", mirs_last_error(c->ctx));
-    return EXIT_RESOURCE;
-  }
-  cli_error(c, "bench: GPU timing of generated code is not implemented yet; "
-               "use 'run --backend=cuda' to check it on the device");
-  return EXIT_RESOURCE;
-}
-
 /* Whether an operand that is not a command names a file (so the default
  * search is meant) rather than a misspelt command. */
 static int looks_like_file(const char *arg) {
@@ -1207,9 +1185,8 @@ static int looks_like_file(const char *arg) {
 
 /* Dispatch on the operands left after option parsing. */
 static int run_command(cli *c, int nargs, char **args) {
-  static const char *const commands[] = {"check", "eval",    "verify", "show",
-                                         "codegen", "run", "bench"};
-  static const int files[] = {1, 1, 2, 1, 1, 1, 1};
+  static const char *const commands[] = {"check", "eval", "verify", "show", "codegen", "run"};
+  static const int files[] = {1, 1, 2, 1, 1, 1};
   enum { NCOMMANDS = sizeof files / sizeof files[0] };
   if (nargs == 0) {
     cli_error(c, "missing command or FILE");
@@ -1222,7 +1199,7 @@ static int run_command(cli *c, int nargs, char **args) {
   if (cmd < 0) {
     if (!looks_like_file(args[0])) {
       cli_error(c,
-                "unknown command '%s' (commands: check, eval, verify, show, codegen, run, bench)",
+                "unknown command '%s' (commands: check, eval, verify, show, codegen, run)",
                 args[0]);
       return cli_hint(c);
     }
@@ -1251,8 +1228,6 @@ static int run_command(cli *c, int nargs, char **args) {
     return cmd_codegen(c, args[1]);
   if (cmd == 5)
     return cmd_run(c, args[1]);
-  if (cmd == 6)
-    return cmd_bench(c, args[1]);
   return cmd == 0 ? cmd_check(c, args[1]) : cmd_eval(c, args[1]);
 }
 
