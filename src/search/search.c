@@ -1156,10 +1156,9 @@ static mirs_status dfs(mirs_search *s, mirs__search_worker *w, bool *complete) {
      * checked every state (one atomic load, two adds); the rest every
      * CHECK_EVERY states. */
     if (mirs__core_stopping(s->ctx)) {
-      mirs_status why = mirs__core_stopped(w->ctx, "search: stopping");
+      (void)mirs__core_stopped(w->ctx, "search: stopping"); /* (formats the reason) */
       mirs__core_log(s->ctx, MIRS_LOG_INFO, "%s", mirs_last_error(w->ctx));
       mirs_clear_error(w->ctx);
-      (void)why;
       return MIRS_OK;
     }
     if (max_states > 0 && s->stats.v[MIRS__STAT_states_explored] +
