@@ -979,7 +979,7 @@ static mirs_status candidate(mirs__search_worker *w) {
   /* s->res belongs to the search (freed through s->ctx): grow it there,
    * not in the worker's context, or both contexts' accounting is off. */
   if (st == MIRS_OK && s->nres >= s->capres)
-    st = mirs__core_grow(ctx, (void **)&s->res, &s->capres, s->nres + 1, sizeof *s->res);
+    st = mirs__core_grow(s->ctx, (void **)&s->res, &s->capres, s->nres + 1, sizeof *s->res);
   if (st != MIRS_OK) {
     if (mirs_last_status(ctx) == MIRS_OK)
       mirs__core_error_copy(ctx, s->ctx);
