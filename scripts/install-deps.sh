@@ -2,10 +2,12 @@
 # SPDX-License-Identifier: MIT
 # Installs the Debian packages mirsearch needs to build and test
 # (g++: `mirsearch run --backend=host` compiles generated CUDA as host C++;
-# clang and libclang-rt-dev: the libFuzzer build of tests/fuzz in CI).
+# clang and libclang-rt-dev: the libFuzzer build of tests/fuzz in CI;
+# slurm-wlm: tests/slurm.sh starts a private single-node Slurm to run
+# scripts/mirsearch.sbatch; it pulls in munge, which the test does not use).
 # Uses sudo when not run as root.
 set -e
-pkgs="autoconf automake libtool pkg-config make gcc g++ libz3-dev mpich libmpich-dev check clang libclang-rt-dev"
+pkgs="autoconf automake libtool pkg-config make gcc g++ libz3-dev mpich libmpich-dev check clang libclang-rt-dev slurm-wlm"
 if [ "$(id -u)" -eq 0 ]; then SUDO=; else SUDO=sudo; fi
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq

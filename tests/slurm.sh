@@ -1,0 +1,254 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# tests/slurm.sh - scripts/mirsearch.sbatch under a real Slurm.
+#
+# Starts a private single-node Slurm (slurmctld and slurmd on 127.0.0.1,
+# AuthType=auth/none, its own slurm.conf, ports, state and spool under a
+# temporary directory; stopped and removed on every exit path), submits
+# the batch script on a search, sends the batch shell SIGUSR1 (what
+# `--signal=B:USR1@T` does before the time limit) while the search runs,
+# and checks that the search stopped with status 4 and a checkpoint, that
+# the job requeued itself, that the requeued job resumed from the
+# checkpoint and completed, and that its results (report.json's result
+# list, candidates/, best.ugraph) are byte-identical to an uninterrupted
+# run of the same search.
+#
+# Run by `make check` (top_srcdir and top_builddir set); by hand from a
+# build directory they default to the script's tree and ".".
+# MIRSEARCH_TEST_BIN picks another mirsearch program; MIRSEARCH_TEST_GRAPH
+# another program to search (it must run long enough to be interrupted:
+# the default takes about 10-25 s).  MIRSEARCH_TEST_KEEP=1 keeps the
+# temporary directory (logs, outputs).
+# Exit: 0 pass, 1 fail, 77 skip (no Slurm installed, or not root).
+
+top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
+top_builddir=${top_builddir:-.}
+bin=${MIRSEARCH_TEST_BIN:-$top_builddir/src/mirsearch}
+graph=${MIRSEARCH_TEST_GRAPH:-$top_srcdir/examples/gated_mlp_small.graph}
+sbatch_script=$top_srcdir/scripts/mirsearch.sbatch
+me=slurm.sh
+
+say() { echo "$me: $*"; }
+skip() { say "SKIP: $*"; exit 77; }
+
+for p in slurmctld slurmd sbatch scontrol scancel srun sinfo; do
+  command -v $p >/dev/null 2>&1 ||
+    skip "'$p' is not installed (Debian: apt-get install slurm-wlm; scripts/install-deps.sh does it)"
+done
+# slurmd launches job steps as the submitting user through setuid and
+# needs root for it; slurmctld and slurmd refuse to start otherwise.
+[ "$(id -u)" -eq 0 ] || skip "slurmd must run as root to launch jobs (run make check as root to include this test)"
+[ -x "$bin" ] || { say "FAIL: $bin not built"; exit 1; }
+case $bin in /*) ;; *) bin=$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin") ;; esac
+case $graph in /*) ;; *) graph=$(pwd)/$graph ;; esac
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/mirs_slurm.XXXXXX") || exit 1
+conf=$tmp/slurm.conf
+ctld_pid=
+slurmd_pid=
+rc=1
+
+# The processes of this private Slurm (daemons, slurmstepd, job steps) are
+# the ones whose environment names this test's slurm.conf.
+own_pids() {
+  for e in /proc/[0-9]*/environ; do
+    p=${e#/proc/}
+    p=${p%/environ}
+    [ "$p" = $$ ] && continue
+    { tr '\0' '\n' <"$e"; } 2>/dev/null | grep -qx "SLURM_CONF=$conf" && echo "$p"
+  done
+}
+
+cleanup() {
+  trap - EXIT INT TERM HUP
+  if [ -n "$ctld_pid" ]; then
+    SLURM_CONF=$conf scancel --quiet --user="$(id -un)" >/dev/null 2>&1
+    i=0
+    while [ $i -lt 20 ] && [ -n "$(SLURM_CONF=$conf squeue -h -o %i 2>/dev/null)" ]; do
+      sleep 0.5
+      i=$((i + 1))
+    done
+  fi
+  for p in $slurmd_pid $ctld_pid; do kill "$p" 2>/dev/null; done
+  for p in $slurmd_pid $ctld_pid; do wait "$p" 2>/dev/null; done
+  left=$(own_pids)
+  if [ -n "$left" ]; then
+    kill $left 2>/dev/null
+    sleep 1
+    left=$(own_pids)
+    [ -n "$left" ] && kill -9 $left 2>/dev/null
+  fi
+  if [ "${MIRSEARCH_TEST_KEEP:-0}" = 1 ]; then
+    say "kept $tmp"
+  else
+    rm -rf "$tmp"
+  fi
+}
+trap 'cleanup; exit $rc' EXIT
+trap 'say "interrupted: stopping Slurm and cleaning up"; rc=1; exit 1' INT TERM HUP
+
+dump_logs() {
+  for f in "$tmp"/slurmctld.log "$tmp"/slurmd.log "$tmp"/slurmctld.out "$tmp"/slurmd.out "$tmp"/job.log; do
+    [ -s "$f" ] || continue
+    echo "---- $f (last 60 lines)"
+    tail -n 60 "$f"
+  done
+}
+fail() {
+  say "FAIL: $*"
+  dump_logs
+  rc=1
+  exit 1
+}
+
+# wait_for SECONDS WHAT COMMAND...: poll COMMAND every 0.2 s (every
+# second after the first 10 s) until it succeeds; fail naming WHAT after
+# SECONDS.
+wait_for() {
+  limit=$1 what=$2
+  shift 2
+  start=$(date +%s)
+  end=$(($(date +%s) + limit))
+  until "$@"; do
+    now=$(date +%s)
+    [ "$now" -lt $end ] || fail "timed out after ${limit}s waiting for $what"
+    if [ $((now - start)) -lt 10 ]; then sleep 0.2; else sleep 1; fi
+  done
+}
+
+# Two TCP ports nothing listens on (from /proc/net/tcp*, state 0A).
+used_ports=$(cat /proc/net/tcp /proc/net/tcp6 2>/dev/null |
+  awk '$4 == "0A" { split($2, a, ":"); print a[2] }' | while read -r h; do printf '%d\n' "0x$h"; done)
+free_port() {
+  n=$1
+  while :; do
+    n=$((20000 + (n * 7919 + 104729) % 40000))
+    echo "$used_ports" | grep -qx "$n" || { echo $n; return; }
+  done
+}
+seed=$(( ($$ + $(date +%s)) % 40000 ))
+ctld_port=$(free_port $seed)
+slurmd_port=$(free_port $((ctld_port + 1)))
+[ "$slurmd_port" != "$ctld_port" ] || slurmd_port=$(free_port $((ctld_port + 2)))
+
+host=$(hostname -s)
+cpus=$(nproc)
+user=$(id -un)
+mkdir -p "$tmp/state" "$tmp/spool" "$tmp/work" || fail "cannot create $tmp"
+cat >"$conf" <<EOF
+# mirsearch tests/slurm.sh: a private single-node Slurm
+ClusterName=mirstest
+SlurmctldHost=$host(127.0.0.1)
+SlurmctldPort=$ctld_port
+SlurmdPort=$slurmd_port
+AuthType=auth/none
+CredType=cred/none
+SlurmUser=$user
+SlurmdUser=root
+StateSaveLocation=$tmp/state
+SlurmdSpoolDir=$tmp/spool
+SlurmctldPidFile=$tmp/slurmctld.pid
+SlurmdPidFile=$tmp/slurmd.pid
+SlurmctldLogFile=$tmp/slurmctld.log
+SlurmdLogFile=$tmp/slurmd.log
+SlurmctldDebug=info
+SlurmdDebug=info
+ProctrackType=proctrack/pgid
+TaskPlugin=task/none
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+JobCompType=jobcomp/none
+SchedulerType=sched/builtin
+SelectType=select/cons_tres
+SelectTypeParameters=CR_CPU
+MpiDefault=none
+SwitchType=switch/none
+ReturnToService=2
+MailProg=/bin/true
+KillWait=5
+# A requeued job may start again cred_expire seconds after it stopped
+# (default 120); the scheduler runs every sched_interval seconds (default 60).
+AuthInfo=cred_expire=5
+SchedulerParameters=sched_interval=1
+MinJobAge=600
+SlurmctldTimeout=30
+SlurmdTimeout=30
+NodeName=mirsnode NodeHostname=$host NodeAddr=127.0.0.1 CPUs=$cpus State=UNKNOWN
+PartitionName=mirs Nodes=mirsnode Default=YES MaxTime=INFINITE State=UP
+EOF
+SLURM_CONF=$conf
+export SLURM_CONF
+
+t_start=$(date +%s)
+slurmctld -D -c -i -f "$conf" >"$tmp/slurmctld.out" 2>&1 &
+ctld_pid=$!
+slurmd -D -N mirsnode -f "$conf" >"$tmp/slurmd.out" 2>&1 &
+slurmd_pid=$!
+node_idle() {
+  kill -0 $ctld_pid 2>/dev/null || fail "slurmctld exited"
+  kill -0 $slurmd_pid 2>/dev/null || fail "slurmd exited"
+  [ "$(sinfo -h -n mirsnode -o %t 2>/dev/null)" = idle ]
+}
+wait_for 60 "the node to come up idle (slurmctld on port $ctld_port, slurmd on $slurmd_port)" node_idle
+say "Slurm up in $(($(date +%s) - t_start)) s (slurmctld :$ctld_port, slurmd :$slurmd_port, $cpus CPUs)"
+
+# The uninterrupted reference.
+t0=$(date +%s)
+"$bin" -q --out "$tmp/ref" "$graph" >"$tmp/ref.out" 2>&1 || fail "reference search: exit $?: $(cat "$tmp/ref.out")"
+say "uninterrupted search: $(($(date +%s) - t0)) s"
+
+# The batch job.  No --time: the script's own --signal=B:USR1@300 never
+# fires; the test sends the same signal to the batch shell itself.
+t0=$(date +%s)
+job=$(cd "$tmp/work" && MIRSEARCH=$bin sbatch --parsable -o "$tmp/job.log" \
+  "$sbatch_script" "$graph" --out="$tmp/run") || fail "sbatch failed"
+job=${job%%;*}
+say "submitted job $job"
+# Send the warning once the search has started (its output directory exists)
+# and run a moment; fail if it finished before the warning.
+search_started() { [ -d "$tmp/run" ]; }
+wait_for 120 "job $job's search to start" search_started
+sleep 2
+grep -q 'search complete' "$tmp/job.log" 2>/dev/null &&
+  fail "the search completed before the warning: choose a longer MIRSEARCH_TEST_GRAPH"
+scancel --batch --signal=USR1 "$job" || fail "scancel --batch --signal=USR1 $job failed"
+say "sent SIGUSR1 to job $job's batch shell after $(($(date +%s) - t0)) s"
+
+job_state() { scontrol -o show job "$job" 2>/dev/null | tr ' ' '\n' | sed -n "s/^$1=//p"; }
+job_done() {
+  case $(job_state JobState) in
+    COMPLETED | FAILED | CANCELLED | TIMEOUT | NODE_FAIL | OUT_OF_MEMORY | BOOT_FAIL | DEADLINE) return 0 ;;
+  esac
+  return 1
+}
+wait_for 900 "job $job to finish" job_done
+state=$(job_state JobState)
+restarts=$(job_state Restarts)
+exitcode=$(job_state ExitCode)
+say "job $job: $state, exit code $exitcode, restarts $restarts, $(($(date +%s) - t0)) s from submission; the batch script's log:"
+grep 'mirsearch.sbatch:' "$tmp/job.log" | sed 's/^/  /'
+
+grep -q 'mirsearch: stopped; checkpoint written to' "$tmp/job.log" ||
+  fail "the first run did not stop with a checkpoint"
+grep -q "search stopped with a checkpoint in $tmp/run: requeueing job $job" "$tmp/job.log" ||
+  fail "the batch script did not see exit status 4 and requeue"
+[ "$restarts" = 1 ] || fail "job restarts: '$restarts', expected 1 (one requeue)"
+grep -q "job $job (restart 1): resuming from $tmp/run/checkpoint" "$tmp/job.log" ||
+  fail "the requeued job did not resume from the checkpoint"
+grep -q "srun .* --resume=$tmp/run" "$tmp/job.log" || fail "the requeued job did not run mirsearch --resume"
+[ "$state" = COMPLETED ] && [ "$exitcode" = 0:0 ] || fail "job $job ended $state with exit code $exitcode"
+grep -q 'search complete' "$tmp/job.log" || fail "the job log does not say the search completed"
+
+# The same results as the uninterrupted search.
+grep -q '"complete": true' "$tmp/run/report.json" || fail "report.json does not say complete"
+[ ! -e "$tmp/run/checkpoint" ] || fail "the complete search left its checkpoint"
+sed -n '/"results"/,$p' "$tmp/ref/report.json" >"$tmp/ref.results"
+sed -n '/"results"/,$p' "$tmp/run/report.json" >"$tmp/run.results"
+[ -s "$tmp/ref.results" ] || fail "no result list in the reference report.json"
+cmp -s "$tmp/ref.results" "$tmp/run.results" || fail "report.json result lists differ"
+cmp -s "$tmp/ref/best.ugraph" "$tmp/run/best.ugraph" || fail "best.ugraph differs"
+diff -r "$tmp/ref/candidates" "$tmp/run/candidates" >/dev/null || fail "candidates/ differ"
+field() { sed -n "s/^  \"$2\": \\([^,]*\\),\$/\\1/p" "$1"; }
+n=$(field "$tmp/ref/report.json" graphs_found)
+say "PASS: stopped by SIGUSR1 (exit 4), requeued, resumed, and ended with the uninterrupted run's $n results and best.ugraph"
+rc=0
