@@ -277,7 +277,7 @@ job=$cancel
 wait_for 120 "job $cancel to finish" job_done
 [ "$(job_state JobState)" = CANCELLED ] && [ "$(job_state Restarts)" = 0 ] ||
   fail "job $cancel (scancel): $(job_state JobState), restarts $(job_state Restarts); expected CANCELLED, 0"
-grep -q 'stopped by SIGTERM with a checkpoint' "$tmp/cancel.log" ||
+grep -q "search stopped with a checkpoint in $tmp/cancel (SIGTERM): not requeueing" "$tmp/cancel.log" ||
   fail "job $cancel: the script did not report the SIGTERM stop: $(grep mirsearch.sbatch: "$tmp/cancel.log")"
 [ -f "$tmp/cancel/checkpoint" ] || fail "job $cancel: no checkpoint after scancel"
 job=$main
