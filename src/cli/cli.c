@@ -1140,7 +1140,13 @@ static int cmd_search(cli *c, const char *path) {
       (void)unlink(ckpt);
     if (st == MIRS_OK)
       st = mirs_search_set_checkpoint(s, ckpt);
-    if (st != MIRS_OK) {
+    if (st == MIRS_STOPPED && c->resume) {
+      /* Stopped (a signal, a limit) before the checkpoint was read: it
+       * stays as it was, resumable again. */
+      cli_error(c, "%s", mirs_last_error(c->ctx));
+      rc = EXIT_STOPPED;
+      mirs__outdir_close(&od);
+    } else if (st != MIRS_OK) {
       rc = cli_fail(c, st, 0);
       mirs__outdir_close(&od);
     }

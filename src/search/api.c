@@ -341,6 +341,11 @@ mirs_status mirs_search_resume(mirs_search *s, const char *path) {
   if (s->ran || s->resumed)
     return MIRS_FAIL(s->ctx, MIRS_INVALID_ARG,
                      "mirs_search_resume: only a search that has not run can resume");
+  if (s->setup_stopped[0])
+    return MIRS_FAIL(s->ctx, MIRS_STOPPED,
+                     "%s: not resumed: the search's setup was stopped (%s); the checkpoint is "
+                     "unchanged",
+                     path, s->setup_stopped);
   MIRS_CHECK(s->ctx, mirs__checkpoint_read(s, path));
   return MIRS_OK;
 }

@@ -418,6 +418,10 @@ mirs_status mirs__checkpoint_read(mirs_search *s, const char *path) {
     if (st != MIRS_OK || r->bad)
       break;
     st = mirs__search_restore(w, path_buf, (int32_t)len);
+    if (st == MIRS_STOPPED) { /* a stop request while loading, not a bad file */
+      mirs__core_error_copy(ctx, w->ctx);
+      break;
+    }
     if (st != MIRS_OK) {
       mirs__core_error_copy(ctx, w->ctx);
       st = MIRS_FAIL(ctx, MIRS_INVALID_ARG, "%s: result %016" PRIx64 " cannot be replayed: %s",
@@ -456,7 +460,9 @@ mirs_status mirs__checkpoint_read(mirs_search *s, const char *path) {
     *tail = t;
     tail = &t->next;
     st = mirs__search_task_start(w, t);
-    if (st != MIRS_OK)
+    if (st == MIRS_STOPPED)
+      mirs__core_error_copy(ctx, w->ctx);
+    else if (st != MIRS_OK)
       st = MIRS_FAIL(ctx, MIRS_INVALID_ARG, "%s: task %u does not fit this search: %s", path, i,
                      mirs_last_error(w->ctx));
   }
