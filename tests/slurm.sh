@@ -196,7 +196,7 @@ t0=$(date +%s)
 "$bin" -q --out "$tmp/ref" "$graph" >"$tmp/ref.out" 2>&1 || fail "reference search: exit $?: $(cat "$tmp/ref.out")"
 say "uninterrupted search: $(($(date +%s) - t0)) s"
 
-# The batch job.  No --time: the script's own --signal=B:USR1@300 never
+# The batch job.  No --time: the script's own --signal=B:USR1@180 never
 # fires; the test sends the same signal to the batch shell itself.
 t0=$(date +%s)
 job=$(cd "$tmp/work" && MIRSEARCH=$bin sbatch --parsable -o "$tmp/job.log" \
@@ -227,7 +227,8 @@ exitcode=$(job_state ExitCode)
 say "job $job: $state, exit code $exitcode, restarts $restarts, $(($(date +%s) - t0)) s from submission; the batch script's log:"
 grep 'mirsearch.sbatch:' "$tmp/job.log" | sed 's/^/  /'
 
-if ! grep -q 'mirsearch: stopped; checkpoint written to' "$tmp/job.log"; then
+# mirsearch's own lines name the checkpoint it wrote when it stopped.
+if ! grep -v 'mirsearch.sbatch:' "$tmp/job.log" | grep -q "$tmp/run/checkpoint"; then
   [ "$restarts" = 0 ] && grep -q 'search complete' "$tmp/job.log" &&
     fail "the search completed before SIGUSR1 reached it: choose a longer MIRSEARCH_TEST_GRAPH"
   fail "the first run did not stop with a checkpoint"
@@ -252,7 +253,8 @@ cmp -s "$tmp/ref/best.ugraph" "$tmp/run/best.ugraph" || fail "best.ugraph differ
 diff -r "$tmp/ref/candidates" "$tmp/run/candidates" >/dev/null || fail "candidates/ differ"
 
 # Other endings keep their status and are not requeued: a bad program
-# (status 2), and scancel (SIGTERM: the search checkpoints, no requeue).
+# (status 2), a stop by --max-states (status 4), and scancel (SIGTERM: the
+# search checkpoints, no requeue).
 # A complete search whose job is requeued again is not searched again.
 t0=$(date +%s)
 main=$job
@@ -261,6 +263,9 @@ printf 'input X : f16[4]\nY = nosuchop(X)\noutput Y\n' >"$tmp/bad.graph"
 bad=$(cd "$tmp/work" && MIRSEARCH=$bin sbatch --parsable -o "$tmp/bad.log" \
   "$sbatch_script" "$tmp/bad.graph" --out="$tmp/bad") || fail "sbatch failed"
 bad=${bad%%;*}
+limited=$(cd "$tmp/work" && MIRSEARCH=$bin sbatch --parsable -o "$tmp/limited.log" \
+  "$sbatch_script" "$graph" --out="$tmp/limited" --max-states=2000) || fail "sbatch failed"
+limited=${limited%%;*}
 cancel=$(cd "$tmp/work" && MIRSEARCH=$bin sbatch --parsable -o "$tmp/cancel.log" \
   "$sbatch_script" "$graph" --out="$tmp/cancel") || fail "sbatch failed"
 cancel=${cancel%%;*}
@@ -273,6 +278,13 @@ wait_for 120 "job $bad to finish" job_done
 [ "$(job_state JobState)" = FAILED ] && [ "$(job_state ExitCode)" = 2:0 ] && [ "$(job_state Restarts)" = 0 ] ||
   fail "job $bad (bad program): $(job_state JobState), exit code $(job_state ExitCode), restarts $(job_state Restarts); expected FAILED, 2:0, 0"
 grep -q 'bad.graph:2:5: error' "$tmp/bad.log" || fail "job $bad's log lacks the error: $(cat "$tmp/bad.log")"
+job=$limited
+wait_for 120 "job $limited to finish" job_done
+[ "$(job_state JobState)" = FAILED ] && [ "$(job_state ExitCode)" = 4:0 ] && [ "$(job_state Restarts)" = 0 ] ||
+  fail "job $limited (--max-states): $(job_state JobState), exit code $(job_state ExitCode), restarts $(job_state Restarts); expected FAILED, 4:0, 0"
+grep -q "by mirsearch's own limit, or a signal sent to the step): not requeueing" "$tmp/limited.log" ||
+  fail "job $limited: the script did not report the stop by --max-states: $(grep mirsearch.sbatch: "$tmp/limited.log")"
+[ -f "$tmp/limited/checkpoint" ] || fail "job $limited: no checkpoint after --max-states"
 job=$cancel
 wait_for 120 "job $cancel to finish" job_done
 [ "$(job_state JobState)" = CANCELLED ] && [ "$(job_state Restarts)" = 0 ] ||
@@ -288,7 +300,7 @@ wait_for 120 "job $main to run again after its second requeue" requeued_again
 grep -q "job $main (restart 2): the search in $tmp/run is already complete" "$tmp/job.log" ||
   fail "job $main requeued when complete did not see its complete search"
 cmp -s "$tmp/ref/best.ugraph" "$tmp/run/best.ugraph" || fail "best.ugraph changed"
-say "a bad program ends its job FAILED with status 2; scancel leaves a checkpoint and no requeue; a complete search requeued is not redone ($(($(date +%s) - t0)) s)"
+say "a bad program ends its job FAILED with status 2; --max-states with status 4 and no requeue; scancel leaves a checkpoint and no requeue; a complete search requeued is not redone ($(($(date +%s) - t0)) s)"
 
 field() { sed -n "s/^  \"$2\": \\([^,]*\\),\$/\\1/p" "$1"; }
 n=$(field "$tmp/ref/report.json" graphs_found)
