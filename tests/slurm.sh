@@ -11,7 +11,9 @@
 # the job requeued itself, that the requeued job resumed from the
 # checkpoint and completed, and that its results (report.json's result
 # list, candidates/, best.ugraph) are byte-identical to an uninterrupted
-# run of the same search.
+# run of the same search.  Then the other endings: a bad program (exit 2),
+# a stop by --max-states (exit 4) and scancel (SIGTERM) are not requeued,
+# and a complete search whose job is requeued is not run again.
 #
 # Run by `make check` (top_srcdir and top_builddir set); by hand from a
 # build directory they default to the script's tree and ".".
@@ -33,6 +35,9 @@ me=slurm.sh
 say() { echo "$me: $*"; }
 skip() { say "SKIP: $*"; exit 77; }
 
+# The daemons are in /usr/sbin, which a user's PATH may lack.
+PATH=$PATH:/usr/sbin:/sbin
+export PATH
 for p in slurmctld slurmd sbatch scontrol scancel srun sinfo; do
   command -v $p >/dev/null 2>&1 ||
     skip "'$p' is not installed (Debian: apt-get install slurm-wlm; scripts/install-deps.sh does it)"
@@ -58,6 +63,19 @@ own_pids() {
   done
 }
 
+# Stop slurmd and slurmctld: SIGTERM, then SIGKILL after 15 s.
+stop_daemons() {
+  for p in $slurmd_pid $ctld_pid; do kill "$p" 2>/dev/null; done
+  i=0
+  while [ $i -lt 75 ] && { kill -0 "$slurmd_pid" || kill -0 "$ctld_pid"; } 2>/dev/null; do
+    sleep 0.2
+    i=$((i + 1))
+  done
+  for p in $slurmd_pid $ctld_pid; do kill -9 "$p" 2>/dev/null; done
+  for p in $slurmd_pid $ctld_pid; do wait "$p" 2>/dev/null; done
+  ctld_pid= slurmd_pid=
+}
+
 cleanup() {
   trap - EXIT INT TERM HUP
   if [ -n "$ctld_pid" ]; then
@@ -68,8 +86,7 @@ cleanup() {
       i=$((i + 1))
     done
   fi
-  for p in $slurmd_pid $ctld_pid; do kill "$p" 2>/dev/null; done
-  for p in $slurmd_pid $ctld_pid; do wait "$p" 2>/dev/null; done
+  stop_daemons
   left=$(own_pids)
   if [ -n "$left" ]; then
     kill $left 2>/dev/null
@@ -116,25 +133,42 @@ wait_for() {
 }
 
 # Two TCP ports nothing listens on (from /proc/net/tcp*, state 0A).
-used_ports=$(cat /proc/net/tcp /proc/net/tcp6 2>/dev/null |
-  awk '$4 == "0A" { split($2, a, ":"); print a[2] }' | while read -r h; do printf '%d\n' "0x$h"; done)
 free_port() {
+  used=$(cat /proc/net/tcp /proc/net/tcp6 2>/dev/null |
+    awk '$4 == "0A" { split($2, a, ":"); print a[2] }' | while read -r h; do printf '%d\n' "0x$h"; done)
   n=$1
   while :; do
     n=$((20000 + (n * 7919 + 104729) % 40000))
-    echo "$used_ports" | grep -qx "$n" || { echo $n; return; }
+    echo "$used" | grep -qx "$n" || { echo $n; return; }
   done
 }
-seed=$(( ($$ + $(date +%s)) % 40000 ))
-ctld_port=$(free_port $seed)
-slurmd_port=$(free_port $((ctld_port + 1)))
-[ "$slurmd_port" != "$ctld_port" ] || slurmd_port=$(free_port $((ctld_port + 2)))
 
 host=$(uname -n | cut -d. -f1)
 cpus=$(nproc)
 user=$(id -un)
 mkdir -p "$tmp/state" "$tmp/spool" "$tmp/work" || fail "cannot create $tmp"
-cat >"$conf" <<EOF
+SLURM_CONF=$conf
+export SLURM_CONF
+
+# node_idle: 0 when the node is up and idle, 1 while not yet, 2 when a
+# daemon has exited.
+node_idle() {
+  kill -0 $ctld_pid 2>/dev/null || return 2
+  kill -0 $slurmd_pid 2>/dev/null || return 2
+  [ "$(sinfo -h -n mirsnode -o %t 2>/dev/null)" = idle ]
+}
+
+# Start the daemons; pick other ports and try again (3 tries) when one of
+# them could not bind its port (taken between the choice and the bind).
+t_start=$(date +%s)
+seed=$(( ($$ + $(date +%s)) % 40000 ))
+try=1
+while :; do
+  ctld_port=$(free_port $seed)
+  slurmd_port=$(free_port $ctld_port)
+  seed=$slurmd_port
+  rm -rf "$tmp/state" "$tmp/spool" && mkdir -p "$tmp/state" "$tmp/spool"
+  cat >"$conf" <<EOF
 # mirsearch tests/slurm.sh: a private single-node Slurm
 ClusterName=mirstest
 SlurmctldHost=$host(127.0.0.1)
@@ -175,20 +209,29 @@ SlurmdTimeout=30
 NodeName=mirsnode NodeHostname=$host NodeAddr=127.0.0.1 CPUs=$cpus State=UNKNOWN
 PartitionName=mirs Nodes=mirsnode Default=YES MaxTime=INFINITE State=UP
 EOF
-SLURM_CONF=$conf
-export SLURM_CONF
-
-t_start=$(date +%s)
-slurmctld -D -c -i -f "$conf" >"$tmp/slurmctld.out" 2>&1 &
-ctld_pid=$!
-slurmd -D -N mirsnode -f "$conf" >"$tmp/slurmd.out" 2>&1 &
-slurmd_pid=$!
-node_idle() {
-  kill -0 $ctld_pid 2>/dev/null || fail "slurmctld exited"
-  kill -0 $slurmd_pid 2>/dev/null || fail "slurmd exited"
-  [ "$(sinfo -h -n mirsnode -o %t 2>/dev/null)" = idle ]
-}
-wait_for 60 "the node to come up idle (slurmctld on port $ctld_port, slurmd on $slurmd_port)" node_idle
+  slurmctld -D -c -i -f "$conf" >"$tmp/slurmctld.out" 2>&1 &
+  ctld_pid=$!
+  slurmd -D -N mirsnode -f "$conf" >"$tmp/slurmd.out" 2>&1 &
+  slurmd_pid=$!
+  end=$(($(date +%s) + 60))
+  st=1
+  while [ "$(date +%s)" -lt $end ]; do
+    node_idle
+    st=$?
+    [ $st -eq 1 ] || break
+    sleep 0.2
+  done
+  [ $st -eq 0 ] && break
+  if [ $st -eq 2 ] && [ $try -lt 3 ] &&
+     grep -qi 'address already in use' "$tmp/slurmctld.out" "$tmp/slurmd.out" 2>/dev/null; then
+    say "port $ctld_port or $slurmd_port was taken: trying other ports"
+    stop_daemons
+    try=$((try + 1))
+    continue
+  fi
+  [ $st -eq 2 ] && fail "a Slurm daemon exited during startup (slurmctld on port $ctld_port, slurmd on $slurmd_port)"
+  fail "timed out after 60 s waiting for the node to come up idle (slurmctld on port $ctld_port, slurmd on $slurmd_port)"
+done
 say "Slurm up in $(($(date +%s) - t_start)) s (slurmctld :$ctld_port, slurmd :$slurmd_port, $cpus CPUs)"
 
 # The uninterrupted reference.
