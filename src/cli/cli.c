@@ -1142,13 +1142,15 @@ static int cmd_search(cli *c, const char *path) {
       st = mirs_search_set_checkpoint(s, ckpt);
     if (st == MIRS_STOPPED && c->resume) {
       /* Stopped (a signal, a limit) before the checkpoint was read: it
-       * stays as it was, resumable again. */
+       * stays as it was, resumable again, and so does the directory. */
       cli_error(c, "%s", mirs_last_error(c->ctx));
       rc = EXIT_STOPPED;
       mirs__outdir_close(&od);
     } else if (st != MIRS_OK) {
       rc = cli_fail(c, st, 0);
       mirs__outdir_close(&od);
+    } else if ((rc = mirs__outdir_clear(&od, why, sizeof why)) != EXIT_OK) {
+      cli_error(c, "%s", why);
     }
   }
   if (rc != EXIT_OK) {
