@@ -53,7 +53,13 @@ while [ $done -eq 0 ]; do
   rc=$?
   case $rc in
     4) [ -f "$tmp/run/checkpoint" ] || fail "stop $i: exit 4 without a checkpoint"
-       echo "  stop $((i + 1)): SIG$sig after ${ms} ms on $t thread(s): $(field "$tmp/run/report.json" states_explored) states so far"
+       [ -f "$tmp/run/report.json" ] || fail "stop $i: exit 4 without report.json"
+       if grep -q "not resumed" "$tmp/err"; then
+         what="while loading its checkpoint (kept unchanged)"
+       else
+         what="$(field "$tmp/run/report.json" states_explored) states so far"
+       fi
+       echo "  stop $((i + 1)): SIG$sig after ${ms} ms on $t thread(s): $what"
        i=$((i + 1)) ;;
     0) if [ $i -lt "$stops" ]; then
          echo "  run on $t thread(s) completed before its SIG$sig (${ms} ms)"

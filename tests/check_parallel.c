@@ -218,6 +218,11 @@ static char *stop_resume_summary(const char *text, int64_t max_states, int t1, i
       mirs_context_destroy(ctx);
       break;
     }
+    /* max_states is exact on any thread count */
+    mirs_search_stats st;
+    ck_assert_int_eq(mirs_search_get_stats(s, &st), MIRS_OK);
+    ck_assert_uint_eq(st.states_explored, (uint64_t)(max_states * (rounds + 1)));
+    ck_assert_str_eq(mirs_search_stop_reason(s), "the state limit");
     ck_assert_int_eq(mirs_search_checkpoint(s, path), MIRS_OK);
     mirs_search_destroy(s);
     mirs_graph_destroy(g);

@@ -114,6 +114,11 @@ MIRS_API mirs_status mirs_search_report_json(const mirs_search *s, int top, char
  * returns MIRS_OK with complete = 0 and the open work kept).  Callable
  * from any thread and from a signal handler. */
 MIRS_API mirs_status mirs_search_stop(mirs_search *s);
+/* Why the last run did not search the whole space: "the time limit",
+ * "the memory limit", "the state limit", "an interrupt (mirs_interrupt)",
+ * "the caller (mirs_search_stop or should_stop)" or "a failure"; "" when
+ * it did (or has not run).  A static string. */
+MIRS_API const char *mirs_search_stop_reason(const mirs_search *s);
 /* Nonzero when the last run stopped with work left (a checkpoint of it
  * resumes). */
 MIRS_API int mirs_search_stopped(const mirs_search *s);

@@ -1011,25 +1011,23 @@ static void search_result(void *user, const mirs_graph *graph, double cost) {
   pthread_mutex_unlock(&ui->lock);
 }
 
-/* Why an incomplete search stopped, for its message. */
-static const char *stop_reason(cli *c, const mirs_search_stats *st, int sig) {
+/* Why an incomplete search stopped, for its message: the signal, or the
+ * library's reason with the option that set the limit. */
+static const char *stop_reason(const mirs_search *s, int sig) {
   if (sig == SIGTERM)
     return "SIGTERM";
   if (sig == SIGINT)
     return "SIGINT";
   if (sig == SIGUSR1)
     return "SIGUSR1";
-  int64_t max_states = 0;
-  double limit = 0;
-  char buf[64];
-  mirs_option_get_int(c->ctx, "max_states", &max_states);
-  if (mirs_option_get(c->ctx, "time_limit", buf, sizeof buf) == MIRS_OK)
-    limit = strtod(buf, NULL);
-  if (max_states > 0 && st->states_explored >= (uint64_t)max_states)
-    return "the state limit (--max-states)";
-  if (limit > 0 && st->wall_seconds >= limit)
+  const char *why = mirs_search_stop_reason(s);
+  if (!strcmp(why, "the time limit"))
     return "the time limit (--time-limit)";
-  return "the memory limit (--max-memory)";
+  if (!strcmp(why, "the memory limit"))
+    return "the memory limit (--max-memory)";
+  if (!strcmp(why, "the state limit"))
+    return "the state limit (--max-states)";
+  return why[0] ? why : "a limit";
 }
 
 /* The summary on stdout after a search (not with -q or --json). */
@@ -1142,13 +1140,15 @@ static int cmd_search(cli *c, const char *path) {
       st = mirs_search_set_checkpoint(s, ckpt);
     if (st == MIRS_STOPPED && c->resume) {
       /* Stopped (a signal, a limit) before the checkpoint was read: it
-       * stays as it was, resumable again. */
+       * stays as it was, resumable again, and so does the directory. */
       cli_error(c, "%s", mirs_last_error(c->ctx));
       rc = EXIT_STOPPED;
       mirs__outdir_close(&od);
     } else if (st != MIRS_OK) {
       rc = cli_fail(c, st, 0);
       mirs__outdir_close(&od);
+    } else if ((rc = mirs__outdir_clear(&od, why, sizeof why)) != EXIT_OK) {
+      cli_error(c, "%s", why);
     }
   }
   if (rc != EXIT_OK) {
@@ -1220,14 +1220,14 @@ static int cmd_search(cli *c, const char *path) {
                 "search stopped early by %s after %.1f s: the %d result%s found so far are in "
                 "%s (report.json says \"complete\": false); the open work is in %s: resume "
                 "with: " PROG " --resume=%s [--threads=N]",
-                stop_reason(c, &stats, sig), stats.wall_seconds, n, n == 1 ? "" : "s", dir, ckpt,
+                stop_reason(s, sig), stats.wall_seconds, n, n == 1 ? "" : "s", dir, ckpt,
                 dir);
       rc = EXIT_STOPPED;
     } else {
       cli_error(c,
                 "search stopped early by %s after %.1f s: the %d result%s found so far are in "
                 "%s (report.json says \"complete\": false)",
-                stop_reason(c, &stats, sig), stats.wall_seconds, n, n == 1 ? "" : "s", dir);
+                stop_reason(s, sig), stats.wall_seconds, n, n == 1 ? "" : "s", dir);
       rc = EXIT_RESOURCE;
     }
   }

@@ -255,6 +255,10 @@ mirs_status mirs_search_run(mirs_search *s) {
   if (s->setup_stopped[0]) {
     mirs__core_log(ctx, MIRS_LOG_WARNING, "search: stopped during setup (%s); nothing searched",
                    s->setup_stopped);
+    int bits = atomic_load(&ctx->stop);
+    s->why = bits & MIRS__STOP_USER  ? MIRS__WHY_INTERRUPT
+             : bits & MIRS__STOP_MEM ? MIRS__WHY_MEMORY
+                                     : MIRS__WHY_TIME;
     s->ran = true;
     s->complete = false;
     s->wall = s->wall_before;
@@ -271,12 +275,13 @@ mirs_status mirs_search_run(mirs_search *s) {
   clock_t c0 = clock();
   st = mirs__pool_run(s);
   s->complete = st == MIRS_OK && !s->open;
+  s->why = atomic_load(&s->halt_why);
   if (st == MIRS_OK && s->open) {
     static const char *const why[] = {"stopped",          "stopped by the caller",
                                       "interrupted",      "time limit reached",
                                       "memory limit reached", "state limit reached",
                                       "a worker failed"};
-    int w = atomic_load(&s->halt_why);
+    int w = s->why;
     size_t ntasks = 0;
     for (const mirs__task *t = s->open; t; t = t->next)
       ntasks++;
@@ -297,6 +302,13 @@ mirs_status mirs_search_run(mirs_search *s) {
                    n, t1 - s->t0, t1 > s->t0 ? n / (t1 - s->t0) : 0.0, s->threads_used, cpu,
                    cpu > 0 ? n / cpu : 0.0, s->early_seconds);
     st = mirs__sink_finish(s);
+  }
+  if (!s->complete && s->why == MIRS__WHY_NONE) {
+    /* (Complete search, final verification cut short.) */
+    int bits = atomic_load(&ctx->stop);
+    s->why = bits & MIRS__STOP_USER  ? MIRS__WHY_INTERRUPT
+             : bits & MIRS__STOP_MEM ? MIRS__WHY_MEMORY
+                                     : MIRS__WHY_TIME;
   }
   mirs__core_watch_stop(ctx);
   s->running = false;
@@ -360,6 +372,20 @@ mirs_status mirs_search_set_checkpoint(mirs_search *s, const char *path) {
   mirs__core_free(s->ctx, s->ckpt_path);
   s->ckpt_path = copy;
   return MIRS_OK;
+}
+
+/* Why the last run did not search the whole space. */
+const char *mirs_search_stop_reason(const mirs_search *s) {
+  static const char *const text[] = {"",
+                                     "the caller (mirs_search_stop or should_stop)",
+                                     "an interrupt (mirs_interrupt)",
+                                     "the time limit",
+                                     "the memory limit",
+                                     "the state limit",
+                                     "a failure"};
+  if (!s || !s->ran || s->complete)
+    return "";
+  return text[s->why >= 0 && s->why <= MIRS__WHY_ERROR ? s->why : 0];
 }
 
 /* Whether the last run was stopped with work left (a checkpoint of it

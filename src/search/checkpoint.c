@@ -135,6 +135,22 @@ static uint64_t checksum(const unsigned char *d, size_t n) {
   return mirs__hash_bytes(UINT64_C(0x6d697273636b7074), d, n);
 }
 
+/* A result entry's path, for ordering them. */
+typedef struct entry_path {
+  const uint32_t *p;
+  int32_t len;
+  uint32_t ent;
+} entry_path;
+
+/* Order entry paths lexicographically (a prefix first). */
+static int entry_path_cmp(const void *a, const void *b) {
+  const entry_path *x = a, *y = b;
+  for (int32_t i = 0; i < x->len && i < y->len; i++)
+    if (x->p[i] != y->p[i])
+      return x->p[i] < y->p[i] ? -1 : 1;
+  return x->len < y->len ? -1 : x->len > y->len ? 1 : 0;
+}
+
 /* Write the checkpoint of s. */
 mirs_status mirs__checkpoint_write(mirs_search *s, const char *path) {
   mirs_context *ctx = s->ctx;
@@ -165,15 +181,26 @@ mirs_status mirs__checkpoint_write(mirs_search *s, const char *path) {
     put_u64(&b, s->stats.v[i]);
   put_f64(&b, s->wall);
   put_f64(&b, s->solver_seconds);
+  /* The results in path order: resuming replays each from the previous
+   * one's state, so paths that share a prefix replay it once. */
+  entry_path *order = mirs__core_alloc(ctx, (s->nent + 1) * sizeof *order);
+  if (!order) {
+    mirs__core_free(ctx, b.d);
+    return MIRS_FAIL(ctx, MIRS_NOMEM, "out of memory (a checkpoint)");
+  }
+  for (size_t i = 0; i < s->nent; i++)
+    order[i] = (entry_path){&s->paths[s->ent[i].poff], s->ent[i].plen, (uint32_t)i};
+  qsort(order, s->nent, sizeof *order, entry_path_cmp);
   put_u32(&b, (uint32_t)s->nent);
   for (size_t i = 0; i < s->nent; i++) {
-    const mirs__sink_entry *e = &s->ent[i];
+    const mirs__sink_entry *e = &s->ent[order[i].ent];
     put_u64(&b, e->hash);
     put_u8(&b, e->res >= 0);
     put_u32(&b, (uint32_t)e->plen);
     for (int32_t k = 0; k < e->plen; k++)
       put_u32(&b, s->paths[e->poff + (size_t)k]);
   }
+  mirs__core_free(ctx, order);
   uint32_t ntasks = 0;
   for (const mirs__task *t = s->open; t; t = t->next)
     ntasks++;

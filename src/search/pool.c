@@ -77,6 +77,7 @@ typedef struct pool {
   /* States the workers may still enter under max_states (reserved a few
    * at a time, what is left unused given back, so the limit is exact). */
   _Alignas(MIRS__CACHE_LINE) _Atomic int64_t left;
+  _Atomic int64_t held; /* reserved and not yet settled */
   _Alignas(MIRS__CACHE_LINE) _Atomic int64_t pending;
   _Alignas(MIRS__CACHE_LINE) _Atomic int idle;
   _Atomic int gen, done;
@@ -227,20 +228,41 @@ static void poll_limits(pool *p, slot *me) {
     halt(s, MIRS__HALT_LIMIT, MIRS__WHY_TIME);
 }
 
-/* States worker may enter before its next poll: up to POLL_STEPS, taken
- * from what max_states leaves (UINT64_MAX without it; 0 halts the pool). */
+/* States a worker may enter before its next poll: up to POLL_STEPS, taken
+ * from what max_states leaves (UINT64_MAX without it).  0 when none is
+ * left; the pool halts once no worker holds any either (a worker that
+ * holds some may give part back, which another then takes), so the run
+ * enters exactly max_states states.  Sequentially consistent: settle()
+ * gives back before it releases, so a reader that sees nothing held sees
+ * what was given back. */
 static uint64_t reserve(pool *p) {
   if (p->s->ctx->opt.max_states <= 0)
     return UINT64_MAX;
-  int64_t left = atomic_load_explicit(&p->left, memory_order_relaxed);
-  while (left > 0) {
-    int64_t take = left < POLL_STEPS ? left : POLL_STEPS;
-    if (atomic_compare_exchange_weak_explicit(&p->left, &left, left - take, memory_order_relaxed,
-                                              memory_order_relaxed))
-      return (uint64_t)take;
+  int64_t left = atomic_load(&p->left);
+  for (;;) {
+    while (left > 0) {
+      int64_t take = left < POLL_STEPS ? left : POLL_STEPS;
+      if (atomic_compare_exchange_weak(&p->left, &left, left - take)) {
+        atomic_fetch_add(&p->held, take);
+        return (uint64_t)take;
+      }
+    }
+    if (atomic_load(&p->held) != 0)
+      return 0;
+    left = atomic_load(&p->left);
+    if (left <= 0)
+      break;
   }
   halt(p->s, MIRS__HALT_LIMIT, MIRS__WHY_STATES);
   return 0;
+}
+
+/* Settle a reservation of quota states of which `used` were entered. */
+static void settle(pool *p, uint64_t quota, uint64_t used) {
+  if (quota == UINT64_MAX)
+    return;
+  atomic_fetch_add(&p->left, (int64_t)(quota - used));
+  atomic_fetch_sub(&p->held, (int64_t)quota);
 }
 
 /* A task from another worker, or NULL. */
@@ -310,15 +332,19 @@ static void worker_loop(pool *p, int self) {
     while (st == MIRS_OK && !done) {
       uint64_t quota = reserve(p);
       if (quota == 0) {
-        st = mirs__search_leftover(w, s->ctx, &me->left);
-        break;
+        if (atomic_load_explicit(&s->halt, memory_order_relaxed)) {
+          st = mirs__search_leftover(w, s->ctx, &me->left);
+          break;
+        }
+        /* Others hold the last states: wait for what they give back. */
+        if (self == 0)
+          poll_master(p);
+        sched_yield();
+        continue;
       }
       uint64_t before = w->stats.v[MIRS__STAT_states_explored];
       st = mirs__search_task_steps(w, POLL_STEPS, quota, &done);
-      if (quota != UINT64_MAX) /* give back what was not used */
-        atomic_fetch_add_explicit(&p->left,
-                                  (int64_t)(quota - (w->stats.v[MIRS__STAT_states_explored] - before)),
-                                  memory_order_relaxed);
+      settle(p, quota, w->stats.v[MIRS__STAT_states_explored] - before);
       if (st == MIRS_STOPPED) {
         /* A move interrupted by a stop request or a limit: it is still
          * open work (task_steps left it so). */
@@ -486,6 +512,7 @@ mirs_status mirs__pool_run(mirs_search *s) {
   int64_t done_states = (int64_t)s->stats.v[MIRS__STAT_states_explored];
   atomic_init(&p.left, s->ctx->opt.max_states > done_states ? s->ctx->opt.max_states - done_states
                                                             : 0);
+  atomic_init(&p.held, 0);
   atomic_init(&p.idle, 0);
   atomic_init(&p.gen, 0);
   atomic_init(&p.done, 0);

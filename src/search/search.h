@@ -348,6 +348,7 @@ struct mirs_search {
   int threads_used;     /* workers of the last run */
   _Atomic int halt;     /* MIRS__HALT_* bits; set from any thread or a signal handler */
   _Atomic int halt_why; /* MIRS__WHY_*: the first reason a run halted (0: none) */
+  int why;              /* MIRS__WHY_*: why the last run is incomplete (0: it is not) */
   mirs__task *open;     /* unexplored work: seeds of the next run, open work after a stop */
   char *ckpt_path;      /* periodic checkpoints (mirs_search_set_checkpoint) */
   double ckpt_last;
