@@ -131,6 +131,33 @@ MIRS_API mirs_status mirs_search_checkpoint(mirs_search *s, const char *path);
 /* While running, also write a checkpoint to path every
  * `checkpoint_interval` seconds (option; 0 = never); NULL turns it off. */
 MIRS_API mirs_status mirs_search_set_checkpoint(mirs_search *s, const char *path);
+
+/* Distributed search over MPI (docs/DISTRIBUTED.md).  A library built
+ * without MPI returns MIRS_UNSUPPORTED ("built without MPI") from
+ * mirs_mpi_init and mirs_search_set_mpi.
+ *
+ * mirs_mpi_init initialises MPI (MPI_THREAD_FUNNELED) unless the caller
+ * already has, and gives this process's rank and the number of ranks.
+ * mirs_search_set_mpi (every rank, after create and, on rank 0 only, a
+ * resume; before run) makes mirs_search_run one search over all ranks of
+ * MPI_COMM_WORLD: each rank runs its thread pool, idle ranks steal work,
+ * and when the search ends or stops, rank 0 holds every result and all
+ * open work (the same results as one process; write outputs and
+ * checkpoints there).  Other ranks end with no results and no open work.
+ * Option max_states is refused (MIRS_UNSUPPORTED).  The calling thread
+ * must be the one that initialised MPI.
+ * mirs_mpi_agree (every rank at once) returns rank 0's value where it is
+ * not 0, else the largest value any rank gave: an exit status all ranks
+ * agree on.
+ * mirs_search_mpi_stats copies at most n of this rank's protocol counters
+ * (steal requests, steals served, steals answered empty, lifeline pushes,
+ * tasks sent, tasks received, verdicts sent, verdicts received, tokens
+ * started) into out and returns how many there are (0: not distributed). */
+MIRS_API mirs_status mirs_mpi_init(mirs_context *ctx, int *rank, int *nranks);
+MIRS_API mirs_status mirs_search_set_mpi(mirs_search *s);
+MIRS_API int mirs_mpi_agree(int value);
+MIRS_API void mirs_mpi_finalize(void);
+MIRS_API int mirs_search_mpi_stats(const mirs_search *s, uint64_t *out, int n);
 /* Before the run: continue the search a checkpoint recorded.  The search
  * must be created for the same program with the same search options.
  * MIRS_INVALID_ARG, with a message naming the file and the mismatch, for

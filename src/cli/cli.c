@@ -69,6 +69,7 @@ enum {
   OPT_MAN,
   OPT_BACKEND,
   OPT_RESUME,
+  OPT_MPI,
   OPT_LIB = 1024
 };
 
@@ -90,6 +91,7 @@ static const struct option fixed_options[] = {
     {"man", no_argument, NULL, OPT_MAN},
     {"backend", required_argument, NULL, OPT_BACKEND},
     {"resume", required_argument, NULL, OPT_RESUME},
+    {"mpi", no_argument, NULL, OPT_MPI},
 };
 #define NFIXED (sizeof fixed_options / sizeof fixed_options[0])
 
@@ -102,6 +104,8 @@ typedef struct cli {
   int help, version, man;
   const char *out_dir; /* --out, or NULL: derived from the program name */
   const char *resume;  /* --resume=DIR */
+  int mpi;             /* --mpi: one search over the MPI ranks */
+  int rank;            /* this process's MPI rank (0 without --mpi) */
   int json;            /* --json: the report on stdout */
   int quiet;           /* -q: errors only */
   long top;            /* --top: results written (0 all) */
@@ -326,6 +330,9 @@ static int parse_options(cli *c, int argc, char **argv) {
       }
       break;
     }
+    case OPT_MPI:
+      c->mpi = 1;
+      break;
     case OPT_RESUME:
       if (!optarg[0]) {
         cli_error(c, "--resume needs the output directory of a stopped search");
@@ -470,6 +477,9 @@ static const help_row help_rows[] = {
     {"--resume=DIR", "continue the stopped search whose checkpoint is in DIR (no FILE; on any "
                      "--threads; its search options are kept): it ends with the results of "
                      "an uninterrupted run"},
+    {"--mpi", "one search over the ranks of an MPI job (mpiexec -n M, srun): every rank "
+              "runs its threads, idle ranks steal work, rank 0 writes DIR (the same results "
+              "as one process; --resume works on any M; see docs/DISTRIBUTED.md)"},
     {NULL, "Library options ('-' and '_' are interchangeable in names)"},
 };
 
@@ -1066,12 +1076,32 @@ static int checkpoint_path(cli *c, char *buf, size_t size, const char *dir) {
   return EXIT_OK;
 }
 
+static int search_ranks(cli *c, const char *path);
+
 /* `FILE.graph` (path) or --resume=DIR (path NULL): check and lock the
  * output directory, search (from the checkpoint when resuming), write
  * the outputs (report.json last), print a summary (or the JSON report
  * with --json).  A search stopped with open work also writes
  * DIR/checkpoint (atomically) and exits 4; a complete one removes it. */
 static int cmd_search(cli *c, const char *path) {
+  if (c->mpi) {
+    int nranks = 1;
+    mirs_status ms = mirs_mpi_init(c->ctx, &c->rank, &nranks);
+    if (ms != MIRS_OK) {
+      cli_error(c, "--mpi: %s", mirs_last_error(c->ctx));
+      return EXIT_USAGE;
+    }
+    if (c->rank != 0) /* rank 0 reports; the others print only errors */
+      c->quiet = 1;
+  }
+  int rc = search_ranks(c, path);
+  if (c->mpi)
+    mirs_mpi_finalize();
+  return rc;
+}
+
+/* The body of cmd_search (on every rank with --mpi). */
+static int search_ranks(cli *c, const char *path) {
   /* The handlers are in place from the start (a resume loads for a
    * while, the setup can be long at full shapes) and stay through the
    * output write: a second SIGTERM must not kill the write that keeps
@@ -1112,11 +1142,14 @@ static int cmd_search(cli *c, const char *path) {
   }
   if (rc == EXIT_OK)
     rc = checkpoint_path(c, ckpt, sizeof ckpt, dir);
+  if (c->mpi && mirs_mpi_agree(rc) != EXIT_OK && rc == EXIT_OK)
+    rc = EXIT_USAGE; /* another rank failed and said why */
   if (rc != EXIT_OK) {
     stop_handlers_restore(&h, c->ctx);
     mirs_graph_destroy(p);
     return rc;
   }
+  int root = c->rank == 0;
   /* Options are checked by creating the search, the output directory
    * before any search work: a bad --out never costs a search, and a bad
    * option never clears an earlier run's results. */
@@ -1126,6 +1159,11 @@ static int cmd_search(cli *c, const char *path) {
   char why[4096];
   if (st != MIRS_OK) {
     rc = cli_fail(c, st, 0);
+  } else if (!root) {
+    /* Rank 0 alone reads the checkpoint and writes the directory. */
+    st = mirs_search_set_mpi(s);
+    if (st != MIRS_OK)
+      rc = cli_fail(c, st, 0);
   } else if ((rc = mirs__outdir_open(&od, dir, why, sizeof why)) != EXIT_OK) {
     cli_error(c, "%s", why);
   } else {
@@ -1138,6 +1176,8 @@ static int cmd_search(cli *c, const char *path) {
       (void)unlink(ckpt);
     if (st == MIRS_OK)
       st = mirs_search_set_checkpoint(s, ckpt);
+    if (st == MIRS_OK && c->mpi)
+      st = mirs_search_set_mpi(s);
     if (st == MIRS_STOPPED && c->resume) {
       /* Stopped (a signal, a limit) before the checkpoint was read: it
        * stays as it was, resumable again, and so does the directory. */
@@ -1149,6 +1189,15 @@ static int cmd_search(cli *c, const char *path) {
       mirs__outdir_close(&od);
     } else if ((rc = mirs__outdir_clear(&od, why, sizeof why)) != EXIT_OK) {
       cli_error(c, "%s", why);
+    }
+  }
+  /* Every rank runs, or none. */
+  if (c->mpi) {
+    int all = mirs_mpi_agree(rc);
+    if (rc == EXIT_OK && all != EXIT_OK) {
+      if (root)
+        mirs__outdir_close(&od);
+      rc = all;
     }
   }
   if (rc != EXIT_OK) {
@@ -1173,6 +1222,18 @@ static int cmd_search(cli *c, const char *path) {
   if (st == MIRS_OK)
     st = mirs_search_run(s);
   int sig = stop_requested;
+  if (!root) {
+    /* This rank's results and open work are rank 0's now: its exit
+     * status is rank 0's. */
+    if (st != MIRS_OK)
+      rc = cli_fail(c, st, 0);
+    stop_handlers_restore(&h, c->ctx);
+    pthread_mutex_destroy(&ui.lock);
+    rc = mirs_mpi_agree(rc);
+    mirs_search_destroy(s);
+    mirs_graph_destroy(p);
+    return rc;
+  }
   if (ui.live)
     fputs("\r\033[K", c->err);
   mirs_search_stats stats;
@@ -1235,6 +1296,8 @@ static int cmd_search(cli *c, const char *path) {
   mirs_free(c->ctx, report);
   mirs_search_destroy(s);
   mirs_graph_destroy(p);
+  if (c->mpi)
+    rc = mirs_mpi_agree(rc);
   return rc;
 }
 
@@ -1362,6 +1425,10 @@ static int run_command(cli *c, int nargs, char **args) {
   }
   if (nargs > 1 + files[cmd]) {
     cli_error(c, "unexpected argument '%s'", args[1 + files[cmd]]);
+    return cli_hint(c);
+  }
+  if (c->mpi) {
+    cli_error(c, "--mpi runs a search: not '%s'", commands[cmd]);
     return cli_hint(c);
   }
   if (cmd == 2)

@@ -245,7 +245,7 @@ mirs_status mirs_search_run(mirs_search *s) {
   if (s->running)
     return MIRS_FAIL(ctx, MIRS_INVALID_ARG, "mirs_search_run: called again from its own callback");
   s->threads = ctx->opt.threads > 0 ? (int)ctx->opt.threads : mirs__pool_usable_cpus();
-  if (!s->resumed && !s->open) {
+  if (!s->resumed && !s->open && mirs__dist_root(s)) {
     /* The whole space: every move of the root (hi is clamped to their
      * number when the task starts). */
     s->open = mirs__task_new(ctx, NULL, 0, 0, MIRS__TASK_ALL);
@@ -259,9 +259,16 @@ mirs_status mirs_search_run(mirs_search *s) {
     s->why = bits & MIRS__STOP_USER  ? MIRS__WHY_INTERRUPT
              : bits & MIRS__STOP_MEM ? MIRS__WHY_MEMORY
                                      : MIRS__WHY_TIME;
+    mirs_status st = MIRS_OK;
+    if (s->dist) {
+      /* The other ranks stop too, and rank 0 collects what they have. */
+      mirs_search_stop(s);
+      st = mirs__dist_finish(s, MIRS_OK);
+    }
     s->ran = true;
     s->complete = false;
     s->wall = s->wall_before;
+    MIRS_CHECK(ctx, st);
     return MIRS_OK;
   }
   s->running = true;
@@ -274,6 +281,15 @@ mirs_status mirs_search_run(mirs_search *s) {
   }
   clock_t c0 = clock();
   st = mirs__pool_run(s);
+  if (s->dist) {
+    /* Every rank's results and open work to rank 0, not cut short by
+     * the limits (watched again afterwards). */
+    mirs__core_watch_stop(ctx);
+    st = mirs__dist_finish(s, st);
+    mirs_status ws = watch_limits(ctx, s->t0);
+    if (st == MIRS_OK)
+      st = ws;
+  }
   s->complete = st == MIRS_OK && !s->open;
   s->why = atomic_load(&s->halt_why);
   if (st == MIRS_OK && s->open) {
@@ -301,7 +317,8 @@ mirs_status mirs_search_run(mirs_search *s) {
                    "at full shape",
                    n, t1 - s->t0, t1 > s->t0 ? n / (t1 - s->t0) : 0.0, s->threads_used, cpu,
                    cpu > 0 ? n / cpu : 0.0, s->early_seconds);
-    st = mirs__sink_finish(s);
+    if (mirs__dist_root(s)) /* (other ranks' results are rank 0's now) */
+      st = mirs__sink_finish(s);
   }
   if (!s->complete && s->why == MIRS__WHY_NONE) {
     /* (Complete search, final verification cut short.) */
@@ -450,6 +467,7 @@ void mirs_search_destroy(mirs_search *s) {
   mirs__core_free(ctx, s->paths);
   mirs__core_free(ctx, s->ckpt_path);
   mirs__task_free_list(ctx, s->open);
+  mirs__dist_free(s->dist);
   pthread_mutex_destroy(&s->lock);
   pthread_mutex_destroy(&s->log_lock);
   mirs__core_free(ctx, s->plab);

@@ -444,32 +444,7 @@ mirs_status mirs__checkpoint_read(mirs_search *s, const char *path) {
     st = get_path(ctx, r, &path_buf, &cap, &len);
     if (st != MIRS_OK || r->bad)
       break;
-    st = mirs__search_restore(w, path_buf, (int32_t)len);
-    if (st == MIRS_STOPPED) { /* a stop request while loading, not a bad file */
-      mirs__core_error_copy(ctx, w->ctx);
-      break;
-    }
-    if (st != MIRS_OK) {
-      mirs__core_error_copy(ctx, w->ctx);
-      st = MIRS_FAIL(ctx, MIRS_INVALID_ARG, "%s: result %016" PRIx64 " cannot be replayed: %s",
-                     path, h, mirs_last_error(w->ctx));
-      break;
-    }
-    if (st == MIRS_OK && mirs_last_status(w->ctx) != MIRS_OK)
-      mirs_clear_error(w->ctx);
-    /* The sink must now hold h, accepted as the checkpoint says (or
-     * accepted where a check made when it was found, at full shape,
-     * rejected it: that verdict is the graph's, so it stands). */
-    int found = mirs__sink_find(s, h);
-    if (found == 1 && acc && !*acc) {
-      mirs__sink_reject(s, h);
-      found = 0;
-    }
-    if (found < 0 || found != (acc && *acc))
-      st = MIRS_FAIL(ctx, MIRS_INVALID_ARG,
-                     "%s: result %016" PRIx64 " is not found again at its path (a checkpoint of "
-                     "another search space?)",
-                     path, h);
+    st = mirs__sink_restore(w, path, h, acc && *acc, path_buf, len);
   }
   /* Tasks: checked by positioning a worker at each. */
   uint32_t ntasks = st == MIRS_OK && !r->bad ? get_u32(r) : 0;

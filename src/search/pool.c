@@ -38,6 +38,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #if defined(_OPENMP) && !defined(__SANITIZE_THREAD__)
 #define USE_OPENMP 1
@@ -68,7 +69,7 @@ typedef struct slot {
   bool idle;
 } slot;
 
-typedef struct pool {
+typedef struct mirs__pool {
   mirs_search *s;
   int n;
   slot *slots;
@@ -81,6 +82,7 @@ typedef struct pool {
   _Alignas(MIRS__CACHE_LINE) _Atomic int64_t pending;
   _Alignas(MIRS__CACHE_LINE) _Atomic int idle;
   _Atomic int gen, done;
+  _Atomic int finished; /* distributed: global termination (see mirs__pool_finish) */
   /* Thread 0 only. */
   _Alignas(MIRS__CACHE_LINE) double last_progress;
   uint64_t base_states, base_found, base_cands; /* counters of a resumed checkpoint
@@ -195,7 +197,7 @@ static void poll_master(pool *p) {
     }
     halt(s, MIRS__HALT_LIMIT, MIRS__WHY_MEMORY);
   }
-  if (s->ckpt_path && ctx->opt.checkpoint_interval > 0 &&
+  if (s->ckpt_path && !s->dist && ctx->opt.checkpoint_interval > 0 &&
       now - s->ckpt_last >= ctx->opt.checkpoint_interval)
     atomic_fetch_or(&s->halt, MIRS__HALT_CHECKPOINT);
   if (s->progress && now - p->last_progress >= PROGRESS_EVERY) {
@@ -303,15 +305,22 @@ static void worker_loop(pool *p, int self) {
     if (!t) {
       /* Acquire: pairs with the release decrement of whoever finished the
        * last task, so its results and counters are complete. */
-      if (atomic_load_explicit(&p->pending, memory_order_acquire) == 0)
+      if (atomic_load_explicit(&p->pending, memory_order_acquire) == 0 &&
+          (!s->dist || atomic_load_explicit(&p->finished, memory_order_acquire)))
         break;
       if (!me->idle) {
         me->idle = true;
         atomic_fetch_add_explicit(&p->idle, 1, memory_order_relaxed);
       }
-      if (self == 0)
+      if (self == 0) {
         poll_master(p);
-      sched_yield();
+        if (s->dist)
+          mirs__dist_poll(s->dist, p, NULL);
+      }
+      if (s->dist && self != 0)
+        nanosleep(&(struct timespec){0, 100000}, NULL); /* waiting on other ranks */
+      else
+        sched_yield();
       continue;
     }
     if (me->idle) {
@@ -360,8 +369,11 @@ static void worker_loop(pool *p, int self) {
       atomic_store_explicit(&me->cands, w->stats.v[MIRS__STAT_candidates_verified],
                             memory_order_relaxed);
       poll_limits(p, me);
-      if (self == 0)
+      if (self == 0) {
         poll_master(p);
+        if (s->dist && !done && st == MIRS_OK)
+          mirs__dist_poll(s->dist, p, w);
+      }
       if (done || st != MIRS_OK)
         break;
       if (atomic_load_explicit(&s->halt, memory_order_relaxed)) {
@@ -516,6 +528,7 @@ mirs_status mirs__pool_run(mirs_search *s) {
   atomic_init(&p.idle, 0);
   atomic_init(&p.gen, 0);
   atomic_init(&p.done, 0);
+  atomic_init(&p.finished, 0);
   p.mem = mirs__core_calloc(ctx, 1, sizeof(slot) * (size_t)p.n + MIRS__CACHE_LINE);
   if (!p.mem)
     return MIRS_NOMEM;
@@ -574,4 +587,40 @@ mirs_status mirs__pool_run(mirs_search *s) {
   }
   pool_free(&p);
   return st;
+}
+
+/* ---------------------------------------------------------------- distributed hooks */
+
+/* A task for another rank (thread 0). */
+mirs__task *mirs__pool_give(mirs__pool *p, mirs__search_worker *w) {
+  for (int i = 0; i < p->n; i++) {
+    void *x = mirs__deque_steal(&p->slots[i].dq);
+    if (x == MIRS__DEQUE_ABORT)
+      x = mirs__deque_steal(&p->slots[i].dq);
+    if (x && x != MIRS__DEQUE_ABORT) {
+      /* It leaves this process; its effects are the receiver's. */
+      atomic_fetch_sub_explicit(&p->pending, 1, memory_order_release);
+      return x;
+    }
+  }
+  return w ? mirs__search_split(w, p->s->ctx) : NULL;
+}
+
+/* Queue a received task on thread 0's deque (thread 0). */
+mirs_status mirs__pool_take(mirs__pool *p, mirs__task *t) {
+  atomic_fetch_add_explicit(&p->pending, 1, memory_order_relaxed);
+  mirs_status st = mirs__deque_push(&p->slots[0].dq, t);
+  if (st != MIRS_OK)
+    atomic_fetch_sub_explicit(&p->pending, 1, memory_order_relaxed);
+  return st;
+}
+
+/* Whether this process has work. */
+bool mirs__pool_busy(mirs__pool *p) {
+  return atomic_load_explicit(&p->pending, memory_order_acquire) > 0;
+}
+
+/* Global termination. */
+void mirs__pool_finish(mirs__pool *p) {
+  atomic_store_explicit(&p->finished, 1, memory_order_release);
 }

@@ -129,12 +129,14 @@ static mirs_status put_report(const mirs_search *s, int top, mirs__buf *b) {
                    st.states_explored, st.candidates_verified, st.graphs_found, st.prune_calls,
                    st.prune_cache_hits, st.solver_calls, st.wall_seconds, st.solver_seconds,
                    to_best, st.fingerprint_trials, st.log2_false_accept_bound,
-                   int_option(ctx, "threads", 1), int_option(ctx, "ranks", 1),
+                   int_option(ctx, "threads", 1), (int64_t)mirs__dist_ranks(s),
                    st.complete ? "true" : "false");
   for (size_t i = 0; i < mirs_stat_count(); i++)
     mirs__buf_printf(b, "%s\"%s\": %" PRIu64, i ? ", " : "", mirs_stat_name(i),
                      mirs_stat_value(ctx, i));
-  mirs__buf_printf(b, "},\n  \"unfused\": {\"kernels\": %" PRId32 ", \"predicted_seconds\": ",
+  mirs__buf_puts(b, "}");
+  mirs__dist_report(s, b);
+  mirs__buf_printf(b, ",\n  \"unfused\": {\"kernels\": %" PRId32 ", \"predicted_seconds\": ",
                    unfused.kernels);
   json_num(b, base);
   mirs__buf_puts(b, "},\n");

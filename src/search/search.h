@@ -283,8 +283,14 @@ typedef struct mirs__sink_entry {
   uint64_t hash;
   int32_t res;  /* index in res (until the results are ranked); -1: rejected */
   int32_t plen; /* the smallest path it was found at: paths[poff..poff+plen) */
+  uint32_t counted; /* bit i: the first offer raised counter MIRS__SINK_COUNTED[i] */
   size_t poff;
 } mirs__sink_entry;
+
+/* The counters a hash's first offer may raise besides graphs_found (a
+ * merge of two sinks that both saw the hash takes them back once). */
+#define MIRS__SINK_NCOUNTED 6
+extern const int mirs__sink_counted[MIRS__SINK_NCOUNTED];
 
 /* One result. */
 typedef struct mirs__search_result {
@@ -353,6 +359,8 @@ struct mirs_search {
   char *ckpt_path;      /* periodic checkpoints (mirs_search_set_checkpoint) */
   double ckpt_last;
   bool complete, ran, resumed;
+  /* Distributed run (dist.c, --mpi): NULL in a single process. */
+  struct mirs__dist *dist;
 };
 
 /* Why workers stop (bits of mirs_search.halt; the context's own stop
@@ -545,6 +553,13 @@ void mirs__sink_unlock(mirs_search *s);
 /* Drop the result of hash h, if accepted (a resumed checkpoint recorded
  * it as rejected by a check made when it was found).  Workers stopped. */
 void mirs__sink_reject(mirs_search *s, uint64_t h);
+/* Re-find the result of hash h at path[0..len) with worker w (not in the
+ * pool) and check that the sink then holds it as `accepted` says (a
+ * verdict made at full shape when it was found stands); `from` names the
+ * source in messages (a checkpoint file, a rank).  MIRS_STOPPED on a stop
+ * request; MIRS_INVALID_ARG when it is not found again. */
+mirs_status mirs__sink_restore(mirs__search_worker *w, const char *from, uint64_t h,
+                               bool accepted, const uint32_t *path, uint32_t len);
 /* Add counters to the search's and its context's (workers stopped). */
 void mirs__sink_add_stats(mirs_search *s, const mirs__stats *st);
 /* Rank the results and float64-check the best (workers stopped). */
@@ -560,6 +575,44 @@ mirs_status mirs__pool_run(mirs_search *s);
 /* CPUs this process may use: the affinity mask, lowered to
  * SLURM_CPUS_PER_TASK, replaced by OMP_NUM_THREADS when that is set. */
 int mirs__pool_usable_cpus(void);
+
+/* The pool as the distributed layer sees it (thread 0 only, from the
+ * hooks below). */
+typedef struct mirs__pool mirs__pool;
+/* One task to hand to another rank: the oldest queued task of any worker
+ * (it leaves the pool's count), else the shallowest unexplored range split
+ * off w's running task (w NULL: none); NULL when there is nothing. */
+mirs__task *mirs__pool_give(mirs__pool *p, mirs__search_worker *w);
+/* Queue a task received from another rank on thread 0's deque. */
+mirs_status mirs__pool_take(mirs__pool *p, mirs__task *t);
+/* Whether any task of this process is queued or running. */
+bool mirs__pool_busy(mirs__pool *p);
+/* Global termination: every worker leaves when its deque is empty. */
+void mirs__pool_finish(mirs__pool *p);
+
+/* ---------------------------------------------------------------- dist.c */
+
+/* The distributed layer (--mpi; the only file that includes mpi.h).  The
+ * pool calls it only when s->dist is set, so a single process runs
+ * exactly as without it. */
+typedef struct mirs__dist mirs__dist;
+/* Thread 0's poll (busy: w is the worker with a running task; idle: w
+ * NULL): serve steal requests and lifelines, steal when idle, exchange
+ * verdicts, detect termination (then mirs__pool_finish) and global stops. */
+void mirs__dist_poll(mirs__dist *d, mirs__pool *p, mirs__search_worker *w);
+/* After the pool has stopped (st its status): keep serving the protocol
+ * until global termination, then gather every rank's results, open work
+ * and counters on rank 0.  On other ranks s->open is emptied (the work
+ * went to rank 0). */
+mirs_status mirs__dist_finish(mirs_search *s, mirs_status st);
+/* Whether this process is rank 0 (true without a distributed layer). */
+bool mirs__dist_root(const mirs_search *s);
+void mirs__dist_free(mirs__dist *d);
+/* Ranks of the search (1 without a distributed layer). */
+int mirs__dist_ranks(const mirs_search *s);
+/* Rank 0 after a distributed run: append `,\n  "mpi": [...]`, one
+ * object of counters per rank, to b (nothing otherwise). */
+void mirs__dist_report(const mirs_search *s, mirs__buf *b);
 
 /* ---------------------------------------------------------------- checkpoint.c */
 

@@ -29,6 +29,10 @@
 
 #include "search/search.h"
 
+const int mirs__sink_counted[MIRS__SINK_NCOUNTED] = {
+    MIRS__STAT_fp_reverified, MIRS__STAT_fp_reverify_rejects, MIRS__STAT_full_verified,
+    MIRS__STAT_full_rejects,  MIRS__STAT_float_checks,        MIRS__STAT_float_rejects};
+
 /* Slot of hash h in an index of cap slots. */
 static size_t slot_of(uint64_t h, size_t cap) {
   return (size_t)(h * UINT64_C(0x9E3779B97F4A7C15) >> 20) & (cap - 1);
@@ -530,6 +534,9 @@ mirs_status mirs__sink_offer(mirs__search_worker *w, const mirs_graph *g, uint64
   }
   mirs_graph *r = NULL;
   mirs__cost_result cr;
+  uint64_t before[MIRS__SINK_NCOUNTED];
+  for (int i = 0; i < MIRS__SINK_NCOUNTED; i++)
+    before[i] = w->stats.v[mirs__sink_counted[i]];
   st = make_result(w, g, true, reduced, &r, &cr);
   bool verified = false, float_checked = false;
   if (st == MIRS_OK && r && reduced && cr.feasible)
@@ -544,6 +551,9 @@ mirs_status mirs__sink_offer(mirs__search_worker *w, const mirs_graph *g, uint64
     st = add_entry(s, h, path, len, r ? (int32_t)s->nres : -1);
     if (st != MIRS_OK)
       parent_failed(w, st);
+    for (int i = 0; st == MIRS_OK && i < MIRS__SINK_NCOUNTED; i++)
+      if (w->stats.v[mirs__sink_counted[i]] != before[i])
+        s->ent[s->nent - 1].counted |= 1u << i;
   }
   if (st != MIRS_OK || !r) {
     mirs__sink_unlock(s);
@@ -620,5 +630,38 @@ mirs_status mirs__sink_finish(mirs_search *s) {
     qsort(s->res, s->nres, sizeof *s->res, result_cmp);
   MIRS_CHECK(s->ctx, full_verify(s));
   MIRS_CHECK(s->ctx, float_check(s));
+  return MIRS_OK;
+}
+
+/* Re-find a recorded result (checkpoints, results of other ranks). */
+mirs_status mirs__sink_restore(mirs__search_worker *w, const char *from, uint64_t h,
+                               bool accepted, const uint32_t *path, uint32_t len) {
+  mirs_search *s = w->s;
+  mirs_context *ctx = s->ctx;
+  mirs_status st = mirs__search_restore(w, path, (int32_t)len);
+  if (st == MIRS_STOPPED) { /* a stop request while loading, not bad data */
+    mirs__core_error_copy(ctx, w->ctx);
+    return st;
+  }
+  if (st != MIRS_OK) {
+    mirs__core_error_copy(ctx, w->ctx);
+    return MIRS_FAIL(ctx, MIRS_INVALID_ARG, "%s: result %016llx cannot be replayed: %s", from,
+                     (unsigned long long)h, mirs_last_error(w->ctx));
+  }
+  if (mirs_last_status(w->ctx) != MIRS_OK)
+    mirs_clear_error(w->ctx);
+  /* The sink must now hold h, accepted as recorded (or accepted where a
+   * check made when it was found, at full shape, rejected it: that
+   * verdict is the graph's, so it stands). */
+  int found = mirs__sink_find(s, h);
+  if (found == 1 && !accepted) {
+    mirs__sink_reject(s, h);
+    found = 0;
+  }
+  if (found < 0 || found != (int)accepted)
+    return MIRS_FAIL(ctx, MIRS_INVALID_ARG,
+                     "%s: result %016llx is not found again at its path (a checkpoint of "
+                     "another search space?)",
+                     from, (unsigned long long)h);
   return MIRS_OK;
 }

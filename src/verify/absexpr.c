@@ -963,6 +963,14 @@ struct mirs__prune_shared {
   _Atomic uint64_t *cache;
   void *cache_mem; /* the same block, for freeing */
   uint64_t cache_mask;
+  /* Verdict log (mirs__prune_log_enable; NULL: off): the cache words of
+   * the verdicts Z3 decided here, in the order their slots were taken.  A
+   * writer takes a slot with fetch_add and stores its word; a reader stops
+   * at the first 0 (a slot taken but not yet written) and comes back. */
+  _Atomic uint64_t *log;
+  void *log_mem; /* the same block, for freeing */
+  _Atomic size_t nlog;
+  size_t caplog;
 };
 
 #define CACHE_PROBES 32
@@ -1093,6 +1101,7 @@ void mirs__prune_shared_free(mirs__prune_shared *s) {
   mirs__core_free(ctx, s->terms);
   mirs__core_free(ctx, s->apps);
   mirs__core_free(ctx, s->cache_mem);
+  mirs__core_free(ctx, s->log_mem);
   mirs__core_free(ctx, s);
 }
 
@@ -1149,6 +1158,46 @@ void mirs__prune_cache_put(mirs__prune_shared *s, uint64_t key, mirs__prune_verd
     if ((w & ~UINT64_C(3)) == key) /* on CAS failure w holds the winner */
       return;
   }
+}
+
+/* Start logging solver verdicts (before workers run). */
+mirs_status mirs__prune_log_enable(mirs__prune_shared *s) {
+  if (s->log)
+    return MIRS_OK;
+  size_t cap = (size_t)1 << MIRS__PRUNE_LOG_LOG2;
+  void *mem = mirs__core_alloc(s->ctx, cap * sizeof(_Atomic uint64_t));
+  if (!mem)
+    return MIRS_NOMEM;
+  _Atomic uint64_t *log = mem;
+  for (size_t i = 0; i < cap; i++)
+    atomic_init(&log[i], 0);
+  atomic_init(&s->nlog, 0);
+  s->caplog = cap;
+  s->log_mem = mem;
+  s->log = log;
+  return MIRS_OK;
+}
+
+/* Logged verdicts from index `from`, at most max, into out. */
+size_t mirs__prune_log_read(const mirs__prune_shared *s, size_t from, uint64_t *out, size_t max) {
+  if (!s->log)
+    return 0;
+  size_t n = atomic_load_explicit(&s->nlog, memory_order_relaxed);
+  if (n > s->caplog)
+    n = s->caplog;
+  size_t k = 0;
+  for (size_t i = from; i < n && k < max; i++) {
+    uint64_t word = atomic_load_explicit(&s->log[i], memory_order_relaxed);
+    if (!word)
+      break;
+    out[k++] = word;
+  }
+  return k;
+}
+
+/* A verdict word from another process into the cache (not logged). */
+void mirs__prune_log_put(mirs__prune_shared *s, uint64_t word) {
+  mirs__prune_cache_put(s, word & ~UINT64_C(3), (mirs__prune_verdict)(word & 3));
 }
 
 /* ================================================================ workers */
@@ -1613,6 +1662,12 @@ static mirs_status ask(mirs__prune_worker *w, int ti, mirs__abs_id e, mirs__prun
     break;
   }
   mirs__prune_cache_put(s, key, *v);
+  if (s->log) {
+    size_t i = atomic_fetch_add_explicit(&s->nlog, 1, memory_order_relaxed);
+    if (i < s->caplog)
+      atomic_store_explicit(&s->log[i], (key & ~UINT64_C(3)) | (uint64_t)*v,
+                            memory_order_relaxed);
+  }
   return MIRS_OK;
 }
 

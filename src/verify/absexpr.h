@@ -311,5 +311,15 @@ mirs_status mirs__prune_check(mirs__prune_worker *w, mirs__abs_id e, bool *keep)
 uint64_t mirs__prune_pair_key(uint64_t cand_hash, uint64_t target_hash);
 mirs__prune_verdict mirs__prune_cache_get(const mirs__prune_shared *s, uint64_t key);
 void mirs__prune_cache_put(mirs__prune_shared *s, uint64_t key, mirs__prune_verdict v);
+/* Verdict exchange: the verdicts Z3 decided in this process, logged as
+ * cache words (at most 2^MIRS__PRUNE_LOG_LOG2 of them; later ones are not
+ * shared).  Enable before the workers run; read from one thread. */
+#define MIRS__PRUNE_LOG_LOG2 18
+mirs_status mirs__prune_log_enable(mirs__prune_shared *s);
+/* Copy logged words [from, from + k) into out (k <= max, stopping at a
+ * word still being written); returns k. */
+size_t mirs__prune_log_read(const mirs__prune_shared *s, size_t from, uint64_t *out, size_t max);
+/* Put a word another process logged into the cache. */
+void mirs__prune_log_put(mirs__prune_shared *s, uint64_t word);
 
 #endif

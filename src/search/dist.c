@@ -1,0 +1,980 @@
+/* SPDX-License-Identifier: MIT */
+/* src/search/dist.c - the distributed search (--mpi): the pool's protocol
+ * between processes.  The only file that includes mpi.h; built without
+ * MPI, mirs_mpi_init says so and nothing else here runs.
+ *
+ * Each rank runs the thread pool (pool.c) on its share of the tasks; only
+ * the pool's thread 0 calls MPI (MPI_THREAD_FUNNELED), from its poll
+ * (mirs__dist_poll, every few states, and in a loop while the rank is
+ * idle) and after the pool has stopped (mirs__dist_finish).  See
+ * docs/DISTRIBUTED.md.
+ *
+ * Work stealing.  An idle rank sends a steal request to a random victim;
+ * the victim answers with a batch of its oldest (shallowest) queued tasks,
+ * or one range split off its running task, or nothing.  After RANDOM_TRIES
+ * empty answers the rank registers with its lifeline buddies (hypercube
+ * neighbours rank ^ 2^k) and asks nobody any more; a buddy that has work
+ * pushes a batch to every rank registered with it.  So an idle machine
+ * sends a bounded number of requests, not a storm.
+ *
+ * Termination: Safra's token algorithm (EWD998) over work messages (those
+ * that carry tasks).  Each rank counts work messages sent minus received
+ * and turns black on receiving one; the token travels the ring 0 -> 1 ->
+ * ... -> 0, passed on only by a passive rank (no task queued or running
+ * in its pool), summing the counts.  Rank 0 declares termination when the
+ * token comes back white to a white passive rank 0 with a sum of zero: no
+ * rank works and no task is in flight.  It then sends DONE.
+ *
+ * Stops.  A rank whose search halts (signal, time limit, error) sends STOP
+ * to every rank; a rank that receives STOP halts its pool too.  A halted
+ * rank keeps its open work (and any task that still arrives) in s->open,
+ * never gives work away and counts as passive, so the same token detects
+ * when every rank has stopped and nothing is in flight.
+ *
+ * Shutdown.  Every message sent is counted per destination; after DONE,
+ * an all-to-all of those counts tells each rank how many messages it must
+ * still receive, it drains them (sending nothing more), so no message and
+ * no send request is left at MPI_Finalize.  Then each rank sends rank 0
+ * its results (hash, accepted, path), open tasks and counters; rank 0
+ * re-finds every result at its path (mirs__sink_restore: the sink keeps
+ * each hash's smallest path), so its result list is the one a single
+ * process finds.
+ *
+ * Verdicts.  The pruning cache logs the verdicts Z3 decided on this rank
+ * (mirs__prune_log_*); thread 0 sends the new ones to every other rank in
+ * bounded batches (at most VERDICT_BATCH words, at most every
+ * VERDICT_EVERY seconds), which put them into their caches.
+ *
+ * Messages are raw bytes in the host's byte order (the ranks run the same
+ * build on one kind of machine). */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "search/search.h"
+
+#ifdef HAVE_MPI
+#include <mpi.h>
+
+/* Random steal requests before an idle rank waits on its lifelines. */
+#define RANDOM_TRIES 2
+/* Most queued tasks sent in one batch. */
+#define STEAL_BATCH 8
+/* Most verdict words in one message, and seconds between batches. */
+#define VERDICT_BATCH 4096
+#define VERDICT_EVERY 0.005
+/* Nanoseconds an idle rank sleeps between polls. */
+#define IDLE_NAP 200000
+
+enum { TAG_STEAL = 1, TAG_WORK, TAG_TOKEN, TAG_STOP, TAG_DONE, TAG_VERDICT };
+
+/* Per rank, in report.json's "mpi" list. */
+static const char *const cols[] = {"states_explored", "solver_calls",   "prune_cache_hits",
+                                   "steal_requests",  "steals_served",  "steals_empty",
+                                   "lifeline_pushes", "tasks_sent",     "tasks_received",
+                                   "verdicts_sent",   "verdicts_received"};
+#define NCOLS (sizeof cols / sizeof *cols)
+
+/* A message being sent (its buffer lives until the send completes). */
+typedef struct outmsg {
+  MPI_Request req;
+  void *buf;
+} outmsg;
+
+struct mirs__dist {
+  mirs_search *s;
+  MPI_Comm comm;
+  int rank, size;
+  uint64_t rng;
+  /* Safra's termination detection. */
+  int64_t count; /* work messages sent minus received */
+  bool black;
+  bool have_token, token_black, token_out; /* token_out: rank 0's round is on */
+  int64_t token_q;
+  bool terminated;
+  /* Stealing. */
+  bool asking; /* a random steal request is unanswered */
+  int fails;   /* empty answers since the last work */
+  bool lifelines_set;
+  bool *waiting; /* ranks registered on this one as their lifeline */
+  /* Stops. */
+  bool stop_sent;
+  /* Messages per peer (shutdown drain). */
+  int64_t *sent, *recvd;
+  outmsg *out;
+  size_t nout, capout;
+  /* Verdicts. */
+  size_t vsent;
+  double vlast;
+  /* Counters (report.json "mpi"). */
+  uint64_t steal_requests, steals_served, steals_empty, lifeline_pushes, tasks_sent,
+      tasks_received, verdicts_sent, verdicts_received, tokens;
+  mirs_status failed; /* the first error of this rank's protocol */
+  uint64_t (*rows)[NCOLS]; /* rank 0, after the search: every rank's row */
+};
+
+/* ---------------------------------------------------------------- messages */
+
+/* Start sending n bytes of buf to dest (copied). */
+static void post(mirs__dist *d, int dest, int tag, const void *buf, size_t n) {
+  if (d->failed != MIRS_OK)
+    return;
+  mirs_context *ctx = d->s->ctx;
+  /* Completed sends first: their buffers are freed, their slots reused. */
+  for (size_t i = 0; i < d->nout;) {
+    int flag = 0;
+    MPI_Test(&d->out[i].req, &flag, MPI_STATUS_IGNORE);
+    if (flag) {
+      mirs__core_free(ctx, d->out[i].buf);
+      d->out[i] = d->out[--d->nout];
+    } else {
+      i++;
+    }
+  }
+  void *copy = mirs__core_alloc(ctx, n ? n : 1);
+  if (!copy || mirs__core_grow(ctx, (void **)&d->out, &d->capout, d->nout + 1, sizeof *d->out) !=
+                   MIRS_OK) {
+    mirs__core_free(ctx, copy);
+    d->failed = MIRS_FAIL(ctx, MIRS_NOMEM, "out of memory (an MPI message)");
+    return;
+  }
+  if (n)
+    memcpy(copy, buf, n);
+  outmsg *m = &d->out[d->nout++];
+  m->buf = copy;
+  MPI_Isend(copy, (int)n, MPI_BYTE, dest, tag, d->comm, &m->req);
+  d->sent[dest]++;
+}
+
+/* A growing byte buffer. */
+typedef struct bytes {
+  mirs_context *ctx;
+  unsigned char *d;
+  size_t n, cap;
+  bool failed;
+} bytes;
+
+static void put(bytes *b, const void *p, size_t n) {
+  if (b->failed)
+    return;
+  if (b->n + n > b->cap && mirs__core_grow(b->ctx, (void **)&b->d, &b->cap, b->n + n, 1) != MIRS_OK) {
+    b->failed = true;
+    return;
+  }
+  memcpy(b->d + b->n, p, n);
+  b->n += n;
+}
+
+static void put_u32(bytes *b, uint32_t v) {
+  put(b, &v, sizeof v);
+}
+
+static void put_u64(bytes *b, uint64_t v) {
+  put(b, &v, sizeof v);
+}
+
+/* A task: lo, hi, len, path. */
+static void put_task(bytes *b, const mirs__task *t) {
+  put_u32(b, t->lo);
+  put_u32(b, t->hi);
+  put_u32(b, (uint32_t)t->len);
+  put(b, t->path, sizeof *t->path * (size_t)t->len);
+}
+
+/* A reader over received bytes. */
+typedef struct reader {
+  const unsigned char *d;
+  size_t n, at;
+  bool bad;
+} reader;
+
+static const void *get(reader *r, size_t n) {
+  if (r->bad || n > r->n - r->at) {
+    r->bad = true;
+    return NULL;
+  }
+  const void *p = r->d + r->at;
+  r->at += n;
+  return p;
+}
+
+/* n bytes into v (left as they were when the message is short). */
+static void get_into(reader *r, void *v, size_t n) {
+  const void *p = get(r, n);
+  if (p)
+    memcpy(v, p, n);
+}
+
+static uint32_t get_u32(reader *r) {
+  uint32_t v = 0;
+  get_into(r, &v, sizeof v);
+  return v;
+}
+
+static uint64_t get_u64(reader *r) {
+  uint64_t v = 0;
+  get_into(r, &v, sizeof v);
+  return v;
+}
+
+/* A task (NULL when malformed or out of memory: r->bad set). */
+static mirs__task *get_task(mirs_context *ctx, reader *r) {
+  uint32_t lo = get_u32(r), hi = get_u32(r), len = get_u32(r);
+  if (r->bad || len > (r->n - r->at) / sizeof(uint32_t)) {
+    r->bad = true;
+    return NULL;
+  }
+  mirs__task *t = mirs__task_new(ctx, NULL, 0, lo, hi);
+  if (t && len) {
+    mirs__task_free(ctx, t);
+    t = NULL;
+    uint32_t *path = mirs__core_alloc(ctx, sizeof *path * len);
+    const void *p = get(r, sizeof *path * len);
+    if (path && p) {
+      memcpy(path, p, sizeof *path * len);
+      t = mirs__task_new(ctx, path, (int32_t)len, lo, hi);
+    }
+    mirs__core_free(ctx, path);
+  }
+  if (!t)
+    r->bad = true;
+  return t;
+}
+
+/* ---------------------------------------------------------------- the protocol */
+
+static bool halted(const mirs__dist *d) {
+  return (atomic_load(&d->s->halt) & ~MIRS__HALT_CHECKPOINT) != 0;
+}
+
+/* Halt this rank's search (a STOP from another rank, or an error). */
+static void halt_search(mirs_search *s, int bits, int why) {
+  int none = MIRS__WHY_NONE;
+  atomic_compare_exchange_strong(&s->halt_why, &none, why);
+  atomic_fetch_or(&s->halt, bits);
+}
+
+/* Send a batch of work to dest (flag 1: the answer to its steal
+ * request); false when there was nothing to send. */
+static bool send_work(mirs__dist *d, mirs__pool *p, mirs__search_worker *w, int dest, bool reply) {
+  mirs_context *ctx = d->s->ctx;
+  bytes b = {ctx, NULL, 0, 0, false};
+  uint32_t n = 0;
+  put_u32(&b, reply);
+  put_u32(&b, 0); /* the count, set below */
+  if (p && !halted(d)) {
+    /* The oldest queued tasks, else a range split off the running task. */
+    mirs__task *t;
+    while (n < STEAL_BATCH && (t = mirs__pool_give(p, NULL)) != NULL) {
+      put_task(&b, t);
+      mirs__task_free(ctx, t);
+      n++;
+    }
+    if (n == 0 && w && (t = mirs__pool_give(p, w)) != NULL) {
+      put_task(&b, t);
+      mirs__task_free(ctx, t);
+      n++;
+    }
+  }
+  if (b.failed) {
+    /* The tasks are lost to this rank: a failure, which stops the search. */
+    d->failed = MIRS_FAIL(ctx, MIRS_NOMEM, "out of memory (tasks for another rank)");
+    halt_search(d->s, MIRS__HALT_ERROR, MIRS__WHY_ERROR);
+    mirs__core_free(ctx, b.d);
+    return false;
+  }
+  memcpy(b.d + sizeof(uint32_t), &n, sizeof n);
+  if (n || reply)
+    post(d, dest, TAG_WORK, b.d, b.n);
+  mirs__core_free(ctx, b.d);
+  if (n) {
+    d->count++;
+    d->tasks_sent += n;
+  }
+  return n > 0;
+}
+
+/* Handle one received message. */
+static void handle(mirs__dist *d, mirs__pool *p, mirs__search_worker *w, int src, int tag,
+                   const unsigned char *buf, size_t n) {
+  mirs_search *s = d->s;
+  mirs_context *ctx = s->ctx;
+  reader r = {buf, n, 0, false};
+  switch (tag) {
+  case TAG_STEAL:
+    if (get_u32(&r)) { /* a lifeline registration */
+      d->waiting[src] = true;
+    } else if (send_work(d, p, w, src, true)) {
+      d->steals_served++;
+    } else {
+      d->steals_empty++;
+    }
+    break;
+  case TAG_WORK: {
+    bool reply = get_u32(&r) != 0;
+    uint32_t k = get_u32(&r);
+    if (reply)
+      d->asking = false;
+    if (k == 0) {
+      if (reply)
+        d->fails++;
+      break;
+    }
+    d->count--;
+    d->black = true;
+    d->fails = 0;
+    d->lifelines_set = false;
+    if (!reply)
+      d->lifeline_pushes++;
+    for (uint32_t i = 0; i < k; i++) {
+      mirs__task *t = get_task(ctx, &r);
+      if (!t)
+        break;
+      d->tasks_received++;
+      /* Into the pool, or kept as open work once the pool has stopped. */
+      if (!p || mirs__pool_take(p, t) != MIRS_OK) {
+        t->next = s->open;
+        s->open = t;
+      }
+    }
+    if (r.bad) {
+      d->failed = MIRS_FAIL(ctx, MIRS_INTERNAL, "a malformed work message from rank %d", src);
+      halt_search(s, MIRS__HALT_ERROR, MIRS__WHY_ERROR);
+    }
+    break;
+  }
+  case TAG_TOKEN:
+    d->have_token = true;
+    d->token_q = (int64_t)get_u64(&r);
+    d->token_black = get_u32(&r) != 0;
+    break;
+  case TAG_STOP: {
+    int why = (int)get_u32(&r);
+    halt_search(s, MIRS__HALT_USER, why > 0 && why <= MIRS__WHY_ERROR ? why : MIRS__WHY_USER);
+    d->stop_sent = true; /* every rank has its own STOP from the sender */
+    break;
+  }
+  case TAG_DONE:
+    d->terminated = true;
+    break;
+  case TAG_VERDICT:
+    for (size_t i = 0; i < n / sizeof(uint64_t); i++) {
+      mirs__prune_log_put(s->prune, get_u64(&r));
+      d->verdicts_received++;
+    }
+    break;
+  default:
+    break;
+  }
+}
+
+/* Receive and handle every message that has arrived. */
+static void receive(mirs__dist *d, mirs__pool *p, mirs__search_worker *w) {
+  for (;;) {
+    int flag = 0;
+    MPI_Status ms;
+    MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, d->comm, &flag, &ms);
+    if (!flag)
+      return;
+    int n = 0;
+    MPI_Get_count(&ms, MPI_BYTE, &n);
+    unsigned char *buf = mirs__core_alloc(d->s->ctx, (size_t)n + 1);
+    if (!buf) {
+      d->failed = MIRS_FAIL(d->s->ctx, MIRS_NOMEM, "out of memory (an MPI message)");
+      return;
+    }
+    MPI_Recv(buf, n, MPI_BYTE, ms.MPI_SOURCE, ms.MPI_TAG, d->comm, MPI_STATUS_IGNORE);
+    d->recvd[ms.MPI_SOURCE]++;
+    handle(d, p, w, ms.MPI_SOURCE, ms.MPI_TAG, buf, (size_t)n);
+    mirs__core_free(d->s->ctx, buf);
+  }
+}
+
+/* Send this rank's new verdicts to the others (bounded batches). */
+static void share_verdicts(mirs__dist *d, bool force) {
+  double now = mirs__core_now();
+  if (d->size < 2 || (!force && now - d->vlast < VERDICT_EVERY))
+    return;
+  d->vlast = now;
+  uint64_t buf[VERDICT_BATCH];
+  size_t k = mirs__prune_log_read(d->s->prune, d->vsent, buf, VERDICT_BATCH);
+  if (!k)
+    return;
+  d->vsent += k;
+  for (int r = 0; r < d->size; r++)
+    if (r != d->rank)
+      post(d, r, TAG_VERDICT, buf, k * sizeof *buf);
+  d->verdicts_sent += k;
+}
+
+/* One step of the protocol; passive: no task queued or running here. */
+static void step(mirs__dist *d, mirs__pool *p, mirs__search_worker *w, bool passive) {
+  mirs_search *s = d->s;
+  receive(d, p, w);
+  share_verdicts(d, false);
+  bool stopped = halted(d);
+  if (stopped && !d->stop_sent) {
+    uint32_t why = (uint32_t)atomic_load(&s->halt_why);
+    for (int r = 0; r < d->size; r++)
+      if (r != d->rank)
+        post(d, r, TAG_STOP, &why, sizeof why);
+    d->stop_sent = true;
+  }
+  passive = passive || stopped;
+  if (!stopped && !passive) {
+    /* Work to spare for the ranks waiting on this one. */
+    for (int r = 0; r < d->size; r++)
+      if (d->waiting[r] && send_work(d, p, w, r, false))
+        d->waiting[r] = false;
+  }
+  if (!stopped && passive && !d->asking && !d->terminated && d->size > 1) {
+    if (d->fails < RANDOM_TRIES) {
+      d->rng = d->rng * UINT64_C(6364136223846793005) + UINT64_C(1442695040888963407);
+      int v = (int)((d->rng >> 33) % (uint64_t)(d->size - 1));
+      if (v >= d->rank)
+        v++;
+      uint32_t lifeline = 0;
+      post(d, v, TAG_STEAL, &lifeline, sizeof lifeline);
+      d->asking = true;
+      d->steal_requests++;
+    } else if (!d->lifelines_set) {
+      uint32_t lifeline = 1;
+      for (int k = 1; k < d->size; k <<= 1)
+        if ((d->rank ^ k) < d->size)
+          post(d, d->rank ^ k, TAG_STEAL, &lifeline, sizeof lifeline);
+      d->lifelines_set = true;
+    }
+  }
+  /* Safra's token. */
+  if (!passive || d->terminated)
+    return;
+  if (d->size == 1) {
+    d->terminated = d->count == 0;
+    return;
+  }
+  if (d->rank == 0 && !d->token_out) {
+    int64_t q = 0;
+    uint32_t black = 0;
+    unsigned char msg[12];
+    memcpy(msg, &q, 8);
+    memcpy(msg + 8, &black, 4);
+    d->black = false;
+    d->token_out = true;
+    d->tokens++;
+    post(d, 1, TAG_TOKEN, msg, sizeof msg);
+    return;
+  }
+  if (!d->have_token)
+    return;
+  d->have_token = false;
+  if (d->rank == 0) {
+    d->token_out = false;
+    if (!d->token_black && !d->black && d->token_q + d->count == 0) {
+      d->terminated = true;
+      for (int r = 1; r < d->size; r++)
+        post(d, r, TAG_DONE, NULL, 0);
+    }
+    return;
+  }
+  int64_t q = d->token_q + d->count;
+  uint32_t black = d->token_black || d->black;
+  unsigned char msg[12];
+  memcpy(msg, &q, 8);
+  memcpy(msg + 8, &black, 4);
+  d->black = false;
+  post(d, (d->rank + 1) % d->size, TAG_TOKEN, msg, sizeof msg);
+}
+
+static void nap(void) {
+  nanosleep(&(struct timespec){0, IDLE_NAP}, NULL);
+}
+
+/* Thread 0's poll. */
+void mirs__dist_poll(mirs__dist *d, mirs__pool *p, mirs__search_worker *w) {
+  if (d->failed != MIRS_OK)
+    halt_search(d->s, MIRS__HALT_ERROR, MIRS__WHY_ERROR);
+  step(d, p, w, !mirs__pool_busy(p));
+  if (d->terminated)
+    mirs__pool_finish(p);
+  else if (!w)
+    nap(); /* idle: waiting on other ranks */
+}
+
+/* ---------------------------------------------------------------- the end */
+
+/* This rank's row of counters. */
+static void own_row(const mirs__dist *d, uint64_t *row) {
+  const mirs_search *s = d->s;
+  uint64_t v[NCOLS] = {s->stats.v[MIRS__STAT_states_explored],
+                       s->stats.v[MIRS__STAT_solver_calls],
+                       s->stats.v[MIRS__STAT_prune_cache_hits],
+                       d->steal_requests,
+                       d->steals_served,
+                       d->steals_empty,
+                       d->lifeline_pushes,
+                       d->tasks_sent,
+                       d->tasks_received,
+                       d->verdicts_sent,
+                       d->verdicts_received};
+  memcpy(row, v, sizeof v);
+}
+
+/* This rank's part of the outcome, for rank 0. */
+static mirs_status pack_outcome(mirs__dist *d, mirs_status st, bytes *b) {
+  mirs_search *s = d->s;
+  const char *msg = st == MIRS_OK ? "" : mirs_last_error(s->ctx);
+  put_u32(b, (uint32_t)st);
+  put_u32(b, (uint32_t)strlen(msg));
+  put(b, msg, strlen(msg));
+  put_u32(b, MIRS__STAT_COUNT);
+  for (int i = 0; i < MIRS__STAT_COUNT; i++)
+    put_u64(b, s->stats.v[i]);
+  put(b, &s->solver_seconds, sizeof s->solver_seconds);
+  uint64_t row[NCOLS];
+  own_row(d, row);
+  put(b, row, sizeof row);
+  put_u32(b, (uint32_t)s->nent);
+  for (size_t i = 0; i < s->nent; i++) {
+    const mirs__sink_entry *e = &s->ent[i];
+    put_u64(b, e->hash);
+    put_u32(b, e->res >= 0);
+    put_u32(b, e->counted);
+    put_u32(b, (uint32_t)e->plen);
+    put(b, &s->paths[e->poff], sizeof *s->paths * (size_t)e->plen);
+  }
+  uint32_t ntasks = 0;
+  for (const mirs__task *t = s->open; t; t = t->next)
+    ntasks++;
+  put_u32(b, ntasks);
+  for (const mirs__task *t = s->open; t; t = t->next)
+    put_task(b, t);
+  return b->failed ? MIRS_FAIL(s->ctx, MIRS_NOMEM, "out of memory (the outcome of a rank)")
+                   : MIRS_OK;
+}
+
+/* A remote result, for ordering by path. */
+typedef struct remote {
+  uint64_t hash;
+  bool accepted;
+  uint32_t counted, len;
+  const unsigned char *path; /* len u32, unaligned */
+} remote;
+
+static int remote_cmp(const void *a, const void *b) {
+  const remote *x = a, *y = b;
+  for (uint32_t i = 0; i < x->len && i < y->len; i++) {
+    uint32_t u, v;
+    memcpy(&u, x->path + 4 * i, 4);
+    memcpy(&v, y->path + 4 * i, 4);
+    if (u != v)
+      return u < v ? -1 : 1;
+  }
+  return x->len < y->len ? -1 : x->len > y->len ? 1 : 0;
+}
+
+/* Rank 0: merge the outcome of rank `from` (its bytes in r). */
+static mirs_status merge_outcome(mirs__dist *d, int from, reader *r, mirs__search_worker *w,
+                                 uint32_t **pbuf, size_t *pcap, int *held) {
+  mirs_search *s = d->s;
+  mirs_context *ctx = s->ctx;
+  char who[32];
+  snprintf(who, sizeof who, "rank %d", from);
+  mirs_status rst = (mirs_status)get_u32(r);
+  uint32_t ml = get_u32(r);
+  const char *msg = get(r, ml);
+  if (rst != MIRS_OK && !r->bad)
+    return MIRS_FAIL(ctx, rst, "%s failed: %.*s", who, (int)ml, msg ? msg : "");
+  mirs__stats st = {{0}};
+  uint32_t ns = get_u32(r);
+  for (uint32_t i = 0; i < ns && !r->bad; i++) {
+    uint64_t v = get_u64(r);
+    if (i < MIRS__STAT_COUNT)
+      st.v[i] = v;
+  }
+  double solver = 0;
+  get_into(r, &solver, sizeof solver);
+  get_into(r, d->rows[from], sizeof *d->rows);
+  uint32_t nent = get_u32(r);
+  remote *rs = NULL;
+  if (!r->bad && nent > (r->n - r->at) / 20) /* at least 20 bytes each */
+    r->bad = true;
+  if (!r->bad && nent && !(rs = mirs__core_alloc(ctx, sizeof *rs * nent)))
+    return MIRS_FAIL(ctx, MIRS_NOMEM, "out of memory (results of %s)", who);
+  for (uint32_t i = 0; i < nent && !r->bad; i++) {
+    rs[i].hash = get_u64(r);
+    rs[i].accepted = get_u32(r) != 0;
+    rs[i].counted = get_u32(r);
+    rs[i].len = get_u32(r);
+    rs[i].path = get(r, rs[i].len > r->n ? r->n : 4 * (size_t)rs[i].len);
+  }
+  mirs_status ret = MIRS_OK;
+  if (!r->bad) {
+    /* In path order: consecutive replays share their prefixes. */
+    if (nent > 1)
+      qsort(rs, nent, sizeof *rs, remote_cmp);
+    for (uint32_t i = 0; ret == MIRS_OK && i < nent; i++) {
+      ret = mirs__core_grow(ctx, (void **)pbuf, pcap, (size_t)rs[i].len + 1, sizeof **pbuf);
+      if (ret != MIRS_OK)
+        break;
+      memcpy(*pbuf, rs[i].path, 4 * (size_t)rs[i].len);
+      bool seen = mirs__sink_find(s, rs[i].hash) >= 0;
+      /* A stop request (a second signal) does not cut the merge short:
+       * it is kept for later and the result re-found again. */
+      while ((ret = mirs__sink_restore(w, who, rs[i].hash, rs[i].accepted, *pbuf, rs[i].len)) ==
+             MIRS_STOPPED) {
+        *held |= atomic_exchange(&ctx->stop, 0);
+        mirs_clear_error(ctx);
+        mirs_clear_error(w->ctx);
+      }
+      if (ret == MIRS_OK && seen) {
+        /* Found on two ranks: one graph and one duplicate in one process. */
+        MIRS_INC(&st, duplicates);
+        if (rs[i].accepted && st.v[MIRS__STAT_graphs_found])
+          st.v[MIRS__STAT_graphs_found]--;
+        for (int k = 0; k < MIRS__SINK_NCOUNTED; k++)
+          if (((rs[i].counted >> k) & 1) && st.v[mirs__sink_counted[k]])
+            st.v[mirs__sink_counted[k]]--;
+      }
+    }
+  }
+  mirs__core_free(ctx, rs);
+  uint32_t ntasks = ret == MIRS_OK ? get_u32(r) : 0;
+  for (uint32_t i = 0; ret == MIRS_OK && i < ntasks && !r->bad; i++) {
+    mirs__task *t = get_task(ctx, r);
+    if (t) {
+      t->next = s->open;
+      s->open = t;
+    }
+  }
+  if (ret == MIRS_OK && (r->bad || r->at != r->n))
+    ret = MIRS_FAIL(ctx, MIRS_INTERNAL, "a malformed outcome from %s", who);
+  if (ret == MIRS_OK) {
+    mirs__sink_add_stats(s, &st);
+    s->solver_seconds += solver;
+  }
+  return ret;
+}
+
+/* After the pool: finish the protocol, drain, gather on rank 0. */
+mirs_status mirs__dist_finish(mirs_search *s, mirs_status st) {
+  mirs__dist *d = s->dist;
+  mirs_context *ctx = s->ctx;
+  if (st != MIRS_OK)
+    halt_search(s, MIRS__HALT_ERROR, MIRS__WHY_ERROR);
+  while (!d->terminated) {
+    step(d, NULL, NULL, true);
+    if (!d->terminated)
+      nap();
+  }
+  /* Drain: every message sent to this rank is received (sending nothing
+   * more), then every send of this rank completes. */
+  int64_t *expect = mirs__core_calloc(ctx, (size_t)d->size, sizeof *expect);
+  if (!expect)
+    return MIRS_FAIL(ctx, MIRS_NOMEM, "out of memory (MPI shutdown)");
+  MPI_Alltoall(d->sent, 1, MPI_INT64_T, expect, 1, MPI_INT64_T, d->comm);
+  for (;;) {
+    bool all = true;
+    for (int r = 0; r < d->size; r++)
+      all = all && d->recvd[r] >= expect[r];
+    if (all)
+      break;
+    int flag = 0;
+    MPI_Status ms;
+    MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, d->comm, &flag, &ms);
+    if (!flag) {
+      nap();
+      continue;
+    }
+    int n = 0;
+    MPI_Get_count(&ms, MPI_BYTE, &n);
+    unsigned char *buf = mirs__core_alloc(ctx, (size_t)n + 1);
+    MPI_Recv(buf ? buf : (unsigned char *)expect, buf ? n : 0, MPI_BYTE, ms.MPI_SOURCE, ms.MPI_TAG,
+             d->comm, MPI_STATUS_IGNORE);
+    d->recvd[ms.MPI_SOURCE]++;
+    if (buf && ms.MPI_TAG == TAG_VERDICT)
+      handle(d, NULL, NULL, ms.MPI_SOURCE, ms.MPI_TAG, buf, (size_t)n);
+    mirs__core_free(ctx, buf);
+  }
+  mirs__core_free(ctx, expect);
+  for (size_t i = 0; i < d->nout; i++) {
+    MPI_Wait(&d->out[i].req, MPI_STATUS_IGNORE);
+    mirs__core_free(ctx, d->out[i].buf);
+  }
+  d->nout = 0;
+  if (st == MIRS_OK)
+    st = d->failed;
+  /* Gather the outcomes on rank 0. */
+  bytes b = {ctx, NULL, 0, 0, false};
+  mirs_status pst = pack_outcome(d, st, &b);
+  int len = pst == MIRS_OK && b.n <= (size_t)INT32_MAX ? (int)b.n : 0;
+  int *lens = NULL, *offs = NULL;
+  unsigned char *all = NULL;
+  size_t total = 0;
+  if (d->rank == 0) {
+    lens = mirs__core_calloc(ctx, (size_t)d->size, sizeof *lens);
+    offs = mirs__core_calloc(ctx, (size_t)d->size, sizeof *offs);
+  }
+  MPI_Gather(&len, 1, MPI_INT, lens, 1, MPI_INT, 0, d->comm);
+  if (d->rank == 0 && lens && offs) {
+    for (int r = 0; r < d->size; r++) {
+      offs[r] = (int)total;
+      total += (size_t)lens[r];
+    }
+    if (total > (size_t)INT32_MAX)
+      total = 0; /* (reported below) */
+    all = mirs__core_alloc(ctx, total + 1);
+  }
+  MPI_Gatherv(b.d, len, MPI_BYTE, all, lens, offs, MPI_BYTE, 0, d->comm);
+  mirs__core_free(ctx, b.d);
+  if (d->rank != 0) {
+    /* The results and the open work are rank 0's now. */
+    mirs__task_free_list(ctx, s->open);
+    s->open = NULL;
+    return st != MIRS_OK ? st : pst;
+  }
+  if (st == MIRS_OK)
+    st = pst;
+  if (st == MIRS_OK && (!lens || !offs || !all))
+    st = MIRS_FAIL(ctx, MIRS_NOMEM, "out of memory (the outcomes of the ranks)");
+  if (st == MIRS_OK && !(d->rows = mirs__core_calloc(ctx, (size_t)d->size, sizeof *d->rows)))
+    st = MIRS_FAIL(ctx, MIRS_NOMEM, "out of memory (the outcomes of the ranks)");
+  if (st == MIRS_OK)
+    own_row(d, d->rows[0]);
+  mirs__search_worker *w = NULL;
+  if (st == MIRS_OK)
+    st = mirs__search_worker_new(s, &w);
+  uint32_t *pbuf = NULL;
+  size_t pcap = 0;
+  /* The stop requests that stopped the search do not stop its merge (the
+   * caller has stopped the watchdog); they are put back afterwards. */
+  int held = atomic_exchange(&ctx->stop, 0);
+  for (int r = 1; st == MIRS_OK && r < d->size; r++) {
+    if (lens[r] == 0) {
+      st = MIRS_FAIL(ctx, MIRS_INTERNAL, "rank %d sent no outcome", r);
+      break;
+    }
+    reader rd = {all + offs[r], (size_t)lens[r], 0, false};
+    st = merge_outcome(d, r, &rd, w, &pbuf, &pcap, &held);
+  }
+  atomic_fetch_or(&ctx->stop, held);
+  mirs__core_free(ctx, pbuf);
+  mirs__search_worker_free(w);
+  mirs__core_free(ctx, all);
+  mirs__core_free(ctx, lens);
+  mirs__core_free(ctx, offs);
+  return st;
+}
+
+/* ---------------------------------------------------------------- setup */
+
+bool mirs__dist_root(const mirs_search *s) {
+  return !s->dist || s->dist->rank == 0;
+}
+
+void mirs__dist_free(mirs__dist *d) {
+  if (!d)
+    return;
+  mirs_context *ctx = d->s->ctx;
+  for (size_t i = 0; i < d->nout; i++) {
+    MPI_Cancel(&d->out[i].req);
+    MPI_Request_free(&d->out[i].req);
+    mirs__core_free(ctx, d->out[i].buf);
+  }
+  mirs__core_free(ctx, d->out);
+  mirs__core_free(ctx, d->sent);
+  mirs__core_free(ctx, d->recvd);
+  mirs__core_free(ctx, d->waiting);
+  mirs__core_free(ctx, d->rows);
+  if (d->comm != MPI_COMM_NULL)
+    MPI_Comm_free(&d->comm);
+  mirs__core_free(ctx, d);
+}
+
+mirs_status mirs_mpi_init(mirs_context *ctx, int *rank, int *nranks) {
+  if (!ctx)
+    return MIRS_INVALID_ARG;
+  int inited = 0, provided = 0;
+  MPI_Initialized(&inited);
+  if (!inited && MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS)
+    return MIRS_FAIL(ctx, MIRS_INTERNAL, "MPI_Init_thread failed");
+  if (inited)
+    MPI_Query_thread(&provided);
+  if (provided < MPI_THREAD_FUNNELED)
+    return MIRS_FAIL(ctx, MIRS_UNSUPPORTED,
+                     "the MPI library does not support MPI_THREAD_FUNNELED");
+  int r = 0, n = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &r);
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  if (rank)
+    *rank = r;
+  if (nranks)
+    *nranks = n;
+  return MIRS_OK;
+}
+
+int mirs_mpi_agree(int value) {
+  int inited = 0, fin = 0;
+  MPI_Initialized(&inited);
+  MPI_Finalized(&fin);
+  if (!inited || fin)
+    return value;
+  int rank = 0, in[2], out[2] = {0, 0};
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  in[0] = rank == 0 ? value : INT32_MIN;
+  in[1] = value;
+  MPI_Allreduce(in, out, 2, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  return out[0] != 0 ? out[0] : out[1];
+}
+
+void mirs_mpi_finalize(void) {
+  int inited = 0, fin = 0;
+  MPI_Initialized(&inited);
+  MPI_Finalized(&fin);
+  if (inited && !fin)
+    MPI_Finalize();
+}
+
+mirs_status mirs_search_set_mpi(mirs_search *s) {
+  if (!s)
+    return MIRS_INVALID_ARG;
+  mirs_context *ctx = s->ctx;
+  int inited = 0;
+  MPI_Initialized(&inited);
+  if (!inited)
+    return MIRS_FAIL(ctx, MIRS_INVALID_ARG, "mirs_search_set_mpi: call mirs_mpi_init first");
+  if (s->ran || s->dist)
+    return MIRS_FAIL(ctx, MIRS_INVALID_ARG,
+                     "mirs_search_set_mpi: only a search that has not run can be distributed");
+  if (ctx->opt.max_states > 0)
+    return MIRS_FAIL(ctx, MIRS_UNSUPPORTED,
+                     "max_states is not supported in a distributed search (it would need a "
+                     "global budget); use time_limit");
+  mirs__dist *d = mirs__core_calloc(ctx, 1, sizeof *d);
+  if (!d)
+    return MIRS_NOMEM;
+  d->s = s;
+  d->comm = MPI_COMM_NULL;
+  MPI_Comm_dup(MPI_COMM_WORLD, &d->comm);
+  MPI_Comm_rank(d->comm, &d->rank);
+  MPI_Comm_size(d->comm, &d->size);
+  d->rng = UINT64_C(0x9E3779B97F4A7C15) * (uint64_t)(d->rank + 1);
+  d->sent = mirs__core_calloc(ctx, (size_t)d->size, sizeof *d->sent);
+  d->recvd = mirs__core_calloc(ctx, (size_t)d->size, sizeof *d->recvd);
+  d->waiting = mirs__core_calloc(ctx, (size_t)d->size, sizeof *d->waiting);
+  mirs_status st = d->sent && d->recvd && d->waiting ? MIRS_OK : MIRS_NOMEM;
+  if (st == MIRS_OK && d->size > 1)
+    st = mirs__prune_log_enable(s->prune);
+  if (st != MIRS_OK) {
+    mirs__dist_free(d);
+    return MIRS_FAIL(ctx, st, "out of memory (the distributed search)");
+  }
+  if (d->rank != 0 && s->resumed) {
+    mirs__dist_free(d);
+    return MIRS_FAIL(ctx, MIRS_INVALID_ARG,
+                     "mirs_search_set_mpi: only rank 0 resumes a checkpoint");
+  }
+  s->dist = d;
+  return MIRS_OK;
+}
+
+int mirs__dist_ranks(const mirs_search *s) {
+  return s->dist ? s->dist->size : 1;
+}
+
+void mirs__dist_report(const mirs_search *s, mirs__buf *b) {
+  const mirs__dist *d = s->dist;
+  if (!d || !d->rows)
+    return;
+  mirs__buf_puts(b, ",\n  \"mpi\": [");
+  for (int r = 0; r < d->size; r++) {
+    mirs__buf_printf(b, "%s{\"rank\": %d", r ? ", " : "", r);
+    for (size_t k = 0; k < NCOLS; k++)
+      mirs__buf_printf(b, ", \"%s\": %llu", cols[k], (unsigned long long)d->rows[r][k]);
+    mirs__buf_puts(b, "}");
+  }
+  mirs__buf_puts(b, "]");
+}
+
+int mirs_search_mpi_stats(const mirs_search *s, uint64_t *out, int n) {
+  if (!s || !s->dist)
+    return 0;
+  const mirs__dist *d = s->dist;
+  uint64_t v[] = {d->steal_requests, d->steals_served, d->steals_empty, d->lifeline_pushes,
+                  d->tasks_sent,     d->tasks_received, d->verdicts_sent, d->verdicts_received,
+                  d->tokens};
+  int k = (int)(sizeof v / sizeof *v);
+  for (int i = 0; i < n && i < k; i++)
+    out[i] = v[i];
+  return k;
+}
+
+#else /* no MPI */
+
+struct mirs__dist {
+  int unused;
+};
+
+void mirs__dist_poll(mirs__dist *d, mirs__pool *p, mirs__search_worker *w) {
+  (void)d;
+  (void)p;
+  (void)w;
+}
+
+mirs_status mirs__dist_finish(mirs_search *s, mirs_status st) {
+  (void)s;
+  return st;
+}
+
+bool mirs__dist_root(const mirs_search *s) {
+  (void)s;
+  return true;
+}
+
+void mirs__dist_free(mirs__dist *d) {
+  (void)d;
+}
+
+mirs_status mirs_mpi_init(mirs_context *ctx, int *rank, int *nranks) {
+  (void)rank;
+  (void)nranks;
+  if (!ctx)
+    return MIRS_INVALID_ARG;
+  return MIRS_FAIL(ctx, MIRS_UNSUPPORTED,
+                   "this mirsearch was built without MPI (configure found no MPICH, or "
+                   "--without-mpi): --mpi is not available");
+}
+
+int mirs_mpi_agree(int value) {
+  return value;
+}
+
+void mirs_mpi_finalize(void) {
+}
+
+mirs_status mirs_search_set_mpi(mirs_search *s) {
+  if (!s)
+    return MIRS_INVALID_ARG;
+  return MIRS_FAIL(s->ctx, MIRS_UNSUPPORTED, "this mirsearch was built without MPI");
+}
+
+int mirs__dist_ranks(const mirs_search *s) {
+  (void)s;
+  return 1;
+}
+
+void mirs__dist_report(const mirs_search *s, mirs__buf *b) {
+  (void)s;
+  (void)b;
+}
+
+int mirs_search_mpi_stats(const mirs_search *s, uint64_t *out, int n) {
+  (void)s;
+  (void)out;
+  (void)n;
+  return 0;
+}
+
+#endif
