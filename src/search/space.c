@@ -144,6 +144,9 @@ mirs_status mirs__search_space_parse(mirs_context *ctx, mirs__search_space *sp) 
   sp->bounds = o->prune != 0;
   sp->constant_ops = o->constant_ops != 0;
   sp->index_check = o->index_check != 0;
+  /* Multiplicities hold in the model of the abstract expressions (a
+   * denominator never cancels), so they bound only with prune on. */
+  sp->index_degree = o->index_degree != 0 && o->prune != 0;
   MIRS_CHECK(ctx, parse_list(ctx, "grid_x", o->grid_x, 1, 65535, sp->gx, &sp->ngx));
   MIRS_CHECK(ctx, parse_list(ctx, "grid_y", o->grid_y, 1, 65535, sp->gy, &sp->ngy));
   MIRS_CHECK(ctx, parse_list(ctx, "grid_z", o->grid_z, 1, 65535, sp->gz, &sp->ngz));
@@ -242,9 +245,10 @@ static void load_shape(const mirs__bgraph *bg, const mirs__shape *ks, const mirs
 
 /* Tile analysis of a new input tile. */
 void mirs__search_load_info(const mirs__bgraph *bg, const mirs__search_load *l, const int8_t *klab,
-                            uint64_t atoms, mirs__search_btinfo *out) {
+                            uint64_t atoms, const uint64_t *kdeg, mirs__search_btinfo *out) {
   memset(out, 0, sizeof *out);
   memcpy(out->lab, klab, sizeof out->lab);
+  memcpy(out->deg, kdeg, sizeof out->deg);
   out->atoms = atoms;
   for (int a = 0; a < MIRS__GRID; a++)
     if (l->imap[a] >= 0 && bg->grid[a] > 1)
@@ -528,9 +532,9 @@ static mirs_status try_kop(mirs__search_worker *w, mirs_op op, int nin, const in
     return MIRS_OK;
   }
   int8_t lab[MIRS_MAX_DIMS];
-  uint64_t atoms;
+  uint64_t atoms, deg[MIRS_MAX_DIMS];
   if (w->s->space.index_check &&
-      !mirs__search_kop_labels(w, op, nd, nin, in, sh[0].ndim, lab, &atoms)) {
+      !mirs__search_kop_labels(w, op, nd, nin, in, sh[0].ndim, lab, &atoms, deg)) {
     MIRS_INC(&w->stats, index_skips);
     return MIRS_OK;
   }
@@ -1087,6 +1091,7 @@ static mirs_status operand_table(bstate *b, size_t nl) {
     const mirs__search_load *l = &w->loads[j];
     load_shape(bg, &b->g->t[l->src].shape, l, &w->opsh[(size_t)bg->nt + j]);
     mirs__search_load_info(bg, l, &w->klab[(size_t)l->src * MIRS_MAX_DIMS], w->katoms[l->src],
+                           &w->kdeg[(size_t)l->src * MIRS_MAX_DIMS],
                            &w->opinf[(size_t)bg->nt + j]);
   }
   /* Classes: equal shape and phase (loads are loop-body tiles). */
