@@ -866,6 +866,8 @@ typedef struct bstate {
                                 kernel those of the unmatched outputs' dims, else all */
   int8_t glab[MIRS__GRID];   /* with one output to store (index_check): the label grid
                                 dim a slices in the loaded tiles, or MIRS__LAB_NONE */
+  bool gsym;                 /* grid_order with glab: grid dims of equal size slice
+                                labels in increasing order */
   int missing;               /* symbol nodes the unmatched outputs need that no block
                                 tensor has (node bound; 0 when it does not apply) */
   int64_t merges;            /* most sink merges the ops left can make (op_budget;
@@ -964,6 +966,23 @@ static mirs_status loads_imap(bstate *b, mirs__search_load *l, int axis, size_t 
           clash = true;
       if (clash) {
         MIRS_INC(&b->w->stats, index_skips);
+        continue;
+      }
+      /* grid_order: permuting grid dims of equal size (with the imaps
+       * and omaps) is the same computation at the same cost, so such
+       * dims slice their labels in increasing order. */
+      bool order = true;
+      for (int c = 0; b->gsym && lab >= 0 && ga < 0 && c < MIRS__GRID; c++) {
+        if (c == axis || b->bg->grid[c] != gs)
+          continue;
+        int8_t lc = b->glab[c];
+        if (lc < 0 && c < axis && l->imap[c] >= 0)
+          lc = klab[l->imap[c]];
+        if (lc >= 0 && (c < axis ? lc > lab : lab > lc))
+          order = false;
+      }
+      if (!order) {
+        MIRS_INC(&b->w->stats, canonical_skips);
         continue;
       }
     }
@@ -1538,6 +1557,7 @@ static mirs_status gen_block(mirs__search_worker *w) {
             b.slice_labs |= UINT64_C(1) << lab;
         }
       /* One output: the grid dims' labels are those the tiles chose. */
+      b.gsym = b.cout == 1 && b.sp->grid_order;
       for (int32_t i = 0; b.cout == 1 && i < bg->nops; i++) {
         const mirs__bop *o = &bg->ops[i];
         if (o->op != MIRS_OP_INPUT)
