@@ -447,6 +447,18 @@ START_TEST(test_index_degree_same_results) {
 }
 END_TEST
 
+START_TEST(test_reuse_kernel_ops_results) {
+  /* A custom kernel that recomputes a kernel op (exp of a tile of X when
+   * exp(X) is a kernel tensor) is left out: its results are a subset of
+   * those with recomputation. */
+  static const char *const sm[] = {"kernel_ops", "exp,sum,div,matmul", "op_budget", "-1", NULL};
+  ck_assert_int_gt(compare_sets(TINY_SOFTMAX, sm, "reuse_kernel_ops", "true", "false", true), 0);
+  static const char *const mk[] = {"kernel_ops", "matmul,exp,add", "op_budget", "-1", NULL};
+  compare_sets(TINY, mk, "reuse_kernel_ops", "true", "false", true);
+  same_sets(TINY_RMS, "reuse_kernel_ops", "true", "false");
+}
+END_TEST
+
 START_TEST(test_index_labels) {
   /* The labels of a QKNorm-like program and what they refuse. */
   mirs_context *ctx = tu_ctx(NULL);
@@ -955,6 +967,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_index_labels);
   tcase_add_test(tc, test_index_degree);
   tcase_add_test(tc, test_index_degree_same_results);
+  tcase_add_test(tc, test_reuse_kernel_ops_results);
   tcase_add_test(tc, test_phase_order_same_results);
   tcase_add_test(tc, test_final_grid_same_results);
   tcase_add_test(tc, test_space_from_program);

@@ -107,6 +107,7 @@ typedef struct mirs__search_space {
   bool fmap_ok[MIRS_MAX_DIMS + 1]; /* index dim + 1 (0: none) */
   bool omap_ok[MIRS_MAX_DIMS];
   bool index_check;   /* option index_check (labels refuse ops; see index.c) */
+  bool reuse_kops;    /* option reuse_kernel_ops (see try_bop) */
   uint64_t reducible; /* bit l: the program reduces label l (set by mirs_search_create) */
   int nsites;         /* reduction sites (see index.c); -1: none known, no site check */
   int8_t site_lab[MIRS__MAX_SITES];

@@ -144,6 +144,7 @@ mirs_status mirs__search_space_parse(mirs_context *ctx, mirs__search_space *sp) 
   sp->bounds = o->prune != 0;
   sp->constant_ops = o->constant_ops != 0;
   sp->index_check = o->index_check != 0;
+  sp->reuse_kops = o->reuse_kernel_ops != 0;
   /* Multiplicities hold in the model of the abstract expressions (a
    * denominator never cancels), so they bound only with prune on. */
   sp->index_degree = o->index_degree != 0 && o->prune != 0;
@@ -1211,6 +1212,47 @@ static bool phase_canonical(const bstate *b, mirs_op op, int nin, const operand 
   return false;
 }
 
+/* The kernel tensor operand x is a tile of (a new load or an input op's
+ * tensor), or -1 for a computed block tensor. */
+static int32_t tile_src(const bstate *b, operand x) {
+  if (x < 0)
+    return b->w->loads[~x].src;
+  for (int32_t i = 0; i < b->bg->nops; i++)
+    if (b->bg->ops[i].out == x)
+      return b->bg->ops[i].op == MIRS_OP_INPUT ? b->bg->ops[i].src : -1;
+  return -1;
+}
+
+/* reuse_kernel_ops: whether block op `op` on operands x (result tile
+ * analysis out) recomputes a kernel op of the candidate: the same
+ * elementwise op or matmul on tiles of that op's operands.  The tiles
+ * line up (tile rule), so the result is the tile of the kernel op's
+ * output under the merged maps; a matmul counts only when its
+ * contraction is whole (no partial sum over the forloop). */
+static bool recomputes_kop(const bstate *b, mirs_op op, int nin, const operand *x,
+                           const mirs__search_btinfo *out) {
+  mirs__op_kind kind = mirs__graph_ops[op].kind;
+  if (kind != MIRS__KIND_UNARY && kind != MIRS__KIND_BINARY && kind != MIRS__KIND_MATMUL)
+    return false;
+  if (kind == MIRS__KIND_MATMUL && out->fdep == MIRS__FDEP_PARTIAL)
+    return false;
+  int32_t src[2] = {-1, -1};
+  for (int i = 0; i < nin; i++)
+    if ((src[i] = tile_src(b, x[i])) < 0)
+      return false;
+  const mirs_graph *g = b->g;
+  for (int32_t i = 0; i < g->nops; i++) {
+    const mirs__kop *k = &g->ops[i];
+    if (k->op != op || k->nin != nin)
+      continue;
+    if (k->in[0] == src[0] && (nin < 2 || k->in[1] == src[1]))
+      return true;
+    if (nin == 2 && mirs__op_is_commutative(op) && k->in[0] == src[1] && k->in[1] == src[0])
+      return true;
+  }
+  return false;
+}
+
 /* List block op `op` on operands x[0..nin) (reduced dim `dim`) if it passes
  * the phase, shape, budget, tile and canonical filters. */
 static mirs_status try_bop(bstate *b, mirs_op op, int nin, const operand *x, int dim) {
@@ -1353,6 +1395,11 @@ static mirs_status try_bop(bstate *b, mirs_op op, int nin, const operand *x, int
   mirs__search_btinfo out;
   if (!mirs__search_tile_rule(bg, op, m.dim, nin, info, sh, &out) && b->sp->tile_check) {
     MIRS_INC(&w->stats, tile_skips);
+    return MIRS_OK;
+  }
+  if (b->sp->reuse_kops && b->sp->tile_check && b->g->nops > 0 &&
+      recomputes_kop(b, op, nin, x, &out)) {
+    MIRS_INC(&w->stats, canonical_skips);
     return MIRS_OK;
   }
   if (b->sp->index_check &&
