@@ -231,7 +231,8 @@ START_TEST(test_lock) {
 END_TEST
 
 /* Without a terminal, progress comes as timestamped lines; a stopped
- * search exits 3 with its results written and says why. */
+ * search exits 4 with its results and its checkpoint written, and says
+ * why and how to resume. */
 START_TEST(test_progress_lines_and_stop) {
   scratch s;
   scratch_make(&s);
@@ -239,7 +240,7 @@ START_TEST(test_progress_lines_and_stop) {
   /* (MHA's space takes minutes: the limit stops it on any machine.) */
   run_cli(&r, "--progress-interval=0.5", "--time-limit=2.2", "--out", s.out,
           tu_src("examples/mha_small.graph"), NULL);
-  ck_assert_msg(r.rc == 3, "rc %d: %s", r.rc, r.err);
+  ck_assert_msg(r.rc == 4, "rc %d: %s", r.rc, r.err);
   int lines = 0;
   for (const char *q = r.err; (q = strstr(q, " mirsearch: progress: ")) != NULL; q++) {
     int y, mo, d, h, mi, sec;
@@ -255,6 +256,10 @@ START_TEST(test_progress_lines_and_stop) {
   ck_assert_ptr_nonnull(strstr(r.err, ", elapsed "));
   ck_assert_ptr_nonnull(strstr(r.err, " mirsearch: stopped: "));
   ck_assert_ptr_nonnull(strstr(r.err, "search stopped early by the time limit"));
+  ck_assert_ptr_nonnull(strstr(r.err, "resume with: mirsearch --resume="));
+  char *ck = read_file(s.out, "checkpoint");
+  ck_assert_ptr_nonnull(ck);
+  free(ck);
   ck_assert_ptr_nonnull(strstr(r.out, "stopped early: incomplete"));
   char *rep = read_file(s.out, "report.json");
   ck_assert_ptr_nonnull(strstr(rep, "\"complete\": false"));

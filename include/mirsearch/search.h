@@ -6,6 +6,7 @@
  *   mirs_search_create(ctx, program, &s);      options are read from ctx now
  *   mirs_search_set_callbacks(s, progress, on_result, should_stop, user);
  *   mirs_search_run(s);                         MIRS_OK also when stopped early
+ *   if (mirs_search_stopped(s)) mirs_search_checkpoint(s, "search.ckpt");
  *   for (int i = 0; i < mirs_search_num_results(s); i++)
  *     use(mirs_search_result(s, i), mirs_search_result_cost(s, i));
  *   mirs_search_destroy(s);
@@ -100,6 +101,42 @@ MIRS_API mirs_status mirs_search_get_stats_sized(const mirs_search *s, mirs_sear
  * text from the context allocator: release with mirs_free. */
 MIRS_API mirs_status mirs_search_report_json(const mirs_search *s, int top, char **out,
                                              size_t *len);
+/* ---- threads, stopping, checkpoints.
+ * mirs_search_run runs on the option `threads` workers (0: the CPUs this
+ * process may use); the results, their order and every result graph's
+ * text are the same for any number of threads and across checkpoint and
+ * resume.  Callbacks: progress and should_stop are called only from the
+ * thread that called mirs_search_run; on_result from whichever worker
+ * thread found the result, one call at a time; the context's allocator
+ * and log callback from any worker thread (log messages one at a time). */
+
+/* Ask a running search to stop at its next node boundary (run then
+ * returns MIRS_OK with complete = 0 and the open work kept).  Callable
+ * from any thread and from a signal handler. */
+MIRS_API mirs_status mirs_search_stop(mirs_search *s);
+/* Nonzero when the last run stopped with work left (a checkpoint of it
+ * resumes). */
+MIRS_API int mirs_search_stopped(const mirs_search *s);
+/* Worker threads the last run used. */
+MIRS_API int mirs_search_threads(const mirs_search *s);
+/* Write s's checkpoint (results found, open work, counters) to path
+ * atomically (temp file, fsync, rename); after a run, or from a callback
+ * is not allowed. */
+MIRS_API mirs_status mirs_search_checkpoint(mirs_search *s, const char *path);
+/* While running, also write a checkpoint to path every
+ * `checkpoint_interval` seconds (option; 0 = never); NULL turns it off. */
+MIRS_API mirs_status mirs_search_set_checkpoint(mirs_search *s, const char *path);
+/* Before the run: continue the search a checkpoint recorded.  The search
+ * must be created for the same program with the same search options.
+ * MIRS_INVALID_ARG, with a message naming the file and the mismatch, for
+ * a file that is damaged, truncated, of another format or mirsearch
+ * version, or written for another program or other options. */
+MIRS_API mirs_status mirs_search_resume(mirs_search *s, const char *path);
+/* The program a checkpoint was written for (a new graph in ctx), and its
+ * search options set in ctx; an option ctx already sets to another value
+ * is refused (MIRS_INVALID_ARG), as mirs_search_resume would. */
+MIRS_API mirs_status mirs_checkpoint_load_program(mirs_context *ctx, const char *path,
+                                                  mirs_graph **program);
 /* Release the search and its results (NULL is a no-op). */
 MIRS_API void mirs_search_destroy(mirs_search *s);
 

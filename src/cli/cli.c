@@ -17,8 +17,10 @@
  *  - Every failure is reported once: parse diagnostics already delivered
  *    through the log callback are not repeated as "mirsearch: error:".
  *  - Exit status: 0 done, 2 bad input or usage, 3 resource or internal
- *    error (mirs_status_exit_code for library failures), and 3 for a
- *    search stopped early (a limit or a signal) with no checkpoint: its
+ *    error (mirs_status_exit_code for library failures), 4 for a search
+ *    stopped early (a limit or a signal) with its open work in
+ *    DIR/checkpoint (resumable with --resume=DIR), and 3 for one stopped
+ *    with nothing left to resume (the final verification cut short): its
  *    results are written, but it did not search the whole space.
  *  - -q means errors only: nothing on stdout but what was asked for
  *    (--json's report, a command's output), no progress, no warnings.
@@ -27,7 +29,9 @@
 #include "config.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <getopt.h>
@@ -48,7 +52,7 @@
 #define PROG "mirsearch"
 
 /* Exit statuses (DESIGN.md, "Outputs and exit status"). */
-enum { EXIT_OK = 0, EXIT_DIFFERENT = 1, EXIT_USAGE = 2, EXIT_RESOURCE = 3 };
+enum { EXIT_OK = 0, EXIT_DIFFERENT = 1, EXIT_USAGE = 2, EXIT_RESOURCE = 3, EXIT_STOPPED = 4 };
 
 /* getopt_long return values for options without a short form; library
  * options are OPT_LIB + their index in the library's table. */
@@ -64,6 +68,7 @@ enum {
   OPT_DOT,
   OPT_MAN,
   OPT_BACKEND,
+  OPT_RESUME,
   OPT_LIB = 1024
 };
 
@@ -84,6 +89,7 @@ static const struct option fixed_options[] = {
     {"dot", no_argument, NULL, OPT_DOT},
     {"man", no_argument, NULL, OPT_MAN},
     {"backend", required_argument, NULL, OPT_BACKEND},
+    {"resume", required_argument, NULL, OPT_RESUME},
 };
 #define NFIXED (sizeof fixed_options / sizeof fixed_options[0])
 
@@ -95,7 +101,7 @@ typedef struct cli {
   char *dashed;            /* storage for the '-' spellings of option names */
   int help, version, man;
   const char *out_dir; /* --out, or NULL: derived from the program name */
-  long threads;        /* --threads */
+  const char *resume;  /* --resume=DIR */
   int json;            /* --json: the report on stdout */
   int quiet;           /* -q: errors only */
   long top;            /* --top: results written (0 all) */
@@ -315,10 +321,18 @@ static int parse_options(cli *c, int argc, char **argv) {
       if (end == optarg || *end || errno || n < 1 || n > 4096) {
         cli_error(c, "--threads expects a number of threads from 1 to 4096, got '%s'", optarg);
         rc = cli_hint(c);
+      } else {
+        rc = set_option(c, "threads", optarg);
       }
-      c->threads = n;
       break;
     }
+    case OPT_RESUME:
+      if (!optarg[0]) {
+        cli_error(c, "--resume needs the output directory of a stopped search");
+        rc = cli_hint(c);
+      }
+      c->resume = optarg;
+      break;
     case OPT_DEVICE:
       rc = set_option(c, "cost_device", optarg);
       break;
@@ -443,19 +457,28 @@ static const help_row help_rows[] = {
     {"--json", "print report.json on stdout (and nothing else)"},
     {"--progress-interval=S", "print a timestamped progress line every S seconds (default: "
                               "30 when stderr is not a terminal, else a live line; 0: none)"},
-    {"--threads=N", "worker threads (this build searches on 1 thread)"},
+    {"--threads=N", "worker threads (default: the CPUs this process may use: its affinity "
+                    "mask, SLURM_CPUS_PER_TASK, OMP_NUM_THREADS); the results do not depend "
+                    "on it"},
     {"--device=NAME", "device profile that ranks results (H100, H200, A100)"},
     {"--time-limit=S, --max-states=N, --max-memory=BYTES",
-     "stop early: the results so far are written, the report says \"complete\": false and "
-     "the exit status is 3"},
+     "stop early: the results so far are written, the report says \"complete\": false, "
+     "DIR/checkpoint keeps the open work and the exit status is 4 (so do SIGTERM, SIGINT "
+     "and SIGUSR1)"},
+    {"--checkpoint-interval=S", "also write DIR/checkpoint every S seconds while searching "
+                                "(default 600; 0: only when stopped)"},
+    {"--resume=DIR", "continue the stopped search whose checkpoint is in DIR (no FILE; on any "
+                     "--threads; its search options are kept): it ends with the results of "
+                     "an uninterrupted run"},
     {NULL, "Library options ('-' and '_' are interchangeable in names)"},
 };
 
 static const char exit_text[] =
     "0 done (the whole space searched); 1 verify: not equivalent; 2 bad input or usage "
     "(including a bad --out, found before any search work); 3 resource or internal error, "
-    "or a search stopped early by a limit or a signal (results so far written, "
-    "\"complete\": false); 4 stopped with a checkpoint (resumable; not in this build).";
+    "or a search stopped early with nothing left to resume (results so far written, "
+    "\"complete\": false); 4 stopped early by a limit or a signal with its open work in "
+    "DIR/checkpoint (results so far written; resume with --resume=DIR).";
 
 /* Write text word-wrapped to fit `width` columns, the first line starting
  * at column `col` (already written), continuation lines indented by
@@ -847,21 +870,59 @@ static int cmd_verify(cli *c, const char *program_path, const char *candidate_pa
 
 /* ---------------------------------------------------------------- search */
 
-/* Set by SIGINT/SIGTERM during a search (to the signal number); polled
- * by the should-stop callback. */
+/* Set by SIGINT, SIGTERM or SIGUSR1 during a search (to the signal
+ * number). */
 static volatile sig_atomic_t stop_requested;
 
-/* The context of the running search (set while the handlers are in place). */
+/* The context of the running search and the search itself, for the
+ * signal handler (set while the handlers are in place; a handler has no
+ * other way to reach them). */
 static mirs_context *volatile stop_ctx;
+static mirs_search *_Atomic stop_search;
 
-/* Signal handler: ask the running search to stop at its next poll; the
- * library notices it inside long steps too (setup, a fingerprint, a
- * solver query), not only between states.  (mirs_interrupt is
+/* Signal handler: ask the running search to stop; its workers leave at
+ * their next node boundary, and the library notices the request inside
+ * long steps too (setup, a fingerprint, a solver query).  A signal that
+ * arrives before the search exists (while a checkpoint loads) stops it as
+ * soon as it starts.  (mirs_interrupt and mirs_search_stop are
  * async-signal-safe.) */
 static void on_stop_signal(int sig) {
   stop_requested = sig;
   if (stop_ctx)
     mirs_interrupt(stop_ctx);
+  mirs_search *s = atomic_load(&stop_search);
+  if (s)
+    mirs_search_stop(s);
+}
+
+/* The stop handlers (SIGINT, SIGTERM, SIGUSR1) a search installs, and
+ * the ones they replace. */
+typedef struct stop_handlers {
+  struct sigaction old_int, old_term, old_usr1;
+} stop_handlers;
+
+/* Install the stop handlers for a search in ctx. */
+static void stop_handlers_install(stop_handlers *h, mirs_context *ctx) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_stop_signal;
+  sigemptyset(&sa.sa_mask);
+  stop_requested = 0;
+  stop_ctx = ctx;
+  atomic_store(&stop_search, NULL);
+  sigaction(SIGINT, &sa, &h->old_int);
+  sigaction(SIGTERM, &sa, &h->old_term);
+  sigaction(SIGUSR1, &sa, &h->old_usr1);
+}
+
+/* Put the old handlers back and withdraw the stop request. */
+static void stop_handlers_restore(stop_handlers *h, mirs_context *ctx) {
+  sigaction(SIGINT, &h->old_int, NULL);
+  sigaction(SIGTERM, &h->old_term, NULL);
+  sigaction(SIGUSR1, &h->old_usr1, NULL);
+  stop_ctx = NULL;
+  atomic_store(&stop_search, NULL);
+  mirs_interrupt_clear(ctx);
 }
 
 /* State the search callbacks share with cmd_search. */
@@ -876,6 +937,9 @@ typedef struct search_ui {
   double last_draw;
   double last_line;       /* when the last progress line was printed */
   uint64_t last_states;   /* states at that time */
+  /* found, best and best_at: on_result runs on worker threads (one call
+   * at a time), progress on the searching thread. */
+  pthread_mutex_t lock;
 } search_ui;
 
 /* Monotonic seconds. */
@@ -897,12 +961,15 @@ static void progress_line(search_ui *ui, const mirs_search_stats *st, const char
   if (gmtime_r(&wall, &tm))
     strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", &tm);
   char best[64] = "best -";
-  if (ui->found)
+  pthread_mutex_lock(&ui->lock);
+  int found = ui->found;
+  if (found)
     snprintf(best, sizeof best, "best %.3f us (found at %.1f s)", ui->best * 1e6, ui->best_at);
+  pthread_mutex_unlock(&ui->lock);
   fprintf(ui->c->err,
           "%s " PROG ": %s: %" PRIu64 " states (%.0f/s), %" PRIu64
           " candidates, %d results, %s, elapsed %.1f s\n",
-          stamp, what, st->states_explored, rate, st->candidates_verified, ui->found, best,
+          stamp, what, st->states_explored, rate, st->candidates_verified, found, best,
           st->wall_seconds);
   fflush(ui->c->err);
   ui->last_line = t;
@@ -921,10 +988,13 @@ static void search_progress(void *user, const mirs_search_stats *st) {
   ui->last_draw = t;
   double rate = st->wall_seconds > 0 ? (double)st->states_explored / st->wall_seconds : 0;
   char best[32] = "-";
-  if (ui->found)
+  pthread_mutex_lock(&ui->lock);
+  int found = ui->found;
+  if (found)
     snprintf(best, sizeof best, "%.2f us", ui->best * 1e6);
+  pthread_mutex_unlock(&ui->lock);
   fprintf(ui->c->err, "\r\033[K%" PRIu64 " states (%.0f/s)  found %d  best %s  %.1fs",
-          st->states_explored, rate, ui->found, best, st->wall_seconds);
+          st->states_explored, rate, found, best, st->wall_seconds);
   fflush(ui->c->err);
 }
 
@@ -932,17 +1002,13 @@ static void search_progress(void *user, const mirs_search_stats *st) {
 static void search_result(void *user, const mirs_graph *graph, double cost) {
   search_ui *ui = user;
   (void)graph;
+  pthread_mutex_lock(&ui->lock);
   if (!ui->found || cost < ui->best) {
     ui->best = cost;
     ui->best_at = now_seconds() - ui->start;
   }
   ui->found++;
-}
-
-/* Should-stop callback: a SIGINT or SIGTERM arrived. */
-static int search_should_stop(void *user) {
-  (void)user;
-  return stop_requested != 0;
+  pthread_mutex_unlock(&ui->lock);
 }
 
 /* Why an incomplete search stopped, for its message. */
@@ -951,6 +1017,8 @@ static const char *stop_reason(cli *c, const mirs_search_stats *st, int sig) {
     return "SIGTERM";
   if (sig == SIGINT)
     return "SIGINT";
+  if (sig == SIGUSR1)
+    return "SIGUSR1";
   int64_t max_states = 0;
   double limit = 0;
   char buf[64];
@@ -990,40 +1058,71 @@ static void print_search_summary(cli *c, const mirs_graph *p, const mirs_search 
   fprintf(c->out, "report: %s/report.json\n", dir);
 }
 
-/* `FILE.graph`: check and lock the output directory, search, write the
- * outputs (report.json last), print a summary (or the JSON report with
- * --json). */
-static int cmd_search(cli *c, const char *path) {
-  mirs_graph *p = NULL;
-  int rc = load_graph(c, path, &p);
-  if (rc != EXIT_OK)
-    return rc;
-  if (c->threads > 1 && !c->quiet)
-    fprintf(c->err, PROG ": warning: this build searches on one thread; --threads=%ld ignored\n",
-            c->threads);
-  char dir[3072];
-  int dn = c->out_dir ? snprintf(dir, sizeof dir, "%s", c->out_dir)
-                      : snprintf(dir, sizeof dir, "%s.out", mirs_graph_name(p));
-  if (dn < 0 || (size_t)dn >= sizeof dir) {
-    cli_error(c, "output directory path too long (%d bytes)", dn);
-    mirs_graph_destroy(p);
+/* The checkpoint file of output directory dir into buf. */
+static int checkpoint_path(cli *c, char *buf, size_t size, const char *dir) {
+  int n = snprintf(buf, size, "%s/checkpoint", dir);
+  if (n < 0 || (size_t)n >= size) {
+    cli_error(c, "output directory path too long (%d bytes)", n);
     return EXIT_USAGE;
+  }
+  return EXIT_OK;
+}
+
+/* `FILE.graph` (path) or --resume=DIR (path NULL): check and lock the
+ * output directory, search (from the checkpoint when resuming), write
+ * the outputs (report.json last), print a summary (or the JSON report
+ * with --json).  A search stopped with open work also writes
+ * DIR/checkpoint (atomically) and exits 4; a complete one removes it. */
+static int cmd_search(cli *c, const char *path) {
+  /* The handlers are in place from the start (a resume loads for a
+   * while, the setup can be long at full shapes) and stay through the
+   * output write: a second SIGTERM must not kill the write that keeps
+   * the results. */
+  stop_handlers h;
+  stop_handlers_install(&h, c->ctx);
+  mirs_graph *p = NULL;
+  char dir[3072], from[3200], ckpt[3200];
+  int rc = EXIT_OK;
+  if (c->resume) {
+    int dn = snprintf(dir, sizeof dir, "%s", c->out_dir ? c->out_dir : c->resume);
+    if (dn < 0 || (size_t)dn >= sizeof dir) {
+      cli_error(c, "output directory path too long (%d bytes)", dn);
+      rc = EXIT_USAGE;
+    }
+    if (rc == EXIT_OK)
+      rc = checkpoint_path(c, from, sizeof from, c->resume);
+    if (rc == EXIT_OK && access(from, F_OK) != 0) {
+      cli_error(c, "%s: no checkpoint to resume (%s)", from, strerror(errno));
+      rc = EXIT_USAGE;
+    }
+    if (rc == EXIT_OK) {
+      /* The program and its search options come from the checkpoint. */
+      mirs_status ls = mirs_checkpoint_load_program(c->ctx, from, &p);
+      if (ls != MIRS_OK)
+        rc = cli_fail(c, ls, 0);
+    }
+  } else {
+    rc = load_graph(c, path, &p);
+    if (rc == EXIT_OK) {
+      int dn = c->out_dir ? snprintf(dir, sizeof dir, "%s", c->out_dir)
+                          : snprintf(dir, sizeof dir, "%s.out", mirs_graph_name(p));
+      if (dn < 0 || (size_t)dn >= sizeof dir) {
+        cli_error(c, "output directory path too long (%d bytes)", dn);
+        rc = EXIT_USAGE;
+      }
+    }
+  }
+  if (rc == EXIT_OK)
+    rc = checkpoint_path(c, ckpt, sizeof ckpt, dir);
+  if (rc != EXIT_OK) {
+    stop_handlers_restore(&h, c->ctx);
+    mirs_graph_destroy(p);
+    return rc;
   }
   /* Options are checked by creating the search, the output directory
    * before any search work: a bad --out never costs a search, and a bad
    * option never clears an earlier run's results. */
   mirs_search *s = NULL;
-  /* The handlers cover the setup too (it can be long at full shapes) and
-   * stay through the output write: a second SIGTERM must not kill the
-   * write that keeps the results. */
-  struct sigaction sa, old_int, old_term;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_stop_signal;
-  sigemptyset(&sa.sa_mask);
-  stop_requested = 0;
-  stop_ctx = c->ctx;
-  sigaction(SIGINT, &sa, &old_int);
-  sigaction(SIGTERM, &sa, &old_term);
   mirs_status st = mirs_search_create(c->ctx, p, &s);
   mirs__outdir od;
   char why[4096];
@@ -1031,12 +1130,31 @@ static int cmd_search(cli *c, const char *path) {
     rc = cli_fail(c, st, 0);
   } else if ((rc = mirs__outdir_open(&od, dir, why, sizeof why)) != EXIT_OK) {
     cli_error(c, "%s", why);
+  } else {
+    /* A resume reads its checkpoint with the directory locked; a new
+     * search drops an older search's checkpoint, which no longer
+     * matches what the directory holds. */
+    if (c->resume)
+      st = mirs_search_resume(s, from);
+    else
+      (void)unlink(ckpt);
+    if (st == MIRS_OK)
+      st = mirs_search_set_checkpoint(s, ckpt);
+    if (st == MIRS_STOPPED && c->resume) {
+      /* Stopped (a signal, a limit) before the checkpoint was read: it
+       * stays as it was, resumable again, and so does the directory. */
+      cli_error(c, "%s", mirs_last_error(c->ctx));
+      rc = EXIT_STOPPED;
+      mirs__outdir_close(&od);
+    } else if (st != MIRS_OK) {
+      rc = cli_fail(c, st, 0);
+      mirs__outdir_close(&od);
+    } else if ((rc = mirs__outdir_clear(&od, why, sizeof why)) != EXIT_OK) {
+      cli_error(c, "%s", why);
+    }
   }
   if (rc != EXIT_OK) {
-    sigaction(SIGINT, &old_int, NULL);
-    sigaction(SIGTERM, &old_term, NULL);
-    stop_ctx = NULL;
-    mirs_interrupt_clear(c->ctx);
+    stop_handlers_restore(&h, c->ctx);
     mirs_search_destroy(s);
     mirs_graph_destroy(p);
     return rc;
@@ -1046,8 +1164,14 @@ static int cmd_search(cli *c, const char *path) {
   ui.live = !c->quiet && tty && c->progress < 0;
   ui.interval = c->quiet ? 0 : c->progress >= 0 ? c->progress : tty ? 0 : 30;
   ui.last_line = ui.start;
-  st = mirs_search_set_callbacks(s, search_progress, search_result, search_should_stop, &ui);
+  if (pthread_mutex_init(&ui.lock, NULL) != 0)
+    st = MIRS_INTERNAL;
+  if (st == MIRS_OK)
+    st = mirs_search_set_callbacks(s, search_progress, search_result, NULL, &ui);
   ui.start = now_seconds(); /* time_to_best counts from the run, like wall_seconds */
+  atomic_store(&stop_search, s);
+  if (stop_requested) /* (a signal while loading) */
+    mirs_search_stop(s);
   if (st == MIRS_OK)
     st = mirs_search_run(s);
   int sig = stop_requested;
@@ -1056,6 +1180,12 @@ static int cmd_search(cli *c, const char *path) {
   mirs_search_stats stats;
   if (st == MIRS_OK)
     st = mirs_search_get_stats(s, &stats);
+  /* The checkpoint first: the open work is what a stop must not lose. */
+  int stopped = st == MIRS_OK && mirs_search_stopped(s);
+  if (stopped)
+    st = mirs_search_checkpoint(s, ckpt);
+  else if (st == MIRS_OK)
+    (void)unlink(ckpt); /* nothing left to resume */
   char *report = NULL;
   size_t report_len = 0;
   double t0 = now_seconds(); /* the write, report included, is timed */
@@ -1077,10 +1207,7 @@ static int cmd_search(cli *c, const char *path) {
     }
   }
   mirs__outdir_close(&od);
-  sigaction(SIGINT, &old_int, NULL);
-  sigaction(SIGTERM, &old_term, NULL);
-  stop_ctx = NULL;
-  mirs_interrupt_clear(c->ctx);
+  stop_handlers_restore(&h, c->ctx);
   if (rc == EXIT_OK) {
     if (c->json)
       fwrite(report, 1, report_len, c->out);
@@ -1089,12 +1216,24 @@ static int cmd_search(cli *c, const char *path) {
     rc = finish_output(c);
   }
   if (rc == EXIT_OK && !stats.complete) {
-    cli_error(c, "search stopped early by %s after %.1f s: the %d result%s found so far are in "
-              "%s (report.json says \"complete\": false)",
-              stop_reason(c, &stats, sig), stats.wall_seconds, mirs_search_num_results(s),
-              mirs_search_num_results(s) == 1 ? "" : "s", dir);
-    rc = EXIT_RESOURCE;
+    int n = mirs_search_num_results(s);
+    if (stopped) {
+      cli_error(c,
+                "search stopped early by %s after %.1f s: the %d result%s found so far are in "
+                "%s (report.json says \"complete\": false); the open work is in %s: resume "
+                "with: " PROG " --resume=%s [--threads=N]",
+                stop_reason(c, &stats, sig), stats.wall_seconds, n, n == 1 ? "" : "s", dir, ckpt,
+                dir);
+      rc = EXIT_STOPPED;
+    } else {
+      cli_error(c,
+                "search stopped early by %s after %.1f s: the %d result%s found so far are in "
+                "%s (report.json says \"complete\": false)",
+                stop_reason(c, &stats, sig), stats.wall_seconds, n, n == 1 ? "" : "s", dir);
+      rc = EXIT_RESOURCE;
+    }
   }
+  pthread_mutex_destroy(&ui.lock);
   mirs_free(c->ctx, report);
   mirs_search_destroy(s);
   mirs_graph_destroy(p);
@@ -1188,6 +1327,13 @@ static int run_command(cli *c, int nargs, char **args) {
   static const char *const commands[] = {"check", "eval", "verify", "show", "codegen", "run"};
   static const int files[] = {1, 1, 2, 1, 1, 1};
   enum { NCOMMANDS = sizeof files / sizeof files[0] };
+  if (c->resume) {
+    if (nargs > 0) {
+      cli_error(c, "--resume=DIR continues a search: no FILE or command ('%s')", args[0]);
+      return cli_hint(c);
+    }
+    return cmd_search(c, NULL);
+  }
   if (nargs == 0) {
     cli_error(c, "missing command or FILE");
     return cli_hint(c);
@@ -1233,7 +1379,7 @@ static int run_command(cli *c, int nargs, char **args) {
 
 /* The mirsearch program (see cli.h). */
 int mirs__cli_main(int argc, char **argv, FILE *out, FILE *err) {
-  cli c = {.out = out, .err = err, .threads = 1, .progress = -1};
+  cli c = {.out = out, .err = err, .progress = -1};
   int rc;
   if (mirs_context_create(&c.ctx) != MIRS_OK) {
     cli_error(&c, "cannot create a context: out of memory");

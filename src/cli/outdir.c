@@ -93,7 +93,7 @@ static int status_for(int e) {
   return e == ENOENT || e == ENOTDIR || e == ENAMETOOLONG || e == ELOOP ? BAD : RESOURCE;
 }
 
-/* Check, create, lock and clear. */
+/* Check, create and lock. */
 int mirs__outdir_open(mirs__outdir *od, const char *dir, char *why, size_t whysize) {
   od->dirfd = od->lockfd = -1;
   size_t len = strlen(dir);
@@ -172,6 +172,11 @@ int mirs__outdir_open(mirs__outdir *od, const char *dir, char *why, size_t whysi
     mirs__outdir_close(od);
     return RESOURCE;
   }
+  return OK;
+}
+
+/* Remove the previous run's outputs. */
+int mirs__outdir_clear(mirs__outdir *od, char *why, size_t whysize) {
   int rc = clear_old(od, why, whysize);
   if (rc != OK)
     mirs__outdir_close(od);

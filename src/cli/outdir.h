@@ -10,9 +10,10 @@
  *
  * Invariants: every check that can fail on a bad --out (not a directory,
  * missing parent, unwritable, path too long, in use) runs in
- * mirs__outdir_open, before any search work; opening removes what an
- * earlier run wrote (report.json first) and any temp file a killed run
- * left, so the new run's results are never mixed with old ones.  Writing
+ * mirs__outdir_open, before any search work; clearing (before the search
+ * runs, after a resume has read its checkpoint) removes what an earlier
+ * run wrote (report.json first) and any temp file a killed run left, so
+ * the new run's results are never mixed with old ones.  Writing
  * puts the candidates in candidates.tmp/ without per-file syncs, makes
  * them durable with one syncfs(2), renames the directory into place,
  * syncs DIR once, then writes report.json atomically. */
@@ -29,11 +30,15 @@ typedef struct mirs__outdir {
   int lockfd; /* DIR/.lock, flock'ed */
 } mirs__outdir;
 
-/* Check, create (the parent must exist), lock and clear dir.  Returns an
- * exit status (0; 2 for a bad path: a file, a missing parent, too long;
- * 3 for an unwritable directory or one another run holds) with a
- * one-line message in why. */
+/* Check, create (the parent must exist) and lock dir.  Returns an exit
+ * status (0; 2 for a bad path: a file, a missing parent, too long; 3 for
+ * an unwritable directory or one another run holds) with a one-line
+ * message in why. */
 int mirs__outdir_open(mirs__outdir *od, const char *dir, char *why, size_t whysize);
+/* Remove what an earlier run wrote (report.json first) and the temp files
+ * a killed run left; the checkpoint stays (the caller decides).  Returns
+ * an exit status with a message in why; closes od on failure. */
+int mirs__outdir_clear(mirs__outdir *od, char *why, size_t whysize);
 /* Write the best `top` results of s (0: all), best.ugraph, best.cu and, last,
  * report (len bytes).  Returns an exit status with a message in why. */
 int mirs__outdir_write(mirs__outdir *od, mirs_context *ctx, const mirs_search *s, int top,

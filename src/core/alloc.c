@@ -45,21 +45,20 @@ static bool injected_failure(mirs_context *ctx) {
   return n == 1;
 }
 
-/* Resize a block, header included, through the context's allocator. */
-void *mirs__core_realloc(mirs_context *ctx, void *p, size_t n) {
+/* Resize a block, header included; on failure set ctx's error unless quiet. */
+static void *resize(mirs_context *ctx, void *p, size_t n, bool quiet) {
   size_t old = 0;
   unsigned char *base = NULL;
   if (p) {
     base = (unsigned char *)p - HDR;
     memcpy(&old, base, sizeof old);
   }
-  if (n > SIZE_MAX - HDR || injected_failure(ctx)) {
-    MIRS_FAIL(ctx, MIRS_NOMEM, "out of memory (%zu bytes requested)", n);
-    return NULL;
-  }
-  unsigned char *nb = ctx->alloc(ctx->alloc_user, base, base ? old + HDR : 0, n + HDR);
+  unsigned char *nb = NULL;
+  if (n <= SIZE_MAX - HDR && !injected_failure(ctx))
+    nb = ctx->alloc(ctx->alloc_user, base, base ? old + HDR : 0, n + HDR);
   if (!nb) {
-    MIRS_FAIL(ctx, MIRS_NOMEM, "out of memory (%zu bytes requested)", n);
+    if (!quiet)
+      MIRS_FAIL(ctx, MIRS_NOMEM, "out of memory (%zu bytes requested)", n);
     return NULL;
   }
   memcpy(nb, &n, sizeof n);
@@ -68,6 +67,16 @@ void *mirs__core_realloc(mirs_context *ctx, void *p, size_t n) {
   else
     account(ctx, 0, old - n);
   return nb + HDR;
+}
+
+/* Resize a block through the context's allocator. */
+void *mirs__core_realloc(mirs_context *ctx, void *p, size_t n) {
+  return resize(ctx, p, n, false);
+}
+
+/* Allocate n bytes without touching ctx's error slot. */
+void *mirs__core_alloc_quiet(mirs_context *ctx, size_t n) {
+  return resize(ctx, NULL, n, true);
 }
 
 /* Allocate n uninitialised bytes. */

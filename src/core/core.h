@@ -195,6 +195,10 @@ void *mirs__core_alloc(mirs_context *ctx, size_t n);
 void *mirs__core_calloc(mirs_context *ctx, size_t count, size_t size);
 void *mirs__core_realloc(mirs_context *ctx, void *p, size_t n);
 void mirs__core_free(mirs_context *ctx, void *p);
+/* Allocate n bytes, NULL on failure without touching ctx's error slot:
+ * for blocks several threads share through one context (the accounting
+ * is atomic; the error slot is not the caller's to write). */
+void *mirs__core_alloc_quiet(mirs_context *ctx, size_t n);
 /* Copy of s (NULL stays NULL only when s is NULL). */
 char *mirs__core_strdup(mirs_context *ctx, const char *s);
 /* Grow *arr (element size elem) so it holds at least need elements;

@@ -32,11 +32,6 @@
 
 #include "search/search.h"
 
-/* States between checks of the limits and callbacks. */
-#define CHECK_EVERY 64
-/* Seconds between progress callbacks. */
-#define PROGRESS_EVERY 0.5
-
 /* ---------------------------------------------------------------- worker */
 
 /* Grow the per-kernel-tensor arrays to hold n tensors. */
@@ -87,6 +82,7 @@ static mirs_status push_frame(mirs__search_worker *w, const mirs__search_move *i
   uint32_t n;
   MIRS_CHECK(ctx, mirs__search_gen_moves(w, &n));
   f->nmoves = n;
+  f->end = n;
   w->depth++;
   return MIRS_OK;
 }
@@ -761,6 +757,7 @@ void mirs__search_worker_free(mirs__search_worker *w) {
   mirs__core_free(ctx, w->shfit);
   mirs__core_free(ctx, w->kexpr);
   mirs__core_free(ctx, w->bexpr);
+  mirs__core_free(ctx, w->pathbuf);
   mirs__core_free(ctx, w);
   mirs__core_context_merge(ctx);
 }
@@ -791,84 +788,10 @@ uint64_t mirs__search_state_hash(const mirs__search_worker *w) {
   return mirs__hash_mix(h, (uint64_t)w->open);
 }
 
-/* ---------------------------------------------------------------- results */
+/* ---------------------------------------------------------------- candidates */
 
-/* Whether h is in the seen set; inserts it when insert. */
-static mirs_status seen_lookup(mirs_search *s, uint64_t h, bool insert, bool *found) {
-  mirs_context *ctx = s->ctx;
-  if (h == 0)
-    h = 1;
-  if (insert && (s->seen_n + 1) * 2 > s->seen_cap) {
-    size_t cap = s->seen_cap ? s->seen_cap * 2 : 1024;
-    uint64_t *t = mirs__core_calloc(ctx, cap, sizeof *t);
-    if (!t)
-      return MIRS_NOMEM;
-    for (size_t i = 0; i < s->seen_cap; i++)
-      if (s->seen[i]) {
-        size_t j = (size_t)(s->seen[i] * UINT64_C(0x9E3779B97F4A7C15) >> 20) & (cap - 1);
-        while (t[j])
-          j = (j + 1) & (cap - 1);
-        t[j] = s->seen[i];
-      }
-    mirs__core_free(ctx, s->seen);
-    s->seen = t;
-    s->seen_cap = cap;
-  }
-  *found = false;
-  if (!s->seen_cap)
-    return MIRS_OK;
-  size_t j = (size_t)(h * UINT64_C(0x9E3779B97F4A7C15) >> 20) & (s->seen_cap - 1);
-  while (s->seen[j]) {
-    if (s->seen[j] == h) {
-      *found = true;
-      return MIRS_OK;
-    }
-    j = (j + 1) & (s->seen_cap - 1);
-  }
-  if (insert) {
-    s->seen[j] = h;
-    s->seen_n++;
-  }
-  return MIRS_OK;
-}
-
-/* Give every tensor of r a name unique in r (outputs keep theirs). */
-static mirs_status unique_names(mirs_graph *r) {
-  for (int32_t t = 0; t < r->nt; t++) {
-    bool is_out = false;
-    for (int32_t i = 0; i < r->nout; i++)
-      if (r->outputs[i] == t)
-        is_out = true;
-    if (is_out || r->t[t].producer < 0)
-      continue;
-    bool clash = false;
-    for (int32_t u = 0; u < r->nt; u++)
-      if (u != t && !strcmp(r->t[u].name, r->t[t].name))
-        clash = true;
-    if (!clash)
-      continue;
-    char buf[48];
-    for (int k = 0;; k++) {
-      snprintf(buf, sizeof buf, "t%d_%d", (int)t, k);
-      if (mirs__graph_find(r, buf) < 0)
-        break;
-    }
-    char *nm = mirs__core_strdup(r->ctx, buf);
-    if (!nm)
-      return MIRS_NOMEM;
-    mirs__core_free(r->ctx, r->t[t].name);
-    r->t[t].name = nm;
-  }
-  return MIRS_OK;
-}
-
-static mirs_status verify_full_one(mirs_search *s, const mirs_graph *r, bool *eq);
-static mirs_status float_one(mirs_search *s, const mirs_graph *r, bool *ok, bool *skip);
-
-/* A complete candidate: name its outputs like the program's, deduplicate
- * by canonical hash, store and announce it if new.  One found on a
- * reduced instance that is the cheapest so far is verified at full shape
- * at once, so that a search stopped by a limit still reports its best. */
+/* A complete candidate: name its outputs like the program's and offer it
+ * to the result sink (sink.c), which deduplicates, stores and announces. */
 static mirs_status candidate(mirs__search_worker *w) {
   mirs_search *s = w->s;
   mirs_context *ctx = w->ctx;
@@ -911,104 +834,12 @@ static mirs_status candidate(mirs__search_worker *w) {
   for (int32_t i = 0; st == MIRS_OK && i < p->nout; i++)
     st = mirs__graph_mark_output(g, chosen[i]);
   uint64_t h = mirs__graph_hash(g);
-  bool found = false;
-  mirs_graph *r = NULL;
   if (st == MIRS_OK)
-    st = seen_lookup(s, h, true, &found);
-  if (st == MIRS_OK && !found)
-    st = mirs__graph_clone_in(s->ctx, g, &r);
+    st = mirs__sink_offer(w, g, h);
   g->nout = 0;
   for (int32_t i = 0; i < p->nout; i++)
     g->t[chosen[i]].name = saved[i];
-  if (st != MIRS_OK && mirs_last_status(s->ctx) != MIRS_OK)
-    mirs__core_error_copy(ctx, s->ctx); /* the copy is the search's */
   MIRS_CHECK(ctx, st);
-  if (found) {
-    MIRS_INC(&w->stats, duplicates);
-    return MIRS_OK;
-  }
-  /* The trials hold the bound for candidates of up to twice the program's
-   * degree; one of a higher degree is verified again, from scratch, with
-   * the trials its degree needs, so every result meets the bound. */
-  bool reduced = w->fphash != 0; /* verified at full shape at the end */
-  uint64_t dc = 0;
-  st = mirs__fp_graph_degree(r, &dc);
-  int need = st == MIRS_OK ? mirs__fp_trials_for(mirs__fp_degree_add(s->degree, dc),
-                                                  ctx->opt.verify_log2_bound)
-                            : 0;
-  if (st == MIRS_OK && !reduced && (need < 1 || need > s->trials)) {
-    MIRS_INC(&w->stats, fp_reverified);
-    int used;
-    mirs__fp_verdict v;
-    st = mirs__verify_fingerprints(ctx, p, r, &used, &v);
-    if (st == MIRS_UNSUPPORTED || (st == MIRS_OK && !v.equal)) {
-      if (st == MIRS_UNSUPPORTED)
-        mirs_clear_error(ctx);
-      MIRS_INC(&w->stats, fp_reverify_rejects);
-      mirs__graph_free(r);
-      return MIRS_OK;
-    }
-  }
-  r->ugraph = true;
-  if (st == MIRS_OK)
-    st = unique_names(r);
-  mirs__cost_result cr;
-  if (st == MIRS_OK)
-    st = mirs__cost_graph(ctx, s->device, r, &cr);
-  bool verified = false, float_checked = false;
-  /* (At most a tenth of the search's time goes to these early checks; the
-   * others wait for the end, which keeps the cost per state that of the
-   * reduced instance.) */
-  double now = mirs__core_now();
-  if (st == MIRS_OK && reduced && cr.feasible &&
-      (!s->have_best_full || cr.seconds < s->best_full) &&
-      s->early_seconds <= 0.1 * (now - s->t0)) {
-    MIRS_INC(&w->stats, full_verified);
-    st = verify_full_one(s, r, &verified);
-    if (st == MIRS_OK && !verified) {
-      MIRS_INC(&w->stats, full_rejects);
-      mirs__graph_free(r);
-      return MIRS_OK;
-    }
-    bool skip = true;
-    if (st == MIRS_OK && ctx->opt.float_check_top > 0) {
-      MIRS_INC(&w->stats, float_checks);
-      st = float_one(s, r, &verified, &skip);
-      if (st == MIRS_OK && !verified) {
-        MIRS_INC(&w->stats, float_rejects);
-        mirs__graph_free(r);
-        return MIRS_OK;
-      }
-    }
-    float_checked = !skip;
-    s->have_best_full = true;
-    s->best_full = cr.seconds;
-    s->early_seconds += mirs__core_now() - now;
-  }
-  /* s->res belongs to the search (freed through s->ctx): grow it there,
-   * not in the worker's context, or both contexts' accounting is off. */
-  if (st == MIRS_OK && s->nres >= s->capres)
-    st = mirs__core_grow(s->ctx, (void **)&s->res, &s->capres, s->nres + 1, sizeof *s->res);
-  if (st != MIRS_OK) {
-    if (mirs_last_status(ctx) == MIRS_OK)
-      mirs__core_error_copy(ctx, s->ctx);
-    mirs__graph_free(r);
-    return mirs__core_trace(ctx, st, __func__, __FILE__, __LINE__);
-  }
-  mirs__search_result *res = &s->res[s->nres++];
-  res->g = r;
-  res->hash = h;
-  res->cost = cr.feasible ? cr.seconds : INFINITY;
-  res->kernels = cr.kernels;
-  res->reduced = reduced;
-  res->verified = verified;
-  res->float_checked = float_checked;
-  res->found_at = mirs__core_now() - s->t0;
-  MIRS_INC(&w->stats, graphs_found);
-  mirs__core_log(ctx, MIRS_LOG_DEBUG, "search: found %016llx cost %g (%d kernels)",
-                 (unsigned long long)h, res->cost, (int)res->kernels);
-  if (s->on_result)
-    s->on_result(s->user, r, res->cost);
   return MIRS_OK;
 }
 
@@ -1037,7 +868,8 @@ static mirs_status enter(mirs__search_worker *w, uint32_t idx, bool *entered) {
   MIRS_CHECK(w->ctx, apply_move(w, &m, entered, &mark));
   if (!*entered)
     return MIRS_OK;
-  MIRS_INC(&w->stats, states_explored);
+  if (!w->replaying)
+    MIRS_INC(&w->stats, states_explored);
   if (w->ctx->opt.log_level >= MIRS_LOG_TRACE && m.kind == MIRS__MOVE_OPEN)
     mirs__core_log(w->ctx, MIRS_LOG_TRACE,
                    "search: depth %d move %u open grid [%d,%d,%d] block %d forloop %d",
@@ -1051,703 +883,214 @@ static mirs_status enter(mirs__search_worker *w, uint32_t idx, bool *entered) {
                    (int)m.in[1], m.dim, m.nload, (int)m.load[0].src, m.load[0].imap[0],
                    m.load[0].imap[1], m.load[0].imap[2], m.load[0].fmap, (int)m.load[1].src,
                    m.load[1].imap[0], m.load[1].imap[1], m.load[1].imap[2], m.load[1].fmap);
-  if (m.kind == MIRS__MOVE_KOP || m.kind == MIRS__MOVE_CLOSE)
-    MIRS_CHECK(w->ctx, check_complete(w));
-  return push_frame(w, &m, mark);
-}
-
-/* Rebuild the state of path from the root. */
-mirs_status mirs__search_replay(mirs__search_worker *w, const uint32_t *path, int32_t len) {
-  while (w->depth > 1)
-    pop_frame(w);
-  for (int32_t i = 0; i < len; i++) {
-    mirs__search_frame *f = &w->frames[w->depth - 1];
-    if (path[i] >= f->nmoves)
-      return MIRS_FAIL(w->ctx, MIRS_INVALID_ARG,
-                       "replay: index %u at depth %d is out of range (%u moves)", path[i], (int)i,
-                       f->nmoves);
-    f->next = path[i] + 1;
-    bool entered;
-    MIRS_CHECK(w->ctx, enter(w, path[i], &entered));
-    if (!entered)
-      return MIRS_FAIL(w->ctx, MIRS_INVALID_ARG, "replay: move %u at depth %d is refused",
-                       path[i], (int)i);
+  mirs_status st = MIRS_OK;
+  if (!w->replaying && (m.kind == MIRS__MOVE_KOP || m.kind == MIRS__MOVE_CLOSE))
+    st = check_complete(w);
+  size_t nmoves = w->nmoves;
+  if (st == MIRS_OK)
+    st = push_frame(w, &m, mark);
+  if (st != MIRS_OK) {
+    /* Failed or stopped (mirs_interrupt, a limit) after the move was
+     * applied: undo it, so the frames describe the worker's state and the
+     * move is still open work (re-entered, and counted, when resumed). */
+    mirs__search_frame tmp;
+    memset(&tmp, 0, sizeof tmp);
+    tmp.in = m;
+    tmp.mark = mark;
+    w->nmoves = nmoves;
+    undo_move(w, &tmp);
+    if (!w->replaying)
+      w->stats.v[MIRS__STAT_states_explored]--;
+    *entered = false;
+    return mirs__core_trace(w->ctx, st, __func__, __FILE__, __LINE__);
   }
   return MIRS_OK;
 }
 
-/* Sum a worker's counters (its own and its modules') into s. */
-/* Add counters st to the search's and to the context's. */
-static void add_stats(mirs_search *s, const mirs__stats *st) {
-  for (int i = 0; i < MIRS__STAT_COUNT; i++)
-    s->stats.v[i] += st->v[i];
-  mirs__core_stats_add(s->ctx, st);
-}
-
-static void collect_stats(mirs_search *s, mirs__search_worker *w) {
-  const mirs__prune_counters *c = mirs__prune_worker_counters(w->pw);
-  MIRS_ADD(&w->stats, prune_cache_hits, c->cache_hits);
-  MIRS_ADD(&w->stats, prune_weights, c->weight_refuted);
-  MIRS_ADD(&w->stats, solver_calls, c->solver_calls);
-  MIRS_ADD(&w->stats, solver_refuted, c->solver_sat);
-  MIRS_ADD(&w->stats, solver_no_model, c->solver_unsat);
-  MIRS_ADD(&w->stats, solver_unknown, c->solver_unknown);
-  s->solver_seconds += c->solver_seconds;
-  add_stats(s, &w->stats);
-  memset(&w->stats, 0, sizeof w->stats);
-}
-
-/* Fill the public stats of s (counters of w not yet collected included). */
-static void fill_stats(const mirs_search *s, const mirs__search_worker *w, mirs_search_stats *o) {
-  uint64_t v[MIRS__STAT_COUNT];
-  for (int i = 0; i < MIRS__STAT_COUNT; i++)
-    v[i] = s->stats.v[i] + (w ? w->stats.v[i] : 0);
-  memset(o, 0, sizeof *o);
-  o->struct_size = sizeof *o;
-  o->states_explored = v[MIRS__STAT_states_explored];
-  o->candidates_verified = v[MIRS__STAT_candidates_verified];
-  o->graphs_found = v[MIRS__STAT_graphs_found];
-  o->prune_calls = v[MIRS__STAT_prune_calls];
-  o->prune_cache_hits = v[MIRS__STAT_prune_cache_hits];
-  o->solver_calls = v[MIRS__STAT_solver_calls];
-  o->solver_seconds = s->solver_seconds;
-  if (w) {
-    const mirs__prune_counters *c = mirs__prune_worker_counters(w->pw);
-    o->prune_cache_hits += c->cache_hits;
-    o->solver_calls += c->solver_calls;
-    o->solver_seconds += c->solver_seconds;
-  }
-  o->wall_seconds = s->ran && !w ? s->wall : mirs__core_now() - s->t0;
-  o->complete = s->complete;
-  o->fingerprint_trials = s->trials;
-  o->log2_false_accept_bound = s->ctx->opt.verify_log2_bound;
-}
-
-/* Whether a limit or the caller asks the search to stop now. */
-static bool should_stop(mirs_search *s, mirs__search_worker *w, double *last_progress) {
-  mirs_context *ctx = s->ctx;
-  double now = mirs__core_now();
-  uint64_t states = s->stats.v[MIRS__STAT_states_explored] + w->stats.v[MIRS__STAT_states_explored];
-  if (ctx->opt.max_states > 0 && states >= (uint64_t)ctx->opt.max_states)
-    return true;
-  /* On reduced instances the last tenth of the time limit is kept for
-   * verifying the best results at full shape. */
-  double limit = ctx->opt.time_limit * (s->reduce_tile > 0 ? 0.9 : 1.0);
-  if (ctx->opt.time_limit > 0 && now - s->t0 >= limit) {
-    mirs__core_log(ctx, MIRS_LOG_INFO, "search: stopping at the time limit after %.1f s%s",
-                   now - s->t0,
-                   s->reduce_tile > 0 ? " (the rest is kept for full-shape verification)" : "");
-    return true;
-  }
-  size_t held = mirs_memory_current(ctx) + mirs_memory_current(w->ctx);
-  if (ctx->opt.max_memory > 0 && held > (size_t)ctx->opt.max_memory) {
-    mirs__core_log(ctx, MIRS_LOG_WARNING, "search: stopping at the memory limit (%zu bytes held)",
-                   held);
-    return true;
-  }
-  if (s->progress && now - *last_progress >= PROGRESS_EVERY) {
-    mirs_search_stats st;
-    fill_stats(s, w, &st);
-    s->progress(s->user, &st);
-    *last_progress = now;
-  }
-  return s->should_stop && s->should_stop(s->user);
-}
-
-/* The depth-first search of one worker from its current frames. */
-static mirs_status dfs(mirs_search *s, mirs__search_worker *w, bool *complete) {
-  double last_progress = s->t0;
-  uint64_t tick = 0;
-  *complete = false;
-  int64_t max_states = s->ctx->opt.max_states;
-  while (w->depth > 0) {
-    /* A stop request or limit seen by the watchdog, and max_states, are
-     * checked every state (one atomic load, two adds); the rest every
-     * CHECK_EVERY states. */
-    if (mirs__core_stopping(s->ctx)) {
-      (void)mirs__core_stopped(w->ctx, "search: stopping"); /* (formats the reason) */
-      mirs__core_log(s->ctx, MIRS_LOG_INFO, "%s", mirs_last_error(w->ctx));
-      mirs_clear_error(w->ctx);
-      return MIRS_OK;
-    }
-    if (max_states > 0 && s->stats.v[MIRS__STAT_states_explored] +
-                                  w->stats.v[MIRS__STAT_states_explored] >=
-                              (uint64_t)max_states)
-      return MIRS_OK;
-    if ((++tick % CHECK_EVERY) == 0 && should_stop(s, w, &last_progress))
-      return MIRS_OK;
+/* Rebuild the state of path from the root, reusing the frames the
+ * worker already has in common with it; no counter moves and no candidate
+ * is offered (the states were counted where they were first entered). */
+mirs_status mirs__search_replay(mirs__search_worker *w, const uint32_t *path, int32_t len) {
+  int32_t keep = 0;
+  while (keep < len && keep + 1 < w->depth && w->frames[keep].next - 1 == path[keep])
+    keep++;
+  while (w->depth > keep + 1)
+    pop_frame(w);
+  mirs__stats saved = w->stats;
+  w->replaying = true;
+  mirs_status st = MIRS_OK;
+  for (int32_t i = 0; i < keep; i++)
+    w->frames[i].end = w->frames[i].next;
+  for (int32_t i = keep; st == MIRS_OK && i < len; i++) {
     mirs__search_frame *f = &w->frames[w->depth - 1];
-    if (f->next >= f->nmoves) {
-      if (w->depth == 1) {
-        *complete = true;
+    if (path[i] >= f->nmoves) {
+      st = MIRS_FAIL(w->ctx, MIRS_INVALID_ARG,
+                     "replay: index %u at depth %d is out of range (%u moves)", path[i], (int)i,
+                     f->nmoves);
+      break;
+    }
+    f->next = f->end = path[i] + 1;
+    bool entered;
+    st = enter(w, path[i], &entered);
+    if (st == MIRS_OK && !entered)
+      st = MIRS_FAIL(w->ctx, MIRS_INVALID_ARG, "replay: move %u at depth %d is refused", path[i],
+                     (int)i);
+  }
+  w->replaying = false;
+  w->stats = saved;
+  MIRS_CHECK(w->ctx, st);
+  return MIRS_OK;
+}
+
+/* ---------------------------------------------------------------- tasks */
+
+/* Position w at task t. */
+mirs_status mirs__search_task_start(mirs__search_worker *w, const mirs__task *t) {
+  MIRS_CHECK(w->ctx, mirs__search_replay(w, t->path, t->len));
+  mirs__search_frame *f = &w->frames[w->depth - 1];
+  uint32_t hi = t->hi == MIRS__TASK_ALL ? f->nmoves : t->hi;
+  if (t->lo > hi || hi > f->nmoves)
+    return MIRS_FAIL(w->ctx, MIRS_INVALID_ARG,
+                     "task: move range [%u, %u) at depth %d is out of range (%u moves)", t->lo,
+                     t->hi, (int)t->len, f->nmoves);
+  f->next = t->lo;
+  f->end = hi;
+  w->base = w->depth - 1;
+  return MIRS_OK;
+}
+
+/* Run w's task for at most `budget` loop steps, entering at most
+ * `states` states. */
+mirs_status mirs__search_task_steps(mirs__search_worker *w, uint32_t budget, uint64_t states,
+                                    bool *done) {
+  *done = false;
+  uint64_t start = w->stats.v[MIRS__STAT_states_explored];
+  for (uint32_t i = 0; i < budget; i++) {
+    mirs__search_frame *f = &w->frames[w->depth - 1];
+    if (f->next >= f->end) {
+      if (w->depth - 1 <= w->base) {
+        *done = true;
         return MIRS_OK;
       }
       pop_frame(w);
       continue;
     }
+    if (w->stats.v[MIRS__STAT_states_explored] - start >= states)
+      return MIRS_OK;
     bool entered;
     mirs_status st = enter(w, f->next++, &entered);
     if (st == MIRS_STOPPED) {
-      /* Stopped inside the move (a long fingerprint or query): it was not
-       * applied, so it is still open work. */
-      mirs__core_log(s->ctx, MIRS_LOG_INFO, "%s", mirs_last_error(w->ctx));
-      mirs_clear_error(w->ctx);
+      /* Stopped inside the move (a long fingerprint or query, by
+       * mirs_interrupt or a limit): it was not applied, so it is still
+       * open work; the caller sees the stop and leaves the task. */
       w->frames[w->depth - 1].next--;
-      return MIRS_OK;
+      return st;
     }
     MIRS_CHECK(w->ctx, st);
   }
   return MIRS_OK;
 }
 
-/* Compare results by (cost, hash). */
-static int result_cmp(const void *a, const void *b) {
-  const mirs__search_result *x = a, *y = b;
-  if (x->cost != y->cost)
-    return x->cost < y->cost ? -1 : 1;
-  return x->hash < y->hash ? -1 : x->hash > y->hash ? 1 : 0;
+/* A new task (path[0..len), moves [lo, hi)), allocated without touching
+ * ctx's error slot (NULL when memory is short). */
+mirs__task *mirs__task_new(mirs_context *ctx, const uint32_t *path, int32_t len, uint32_t lo,
+                           uint32_t hi) {
+  mirs__task *t = mirs__core_alloc_quiet(ctx, sizeof *t + sizeof *path * (size_t)len);
+  if (!t)
+    return NULL;
+  t->next = NULL;
+  t->lo = lo;
+  t->hi = hi;
+  t->len = len;
+  if (len)
+    memcpy(t->path, path, sizeof *path * (size_t)len);
+  return t;
 }
 
-/* Whether the search's time limit has passed. */
-static bool time_up(const mirs_search *s) {
-  double lim = s->ctx->opt.time_limit;
-  return lim > 0 && mirs__core_now() - s->t0 >= lim;
+/* Free a task (NULL is a no-op). */
+void mirs__task_free(mirs_context *ctx, mirs__task *t) {
+  mirs__core_free(ctx, t);
 }
 
-/* Verify graph r at full shape with the search's trials (fingerprints of
- * the program and of the inputs kept between calls), or from scratch with
- * more where its degree needs them; *eq the verdict. */
-static mirs_status verify_full_one(mirs_search *s, const mirs_graph *r, bool *eq) {
-  mirs_context *ctx = s->ctx;
-  const mirs_graph *p = s->program;
-  uint64_t dc = 0;
-  *eq = false;
-  mirs_status st = mirs__fp_graph_degree(r, &dc);
-  if (st == MIRS_UNSUPPORTED) {
-    mirs_clear_error(ctx);
-    return MIRS_OK;
+/* Free a list of tasks. */
+void mirs__task_free_list(mirs_context *ctx, mirs__task *t) {
+  while (t) {
+    mirs__task *n = t->next;
+    mirs__task_free(ctx, t);
+    t = n;
   }
-  MIRS_CHECK(ctx, st);
-  int need = mirs__fp_trials_for(mirs__fp_degree_add(s->degree, dc), ctx->opt.verify_log2_bound);
-  mirs__fp_verdict v;
-  if (need < 1 || need > s->trials) {
-    int used;
-    st = mirs__verify_fingerprints(ctx, p, r, &used, &v);
-    if (st == MIRS_UNSUPPORTED) {
-      mirs_clear_error(ctx);
-      return MIRS_OK;
-    }
-    MIRS_CHECK(ctx, st);
-    *eq = v.equal;
-    return MIRS_OK;
-  }
-  uint64_t seed = (uint64_t)ctx->opt.seed;
-  if (!s->full_ref) {
-    MIRS_CHECK(ctx, mirs__fp_store_new(ctx, NULL, s->trials, seed, &s->full_ref));
-    MIRS_CHECK(ctx, mirs__fp_compute_graph(s->full_ref, p));
-  }
-  if (!s->full_cand)
-    MIRS_CHECK(ctx, mirs__fp_store_new(ctx, NULL, s->trials, seed, &s->full_cand));
-  /* Every result has the program's inputs first, in its order: their
-   * fingerprints stay. */
-  int32_t nin = 0;
-  while (nin < r->nt && r->t[nin].producer < 0)
-    nin++;
-  mirs__fp_truncate(s->full_cand, nin);
-  st = mirs__fp_extend(s->full_cand, r);
-  if (st == MIRS_OK)
-    st = mirs__fp_compare_outputs(s->full_ref, p, s->full_cand, r, &v);
-  mirs__fp_truncate(s->full_cand, nin);
-  if (st == MIRS_UNSUPPORTED || st == MIRS_LIMIT) {
-    mirs_clear_error(ctx);
-    return MIRS_OK;
-  }
-  MIRS_CHECK(ctx, st);
-  *eq = v.equal;
+}
+
+/* Path of frame i's state (frames[0..i)'s entered moves) into w's buffer. */
+static mirs_status frame_path(mirs__search_worker *w, int32_t i) {
+  if ((size_t)i > w->cappath)
+    MIRS_CHECK(w->ctx, mirs__core_grow(w->ctx, (void **)&w->pathbuf, &w->cappath, (size_t)i,
+                                       sizeof *w->pathbuf));
+  for (int32_t k = 0; k < i; k++)
+    w->pathbuf[k] = w->frames[k].next - 1;
   return MIRS_OK;
 }
 
-/* Verify the results found on a reduced instance at full shape, best
- * first, until verify_full_max of them pass (those verified when found
- * count too), none once the time limit has passed.  Drop those that fail
- * and those left unverified.  The set kept is the first verify_full_max
- * passing ones in (cost, hash) order, whatever was verified early. */
-static mirs_status full_verify(mirs_search *s) {
-  mirs_context *ctx = s->ctx;
-  int64_t max = ctx->opt.verify_full_max;
-  int64_t passed = 0;
-  size_t k = 0;
-  mirs__stats fs = {{0}};
-  mirs_status st = MIRS_OK;
-  bool stopped = false;
-  for (size_t i = 0; i < s->nres; i++) {
-    bool keep = true;
-    if (s->res[i].reduced) {
-      if (max >= 0 && passed >= max) {
-        keep = false;
-      } else if (!s->res[i].verified) {
-        if (st != MIRS_OK || stopped || time_up(s)) {
-          keep = false;
-        } else {
-          MIRS_INC(&fs, full_verified);
-          st = verify_full_one(s, s->res[i].g, &keep);
-          if (st == MIRS_STOPPED) {
-            /* Stopped (signal, limit): this and every later unverified
-             * result go unreported; the search says it is incomplete. */
-            mirs__core_log(ctx, MIRS_LOG_WARNING,
-                           "search: full-shape verification stopped (%s); results not yet "
-                           "verified are not reported",
-                           mirs_last_error(ctx));
-            mirs_clear_error(ctx);
-            s->complete = false;
-            stopped = true;
-            st = MIRS_OK;
-            keep = false;
-          } else if (st != MIRS_OK) {
-            keep = false;
-          } else if (!keep) {
-            MIRS_INC(&fs, full_rejects);
-            mirs__core_log(ctx, MIRS_LOG_WARNING,
-                           "search: result %016llx matched on the reduced instance but not at "
-                           "full shape; dropped",
-                           (unsigned long long)s->res[i].hash);
-            mirs__graph_free(s->res[i].g);
-            continue;
-          }
-        }
-      }
-      if (keep)
-        passed++;
-      else
-        MIRS_INC(&fs, full_unverified);
+/* Split off the shallowest unexplored range of w's task. */
+mirs__task *mirs__search_split(mirs__search_worker *w, mirs_context *tctx) {
+  for (int32_t i = w->base; i < w->depth; i++) {
+    mirs__search_frame *f = &w->frames[i];
+    uint32_t rem = f->end > f->next ? f->end - f->next : 0;
+    /* Below the top every remaining move is unexplored, so even one can
+     * go; at the top keep at least one to work on. */
+    if (rem == 0 || (i == w->depth - 1 && rem < 2))
+      continue;
+    uint32_t mid = f->next + rem / 2;
+    if (frame_path(w, i) != MIRS_OK) {
+      mirs_clear_error(w->ctx);
+      return NULL;
     }
-    if (keep) {
-      s->res[i].reduced = false;
-      s->res[k++] = s->res[i];
-    } else {
-      mirs__graph_free(s->res[i].g);
-    }
+    mirs__task *t = mirs__task_new(tctx, w->pathbuf, i, mid, f->end);
+    if (t)
+      f->end = mid;
+    return t;
   }
-  s->nres = k;
-  if (fs.v[MIRS__STAT_full_unverified] > 0)
-    mirs__core_log(ctx, MIRS_LOG_INFO,
-                   "search: %llu graphs found on the reduced instance were not verified at full "
-                   "shape (verify_full_max %lld or the time limit) and are not reported",
-                   (unsigned long long)fs.v[MIRS__STAT_full_unverified], (long long)max);
-  /* The full-shape stores are large: free them now. */
-  mirs__fp_store_free(s->full_ref);
-  mirs__fp_store_free(s->full_cand);
-  s->full_ref = s->full_cand = NULL;
-  add_stats(s, &fs);
-  return st;
+  return NULL;
 }
 
-/* Evaluate r in float64 and compare it with the program's outputs
- * (evaluated once per search and kept); *ok the verdict, *skip when the
- * program is too large for the interpreter. */
-static mirs_status float_one(mirs_search *s, const mirs_graph *r, bool *ok, bool *skip) {
-  mirs_context *ctx = s->ctx;
-  *ok = true;
-  *skip = false;
-  if (s->ref_eval_limit) {
-    *skip = true;
-    return MIRS_OK;
+/* The unexplored part of w's task as tasks, pushed onto *list. */
+mirs_status mirs__search_leftover(mirs__search_worker *w, mirs_context *tctx, mirs__task **list) {
+  for (int32_t i = w->depth - 1; i >= w->base; i--) {
+    mirs__search_frame *f = &w->frames[i];
+    if (f->next >= f->end)
+      continue;
+    MIRS_CHECK(w->ctx, frame_path(w, i));
+    mirs__task *t = mirs__task_new(tctx, w->pathbuf, i, f->next, f->end);
+    if (!t)
+      return MIRS_FAIL(w->ctx, MIRS_NOMEM, "out of memory (the open work of a stopped search)");
+    t->next = *list;
+    *list = t;
+    f->end = f->next;
   }
-  if (!s->ref_eval) {
-    mirs_status st = mirs_graph_eval(s->program, (uint64_t)ctx->opt.seed, &s->ref_eval);
-    if (st == MIRS_LIMIT) {
-      mirs__core_log(ctx, MIRS_LOG_WARNING, "search: program too large for the float64 check");
-      mirs_clear_error(ctx);
-      s->ref_eval_limit = true;
-      *skip = true;
-      return MIRS_OK;
-    }
-    MIRS_CHECK(ctx, st);
-  }
-  const mirs_eval_result *ref = s->ref_eval;
-  mirs_eval_result *e;
-  MIRS_CHECK(ctx, mirs_graph_eval(r, (uint64_t)ctx->opt.seed, &e));
-  double tol = ctx->opt.float_tolerance;
-  for (int o = 0; *ok && o < mirs_eval_num_outputs(ref); o++) {
-    int64_t n1, n2;
-    const double *a = mirs_eval_output_values(ref, o, &n1);
-    const double *b = o < mirs_eval_num_outputs(e) ? mirs_eval_output_values(e, o, &n2) : NULL;
-    if (!b || n1 != n2) {
-      *ok = false;
-      break;
-    }
-    double scale = 0;
-    for (int64_t j = 0; j < n1; j++)
-      scale = fmax(scale, fabs(a[j]));
-    for (int64_t j = 0; j < n1 && *ok; j++)
-      if (!(fabs(a[j] - b[j]) <= tol * fmax(scale, 1e-300)))
-        *ok = false;
-  }
-  mirs_eval_result_destroy(e);
   return MIRS_OK;
 }
 
-/* Check the best results in float64 against the program (those checked
- * when found are not checked again); drop failures.  Stops at the time
- * limit. */
-static mirs_status float_check(mirs_search *s) {
-  mirs_context *ctx = s->ctx;
-  int64_t top = ctx->opt.float_check_top;
-  size_t k = 0;
-  mirs__stats fs = {{0}};
-  mirs_status st = MIRS_OK;
-  for (size_t i = 0; i < s->nres; i++) {
-    bool ok = true, skip = false;
-    if ((int64_t)i < top && !s->res[i].float_checked && st == MIRS_OK) {
-      if (time_up(s)) {
-        mirs__core_log(ctx, MIRS_LOG_INFO,
-                       "search: float64 check stopped at the time limit after %zu results", i);
-        top = (int64_t)i;
-      } else {
-        st = float_one(s, s->res[i].g, &ok, &skip);
-        if (st == MIRS_STOPPED) {
-          /* Stopped: this and the later results keep their fingerprint
-           * verdict (the sound one) without the float64 check. */
-          mirs__core_log(ctx, MIRS_LOG_WARNING,
-                         "search: float64 check of results %zu.. not run (%s)", i + 1,
-                         mirs_last_error(ctx));
-          mirs_clear_error(ctx);
-          s->complete = false;
-          top = (int64_t)i;
-          st = MIRS_OK;
-          ok = true;
-        } else if (st != MIRS_OK) {
-          ok = true;
-        } else if (!skip) {
-          MIRS_INC(&fs, float_checks);
-        }
-      }
-    }
-    if (ok) {
-      s->res[k++] = s->res[i];
-    } else {
-      MIRS_INC(&fs, float_rejects);
-      mirs__core_log(ctx, MIRS_LOG_WARNING,
-                     "search: result %016llx matched by fingerprints but not in float64; dropped",
-                     (unsigned long long)s->res[i].hash);
-      mirs__graph_free(s->res[i].g);
-    }
-  }
-  s->nres = k;
-  mirs_eval_result_destroy(s->ref_eval);
-  s->ref_eval = NULL;
-  add_stats(s, &fs);
-  return st;
-}
-
-/* ---------------------------------------------------------------- public API */
-
-/* Fill s->sym_need (see search.h); leaves it NULL where the bound does
- * not apply. */
-static mirs_status sym_need_build(mirs_search *s) {
-  mirs_context *ctx = s->ctx;
-  const mirs_graph *p = s->program;
-  if (p->nout > 8)
-    return MIRS_OK;
-  mirs__abs_arena a;
-  MIRS_CHECK(ctx, mirs__abs_arena_init(&a, ctx));
-  mirs__abs_id *kexpr = mirs__core_alloc(ctx, ((size_t)p->nt + 1) * sizeof *kexpr);
-  mirs__abs_id e[8];
-  mirs_status st = kexpr ? mirs__abs_graph(&a, p, kexpr) : MIRS_NOMEM;
-  bool ok = st == MIRS_OK;
-  for (int32_t i = 0; ok && i < p->nout; i++) {
-    e[i] = kexpr[p->outputs[i]];
-    ok = e[i] != MIRS__ABS_NONE && !mirs__abs_node_at(&a, e[i])->boxed;
-  }
-  size_t nmask = (size_t)1 << p->nout;
-  if (ok) {
-    s->sym_need = mirs__core_calloc(ctx, nmask, sizeof *s->sym_need);
-    if (!s->sym_need)
-      st = MIRS_NOMEM;
-  }
-  for (size_t mask = 1; ok && st == MIRS_OK && mask < nmask; mask++) {
-    mirs__abs_id sel[8];
-    int32_t n = 0;
-    for (int32_t i = 0; i < p->nout; i++)
-      if ((mask >> i) & 1)
-        sel[n++] = e[i];
-    ok = mirs__abs_count_symbols(&a, sel, n, s->sym_need[mask]);
-  }
-  if (!ok || st != MIRS_OK) {
-    mirs__core_free(ctx, s->sym_need);
-    s->sym_need = NULL;
-  }
-  if (st == MIRS_LIMIT) {
-    mirs_clear_error(ctx); /* an extent overflow: no bound, not an error */
-    st = MIRS_OK;
-  }
-  mirs__core_free(ctx, kexpr);
-  mirs__abs_arena_free(&a);
-  return st;
-}
-
-/* The watchdog's deadline and memory limit for an operation starting now. */
-static mirs_status watch_limits(mirs_context *ctx, double t0) {
-  double deadline = ctx->opt.time_limit > 0 ? t0 + ctx->opt.time_limit : 0;
-  size_t mem = ctx->opt.max_memory > 0 ? (size_t)ctx->opt.max_memory : 0;
-  return mirs__core_watch_start(ctx, deadline, mem);
-}
-
-static mirs_status search_create(mirs_context *ctx, const mirs_graph *program, mirs_search **out);
-
-/* Prepare a search of program.  The setup (fingerprints of the program at
- * its full shape, the pruning targets) honours the time and memory limits
- * and mirs_interrupt: stopped there, the search is created but runs
- * nothing (incomplete, with a warning saying why). */
-mirs_status mirs_search_create(mirs_context *ctx, const mirs_graph *program, mirs_search **out) {
-  if (!ctx)
-    return MIRS_INVALID_ARG;
-  if (out)
-    *out = NULL;
-  MIRS_CHECK(ctx, watch_limits(ctx, mirs__core_now()));
-  mirs_status st = search_create(ctx, program, out);
-  mirs__core_watch_stop(ctx);
-  MIRS_CHECK(ctx, st);
+/* Re-find the candidate at path (a result a checkpoint recorded): replay
+ * to its parent and enter it, offering it to the sink; counters are left
+ * as they were (the checkpoint has them). */
+mirs_status mirs__search_restore(mirs__search_worker *w, const uint32_t *path, int32_t len) {
+  if (len < 1)
+    return MIRS_FAIL(w->ctx, MIRS_INVALID_ARG, "restore: empty result path");
+  MIRS_CHECK(w->ctx, mirs__search_replay(w, path, len - 1));
+  mirs__search_frame *f = &w->frames[w->depth - 1];
+  if (path[len - 1] >= f->nmoves)
+    return MIRS_FAIL(w->ctx, MIRS_INVALID_ARG, "restore: index %u at depth %d is out of range",
+                     path[len - 1], (int)(len - 1));
+  mirs__stats saved = w->stats;
+  f->next = f->end = path[len - 1] + 1;
+  bool entered;
+  w->restoring = true;
+  mirs_status st = enter(w, path[len - 1], &entered);
+  w->restoring = false;
+  w->stats = saved;
+  MIRS_CHECK(w->ctx, st);
+  if (!entered)
+    return MIRS_FAIL(w->ctx, MIRS_INVALID_ARG, "restore: move %u at depth %d is refused",
+                     path[len - 1], (int)(len - 1));
   return MIRS_OK;
-}
-
-/* The body of mirs_search_create. */
-static mirs_status search_create(mirs_context *ctx, const mirs_graph *program, mirs_search **out) {
-  if (!program || !out)
-    return MIRS_FAIL(ctx, MIRS_INVALID_ARG, "mirs_search_create: NULL argument");
-  *out = NULL;
-  if (program->ctx != ctx)
-    return MIRS_FAIL(ctx, MIRS_INVALID_ARG, "mirs_search_create: the program belongs to another "
-                     "context");
-  if (program->nout == 0)
-    return MIRS_FAIL(ctx, MIRS_INVALID_ARG, "program '%s' has no output", program->name);
-  mirs_search *s = mirs__core_calloc(ctx, 1, sizeof *s);
-  if (!s)
-    return MIRS_NOMEM;
-  s->ctx = ctx;
-  mirs_status st = mirs__search_space_parse(ctx, &s->space);
-  if (st == MIRS_OK)
-    st = mirs__graph_clone(program, &s->program);
-  if (st == MIRS_OK)
-    mirs__search_space_budget(&s->space, program, ctx->opt.op_budget);
-  if (st == MIRS_OK && ctx->opt.grid_dims)
-    mirs__search_space_dim_grids(&s->space, program);
-  if (st == MIRS_OK) {
-    s->plab = mirs__core_calloc(ctx, (size_t)program->nt * MIRS_MAX_DIMS + 1, 1);
-    st = s->plab ? mirs__search_label_program(ctx, s->program, s->plab, &s->space)
-                 : MIRS_NOMEM;
-  }
-  uint64_t degree = 0;
-  if (st == MIRS_OK)
-    st = mirs__fp_graph_degree(program, &degree);
-  if (st == MIRS_OK) {
-    /* The bound counts deg(reference) + deg(candidate); allow a candidate
-     * of up to twice the program's degree. */
-    s->degree = degree;
-    uint64_t d = degree < 1 ? 2 : mirs__fp_degree_mul(degree, 3);
-    s->trials = mirs__fp_trials_for(d, ctx->opt.verify_log2_bound);
-    if (s->trials < 1)
-      s->trials = MIRS__FP_MAX_TRIALS;
-    int64_t total = 0;
-    for (int32_t t = 0; t < program->nt; t++) {
-      int64_t n = mirs__shape_numel(&program->t[t].shape);
-      total = n > INT64_MAX - total ? INT64_MAX : total + n;
-    }
-    if (ctx->opt.fp_reduce && total > ctx->opt.fp_reduce_min_elements)
-      s->reduce_tile = ctx->opt.fp_reduce_tile;
-    s->reduce_parts = (int32_t)ctx->opt.fp_reduce_parts;
-  }
-  if (st == MIRS_OK) {
-    mirs__prune_config cfg;
-    mirs__prune_config_default(&cfg);
-    cfg.enabled = ctx->opt.prune != 0;
-    cfg.use_solver = ctx->opt.prune_solver != 0;
-    cfg.rlimit = (unsigned)ctx->opt.prune_rlimit;
-    cfg.timeout_ms = (unsigned)ctx->opt.prune_timeout_ms;
-    st = mirs__prune_shared_new(ctx, s->program, &cfg, &s->prune);
-  }
-  if (st == MIRS_OK) {
-    /* Pruning refuses any expression with a symbol its targets lack, so
-     * accum_rms is useless when no target has an rms. */
-    s->space.rms_useful = s->space.bop[MIRS_OP_ACCUM_RMS];
-    if (ctx->opt.prune && s->space.rms_useful) {
-      s->space.rms_useful = false;
-      const mirs__abs_arena *ta = mirs__prune_target_arena(s->prune);
-      for (int i = 0; i < mirs__prune_num_targets(s->prune); i++)
-        if (mirs__abs_node_at(ta, mirs__prune_target(s->prune, i))->bits & MIRS__ABS_BIT_RMS)
-          s->space.rms_useful = true;
-    }
-  }
-  if (st == MIRS_OK && ctx->opt.prune)
-    st = sym_need_build(s);
-  if (st == MIRS_OK)
-    st = mirs__cost_profiles_load(ctx, NULL, &s->profiles);
-  if (st == MIRS_OK) {
-    st = mirs__cost_find(ctx, s->profiles, ctx->opt.cost_device, &s->device);
-    if (st != MIRS_OK)
-      st = mirs__core_trace(ctx, st, __func__, __FILE__, __LINE__);
-  }
-  if (st == MIRS_STOPPED && s->program) {
-    /* A limit or an interrupt during the setup: the search exists but
-     * runs nothing (mirs_search_run returns at once, incomplete), so a
-     * caller reports an empty incomplete result like any stopped search. */
-    snprintf(s->setup_stopped, sizeof s->setup_stopped, "%s", mirs_last_error(ctx));
-    mirs_clear_error(ctx);
-    /* (The report still prices the unfused program: the device profile
-     * is cheap and polls nothing.) */
-    st = s->profiles ? MIRS_OK : mirs__cost_profiles_load(ctx, NULL, &s->profiles);
-    if (st == MIRS_OK && !s->device)
-      st = mirs__cost_find(ctx, s->profiles, ctx->opt.cost_device, &s->device);
-    if (st != MIRS_OK) {
-      mirs_search_destroy(s);
-      return mirs__core_trace(ctx, st, __func__, __FILE__, __LINE__);
-    }
-    *out = s;
-    return MIRS_OK;
-  }
-  if (st != MIRS_OK) {
-    mirs_search_destroy(s);
-    return mirs__core_trace(ctx, st, __func__, __FILE__, __LINE__);
-  }
-  mirs__core_log(ctx, MIRS_LOG_DEBUG, "search: %d fingerprint trials (program degree %llu)",
-                 s->trials, (unsigned long long)degree);
-  *out = s;
-  return MIRS_OK;
-}
-
-/* Install callbacks. */
-mirs_status mirs_search_set_callbacks(mirs_search *s, mirs_search_progress_fn progress,
-                                      mirs_search_result_fn on_result,
-                                      mirs_search_stop_fn should_stop_fn, void *user) {
-  if (!s)
-    return MIRS_INVALID_ARG;
-  s->progress = progress;
-  s->on_result = on_result;
-  s->should_stop = should_stop_fn;
-  s->user = user;
-  return MIRS_OK;
-}
-
-/* Run the search. */
-mirs_status mirs_search_run(mirs_search *s) {
-  if (!s)
-    return MIRS_INVALID_ARG;
-  mirs_context *ctx = s->ctx;
-  if (s->ran)
-    return MIRS_FAIL(ctx, MIRS_INVALID_ARG, "mirs_search_run: this search has already run");
-  if (s->running)
-    return MIRS_FAIL(ctx, MIRS_INVALID_ARG, "mirs_search_run: called again from its own callback");
-  if (s->setup_stopped[0]) {
-    mirs__core_log(ctx, MIRS_LOG_WARNING, "search: stopped during setup (%s); nothing searched",
-                   s->setup_stopped);
-    s->ran = true;
-    s->complete = false;
-    return MIRS_OK;
-  }
-  s->running = true;
-  s->t0 = mirs__core_now();
-  MIRS_CHECK(ctx, watch_limits(ctx, s->t0));
-  clock_t c0 = clock();
-  mirs__search_worker *w;
-  mirs_status st = mirs__search_worker_new(s, &w);
-  if (st == MIRS_STOPPED) { /* (stopped while replaying the root) */
-    mirs_clear_error(ctx);
-    st = MIRS_OK;
-    w = NULL;
-  } else if (st != MIRS_OK) {
-    mirs__core_watch_stop(ctx);
-    s->running = false;
-    return mirs__core_trace(ctx, st, __func__, __FILE__, __LINE__);
-  }
-  bool complete = false;
-  if (w) {
-    st = dfs(s, w, &complete);
-    if (st != MIRS_OK)
-      mirs__core_error_copy(ctx, w->ctx);
-    collect_stats(s, w);
-    mirs__search_worker_free(w);
-  }
-  s->complete = st == MIRS_OK && complete;
-  if (st == MIRS_OK) {
-    if (s->nres > 1)
-      qsort(s->res, s->nres, sizeof *s->res, result_cmp);
-    double t1 = mirs__core_now(), cpu = (double)(clock() - c0) / CLOCKS_PER_SEC;
-    double n = (double)s->stats.v[MIRS__STAT_states_explored];
-    mirs__core_log(ctx, MIRS_LOG_DEBUG,
-                   "search: %.0f states in %.3f s (%.0f states/s), %.3f s of process CPU "
-                   "(%.0f states per CPU second), %.3f s of it verifying new bests at full shape",
-                   n, t1 - s->t0, t1 > s->t0 ? n / (t1 - s->t0) : 0.0, cpu, cpu > 0 ? n / cpu : 0.0,
-                   s->early_seconds);
-    st = full_verify(s);
-    if (st == MIRS_OK)
-      st = float_check(s);
-  }
-  mirs__core_watch_stop(ctx);
-  s->running = false;
-  s->wall = mirs__core_now() - s->t0;
-  s->ran = true;
-  if (s->progress) {
-    mirs_search_stats o;
-    fill_stats(s, NULL, &o);
-    s->progress(s->user, &o);
-  }
-  MIRS_CHECK(ctx, st);
-  return MIRS_OK;
-}
-
-/* Number of results. */
-int mirs_search_num_results(const mirs_search *s) {
-  return s ? (int)s->nres : 0;
-}
-
-/* Result index (best first). */
-const mirs_graph *mirs_search_result(const mirs_search *s, int index) {
-  return s && index >= 0 && (size_t)index < s->nres ? s->res[index].g : NULL;
-}
-
-/* Predicted seconds of result index. */
-double mirs_search_result_cost(const mirs_search *s, int index) {
-  return s && index >= 0 && (size_t)index < s->nres ? s->res[index].cost : NAN;
-}
-
-/* Canonical hash of result index. */
-uint64_t mirs_search_result_hash(const mirs_search *s, int index) {
-  return s && index >= 0 && (size_t)index < s->nres ? s->res[index].hash : 0;
-}
-
-/* Kernel launches of result index. */
-int mirs_search_result_kernels(const mirs_search *s, int index) {
-  return s && index >= 0 && (size_t)index < s->nres ? (int)s->res[index].kernels : 0;
-}
-
-/* Statistics so far, at most size bytes of them. */
-mirs_status mirs_search_get_stats_sized(const mirs_search *s, mirs_search_stats *out,
-                                        size_t size) {
-  if (!s || !out || size < sizeof(size_t))
-    return MIRS_INVALID_ARG;
-  mirs_search_stats full;
-  fill_stats(s, NULL, &full);
-  full.struct_size = size < sizeof full ? size : sizeof full;
-  memcpy(out, &full, full.struct_size);
-  return MIRS_OK;
-}
-
-/* Release the search. */
-void mirs_search_destroy(mirs_search *s) {
-  if (!s)
-    return;
-  mirs_context *ctx = s->ctx;
-  for (size_t i = 0; i < s->nres; i++)
-    mirs__graph_free(s->res[i].g);
-  mirs__core_free(ctx, s->res);
-  mirs__core_free(ctx, s->seen);
-  mirs__core_free(ctx, s->plab);
-  mirs__core_free(ctx, s->sym_need);
-  mirs__fp_store_free(s->full_ref);
-  mirs__fp_store_free(s->full_cand);
-  mirs_eval_result_destroy(s->ref_eval);
-  mirs__prune_shared_free(s->prune);
-  mirs__cost_profiles_free(s->profiles);
-  mirs__graph_free(s->program);
-  mirs__core_free(ctx, s);
 }

@@ -30,6 +30,8 @@
 #ifndef MIRS_SEARCH_SEARCH_H
 #define MIRS_SEARCH_SEARCH_H
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -194,6 +196,8 @@ typedef struct mirs__search_btinfo {
 typedef struct mirs__search_frame {
   size_t moff;           /* first move in the worker's move arena */
   uint32_t nmoves, next; /* next: the next move index to try */
+  uint32_t end;          /* moves [next, end) are this worker's to try; the
+                          * rest belong to other tasks (split off) */
   mirs__search_move in;  /* the move that entered this state (not the root) */
   mirs__abs_mark mark;   /* abstract-expression arena before that move */
 } mirs__search_frame;
@@ -211,11 +215,32 @@ typedef struct mirs__search_ref {
 /* References a worker keeps (round robin past this). */
 #define MIRS__SEARCH_NREFS 16
 
-/* Everything one worker mutates.  (The next issue splits it into the part
- * thieves touch and the owner's part.) */
+/* A task, the unit of work that is stolen, checkpointed and (later) sent
+ * between ranks: the subtrees of moves [lo, hi) of the state at
+ * path[0..len).  A search is the task (root, [0, moves of the root)); a
+ * task splits into (path, [lo, m)) and (path, [m, hi)), and the deeper
+ * frames of a running task into tasks of their own, so any set of tasks
+ * that a split produced covers exactly the states of the original.  Plain
+ * data (no pointers but the list link): it serialises as its numbers
+ * (checkpoint.c). */
+typedef struct mirs__task {
+  struct mirs__task *next; /* list link (open work, checkpoints) */
+  uint32_t lo, hi; /* hi MIRS__TASK_ALL: to the last move of the state */
+  int32_t len;
+  uint32_t path[];
+} mirs__task;
+#define MIRS__TASK_ALL UINT32_MAX
+
+/* Everything one worker mutates (its DFS state; owner only: the pool's
+ * thief-visible part is in pool.c). */
 struct mirs__search_worker {
   mirs_search *s;
-  mirs_context *ctx;
+  mirs_context *ctx; /* the worker's environment (mirs__core_context_child) */
+  int32_t base;      /* frames[base] is the current task's state */
+  bool replaying;    /* replay: no counters, no candidates */
+  bool restoring;    /* re-finding a checkpoint's result (sink: no early checks) */
+  uint32_t *pathbuf; /* scratch: a path */
+  size_t cappath;
   mirs_graph *g;      /* the state's kernel graph */
   mirs__bgraph **bgs; /* working block graphs, one per opened custom kernel */
   int nbg;            /* opened custom kernels (closed or open) */
@@ -282,6 +307,14 @@ struct mirs__search_worker {
   mirs__stats stats;
 };
 
+/* One hash the sink has seen (sink.c). */
+typedef struct mirs__sink_entry {
+  uint64_t hash;
+  int32_t res;  /* index in res (until the results are ranked); -1: rejected */
+  int32_t plen; /* the smallest path it was found at: paths[poff..poff+plen) */
+  size_t poff;
+} mirs__sink_entry;
+
 /* One result. */
 typedef struct mirs__search_result {
   mirs_graph *g;
@@ -323,15 +356,51 @@ struct mirs_search {
   mirs_search_result_fn on_result;
   mirs_search_stop_fn should_stop;
   void *user;
-  uint64_t *seen; /* open-addressing set of result hashes (0 = empty) */
-  size_t seen_cap, seen_n;
+  /* The result sink (sink.c), under `lock`: one entry per hash offered. */
+  pthread_mutex_t lock;
+  pthread_mutex_t log_lock; /* workers' log messages, one at a time */
+  mirs__sink_entry *ent;
+  size_t nent, capent;
+  uint32_t *idx; /* open addressing: entry + 1 (0 = empty) */
+  size_t idxcap;
+  uint32_t *paths; /* the entries' paths */
+  size_t npaths, cappaths;
   mirs__search_result *res;
   size_t nres, capres;
-  mirs__stats stats; /* summed from the workers */
+  mirs__stats stats; /* summed from the workers (and a resumed checkpoint) */
   double t0, wall;
-  bool complete, ran;
   bool running; /* inside mirs_search_run (re-entry from a callback is refused) */
   char setup_stopped[256]; /* why the setup stopped ("": it did not) */
+  double wall_before;   /* wall seconds of the runs a resumed checkpoint records */
+  /* Parallel run (pool.c, api.c). */
+  int threads;          /* workers of the next run (option threads, resolved) */
+  int threads_used;     /* workers of the last run */
+  _Atomic int halt;     /* MIRS__HALT_* bits; set from any thread or a signal handler */
+  _Atomic int halt_why; /* MIRS__WHY_*: the first reason a run halted (0: none) */
+  mirs__task *open;     /* unexplored work: seeds of the next run, open work after a stop */
+  char *ckpt_path;      /* periodic checkpoints (mirs_search_set_checkpoint) */
+  double ckpt_last;
+  bool complete, ran, resumed;
+};
+
+/* Why workers stop (bits of mirs_search.halt; the context's own stop
+ * requests, mirs_interrupt and the watchdog's limits, are core.h's
+ * MIRS__STOP_* bits, which the pool turns into these). */
+enum {
+  MIRS__HALT_USER = 1,       /* mirs_search_stop, should_stop or mirs_interrupt */
+  MIRS__HALT_LIMIT = 2,      /* max_states, time_limit, max_memory */
+  MIRS__HALT_ERROR = 4,      /* a worker failed */
+  MIRS__HALT_CHECKPOINT = 8  /* a periodic checkpoint is due (the run goes on) */
+};
+/* The first reason a run halted (mirs_search.halt_why), for its log line. */
+enum {
+  MIRS__WHY_NONE = 0,
+  MIRS__WHY_USER,      /* mirs_search_stop or should_stop */
+  MIRS__WHY_INTERRUPT, /* mirs_interrupt (a signal in the CLI) */
+  MIRS__WHY_TIME,      /* time_limit */
+  MIRS__WHY_MEMORY,    /* max_memory */
+  MIRS__WHY_STATES,    /* max_states */
+  MIRS__WHY_ERROR      /* a worker failed */
 };
 
 /* ---------------------------------------------------------------- space.c */
@@ -481,5 +550,69 @@ mirs_status mirs__search_replay(mirs__search_worker *w, const uint32_t *path, in
 int32_t mirs__search_path(const mirs__search_worker *w, uint32_t *path, int32_t cap);
 /* Canonical hash of the worker's current partial graph (tests). */
 uint64_t mirs__search_state_hash(const mirs__search_worker *w);
+/* Position w at task t (replay its path; its last frame open on [lo, hi)).
+ * MIRS_INVALID_ARG when the path or range does not fit the space. */
+mirs_status mirs__search_task_start(mirs__search_worker *w, const mirs__task *t);
+/* Run w's current task for at most budget steps (a step enters or leaves
+ * one state), entering at most `states` states; *done when it has no work
+ * left.  MIRS_STOPPED (the error set in w's context) when a stop request
+ * or limit interrupted a move: the move stays open work. */
+mirs_status mirs__search_task_steps(mirs__search_worker *w, uint32_t budget, uint64_t states,
+                                    bool *done);
+/* Split off the shallowest unexplored range of w's task as a new task
+ * (allocated in tctx, quietly); NULL when there is none or memory is short. */
+mirs__task *mirs__search_split(mirs__search_worker *w, mirs_context *tctx);
+/* Move the unexplored part of w's task (every frame's [next, end)) into
+ * tasks pushed onto *list (allocated in tctx). */
+mirs_status mirs__search_leftover(mirs__search_worker *w, mirs_context *tctx, mirs__task **list);
+/* Re-find the candidate at path[0..len) (a result a checkpoint recorded)
+ * and offer it to the sink, counters unchanged. */
+mirs_status mirs__search_restore(mirs__search_worker *w, const uint32_t *path, int32_t len);
+/* Tasks: new (quiet allocation in ctx; NULL when short of memory), free. */
+mirs__task *mirs__task_new(mirs_context *ctx, const uint32_t *path, int32_t len, uint32_t lo,
+                           uint32_t hi);
+void mirs__task_free(mirs_context *ctx, mirs__task *t);
+void mirs__task_free_list(mirs_context *ctx, mirs__task *t);
+
+/* ---------------------------------------------------------------- sink.c */
+
+/* Offer candidate g (its outputs named, canonical hash h), found by w at
+ * its current path (called from within the move that entered it).
+ * Thread-safe. */
+mirs_status mirs__sink_offer(mirs__search_worker *w, const mirs_graph *g, uint64_t h);
+/* Whether hash h was accepted (1), rejected by the stronger check (0) or
+ * never offered (-1). */
+int mirs__sink_find(const mirs_search *s, uint64_t h);
+void mirs__sink_lock(mirs_search *s);
+void mirs__sink_unlock(mirs_search *s);
+/* Drop the result of hash h, if accepted (a resumed checkpoint recorded
+ * it as rejected by a check made when it was found).  Workers stopped. */
+void mirs__sink_reject(mirs_search *s, uint64_t h);
+/* Add counters to the search's and its context's (workers stopped). */
+void mirs__sink_add_stats(mirs_search *s, const mirs__stats *st);
+/* Rank the results and float64-check the best (workers stopped). */
+mirs_status mirs__sink_finish(mirs_search *s);
+
+/* ---------------------------------------------------------------- pool.c */
+
+/* Run the tasks in s->open on s->threads workers until they are done or
+ * s->stop is set; afterwards s->open holds the unexplored work (empty when
+ * the run completed) and the workers' counters are summed into s.  A
+ * periodic checkpoint (s->ckpt_path) stops and restarts the workers. */
+mirs_status mirs__pool_run(mirs_search *s);
+/* CPUs this process may use: the affinity mask, lowered to
+ * SLURM_CPUS_PER_TASK, replaced by OMP_NUM_THREADS when that is set. */
+int mirs__pool_usable_cpus(void);
+
+/* ---------------------------------------------------------------- checkpoint.c */
+
+/* Write s's state (results as paths, open work, counters) to path
+ * atomically. */
+mirs_status mirs__checkpoint_write(mirs_search *s, const char *path);
+/* Load a checkpoint written for the same program, options and format
+ * into s (before its run): its open work becomes the seeds, its results
+ * are re-found.  MIRS_INVALID_ARG naming the file and the mismatch for a
+ * damaged, truncated or foreign file. */
+mirs_status mirs__checkpoint_read(mirs_search *s, const char *path);
 
 #endif

@@ -1,0 +1,439 @@
+/* SPDX-License-Identifier: MIT */
+/* src/search/api.c - the public mirs_search_* API: creating a search
+ * (the space, the reference fingerprints and expressions, pruning's shared
+ * state, the cost profile), running it on the pool, its results and
+ * statistics, stopping it from anywhere, checkpoints and resume.
+ *
+ * Threading: mirs_search_run runs the workers on OpenMP threads and
+ * returns when they have all stopped; every other call is made by one
+ * thread at a time, except mirs_search_stop, which any thread or a signal
+ * handler may call at any moment (it only sets an atomic flag). */
+#include "config.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "search/search.h"
+
+/* ---------------------------------------------------------------- creation */
+
+/* Fill s->sym_need (see search.h); leaves it NULL where the bound does
+ * not apply. */
+static mirs_status sym_need_build(mirs_search *s) {
+  mirs_context *ctx = s->ctx;
+  const mirs_graph *p = s->program;
+  if (p->nout > 8)
+    return MIRS_OK;
+  mirs__abs_arena a;
+  MIRS_CHECK(ctx, mirs__abs_arena_init(&a, ctx));
+  mirs__abs_id *kexpr = mirs__core_alloc(ctx, ((size_t)p->nt + 1) * sizeof *kexpr);
+  mirs__abs_id e[8];
+  mirs_status st = kexpr ? mirs__abs_graph(&a, p, kexpr) : MIRS_NOMEM;
+  bool ok = st == MIRS_OK;
+  for (int32_t i = 0; ok && i < p->nout; i++) {
+    e[i] = kexpr[p->outputs[i]];
+    ok = e[i] != MIRS__ABS_NONE && !mirs__abs_node_at(&a, e[i])->boxed;
+  }
+  size_t nmask = (size_t)1 << p->nout;
+  if (ok) {
+    s->sym_need = mirs__core_calloc(ctx, nmask, sizeof *s->sym_need);
+    if (!s->sym_need)
+      st = MIRS_NOMEM;
+  }
+  for (size_t mask = 1; ok && st == MIRS_OK && mask < nmask; mask++) {
+    mirs__abs_id sel[8];
+    int32_t n = 0;
+    for (int32_t i = 0; i < p->nout; i++)
+      if ((mask >> i) & 1)
+        sel[n++] = e[i];
+    ok = mirs__abs_count_symbols(&a, sel, n, s->sym_need[mask]);
+  }
+  if (!ok || st != MIRS_OK) {
+    mirs__core_free(ctx, s->sym_need);
+    s->sym_need = NULL;
+  }
+  if (st == MIRS_LIMIT) {
+    mirs_clear_error(ctx); /* an extent overflow: no bound, not an error */
+    st = MIRS_OK;
+  }
+  mirs__core_free(ctx, kexpr);
+  mirs__abs_arena_free(&a);
+  return st;
+}
+
+/* The watchdog's deadline and memory limit for an operation starting now. */
+static mirs_status watch_limits(mirs_context *ctx, double t0) {
+  double deadline = ctx->opt.time_limit > 0 ? t0 + ctx->opt.time_limit : 0;
+  size_t mem = ctx->opt.max_memory > 0 ? (size_t)ctx->opt.max_memory : 0;
+  return mirs__core_watch_start(ctx, deadline, mem);
+}
+
+static mirs_status search_create(mirs_context *ctx, const mirs_graph *program, mirs_search **out);
+
+/* Prepare a search of program.  The setup (fingerprints of the program at
+ * its full shape, the pruning targets) honours the time and memory limits
+ * and mirs_interrupt: stopped there, the search is created but runs
+ * nothing (incomplete, with a warning saying why). */
+mirs_status mirs_search_create(mirs_context *ctx, const mirs_graph *program, mirs_search **out) {
+  if (!ctx)
+    return MIRS_INVALID_ARG;
+  if (out)
+    *out = NULL;
+  MIRS_CHECK(ctx, watch_limits(ctx, mirs__core_now()));
+  mirs_status st = search_create(ctx, program, out);
+  mirs__core_watch_stop(ctx);
+  MIRS_CHECK(ctx, st);
+  return MIRS_OK;
+}
+
+/* The body of mirs_search_create. */
+static mirs_status search_create(mirs_context *ctx, const mirs_graph *program, mirs_search **out) {
+  if (!program || !out)
+    return MIRS_FAIL(ctx, MIRS_INVALID_ARG, "mirs_search_create: NULL argument");
+  *out = NULL;
+  if (program->ctx != ctx)
+    return MIRS_FAIL(ctx, MIRS_INVALID_ARG, "mirs_search_create: the program belongs to another "
+                     "context");
+  if (program->nout == 0)
+    return MIRS_FAIL(ctx, MIRS_INVALID_ARG, "program '%s' has no output", program->name);
+  mirs_search *s = mirs__core_calloc(ctx, 1, sizeof *s);
+  if (!s)
+    return MIRS_NOMEM;
+  s->ctx = ctx;
+  atomic_init(&s->halt, 0);
+  if (pthread_mutex_init(&s->lock, NULL) != 0) {
+    mirs__core_free(ctx, s);
+    return MIRS_FAIL(ctx, MIRS_INTERNAL, "mirs_search_create: cannot create a mutex");
+  }
+  if (pthread_mutex_init(&s->log_lock, NULL) != 0) {
+    pthread_mutex_destroy(&s->lock);
+    mirs__core_free(ctx, s);
+    return MIRS_FAIL(ctx, MIRS_INTERNAL, "mirs_search_create: cannot create a mutex");
+  }
+  mirs_status st = mirs__search_space_parse(ctx, &s->space);
+  if (st == MIRS_OK)
+    st = mirs__graph_clone(program, &s->program);
+  if (st == MIRS_OK)
+    mirs__search_space_budget(&s->space, program, ctx->opt.op_budget);
+  if (st == MIRS_OK && ctx->opt.grid_dims)
+    mirs__search_space_dim_grids(&s->space, program);
+  if (st == MIRS_OK) {
+    s->plab = mirs__core_calloc(ctx, (size_t)program->nt * MIRS_MAX_DIMS + 1, 1);
+    st = s->plab ? mirs__search_label_program(ctx, s->program, s->plab, &s->space)
+                 : MIRS_NOMEM;
+  }
+  uint64_t degree = 0;
+  if (st == MIRS_OK)
+    st = mirs__fp_graph_degree(program, &degree);
+  if (st == MIRS_OK) {
+    /* The bound counts deg(reference) + deg(candidate); allow a candidate
+     * of up to twice the program's degree. */
+    s->degree = degree;
+    uint64_t d = degree < 1 ? 2 : mirs__fp_degree_mul(degree, 3);
+    s->trials = mirs__fp_trials_for(d, ctx->opt.verify_log2_bound);
+    if (s->trials < 1)
+      s->trials = MIRS__FP_MAX_TRIALS;
+    int64_t total = 0;
+    for (int32_t t = 0; t < program->nt; t++) {
+      int64_t n = mirs__shape_numel(&program->t[t].shape);
+      total = n > INT64_MAX - total ? INT64_MAX : total + n;
+    }
+    if (ctx->opt.fp_reduce && total > ctx->opt.fp_reduce_min_elements)
+      s->reduce_tile = ctx->opt.fp_reduce_tile;
+    s->reduce_parts = (int32_t)ctx->opt.fp_reduce_parts;
+  }
+  if (st == MIRS_OK) {
+    mirs__prune_config cfg;
+    mirs__prune_config_default(&cfg);
+    cfg.enabled = ctx->opt.prune != 0;
+    cfg.use_solver = ctx->opt.prune_solver != 0;
+    cfg.rlimit = (unsigned)ctx->opt.prune_rlimit;
+    cfg.timeout_ms = (unsigned)ctx->opt.prune_timeout_ms;
+    st = mirs__prune_shared_new(ctx, s->program, &cfg, &s->prune);
+  }
+  if (st == MIRS_OK) {
+    /* Pruning refuses any expression with a symbol its targets lack, so
+     * accum_rms is useless when no target has an rms. */
+    s->space.rms_useful = s->space.bop[MIRS_OP_ACCUM_RMS];
+    if (ctx->opt.prune && s->space.rms_useful) {
+      s->space.rms_useful = false;
+      const mirs__abs_arena *ta = mirs__prune_target_arena(s->prune);
+      for (int i = 0; i < mirs__prune_num_targets(s->prune); i++)
+        if (mirs__abs_node_at(ta, mirs__prune_target(s->prune, i))->bits & MIRS__ABS_BIT_RMS)
+          s->space.rms_useful = true;
+    }
+  }
+  if (st == MIRS_OK && ctx->opt.prune)
+    st = sym_need_build(s);
+  if (st == MIRS_OK)
+    st = mirs__cost_profiles_load(ctx, NULL, &s->profiles);
+  if (st == MIRS_OK) {
+    st = mirs__cost_find(ctx, s->profiles, ctx->opt.cost_device, &s->device);
+    if (st != MIRS_OK)
+      st = mirs__core_trace(ctx, st, __func__, __FILE__, __LINE__);
+  }
+  if (st == MIRS_STOPPED && s->program) {
+    /* A limit or an interrupt during the setup: the search exists but
+     * runs nothing (mirs_search_run returns at once, incomplete), so a
+     * caller reports an empty incomplete result like any stopped search. */
+    snprintf(s->setup_stopped, sizeof s->setup_stopped, "%s", mirs_last_error(ctx));
+    mirs_clear_error(ctx);
+    /* (The report still prices the unfused program: the device profile
+     * is cheap and polls nothing.) */
+    st = s->profiles ? MIRS_OK : mirs__cost_profiles_load(ctx, NULL, &s->profiles);
+    if (st == MIRS_OK && !s->device)
+      st = mirs__cost_find(ctx, s->profiles, ctx->opt.cost_device, &s->device);
+    if (st != MIRS_OK) {
+      mirs_search_destroy(s);
+      return mirs__core_trace(ctx, st, __func__, __FILE__, __LINE__);
+    }
+    *out = s;
+    return MIRS_OK;
+  }
+  if (st != MIRS_OK) {
+    mirs_search_destroy(s);
+    return mirs__core_trace(ctx, st, __func__, __FILE__, __LINE__);
+  }
+  mirs__core_log(ctx, MIRS_LOG_DEBUG, "search: %d fingerprint trials (program degree %llu)",
+                 s->trials, (unsigned long long)degree);
+  *out = s;
+  return MIRS_OK;
+}
+
+/* Install callbacks. */
+mirs_status mirs_search_set_callbacks(mirs_search *s, mirs_search_progress_fn progress,
+                                      mirs_search_result_fn on_result,
+                                      mirs_search_stop_fn should_stop_fn, void *user) {
+  if (!s)
+    return MIRS_INVALID_ARG;
+  s->progress = progress;
+  s->on_result = on_result;
+  s->should_stop = should_stop_fn;
+  s->user = user;
+  return MIRS_OK;
+}
+
+/* Fill the public stats of s (after or between runs). */
+static void fill_stats(const mirs_search *s, mirs_search_stats *o) {
+  const uint64_t *v = s->stats.v;
+  memset(o, 0, sizeof *o);
+  o->struct_size = sizeof *o;
+  o->states_explored = v[MIRS__STAT_states_explored];
+  o->candidates_verified = v[MIRS__STAT_candidates_verified];
+  o->graphs_found = v[MIRS__STAT_graphs_found];
+  o->prune_calls = v[MIRS__STAT_prune_calls];
+  o->prune_cache_hits = v[MIRS__STAT_prune_cache_hits];
+  o->solver_calls = v[MIRS__STAT_solver_calls];
+  o->solver_seconds = s->solver_seconds;
+  o->wall_seconds = s->ran ? s->wall : s->wall_before;
+  o->complete = s->complete;
+  o->fingerprint_trials = s->trials;
+  o->log2_false_accept_bound = s->ctx->opt.verify_log2_bound;
+}
+
+/* Run the search: the open work (the whole space, or what a resumed
+ * checkpoint left) on the pool, then the results ranked and verified. */
+mirs_status mirs_search_run(mirs_search *s) {
+  if (!s)
+    return MIRS_INVALID_ARG;
+  mirs_context *ctx = s->ctx;
+  if (s->ran)
+    return MIRS_FAIL(ctx, MIRS_INVALID_ARG, "mirs_search_run: this search has already run");
+  if (s->running)
+    return MIRS_FAIL(ctx, MIRS_INVALID_ARG, "mirs_search_run: called again from its own callback");
+  s->threads = ctx->opt.threads > 0 ? (int)ctx->opt.threads : mirs__pool_usable_cpus();
+  if (!s->resumed && !s->open) {
+    /* The whole space: every move of the root (hi is clamped to their
+     * number when the task starts). */
+    s->open = mirs__task_new(ctx, NULL, 0, 0, MIRS__TASK_ALL);
+    if (!s->open)
+      return MIRS_FAIL(ctx, MIRS_NOMEM, "out of memory (the root task)");
+  }
+  if (s->setup_stopped[0]) {
+    mirs__core_log(ctx, MIRS_LOG_WARNING, "search: stopped during setup (%s); nothing searched",
+                   s->setup_stopped);
+    s->ran = true;
+    s->complete = false;
+    s->wall = s->wall_before;
+    return MIRS_OK;
+  }
+  s->running = true;
+  s->t0 = mirs__core_now();
+  s->ckpt_last = s->t0;
+  mirs_status st = watch_limits(ctx, s->t0);
+  if (st != MIRS_OK) {
+    s->running = false;
+    return mirs__core_trace(ctx, st, __func__, __FILE__, __LINE__);
+  }
+  clock_t c0 = clock();
+  st = mirs__pool_run(s);
+  s->complete = st == MIRS_OK && !s->open;
+  if (st == MIRS_OK && s->open) {
+    static const char *const why[] = {"stopped",          "stopped by the caller",
+                                      "interrupted",      "time limit reached",
+                                      "memory limit reached", "state limit reached",
+                                      "a worker failed"};
+    int w = atomic_load(&s->halt_why);
+    size_t ntasks = 0;
+    for (const mirs__task *t = s->open; t; t = t->next)
+      ntasks++;
+    mirs__core_log(ctx, MIRS_LOG_INFO, "search: stopping after %.1f s (%s%s); %zu open tasks kept",
+                   mirs__core_now() - s->t0, why[w >= 0 && w <= MIRS__WHY_ERROR ? w : 0],
+                   w == MIRS__WHY_TIME && s->reduce_tile > 0
+                       ? ": the rest of the time is kept for full-shape verification"
+                       : "",
+                   ntasks);
+  }
+  if (st == MIRS_OK) {
+    double t1 = mirs__core_now(), cpu = (double)(clock() - c0) / CLOCKS_PER_SEC;
+    double n = (double)s->stats.v[MIRS__STAT_states_explored];
+    mirs__core_log(ctx, MIRS_LOG_DEBUG,
+                   "search: %.0f states in %.3f s (%.0f states/s) on %d threads, %.3f s of "
+                   "process CPU (%.0f states per CPU second), %.3f s of it verifying new bests "
+                   "at full shape",
+                   n, t1 - s->t0, t1 > s->t0 ? n / (t1 - s->t0) : 0.0, s->threads_used, cpu,
+                   cpu > 0 ? n / cpu : 0.0, s->early_seconds);
+    st = mirs__sink_finish(s);
+  }
+  mirs__core_watch_stop(ctx);
+  s->running = false;
+  s->wall = s->wall_before + mirs__core_now() - s->t0;
+  s->ran = true;
+  if (s->progress) {
+    mirs_search_stats o;
+    fill_stats(s, &o);
+    s->progress(s->user, &o);
+  }
+  MIRS_CHECK(ctx, st);
+  return MIRS_OK;
+}
+
+/* Ask a running search to stop (any thread, or a signal handler). */
+mirs_status mirs_search_stop(mirs_search *s) {
+  if (!s)
+    return MIRS_INVALID_ARG;
+  /* Lock-free atomics: async-signal-safe. */
+  int none = MIRS__WHY_NONE;
+  atomic_compare_exchange_strong(&s->halt_why, &none, MIRS__WHY_USER);
+  atomic_fetch_or(&s->halt, MIRS__HALT_USER);
+  return MIRS_OK;
+}
+
+/* Write a checkpoint of s. */
+mirs_status mirs_search_checkpoint(mirs_search *s, const char *path) {
+  if (!s)
+    return MIRS_INVALID_ARG;
+  if (!path)
+    return MIRS_FAIL(s->ctx, MIRS_INVALID_ARG, "mirs_search_checkpoint: NULL path");
+  MIRS_CHECK(s->ctx, mirs__checkpoint_write(s, path));
+  return MIRS_OK;
+}
+
+/* Continue from a checkpoint (before the run). */
+mirs_status mirs_search_resume(mirs_search *s, const char *path) {
+  if (!s)
+    return MIRS_INVALID_ARG;
+  if (!path)
+    return MIRS_FAIL(s->ctx, MIRS_INVALID_ARG, "mirs_search_resume: NULL path");
+  if (s->ran || s->resumed)
+    return MIRS_FAIL(s->ctx, MIRS_INVALID_ARG,
+                     "mirs_search_resume: only a search that has not run can resume");
+  if (s->setup_stopped[0])
+    return MIRS_FAIL(s->ctx, MIRS_STOPPED,
+                     "%s: not resumed: the search's setup was stopped (%s); the checkpoint is "
+                     "unchanged",
+                     path, s->setup_stopped);
+  MIRS_CHECK(s->ctx, mirs__checkpoint_read(s, path));
+  return MIRS_OK;
+}
+
+/* Checkpoint periodically (option checkpoint_interval) to path. */
+mirs_status mirs_search_set_checkpoint(mirs_search *s, const char *path) {
+  if (!s)
+    return MIRS_INVALID_ARG;
+  char *copy = NULL;
+  if (path && !(copy = mirs__core_strdup(s->ctx, path)))
+    return MIRS_NOMEM;
+  mirs__core_free(s->ctx, s->ckpt_path);
+  s->ckpt_path = copy;
+  return MIRS_OK;
+}
+
+/* Whether the last run was stopped with work left (a checkpoint of it
+ * resumes). */
+int mirs_search_stopped(const mirs_search *s) {
+  return s && s->ran && s->open != NULL;
+}
+
+/* Threads of the last run. */
+int mirs_search_threads(const mirs_search *s) {
+  return s ? s->threads_used : 0;
+}
+
+/* Number of results. */
+int mirs_search_num_results(const mirs_search *s) {
+  return s ? (int)s->nres : 0;
+}
+
+/* Result index (best first). */
+const mirs_graph *mirs_search_result(const mirs_search *s, int index) {
+  return s && index >= 0 && (size_t)index < s->nres ? s->res[index].g : NULL;
+}
+
+/* Predicted seconds of result index. */
+double mirs_search_result_cost(const mirs_search *s, int index) {
+  return s && index >= 0 && (size_t)index < s->nres ? s->res[index].cost : NAN;
+}
+
+/* Canonical hash of result index. */
+uint64_t mirs_search_result_hash(const mirs_search *s, int index) {
+  return s && index >= 0 && (size_t)index < s->nres ? s->res[index].hash : 0;
+}
+
+/* Kernel launches of result index. */
+int mirs_search_result_kernels(const mirs_search *s, int index) {
+  return s && index >= 0 && (size_t)index < s->nres ? (int)s->res[index].kernels : 0;
+}
+
+
+/* Statistics so far, at most size bytes of them. */
+mirs_status mirs_search_get_stats_sized(const mirs_search *s, mirs_search_stats *out,
+                                        size_t size) {
+  if (!s || !out || size < sizeof(size_t))
+    return MIRS_INVALID_ARG;
+  mirs_search_stats full;
+  fill_stats(s, &full);
+  full.struct_size = size < sizeof full ? size : sizeof full;
+  memcpy(out, &full, full.struct_size);
+  return MIRS_OK;
+}
+
+/* Release the search. */
+void mirs_search_destroy(mirs_search *s) {
+  if (!s)
+    return;
+  mirs_context *ctx = s->ctx;
+  for (size_t i = 0; i < s->nres; i++)
+    mirs__graph_free(s->res[i].g);
+  mirs__core_free(ctx, s->res);
+  mirs__core_free(ctx, s->ent);
+  mirs__core_free(ctx, s->idx);
+  mirs__core_free(ctx, s->paths);
+  mirs__core_free(ctx, s->ckpt_path);
+  mirs__task_free_list(ctx, s->open);
+  pthread_mutex_destroy(&s->lock);
+  pthread_mutex_destroy(&s->log_lock);
+  mirs__core_free(ctx, s->plab);
+  mirs__core_free(ctx, s->sym_need);
+  mirs__fp_store_free(s->full_ref);
+  mirs__fp_store_free(s->full_cand);
+  mirs_eval_result_destroy(s->ref_eval);
+  mirs__prune_shared_free(s->prune);
+  mirs__cost_profiles_free(s->profiles);
+  mirs__graph_free(s->program);
+  mirs__core_free(ctx, s);
+}
+

@@ -1,0 +1,567 @@
+/* SPDX-License-Identifier: MIT */
+/* src/search/checkpoint.c - checkpoints of a search: what it has found and
+ * what it has left, as paths, in a versioned, checksummed binary file.
+ *
+ * Layout (integers little-endian):
+ *   0  "MIRSCKPT"           magic
+ *   8  u32 format version   (MIRS__CKPT_VERSION)
+ *   12 u32 0
+ *   16 u64 payload bytes L
+ *   24 u64 0
+ *   32 payload:
+ *        str  mirsearch version         (u32 length, bytes)
+ *        u64  program's canonical hash
+ *        str  program (canonical .ugraph text)
+ *        str  search options ("name=value\n", every option the results
+ *             depend on: not threads, limits, checkpoint_interval, log_level)
+ *        u32 n, n x u64 counters (stats.def order); f64 wall, f64 solver s
+ *        u32 n, n x (u64 hash, u8 accepted, u32 len, len x u32 path)  results
+ *        u32 n, n x (u32 lo, u32 hi, u32 len, len x u32 path)          tasks
+ *   32+L u64 checksum of bytes [0, 32+L)
+ * A result is kept as the path it was found at (the smallest, sink.c): a
+ * resumed search replays it and verifies it again, so the stored graphs
+ * need no format of their own and cannot disagree with their paths.  The
+ * tasks are the open work; resuming runs them on any number of workers.
+ * The same task encoding is what a distributed search sends between
+ * ranks.
+ *
+ * Reading refuses, naming the file and the mismatch, a file that is not a
+ * checkpoint, another format version or mirsearch version, a truncated or
+ * damaged one (length, checksum, malformed payload) and one written for
+ * another program or other search options. */
+#include "config.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "search/search.h"
+
+#define MIRS__CKPT_VERSION 1
+#define HEADER 32
+static const char magic[8] = {'M', 'I', 'R', 'S', 'C', 'K', 'P', 'T'};
+
+/* Options that do not change what a search finds (left out of the check). */
+static bool runtime_option(const char *name) {
+  static const char *const names[] = {"threads",      "checkpoint_interval", "log_level",
+                                      "max_states",   "time_limit",          "max_memory",
+                                      "max_errors",   "codegen_mma",         "codegen_cxx",
+                                      "codegen_nvcc", "codegen_arch"};
+  for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+    if (!strcmp(name, names[i]))
+      return true;
+  return false;
+}
+
+/* ---------------------------------------------------------------- writing */
+
+typedef struct wbuf {
+  mirs_context *ctx;
+  unsigned char *d;
+  size_t n, cap;
+  bool failed;
+} wbuf;
+
+static void put(wbuf *b, const void *p, size_t n) {
+  if (b->failed)
+    return;
+  if (b->n + n > b->cap &&
+      mirs__core_grow(b->ctx, (void **)&b->d, &b->cap, b->n + n, 1) != MIRS_OK) {
+    b->failed = true;
+    return;
+  }
+  memcpy(b->d + b->n, p, n);
+  b->n += n;
+}
+
+static void put_u8(wbuf *b, uint8_t v) {
+  put(b, &v, 1);
+}
+
+static void put_u32(wbuf *b, uint32_t v) {
+  unsigned char c[4] = {(unsigned char)v, (unsigned char)(v >> 8), (unsigned char)(v >> 16),
+                        (unsigned char)(v >> 24)};
+  put(b, c, 4);
+}
+
+static void put_u64(wbuf *b, uint64_t v) {
+  put_u32(b, (uint32_t)v);
+  put_u32(b, (uint32_t)(v >> 32));
+}
+
+static void put_f64(wbuf *b, double v) {
+  uint64_t u;
+  memcpy(&u, &v, sizeof u);
+  put_u64(b, u);
+}
+
+static void put_str(wbuf *b, const char *s, size_t n) {
+  put_u32(b, (uint32_t)n);
+  put(b, s, n);
+}
+
+/* The search options the results depend on, as "name=value\n" lines
+ * (malloc'd; NULL when out of memory). */
+static char *options_text(const mirs_context *ctx) {
+  size_t cap = 8192, n = 0;
+  char *t = malloc(cap);
+  if (!t)
+    return NULL;
+  t[0] = '\0';
+  for (size_t i = 0; i < mirs_option_count(); i++) {
+    const char *name = mirs_option_name(i);
+    if (runtime_option(name))
+      continue;
+    char v[MIRS__OPT_STR_SIZE + 8];
+    mirs_option_get(ctx, name, v, sizeof v);
+    size_t need = strlen(name) + strlen(v) + 3;
+    if (n + need >= cap) {
+      char *nt = realloc(t, cap * 2 + need);
+      if (!nt) {
+        free(t);
+        return NULL;
+      }
+      t = nt;
+      cap = cap * 2 + need;
+    }
+    n += (size_t)snprintf(t + n, cap - n, "%s=%s\n", name, v);
+  }
+  return t;
+}
+
+/* Checksum of a checkpoint's bytes. */
+static uint64_t checksum(const unsigned char *d, size_t n) {
+  return mirs__hash_bytes(UINT64_C(0x6d697273636b7074), d, n);
+}
+
+/* A result entry's path, for ordering them. */
+typedef struct entry_path {
+  const uint32_t *p;
+  int32_t len;
+  uint32_t ent;
+} entry_path;
+
+/* Order entry paths lexicographically (a prefix first). */
+static int entry_path_cmp(const void *a, const void *b) {
+  const entry_path *x = a, *y = b;
+  for (int32_t i = 0; i < x->len && i < y->len; i++)
+    if (x->p[i] != y->p[i])
+      return x->p[i] < y->p[i] ? -1 : 1;
+  return x->len < y->len ? -1 : x->len > y->len ? 1 : 0;
+}
+
+/* Write the checkpoint of s. */
+mirs_status mirs__checkpoint_write(mirs_search *s, const char *path) {
+  mirs_context *ctx = s->ctx;
+  char *prog = NULL, *opts = NULL;
+  mirs_status st = mirs_graph_to_string(s->program, &prog);
+  if (st != MIRS_OK)
+    return mirs__core_trace(ctx, st, __func__, __FILE__, __LINE__);
+  opts = options_text(ctx);
+  if (!opts) {
+    mirs_free(ctx, prog);
+    return MIRS_FAIL(ctx, MIRS_NOMEM, "out of memory (a checkpoint)");
+  }
+  wbuf b = {ctx, NULL, 0, 0, false};
+  put(&b, magic, 8);
+  put_u32(&b, MIRS__CKPT_VERSION);
+  put_u32(&b, 0);
+  put_u64(&b, 0); /* payload length, set below */
+  put_u64(&b, 0);
+  const char *ver = mirs_version_string();
+  put_str(&b, ver, strlen(ver));
+  put_u64(&b, mirs__graph_hash(s->program));
+  put_str(&b, prog, strlen(prog));
+  put_str(&b, opts, strlen(opts));
+  mirs_free(ctx, prog);
+  free(opts);
+  put_u32(&b, MIRS__STAT_COUNT);
+  for (int i = 0; i < MIRS__STAT_COUNT; i++)
+    put_u64(&b, s->stats.v[i]);
+  put_f64(&b, s->wall);
+  put_f64(&b, s->solver_seconds);
+  /* The results in path order: resuming replays each from the previous
+   * one's state, so paths that share a prefix replay it once. */
+  entry_path *order = mirs__core_alloc(ctx, (s->nent + 1) * sizeof *order);
+  if (!order) {
+    mirs__core_free(ctx, b.d);
+    return MIRS_FAIL(ctx, MIRS_NOMEM, "out of memory (a checkpoint)");
+  }
+  for (size_t i = 0; i < s->nent; i++)
+    order[i] = (entry_path){&s->paths[s->ent[i].poff], s->ent[i].plen, (uint32_t)i};
+  qsort(order, s->nent, sizeof *order, entry_path_cmp);
+  put_u32(&b, (uint32_t)s->nent);
+  for (size_t i = 0; i < s->nent; i++) {
+    const mirs__sink_entry *e = &s->ent[order[i].ent];
+    put_u64(&b, e->hash);
+    put_u8(&b, e->res >= 0);
+    put_u32(&b, (uint32_t)e->plen);
+    for (int32_t k = 0; k < e->plen; k++)
+      put_u32(&b, s->paths[e->poff + (size_t)k]);
+  }
+  mirs__core_free(ctx, order);
+  uint32_t ntasks = 0;
+  for (const mirs__task *t = s->open; t; t = t->next)
+    ntasks++;
+  put_u32(&b, ntasks);
+  for (const mirs__task *t = s->open; t; t = t->next) {
+    put_u32(&b, t->lo);
+    put_u32(&b, t->hi);
+    put_u32(&b, (uint32_t)t->len);
+    for (int32_t k = 0; k < t->len; k++)
+      put_u32(&b, t->path[k]);
+  }
+  if (!b.failed) {
+    uint64_t L = b.n - HEADER;
+    for (int k = 0; k < 8; k++)
+      b.d[16 + k] = (unsigned char)(L >> (8 * k));
+    put_u64(&b, checksum(b.d, b.n));
+  }
+  if (b.failed) {
+    mirs__core_free(ctx, b.d);
+    return MIRS_FAIL(ctx, MIRS_NOMEM, "out of memory (a checkpoint)");
+  }
+  st = mirs__core_write_atomic(ctx, path, b.d, b.n);
+  mirs__core_free(ctx, b.d);
+  MIRS_CHECK(ctx, st);
+  return MIRS_OK;
+}
+
+/* ---------------------------------------------------------------- reading */
+
+typedef struct rbuf {
+  const unsigned char *d;
+  size_t n, at;
+  bool bad;
+} rbuf;
+
+static const unsigned char *get(rbuf *r, size_t n) {
+  if (r->bad || n > r->n - r->at) {
+    r->bad = true;
+    return NULL;
+  }
+  const unsigned char *p = r->d + r->at;
+  r->at += n;
+  return p;
+}
+
+static uint32_t get_u32(rbuf *r) {
+  const unsigned char *c = get(r, 4);
+  return c ? (uint32_t)c[0] | (uint32_t)c[1] << 8 | (uint32_t)c[2] << 16 | (uint32_t)c[3] << 24
+           : 0;
+}
+
+static uint64_t get_u64(rbuf *r) {
+  uint64_t lo = get_u32(r);
+  return lo | (uint64_t)get_u32(r) << 32;
+}
+
+static double get_f64(rbuf *r) {
+  uint64_t u = get_u64(r);
+  double v;
+  memcpy(&v, &u, sizeof v);
+  return v;
+}
+
+static const char *get_str(rbuf *r, uint32_t *len) {
+  *len = get_u32(r);
+  return (const char *)get(r, *len);
+}
+
+/* A path (u32 length, then its indices) into *buf (grown in ctx). */
+static mirs_status get_path(mirs_context *ctx, rbuf *r, uint32_t **buf, size_t *cap,
+                            uint32_t *len) {
+  *len = get_u32(r);
+  if (r->bad || *len > (r->n - r->at) / 4) {
+    r->bad = true;
+    return MIRS_OK;
+  }
+  MIRS_CHECK(ctx, mirs__core_grow(ctx, (void **)buf, cap, (size_t)*len + 1, sizeof **buf));
+  for (uint32_t k = 0; k < *len; k++)
+    (*buf)[k] = get_u32(r);
+  return MIRS_OK;
+}
+
+/* A read checkpoint: the file's bytes and where its sections start. */
+typedef struct ckpt {
+  char *data;
+  size_t len;
+  rbuf r; /* positioned after the options */
+  uint64_t prog_hash;
+  const char *prog, *opts;
+  uint32_t prog_len, opts_len;
+} ckpt;
+
+/* Read and check the envelope of the checkpoint at path: magic, format
+ * and mirsearch versions, length, checksum. */
+static mirs_status ckpt_open(mirs_context *ctx, const char *path, ckpt *c) {
+  memset(c, 0, sizeof *c);
+  size_t n;
+  MIRS_CHECK(ctx, mirs__core_read_file(ctx, path, &c->data, &n));
+  c->len = n;
+  const unsigned char *d = (const unsigned char *)c->data;
+  mirs_status st = MIRS_INVALID_ARG;
+  if (n < 8 || memcmp(d, magic, 8) != 0) {
+    if (n < 8 && n > 0 && !memcmp(d, magic, n))
+      MIRS_FAIL(ctx, st, "%s: truncated checkpoint (%zu bytes)", path, n);
+    else
+      MIRS_FAIL(ctx, st, "%s: not a mirsearch checkpoint (no MIRSCKPT magic)", path);
+  } else if (n < HEADER + 8) {
+    MIRS_FAIL(ctx, st, "%s: truncated checkpoint (%zu bytes; a checkpoint has at least %d)", path,
+              n, HEADER + 8);
+  } else {
+    rbuf h = {d, n, 8, false};
+    uint32_t ver = get_u32(&h);
+    (void)get_u32(&h);
+    uint64_t L = get_u64(&h);
+    if (ver != MIRS__CKPT_VERSION)
+      MIRS_FAIL(ctx, st, "%s: checkpoint format version %u; this mirsearch reads version %d",
+                path, ver, MIRS__CKPT_VERSION);
+    else if (L > n || HEADER + L + 8 != n)
+      MIRS_FAIL(ctx, st,
+                "%s: truncated or damaged checkpoint (%zu bytes; its header says %" PRIu64 ")",
+                path, n, (uint64_t)HEADER + L + 8);
+    else {
+      rbuf t = {d, n, HEADER + (size_t)L, false};
+      uint64_t sum = get_u64(&t);
+      if (sum != checksum(d, HEADER + (size_t)L))
+        MIRS_FAIL(ctx, st, "%s: damaged checkpoint (checksum mismatch)", path);
+      else {
+        c->r = (rbuf){d, HEADER + (size_t)L, HEADER, false};
+        uint32_t vl;
+        const char *v = get_str(&c->r, &vl);
+        const char *mine = mirs_version_string();
+        c->prog_hash = get_u64(&c->r);
+        c->prog = get_str(&c->r, &c->prog_len);
+        c->opts = get_str(&c->r, &c->opts_len);
+        if (c->r.bad)
+          MIRS_FAIL(ctx, st, "%s: damaged checkpoint (malformed header)", path);
+        else if (vl != strlen(mine) || memcmp(v, mine, vl) != 0)
+          MIRS_FAIL(ctx, st, "%s: written by mirsearch %.*s; this is mirsearch %s", path,
+                    (int)(vl > 64 ? 64 : vl), v, mine);
+        else
+          st = MIRS_OK;
+      }
+    }
+  }
+  if (st != MIRS_OK) {
+    mirs__core_free(ctx, c->data);
+    c->data = NULL;
+  }
+  return st;
+}
+
+/* The value of option `name` in a checkpoint's options text, copied into
+ * buf; false when absent. */
+static bool ckpt_option(const ckpt *c, const char *name, char *buf, size_t size) {
+  size_t nl = strlen(name);
+  const char *p = c->opts, *end = c->opts + c->opts_len;
+  while (p < end) {
+    const char *eol = memchr(p, '\n', (size_t)(end - p));
+    if (!eol)
+      eol = end;
+    if ((size_t)(eol - p) > nl && !memcmp(p, name, nl) && p[nl] == '=') {
+      size_t vl = (size_t)(eol - p) - nl - 1;
+      if (vl >= size)
+        vl = size - 1;
+      memcpy(buf, p + nl + 1, vl);
+      buf[vl] = '\0';
+      return true;
+    }
+    p = eol + 1;
+  }
+  return false;
+}
+
+/* Compare ctx's search options with the checkpoint's: MIRS_INVALID_ARG
+ * naming the first that differs. */
+static mirs_status ckpt_check_options(mirs_context *ctx, const char *path, const ckpt *c) {
+  for (size_t i = 0; i < mirs_option_count(); i++) {
+    const char *name = mirs_option_name(i);
+    if (runtime_option(name))
+      continue;
+    char mine[MIRS__OPT_STR_SIZE + 8], theirs[MIRS__OPT_STR_SIZE + 8];
+    mirs_option_get(ctx, name, mine, sizeof mine);
+    if (!ckpt_option(c, name, theirs, sizeof theirs))
+      return MIRS_FAIL(ctx, MIRS_INVALID_ARG,
+                       "%s: the checkpoint does not record search option '%s'", path, name);
+    if (strcmp(mine, theirs) != 0)
+      return MIRS_FAIL(ctx, MIRS_INVALID_ARG,
+                       "%s: search option '%s' differs: the checkpoint has '%s', this search '%s'",
+                       path, name, theirs, mine);
+  }
+  return MIRS_OK;
+}
+
+/* Load the checkpoint into s. */
+mirs_status mirs__checkpoint_read(mirs_search *s, const char *path) {
+  mirs_context *ctx = s->ctx;
+  ckpt c;
+  MIRS_CHECK(ctx, ckpt_open(ctx, path, &c));
+  mirs_status st = MIRS_OK;
+  uint64_t mine = mirs__graph_hash(s->program);
+  if (c.prog_hash != mine)
+    st = MIRS_FAIL(ctx, MIRS_INVALID_ARG,
+                   "%s: written for another program (hash %016" PRIx64 "; this one is %016" PRIx64
+                   ")",
+                   path, c.prog_hash, mine);
+  if (st == MIRS_OK) {
+    /* Paths index moves, which depend on the program's tensor order too. */
+    char *text = NULL;
+    st = mirs_graph_to_string(s->program, &text);
+    if (st == MIRS_OK && (strlen(text) != c.prog_len || memcmp(text, c.prog, c.prog_len) != 0))
+      st = MIRS_FAIL(ctx, MIRS_INVALID_ARG,
+                     "%s: written for the same program with its tensors in another order", path);
+    mirs_free(ctx, text);
+  }
+  if (st == MIRS_OK)
+    st = ckpt_check_options(ctx, path, &c);
+  rbuf *r = &c.r;
+  mirs__stats stats = {{0}};
+  double wall = 0, solver = 0;
+  if (st == MIRS_OK) {
+    uint32_t ns = get_u32(r);
+    if (ns != MIRS__STAT_COUNT && !r->bad)
+      st = MIRS_FAIL(ctx, MIRS_INVALID_ARG, "%s: %u counters; this mirsearch has %d", path, ns,
+                     MIRS__STAT_COUNT);
+    for (uint32_t i = 0; st == MIRS_OK && i < ns && !r->bad; i++)
+      stats.v[i] = get_u64(r);
+    wall = get_f64(r);
+    solver = get_f64(r);
+  }
+  mirs__search_worker *w = NULL;
+  if (st == MIRS_OK)
+    st = mirs__search_worker_new(s, &w);
+  /* Results: re-found at their paths (and verified again on the way). */
+  uint32_t nent = st == MIRS_OK ? get_u32(r) : 0;
+  uint32_t *path_buf = NULL;
+  size_t cap = 0;
+  for (uint32_t i = 0; st == MIRS_OK && i < nent && !r->bad; i++) {
+    uint64_t h = get_u64(r);
+    const unsigned char *acc = get(r, 1);
+    uint32_t len;
+    st = get_path(ctx, r, &path_buf, &cap, &len);
+    if (st != MIRS_OK || r->bad)
+      break;
+    st = mirs__search_restore(w, path_buf, (int32_t)len);
+    if (st == MIRS_STOPPED) { /* a stop request while loading, not a bad file */
+      mirs__core_error_copy(ctx, w->ctx);
+      break;
+    }
+    if (st != MIRS_OK) {
+      mirs__core_error_copy(ctx, w->ctx);
+      st = MIRS_FAIL(ctx, MIRS_INVALID_ARG, "%s: result %016" PRIx64 " cannot be replayed: %s",
+                     path, h, mirs_last_error(w->ctx));
+      break;
+    }
+    if (st == MIRS_OK && mirs_last_status(w->ctx) != MIRS_OK)
+      mirs_clear_error(w->ctx);
+    /* The sink must now hold h, accepted as the checkpoint says (or
+     * accepted where a check made when it was found, at full shape,
+     * rejected it: that verdict is the graph's, so it stands). */
+    int found = mirs__sink_find(s, h);
+    if (found == 1 && acc && !*acc) {
+      mirs__sink_reject(s, h);
+      found = 0;
+    }
+    if (found < 0 || found != (acc && *acc))
+      st = MIRS_FAIL(ctx, MIRS_INVALID_ARG,
+                     "%s: result %016" PRIx64 " is not found again at its path (a checkpoint of "
+                     "another search space?)",
+                     path, h);
+  }
+  /* Tasks: checked by positioning a worker at each. */
+  uint32_t ntasks = st == MIRS_OK && !r->bad ? get_u32(r) : 0;
+  mirs__task *open = NULL, **tail = &open;
+  for (uint32_t i = 0; st == MIRS_OK && i < ntasks && !r->bad; i++) {
+    uint32_t lo = get_u32(r), hi = get_u32(r), len;
+    st = get_path(ctx, r, &path_buf, &cap, &len);
+    if (st != MIRS_OK || r->bad)
+      break;
+    mirs__task *t = mirs__task_new(ctx, path_buf, (int32_t)len, lo, hi);
+    if (!t) {
+      st = MIRS_FAIL(ctx, MIRS_NOMEM, "out of memory (a checkpoint's tasks)");
+      break;
+    }
+    *tail = t;
+    tail = &t->next;
+    st = mirs__search_task_start(w, t);
+    if (st == MIRS_STOPPED)
+      mirs__core_error_copy(ctx, w->ctx);
+    else if (st != MIRS_OK)
+      st = MIRS_FAIL(ctx, MIRS_INVALID_ARG, "%s: task %u does not fit this search: %s", path, i,
+                     mirs_last_error(w->ctx));
+  }
+  if (st == MIRS_OK && (r->bad || r->at != r->n))
+    st = MIRS_FAIL(ctx, MIRS_INVALID_ARG, "%s: damaged checkpoint (malformed %s)", path,
+                   r->bad ? "payload" : "end of payload");
+  mirs__core_free(ctx, path_buf);
+  mirs__search_worker_free(w);
+  mirs__core_free(ctx, c.data);
+  if (st != MIRS_OK) {
+    mirs__task_free_list(ctx, open);
+    return st;
+  }
+  mirs__task_free_list(ctx, s->open);
+  s->open = open;
+  s->stats = stats;
+  mirs__core_stats_add(ctx, &stats);
+  s->wall_before = wall;
+  s->wall = wall;
+  s->solver_seconds = solver;
+  s->resumed = true;
+  return MIRS_OK;
+}
+
+/* ---------------------------------------------------------------- public */
+
+/* The program a checkpoint was written for, with its search options set in
+ * ctx (an option ctx already sets to another value is refused). */
+mirs_status mirs_checkpoint_load_program(mirs_context *ctx, const char *path,
+                                         mirs_graph **program) {
+  if (!ctx)
+    return MIRS_INVALID_ARG;
+  if (!path || !program)
+    return MIRS_FAIL(ctx, MIRS_INVALID_ARG, "mirs_checkpoint_load_program: NULL argument");
+  *program = NULL;
+  ckpt c;
+  MIRS_CHECK(ctx, ckpt_open(ctx, path, &c));
+  mirs__options def;
+  mirs__core_options_defaults(&def);
+  mirs_context *dctx = NULL;
+  mirs_status st = mirs_context_create(&dctx);
+  for (size_t i = 0; st == MIRS_OK && i < mirs_option_count(); i++) {
+    const char *name = mirs_option_name(i);
+    if (runtime_option(name))
+      continue;
+    char mine[MIRS__OPT_STR_SIZE + 8], theirs[MIRS__OPT_STR_SIZE + 8], dv[MIRS__OPT_STR_SIZE + 8];
+    if (!ckpt_option(&c, name, theirs, sizeof theirs)) {
+      st = MIRS_FAIL(ctx, MIRS_INVALID_ARG,
+                     "%s: the checkpoint does not record search option '%s'", path, name);
+      break;
+    }
+    mirs_option_get(ctx, name, mine, sizeof mine);
+    mirs_option_get(dctx, name, dv, sizeof dv);
+    if (strcmp(mine, dv) != 0 && strcmp(mine, theirs) != 0) {
+      st = MIRS_FAIL(ctx, MIRS_INVALID_ARG,
+                     "%s: search option '%s' is '%s' here but '%s' in the checkpoint (a resumed "
+                     "search keeps its options)",
+                     path, name, mine, theirs);
+      break;
+    }
+    st = mirs_option_set(ctx, name, theirs);
+  }
+  mirs_context_destroy(dctx);
+  if (st == MIRS_OK)
+    st = mirs_graph_parse_string(ctx, c.prog, c.prog_len, path, program);
+  if (st == MIRS_OK && mirs__graph_hash(*program) != c.prog_hash) {
+    mirs_graph_destroy(*program);
+    *program = NULL;
+    st = MIRS_FAIL(ctx, MIRS_INVALID_ARG, "%s: damaged checkpoint (its program does not match "
+                   "its hash)", path);
+  }
+  mirs__core_free(ctx, c.data);
+  MIRS_CHECK(ctx, st);
+  return MIRS_OK;
+}

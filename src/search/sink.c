@@ -1,0 +1,624 @@
+/* SPDX-License-Identifier: MIT */
+/* src/search/sink.c - the result sink: the one place where workers write
+ * shared search state.  Every complete candidate a worker finds is offered
+ * here; the sink deduplicates by canonical hash, verifies again where the
+ * fingerprint bound needs it, names, costs and stores the result, all
+ * under the search's lock.
+ *
+ * Determinism: several instances of one canonical hash may be found (in
+ * different insertion orders).  The sink keeps the instance whose path
+ * (the move indices from the root) is lexicographically smallest: the one
+ * a single-threaded depth-first search meets first.  So the result list,
+ * each stored graph's text and best.ugraph are the same for any number of
+ * threads, any splitting of the work and across checkpoint and resume, and
+ * the counters (graphs_found, duplicates, ...) are too: each distinct hash
+ * is one result (or one rejection), every other instance one duplicate.
+ *
+ * Invariants: `ent` holds one entry per hash ever offered, with the
+ * smallest path seen so far (in `paths`) and its result's index in `res`
+ * (-1 when the stronger verification rejected it); `idx` is an
+ * open-addressing index of ent (entry + 1, 0 empty, at most half full).
+ * Everything here is written under s->lock; result graphs belong to the
+ * search's context (the user's). */
+#include "config.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "search/search.h"
+
+/* Slot of hash h in an index of cap slots. */
+static size_t slot_of(uint64_t h, size_t cap) {
+  return (size_t)(h * UINT64_C(0x9E3779B97F4A7C15) >> 20) & (cap - 1);
+}
+
+/* The entry of hash h, or -1. */
+static int64_t find_entry(const mirs_search *s, uint64_t h) {
+  if (!s->idxcap)
+    return -1;
+  for (size_t j = slot_of(h, s->idxcap);; j = (j + 1) & (s->idxcap - 1)) {
+    uint32_t e = s->idx[j];
+    if (!e)
+      return -1;
+    if (s->ent[e - 1].hash == h)
+      return (int64_t)e - 1;
+  }
+}
+
+/* Whether hash h was accepted (1), rejected (0) or never offered (-1). */
+int mirs__sink_find(const mirs_search *s, uint64_t h) {
+  int64_t e = find_entry(s, h);
+  return e < 0 ? -1 : s->ent[e].res >= 0;
+}
+
+/* Append an entry for h with path[0..len) (result index res). */
+static mirs_status add_entry(mirs_search *s, uint64_t h, const uint32_t *path, int32_t len,
+                             int32_t res) {
+  mirs_context *ctx = s->ctx;
+  if ((s->nent + 1) * 2 > s->idxcap) {
+    size_t cap = s->idxcap ? s->idxcap * 2 : 1024;
+    uint32_t *t = mirs__core_calloc(ctx, cap, sizeof *t);
+    if (!t)
+      return MIRS_NOMEM;
+    for (size_t i = 0; i < s->nent; i++) {
+      size_t j = slot_of(s->ent[i].hash, cap);
+      while (t[j])
+        j = (j + 1) & (cap - 1);
+      t[j] = (uint32_t)i + 1;
+    }
+    mirs__core_free(ctx, s->idx);
+    s->idx = t;
+    s->idxcap = cap;
+  }
+  MIRS_CHECK(ctx, mirs__core_grow(ctx, (void **)&s->ent, &s->capent, s->nent + 1, sizeof *s->ent));
+  MIRS_CHECK(ctx, mirs__core_grow(ctx, (void **)&s->paths, &s->cappaths,
+                                  s->npaths + (size_t)len + 1, sizeof *s->paths));
+  mirs__sink_entry *e = &s->ent[s->nent];
+  e->hash = h;
+  e->res = res;
+  e->plen = len;
+  e->poff = s->npaths;
+  memcpy(&s->paths[s->npaths], path, sizeof *path * (size_t)len);
+  s->npaths += (size_t)len;
+  size_t j = slot_of(h, s->idxcap);
+  while (s->idx[j])
+    j = (j + 1) & (s->idxcap - 1);
+  s->idx[j] = (uint32_t)++s->nent;
+  return MIRS_OK;
+}
+
+/* Lexicographic order of paths (a prefix first). */
+static int path_cmp(const uint32_t *a, int32_t na, const uint32_t *b, int32_t nb) {
+  for (int32_t i = 0; i < na && i < nb; i++)
+    if (a[i] != b[i])
+      return a[i] < b[i] ? -1 : 1;
+  return na < nb ? -1 : na > nb ? 1 : 0;
+}
+
+/* Give every tensor of r a name unique in r (outputs keep theirs). */
+static mirs_status unique_names(mirs_graph *r) {
+  for (int32_t t = 0; t < r->nt; t++) {
+    bool is_out = false;
+    for (int32_t i = 0; i < r->nout; i++)
+      if (r->outputs[i] == t)
+        is_out = true;
+    if (is_out || r->t[t].producer < 0)
+      continue;
+    bool clash = false;
+    for (int32_t u = 0; u < r->nt; u++)
+      if (u != t && !strcmp(r->t[u].name, r->t[t].name))
+        clash = true;
+    if (!clash)
+      continue;
+    char buf[48];
+    for (int k = 0;; k++) {
+      snprintf(buf, sizeof buf, "t%d_%d", (int)t, k);
+      if (mirs__graph_find(r, buf) < 0)
+        break;
+    }
+    char *nm = mirs__core_strdup(r->ctx, buf);
+    if (!nm)
+      return MIRS_NOMEM;
+    mirs__core_free(r->ctx, r->t[t].name);
+    r->t[t].name = nm;
+  }
+  return MIRS_OK;
+}
+
+/* Copy the search context's error into the worker's (a step that ran in
+ * the search's context failed). */
+static mirs_status parent_failed(mirs__search_worker *w, mirs_status st) {
+  if (mirs_last_status(w->ctx) == MIRS_OK)
+    mirs__core_error_copy(w->ctx, w->s->ctx);
+  return st;
+}
+
+/* Make the result of g (hash h): verify again when its degree needs more
+ * trials than the search's, name, cost.  *r NULL when the stronger check
+ * rejects it.  Under the lock. */
+static mirs_status make_result(mirs__search_worker *w, const mirs_graph *g, bool count,
+                               bool reduced, mirs_graph **r, mirs__cost_result *cr) {
+  mirs_search *s = w->s;
+  mirs_context *ctx = w->ctx;
+  *r = NULL;
+  mirs_graph *c;
+  mirs_status st = mirs__graph_clone_in(s->ctx, g, &c);
+  if (st != MIRS_OK)
+    return parent_failed(w, st);
+  /* The trials hold the bound for candidates of up to twice the program's
+   * degree; one of a higher degree is verified again, from scratch, with
+   * the trials its degree needs, so every result meets the bound.  (One
+   * matched on a reduced instance is verified at full shape later, with
+   * the trials its degree needs.) */
+  uint64_t dc = 0;
+  st = mirs__fp_graph_degree(c, &dc);
+  int need = st == MIRS_OK ? mirs__fp_trials_for(mirs__fp_degree_add(s->degree, dc),
+                                                  ctx->opt.verify_log2_bound)
+                           : 0;
+  if (st == MIRS_OK && !reduced && (need < 1 || need > s->trials)) {
+    if (count)
+      MIRS_INC(&w->stats, fp_reverified);
+    int used;
+    mirs__fp_verdict v;
+    st = mirs__verify_fingerprints(ctx, s->program, c, &used, &v);
+    if (st == MIRS_UNSUPPORTED || (st == MIRS_OK && !v.equal)) {
+      if (st == MIRS_UNSUPPORTED)
+        mirs_clear_error(ctx);
+      if (count)
+        MIRS_INC(&w->stats, fp_reverify_rejects);
+      mirs__graph_free(c);
+      return MIRS_OK;
+    }
+  }
+  c->ugraph = true;
+  if (st == MIRS_OK) {
+    st = unique_names(c);
+    if (st != MIRS_OK)
+      parent_failed(w, st);
+  }
+  if (st == MIRS_OK)
+    st = mirs__cost_graph(ctx, s->device, c, cr);
+  if (st != MIRS_OK) {
+    mirs__graph_free(c);
+    return mirs__core_trace(ctx, st, __func__, __FILE__, __LINE__);
+  }
+  *r = c;
+  return MIRS_OK;
+}
+
+/* Whether the search's time limit has passed. */
+static bool time_up(const mirs_search *s) {
+  double lim = s->ctx->opt.time_limit;
+  return lim > 0 && mirs__core_now() - s->t0 >= lim;
+}
+
+/* Verify graph r at full shape with the search's trials (fingerprints of
+ * the program and of the inputs kept between calls), or from scratch with
+ * more where its degree needs them; *eq the verdict. */
+static mirs_status verify_full_one(mirs_search *s, const mirs_graph *r, bool *eq) {
+  mirs_context *ctx = s->ctx;
+  const mirs_graph *p = s->program;
+  uint64_t dc = 0;
+  *eq = false;
+  mirs_status st = mirs__fp_graph_degree(r, &dc);
+  if (st == MIRS_UNSUPPORTED) {
+    mirs_clear_error(ctx);
+    return MIRS_OK;
+  }
+  MIRS_CHECK(ctx, st);
+  int need = mirs__fp_trials_for(mirs__fp_degree_add(s->degree, dc), ctx->opt.verify_log2_bound);
+  mirs__fp_verdict v;
+  if (need < 1 || need > s->trials) {
+    int used;
+    st = mirs__verify_fingerprints(ctx, p, r, &used, &v);
+    if (st == MIRS_UNSUPPORTED) {
+      mirs_clear_error(ctx);
+      return MIRS_OK;
+    }
+    MIRS_CHECK(ctx, st);
+    *eq = v.equal;
+    return MIRS_OK;
+  }
+  uint64_t seed = (uint64_t)ctx->opt.seed;
+  if (!s->full_ref) {
+    MIRS_CHECK(ctx, mirs__fp_store_new(ctx, NULL, s->trials, seed, &s->full_ref));
+    MIRS_CHECK(ctx, mirs__fp_compute_graph(s->full_ref, p));
+  }
+  if (!s->full_cand)
+    MIRS_CHECK(ctx, mirs__fp_store_new(ctx, NULL, s->trials, seed, &s->full_cand));
+  /* Every result has the program's inputs first, in its order: their
+   * fingerprints stay. */
+  int32_t nin = 0;
+  while (nin < r->nt && r->t[nin].producer < 0)
+    nin++;
+  mirs__fp_truncate(s->full_cand, nin);
+  st = mirs__fp_extend(s->full_cand, r);
+  if (st == MIRS_OK)
+    st = mirs__fp_compare_outputs(s->full_ref, p, s->full_cand, r, &v);
+  mirs__fp_truncate(s->full_cand, nin);
+  if (st == MIRS_UNSUPPORTED || st == MIRS_LIMIT) {
+    mirs_clear_error(ctx);
+    return MIRS_OK;
+  }
+  MIRS_CHECK(ctx, st);
+  *eq = v.equal;
+  return MIRS_OK;
+}
+
+/* Verify the results found on a reduced instance at full shape, best
+ * first, until verify_full_max of them pass (those verified when found
+ * count too), none once the time limit has passed.  Drop those that fail
+ * and those left unverified.  The set kept is the first verify_full_max
+ * passing ones in (cost, hash) order, whatever was verified early. */
+static mirs_status full_verify(mirs_search *s) {
+  mirs_context *ctx = s->ctx;
+  int64_t max = ctx->opt.verify_full_max;
+  int64_t passed = 0;
+  size_t k = 0;
+  mirs__stats fs = {{0}};
+  mirs_status st = MIRS_OK;
+  bool stopped = false;
+  for (size_t i = 0; i < s->nres; i++) {
+    bool keep = true;
+    if (s->res[i].reduced) {
+      if (max >= 0 && passed >= max) {
+        keep = false;
+      } else if (!s->res[i].verified) {
+        if (st != MIRS_OK || stopped || time_up(s)) {
+          keep = false;
+        } else {
+          MIRS_INC(&fs, full_verified);
+          st = verify_full_one(s, s->res[i].g, &keep);
+          if (st == MIRS_STOPPED) {
+            /* Stopped (signal, limit): this and every later unverified
+             * result go unreported; the search says it is incomplete. */
+            mirs__core_log(ctx, MIRS_LOG_WARNING,
+                           "search: full-shape verification stopped (%s); results not yet "
+                           "verified are not reported",
+                           mirs_last_error(ctx));
+            mirs_clear_error(ctx);
+            s->complete = false;
+            stopped = true;
+            st = MIRS_OK;
+            keep = false;
+          } else if (st != MIRS_OK) {
+            keep = false;
+          } else if (!keep) {
+            MIRS_INC(&fs, full_rejects);
+            mirs__core_log(ctx, MIRS_LOG_WARNING,
+                           "search: result %016llx matched on the reduced instance but not at "
+                           "full shape; dropped",
+                           (unsigned long long)s->res[i].hash);
+            mirs__graph_free(s->res[i].g);
+            continue;
+          }
+        }
+      }
+      if (keep)
+        passed++;
+      else
+        MIRS_INC(&fs, full_unverified);
+    }
+    if (keep) {
+      s->res[i].reduced = false;
+      s->res[k++] = s->res[i];
+    } else {
+      mirs__graph_free(s->res[i].g);
+    }
+  }
+  s->nres = k;
+  if (fs.v[MIRS__STAT_full_unverified] > 0)
+    mirs__core_log(ctx, MIRS_LOG_INFO,
+                   "search: %llu graphs found on the reduced instance were not verified at full "
+                   "shape (verify_full_max %lld or the time limit) and are not reported",
+                   (unsigned long long)fs.v[MIRS__STAT_full_unverified], (long long)max);
+  /* The full-shape stores are large: free them now. */
+  mirs__fp_store_free(s->full_ref);
+  mirs__fp_store_free(s->full_cand);
+  s->full_ref = s->full_cand = NULL;
+  mirs__sink_add_stats(s, &fs);
+  return st;
+}
+
+/* Evaluate r in float64 and compare it with the program's outputs
+ * (evaluated once per search and kept); *ok the verdict, *skip when the
+ * program is too large for the interpreter. */
+static mirs_status float_one(mirs_search *s, const mirs_graph *r, bool *ok, bool *skip) {
+  mirs_context *ctx = s->ctx;
+  *ok = true;
+  *skip = false;
+  if (s->ref_eval_limit) {
+    *skip = true;
+    return MIRS_OK;
+  }
+  if (!s->ref_eval) {
+    mirs_status st = mirs_graph_eval(s->program, (uint64_t)ctx->opt.seed, &s->ref_eval);
+    if (st == MIRS_LIMIT) {
+      mirs__core_log(ctx, MIRS_LOG_WARNING, "search: program too large for the float64 check");
+      mirs_clear_error(ctx);
+      s->ref_eval_limit = true;
+      *skip = true;
+      return MIRS_OK;
+    }
+    MIRS_CHECK(ctx, st);
+  }
+  const mirs_eval_result *ref = s->ref_eval;
+  mirs_eval_result *e;
+  MIRS_CHECK(ctx, mirs_graph_eval(r, (uint64_t)ctx->opt.seed, &e));
+  double tol = ctx->opt.float_tolerance;
+  for (int o = 0; *ok && o < mirs_eval_num_outputs(ref); o++) {
+    int64_t n1, n2;
+    const double *a = mirs_eval_output_values(ref, o, &n1);
+    const double *b = o < mirs_eval_num_outputs(e) ? mirs_eval_output_values(e, o, &n2) : NULL;
+    if (!b || n1 != n2) {
+      *ok = false;
+      break;
+    }
+    double scale = 0;
+    for (int64_t j = 0; j < n1; j++)
+      scale = fmax(scale, fabs(a[j]));
+    for (int64_t j = 0; j < n1 && *ok; j++)
+      if (!(fabs(a[j] - b[j]) <= tol * fmax(scale, 1e-300)))
+        *ok = false;
+  }
+  mirs_eval_result_destroy(e);
+  return MIRS_OK;
+}
+
+/* Check the best results in float64 against the program (those checked
+ * when found are not checked again); drop failures.  Stops at the time
+ * limit. */
+static mirs_status float_check(mirs_search *s) {
+  mirs_context *ctx = s->ctx;
+  int64_t top = ctx->opt.float_check_top;
+  size_t k = 0;
+  mirs__stats fs = {{0}};
+  mirs_status st = MIRS_OK;
+  for (size_t i = 0; i < s->nres; i++) {
+    bool ok = true, skip = false;
+    if ((int64_t)i < top && !s->res[i].float_checked && st == MIRS_OK) {
+      if (time_up(s)) {
+        mirs__core_log(ctx, MIRS_LOG_INFO,
+                       "search: float64 check stopped at the time limit after %zu results", i);
+        top = (int64_t)i;
+      } else {
+        st = float_one(s, s->res[i].g, &ok, &skip);
+        if (st == MIRS_STOPPED) {
+          /* Stopped: this and the later results keep their fingerprint
+           * verdict (the sound one) without the float64 check. */
+          mirs__core_log(ctx, MIRS_LOG_WARNING,
+                         "search: float64 check of results %zu.. not run (%s)", i + 1,
+                         mirs_last_error(ctx));
+          mirs_clear_error(ctx);
+          s->complete = false;
+          top = (int64_t)i;
+          st = MIRS_OK;
+          ok = true;
+        } else if (st != MIRS_OK) {
+          ok = true;
+        } else if (!skip) {
+          MIRS_INC(&fs, float_checks);
+        }
+      }
+    }
+    if (ok) {
+      s->res[k++] = s->res[i];
+    } else {
+      MIRS_INC(&fs, float_rejects);
+      mirs__core_log(ctx, MIRS_LOG_WARNING,
+                     "search: result %016llx matched by fingerprints but not in float64; dropped",
+                     (unsigned long long)s->res[i].hash);
+      mirs__graph_free(s->res[i].g);
+    }
+  }
+  s->nres = k;
+  mirs_eval_result_destroy(s->ref_eval);
+  s->ref_eval = NULL;
+  mirs__sink_add_stats(s, &fs);
+  return st;
+}
+
+/* Verify result *r (matched on a reduced instance, cost cr) at full shape
+ * now when it is the cheapest so far and this early checking has used at
+ * most a tenth of the search's time (the others wait for the end, which
+ * keeps the cost per state that of the reduced instance), so a search
+ * stopped by a limit still reports a verified best.  *r freed and NULL
+ * when it fails.  What is checked here changes what is checked at the
+ * end, never the result list: the verdicts are functions of the graph.
+ * Under the lock. */
+static mirs_status early_verify(mirs__search_worker *w, mirs_graph **r,
+                                const mirs__cost_result *cr, bool *verified,
+                                bool *float_checked) {
+  mirs_search *s = w->s;
+  mirs_context *ctx = s->ctx;
+  double now = mirs__core_now();
+  if (w->restoring || (s->have_best_full && cr->seconds >= s->best_full) ||
+      s->early_seconds > 0.1 * (now - s->t0))
+    return MIRS_OK;
+  MIRS_INC(&w->stats, full_verified);
+  bool ok = false, skip = true;
+  mirs_status st = verify_full_one(s, *r, &ok);
+  if (st == MIRS_OK && ok && ctx->opt.float_check_top > 0) {
+    MIRS_INC(&w->stats, float_checks);
+    st = float_one(s, *r, &ok, &skip);
+    if (st == MIRS_OK && !ok)
+      MIRS_INC(&w->stats, float_rejects);
+  } else if (st == MIRS_OK && !ok) {
+    MIRS_INC(&w->stats, full_rejects);
+  }
+  s->early_seconds += mirs__core_now() - now;
+  if (st == MIRS_STOPPED) {
+    /* A stop (interrupt, limit) during the check: the end decides. */
+    mirs_clear_error(ctx);
+    return MIRS_OK;
+  }
+  if (st != MIRS_OK)
+    return parent_failed(w, st);
+  if (!ok) {
+    mirs__graph_free(*r);
+    *r = NULL;
+    return MIRS_OK;
+  }
+  *verified = true;
+  *float_checked = !skip;
+  s->have_best_full = true;
+  s->best_full = cr->seconds;
+  return MIRS_OK;
+}
+
+/* Offer candidate g (outputs named, canonical hash h) found by w at w's
+ * current path. */
+mirs_status mirs__sink_offer(mirs__search_worker *w, const mirs_graph *g, uint64_t h) {
+  mirs_search *s = w->s;
+  mirs_context *ctx = w->ctx;
+  /* The candidate's path: the move entering it is frames[depth-1]'s
+   * (offered from within enter, before its frame is pushed). */
+  int32_t len = w->depth;
+  if ((size_t)len > w->cappath)
+    MIRS_CHECK(ctx, mirs__core_grow(ctx, (void **)&w->pathbuf, &w->cappath, (size_t)len,
+                                    sizeof *w->pathbuf));
+  for (int32_t i = 0; i < len; i++)
+    w->pathbuf[i] = w->frames[i].next - 1;
+  const uint32_t *path = w->pathbuf;
+  bool reduced = w->fphash != 0; /* matched on a reduced instance */
+  mirs_status st = MIRS_OK;
+  mirs__sink_lock(s);
+  int64_t e = find_entry(s, h);
+  if (e >= 0) {
+    MIRS_INC(&w->stats, duplicates);
+    mirs__sink_entry *en = &s->ent[e];
+    if (path_cmp(path, len, &s->paths[en->poff], en->plen) >= 0) {
+      mirs__sink_unlock(s);
+      return MIRS_OK;
+    }
+    /* An earlier instance in depth-first order, found later: it replaces
+     * the stored one (same hash, so the same verdict and cost; the text
+     * may differ, and that is what must not depend on timing). */
+    mirs_graph *r = NULL;
+    mirs__cost_result cr;
+    st = make_result(w, g, false, reduced, &r, &cr);
+    if (st == MIRS_OK && en->res >= 0 && r) {
+      mirs__search_result *res = &s->res[en->res];
+      mirs__graph_free(res->g);
+      res->g = r;
+      res->cost = cr.feasible ? cr.seconds : INFINITY;
+      res->kernels = cr.kernels;
+    } else {
+      mirs__graph_free(r);
+    }
+    if (st == MIRS_OK && (size_t)len <= (size_t)en->plen) {
+      memcpy(&s->paths[en->poff], path, sizeof *path * (size_t)len);
+      en->plen = len;
+    } else if (st == MIRS_OK) {
+      /* A longer path: store it anew (the old one's space is dropped). */
+      st = mirs__core_grow(s->ctx, (void **)&s->paths, &s->cappaths, s->npaths + (size_t)len + 1,
+                           sizeof *s->paths);
+      if (st == MIRS_OK) {
+        memcpy(&s->paths[s->npaths], path, sizeof *path * (size_t)len);
+        en->poff = s->npaths;
+        en->plen = len;
+        s->npaths += (size_t)len;
+      } else {
+        parent_failed(w, st);
+      }
+    }
+    mirs__sink_unlock(s);
+    MIRS_CHECK(ctx, st);
+    return MIRS_OK;
+  }
+  mirs_graph *r = NULL;
+  mirs__cost_result cr;
+  st = make_result(w, g, true, reduced, &r, &cr);
+  bool verified = false, float_checked = false;
+  if (st == MIRS_OK && r && reduced && cr.feasible)
+    st = early_verify(w, &r, &cr, &verified, &float_checked);
+  if (st == MIRS_OK && r && s->nres >= s->capres) {
+    /* s->res belongs to the search (freed through s->ctx): grown there. */
+    st = mirs__core_grow(s->ctx, (void **)&s->res, &s->capres, s->nres + 1, sizeof *s->res);
+    if (st != MIRS_OK)
+      parent_failed(w, st);
+  }
+  if (st == MIRS_OK) {
+    st = add_entry(s, h, path, len, r ? (int32_t)s->nres : -1);
+    if (st != MIRS_OK)
+      parent_failed(w, st);
+  }
+  if (st != MIRS_OK || !r) {
+    mirs__sink_unlock(s);
+    mirs__graph_free(r);
+    MIRS_CHECK(ctx, st);
+    return MIRS_OK;
+  }
+  mirs__search_result *res = &s->res[s->nres++];
+  res->g = r;
+  res->hash = h;
+  res->cost = cr.feasible ? cr.seconds : INFINITY;
+  res->kernels = cr.kernels;
+  res->reduced = reduced;
+  res->verified = verified;
+  res->float_checked = float_checked;
+  res->found_at = s->wall_before + mirs__core_now() - s->t0;
+  MIRS_INC(&w->stats, graphs_found);
+  mirs__core_log(ctx, MIRS_LOG_DEBUG, "search: found %016llx cost %g (%d kernels)",
+                 (unsigned long long)h, res->cost, (int)res->kernels);
+  if (s->on_result)
+    s->on_result(s->user, r, res->cost);
+  mirs__sink_unlock(s);
+  return MIRS_OK;
+}
+
+/* Drop the result of hash h. */
+void mirs__sink_reject(mirs_search *s, uint64_t h) {
+  int64_t e = find_entry(s, h);
+  if (e < 0 || s->ent[e].res < 0)
+    return;
+  size_t i = (size_t)s->ent[e].res;
+  mirs__graph_free(s->res[i].g);
+  s->ent[e].res = -1;
+  if (i + 1 < s->nres) {
+    s->res[i] = s->res[s->nres - 1];
+    int64_t m = find_entry(s, s->res[i].hash);
+    if (m >= 0)
+      s->ent[m].res = (int32_t)i;
+  }
+  s->nres--;
+}
+
+/* Take the lock. */
+void mirs__sink_lock(mirs_search *s) {
+  pthread_mutex_lock(&s->lock);
+}
+
+/* Release the lock. */
+void mirs__sink_unlock(mirs_search *s) {
+  pthread_mutex_unlock(&s->lock);
+}
+
+/* Compare results by (cost, hash). */
+static int result_cmp(const void *a, const void *b) {
+  const mirs__search_result *x = a, *y = b;
+  if (x->cost != y->cost)
+    return x->cost < y->cost ? -1 : 1;
+  return x->hash < y->hash ? -1 : x->hash > y->hash ? 1 : 0;
+}
+
+/* Add counters st to the search's and to the context's. */
+void mirs__sink_add_stats(mirs_search *s, const mirs__stats *st) {
+  for (int i = 0; i < MIRS__STAT_COUNT; i++)
+    s->stats.v[i] += st->v[i];
+  mirs__core_stats_add(s->ctx, st);
+}
+
+/* Rank the results, verify those matched on reduced instances at full
+ * shape and check the best in float64 against the program; drop failures.
+ * After the workers have stopped; the entries keep every hash (a
+ * checkpoint records them all). */
+mirs_status mirs__sink_finish(mirs_search *s) {
+  if (s->nres > 1)
+    qsort(s->res, s->nres, sizeof *s->res, result_cmp);
+  MIRS_CHECK(s->ctx, full_verify(s));
+  MIRS_CHECK(s->ctx, float_check(s));
+  return MIRS_OK;
+}
