@@ -16,6 +16,20 @@
 
 #include "tiny_programs.h"
 
+/* (X W)^2, squared and as a product: the space blow-up of issue 13. */
+static const char *const SQUARE_XW = "program square_xw\n"
+                                     "input X : f16[2, 8]\n"
+                                     "input W : f16[8, 4]\n"
+                                     "M = matmul(X, W)\n"
+                                     "O = square(M)\n"
+                                     "output O\n";
+static const char *const MUL_XW = "program mul_xw\n"
+                                  "input X : f16[2, 8]\n"
+                                  "input W : f16[8, 4]\n"
+                                  "M = matmul(X, W)\n"
+                                  "O = mul(M, M)\n"
+                                  "output O\n";
+
 /* A division by a sum, which the normal form boxes: only the weight
  * models and Z3 refute what lies under the box (Z3 alone A·C). */
 static const char *const TINY_BOXED = "program tiny_boxed\n"
@@ -334,6 +348,78 @@ START_TEST(test_index_same_results) {
 }
 END_TEST
 
+START_TEST(test_index_degree) {
+  /* Index multiplicities of (X W)^2: one factor of X and one of W per
+   * instance of the contracted k; two through the rows and the columns. */
+  mirs_context *ctx = tu_ctx(NULL);
+  mirs_graph *g = parse(ctx, SQUARE_XW);
+  mirs_search *s = NULL;
+  ck_assert_int_eq(mirs_search_create(ctx, g, &s), MIRS_OK);
+  const int8_t *x = &s->plab[0], *w = &s->plab[MIRS_MAX_DIMS];
+  const mirs__search_space *sp = &s->space;
+  uint64_t dx[MIRS_MAX_DIMS], dw[MIRS_MAX_DIMS], dm[MIRS_MAX_DIMS], d2[MIRS_MAX_DIMS];
+  uint64_t dxx[MIRS_MAX_DIMS], dmm[MIRS_MAX_DIMS];
+  int8_t lm[MIRS_MAX_DIMS], l2[MIRS_MAX_DIMS], lxx[MIRS_MAX_DIMS];
+  mirs__search_input_deg(x, 0, dx);
+  mirs__search_input_deg(w, 1, dw);
+  mirs__search_ix xx = {x, 1, dx}, xw = {w, 2, dw};
+  /* matmul(X, W): allowed; square of it: allowed (the program's output). */
+  ck_assert(mirs__search_label_rule(sp, MIRS_OP_MATMUL, -1, 2, &xx, &xw, lm, dm));
+  ck_assert_uint_eq(dm[0], 0x1u);
+  ck_assert_uint_eq(dm[1], 0x10u);
+  mirs__search_ix xm = {lm, 3, dm};
+  ck_assert(mirs__search_label_rule(sp, MIRS_OP_SQUARE, -1, 2, &xm, &xm, l2, d2));
+  ck_assert_uint_eq(d2[0], 0x2u);
+  ck_assert(mirs__search_label_rule(sp, MIRS_OP_MUL, -1, 2, &xm, &xm, l2, dmm));
+  ck_assert_uint_eq(dmm[0], 0x2u);
+  /* Its square again: four factors of X through the rows, no sink has as many. */
+  mirs__search_ix x2 = {l2, 3, d2};
+  ck_assert(!mirs__search_label_rule(sp, MIRS_OP_SQUARE, -1, 2, &x2, &x2, lxx, dmm));
+  /* square(X) and mul(X, X) hold x_k x_k: k must be summed, and the only
+   * sum over k holds one factor of X.  With index_degree off they pass. */
+  ck_assert(!mirs__search_label_rule(sp, MIRS_OP_SQUARE, -1, 2, &xx, &xx, lxx, dxx));
+  ck_assert(!mirs__search_label_rule(sp, MIRS_OP_MUL, -1, 2, &xx, &xx, lxx, dxx));
+  ck_assert_uint_eq(dxx[1], 0x2u);
+  mirs__search_space nodeg = *sp;
+  nodeg.index_degree = false;
+  ck_assert(mirs__search_label_rule(&nodeg, MIRS_OP_SQUARE, -1, 2, &xx, &xx, lxx, dxx));
+  /* ... and the sum over k of x_k x_k w_k is refused at the reduction. */
+  mirs__search_ix x3 = {lxx, 1, dxx};
+  ck_assert(mirs__search_label_rule(&nodeg, MIRS_OP_MATMUL, -1, 2, &x3, &xw, lm, dm));
+  ck_assert(!mirs__search_label_rule(sp, MIRS_OP_MATMUL, -1, 2, &x3, &xw, lm, dm));
+  mirs_search_destroy(s);
+  mirs_graph_destroy(g);
+  mirs_context_destroy(ctx);
+}
+END_TEST
+
+START_TEST(test_index_degree_same_results) {
+  /* The multiplicity bound loses no result: (X W)^2 in both spellings and
+   * the programs with an rms and a softmax, without an operator budget
+   * (which would hide the blow-up). */
+  static const char *const nb[] = {"op_budget", "-1", "kernel_ops", "matmul,square,mul",
+                                   "max_block_ops", "7", NULL};
+  compare_sets(SQUARE_XW, nb, "index_degree", "true", "false", false);
+  compare_sets(MUL_XW, nb, "index_degree", "true", "false", false);
+  same_sets(TINY_RMS, "index_degree", "true", "false");
+  same_sets(TINY, "index_degree", "true", "false");
+  static const char *const sm[] = {"kernel_ops", "exp,sum,div", "max_kernel_ops", "2", NULL};
+  compare_sets(TINY_SOFTMAX, sm, "index_degree", "true", "false", false);
+}
+END_TEST
+
+START_TEST(test_reuse_kernel_ops_results) {
+  /* A custom kernel that recomputes a kernel op (exp of a tile of X when
+   * exp(X) is a kernel tensor) is left out: its results are a subset of
+   * those with recomputation. */
+  static const char *const sm[] = {"kernel_ops", "exp,sum,div,matmul", "op_budget", "-1", NULL};
+  ck_assert_int_gt(compare_sets(TINY_SOFTMAX, sm, "reuse_kernel_ops", "true", "false", true), 0);
+  static const char *const mk[] = {"kernel_ops", "matmul,exp,add", "op_budget", "-1", NULL};
+  compare_sets(TINY, mk, "reuse_kernel_ops", "true", "false", true);
+  same_sets(TINY_RMS, "reuse_kernel_ops", "true", "false");
+}
+END_TEST
+
 START_TEST(test_index_labels) {
   /* The labels of a QKNorm-like program and what they refuse. */
   mirs_context *ctx = tu_ctx(NULL);
@@ -358,26 +444,45 @@ START_TEST(test_index_labels) {
   const mirs__search_space *sp = &s->space;
   ck_assert_uint_eq(sp->reducible, (UINT64_C(1) << d) | (UINT64_C(1) << n) | (UINT64_C(1) << d2));
   const uint64_t Q = 1, K = 2, V = 4;
+  /* Operands: inputs (multiplicity 1 per labelled dim), and exp(Q K) V
+   * (Q and K inside exp through every dim, V once through its own). */
+  uint64_t dq[MIRS_MAX_DIMS], dk[MIRS_MAX_DIMS], dv[MIRS_MAX_DIMS], de[MIRS_MAX_DIMS];
+  mirs__search_input_deg(q, 0, dq);
+  mirs__search_input_deg(k, 1, dk);
+  mirs__search_input_deg(v, 2, dv);
+  for (int e = 0; e < MIRS_MAX_DIMS; e++)
+    de[e] = e < 2 ? 0xffu | dv[e] : dv[e];
+  mirs__search_ix xq = {q, Q, dq}, xk = {k, K, dk}, xv = {v, V, dv}, xe = {v, Q | K | V, de};
   int8_t out[MIRS_MAX_DIMS];
+  uint64_t deg[MIRS_MAX_DIMS];
   /* matmul(Q, K) contracts d, which the program contracts with Q and K. */
-  ck_assert(mirs__search_label_rule(sp, MIRS_OP_MATMUL, -1, 3, q, k, Q | K, out));
+  ck_assert(mirs__search_label_rule(sp, MIRS_OP_MATMUL, -1, 3, &xq, &xk, out, deg));
   ck_assert_int_eq(out[0], b);
   ck_assert_int_eq(out[1], i);
   ck_assert_int_eq(out[2], n);
+  ck_assert_uint_eq(deg[0], 0x11u); /* the batch: one factor of Q and one of K */
+  ck_assert_uint_eq(deg[1], 0x1u);
+  ck_assert_uint_eq(deg[2], 0x10u);
   /* matmul(Q, V) would contract d with n. */
-  ck_assert(!mirs__search_label_rule(sp, MIRS_OP_MATMUL, -1, 3, q, v, Q | V, out));
+  ck_assert(!mirs__search_label_rule(sp, MIRS_OP_MATMUL, -1, 3, &xq, &xv, out, deg));
   /* A sum over the batch or the rows: never reduced by the program. */
-  ck_assert(!mirs__search_label_rule(sp, MIRS_OP_SUM, 0, 3, q, q, Q, out));
-  ck_assert(!mirs__search_label_rule(sp, MIRS_OP_SUM, 1, 3, q, q, Q, out));
+  ck_assert(!mirs__search_label_rule(sp, MIRS_OP_SUM, 0, 3, &xq, &xq, out, deg));
+  ck_assert(!mirs__search_label_rule(sp, MIRS_OP_SUM, 1, 3, &xq, &xq, out, deg));
   /* A sum of V over the sequence alone: every sum over n holds exp(Q K). */
-  ck_assert(!mirs__search_label_rule(sp, MIRS_OP_SUM, 1, 3, v, v, V, out));
-  ck_assert(mirs__search_label_rule(sp, MIRS_OP_SUM, 1, 3, v, v, Q | K | V, out));
+  ck_assert(!mirs__search_label_rule(sp, MIRS_OP_SUM, 1, 3, &xv, &xv, out, deg));
+  ck_assert(mirs__search_label_rule(sp, MIRS_OP_SUM, 1, 3, &xe, &xe, out, deg));
   ck_assert_int_eq(out[1], MIRS__LAB_NONE);
+  ck_assert_uint_eq(deg[1], 0);
   /* rms over V's head is a site of V; a plain sum over it is none. */
-  ck_assert(mirs__search_label_rule(sp, MIRS_OP_RMS_NORM, -1, 3, v, v, V, out));
-  ck_assert(!mirs__search_label_rule(sp, MIRS_OP_SUM, 2, 3, v, v, V, out));
+  ck_assert(mirs__search_label_rule(sp, MIRS_OP_RMS_NORM, -1, 3, &xv, &xv, out, deg));
+  ck_assert(!mirs__search_label_rule(sp, MIRS_OP_SUM, 2, 3, &xv, &xv, out, deg));
   /* add aligns Q's head with V's: different labels. */
-  ck_assert(!mirs__search_label_rule(sp, MIRS_OP_ADD, -1, 3, q, v, Q | V, out));
+  ck_assert(!mirs__search_label_rule(sp, MIRS_OP_ADD, -1, 3, &xq, &xv, out, deg));
+  /* V twice through n: still bounded, the program's sum over n holds
+   * rms_norm(V), where V sits inside the rms through n (MIRS__DEG_INF). */
+  ck_assert_uint_eq(dv[1], 0x100u);
+  de[1] = 0xffu | 2u * dv[1];
+  ck_assert(mirs__search_label_rule(sp, MIRS_OP_SUM, 1, 3, &xe, &xe, out, deg));
   mirs_search_destroy(s);
   mirs_graph_destroy(g);
   mirs_context_destroy(ctx);
@@ -826,6 +931,9 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_final_variants);
   tcase_add_test(tc, test_grid_dims);
   tcase_add_test(tc, test_index_labels);
+  tcase_add_test(tc, test_index_degree);
+  tcase_add_test(tc, test_index_degree_same_results);
+  tcase_add_test(tc, test_reuse_kernel_ops_results);
   tcase_add_test(tc, test_phase_order_same_results);
   tcase_add_test(tc, test_final_grid_same_results);
   tcase_add_test(tc, test_space_from_program);

@@ -40,19 +40,134 @@ static bool holds(const mirs_graph *p, const int8_t *plab, int32_t t, int8_t l) 
   return false;
 }
 
-/* Record a reduction site (label l, rms or sum, inputs req); false when
- * the table is full. */
-static bool add_site(mirs__search_space *sp, int8_t l, bool rms, uint64_t req) {
+/* ------------------------------------------------ index multiplicities */
+
+/* Multiplicities are 16 nibbles, one per input (see search.h); a nibble
+ * of MIRS__DEG_INF absorbs everything, a finite sum saturates to it (a
+ * finite degree past 14 then bounds less, never more). */
+#define NIB(x, i) (((x) >> (4 * (i))) & 15u)
+
+/* Nibble-wise a + b (a mul's operands). */
+static uint64_t deg_add(uint64_t a, uint64_t b) {
+  uint64_t r = 0;
+  for (int i = 0; i < MIRS__DEG_ATOMS && (a | b) >> (4 * i); i++) {
+    uint64_t s = NIB(a, i) + NIB(b, i);
+    r |= (s > MIRS__DEG_INF ? MIRS__DEG_INF : s) << (4 * i);
+  }
+  return r;
+}
+
+/* Nibble-wise max (an add's operands). */
+static uint64_t deg_max(uint64_t a, uint64_t b) {
+  uint64_t r = 0;
+  for (int i = 0; i < MIRS__DEG_ATOMS && (a | b) >> (4 * i); i++) {
+    uint64_t x = NIB(a, i), y = NIB(b, i);
+    r |= (x > y ? x : y) << (4 * i);
+  }
+  return r;
+}
+
+/* MIRS__DEG_INF for every tracked input of `atoms`: they sit inside a
+ * non-linear function of a value that holds the instance. */
+static uint64_t deg_inf(uint64_t atoms) {
+  uint64_t r = 0;
+  for (int i = 0; i < MIRS__DEG_ATOMS; i++)
+    if ((atoms >> i) & 1)
+      r |= (uint64_t)MIRS__DEG_INF << (4 * i);
+  return r;
+}
+
+/* Whether multiplicities a are bounded by b: each finite nibble of a at
+ * most b's, an infinite one only by an infinite one. */
+static bool deg_le(uint64_t a, uint64_t b) {
+  for (int i = 0; i < MIRS__DEG_ATOMS && a >> (4 * i); i++) {
+    uint64_t x = NIB(a, i), y = NIB(b, i);
+    if (y != MIRS__DEG_INF && (x == MIRS__DEG_INF || x > y))
+      return false;
+  }
+  return true;
+}
+
+/* Multiplicities of op's result (rank nd) from its operands' (a, b; b = a
+ * for a unary op) into out; *red: those of the reduced instance's summand
+ * (0 when op reduces nothing). */
+static void deg_rule(mirs_op op, int dim, int nd, const mirs__search_ix *a,
+                     const mirs__search_ix *b, uint64_t *out, uint64_t *red) {
+  const uint64_t *da = a->deg, *db = b->deg;
+  *red = 0;
+  memset(out, 0, sizeof(uint64_t) * MIRS_MAX_DIMS);
+  switch (mirs__graph_ops[op].kind) {
+  case MIRS__KIND_UNARY:
+    for (int d = 0; d < nd; d++)
+      out[d] = op == MIRS_OP_SQUARE ? deg_add(da[d], da[d]) : da[d] ? deg_inf(a->atoms) : 0;
+    break;
+  case MIRS__KIND_INPUT:
+  case MIRS__KIND_OUTPUT:
+    memcpy(out, da, sizeof(uint64_t) * (size_t)nd);
+    break;
+  case MIRS__KIND_RMSNORM: /* x / rms_m(x): the rms is a sum over m, non-linear elsewhere */
+    for (int d = 0; d < nd - 1; d++)
+      out[d] = da[d] ? deg_inf(a->atoms) : 0;
+    out[nd - 1] = *red = da[nd - 1];
+    break;
+  case MIRS__KIND_BINARY:
+    for (int d = 0; d < nd; d++)
+      out[d] = op == MIRS_OP_MUL   ? deg_add(da[d], db[d])
+               : op == MIRS_OP_DIV ? deg_add(da[d], db[d] ? deg_inf(b->atoms) : 0)
+                                   : deg_max(da[d], db[d]);
+    break;
+  case MIRS__KIND_MATMUL:
+    for (int d = 0; d < nd - 2; d++)
+      out[d] = deg_add(da[d], db[d]);
+    out[nd - 2] = da[nd - 2];
+    out[nd - 1] = db[nd - 1];
+    *red = deg_add(da[nd - 1], db[nd - 2]);
+    break;
+  case MIRS__KIND_REDUCE:
+  case MIRS__KIND_ACCUM: {
+    int r = op == MIRS_OP_ACCUM_RMS ? nd - 1 : op == MIRS_OP_ACCUM ? -1 : dim;
+    for (int d = 0; d < nd; d++)
+      out[d] = op != MIRS_OP_ACCUM_RMS ? da[d] : da[d] ? deg_inf(a->atoms) : 0;
+    if (r >= 0 && r < nd) {
+      *red = da[r];
+      out[r] = 0;
+    }
+    break;
+  }
+  case MIRS__KIND_CUSTOM:
+    break;
+  }
+}
+
+/* Record a reduction site (label l, rms or sum, inputs req, multiplicities
+ * deg); false when the table is full. */
+static bool add_site(mirs__search_space *sp, int8_t l, bool rms, uint64_t req, uint64_t deg) {
   if (l < 0)
     return true;
   for (int i = 0; i < sp->nsites; i++)
-    if (sp->site_lab[i] == l && sp->site_rms[i] == rms && sp->site_req[i] == req)
+    if (sp->site_lab[i] == l && sp->site_rms[i] == rms && sp->site_req[i] == req &&
+        sp->site_deg[i] == deg)
       return true;
   if (sp->nsites >= MIRS__MAX_SITES)
     return false;
   sp->site_lab[sp->nsites] = l;
   sp->site_rms[sp->nsites] = rms;
+  sp->site_deg[sp->nsites] = deg;
   sp->site_req[sp->nsites++] = req;
+  return true;
+}
+
+/* Record a sink (label l, multiplicities deg); false when the table is full. */
+static bool add_sink(mirs__search_space *sp, int8_t l, uint64_t deg) {
+  if (l < 0)
+    return true;
+  for (int i = 0; i < sp->nsinks; i++)
+    if (sp->sink_lab[i] == l && deg_le(deg, sp->sink_deg[i]))
+      return true;
+  if (sp->nsinks >= MIRS__MAX_SINKS)
+    return false;
+  sp->sink_lab[sp->nsinks] = l;
+  sp->sink_deg[sp->nsinks++] = deg;
   return true;
 }
 
@@ -63,15 +178,20 @@ static mirs_status find_sites(mirs_context *ctx, const mirs_graph *p, const int8
   size_t nt = (size_t)p->nt;
   uint64_t *dep = mirs__core_calloc(ctx, nt * MIRS__LAB_MAX + 1, sizeof *dep);
   uint64_t *atoms = mirs__core_calloc(ctx, nt + 1, sizeof *atoms);
-  if (!dep || !atoms) {
+  uint64_t *pdeg = mirs__core_calloc(ctx, nt * MIRS_MAX_DIMS + 1, sizeof *pdeg);
+  if (!dep || !atoms || !pdeg) {
     mirs__core_free(ctx, dep);
     mirs__core_free(ctx, atoms);
+    mirs__core_free(ctx, pdeg);
     return MIRS_NOMEM;
   }
   sp->nsites = 0;
+  sp->nsinks = 0;
   int nin = 0;
   for (int32_t t = 0; t < p->nt; t++)
     if (p->t[t].producer < 0) {
+      mirs__search_input_deg(&plab[(size_t)t * MIRS_MAX_DIMS], nin,
+                             &pdeg[(size_t)t * MIRS_MAX_DIMS]);
       atoms[t] = UINT64_C(1) << nin++;
       for (int8_t l = 0; l < MIRS__LAB_MAX; l++)
         if (holds(p, plab, t, l))
@@ -84,6 +204,10 @@ static mirs_status find_sites(mirs_context *ctx, const mirs_graph *p, const int8
     int nd = p->t[a].shape.ndim;
     const uint64_t *da = &dep[(size_t)a * MIRS__LAB_MAX], *db = &dep[(size_t)b * MIRS__LAB_MAX];
     uint64_t *dout = &dep[(size_t)o * MIRS__LAB_MAX];
+    mirs__search_ix xa = {&plab[(size_t)a * MIRS_MAX_DIMS], atoms[a], &pdeg[(size_t)a * MIRS_MAX_DIMS]},
+                    xb = {&plab[(size_t)b * MIRS_MAX_DIMS], atoms[b], &pdeg[(size_t)b * MIRS_MAX_DIMS]};
+    uint64_t red;
+    deg_rule(k->op, k->dim, nd, &xa, &xb, &pdeg[(size_t)o * MIRS_MAX_DIMS], &red);
     atoms[o] = atoms[a] | atoms[b];
     /* The reduced label, if any. */
     int8_t m = MIRS__LAB_NONE;
@@ -121,14 +245,24 @@ static mirs_status find_sites(mirs_context *ctx, const mirs_graph *p, const int8
       }
     }
     if (m >= 0 && k->op == MIRS_OP_MATMUL)
-      ok = add_site(sp, m, false, da[m] | db[m]);
+      ok = add_site(sp, m, false, da[m] | db[m], red);
     else if (m >= 0)
-      ok = add_site(sp, m, k->op == MIRS_OP_RMS_NORM, da[m]);
+      ok = add_site(sp, m, k->op == MIRS_OP_RMS_NORM, da[m], red);
+    if (m >= 0)
+      ok = ok && add_sink(sp, m, red);
+  }
+  /* The outputs' dims are the other sinks. */
+  for (int i = 0; ok && i < p->nout; i++) {
+    int32_t t = p->outputs[i];
+    for (int d = 0; ok && d < p->t[t].shape.ndim; d++)
+      ok = add_sink(sp, plab[(size_t)t * MIRS_MAX_DIMS + (size_t)d],
+                    pdeg[(size_t)t * MIRS_MAX_DIMS + (size_t)d]);
   }
   if (!ok)
-    sp->nsites = -1;
+    sp->nsites = sp->nsinks = -1;
   mirs__core_free(ctx, dep);
   mirs__core_free(ctx, atoms);
+  mirs__core_free(ctx, pdeg);
   return MIRS_OK;
 }
 
@@ -138,7 +272,7 @@ mirs_status mirs__search_label_program(mirs_context *ctx, const mirs_graph *p, i
   size_t n = (size_t)p->nt * MIRS_MAX_DIMS;
   memset(plab, MIRS__LAB_NONE, n);
   sp->reducible = 0;
-  sp->nsites = -1;
+  sp->nsites = sp->nsinks = -1;
   int ninputs = 0;
   for (int32_t t = 0; t < p->nt; t++)
     ninputs += p->t[t].producer < 0;
@@ -242,8 +376,9 @@ static int8_t join_label(int8_t x, int8_t y, bool *ok) {
 }
 
 /* Whether label l may be reduced (an rms or a sum) over a value that
- * depends on the inputs `atoms`. */
-static bool may_reduce(const mirs__search_space *sp, int8_t l, bool rms, uint64_t atoms) {
+ * depends on the inputs `atoms`, with multiplicities red through l. */
+static bool may_reduce(const mirs__search_space *sp, int8_t l, bool rms, uint64_t atoms,
+                       uint64_t red) {
   if (l < 0)
     return true;
   if (!((sp->reducible >> l) & 1))
@@ -251,15 +386,36 @@ static bool may_reduce(const mirs__search_space *sp, int8_t l, bool rms, uint64_
   if (sp->nsites < 0)
     return true;
   for (int i = 0; i < sp->nsites; i++)
-    if (sp->site_lab[i] == l && sp->site_rms[i] == rms && (sp->site_req[i] & ~atoms) == 0)
+    if (sp->site_lab[i] == l && sp->site_rms[i] == rms && (sp->site_req[i] & ~atoms) == 0 &&
+        (!sp->index_degree || deg_le(red, sp->site_deg[i])))
       return true;
   return false;
 }
 
+/* Whether some sink of label l bounds the multiplicities deg. */
+static bool may_sink(const mirs__search_space *sp, int8_t l, uint64_t deg) {
+  if (l < 0 || sp->nsinks < 0 || !sp->index_degree)
+    return true;
+  for (int i = 0; i < sp->nsinks; i++)
+    if (sp->sink_lab[i] == l && deg_le(deg, sp->sink_deg[i]))
+      return true;
+  return false;
+}
+
+/* Multiplicities of a program input (atom index i) with labels lab. */
+void mirs__search_input_deg(const int8_t *lab, int i, uint64_t *deg) {
+  for (int d = 0; d < MIRS_MAX_DIMS; d++)
+    deg[d] = lab[d] >= 0 && i < MIRS__DEG_ATOMS ? UINT64_C(1) << (4 * i) : 0;
+}
+
 /* Labels of op's result (see search.h). */
 bool mirs__search_label_rule(const mirs__search_space *sp, mirs_op op, int dim, int nd,
-                             const int8_t *a, const int8_t *b, uint64_t atoms, int8_t *out) {
+                             const mirs__search_ix *xa, const mirs__search_ix *xb, int8_t *out,
+                             uint64_t *deg) {
   bool ok = true;
+  const int8_t *a = xa->lab, *b = xb->lab;
+  uint64_t atoms = xa->atoms | xb->atoms, red;
+  deg_rule(op, dim, nd, xa, xb, deg, &red);
   memset(out, MIRS__LAB_NONE, MIRS_MAX_DIMS);
   switch (mirs__graph_ops[op].kind) {
   case MIRS__KIND_UNARY:
@@ -269,7 +425,7 @@ bool mirs__search_label_rule(const mirs__search_space *sp, mirs_op op, int dim, 
     break;
   case MIRS__KIND_RMSNORM:
     memcpy(out, a, (size_t)nd);
-    ok = may_reduce(sp, a[nd - 1], true, atoms);
+    ok = may_reduce(sp, a[nd - 1], true, atoms, red);
     break;
   case MIRS__KIND_BINARY:
     for (int d = 0; d < nd; d++)
@@ -281,7 +437,7 @@ bool mirs__search_label_rule(const mirs__search_space *sp, mirs_op op, int dim, 
     out[nd - 2] = a[nd - 2];
     out[nd - 1] = b[nd - 1];
     int8_t k = join_label(a[nd - 1], b[nd - 2], &ok);
-    ok = ok && may_reduce(sp, k, false, atoms);
+    ok = ok && may_reduce(sp, k, false, atoms, red);
     break;
   }
   case MIRS__KIND_REDUCE:
@@ -289,7 +445,7 @@ bool mirs__search_label_rule(const mirs__search_space *sp, mirs_op op, int dim, 
     memcpy(out, a, (size_t)nd);
     int d = op == MIRS_OP_ACCUM_RMS ? nd - 1 : op == MIRS_OP_ACCUM ? -1 : dim;
     if (d >= 0 && d < nd) {
-      ok = may_reduce(sp, a[d], op == MIRS_OP_ACCUM_RMS, atoms);
+      ok = may_reduce(sp, a[d], op == MIRS_OP_ACCUM_RMS, atoms, red);
       out[d] = MIRS__LAB_NONE;
     }
     break;
@@ -297,6 +453,8 @@ bool mirs__search_label_rule(const mirs__search_space *sp, mirs_op op, int dim, 
   case MIRS__KIND_CUSTOM:
     break;
   }
+  for (int d = 0; ok && d < nd; d++)
+    ok = may_sink(sp, out[d], deg[d]);
   return ok;
 }
 
@@ -304,15 +462,20 @@ bool mirs__search_label_rule(const mirs__search_space *sp, mirs_op op, int dim, 
 bool mirs__search_bop_labels(const mirs__search_space *sp, mirs_op op, int dim, int nin, int nd,
                              const mirs__search_btinfo *in, mirs__search_btinfo *out) {
   const mirs__search_btinfo *b = &in[nin > 1 ? 1 : 0];
+  mirs__search_ix xa = {in[0].lab, in[0].atoms, in[0].deg}, xb = {b->lab, b->atoms, b->deg};
   out->atoms = in[0].atoms | b->atoms;
-  return mirs__search_label_rule(sp, op, dim, nd, in[0].lab, b->lab, out->atoms, out->lab);
+  return mirs__search_label_rule(sp, op, dim, nd, &xa, &xb, out->lab, out->deg);
 }
 
 /* The rule for a kernel op (see search.h). */
 bool mirs__search_kop_labels(const mirs__search_worker *w, mirs_op op, int dim, int nin,
-                             const int32_t *in, int nd, int8_t *lab, uint64_t *atoms) {
+                             const int32_t *in, int nd, int8_t *lab, uint64_t *atoms,
+                             uint64_t *deg) {
   int32_t a = in[0], b = in[nin > 1 ? 1 : 0];
-  *atoms = w->katoms[a] | w->katoms[b];
-  return mirs__search_label_rule(&w->s->space, op, dim, nd, &w->klab[(size_t)a * MIRS_MAX_DIMS],
-                                 &w->klab[(size_t)b * MIRS_MAX_DIMS], *atoms, lab);
+  mirs__search_ix xa = {&w->klab[(size_t)a * MIRS_MAX_DIMS], w->katoms[a],
+                        &w->kdeg[(size_t)a * MIRS_MAX_DIMS]},
+                  xb = {&w->klab[(size_t)b * MIRS_MAX_DIMS], w->katoms[b],
+                        &w->kdeg[(size_t)b * MIRS_MAX_DIMS]};
+  *atoms = xa.atoms | xb.atoms;
+  return mirs__search_label_rule(&w->s->space, op, dim, nd, &xa, &xb, lab, deg);
 }

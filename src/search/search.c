@@ -38,13 +38,15 @@
 static mirs_status ensure_k(mirs__search_worker *w, size_t n) {
   mirs_context *ctx = w->ctx;
   if (n > w->capk) {
-    size_t cap = w->capk, cap2 = w->capk, cap3 = w->capk, cap4 = w->capk;
+    size_t cap = w->capk, cap2 = w->capk, cap3 = w->capk, cap4 = w->capk, cap5 = w->capk;
     MIRS_CHECK(ctx, mirs__core_grow(ctx, (void **)&w->kuses, &cap, n, sizeof *w->kuses));
     MIRS_CHECK(ctx, mirs__core_grow(ctx, (void **)&w->kmatch, &cap2, n, sizeof *w->kmatch));
     MIRS_CHECK(ctx, mirs__core_grow(ctx, (void **)&w->klab, &cap3, n, MIRS_MAX_DIMS));
     MIRS_CHECK(ctx, mirs__core_grow(ctx, (void **)&w->katoms, &cap4, n, sizeof *w->katoms));
+    MIRS_CHECK(ctx, mirs__core_grow(ctx, (void **)&w->kdeg, &cap5, n, sizeof *w->kdeg * MIRS_MAX_DIMS));
     cap = cap < cap2 ? cap : cap2;
     cap3 = cap3 < cap4 ? cap3 : cap4;
+    cap3 = cap3 < cap5 ? cap3 : cap5;
     w->capk = cap < cap3 ? cap : cap3;
   }
   if (n > w->capkexpr)
@@ -236,13 +238,16 @@ static mirs_status note_kop(mirs__search_worker *w) {
       const mirs__bop *o = &k->bg->ops[i];
       if (o->op == MIRS_OP_OUTPUT) {
         memcpy(&w->klab[(size_t)o->dst * MIRS_MAX_DIMS], w->bt[o->in[0]].lab, MIRS_MAX_DIMS);
+        memcpy(&w->kdeg[(size_t)o->dst * MIRS_MAX_DIMS], w->bt[o->in[0]].deg,
+               sizeof w->bt[0].deg);
         w->katoms[o->dst] = w->bt[o->in[0]].atoms;
       }
     }
   } else {
     int32_t o = k->out[0];
     (void)mirs__search_kop_labels(w, k->op, k->dim, k->nin, k->in, w->g->t[o].shape.ndim,
-                                  &w->klab[(size_t)o * MIRS_MAX_DIMS], &w->katoms[o]);
+                                  &w->klab[(size_t)o * MIRS_MAX_DIMS], &w->katoms[o],
+                                  &w->kdeg[(size_t)o * MIRS_MAX_DIMS]);
   }
   for (int i = 0; i < k->nin; i++)
     w->kuses[k->in[i]]++;
@@ -526,7 +531,8 @@ static mirs_status apply_move(mirs__search_worker *w, const mirs__search_move *m
       if (st == MIRS_OK) {
         added++;
         mirs__search_load_info(bg, l, &w->klab[(size_t)l->src * MIRS_MAX_DIMS],
-                               w->katoms[l->src], &w->bt[id]);
+                               w->katoms[l->src], &w->kdeg[(size_t)l->src * MIRS_MAX_DIMS],
+                               &w->bt[id]);
         st = mirs__abs_bop(a, bg, bg->nops - 1, w->kexpr, w->bexpr);
       }
     }
@@ -671,6 +677,8 @@ mirs_status mirs__search_worker_new(mirs_search *s, mirs__search_worker **out) {
       memcpy(&w->klab[(size_t)i * MIRS_MAX_DIMS], &s->plab[(size_t)t * MIRS_MAX_DIMS],
              MIRS_MAX_DIMS);
       w->katoms[i] = i < 64 ? UINT64_C(1) << i : 0;
+      mirs__search_input_deg(&w->klab[(size_t)i * MIRS_MAX_DIMS], i,
+                             &w->kdeg[(size_t)i * MIRS_MAX_DIMS]);
       i++;
     }
   if (st == MIRS_OK) {
@@ -730,6 +738,7 @@ void mirs__search_worker_free(mirs__search_worker *w) {
   mirs__core_free(ctx, w->kmatch);
   mirs__core_free(ctx, w->klab);
   mirs__core_free(ctx, w->katoms);
+  mirs__core_free(ctx, w->kdeg);
   mirs__core_free(ctx, w->nmatch);
   mirs__core_free(ctx, w->bt);
   mirs__core_free(ctx, w->frames);

@@ -50,6 +50,8 @@
 #define MIRS__SEARCH_MAX_FUSABLE 10
 /* Most reduction sites of a program (index.c). */
 #define MIRS__MAX_SITES 64
+/* Most sinks (sites and labelled output dims) of a program (index.c). */
+#define MIRS__MAX_SINKS 128
 
 typedef enum mirs__search_move_kind {
   MIRS__MOVE_KOP,
@@ -107,11 +109,17 @@ typedef struct mirs__search_space {
   bool fmap_ok[MIRS_MAX_DIMS + 1]; /* index dim + 1 (0: none) */
   bool omap_ok[MIRS_MAX_DIMS];
   bool index_check;   /* option index_check (labels refuse ops; see index.c) */
+  bool reuse_kops;    /* option reuse_kernel_ops (see try_bop) */
   uint64_t reducible; /* bit l: the program reduces label l (set by mirs_search_create) */
   int nsites;         /* reduction sites (see index.c); -1: none known, no site check */
   int8_t site_lab[MIRS__MAX_SITES];
   bool site_rms[MIRS__MAX_SITES];
   uint64_t site_req[MIRS__MAX_SITES]; /* inputs the summand must depend on */
+  bool index_degree;                  /* option index_degree (index multiplicities) */
+  uint64_t site_deg[MIRS__MAX_SITES]; /* the summand's multiplicities (index.c) */
+  int nsinks; /* sites and labelled output dims; -1: no sink check */
+  int8_t sink_lab[MIRS__MAX_SINKS];
+  uint64_t sink_deg[MIRS__MAX_SINKS];
   int32_t budget[MIRS_OP_COUNT]; /* most ops per class (op_budget); INT32_MAX: none */
   bool kop[MIRS_OP_COUNT];       /* predefined kernel ops tried */
   bool bop[MIRS_OP_COUNT];       /* block ops tried */
@@ -135,6 +143,7 @@ typedef struct mirs__search_btinfo {
   int8_t tag[MIRS_MAX_DIMS];
   int8_t lab[MIRS_MAX_DIMS]; /* index label per dim (index.c); MIRS__LAB_NONE: none */
   uint64_t atoms;            /* program inputs the value depends on (bit = input index) */
+  uint64_t deg[MIRS_MAX_DIMS]; /* index multiplicities per dim (index.c) */
   uint8_t fdep;
   int16_t uses;
 } mirs__search_btinfo;
@@ -160,7 +169,26 @@ typedef struct mirs__search_btinfo {
  * cannot be taken out of the sum.  A candidate's reduction over label l
  * needs a site of its kind over l whose inputs its operands all depend
  * on: summing V over the sequence alone, when every sum over the
- * sequence also holds exp(Q K), builds nothing an output contains. */
+ * sequence also holds exp(Q K), builds nothing an output contains.
+ *
+ * Index multiplicities (option index_degree).  Each dim of a value is one
+ * instance of its label (an index variable); its *multiplicity* in input
+ * a is how many factors of a indexed by that instance one term of the
+ * value holds: 1 for an input that holds the dim, the sum for mul, the
+ * maximum for add, twice for square, MIRS__DEG_INF when a sits inside a
+ * non-linear function (exp, sqrt, silu, gelu, relu, an rms over another
+ * dim, a denominator) of a value that holds the instance.  Packed: 4 bits
+ * per input, inputs 0 to 15 (the others are not tracked).  A site also
+ * records the multiplicities of its summand through the reduced instance:
+ * (X W)^2 sums x_k w_k (1 and 1) and squares afterwards, so the sum over k
+ * of x_k x_k w_k w_k, or a value x_k x_k, is no part of it.  A candidate's
+ * reduction needs a site whose multiplicities bound its summand's; and a
+ * value is refused at once when some dim's multiplicities exceed those of
+ * every *sink* of its label (the sites, and the program outputs' dims):
+ * multiplicities never decrease along ops until the instance is reduced
+ * or stored. */
+#define MIRS__DEG_INF 15
+#define MIRS__DEG_ATOMS 16
 #define MIRS__LAB_NONE (-1)
 #define MIRS__LAB_MAX 64
 
@@ -222,6 +250,7 @@ struct mirs__search_worker {
   int16_t *kuses; /* consumers per kernel tensor */
   int8_t *klab;   /* index labels per kernel tensor (MIRS_MAX_DIMS each) */
   uint64_t *katoms; /* program inputs each kernel tensor depends on */
+  uint64_t *kdeg;   /* index multiplicities per kernel tensor (MIRS_MAX_DIMS each) */
   int8_t *kmatch; /* program output matched by a kernel tensor, or -1 */
   size_t capk;
   int32_t *nmatch;         /* tensors matching each program output */
@@ -432,7 +461,7 @@ void mirs__search_space_budget(mirs__search_space *sp, const mirs_graph *program
 /* Tile analysis of a new input tile (load) of the open block graph; klab:
  * the index labels of the loaded kernel tensor. */
 void mirs__search_load_info(const mirs__bgraph *bg, const mirs__search_load *l, const int8_t *klab,
-                            uint64_t atoms, mirs__search_btinfo *out);
+                            uint64_t atoms, const uint64_t *kdeg, mirs__search_btinfo *out);
 /* Tile analysis of op on operands with infos in[] and tile shapes sh[]:
  * false when the tiles cannot line up (see space.c). */
 bool mirs__search_tile_rule(const mirs__bgraph *bg, mirs_op op, int dim, int nin,
@@ -449,21 +478,36 @@ bool mirs__search_tile_rule(const mirs__bgraph *bg, mirs_op op, int dim, int nin
  * MIRS__MAX_SITES reductions sp->nsites is -1 (no site check). */
 mirs_status mirs__search_label_program(mirs_context *ctx, const mirs_graph *program, int8_t *plab,
                                        mirs__search_space *sp);
-/* Labels of op's result (rank nd; operand labels a, b) into out; false
- * when op aligns or contracts two different labels, reduces a label the
- * program never reduces, or reduces one with no matching site for an
- * operand value depending on the inputs `atoms`.  dim: the reduced dim
+/* Multiplicities of a program input (input index i, labels lab): 1 in
+ * input i for each labelled dim. */
+void mirs__search_input_deg(const int8_t *lab, int i, uint64_t *deg);
+/* One operand of the index rule: labels, inputs it depends on, index
+ * multiplicities per dim (see "Index multiplicities"). */
+typedef struct mirs__search_ix {
+  const int8_t *lab;
+  uint64_t atoms;
+  const uint64_t *deg;
+} mirs__search_ix;
+/* Labels of op's result (rank nd; operands a, b: b = a for a unary op)
+ * into out, its multiplicities into deg; false when op aligns or
+ * contracts two different labels, reduces a label the program never
+ * reduces, or reduces one with no matching site for its operands (inputs
+ * and multiplicities), or when the result holds a dim whose
+ * multiplicities no sink of its label bounds.  dim: the reduced dim
  * (SUM, ACCUM_SUM). */
 bool mirs__search_label_rule(const mirs__search_space *sp, mirs_op op, int dim, int nd,
-                             const int8_t *a, const int8_t *b, uint64_t atoms, int8_t *out);
+                             const mirs__search_ix *a, const mirs__search_ix *b, int8_t *out,
+                             uint64_t *deg);
 /* The rule for block op `op` on operands with infos in[0..nin) (rank nd):
- * sets out->lab and out->atoms. */
+ * sets out->lab, out->atoms and out->deg. */
 bool mirs__search_bop_labels(const mirs__search_space *sp, mirs_op op, int dim, int nin, int nd,
                              const mirs__search_btinfo *in, mirs__search_btinfo *out);
 /* The rule for kernel op `op` on w's kernel tensors in[0..nin) (rank nd):
- * labels into lab, the inputs it depends on into *atoms. */
+ * labels into lab, the inputs it depends on into *atoms, multiplicities
+ * into deg. */
 bool mirs__search_kop_labels(const mirs__search_worker *w, mirs_op op, int dim, int nin,
-                             const int32_t *in, int nd, int8_t *lab, uint64_t *atoms);
+                             const int32_t *in, int nd, int8_t *lab, uint64_t *atoms,
+                             uint64_t *deg);
 
 /* ---------------------------------------------------------------- reduce.c */
 

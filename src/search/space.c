@@ -144,6 +144,10 @@ mirs_status mirs__search_space_parse(mirs_context *ctx, mirs__search_space *sp) 
   sp->bounds = o->prune != 0;
   sp->constant_ops = o->constant_ops != 0;
   sp->index_check = o->index_check != 0;
+  sp->reuse_kops = o->reuse_kernel_ops != 0;
+  /* Multiplicities hold in the model of the abstract expressions (a
+   * denominator never cancels), so they bound only with prune on. */
+  sp->index_degree = o->index_degree != 0 && o->prune != 0;
   MIRS_CHECK(ctx, parse_list(ctx, "grid_x", o->grid_x, 1, 65535, sp->gx, &sp->ngx));
   MIRS_CHECK(ctx, parse_list(ctx, "grid_y", o->grid_y, 1, 65535, sp->gy, &sp->ngy));
   MIRS_CHECK(ctx, parse_list(ctx, "grid_z", o->grid_z, 1, 65535, sp->gz, &sp->ngz));
@@ -242,9 +246,10 @@ static void load_shape(const mirs__bgraph *bg, const mirs__shape *ks, const mirs
 
 /* Tile analysis of a new input tile. */
 void mirs__search_load_info(const mirs__bgraph *bg, const mirs__search_load *l, const int8_t *klab,
-                            uint64_t atoms, mirs__search_btinfo *out) {
+                            uint64_t atoms, const uint64_t *kdeg, mirs__search_btinfo *out) {
   memset(out, 0, sizeof *out);
   memcpy(out->lab, klab, sizeof out->lab);
+  memcpy(out->deg, kdeg, sizeof out->deg);
   out->atoms = atoms;
   for (int a = 0; a < MIRS__GRID; a++)
     if (l->imap[a] >= 0 && bg->grid[a] > 1)
@@ -528,9 +533,9 @@ static mirs_status try_kop(mirs__search_worker *w, mirs_op op, int nin, const in
     return MIRS_OK;
   }
   int8_t lab[MIRS_MAX_DIMS];
-  uint64_t atoms;
+  uint64_t atoms, deg[MIRS_MAX_DIMS];
   if (w->s->space.index_check &&
-      !mirs__search_kop_labels(w, op, nd, nin, in, sh[0].ndim, lab, &atoms)) {
+      !mirs__search_kop_labels(w, op, nd, nin, in, sh[0].ndim, lab, &atoms, deg)) {
     MIRS_INC(&w->stats, index_skips);
     return MIRS_OK;
   }
@@ -862,6 +867,8 @@ typedef struct bstate {
                                 kernel those of the unmatched outputs' dims, else all */
   int8_t glab[MIRS__GRID];   /* with one output to store (index_check): the label grid
                                 dim a slices in the loaded tiles, or MIRS__LAB_NONE */
+  bool gsym;                 /* grid_order with glab: grid dims of equal size slice
+                                labels in increasing order */
   int missing;               /* symbol nodes the unmatched outputs need that no block
                                 tensor has (node bound; 0 when it does not apply) */
   int64_t merges;            /* most sink merges the ops left can make (op_budget;
@@ -960,6 +967,23 @@ static mirs_status loads_imap(bstate *b, mirs__search_load *l, int axis, size_t 
           clash = true;
       if (clash) {
         MIRS_INC(&b->w->stats, index_skips);
+        continue;
+      }
+      /* grid_order: permuting grid dims of equal size (with the imaps
+       * and omaps) is the same computation at the same cost, so such
+       * dims slice their labels in increasing order. */
+      bool order = true;
+      for (int c = 0; b->gsym && lab >= 0 && ga < 0 && c < MIRS__GRID; c++) {
+        if (c == axis || b->bg->grid[c] != gs)
+          continue;
+        int8_t lc = b->glab[c];
+        if (lc < 0 && c < axis && l->imap[c] >= 0)
+          lc = klab[l->imap[c]];
+        if (lc >= 0 && (c < axis ? lc > lab : lab > lc))
+          order = false;
+      }
+      if (!order) {
+        MIRS_INC(&b->w->stats, canonical_skips);
         continue;
       }
     }
@@ -1087,6 +1111,7 @@ static mirs_status operand_table(bstate *b, size_t nl) {
     const mirs__search_load *l = &w->loads[j];
     load_shape(bg, &b->g->t[l->src].shape, l, &w->opsh[(size_t)bg->nt + j]);
     mirs__search_load_info(bg, l, &w->klab[(size_t)l->src * MIRS_MAX_DIMS], w->katoms[l->src],
+                           &w->kdeg[(size_t)l->src * MIRS_MAX_DIMS],
                            &w->opinf[(size_t)bg->nt + j]);
   }
   /* Classes: equal shape and phase (loads are loop-body tiles). */
@@ -1184,6 +1209,47 @@ static bool phase_canonical(const bstate *b, mirs_op op, int nin, const operand 
   for (int i = 0; i < nin; i++)
     if (x[i] >= 0 && bg->ops[bg->t[x[i]].producer].op != MIRS_OP_ACCUM)
       return true;
+  return false;
+}
+
+/* The kernel tensor operand x is a tile of (a new load or an input op's
+ * tensor), or -1 for a computed block tensor. */
+static int32_t tile_src(const bstate *b, operand x) {
+  if (x < 0)
+    return b->w->loads[~x].src;
+  for (int32_t i = 0; i < b->bg->nops; i++)
+    if (b->bg->ops[i].out == x)
+      return b->bg->ops[i].op == MIRS_OP_INPUT ? b->bg->ops[i].src : -1;
+  return -1;
+}
+
+/* reuse_kernel_ops: whether block op `op` on operands x (result tile
+ * analysis out) recomputes a kernel op of the candidate: the same
+ * elementwise op or matmul on tiles of that op's operands.  The tiles
+ * line up (tile rule), so the result is the tile of the kernel op's
+ * output under the merged maps; a matmul counts only when its
+ * contraction is whole (no partial sum over the forloop). */
+static bool recomputes_kop(const bstate *b, mirs_op op, int nin, const operand *x,
+                           const mirs__search_btinfo *out) {
+  mirs__op_kind kind = mirs__graph_ops[op].kind;
+  if (kind != MIRS__KIND_UNARY && kind != MIRS__KIND_BINARY && kind != MIRS__KIND_MATMUL)
+    return false;
+  if (kind == MIRS__KIND_MATMUL && out->fdep == MIRS__FDEP_PARTIAL)
+    return false;
+  int32_t src[2] = {-1, -1};
+  for (int i = 0; i < nin; i++)
+    if ((src[i] = tile_src(b, x[i])) < 0)
+      return false;
+  const mirs_graph *g = b->g;
+  for (int32_t i = 0; i < g->nops; i++) {
+    const mirs__kop *k = &g->ops[i];
+    if (k->op != op || k->nin != nin)
+      continue;
+    if (k->in[0] == src[0] && (nin < 2 || k->in[1] == src[1]))
+      return true;
+    if (nin == 2 && mirs__op_is_commutative(op) && k->in[0] == src[1] && k->in[1] == src[0])
+      return true;
+  }
   return false;
 }
 
@@ -1329,6 +1395,11 @@ static mirs_status try_bop(bstate *b, mirs_op op, int nin, const operand *x, int
   mirs__search_btinfo out;
   if (!mirs__search_tile_rule(bg, op, m.dim, nin, info, sh, &out) && b->sp->tile_check) {
     MIRS_INC(&w->stats, tile_skips);
+    return MIRS_OK;
+  }
+  if (b->sp->reuse_kops && b->sp->tile_check && b->g->nops > 0 &&
+      recomputes_kop(b, op, nin, x, &out)) {
+    MIRS_INC(&w->stats, canonical_skips);
     return MIRS_OK;
   }
   if (b->sp->index_check &&
@@ -1533,6 +1604,7 @@ static mirs_status gen_block(mirs__search_worker *w) {
             b.slice_labs |= UINT64_C(1) << lab;
         }
       /* One output: the grid dims' labels are those the tiles chose. */
+      b.gsym = b.cout == 1 && b.sp->grid_order;
       for (int32_t i = 0; b.cout == 1 && i < bg->nops; i++) {
         const mirs__bop *o = &bg->ops[i];
         if (o->op != MIRS_OP_INPUT)
