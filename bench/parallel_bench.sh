@@ -4,7 +4,9 @@
 # MHA, the longest small example) on each thread count in turn and prints
 # states, states/s, wall seconds, speed-up and parallel efficiency against
 # the first count, and whether the result list and best.ugraph are
-# byte-identical to the first run's.  A run whose states or results differ
+# byte-identical to the first run's.  wall-s is the search's own wall
+# (report.json); process-s is the whole command's, setup and writing the
+# outputs included.  A run whose states or results differ
 # is marked DIFFERENT (the script then exits 1).
 #
 #   bench/parallel_bench.sh [EXAMPLE.graph] [THREAD COUNTS...] [-- EXTRA OPTIONS]
@@ -31,13 +33,15 @@ mkdir -p "$out"
 field() { sed -n "s/^  \"$2\": \\([^,]*\\),\$/\\1/p" "$1" | tr -d '"'; }
 results() { sed -n '/"results"/,$p' "$1"; }
 printf '%s, load %s\n' "$(basename "$ex" .graph)" "$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)"
-printf '%8s %10s %10s %9s %8s %11s %9s %10s\n' threads states states/s wall-s speedup efficiency results identical
+printf '%8s %10s %10s %9s %8s %11s %10s %9s %10s\n' threads states states/s wall-s speedup efficiency process-s results identical
 first=
 status=0
 for n in $counts; do
   d=$out/parallel-$n
+  t0=$(date +%s.%N)
   "$bin" -q --threads="$n" --out "$d" "$@" "$ex" >/dev/null 2>"$d.err"
   rc=$?
+  t1=$(date +%s.%N)
   r=$d/report.json
   if [ $rc -ne 0 ] || [ ! -f "$r" ]; then
     printf '%8s failed (exit %d): %s\n' "$n" "$rc" "$(head -n 1 "$d.err")"
@@ -56,8 +60,9 @@ for n in $counts; do
   fi
   [ "$n" = "$first" ] && results "$r" >"$out/parallel-$first.results"
   awk -v n="$n" -v st="$st" -v wall="$wall" -v wall1="$wall1" -v n1="$n1" -v found="$found" -v same="$same" \
+      -v ps="$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')" \
     'BEGIN { sp = wall > 0 ? wall1 / wall : 0;
-             printf "%8d %10d %10.0f %9.2f %7.2fx %10.0f%% %9d %10s\n",
-                    n, st, (wall > 0 ? st / wall : 0), wall, sp, 100 * sp * n1 / n, found, same }'
+             printf "%8d %10d %10.0f %9.2f %7.2fx %10.0f%% %10.2f %9d %10s\n",
+                    n, st, (wall > 0 ? st / wall : 0), wall, sp, 100 * sp * n1 / n, ps, found, same }'
 done
 exit $status
