@@ -10,5 +10,11 @@ set -e
 pkgs="autoconf automake libtool pkg-config make gcc g++ libz3-dev mpich libmpich-dev check clang libclang-rt-dev slurm-wlm"
 if [ "$(id -u)" -eq 0 ]; then SUDO=; else SUDO=sudo; fi
 export DEBIAN_FRONTEND=noninteractive
+# An earlier install that was interrupted leaves dpkg half-configured, and
+# apt-get then refuses everything: finish it first.
+if [ -n "$(dpkg --audit 2>/dev/null)" ]; then
+  echo "install-deps: finishing an interrupted package install (dpkg --configure -a)"
+  $SUDO dpkg --configure -a
+fi
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq $pkgs >/dev/null
