@@ -12,6 +12,9 @@
 # Every run uses --threads=1 (this machine may have 2 cores).  Skips (77)
 # only where mpiexec cannot start ranks or mirsearch was built without MPI.
 set -u
+# A rank that hangs fails the test instead of stalling make check: hydra's
+# mpiexec kills the job after this many seconds.
+MPIEXEC_TIMEOUT=${MPIEXEC_TIMEOUT:-300}; export MPIEXEC_TIMEOUT
 bin="$top_builddir/src/mirsearch"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/mirs_mpi.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
@@ -103,6 +106,50 @@ done
 [ $rc -eq 0 ] || fail "the last run (on 1 rank) did not complete (exit $rc)"
 same "$tmp/ref" "$tmp/run" "stopped $stops times and resumed"
 echo "stop/resume across rank counts: $stops stops, the uninterrupted results"
+# (The runs above each stop at a random moment; the next one stops at a
+# set one.)
+
+# ---------------------------------------------------------------- 2b. stop while loading
+# A SIGUSR1 as soon as rank 0 holds the directory lands while it reads the
+# checkpoint (the other ranks wait for it): every rank exits (4), the
+# checkpoint is unchanged, and it resumes.  (A rank that failed or stopped
+# before the collective setup once left the others waiting forever.)
+mpiexec -n 2 "$bin" -q --mpi --threads=1 --out "$tmp/ld" "$ex" >/dev/null 2>"$tmp/err" &
+pid=$!
+k=0
+while [ ! -e "$tmp/ld/.lock" ] && [ $k -lt 300 ]; do sleep 0.1; k=$((k + 1)); done
+sleep 1.5
+kill -USR1 $pid 2>/dev/null
+wait $pid
+rc=$?
+if [ $rc -eq 4 ]; then
+  cp "$tmp/ld/checkpoint" "$tmp/ld.ck"
+  old=$(cat "$tmp/ld/.lock")
+  mpiexec -n 2 "$bin" -q --mpi --threads=1 --out "$tmp/ld" --resume="$tmp/ld" >/dev/null 2>"$tmp/err" &
+  pid=$!
+  k=0
+  while [ $k -lt 3000 ]; do
+    l=$(cat "$tmp/ld/.lock" 2>/dev/null)
+    [ -n "$l" ] && [ "$l" != "$old" ] && kill -0 "$l" 2>/dev/null && break
+    sleep 0.01; k=$((k + 1))
+  done
+  kill -USR1 $pid 2>/dev/null
+  wait $pid
+  rc=$?
+  [ $rc -eq 4 ] || fail "a stop while resuming on 2 ranks: exit $rc: $(cat "$tmp/err")"
+  if grep -q "stopped while loading" "$tmp/err"; then
+    cmp -s "$tmp/ld/checkpoint" "$tmp/ld.ck" || fail "a stop while loading changed the checkpoint"
+    echo "stopped while rank 0 loaded the checkpoint: exit 4, checkpoint unchanged"
+  else
+    echo "(the stop landed after the checkpoint was loaded: exit 4)"
+  fi
+  mpiexec -n 2 "$bin" -q --mpi --threads=1 --out "$tmp/ld" --resume="$tmp/ld" >/dev/null 2>"$tmp/err" ||
+    fail "resume after a stop while loading: exit $?: $(cat "$tmp/err")"
+  same "$tmp/ref" "$tmp/ld" "stopped while loading, then resumed"
+else
+  [ $rc -eq 0 ] || fail "run for the stop-while-loading case: exit $rc: $(cat "$tmp/err")"
+  echo "(the search completed before the first stop: stop-while-loading case not run)"
+fi
 
 # ---------------------------------------------------------------- 3. verdicts
 space="--grid-x=1,2 --grid-y=1 --grid-z=1 --forloop-ranges=1,2 --max-block-ops=8

@@ -1161,9 +1161,6 @@ static int search_ranks(cli *c, const char *path) {
     rc = cli_fail(c, st, 0);
   } else if (!root) {
     /* Rank 0 alone reads the checkpoint and writes the directory. */
-    st = mirs_search_set_mpi(s);
-    if (st != MIRS_OK)
-      rc = cli_fail(c, st, 0);
   } else if ((rc = mirs__outdir_open(&od, dir, why, sizeof why)) != EXIT_OK) {
     cli_error(c, "%s", why);
   } else {
@@ -1176,12 +1173,13 @@ static int search_ranks(cli *c, const char *path) {
       (void)unlink(ckpt);
     if (st == MIRS_OK)
       st = mirs_search_set_checkpoint(s, ckpt);
-    if (st == MIRS_OK && c->mpi)
-      st = mirs_search_set_mpi(s);
     if (st == MIRS_STOPPED && c->resume) {
       /* Stopped (a signal, a limit) before the checkpoint was read: it
        * stays as it was, resumable again, and so does the directory. */
-      cli_error(c, "%s", mirs_last_error(c->ctx));
+      cli_error(c, "stopped while loading %s (%s); it is unchanged: resume with: %s" PROG
+                   "%s --resume=%s [--threads=N]",
+                from, mirs_last_error(c->ctx), c->mpi ? "mpiexec -n M " : "", c->mpi ? " --mpi" : "",
+                dir);
       rc = EXIT_STOPPED;
       mirs__outdir_close(&od);
     } else if (st != MIRS_OK) {
@@ -1191,13 +1189,26 @@ static int search_ranks(cli *c, const char *path) {
       cli_error(c, "%s", why);
     }
   }
-  /* Every rank runs, or none. */
+  /* Every rank runs, or none.  mirs_search_set_mpi is collective: every
+   * rank calls it, and only once all of them got this far (a rank that
+   * failed or was stopped before, rank 0 loading a checkpoint say, must
+   * not leave the others waiting in it). */
   if (c->mpi) {
     int all = mirs_mpi_agree(rc);
     if (rc == EXIT_OK && all != EXIT_OK) {
       if (root)
         mirs__outdir_close(&od);
       rc = all;
+    }
+    if (rc == EXIT_OK) {
+      st = mirs_search_set_mpi(s);
+      if (st != MIRS_OK)
+        rc = cli_fail(c, st, 0);
+      all = mirs_mpi_agree(rc);
+      if (rc == EXIT_OK && all != EXIT_OK)
+        rc = all;
+      if (rc != EXIT_OK && root)
+        mirs__outdir_close(&od);
     }
   }
   if (rc != EXIT_OK) {
@@ -1280,9 +1291,9 @@ static int search_ranks(cli *c, const char *path) {
       cli_error(c,
                 "search stopped early by %s after %.1f s: the %d result%s found so far are in "
                 "%s (report.json says \"complete\": false); the open work is in %s: resume "
-                "with: " PROG " --resume=%s [--threads=N]",
+                "with: %s" PROG "%s --resume=%s [--threads=N]",
                 stop_reason(s, sig), stats.wall_seconds, n, n == 1 ? "" : "s", dir, ckpt,
-                dir);
+                c->mpi ? "mpiexec -n M " : "", c->mpi ? " --mpi" : "", dir);
       rc = EXIT_STOPPED;
     } else {
       cli_error(c,
