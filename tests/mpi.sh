@@ -15,6 +15,12 @@ set -u
 # A rank that hangs fails the test instead of stalling make check: hydra's
 # mpiexec kills the job after this many seconds.
 MPIEXEC_TIMEOUT=${MPIEXEC_TIMEOUT:-300}; export MPIEXEC_TIMEOUT
+# Under --enable-sanitizers, LeakSanitizer reports 1,016 bytes in 9 blocks
+# on every rank: exactly what it reports for a program that only calls
+# MPI_Init and MPI_Finalize (Debian's MPICH over UCX).  The allocating
+# modules are unloaded by then, so no suppression can name them.  Leak
+# checks stay on for every other test; ASan's other checks stay on here.
+ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"; export ASAN_OPTIONS
 bin="$top_builddir/src/mirsearch"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/mirs_mpi.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
