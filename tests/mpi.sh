@@ -41,6 +41,20 @@ if grep -q "built without MPI" "$tmp/probe.err"; then
   echo "SKIP: mirsearch was built without MPI ($(cat "$tmp/probe.err"))"; exit 77
 fi
 
+# MPICH 4.0's mpiexec (hydra) can report 0 for a job whose ranks all exited
+# 4 after it forwarded a signal to them: its forced-cleanup path resets the
+# exit statuses (pmodels/mpich#5930, fixed after 4.0.2; seen here in 2 runs
+# of 8 with a wrapper that logged each rank's status as 4).  After a
+# signal, a 0 with rank 0's "stopped" message and a checkpoint is that 4.
+after_signal() { # STATUS DIR STDERR
+  if [ "$1" -eq 0 ] && [ -f "$2/checkpoint" ] && grep -q 'stopped' "$3"; then
+    echo "  (mpiexec said 0, rank 0 said stopped and left a checkpoint: hydra lost the 4)" >&2
+    echo 4
+  else
+    echo "$1"
+  fi
+}
+
 # The same outputs as the reference directory $1 in $2.
 same() {
   [ "$(field "$2/report.json" complete)" = true ] || fail "$3: not complete"
@@ -99,6 +113,7 @@ for n in 3 2 1; do
   fi
   wait $pid
   rc=$?
+  [ $n -eq 1 ] || rc=$(after_signal $rc "$tmp/run" "$tmp/err")
   case $rc in
     4) [ -f "$tmp/run/checkpoint" ] || fail "stop on $n ranks: exit 4 without a checkpoint"
        grep -q '"complete": false' "$tmp/run/report.json" || fail "stop on $n ranks: report says complete"
@@ -127,7 +142,7 @@ while [ ! -e "$tmp/ld/.lock" ] && [ $k -lt 300 ]; do sleep 0.1; k=$((k + 1)); do
 sleep 1.5
 kill -USR1 $pid 2>/dev/null
 wait $pid
-rc=$?
+rc=$(after_signal $? "$tmp/ld" "$tmp/err")
 if [ $rc -eq 4 ]; then
   cp "$tmp/ld/checkpoint" "$tmp/ld.ck"
   old=$(cat "$tmp/ld/.lock")
@@ -141,7 +156,7 @@ if [ $rc -eq 4 ]; then
   done
   kill -USR1 $pid 2>/dev/null
   wait $pid
-  rc=$?
+  rc=$(after_signal $? "$tmp/ld" "$tmp/err")
   [ $rc -eq 4 ] || fail "a stop while resuming on 2 ranks: exit $rc: $(cat "$tmp/err")"
   if grep -q "stopped while loading" "$tmp/err"; then
     cmp -s "$tmp/ld/checkpoint" "$tmp/ld.ck" || fail "a stop while loading changed the checkpoint"

@@ -266,9 +266,14 @@ static bool send_work(mirs__dist *d, mirs__pool *p, mirs__search_worker *w, int 
   put_u32(&b, reply);
   put_u32(&b, 0); /* the count, set below */
   if (p && !halted(d)) {
-    /* The oldest queued tasks, else a range split off the running task. */
+    /* The oldest queued tasks, else a range split off the running task.
+     * A rank keeps its last task: one that has just received a single
+     * task and no worker has started it yet would otherwise hand it on to
+     * the next thief, and two idle ranks could pass one task back and
+     * forth while neither runs it (found by bench/glbsim). */
     mirs__task *t;
-    while (n < STEAL_BATCH && (t = mirs__pool_give(p, NULL)) != NULL) {
+    while (n < STEAL_BATCH && mirs__pool_pending(p) > 1 &&
+           (t = mirs__pool_give(p, NULL)) != NULL) {
       put_task(&b, t);
       mirs__task_free(ctx, t);
       n++;

@@ -620,6 +620,11 @@ bool mirs__pool_busy(mirs__pool *p) {
   return atomic_load_explicit(&p->pending, memory_order_acquire) > 0;
 }
 
+/* How many tasks this process holds (queued or running). */
+int64_t mirs__pool_pending(mirs__pool *p) {
+  return atomic_load_explicit(&p->pending, memory_order_acquire);
+}
+
 /* Global termination. */
 void mirs__pool_finish(mirs__pool *p) {
   atomic_store_explicit(&p->finished, 1, memory_order_release);

@@ -631,6 +631,8 @@ mirs__task *mirs__pool_give(mirs__pool *p, mirs__search_worker *w);
 mirs_status mirs__pool_take(mirs__pool *p, mirs__task *t);
 /* Whether any task of this process is queued or running. */
 bool mirs__pool_busy(mirs__pool *p);
+/* How many tasks of this process are queued or running. */
+int64_t mirs__pool_pending(mirs__pool *p);
 /* Global termination: every worker leaves when its deque is empty. */
 void mirs__pool_finish(mirs__pool *p);
 
