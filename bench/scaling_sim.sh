@@ -1,0 +1,113 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# bench/scaling_sim.sh [--validate] [EXAMPLE [GLBTRACE OPTIONS...]]
+#
+# The scaling model of `mirsearch --mpi` (docs/SCALING.md):
+#  1. records the search tree of examples/EXAMPLE.graph (default mha_small)
+#     with bench/glbtrace into bench/out/EXAMPLE.trace (kept between runs:
+#     delete it to record again; GLBTRACE OPTIONS such as --time_limit=600
+#     make a partial tree of a longer search);
+#  2. runs bench/glbsim on it at 1, 2, 3, 64, 256, 1024 and 4096 ranks on two
+#     networks, InfiniBand-like (alpha 2 us, beta 10 GB/s) and Ethernet-like
+#     (alpha 50 us, beta 1 GB/s), for the protocol as dist.c has it ("as is")
+#     and for a variant ("tree+trust": a tree-shaped termination wave,
+#     results taken by rank 0 as sent instead of re-found, and a rank
+#     between tasks keeping one received task), and prints one table;
+#  3. writes the table to bench/scaling_EXAMPLE.dat (gnuplot: bench/scaling.gp).
+# --validate also runs `mpiexec -n N src/mirsearch --mpi --threads=1` for N =
+# 1, 2, 3 here and prints the measured wall, states and steal counters per
+# run next to the simulator's prediction for this machine (alpha measured
+# by bench/pingpong.c, the idle nap measured).
+# Run from the top of a built tree (./configure && make).
+set -eu
+validate=0
+if [ "${1:-}" = "--validate" ]; then
+  validate=1
+  shift
+fi
+ex=${1:-mha_small}
+[ $# -gt 0 ] && shift
+out=bench/out
+mkdir -p "$out"
+trace=$out/$ex.trace
+for p in bench/glbtrace bench/glbsim; do
+  [ -x "$p" ] || { echo "scaling_sim.sh: $p is not built (run make)" >&2; exit 2; }
+done
+
+if [ ! -s "$trace" ]; then
+  echo "# recording $trace: bench/glbtrace $* examples/$ex.graph $trace"
+  bench/glbtrace "$@" "examples/$ex.graph" "$trace"
+fi
+
+dat=bench/scaling_$ex.dat
+echo "# ranks alpha_us beta_GBs TP_s eff eff_run steal_req served empty lifeline tasks idle replay rounds msgs verdict_msgs token network variant" > "$dat"
+for net in "IB 2 10" "Ethernet 50 1"; do
+  set -- $net
+  name=$1 alpha=$2 beta=$3
+  for variant in asis tree+trust; do
+    case $variant in
+      asis) opts="--token=ring --merge=refind" ;;
+      *) opts="--token=tree --merge=trust --keep-one" ;;
+    esac
+    bench/glbsim --csv --alpha="$alpha" --beta="$beta" $opts "$trace" |
+      sed "s/\$/,$name,$variant/" | tr ',' ' ' >> "$dat"
+  done
+done
+bench/glbsim --ranks=1 "$trace" | head -1
+echo "# protocol constants as in src/search/dist.c (RANDOM_TRIES 2, STEAL_BATCH 8, VERDICT_BATCH 4096,"
+echo "# VERDICT_EVERY 5 ms, IDLE_NAP 200 us -> nap 250 us) and pool.c (POLL_STEPS 16); one worker per rank"
+printf '%-9s %-10s %6s %7s %6s %10s %7s %8s %9s %9s %8s %6s %7s\n' network variant ranks alpha_us beta \
+  TP_s eff steals served lifeline tasks idle% rounds
+awk '!/^#/ {printf "%-9s %-10s %6d %7.1f %6.1f %10.4f %6.1f%% %8d %9d %9d %8d %5.1f%% %7d\n",
+  $18, $19, $1, $2, $3, $4, 100*$5, $7, $8, $10, $11, 100*$12, $14}' "$dat"
+echo "# table: $dat"
+
+[ $validate = 1 ] || exit 0
+
+echo
+echo "# validation on this machine ($(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg))"
+pp=$out/pingpong
+alpha=2
+if command -v mpicc >/dev/null 2>&1 && mpicc -O2 -o "$pp" bench/pingpong.c 2>/dev/null; then
+  alpha=$(mpiexec -n 2 "$pp" | awk '/alpha_us/ {print $2}')
+fi
+cat > "$out/nap.c" <<'EOF'
+#include <stdio.h>
+#include <time.h>
+int main(void) {
+  struct timespec a, b;
+  double s = 0;
+  for (int i = 0; i < 1000; i++) {
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    nanosleep(&(struct timespec){0, 200000}, NULL);
+    clock_gettime(CLOCK_MONOTONIC, &b);
+    s += (b.tv_sec - a.tv_sec) * 1e6 + (b.tv_nsec - a.tv_nsec) / 1e3;
+  }
+  printf("%.0f\n", s / 1000);
+  return 0;
+}
+EOF
+${CC:-cc} -O2 -o "$out/nap" "$out/nap.c"
+nap=$("$out/nap")
+echo "# measured: alpha $alpha us (shared memory), idle nap $nap us"
+printf '%5s %10s %10s %10s %9s %9s %9s %s\n' ranks wall_s search_s pred_TP_s states_r0 pred_st_r0 steals pred_steals
+for n in 1 2 3; do
+  d=$out/val_${ex}_$n
+  rm -rf "$d"
+  s=$(date +%s.%N)
+  mpiexec -n $n src/mirsearch -q --mpi --threads=1 --out "$d" "examples/$ex.graph" > "$d.log" 2>&1
+  e=$(date +%s.%N)
+  wall=$(echo "$e - $s" | bc)
+  python3 - "$d/report.json" "$wall" "$n" "$trace" "$alpha" "$nap" <<'EOF'
+import json, subprocess, sys
+rep, wall, n, trace, alpha, nap = sys.argv[1:]
+r = json.load(open(rep))
+rows = r.get("mpi", [{"states_explored": r["states_explored"], "steal_requests": 0}])
+sim = subprocess.run(["bench/glbsim", "--csv", "--ranks=" + n, "--alpha=" + alpha, "--nap=" + nap, trace],
+                     capture_output=True, text=True, check=True).stdout.split(",")
+st0 = rows[0]["states_explored"]
+steals = sum(x.get("steal_requests", 0) for x in rows)
+print("%5s %10.2f %10.2f %10.2f %9d %9s %9d %s" % (n, float(wall), r["wall_seconds"], float(sim[3]), st0,
+      "-", steals, sim[6]))
+EOF
+done
