@@ -2,9 +2,9 @@
 # bench/scaling.gp - efficiency of `mirsearch --mpi` predicted by bench/glbsim
 # (bench/scaling_sim.sh writes the tables bench/scaling_EXAMPLE.dat):
 #   gnuplot bench/scaling.gp   (run from the top of the tree) -> bench/scaling.svg
-set terminal svg size 1000,420 dynamic font "sans,11"
+set terminal svg size 1400,440 dynamic font "sans,10"
 set output "bench/scaling.svg"
-set multiplot layout 1,2
+set multiplot layout 1,3
 set logscale x 2
 set xrange [1:4096]
 set yrange [0:1.05]
@@ -14,7 +14,7 @@ set ylabel "efficiency T1 / (P TP)"
 set grid
 set key bottom left
 set arrow from 1,0.8 to 4096,0.8 nohead dt 2 lc rgb "gray"
-do for [ex in "mha_small gqa"] {
+do for [ex in "mha_small gqa mha"] {
   f = sprintf("bench/scaling_%s.dat", ex)
   set title sprintf("%s (recorded tree)", ex)
   plot f using 1:($18 eq "IB" && $19 eq "asis" ? $5 : 1/0) with linespoints lw 2 pt 7 title "InfiniBand (2 us, 10 GB/s), dist.c as is", \

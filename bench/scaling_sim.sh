@@ -90,24 +90,33 @@ EOF
 ${CC:-cc} -O2 -o "$out/nap" "$out/nap.c"
 nap=$("$out/nap")
 echo "# measured: alpha $alpha us (shared memory), idle nap $nap us"
-printf '%5s %10s %10s %10s %9s %9s %9s %s\n' ranks wall_s search_s pred_TP_s states_r0 pred_st_r0 steals pred_steals
+echo "# measured: mpiexec wall, report.json wall_seconds, rank 0's states and all ranks' steal requests,"
+echo "# CPU seconds of all ranks; predicted by bench/glbsim for this alpha and nap, as dist.c is and with --keep-one"
+printf '%5s %9s %9s %10s %10s %10s %9s %9s %9s %7s %7s %7s\n' ranks wall_s report_s TP_asis TP_keep1 states_r0 asis_r0 keep1_r0 steals asis keep1 cpu_s
 for n in 1 2 3; do
   d=$out/val_${ex}_$n
-  rm -rf "$d"
+  rm -rf "$d" "$d.cpu"
   s=$(date +%s.%N)
-  mpiexec -n $n src/mirsearch -q --mpi --threads=1 --out "$d" "examples/$ex.graph" > "$d.log" 2>&1
+  mpiexec -n $n /usr/bin/time -f "cpu %U %S" -a -o "$d.cpu" src/mirsearch -q --mpi --threads=1 \
+    --out "$d" "examples/$ex.graph" > "$d.log" 2>&1
   e=$(date +%s.%N)
   wall=$(echo "$e - $s" | bc)
-  python3 - "$d/report.json" "$wall" "$n" "$trace" "$alpha" "$nap" <<'EOF'
-import json, subprocess, sys
-rep, wall, n, trace, alpha, nap = sys.argv[1:]
+  python3 - "$d/report.json" "$wall" "$n" "$trace" "$alpha" "$nap" "$d.cpu" <<'EOF'
+import json, re, subprocess, sys
+rep, wall, n, trace, alpha, nap, cpuf = sys.argv[1:]
 r = json.load(open(rep))
-rows = r.get("mpi", [{"states_explored": r["states_explored"], "steal_requests": 0}])
-sim = subprocess.run(["bench/glbsim", "--csv", "--ranks=" + n, "--alpha=" + alpha, "--nap=" + nap, trace],
-                     capture_output=True, text=True, check=True).stdout.split(",")
-st0 = rows[0]["states_explored"]
+rows = r.get("mpi") or [{"states_explored": r["states_explored"], "steal_requests": 0}]
+cpu = sum(float(l.split()[1]) + float(l.split()[2]) for l in open(cpuf) if l.startswith("cpu "))
+def sim(extra):
+    out = subprocess.run(["bench/glbsim", "--csv", "--per-rank", "--ranks=" + n, "--alpha=" + alpha,
+                          "--nap=" + nap] + extra + [trace], capture_output=True, text=True,
+                         check=True).stdout
+    st0 = int(re.search(r"# rank 0: states (\d+)", out).group(1))
+    f = [l for l in out.splitlines() if not l.startswith("#")][0].split(",")
+    return float(f[3]), st0, int(f[6])
+a, k = sim([]), sim(["--keep-one"])
 steals = sum(x.get("steal_requests", 0) for x in rows)
-print("%5s %10.2f %10.2f %10.2f %9d %9s %9d %s" % (n, float(wall), r["wall_seconds"], float(sim[3]), st0,
-      "-", steals, sim[6]))
+print("%5s %9.2f %9.2f %10.2f %10.2f %10d %9d %9d %9d %7d %7d %7.2f" % (n, float(wall), r["wall_seconds"],
+      a[0], k[0], rows[0]["states_explored"], a[1], k[1], steals, a[2], k[2], cpu))
 EOF
 done
