@@ -24,6 +24,10 @@
  *                           path order) or takes it as sent (a variant)
  *     --serial=S            seconds outside the search (setup, ranking,
  *                           writing), added to both T1 and TP in `eff_run`
+ *     --defer-over=S        a what-if: any single state's time past S seconds
+ *                           is taken out of the search (and out of T1), as
+ *                           if the early full-shape verification of new
+ *                           bests were done after the search
  *     --wall                take the trace's wall intervals as they are
  *                           (default: scaled by its CPU/wall ratio)
  *     --passive=before|after  a poll's `passive` sampled before the receive
@@ -69,6 +73,8 @@ typedef struct tree {
   int32_t *coff, *ch;         /* children (CSR, in move order) */
   double *apath;              /* replay cost of the path from the root */
   double total;               /* one-worker search seconds (sum of the intervals) */
+  double check_med;           /* median time of a result state past its replay */
+  double deferred;            /* seconds taken out by --defer-over */
   uint64_t states_rec, solver_rec, found_rec;
   double wall_rec, cpu_rec;
   bool complete;
@@ -98,7 +104,12 @@ static bool get_var(const unsigned char *d, size_t n, size_t *at, uint64_t *v) {
   return false;
 }
 
-static void load(tree *T, const char *path, bool wall) {
+static int dcmp(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+static void load(tree *T, const char *path, bool wall, double defer_over) {
   FILE *f = fopen(path, "rb");
   if (!f) {
     fprintf(stderr, "glbsim: cannot open %s\n", path);
@@ -218,6 +229,28 @@ static void load(tree *T, const char *path, bool wall) {
     T->total += (double)T->cost[i] + (double)T->tail[i];
   }
   (void)sum;
+  /* --defer-over: a state's time past the cap leaves the search. */
+  if (defer_over > 0)
+    for (int32_t i = 0; i < nn; i++)
+      if (T->cost[i] > defer_over) {
+        T->deferred += T->cost[i] - defer_over;
+        T->total -= T->cost[i] - defer_over;
+        T->cost[i] = (float)defer_over;
+      }
+  /* The median check time of the result states. */
+  size_t nr = 0;
+  for (int32_t i = 0; i < nn; i++)
+    nr += T->result[i];
+  if (nr) {
+    double *own = xcalloc(nr, sizeof *own);
+    nr = 0;
+    for (int32_t i = 0; i < nn; i++)
+      if (T->result[i])
+        own[nr++] = (double)T->cost[i] - (double)T->apply[i];
+    qsort(own, nr, sizeof *own, dcmp);
+    T->check_med = own[nr / 2];
+    free(own);
+  }
   /* Children. */
   T->coff = xcalloc((size_t)nn + 1, sizeof *T->coff);
   T->ch = xcalloc((size_t)nn, sizeof *T->ch);
@@ -943,7 +976,12 @@ static outcome simulate(const tree *T, const params *pp, int P) {
         bytes += 20 + 4.0 * T->depth[c];
         o.res_remote++;
         if (!pp->trust) {
-          merge += replay_cost(T, prev, T->par[c]) + T->cost[c];
+          /* A re-found result skips the early checks (a new best is not
+           * verified at full shape again): its check is taken as the
+           * median of the result states' own times. */
+          double own = T->cost[c] - T->apply[c];
+          merge += replay_cost(T, prev, T->par[c]) + T->apply[c] +
+                   (own < T->check_med ? own : T->check_med);
           prev = T->par[c];
         }
       }
@@ -990,6 +1028,7 @@ int main(int argc, char **argv) {
   params pp = {2e-6, 10e9, 250e-6, 0.2, 0.5e-6, 0.5e-6, 0.5e-6, 30e-9, 0, 1, false, false, false, false, false};
   const char *ranks = "1,2,3,64,256,1024,4096", *path = NULL;
   bool wall = false, csv = false;
+  double defer_over = 0;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     const char *v = strchr(a, '=');
@@ -1032,6 +1071,8 @@ int main(int argc, char **argv) {
       pp.keep_one = true;
     else if (!strcmp(a, "--per-rank"))
       pp.per_rank = true;
+    else if (!strncmp(a, "--defer-over=", 13))
+      defer_over = num(v, "defer-over");
     else if (!strcmp(a, "--wall"))
       wall = true;
     else if (!strcmp(a, "--csv"))
@@ -1040,7 +1081,7 @@ int main(int argc, char **argv) {
       fprintf(stderr, "usage: glbsim [--ranks=LIST] [--alpha=US] [--beta=GBS] [--nap=US] "
                       "[--jitter=F] [--seed=N] [--poll=US] [--osend=US] [--orecv=US] [--oword=NS] [--serial=S] "
                       "[--token=ring|tree] [--merge=refind|trust] [--passive=before|after] "
-                      "[--keep-one] [--per-rank] [--wall] [--csv] TRACE\n");
+                      "[--keep-one] [--per-rank] [--defer-over=S] [--wall] [--csv] TRACE\n");
       return 2;
     } else {
       path = a;
@@ -1056,7 +1097,7 @@ int main(int argc, char **argv) {
   }
   tree T;
   memset(&T, 0, sizeof T);
-  load(&T, path, wall);
+  load(&T, path, wall, defer_over);
   uint64_t solver = 0, results = 0;
   double apply = 0, big = 0;
   for (int32_t i = 0; i < T.n; i++) {
@@ -1071,13 +1112,13 @@ int main(int argc, char **argv) {
   if (!csv)
     printf("# trace %s: %d states%s, T1 %.3f s (trace wall %.3f s, CPU %.3f s), %llu solver "
            "calls, %llu result states, replay cost per level %.1f us (mean), longest indivisible step %.3f s "
-           "(speedup <= %.0f)\n"
+           "(speedup <= %.0f), %.3f s deferred\n"
            "# alpha %.1f us, beta %.2f GB/s, nap %.0f us, poll %.2f us, osend %.2f us, orecv "
            "%.2f us, token %s, merge %s, passive %s%s\n"
            "%6s %10s %9s %9s %8s %8s %9s %9s %9s %9s %8s %7s %7s %7s %9s %9s\n",
            path, T.n - 1, T.complete ? "" : " (partial tree)", T.total, T.wall_rec, T.cpu_rec,
            (unsigned long long)solver, (unsigned long long)results,
-           T.n > 1 ? apply / (T.n - 1) * 1e6 : 0.0, big, big > 0 ? T.total / big : 0.0, pp.alpha * 1e6, pp.beta * 1e-9, pp.nap * 1e6,
+           T.n > 1 ? apply / (T.n - 1) * 1e6 : 0.0, big, big > 0 ? T.total / big : 0.0, T.deferred, pp.alpha * 1e6, pp.beta * 1e-9, pp.nap * 1e6,
            pp.poll * 1e6, pp.osend * 1e6, pp.orecv * 1e6, pp.tree_token ? "tree" : "ring",
            pp.trust ? "trust" : "refind", pp.passive_after ? "after" : "before",
            pp.keep_one ? ", keep-one" : "", "ranks",

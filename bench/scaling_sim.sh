@@ -12,7 +12,10 @@
 #     (alpha 50 us, beta 1 GB/s), for the protocol as dist.c has it ("as is")
 #     and for a variant ("tree+trust": a tree-shaped termination wave,
 #     results taken by rank 0 as sent instead of re-found, and a rank
-#     between tasks keeping one received task), and prints one table;
+#     between tasks keeping one received task), and for that variant with
+#     any single state's time past 0.1 s taken out of the search ("defer":
+#     the early full-shape verification of new bests done after the
+#     search instead), and prints one table;
 #  3. writes the table to bench/scaling_EXAMPLE.dat (gnuplot: bench/scaling.gp).
 # --validate also runs `mpiexec -n N src/mirsearch --mpi --threads=1` for N =
 # 1, 2, 3 here and prints the measured wall, states and steal counters per
@@ -44,10 +47,11 @@ echo "# ranks alpha_us beta_GBs TP_s eff eff_run steal_req served empty lifeline
 for net in "IB 2 10" "Ethernet 50 1"; do
   set -- $net
   name=$1 alpha=$2 beta=$3
-  for variant in asis tree+trust; do
+  for variant in asis tree+trust defer; do
     case $variant in
       asis) opts="--token=ring --merge=refind" ;;
-      *) opts="--token=tree --merge=trust --keep-one" ;;
+      tree+trust) opts="--token=tree --merge=trust --keep-one" ;;
+      *) opts="--token=tree --merge=trust --keep-one --defer-over=0.1" ;;
     esac
     bench/glbsim --csv --alpha="$alpha" --beta="$beta" $opts "$trace" |
       sed "s/\$/,$name,$variant/" | tr ',' ' ' >> "$dat"
