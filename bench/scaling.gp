@@ -13,7 +13,7 @@ set xtics ("1" 1, "4" 4, "16" 16, "64" 64, "256" 256, "1024" 1024, "4096" 4096)
 set xlabel "ranks (one worker each)"
 set ylabel "efficiency T1 / (P TP)"
 set grid
-set key top right font ",8"
+set key bottom left font ",8"
 set arrow from 1,0.8 to 4096,0.8 nohead dt 2 lc rgb "gray"
 do for [ex in "mha_small gqa mha"] {
   f = sprintf("bench/scaling_%s.dat", ex)
