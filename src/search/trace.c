@@ -97,7 +97,8 @@ mirs_status mirs__trace_start(mirs_search *s, const char *path) {
 static void begin(mirs__trace *t, const mirs__search_worker *w) {
   if (t->t0)
     return;
-  fwrite("MIRSTRC1", 1, 8, t->f);
+  if (fwrite("MIRSTRC1", 1, 8, t->f) != 8)
+    t->err = true;
   put_var(t, w->frames[0].nmoves);
   t->t0 = t->last = mirs__trace_now();
   t->cpu0 = cpu_now();
