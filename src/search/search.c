@@ -865,9 +865,19 @@ static mirs_status enter(mirs__search_worker *w, uint32_t idx, bool *entered) {
   mirs__search_frame *f = &w->frames[w->depth - 1];
   mirs__search_move m = w->moves[f->moff + idx];
   mirs__abs_mark mark;
+  /* Tree trace (off: NULL); replays are not states of the tree. */
+  mirs__trace *tr = w->s->trace;
+  uint64_t ta = 0, tb = 0, tc = 0;
+  if (tr && !w->replaying)
+    ta = mirs__trace_now();
   MIRS_CHECK(w->ctx, apply_move(w, &m, entered, &mark));
-  if (!*entered)
+  if (!*entered) {
+    if (tr && !w->replaying)
+      mirs__trace_refused(tr);
     return MIRS_OK;
+  }
+  if (tr && !w->replaying)
+    tb = mirs__trace_now();
   if (!w->replaying)
     MIRS_INC(&w->stats, states_explored);
   if (w->ctx->opt.log_level >= MIRS_LOG_TRACE && m.kind == MIRS__MOVE_OPEN)
@@ -887,8 +897,12 @@ static mirs_status enter(mirs__search_worker *w, uint32_t idx, bool *entered) {
   if (!w->replaying && (m.kind == MIRS__MOVE_KOP || m.kind == MIRS__MOVE_CLOSE))
     st = check_complete(w);
   size_t nmoves = w->nmoves;
+  if (tr && !w->replaying)
+    tc = mirs__trace_now();
   if (st == MIRS_OK)
     st = push_frame(w, &m, mark);
+  if (st == MIRS_OK && tr && !w->replaying)
+    mirs__trace_enter(w, idx, ta, tb, tc);
   if (st != MIRS_OK) {
     /* Failed or stopped (mirs_interrupt, a limit) after the move was
      * applied: undo it, so the frames describe the worker's state and the
@@ -968,6 +982,8 @@ mirs_status mirs__search_task_steps(mirs__search_worker *w, uint32_t budget, uin
   for (uint32_t i = 0; i < budget; i++) {
     mirs__search_frame *f = &w->frames[w->depth - 1];
     if (f->next >= f->end) {
+      if (w->s->trace)
+        mirs__trace_pop(w);
       if (w->depth - 1 <= w->base) {
         *done = true;
         return MIRS_OK;

@@ -390,6 +390,8 @@ struct mirs_search {
   bool complete, ran, resumed;
   /* Distributed run (dist.c, --mpi): NULL in a single process. */
   struct mirs__dist *dist;
+  /* Search-tree trace (trace.c, bench/glbtrace.c): NULL when off. */
+  struct mirs__trace *trace;
 };
 
 /* Why workers stop (bits of mirs_search.halt; the context's own stop
@@ -577,6 +579,28 @@ mirs_status mirs__search_leftover(mirs__search_worker *w, mirs_context *tctx, mi
 /* Re-find the candidate at path[0..len) (a result a checkpoint recorded)
  * and offer it to the sink, counters unchanged. */
 mirs_status mirs__search_restore(mirs__search_worker *w, const uint32_t *path, int32_t len);
+
+/* ---------------------------------------------------------------- tree trace (trace.c)
+ * A record of the search tree a one-worker search explores, for the
+ * scaling simulator (bench/glbsim.c): one record per state entered (its
+ * move index, its number of moves, the time since the previous record and
+ * the time of applying its move) and one per frame left.  Off (s->trace
+ * NULL) the search only tests that pointer.  The format is in trace.c. */
+typedef struct mirs__trace mirs__trace;
+/* Start a trace into path (s->trace set; one worker only). */
+mirs_status mirs__trace_start(mirs_search *s, const char *path);
+/* Write the footer and close (NULL is a no-op); false on a write error. */
+bool mirs__trace_end(mirs_search *s);
+/* Nanoseconds of the trace clock. */
+uint64_t mirs__trace_now(void);
+/* A move refused or pruned at the top frame. */
+void mirs__trace_refused(mirs__trace *t);
+/* A state entered by move idx; ta: before its move was applied, tb: after,
+ * tc: before its frame (its moves) was pushed. */
+void mirs__trace_enter(mirs__search_worker *w, uint32_t idx, uint64_t ta, uint64_t tb,
+                       uint64_t tc);
+/* The top frame is left (its moves are all tried). */
+void mirs__trace_pop(mirs__search_worker *w);
 /* Tasks: new (quiet allocation in ctx; NULL when short of memory), free. */
 mirs__task *mirs__task_new(mirs_context *ctx, const uint32_t *path, int32_t len, uint32_t lo,
                            uint32_t hi);
