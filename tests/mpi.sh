@@ -4,9 +4,10 @@
 #  1. searches on 2 and 3 ranks end with the one-process results
 #     (report.json's result list, candidates/, best.ugraph, the counters
 #     that describe the space);
-#  2. a SIGUSR1 to mpiexec stops every rank (exit 4, one checkpoint), and
-#     resuming on another rank count (stopped again, then resumed on a
-#     third) ends with the uninterrupted results;
+#  2. a SIGUSR1 to mpiexec stops every rank (exit 4, one checkpoint), also
+#     while rank 0 loads the checkpoint, and resuming on another rank
+#     count (stopped again, then resumed on a third) ends with the
+#     uninterrupted results; an error on rank 0 alone ends every rank;
 #  3. on a program whose pruning calls Z3, the solver calls summed over 3
 #     ranks are at most 1.2 times those of one process (verdicts shared).
 # Every run uses --threads=1 (this machine may have 2 cores).  Skips (77)
@@ -66,37 +67,87 @@ for n in 2 3; do
   echo "mpiexec -n $n: the one-process results ($(field "$tmp/ref/report.json" graphs_found) graphs, $(field "$tmp/ref/report.json" states_explored) states)"
 done
 
+# ---------------------------------------------------------------- 1b. errors
+# An error on rank 0 alone (here a bad --out) ends every rank with its
+# status, at once (the ranks once hung: rank 0 left out a collective).
+: >"$tmp/afile"
+timeout 120 mpiexec -n 2 "$bin" -q --mpi --threads=1 --out "$tmp/afile" "$ex" >/dev/null 2>"$tmp/err"
+rc=$?
+[ $rc -eq 2 ] || fail "--out FILE on 2 ranks: exit $rc (expected 2; 124: hung): $(cat "$tmp/err")"
+grep -q "afile: exists and is not a directory" "$tmp/err" || fail "--out FILE on 2 ranks: $(cat "$tmp/err")"
+echo "--out FILE on 2 ranks: exit 2 at once"
+
 # ---------------------------------------------------------------- 2. stop, resume
-# Stop (SIGUSR1 to mpiexec) at a random moment after rank 0 holds the
-# directory, resume on another rank count; twice, then run to the end.
+# Stop (SIGUSR1 to mpiexec) and resume on another rank count, then run to
+# the end: on 3 ranks at a random moment of the search; on 2 ranks as
+# soon as rank 0 holds the directory (while it loads the checkpoint: a
+# stop there once hung the ranks, rank 0 leaving out a collective the
+# others were in); on 2 ranks again at a random moment of the search;
+# then on 1 rank to the end.  Rank 0 holds the directory when DIR/.lock
+# names its pid (the file stays after a run; probing its flock would make
+# rank 0's own lock fail), which it does only after every rank has its
+# stop handlers in place.
+held() {
+  l=$(cat "$1" 2>/dev/null)
+  [ -n "$l" ] && [ "$l" != "$2" ]
+}
+# Each rank's exit status is recorded by rank.sh: Hydra's mpiexec (MPICH
+# 4.0) reports 0 for a rank that exits after it forwarded a signal to it
+# (its proxy's "forced cleanup"), so its own status says little here.
+cat >"$tmp/rank.sh" <<EOF
+#!/bin/sh
+trap : INT TERM USR1
+"\$@"
+rc=\$?
+echo \$rc >"$tmp/rc.\${PMI_RANK:-0}"
+exit \$rc
+EOF
+chmod +x "$tmp/rank.sh"
 seed=$(( $(date +%s) % 1000 ))
 stops=0 i=0
-for n in 3 2 1; do
+for run in 3:random 2:load 2:random 1:end; do
+  n=${run%%:*} when=${run#*:}
   if [ $i -eq 0 ]; then
     set -- "$ex"
   else
     set -- --resume="$tmp/run"
   fi
-  mpiexec -n $n "$bin" -q --mpi --threads=1 --out "$tmp/run" "$@" >/dev/null 2>"$tmp/err" &
+  before=$(cat "$tmp/run/.lock" 2>/dev/null)
+  rm -f "$tmp"/rc.*
+  mpiexec -n $n "$tmp/rank.sh" "$bin" -q --mpi --threads=1 --out "$tmp/run" "$@" >/dev/null 2>"$tmp/err" &
   pid=$!
-  if [ $n -ne 1 ]; then
+  if [ $when != end ]; then
     k=0
-    while [ ! -e "$tmp/run/.lock" ] && [ $k -lt 300 ] && kill -0 $pid 2>/dev/null; do
-      sleep 0.1; k=$((k + 1))
+    while ! held "$tmp/run/.lock" "$before" && [ $k -lt 600 ] && kill -0 $pid 2>/dev/null; do
+      sleep 0.05; k=$((k + 1))
     done
-    ms=$(( 500 + (seed * 7919 + n * 104729) % 2500 ))
+    ms=0
+    if [ $when = random ]; then
+      # After the checkpoint is loaded: rank 0 clears the directory
+      # (report.json first) just before the search starts.
+      while [ -e "$tmp/run/report.json" ] && [ $k -lt 1200 ] && kill -0 $pid 2>/dev/null; do
+        sleep 0.05; k=$((k + 1))
+      done
+      ms=$(( 500 + (seed * 7919 + (i + 1) * 104729) % 2500 ))
+    fi
     sleep "$(awk -v m=$ms 'BEGIN { printf "%.3f", m / 1000 }')"
     kill -USR1 $pid 2>/dev/null
   fi
   wait $pid
-  rc=$?
+  mrc=$?
+  # Every rank's own status, which must be the same on all ranks.
+  rc=$(cat "$tmp"/rc.* 2>/dev/null | sort -u | tr '\n' ' ')
+  rc=${rc% }
+  [ "$(ls "$tmp"/rc.* 2>/dev/null | wc -l)" -eq $n ] || fail "run on $n ranks: not every rank ended (mpiexec: exit $mrc): $(cat "$tmp/err")"
+  [ "$mrc" = "$rc" ] || [ "$mrc" = 0 ] ||
+    fail "run on $n ranks: mpiexec exit $mrc, the ranks' $rc: $(cat "$tmp/err")"
   case $rc in
     4) [ -f "$tmp/run/checkpoint" ] || fail "stop on $n ranks: exit 4 without a checkpoint"
        grep -q '"complete": false' "$tmp/run/report.json" || fail "stop on $n ranks: report says complete"
-       echo "stopped on $n ranks after $ms ms (exit 4): $(field "$tmp/run/report.json" states_explored) states so far"
+       echo "stopped on $n ranks ($when, $ms ms) (exit 4): $(field "$tmp/run/report.json" states_explored) states so far"
        stops=$((stops + 1)) ;;
     0) echo "the run on $n ranks completed"; break ;;
-    *) fail "run on $n ranks: exit $rc: $(cat "$tmp/err")" ;;
+    *) fail "run on $n ranks: exit $rc (mpiexec: $mrc): $(cat "$tmp/err")" ;;
   esac
   i=$((i + 1))
 done
