@@ -1115,6 +1115,20 @@ static int cmd_search(cli *c, const char *path) {
       unmask_stops(c);
       return EXIT_USAGE;
     }
+    /* Tasks that MPI did not connect (srun without --mpi=pmi2, an MPI
+     * other than the one mirsearch was built with) are each a rank 0 of
+     * one: they would all search the whole space into one directory. */
+    const char *st = getenv("SLURM_STEP_NUM_TASKS");
+    long tasks = st ? strtol(st, NULL, 10) : 0;
+    if (nranks == 1 && tasks > 1) {
+      cli_error(c,
+                "--mpi: MPI sees 1 rank but this Slurm step has %ld tasks: they are not "
+                "connected (MPICH needs srun --mpi=pmi2, or mpiexec inside the allocation)",
+                tasks);
+      unmask_stops(c);
+      mirs_mpi_finalize();
+      return EXIT_USAGE;
+    }
     if (c->rank != 0) /* rank 0 reports; the others print only errors */
       c->quiet = 1;
   }
