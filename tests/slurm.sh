@@ -255,14 +255,17 @@ job=$(cd "$tmp/work" && MIRSEARCH=$bin sbatch --parsable -o "$tmp/job.log" \
   "$sbatch_script" "$graph" --out="$tmp/run") || fail "sbatch failed"
 job=${job%%;*}
 say "submitted job $job"
-# Send the warning once the search has started (its output directory exists)
-# and run a moment; fail if it finished before the warning.
-search_started() { [ -d "$tmp/run" ]; }
-wait_for 120 "job $job's search to start" search_started
-sleep 1
-grep -q 'search complete' "$tmp/job.log" 2>/dev/null &&
-  fail "the search completed before the warning: choose a longer MIRSEARCH_TEST_GRAPH"
-scancel --batch --signal=USR1 "$job" || fail "scancel --batch --signal=USR1 $job failed"
+# warn DIR LOG: send job $job's batch shell the warning (SIGUSR1) once its
+# search has started (DIR exists) and run a moment; fail if it finished
+# before the warning (LOG says so).
+warn() {
+  wait_for 120 "job $job's search to start" test -d "$1"
+  sleep 1
+  grep -q 'search complete' "$2" 2>/dev/null &&
+    fail "job $job's search completed before the warning: choose a longer MIRSEARCH_TEST_GRAPH"
+  scancel --batch --signal=USR1 "$job" || fail "scancel --batch --signal=USR1 $job failed"
+}
+warn "$tmp/run" "$tmp/job.log"
 say "sent SIGUSR1 to job $job's batch shell after $(($(date +%s) - t0)) s"
 
 job_state() { scontrol -o show job "$job" 2>/dev/null | tr ' ' '\n' | sed -n "s/^$1=//p"; }
@@ -319,12 +322,7 @@ if [ "${MIRSEARCH_TEST_MPI:-1}" = 1 ] && "$bin" --version 2>/dev/null | grep -q 
   job=$(cd "$tmp/work" && MIRSEARCH=$bin sbatch --parsable --ntasks=2 -o "$tmp/mpi.log" \
     "$sbatch_script" "$graph" --out="$tmp/mpi" --threads=1) || fail "sbatch --ntasks=2 failed"
   job=${job%%;*}
-  mpi_started() { [ -d "$tmp/mpi" ]; }
-  wait_for 120 "job $job's search to start" mpi_started
-  sleep 1
-  grep -q 'search complete' "$tmp/mpi.log" 2>/dev/null &&
-    fail "the 2-rank search completed before the warning: choose a longer MIRSEARCH_TEST_GRAPH"
-  scancel --batch --signal=USR1 "$job" || fail "scancel --batch --signal=USR1 $job failed"
+  warn "$tmp/mpi" "$tmp/mpi.log"
   wait_for 900 "job $job (2 tasks) to finish" job_done
   say "job $job (2 tasks): $(job_state JobState), exit code $(job_state ExitCode), restarts $(job_state Restarts), $(($(date +%s) - t0)) s from submission; the batch script's log:"
   grep 'mirsearch.sbatch:' "$tmp/mpi.log" | sed 's/^/  /'
