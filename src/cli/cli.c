@@ -480,7 +480,7 @@ static const help_row help_rows[] = {
     {"--resume=DIR", "continue the stopped search whose checkpoint is in DIR (no FILE; on any "
                      "--threads; its search options are kept): it ends with the results of "
                      "an uninterrupted run"},
-    {"--mpi", "one search over the ranks of an MPI job (mpiexec -n M, srun): every rank "
+    {"--mpi", "one search over the ranks of an MPI job (mpiexec -n M, srun --mpi=pmi2): every rank "
               "runs its threads, idle ranks steal work, rank 0 writes DIR (the same results "
               "as one process; --resume works on any M; see docs/DISTRIBUTED.md)"},
     {NULL, "Library options ('-' and '_' are interchangeable in names)"},
