@@ -11,9 +11,13 @@
 # the job requeued itself, that the requeued job resumed from the
 # checkpoint and completed, and that its results (report.json's result
 # list, candidates/, best.ugraph) are byte-identical to an uninterrupted
-# run of the same search.  Then the other endings: a bad program (exit 2),
-# a stop by --max-states (exit 4) and scancel (SIGTERM) are not requeued,
-# and a complete search whose job is requeued is not run again.
+# run of the same search.  The same through a job of 2 tasks (sbatch
+# --ntasks=2: mirsearch --mpi on 2 ranks started by srun --mpi=pmi2, when
+# mirsearch has MPI; report.json must say "ranks": 2), and 2 tasks that
+# srun --mpi=none starts unconnected are refused.  Then the other
+# endings: a bad program (exit 2), a stop by --max-states (exit 4) and
+# scancel (SIGTERM) are not requeued, and a complete search whose job is
+# requeued is not run again.  MIRSEARCH_TEST_MPI=0 leaves out the MPI case.
 #
 # Run by `make check` (top_srcdir and top_builddir set); by hand from a
 # build directory they default to the script's tree and ".".
@@ -145,6 +149,10 @@ free_port() {
 
 host=$(uname -n | cut -d. -f1)
 cpus=$(nproc)
+# The MPI case runs 2 tasks: a 1-CPU machine's node claims 2 CPUs
+# (config_overrides: slurmd does not drain a node that has fewer).
+overrides=
+[ "$cpus" -ge 2 ] || { cpus=2; overrides=SlurmdParameters=config_overrides; }
 user=$(id -un)
 mkdir -p "$tmp/state" "$tmp/spool" "$tmp/work" || fail "cannot create $tmp"
 SLURM_CONF=$conf
@@ -206,6 +214,7 @@ SchedulerParameters=sched_interval=1
 MinJobAge=600
 SlurmctldTimeout=30
 SlurmdTimeout=30
+$overrides
 NodeName=mirsnode NodeHostname=$host NodeAddr=127.0.0.1 CPUs=$cpus State=UNKNOWN
 PartitionName=mirs Nodes=mirsnode Default=YES MaxTime=INFINITE State=UP
 EOF
@@ -246,14 +255,17 @@ job=$(cd "$tmp/work" && MIRSEARCH=$bin sbatch --parsable -o "$tmp/job.log" \
   "$sbatch_script" "$graph" --out="$tmp/run") || fail "sbatch failed"
 job=${job%%;*}
 say "submitted job $job"
-# Send the warning once the search has started (its output directory exists)
-# and run a moment; fail if it finished before the warning.
-search_started() { [ -d "$tmp/run" ]; }
-wait_for 120 "job $job's search to start" search_started
-sleep 1
-grep -q 'search complete' "$tmp/job.log" 2>/dev/null &&
-  fail "the search completed before the warning: choose a longer MIRSEARCH_TEST_GRAPH"
-scancel --batch --signal=USR1 "$job" || fail "scancel --batch --signal=USR1 $job failed"
+# warn DIR LOG: send job $job's batch shell the warning (SIGUSR1) once its
+# search has started (DIR exists) and run a moment; fail if it finished
+# before the warning (LOG says so).
+warn() {
+  wait_for 120 "job $job's search to start" test -d "$1"
+  sleep 1
+  grep -q 'search complete' "$2" 2>/dev/null &&
+    fail "job $job's search completed before the warning: choose a longer MIRSEARCH_TEST_GRAPH"
+  scancel --batch --signal=USR1 "$job" || fail "scancel --batch --signal=USR1 $job failed"
+}
+warn "$tmp/run" "$tmp/job.log"
 say "sent SIGUSR1 to job $job's batch shell after $(($(date +%s) - t0)) s"
 
 job_state() { scontrol -o show job "$job" 2>/dev/null | tr ' ' '\n' | sed -n "s/^$1=//p"; }
@@ -294,6 +306,47 @@ sed -n '/"results"/,$p' "$tmp/run/report.json" >"$tmp/run.results"
 cmp -s "$tmp/ref.results" "$tmp/run.results" || fail "report.json result lists differ"
 cmp -s "$tmp/ref/best.ugraph" "$tmp/run/best.ugraph" || fail "best.ugraph differs"
 diff -r "$tmp/ref/candidates" "$tmp/run/candidates" >/dev/null || fail "candidates/ differ"
+
+# The same through a job of 2 tasks: the script runs mirsearch --mpi on 2
+# ranks (srun --mpi=pmi2); SIGUSR1 stops both, the job requeues, resumes
+# on 2 ranks and ends with the one-process results.
+main=$job
+if [ "${MIRSEARCH_TEST_MPI:-1}" = 1 ] && "$bin" --version 2>/dev/null | grep -q 'mpi=yes'; then
+  # Tasks that srun starts without PMI are not connected: refused.
+  srun --mpi=none --ntasks=2 "$bin" -q --mpi --threads=1 --out "$tmp/unconnected" "$graph" \
+    >"$tmp/unconnected.log" 2>&1 && fail "srun --mpi=none: 2 unconnected --mpi tasks were not refused"
+  grep -q "MPI sees 1 rank but this Slurm step has 2 tasks" "$tmp/unconnected.log" ||
+    fail "srun --mpi=none: $(cat "$tmp/unconnected.log")"
+  [ ! -e "$tmp/unconnected" ] || fail "srun --mpi=none: the unconnected tasks wrote $tmp/unconnected"
+  t0=$(date +%s)
+  job=$(cd "$tmp/work" && MIRSEARCH=$bin sbatch --parsable --ntasks=2 -o "$tmp/mpi.log" \
+    "$sbatch_script" "$graph" --out="$tmp/mpi" --threads=1) || fail "sbatch --ntasks=2 failed"
+  job=${job%%;*}
+  warn "$tmp/mpi" "$tmp/mpi.log"
+  wait_for 900 "job $job (2 tasks) to finish" job_done
+  say "job $job (2 tasks): $(job_state JobState), exit code $(job_state ExitCode), restarts $(job_state Restarts), $(($(date +%s) - t0)) s from submission; the batch script's log:"
+  grep 'mirsearch.sbatch:' "$tmp/mpi.log" | sed 's/^/  /'
+  grep -q "srun --mpi=pmi2 --ntasks=2 .*$bin --mpi $graph" "$tmp/mpi.log" ||
+    fail "job $job: the script did not run srun --mpi=pmi2 --ntasks=2 mirsearch --mpi"
+  grep -q "search stopped with a checkpoint in $tmp/mpi: requeueing job $job" "$tmp/mpi.log" ||
+    fail "job $job: the script did not see exit status 4 and requeue"
+  [ "$(job_state Restarts)" = 1 ] || fail "job $job restarts: '$(job_state Restarts)', expected 1"
+  grep -q "srun --mpi=pmi2 --ntasks=2 .*$bin --mpi --resume=$tmp/mpi" "$tmp/mpi.log" ||
+    fail "job $job: the requeued job did not run mirsearch --mpi --resume on 2 ranks"
+  [ "$(job_state JobState)" = COMPLETED ] && [ "$(job_state ExitCode)" = 0:0 ] ||
+    fail "job $job ended $(job_state JobState) with exit code $(job_state ExitCode)"
+  grep -q '"complete": true' "$tmp/mpi/report.json" || fail "job $job: report.json does not say complete"
+  grep -q '"ranks": 2,' "$tmp/mpi/report.json" || fail "job $job: report.json does not say \"ranks\": 2"
+  [ ! -e "$tmp/mpi/checkpoint" ] || fail "job $job: the complete search left its checkpoint"
+  sed -n '/"results"/,$p' "$tmp/mpi/report.json" >"$tmp/mpi.results"
+  cmp -s "$tmp/ref.results" "$tmp/mpi.results" || fail "job $job: report.json result lists differ"
+  cmp -s "$tmp/ref/best.ugraph" "$tmp/mpi/best.ugraph" || fail "job $job: best.ugraph differs"
+  diff -r "$tmp/ref/candidates" "$tmp/mpi/candidates" >/dev/null || fail "job $job: candidates/ differ"
+  say "2 tasks: srun --mpi=pmi2 ran 2 ranks, stopped by SIGUSR1 (exit 4), requeued, resumed on 2 ranks, the one-process results (\"ranks\": 2); unconnected tasks refused"
+else
+  say "no MPI case (mirsearch built without MPI, or MIRSEARCH_TEST_MPI=0)"
+fi
+job=$main
 
 # Other endings keep their status and are not requeued: a bad program
 # (status 2), a stop by --max-states (status 4), and scancel (SIGTERM: the

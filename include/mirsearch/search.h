@@ -139,7 +139,10 @@ MIRS_API mirs_status mirs_search_set_checkpoint(mirs_search *s, const char *path
  * mirs_mpi_init initialises MPI (MPI_THREAD_FUNNELED) unless the caller
  * already has, and gives this process's rank and the number of ranks.
  * mirs_search_set_mpi (every rank, after create and, on rank 0 only, a
- * resume; before run) makes mirs_search_run one search over all ranks of
+ * resume; before run) is collective over MPI_COMM_WORLD (it duplicates
+ * it): every rank calls it at the same point, so a failure on one rank
+ * before it must be agreed on first (mirs_mpi_agree), as the mirsearch
+ * program does.  It makes mirs_search_run one search over all ranks of
  * MPI_COMM_WORLD: each rank runs its thread pool, idle ranks steal work,
  * and when the search ends or stops, rank 0 holds every result and all
  * open work (the same results as one process; write outputs and

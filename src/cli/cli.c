@@ -106,6 +106,9 @@ typedef struct cli {
   const char *resume;  /* --resume=DIR */
   int mpi;             /* --mpi: one search over the MPI ranks */
   int rank;            /* this process's MPI rank (0 without --mpi) */
+  int stop_masked;     /* --mpi: SIGINT, SIGTERM, SIGUSR1 blocked until the search's
+                          handlers are in place; stop_mask_old: the mask before */
+  sigset_t stop_mask_old;
   int json;            /* --json: the report on stdout */
   int quiet;           /* -q: errors only */
   long top;            /* --top: results written (0 all) */
@@ -477,7 +480,7 @@ static const help_row help_rows[] = {
     {"--resume=DIR", "continue the stopped search whose checkpoint is in DIR (no FILE; on any "
                      "--threads; its search options are kept): it ends with the results of "
                      "an uninterrupted run"},
-    {"--mpi", "one search over the ranks of an MPI job (mpiexec -n M, srun): every rank "
+    {"--mpi", "one search over the ranks of an MPI job (mpiexec -n M, srun --mpi=pmi2): every rank "
               "runs its threads, idle ranks steal work, rank 0 writes DIR (the same results "
               "as one process; --resume works on any M; see docs/DISTRIBUTED.md)"},
     {NULL, "Library options ('-' and '_' are interchangeable in names)"},
@@ -1078,6 +1081,15 @@ static int checkpoint_path(cli *c, char *buf, size_t size, const char *dir) {
 
 static int search_ranks(cli *c, const char *path);
 
+/* Unblock the stop signals cmd_search blocked for MPI_Init (a signal
+ * that came meanwhile is delivered now, to the handler in place). */
+static void unmask_stops(cli *c) {
+  if (c->stop_masked) {
+    pthread_sigmask(SIG_SETMASK, &c->stop_mask_old, NULL);
+    c->stop_masked = 0;
+  }
+}
+
 /* `FILE.graph` (path) or --resume=DIR (path NULL): check and lock the
  * output directory, search (from the checkpoint when resuming), write
  * the outputs (report.json last), print a summary (or the JSON report
@@ -1085,16 +1097,43 @@ static int search_ranks(cli *c, const char *path);
  * DIR/checkpoint (atomically) and exits 4; a complete one removes it. */
 static int cmd_search(cli *c, const char *path) {
   if (c->mpi) {
+    /* MPI_Init installs MPICH's own SIGUSR1 handler, which swallows the
+     * signal, and before it the default action kills the process: the
+     * stop signals wait, blocked, until search_ranks has put this
+     * search's handlers in place, so a stop that comes while the ranks
+     * start is neither lost nor fatal. */
+    sigset_t stops;
+    sigemptyset(&stops);
+    sigaddset(&stops, SIGINT);
+    sigaddset(&stops, SIGTERM);
+    sigaddset(&stops, SIGUSR1);
+    c->stop_masked = pthread_sigmask(SIG_BLOCK, &stops, &c->stop_mask_old) == 0;
     int nranks = 1;
     mirs_status ms = mirs_mpi_init(c->ctx, &c->rank, &nranks);
     if (ms != MIRS_OK) {
       cli_error(c, "--mpi: %s", mirs_last_error(c->ctx));
+      unmask_stops(c);
+      return EXIT_USAGE;
+    }
+    /* Tasks that MPI did not connect (srun without --mpi=pmi2, an MPI
+     * other than the one mirsearch was built with) are each a rank 0 of
+     * one: they would all search the whole space into one directory. */
+    const char *st = getenv("SLURM_STEP_NUM_TASKS");
+    long tasks = st ? strtol(st, NULL, 10) : 0;
+    if (nranks == 1 && tasks > 1) {
+      cli_error(c,
+                "--mpi: MPI sees 1 rank but this Slurm step has %ld tasks: they are not "
+                "connected (MPICH needs srun --mpi=pmi2, or mpiexec inside the allocation)",
+                tasks);
+      unmask_stops(c);
+      mirs_mpi_finalize();
       return EXIT_USAGE;
     }
     if (c->rank != 0) /* rank 0 reports; the others print only errors */
       c->quiet = 1;
   }
   int rc = search_ranks(c, path);
+  unmask_stops(c); /* (search_ranks has already, at its start) */
   if (c->mpi)
     mirs_mpi_finalize();
   return rc;
@@ -1108,6 +1147,7 @@ static int search_ranks(cli *c, const char *path) {
    * the results. */
   stop_handlers h;
   stop_handlers_install(&h, c->ctx);
+  unmask_stops(c);
   mirs_graph *p = NULL;
   char dir[3072], from[3200], ckpt[3200];
   int rc = EXIT_OK;
@@ -1157,6 +1197,7 @@ static int search_ranks(cli *c, const char *path) {
   mirs_status st = mirs_search_create(c->ctx, p, &s);
   mirs__outdir od;
   char why[4096];
+  int od_open = 0; /* rank 0 holds the locked directory */
   if (st != MIRS_OK) {
     rc = cli_fail(c, st, 0);
   } else if (!root) {
@@ -1164,6 +1205,7 @@ static int search_ranks(cli *c, const char *path) {
   } else if ((rc = mirs__outdir_open(&od, dir, why, sizeof why)) != EXIT_OK) {
     cli_error(c, "%s", why);
   } else {
+    od_open = 1;
     /* A resume reads its checkpoint with the directory locked; a new
      * search drops an older search's checkpoint, which no longer
      * matches what the directory holds. */
@@ -1181,36 +1223,37 @@ static int search_ranks(cli *c, const char *path) {
                 from, mirs_last_error(c->ctx), c->mpi ? "mpiexec -n M " : "", c->mpi ? " --mpi" : "",
                 dir);
       rc = EXIT_STOPPED;
-      mirs__outdir_close(&od);
     } else if (st != MIRS_OK) {
       rc = cli_fail(c, st, 0);
-      mirs__outdir_close(&od);
-    } else if ((rc = mirs__outdir_clear(&od, why, sizeof why)) != EXIT_OK) {
+    }
+  }
+  if (c->mpi) {
+    /* mirs_search_set_mpi is collective (every rank at the same point):
+     * the ranks first agree that each got this far (rank 0 may have
+     * failed on the directory or the checkpoint, or been stopped while
+     * loading it), then distribute the search together, or none does. */
+    int all = mirs_mpi_agree(rc);
+    if (rc == EXIT_OK && all != EXIT_OK)
+      rc = all;
+    if (rc == EXIT_OK && (st = mirs_search_set_mpi(s)) != MIRS_OK)
+      rc = cli_fail(c, st, 0);
+  }
+  if (rc == EXIT_OK && root) {
+    /* A bad option never clears an earlier run's results: the directory
+     * is cleared only now. */
+    if ((rc = mirs__outdir_clear(&od, why, sizeof why)) != EXIT_OK) {
+      od_open = 0; /* (closed on failure) */
       cli_error(c, "%s", why);
     }
   }
-  /* Every rank runs, or none.  mirs_search_set_mpi is collective: every
-   * rank calls it, and only once all of them got this far (a rank that
-   * failed or was stopped before, rank 0 loading a checkpoint say, must
-   * not leave the others waiting in it). */
+  /* Every rank runs, or none. */
   if (c->mpi) {
     int all = mirs_mpi_agree(rc);
-    if (rc == EXIT_OK && all != EXIT_OK) {
-      if (root)
-        mirs__outdir_close(&od);
+    if (rc == EXIT_OK && all != EXIT_OK)
       rc = all;
-    }
-    if (rc == EXIT_OK) {
-      st = mirs_search_set_mpi(s);
-      if (st != MIRS_OK)
-        rc = cli_fail(c, st, 0);
-      all = mirs_mpi_agree(rc);
-      if (rc == EXIT_OK && all != EXIT_OK)
-        rc = all;
-      if (rc != EXIT_OK && root)
-        mirs__outdir_close(&od);
-    }
   }
+  if (rc != EXIT_OK && od_open)
+    mirs__outdir_close(&od);
   if (rc != EXIT_OK) {
     stop_handlers_restore(&h, c->ctx);
     mirs_search_destroy(s);
