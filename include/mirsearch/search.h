@@ -119,8 +119,9 @@ MIRS_API mirs_status mirs_search_stop(mirs_search *s);
  * "the caller (mirs_search_stop or should_stop)" or "a failure"; "" when
  * it did (or has not run).  A static string. */
 MIRS_API const char *mirs_search_stop_reason(const mirs_search *s);
-/* Nonzero when the last run stopped with work left (a checkpoint of it
- * resumes). */
+/* Nonzero when the last run stopped before it finished: with open work,
+ * or with the whole space explored but its final verification cut short
+ * (a checkpoint of it resumes; then only that verification runs). */
 MIRS_API int mirs_search_stopped(const mirs_search *s);
 /* Worker threads the last run used. */
 MIRS_API int mirs_search_threads(const mirs_search *s);

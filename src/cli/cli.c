@@ -19,9 +19,8 @@
  *  - Exit status: 0 done, 2 bad input or usage, 3 resource or internal
  *    error (mirs_status_exit_code for library failures), 4 for a search
  *    stopped early (a limit or a signal) with its open work in
- *    DIR/checkpoint (resumable with --resume=DIR), and 3 for one stopped
- *    with nothing left to resume (the final verification cut short): its
- *    results are written, but it did not search the whole space.
+ *    DIR/checkpoint (resumable with --resume=DIR), also when only its
+ *    final verification was cut short (the resumed run does just that).
  *  - -q means errors only: nothing on stdout but what was asked for
  *    (--json's report, a command's output), no progress, no warnings.
  *  - No state outlives a call except getopt's globals, which are reset on
@@ -488,10 +487,9 @@ static const help_row help_rows[] = {
 
 static const char exit_text[] =
     "0 done (the whole space searched); 1 verify: not equivalent; 2 bad input or usage "
-    "(including a bad --out, found before any search work); 3 resource or internal error, "
-    "or a search stopped early with nothing left to resume (results so far written, "
-    "\"complete\": false); 4 stopped early by a limit or a signal with its open work in "
-    "DIR/checkpoint (results so far written; resume with --resume=DIR).";
+    "(including a bad --out, found before any search work); 3 resource or internal error; "
+    "4 stopped early by a limit or a signal with its open work (or its unfinished final "
+    "verification) in DIR/checkpoint (results so far written; resume with --resume=DIR).";
 
 /* Write text word-wrapped to fit `width` columns, the first line starting
  * at column `col` (already written), continuation lines indented by

@@ -408,7 +408,10 @@ const char *mirs_search_stop_reason(const mirs_search *s) {
 /* Whether the last run was stopped with work left (a checkpoint of it
  * resumes). */
 int mirs_search_stopped(const mirs_search *s) {
-  return s && s->ran && s->open != NULL;
+  /* Also a search that explored its whole space but whose final
+   * verification was cut short: its checkpoint holds the results and no
+   * open work, and resuming it runs only that verification. */
+  return s && s->ran && (s->open != NULL || !s->complete);
 }
 
 /* Threads of the last run. */
