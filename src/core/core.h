@@ -245,6 +245,7 @@ void mirs__buf_printf(mirs__buf *b, const char *fmt, ...)
 #endif
     ;
 void mirs__buf_puts(mirs__buf *b, const char *s);
+void mirs__buf_put(mirs__buf *b, const void *p, size_t n);
 
 /* ---------------------------------------------------------------- files */
 

@@ -61,6 +61,16 @@ void mirs__buf_printf(mirs__buf *b, const char *fmt, ...) {
   b->len += (size_t)n;
 }
 
+/* Append n raw bytes (also for binary messages and files). */
+void mirs__buf_put(mirs__buf *b, const void *p, size_t n) {
+  if (!buf_reserve(b, n))
+    return;
+  if (n)
+    memcpy(b->data + b->len, p, n);
+  b->len += n;
+  b->data[b->len] = '\0';
+}
+
 /* Append a string. */
 void mirs__buf_puts(mirs__buf *b, const char *s) {
   size_t n = strlen(s);

@@ -56,47 +56,32 @@ static bool runtime_option(const char *name) {
 
 /* ---------------------------------------------------------------- writing */
 
-typedef struct wbuf {
-  mirs_context *ctx;
-  unsigned char *d;
-  size_t n, cap;
-  bool failed;
-} wbuf;
-
-static void put(wbuf *b, const void *p, size_t n) {
-  if (b->failed)
-    return;
-  if (b->n + n > b->cap &&
-      mirs__core_grow(b->ctx, (void **)&b->d, &b->cap, b->n + n, 1) != MIRS_OK) {
-    b->failed = true;
-    return;
-  }
-  memcpy(b->d + b->n, p, n);
-  b->n += n;
+static void put(mirs__buf *b, const void *p, size_t n) {
+  mirs__buf_put(b, p, n);
 }
 
-static void put_u8(wbuf *b, uint8_t v) {
+static void put_u8(mirs__buf *b, uint8_t v) {
   put(b, &v, 1);
 }
 
-static void put_u32(wbuf *b, uint32_t v) {
+static void put_u32(mirs__buf *b, uint32_t v) {
   unsigned char c[4] = {(unsigned char)v, (unsigned char)(v >> 8), (unsigned char)(v >> 16),
                         (unsigned char)(v >> 24)};
   put(b, c, 4);
 }
 
-static void put_u64(wbuf *b, uint64_t v) {
+static void put_u64(mirs__buf *b, uint64_t v) {
   put_u32(b, (uint32_t)v);
   put_u32(b, (uint32_t)(v >> 32));
 }
 
-static void put_f64(wbuf *b, double v) {
+static void put_f64(mirs__buf *b, double v) {
   uint64_t u;
   memcpy(&u, &v, sizeof u);
   put_u64(b, u);
 }
 
-static void put_str(wbuf *b, const char *s, size_t n) {
+static void put_str(mirs__buf *b, const char *s, size_t n) {
   put_u32(b, (uint32_t)n);
   put(b, s, n);
 }
@@ -163,7 +148,8 @@ mirs_status mirs__checkpoint_write(mirs_search *s, const char *path) {
     mirs_free(ctx, prog);
     return MIRS_FAIL(ctx, MIRS_NOMEM, "out of memory (a checkpoint)");
   }
-  wbuf b = {ctx, NULL, 0, 0, false};
+  mirs__buf b;
+  mirs__buf_init(&b, ctx);
   put(&b, magic, 8);
   put_u32(&b, MIRS__CKPT_VERSION);
   put_u32(&b, 0);
@@ -185,7 +171,7 @@ mirs_status mirs__checkpoint_write(mirs_search *s, const char *path) {
    * one's state, so paths that share a prefix replay it once. */
   entry_path *order = mirs__core_alloc(ctx, (s->nent + 1) * sizeof *order);
   if (!order) {
-    mirs__core_free(ctx, b.d);
+    mirs__buf_free(&b);
     return MIRS_FAIL(ctx, MIRS_NOMEM, "out of memory (a checkpoint)");
   }
   for (size_t i = 0; i < s->nent; i++)
@@ -213,17 +199,17 @@ mirs_status mirs__checkpoint_write(mirs_search *s, const char *path) {
       put_u32(&b, t->path[k]);
   }
   if (!b.failed) {
-    uint64_t L = b.n - HEADER;
+    uint64_t L = b.len - HEADER;
     for (int k = 0; k < 8; k++)
-      b.d[16 + k] = (unsigned char)(L >> (8 * k));
-    put_u64(&b, checksum(b.d, b.n));
+      b.data[16 + k] = (char)(unsigned char)(L >> (8 * k));
+    put_u64(&b, checksum((const unsigned char *)b.data, b.len));
   }
   if (b.failed) {
-    mirs__core_free(ctx, b.d);
+    mirs__buf_free(&b);
     return MIRS_FAIL(ctx, MIRS_NOMEM, "out of memory (a checkpoint)");
   }
-  st = mirs__core_write_atomic(ctx, path, b.d, b.n);
-  mirs__core_free(ctx, b.d);
+  st = mirs__core_write_atomic(ctx, path, b.data, b.len);
+  mirs__buf_free(&b);
   MIRS_CHECK(ctx, st);
   return MIRS_OK;
 }

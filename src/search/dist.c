@@ -149,35 +149,20 @@ static void post(mirs__dist *d, int dest, int tag, const void *buf, size_t n) {
   d->sent[dest]++;
 }
 
-/* A growing byte buffer. */
-typedef struct bytes {
-  mirs_context *ctx;
-  unsigned char *d;
-  size_t n, cap;
-  bool failed;
-} bytes;
-
-static void put(bytes *b, const void *p, size_t n) {
-  if (b->failed)
-    return;
-  if (b->n + n > b->cap && mirs__core_grow(b->ctx, (void **)&b->d, &b->cap, b->n + n, 1) != MIRS_OK) {
-    b->failed = true;
-    return;
-  }
-  memcpy(b->d + b->n, p, n);
-  b->n += n;
+static void put(mirs__buf *b, const void *p, size_t n) {
+  mirs__buf_put(b, p, n);
 }
 
-static void put_u32(bytes *b, uint32_t v) {
+static void put_u32(mirs__buf *b, uint32_t v) {
   put(b, &v, sizeof v);
 }
 
-static void put_u64(bytes *b, uint64_t v) {
+static void put_u64(mirs__buf *b, uint64_t v) {
   put(b, &v, sizeof v);
 }
 
 /* A task: lo, hi, len, path. */
-static void put_task(bytes *b, const mirs__task *t) {
+static void put_task(mirs__buf *b, const mirs__task *t) {
   put_u32(b, t->lo);
   put_u32(b, t->hi);
   put_u32(b, (uint32_t)t->len);
@@ -227,18 +212,12 @@ static mirs__task *get_task(mirs_context *ctx, reader *r) {
     r->bad = true;
     return NULL;
   }
-  mirs__task *t = mirs__task_new(ctx, NULL, 0, lo, hi);
-  if (t && len) {
-    mirs__task_free(ctx, t);
-    t = NULL;
-    uint32_t *path = mirs__core_alloc(ctx, sizeof *path * len);
-    const void *p = get(r, sizeof *path * len);
-    if (path && p) {
-      memcpy(path, p, sizeof *path * len);
-      t = mirs__task_new(ctx, path, (int32_t)len, lo, hi);
-    }
-    mirs__core_free(ctx, path);
-  }
+  /* The path's bytes may be unaligned in the message: copied into the
+   * task's own array. */
+  const void *p = get(r, sizeof(uint32_t) * len);
+  mirs__task *t = mirs__task_new(ctx, NULL, (int32_t)len, lo, hi);
+  if (t && len)
+    memcpy(t->path, p, sizeof(uint32_t) * len);
   if (!t)
     r->bad = true;
   return t;
@@ -261,7 +240,8 @@ static void halt_search(mirs_search *s, int bits, int why) {
  * request); false when there was nothing to send. */
 static bool send_work(mirs__dist *d, mirs__pool *p, mirs__search_worker *w, int dest, bool reply) {
   mirs_context *ctx = d->s->ctx;
-  bytes b = {ctx, NULL, 0, 0, false};
+  mirs__buf b;
+  mirs__buf_init(&b, ctx);
   uint32_t n = 0;
   put_u32(&b, reply);
   put_u32(&b, 0); /* the count, set below */
@@ -288,13 +268,13 @@ static bool send_work(mirs__dist *d, mirs__pool *p, mirs__search_worker *w, int 
     /* The tasks are lost to this rank: a failure, which stops the search. */
     d->failed = MIRS_FAIL(ctx, MIRS_NOMEM, "out of memory (tasks for another rank)");
     halt_search(d->s, MIRS__HALT_ERROR, MIRS__WHY_ERROR);
-    mirs__core_free(ctx, b.d);
+    mirs__buf_free(&b);
     return false;
   }
-  memcpy(b.d + sizeof(uint32_t), &n, sizeof n);
+  memcpy(b.data + sizeof(uint32_t), &n, sizeof n);
   if (n || reply)
-    post(d, dest, TAG_WORK, b.d, b.n);
-  mirs__core_free(ctx, b.d);
+    post(d, dest, TAG_WORK, b.data, b.len);
+  mirs__buf_free(&b);
   if (n) {
     d->count++;
     d->tasks_sent += n;
@@ -528,7 +508,7 @@ static void own_row(const mirs__dist *d, uint64_t *row) {
 }
 
 /* This rank's part of the outcome, for rank 0. */
-static mirs_status pack_outcome(mirs__dist *d, mirs_status st, bytes *b) {
+static mirs_status pack_outcome(mirs__dist *d, mirs_status st, mirs__buf *b) {
   mirs_search *s = d->s;
   const char *msg = st == MIRS_OK ? "" : mirs_last_error(s->ctx);
   put_u32(b, (uint32_t)st);
@@ -712,9 +692,10 @@ mirs_status mirs__dist_finish(mirs_search *s, mirs_status st) {
   if (st == MIRS_OK)
     st = d->failed;
   /* Gather the outcomes on rank 0. */
-  bytes b = {ctx, NULL, 0, 0, false};
+  mirs__buf b;
+  mirs__buf_init(&b, ctx);
   mirs_status pst = pack_outcome(d, st, &b);
-  int len = pst == MIRS_OK && b.n <= (size_t)INT32_MAX ? (int)b.n : 0;
+  int len = pst == MIRS_OK && b.len <= (size_t)INT32_MAX ? (int)b.len : 0;
   int *lens = NULL, *offs = NULL;
   unsigned char *all = NULL;
   size_t total = 0;
@@ -732,8 +713,8 @@ mirs_status mirs__dist_finish(mirs_search *s, mirs_status st) {
       total = 0; /* (reported below) */
     all = mirs__core_alloc(ctx, total + 1);
   }
-  MPI_Gatherv(b.d, len, MPI_BYTE, all, lens, offs, MPI_BYTE, 0, d->comm);
-  mirs__core_free(ctx, b.d);
+  MPI_Gatherv(b.data, len, MPI_BYTE, all, lens, offs, MPI_BYTE, 0, d->comm);
+  mirs__buf_free(&b);
   if (d->rank != 0) {
     /* The results and the open work are rank 0's now. */
     mirs__task_free_list(ctx, s->open);

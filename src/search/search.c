@@ -1008,7 +1008,8 @@ mirs_status mirs__search_task_steps(mirs__search_worker *w, uint32_t budget, uin
 }
 
 /* A new task (path[0..len), moves [lo, hi)), allocated without touching
- * ctx's error slot (NULL when memory is short). */
+ * ctx's error slot (NULL when memory is short).  path NULL leaves the
+ * task's path for the caller to fill. */
 mirs__task *mirs__task_new(mirs_context *ctx, const uint32_t *path, int32_t len, uint32_t lo,
                            uint32_t hi) {
   mirs__task *t = mirs__core_alloc_quiet(ctx, sizeof *t + sizeof *path * (size_t)len);
@@ -1018,7 +1019,7 @@ mirs__task *mirs__task_new(mirs_context *ctx, const uint32_t *path, int32_t len,
   t->lo = lo;
   t->hi = hi;
   t->len = len;
-  if (len)
+  if (len && path)
     memcpy(t->path, path, sizeof *path * (size_t)len);
   return t;
 }

@@ -601,7 +601,8 @@ void mirs__trace_enter(mirs__search_worker *w, uint32_t idx, uint64_t ta, uint64
                        uint64_t tc);
 /* The top frame is left (its moves are all tried). */
 void mirs__trace_pop(mirs__search_worker *w);
-/* Tasks: new (quiet allocation in ctx; NULL when short of memory), free. */
+/* Tasks: new (quiet allocation in ctx; NULL when short of memory; path
+ * NULL leaves the len path entries for the caller to fill), free. */
 mirs__task *mirs__task_new(mirs_context *ctx, const uint32_t *path, int32_t len, uint32_t lo,
                            uint32_t hi);
 void mirs__task_free(mirs_context *ctx, mirs__task *t);
