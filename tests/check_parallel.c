@@ -185,7 +185,8 @@ END_TEST
 
 /* A temporary checkpoint path. */
 static void temp_path(char *buf, size_t size) {
-  snprintf(buf, size, "/tmp/mirs-ckpt-%ld-XXXXXX", (long)getpid());
+  const char *dir = getenv("TMPDIR");
+  snprintf(buf, size, "%s/mirs-ckpt-XXXXXX", dir && *dir ? dir : "/tmp");
   int fd = mkstemp(buf);
   ck_assert_int_ge(fd, 0);
   close(fd);
@@ -195,7 +196,7 @@ static void temp_path(char *buf, size_t size) {
  * threads (possibly stopping again at 2 * max_states), and so on until
  * complete; the summary of the final run. */
 static char *stop_resume_summary(const char *text, int64_t max_states, int t1, int t2) {
-  char path[128];
+  char path[512];
   temp_path(path, sizeof path);
   int threads = t1, rounds = 0;
   bool resumed = false;
@@ -256,7 +257,7 @@ END_TEST
  * still ends with the uninterrupted results, and the last periodic
  * checkpoint resumes to them too. */
 START_TEST(test_periodic_checkpoints) {
-  char path[128];
+  char path[512];
   temp_path(path, sizeof path);
   unlink(path);
   char *ref = search_summary(TINY_SOFTMAX, 1);
@@ -362,7 +363,7 @@ static void expect_refused(const char *path, const unsigned char *d, size_t n, c
 }
 
 START_TEST(test_checkpoint_refused) {
-  char path[128], bad[160];
+  char path[512], bad[520];
   temp_path(path, sizeof path);
   snprintf(bad, sizeof bad, "%s.bad", path);
   make_checkpoint(path);
