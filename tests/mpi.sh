@@ -62,6 +62,10 @@ same() {
 # ---------------------------------------------------------------- 1. ranks
 "$bin" -q --threads=1 --out "$tmp/ref" "$ex" >/dev/null 2>"$tmp/err" ||
   fail "one process: $(cat "$tmp/err")"
+# The one-process search's wall time (ms), which sets the random stop
+# moments of part 2 inside the searches on several ranks.
+ref_ms=$(awk '/"wall_seconds"/ { gsub(/[^0-9.]/, "", $2); printf "%d", $2 * 1000; exit }' "$tmp/ref/report.json")
+[ "${ref_ms:-0}" -gt 0 ] 2>/dev/null || ref_ms=3000
 for n in 2 3; do
   mpiexec -n $n "$bin" -q --mpi --threads=1 --out "$tmp/n$n" "$ex" >/dev/null 2>"$tmp/err" ||
     fail "mpiexec -n $n: exit $?: $(cat "$tmp/err")"
@@ -137,7 +141,9 @@ for run in 3:random 2:load 2:random 1:end; do
       while [ -e "$tmp/run/report.json" ] && [ $k -lt 1200 ] && kill -0 $pid 2>/dev/null; do
         sleep 0.05; k=$((k + 1))
       done
-      ms=$(( 500 + (seed * 7919 + (i + 1) * 104729) % 2500 ))
+      # A moment in the first third of the one-process time: the search
+      # on 2 or 3 ranks lasts more than half of it (2 cores here).
+      ms=$(( 100 + (seed * 7919 + (i + 1) * 104729) % (ref_ms / 3 + 1) ))
     fi
     sleep "$(awk -v m=$ms 'BEGIN { printf "%.3f", m / 1000 }')"
     kill -USR1 $pid 2>/dev/null

@@ -17,13 +17,20 @@
  * pushes a batch to every rank registered with it.  So an idle machine
  * sends a bounded number of requests, not a storm.
  *
- * Termination: Safra's token algorithm (EWD998) over work messages (those
- * that carry tasks).  Each rank counts work messages sent minus received
- * and turns black on receiving one; the token travels the ring 0 -> 1 ->
- * ... -> 0, passed on only by a passive rank (no task queued or running
- * in its pool), summing the counts.  Rank 0 declares termination when the
- * token comes back white to a white passive rank 0 with a sum of zero: no
- * rank works and no task is in flight.  It then sends DONE.
+ * Termination: Safra's algorithm (EWD998) over work messages (those that
+ * carry tasks), with the token's round made a wave on a binary tree
+ * (parent (r-1)/2, children 2r+1 and 2r+2): 2 log2 P hops instead of the
+ * ring's P (0.4 s per round at 1,024 ranks, docs/SCALING.md).  Each rank
+ * counts work messages sent minus received and turns black on receiving
+ * one.  Rank 0, passive (no task queued or running in its pool), starts a
+ * wave: WAVE goes down the tree at once; a rank answers its parent when
+ * it is passive and its children have answered, with the sum of its
+ * count and theirs and the OR of the colours, and turns white.  Rank 0
+ * declares termination when the wave comes back white to a white passive
+ * rank 0 with a sum of zero: no rank works and no task is in flight.
+ * Safra's invariant is about the set of ranks already visited in a round,
+ * not about the order of the visits, so it holds for the tree as for the
+ * ring.  DONE goes down the same tree.
  *
  * Stops.  A rank whose search halts (signal, time limit, error) sends STOP
  * to every rank; a rank that receives STOP halts its pool too.  A halted
@@ -31,14 +38,23 @@
  * never gives work away and counts as passive, so the same token detects
  * when every rank has stopped and nothing is in flight.
  *
+ * Idle ranks.  A rank with no work polls continuously (yielding the CPU
+ * between polls) for IDLE_SPIN seconds after its last work or message,
+ * then naps IDLE_NAP between polls: a steal answer or a wave crosses an
+ * idle rank in microseconds, not a nap, while a rank idle for long costs
+ * little CPU.
+ *
  * Shutdown.  Every message sent is counted per destination; after DONE,
  * an all-to-all of those counts tells each rank how many messages it must
  * still receive, it drains them (sending nothing more), so no message and
  * no send request is left at MPI_Finalize.  Then each rank sends rank 0
- * its results (hash, accepted, path), open tasks and counters; rank 0
- * re-finds every result at its path (mirs__sink_restore: the sink keeps
- * each hash's smallest path), so its result list is the one a single
- * process finds.
+ * its results (hash, accepted, smallest path, cost and graph text), open
+ * tasks and counters; rank 0 takes them as sent (mirs__sink_adopt: the
+ * sink keeps each hash's smallest path and that instance's graph), so its
+ * result list is the one a single process finds, without searching again.
+ * The results are verified at full shape at the end on rank 0, as a
+ * single process does (no rank verifies a new best when it finds it:
+ * sink.c's early_verify).
  *
  * Verdicts.  The pruning cache logs the verdicts Z3 decided on this rank
  * (mirs__prune_log_*); thread 0 sends the new ones to every other rank in
@@ -52,6 +68,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <time.h>
 
 #include "search/search.h"
@@ -66,10 +83,12 @@
 /* Most verdict words in one message, and seconds between batches. */
 #define VERDICT_BATCH 4096
 #define VERDICT_EVERY 0.005
-/* Nanoseconds an idle rank sleeps between polls. */
+/* Nanoseconds an idle rank sleeps between polls, once it has been idle
+ * for IDLE_SPIN seconds (before that it polls continuously). */
 #define IDLE_NAP 200000
+#define IDLE_SPIN 0.1
 
-enum { TAG_STEAL = 1, TAG_WORK, TAG_TOKEN, TAG_STOP, TAG_DONE, TAG_VERDICT };
+enum { TAG_STEAL = 1, TAG_WORK, TAG_WAVE, TAG_WAVE_UP, TAG_STOP, TAG_DONE, TAG_VERDICT };
 
 /* Per rank, in report.json's "mpi" list. */
 static const char *const cols[] = {"states_explored", "solver_calls",   "prune_cache_hits",
@@ -89,12 +108,15 @@ struct mirs__dist {
   MPI_Comm comm;
   int rank, size;
   uint64_t rng;
-  /* Safra's termination detection. */
+  /* Safra's termination detection, on the tree. */
   int64_t count; /* work messages sent minus received */
   bool black;
-  bool have_token, token_black, token_out; /* token_out: rank 0's round is on */
-  int64_t token_q;
+  bool wave_on;  /* a wave has reached this rank (rank 0: started) and is not answered */
+  int wave_wait; /* children yet to answer this wave */
+  int64_t wave_q;
+  bool wave_black;
   bool terminated;
+  double active; /* when this rank last had work or a message (idle spin) */
   /* Stealing. */
   bool asking; /* a random steal request is unanswered */
   int fails;   /* empty answers since the last work */
@@ -282,6 +304,19 @@ static bool send_work(mirs__dist *d, mirs__pool *p, mirs__search_worker *w, int 
   return n > 0;
 }
 
+/* A wave reaches this rank (rank 0: starts there): sent on to the
+ * children, answered once they have answered and this rank is passive. */
+static void start_wave(mirs__dist *d) {
+  d->wave_on = true;
+  d->wave_q = 0;
+  d->wave_black = false;
+  d->wave_wait = 0;
+  for (int c = 2 * d->rank + 1; c <= 2 * d->rank + 2 && c < d->size; c++) {
+    post(d, c, TAG_WAVE, NULL, 0);
+    d->wave_wait++;
+  }
+}
+
 /* Handle one received message. */
 static void handle(mirs__dist *d, mirs__pool *p, mirs__search_worker *w, int src, int tag,
                    const unsigned char *buf, size_t n) {
@@ -331,10 +366,13 @@ static void handle(mirs__dist *d, mirs__pool *p, mirs__search_worker *w, int src
     }
     break;
   }
-  case TAG_TOKEN:
-    d->have_token = true;
-    d->token_q = (int64_t)get_u64(&r);
-    d->token_black = get_u32(&r) != 0;
+  case TAG_WAVE: /* from the parent: down to the children at once */
+    start_wave(d);
+    break;
+  case TAG_WAVE_UP:
+    d->wave_q += (int64_t)get_u64(&r);
+    d->wave_black = d->wave_black || get_u32(&r) != 0;
+    d->wave_wait--;
     break;
   case TAG_STOP: {
     int why = (int)get_u32(&r);
@@ -343,6 +381,9 @@ static void handle(mirs__dist *d, mirs__pool *p, mirs__search_worker *w, int src
     break;
   }
   case TAG_DONE:
+    if (!d->terminated)
+      for (int c = 2 * d->rank + 1; c <= 2 * d->rank + 2 && c < d->size; c++)
+        post(d, c, TAG_DONE, NULL, 0);
     d->terminated = true;
     break;
   case TAG_VERDICT:
@@ -373,6 +414,7 @@ static void receive(mirs__dist *d, mirs__pool *p, mirs__search_worker *w) {
     }
     MPI_Recv(buf, n, MPI_BYTE, ms.MPI_SOURCE, ms.MPI_TAG, d->comm, MPI_STATUS_IGNORE);
     d->recvd[ms.MPI_SOURCE]++;
+    d->active = mirs__core_now();
     handle(d, p, w, ms.MPI_SOURCE, ms.MPI_TAG, buf, (size_t)n);
     mirs__core_free(d->s->ctx, buf);
   }
@@ -433,59 +475,60 @@ static void step(mirs__dist *d, mirs__pool *p, mirs__search_worker *w, bool pass
       d->lifelines_set = true;
     }
   }
-  /* Safra's token. */
+  /* Safra's wave. */
   if (!passive || d->terminated)
     return;
   if (d->size == 1) {
     d->terminated = d->count == 0;
     return;
   }
-  if (d->rank == 0 && !d->token_out) {
-    int64_t q = 0;
-    uint32_t black = 0;
-    unsigned char msg[12];
-    memcpy(msg, &q, 8);
-    memcpy(msg + 8, &black, 4);
+  if (d->rank == 0 && !d->wave_on) {
     d->black = false;
-    d->token_out = true;
     d->tokens++;
-    post(d, 1, TAG_TOKEN, msg, sizeof msg);
-    return;
+    start_wave(d);
   }
-  if (!d->have_token)
+  if (!d->wave_on || d->wave_wait > 0)
     return;
-  d->have_token = false;
+  d->wave_on = false;
+  int64_t q = d->wave_q + d->count;
+  bool black = d->wave_black || d->black;
+  d->black = false;
   if (d->rank == 0) {
-    d->token_out = false;
-    if (!d->token_black && !d->black && d->token_q + d->count == 0) {
+    if (!black && q == 0) {
       d->terminated = true;
-      for (int r = 1; r < d->size; r++)
-        post(d, r, TAG_DONE, NULL, 0);
+      for (int c = 1; c <= 2 && c < d->size; c++)
+        post(d, c, TAG_DONE, NULL, 0);
     }
     return;
   }
-  int64_t q = d->token_q + d->count;
-  uint32_t black = d->token_black || d->black;
   unsigned char msg[12];
+  uint32_t b = black;
   memcpy(msg, &q, 8);
-  memcpy(msg + 8, &black, 4);
-  d->black = false;
-  post(d, (d->rank + 1) % d->size, TAG_TOKEN, msg, sizeof msg);
+  memcpy(msg + 8, &b, 4);
+  post(d, (d->rank - 1) / 2, TAG_WAVE_UP, msg, sizeof msg);
 }
 
-static void nap(void) {
-  nanosleep(&(struct timespec){0, IDLE_NAP}, NULL);
+/* An idle rank between polls: a yield for IDLE_SPIN seconds after its
+ * last work or message, then naps. */
+static void nap(mirs__dist *d) {
+  if (mirs__core_now() - d->active < IDLE_SPIN)
+    sched_yield();
+  else
+    nanosleep(&(struct timespec){0, IDLE_NAP}, NULL);
 }
 
 /* Thread 0's poll. */
 void mirs__dist_poll(mirs__dist *d, mirs__pool *p, mirs__search_worker *w) {
   if (d->failed != MIRS_OK)
     halt_search(d->s, MIRS__HALT_ERROR, MIRS__WHY_ERROR);
-  step(d, p, w, !mirs__pool_busy(p));
+  bool busy = mirs__pool_busy(p);
+  if (busy || d->active == 0)
+    d->active = mirs__core_now();
+  step(d, p, w, !busy);
   if (d->terminated)
     mirs__pool_finish(p);
   else if (!w)
-    nap(); /* idle: waiting on other ranks */
+    nap(d); /* idle: waiting on other ranks */
 }
 
 /* ---------------------------------------------------------------- the end */
@@ -529,6 +572,21 @@ static mirs_status pack_outcome(mirs__dist *d, mirs_status st, mirs__buf *b) {
     put_u32(b, e->counted);
     put_u32(b, (uint32_t)e->plen);
     put(b, &s->paths[e->poff], sizeof *s->paths * (size_t)e->plen);
+    if (e->res < 0)
+      continue;
+    /* The result as found: cost, flags, and the graph's canonical text. */
+    const mirs__search_result *res = &s->res[e->res];
+    put(b, &res->cost, sizeof res->cost);
+    put(b, &res->found_at, sizeof res->found_at);
+    put_u32(b, (uint32_t)res->kernels);
+    put_u32(b, (uint32_t)res->reduced | (uint32_t)res->verified << 1 |
+                   (uint32_t)res->float_checked << 2);
+    size_t at = b->len;
+    put_u32(b, 0); /* the text's length, set below */
+    mirs__graph_print(res->g, b);
+    uint32_t tl = (uint32_t)(b->len - at - sizeof tl);
+    if (!b->failed)
+      memcpy(b->data + at, &tl, sizeof tl);
   }
   uint32_t ntasks = 0;
   for (const mirs__task *t = s->open; t; t = t->next)
@@ -540,29 +598,9 @@ static mirs_status pack_outcome(mirs__dist *d, mirs_status st, mirs__buf *b) {
                    : MIRS_OK;
 }
 
-/* A remote result, for ordering by path. */
-typedef struct remote {
-  uint64_t hash;
-  bool accepted;
-  uint32_t counted, len;
-  const unsigned char *path; /* len u32, unaligned */
-} remote;
-
-static int remote_cmp(const void *a, const void *b) {
-  const remote *x = a, *y = b;
-  for (uint32_t i = 0; i < x->len && i < y->len; i++) {
-    uint32_t u, v;
-    memcpy(&u, x->path + 4 * i, 4);
-    memcpy(&v, y->path + 4 * i, 4);
-    if (u != v)
-      return u < v ? -1 : 1;
-  }
-  return x->len < y->len ? -1 : x->len > y->len ? 1 : 0;
-}
-
 /* Rank 0: merge the outcome of rank `from` (its bytes in r). */
-static mirs_status merge_outcome(mirs__dist *d, int from, reader *r, mirs__search_worker *w,
-                                 uint32_t **pbuf, size_t *pcap, int *held) {
+static mirs_status merge_outcome(mirs__dist *d, int from, reader *r, uint32_t **pbuf,
+                                 size_t *pcap) {
   mirs_search *s = d->s;
   mirs_context *ctx = s->ctx;
   char who[32];
@@ -583,49 +621,58 @@ static mirs_status merge_outcome(mirs__dist *d, int from, reader *r, mirs__searc
   get_into(r, &solver, sizeof solver);
   get_into(r, d->rows[from], sizeof *d->rows);
   uint32_t nent = get_u32(r);
-  remote *rs = NULL;
   if (!r->bad && nent > (r->n - r->at) / 20) /* at least 20 bytes each */
     r->bad = true;
-  if (!r->bad && nent && !(rs = mirs__core_alloc(ctx, sizeof *rs * nent)))
-    return MIRS_FAIL(ctx, MIRS_NOMEM, "out of memory (results of %s)", who);
-  for (uint32_t i = 0; i < nent && !r->bad; i++) {
-    rs[i].hash = get_u64(r);
-    rs[i].accepted = get_u32(r) != 0;
-    rs[i].counted = get_u32(r);
-    rs[i].len = get_u32(r);
-    rs[i].path = get(r, rs[i].len > r->n ? r->n : 4 * (size_t)rs[i].len);
-  }
   mirs_status ret = MIRS_OK;
-  if (!r->bad) {
-    /* In path order: consecutive replays share their prefixes. */
-    if (nent > 1)
-      qsort(rs, nent, sizeof *rs, remote_cmp);
-    for (uint32_t i = 0; ret == MIRS_OK && i < nent; i++) {
-      ret = mirs__core_grow(ctx, (void **)pbuf, pcap, (size_t)rs[i].len + 1, sizeof **pbuf);
-      if (ret != MIRS_OK)
+  for (uint32_t i = 0; ret == MIRS_OK && i < nent && !r->bad; i++) {
+    uint64_t hash = get_u64(r);
+    bool accepted = get_u32(r) != 0;
+    uint32_t counted = get_u32(r), len = get_u32(r);
+    if (len > (r->n - r->at) / 4) {
+      r->bad = true;
+      break;
+    }
+    ret = mirs__core_grow(ctx, (void **)pbuf, pcap, (size_t)len + 1, sizeof **pbuf);
+    if (ret != MIRS_OK)
+      break;
+    get_into(r, *pbuf, 4 * (size_t)len);
+    mirs__search_result res = {0}, *rp = NULL;
+    if (accepted) {
+      get_into(r, &res.cost, sizeof res.cost);
+      get_into(r, &res.found_at, sizeof res.found_at);
+      res.kernels = (int32_t)get_u32(r);
+      uint32_t flags = get_u32(r), tl = get_u32(r);
+      const char *text = get(r, tl);
+      if (r->bad)
         break;
-      memcpy(*pbuf, rs[i].path, 4 * (size_t)rs[i].len);
-      bool seen = mirs__sink_find(s, rs[i].hash) >= 0;
-      /* A stop request (a second signal) does not cut the merge short:
-       * it is kept for later and the result re-found again. */
-      while ((ret = mirs__sink_restore(w, who, rs[i].hash, rs[i].accepted, *pbuf, rs[i].len)) ==
-             MIRS_STOPPED) {
-        *held |= atomic_exchange(&ctx->stop, 0);
-        mirs_clear_error(ctx);
-        mirs_clear_error(w->ctx);
+      res.hash = hash;
+      res.reduced = flags & 1;
+      res.verified = (flags >> 1) & 1;
+      res.float_checked = (flags >> 2) & 1;
+      ret = mirs_graph_parse_string(ctx, text, tl, who, &res.g);
+      if (ret == MIRS_OK && mirs_graph_hash(res.g) != hash)
+        ret = MIRS_FAIL(ctx, MIRS_INTERNAL,
+                        "%s: result %016llx has another hash (%016llx) when read back", who,
+                        (unsigned long long)hash, (unsigned long long)mirs_graph_hash(res.g));
+      if (ret != MIRS_OK) {
+        mirs__graph_free(res.g);
+        break;
       }
-      if (ret == MIRS_OK && seen) {
-        /* Found on two ranks: one graph and one duplicate in one process. */
-        MIRS_INC(&st, duplicates);
-        if (rs[i].accepted && st.v[MIRS__STAT_graphs_found])
-          st.v[MIRS__STAT_graphs_found]--;
-        for (int k = 0; k < MIRS__SINK_NCOUNTED; k++)
-          if (((rs[i].counted >> k) & 1) && st.v[mirs__sink_counted[k]])
-            st.v[mirs__sink_counted[k]]--;
-      }
+      res.g->ugraph = true;
+      rp = &res;
+    }
+    bool seen = mirs__sink_find(s, hash) >= 0;
+    ret = mirs__sink_adopt(s, hash, *pbuf, (int32_t)len, counted, rp);
+    if (ret == MIRS_OK && seen) {
+      /* Found on two ranks: one graph and one duplicate in one process. */
+      MIRS_INC(&st, duplicates);
+      if (accepted && st.v[MIRS__STAT_graphs_found])
+        st.v[MIRS__STAT_graphs_found]--;
+      for (int k = 0; k < MIRS__SINK_NCOUNTED; k++)
+        if (((counted >> k) & 1) && st.v[mirs__sink_counted[k]])
+          st.v[mirs__sink_counted[k]]--;
     }
   }
-  mirs__core_free(ctx, rs);
   uint32_t ntasks = ret == MIRS_OK ? get_u32(r) : 0;
   for (uint32_t i = 0; ret == MIRS_OK && i < ntasks && !r->bad; i++) {
     mirs__task *t = get_task(ctx, r);
@@ -652,7 +699,7 @@ mirs_status mirs__dist_finish(mirs_search *s, mirs_status st) {
   while (!d->terminated) {
     step(d, NULL, NULL, true);
     if (!d->terminated)
-      nap();
+      nap(d);
   }
   /* Drain: every message sent to this rank is received (sending nothing
    * more), then every send of this rank completes. */
@@ -670,7 +717,7 @@ mirs_status mirs__dist_finish(mirs_search *s, mirs_status st) {
     MPI_Status ms;
     MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, d->comm, &flag, &ms);
     if (!flag) {
-      nap();
+      nap(d);
       continue;
     }
     int n = 0;
@@ -729,25 +776,17 @@ mirs_status mirs__dist_finish(mirs_search *s, mirs_status st) {
     st = MIRS_FAIL(ctx, MIRS_NOMEM, "out of memory (the outcomes of the ranks)");
   if (st == MIRS_OK)
     own_row(d, d->rows[0]);
-  mirs__search_worker *w = NULL;
-  if (st == MIRS_OK)
-    st = mirs__search_worker_new(s, &w);
   uint32_t *pbuf = NULL;
   size_t pcap = 0;
-  /* The stop requests that stopped the search do not stop its merge (the
-   * caller has stopped the watchdog); they are put back afterwards. */
-  int held = atomic_exchange(&ctx->stop, 0);
   for (int r = 1; st == MIRS_OK && r < d->size; r++) {
     if (lens[r] == 0) {
       st = MIRS_FAIL(ctx, MIRS_INTERNAL, "rank %d sent no outcome", r);
       break;
     }
     reader rd = {all + offs[r], (size_t)lens[r], 0, false};
-    st = merge_outcome(d, r, &rd, w, &pbuf, &pcap, &held);
+    st = merge_outcome(d, r, &rd, &pbuf, &pcap);
   }
-  atomic_fetch_or(&ctx->stop, held);
   mirs__core_free(ctx, pbuf);
-  mirs__search_worker_free(w);
   mirs__core_free(ctx, all);
   mirs__core_free(ctx, lens);
   mirs__core_free(ctx, offs);

@@ -622,6 +622,9 @@ void mirs__sink_unlock(mirs_search *s);
 /* Drop the result of hash h, if accepted (a resumed checkpoint recorded
  * it as rejected by a check made when it was found).  Workers stopped. */
 void mirs__sink_reject(mirs_search *s, uint64_t h);
+/* Take another rank's result as sent (dist.c); r NULL: rejected there. */
+mirs_status mirs__sink_adopt(mirs_search *s, uint64_t h, const uint32_t *path, int32_t len,
+                             uint32_t counted, mirs__search_result *r);
 /* Re-find the result of hash h at path[0..len) with worker w (not in the
  * pool) and check that the sink then holds it as `accepted` says (a
  * verdict made at full shape when it was found stands); `from` names the

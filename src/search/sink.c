@@ -93,6 +93,21 @@ static mirs_status add_entry(mirs_search *s, uint64_t h, const uint32_t *path, i
   return MIRS_OK;
 }
 
+/* Replace the path of entry en by path[0..len) (in place when it is not
+ * longer; else stored anew and the old one's space dropped). */
+static mirs_status set_path(mirs_search *s, mirs__sink_entry *en, const uint32_t *path,
+                            int32_t len) {
+  if (len > en->plen) {
+    MIRS_CHECK(s->ctx, mirs__core_grow(s->ctx, (void **)&s->paths, &s->cappaths,
+                                       s->npaths + (size_t)len + 1, sizeof *s->paths));
+    en->poff = s->npaths;
+    s->npaths += (size_t)len;
+  }
+  memcpy(&s->paths[en->poff], path, sizeof *path * (size_t)len);
+  en->plen = len;
+  return MIRS_OK;
+}
+
 /* Lexicographic order of paths (a prefix first). */
 static int path_cmp(const uint32_t *a, int32_t na, const uint32_t *b, int32_t nb) {
   for (int32_t i = 0; i < na && i < nb; i++)
@@ -428,7 +443,11 @@ static mirs_status float_check(mirs_search *s) {
  * now when it is the cheapest so far and this early checking has used at
  * most a tenth of the search's time (the others wait for the end, which
  * keeps the cost per state that of the reduced instance), so a search
- * stopped by a limit still reports a verified best.  *r freed and NULL
+ * stopped by a limit still reports a verified best.  Not in a search over
+ * several MPI ranks: there one such check (up to 18 s at mha's published
+ * shape) can outlast a rank's whole share of the search and would hold
+ * every other rank up at the end (docs/SCALING.md); all results are
+ * verified at the end instead.  *r freed and NULL
  * when it fails.  What is checked here changes what is checked at the
  * end, never the result list: the verdicts are functions of the graph.
  * Under the lock. */
@@ -439,7 +458,7 @@ static mirs_status early_verify(mirs__search_worker *w, mirs_graph **r,
   mirs_context *ctx = s->ctx;
   double now = mirs__core_now();
   if (w->restoring || (s->have_best_full && cr->seconds >= s->best_full) ||
-      s->early_seconds > 0.1 * (now - s->t0))
+      s->early_seconds > 0.1 * (now - s->t0) || mirs__dist_ranks(s) > 1)
     return MIRS_OK;
   MIRS_INC(&w->stats, full_verified);
   bool ok = false, skip = true;
@@ -512,21 +531,10 @@ mirs_status mirs__sink_offer(mirs__search_worker *w, const mirs_graph *g, uint64
     } else {
       mirs__graph_free(r);
     }
-    if (st == MIRS_OK && (size_t)len <= (size_t)en->plen) {
-      memcpy(&s->paths[en->poff], path, sizeof *path * (size_t)len);
-      en->plen = len;
-    } else if (st == MIRS_OK) {
-      /* A longer path: store it anew (the old one's space is dropped). */
-      st = mirs__core_grow(s->ctx, (void **)&s->paths, &s->cappaths, s->npaths + (size_t)len + 1,
-                           sizeof *s->paths);
-      if (st == MIRS_OK) {
-        memcpy(&s->paths[s->npaths], path, sizeof *path * (size_t)len);
-        en->poff = s->npaths;
-        en->plen = len;
-        s->npaths += (size_t)len;
-      } else {
+    if (st == MIRS_OK) {
+      st = set_path(s, en, path, len);
+      if (st != MIRS_OK)
         parent_failed(w, st);
-      }
     }
     mirs__sink_unlock(s);
     MIRS_CHECK(ctx, st);
@@ -630,6 +638,63 @@ mirs_status mirs__sink_finish(mirs_search *s) {
     qsort(s->res, s->nres, sizeof *s->res, result_cmp);
   MIRS_CHECK(s->ctx, full_verify(s));
   MIRS_CHECK(s->ctx, float_check(s));
+  return MIRS_OK;
+}
+
+/* Take a result another rank found, as it sent it (dist.c): hash h, its
+ * smallest path there, the counter bits its first offer raised, and *r
+ * (its graph then owned here) when it was accepted there, NULL when it was
+ * rejected.  As for offers, the sink keeps each hash's smallest path and
+ * the graph of that instance, so the merged list is the one a single
+ * process finds; a rejection (at full shape, in float64) is a verdict on
+ * the graph and stands.  After the workers have stopped. */
+mirs_status mirs__sink_adopt(mirs_search *s, uint64_t h, const uint32_t *path, int32_t len,
+                             uint32_t counted, mirs__search_result *r) {
+  mirs_context *ctx = s->ctx;
+  int64_t e = find_entry(s, h);
+  mirs_status st = MIRS_OK;
+  if (e < 0) {
+    int32_t at = -1;
+    if (r) {
+      st = mirs__core_grow(ctx, (void **)&s->res, &s->capres, s->nres + 1, sizeof *s->res);
+      if (st == MIRS_OK)
+        at = (int32_t)s->nres;
+    }
+    if (st == MIRS_OK)
+      st = add_entry(s, h, path, len, at);
+    if (st != MIRS_OK) {
+      if (r)
+        mirs__graph_free(r->g);
+      MIRS_CHECK(ctx, st);
+    }
+    s->ent[s->nent - 1].counted = counted;
+    if (r)
+      s->res[s->nres++] = *r;
+    return MIRS_OK;
+  }
+  if (!r)
+    mirs__sink_reject(s, h);
+  mirs__sink_entry *en = &s->ent[e];
+  bool smaller = path_cmp(path, len, &s->paths[en->poff], en->plen) < 0;
+  if (r && en->res >= 0) {
+    mirs__search_result *mine = &s->res[en->res];
+    mine->verified = mine->verified || r->verified;
+    mine->float_checked = mine->float_checked || r->float_checked;
+    if (r->found_at < mine->found_at)
+      mine->found_at = r->found_at;
+    if (smaller) {
+      /* (The cost may differ in its last bits between instances.) */
+      mirs__graph_free(mine->g);
+      mine->g = r->g;
+      r->g = NULL;
+      mine->cost = r->cost;
+      mine->kernels = r->kernels;
+    }
+  }
+  if (r)
+    mirs__graph_free(r->g);
+  if (smaller)
+    MIRS_CHECK(ctx, set_path(s, en, path, len));
   return MIRS_OK;
 }
 
