@@ -17,11 +17,19 @@
  *     --osend=US, --orecv=US  CPU cost of posting / receiving a message
  *                           (default 0.5 each); --oword=NS a verdict word
  *                           put into the cache (default 30)
- *     --token=ring|tree     Safra's token on the ring (dist.c) or a wave on
- *                           a binary tree (a variant, for comparison)
- *     --merge=refind|trust  rank 0 re-finds every other rank's result at
- *                           its path (dist.c: replay and verify again, in
- *                           path order) or takes it as sent (a variant)
+ *     --token=tree|ring     dist.c's termination wave on a binary tree
+ *                           (default) or Safra's token on the ring (the
+ *                           protocol before it)
+ *     --merge=trust|refind  rank 0 takes every other rank's result as sent
+ *                           (dist.c, default: --adopt=US each, glbtrace's
+ *                           adopt_us; default 100) or re-finds it at its
+ *                           path (before: replay and check again, in path
+ *                           order)
+ *     --spin=S              an idle rank polls continuously for S seconds
+ *                           after its last work or message, then naps
+ *                           (dist.c's IDLE_SPIN, default 0.1; 0: naps at
+ *                           once, as before); --spin-poll=US the period of
+ *                           those polls (default 1)
  *     --serial=S            seconds outside the search (setup, ranking,
  *                           writing), added to both T1 and TP in `eff_run`
  *     --defer-over=S        a what-if: any single state's time past S seconds
@@ -32,8 +40,9 @@
  *                           (default: scaled by its CPU/wall ratio)
  *     --passive=before|after  a poll's `passive` sampled before the receive
  *                           (dist.c) or after it (a variant)
- *     --keep-one            a variant: a rank between tasks does not give away
- *                           the last task it has queued
+ *     --no-keep-one         a rank between tasks may give away the last task
+ *                           it has queued (dist.c keeps it since 0cf56ac:
+ *                           --keep-one, the default)
  *     --per-rank            each rank's counters (states, busy seconds, steals)
  *     --csv                 machine-readable lines
  *
@@ -277,6 +286,8 @@ bad:
 
 typedef struct params {
   double alpha, beta, nap, jitter, poll, osend, orecv, oword, serial;
+  double spin, spin_poll; /* idle: polls continuously for spin s after work or a message */
+  double adopt;           /* rank 0's seconds per result taken as sent */
   uint64_t seed;
   bool tree_token;
   bool per_rank; /* print each rank's counters */
@@ -376,10 +387,13 @@ typedef struct rank {
   uint64_t vlog, vsent;
   double nic;
   mheap in;
-  /* Tree wave (variant). */
+  /* Tree wave (dist.c). */
   int wave_pending;
   bool wave_on, wave_black;
   int64_t wave_q;
+  /* Idle spin. */
+  double active; /* last work or message */
+  bool spinning; /* idle and polling continuously: a message wakes it */
   /* Counters. */
   uint64_t steal_requests, steals_served, steals_empty, lifeline_pushes, tasks_sent,
       tasks_received, verdicts_sent, verdicts_received, states, tokens, msgs_sent, vmsgs;
@@ -426,6 +440,13 @@ static void hdown(sim *S, int i) {
   }
 }
 
+static void hup(sim *S, int i) {
+  while (i > 0 && rless(S, S->heap[i], S->heap[(i - 1) / 2])) {
+    hswap(S, i, (i - 1) / 2);
+    i = (i - 1) / 2;
+  }
+}
+
 /* Post a message from rank `from` at its time *t (its CPU pays osend, its
  * link serialises the bytes). */
 static msg *post(sim *S, int from, double *t, int dest, int tag, size_t bytes) {
@@ -441,6 +462,12 @@ static msg *post(sim *S, int from, double *t, int dest, int tag, size_t bytes) {
   m->tag = tag;
   mpush(&S->r[dest].in, m);
   a->msgs_sent++;
+  /* A spinning idle rank sees it at its next poll. */
+  rank *b = &S->r[dest];
+  if (b->spinning && m->arr + pp->spin_poll < b->t && S->pos[dest] < S->nh) {
+    b->t = m->arr + pp->spin_poll;
+    hup(S, S->pos[dest]);
+  }
   return m;
 }
 
@@ -517,10 +544,24 @@ static void dq_push(rank *a, task k) {
   a->dq[a->dqt++] = k;
 }
 
+/* A wave reaches rank me (rank 0: starts there): on to its children. */
+static void start_wave(sim *S, int me, double *t) {
+  rank *a = &S->r[me];
+  a->wave_on = true;
+  a->wave_q = 0;
+  a->wave_black = false;
+  a->wave_pending = 0;
+  for (int c = 2 * me + 1; c <= 2 * me + 2 && c < S->P; c++) {
+    post(S, me, t, c, TAG_WAVE, 0);
+    a->wave_pending++;
+  }
+}
+
 static void handle(sim *S, int me, double *t, msg *m, bool w) {
   rank *a = &S->r[me];
   const params *pp = S->pp;
   *t += pp->orecv;
+  a->active = *t;
   switch (m->tag) {
   case TAG_STEAL:
     if (m->q) {
@@ -559,6 +600,9 @@ static void handle(sim *S, int me, double *t, msg *m, bool w) {
     a->token_black = m->black != 0;
     break;
   case TAG_DONE:
+    if (S->pp->tree_token && !a->terminated)
+      for (int c = 2 * me + 1; c <= 2 * me + 2 && c < S->P; c++)
+        post(S, me, t, c, TAG_DONE, 0);
     a->terminated = true;
     break;
   case TAG_VERDICT:
@@ -566,10 +610,7 @@ static void handle(sim *S, int me, double *t, msg *m, bool w) {
     *t += pp->oword * m->k;
     break;
   case TAG_WAVE:
-    a->wave_on = true;
-    a->wave_q = 0;
-    a->wave_black = false;
-    a->wave_pending = -1; /* children not asked yet */
+    start_wave(S, me, t);
     break;
   case TAG_WAVE_UP:
     a->wave_q += m->q;
@@ -634,44 +675,28 @@ static void token_ring(sim *S, int me, double *t) {
   a->black = false;
 }
 
-/* The variant: the same counts and colours collected by a wave down and
- * up a binary tree (children 2r+1, 2r+2), passed on only by passive
- * ranks, in 2 log2 P hops instead of P. */
+/* dist.c: the same counts and colours collected by a wave on a binary
+ * tree (children 2r+1, 2r+2): sent down at once, answered up by passive
+ * ranks whose children have answered; DONE down the same tree. */
 static void token_tree(sim *S, int me, double *t) {
   rank *a = &S->r[me];
-  if (me == 0 && !a->token_out) {
-    a->token_out = true;
+  if (me == 0 && !a->wave_on) {
+    a->black = false;
     a->tokens++;
-    a->wave_on = true;
-    a->wave_q = 0;
-    a->wave_black = false;
-    a->wave_pending = -1;
+    start_wave(S, me, t);
   }
-  if (!a->wave_on)
+  if (!a->wave_on || a->wave_pending > 0)
     return;
-  if (a->wave_pending < 0) {
-    int kids = 0;
-    for (int c = 2 * me + 1; c <= 2 * me + 2 && c < S->P; c++) {
-      post(S, me, t, c, TAG_WAVE, 12);
-      kids++;
-    }
-    a->wave_pending = kids;
-    return;
-  }
-  if (a->wave_pending > 0)
-    return;
-  /* All children answered and this rank is passive: answer the parent. */
   a->wave_on = false;
   int64_t q = a->wave_q + a->count;
   bool black = a->wave_black || a->black;
   a->black = false;
   if (me == 0) {
-    a->token_out = false;
     S->token_rounds++;
     if (!black && q == 0) {
       a->terminated = true;
-      for (int d = 1; d < S->P; d++)
-        post(S, me, t, d, TAG_DONE, 0);
+      for (int c = 1; c <= 2 && c < S->P; c++)
+        post(S, me, t, c, TAG_DONE, 0);
     }
     return;
   }
@@ -839,9 +864,11 @@ static void act(sim *S, int me) {
   rank *a = &S->r[me];
   const params *pp = S->pp;
   double t = a->t;
+  a->spinning = false;
   if (a->running) {
     /* A busy poll (after task_steps), then the next steps. */
     t += pp->poll;
+    a->active = t;
     step(S, me, &t, false, true);
     run_steps(S, me, &t);
     a->t = t;
@@ -860,6 +887,19 @@ static void act(sim *S, int me) {
   if (a->terminated) {
     a->tdone = t;
     a->t = INFINITY;
+    return;
+  }
+  if (t - a->active < pp->spin) {
+    /* Polling continuously (dist.c's nap before IDLE_SPIN): the next
+     * message is seen within a poll of its arrival (post() moves this
+     * rank's time up when one is sent later). */
+    double until = a->active + pp->spin;
+    double arr = a->in.n ? a->in.a[0]->arr : INFINITY;
+    double next = (arr < until ? arr : until) + pp->spin_poll;
+    if (me == 0 && pp->tree_token && !a->wave_on && !a->terminated && S->P > 1)
+      next = t + pp->spin_poll; /* its next poll starts the next wave */
+    a->t = next > t + pp->spin_poll ? next : t + pp->spin_poll;
+    a->spinning = true;
     return;
   }
   /* The nap's length varies (timer slack, scheduling): uniform in
@@ -918,9 +958,18 @@ static outcome simulate(const tree *T, const params *pp, int P) {
       break;
     }
     act(&S, me);
-    if (isinf(S.r[me].t))
-      hswap(&S, 0, --S.nh); /* done: out of the heap */
-    hdown(&S, 0);
+    /* (act may have moved other ranks up: me is at pos[me].) */
+    int i = S.pos[me];
+    if (isinf(S.r[me].t)) {
+      hswap(&S, i, --S.nh); /* done: out of the heap */
+      if (i < S.nh) {
+        hdown(&S, i);
+        hup(&S, i);
+      }
+    } else {
+      hdown(&S, i);
+      hup(&S, i);
+    }
   }
   outcome o;
   memset(&o, 0, sizeof o);
@@ -975,7 +1024,12 @@ static outcome simulate(const tree *T, const params *pp, int P) {
       if (S.res_rank[c] > 0) {
         bytes += 20 + 4.0 * T->depth[c];
         o.res_remote++;
-        if (!pp->trust) {
+        if (pp->trust) {
+          /* dist.c: cost, flags and the graph's text (about 2 KB), read
+           * back and hashed (glbtrace's adopt_us). */
+          bytes += 28 + 2048;
+          merge += pp->adopt;
+        } else {
           /* A re-found result skips the early checks (a new best is not
            * verified at full shape again): its check is taken as the
            * median of the result states' own times. */
@@ -1025,7 +1079,21 @@ static double num(const char *a, const char *name) {
 }
 
 int main(int argc, char **argv) {
-  params pp = {2e-6, 10e9, 250e-6, 0.2, 0.5e-6, 0.5e-6, 0.5e-6, 30e-9, 0, 1, false, false, false, false, false};
+  params pp;
+  memset(&pp, 0, sizeof pp);
+  pp.alpha = 2e-6;
+  pp.beta = 10e9;
+  pp.nap = 250e-6;
+  pp.jitter = 0.2;
+  pp.poll = pp.osend = pp.orecv = 0.5e-6;
+  pp.oword = 30e-9;
+  pp.spin = 0.1;      /* dist.c's IDLE_SPIN */
+  pp.spin_poll = 1e-6; /* an MPI_Iprobe and a sched_yield */
+  pp.adopt = 100e-6;
+  pp.seed = 1;
+  pp.tree_token = true; /* dist.c since the tree wave */
+  pp.trust = true;      /* dist.c: results taken as sent */
+  pp.keep_one = true;   /* dist.c since commit 0cf56ac */
   const char *ranks = "1,2,3,64,256,1024,4096", *path = NULL;
   bool wall = false, csv = false;
   double defer_over = 0;
@@ -1069,6 +1137,14 @@ int main(int argc, char **argv) {
       pp.passive_after = true;
     else if (!strcmp(a, "--keep-one"))
       pp.keep_one = true;
+    else if (!strcmp(a, "--no-keep-one"))
+      pp.keep_one = false;
+    else if (!strncmp(a, "--spin=", 7))
+      pp.spin = num(v, "spin");
+    else if (!strncmp(a, "--spin-poll=", 12))
+      pp.spin_poll = num(v, "spin-poll") * 1e-6;
+    else if (!strncmp(a, "--adopt=", 8))
+      pp.adopt = num(v, "adopt") * 1e-6;
     else if (!strcmp(a, "--per-rank"))
       pp.per_rank = true;
     else if (!strncmp(a, "--defer-over=", 13))
@@ -1081,7 +1157,7 @@ int main(int argc, char **argv) {
       fprintf(stderr, "usage: glbsim [--ranks=LIST] [--alpha=US] [--beta=GBS] [--nap=US] "
                       "[--jitter=F] [--seed=N] [--poll=US] [--osend=US] [--orecv=US] [--oword=NS] [--serial=S] "
                       "[--token=ring|tree] [--merge=refind|trust] [--passive=before|after] "
-                      "[--keep-one] [--per-rank] [--defer-over=S] [--wall] [--csv] TRACE\n");
+                      "[--keep-one|--no-keep-one] [--spin=S] [--spin-poll=US] [--adopt=US] [--per-rank] [--defer-over=S] [--wall] [--csv] TRACE\n");
       return 2;
     } else {
       path = a;
@@ -1113,14 +1189,16 @@ int main(int argc, char **argv) {
     printf("# trace %s: %d states%s, T1 %.3f s (trace wall %.3f s, CPU %.3f s), %llu solver "
            "calls, %llu result states, replay cost per level %.1f us (mean), longest indivisible step %.3f s "
            "(speedup <= %.0f), %.3f s deferred\n"
-           "# alpha %.1f us, beta %.2f GB/s, nap %.0f us, poll %.2f us, osend %.2f us, orecv "
-           "%.2f us, token %s, merge %s, passive %s%s\n"
+           "# alpha %.1f us, beta %.2f GB/s, nap %.0f us after %.3f s of polling (%.1f us a poll), "
+           "poll %.2f us, osend %.2f us, orecv "
+           "%.2f us, token %s, merge %s (%.0f us a result), passive %s%s\n"
            "%6s %10s %9s %9s %8s %8s %9s %9s %9s %9s %8s %7s %7s %7s %9s %9s\n",
            path, T.n - 1, T.complete ? "" : " (partial tree)", T.total, T.wall_rec, T.cpu_rec,
            (unsigned long long)solver, (unsigned long long)results,
            T.n > 1 ? apply / (T.n - 1) * 1e6 : 0.0, big, big > 0 ? T.total / big : 0.0, T.deferred, pp.alpha * 1e6, pp.beta * 1e-9, pp.nap * 1e6,
+           pp.spin, pp.spin_poll * 1e6,
            pp.poll * 1e6, pp.osend * 1e6, pp.orecv * 1e6, pp.tree_token ? "tree" : "ring",
-           pp.trust ? "trust" : "refind", pp.passive_after ? "after" : "before",
+           pp.trust ? "trust" : "refind", pp.adopt * 1e6, pp.passive_after ? "after" : "before",
            pp.keep_one ? ", keep-one" : "", "ranks",
            "TP_s", "work_s", "done_s", "eff", "eff_run", "steal_req", "served", "empty", "lifeline", "tasks",
            "idle%", "replay%", "rounds", "msgs", "verd_msgs");

@@ -15,14 +15,12 @@ set ylabel "efficiency T1 / (P TP)"
 set grid
 set key bottom left font ",8"
 set arrow from 1,0.8 to 4096,0.8 nohead dt 2 lc rgb "gray"
-do for [ex in "mha_small gqa mha"] {
+do for [ex in "mha_small mha mha_wide"] {
   f = sprintf("bench/scaling_%s.dat", ex)
   set title sprintf("%s (recorded tree)", ex)
-  plot f using 1:(strcol(18) eq "IB" && strcol(19) eq "asis" ? $5 : 1/0) with linespoints lw 2 pt 7 title "InfiniBand (2 us, 10 GB/s), dist.c as is", \
-       f using 1:(strcol(18) eq "Ethernet" && strcol(19) eq "asis" ? $5 : 1/0) with linespoints lw 2 pt 5 title "Ethernet (50 us, 1 GB/s), as is", \
-       f using 1:(strcol(18) eq "IB" && strcol(19) eq "tree+trust" ? $5 : 1/0) with linespoints lw 1 dt 2 pt 6 title "InfiniBand, variant (tree wave, no re-find, keep one)", \
-       f using 1:(strcol(18) eq "Ethernet" && strcol(19) eq "tree+trust" ? $5 : 1/0) with linespoints lw 1 dt 2 pt 4 title "Ethernet, variant", \
-       f using 1:(strcol(18) eq "IB" && strcol(19) eq "defer" ? $5 : 1/0) with linespoints lw 1 dt 3 pt 8 title "InfiniBand, variant + states > 0.1 s deferred", \
-       f using 1:(strcol(18) eq "Ethernet" && strcol(19) eq "defer" ? $5 : 1/0) with linespoints lw 1 dt 3 pt 10 title "Ethernet, variant + deferred"
+  plot f using 1:(strcol(18) eq "IB" && strcol(19) eq "dist.c" ? $5 : 1/0) with linespoints lw 2 pt 7 title "InfiniBand (2 us, 10 GB/s), dist.c", \
+       f using 1:(strcol(18) eq "Ethernet" && strcol(19) eq "dist.c" ? $5 : 1/0) with linespoints lw 2 pt 5 title "Ethernet (50 us, 1 GB/s), dist.c", \
+       f using 1:(strcol(18) eq "IB" && strcol(19) eq "previous" ? $5 : 1/0) with linespoints lw 1 dt 2 pt 6 title "InfiniBand, previous protocol (ring token, re-find, no spin)", \
+       f using 1:(strcol(18) eq "Ethernet" && strcol(19) eq "previous" ? $5 : 1/0) with linespoints lw 1 dt 2 pt 4 title "Ethernet, previous protocol"
 }
 unset multiplot

@@ -1,22 +1,24 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# bench/scaling_sim.sh [--validate] [EXAMPLE [GLBTRACE OPTIONS...]]
+# bench/scaling_sim.sh [--validate] [--name=NAME] [EXAMPLE [GLBTRACE OPTIONS...]]
 #
 # The scaling model of `mirsearch --mpi` (docs/SCALING.md):
 #  1. records the search tree of examples/EXAMPLE.graph (default mha_small)
-#     with bench/glbtrace into bench/out/EXAMPLE.trace (kept between runs:
-#     delete it to record again; GLBTRACE OPTIONS such as --time_limit=600
-#     make a partial tree of a longer search);
+#     with bench/glbtrace --verify_early=0 (a search over several ranks
+#     verifies no new best while it searches) into bench/out/NAME.trace
+#     (NAME defaults to EXAMPLE; kept between runs: delete it to record
+#     again; GLBTRACE OPTIONS set search options, e.g. a wider space, or
+#     --time_limit=S for a partial tree of a longer search), and
+#     glbtrace's summary line into bench/out/NAME.info (adopt_us: what
+#     rank 0 spends per result another rank sends);
 #  2. runs bench/glbsim on it at 1, 2, 3, 64, 256, 1024 and 4096 ranks on two
 #     networks, InfiniBand-like (alpha 2 us, beta 10 GB/s) and Ethernet-like
-#     (alpha 50 us, beta 1 GB/s), for the protocol as dist.c has it ("as is")
-#     and for a variant ("tree+trust": a tree-shaped termination wave,
-#     results taken by rank 0 as sent instead of re-found, and a rank
-#     between tasks keeping one received task), and for that variant with
-#     any single state's time past 0.1 s taken out of the search ("defer":
-#     the early full-shape verification of new bests done after the
-#     search instead), and prints one table;
-#  3. writes the table to bench/scaling_EXAMPLE.dat (gnuplot: bench/scaling.gp).
+#     (alpha 50 us, beta 1 GB/s), for the protocol as dist.c has it
+#     ("dist.c": tree wave, results taken as sent, keep-one, idle spin) and
+#     as it was before those changes ("previous": Safra's token on the ring,
+#     results re-found at their paths by rank 0, no keep-one, no spin),
+#     and prints one table;
+#  3. writes the table to bench/scaling_NAME.dat (gnuplot: bench/scaling.gp).
 # --validate also runs `mpiexec -n N src/mirsearch --mpi --threads=1` for N =
 # 1, 2, 3 here and prints the measured wall, states and steal counters per
 # run next to the simulator's prediction for this machine (alpha measured
@@ -28,38 +30,46 @@ if [ "${1:-}" = "--validate" ]; then
   validate=1
   shift
 fi
+name=
+case ${1:-} in
+  --name=*) name=${1#--name=}; shift ;;
+esac
 ex=${1:-mha_small}
 [ $# -gt 0 ] && shift
+name=${name:-$ex}
 out=bench/out
 mkdir -p "$out"
-trace=$out/$ex.trace
+trace=$out/$name.trace
+info=$out/$name.info
 for p in bench/glbtrace bench/glbsim; do
   [ -x "$p" ] || { echo "scaling_sim.sh: $p is not built (run make)" >&2; exit 2; }
 done
 
-if [ ! -s "$trace" ]; then
-  echo "# recording $trace: bench/glbtrace $* examples/$ex.graph $trace"
-  bench/glbtrace "$@" "examples/$ex.graph" "$trace"
+if [ ! -s "$trace" ] || [ ! -s "$info" ]; then
+  echo "# recording $trace: bench/glbtrace --verify_early=0 $* examples/$ex.graph $trace"
+  bench/glbtrace --verify_early=0 "$@" "examples/$ex.graph" "$trace" | tee "$info"
 fi
+adopt=$(sed -n 's/.*adopt_us \([0-9.]*\).*/\1/p' "$info" | tail -1)
+adopt=${adopt:-100}
 
-dat=bench/scaling_$ex.dat
+dat=bench/scaling_$name.dat
 echo "# ranks alpha_us beta_GBs TP_s eff eff_run steal_req served empty lifeline tasks idle replay rounds msgs verdict_msgs token network variant" > "$dat"
 for net in "IB 2 10" "Ethernet 50 1"; do
   set -- $net
-  name=$1 alpha=$2 beta=$3
-  for variant in asis tree+trust defer; do
+  net_name=$1 alpha=$2 beta=$3
+  for variant in dist.c previous; do
     case $variant in
-      asis) opts="--token=ring --merge=refind" ;;
-      tree+trust) opts="--token=tree --merge=trust --keep-one" ;;
-      *) opts="--token=tree --merge=trust --keep-one --defer-over=0.1" ;;
+      dist.c) opts="--adopt=$adopt" ;;
+      *) opts="--token=ring --merge=refind --no-keep-one --spin=0" ;;
     esac
     bench/glbsim --csv --alpha="$alpha" --beta="$beta" $opts "$trace" |
-      sed "s/\$/,$name,$variant/" | tr ',' ' ' >> "$dat"
+      sed "s/\$/,$net_name,$variant/" | tr ',' ' ' >> "$dat"
   done
 done
-bench/glbsim --ranks=1 "$trace" | head -1
+bench/glbsim --ranks=1 --adopt="$adopt" "$trace" | head -2
 echo "# protocol constants as in src/search/dist.c (RANDOM_TRIES 2, STEAL_BATCH 8, VERDICT_BATCH 4096,"
-echo "# VERDICT_EVERY 5 ms, IDLE_NAP 200 us -> nap 250 us) and pool.c (POLL_STEPS 16); one worker per rank"
+echo "# VERDICT_EVERY 5 ms, IDLE_SPIN 0.1 s, IDLE_NAP 200 us -> nap 250 us) and pool.c (POLL_STEPS 16);"
+echo "# one worker per rank; rank 0 takes a remote result in $adopt us (glbtrace's adopt_us)"
 printf '%-9s %-10s %6s %7s %6s %10s %7s %8s %9s %9s %8s %6s %7s\n' network variant ranks alpha_us beta \
   TP_s eff steals served lifeline tasks idle% rounds
 awk '!/^#/ {printf "%-9s %-10s %6d %7.1f %6.1f %10.4f %6.1f%% %8d %9d %9d %8d %5.1f%% %7d\n",
@@ -95,8 +105,8 @@ ${CC:-cc} -O2 -o "$out/nap" "$out/nap.c"
 nap=$("$out/nap")
 echo "# measured: alpha $alpha us (shared memory), idle nap $nap us"
 echo "# measured: mpiexec wall, report.json wall_seconds, rank 0's states and all ranks' steal requests,"
-echo "# CPU seconds of all ranks; predicted by bench/glbsim for this alpha and nap, as dist.c is and with --keep-one"
-printf '%5s %9s %9s %10s %10s %10s %9s %9s %9s %7s %7s %7s\n' ranks wall_s report_s TP_asis TP_keep1 states_r0 asis_r0 keep1_r0 steals asis keep1 cpu_s
+echo "# CPU seconds of all ranks; predicted by bench/glbsim for this alpha and nap, as dist.c is"
+printf '%5s %9s %9s %10s %10s %10s %9s %9s %7s\n' ranks wall_s report_s TP_sim states_r0 sim_r0 steals sim cpu_s
 for n in 1 2 3; do
   d=$out/val_${ex}_$n
   rm -rf "$d" "$d.cpu"
@@ -105,22 +115,22 @@ for n in 1 2 3; do
     --out "$d" "examples/$ex.graph" > "$d.log" 2>&1
   e=$(date +%s.%N)
   wall=$(echo "$e - $s" | bc)
-  python3 - "$d/report.json" "$wall" "$n" "$trace" "$alpha" "$nap" "$d.cpu" <<'EOF'
+  python3 - "$d/report.json" "$wall" "$n" "$trace" "$alpha" "$nap" "$d.cpu" "$adopt" <<'EOF'
 import json, re, subprocess, sys
-rep, wall, n, trace, alpha, nap, cpuf = sys.argv[1:]
+rep, wall, n, trace, alpha, nap, cpuf, adopt = sys.argv[1:]
 r = json.load(open(rep))
 rows = r.get("mpi") or [{"states_explored": r["states_explored"], "steal_requests": 0}]
 cpu = sum(float(l.split()[1]) + float(l.split()[2]) for l in open(cpuf) if l.startswith("cpu "))
 def sim(extra):
     out = subprocess.run(["bench/glbsim", "--csv", "--per-rank", "--ranks=" + n, "--alpha=" + alpha,
-                          "--nap=" + nap] + extra + [trace], capture_output=True, text=True,
+                          "--nap=" + nap, "--adopt=" + adopt] + extra + [trace], capture_output=True, text=True,
                          check=True).stdout
     st0 = int(re.search(r"# rank 0: states (\d+)", out).group(1))
     f = [l for l in out.splitlines() if not l.startswith("#")][0].split(",")
     return float(f[3]), st0, int(f[6])
-a, k = sim([]), sim(["--keep-one"])
+a = sim([])
 steals = sum(x.get("steal_requests", 0) for x in rows)
-print("%5s %9.2f %9.2f %10.2f %10.2f %10d %9d %9d %9d %7d %7d %7.2f" % (n, float(wall), r["wall_seconds"],
-      a[0], k[0], rows[0]["states_explored"], a[1], k[1], steals, a[2], k[2], cpu))
+print("%5s %9.2f %9.2f %10.2f %10d %9d %9d %7d %7.2f" % (n, float(wall), r["wall_seconds"],
+      a[0], rows[0]["states_explored"], a[1], steals, a[2], cpu))
 EOF
 done

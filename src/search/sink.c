@@ -458,7 +458,8 @@ static mirs_status early_verify(mirs__search_worker *w, mirs_graph **r,
   mirs_context *ctx = s->ctx;
   double now = mirs__core_now();
   if (w->restoring || (s->have_best_full && cr->seconds >= s->best_full) ||
-      s->early_seconds > 0.1 * (now - s->t0) || mirs__dist_ranks(s) > 1)
+      s->early_seconds > 0.1 * (now - s->t0) || !ctx->opt.verify_early ||
+      mirs__dist_ranks(s) > 1)
     return MIRS_OK;
   MIRS_INC(&w->stats, full_verified);
   bool ok = false, skip = true;
