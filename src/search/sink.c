@@ -699,7 +699,8 @@ mirs_status mirs__sink_adopt(mirs_search *s, uint64_t h, const uint32_t *path, i
   return MIRS_OK;
 }
 
-/* Re-find a recorded result (checkpoints, results of other ranks). */
+/* Re-find a recorded result (a checkpoint's; the results of other ranks are
+ * adopted as sent: mirs__sink_adopt). */
 mirs_status mirs__sink_restore(mirs__search_worker *w, const char *from, uint64_t h,
                                bool accepted, const uint32_t *path, uint32_t len) {
   mirs_search *s = w->s;
