@@ -1185,17 +1185,27 @@ int main(int argc, char **argv) {
     results += T.result[i];
     apply += T.apply[i];
   }
+  /* The critical path: the most time along one root-to-state path (each
+   * state's own interval, then its refused moves after its last child);
+   * no schedule on any number of ranks ends sooner (T_inf). */
+  double *down = xcalloc((size_t)T.n, sizeof *down), cpath = 0;
+  for (int32_t i = 0; i < T.n; i++) {
+    down[i] = (i ? down[T.par[i]] : 0) + T.cost[i];
+    if (down[i] + T.tail[i] > cpath)
+      cpath = down[i] + T.tail[i];
+  }
+  free(down);
   if (!csv)
     printf("# trace %s: %d states%s, T1 %.3f s (trace wall %.3f s, CPU %.3f s), %llu solver "
-           "calls, %llu result states, replay cost per level %.1f us (mean), longest indivisible step %.3f s "
-           "(speedup <= %.0f), %.3f s deferred\n"
+           "calls, %llu result states, replay cost per level %.1f us (mean), longest indivisible step %.3f s, "
+           "critical path %.4f s (speedup <= %.0f), %.3f s deferred\n"
            "# alpha %.1f us, beta %.2f GB/s, nap %.0f us after %.3f s of polling (%.1f us a poll), "
            "poll %.2f us, osend %.2f us, orecv "
-           "%.2f us, token %s, merge %s (%.0f us a result), passive %s%s\n"
+           "%.2f us, token %s, merge %s (%.1f us a result), passive %s%s\n"
            "%6s %10s %9s %9s %8s %8s %9s %9s %9s %9s %8s %7s %7s %7s %9s %9s\n",
            path, T.n - 1, T.complete ? "" : " (partial tree)", T.total, T.wall_rec, T.cpu_rec,
            (unsigned long long)solver, (unsigned long long)results,
-           T.n > 1 ? apply / (T.n - 1) * 1e6 : 0.0, big, big > 0 ? T.total / big : 0.0, T.deferred, pp.alpha * 1e6, pp.beta * 1e-9, pp.nap * 1e6,
+           T.n > 1 ? apply / (T.n - 1) * 1e6 : 0.0, big, cpath, cpath > 0 ? T.total / cpath : 0.0, T.deferred, pp.alpha * 1e6, pp.beta * 1e-9, pp.nap * 1e6,
            pp.spin, pp.spin_poll * 1e6,
            pp.poll * 1e6, pp.osend * 1e6, pp.orecv * 1e6, pp.tree_token ? "tree" : "ring",
            pp.trust ? "trust" : "refind", pp.adopt * 1e6, pp.passive_after ? "after" : "before",

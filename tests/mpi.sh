@@ -80,6 +80,20 @@ for n in 2 3; do
   echo "mpiexec -n $n: the one-process results ($(field "$tmp/ref/report.json" graphs_found) graphs, $(field "$tmp/ref/report.json" states_explored) states)"
 done
 
+# ---------------------------------------------------------------- 1a. reduced
+# Every result fingerprinted on a reduced instance and only the best 3
+# verified at full shape: rank 0 reads the graphs other ranks send only
+# for those (the rest are dropped unread), and the lists still match.
+ro="--fp-reduce-min-elements=0 --verify-full-max=3"
+"$bin" -q --threads=1 $ro --out "$tmp/rref" "$ex" >/dev/null 2>"$tmp/err" ||
+  fail "one process, reduced: $(cat "$tmp/err")"
+mpiexec -n 3 "$bin" -q --mpi --threads=1 $ro --out "$tmp/rn3" "$ex" >/dev/null 2>"$tmp/err" ||
+  fail "mpiexec -n 3, reduced: exit $?: $(cat "$tmp/err")"
+same "$tmp/rref" "$tmp/rn3" "mpiexec -n 3, reduced"
+[ "$(counter "$tmp/rn3/report.json" full_unverified)" -gt 100 ] ||
+  fail "reduced: expected most results unverified, got $(counter "$tmp/rn3/report.json" full_unverified)"
+echo "mpiexec -n 3, reduced instance: the one-process results ($(field "$tmp/rref/report.json" graphs_found) graphs, $(counter "$tmp/rn3/report.json" full_unverified) dropped unverified, those from other ranks unread)"
+
 # ---------------------------------------------------------------- 1b. errors
 # An error on rank 0 alone (here a bad --out) ends every rank with its
 # status, at once (the ranks once hung: rank 0 left out a collective).

@@ -264,6 +264,8 @@ mirs_status mirs_search_run(mirs_search *s) {
       /* The other ranks stop too, and rank 0 collects what they have. */
       mirs_search_stop(s);
       st = mirs__dist_finish(s, MIRS_OK);
+      if (st == MIRS_OK)
+        st = mirs__sink_graphs(s);
     }
     s->ran = true;
     s->complete = false;
@@ -463,7 +465,7 @@ void mirs_search_destroy(mirs_search *s) {
     return;
   mirs_context *ctx = s->ctx;
   for (size_t i = 0; i < s->nres; i++)
-    mirs__graph_free(s->res[i].g);
+    mirs__sink_result_free(s, &s->res[i]);
   mirs__core_free(ctx, s->res);
   mirs__core_free(ctx, s->ent);
   mirs__core_free(ctx, s->idx);

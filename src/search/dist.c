@@ -649,16 +649,16 @@ static mirs_status merge_outcome(mirs__dist *d, int from, reader *r, uint32_t **
       res.reduced = flags & 1;
       res.verified = (flags >> 1) & 1;
       res.float_checked = (flags >> 2) & 1;
-      ret = mirs_graph_parse_string(ctx, text, tl, who, &res.g);
-      if (ret == MIRS_OK && mirs_graph_hash(res.g) != hash)
-        ret = MIRS_FAIL(ctx, MIRS_INTERNAL,
-                        "%s: result %016llx has another hash (%016llx) when read back", who,
-                        (unsigned long long)hash, (unsigned long long)mirs_graph_hash(res.g));
-      if (ret != MIRS_OK) {
-        mirs__graph_free(res.g);
+      /* Kept as text: read (and its hash checked) only if it is verified,
+       * checked or reported (mirs__sink_graph); most never are. */
+      res.text = mirs__core_alloc(ctx, (size_t)tl + 1);
+      if (!res.text) {
+        ret = MIRS_FAIL(ctx, MIRS_NOMEM, "out of memory (a result from %s)", who);
         break;
       }
-      res.g->ugraph = true;
+      memcpy(res.text, text, tl);
+      res.text[tl] = '\0';
+      res.tlen = tl;
       rp = &res;
     }
     bool seen = mirs__sink_find(s, hash) >= 0;

@@ -331,6 +331,12 @@ typedef struct mirs__search_result {
   bool verified; /* ... and already verified there (the cheapest when found) */
   bool float_checked; /* checked in float64 when found */
   double found_at; /* seconds from the start of the search */
+  /* A result another rank found, taken as sent (dist.c): its canonical
+   * text, read into g only when the graph is needed (verified, checked,
+   * reported: mirs__sink_graph), so rank 0 does not parse the thousands
+   * that are never reported; NULL once read, and for results found here. */
+  char *text;
+  size_t tlen;
 } mirs__search_result;
 
 struct mirs_search {
@@ -622,7 +628,14 @@ void mirs__sink_unlock(mirs_search *s);
 /* Drop the result of hash h, if accepted (a resumed checkpoint recorded
  * it as rejected by a check made when it was found).  Workers stopped. */
 void mirs__sink_reject(mirs_search *s, uint64_t h);
-/* Take another rank's result as sent (dist.c); r NULL: rejected there. */
+/* Read result r's graph from the text it was sent as, if not yet (its
+ * hash checked); all results' (before they are reported); free a result's
+ * graph or text.  Workers stopped. */
+mirs_status mirs__sink_graph(mirs_search *s, mirs__search_result *r);
+mirs_status mirs__sink_graphs(mirs_search *s);
+void mirs__sink_result_free(mirs_search *s, mirs__search_result *r);
+/* Take another rank's result as sent (dist.c); r NULL: rejected there,
+ * else r->text (owned by the sink from then on) or r->g. */
 mirs_status mirs__sink_adopt(mirs_search *s, uint64_t h, const uint32_t *path, int32_t len,
                              uint32_t counted, mirs__search_result *r);
 /* Re-find the result of hash h at path[0..len) with worker w (not in the

@@ -213,6 +213,47 @@ static bool time_up(const mirs_search *s) {
   return lim > 0 && mirs__core_now() - s->t0 >= lim;
 }
 
+/* Free result r's graph and its unread text. */
+void mirs__sink_result_free(mirs_search *s, mirs__search_result *r) {
+  mirs__graph_free(r->g);
+  mirs__core_free(s->ctx, r->text);
+  r->g = NULL;
+  r->text = NULL;
+  r->tlen = 0;
+}
+
+/* Read result r's graph from the canonical text another rank sent, if
+ * not yet, and check that it has r's hash. */
+mirs_status mirs__sink_graph(mirs_search *s, mirs__search_result *r) {
+  mirs_context *ctx = s->ctx;
+  if (r->g || !r->text)
+    return r->g ? MIRS_OK
+                : MIRS_FAIL(ctx, MIRS_INTERNAL, "result %016llx has no graph",
+                            (unsigned long long)r->hash);
+  mirs_graph *g = NULL;
+  MIRS_CHECK(ctx, mirs_graph_parse_string(ctx, r->text, r->tlen, "a result from another rank", &g));
+  if (mirs_graph_hash(g) != r->hash) {
+    uint64_t h = mirs_graph_hash(g);
+    mirs__graph_free(g);
+    return MIRS_FAIL(ctx, MIRS_INTERNAL,
+                     "result %016llx from another rank has another hash (%016llx) when read back",
+                     (unsigned long long)r->hash, (unsigned long long)h);
+  }
+  g->ugraph = true;
+  r->g = g;
+  mirs__core_free(ctx, r->text);
+  r->text = NULL;
+  r->tlen = 0;
+  return MIRS_OK;
+}
+
+/* Every result's graph read (before the results are reported). */
+mirs_status mirs__sink_graphs(mirs_search *s) {
+  for (size_t i = 0; i < s->nres; i++)
+    MIRS_CHECK(s->ctx, mirs__sink_graph(s, &s->res[i]));
+  return MIRS_OK;
+}
+
 /* Verify graph r at full shape with the search's trials (fingerprints of
  * the program and of the inputs kept between calls), or from scratch with
  * more where its degree needs them; *eq the verdict. */
@@ -289,7 +330,9 @@ static mirs_status full_verify(mirs_search *s) {
           keep = false;
         } else {
           MIRS_INC(&fs, full_verified);
-          st = verify_full_one(s, s->res[i].g, &keep);
+          st = mirs__sink_graph(s, &s->res[i]);
+          if (st == MIRS_OK)
+            st = verify_full_one(s, s->res[i].g, &keep);
           if (st == MIRS_STOPPED) {
             /* Stopped (signal, limit): this and every later unverified
              * result go unreported; the search says it is incomplete. */
@@ -310,7 +353,7 @@ static mirs_status full_verify(mirs_search *s) {
                            "search: result %016llx matched on the reduced instance but not at "
                            "full shape; dropped",
                            (unsigned long long)s->res[i].hash);
-            mirs__graph_free(s->res[i].g);
+            mirs__sink_result_free(s, &s->res[i]);
             continue;
           }
         }
@@ -324,7 +367,7 @@ static mirs_status full_verify(mirs_search *s) {
       s->res[i].reduced = false;
       s->res[k++] = s->res[i];
     } else {
-      mirs__graph_free(s->res[i].g);
+      mirs__sink_result_free(s, &s->res[i]);
     }
   }
   s->nres = k;
@@ -403,7 +446,9 @@ static mirs_status float_check(mirs_search *s) {
                        "search: float64 check stopped at the time limit after %zu results", i);
         top = (int64_t)i;
       } else {
-        st = float_one(s, s->res[i].g, &ok, &skip);
+        st = mirs__sink_graph(s, &s->res[i]);
+        if (st == MIRS_OK)
+          st = float_one(s, s->res[i].g, &ok, &skip);
         if (st == MIRS_STOPPED) {
           /* Stopped: this and the later results keep their fingerprint
            * verdict (the sound one) without the float64 check. */
@@ -429,7 +474,7 @@ static mirs_status float_check(mirs_search *s) {
       mirs__core_log(ctx, MIRS_LOG_WARNING,
                      "search: result %016llx matched by fingerprints but not in float64; dropped",
                      (unsigned long long)s->res[i].hash);
-      mirs__graph_free(s->res[i].g);
+      mirs__sink_result_free(s, &s->res[i]);
     }
   }
   s->nres = k;
@@ -525,7 +570,7 @@ mirs_status mirs__sink_offer(mirs__search_worker *w, const mirs_graph *g, uint64
     st = make_result(w, g, false, reduced, &r, &cr);
     if (st == MIRS_OK && en->res >= 0 && r) {
       mirs__search_result *res = &s->res[en->res];
-      mirs__graph_free(res->g);
+      mirs__sink_result_free(s, res);
       res->g = r;
       res->cost = cr.feasible ? cr.seconds : INFINITY;
       res->kernels = cr.kernels;
@@ -571,6 +616,7 @@ mirs_status mirs__sink_offer(mirs__search_worker *w, const mirs_graph *g, uint64
     return MIRS_OK;
   }
   mirs__search_result *res = &s->res[s->nres++];
+  memset(res, 0, sizeof *res);
   res->g = r;
   res->hash = h;
   res->cost = cr.feasible ? cr.seconds : INFINITY;
@@ -594,7 +640,7 @@ void mirs__sink_reject(mirs_search *s, uint64_t h) {
   if (e < 0 || s->ent[e].res < 0)
     return;
   size_t i = (size_t)s->ent[e].res;
-  mirs__graph_free(s->res[i].g);
+  mirs__sink_result_free(s, &s->res[i]);
   s->ent[e].res = -1;
   if (i + 1 < s->nres) {
     s->res[i] = s->res[s->nres - 1];
@@ -639,6 +685,7 @@ mirs_status mirs__sink_finish(mirs_search *s) {
     qsort(s->res, s->nres, sizeof *s->res, result_cmp);
   MIRS_CHECK(s->ctx, full_verify(s));
   MIRS_CHECK(s->ctx, float_check(s));
+  MIRS_CHECK(s->ctx, mirs__sink_graphs(s));
   return MIRS_OK;
 }
 
@@ -665,7 +712,7 @@ mirs_status mirs__sink_adopt(mirs_search *s, uint64_t h, const uint32_t *path, i
       st = add_entry(s, h, path, len, at);
     if (st != MIRS_OK) {
       if (r)
-        mirs__graph_free(r->g);
+        mirs__sink_result_free(s, r);
       MIRS_CHECK(ctx, st);
     }
     s->ent[s->nent - 1].counted = counted;
@@ -685,15 +732,18 @@ mirs_status mirs__sink_adopt(mirs_search *s, uint64_t h, const uint32_t *path, i
       mine->found_at = r->found_at;
     if (smaller) {
       /* (The cost may differ in its last bits between instances.) */
-      mirs__graph_free(mine->g);
+      mirs__sink_result_free(s, mine);
       mine->g = r->g;
+      mine->text = r->text;
+      mine->tlen = r->tlen;
       r->g = NULL;
+      r->text = NULL;
       mine->cost = r->cost;
       mine->kernels = r->kernels;
     }
   }
   if (r)
-    mirs__graph_free(r->g);
+    mirs__sink_result_free(s, r);
   if (smaller)
     MIRS_CHECK(ctx, set_path(s, en, path, len));
   return MIRS_OK;
