@@ -60,7 +60,6 @@
 
 /* ---------------------------------------------------------------- protocol constants
  * The same as src/search/dist.c and pool.c. */
-#define RANDOM_TRIES 2     /* dist.c: random steal requests before lifelines */
 #define STEAL_BATCH 8      /* dist.c: most queued tasks in one batch */
 #define VERDICT_BATCH 4096 /* dist.c: most verdict words in one message */
 #define VERDICT_EVERY 0.005 /* dist.c: seconds between verdict batches */
@@ -288,6 +287,8 @@ typedef struct params {
   double alpha, beta, nap, jitter, poll, osend, orecv, oword, serial;
   double spin, spin_poll; /* idle: polls continuously for spin s after work or a message */
   double adopt;           /* rank 0's seconds per result taken as sent */
+  double text;            /* bytes of a result's graph text in a rank's outcome */
+  int tries;              /* dist.c's RANDOM_TRIES: random steals before lifelines */
   uint64_t seed;
   bool tree_token;
   bool per_rank; /* print each rank's counters */
@@ -723,7 +724,7 @@ static void step(sim *S, int me, double *t, bool passive, bool w) {
         a->waiting &= ~(1u << k);
   }
   if (passive && !a->asking && !a->terminated && S->P > 1) {
-    if (a->fails < RANDOM_TRIES) {
+    if (a->fails < S->pp->tries) {
       a->rng = a->rng * UINT64_C(6364136223846793005) + UINT64_C(1442695040888963407);
       int v = (int)((a->rng >> 33) % (uint64_t)(S->P - 1));
       if (v >= me)
@@ -1027,7 +1028,7 @@ static outcome simulate(const tree *T, const params *pp, int P) {
         if (pp->trust) {
           /* dist.c: cost, flags and the graph's text (about 2 KB), read
            * back and hashed (glbtrace's adopt_us). */
-          bytes += 28 + 2048;
+          bytes += 28 + pp->text;
           merge += pp->adopt;
         } else {
           /* A re-found result skips the early checks (a new best is not
@@ -1090,6 +1091,8 @@ int main(int argc, char **argv) {
   pp.spin = 0.1;      /* dist.c's IDLE_SPIN */
   pp.spin_poll = 1e-6; /* an MPI_Iprobe and a sched_yield */
   pp.adopt = 100e-6;
+  pp.text = 2048;
+  pp.tries = 4; /* dist.c's RANDOM_TRIES */
   pp.seed = 1;
   pp.tree_token = true; /* dist.c since the tree wave */
   pp.trust = true;      /* dist.c: results taken as sent */
@@ -1145,6 +1148,10 @@ int main(int argc, char **argv) {
       pp.spin_poll = num(v, "spin-poll") * 1e-6;
     else if (!strncmp(a, "--adopt=", 8))
       pp.adopt = num(v, "adopt") * 1e-6;
+    else if (!strncmp(a, "--text=", 7))
+      pp.text = num(v, "text");
+    else if (!strncmp(a, "--tries=", 8))
+      pp.tries = (int)num(v, "tries");
     else if (!strcmp(a, "--per-rank"))
       pp.per_rank = true;
     else if (!strncmp(a, "--defer-over=", 13))
@@ -1157,7 +1164,7 @@ int main(int argc, char **argv) {
       fprintf(stderr, "usage: glbsim [--ranks=LIST] [--alpha=US] [--beta=GBS] [--nap=US] "
                       "[--jitter=F] [--seed=N] [--poll=US] [--osend=US] [--orecv=US] [--oword=NS] [--serial=S] "
                       "[--token=ring|tree] [--merge=refind|trust] [--passive=before|after] "
-                      "[--keep-one|--no-keep-one] [--spin=S] [--spin-poll=US] [--adopt=US] [--per-rank] [--defer-over=S] [--wall] [--csv] TRACE\n");
+                      "[--keep-one|--no-keep-one] [--spin=S] [--spin-poll=US] [--adopt=US] [--text=BYTES] [--tries=N] [--per-rank] [--defer-over=S] [--wall] [--csv] TRACE\n");
       return 2;
     } else {
       path = a;
@@ -1201,14 +1208,14 @@ int main(int argc, char **argv) {
            "critical path %.4f s (speedup <= %.0f), %.3f s deferred\n"
            "# alpha %.1f us, beta %.2f GB/s, nap %.0f us after %.3f s of polling (%.1f us a poll), "
            "poll %.2f us, osend %.2f us, orecv "
-           "%.2f us, token %s, merge %s (%.1f us a result), passive %s%s\n"
+           "%.2f us, token %s, merge %s (%.1f us and %.0f bytes a result), %d random tries, passive %s%s\n"
            "%6s %10s %9s %9s %8s %8s %9s %9s %9s %9s %8s %7s %7s %7s %9s %9s\n",
            path, T.n - 1, T.complete ? "" : " (partial tree)", T.total, T.wall_rec, T.cpu_rec,
            (unsigned long long)solver, (unsigned long long)results,
            T.n > 1 ? apply / (T.n - 1) * 1e6 : 0.0, big, cpath, cpath > 0 ? T.total / cpath : 0.0, T.deferred, pp.alpha * 1e6, pp.beta * 1e-9, pp.nap * 1e6,
            pp.spin, pp.spin_poll * 1e6,
            pp.poll * 1e6, pp.osend * 1e6, pp.orecv * 1e6, pp.tree_token ? "tree" : "ring",
-           pp.trust ? "trust" : "refind", pp.adopt * 1e6, pp.passive_after ? "after" : "before",
+           pp.trust ? "trust" : "refind", pp.adopt * 1e6, pp.text, pp.tries, pp.passive_after ? "after" : "before",
            pp.keep_one ? ", keep-one" : "", "ranks",
            "TP_s", "work_s", "done_s", "eff", "eff_run", "steal_req", "served", "empty", "lifeline", "tasks",
            "idle%", "replay%", "rounds", "msgs", "verd_msgs");

@@ -13,8 +13,10 @@
  * mirsearch spends too, and adopt_us: the microseconds rank 0 of a
  * distributed search spends taking one result found by another rank
  * (copying its canonical text, adding it to the sink), the mean over this
- * search's results, and read_us: reading such a text back (parse, hash),
- * which rank 0 does only for the results it verifies or reports. */
+ * search's results, read_us: reading such a text back (parse, hash),
+ * which rank 0 does only for the results it verifies or reports, and
+ * text_bytes: the mean length of that text (what each result adds to the
+ * outcome a rank sends rank 0). */
 #include "config.h"
 
 #include <stdio.h>
@@ -80,7 +82,7 @@ int main(int argc, char **argv) {
    * the text is read back only for the few results verified or reported.
    * Measured on this search's results under fresh hashes, 20 rounds;
    * read_us is what reading one back costs (parse and hash). */
-  double adopt = 0, readback = 0;
+  double adopt = 0, readback = 0, tbytes = 0;
   size_t nadopt = 0;
   size_t nr = s->nres;
   for (int round = 0; round < 20 && st == MIRS_OK; round++)
@@ -97,6 +99,7 @@ int main(int argc, char **argv) {
           memcpy(path, &s->paths[s->ent[e].poff], sizeof *path * (size_t)len);
         }
       size_t tl = strlen(text);
+      tbytes += (double)tl;
       double a0 = mirs__core_now();
       mirs__search_result r = s->res[i];
       r.g = NULL;
@@ -126,10 +129,10 @@ int main(int argc, char **argv) {
     return 3;
   }
   printf("states %llu results %d complete %d setup_s %.3f run_s %.3f search_wall_s %.3f "
-         "adopt_us %.2f read_us %.1f\n",
+         "adopt_us %.2f read_us %.1f text_bytes %.0f\n",
          (unsigned long long)ss.states_explored, nres, !mirs_search_stopped(s), t1 - t0, t2 - t1,
          ss.wall_seconds, nadopt ? adopt / (double)nadopt * 1e6 : 0.0,
-         nadopt ? readback / (double)nadopt * 1e6 : 0.0);
+         nadopt ? readback / (double)nadopt * 1e6 : 0.0, nadopt ? tbytes / (double)nadopt : 0.0);
   mirs_search_destroy(s);
   mirs_graph_destroy(g);
   mirs_context_destroy(ctx);

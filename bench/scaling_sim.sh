@@ -14,9 +14,10 @@
 #  2. runs bench/glbsim on it at 1, 2, 3, 64, 256, 1024 and 4096 ranks on two
 #     networks, InfiniBand-like (alpha 2 us, beta 10 GB/s) and Ethernet-like
 #     (alpha 50 us, beta 1 GB/s), for the protocol as dist.c has it
-#     ("dist.c": tree wave, results taken as sent, keep-one, idle spin) and
-#     as it was before those changes ("previous": Safra's token on the ring,
-#     results re-found at their paths by rank 0, no keep-one, no spin),
+#     ("dist.c": tree wave, results taken as sent and read back only when
+#     reported, 4 random steal tries, keep-one, idle spin) and as it was
+#     before those changes ("previous": Safra's token on the ring, results
+#     re-found at their paths by rank 0, 2 tries, no keep-one, no spin),
 #     and prints one table;
 #  3. writes the table to bench/scaling_NAME.dat (gnuplot: bench/scaling.gp).
 # --validate also runs `mpiexec -n N src/mirsearch --mpi --threads=1` for N =
@@ -51,6 +52,8 @@ if [ ! -s "$trace" ] || [ ! -s "$info" ]; then
 fi
 adopt=$(sed -n 's/.*adopt_us \([0-9.]*\).*/\1/p' "$info" | tail -1)
 adopt=${adopt:-100}
+text=$(sed -n 's/.*text_bytes \([0-9.]*\).*/\1/p' "$info" | tail -1)
+text=${text:-2048}
 
 dat=bench/scaling_$name.dat
 echo "# ranks alpha_us beta_GBs TP_s eff eff_run steal_req served empty lifeline tasks idle replay rounds msgs verdict_msgs token network variant" > "$dat"
@@ -59,17 +62,17 @@ for net in "IB 2 10" "Ethernet 50 1"; do
   net_name=$1 alpha=$2 beta=$3
   for variant in dist.c previous; do
     case $variant in
-      dist.c) opts="--adopt=$adopt" ;;
-      *) opts="--token=ring --merge=refind --no-keep-one --spin=0" ;;
+      dist.c) opts="--adopt=$adopt --text=$text" ;;
+      *) opts="--token=ring --merge=refind --no-keep-one --spin=0 --tries=2" ;;
     esac
     bench/glbsim --csv --alpha="$alpha" --beta="$beta" $opts "$trace" |
       sed "s/\$/,$net_name,$variant/" | tr ',' ' ' >> "$dat"
   done
 done
-bench/glbsim --ranks=1 --adopt="$adopt" "$trace" | head -2
-echo "# protocol constants as in src/search/dist.c (RANDOM_TRIES 2, STEAL_BATCH 8, VERDICT_BATCH 4096,"
+bench/glbsim --ranks=1 --adopt="$adopt" --text="$text" "$trace" | head -2
+echo "# protocol constants as in src/search/dist.c (RANDOM_TRIES 4, STEAL_BATCH 8, VERDICT_BATCH 4096,"
 echo "# VERDICT_EVERY 5 ms, IDLE_SPIN 0.1 s, IDLE_NAP 200 us -> nap 250 us) and pool.c (POLL_STEPS 16);"
-echo "# one worker per rank; rank 0 takes a remote result in $adopt us (glbtrace's adopt_us)"
+echo "# one worker per rank; rank 0 takes a remote result in $adopt us (glbtrace's adopt_us), $text bytes of text"
 printf '%-9s %-10s %6s %7s %6s %10s %7s %8s %9s %9s %8s %6s %7s\n' network variant ranks alpha_us beta \
   TP_s eff steals served lifeline tasks idle% rounds
 awk '!/^#/ {printf "%-9s %-10s %6d %7.1f %6.1f %10.4f %6.1f%% %8d %9d %9d %8d %5.1f%% %7d\n",
@@ -115,15 +118,15 @@ for n in 1 2 3; do
     --out "$d" "examples/$ex.graph" > "$d.log" 2>&1
   e=$(date +%s.%N)
   wall=$(echo "$e - $s" | bc)
-  python3 - "$d/report.json" "$wall" "$n" "$trace" "$alpha" "$nap" "$d.cpu" "$adopt" <<'EOF'
+  python3 - "$d/report.json" "$wall" "$n" "$trace" "$alpha" "$nap" "$d.cpu" "$adopt" "$text" <<'EOF'
 import json, re, subprocess, sys
-rep, wall, n, trace, alpha, nap, cpuf, adopt = sys.argv[1:]
+rep, wall, n, trace, alpha, nap, cpuf, adopt, text = sys.argv[1:]
 r = json.load(open(rep))
 rows = r.get("mpi") or [{"states_explored": r["states_explored"], "steal_requests": 0}]
 cpu = sum(float(l.split()[1]) + float(l.split()[2]) for l in open(cpuf) if l.startswith("cpu "))
 def sim(extra):
     out = subprocess.run(["bench/glbsim", "--csv", "--per-rank", "--ranks=" + n, "--alpha=" + alpha,
-                          "--nap=" + nap, "--adopt=" + adopt] + extra + [trace], capture_output=True, text=True,
+                          "--nap=" + nap, "--adopt=" + adopt, "--text=" + text] + extra + [trace], capture_output=True, text=True,
                          check=True).stdout
     st0 = int(re.search(r"# rank 0: states (\d+)", out).group(1))
     f = [l for l in out.splitlines() if not l.startswith("#")][0].split(",")
