@@ -82,17 +82,20 @@ done
 
 # ---------------------------------------------------------------- 1a. reduced
 # Every result fingerprinted on a reduced instance and only the best 3
-# verified at full shape: rank 0 reads the graphs other ranks send only
-# for those (the rest are dropped unread), and the lists still match.
+# verified at full shape: other ranks send such results without their
+# graph text, and rank 0 re-finds at its path each one it verifies (the
+# rest are dropped); the lists and files still match one process's.
 ro="--fp-reduce-min-elements=0 --verify-full-max=3"
 "$bin" -q --threads=1 $ro --out "$tmp/rref" "$ex" >/dev/null 2>"$tmp/err" ||
   fail "one process, reduced: $(cat "$tmp/err")"
-mpiexec -n 3 "$bin" -q --mpi --threads=1 $ro --out "$tmp/rn3" "$ex" >/dev/null 2>"$tmp/err" ||
-  fail "mpiexec -n 3, reduced: exit $?: $(cat "$tmp/err")"
+mpiexec -n 3 "$bin" --log-level=3 --mpi --threads=1 $ro --out "$tmp/rn3" "$ex" >/dev/null 2>"$tmp/err" ||
+  fail "mpiexec -n 3, reduced: exit $?: $(tail -5 "$tmp/err")"
 same "$tmp/rref" "$tmp/rn3" "mpiexec -n 3, reduced"
 [ "$(counter "$tmp/rn3/report.json" full_unverified)" -gt 100 ] ||
   fail "reduced: expected most results unverified, got $(counter "$tmp/rn3/report.json" full_unverified)"
-echo "mpiexec -n 3, reduced instance: the one-process results ($(field "$tmp/rref/report.json" graphs_found) graphs, $(counter "$tmp/rn3/report.json" full_unverified) dropped unverified, those from other ranks unread)"
+refound=$(grep -c "re-found at its path" "$tmp/err")
+[ "$refound" -gt 0 ] || fail "reduced: rank 0 re-found no result sent without its text"
+echo "mpiexec -n 3, reduced instance: the one-process results ($(field "$tmp/rref/report.json" graphs_found) graphs, $(counter "$tmp/rn3/report.json" full_unverified) dropped unverified, $refound re-found by rank 0)"
 
 # ---------------------------------------------------------------- 1b. errors
 # An error on rank 0 alone (here a bad --out) ends every rank with its

@@ -464,6 +464,7 @@ void mirs_search_destroy(mirs_search *s) {
   if (!s)
     return;
   mirs_context *ctx = s->ctx;
+  mirs__search_worker_free(s->refinder);
   for (size_t i = 0; i < s->nres; i++)
     mirs__sink_result_free(s, &s->res[i]);
   mirs__core_free(ctx, s->res);

@@ -576,16 +576,22 @@ static mirs_status pack_outcome(mirs__dist *d, mirs_status st, mirs__buf *b) {
     put(b, &s->paths[e->poff], sizeof *s->paths * (size_t)e->plen);
     if (e->res < 0)
       continue;
-    /* The result as found: cost, flags, and the graph's canonical text. */
+    /* The result as found: cost, flags, and the graph's canonical text,
+     * unless it was matched on a reduced instance: of those rank 0
+     * reports only the best verify_full_max, and re-finds each of them at
+     * its path when it verifies it (thousands of texts would cross rank
+     * 0's link, and be stored there, for nothing). */
     const mirs__search_result *res = &s->res[e->res];
+    bool text = !res->reduced || s->ctx->opt.verify_full_max < 0;
     put(b, &res->cost, sizeof res->cost);
     put(b, &res->found_at, sizeof res->found_at);
     put_u32(b, (uint32_t)res->kernels);
     put_u32(b, (uint32_t)res->reduced | (uint32_t)res->verified << 1 |
-                   (uint32_t)res->float_checked << 2);
+                   (uint32_t)res->float_checked << 2 | (uint32_t)!text << 3);
     size_t at = b->len;
     put_u32(b, 0); /* the text's length, set below */
-    mirs__graph_print(res->g, b);
+    if (text)
+      mirs__graph_print(res->g, b);
     uint32_t tl = (uint32_t)(b->len - at - sizeof tl);
     if (!b->failed)
       memcpy(b->data + at, &tl, sizeof tl);
@@ -652,15 +658,23 @@ static mirs_status merge_outcome(mirs__dist *d, int from, reader *r, uint32_t **
       res.verified = (flags >> 1) & 1;
       res.float_checked = (flags >> 2) & 1;
       /* Kept as text: read (and its hash checked) only if it is verified,
-       * checked or reported (mirs__sink_graph); most never are. */
-      res.text = mirs__core_alloc(ctx, (size_t)tl + 1);
-      if (!res.text) {
-        ret = MIRS_FAIL(ctx, MIRS_NOMEM, "out of memory (a result from %s)", who);
-        break;
+       * checked or reported (mirs__sink_graph); most never are.  No text:
+       * re-found at its path if it is. */
+      if (flags & 8) {
+        if (tl != 0 || !res.reduced) {
+          r->bad = true;
+          break;
+        }
+      } else {
+        res.text = mirs__core_alloc(ctx, (size_t)tl + 1);
+        if (!res.text) {
+          ret = MIRS_FAIL(ctx, MIRS_NOMEM, "out of memory (a result from %s)", who);
+          break;
+        }
+        memcpy(res.text, text, tl);
+        res.text[tl] = '\0';
+        res.tlen = tl;
       }
-      memcpy(res.text, text, tl);
-      res.text[tl] = '\0';
-      res.tlen = tl;
       rp = &res;
     }
     bool seen = mirs__sink_find(s, hash) >= 0;

@@ -239,6 +239,7 @@ struct mirs__search_worker {
   int32_t base;      /* frames[base] is the current task's state */
   bool replaying;    /* replay: no counters, no candidates */
   bool restoring;    /* re-finding a checkpoint's result (sink: no early checks) */
+  struct mirs__search_result *refill; /* re-finding this result's graph (sink) */
   uint32_t *pathbuf; /* scratch: a path */
   size_t cappath;
   mirs_graph *g;      /* the state's kernel graph */
@@ -334,13 +335,17 @@ typedef struct mirs__search_result {
   /* A result another rank found, taken as sent (dist.c): its canonical
    * text, read into g only when the graph is needed (verified, checked,
    * reported: mirs__sink_graph), so rank 0 does not parse the thousands
-   * that are never reported; NULL once read, and for results found here. */
+   * that are never reported; NULL once read, and for results found here.
+   * A result matched on a reduced instance comes without its text (only
+   * the best verify_full_max are ever reported): g and text both NULL,
+   * and mirs__sink_graph re-finds it at its path when it is needed. */
   char *text;
   size_t tlen;
 } mirs__search_result;
 
 struct mirs_search {
   mirs_context *ctx;
+  mirs__search_worker *refinder; /* re-finds results sent without text (sink) */
   mirs_graph *program; /* a private copy */
   mirs__search_space space;
   int8_t *plab;         /* index labels of the program's tensors (MIRS_MAX_DIMS each) */

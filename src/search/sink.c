@@ -222,14 +222,44 @@ void mirs__sink_result_free(mirs_search *s, mirs__search_result *r) {
   r->tlen = 0;
 }
 
-/* Read result r's graph from the canonical text another rank sent, if
- * not yet, and check that it has r's hash. */
+/* Re-find result r (sent without its text) at its path with the search's
+ * re-finding worker: mirs__sink_offer gives it its graph. */
+static mirs_status refind(mirs_search *s, mirs__search_result *r) {
+  mirs_context *ctx = s->ctx;
+  int64_t e = find_entry(s, r->hash);
+  if (e < 0)
+    return MIRS_FAIL(ctx, MIRS_INTERNAL, "result %016llx has no path", (unsigned long long)r->hash);
+  if (!s->refinder)
+    MIRS_CHECK(ctx, mirs__search_worker_new(s, &s->refinder));
+  mirs__search_worker *w = s->refinder;
+  w->refill = r;
+  mirs_status st = mirs__search_restore(w, &s->paths[s->ent[e].poff], s->ent[e].plen);
+  w->refill = NULL;
+  if (st != MIRS_OK) {
+    mirs__core_error_copy(ctx, w->ctx);
+    if (st == MIRS_STOPPED)
+      return st;
+    return MIRS_FAIL(ctx, MIRS_INTERNAL, "result %016llx cannot be re-found at its path: %s",
+                     (unsigned long long)r->hash, mirs_last_error(w->ctx));
+  }
+  if (!r->g)
+    return MIRS_FAIL(ctx, MIRS_INTERNAL, "result %016llx is not found again at its path",
+                     (unsigned long long)r->hash);
+  mirs__core_log(ctx, MIRS_LOG_DEBUG,
+                 "search: result %016llx (sent without its text) re-found at its path",
+                 (unsigned long long)r->hash);
+  return MIRS_OK;
+}
+
+/* Read result r's graph from the canonical text another rank sent (its
+ * hash checked), or re-find it at its path when it came without, if not
+ * yet. */
 mirs_status mirs__sink_graph(mirs_search *s, mirs__search_result *r) {
   mirs_context *ctx = s->ctx;
-  if (r->g || !r->text)
-    return r->g ? MIRS_OK
-                : MIRS_FAIL(ctx, MIRS_INTERNAL, "result %016llx has no graph",
-                            (unsigned long long)r->hash);
+  if (r->g)
+    return MIRS_OK;
+  if (!r->text)
+    return refind(s, r);
   mirs_graph *g = NULL;
   MIRS_CHECK(ctx, mirs_graph_parse_string(ctx, r->text, r->tlen, "a result from another rank", &g));
   if (mirs_graph_hash(g) != r->hash) {
@@ -553,6 +583,17 @@ mirs_status mirs__sink_offer(mirs__search_worker *w, const mirs_graph *g, uint64
   const uint32_t *path = w->pathbuf;
   bool reduced = w->fphash != 0; /* matched on a reduced instance */
   mirs_status st = MIRS_OK;
+  if (w->refill) {
+    /* Re-finding a result another rank sent without its text (refind):
+     * its graph, nothing else (the entry and the counters have it). */
+    if (h != w->refill->hash || w->refill->g)
+      return MIRS_OK;
+    mirs_graph *r = NULL;
+    mirs__cost_result cr;
+    MIRS_CHECK(ctx, make_result(w, g, false, reduced, &r, &cr));
+    w->refill->g = r;
+    return MIRS_OK;
+  }
   mirs__sink_lock(s);
   int64_t e = find_entry(s, h);
   if (e >= 0) {
@@ -683,9 +724,14 @@ void mirs__sink_add_stats(mirs_search *s, const mirs__stats *st) {
 mirs_status mirs__sink_finish(mirs_search *s) {
   if (s->nres > 1)
     qsort(s->res, s->nres, sizeof *s->res, result_cmp);
-  MIRS_CHECK(s->ctx, full_verify(s));
-  MIRS_CHECK(s->ctx, float_check(s));
-  MIRS_CHECK(s->ctx, mirs__sink_graphs(s));
+  mirs_status st = full_verify(s);
+  if (st == MIRS_OK)
+    st = float_check(s);
+  if (st == MIRS_OK)
+    st = mirs__sink_graphs(s);
+  mirs__search_worker_free(s->refinder);
+  s->refinder = NULL;
+  MIRS_CHECK(s->ctx, st);
   return MIRS_OK;
 }
 
