@@ -214,7 +214,11 @@ void mirs__core_log(mirs_context *ctx, mirs_log_level level, const char *fmt, ..
     __attribute__((format(printf, 3, 4)))
 #endif
     ;
-void mirs__core_vlog(mirs_context *ctx, mirs_log_level level, const char *fmt, va_list ap);
+void mirs__core_vlog(mirs_context *ctx, mirs_log_level level, const char *fmt, va_list ap)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 0)))
+#endif
+    ;
 
 /* Diagnostics: clear the list (start of a parse) and add one, formatted
  * "FILE:LINE:COL: error: msg" (line 0: "FILE: error: msg"); the message
