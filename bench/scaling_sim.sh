@@ -67,6 +67,7 @@ for net in "IB 2 10" "Ethernet 50 1"; do
     esac
     bench/glbsim --csv --alpha="$alpha" --beta="$beta" $opts "$trace" |
       sed "s/\$/,$net_name,$variant/" | tr ',' ' ' >> "$dat"
+    echo >> "$dat" # (a blank line: gnuplot does not join one curve to the next)
   done
 done
 bench/glbsim --ranks=1 --adopt="$adopt" --text="$text" "$trace" | head -2
@@ -75,7 +76,7 @@ echo "# VERDICT_EVERY 5 ms, IDLE_SPIN 0.1 s, IDLE_NAP 200 us -> nap 250 us) and 
 echo "# one worker per rank; rank 0 takes a remote result in $adopt us (glbtrace's adopt_us), $text bytes of text"
 printf '%-9s %-10s %6s %7s %6s %10s %7s %8s %9s %9s %8s %6s %7s\n' network variant ranks alpha_us beta \
   TP_s eff steals served lifeline tasks idle% rounds
-awk '!/^#/ {printf "%-9s %-10s %6d %7.1f %6.1f %10.4f %6.1f%% %8d %9d %9d %8d %5.1f%% %7d\n",
+awk '!/^#/ && NF {printf "%-9s %-10s %6d %7.1f %6.1f %10.4f %6.1f%% %8d %9d %9d %8d %5.1f%% %7d\n",
   $18, $19, $1, $2, $3, $4, 100*$5, $7, $8, $10, $11, 100*$12, $14}' "$dat"
 echo "# table: $dat"
 
