@@ -77,8 +77,9 @@
 #include <mpi.h>
 
 /* Random steal requests before an idle rank waits on its lifelines (4:
- * the scaling model, docs/SCALING.md, gives 75% at 1,024 ranks on the
- * longest trace against 70% with 2, and more at 256 and 4,096 ranks). */
+ * the scaling model gives 48.6% at 1,024 ranks on mha against 31.5% with
+ * 2, and 80.1% against 78.8% on the cluster-sized mha search; bench/
+ * RESULTS.md, "Scaling model, third protocol"). */
 #define RANDOM_TRIES 4
 /* Most queued tasks sent in one batch. */
 #define STEAL_BATCH 8
