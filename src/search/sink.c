@@ -572,17 +572,7 @@ static mirs_status early_verify(mirs__search_worker *w, mirs_graph **r,
 mirs_status mirs__sink_offer(mirs__search_worker *w, const mirs_graph *g, uint64_t h) {
   mirs_search *s = w->s;
   mirs_context *ctx = w->ctx;
-  /* The candidate's path: the move entering it is frames[depth-1]'s
-   * (offered from within enter, before its frame is pushed). */
-  int32_t len = w->depth;
-  if ((size_t)len > w->cappath)
-    MIRS_CHECK(ctx, mirs__core_grow(ctx, (void **)&w->pathbuf, &w->cappath, (size_t)len,
-                                    sizeof *w->pathbuf));
-  for (int32_t i = 0; i < len; i++)
-    w->pathbuf[i] = w->frames[i].next - 1;
-  const uint32_t *path = w->pathbuf;
   bool reduced = w->fphash != 0; /* matched on a reduced instance */
-  mirs_status st = MIRS_OK;
   if (w->refill) {
     /* Re-finding a result another rank sent without its text (refind):
      * its graph, nothing else (the entry and the counters have it). */
@@ -594,6 +584,16 @@ mirs_status mirs__sink_offer(mirs__search_worker *w, const mirs_graph *g, uint64
     w->refill->g = r;
     return MIRS_OK;
   }
+  /* The candidate's path: the move entering it is frames[depth-1]'s
+   * (offered from within enter, before its frame is pushed). */
+  int32_t len = w->depth;
+  if ((size_t)len > w->cappath)
+    MIRS_CHECK(ctx, mirs__core_grow(ctx, (void **)&w->pathbuf, &w->cappath, (size_t)len,
+                                    sizeof *w->pathbuf));
+  for (int32_t i = 0; i < len; i++)
+    w->pathbuf[i] = w->frames[i].next - 1;
+  const uint32_t *path = w->pathbuf;
+  mirs_status st = MIRS_OK;
   mirs__sink_lock(s);
   int64_t e = find_entry(s, h);
   if (e >= 0) {
