@@ -85,24 +85,28 @@ int main(int argc, char **argv) {
   double adopt = 0, readback = 0, tbytes = 0;
   size_t nadopt = 0;
   size_t nr = s->nres;
+  /* (dist.c sends no text for a result matched on a reduced instance, and
+   * a search that reduces the program matches them all: rank 0 re-finds
+   * the few it verifies at their paths.) */
+  bool sent = s->reduce_tile <= 0 || s->ctx->opt.verify_full_max < 0;
+  /* Each result's text and path, once; the rounds then go over all the
+   * results in turn, as rank 0 takes one rank's results after another. */
+  char **texts = calloc(nr ? nr : 1, sizeof *texts);
+  uint32_t(*paths)[64] = calloc(nr ? nr : 1, sizeof *paths);
+  int32_t *lens = calloc(nr ? nr : 1, sizeof *lens);
+  if (!texts || !paths || !lens)
+    st = MIRS_NOMEM;
+  for (size_t i = 0; i < nr && st == MIRS_OK; i++) {
+    st = mirs_graph_to_string(s->res[i].g, &texts[i]);
+    for (size_t e = 0; e < s->nent; e++)
+      if (s->ent[e].res == (int32_t)i && s->ent[e].plen <= 64) {
+        lens[i] = s->ent[e].plen;
+        memcpy(paths[i], &s->paths[s->ent[e].poff], sizeof *paths[i] * (size_t)lens[i]);
+      }
+  }
   for (int round = 0; round < 20 && st == MIRS_OK; round++)
     for (size_t i = 0; i < nr && st == MIRS_OK; i++) {
-      char *text = NULL;
-      st = mirs_graph_to_string(s->res[i].g, &text);
-      if (st != MIRS_OK)
-        break;
-      uint32_t path[64];
-      int32_t len = 0;
-      for (size_t e = 0; e < s->nent; e++)
-        if (s->ent[e].res == (int32_t)i && s->ent[e].plen <= 64) {
-          len = s->ent[e].plen;
-          memcpy(path, &s->paths[s->ent[e].poff], sizeof *path * (size_t)len);
-        }
-      /* (dist.c sends no text for a result matched on a reduced
-       * instance, as a search that reduces the program matches them all:
-       * rank 0 re-finds the few it verifies at their paths.) */
-      bool sent = s->reduce_tile <= 0 || s->ctx->opt.verify_full_max < 0;
-      size_t tl = strlen(text);
+      size_t tl = strlen(texts[i]);
       tbytes += sent ? (double)tl : 0.0;
       double a0 = mirs__core_now();
       mirs__search_result r = s->res[i];
@@ -116,22 +120,26 @@ int main(int argc, char **argv) {
           st = MIRS_NOMEM;
           break;
         }
-        memcpy(r.text, text, tl + 1);
+        memcpy(r.text, texts[i], tl + 1);
         r.tlen = tl;
       }
-      st = mirs__sink_adopt(s, r.hash, path, len, 0, &r);
+      st = mirs__sink_adopt(s, r.hash, paths[i], lens[i], 0, &r);
       double a1 = mirs__core_now();
       adopt += a1 - a0;
       mirs_graph *back = NULL;
       if (st == MIRS_OK)
-        st = mirs_graph_parse_string(ctx, text, tl, "result", &back);
+        st = mirs_graph_parse_string(ctx, texts[i], tl, "result", &back);
       if (st == MIRS_OK && mirs_graph_hash(back) != s->res[i].hash)
         st = MIRS_INTERNAL;
       readback += mirs__core_now() - a1;
       nadopt++;
       mirs_graph_destroy(back);
-      mirs_free(ctx, text);
     }
+  for (size_t i = 0; texts && i < nr; i++)
+    mirs_free(ctx, texts[i]);
+  free(texts);
+  free(paths);
+  free(lens);
   if (st != MIRS_OK) {
     fprintf(stderr, "%s: adopting a result: %s\n", argv[0], mirs_last_error(ctx));
     return 3;
