@@ -22,9 +22,16 @@ typedef struct mirs_verify_result {
   int float_checked; /* 1: the float64 comparison ran */
   double float_max_rel_error; /* max over outputs of max|a-b| / max|b| */
   char reason[320]; /* why not equal, or why the float64 check was skipped */
+  /* Appended (the struct is sized): */
+  char backend[384]; /* fingerprint backend used: "cpu", "gpu: DEVICE", "cpu (no usable GPU: ...)" */
+  uint64_t output_digest; /* digest of the candidate's output fingerprints (all trials):
+                             equal on every backend */
 } mirs_verify_result;
 
 /* Compare candidate with program, output by output (matched by name).
+ * The fingerprints run on the backend the option `verify` picks
+ * (auto|cpu|gpu; gpu fails with MIRS_UNSUPPORTED when the library was
+ * built without CUDA, MIRS_NO_DEVICE when there is no usable device).
  * Trials are chosen so the false-accept bound is at most
  * 2^verify_log2_bound (an option); the float64 check uses the seed option
  * and float_tolerance, and is skipped (with the reason said) when the

@@ -863,6 +863,8 @@ static int cmd_verify(cli *c, const char *program_path, const char *candidate_pa
     fprintf(c->out, "fingerprints: %s (%d trials, degree %llu, false-accept bound 2^%.1f)\n",
             v.fingerprint_equal ? "equal" : "differ", v.trials, (unsigned long long)v.degree,
             v.log2_bound);
+    fprintf(c->out, "fingerprint backend: %s\n", v.backend);
+    fprintf(c->out, "fingerprint digest: %016llx\n", (unsigned long long)v.output_digest);
     char tol[64] = "?";
     mirs_option_get(c->ctx, "float_tolerance", tol, sizeof tol);
     if (v.float_checked)

@@ -245,6 +245,10 @@ mirs_status mirs_search_run(mirs_search *s) {
   if (s->running)
     return MIRS_FAIL(ctx, MIRS_INVALID_ARG, "mirs_search_run: called again from its own callback");
   s->threads = ctx->opt.threads > 0 ? (int)ctx->opt.threads : mirs__pool_usable_cpus();
+  /* --verify=gpu without a usable GPU (or a bad value) fails before the
+   * search, not after it; auto probes when first needed. */
+  if (strcmp(ctx->opt.verify, "auto") != 0)
+    MIRS_CHECK(ctx, mirs__sink_full_backend(s));
   if (!s->resumed && !s->open && mirs__dist_root(s)) {
     /* The whole space: every move of the root (hi is clamped to their
      * number when the task starts). */
@@ -479,7 +483,8 @@ void mirs_search_destroy(mirs_search *s) {
   mirs__core_free(ctx, s->plab);
   mirs__core_free(ctx, s->sym_need);
   mirs__fp_store_free(s->full_ref);
-  mirs__fp_store_free(s->full_cand);
+  for (int i = 0; i < MIRS__FULL_BATCH; i++)
+    mirs__fp_store_free(s->full_cand[i]);
   mirs_eval_result_destroy(s->ref_eval);
   mirs__prune_shared_free(s->prune);
   mirs__cost_profiles_free(s->profiles);

@@ -116,6 +116,13 @@ static mirs_status put_report(const mirs_search *s, int top, mirs__buf *b) {
   json_str(b, mirs_version_string());
   mirs__buf_puts(b, ",\n  \"device\": ");
   json_str(b, s->device->name);
+  /* Which fingerprint backend verified the results at full shape (null:
+   * none ran, every result was verified when found). */
+  mirs__buf_puts(b, ",\n  \"verify_backend\": ");
+  if (s->full_backend_name[0])
+    json_str(b, s->full_backend_name);
+  else
+    mirs__buf_puts(b, "null");
   mirs__buf_puts(b, ",\n  \"options\": ");
   json_str(b, opts);
   mirs__buf_printf(b,

@@ -52,6 +52,9 @@
 #define MIRS__MAX_SITES 64
 /* Most sinks (sites and labelled output dims) of a program (index.c). */
 #define MIRS__MAX_SINKS 128
+/* Results verified at full shape at once on the GPU backend (each its own
+ * store and stream): mha's default verify_full_max of 16 in one batch. */
+#define MIRS__FULL_BATCH 16
 
 typedef enum mirs__search_move_kind {
   MIRS__MOVE_KOP,
@@ -355,7 +358,11 @@ struct mirs_search {
    * has more than 8 outputs. */
   uint32_t (*sym_need)[MIRS__ABS_NSYM];
   mirs__fp_store *full_ref;  /* the program's at full shape (final verification, lazily) */
-  mirs__fp_store *full_cand; /* a candidate's at full shape (inputs kept between them) */
+  /* Candidates' at full shape (inputs kept between them): a batch of
+   * MIRS__FULL_BATCH in flight on the GPU backend, slot 0 alone on the CPU. */
+  mirs__fp_store *full_cand[MIRS__FULL_BATCH];
+  const mirs__fp_backend *full_backend; /* of the option verify, chosen at first use */
+  char full_backend_name[384];          /* report.json "verify_backend" ("" until chosen) */
   double best_full;          /* cost of the cheapest result verified at full shape when found */
   bool have_best_full;
   double early_seconds;       /* wall seconds spent verifying new bests when found */
@@ -654,6 +661,8 @@ mirs_status mirs__sink_restore(mirs__search_worker *w, const char *from, uint64_
 void mirs__sink_add_stats(mirs_search *s, const mirs__stats *st);
 /* Rank the results and float64-check the best (workers stopped). */
 mirs_status mirs__sink_finish(mirs_search *s);
+/* Choose the full-shape verification backend (the option verify) once. */
+mirs_status mirs__sink_full_backend(mirs_search *s);
 
 /* ---------------------------------------------------------------- pool.c */
 

@@ -284,25 +284,87 @@ mirs_status mirs__sink_graphs(mirs_search *s) {
   return MIRS_OK;
 }
 
-/* Verify graph r at full shape with the search's trials (fingerprints of
- * the program and of the inputs kept between calls), or from scratch with
- * more where its degree needs them; *eq the verdict. */
-static mirs_status verify_full_one(mirs_search *s, const mirs_graph *r, bool *eq) {
+/* The backend of the full-shape verification (the option verify),
+ * chosen once per search and said in the log and in report.json. */
+mirs_status mirs__sink_full_backend(mirs_search *s) {
+  if (s->full_backend)
+    return MIRS_OK;
+  mirs_context *ctx = s->ctx;
+  MIRS_CHECK(ctx, mirs__fp_backend_choose(ctx, &s->full_backend, s->full_backend_name,
+                                          sizeof s->full_backend_name));
+  mirs__core_log(ctx, MIRS_LOG_INFO, "search: results are verified at full shape on the %s",
+                 s->full_backend_name);
+  return MIRS_OK;
+}
+
+/* How a launched full-shape verification is finished. */
+typedef enum full_mode {
+  FULL_REJECT,  /* decided without fingerprints: not verified (degree unsupported) */
+  FULL_STORE,   /* extended in its slot's store: compare with the program's */
+  FULL_SCRATCH, /* its degree needs more trials: verified from scratch when finished */
+  FULL_FAILED   /* the launch failed: run again, alone, when its turn comes */
+} full_mode;
+
+/* Start verifying graph r at full shape in store slot `slot`: its
+ * fingerprints are queued (on the GPU they compute while other slots
+ * launch; on the CPU they are computed here), with the search's trials
+ * and the program's inputs kept in the slot, or left for finishing from
+ * scratch where its degree needs more trials.  *mode says how to finish. */
+static mirs_status full_launch(mirs_search *s, const mirs_graph *r, int slot, full_mode *mode) {
   mirs_context *ctx = s->ctx;
   const mirs_graph *p = s->program;
   uint64_t dc = 0;
-  *eq = false;
+  *mode = FULL_FAILED;
+  MIRS_CHECK(ctx, mirs__sink_full_backend(s));
   mirs_status st = mirs__fp_graph_degree(r, &dc);
   if (st == MIRS_UNSUPPORTED) {
     mirs_clear_error(ctx);
+    *mode = FULL_REJECT;
     return MIRS_OK;
   }
   MIRS_CHECK(ctx, st);
   int need = mirs__fp_trials_for(mirs__fp_degree_add(s->degree, dc), ctx->opt.verify_log2_bound);
-  mirs__fp_verdict v;
   if (need < 1 || need > s->trials) {
+    *mode = FULL_SCRATCH;
+    return MIRS_OK;
+  }
+  uint64_t seed = (uint64_t)ctx->opt.seed;
+  if (!s->full_ref) {
+    MIRS_CHECK(ctx, mirs__fp_store_new(ctx, s->full_backend, s->trials, seed, &s->full_ref));
+    MIRS_CHECK(ctx, mirs__fp_compute_graph(s->full_ref, p));
+  }
+  if (!s->full_cand[slot])
+    MIRS_CHECK(ctx, mirs__fp_store_new(ctx, s->full_backend, s->trials, seed, &s->full_cand[slot]));
+  /* Every result has the program's inputs first, in its order: their
+   * fingerprints stay. */
+  int32_t nin = 0;
+  while (nin < r->nt && r->t[nin].producer < 0)
+    nin++;
+  mirs__fp_truncate(s->full_cand[slot], nin);
+  st = mirs__fp_extend(s->full_cand[slot], r);
+  if (st == MIRS_UNSUPPORTED || st == MIRS_LIMIT) {
+    mirs_clear_error(ctx);
+    mirs__fp_truncate(s->full_cand[slot], nin);
+    *mode = FULL_REJECT;
+    return MIRS_OK;
+  }
+  MIRS_CHECK(ctx, st);
+  *mode = FULL_STORE;
+  return MIRS_OK;
+}
+
+/* Finish the verification of r launched in slot with mode; *eq the verdict. */
+static mirs_status full_finish(mirs_search *s, const mirs_graph *r, int slot, full_mode mode,
+                               bool *eq) {
+  mirs_context *ctx = s->ctx;
+  *eq = false;
+  if (mode == FULL_REJECT)
+    return MIRS_OK;
+  mirs__fp_verdict v;
+  if (mode == FULL_SCRATCH) {
     int used;
-    st = mirs__verify_fingerprints(ctx, p, r, &used, &v);
+    mirs_status st =
+        mirs__verify_fingerprints_on(ctx, s->full_backend, s->program, r, &used, &v, NULL);
     if (st == MIRS_UNSUPPORTED) {
       mirs_clear_error(ctx);
       return MIRS_OK;
@@ -311,23 +373,13 @@ static mirs_status verify_full_one(mirs_search *s, const mirs_graph *r, bool *eq
     *eq = v.equal;
     return MIRS_OK;
   }
-  uint64_t seed = (uint64_t)ctx->opt.seed;
-  if (!s->full_ref) {
-    MIRS_CHECK(ctx, mirs__fp_store_new(ctx, NULL, s->trials, seed, &s->full_ref));
-    MIRS_CHECK(ctx, mirs__fp_compute_graph(s->full_ref, p));
-  }
-  if (!s->full_cand)
-    MIRS_CHECK(ctx, mirs__fp_store_new(ctx, NULL, s->trials, seed, &s->full_cand));
-  /* Every result has the program's inputs first, in its order: their
-   * fingerprints stay. */
+  if (NEVER(mode != FULL_STORE || !s->full_cand[slot]))
+    return MIRS_FAIL(ctx, MIRS_INTERNAL, "full-shape verification slot %d was not launched", slot);
   int32_t nin = 0;
   while (nin < r->nt && r->t[nin].producer < 0)
     nin++;
-  mirs__fp_truncate(s->full_cand, nin);
-  st = mirs__fp_extend(s->full_cand, r);
-  if (st == MIRS_OK)
-    st = mirs__fp_compare_outputs(s->full_ref, p, s->full_cand, r, &v);
-  mirs__fp_truncate(s->full_cand, nin);
+  mirs_status st = mirs__fp_compare_outputs(s->full_ref, s->program, s->full_cand[slot], r, &v);
+  mirs__fp_truncate(s->full_cand[slot], nin);
   if (st == MIRS_UNSUPPORTED || st == MIRS_LIMIT) {
     mirs_clear_error(ctx);
     return MIRS_OK;
@@ -337,11 +389,82 @@ static mirs_status verify_full_one(mirs_search *s, const mirs_graph *r, bool *eq
   return MIRS_OK;
 }
 
+/* Verify graph r at full shape now (launch and finish in slot 0). */
+static mirs_status verify_full_one(mirs_search *s, const mirs_graph *r, bool *eq) {
+  full_mode mode;
+  *eq = false;
+  MIRS_CHECK(s->ctx, full_launch(s, r, 0, &mode));
+  return full_finish(s, r, 0, mode, eq);
+}
+
+/* Whether result i still needs its full-shape verification. */
+static bool needs_full(const mirs_search *s, size_t i) {
+  return s->res[i].reduced && !s->res[i].verified;
+}
+
+/* A batch of full-shape verifications in flight: results at[k] launched
+ * in slot k with mode[k]. */
+typedef struct full_batch {
+  size_t at[MIRS__FULL_BATCH];
+  full_mode mode[MIRS__FULL_BATCH];
+  int n;
+} full_batch;
+
+/* Launch the results from i on that need verifying, up to the batch size
+ * (the GPU's; 1 on the CPU) and the passes still wanted.  A launch that
+ * fails (a hard error, a stop) ends the batch and is marked FAILED: it
+ * runs again alone when its turn comes, where the error is reported as
+ * the sequential order would report it. */
+static void full_launch_batch(mirs_search *s, size_t i, int64_t wanted, full_batch *b) {
+  int cap = s->full_backend && s->full_backend != &mirs__fp_cpu_backend ? MIRS__FULL_BATCH : 1;
+  if (wanted >= 0 && wanted < cap)
+    cap = wanted > 0 ? (int)wanted : 1;
+  b->n = 0;
+  for (size_t j = i; j < s->nres && b->n < cap; j++) {
+    if (!needs_full(s, j))
+      continue;
+    int k = b->n++;
+    b->at[k] = j;
+    b->mode[k] = FULL_FAILED;
+    if (mirs__sink_graph(s, &s->res[j]) != MIRS_OK ||
+        full_launch(s, s->res[j].g, k, &b->mode[k]) != MIRS_OK) {
+      b->mode[k] = FULL_FAILED;
+      break;
+    }
+  }
+}
+
+/* The verdict of result i at full shape: from the batch when it was
+ * launched there, else launched and finished now (after a refill of the
+ * batch starting at i). */
+static mirs_status full_verdict(mirs_search *s, size_t i, int64_t wanted, full_batch *b,
+                                bool *keep) {
+  int k = -1;
+  for (int q = 0; q < b->n && k < 0; q++)
+    if (b->at[q] == i)
+      k = q;
+  if (k < 0) {
+    MIRS_CHECK(s->ctx, mirs__sink_full_backend(s));
+    full_launch_batch(s, i, wanted, b);
+    k = b->n > 0 && b->at[0] == i ? 0 : -1;
+  }
+  if (k < 0 || b->mode[k] == FULL_FAILED) {
+    /* Alone, so that a failure is reported where it happens. */
+    b->n = 0;
+    MIRS_CHECK(s->ctx, mirs__sink_graph(s, &s->res[i]));
+    return verify_full_one(s, s->res[i].g, keep);
+  }
+  return full_finish(s, s->res[i].g, k, b->mode[k], keep);
+}
+
 /* Verify the results found on a reduced instance at full shape, best
  * first, until verify_full_max of them pass (those verified when found
  * count too), none once the time limit has passed.  Drop those that fail
  * and those left unverified.  The set kept is the first verify_full_max
- * passing ones in (cost, hash) order, whatever was verified early. */
+ * passing ones in (cost, hash) order, whatever was verified early.  On
+ * the GPU a batch of results is launched at once (each in its own store
+ * and stream) and their verdicts are taken in order, so the set kept is
+ * the one the sequential order gives. */
 static mirs_status full_verify(mirs_search *s) {
   mirs_context *ctx = s->ctx;
   int64_t max = ctx->opt.verify_full_max;
@@ -350,6 +473,7 @@ static mirs_status full_verify(mirs_search *s) {
   mirs__stats fs = {{0}};
   mirs_status st = MIRS_OK;
   bool stopped = false;
+  full_batch batch = {.n = 0};
   for (size_t i = 0; i < s->nres; i++) {
     bool keep = true;
     if (s->res[i].reduced) {
@@ -360,9 +484,7 @@ static mirs_status full_verify(mirs_search *s) {
           keep = false;
         } else {
           MIRS_INC(&fs, full_verified);
-          st = mirs__sink_graph(s, &s->res[i]);
-          if (st == MIRS_OK)
-            st = verify_full_one(s, s->res[i].g, &keep);
+          st = full_verdict(s, i, max >= 0 ? max - passed : -1, &batch, &keep);
           if (st == MIRS_STOPPED) {
             /* Stopped (signal, limit): this and every later unverified
              * result go unreported; the search says it is incomplete. */
@@ -408,8 +530,11 @@ static mirs_status full_verify(mirs_search *s) {
                    (unsigned long long)fs.v[MIRS__STAT_full_unverified], (long long)max);
   /* The full-shape stores are large: free them now. */
   mirs__fp_store_free(s->full_ref);
-  mirs__fp_store_free(s->full_cand);
-  s->full_ref = s->full_cand = NULL;
+  s->full_ref = NULL;
+  for (int q = 0; q < MIRS__FULL_BATCH; q++) {
+    mirs__fp_store_free(s->full_cand[q]);
+    s->full_cand[q] = NULL;
+  }
   mirs__sink_add_stats(s, &fs);
   return st;
 }

@@ -176,10 +176,31 @@ typedef struct mirs__fp_backend {
   mirs_status (*digest)(void *state, const mirs__fp_store *s, int32_t t, uint64_t *out);
   /* Release the state (the store is being freed). */
   void (*release)(void *state, mirs__fp_store *s);
+  /* Optional (NULL: compared through read): the first trial and element
+   * where tensor ta of a and tb of b (same backend, same numel and
+   * trials) differ in p-parts, or q-parts too when qparts; -1 and -1
+   * when equal.  Saves moving values off a device. */
+  mirs_status (*compare)(void *sa, const mirs__fp_store *a, int32_t ta, void *sb,
+                         const mirs__fp_store *b, int32_t tb, bool qparts, int *trial,
+                         int64_t *elem);
 } mirs__fp_backend;
 
 /* The CPU backend (constant table). */
 extern const mirs__fp_backend mirs__fp_cpu_backend;
+/* The GPU backend (src/gpu/gpufp.c): values on the device, computed by the
+ * module libmirsearch-gpufp.so, loaded when a store opens; bit-identical
+ * to the CPU backend's.  Opening a store fails with MIRS_NO_DEVICE when
+ * the module or a device is missing. */
+extern const mirs__fp_backend mirs__fp_gpu_backend;
+/* The backend the option `verify` selects for verification at full shape
+ * (auto: the GPU when one is present and usable, else the CPU; cpu; gpu:
+ * the GPU or an error: MIRS_UNSUPPORTED when built without CUDA, exit 2,
+ * MIRS_NO_DEVICE or MIRS_CUDA naming the CUDA error, exit 3).  name gets
+ * what was chosen in words ("cpu", "gpu: NVIDIA H100 ... (sm_90)", "cpu (no
+ * usable GPU: ...)").  Implemented in src/gpu/gpufp.c, the module that may
+ * see both this interface and CUDA. */
+mirs_status mirs__fp_backend_choose(mirs_context *ctx, const mirs__fp_backend **out, char *name,
+                                    size_t size);
 
 struct mirs__fp_store {
   mirs_context *ctx;
@@ -250,6 +271,11 @@ mirs_status mirs__fp_graph_degree(const mirs_graph *g, uint64_t *degree);
 mirs_status mirs__verify_fingerprints(mirs_context *ctx, const mirs_graph *program,
                                       const mirs_graph *candidate, int *trials,
                                       mirs__fp_verdict *v);
+/* The same on backend (NULL: the CPU); *digest (when not NULL) gets the
+ * candidate's output digest (mirs__fp_output_digest). */
+mirs_status mirs__verify_fingerprints_on(mirs_context *ctx, const mirs__fp_backend *backend,
+                                         const mirs_graph *program, const mirs_graph *candidate,
+                                         int *trials, mirs__fp_verdict *v, uint64_t *digest);
 
 /* ---------------------------------------------------------------- store */
 
@@ -311,6 +337,10 @@ mirs_status mirs__fp_digest(mirs__fp_store *s, int32_t t, uint64_t *out);
  * exp-dependent).  The stores must share trials and seed. */
 mirs_status mirs__fp_tensor_equal(mirs__fp_store *a, const mirs_graph *ga, int32_t ta,
                                   mirs__fp_store *b, const mirs_graph *gb, int32_t tb, bool *equal);
+/* One digest of g's outputs in s: mirs__hash_mix over the outputs in
+ * order of each output's digest (what `mirsearch verify` prints, so CPU
+ * and GPU runs can be compared). */
+mirs_status mirs__fp_output_digest(mirs__fp_store *s, const mirs_graph *g, uint64_t *out);
 /* Compare cand's outputs with ref's by name: every reference output must be
  * an output of cand with the same name, the same shape and equal
  * fingerprints (extra candidate outputs are ignored).  Both stores must

@@ -18,20 +18,22 @@
 #include "verify/fingerprint.h"
 
 /* Fingerprint program and candidate with `trials` trials and compare. */
-static mirs_status fingerprint_compare(mirs_context *ctx, const mirs_graph *program,
-                                       const mirs_graph *candidate, int trials,
-                                       mirs__fp_verdict *v) {
+static mirs_status fingerprint_compare(mirs_context *ctx, const mirs__fp_backend *backend,
+                                       const mirs_graph *program, const mirs_graph *candidate,
+                                       int trials, mirs__fp_verdict *v, uint64_t *digest) {
   mirs__fp_store *ref = NULL, *cand = NULL;
   uint64_t seed = (uint64_t)ctx->opt.seed;
-  mirs_status s = mirs__fp_store_new(ctx, NULL, trials, seed, &ref);
+  mirs_status s = mirs__fp_store_new(ctx, backend, trials, seed, &ref);
   if (s == MIRS_OK)
-    s = mirs__fp_store_new(ctx, NULL, trials, seed, &cand);
+    s = mirs__fp_store_new(ctx, backend, trials, seed, &cand);
   if (s == MIRS_OK)
     s = mirs__fp_compute_graph(ref, program);
   if (s == MIRS_OK)
     s = mirs__fp_compute_graph(cand, candidate);
   if (s == MIRS_OK)
     s = mirs__fp_compare_outputs(ref, program, cand, candidate, v);
+  if (s == MIRS_OK && digest)
+    s = mirs__fp_output_digest(cand, candidate, digest);
   mirs__fp_store_free(ref);
   mirs__fp_store_free(cand);
   MIRS_CHECK(ctx, s);
@@ -43,6 +45,13 @@ static mirs_status fingerprint_compare(mirs_context *ctx, const mirs_graph *prog
 mirs_status mirs__verify_fingerprints(mirs_context *ctx, const mirs_graph *program,
                                       const mirs_graph *candidate, int *trials,
                                       mirs__fp_verdict *v) {
+  return mirs__verify_fingerprints_on(ctx, NULL, program, candidate, trials, v, NULL);
+}
+
+/* The same on a given backend, with the candidate's output digest. */
+mirs_status mirs__verify_fingerprints_on(mirs_context *ctx, const mirs__fp_backend *backend,
+                                         const mirs_graph *program, const mirs_graph *candidate,
+                                         int *trials, mirs__fp_verdict *v, uint64_t *digest) {
   uint64_t dp, dc;
   MIRS_CHECK(ctx, mirs__fp_graph_degree(program, &dp));
   MIRS_CHECK(ctx, mirs__fp_graph_degree(candidate, &dc));
@@ -56,7 +65,7 @@ mirs_status mirs__verify_fingerprints(mirs_context *ctx, const mirs_graph *progr
                      "fingerprint field",
                      d == UINT64_MAX ? ">= " : "", (unsigned long long)d,
                      ctx->opt.verify_log2_bound);
-  MIRS_CHECK(ctx, fingerprint_compare(ctx, program, candidate, *trials, v));
+  MIRS_CHECK(ctx, fingerprint_compare(ctx, backend, program, candidate, *trials, v, digest));
   /* The verdict's own degree (which also counts exp/PRF arguments) must
    * meet the bound too: an equal verdict that does not is refused. */
   if (v->equal && (v->log2_bound >= 0 || v->log2_bound > ctx->opt.verify_log2_bound))
@@ -110,7 +119,10 @@ static mirs_status verify_full(mirs_context *ctx, const mirs_graph *program,
   }
   int trials;
   mirs__fp_verdict v;
-  MIRS_CHECK(ctx, mirs__verify_fingerprints(ctx, program, candidate, &trials, &v));
+  const mirs__fp_backend *backend;
+  MIRS_CHECK(ctx, mirs__fp_backend_choose(ctx, &backend, out->backend, sizeof out->backend));
+  MIRS_CHECK(ctx, mirs__verify_fingerprints_on(ctx, backend, program, candidate, &trials, &v,
+                                               &out->output_digest));
   out->trials = trials;
   out->degree = v.degree;
   out->log2_bound = v.log2_bound;

@@ -1,0 +1,914 @@
+/* SPDX-License-Identifier: MIT */
+/* src/gpu/gpufp.cu - the GPU fingerprint module: finite-field kernels and
+ * the C ABI of gpufp_abi.h, built by nvcc into libmirsearch-gpufp.so and
+ * loaded by the library on demand (src/gpu/gpufp.c).
+ *
+ * The field, the keyed randomness and every op's meaning are those of
+ * src/verify/fingerprint.h; results are bit-identical to the CPU backend's
+ * because (1) every op is exact modular arithmetic, so the order of
+ * additions (a parallel sum, an atomic digest) and the way a residue is
+ * reached (a lazily reduced 64-bit accumulator, one Fermat inverse per
+ * value instead of a batch inversion) cannot change it, and (2) inputs and
+ * PRF values come from cuRAND's own device API keyed as the contract
+ * says: curand_init(K_t, sub, 4 * block, &st); curand4(&st) returns the
+ * Philox4x32-10 block at counter (lo block, hi block, lo sub, hi sub)
+ * under key (lo K_t, hi K_t) = mirs_philox_at(K_t, sub, 4 block + i).
+ *
+ * Every kernel is one elementwise loop body "for i in [0, n)": on the
+ * device a grid-stride loop, in the host build (MIRS_GPUFP_HOST, the
+ * same file compiled as C++) a plain loop, with host memory in place of
+ * device memory and no streams.  cuRAND's device header compiles as host
+ * C++ too (its Philox code has host paths), so the host build runs the
+ * very curand_init/curand4 the device runs: the tests compare it with the
+ * CPU backend on every example without a GPU.
+ *
+ * Invariants: every CUDA call's status is checked where it is made (GFP_CUDA)
+ * and converted once into a MIRS_GPUFP_* code with a message naming the
+ * call; a handle's work runs in order on its own stream; the arena only
+ * grows and keeps its contents. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <curand_kernel.h>
+
+#include "gpu/gpufp_abi.h"
+
+#ifdef MIRS_GPUFP_HOST
+#define GFP_GLOBAL static void
+#define GFP_DEV static inline
+#define GFP_FOR(i, n) for (int64_t i = 0; i < (n); i++)
+#define GFP_LAUNCH(k, n, d) k
+#define GFP_HD static inline
+#else
+#define GFP_HD __host__ __device__ __forceinline__
+#define GFP_GLOBAL __global__ void
+#define GFP_DEV __device__ __forceinline__
+#define GFP_FOR(i, n)                                                                    \
+  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n);             \
+       i += (int64_t)gridDim.x * blockDim.x)
+#define GFP_THREADS 256
+#define GFP_LAUNCH(k, n, d) k<<<gfp_blocks(n), GFP_THREADS, 0, (d)->stream>>>
+/* Enough blocks to cover n (a grid-stride loop does the rest). */
+static unsigned gfp_blocks(int64_t n) {
+  int64_t b = (n + GFP_THREADS - 1) / GFP_THREADS;
+  return (unsigned)(b < 1 ? 1 : b > 65536 ? 65536 : b);
+}
+#endif
+
+#define MIRS_GPUFP_STR2(x) #x
+#define MIRS_GPUFP_STR(x) MIRS_GPUFP_STR2(x)
+
+#define FP_P 2147483579u
+#define FP_Q 1073741789u
+#define FP_G 4u
+#define FP_TRIAL_MUL 0x9E3779B97F4A7C15ull
+#define FP_PRF_DOMAIN 0x4650524600000000ull
+#define FP_MAX_DIMS MIRS_GPUFP_DIMS
+/* Largest multiples of P and Q not above 2^63 (lazy reduction). */
+#define FP_CP ((1ull << 63) / FP_P * FP_P)
+#define FP_CQ ((1ull << 63) / FP_Q * FP_Q)
+
+typedef mirs_gpufp_pair pair;
+
+/* ---------------------------------------------------------------- the field */
+
+GFP_DEV uint32_t add_mod(uint32_t x, uint32_t y, uint32_t m) {
+  uint32_t s = x + y;
+  return s >= m ? s - m : s;
+}
+
+GFP_DEV uint32_t sub_mod(uint32_t x, uint32_t y, uint32_t m) {
+  return x >= y ? x - y : x + (m - y);
+}
+
+GFP_DEV uint32_t mul_mod(uint32_t x, uint32_t y, uint32_t m) {
+  return (uint32_t)((uint64_t)x * y % m);
+}
+
+GFP_DEV uint32_t pow_mod(uint32_t x, uint64_t e, uint32_t m) {
+  uint64_t r = 1, b = x;
+  for (; e; e >>= 1, b = b * b % m)
+    if (e & 1)
+      r = r * b % m;
+  return (uint32_t)r;
+}
+
+/* Inverse in each part by Fermat; 0 maps to 0 (the contract's inv(0)). */
+GFP_DEV pair fp_inv(pair x) {
+  pair r = {x.a ? pow_mod(x.a, FP_P - 2, FP_P) : 0u, x.b ? pow_mod(x.b, FP_Q - 2, FP_Q) : 0u};
+  return r;
+}
+
+GFP_DEV pair fp_add(pair x, pair y) {
+  pair r = {add_mod(x.a, y.a, FP_P), add_mod(x.b, y.b, FP_Q)};
+  return r;
+}
+
+GFP_DEV pair fp_mul(pair x, pair y) {
+  pair r = {mul_mod(x.a, y.a, FP_P), mul_mod(x.b, y.b, FP_Q)};
+  return r;
+}
+
+GFP_DEV pair fp_const(uint64_t n) {
+  pair r = {(uint32_t)(n % FP_P), (uint32_t)(n % FP_Q)};
+  return r;
+}
+
+/* K_t = seed ^ ((t + 1) * 0x9E3779B97F4A7C15). */
+GFP_DEV uint64_t trial_key(uint64_t seed, int64_t t) {
+  return seed ^ ((uint64_t)(t + 1) * FP_TRIAL_MUL);
+}
+
+/* The Philox block at counter `block` of subsequence sub under key, from
+ * cuRAND's device API, reduced to a pair: a = (w1 w0) mod P, b = (w3 w2)
+ * mod Q.  curand_init(key, sub, 4 block) puts the counter at (block, sub)
+ * with output position 0, so curand4 returns that block's four words. */
+GFP_DEV pair philox_pair(uint64_t key, uint64_t sub, uint64_t block) {
+  curandStatePhilox4_32_10_t st;
+  curand_init((unsigned long long)key, (unsigned long long)sub, (unsigned long long)(block * 4),
+              &st);
+  uint4 w = curand4(&st);
+  pair r = {(uint32_t)((((uint64_t)w.y << 32) | w.x) % FP_P),
+            (uint32_t)((((uint64_t)w.w << 32) | w.z) % FP_Q)};
+  return r;
+}
+
+/* The keyed PRF of the unary op whose mirs_op value is op. */
+GFP_DEV pair fp_prf(uint64_t key, int64_t op, pair x) {
+  return philox_pair(key, FP_PRF_DOMAIN | (uint64_t)op, ((uint64_t)x.b << 32) | x.a);
+}
+
+/* mirs__hash_mix (src/core/util.c), for the digest. */
+GFP_HD uint64_t hash_mix(uint64_t h, uint64_t v) {
+  uint64_t x = h ^ (v + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2));
+  x ^= x >> 30;
+  x *= 0xBF58476D1CE4E5B9ull;
+  x ^= x >> 27;
+  x *= 0x94D049BB133111EBull;
+  x ^= x >> 31;
+  return x;
+}
+
+/* ---------------------------------------------------------------- index helpers */
+
+/* Broadcast view of one operand against the output shape: strides per
+ * output dim (0 where broadcast), as mirs__shape_bcast_strides. */
+typedef struct bview {
+  int64_t r;
+  int64_t d[FP_MAX_DIMS];  /* output dims */
+  int64_t sa[FP_MAX_DIMS]; /* first operand's strides */
+  int64_t sb[FP_MAX_DIMS]; /* second operand's strides */
+} bview;
+
+/* Strides of in's dims as seen from out's (ranks aligned on the right): as
+ * mirs__shape_bcast_strides, restated because the module links nothing of
+ * the library (its ABI passes plain shapes). */
+static void bcast_strides(const mirs_gpufp_shape *in, const mirs_gpufp_shape *out, int64_t *st) {
+  int64_t stride = 1;
+  for (int64_t d = out->ndim - 1; d >= 0; d--) {
+    int64_t id = d - (out->ndim - in->ndim);
+    if (id < 0) {
+      st[d] = 0;
+      continue;
+    }
+    st[d] = in->d[id] == 1 ? 0 : stride;
+    stride *= in->d[id];
+  }
+}
+
+/* The broadcast view of operands xs and zs against output os. */
+static bview make_bview(const mirs_gpufp_shape *xs, const mirs_gpufp_shape *zs,
+                        const mirs_gpufp_shape *os) {
+  bview v;
+  memset(&v, 0, sizeof v);
+  v.r = os->ndim;
+  for (int64_t k = 0; k < os->ndim; k++)
+    v.d[k] = os->d[k];
+  bcast_strides(xs, os, v.sa);
+  bcast_strides(zs, os, v.sb);
+  return v;
+}
+
+static int64_t shape_numel(const mirs_gpufp_shape *s) {
+  int64_t n = 1;
+  for (int64_t d = 0; d < s->ndim; d++)
+    n *= s->d[d];
+  return n;
+}
+
+/* Offset of flat index `row` over dims [0, nd) of d with strides st. */
+GFP_DEV int64_t row_offset(const int64_t *d, int64_t nd, const int64_t *st, int64_t row) {
+  int64_t off = 0;
+  for (int64_t k = nd - 1; k >= 0; k--) {
+    off += (row % d[k]) * st[k];
+    row /= d[k];
+  }
+  return off;
+}
+
+/* ---------------------------------------------------------------- kernels */
+
+/* Graph input: trial j (relative), element e. */
+GFP_GLOBAL k_input(int64_t n, pair *y, int64_t numel, int64_t trial0, uint64_t seed,
+                   uint64_t sub) {
+  GFP_FOR(i, n) {
+    int64_t j = i / numel, e = i % numel;
+    y[i] = philox_pair(trial_key(seed, trial0 + j), sub, (uint64_t)e);
+  }
+}
+
+/* Batched operand addressing. */
+typedef struct opnd {
+  pair *p; /* batch 0 */
+  uint64_t stride;
+} opnd;
+
+GFP_DEV uint64_t batch_key(uint64_t seed, int64_t trial0, int64_t per_trial, int64_t batch) {
+  return trial_key(seed, trial0 + batch / per_trial);
+}
+
+/* UNARY: EXP, SQUARE, PRFs, elementwise over numel per batch. */
+GFP_GLOBAL k_unary(int64_t n, opnd x, opnd y, int64_t numel, int64_t op, int64_t out_exp,
+                   uint64_t seed, int64_t trial0, int64_t per_trial) {
+  GFP_FOR(i, n) {
+    int64_t bt = i / numel, e = i % numel;
+    pair v = x.p[bt * x.stride + e], r;
+    if (op == MIRS_GPUFP_EXP) {
+      r.a = pow_mod(FP_G, v.b, FP_P);
+      r.b = 0;
+    } else if (op == MIRS_GPUFP_SQUARE) {
+      r = fp_mul(v, v);
+    } else {
+      r = fp_prf(batch_key(seed, trial0, per_trial, bt), op, v);
+    }
+    if (out_exp)
+      r.b = 0;
+    y.p[bt * y.stride + e] = r;
+  }
+}
+
+/* Inverses of numel values per batch into y (dense, batch stride numel). */
+GFP_GLOBAL k_inverse(int64_t n, opnd x, pair *y, int64_t numel) {
+  GFP_FOR(i, n) {
+    int64_t bt = i / numel, e = i % numel;
+    y[i] = fp_inv(x.p[bt * x.stride + e]);
+  }
+}
+
+/* BINARY with broadcasting (DIV arrives as MUL by the inverses). */
+GFP_GLOBAL k_binary(int64_t n, opnd a, opnd b, opnd y, bview v, int64_t op, int64_t out_exp) {
+  int64_t numel = 1;
+  for (int64_t d = 0; d < v.r; d++)
+    numel *= v.d[d];
+  GFP_FOR(i, n) {
+    int64_t bt = i / numel, e = i % numel;
+    int64_t oa = 0, ob = 0, rest = e;
+    for (int64_t d = v.r - 1; d >= 0; d--) {
+      int64_t c = rest % v.d[d];
+      rest /= v.d[d];
+      oa += c * v.sa[d];
+      ob += c * v.sb[d];
+    }
+    pair x = a.p[bt * a.stride + oa], z = b.p[bt * b.stride + ob], r;
+    if (op == MIRS_GPUFP_ADD)
+      r = fp_add(x, z);
+    else if (op == MIRS_GPUFP_SUB) {
+      r.a = sub_mod(x.a, z.a, FP_P);
+      r.b = sub_mod(x.b, z.b, FP_Q);
+    } else
+      r = fp_mul(x, z);
+    if (out_exp)
+      r.b = 0;
+    y.p[bt * y.stride + e] = r;
+  }
+}
+
+/* MATMUL: one output element per thread, a lazily reduced 64-bit
+ * accumulator per part (a product of residues is below 2^62; subtracting
+ * CP or CQ when bit 63 is set keeps it below 2^63 and its residue). */
+GFP_GLOBAL k_matmul(int64_t n, opnd a, opnd b, opnd y, bview v, int64_t k, int64_t out_exp) {
+  int64_t r = v.r, m = v.d[r - 2], nn = v.d[r - 1], numel = 1;
+  for (int64_t d = 0; d < r; d++)
+    numel *= v.d[d];
+  GFP_FOR(i, n) {
+    int64_t bt = i / numel, e = i % numel;
+    int64_t bi = e / (m * nn), row = (e / nn) % m, col = e % nn;
+    const pair *pa = a.p + bt * a.stride + row_offset(v.d, r - 2, v.sa, bi) + row * k;
+    const pair *pb = b.p + bt * b.stride + row_offset(v.d, r - 2, v.sb, bi) + col;
+    uint64_t acca = 0, accb = 0;
+    for (int64_t p = 0; p < k; p++) {
+      pair x = pa[p], z = pb[p * nn];
+      acca += (uint64_t)x.a * z.a;
+      acca -= (0 - (acca >> 63)) & FP_CP;
+      accb += (uint64_t)x.b * z.b;
+      accb -= (0 - (accb >> 63)) & FP_CQ;
+    }
+    pair o = {(uint32_t)(acca % FP_P), (uint32_t)(accb % FP_Q)};
+    if (out_exp)
+      o.b = 0;
+    y.p[bt * y.stride + e] = o;
+  }
+}
+
+/* SUM over a dim (outer x red x inner), into y or added into it. */
+GFP_GLOBAL k_sum(int64_t n, opnd x, opnd y, int64_t outer, int64_t red, int64_t inner, int64_t add,
+                 int64_t out_exp) {
+  int64_t per = outer * inner;
+  GFP_FOR(i, n) {
+    int64_t bt = i / per, e = i % per, o = e / inner, in = e % inner;
+    const pair *px = x.p + bt * x.stride + o * red * inner + in;
+    pair s = add ? y.p[bt * y.stride + e] : fp_const(0);
+    for (int64_t r = 0; r < red; r++)
+      s = fp_add(s, px[r * inner]);
+    if (out_exp)
+      s.b = 0;
+    y.p[bt * y.stride + e] = s;
+  }
+}
+
+/* Row sums of x^2 over the last dim (rows per batch), added into y. */
+GFP_GLOBAL k_sumsq(int64_t n, opnd x, opnd y, int64_t rows, int64_t last) {
+  GFP_FOR(i, n) {
+    int64_t bt = i / rows, row = i % rows;
+    const pair *px = x.p + bt * x.stride + row * last;
+    pair s = y.p[bt * y.stride + row];
+    for (int64_t j = 0; j < last; j++)
+      s = fp_add(s, fp_mul(px[j], px[j]));
+    y.p[bt * y.stride + row] = s;
+  }
+}
+
+/* rms_norm, step 1: per row, inv(sqrt_prf(sum(x^2) * inv(last))) into r. */
+GFP_GLOBAL k_rms_rows(int64_t n, opnd x, pair *r, int64_t rows, int64_t last, int64_t in_exp,
+                      int64_t sqrt_op, uint64_t seed, int64_t trial0, int64_t per_trial) {
+  GFP_FOR(i, n) {
+    int64_t bt = i / rows, row = i % rows;
+    const pair *px = x.p + bt * x.stride + row * last;
+    pair s = fp_const(0);
+    for (int64_t j = 0; j < last; j++)
+      s = fp_add(s, fp_mul(px[j], px[j]));
+    s = fp_mul(s, fp_inv(fp_const((uint64_t)last)));
+    if (in_exp)
+      s.b = 0;
+    r[i] = fp_inv(fp_prf(batch_key(seed, trial0, per_trial, bt), sqrt_op, s));
+  }
+}
+
+/* rms_norm, step 2: y = x * r[row]. */
+GFP_GLOBAL k_rms_scale(int64_t n, opnd x, const pair *r, opnd y, int64_t numel, int64_t last,
+                       int64_t out_exp) {
+  GFP_FOR(i, n) {
+    int64_t bt = i / numel, e = i % numel;
+    pair o = fp_mul(x.p[bt * x.stride + e], r[bt * (numel / last) + e / last]);
+    if (out_exp)
+      o.b = 0;
+    y.p[bt * y.stride + e] = o;
+  }
+}
+
+/* ACCUM: y += x. */
+GFP_GLOBAL k_accum(int64_t n, opnd x, opnd y, int64_t numel) {
+  GFP_FOR(i, n) {
+    int64_t bt = i / numel, e = i % numel;
+    y.p[bt * y.stride + e] = fp_add(y.p[bt * y.stride + e], x.p[bt * x.stride + e]);
+  }
+}
+
+/* FINISH of an ACCUM_RMS: y = sqrt_prf(y * inv(count)). */
+GFP_GLOBAL k_finish(int64_t n, opnd y, int64_t numel, uint64_t count, int64_t in_exp,
+                    int64_t sqrt_op, uint64_t seed, int64_t trial0, int64_t per_trial) {
+  GFP_FOR(i, n) {
+    int64_t bt = i / numel, e = i % numel;
+    pair v = fp_mul(y.p[bt * y.stride + e], fp_inv(fp_const(count)));
+    if (in_exp)
+      v.b = 0;
+    y.p[bt * y.stride + e] = fp_prf(batch_key(seed, trial0, per_trial, bt), sqrt_op, v);
+  }
+}
+
+/* Tile geometry for LOAD/STORE kernels. */
+typedef struct tgeo {
+  int64_t r;
+  int64_t tile[FP_MAX_DIMS];
+  int64_t kst[FP_MAX_DIMS]; /* kernel tensor strides */
+  int64_t gdim[FP_MAX_DIMS];
+  int64_t fdim, f;
+  int64_t ge[3], need[3];
+  int64_t bfirst, nblocks, numel;
+  uint64_t tstride, kstride;
+} tgeo;
+
+/* Kernel-tensor index of tile element e of block L; false for a STORE
+ * another block overwrites later in the schedule's order. */
+GFP_DEV bool tile_index(const tgeo *g, int64_t L, int64_t e, bool store, int64_t *idx) {
+  int64_t bc[3] = {L % g->ge[0], (L / g->ge[0]) % g->ge[1], L / (g->ge[0] * g->ge[1])};
+  if (store)
+    for (int k = 0; k < 3; k++)
+      if (g->need[k] >= 0 && bc[k] != g->need[k])
+        return false;
+  int64_t off = 0, rest = e;
+  for (int64_t d = g->r - 1; d >= 0; d--) {
+    int64_t c = rest % g->tile[d];
+    rest /= g->tile[d];
+    if (g->gdim[d] >= 0)
+      c += bc[g->gdim[d]] * g->tile[d];
+    if (g->fdim == d)
+      c += g->f * g->tile[d];
+    off += c * g->kst[d];
+  }
+  *idx = off;
+  return true;
+}
+
+GFP_GLOBAL k_tile(int64_t n, pair *tiles, pair *tensor, tgeo g, int64_t store) {
+  GFP_FOR(i, n) {
+    int64_t per = g.nblocks * g.numel;
+    int64_t j = i / per, b = (i % per) / g.numel, e = i % g.numel, idx;
+    pair *t = tiles + (uint64_t)(j * g.nblocks + b) * g.tstride + e;
+    if (tile_index(&g, g.bfirst + b, e, store != 0, &idx)) {
+      pair *k = tensor + (uint64_t)j * g.kstride + idx;
+      if (store)
+        *k = *t;
+      else
+        *t = *k;
+    }
+  }
+}
+
+GFP_GLOBAL k_zero(int64_t n, pair *tiles, uint64_t stride, int64_t numel) {
+  GFP_FOR(i, n) {
+    pair z = {0u, 0u};
+    tiles[(uint64_t)(i / numel) * stride + i % numel] = z;
+  }
+}
+
+#ifdef MIRS_GPUFP_HOST
+static void atomic_add_u64(unsigned long long *p, unsigned long long v) {
+  *p += v;
+}
+static void atomic_min_u64(unsigned long long *p, unsigned long long v) {
+  if (v < *p)
+    *p = v;
+}
+#else
+__device__ static void atomic_add_u64(unsigned long long *p, unsigned long long v) {
+  atomicAdd(p, v);
+}
+__device__ static void atomic_min_u64(unsigned long long *p, unsigned long long v) {
+  atomicMin(p, v);
+}
+#endif
+
+/* The digest's order-free sum (mirs__fp_digest). */
+GFP_GLOBAL k_digest(int64_t n, const pair *x, unsigned long long *sum) {
+  GFP_FOR(i, n) { atomic_add_u64(sum, hash_mix((uint64_t)i, x[i].a)); }
+}
+
+/* First mismatching index, by atomic minimum. */
+GFP_GLOBAL k_compare(int64_t n, const pair *x, const pair *y, int64_t qparts,
+                     unsigned long long *first) {
+  GFP_FOR(i, n) {
+    if (x[i].a != y[i].a || (qparts && x[i].b != y[i].b))
+      atomic_min_u64(first, (unsigned long long)i);
+  }
+}
+
+/* ---------------------------------------------------------------- the handle */
+
+struct mirs_gpufp_dev {
+  int device;
+  pair *buf[3]; /* arena, tile scratch, op scratch (DIV inverses, rms rows) */
+  uint64_t cap[3];
+  unsigned long long *word; /* two device words: digest sum, first mismatch */
+#ifndef MIRS_GPUFP_HOST
+  cudaStream_t stream;
+#endif
+  char msg[512];
+};
+
+enum { SCRATCH = 2 };
+
+/* Record a failure message (printf-style); returns code. */
+static int fail(mirs_gpufp_dev *d, int code, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(d->msg, sizeof d->msg, fmt, ap);
+  va_end(ap);
+  return code;
+}
+
+#ifdef MIRS_GPUFP_HOST
+
+static int mem_alloc(mirs_gpufp_dev *d, void **p, size_t bytes) {
+  *p = malloc(bytes ? bytes : 1);
+  return *p ? MIRS_GPUFP_OK : fail(d, MIRS_GPUFP_NOMEM, "out of host memory (%zu bytes)", bytes);
+}
+static void mem_free(mirs_gpufp_dev *d, void *p) {
+  (void)d;
+  free(p);
+}
+static int mem_copy(mirs_gpufp_dev *d, void *dst, const void *src, size_t bytes) {
+  (void)d;
+  if (bytes)
+    memcpy(dst, src, bytes);
+  return MIRS_GPUFP_OK;
+}
+static int mem_zero(mirs_gpufp_dev *d, void *p, size_t bytes) {
+  (void)d;
+  memset(p, 0, bytes);
+  return MIRS_GPUFP_OK;
+}
+static int launched(mirs_gpufp_dev *d, const char *what) {
+  (void)d;
+  (void)what;
+  return MIRS_GPUFP_OK;
+}
+static int dev_sync(mirs_gpufp_dev *d) {
+  (void)d;
+  return MIRS_GPUFP_OK;
+}
+
+#else
+
+/* The boundary: a CUDA error becomes a code and a message, here only. */
+static int cuda_fail(mirs_gpufp_dev *d, cudaError_t e, const char *what) {
+  int code = MIRS_GPUFP_CUDA;
+  if (e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver ||
+      e == cudaErrorDevicesUnavailable || e == cudaErrorInvalidDevice ||
+      e == cudaErrorStubLibrary || e == cudaErrorSystemDriverMismatch ||
+      e == cudaErrorCompatNotSupportedOnDevice)
+    code = MIRS_GPUFP_NO_DEVICE;
+  else if (e == cudaErrorMemoryAllocation)
+    code = MIRS_GPUFP_NOMEM;
+  return fail(d, code, "%s: %s (%s)", what, cudaGetErrorString(e), cudaGetErrorName(e));
+}
+
+#define GFP_CUDA(d, call)                                                                     \
+  do {                                                                                        \
+    cudaError_t e_ = (call);                                                                  \
+    if (e_ != cudaSuccess)                                                                    \
+      return cuda_fail((d), e_, #call);                                                       \
+  } while (0)
+
+static int mem_alloc(mirs_gpufp_dev *d, void **p, size_t bytes) {
+  GFP_CUDA(d, cudaMallocAsync(p, bytes ? bytes : 1, d->stream));
+  return MIRS_GPUFP_OK;
+}
+static void mem_free(mirs_gpufp_dev *d, void *p) {
+  if (p)
+    (void)cudaFreeAsync(p, d->stream); /* (an error here surfaces at the next sync) */
+}
+static int mem_copy(mirs_gpufp_dev *d, void *dst, const void *src, size_t bytes) {
+  if (bytes)
+    GFP_CUDA(d, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, d->stream));
+  return MIRS_GPUFP_OK;
+}
+static int mem_zero(mirs_gpufp_dev *d, void *p, size_t bytes) {
+  GFP_CUDA(d, cudaMemsetAsync(p, 0, bytes, d->stream));
+  return MIRS_GPUFP_OK;
+}
+static int launched(mirs_gpufp_dev *d, const char *what) {
+  cudaError_t e = cudaGetLastError();
+  return e == cudaSuccess ? MIRS_GPUFP_OK : cuda_fail(d, e, what);
+}
+static int dev_sync(mirs_gpufp_dev *d) {
+  GFP_CUDA(d, cudaStreamSynchronize(d->stream));
+  return MIRS_GPUFP_OK;
+}
+
+#endif
+
+#define GFP_TRY(x)                                                                            \
+  do {                                                                                        \
+    int r_ = (x);                                                                             \
+    if (r_ != MIRS_GPUFP_OK)                                                                  \
+      return r_;                                                                              \
+  } while (0)
+
+static int gfp_reserve(mirs_gpufp_dev *d, int64_t space, uint64_t pairs) {
+  if (space < 0 || space > SCRATCH)
+    return fail(d, MIRS_GPUFP_INVALID, "reserve: no buffer %lld", (long long)space);
+  if (pairs <= d->cap[space])
+    return MIRS_GPUFP_OK;
+  uint64_t cap = d->cap[space] * 2 > pairs ? d->cap[space] * 2 : pairs;
+  void *p = NULL;
+  GFP_TRY(mem_alloc(d, &p, cap * sizeof(pair)));
+  if (space == MIRS_GPUFP_ARENA) {
+    int r = mem_copy(d, p, d->buf[space], d->cap[space] * sizeof(pair));
+    if (r != MIRS_GPUFP_OK) {
+      mem_free(d, p);
+      return r;
+    }
+  }
+  mem_free(d, d->buf[space]);
+  d->buf[space] = (pair *)p;
+  d->cap[space] = cap;
+  return MIRS_GPUFP_OK;
+}
+
+static int gfp_open(int device, mirs_gpufp_dev **out, char *msg, size_t msgsize) {
+  *out = NULL;
+  mirs_gpufp_dev *d = (mirs_gpufp_dev *)calloc(1, sizeof *d);
+  if (!d) {
+    snprintf(msg, msgsize, "out of host memory");
+    return MIRS_GPUFP_NOMEM;
+  }
+  d->device = device;
+  int r = MIRS_GPUFP_OK;
+#ifndef MIRS_GPUFP_HOST
+  int n = 0;
+  cudaError_t e = cudaGetDeviceCount(&n);
+  if (e != cudaSuccess)
+    r = cuda_fail(d, e, "cudaGetDeviceCount");
+  else if (n == 0)
+    r = fail(d, MIRS_GPUFP_NO_DEVICE, "cudaGetDeviceCount: no CUDA device");
+  else if (device < 0 || device >= n)
+    r = fail(d, MIRS_GPUFP_NO_DEVICE, "CUDA device %d does not exist (%d devices)", device, n);
+  else if ((e = cudaSetDevice(device)) != cudaSuccess)
+    r = cuda_fail(d, e, "cudaSetDevice");
+  else if ((e = cudaStreamCreateWithFlags(&d->stream, cudaStreamNonBlocking)) != cudaSuccess)
+    r = cuda_fail(d, e, "cudaStreamCreateWithFlags");
+#endif
+  if (r == MIRS_GPUFP_OK)
+    r = mem_alloc(d, (void **)&d->word, 2 * sizeof *d->word);
+  if (r != MIRS_GPUFP_OK) {
+    snprintf(msg, msgsize, "%s", d->msg);
+#ifndef MIRS_GPUFP_HOST
+    if (d->stream)
+      (void)cudaStreamDestroy(d->stream);
+#endif
+    free(d);
+    return r;
+  }
+  *out = d;
+  return MIRS_GPUFP_OK;
+}
+
+static void gfp_close(mirs_gpufp_dev *d) {
+  if (!d)
+    return;
+  for (int i = 0; i < 3; i++)
+    mem_free(d, d->buf[i]);
+  mem_free(d, d->word);
+#ifndef MIRS_GPUFP_HOST
+  (void)cudaStreamSynchronize(d->stream);
+  (void)cudaStreamDestroy(d->stream);
+#endif
+  free(d);
+}
+
+static const char *gfp_last_error(const mirs_gpufp_dev *d) {
+  return d ? d->msg : "no handle";
+}
+
+static int gfp_describe(mirs_gpufp_dev *d, char *buf, size_t size) {
+#ifdef MIRS_GPUFP_HOST
+  (void)d;
+  snprintf(buf, size, "host emulation of the GPU fingerprint kernels");
+#else
+  cudaDeviceProp p;
+  GFP_CUDA(d, cudaGetDeviceProperties(&p, d->device));
+  snprintf(buf, size, "%s (sm_%d%d)", p.name, p.major, p.minor);
+#endif
+  return MIRS_GPUFP_OK;
+}
+
+static int gfp_input(mirs_gpufp_dev *d, uint64_t off, int64_t numel, int64_t trial0,
+                     int64_t trials, uint64_t seed, uint64_t sub) {
+  int64_t n = numel * trials;
+  if (n <= 0)
+    return MIRS_GPUFP_OK;
+  if (off + (uint64_t)n > d->cap[MIRS_GPUFP_ARENA])
+    return fail(d, MIRS_GPUFP_INVALID, "input outside the arena");
+  GFP_LAUNCH(k_input, n, d)(n, d->buf[MIRS_GPUFP_ARENA] + off, numel, trial0, seed, sub);
+  return launched(d, "k_input");
+}
+
+/* Resolve an operand against the handle's buffers. */
+static int operand(mirs_gpufp_dev *d, const mirs_gpufp_operand *o, int64_t batches, opnd *out) {
+  if (o->space < 0 || o->space > MIRS_GPUFP_TILE)
+    return fail(d, MIRS_GPUFP_INVALID, "operand in no buffer");
+  uint64_t end = o->off + (uint64_t)(batches - 1) * o->stride + (uint64_t)shape_numel(&o->shape);
+  if (batches < 1 || end > d->cap[o->space])
+    return fail(d, MIRS_GPUFP_INVALID, "operand outside its buffer (%llu > %llu pairs)",
+                (unsigned long long)end, (unsigned long long)d->cap[o->space]);
+  out->p = d->buf[o->space] + o->off;
+  out->stride = o->stride;
+  return MIRS_GPUFP_OK;
+}
+
+static int gfp_compute(mirs_gpufp_dev *d, const mirs_gpufp_op *op) {
+  int64_t B = op->batches;
+  if (B < 1 || op->per_trial < 1 || op->nin < 1 || op->nin > 2)
+    return fail(d, MIRS_GPUFP_INVALID, "compute: bad batches or arity");
+  opnd x, z = {NULL, 0}, y;
+  GFP_TRY(operand(d, &op->in[0], B, &x));
+  if (op->nin > 1)
+    GFP_TRY(operand(d, &op->in[1], B, &z));
+  GFP_TRY(operand(d, &op->out, B, &y));
+  const mirs_gpufp_shape *xs = &op->in[0].shape, *os = &op->out.shape;
+  int64_t numel = shape_numel(os);
+  int64_t last = xs->ndim > 0 ? xs->d[xs->ndim - 1] : 1;
+  switch (op->kind) {
+  case MIRS_GPUFP_K_UNARY: {
+    int64_t n = B * numel;
+    GFP_LAUNCH(k_unary, n, d)(n, x, y, numel, op->op, op->out_exp, op->seed, op->trial0,
+                              op->per_trial);
+    return launched(d, "k_unary");
+  }
+  case MIRS_GPUFP_K_BINARY: {
+    if (op->nin != 2)
+      return fail(d, MIRS_GPUFP_INVALID, "binary op with one operand");
+    bview v = make_bview(xs, &op->in[1].shape, os);
+    int64_t code = op->op;
+    if (code == MIRS_GPUFP_DIV) {
+      int64_t nb = shape_numel(&op->in[1].shape);
+      GFP_TRY(gfp_reserve(d, SCRATCH, (uint64_t)(B * nb)));
+      GFP_LAUNCH(k_inverse, B * nb, d)(B * nb, z, d->buf[SCRATCH], nb);
+      GFP_TRY(launched(d, "k_inverse"));
+      z.p = d->buf[SCRATCH];
+      z.stride = (uint64_t)nb;
+      code = MIRS_GPUFP_MUL;
+    }
+    int64_t n = B * numel;
+    GFP_LAUNCH(k_binary, n, d)(n, x, z, y, v, code, op->out_exp);
+    return launched(d, "k_binary");
+  }
+  case MIRS_GPUFP_K_MATMUL: {
+    if (op->nin != 2 || os->ndim < 2)
+      return fail(d, MIRS_GPUFP_INVALID, "matmul: bad operands");
+    bview v = make_bview(xs, &op->in[1].shape, os);
+    int64_t n = B * numel;
+    GFP_LAUNCH(k_matmul, n, d)(n, x, z, y, v, last, op->out_exp);
+    return launched(d, "k_matmul");
+  }
+  case MIRS_GPUFP_K_SUM: {
+    if (op->dim < 0 || op->dim >= xs->ndim)
+      return fail(d, MIRS_GPUFP_INVALID, "sum: bad dim");
+    int64_t outer = 1, inner = 1, red = xs->d[op->dim];
+    for (int64_t k = 0; k < op->dim; k++)
+      outer *= xs->d[k];
+    for (int64_t k = op->dim + 1; k < xs->ndim; k++)
+      inner *= xs->d[k];
+    int64_t n = B * outer * inner;
+    GFP_LAUNCH(k_sum, n, d)(n, x, y, outer, red, inner, op->add, op->out_exp);
+    return launched(d, "k_sum");
+  }
+  case MIRS_GPUFP_K_SUMSQ: {
+    int64_t rows = shape_numel(xs) / last, n = B * rows;
+    GFP_LAUNCH(k_sumsq, n, d)(n, x, y, rows, last);
+    return launched(d, "k_sumsq");
+  }
+  case MIRS_GPUFP_K_RMSNORM: {
+    int64_t rows = numel / last, n = B * rows;
+    GFP_TRY(gfp_reserve(d, SCRATCH, (uint64_t)n));
+    GFP_LAUNCH(k_rms_rows, n, d)(n, x, d->buf[SCRATCH], rows, last, op->in_exp, op->sqrt_op,
+                                 op->seed, op->trial0, op->per_trial);
+    GFP_TRY(launched(d, "k_rms_rows"));
+    n = B * numel;
+    GFP_LAUNCH(k_rms_scale, n, d)(n, x, d->buf[SCRATCH], y, numel, last, op->out_exp);
+    return launched(d, "k_rms_scale");
+  }
+  case MIRS_GPUFP_K_ACCUM: {
+    int64_t n = B * numel;
+    GFP_LAUNCH(k_accum, n, d)(n, x, y, numel);
+    return launched(d, "k_accum");
+  }
+  case MIRS_GPUFP_K_FINISH: {
+    /* The accumulator is out (in[0] names its argument, for in_exp). */
+    int64_t n = B * numel;
+    GFP_LAUNCH(k_finish, n, d)(n, y, numel, op->count, op->in_exp, op->sqrt_op, op->seed, op->trial0,
+                               op->per_trial);
+    return launched(d, "k_finish");
+  }
+  default:
+    return fail(d, MIRS_GPUFP_INVALID, "compute: unknown kind %lld", (long long)op->kind);
+  }
+}
+
+static int gfp_tile(mirs_gpufp_dev *d, const mirs_gpufp_tile *t) {
+  int64_t numel = shape_numel(&t->tile);
+  int64_t n = t->trials * t->nblocks * numel;
+  if (n <= 0)
+    return MIRS_GPUFP_OK;
+  uint64_t tend = t->tile_off + (uint64_t)(t->trials * t->nblocks - 1) * t->tile_stride +
+                  (uint64_t)numel;
+  if (tend > d->cap[MIRS_GPUFP_TILE])
+    return fail(d, MIRS_GPUFP_INVALID, "tile step outside the tile scratch");
+  pair *tiles = d->buf[MIRS_GPUFP_TILE] + t->tile_off;
+  if (t->kind == MIRS_GPUFP_T_ZERO) {
+    GFP_LAUNCH(k_zero, n, d)(n, tiles, t->tile_stride, numel);
+    return launched(d, "k_zero");
+  }
+  tgeo g;
+  memset(&g, 0, sizeof g);
+  g.r = t->tile.ndim;
+  if (t->tensor.ndim != g.r)
+    return fail(d, MIRS_GPUFP_INVALID, "tile and tensor ranks differ");
+  int64_t stride = 1;
+  for (int64_t k = g.r - 1; k >= 0; k--) {
+    g.kst[k] = stride;
+    stride *= t->tensor.d[k];
+    g.tile[k] = t->tile.d[k];
+    g.gdim[k] = t->grid_of_dim[k];
+    /* The farthest tile must lie inside the tensor (mirs__shape_copy_tile). */
+    int64_t far = t->tile.d[k];
+    if (g.gdim[k] >= 0)
+      far += (t->grid_end[g.gdim[k]] - 1) * t->tile.d[k];
+    if (t->forloop_dim == k)
+      far += t->f * t->tile.d[k];
+    if (far > t->tensor.d[k])
+      return fail(d, MIRS_GPUFP_INVALID, "a tile lies outside its tensor (dim %lld)",
+                  (long long)k);
+  }
+  uint64_t kend = t->tensor_off + (uint64_t)(t->trials - 1) * t->tensor_stride + (uint64_t)stride;
+  if (kend > d->cap[MIRS_GPUFP_ARENA])
+    return fail(d, MIRS_GPUFP_INVALID, "tile step's tensor outside the arena");
+  g.fdim = t->forloop_dim;
+  g.f = t->f;
+  for (int k = 0; k < 3; k++) {
+    g.ge[k] = t->grid_end[k];
+    g.need[k] = t->need[k];
+  }
+  g.bfirst = t->bfirst;
+  g.nblocks = t->nblocks;
+  g.numel = numel;
+  g.tstride = t->tile_stride;
+  g.kstride = t->tensor_stride;
+  int64_t store = t->kind == MIRS_GPUFP_T_STORE;
+  GFP_LAUNCH(k_tile, n, d)(n, tiles, d->buf[MIRS_GPUFP_ARENA] + t->tensor_off, g, store);
+  return launched(d, "k_tile");
+}
+
+static int gfp_read(mirs_gpufp_dev *d, uint64_t off, uint64_t count, mirs_gpufp_pair *out) {
+  if (off + count > d->cap[MIRS_GPUFP_ARENA])
+    return fail(d, MIRS_GPUFP_INVALID, "read outside the arena");
+  GFP_TRY(mem_copy(d, out, d->buf[MIRS_GPUFP_ARENA] + off, count * sizeof(pair)));
+  return dev_sync(d);
+}
+
+static int gfp_digest(mirs_gpufp_dev *d, uint64_t off, int64_t numel, int64_t trials,
+                      uint64_t *out) {
+  int64_t n = numel * trials;
+  if (off + (uint64_t)n > d->cap[MIRS_GPUFP_ARENA])
+    return fail(d, MIRS_GPUFP_INVALID, "digest outside the arena");
+  GFP_TRY(mem_zero(d, d->word, sizeof *d->word));
+  if (n > 0) {
+    GFP_LAUNCH(k_digest, n, d)(n, d->buf[MIRS_GPUFP_ARENA] + off, d->word);
+    GFP_TRY(launched(d, "k_digest"));
+  }
+  unsigned long long x = 0;
+  GFP_TRY(mem_copy(d, &x, d->word, sizeof x));
+  GFP_TRY(dev_sync(d));
+  *out = hash_mix(hash_mix((uint64_t)numel, (uint64_t)trials), x);
+  return MIRS_GPUFP_OK;
+}
+
+static int gfp_compare(mirs_gpufp_dev *a, uint64_t offa, mirs_gpufp_dev *b, uint64_t offb,
+                       uint64_t count, int64_t qparts, int64_t *first) {
+  *first = -1;
+  if (offa + count > a->cap[MIRS_GPUFP_ARENA] || offb + count > b->cap[MIRS_GPUFP_ARENA])
+    return fail(a, MIRS_GPUFP_INVALID, "compare outside an arena");
+  if (a != b)
+    GFP_TRY(dev_sync(b)); /* b's values must be final before a's stream reads them */
+  unsigned long long none = ~0ull, got = ~0ull;
+  GFP_TRY(mem_copy(a, a->word + 1, &none, sizeof none));
+  if (count > 0) {
+    int64_t n = (int64_t)count;
+    GFP_LAUNCH(k_compare, n, a)(n, a->buf[MIRS_GPUFP_ARENA] + offa, b->buf[MIRS_GPUFP_ARENA] + offb,
+                                qparts, a->word + 1);
+    GFP_TRY(launched(a, "k_compare"));
+  }
+  GFP_TRY(mem_copy(a, &got, a->word + 1, sizeof got));
+  GFP_TRY(dev_sync(a));
+  *first = got == ~0ull ? -1 : (int64_t)got;
+  return MIRS_GPUFP_OK;
+}
+
+static const mirs_gpufp_abi gfp_abi = {
+    MIRS_GPUFP_ABI_VERSION,
+    (uint32_t)sizeof(mirs_gpufp_abi),
+#ifdef MIRS_GPUFP_HOST
+    "host emulation (MIRS_GPUFP_HOST)",
+#else
+    "cuda " MIRS_GPUFP_STR(CUDART_VERSION),
+#endif
+    gfp_open,
+    gfp_close,
+    gfp_last_error,
+    gfp_describe,
+    gfp_reserve,
+    gfp_input,
+    gfp_compute,
+    gfp_tile,
+    gfp_read,
+    gfp_digest,
+    gfp_compare,
+    dev_sync,
+};
+
+extern "C" __attribute__((visibility("default"))) const mirs_gpufp_abi *mirs_gpufp_abi_get(void) {
+  return &gfp_abi;
+}
