@@ -52,6 +52,9 @@ for p in "$ex"/*.graph; do
   [ -f "$base.ugraph" ] && pairs="$pairs $p:$base.ugraph"
 done
 
+# At published shapes also a full-shape custom kernel for mha.
+[ "$which" = all ] && pairs="$pairs $ex/mha.graph:$top_srcdir/bench/mha_full.ugraph"
+
 failures=0
 n=0
 for pair in $pairs; do

@@ -461,9 +461,20 @@ __device__ static void atomic_min_u64(unsigned long long *p, unsigned long long 
 }
 #endif
 
-/* The digest's order-free sum (mirs__fp_digest). */
+/* The digest's order-free sum (mirs__fp_digest): each thread sums its
+ * share, a warp adds its threads' sums by shuffles, and one atomic per
+ * warp (not per element) adds that into *sum. */
 GFP_GLOBAL k_digest(int64_t n, const pair *x, unsigned long long *sum) {
-  GFP_FOR(i, n) { atomic_add_u64(sum, hash_mix((uint64_t)i, x[i].a)); }
+  unsigned long long part = 0;
+  GFP_FOR(i, n) { part += hash_mix((uint64_t)i, x[i].a); }
+#ifdef MIRS_GPUFP_HOST
+  atomic_add_u64(sum, part);
+#else
+  for (int o = 16; o > 0; o >>= 1)
+    part += __shfl_down_sync(0xffffffffu, part, o);
+  if ((threadIdx.x & 31) == 0)
+    atomic_add_u64(sum, part);
+#endif
 }
 
 /* First mismatching index, by atomic minimum. */
@@ -484,6 +495,7 @@ struct mirs_gpufp_dev {
   unsigned long long *word; /* two device words: digest sum, first mismatch */
 #ifndef MIRS_GPUFP_HOST
   cudaStream_t stream;
+  int pools; /* cudaDevAttrMemoryPoolsSupported */
 #endif
   char msg[512];
 };
@@ -552,13 +564,26 @@ static int cuda_fail(mirs_gpufp_dev *d, cudaError_t e, const char *what) {
       return cuda_fail((d), e_, #call);                                                       \
   } while (0)
 
+/* Stream-ordered allocation where the device has memory pools, so that
+ * growing one handle's arena does not wait for the other handles' work;
+ * plain cudaMalloc/cudaFree (which synchronise) elsewhere. */
 static int mem_alloc(mirs_gpufp_dev *d, void **p, size_t bytes) {
-  GFP_CUDA(d, cudaMallocAsync(p, bytes ? bytes : 1, d->stream));
+  if (d->pools)
+    GFP_CUDA(d, cudaMallocAsync(p, bytes ? bytes : 1, d->stream));
+  else
+    GFP_CUDA(d, cudaMalloc(p, bytes ? bytes : 1));
   return MIRS_GPUFP_OK;
 }
 static void mem_free(mirs_gpufp_dev *d, void *p) {
-  if (p)
-    (void)cudaFreeAsync(p, d->stream); /* (an error here surfaces at the next sync) */
+  if (!p)
+    return;
+  /* (an error here surfaces at the next synchronising call) */
+  if (d->pools) {
+    (void)cudaFreeAsync(p, d->stream);
+  } else {
+    (void)cudaStreamSynchronize(d->stream);
+    (void)cudaFree(p);
+  }
 }
 static int mem_copy(mirs_gpufp_dev *d, void *dst, const void *src, size_t bytes) {
   if (bytes)
@@ -630,6 +655,9 @@ static int gfp_open(int device, mirs_gpufp_dev **out, char *msg, size_t msgsize)
     r = cuda_fail(d, e, "cudaSetDevice");
   else if ((e = cudaStreamCreateWithFlags(&d->stream, cudaStreamNonBlocking)) != cudaSuccess)
     r = cuda_fail(d, e, "cudaStreamCreateWithFlags");
+  else if ((e = cudaDeviceGetAttribute(&d->pools, cudaDevAttrMemoryPoolsSupported, device)) !=
+           cudaSuccess)
+    r = cuda_fail(d, e, "cudaDeviceGetAttribute(cudaDevAttrMemoryPoolsSupported)");
 #endif
   if (r == MIRS_GPUFP_OK)
     r = mem_alloc(d, (void **)&d->word, 2 * sizeof *d->word);

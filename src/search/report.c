@@ -123,6 +123,7 @@ static mirs_status put_report(const mirs_search *s, int top, mirs__buf *b) {
     json_str(b, s->full_backend_name);
   else
     mirs__buf_puts(b, "null");
+  mirs__buf_printf(b, ",\n  \"full_verify_seconds\": %.6f", s->full_seconds);
   mirs__buf_puts(b, ",\n  \"options\": ");
   json_str(b, opts);
   mirs__buf_printf(b,

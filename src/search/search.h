@@ -363,6 +363,7 @@ struct mirs_search {
   mirs__fp_store *full_cand[MIRS__FULL_BATCH];
   const mirs__fp_backend *full_backend; /* of the option verify, chosen at first use */
   char full_backend_name[384];          /* report.json "verify_backend" ("" until chosen) */
+  double full_seconds;                  /* the final full-shape verification's wall time */
   double best_full;          /* cost of the cheapest result verified at full shape when found */
   bool have_best_full;
   double early_seconds;       /* wall seconds spent verifying new bests when found */

@@ -474,6 +474,7 @@ static mirs_status full_verify(mirs_search *s) {
   mirs_status st = MIRS_OK;
   bool stopped = false;
   full_batch batch = {.n = 0};
+  double t0 = mirs__core_now();
   for (size_t i = 0; i < s->nres; i++) {
     bool keep = true;
     if (s->res[i].reduced) {
@@ -523,6 +524,11 @@ static mirs_status full_verify(mirs_search *s) {
     }
   }
   s->nres = k;
+  s->full_seconds = mirs__core_now() - t0;
+  if (fs.v[MIRS__STAT_full_verified] > 0)
+    mirs__core_log(ctx, MIRS_LOG_INFO, "search: %llu results verified at full shape in %.3f s (%s)",
+                   (unsigned long long)fs.v[MIRS__STAT_full_verified], s->full_seconds,
+                   s->full_backend_name);
   if (fs.v[MIRS__STAT_full_unverified] > 0)
     mirs__core_log(ctx, MIRS_LOG_INFO,
                    "search: %llu graphs found on the reduced instance were not verified at full "
