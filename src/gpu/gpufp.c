@@ -483,7 +483,10 @@ mirs_status mirs__fp_backend_choose(mirs_context *ctx, const mirs__fp_backend **
   }
   if (gpu)
     return mirs__core_trace(ctx, st, __func__, __FILE__, __LINE__);
-  snprintf(name, size, "cpu (no usable GPU: %.200s)", mirs_last_error(ctx));
+  const char *why = mirs_last_error(ctx), *prefix = "no usable CUDA device for GPU fingerprints: ";
+  if (strncmp(why, prefix, strlen(prefix)) == 0)
+    why += strlen(prefix);
+  snprintf(name, size, "cpu (no usable GPU: %.200s)", why);
   mirs_clear_error(ctx);
   return MIRS_OK;
 #endif
