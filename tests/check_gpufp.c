@@ -140,6 +140,21 @@ START_TEST(test_ops) {
 }
 END_TEST
 
+/* A custom kernel whose tiles (all trials, all blocks) pass the tile
+ * budget runs its grid in chunks (here 5 blocks, then 3): the same values. */
+START_TEST(test_chunked_grid) {
+  if (!host_module())
+    return;
+  setenv("MIRS_GPUFP_LIB", host_module(), 1);
+  mirs_context *ctx = tu_ctx(NULL);
+  ck_assert_int_eq(mirs_option_set(ctx, "eval_max_elements", "20000"), MIRS_OK);
+  mirs_graph *g = load(ctx, "examples/mha_small.ugraph");
+  check_graph(ctx, g, 3, "chunked");
+  mirs_graph_destroy(g);
+  mirs_context_destroy(ctx);
+}
+END_TEST
+
 /* The search's partial pushes on the GPU backend: trial 0 first, then the
  * rest, and the corner block alone, against the CPU's. */
 START_TEST(test_partial_and_corner) {
@@ -262,6 +277,7 @@ static Suite *gpufp_suite(void) {
   tcase_set_timeout(tc, 600);
   tcase_add_loop_test(tc, test_examples, 0, (int)(sizeof examples / sizeof *examples));
   tcase_add_test(tc, test_ops);
+  tcase_add_test(tc, test_chunked_grid);
   tcase_add_test(tc, test_partial_and_corner);
   tcase_add_test(tc, test_input_keying);
   tcase_add_test(tc, test_choose);

@@ -19,6 +19,7 @@
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
 top_builddir=${top_builddir:-.}
 prog=$top_builddir/src/mirsearch
+prog_bin=$prog
 which=${1:-small}
 
 if [ ! -x "$prog" ]; then
@@ -87,4 +88,29 @@ for pair in $pairs; do
   fi
 done
 echo "gpu_fp.sh: $n pairs compared, $failures differ"
+
+# A search verifying its results at full shape on the GPU (a batch in
+# flight) reports the results of one verifying on the CPU.
+searches=rmsnorm_linear_small
+[ "$which" = all ] && searches="$searches mha_small"
+for prog in $searches; do
+  for v in cpu gpu; do
+    "$prog_bin" --verify=$v --fp-reduce-min-elements=0 --verify-early=0 -q \
+      --out="$tmp/$prog.$v" "$ex/$prog.graph" >"$tmp/s.out" 2>"$tmp/s.err" ||
+      { echo "FAIL search $prog --verify=$v: $(cat "$tmp/s.err")" >&2; failures=$((failures + 1)); }
+  done
+  hc=$(grep -o '"hash": "[0-9a-f]*"' "$tmp/$prog.cpu/report.json" 2>/dev/null)
+  hg=$(grep -o '"hash": "[0-9a-f]*"' "$tmp/$prog.gpu/report.json" 2>/dev/null)
+  if [ -z "$hc" ] || [ "$hc" != "$hg" ]; then
+    echo "FAIL search $prog: --verify=gpu reports other results than --verify=cpu" >&2
+    failures=$((failures + 1))
+  elif ! grep -q '"verify_backend": "gpu' "$tmp/$prog.gpu/report.json"; then
+    echo "FAIL search $prog: report.json does not say the GPU verified" >&2
+    failures=$((failures + 1))
+  else
+    echo "ok   search $prog: $(echo "$hc" | wc -l) results equal; full-shape verification" \
+      "cpu $(sed -n 's/.*"full_verify_seconds": \([0-9.]*\).*/\1/p' "$tmp/$prog.cpu/report.json") s," \
+      "gpu $(sed -n 's/.*"full_verify_seconds": \([0-9.]*\).*/\1/p' "$tmp/$prog.gpu/report.json") s"
+  fi
+done
 [ $n -gt 0 ] && [ $failures -eq 0 ]

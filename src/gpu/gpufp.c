@@ -332,7 +332,7 @@ static mirs_status run_phase(gpu_custom *u, int phase, int32_t f) {
 }
 
 /* Custom kernel k in trials [j0, j1): every grid block (or the corner
- * block only), chunked so the tile scratch stays within TILE_BUDGET. */
+ * block only), chunked so the tile scratch stays within its budget. */
 static mirs_status gpu_custom_op(gpu_state *g, mirs__fp_store *s, const mirs_graph *kg,
                                  const mirs__kop *k, int j0, int j1) {
   mirs_context *ctx = s->ctx;
@@ -343,7 +343,13 @@ static mirs_status gpu_custom_op(gpu_state *g, mirs__fp_store *s, const mirs_gra
     nblocks *= u.gend[a];
   }
   uint64_t per = (s->tile_used ? s->tile_used : 1) * (uint64_t)u.trials;
-  int64_t chunk = (int64_t)(TILE_BUDGET / per);
+  /* The tile scratch also stays within eval_max_elements pairs (which
+   * bounds the other fingerprint buffers; the tests lower it to run the
+   * chunked path). */
+  uint64_t budget = TILE_BUDGET;
+  if ((uint64_t)ctx->opt.eval_max_elements < budget)
+    budget = (uint64_t)ctx->opt.eval_max_elements;
+  int64_t chunk = (int64_t)(budget / per);
   if (chunk < 1)
     chunk = 1;
   if (chunk > nblocks)
