@@ -332,7 +332,7 @@ static mirs_status cr_store(void *user, const mirs__bop *op, const int64_t off[M
   return MIRS_OK;
 }
 
-static const mirs__sched_exec custom_exec = {cr_zero,   cr_load,   cr_compute,
+static const mirs__sched_exec custom_exec = {cr_zero,  cr_load,   cr_compute,
                                              cr_accum, cr_finish, cr_store};
 
 /* Run custom op kop: evaluate its block graph over every grid block and

@@ -482,8 +482,8 @@ mirs_status mirs__abs_div(mirs__abs_arena *a, mirs__abs_id x, mirs__abs_id y, mi
 }
 
 /* The expression of operator op on in[] with the given extent. */
-static mirs_status apply_op(mirs__abs_arena *a, mirs_op op, const mirs__abs_id *in,
-                            int64_t extent, mirs__abs_id *out);
+static mirs_status apply_op(mirs__abs_arena *a, mirs_op op, const mirs__abs_id *in, int64_t extent,
+                            mirs__abs_id *out);
 
 /* The expression of op on in[] (see the header): a result past the
  * bounds, an extent overflow or an operand without expression give
@@ -512,8 +512,8 @@ mirs_status mirs__abs_apply(mirs__abs_arena *a, mirs_op op, const mirs__abs_id *
 }
 
 /* The body of mirs__abs_apply. */
-static mirs_status apply_op(mirs__abs_arena *a, mirs_op op, const mirs__abs_id *in,
-                            int64_t extent, mirs__abs_id *out) {
+static mirs_status apply_op(mirs__abs_arena *a, mirs_op op, const mirs__abs_id *in, int64_t extent,
+                            mirs__abs_id *out) {
   mirs__abs_id t;
   switch (op) {
   case MIRS_OP_MATMUL:
@@ -806,7 +806,6 @@ static void print_node(const mirs__abs_arena *a, mirs__abs_id id, mirs__buf *b) 
 void mirs__abs_print(const mirs__abs_arena *a, mirs__abs_id e, mirs__buf *b) {
   print_node(a, e, b);
 }
-
 
 /* ================================================================ extents
  *

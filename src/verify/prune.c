@@ -788,7 +788,7 @@ static double term_count(const mirs__abs_arena *a, mirs__abs_id id) {
  * has at most WPAIRS_MAX) weighs cand (arena ca) above target (arena ta):
  * cand ⊑ target is then refuted. */
 bool mirs__prune_weights_refute(const mirs__abs_arena *ca, mirs__abs_id cand,
-                              const mirs__abs_arena *ta, mirs__abs_id target) {
+                                const mirs__abs_arena *ta, mirs__abs_id target) {
   if (term_count(ca, cand) > term_count(ta, target))
     return true;
   wunit u[WUNITS];
@@ -863,8 +863,7 @@ static mirs_status ask(mirs__prune_worker *w, int ti, mirs__abs_id e, mirs__prun
   if (s->log) {
     size_t i = atomic_fetch_add_explicit(&s->nlog, 1, memory_order_relaxed);
     if (i < s->caplog)
-      atomic_store_explicit(&s->log[i], (key & ~UINT64_C(3)) | (uint64_t)*v,
-                            memory_order_relaxed);
+      atomic_store_explicit(&s->log[i], (key & ~UINT64_C(3)) | (uint64_t)*v, memory_order_relaxed);
   }
   return MIRS_OK;
 }

@@ -15,7 +15,7 @@
  * of cand at 1, K = 1 or 2; see prune.c) puts cand (arena ca) above
  * target (arena ta), which refutes cand ⊑ target. */
 bool mirs__prune_weights_refute(const mirs__abs_arena *ca, mirs__abs_id cand,
-                              const mirs__abs_arena *ta, mirs__abs_id target);
+                                const mirs__abs_arena *ta, mirs__abs_id target);
 
 typedef struct mirs__prune_config {
   bool enabled;        /* false: every check keeps (completeness tests) */
@@ -45,11 +45,11 @@ typedef struct mirs__prune_counters {
   uint64_t cache_hits, cache_misses;
   uint64_t weight_refuted; /* undecided pairs refuted by unit weights or term counts (no Z3) */
   uint64_t solver_calls;
-  uint64_t solver_unsat;   /* no countermodel in the weight families (kept) */
-  uint64_t solver_sat;     /* a countermodel: refuted (pruned) */
-  uint64_t solver_unknown; /* a limit was hit (kept) */
+  uint64_t solver_unsat;    /* no countermodel in the weight families (kept) */
+  uint64_t solver_sat;      /* a countermodel: refuted (pruned) */
+  uint64_t solver_unknown;  /* a limit was hit (kept) */
   uint64_t solver_contexts; /* Z3 contexts created (at most 1 per worker) */
-  uint64_t too_large; /* undecided pairs past MIRS__ABS_MAX_QUERY, kept unasked */
+  uint64_t too_large;       /* undecided pairs past MIRS__ABS_MAX_QUERY, kept unasked */
   double solver_seconds;
 } mirs__prune_counters;
 
