@@ -14,7 +14,7 @@
 
 #include "graph/graph.h"
 #include "testutil.h"
-#include "verify/absexpr.h"
+#include "verify/prune.h"
 #include "verify/z3check.h"
 
 /* ---------------------------------------------------------------- helpers */
@@ -643,7 +643,7 @@ START_TEST(test_refuters_sound) {
     mirs__abs_id t = E(&a, text);
     for (int k = 0; k < ns; k++) {
       mirs__abs_id e = E(&a, subs[k]);
-      ck_assert_msg(!mirs__abs_weights_refute(&a, e, &a, t), "weights refute %s in %s", subs[k],
+      ck_assert_msg(!mirs__prune_weights_refute(&a, e, &a, t), "weights refute %s in %s", subs[k],
                     text);
       mirs__z3_answer ans;
       ck_assert_int_eq(mirs__z3_refute(z, &a, e, &a, t, &ans), MIRS_OK);

@@ -10,7 +10,7 @@
 #include <time.h>
 
 #include "testutil.h"
-#include "verify/absexpr.h"
+#include "verify/prune.h"
 #include "verify/fingerprint.h"
 
 /* The field primes; X^e and X^e' agree at every point of both fields when

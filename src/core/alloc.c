@@ -179,47 +179,6 @@ mirs_status mirs_context_create(mirs_context **out) {
   return mirs_context_create_with_allocator(NULL, NULL, out);
 }
 
-/* A worker environment of parent. */
-mirs_status mirs__core_context_child(mirs_context *parent, mirs_context **out) {
-  mirs_status st = mirs_context_create_with_allocator(parent->alloc, parent->alloc_user, out);
-  if (st != MIRS_OK)
-    return MIRS_FAIL(parent, st, "out of memory (a worker context)");
-  (*out)->opt = parent->opt;
-  (*out)->log_fn = parent->log_fn;
-  (*out)->log_user = parent->log_user;
-  (*out)->parent = parent;
-  return MIRS_OK;
-}
-
-/* Fold a worker environment into its parent and release it. */
-void mirs__core_context_merge(mirs_context *child) {
-  if (!child)
-    return;
-  mirs_context *p = child->parent;
-  if (p) {
-    mirs__core_stats_add(p, &child->stats);
-    size_t joint = atomic_load(&p->mem_current) + atomic_load(&child->mem_peak);
-    size_t peak = atomic_load(&p->mem_peak);
-    while (joint > peak && !atomic_compare_exchange_weak(&p->mem_peak, &peak, joint)) {
-    }
-  }
-  mirs_context_destroy(child);
-}
-
-/* Release a context, reporting blocks still allocated through it. */
-void mirs_context_destroy(mirs_context *ctx) {
-  if (!ctx)
-    return;
-  mirs__core_diag_clear(ctx);
-  mirs__core_free(ctx, ctx->diags);
-  ctx->diags = NULL;
-  size_t left = atomic_load(&ctx->mem_current);
-  if (left)
-    mirs__core_log(ctx, MIRS_LOG_WARNING,
-                   "mirsearch: warning: context destroyed with %zu bytes still allocated", left);
-  ctx->alloc(ctx->alloc_user, ctx, sizeof *ctx, 0);
-}
-
 /* Public release of memory the library handed to the caller. */
 void mirs_free(mirs_context *ctx, void *ptr) {
   if (ctx)

@@ -13,36 +13,6 @@
 
 #include "graph/graph.h"
 
-/* Operator spelling. */
-const char *mirs_op_name(mirs_op op) {
-  return (unsigned)op < MIRS_OP_COUNT ? mirs__graph_ops[op].name : NULL;
-}
-
-/* Operator by spelling. */
-mirs_status mirs_op_lookup(const char *name, mirs_op *out) {
-  if (!name || !out)
-    return MIRS_INVALID_ARG;
-  for (int i = 0; i < MIRS_OP_COUNT; i++)
-    if (!strcmp(mirs__graph_ops[i].name, name)) {
-      *out = (mirs_op)i;
-      return MIRS_OK;
-    }
-  return MIRS_NOT_FOUND;
-}
-
-/* dtype spelling. */
-const char *mirs_dtype_name(mirs_dtype t) {
-  switch (t) {
-  case MIRS_F16:
-    return "f16";
-  case MIRS_BF16:
-    return "bf16";
-  case MIRS_F32:
-    return "f32";
-  }
-  return "?";
-}
-
 /* Create an empty program. */
 mirs_status mirs_graph_create(mirs_context *ctx, const char *name, mirs_graph **out) {
   if (!ctx)
@@ -291,25 +261,6 @@ struct mirs_eval_result {
   mirs__shape *shapes;
   double **values;
 };
-
-/* The one definition of an input element: Philox word for (seed, subsequence
- * = hash of the input's name, offset = element), mapped to [-1, 1). */
-static double input_value_sub(uint64_t seed, uint64_t sub, uint64_t element) {
-  uint32_t u = mirs_philox_at(seed, sub, element);
-  return ((double)u + 0.5) * (2.0 / 4294967296.0) - 1.0;
-}
-
-/* Input value for (seed, name, element): uniform in [-1, 1). */
-double mirs_input_value(uint64_t seed, const char *name, uint64_t element) {
-  return input_value_sub(seed, mirs__hash_str(0, name ? name : ""), element);
-}
-
-/* Fill out[0..n) with the values of input name (hashing the name once). */
-void mirs__graph_input_fill(uint64_t seed, const char *name, double *out, int64_t n) {
-  uint64_t sub = mirs__hash_str(0, name ? name : "");
-  for (int64_t e = 0; e < n; e++)
-    out[e] = input_value_sub(seed, sub, (uint64_t)e);
-}
 
 /* An eval result holding copies of g's outputs: outvals[i] has the
  * values of output i (numel of its tensor). */

@@ -882,3 +882,33 @@ uint64_t mirs__graph_work(const mirs_graph *g) {
   }
   return total;
 }
+
+/* Operator spelling. */
+const char *mirs_op_name(mirs_op op) {
+  return (unsigned)op < MIRS_OP_COUNT ? mirs__graph_ops[op].name : NULL;
+}
+
+/* Operator by spelling. */
+mirs_status mirs_op_lookup(const char *name, mirs_op *out) {
+  if (!name || !out)
+    return MIRS_INVALID_ARG;
+  for (int i = 0; i < MIRS_OP_COUNT; i++)
+    if (!strcmp(mirs__graph_ops[i].name, name)) {
+      *out = (mirs_op)i;
+      return MIRS_OK;
+    }
+  return MIRS_NOT_FOUND;
+}
+
+/* dtype spelling. */
+const char *mirs_dtype_name(mirs_dtype t) {
+  switch (t) {
+  case MIRS_F16:
+    return "f16";
+  case MIRS_BF16:
+    return "bf16";
+  case MIRS_F32:
+    return "f32";
+  }
+  return "?";
+}

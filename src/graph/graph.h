@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* src/graph/graph.h - the µGraph IR shared by every module.
  *
- * Three levels (DESIGN.md "The µGraph model"):
+ * Three levels (docs/FORMATS.md "µGraph files", docs/ARCHITECTURE.md):
  *  - kernel graph: mirs_graph holds kernel tensors (mirs__ktensor) and
  *    kernel ops (mirs__kop).  A kernel op is predefined (one library call)
  *    or MIRS_OP_CUSTOM, whose body is a block graph.

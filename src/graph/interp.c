@@ -3,7 +3,7 @@
  * kernel tensor of a program or µGraph on the Philox inputs
  * (mirs_input_value), so two graphs can be compared numerically.
  *
- * Semantics (DESIGN.md "The µGraph model"):
+ * Semantics (docs/FORMATS.md, the µGraph format):
  *  - kernel ops: matmul with batch dims (equal or size-1 broadcast),
  *    elementwise binary ops with numpy-style size-1 broadcasting (ranks are
  *    aligned on the right), exp, square, sqrt (NaN on negatives), silu
@@ -28,6 +28,25 @@
 #include <string.h>
 
 #include "graph/graph.h"
+
+/* The one definition of an input element: Philox word for (seed, subsequence
+ * = hash of the input's name, offset = element), mapped to [-1, 1). */
+static double input_value_sub(uint64_t seed, uint64_t sub, uint64_t element) {
+  uint32_t u = mirs_philox_at(seed, sub, element);
+  return ((double)u + 0.5) * (2.0 / 4294967296.0) - 1.0;
+}
+
+/* Input value for (seed, name, element): uniform in [-1, 1). */
+double mirs_input_value(uint64_t seed, const char *name, uint64_t element) {
+  return input_value_sub(seed, mirs__hash_str(0, name ? name : ""), element);
+}
+
+/* Fill out[0..n) with the values of input name (hashing the name once). */
+void mirs__graph_input_fill(uint64_t seed, const char *name, double *out, int64_t n) {
+  uint64_t sub = mirs__hash_str(0, name ? name : "");
+  for (int64_t e = 0; e < n; e++)
+    out[e] = input_value_sub(seed, sub, (uint64_t)e);
+}
 
 /* Element count of s (1 for rank 0). */
 static int64_t numel(const mirs__shape *s) {
@@ -313,7 +332,7 @@ static mirs_status cr_store(void *user, const mirs__bop *op, const int64_t off[M
   return MIRS_OK;
 }
 
-static const mirs__sched_exec custom_exec = {cr_zero,   cr_load,   cr_compute,
+static const mirs__sched_exec custom_exec = {cr_zero,  cr_load,   cr_compute,
                                              cr_accum, cr_finish, cr_store};
 
 /* Run custom op kop: evaluate its block graph over every grid block and

@@ -6,7 +6,7 @@
  * float64 interpreter (interp.c) runs it through mirs__sched_run, the CUDA
  * generator (src/codegen/cuda.c) emits the same steps as code.
  *
- * Semantics (DESIGN.md "The µGraph model"): for each grid block b, each
+ * Semantics (docs/FORMATS.md, the µGraph format): for each grid block b, each
  * accumulator starts at zero; for f in [0, F) every INPUT op loads the
  * tile whose dim d starts at b_g * tile_d where imap[g] == d and at
  * f * tile_d where fmap == d (else 0), then per-iteration compute ops and

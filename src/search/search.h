@@ -3,7 +3,7 @@
  * space (space.c) and the depth-first engine with its results (search.c).
  *
  * A search *state* is a partial µGraph held by one worker and mutated in
- * place.  A *move* adds one thing (DESIGN.md "Search"):
+ * place.  A *move* adds one thing (docs/SEARCH.md "Moves, verification and ranking"):
  *   KOP    a predefined kernel op on chosen kernel tensors;
  *   OPEN   a custom kernel's block graph with a chosen grid, block and
  *          forloop range (its input tiles come with the block ops below);
@@ -39,7 +39,7 @@
 #include "core/core.h"
 #include "graph/graph.h"
 #include "mirsearch/search.h"
-#include "verify/absexpr.h"
+#include "verify/prune.h"
 #include "verify/fingerprint.h"
 
 /* Largest list-valued option parsed (items). */

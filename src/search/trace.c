@@ -30,7 +30,7 @@
 #include <time.h>
 
 #include "search/search.h"
-#include "verify/absexpr.h"
+#include "verify/prune.h"
 
 struct mirs__trace {
   FILE *f;
