@@ -397,6 +397,16 @@ static mirs_status verify_full_one(mirs_search *s, const mirs_graph *r, bool *eq
   return full_finish(s, r, 0, mode, eq);
 }
 
+/* Free the full-shape stores (the program's and the candidates'). */
+static void full_stores_free(mirs_search *s) {
+  mirs__fp_store_free(s->full_ref);
+  s->full_ref = NULL;
+  for (int q = 0; q < MIRS__FULL_BATCH; q++) {
+    mirs__fp_store_free(s->full_cand[q]);
+    s->full_cand[q] = NULL;
+  }
+}
+
 /* Whether result i still needs its full-shape verification. */
 static bool needs_full(const mirs_search *s, size_t i) {
   return s->res[i].reduced && !s->res[i].verified;
@@ -449,10 +459,32 @@ static mirs_status full_verdict(mirs_search *s, size_t i, int64_t wanted, full_b
     k = b->n > 0 && b->at[0] == i ? 0 : -1;
   }
   if (k < 0 || b->mode[k] == FULL_FAILED) {
-    /* Alone, so that a failure is reported where it happens. */
+    /* Alone, so that a failure is reported where it happens, with the
+     * other slots' memory given back (a launch may have failed for want
+     * of it; later batches make their stores again). */
     b->n = 0;
+    for (int q = 1; q < MIRS__FULL_BATCH; q++) {
+      mirs__fp_store_free(s->full_cand[q]);
+      s->full_cand[q] = NULL;
+    }
     MIRS_CHECK(s->ctx, mirs__sink_graph(s, &s->res[i]));
-    return verify_full_one(s, s->res[i].g, keep);
+    mirs_status st = verify_full_one(s, s->res[i].g, keep);
+    if (st == MIRS_NOMEM && s->full_backend != &mirs__fp_cpu_backend &&
+        strcmp(s->ctx->opt.verify, "auto") == 0) {
+      /* auto: a device too small for one result at full shape hands
+       * the rest to the CPU (--verify=gpu reports the failure). */
+      mirs__core_log(s->ctx, MIRS_LOG_WARNING,
+                     "search: the GPU ran out of memory verifying at full shape (%s); the "
+                     "remaining results are verified on the CPU",
+                     mirs_last_error(s->ctx));
+      mirs_clear_error(s->ctx);
+      full_stores_free(s);
+      s->full_backend = &mirs__fp_cpu_backend;
+      snprintf(s->full_backend_name, sizeof s->full_backend_name,
+               "cpu (the GPU ran out of memory)");
+      st = verify_full_one(s, s->res[i].g, keep);
+    }
+    return st;
   }
   return full_finish(s, s->res[i].g, k, b->mode[k], keep);
 }
@@ -535,12 +567,7 @@ static mirs_status full_verify(mirs_search *s) {
                    "shape (verify_full_max %lld or the time limit) and are not reported",
                    (unsigned long long)fs.v[MIRS__STAT_full_unverified], (long long)max);
   /* The full-shape stores are large: free them now. */
-  mirs__fp_store_free(s->full_ref);
-  s->full_ref = NULL;
-  for (int q = 0; q < MIRS__FULL_BATCH; q++) {
-    mirs__fp_store_free(s->full_cand[q]);
-    s->full_cand[q] = NULL;
-  }
+  full_stores_free(s);
   mirs__sink_add_stats(s, &fs);
   return st;
 }
