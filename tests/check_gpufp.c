@@ -254,6 +254,10 @@ START_TEST(test_choose) {
   mirs_status st = mirs__fp_backend_choose(ctx, &b, name, sizeof name);
   /* (the installed or build-tree module may still load: then no device) */
   ck_assert_msg(st == MIRS_NO_DEVICE || st == MIRS_OK, "%s", mirs_last_error(ctx));
+  /* A library that is not the module: refused, naming the missing entry. */
+  setenv("MIRS_GPUFP_LIB", "libm.so.6", 1);
+  ck_assert_int_eq(mirs__fp_backend_choose(ctx, &b, name, sizeof name), MIRS_NO_DEVICE);
+  ck_assert_ptr_nonnull(strstr(mirs_last_error(ctx), "mirs_gpufp_abi_get"));
   if (host_module()) {
     setenv("MIRS_GPUFP_LIB", host_module(), 1);
     ck_assert_int_eq(mirs__fp_backend_choose(ctx, &b, name, sizeof name), MIRS_OK);
