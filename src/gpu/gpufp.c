@@ -132,6 +132,7 @@ static mirs_status gpu_open(mirs__fp_store *s, void **state) {
   return MIRS_OK;
 }
 
+/* Close a store's handle (waits for its work). */
 static void gpu_release(void *state, mirs__fp_store *s) {
   gpu_state *g = state;
   if (!g)
@@ -140,11 +141,13 @@ static void gpu_release(void *state, mirs__fp_store *s) {
   mirs__core_free(s->ctx, g);
 }
 
+/* Make the arena hold the store's s->used pairs. */
 static mirs_status gpu_reserve(gpu_state *g, mirs__fp_store *s) {
   GPU_TRY(s->ctx, g, g->abi->reserve(g->dev, MIRS_GPUFP_ARENA, s->used + 1), "growing the arena");
   return MIRS_OK;
 }
 
+/* Generate graph input t for every trial, on the device. */
 static mirs_status gpu_input(void *state, mirs__fp_store *s, const mirs_graph *g, int32_t t) {
   gpu_state *gs = state;
   MIRS_CHECK(s->ctx, gpu_reserve(gs, s));
@@ -369,6 +372,8 @@ static mirs_status gpu_custom_op(gpu_state *g, mirs__fp_store *s, const mirs_gra
   return MIRS_OK;
 }
 
+/* Fingerprint kernel op `op` in trials [j0, j1): one launch, or a custom
+ * kernel's schedule. */
 static mirs_status gpu_op(void *state, mirs__fp_store *s, const mirs_graph *g, int32_t op, int j0,
                           int j1) {
   gpu_state *gs = state;
@@ -398,6 +403,7 @@ static mirs_status gpu_op(void *state, mirs__fp_store *s, const mirs_graph *g, i
   return MIRS_OK;
 }
 
+/* Copy values of tensor t, trial `trial`, to the host. */
 static mirs_status gpu_read(void *state, const mirs__fp_store *s, int32_t t, int trial,
                             int64_t first, int64_t count, mirs__fp_pair *out) {
   gpu_state *g = state;
@@ -407,6 +413,7 @@ static mirs_status gpu_read(void *state, const mirs__fp_store *s, int32_t t, int
   return MIRS_OK;
 }
 
+/* The digest of tensor t (mirs__fp_digest), reduced on the device. */
 static mirs_status gpu_digest(void *state, const mirs__fp_store *s, int32_t t, uint64_t *out) {
   gpu_state *g = state;
   GPU_TRY(s->ctx, g, g->abi->digest(g->dev, s->t[t].off, s->t[t].numel, s->trials, out),
@@ -414,6 +421,7 @@ static mirs_status gpu_digest(void *state, const mirs__fp_store *s, int32_t t, u
   return MIRS_OK;
 }
 
+/* First difference between tensor ta of a and tb of b, on the device. */
 static mirs_status gpu_compare(void *sa, const mirs__fp_store *a, int32_t ta, void *sb,
                                const mirs__fp_store *b, int32_t tb, bool qparts, int *trial,
                                int64_t *elem) {

@@ -79,14 +79,17 @@ GFP_DEV uint32_t add_mod(uint32_t x, uint32_t y, uint32_t m) {
   return s >= m ? s - m : s;
 }
 
+/* (x - y) mod m for x, y < m. */
 GFP_DEV uint32_t sub_mod(uint32_t x, uint32_t y, uint32_t m) {
   return x >= y ? x - y : x + (m - y);
 }
 
+/* (x * y) mod m. */
 GFP_DEV uint32_t mul_mod(uint32_t x, uint32_t y, uint32_t m) {
   return (uint32_t)((uint64_t)x * y % m);
 }
 
+/* x^e mod m by square and multiply. */
 GFP_DEV uint32_t pow_mod(uint32_t x, uint64_t e, uint32_t m) {
   uint64_t r = 1, b = x;
   for (; e; e >>= 1, b = b * b % m)
@@ -101,16 +104,19 @@ GFP_DEV pair fp_inv(pair x) {
   return r;
 }
 
+/* Pairwise sum. */
 GFP_DEV pair fp_add(pair x, pair y) {
   pair r = {add_mod(x.a, y.a, FP_P), add_mod(x.b, y.b, FP_Q)};
   return r;
 }
 
+/* Pairwise product. */
 GFP_DEV pair fp_mul(pair x, pair y) {
   pair r = {mul_mod(x.a, y.a, FP_P), mul_mod(x.b, y.b, FP_Q)};
   return r;
 }
 
+/* The pair (n mod P, n mod Q) of a count n. */
 GFP_DEV pair fp_const(uint64_t n) {
   pair r = {(uint32_t)(n % FP_P), (uint32_t)(n % FP_Q)};
   return r;
@@ -191,6 +197,7 @@ static bview make_bview(const mirs_gpufp_shape *xs, const mirs_gpufp_shape *zs,
   return v;
 }
 
+/* Elements of a shape. */
 static int64_t shape_numel(const mirs_gpufp_shape *s) {
   int64_t n = 1;
   for (int64_t d = 0; d < s->ndim; d++)
@@ -225,6 +232,7 @@ typedef struct opnd {
   uint64_t stride;
 } opnd;
 
+/* The trial key of batch `batch` (per_trial batches per trial). */
 GFP_DEV uint64_t batch_key(uint64_t seed, int64_t trial0, int64_t per_trial, int64_t batch) {
   return trial_key(seed, trial0 + batch / per_trial);
 }
@@ -422,6 +430,7 @@ GFP_DEV bool tile_index(const tgeo *g, int64_t L, int64_t e, bool store, int64_t
   return true;
 }
 
+/* LOAD (tensor -> tile) or STORE (tile -> tensor) of every batch's tile. */
 GFP_GLOBAL k_tile(int64_t n, pair *tiles, pair *tensor, tgeo g, int64_t store) {
   GFP_FOR(i, n) {
     int64_t per = g.nblocks * g.numel;
@@ -437,6 +446,7 @@ GFP_GLOBAL k_tile(int64_t n, pair *tiles, pair *tensor, tgeo g, int64_t store) {
   }
 }
 
+/* ZERO: clear numel pairs of every batch's tile. */
 GFP_GLOBAL k_zero(int64_t n, pair *tiles, uint64_t stride, int64_t numel) {
   GFP_FOR(i, n) {
     pair z = {0u, 0u};
@@ -511,6 +521,10 @@ static int fail(mirs_gpufp_dev *d, int code, const char *fmt, ...) {
   return code;
 }
 
+/* Memory and launch primitives: mem_alloc and mem_free (a buffer),
+ * mem_copy and mem_zero (queued on the handle's stream), launched (the
+ * status of the last launch) and dev_sync (wait for the stream).  Host
+ * build: libc, and nothing to wait for. */
 #ifdef MIRS_GPUFP_HOST
 
 static int mem_alloc(mirs_gpufp_dev *d, void **p, size_t bytes) {
@@ -574,6 +588,7 @@ static int mem_alloc(mirs_gpufp_dev *d, void **p, size_t bytes) {
     GFP_CUDA(d, cudaMalloc(p, bytes ? bytes : 1));
   return MIRS_GPUFP_OK;
 }
+/* Free a buffer, ordered after the stream's work. */
 static void mem_free(mirs_gpufp_dev *d, void *p) {
   if (!p)
     return;
@@ -585,19 +600,24 @@ static void mem_free(mirs_gpufp_dev *d, void *p) {
     (void)cudaFree(p);
   }
 }
+/* Queue a copy (either direction: unified addressing). */
 static int mem_copy(mirs_gpufp_dev *d, void *dst, const void *src, size_t bytes) {
   if (bytes)
     GFP_CUDA(d, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, d->stream));
   return MIRS_GPUFP_OK;
 }
+/* Queue clearing bytes at p. */
 static int mem_zero(mirs_gpufp_dev *d, void *p, size_t bytes) {
   GFP_CUDA(d, cudaMemsetAsync(p, 0, bytes, d->stream));
   return MIRS_GPUFP_OK;
 }
+/* The status of the last launch (a bad configuration shows here; a
+ * fault in the kernel at the next synchronising call). */
 static int launched(mirs_gpufp_dev *d, const char *what) {
   cudaError_t e = cudaGetLastError();
   return e == cudaSuccess ? MIRS_GPUFP_OK : cuda_fail(d, e, what);
 }
+/* Wait for the handle's stream. */
 static int dev_sync(mirs_gpufp_dev *d) {
   GFP_CUDA(d, cudaStreamSynchronize(d->stream));
   return MIRS_GPUFP_OK;
@@ -612,6 +632,7 @@ static int dev_sync(mirs_gpufp_dev *d) {
       return r_;                                                                              \
   } while (0)
 
+/* Grow buffer `space` to at least `pairs` pairs (amortised doubling). */
 static int gfp_reserve(mirs_gpufp_dev *d, int64_t space, uint64_t pairs) {
   if (space < 0 || space > SCRATCH)
     return fail(d, MIRS_GPUFP_INVALID, "reserve: no buffer %lld", (long long)space);
@@ -633,6 +654,7 @@ static int gfp_reserve(mirs_gpufp_dev *d, int64_t space, uint64_t pairs) {
   return MIRS_GPUFP_OK;
 }
 
+/* Open device `device`: a stream, the device words; the ABI's open. */
 static int gfp_open(int device, mirs_gpufp_dev **out, char *msg, size_t msgsize) {
   *out = NULL;
   mirs_gpufp_dev *d = (mirs_gpufp_dev *)calloc(1, sizeof *d);
@@ -674,6 +696,7 @@ static int gfp_open(int device, mirs_gpufp_dev **out, char *msg, size_t msgsize)
   return MIRS_GPUFP_OK;
 }
 
+/* Free a handle after its work (the ABI's close). */
 static void gfp_close(mirs_gpufp_dev *d) {
   if (!d)
     return;
@@ -687,10 +710,12 @@ static void gfp_close(mirs_gpufp_dev *d) {
   free(d);
 }
 
+/* The handle's last message. */
 static const char *gfp_last_error(const mirs_gpufp_dev *d) {
   return d ? d->msg : "no handle";
 }
 
+/* The device's name and compute capability. */
 static int gfp_describe(mirs_gpufp_dev *d, char *buf, size_t size) {
 #ifdef MIRS_GPUFP_HOST
   (void)d;
@@ -703,6 +728,7 @@ static int gfp_describe(mirs_gpufp_dev *d, char *buf, size_t size) {
   return MIRS_GPUFP_OK;
 }
 
+/* Queue the generation of one graph input (all requested trials). */
 static int gfp_input(mirs_gpufp_dev *d, uint64_t off, int64_t numel, int64_t trial0,
                      int64_t trials, uint64_t seed, uint64_t sub) {
   int64_t n = numel * trials;
@@ -727,6 +753,7 @@ static int operand(mirs_gpufp_dev *d, const mirs_gpufp_operand *o, int64_t batch
   return MIRS_GPUFP_OK;
 }
 
+/* Queue one compute step (the kernels of mirs_gpufp_op.kind). */
 static int gfp_compute(mirs_gpufp_dev *d, const mirs_gpufp_op *op) {
   int64_t B = op->batches;
   if (B < 1 || op->per_trial < 1 || op->nin < 1 || op->nin > 2)
@@ -816,6 +843,7 @@ static int gfp_compute(mirs_gpufp_dev *d, const mirs_gpufp_op *op) {
   }
 }
 
+/* Queue one tile step (LOAD, STORE or ZERO), after checking the geometry. */
 static int gfp_tile(mirs_gpufp_dev *d, const mirs_gpufp_tile *t) {
   int64_t numel = shape_numel(&t->tile);
   int64_t n = t->trials * t->nblocks * numel;
@@ -870,6 +898,7 @@ static int gfp_tile(mirs_gpufp_dev *d, const mirs_gpufp_tile *t) {
   return launched(d, "k_tile");
 }
 
+/* Copy arena values to the host and wait. */
 static int gfp_read(mirs_gpufp_dev *d, uint64_t off, uint64_t count, mirs_gpufp_pair *out) {
   if (off + count > d->cap[MIRS_GPUFP_ARENA])
     return fail(d, MIRS_GPUFP_INVALID, "read outside the arena");
@@ -877,6 +906,7 @@ static int gfp_read(mirs_gpufp_dev *d, uint64_t off, uint64_t count, mirs_gpufp_
   return dev_sync(d);
 }
 
+/* The digest of trials x numel pairs at off, reduced on the device. */
 static int gfp_digest(mirs_gpufp_dev *d, uint64_t off, int64_t numel, int64_t trials,
                       uint64_t *out) {
   int64_t n = numel * trials;
@@ -894,6 +924,7 @@ static int gfp_digest(mirs_gpufp_dev *d, uint64_t off, int64_t numel, int64_t tr
   return MIRS_GPUFP_OK;
 }
 
+/* First index where two arenas differ, found on a's stream. */
 static int gfp_compare(mirs_gpufp_dev *a, uint64_t offa, mirs_gpufp_dev *b, uint64_t offb,
                        uint64_t count, int64_t qparts, int64_t *first) {
   *first = -1;
