@@ -21,7 +21,9 @@
  *    under several thread orders;
  *  - the generated C interface: a C11 caller (tests/codegen/consumer.c)
  *    includes the generated header, links the host-emulated object, and
- *    finds the contract enforced and the results right.
+ *    finds the contract enforced and the results right; an error pending
+ *    from earlier work is returned as such and left pending
+ *    (tests/codegen/pending.cu).
  * Skips (77) when there is no host C++ compiler. */
 #include "config.h"
 
@@ -396,6 +398,16 @@ START_TEST(test_c_caller_of_generated_interface) {
   }
   ck_assert_msg(rc == 0, "the C consumer failed (exit %d)", rc);
   ck_assert(emu_said(dir, "the C interface holds"));
+  /* An error pending from earlier work is left to its owner. */
+  char pending[4096];
+  ck_assert_ptr_nonnull(realpath(tu_src("tests/codegen/pending.cu"), pending));
+  snprintf(cmd, sizeof cmd,
+           "cd '%s' && c++ -std=c++14 -O1 -Wall -Wextra -Werror -DMIRS_HOST_EMULATION -I. -x c++ "
+           "'%s' -o pending > log 2>&1",
+           dir, pending);
+  ck_assert_msg(sh(cmd) == 0, "tests/codegen/pending.cu does not build");
+  ck_assert_int_eq(emu_exec(dir, "pending", "", 1), 0);
+  ck_assert(emu_said(dir, "the earlier error was left to its owner"));
   emu_clean(dir);
   mirs_graph_destroy(g);
   mirs_context_destroy(ctx);
