@@ -2,7 +2,8 @@
 /* tests/check_codegen.c - generated CUDA C, compiled as host C++ through
  * the emulation header and run on eval's seeded inputs (mirs_codegen_run
  * with MIRS_BACKEND_HOST):
- *  - the hand-written µGraphs of examples/ match their *programs* in
+ *  - the hand-written µGraphs of examples/ and the search's bests at small
+ *    shape (examples/best/NAME_small.ugraph) match their *programs* in
  *    float64 within the dtype's tolerance;
  *  - the codegen test graphs (tests/codegen: tensor cores f16/bf16/tf32,
  *    every block op and accumulator, predefined kernels, workspace,
@@ -45,6 +46,11 @@ static const char *const EXAMPLES[] = {"gqa_small", "mha_small", "rmsnorm_linear
 static const char *const TESTGRAPHS[] = {"mma_f16", "rms_bf16", "f32_mixed"};
 #define NTESTGRAPHS ((int)(sizeof TESTGRAPHS / sizeof TESTGRAPHS[0]))
 
+/* The search's bests at small shape (examples/best, scripts/search-bests.sh). */
+static const char *const BESTS[] = {"gated_mlp", "gqa",   "lora",  "mha",
+                                    "mqa",       "ntrans", "qknorm_attention", "rmsnorm_linear"};
+#define NBESTS ((int)(sizeof BESTS / sizeof BESTS[0]))
+
 /* Small examples searched for results the generator was not written against. */
 static const char *const SEARCHED[] = {"rmsnorm_linear_small", "gated_mlp_small", "lora_small"};
 #define NSEARCHED ((int)(sizeof SEARCHED / sizeof SEARCHED[0]))
@@ -84,6 +90,24 @@ START_TEST(test_example_ugraphs_match_programs) {
   double err = run_against(ctx, g, p, seed, up);
   ck_assert_msg(err <= tol, "%s seed %llu: relative error %g > %g", up, (unsigned long long)seed,
                 err, tol);
+  mirs_graph_destroy(g);
+  mirs_graph_destroy(p);
+  mirs_context_destroy(ctx);
+}
+END_TEST
+
+START_TEST(test_best_ugraphs_match_programs) {
+  char up[256], pp[256];
+  snprintf(up, sizeof up, "examples/best/%s_small.ugraph", BESTS[_i]);
+  snprintf(pp, sizeof pp, "examples/%s_small.graph", BESTS[_i]);
+  mirs_context *ctx = tu_ctx(NULL);
+  /* A different thread order for each. */
+  char seed[16];
+  snprintf(seed, sizeof seed, "%d", 100 + _i);
+  ck_assert_int_eq(mirs_option_set(ctx, "emu_seed", seed), MIRS_OK);
+  mirs_graph *g = load(ctx, up), *p = load(ctx, pp);
+  double err = run_against(ctx, g, p, 5, up);
+  ck_assert_msg(err <= mirs_codegen_tolerance(g), "%s: relative error %g", up, err);
   mirs_graph_destroy(g);
   mirs_graph_destroy(p);
   mirs_context_destroy(ctx);
@@ -422,6 +446,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_codegen_api_errors);
   tcase_add_test(tc, test_cuda_backend_without_device);
   tcase_add_loop_test(tc, test_example_ugraphs_match_programs, 0, NEXAMPLES);
+  tcase_add_loop_test(tc, test_best_ugraphs_match_programs, 0, NBESTS);
   tcase_add_loop_test(tc, test_codegen_graphs_match_interpreter, 0, NTESTGRAPHS);
   tcase_add_test(tc, test_wrong_ugraph_fails);
   tcase_add_loop_test(tc, test_search_results_match_programs, 0, NSEARCHED);

@@ -70,12 +70,8 @@ static bool refused(cudaError_t e, const char *what) {
   return true;
 }
 
-int main(int argc, char **argv) {
-  const char *mode = argc > 1 ? argv[1] : "";
-  int *n = NULL;
-  if (cudaMalloc((void **)&n, sizeof(int)) != cudaSuccess)
-    return 3;
-  *n = 0;
+/* Run `mode` with the device counter n; the exit status. */
+static int run_mode(const char *mode, int *n) {
   if (strcmp(mode, "smem") == 0) {
     const int bytes = 64 * 1024;
     MIRS_LAUNCH(fill, dim3(1), dim3(32), bytes, 0, (bytes / 4, n));
@@ -116,4 +112,14 @@ int main(int argc, char **argv) {
   }
   fprintf(stderr, "usage: emu_faults smem|grid|oob-read|oob-write|misalign|deadlock\n");
   return 2;
+}
+
+int main(int argc, char **argv) {
+  int *n = NULL;
+  if (cudaMalloc((void **)&n, sizeof(int)) != cudaSuccess)
+    return 3;
+  *n = 0;
+  int rc = run_mode(argc > 1 ? argv[1] : "", n);
+  cudaFree(n);
+  return rc;
 }
