@@ -47,8 +47,8 @@ static const char *const TESTGRAPHS[] = {"mma_f16", "rms_bf16", "f32_mixed"};
 #define NTESTGRAPHS ((int)(sizeof TESTGRAPHS / sizeof TESTGRAPHS[0]))
 
 /* The search's bests at small shape (examples/best, scripts/search-bests.sh). */
-static const char *const BESTS[] = {"gated_mlp", "gqa",   "lora",  "mha",
-                                    "mqa",       "ntrans", "qknorm_attention", "rmsnorm_linear"};
+static const char *const BESTS[] = {
+    "gated_mlp", "gqa", "lora", "mha", "mqa", "ntrans", "qknorm_attention", "rmsnorm_linear"};
 #define NBESTS ((int)(sizeof BESTS / sizeof BESTS[0]))
 
 /* Small examples searched for results the generator was not written against. */
