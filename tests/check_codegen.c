@@ -24,7 +24,9 @@
  *    includes the generated header, links the host-emulated object, and
  *    finds the contract enforced and the results right; an error pending
  *    from earlier work is returned as such and left pending
- *    (tests/codegen/pending.cu).
+ *    (tests/codegen/pending.cu); kernel attributes are set once per
+ *    device and a refused launch's error is returned (tests/codegen/
+ *    attrs.cu on tests/codegen/big_smem.ugraph).
  * Skips (77) when there is no host C++ compiler. */
 #include "config.h"
 
@@ -43,7 +45,7 @@
 static const char *const EXAMPLES[] = {"gqa_small", "mha_small", "rmsnorm_linear_small"};
 #define NEXAMPLES ((int)(sizeof EXAMPLES / sizeof EXAMPLES[0]))
 
-static const char *const TESTGRAPHS[] = {"mma_f16", "rms_bf16", "f32_mixed"};
+static const char *const TESTGRAPHS[] = {"mma_f16", "rms_bf16", "f32_mixed", "big_smem"};
 #define NTESTGRAPHS ((int)(sizeof TESTGRAPHS / sizeof TESTGRAPHS[0]))
 
 /* The search's bests at small shape (examples/best, scripts/search-bests.sh). */
@@ -432,6 +434,26 @@ START_TEST(test_c_caller_of_generated_interface) {
   ck_assert_msg(sh(cmd) == 0, "tests/codegen/pending.cu does not build");
   ck_assert_int_eq(emu_exec(dir, "pending", "", 1), 0);
   ck_assert(emu_said(dir, "the earlier error was left to its owner"));
+  /* Kernel attributes once per device; a refused launch's error returned. */
+  mirs_graph *big = load(ctx, "tests/codegen/big_smem.ugraph");
+  ck_assert_int_eq(mirs_codegen_cuda(big, NULL, &cu), MIRS_OK);
+  put(dir, "big_smem.cu", cu);
+  mirs_free(ctx, cu);
+  mirs_graph_destroy(big);
+  char attrs[4096];
+  ck_assert_ptr_nonnull(realpath(tu_src("tests/codegen/attrs.cu"), attrs));
+  snprintf(cmd, sizeof cmd,
+           "cd '%s' && c++ -std=c++14 -O1 -Wall -Wextra -Werror -DMIRS_HOST_EMULATION -I. -x c++ "
+           "'%s' -o attrs > log 2>&1",
+           dir, attrs);
+  ck_assert_msg(sh(cmd) == 0, "tests/codegen/attrs.cu does not build");
+  rc = emu_exec(dir, "attrs", "", 1);
+  if (rc != 0) {
+    snprintf(cmd, sizeof cmd, "cat '%s/out'", dir);
+    (void)sh(cmd);
+  }
+  ck_assert_int_eq(rc, 0);
+  ck_assert(emu_said(dir, "set once per device"));
   emu_clean(dir);
   mirs_graph_destroy(g);
   mirs_context_destroy(ctx);

@@ -200,6 +200,7 @@ struct attribute {
 };
 static attribute attributes[256];
 static int nattributes;
+static long attribute_calls; /* cudaFuncSetAttribute calls (tests count them) */
 
 } // namespace mirs_emu
 
@@ -770,6 +771,7 @@ static inline const char *cudaGetErrorString(cudaError_t e) {
  * (the device's opt-in maximum at most, as on the device). */
 template <typename F>
 static inline cudaError_t cudaFuncSetAttribute(F *fn, cudaFuncAttribute attr, int value) {
+  mirs_emu::attribute_calls++;
   if (attr != cudaFuncAttributeMaxDynamicSharedMemorySize || value < 0 ||
       (size_t)value > mirs_emu::SMEM_OPTIN)
     return mirs_emu::last_error = cudaErrorInvalidValue;
