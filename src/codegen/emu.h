@@ -587,6 +587,21 @@ template <typename T> static inline T __shfl_down_sync(unsigned mask, T v, unsig
   });
 }
 
+/* Atomic read-modify-write: one thread runs at a time and nothing in it
+ * is a switch point, so it is atomic as on the device. */
+static inline float atomicAdd(float *p, float v) {
+  MIRS_EMU_CHECK_ALIGN(p, sizeof *p);
+  float old = *p;
+  *p = old + v;
+  return old;
+}
+static inline int atomicAdd(int *p, int v) {
+  MIRS_EMU_CHECK_ALIGN(p, sizeof *p);
+  int old = *p;
+  *p = old + v;
+  return old;
+}
+
 /* Global and shared loads and stores of the generated code (the device
  * prelude's, checked): widen to float, round to nearest even. */
 static inline float mirs_ld(const float *p) {
