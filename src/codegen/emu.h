@@ -23,9 +23,10 @@
  *    cudaFuncAttributeMaxDynamicSharedMemorySize) raised that kernel's
  *    limit (at most 227 KB).  A launch that breaks one does not run and
  *    leaves the error CUDA would for cudaGetLastError();
- *  - shared memory: poisoned with NaN at each block's start, reads through
- *    mirs_ld bounds-checked against the launch's dynamic size, guard bytes
- *    on both sides checked at each block's end for stray writes;
+ *  - shared memory: poisoned with NaN (as f32, f16 and bf16) at each
+ *    block's start, reads through mirs_ld bounds-checked against the
+ *    launch's dynamic size, guard bytes on both sides checked at each
+ *    block's end for stray writes;
  *  - alignment: every emulated access is checked for its natural alignment,
  *    vector and cp.async stand-ins with MIRS_EMU_CHECK_ALIGN(ptr, bytes);
  *    cudaMalloc returns 256-byte aligned memory as the device does.
@@ -36,7 +37,12 @@
  * emulate mma.sync.m16n8k16 and mirs_mma_tf32 mma.sync.m16n8k8 (row.col,
  * f32 accumulation) from the PTX fragment layouts: the lanes publish their
  * fragments, meet at a warp barrier, and each computes its four results
- * in float.  Single-threaded; a test harness, not a library. */
+ * in float.  Single-threaded; a test harness, not a library.
+ * Stand-ins for further primitives (cp.async, ldmatrix, ...) build on:
+ * MIRS_EMU_POINT() (a switch point), MIRS_EMU_CHECK_ALIGN, and in
+ * namespace mirs_emu warp_sync() (a warp barrier), lane_id(), warp_id(),
+ * exchange() (a value from another lane), smem_stray() (outside the
+ * launch's shared memory) and fail() (a fault). */
 #ifndef MIRSEARCH_EMU_H
 #define MIRSEARCH_EMU_H
 
@@ -167,6 +173,9 @@ enum : size_t {
 };
 /* The guard bytes' pattern: a NaN no computation produces. */
 static const uint32_t CANARY = 0x7fa5c3e1u;
+/* Fresh shared memory: 0x7fff in each half is a NaN as f16 and as bf16,
+ * and the word is a NaN as f32. */
+static const uint32_t POISON = 0x7fff7fffu;
 
 struct thread {
   ucontext_t ctx;
@@ -498,9 +507,9 @@ static void launch(void (*kernel)(), dim3 grid, dim3 block, size_t dyn_smem,
       for (unsigned x = 0; x < grid.x; x++) {
         blockIdx = dim3(x, y, z);
         /* Fresh shared memory holds garbage on a GPU: poison it so a read
-         * before a write shows up as NaN. */
-        for (size_t i = 0; i < dyn_smem / sizeof(float); i++)
-          smem[i] = NAN;
+         * before a write shows up as NaN, read as f32, f16 or bf16. */
+        for (size_t i = 0; i < dyn_smem / 4; i++)
+          memcpy((unsigned char *)smem + 4 * i, &POISON, 4);
         run_block();
         check_guards();
       }
