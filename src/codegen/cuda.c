@@ -908,8 +908,8 @@ static const char status_enum[] =
     "#endif\n";
 
 /* Emit the C interface of entry point ename (the generated header's
- * body, also at the top of the .cu): no CUDA type in it, so a C
- * compiler reads it without the toolkit. */
+ * body, also in the .cu before the entry point, under the same guard):
+ * no CUDA type in it, so a C compiler reads it without the toolkit. */
 static void emit_interface(const mirs_graph *g, const char *ename, mirs__buf *b) {
   char dims[128];
   mirs__buf_printf(b, "\n#ifndef MIRS_GEN_%s_H\n#define MIRS_GEN_%s_H\n", ename, ename);
