@@ -2,9 +2,9 @@
 /* tests/check_codegen_nvcc.c - the generated CUDA C compiles with the
  * toolkit's nvcc for sm_80 and sm_90 with zero warnings (-Werror
  * all-warnings, host code -Wall -Wextra): every example µGraph and
- * program, the codegen test graphs, and the results of a search (graphs
- * the generator was not written against), plus the `run --backend=cuda`
- * harness, linked into one program against the CUDA runtime.  One nvcc
+ * program, the search's bests (examples/best), the codegen test graphs,
+ * and the results of a search (graphs the generator was not written
+ * against), plus the `run --backend=cuda` harness, linked into one program against the CUDA runtime.  One nvcc
  * invocation for all of them (nvcc is slow).  Skips (77) without nvcc. */
 #include "config.h"
 
@@ -83,6 +83,9 @@ START_TEST(test_nvcc_compiles_generated_code) {
                    MIRS_OK);
   add_graph(ctx, p, "rmsnorm_linear_small (harness)");
   add_dir(ctx, "examples", ".ugraph");
+  /* tests/ptx_static.sh compiles these too, but it may be an expected
+   * failure, which would hide a compile error. */
+  add_dir(ctx, "examples/best", ".ugraph");
   add_dir(ctx, "examples", ".graph");
   add_dir(ctx, "tests/codegen", ".ugraph");
   /* A search's results: graphs nobody wrote by hand. */
