@@ -459,8 +459,9 @@ static const help_row help_rows[] = {
     {"run FILE", "compile the generated code, run it on eval's seeded inputs and print eval's "
                  "lines and the largest relative error against the float64 interpreter; exit 1 "
                  "above the dtype's tolerance.  --backend=host (the default without a GPU) "
-                 "compiles it as host C++ through an emulation header, --backend=cuda with nvcc "
-                 "for the GPU (exit 3: no CUDA device)"},
+                 "compiles it as host C++ through an emulation header (threads in the order "
+                 "--emu-seed=N draws), --backend=cuda with nvcc for the GPU (exit 3: no CUDA "
+                 "device)"},
     {NULL, "Options (anywhere on the command line)"},
     {"-h, --help", "show this help and exit"},
     {"-V, --version", "show version, license and build information and exit"},
