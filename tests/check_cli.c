@@ -661,17 +661,6 @@ START_TEST(test_search_outputs) {
 }
 END_TEST
 
-/* The contents of file path (malloc'd), or NULL when it cannot be read. */
-static char *read_all(const char *path) {
-  FILE *f = fopen(path, "r");
-  if (!f)
-    return NULL;
-  fseek(f, 0, SEEK_END);
-  char *s = slurp(f);
-  fclose(f);
-  return s;
-}
-
 START_TEST(test_codegen_writes_header) {
   char *path = strdup(tu_src("examples/gqa_small.ugraph"));
   char dir[] = "/tmp/mirs_check_cli_cg_XXXXXX";
@@ -686,7 +675,7 @@ START_TEST(test_codegen_writes_header) {
   ck_assert_msg(r.rc == 0, "exit %d: %s", r.rc, r.err);
   ck_assert_str_eq(r.out, "");
   run_free(&r);
-  char *code = read_all(cu), *hdr = read_all(h);
+  char *code = read_text(cu), *hdr = read_text(h);
   ck_assert_ptr_nonnull(code);
   ck_assert_ptr_nonnull(hdr);
   ck_assert_ptr_nonnull(strstr(hdr, "int mirs_gqa_small(const void *in_Q, const void *in_K, "));
@@ -699,7 +688,7 @@ START_TEST(test_codegen_writes_header) {
   ck_assert_msg(r.rc == 0, "exit %d: %s", r.rc, r.err);
   ck_assert_ptr_nonnull(strstr(r.out, "extern \"C\" int mirs_gqa_small("));
   run_free(&r);
-  hdr = read_all(h2);
+  hdr = read_text(h2);
   ck_assert_ptr_nonnull(hdr);
   ck_assert_ptr_nonnull(strstr(hdr, "MIRS_GEN_WORKSPACE = -4"));
   free(hdr);
