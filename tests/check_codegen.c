@@ -428,13 +428,7 @@ START_TEST(test_c_caller_of_generated_interface) {
   ck_assert_msg(rc == 0, "the C consumer failed (exit %d)", rc);
   ck_assert(emu_said(dir, "the C interface holds"));
   /* An error pending from earlier work is left to its owner. */
-  char pending[4096];
-  ck_assert_ptr_nonnull(realpath(tu_src("tests/codegen/pending.cu"), pending));
-  snprintf(cmd, sizeof cmd,
-           "cd '%s' && c++ -std=c++14 -O1 -Wall -Wextra -Werror -DMIRS_HOST_EMULATION -I. -x c++ "
-           "'%s' -o pending > log 2>&1",
-           dir, pending);
-  ck_assert_msg(sh(cmd) == 0, "tests/codegen/pending.cu does not build");
+  emu_build(dir, "tests/codegen/pending.cu", "", "pending"); /* it includes dir/iface.cu */
   ck_assert_int_eq(emu_exec(dir, "pending", "", 1), 0);
   ck_assert(emu_said(dir, "the earlier error was left to its owner"));
   /* Kernel attributes once per device; a refused launch's error returned. */
@@ -443,13 +437,7 @@ START_TEST(test_c_caller_of_generated_interface) {
   put(dir, "big_smem.cu", cu);
   mirs_free(ctx, cu);
   mirs_graph_destroy(big);
-  char attrs[4096];
-  ck_assert_ptr_nonnull(realpath(tu_src("tests/codegen/attrs.cu"), attrs));
-  snprintf(cmd, sizeof cmd,
-           "cd '%s' && c++ -std=c++14 -O1 -Wall -Wextra -Werror -DMIRS_HOST_EMULATION -I. -x c++ "
-           "'%s' -o attrs > log 2>&1",
-           dir, attrs);
-  ck_assert_msg(sh(cmd) == 0, "tests/codegen/attrs.cu does not build");
+  emu_build(dir, "tests/codegen/attrs.cu", "", "attrs");
   rc = emu_exec(dir, "attrs", "", 1);
   if (rc != 0) {
     snprintf(cmd, sizeof cmd, "cat '%s/out'", dir);
