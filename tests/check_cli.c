@@ -661,6 +661,48 @@ START_TEST(test_search_outputs) {
 }
 END_TEST
 
+START_TEST(test_codegen_writes_header) {
+  char *path = strdup(tu_src("examples/gqa_small.ugraph"));
+  char dir[] = "/tmp/mirs_check_cli_cg_XXXXXX";
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  char cu[128], h[128], h2[128];
+  snprintf(cu, sizeof cu, "%s/attn.cu", dir);
+  snprintf(h, sizeof h, "%s/attn.h", dir);
+  snprintf(h2, sizeof h2, "%s/other.h", dir);
+  /* -o X.cu writes X.h beside it. */
+  run r;
+  run_cli(&r, "codegen", path, "-o", cu, NULL);
+  ck_assert_msg(r.rc == 0, "exit %d: %s", r.rc, r.err);
+  ck_assert_str_eq(r.out, "");
+  run_free(&r);
+  char *code = read_text(cu), *hdr = read_text(h);
+  ck_assert_ptr_nonnull(code);
+  ck_assert_ptr_nonnull(hdr);
+  ck_assert_ptr_nonnull(strstr(hdr, "int mirs_gqa_small(const void *in_Q, const void *in_K, "));
+  ck_assert_ptr_nonnull(strstr(hdr, "size_t mirs_gqa_small_workspace_bytes(void);"));
+  ck_assert_ptr_nonnull(strstr(code, "extern \"C\" int mirs_gqa_small(const void *in_Q_"));
+  free(code);
+  free(hdr);
+  /* --header=FILE with the code on stdout. */
+  run_cli(&r, "codegen", "--header", h2, path, NULL);
+  ck_assert_msg(r.rc == 0, "exit %d: %s", r.rc, r.err);
+  ck_assert_ptr_nonnull(strstr(r.out, "extern \"C\" int mirs_gqa_small("));
+  run_free(&r);
+  hdr = read_text(h2);
+  ck_assert_ptr_nonnull(hdr);
+  ck_assert_ptr_nonnull(strstr(hdr, "MIRS_GEN_WORKSPACE = -4"));
+  free(hdr);
+  run_cli(&r, "codegen", "--header=", path, NULL);
+  assert_usage_error(&r);
+  run_free(&r);
+  unlink(cu);
+  unlink(h);
+  unlink(h2);
+  ck_assert_int_eq(rmdir(dir), 0);
+  free(path);
+}
+END_TEST
+
 START_TEST(test_twice_in_one_process) {
   /* A failing parse of the options must not leave getopt mid-way for the
    * next call, and the options of one call must not leak into the next. */
@@ -706,6 +748,7 @@ static Suite *cli_suite(void) {
   tcase_add_test(tc, test_verify);
   tcase_add_test(tc, test_search_outputs);
   tcase_add_test(tc, test_twice_in_one_process);
+  tcase_add_test(tc, test_codegen_writes_header);
   suite_add_tcase(s, tc);
   return s;
 }

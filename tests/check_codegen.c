@@ -2,7 +2,8 @@
 /* tests/check_codegen.c - generated CUDA C, compiled as host C++ through
  * the emulation header and run on eval's seeded inputs (mirs_codegen_run
  * with MIRS_BACKEND_HOST):
- *  - the hand-written µGraphs of examples/ match their *programs* in
+ *  - the hand-written µGraphs of examples/ and the search's bests at small
+ *    shape (examples/best/NAME_small.ugraph) match their *programs* in
  *    float64 within the dtype's tolerance;
  *  - the codegen test graphs (tests/codegen: tensor cores f16/bf16/tf32,
  *    every block op and accumulator, predefined kernels, workspace,
@@ -10,12 +11,31 @@
  *  - graphs the generator was not written against: the search's best and
  *    sampled other results on small examples match their programs;
  *  - a deliberately wrong µGraph fails the comparison;
- *  - `run --backend=cuda` without a device says so (MIRS_NO_DEVICE).
+ *  - `run --backend=cuda` without a device says so (MIRS_NO_DEVICE);
+ *  - the emulator catches what hardware would: races planted in
+ *    hand-written kernels (tests/codegen/race.cu: a barrier removed, with
+ *    the reader after or before its writer; a non-atomic shared total)
+ *    fail under random thread orders while the synchronised kernels pass
+ *    under every seed tried; launches beyond the
+ *    device's limits fail as on the device; out-of-bounds shared memory,
+ *    misaligned accesses and deadlocks end the run with a message
+ *    (tests/codegen/emu_faults.cu); generated code gives the same result
+ *    under several thread orders;
+ *  - the generated C interface: a C11 caller (tests/codegen/consumer.c)
+ *    includes the generated header, links the host-emulated object, and
+ *    finds the contract enforced and the results right; an error pending
+ *    from earlier work is returned as such and left pending
+ *    (tests/codegen/pending.cu); kernel attributes are set once per
+ *    device and a refused launch's error is returned (tests/codegen/
+ *    attrs.cu on tests/codegen/big_smem.ugraph).
  * Skips (77) when there is no host C++ compiler. */
+#include "config.h"
+
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "graph/graph.h"
@@ -26,8 +46,13 @@
 static const char *const EXAMPLES[] = {"gqa_small", "mha_small", "rmsnorm_linear_small"};
 #define NEXAMPLES ((int)(sizeof EXAMPLES / sizeof EXAMPLES[0]))
 
-static const char *const TESTGRAPHS[] = {"mma_f16", "rms_bf16", "f32_mixed"};
+static const char *const TESTGRAPHS[] = {"mma_f16", "rms_bf16", "f32_mixed", "big_smem"};
 #define NTESTGRAPHS ((int)(sizeof TESTGRAPHS / sizeof TESTGRAPHS[0]))
+
+/* The search's bests at small shape (examples/best, scripts/search-bests.sh). */
+static const char *const BESTS[] = {
+    "gated_mlp", "gqa", "lora", "mha", "mqa", "ntrans", "qknorm_attention", "rmsnorm_linear"};
+#define NBESTS ((int)(sizeof BESTS / sizeof BESTS[0]))
 
 /* Small examples searched for results the generator was not written against. */
 static const char *const SEARCHED[] = {"rmsnorm_linear_small", "gated_mlp_small", "lora_small"};
@@ -68,6 +93,24 @@ START_TEST(test_example_ugraphs_match_programs) {
   double err = run_against(ctx, g, p, seed, up);
   ck_assert_msg(err <= tol, "%s seed %llu: relative error %g > %g", up, (unsigned long long)seed,
                 err, tol);
+  mirs_graph_destroy(g);
+  mirs_graph_destroy(p);
+  mirs_context_destroy(ctx);
+}
+END_TEST
+
+START_TEST(test_best_ugraphs_match_programs) {
+  char up[256], pp[256];
+  snprintf(up, sizeof up, "examples/best/%s_small.ugraph", BESTS[_i]);
+  snprintf(pp, sizeof pp, "examples/%s_small.graph", BESTS[_i]);
+  mirs_context *ctx = tu_ctx(NULL);
+  /* A different thread order for each. */
+  char seed[16];
+  snprintf(seed, sizeof seed, "%d", 100 + _i);
+  ck_assert_int_eq(mirs_option_set(ctx, "emu_seed", seed), MIRS_OK);
+  mirs_graph *g = load(ctx, up), *p = load(ctx, pp);
+  double err = run_against(ctx, g, p, 5, up);
+  ck_assert_msg(err <= mirs_codegen_tolerance(g), "%s: relative error %g", up, err);
   mirs_graph_destroy(g);
   mirs_graph_destroy(p);
   mirs_context_destroy(ctx);
@@ -160,11 +203,249 @@ START_TEST(test_codegen_api_errors) {
   ck_assert_int_eq(mirs_codegen_cuda(g, "1bad", &text), MIRS_INVALID_ARG);
   ck_assert_ptr_null(text);
   ck_assert_int_eq(mirs_codegen_cuda(g, "my_attention", &text), MIRS_OK);
-  ck_assert_ptr_nonnull(strstr(text, "extern \"C\" cudaError_t my_attention("));
+  ck_assert_ptr_nonnull(strstr(text, "extern \"C\" int my_attention(const void *in_Q_"));
   ck_assert_ptr_nonnull(strstr(text, "extern \"C\" size_t my_attention_workspace_bytes(void)"));
   mirs_free(ctx, text);
+  ck_assert_int_eq(mirs_codegen_header(g, "2bad", &text), MIRS_INVALID_ARG);
+  ck_assert_ptr_null(text);
+  ck_assert_int_eq(mirs_codegen_header(g, "my_attention", &text), MIRS_OK);
+  ck_assert_ptr_nonnull(strstr(text, "int my_attention(const void *in_Q, const void *in_K"));
+  ck_assert_ptr_nonnull(strstr(text, "size_t my_attention_workspace_bytes(void);"));
+  ck_assert_ptr_nonnull(strstr(text, "const char *my_attention_status_string(int status);"));
+  mirs_free(ctx, text);
+  ck_assert_int_eq(mirs_codegen_header(NULL, NULL, &text), MIRS_INVALID_ARG);
   ck_assert_int_eq(mirs_codegen_cuda(NULL, NULL, &text), MIRS_INVALID_ARG);
   ck_assert_ptr_nonnull(mirs_codegen_emulation_header());
+  mirs_graph_destroy(g);
+  mirs_context_destroy(ctx);
+}
+END_TEST
+
+/* ---------------------------------------------------------------- emulator, C interface */
+
+/* A fresh temporary directory holding the emulation header, into dir. */
+static void emu_dir(char *dir, size_t size) {
+  const char *tmp = getenv("TMPDIR");
+  snprintf(dir, size, "%s/mirs-emu-XXXXXX", tmp && tmp[0] ? tmp : "/tmp");
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  char path[700];
+  snprintf(path, sizeof path, "%s/mirsearch_emu.h", dir);
+  FILE *f = fopen(path, "w");
+  ck_assert_ptr_nonnull(f);
+  fputs(mirs_codegen_emulation_header(), f);
+  ck_assert_int_eq(fclose(f), 0);
+}
+
+/* Run a shell command; its exit status (-1 if it did not exit). */
+static int sh(const char *cmd) {
+  int rc = system(cmd);
+  return rc != -1 && WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+/* Compile source file rel of the tree as emulated host C++ into dir/exe. */
+static void emu_build(const char *dir, const char *rel, const char *flags, const char *exe) {
+  char cmd[9000];
+  snprintf(cmd, sizeof cmd,
+           "c++ -std=c++14 -O1 -Wall -Wextra -Werror -DMIRS_HOST_EMULATION %s -I'%s' -x c++ '%s' "
+           "-o '%s/%s' > '%s/log' 2>&1",
+           flags, dir, tu_src(rel), dir, exe, dir);
+  int rc = sh(cmd);
+  if (rc != 0) {
+    snprintf(cmd, sizeof cmd, "cat '%s/log'", dir);
+    (void)sh(cmd);
+  }
+  ck_assert_msg(rc == 0, "%s does not compile (%s)", rel, flags);
+}
+
+/* Run dir/exe ARGS under thread-order seed `seed`, stdout and stderr to
+ * dir/out; its exit status. */
+static int emu_exec(const char *dir, const char *exe, const char *args, uint64_t seed) {
+  char cmd[1600];
+  snprintf(cmd, sizeof cmd, "MIRS_EMU_SEED=%llu '%s/%s' %s > '%s/out' 2>&1",
+           (unsigned long long)seed, dir, exe, args, dir);
+  return sh(cmd);
+}
+
+/* Whether dir/out contains text. */
+static bool emu_said(const char *dir, const char *text) {
+  char path[700];
+  snprintf(path, sizeof path, "%s/out", dir);
+  FILE *f = fopen(path, "r");
+  ck_assert_ptr_nonnull(f);
+  static char buf[8192];
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  buf[n] = '\0';
+  fclose(f);
+  return strstr(buf, text) != NULL;
+}
+
+/* Remove dir and what is in it. */
+static void emu_clean(const char *dir) {
+  char cmd[700];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  ck_assert_int_eq(sh(cmd), 0);
+}
+
+enum { RACE_SEEDS = 8 };
+
+START_TEST(test_emu_catches_planted_race) {
+  char dir[512];
+  emu_dir(dir, sizeof dir);
+  emu_build(dir, "tests/codegen/race.cu", "-DSYNCED=0", "race0");
+  emu_build(dir, "tests/codegen/race.cu", "-DSYNCED=1", "race1");
+  /* A missing barrier with the reader after / before its writer, and a
+   * lost update (caught only by switches between a read and a write). */
+  static const char *const modes[3] = {"-1", "1", "sum"};
+  for (int m = 0; m < 3; m++) {
+    int caught = 0;
+    for (uint64_t seed = 1; seed <= RACE_SEEDS; seed++) {
+      int rc = emu_exec(dir, "race0", modes[m], seed);
+      ck_assert_msg(rc == 0 || rc == 1, "race0 %s, seed %llu: exit %d", modes[m],
+                    (unsigned long long)seed, rc);
+      caught += rc == 1;
+      if (rc == 1)
+        ck_assert(emu_said(dir, "race: out["));
+    }
+    /* "Under some seeds" is enough; here every seed catches each race. */
+    ck_assert_msg(caught > 0, "the race (%s) passed under all %d seeds", modes[m], RACE_SEEDS);
+    for (uint64_t seed = 0; seed <= RACE_SEEDS; seed++)
+      ck_assert_msg(emu_exec(dir, "race1", modes[m], seed) == 0,
+                    "the synchronised kernel failed (%s, seed %llu)", modes[m],
+                    (unsigned long long)seed);
+  }
+  /* Index order without preemption (seed 0, the old scheduler) misses
+   * the race one way and the lost update: why the order is random. */
+  ck_assert_int_eq(emu_exec(dir, "race0", "-1", 0), 0);
+  ck_assert_int_eq(emu_exec(dir, "race0", "1", 0), 1);
+  ck_assert_int_eq(emu_exec(dir, "race0", "sum", 0), 0);
+  emu_clean(dir);
+}
+END_TEST
+
+START_TEST(test_emu_device_limits_and_faults) {
+  static const struct {
+    const char *mode;
+    int exit;
+    const char *says;
+  } cases[] = {
+      {"smem", 0, "cudaFuncSetAttribute"},
+      {"grid", 0, "grid.y and grid.z <= 65535"},
+      {"oob-read", 3, "shared-memory load at byte 1024, outside the 1024 bytes"},
+      {"oob-write", 3, "shared-memory store at byte 1024, past the 1024 bytes"},
+      {"misalign", 3, "misaligned address: a 16-byte access"},
+      {"deadlock", 3, "32 of 64 wait there, 32 returned"},
+  };
+  char dir[512];
+  emu_dir(dir, sizeof dir);
+  emu_build(dir, "tests/codegen/emu_faults.cu", "", "faults");
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    int rc = emu_exec(dir, "faults", cases[i].mode, 1);
+    ck_assert_msg(rc == cases[i].exit, "emu_faults %s: exit %d, expected %d", cases[i].mode, rc,
+                  cases[i].exit);
+    ck_assert_msg(emu_said(dir, cases[i].says), "emu_faults %s: no '%s'", cases[i].mode,
+                  cases[i].says);
+  }
+  emu_clean(dir);
+}
+END_TEST
+
+START_TEST(test_generated_code_in_random_orders) {
+  mirs_context *ctx = tu_ctx(NULL);
+  mirs_graph *g = load(ctx, "examples/gqa_small.ugraph");
+  mirs_eval_result *first = NULL;
+  for (int seed = 0; seed < 4; seed++) {
+    char v[16];
+    snprintf(v, sizeof v, "%d", seed * 7);
+    ck_assert_int_eq(mirs_option_set(ctx, "emu_seed", v), MIRS_OK);
+    mirs_eval_result *r = NULL;
+    double err = -1;
+    ck_assert_msg(mirs_codegen_run(g, 2, MIRS_BACKEND_HOST, &r, &err) == MIRS_OK, "emu_seed %s: %s",
+                  v, mirs_last_error(ctx));
+    ck_assert_msg(err <= mirs_codegen_tolerance(g), "emu_seed %s: relative error %g", v, err);
+    /* A race-free kernel computes the same bits in every order. */
+    if (first)
+      ck_assert_double_eq(mirs__eval_max_rel_error(first, r), 0.0);
+    if (!first)
+      first = r;
+    else
+      mirs_eval_result_destroy(r);
+  }
+  mirs_eval_result_destroy(first);
+  mirs_graph_destroy(g);
+  mirs_context_destroy(ctx);
+}
+END_TEST
+
+/* Write text to dir/name. */
+static void put(const char *dir, const char *name, const char *text) {
+  char path[700];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  FILE *f = fopen(path, "w");
+  ck_assert_ptr_nonnull(f);
+  fputs(text, f);
+  ck_assert_int_eq(fclose(f), 0);
+}
+
+START_TEST(test_c_caller_of_generated_interface) {
+  mirs_context *ctx = tu_ctx(NULL);
+  mirs_graph *g = load(ctx, "tests/codegen/iface.graph");
+  char dir[512];
+  emu_dir(dir, sizeof dir);
+  char *cu = NULL, *h = NULL;
+  ck_assert_int_eq(mirs_codegen_cuda(g, NULL, &cu), MIRS_OK);
+  ck_assert_int_eq(mirs_codegen_header(g, NULL, &h), MIRS_OK);
+  /* No CUDA type in the header (a C compiler without the toolkit reads it
+   * below): pointers are void, the stream too. */
+  ck_assert_ptr_nonnull(strstr(h, "int mirs_iface(const void *in_X, const void *in_W, void *out0, "
+                                  "void *out1, void *workspace,\n    size_t workspace_bytes, "
+                                  "void *stream);"));
+  ck_assert_ptr_null(strstr(h, "__half"));
+  ck_assert_ptr_nonnull(strstr(h, "16-byte aligned"));
+  put(dir, "iface.cu", cu);
+  put(dir, "iface.h", h);
+  mirs_free(ctx, cu);
+  mirs_free(ctx, h);
+  const char *cc = getenv("CC");
+  char consumer[4096], cmd[9000];
+  ck_assert_ptr_nonnull(realpath(tu_src("tests/codegen/consumer.c"), consumer));
+  snprintf(cmd, sizeof cmd,
+           "cd '%s' && c++ -std=c++14 -O1 -Wall -Wextra -Werror -DMIRS_HOST_EMULATION -I. -x c++ "
+           "-c iface.cu -o iface.o > log 2>&1 && "
+           "%s -std=c11 -Wall -Wextra -Wpedantic -Werror -I. -c '%s' -o consumer.o >> log 2>&1 && "
+           "c++ consumer.o iface.o -o consumer -lm >> log 2>&1",
+           dir, cc && cc[0] ? cc : "cc", consumer);
+  int rc = sh(cmd);
+  if (rc != 0) {
+    snprintf(cmd, sizeof cmd, "cat '%s/log'", dir);
+    (void)sh(cmd);
+  }
+  ck_assert_msg(rc == 0, "the C consumer of the generated interface does not build");
+  rc = emu_exec(dir, "consumer", "", 1);
+  if (rc != 0) {
+    snprintf(cmd, sizeof cmd, "cat '%s/out'", dir);
+    (void)sh(cmd);
+  }
+  ck_assert_msg(rc == 0, "the C consumer failed (exit %d)", rc);
+  ck_assert(emu_said(dir, "the C interface holds"));
+  /* An error pending from earlier work is left to its owner. */
+  emu_build(dir, "tests/codegen/pending.cu", "", "pending"); /* it includes dir/iface.cu */
+  ck_assert_int_eq(emu_exec(dir, "pending", "", 1), 0);
+  ck_assert(emu_said(dir, "the earlier error was left to its owner"));
+  /* Kernel attributes once per device; a refused launch's error returned. */
+  mirs_graph *big = load(ctx, "tests/codegen/big_smem.ugraph");
+  ck_assert_int_eq(mirs_codegen_cuda(big, NULL, &cu), MIRS_OK);
+  put(dir, "big_smem.cu", cu);
+  mirs_free(ctx, cu);
+  mirs_graph_destroy(big);
+  emu_build(dir, "tests/codegen/attrs.cu", "", "attrs");
+  rc = emu_exec(dir, "attrs", "", 1);
+  if (rc != 0) {
+    snprintf(cmd, sizeof cmd, "cat '%s/out'", dir);
+    (void)sh(cmd);
+  }
+  ck_assert_int_eq(rc, 0);
+  ck_assert(emu_said(dir, "set once per device"));
+  emu_clean(dir);
   mirs_graph_destroy(g);
   mirs_context_destroy(ctx);
 }
@@ -178,9 +459,14 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_codegen_api_errors);
   tcase_add_test(tc, test_cuda_backend_without_device);
   tcase_add_loop_test(tc, test_example_ugraphs_match_programs, 0, NEXAMPLES);
+  tcase_add_loop_test(tc, test_best_ugraphs_match_programs, 0, NBESTS);
   tcase_add_loop_test(tc, test_codegen_graphs_match_interpreter, 0, NTESTGRAPHS);
   tcase_add_test(tc, test_wrong_ugraph_fails);
   tcase_add_loop_test(tc, test_search_results_match_programs, 0, NSEARCHED);
+  tcase_add_test(tc, test_emu_catches_planted_race);
+  tcase_add_test(tc, test_emu_device_limits_and_faults);
+  tcase_add_test(tc, test_generated_code_in_random_orders);
+  tcase_add_test(tc, test_c_caller_of_generated_interface);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -2,10 +2,12 @@
 /* tests/check_codegen_nvcc.c - the generated CUDA C compiles with the
  * toolkit's nvcc for sm_80 and sm_90 with zero warnings (-Werror
  * all-warnings, host code -Wall -Wextra): every example µGraph and
- * program, the codegen test graphs, and the results of a search (graphs
- * the generator was not written against), plus the `run --backend=cuda`
- * harness, linked into one program against the CUDA runtime.  One nvcc
- * invocation for all of them (nvcc is slow).  Skips (77) without nvcc. */
+ * program, the search's bests (examples/best), the codegen test graphs,
+ * and the results of a search (graphs the generator was not written
+ * against), plus the `run --backend=cuda` harness, linked into one
+ * program against the CUDA runtime: one nvcc invocation for all of them
+ * (nvcc is slow); and the emulator's hand-written tests/codegen/race.cu.
+ * Skips (77) without nvcc. */
 #include "config.h"
 
 #include <dirent.h>
@@ -83,6 +85,9 @@ START_TEST(test_nvcc_compiles_generated_code) {
                    MIRS_OK);
   add_graph(ctx, p, "rmsnorm_linear_small (harness)");
   add_dir(ctx, "examples", ".ugraph");
+  /* tests/ptx_static.sh compiles these too, but it may be an expected
+   * failure, which would hide a compile error. */
+  add_dir(ctx, "examples/best", ".ugraph");
   add_dir(ctx, "examples", ".graph");
   add_dir(ctx, "tests/codegen", ".ugraph");
   /* A search's results: graphs nobody wrote by hand. */
@@ -110,7 +115,7 @@ START_TEST(test_nvcc_compiles_generated_code) {
   mirs_search_destroy(s);
   mirs_graph_destroy(p);
 
-  char cmd[4096];
+  char cmd[9000];
   snprintf(cmd, sizeof cmd,
            "cd '%s' && '%s' -std=c++17 -O1 -Werror all-warnings -Xcompiler -Wall,-Wextra "
            "-gencode=arch=compute_80,code=sm_80 -gencode=arch=compute_90,code=sm_90 "
@@ -124,6 +129,21 @@ START_TEST(test_nvcc_compiles_generated_code) {
   }
   ck_assert_msg(rc == 0, "nvcc failed on the generated code of %d graphs (kept in %s)", ngraphs,
                 dir);
+  /* The emulator's hand-written race kernels are CUDA too (for a device
+   * run of the same checks). */
+  char race[4096];
+  ck_assert_ptr_nonnull(realpath(tu_src("tests/codegen/race.cu"), race));
+  snprintf(cmd, sizeof cmd,
+           "cd '%s' && '%s' -std=c++17 -O1 -Werror all-warnings -Xcompiler -Wall,-Wextra "
+           "-gencode=arch=compute_80,code=sm_80 -DSYNCED=0 -x cu '%s' -o race > log 2>&1",
+           dir, NVCC, race);
+  rc = system(cmd);
+  if (rc != 0) {
+    snprintf(cmd, sizeof cmd, "head -40 '%s/log'", dir);
+    if (system(cmd) != 0)
+      fprintf(stderr, "(no log)\n");
+  }
+  ck_assert_msg(rc == 0, "nvcc failed on tests/codegen/race.cu (kept in %s)", dir);
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
   ck_assert_int_eq(system(cmd), 0);
   mirs_context_destroy(ctx);

@@ -67,6 +67,7 @@ enum {
   OPT_DOT,
   OPT_MAN,
   OPT_BACKEND,
+  OPT_HEADER,
   OPT_RESUME,
   OPT_MPI,
   OPT_LIB = 1024
@@ -89,6 +90,7 @@ static const struct option fixed_options[] = {
     {"dot", no_argument, NULL, OPT_DOT},
     {"man", no_argument, NULL, OPT_MAN},
     {"backend", required_argument, NULL, OPT_BACKEND},
+    {"header", required_argument, NULL, OPT_HEADER},
     {"resume", required_argument, NULL, OPT_RESUME},
     {"mpi", no_argument, NULL, OPT_MPI},
 };
@@ -114,6 +116,7 @@ typedef struct cli {
   double progress;     /* --progress-interval in seconds; < 0: the default */
   int dot;             /* show --dot */
   const char *output;  /* codegen -o FILE */
+  const char *header;  /* codegen --header=FILE */
   const char *backend; /* run --backend: "host", "cuda" or NULL (auto) */
 } cli;
 
@@ -351,6 +354,13 @@ static int parse_options(cli *c, int argc, char **argv) {
     case 'o':
       c->output = optarg;
       break;
+    case OPT_HEADER:
+      if (!optarg[0]) {
+        cli_error(c, "--header needs a file name");
+        rc = cli_hint(c);
+      }
+      c->header = optarg;
+      break;
     case OPT_BACKEND:
       if (strcmp(optarg, "host") && strcmp(optarg, "cuda")) {
         cli_error(c, "--backend expects host or cuda, got '%s'", optarg);
@@ -418,7 +428,7 @@ static const char *const usage_lines[] = {
     PROG " [OPTIONS] eval FILE [--seed=N]",
     PROG " [OPTIONS] verify PROGRAM CANDIDATE",
     PROG " [OPTIONS] show [--dot] FILE",
-    PROG " [OPTIONS] codegen FILE [-o FILE.cu]",
+    PROG " [OPTIONS] codegen FILE [-o FILE.cu] [--header=FILE.h]",
     PROG " [OPTIONS] run FILE [--seed=N] [--backend=host|cuda]",
 };
 
@@ -443,12 +453,15 @@ static const help_row help_rows[] = {
     {"show FILE", "print a readable summary of each kernel of a uGraph (grid, block, forloop, "
                   "shared memory, block ops, predicted time); with --dot a Graphviz diagram"},
     {"codegen FILE", "CUDA C of a uGraph (or program) on stdout, or written atomically to -o "
-                     "FILE (docs/CODEGEN.md)"},
+                     "FILE together with its C header (FILE with .cu replaced by .h, or "
+                     "--header=FILE.h): prototypes without CUDA types, the status codes and "
+                     "the pointer contract (docs/CODEGEN.md)"},
     {"run FILE", "compile the generated code, run it on eval's seeded inputs and print eval's "
                  "lines and the largest relative error against the float64 interpreter; exit 1 "
                  "above the dtype's tolerance.  --backend=host (the default without a GPU) "
-                 "compiles it as host C++ through an emulation header, --backend=cuda with nvcc "
-                 "for the GPU (exit 3: no CUDA device)"},
+                 "compiles it as host C++ through an emulation header (threads in the order "
+                 "--emu-seed=N draws), --backend=cuda with nvcc for the GPU (exit 3: no CUDA "
+                 "device)"},
     {NULL, "Options (anywhere on the command line)"},
     {"-h, --help", "show this help and exit"},
     {"-V, --version", "show version, license and build information and exit"},
@@ -1366,25 +1379,48 @@ static int cmd_show(cli *c, const char *path) {
   return s == MIRS_OK ? finish_output(c) : cli_fail(c, s, 0);
 }
 
-/* `codegen FILE [-o OUT]`: the CUDA C of a µGraph. */
+/* The header path for `codegen -o OUT`: OUT with a trailing .cu replaced
+ * by .h (else .h appended), into buf; 0 if it does not fit. */
+static int header_path(const char *out, char *buf, size_t size) {
+  size_t n = strlen(out);
+  if (n > 3 && strcmp(out + n - 3, ".cu") == 0)
+    n -= 3;
+  return snprintf(buf, size, "%.*s.h", (int)n, out) < (int)size;
+}
+
+/* `codegen FILE [-o OUT] [--header=H]`: the CUDA C of a µGraph and its C
+ * header (beside OUT, or H). */
 static int cmd_codegen(cli *c, const char *path) {
   mirs_graph *g;
   int rc = load_graph(c, path, &g);
   if (rc != EXIT_OK)
     return rc;
-  char *text = NULL;
+  char hpath[4096];
+  const char *hdr = c->header;
+  if (!hdr && c->output) {
+    if (!header_path(c->output, hpath, sizeof hpath)) {
+      mirs_graph_destroy(g);
+      cli_error(c, "%s: name too long", c->output);
+      return EXIT_USAGE;
+    }
+    hdr = hpath;
+  }
+  char *text = NULL, *htext = NULL;
   mirs_status s = mirs_codegen_cuda(g, NULL, &text);
+  if (s == MIRS_OK && hdr)
+    s = mirs_codegen_header(g, NULL, &htext);
   mirs_graph_destroy(g);
+  if (s == MIRS_OK && hdr)
+    s = mirs_write_file_atomic(c->ctx, hdr, htext, strlen(htext));
+  if (s == MIRS_OK && c->output)
+    s = mirs_write_file_atomic(c->ctx, c->output, text, strlen(text));
+  else if (s == MIRS_OK)
+    fputs(text, c->out);
+  mirs_free(c->ctx, text);
+  mirs_free(c->ctx, htext);
   if (s != MIRS_OK)
     return cli_fail(c, s, 0);
-  if (c->output) {
-    s = mirs_write_file_atomic(c->ctx, c->output, text, strlen(text));
-    mirs_free(c->ctx, text);
-    return s == MIRS_OK ? EXIT_OK : cli_fail(c, s, 0);
-  }
-  fputs(text, c->out);
-  mirs_free(c->ctx, text);
-  return finish_output(c);
+  return c->output ? EXIT_OK : finish_output(c);
 }
 
 /* `run FILE`: compile and run the generated code; eval's lines and the

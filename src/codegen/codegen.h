@@ -4,9 +4,11 @@
  *
  * The generated source is one translation unit: a prelude (CUDA headers,
  * or the host emulation header when MIRS_HOST_EMULATION is defined), one
- * `static __global__` function per kernel op, and an `extern "C"` entry
- * point `ENTRY(inputs..., outputs..., workspace, stream)` with
- * `ENTRY_workspace_bytes()`.  The same source compiles with nvcc for
+ * `static __global__` function per kernel op, its C interface (the text of
+ * mirs__codegen_header) and an `extern "C"` entry point
+ * `int ENTRY(inputs..., outputs..., workspace, workspace_bytes, stream)`
+ * taking `const void *` / `void *` only, with `ENTRY_workspace_bytes()`
+ * and `ENTRY_status_string()`.  The same source compiles with nvcc for
  * sm_80/sm_90 and, through emu.h, as host C++. */
 #ifndef MIRS_CODEGEN_CODEGEN_H
 #define MIRS_CODEGEN_CODEGEN_H
@@ -18,9 +20,14 @@
  * identifier; NULL: "mirs_" + the graph's name).  MIRS_LIMIT when a custom
  * kernel's tiles do not fit in shared memory (227 KB). */
 mirs_status mirs__codegen_cuda(const mirs_graph *g, const char *entry, mirs__buf *out);
+/* Append the C header declaring g's generated interface (entry as above):
+ * prototypes without CUDA types, the status codes and the contract. */
+mirs_status mirs__codegen_header(const mirs_graph *g, const char *entry, mirs__buf *out);
 /* Append a main() that reads g's inputs (doubles, in input order) from
  * argv[1], runs entry on them and writes its outputs (doubles, in output
- * order) to argv[2]; it #includes the generated source from `kernel.cu`. */
+ * order) to argv[2]; it #includes the generated source from `kernel.cu`.
+ * Under MIRS_HOST_EMULATION an optional argv[3] seeds the emulator's
+ * thread order (mirs_emu_seed). */
 mirs_status mirs__codegen_harness(const mirs_graph *g, const char *entry, mirs__buf *out);
 /* Default entry-point name of g into buf ("mirs_" + name, sanitised). */
 void mirs__codegen_entry_name(const mirs_graph *g, char *buf, size_t size);

@@ -776,6 +776,7 @@ static const char prelude[] =
     "\n"
     "#ifndef MIRS_PRELUDE_DEFINED\n"
     "#define MIRS_PRELUDE_DEFINED\n"
+    "#ifndef MIRS_HOST_EMULATION /* the emulator checks its own */\n"
     "/* Loads widen to float, stores round to nearest (even). */\n"
     "__device__ __forceinline__ float mirs_ld(const float *p) { return *p; }\n"
     "__device__ __forceinline__ float mirs_ld(const __half *p) { return __half2float(*p); }\n"
@@ -785,6 +786,7 @@ static const char prelude[] =
     "__device__ __forceinline__ void mirs_st(__half *p, float v) { *p = __float2half_rn(v); }\n"
     "__device__ __forceinline__ void mirs_st(__nv_bfloat16 *p, float v) {\n"
     "    *p = __float2bfloat16_rn(v);\n}\n"
+    "#endif\n"
     "__device__ __forceinline__ float mirs_silu(float x) { return x / (1.0f + expf(-x)); }\n"
     "__device__ __forceinline__ float mirs_gelu(float x) {\n"
     "    return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));\n}\n"
@@ -876,6 +878,201 @@ static void tensor_ptr(const mirs_graph *g, int32_t t, const int64_t *woff, cons
     snprintf(buf, size, "(%s *)((char *)workspace + %" PRId64 ")", ctype(g->t[t].dtype), woff[t]);
 }
 
+/* ---------------------------------------------------------------- host interface */
+
+/* Bytes of kernel tensor t. */
+static int64_t tensor_bytes(const mirs_graph *g, int32_t t) {
+  return mirs__shape_numel(&g->t[t].shape) * (g->t[t].dtype == MIRS_F32 ? 4 : 2);
+}
+
+/* The status codes every generated interface shares (one definition
+ * however many generated headers a file includes). */
+static const char status_enum[] =
+    "#ifndef MIRS_GEN_STATUS_DEFINED\n"
+    "#define MIRS_GEN_STATUS_DEFINED\n"
+    "/* What a generated entry point returns: 0 when every launch was issued,\n"
+    " * > 0 the cudaError_t of the first CUDA call of this call that failed (a\n"
+    " * kernel attribute or a launch; later launches are not issued), < 0 a\n"
+    " * broken contract found before anything was launched: */\n"
+    "enum mirs_gen_status {\n"
+    "  MIRS_GEN_OK = 0,\n"
+    "  MIRS_GEN_NULL_POINTER = -1,  /* a tensor pointer is NULL */\n"
+    "  MIRS_GEN_MISALIGNED = -2,    /* a tensor or workspace pointer is not 16-byte aligned */\n"
+    "  MIRS_GEN_ALIASING = -3,      /* an output overlaps another output, an input or the workspace */\n"
+    "  MIRS_GEN_WORKSPACE = -4,     /* workspace_bytes < _workspace_bytes(), or a NULL workspace\n"
+    "                                  while that is nonzero */\n"
+    "  MIRS_GEN_PENDING_ERROR = -5  /* a CUDA error of earlier work was pending on this thread\n"
+    "                                  (cudaPeekAtLastError): nothing launched, the error left\n"
+    "                                  pending for its owner */\n"
+    "};\n"
+    "#endif\n";
+
+/* Emit the C interface of entry point ename (the generated header's
+ * body, also in the .cu before the entry point, under the same guard):
+ * no CUDA type in it, so a C compiler reads it without the toolkit. */
+static void emit_interface(const mirs_graph *g, const char *ename, mirs__buf *b) {
+  char dims[128];
+  mirs__buf_printf(b, "\n#ifndef MIRS_GEN_%s_H\n#define MIRS_GEN_%s_H\n", ename, ename);
+  mirs__buf_puts(b, "#include <stddef.h>\n#ifdef __cplusplus\nextern \"C\" {\n#endif\n");
+  mirs__buf_puts(b, status_enum);
+  mirs__buf_printf(b,
+                   "\n/* Bytes of device workspace %s needs for intermediate tensors\n"
+                   " * (0: none, and the workspace may be NULL). */\n"
+                   "size_t %s_workspace_bytes(void);\n",
+                   ename, ename);
+  mirs__buf_printf(b,
+                   "\n/* %s: compute %s on `stream` (a cudaStream_t; NULL: the default\n"
+                   " * stream), asynchronously: the buffers stay alive and untouched until\n"
+                   " * the stream has run the work.  Tensors are device memory, dense,\n"
+                   " * row-major, in the graph's input order then output order:\n",
+                   ename, g->name ? g->name : "the program");
+  for (int32_t t = 0; t < g->nt; t++)
+    if (g->t[t].producer < 0)
+      mirs__buf_printf(b, " *   in_%s: %s%s (input, read only)\n", g->t[t].name,
+                       mirs_dtype_name(g->t[t].dtype),
+                       mirs__shape_str(&g->t[t].shape, dims, sizeof dims));
+  for (int32_t i = 0; i < g->nout; i++) {
+    int32_t t = g->outputs[i];
+    mirs__buf_printf(b, " *   out%d: %s%s (output %s, written)\n", (int)i,
+                     mirs_dtype_name(g->t[t].dtype),
+                     mirs__shape_str(&g->t[t].shape, dims, sizeof dims), g->t[t].name);
+  }
+  mirs__buf_printf(b,
+                   " * Contract, checked before anything is launched (status < 0 if broken):\n"
+                   " *  - every pointer, the workspace's too, is 16-byte aligned (cudaMalloc's\n"
+                   " *    256-byte alignment is enough), and no tensor pointer is NULL;\n"
+                   " *  - no output overlaps another output, an input or the workspace\n"
+                   " *    (inputs may overlap each other: they are only read);\n"
+                   " *  - workspace holds workspace_bytes >= %s_workspace_bytes() bytes\n"
+                   " *    (NULL with 0 when that is 0) and is not used by another call\n"
+                   " *    running at the same time.\n"
+                   " * f16 and bf16 elements are IEEE binary16 and bfloat16 bit patterns.\n"
+                   " * Any host thread may call it, on any device: kernel attributes are set\n"
+                   " * once per device, on the first call there.  Returns a mirs_gen_status\n"
+                   " * or a cudaError_t (> 0); %s_status_string() names either. */\n",
+                   ename, ename);
+  mirs__buf_printf(b, "int %s(", ename);
+  for (int32_t t = 0; t < g->nt; t++)
+    if (g->t[t].producer < 0)
+      mirs__buf_printf(b, "const void *in_%s, ", g->t[t].name);
+  for (int32_t i = 0; i < g->nout; i++)
+    mirs__buf_printf(b, "void *out%d, ", (int)i);
+  mirs__buf_puts(b, "void *workspace,\n    size_t workspace_bytes, void *stream);\n");
+  mirs__buf_printf(b,
+                   "/* A message for a status %s returned. */\n"
+                   "const char *%s_status_string(int status);\n",
+                   ename, ename);
+  mirs__buf_puts(b, "\n#ifdef __cplusplus\n}\n#endif\n#endif\n");
+}
+
+/* Emit the C header of g's generated code (see codegen.h). */
+mirs_status mirs__codegen_header(const mirs_graph *g, const char *entry, mirs__buf *b) {
+  MIRS_CHECK(g->ctx, mirs__graph_validate(g));
+  char ename[300];
+  if (entry)
+    snprintf(ename, sizeof ename, "%s", entry);
+  else
+    mirs__codegen_entry_name(g, ename, sizeof ename);
+  mirs__buf_printf(b,
+                   "/* C interface of the CUDA code mirsearch %s generated for the uGraph %s\n"
+                   " * (entry point %s).  Plain C (C89 and later, or C++): no CUDA header is\n"
+                   " * needed to call it.  Link the object nvcc compiles from the generated .cu\n"
+                   " * and the CUDA runtime (-lcudart). */",
+                   mirs_version_string(), g->name ? g->name : "program", ename);
+  emit_interface(g, ename, b);
+  return b->failed ? mirs__core_trace(g->ctx, MIRS_NOMEM, __func__, __FILE__, __LINE__) : MIRS_OK;
+}
+
+/* Emit the status-string function of ename. */
+static void emit_status_string(const char *ename, mirs__buf *b) {
+  mirs__buf_printf(b, "\nextern \"C\" const char *%s_status_string(int status) {\n", ename);
+  mirs__buf_puts(b,
+                 "    switch (status) {\n"
+                 "    case MIRS_GEN_OK:\n        return \"success\";\n"
+                 "    case MIRS_GEN_NULL_POINTER:\n        return \"a tensor pointer is NULL\";\n"
+                 "    case MIRS_GEN_MISALIGNED:\n"
+                 "        return \"a tensor or workspace pointer is not 16-byte aligned\";\n"
+                 "    case MIRS_GEN_ALIASING:\n"
+                 "        return \"an output overlaps another output, an input or the workspace\";\n"
+                 "    case MIRS_GEN_WORKSPACE:\n"
+                 "        return \"the workspace is NULL or smaller than _workspace_bytes()\";\n"
+                 "    case MIRS_GEN_PENDING_ERROR:\n"
+                 "        return \"a CUDA error of earlier work is pending (nothing launched)\";\n"
+                 "    default:\n"
+                 "        return status > 0 ? cudaGetErrorString((cudaError_t)status)\n"
+                 "                          : \"unknown status\";\n"
+                 "    }\n}\n");
+}
+
+/* Emit the entry point's contract checks: NULL, alignment, aliasing,
+ * workspace, pending errors (the order of the status codes). */
+static void emit_contract_checks(const mirs_graph *g, int64_t wbytes, mirs__buf *b) {
+  mirs__buf_puts(b, "    /* The contract (see the interface above). */\n    if (");
+  bool first = true;
+  for (int32_t t = 0; t < g->nt; t++)
+    if (g->t[t].producer < 0) {
+      mirs__buf_printf(b, "%s!in_%s_", first ? "" : " || ", g->t[t].name);
+      first = false;
+    }
+  for (int32_t i = 0; i < g->nout; i++)
+    mirs__buf_printf(b, " || !out%d_", (int)i);
+  mirs__buf_puts(b, ")\n        return MIRS_GEN_NULL_POINTER;\n    if (((");
+  first = true;
+  for (int32_t t = 0; t < g->nt; t++)
+    if (g->t[t].producer < 0) {
+      mirs__buf_printf(b, "%s(uintptr_t)in_%s_", first ? "" : " | ", g->t[t].name);
+      first = false;
+    }
+  for (int32_t i = 0; i < g->nout; i++)
+    mirs__buf_printf(b, " | (uintptr_t)out%d_", (int)i);
+  mirs__buf_puts(b, " | (uintptr_t)workspace) & 15) != 0)\n        return MIRS_GEN_MISALIGNED;\n");
+  /* Outputs against later outputs, every input and the workspace. */
+  for (int32_t i = 0; i < g->nout; i++) {
+    int64_t ob = tensor_bytes(g, g->outputs[i]);
+    for (int32_t j = i + 1; j < g->nout; j++)
+      mirs__buf_printf(b,
+                       "    if (mirs_gen_overlap(out%d_, %" PRId64 ", out%d_, %" PRId64 "))\n"
+                       "        return MIRS_GEN_ALIASING;\n",
+                       (int)i, ob, (int)j, tensor_bytes(g, g->outputs[j]));
+    for (int32_t t = 0; t < g->nt; t++)
+      if (g->t[t].producer < 0)
+        mirs__buf_printf(b,
+                         "    if (mirs_gen_overlap(out%d_, %" PRId64 ", in_%s_, %" PRId64 "))\n"
+                         "        return MIRS_GEN_ALIASING;\n",
+                         (int)i, ob, g->t[t].name, tensor_bytes(g, t));
+    if (wbytes > 0)
+      mirs__buf_printf(b,
+                       "    if (mirs_gen_overlap(out%d_, %" PRId64 ", workspace, %" PRId64 "))\n"
+                       "        return MIRS_GEN_ALIASING;\n",
+                       (int)i, ob, wbytes);
+  }
+  if (wbytes > 0)
+    mirs__buf_printf(b,
+                     "    if (!workspace || workspace_bytes < %" PRId64 ")\n"
+                     "        return MIRS_GEN_WORKSPACE;\n",
+                     wbytes);
+  else
+    mirs__buf_puts(b, "    (void)workspace_bytes;\n");
+  mirs__buf_puts(b, "    if (cudaPeekAtLastError() != cudaSuccess)\n"
+                    "        return MIRS_GEN_PENDING_ERROR;\n");
+}
+
+/* Helpers of every entry point (once per translation unit). */
+static const char entry_helpers[] =
+    "\n#ifndef MIRS_GEN_HELPERS_DEFINED\n"
+    "#define MIRS_GEN_HELPERS_DEFINED\n"
+    "#include <atomic>\n"
+    "#include <stdint.h>\n"
+    "/* Whether byte ranges [a, a+na) and [b, b+nb) overlap. */\n"
+    "static inline bool mirs_gen_overlap(const void *a, size_t na, const void *b, size_t nb) {\n"
+    "    const uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;\n"
+    "    return x < y + nb && y < x + na;\n"
+    "}\n"
+    "/* Devices whose kernel attributes are set are flagged here per entry\n"
+    " * point; beyond this many device ordinals they are set on every call. */\n"
+    "enum { MIRS_GEN_MAX_DEVICES = 64 };\n"
+    "#endif\n";
+
 /* Emit the CUDA C of g. */
 mirs_status mirs__codegen_cuda(const mirs_graph *g, const char *entry, mirs__buf *b) {
   mirs_context *ctx = g->ctx;
@@ -918,7 +1115,8 @@ mirs_status mirs__codegen_cuda(const mirs_graph *g, const char *entry, mirs__buf
   mirs__buf_printf(b, "/* CUDA C for the µGraph %s, generated by mirsearch %s.\n", g->name,
                    mirs_version_string());
   mirs__buf_puts(b, " * Compiles with nvcc (sm_80 and later) or, with -DMIRS_HOST_EMULATION and\n"
-                    " * mirsearch_emu.h, as host C++.  Entry point at the end. */\n");
+                    " * mirsearch_emu.h, as host C++.  At the end: its C interface (the .h\n"
+                    " * `mirsearch codegen -o` writes beside it) and the entry point. */\n");
   mirs__buf_puts(b, prelude);
   mirs__buf_puts(b, prelude_mma);
   for (int32_t i = 0; s == MIRS_OK && i < g->nops; i++) {
@@ -930,47 +1128,67 @@ mirs_status mirs__codegen_cuda(const mirs_graph *g, const char *entry, mirs__buf
   if (s != MIRS_OK)
     goto done;
 
-  /* Entry point. */
-  mirs__buf_printf(b, "\n/* %s_workspace_bytes: device memory the entry point needs as `workspace`\n"
-                      " * for intermediate tensors (0: pass NULL). */\n",
-                   ename);
-  mirs__buf_printf(b, "extern \"C\" size_t %s_workspace_bytes(void) { return %" PRId64 "; }\n", ename,
+  /* Entry point: the interface, then its definition. */
+  emit_interface(g, ename, b);
+  mirs__buf_puts(b, entry_helpers);
+  emit_status_string(ename, b);
+  mirs__buf_printf(b, "\nextern \"C\" size_t %s_workspace_bytes(void) { return %" PRId64 "; }\n", ename,
                    wbytes);
-  mirs__buf_printf(b, "\n/* %s: run %s on `stream` (asynchronous).  Every pointer is device memory\n"
-                      " * holding a dense row-major tensor:\n",
-                   ename, g->name);
-  char dims[128];
+  mirs__buf_printf(b, "\nextern \"C\" int %s(", ename);
   for (int32_t t = 0; t < g->nt; t++)
     if (g->t[t].producer < 0)
-      mirs__buf_printf(b, " *   in_%s: %s%s (input)\n", g->t[t].name, mirs_dtype_name(g->t[t].dtype),
-                       mirs__shape_str(&g->t[t].shape, dims, sizeof dims));
-  for (int32_t i = 0; i < g->nout; i++) {
-    int32_t t = g->outputs[i];
-    mirs__buf_printf(b, " *   out%d: %s%s (output %s)\n", (int)i, mirs_dtype_name(g->t[t].dtype),
-                     mirs__shape_str(&g->t[t].shape, dims, sizeof dims), g->t[t].name);
-  }
-  mirs__buf_puts(b, " *   workspace: at least _workspace_bytes() bytes, 256-byte aligned.\n"
-                    " * Returns cudaSuccess or the first launch error. */\n");
-  mirs__buf_printf(b, "extern \"C\" cudaError_t %s(", ename);
-  for (int32_t t = 0; t < g->nt; t++)
-    if (g->t[t].producer < 0)
-      mirs__buf_printf(b, "const %s *in_%s, ", ctype(g->t[t].dtype), g->t[t].name);
+      mirs__buf_printf(b, "const void *in_%s_, ", g->t[t].name);
   for (int32_t i = 0; i < g->nout; i++)
-    mirs__buf_printf(b, "%s *out%d, ", ctype(g->t[g->outputs[i]].dtype), (int)i);
-  mirs__buf_puts(b, "void *workspace, cudaStream_t stream) {\n");
-  mirs__buf_puts(b, "    cudaError_t err = cudaSuccess;\n    (void)workspace;\n");
+    mirs__buf_printf(b, "void *out%d_, ", (int)i);
+  mirs__buf_puts(b, "void *workspace, size_t workspace_bytes,\n    void *stream_) {\n");
+  emit_contract_checks(g, wbytes, b);
+  for (int32_t t = 0; t < g->nt; t++)
+    if (g->t[t].producer < 0)
+      mirs__buf_printf(b, "    const %s *const in_%s = (const %s *)in_%s_;\n", ctype(g->t[t].dtype),
+                       g->t[t].name, ctype(g->t[t].dtype), g->t[t].name);
+  for (int32_t i = 0; i < g->nout; i++) {
+    const char *ct = ctype(g->t[g->outputs[i]].dtype);
+    mirs__buf_printf(b, "    %s *const out%d = (%s *)out%d_;\n", ct, (int)i, ct, (int)i);
+  }
+  mirs__buf_puts(b, "    const cudaStream_t stream = (cudaStream_t)stream_;\n"
+                    "    cudaError_t err = cudaSuccess;\n");
+  /* Kernel attributes: once per device (setting one twice is harmless, so
+   * two threads racing on the first call only repeat the work). */
+  bool attrs = false;
+  for (int32_t i = 0; i < g->nops; i++)
+    attrs = attrs || (g->ops[i].op == MIRS_OP_CUSTOM && scratch[i] < 0 && kbytes[i] > 48 * 1024);
+  if (attrs) {
+    mirs__buf_puts(b, "    /* Kernels above 48 KB of shared memory: their limit, once per device. */\n"
+                      "    static std::atomic<unsigned char> attrs_set[MIRS_GEN_MAX_DEVICES];\n"
+                      "    int dev = 0;\n"
+                      "    err = cudaGetDevice(&dev);\n"
+                      "    if (err != cudaSuccess) {\n"
+                      "        (void)cudaGetLastError(); /* returned: not left pending */\n"
+                      "        return (int)err;\n    }\n"
+                      "    const bool flagged = dev >= 0 && dev < MIRS_GEN_MAX_DEVICES;\n"
+                      "    if (!flagged || !attrs_set[dev].load(std::memory_order_acquire)) {\n");
+    for (int32_t i = 0; i < g->nops; i++)
+      if (g->ops[i].op == MIRS_OP_CUSTOM && scratch[i] < 0 && kbytes[i] > 48 * 1024)
+        mirs__buf_printf(b,
+                         "        err = cudaFuncSetAttribute(%s_k%d, "
+                         "cudaFuncAttributeMaxDynamicSharedMemorySize, %" PRId64 ");\n"
+                         "        if (err != cudaSuccess) {\n"
+                         "            (void)cudaGetLastError();\n"
+                         "            return (int)err;\n        }\n",
+                         ename, (int)i, kbytes[i]);
+    mirs__buf_puts(b, "        if (flagged)\n"
+                      "            attrs_set[dev].store(1, std::memory_order_release);\n    }\n");
+  }
+  /* Launches, each checked: no error was pending at the start, so the
+   * first one seen is this launch's. */
+  static const char check_launch[] = "    err = cudaGetLastError();\n"
+                                     "    if (err != cudaSuccess)\n        return (int)err;\n";
   char ptr[400];
   for (int32_t i = 0; i < g->nops; i++) {
     const mirs__kop *op = &g->ops[i];
     if (op->op == MIRS_OP_CUSTOM) {
       const mirs__bgraph *bg = op->bg;
       int64_t smem = scratch[i] >= 0 ? 0 : kbytes[i];
-      if (smem > 48 * 1024)
-        mirs__buf_printf(b,
-                         "    err = cudaFuncSetAttribute(%s_k%d, "
-                         "cudaFuncAttributeMaxDynamicSharedMemorySize, %" PRId64 ");\n"
-                         "    if (err != cudaSuccess)\n        return err;\n",
-                         ename, (int)i, smem);
       mirs__buf_printf(b, "    MIRS_LAUNCH(%s_k%d, dim3(%d, %d, %d), dim3(%d, %d, %d), %" PRId64
                           ", stream, (",
                        ename, (int)i, bg->grid[0], bg->grid[1], bg->grid[2], bg->block[0], bg->block[1],
@@ -989,8 +1207,8 @@ mirs_status mirs__codegen_cuda(const mirs_graph *g, const char *entry, mirs__buf
     }
     if (scratch[i] >= 0)
       mirs__buf_printf(b, ", (float *)((char *)workspace + %" PRId64 ")", scratch[i]);
-    mirs__buf_puts(b, "));\n    err = cudaGetLastError();\n    if (err != cudaSuccess)\n"
-                      "        return err;\n");
+    mirs__buf_puts(b, "));\n");
+    mirs__buf_puts(b, check_launch);
   }
   /* Outputs that are inputs or listed twice are copies. */
   for (int32_t i = 0; i < g->nout; i++) {
@@ -1000,10 +1218,11 @@ mirs_status mirs__codegen_cuda(const mirs_graph *g, const char *entry, mirs__buf
     int64_t n = mirs__shape_numel(&g->t[t].shape);
     tensor_ptr(g, t, woff, first_out, ptr, sizeof ptr);
     mirs__buf_printf(b, "    MIRS_LAUNCH(mirs_copy<%s>, dim3(%" PRId64 "), dim3(256), 0, stream, (%s, out%d, %" PRId64
-                        "LL));\n    err = cudaGetLastError();\n    if (err != cudaSuccess)\n        return err;\n",
+                        "LL));\n",
                      ctype(g->t[t].dtype), stride_blocks(n), ptr, (int)i, n);
+    mirs__buf_puts(b, check_launch);
   }
-  mirs__buf_puts(b, "    return err;\n}\n");
+  mirs__buf_puts(b, "    return MIRS_GEN_OK;\n}\n");
   if (b->failed)
     s = mirs__core_trace(ctx, MIRS_NOMEM, __func__, __FILE__, __LINE__);
 done:

@@ -4,20 +4,50 @@
  * Compile the generated source as C++ with -DMIRS_HOST_EMULATION and this
  * header on the include path.  A launch runs the grid's blocks one after
  * another; the threads of a block are cooperative coroutines (ucontext),
- * each with its own stack, switched only at barriers: __syncthreads()
- * waits for every thread of the block, the warp-collective MMA stand-in
- * for every lane of the warp.  A block finishes when every thread has
- * returned; a barrier some threads never reach is reported as a deadlock.
+ * each with its own stack.  The emulator is meant to catch what the
+ * hardware would, so a test passes here only if it would pass there:
+ *  - thread order: which runnable thread runs next is drawn from a seeded
+ *    generator (mirs_emu_seed(), else the environment's MIRS_EMU_SEED,
+ *    else 1; 0 runs threads in index order and never preempts, the old
+ *    behaviour), and a thread may be switched out not only at barriers but
+ *    at every emulated memory access (mirs_ld/mirs_st, MIRS_EMU_POINT()),
+ *    so a missing __syncthreads() between a shared-memory write and another
+ *    thread's read shows up in either order under some seed;
+ *  - barriers: __syncthreads() releases when every thread of the block has
+ *    arrived, the warp collectives (MMA stand-ins, shuffles, __syncwarp)
+ *    when every lane of the warp has; a barrier some threads never reach is
+ *    reported as a deadlock;
+ *  - launch limits (an sm_90 part): block dims <= 1024 x 1024 x 64 and at
+ *    most 1024 threads, grid.x < 2^31, grid.y and grid.z <= 65535, dynamic
+ *    shared memory <= 48 KB unless cudaFuncSetAttribute(
+ *    cudaFuncAttributeMaxDynamicSharedMemorySize) raised that kernel's
+ *    limit (at most 227 KB).  A launch that breaks one does not run and
+ *    leaves the error CUDA would for cudaGetLastError();
+ *  - shared memory: poisoned with NaN (as f32, f16 and bf16) at each
+ *    block's start, reads through mirs_ld bounds-checked against the
+ *    launch's dynamic size, guard bytes on both sides checked at each
+ *    block's end for stray writes;
+ *  - alignment: every emulated access is checked for its natural alignment,
+ *    vector and cp.async stand-ins with MIRS_EMU_CHECK_ALIGN(ptr, bytes);
+ *    cudaMalloc returns 256-byte aligned memory as the device does.
+ * A fault (misaligned or out-of-bounds access, deadlock) prints what and
+ * where and exits with status 3, as a kernel fault ends a CUDA program.
  * f16 and bf16 are stored as their bit patterns and converted with
  * round-to-nearest-even, as the CUDA intrinsics do.  mirs_mma_f16/bf16
  * emulate mma.sync.m16n8k16 and mirs_mma_tf32 mma.sync.m16n8k8 (row.col,
- * f32 accumulation) from the PTX fragment layouts: the lanes publish their fragments, meet at a warp
- * barrier, and each computes its four results in float.
- * Single-threaded, no globals shared with other programs: a test harness. */
+ * f32 accumulation) from the PTX fragment layouts: the lanes publish their
+ * fragments, meet at a warp barrier, and each computes its four results
+ * in float.  Single-threaded; a test harness, not a library.
+ * Stand-ins for further primitives (cp.async, ldmatrix, ...) build on:
+ * MIRS_EMU_POINT() (a switch point), MIRS_EMU_CHECK_ALIGN, and in
+ * namespace mirs_emu warp_sync() (a warp barrier), lane_id(), warp_id(),
+ * exchange() (a value from another lane), smem_stray() (outside the
+ * launch's shared memory) and fail() (a fault). */
 #ifndef MIRSEARCH_EMU_H
 #define MIRSEARCH_EMU_H
 
 #include <math.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,7 +60,13 @@
 #define __device__
 #define __host__
 #define __forceinline__ inline
-#define __launch_bounds__(n)
+#define __launch_bounds__(...)
+#ifndef __shared__
+/* A static __shared__ array: one copy, which the blocks (run one after
+ * another) share in turn; not poisoned or bounds-checked (dynamic shared
+ * memory, MIRS_SHARED_FLOATS, is). */
+#define __shared__ static
+#endif
 #define MIRS_UNROLL
 #define MIRS_SHARED_FLOATS(name) float *const name = mirs_emu::smem
 
@@ -39,10 +75,12 @@ struct dim3 {
   dim3(unsigned a = 1, unsigned b = 1, unsigned c = 1) : x(a), y(b), z(c) {}
 };
 
+/* The CUDA runtime's codes for the errors the emulator reproduces. */
 typedef int cudaError_t;
 typedef struct mirs_emu_stream *cudaStream_t;
 enum { cudaSuccess = 0, cudaErrorInvalidValue = 1, cudaErrorMemoryAllocation = 2,
-       cudaErrorLaunchFailure = 4 };
+       cudaErrorInvalidConfiguration = 9, cudaErrorInvalidDevice = 101,
+       cudaErrorMisalignedAddress = 716, cudaErrorLaunchFailure = 719 };
 enum cudaFuncAttribute { cudaFuncAttributeMaxDynamicSharedMemorySize = 8 };
 enum cudaMemcpyKind { cudaMemcpyHostToDevice = 1, cudaMemcpyDeviceToHost = 2,
                       cudaMemcpyDeviceToDevice = 3 };
@@ -120,41 +158,131 @@ static inline float __bfloat162float(__nv_bfloat16 h) {
   return mirs_emu_bitsf((uint32_t)h.bits << 16);
 }
 
-/* ---------------------------------------------------------------- threads */
+/* ---------------------------------------------------------------- launch machinery, scheduler */
 
 namespace mirs_emu {
 
 enum { RUN, AT_BLOCK, AT_WARP, DONE };
 enum { STACK = 256 * 1024 };
+/* The emulated device's limits (sm_90: H100, H200). */
+enum : size_t {
+  SMEM_DEFAULT = 48 * 1024, /* dynamic shared memory without the attribute */
+  SMEM_OPTIN = 227 * 1024,  /* the most cudaFuncSetAttribute may allow */
+  GUARD_LO = 4096,          /* guard bytes before and after a launch's shared memory */
+  GUARD_HI = 16384
+};
+/* The guard bytes' pattern: a NaN no computation produces. */
+static const uint32_t CANARY = 0x7fa5c3e1u;
+/* Fresh shared memory: 0x7fff in each half is a NaN as f16 and as bf16,
+ * and the word is a NaN as f32. */
+static const uint32_t POISON = 0x7fff7fffu;
 
 struct thread {
   ucontext_t ctx;
   char *stack;
   int state;
+  int pos; /* index in runnable[] while RUN */
 };
 
-static float *smem;
-static size_t smem_cap;
+static unsigned char *smem_region; /* GUARD_LO + SMEM_OPTIN + GUARD_HI bytes */
+static float *smem;                /* smem_region + GUARD_LO: the block's dynamic shared memory */
+static size_t smem_bytes;          /* the running launch's dynamic size */
 static thread *threads;
-static int nthreads_cap, nthreads, current;
+static int nthreads_cap, nthreads, current = -1;
+static int *runnable, nrunnable;   /* threads in state RUN */
+static int *warp_waiting;          /* per warp: lanes at a warp barrier */
+static int block_waiting, ndone;   /* threads at __syncthreads(), returned */
 static ucontext_t sched_ctx;
 static std::function<void()> body;
-/* Fragments the lanes of each warp publish for the MMA stand-in. */
+/* Fragments the lanes of each warp publish for the warp collectives. */
 static uint32_t (*frag_a)[32][4];
 static uint32_t (*frag_b)[32][2];
+static uint64_t (*shfl)[32];
+/* Thread order: xorshift64* state; 0 until seeded. */
+static uint64_t rng;
+static bool in_order;              /* seed 0: index order, no preemption */
+static cudaError_t last_error;     /* what cudaGetLastError() returns next */
+/* Per kernel: the MaxDynamicSharedMemorySize attribute it was given. */
+struct attribute {
+  void (*fn)();
+  size_t max_dynamic_smem;
+};
+static attribute attributes[256];
+static int nattributes;
+static long attribute_calls; /* cudaFuncSetAttribute calls (tests count them) */
 
 } // namespace mirs_emu
 
 static dim3 threadIdx, blockIdx, blockDim, gridDim;
 
+/* Seed the thread order (0: index order, no preemption).  Call before
+ * the first launch; without a call, MIRS_EMU_SEED from the environment
+ * (else 1) seeds it at the first launch. */
+static inline void mirs_emu_seed(uint64_t seed) {
+  mirs_emu::in_order = seed == 0;
+  /* splitmix64 of the seed: never 0, and nearby seeds give unrelated orders. */
+  uint64_t z = seed + 0x9e3779b97f4a7c15ull;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  mirs_emu::rng = (z ^ (z >> 31)) | 1u;
+}
+
 namespace mirs_emu {
 
-static void fail(const char *what) {
-  fprintf(stderr, "mirsearch_emu: %s\n", what);
+/* Report a fault of the running kernel (what and where) and end the
+ * program, as a device fault ends a CUDA program. */
+static void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+static void fail(const char *fmt, ...) {
+  va_list ap;
+  fputs("mirsearch_emu: ", stderr);
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  if (current >= 0)
+    fprintf(stderr, " (block (%u, %u, %u), thread (%u, %u, %u))", blockIdx.x, blockIdx.y,
+            blockIdx.z, threadIdx.x, threadIdx.y, threadIdx.z);
+  fputc('\n', stderr);
   exit(3);
 }
 
-/* Make `i` the running thread: its coordinates become threadIdx. */
+/* Seed the thread order from the environment unless mirs_emu_seed did. */
+static void seed_once(void) {
+  if (!rng) {
+    const char *e = getenv("MIRS_EMU_SEED");
+    mirs_emu_seed(e && *e ? strtoull(e, NULL, 10) : 1);
+  }
+}
+
+/* The next pseudo-random number of the thread order. */
+static inline uint64_t next_random(void) {
+  rng ^= rng >> 12;
+  rng ^= rng << 25;
+  rng ^= rng >> 27;
+  return rng * 0x2545f4914f6cdd1dull;
+}
+
+/* Thread i becomes runnable / stops being runnable. */
+static inline void add_runnable(int i) {
+  threads[i].state = RUN;
+  threads[i].pos = nrunnable;
+  runnable[nrunnable++] = i;
+}
+static inline void remove_runnable(int i) {
+  int at = threads[i].pos;
+  if (in_order) { /* keep index order: the lowest runs first */
+    memmove(runnable + at, runnable + at + 1, sizeof(int) * (size_t)(nrunnable - at - 1));
+    nrunnable--;
+    for (int k = at; k < nrunnable; k++)
+      threads[runnable[k]].pos = k;
+  } else {
+    int last = runnable[--nrunnable];
+    runnable[at] = last;
+    threads[last].pos = at;
+  }
+}
+
+/* Make `i` the running thread (its coordinates become threadIdx) until
+ * it parks at a barrier, yields or returns. */
 static void enter(int i) {
   current = i;
   threadIdx.x = (unsigned)i % blockDim.x;
@@ -164,102 +292,213 @@ static void enter(int i) {
     fail("swapcontext failed");
 }
 
-/* Park the running thread in state st and return to the scheduler. */
-static void wait_in(int st) {
-  threads[current].state = st;
+/* Back to the scheduler (the running thread stays in its state). */
+static inline void to_scheduler(void) {
   if (swapcontext(&threads[current].ctx, &sched_ctx) != 0)
     fail("swapcontext failed");
 }
 
+/* Lanes of warp w (the last warp of a block may be partial). */
+static inline int warp_lanes(int w) {
+  return nthreads - w * 32 < 32 ? nthreads - w * 32 : 32;
+}
+
+/* Park the running thread at a block (AT_BLOCK) or warp (AT_WARP)
+ * barrier; the last to arrive releases the others.  Returns when this
+ * thread runs again, past the barrier. */
+static void wait_in(int st) {
+  int i = current;
+  remove_runnable(i);
+  threads[i].state = st;
+  if (st == AT_BLOCK) {
+    if (++block_waiting == nthreads) {
+      block_waiting = 0;
+      for (int k = 0; k < nthreads; k++)
+        add_runnable(k);
+    }
+  } else {
+    int w = i / 32;
+    if (++warp_waiting[w] == warp_lanes(w)) {
+      warp_waiting[w] = 0;
+      for (int k = w * 32; k < w * 32 + warp_lanes(w); k++)
+        add_runnable(k);
+    }
+  }
+  to_scheduler();
+}
+
+/* A point where the hardware could run another thread: under a nonzero
+ * seed, switch to a random runnable one with probability 1/8 (switching
+ * at every point would multiply a run's time for little more coverage:
+ * the order at each barrier is already random). */
+static inline void point(void) {
+  if (current < 0 || in_order || nthreads < 2)
+    return;
+  if ((next_random() >> 61) == 0)
+    to_scheduler();
+}
+
 static void entry(void) {
   body();
+  remove_runnable(current);
   threads[current].state = DONE;
+  ndone++;
+}
+
+/* Whether p..p+n lies in the shared-memory region but outside this
+ * launch's dynamic shared memory. */
+static inline bool smem_stray(const void *p, size_t n) {
+  const unsigned char *c = (const unsigned char *)p;
+  const unsigned char *lo = (const unsigned char *)smem;
+  if (!smem_region || c + n <= smem_region || c >= smem_region + GUARD_LO + SMEM_OPTIN + GUARD_HI)
+    return false;
+  return c < lo || c + n > lo + smem_bytes;
+}
+
+/* Fail unless p is aligned to `bytes` (a power of two). */
+static inline void check_align(const void *p, size_t bytes, const char *what, const char *file,
+                               int line) {
+  if ((uintptr_t)p & (bytes - 1))
+    fail("misaligned address: a %zu-byte access to %p (%s, %s:%d) needs %zu-byte alignment", bytes,
+         p, what, file, line, bytes);
+}
+
+/* Fail if a guard byte around the block's shared memory changed: some
+ * thread wrote outside the launch's dynamic size. */
+static void check_guards(void) {
+  const uint32_t *lo = (const uint32_t *)smem_region;
+  const uint32_t *hi = (const uint32_t *)((const unsigned char *)smem + smem_bytes);
+  for (size_t k = 0; k < GUARD_LO / 4; k++)
+    if (lo[k] != CANARY)
+      fail("shared-memory store %zu bytes before the start of the block's dynamic shared memory",
+           GUARD_LO - 4 * k);
+  for (size_t k = 0; k < GUARD_HI / 4; k++)
+    if (hi[k] != CANARY)
+      fail("shared-memory store at byte %zu, past the %zu bytes of dynamic shared memory the launch "
+           "requested",
+           smem_bytes + 4 * k, smem_bytes);
+}
+
+/* Make thread i a fresh coroutine at the kernel's start, runnable. */
+static void start_thread(int i) {
+  thread *t = &threads[i];
+  if (getcontext(&t->ctx) != 0)
+    fail("getcontext failed");
+  t->ctx.uc_stack.ss_sp = t->stack;
+  t->ctx.uc_stack.ss_size = STACK;
+  t->ctx.uc_link = &sched_ctx;
+  makecontext(&t->ctx, entry, 0);
+  add_runnable(i);
 }
 
 /* Run one block to completion. */
 static void run_block(void) {
-  for (int i = 0; i < nthreads; i++) {
-    thread *t = &threads[i];
-    if (getcontext(&t->ctx) != 0)
-      fail("getcontext failed");
-    t->ctx.uc_stack.ss_sp = t->stack;
-    t->ctx.uc_stack.ss_size = STACK;
-    t->ctx.uc_link = &sched_ctx;
-    makecontext(&t->ctx, entry, 0);
-    t->state = RUN;
+  nrunnable = 0;
+  block_waiting = 0;
+  ndone = 0;
+  for (int w = 0; w < (nthreads + 31) / 32; w++)
+    warp_waiting[w] = 0;
+  for (int i = 0; i < nthreads; i++)
+    start_thread(i);
+  while (nrunnable > 0) {
+    int k = in_order ? 0 : (int)(next_random() % (uint64_t)nrunnable);
+    enter(runnable[k]);
   }
-  for (;;) {
-    bool ran = false;
-    for (int i = 0; i < nthreads; i++)
-      if (threads[i].state == RUN) {
-        enter(i);
-        ran = true;
-      }
-    if (ran)
-      continue;
-    /* Everyone waits or is done: release a complete warp or block barrier. */
-    int warps = (nthreads + 31) / 32;
-    for (int w = 0; w < warps; w++) {
-      int lo = w * 32, hi = lo + 32 < nthreads ? lo + 32 : nthreads, at = 0;
-      for (int i = lo; i < hi; i++)
-        at += threads[i].state == AT_WARP;
-      if (at == hi - lo) {
-        for (int i = lo; i < hi; i++)
-          threads[i].state = RUN;
-        ran = true;
-      } else if (at > 0) {
-        fail("deadlock: some lanes of a warp never reach the warp-collective operation");
-      }
-    }
-    if (ran)
-      continue;
-    int done = 0, at_block = 0;
-    for (int i = 0; i < nthreads; i++) {
-      done += threads[i].state == DONE;
-      at_block += threads[i].state == AT_BLOCK;
-    }
-    if (done == nthreads)
-      return;
-    if (at_block == nthreads) {
-      for (int i = 0; i < nthreads; i++)
-        threads[i].state = RUN;
-      continue;
-    }
-    fail("deadlock: __syncthreads() not reached by every thread of the block");
-  }
+  current = -1;
+  if (ndone == nthreads)
+    return;
+  int at_warp = 0;
+  for (int i = 0; i < nthreads; i++)
+    at_warp += threads[i].state == AT_WARP;
+  if (at_warp)
+    fail("deadlock in block (%u, %u, %u): %d lanes wait at a warp-collective operation that other "
+         "lanes of their warp never reach",
+         blockIdx.x, blockIdx.y, blockIdx.z, at_warp);
+  fail("deadlock in block (%u, %u, %u): __syncthreads() not reached by every thread of the block "
+       "(%d of %d wait there, %d returned)",
+       blockIdx.x, blockIdx.y, blockIdx.z, block_waiting, nthreads, ndone);
 }
 
-/* Run fn on every thread of every block of the grid. */
-static void launch(dim3 grid, dim3 block, size_t smem_bytes, std::function<void()> fn) {
-  int n = (int)(block.x * block.y * block.z);
-  if (n < 1 || n > 1024)
-    fail("invalid block size");
-  if (n > nthreads_cap) {
-    thread *t = (thread *)realloc(threads, sizeof(thread) * (size_t)n);
-    if (!t)
+/* Grow the per-thread state to n threads. */
+static void reserve_threads(int n) {
+  if (n <= nthreads_cap)
+    return;
+  thread *t = (thread *)realloc(threads, sizeof(thread) * (size_t)n);
+  int *r = (int *)realloc(runnable, sizeof(int) * (size_t)n);
+  if (!t || !r)
+    fail("out of memory");
+  threads = t;
+  runnable = r;
+  for (int i = nthreads_cap; i < n; i++) {
+    threads[i].stack = (char *)malloc(STACK);
+    if (!threads[i].stack)
       fail("out of memory");
-    threads = t;
-    for (int i = nthreads_cap; i < n; i++) {
-      threads[i].stack = (char *)malloc(STACK);
-      if (!threads[i].stack)
-        fail("out of memory");
-    }
-    free(frag_a);
-    free(frag_b);
-    frag_a = (uint32_t(*)[32][4])calloc((size_t)(n + 31) / 32, sizeof *frag_a);
-    frag_b = (uint32_t(*)[32][2])calloc((size_t)(n + 31) / 32, sizeof *frag_b);
-    if (!frag_a || !frag_b)
-      fail("out of memory");
-    nthreads_cap = n;
   }
-  if (smem_bytes > smem_cap) {
-    free(smem);
-    smem = (float *)calloc(smem_bytes / sizeof(float) + 1, sizeof(float));
-    if (!smem)
-      fail("out of memory");
-    smem_cap = smem_bytes;
+  size_t warps = (size_t)(n + 31) / 32;
+  free(frag_a);
+  free(frag_b);
+  free(shfl);
+  free(warp_waiting);
+  frag_a = (uint32_t(*)[32][4])calloc(warps, sizeof *frag_a);
+  frag_b = (uint32_t(*)[32][2])calloc(warps, sizeof *frag_b);
+  shfl = (uint64_t(*)[32])calloc(warps, sizeof *shfl);
+  warp_waiting = (int *)calloc(warps, sizeof(int));
+  if (!frag_a || !frag_b || !shfl || !warp_waiting)
+    fail("out of memory");
+  nthreads_cap = n;
+}
+
+/* A kernel's identity for its attributes. */
+template <typename F> static inline void (*key(F *f))() {
+  return reinterpret_cast<void (*)()>(f);
+}
+
+/* The MaxDynamicSharedMemorySize attribute of kernel fn (48 KB unset). */
+static size_t max_dynamic_smem(void (*fn)()) {
+  for (int i = 0; i < nattributes; i++)
+    if (attributes[i].fn == fn)
+      return attributes[i].max_dynamic_smem;
+  return SMEM_DEFAULT;
+}
+
+/* Launch fn on every thread of every block of the grid, or leave the
+ * error CUDA reports for a launch that breaks the device's limits (the
+ * kernel then does not run). */
+static void launch(void (*kernel)(), dim3 grid, dim3 block, size_t dyn_smem,
+                   std::function<void()> fn) {
+  unsigned long long n = (unsigned long long)block.x * block.y * block.z;
+  if (block.x < 1 || block.y < 1 || block.z < 1 || block.x > 1024 || block.y > 1024 ||
+      block.z > 64 || n > 1024 || grid.x < 1 || grid.y < 1 || grid.z < 1 ||
+      grid.x > 2147483647u || grid.y > 65535 || grid.z > 65535) {
+    fprintf(stderr,
+            "mirsearch_emu: launch refused: grid (%u, %u, %u), block (%u, %u, %u) "
+            "(limits: grid.x < 2^31, grid.y and grid.z <= 65535, block <= (1024, 1024, 64) and "
+            "1024 threads)\n",
+            grid.x, grid.y, grid.z, block.x, block.y, block.z);
+    last_error = cudaErrorInvalidConfiguration;
+    return;
   }
-  nthreads = n;
+  if (dyn_smem > max_dynamic_smem(kernel)) {
+    fprintf(stderr,
+            "mirsearch_emu: launch refused: %zu bytes of dynamic shared memory, the kernel may use "
+            "%zu (above 48 KB needs cudaFuncSetAttribute(kernel, "
+            "cudaFuncAttributeMaxDynamicSharedMemorySize, bytes) first)\n",
+            dyn_smem, max_dynamic_smem(kernel));
+    last_error = cudaErrorInvalidValue;
+    return;
+  }
+  seed_once();
+  reserve_threads((int)n);
+  if (!smem_region) {
+    smem_region = (unsigned char *)aligned_alloc(256, GUARD_LO + SMEM_OPTIN + GUARD_HI);
+    if (!smem_region)
+      fail("out of memory");
+    smem = (float *)(void *)(smem_region + GUARD_LO);
+  }
+  for (size_t k = 0; k < (GUARD_LO + SMEM_OPTIN + GUARD_HI) / 4; k++)
+    memcpy(smem_region + 4 * k, &CANARY, 4);
+  smem_bytes = dyn_smem;
+  nthreads = (int)n;
   body = fn;
   blockDim = block;
   gridDim = grid;
@@ -268,13 +507,138 @@ static void launch(dim3 grid, dim3 block, size_t smem_bytes, std::function<void(
       for (unsigned x = 0; x < grid.x; x++) {
         blockIdx = dim3(x, y, z);
         /* Fresh shared memory holds garbage on a GPU: poison it so a read
-         * before a write shows up as NaN. */
-        for (size_t i = 0; i < smem_bytes / sizeof(float); i++)
-          smem[i] = NAN;
+         * before a write shows up as NaN, read as f32, f16 or bf16. */
+        for (size_t i = 0; i < dyn_smem / 4; i++)
+          memcpy((unsigned char *)smem + 4 * i, &POISON, 4);
         run_block();
+        check_guards();
       }
   body = nullptr;
+  smem_bytes = 0;
 }
+
+/* Checked natural-alignment access to p: alignment, shared-memory
+ * bounds, and a point where another thread may run. */
+template <typename T> static inline void access(const T *p, const char *what) {
+  if ((uintptr_t)p % sizeof(T))
+    fail("misaligned address: a %zu-byte %s of %p", sizeof(T), what, (const void *)p);
+  if (smem_stray(p, sizeof(T)))
+    fail("shared-memory %s at byte %td, outside the %zu bytes of dynamic shared memory the launch "
+         "requested",
+         what, (const unsigned char *)p - (const unsigned char *)smem, smem_bytes);
+  point();
+}
+
+/* Warp collectives for other stand-ins: the running thread's lane and
+ * warp, and a barrier of its warp. */
+static inline int lane_id(void) {
+  return current % 32;
+}
+static inline int warp_id(void) {
+  return current / 32;
+}
+static inline void warp_sync(void) {
+  wait_in(AT_WARP);
+}
+
+/* Every lane of the warp publishes v and gets lane src(lane)'s. */
+template <typename T, typename F> static inline T exchange(unsigned mask, T v, F src) {
+  static_assert(sizeof(T) <= 8, "shuffles move at most 8 bytes");
+  int w = warp_id(), n = warp_lanes(w);
+  unsigned full = n == 32 ? 0xffffffffu : (1u << n) - 1u;
+  if ((mask & full) != full)
+    fail("a warp shuffle with mask 0x%08x: the emulator needs every lane of the warp", mask);
+  uint64_t bits = 0;
+  memcpy(&bits, &v, sizeof(T));
+  shfl[w][lane_id()] = bits;
+  warp_sync(); /* every lane has published */
+  int s = src(lane_id());
+  if (s < 0 || s >= n)
+    s = lane_id(); /* out of range: the lane keeps its value, as __shfl_*_sync does */
+  bits = shfl[w][s];
+  warp_sync(); /* nobody overwrites before all have read */
+  T r;
+  memcpy(&r, &bits, sizeof(T));
+  return r;
+}
+
+} // namespace mirs_emu
+
+#ifndef MIRS_EMU_CHECK_ALIGN
+/* Fail the run with a clear message unless ptr is aligned to `bytes`
+ * (vector and cp.async stand-ins check their addresses with it). */
+#define MIRS_EMU_CHECK_ALIGN(ptr, bytes)                                                           \
+  mirs_emu::check_align((const void *)(ptr), (size_t)(bytes), #ptr, __FILE__, __LINE__)
+#endif
+
+/* A point where another thread may run (nothing on the device). */
+#define MIRS_EMU_POINT() mirs_emu::point()
+
+static inline void __syncthreads(void) {
+  mirs_emu::wait_in(mirs_emu::AT_BLOCK);
+}
+static inline void __syncwarp(unsigned mask = 0xffffffffu) {
+  (void)mirs_emu::exchange(mask, 0, [](int l) { return l; });
+}
+template <typename T> static inline T __shfl_sync(unsigned mask, T v, int src, int width = 32) {
+  return mirs_emu::exchange(mask, v, [=](int l) { return (l & ~(width - 1)) + (src & (width - 1)); });
+}
+template <typename T> static inline T __shfl_xor_sync(unsigned mask, T v, int m, int width = 32) {
+  return mirs_emu::exchange(mask, v, [=](int l) {
+    int s = l ^ m;
+    return (s & ~(width - 1)) == (l & ~(width - 1)) ? s : l;
+  });
+}
+template <typename T> static inline T __shfl_down_sync(unsigned mask, T v, unsigned d, int width = 32) {
+  return mirs_emu::exchange(mask, v, [=](int l) {
+    int s = l + (int)d;
+    return (s & ~(width - 1)) == (l & ~(width - 1)) ? s : l;
+  });
+}
+
+/* Atomic read-modify-write: one thread runs at a time and nothing in it
+ * is a switch point, so it is atomic as on the device. */
+static inline float atomicAdd(float *p, float v) {
+  MIRS_EMU_CHECK_ALIGN(p, sizeof *p);
+  float old = *p;
+  *p = old + v;
+  return old;
+}
+static inline int atomicAdd(int *p, int v) {
+  MIRS_EMU_CHECK_ALIGN(p, sizeof *p);
+  int old = *p;
+  *p = old + v;
+  return old;
+}
+
+/* Global and shared loads and stores of the generated code (the device
+ * prelude's, checked): widen to float, round to nearest even. */
+static inline float mirs_ld(const float *p) {
+  mirs_emu::access(p, "load");
+  return *p;
+}
+static inline float mirs_ld(const __half *p) {
+  mirs_emu::access(p, "load");
+  return __half2float(*p);
+}
+static inline float mirs_ld(const __nv_bfloat16 *p) {
+  mirs_emu::access(p, "load");
+  return __bfloat162float(*p);
+}
+static inline void mirs_st(float *p, float v) {
+  mirs_emu::access(p, "store");
+  *p = v;
+}
+static inline void mirs_st(__half *p, float v) {
+  mirs_emu::access(p, "store");
+  *p = __float2half_rn(v);
+}
+static inline void mirs_st(__nv_bfloat16 *p, float v) {
+  mirs_emu::access(p, "store");
+  *p = __float2bfloat16_rn(v);
+}
+
+namespace mirs_emu {
 
 /* 16-bit pair <-> floats for the MMA stand-in. */
 static inline float lo_f16(uint32_t p) {
@@ -350,10 +714,6 @@ static void mma(float d[4], const uint32_t a[4], const uint32_t b[2], bool bf) {
 
 } // namespace mirs_emu
 
-static inline void __syncthreads(void) {
-  mirs_emu::wait_in(mirs_emu::AT_BLOCK);
-}
-
 static inline uint32_t mirs_pack_f16(float lo, float hi) {
   return (uint32_t)__float2half_rn(lo).bits | ((uint32_t)__float2half_rn(hi).bits << 16);
 }
@@ -378,22 +738,92 @@ static inline void mirs_mma_bf16(float d[4], const uint32_t a[4], const uint32_t
 }
 
 #define MIRS_LAUNCH(k, grid, block, smem, stream, args)                                          \
-  ((void)(stream), mirs_emu::launch(grid, block, smem, [&]() { k args; }))
+  ((void)(stream), mirs_emu::launch(mirs_emu::key(k), grid, block, smem, [&]() { k args; }))
 
 /* ---------------------------------------------------------------- runtime stand-ins */
 
+/* The last error, reset (cudaGetLastError) or kept (cudaPeekAtLastError). */
 static inline cudaError_t cudaGetLastError(void) {
-  return cudaSuccess;
+  cudaError_t e = mirs_emu::last_error;
+  mirs_emu::last_error = cudaSuccess;
+  return e;
+}
+static inline cudaError_t cudaPeekAtLastError(void) {
+  return mirs_emu::last_error;
+}
+static inline const char *cudaGetErrorName(cudaError_t e) {
+  switch (e) {
+  case cudaSuccess:
+    return "cudaSuccess";
+  case cudaErrorInvalidValue:
+    return "cudaErrorInvalidValue";
+  case cudaErrorMemoryAllocation:
+    return "cudaErrorMemoryAllocation";
+  case cudaErrorInvalidConfiguration:
+    return "cudaErrorInvalidConfiguration";
+  case cudaErrorInvalidDevice:
+    return "cudaErrorInvalidDevice";
+  case cudaErrorMisalignedAddress:
+    return "cudaErrorMisalignedAddress";
+  case cudaErrorLaunchFailure:
+    return "cudaErrorLaunchFailure";
+  default:
+    return "cudaErrorUnknown";
+  }
 }
 static inline const char *cudaGetErrorString(cudaError_t e) {
-  return e == cudaSuccess ? "no error" : "emulated CUDA error";
+  switch (e) {
+  case cudaSuccess:
+    return "no error";
+  case cudaErrorInvalidValue:
+    return "invalid argument";
+  case cudaErrorMemoryAllocation:
+    return "out of memory";
+  case cudaErrorInvalidConfiguration:
+    return "invalid configuration argument";
+  case cudaErrorInvalidDevice:
+    return "invalid device ordinal";
+  case cudaErrorMisalignedAddress:
+    return "misaligned address";
+  case cudaErrorLaunchFailure:
+    return "unspecified launch failure";
+  default:
+    return "unknown error";
+  }
 }
-template <typename F> static inline cudaError_t cudaFuncSetAttribute(F, cudaFuncAttribute, int) {
+/* Records the kernel's dynamic shared-memory limit for its launches
+ * (the device's opt-in maximum at most, as on the device). */
+template <typename F>
+static inline cudaError_t cudaFuncSetAttribute(F *fn, cudaFuncAttribute attr, int value) {
+  mirs_emu::attribute_calls++;
+  if (attr != cudaFuncAttributeMaxDynamicSharedMemorySize || value < 0 ||
+      (size_t)value > mirs_emu::SMEM_OPTIN)
+    return mirs_emu::last_error = cudaErrorInvalidValue;
+  void (*k)() = mirs_emu::key(fn);
+  int i = 0;
+  while (i < mirs_emu::nattributes && mirs_emu::attributes[i].fn != k)
+    i++;
+  if (i == mirs_emu::nattributes) {
+    if (i == (int)(sizeof mirs_emu::attributes / sizeof mirs_emu::attributes[0]))
+      mirs_emu::fail("more than %d kernels with attributes", i);
+    mirs_emu::nattributes++;
+  }
+  mirs_emu::attributes[i].fn = k;
+  mirs_emu::attributes[i].max_dynamic_smem = (size_t)value;
   return cudaSuccess;
 }
+/* One emulated device, ordinal 0. */
+static inline cudaError_t cudaGetDevice(int *d) {
+  *d = 0;
+  return cudaSuccess;
+}
+static inline cudaError_t cudaSetDevice(int d) {
+  return d == 0 ? cudaSuccess : (mirs_emu::last_error = cudaErrorInvalidDevice);
+}
+/* 256-byte aligned, as cudaMalloc's memory is. */
 static inline cudaError_t cudaMalloc(void **p, size_t n) {
-  *p = malloc(n ? n : 1);
-  return *p ? cudaSuccess : cudaErrorMemoryAllocation;
+  *p = aligned_alloc(256, (n + 255) & ~(size_t)255);
+  return *p ? cudaSuccess : (mirs_emu::last_error = cudaErrorMemoryAllocation);
 }
 static inline cudaError_t cudaFree(void *p) {
   free(p);
@@ -403,7 +833,14 @@ static inline cudaError_t cudaMemcpy(void *d, const void *s, size_t n, cudaMemcp
   memcpy(d, s, n);
   return cudaSuccess;
 }
+static inline cudaError_t cudaMemset(void *d, int v, size_t n) {
+  memset(d, v, n);
+  return cudaSuccess;
+}
 static inline cudaError_t cudaDeviceSynchronize(void) {
+  return cudaSuccess;
+}
+static inline cudaError_t cudaStreamSynchronize(cudaStream_t) {
   return cudaSuccess;
 }
 

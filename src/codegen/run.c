@@ -88,8 +88,12 @@ mirs_status mirs__codegen_harness(const mirs_graph *g, const char *entry, mirs__
                  "        fprintf(stderr, \"cannot write the outputs\\n\");\n        exit(3);\n    }\n"
                  "    free(v);\n    free(h);\n}\n\n"
                  "int main(int argc, char **argv) {\n"
-                 "    if (argc != 3) {\n        fprintf(stderr, \"usage: harness IN OUT\\n\");\n"
+                 "    if (argc != 3 && argc != 4) {\n"
+                 "        fprintf(stderr, \"usage: harness IN OUT [EMU_SEED]\\n\");\n"
                  "        return 2;\n    }\n"
+                 "#ifdef MIRS_HOST_EMULATION\n"
+                 "    if (argc == 4)\n        mirs_emu_seed(strtoull(argv[3], NULL, 10));\n"
+                 "#endif\n"
                  "    FILE *fi = fopen(argv[1], \"rb\");\n"
                  "    if (!fi) {\n        perror(argv[1]);\n        return 3;\n    }\n");
   for (int32_t t = 0; t < g->nt; t++)
@@ -105,16 +109,23 @@ mirs_status mirs__codegen_harness(const mirs_graph *g, const char *entry, mirs__
                      " * sizeof(%s)), \"cudaMalloc\");\n",
                      (int)i, mirs__shape_numel(&g->t[t].shape), stype(g->t[t].dtype));
   }
-  mirs__buf_printf(b, "    void *ws = NULL;\n    if (%s_workspace_bytes())\n", entry);
-  mirs__buf_printf(b, "        mirs_h_check(cudaMalloc(&ws, %s_workspace_bytes()), \"cudaMalloc\");\n",
+  mirs__buf_printf(b,
+                   "    void *ws = NULL;\n    const size_t wsb = %s_workspace_bytes();\n"
+                   "    if (wsb)\n        mirs_h_check(cudaMalloc(&ws, wsb), \"cudaMalloc\");\n",
                    entry);
-  mirs__buf_printf(b, "    mirs_h_check(%s(", entry);
+  /* Through the C interface, as a compiler would call it. */
+  mirs__buf_printf(b, "    const int st = %s(", entry);
   for (int32_t t = 0; t < g->nt; t++)
     if (g->t[t].producer < 0)
       mirs__buf_printf(b, "in%d, ", (int)t);
   for (int32_t i = 0; i < g->nout; i++)
     mirs__buf_printf(b, "out%d, ", (int)i);
-  mirs__buf_printf(b, "ws, (cudaStream_t)0), \"%s\");\n", entry);
+  mirs__buf_printf(b,
+                   "ws, wsb, NULL);\n"
+                   "    if (st != 0) {\n"
+                   "        fprintf(stderr, \"%s: %%s (status %%d)\\n\", %s_status_string(st), st);\n"
+                   "        exit(3);\n    }\n",
+                   entry, entry);
   mirs__buf_puts(b, "    mirs_h_check(cudaDeviceSynchronize(), \"cudaDeviceSynchronize\");\n"
                     "    FILE *fo = fopen(argv[2], \"wb\");\n"
                     "    if (!fo) {\n        perror(argv[2]);\n        return 3;\n    }\n");
@@ -126,32 +137,49 @@ mirs_status mirs__codegen_harness(const mirs_graph *g, const char *entry, mirs__
   return b->failed ? MIRS_NOMEM : MIRS_OK;
 }
 
-/* Public: the CUDA C of g. */
-mirs_status mirs_codegen_cuda(const mirs_graph *g, const char *entry, char **text) {
+/* MIRS_OK when entry is NULL or a C identifier. */
+static mirs_status check_entry(const mirs_graph *g, const char *entry) {
+  if (!entry)
+    return MIRS_OK;
+  bool ok = (entry[0] < '0' || entry[0] > '9') && entry[0];
+  for (const char *p = entry; *p; p++)
+    ok = ok && ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+                *p == '_');
+  return ok ? MIRS_OK
+            : MIRS_FAIL(g->ctx, MIRS_INVALID_ARG, "entry point '%s' is not a C identifier", entry);
+}
+
+/* The text an emitter (mirs__codegen_cuda or _header) appends for g and
+ * entry, into *text from the context allocator (NUL-terminated); what
+ * names the public caller in a message. */
+static mirs_status emit_text(const mirs_graph *g, const char *entry, char **text,
+                             mirs_status (*emit)(const mirs_graph *, const char *, mirs__buf *),
+                             const char *what) {
   if (!g || !text)
-    return g ? MIRS_FAIL(g->ctx, MIRS_INVALID_ARG, "mirs_codegen_cuda: NULL text")
-             : MIRS_INVALID_ARG;
+    return g ? MIRS_FAIL(g->ctx, MIRS_INVALID_ARG, "%s: NULL text", what) : MIRS_INVALID_ARG;
   *text = NULL;
-  if (entry) {
-    bool ok = (entry[0] < '0' || entry[0] > '9') && entry[0];
-    for (const char *p = entry; *p; p++)
-      ok = ok && ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
-                  (*p >= '0' && *p <= '9') || *p == '_');
-    if (!ok)
-      return MIRS_FAIL(g->ctx, MIRS_INVALID_ARG, "entry point '%s' is not a C identifier", entry);
-  }
+  MIRS_CHECK(g->ctx, check_entry(g, entry));
   mirs__buf b;
   mirs__buf_init(&b, g->ctx);
-  mirs_status s = mirs__codegen_cuda(g, entry, &b);
+  mirs_status s = emit(g, entry, &b);
   if (s == MIRS_OK && b.failed)
     s = MIRS_FAIL(g->ctx, MIRS_NOMEM, "out of memory");
   if (s != MIRS_OK) {
     mirs__buf_free(&b);
     return s;
   }
-  /* The buffer comes from the context allocator, NUL-terminated. */
   *text = b.data;
   return MIRS_OK;
+}
+
+/* Public: the CUDA C of g. */
+mirs_status mirs_codegen_cuda(const mirs_graph *g, const char *entry, char **text) {
+  return emit_text(g, entry, text, mirs__codegen_cuda, "mirs_codegen_cuda");
+}
+
+/* Public: the C header of g's generated code. */
+mirs_status mirs_codegen_header(const mirs_graph *g, const char *entry, char **text) {
+  return emit_text(g, entry, text, mirs__codegen_header, "mirs_codegen_header");
 }
 
 /* Public: the tolerance of a run of g. */
@@ -398,6 +426,11 @@ mirs_status mirs_codegen_run(const mirs_graph *g, uint64_t seed, mirs_backend ba
     arg(&a, prog);
     arg(&a, inb);
     arg(&a, outb);
+    if (backend == MIRS_BACKEND_HOST) {
+      char seedarg[32];
+      snprintf(seedarg, sizeof seedarg, "%" PRId64, ctx->opt.emu_seed);
+      arg(&a, seedarg);
+    }
     int status;
     s = spawn_wait(ctx, a.argv, log, &status);
     if (s == MIRS_OK && status != 0) {

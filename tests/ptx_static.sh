@@ -1,0 +1,201 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# Static evidence of speed, without a GPU: for the best µGraph of each
+# published example at its published shape (examples/best/NAME.ugraph,
+# written by scripts/search-bests.sh), generate the CUDA code
+# (`mirsearch codegen`), compile it with `nvcc -O3 -cubin -Xptxas -v` for
+# sm_90 and sm_80 (keeping the PTX), and FAIL unless, for each arch:
+#  - every custom kernel loads with 16-byte cp.async
+#    (`cp.async.{cg,ca}.shared.global [..], [..], 16`) or TMA / bulk copies
+#    (`cp.async.bulk`);
+#  - every custom kernel whose block matmuls are 16-bit (f16/bf16 inputs)
+#    has at least as many tensor-core MMA instructions
+#    (`mma.sync.aligned.m16n8k16`, or `wgmma.mma_async`) and, for mma.sync,
+#    as many `ldmatrix` as it has block matmuls: each matmul on tensor cores
+#    with an operand fed by ldmatrix (wgmma reads shared memory itself),
+#    and no tf32 MMA (m16n8k8) there: a 16-bit matmul runs in 16 bits;
+#  - ptxas reports 0 bytes of spill stores and loads for every function;
+#  - the shared memory of each custom kernel's plan, the comment above the
+#    kernel ("N bytes of shared memory"), equals what the kernel requests:
+#    the launch's dynamic size plus the static __shared__ bytes ptxas
+#    reports.  A plan that keeps its tiles in global scratch fails.
+# Exit 0 when all hold, 1 otherwise (each failure named), 77 without nvcc.
+#
+#   tests/ptx_static.sh [NAME...]      (default: the 8 published examples)
+#
+# NVCC picks the compiler (default: configure's, else nvcc on PATH),
+# MIRSEARCH the program (default: $top_builddir/src/mirsearch), KEEP=1
+# keeps the temporary directory.
+set -u
+top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
+top_builddir=${top_builddir:-$top_srcdir}
+bin=${MIRSEARCH:-$top_builddir/src/mirsearch}
+if [ -z "${NVCC:-}" ]; then
+  NVCC=$(sed -n 's/^#define MIRS_NVCC "\(.*\)"$/\1/p' "$top_builddir/config.h" 2>/dev/null)
+  [ -n "$NVCC" ] || NVCC=nvcc
+fi
+if ! "$NVCC" --version >/dev/null 2>&1; then
+  echo "ptx_static: no nvcc ($NVCC): skipped"
+  exit 77
+fi
+[ -x "$bin" ] || { echo "ptx_static: FAIL: $bin is not built"; exit 1; }
+names=${*:-gated_mlp gqa lora mha mqa ntrans qknorm_attention rmsnorm_linear}
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/mirs_ptx_static.XXXXXX")
+if [ "${KEEP:-0}" = 1 ]; then
+  echo "ptx_static: files kept in $tmp"
+else
+  trap 'rm -rf "$tmp"' EXIT
+fi
+
+failures=0
+fail() {
+  echo "ptx_static: FAIL: $*"
+  failures=$((failures + 1))
+}
+
+# The kernels of a µGraph file, one line each: "INDEX custom MATMULS" or
+# "INDEX predefined 0", in kernel-op order (top-level assignments; the
+# ops inside a custom kernel's braces are its block ops).
+kernels() {
+  awk '
+    /^[ \t]*#/ { next }
+    depth == 0 && /=/ && !/^[ \t]*(input|output|ugraph|program)[ \t]/ {
+      if ($0 ~ /custom\(/) { k = n++; custom[k] = 1; mm[k] = 0 }
+      else { kind[n++] = 1 }
+    }
+    depth > 0 && /=[ \t]*matmul\(/ { mm[k]++ }
+    /\{/ { depth++ }
+    /\}/ { depth-- }
+    END { for (i = 0; i < n; i++) print i, (i in custom) ? "custom" : "predefined", (i in custom) ? mm[i] : 0 }
+  ' "$1"
+}
+
+# Whether the µGraph's inputs are 16-bit (then its block matmuls are).
+sixteen_bit() {
+  grep -Eq '^[ \t]*input[ \t]+[A-Za-z_][A-Za-z0-9_]*[ \t]*:[ \t]*(f16|bf16)\[' "$1"
+}
+
+# The PTX body of the kernel named $2 (a C++ mangled or plain entry) in
+# PTX file $1: from its .entry line to the next .entry or .func.
+ptx_body() {
+  awk -v name="$2" '
+    BEGIN { mangled = length(name) name }
+    /^[ \t]*(\.visible[ \t]+)?\.(entry|func)[ \t]/ {
+      on = (index($0, mangled) > 0 || index($0, " " name "(") > 0) && $0 ~ /\.entry/
+    }
+    on { print }
+  ' "$1"
+}
+
+# Static shared memory ptxas reports for kernel $2 in log $1 (0 if none).
+# A C++ name is mangled with its length in front ("12mirs_fake_k0"), so
+# kernel 1 never matches kernel 10.
+ptxas_smem() {
+  awk -v name="$2" '
+    BEGIN { mangled = length(name) name }
+    /Compiling entry function/ { on = index($0, mangled) > 0 || index($0, "'"'"'" name "'"'"'") > 0 }
+    on && /Used [0-9]+ registers/ {
+      if (match($0, /[0-9]+ bytes smem/)) s = substr($0, RSTART, RLENGTH - 11)
+      else s = 0
+      print s; exit
+    }
+  ' "$1"
+}
+
+for name in $names; do
+  ug="$top_srcdir/examples/best/$name.ugraph"
+  [ -f "$ug" ] || { fail "$name: no $ug (run scripts/search-bests.sh)"; continue; }
+  entry=mirs_$(sed -n 's/^ugraph[ \t]*\([A-Za-z0-9_]*\).*/\1/p' "$ug" | head -n 1)
+  cu="$tmp/$name.cu"
+  if ! "$bin" -q codegen "$ug" -o "$cu" >"$tmp/$name.codegen.log" 2>&1; then
+    fail "$name: mirsearch codegen: $(head -5 "$tmp/$name.codegen.log")"
+    continue
+  fi
+  wide=0
+  sixteen_bit "$ug" && wide=1
+  for arch in 90 80; do
+    keep="$tmp/$name.sm$arch"
+    mkdir -p "$keep"
+    log="$keep/ptxas.log"
+    if ! "$NVCC" -O3 -std=c++17 -arch=sm_$arch -cubin -Xptxas -v -keep -keep-dir "$keep" \
+      -o "$keep/$name.cubin" "$cu" >"$log" 2>&1; then
+      fail "$name sm_$arch: nvcc failed: $(grep -m 3 -i error "$log")"
+      continue
+    fi
+    ptx="$keep/$name.ptx"
+    [ -s "$ptx" ] || { fail "$name sm_$arch: nvcc kept no PTX ($ptx)"; continue; }
+    # Spills, every function.
+    spills=$(awk '
+      /Function properties for/ { f = $NF }
+      /bytes spill stores/ {
+        split($0, w, ",")
+        st = w[2]; ld = w[3]; gsub(/[^0-9]/, "", st); gsub(/[^0-9]/, "", ld)
+        if (st + 0 > 0 || ld + 0 > 0) print f ": " st " bytes spill stores, " ld " bytes spill loads"
+      }' "$log")
+    [ -z "$spills" ] || fail "$name sm_$arch: ptxas spills: $spills"
+    kernels "$ug" >"$keep/kernels"
+    while read -r k kind nmm; do
+      [ "$kind" = custom ] || continue
+      kname=${entry}_k$k
+      body="$keep/$kname.ptx"
+      ptx_body "$ptx" "$kname" >"$body"
+      if [ ! -s "$body" ]; then
+        fail "$name sm_$arch $kname: no .entry in the PTX"
+        continue
+      fi
+      cpa=$(grep -Ec 'cp\.async\.c[ag]\.shared\.global[^;]*,[ \t]*16[ \t]*;' "$body")
+      bulk=$(grep -c 'cp\.async\.bulk' "$body")
+      mma=$(grep -c 'mma\.sync\.aligned\.m16n8k16' "$body")
+      wg=$(grep -c 'wgmma\.mma_async' "$body")
+      ldm=$(grep -c 'ldmatrix' "$body")
+      tf32=$(grep -c 'mma\.sync\.aligned\.m16n8k8[^ ]*tf32' "$body")
+      # The plan's shared memory, from the comment above the kernel.
+      plan=$(awk -v name="$kname" '
+        /\/\*/ { c = "" ; inc = 1 }
+        inc { c = c " " $0 }
+        /\*\// { inc = 0 }
+        /__global__/ && index($0, " " name "(") > 0 { print c; exit }
+      ' "$cu")
+      planb=$(printf '%s\n' "$plan" | sed -n 's/.*[^0-9]\([0-9][0-9]*\) bytes of shared memory.*/\1/p')
+      launch=$(sed -n "s/.*MIRS_LAUNCH($kname, dim3([^)]*), dim3([^)]*), \([0-9][0-9]*\),.*/\1/p" "$cu" | head -n 1)
+      static=$(ptxas_smem "$log" "$kname")
+      [ -n "$static" ] || static=0
+      why=""
+      [ $((cpa + bulk)) -gt 0 ] || why="$why; no 16-byte cp.async or bulk copy"
+      if [ "$wide" = 1 ] && [ "$nmm" -gt 0 ]; then
+        [ $((mma + wg)) -ge "$nmm" ] ||
+          why="$why; $((mma + wg)) tensor-core MMA (m16n8k16/wgmma) for $nmm 16-bit block matmuls"
+        [ "$wg" -gt 0 ] || [ "$ldm" -ge "$nmm" ] ||
+          why="$why; $ldm ldmatrix for $nmm 16-bit block matmuls"
+        # Instruction sites are counted after unrolling, so one unrolled
+        # matmul could stand for two: a tf32 MMA in a 16-bit kernel is a
+        # 16-bit matmul whose operand stayed f32 (m16n8k8, half the rate).
+        [ "$tf32" -eq 0 ] ||
+          why="$why; $tf32 tf32 MMA in a 16-bit kernel (an operand kept in f32; bf16 keeps its range)"
+      fi
+      if [ -z "$planb" ]; then
+        if printf '%s\n' "$plan" | grep -q 'global scratch'; then
+          why="$why; the plan keeps its tiles in global scratch"
+        else
+          why="$why; no plan comment with 'N bytes of shared memory' above the kernel"
+        fi
+      elif [ -z "$launch" ]; then
+        why="$why; no launch with a literal shared-memory size"
+      elif [ "$planb" -ne $((launch + static)) ]; then
+        why="$why; plan $planb bytes of shared memory, the kernel requests $launch dynamic + $static static"
+      fi
+      line="$name sm_$arch $kname: cp.async16=$cpa bulk=$bulk mma16=$mma wgmma=$wg ldmatrix=$ldm tf32=$tf32 block-matmuls=$nmm smem plan=${planb:-?} launch=${launch:-?}+$static"
+      if [ -n "$why" ]; then
+        fail "$line${why}"
+      else
+        echo "ptx_static: ok: $line"
+      fi
+    done <"$keep/kernels"
+  done
+done
+if [ "$failures" -gt 0 ]; then
+  echo "ptx_static: $failures failures"
+  exit 1
+fi
+echo "ptx_static: PASS"
+exit 0
