@@ -230,6 +230,45 @@ START_TEST(test_lock) {
 }
 END_TEST
 
+/* A resume checks what it is given against the checkpoint: the program
+ * (FILE.graph, as the batch script passes it: another program's
+ * checkpoint is refused, not resumed and reported as this one's) and
+ * every search option given, also one given equal to its default. */
+START_TEST(test_resume_checks_program_and_options) {
+  scratch s;
+  scratch_make(&s);
+  run r;
+  const char *prog = tu_src("examples/rmsnorm_linear_small.graph");
+  run_cli(&r, "-q", "--max-states=60", "--max-kernel-ops=4", "--out", s.out, prog, NULL);
+  ck_assert_msg(r.rc == 4, "rc %d: %s", r.rc, r.err);
+  run_free(&r);
+  char ckpt[600];
+  snprintf(ckpt, sizeof ckpt, "%s/checkpoint", s.out);
+  struct stat before, after;
+  ck_assert_int_eq(stat(ckpt, &before), 0);
+  /* 5 is max_kernel_ops's default: given, it must still match. */
+  run_cli(&r, "-q", "--resume", s.out, "--max-kernel-ops=5", NULL);
+  ck_assert_msg(r.rc == 2, "rc %d: %s", r.rc, r.err);
+  ck_assert_ptr_nonnull(strstr(r.err, "'max_kernel_ops' is '5' here but '4' in the checkpoint"));
+  run_free(&r);
+  run_cli(&r, "-q", "--resume", s.out, s.prog, NULL);
+  ck_assert_msg(r.rc == 2, "rc %d: %s", r.rc, r.err);
+  ck_assert_ptr_nonnull(strstr(r.err, "written for another program"));
+  run_free(&r);
+  run_cli(&r, "-q", "--resume", s.out, "check", NULL);
+  ck_assert_msg(r.rc == 2, "rc %d: %s", r.rc, r.err);
+  run_free(&r);
+  ck_assert_int_eq(stat(ckpt, &after), 0); /* (the refusals left it alone) */
+  ck_assert(before.st_ino == after.st_ino && before.st_size == after.st_size &&
+            before.st_mtim.tv_nsec == after.st_mtim.tv_nsec);
+  run_cli(&r, "-q", "--resume", s.out, prog, "--max-kernel-ops=4", NULL);
+  ck_assert_msg(r.rc == 0, "rc %d: %s", r.rc, r.err);
+  ck_assert_ptr_null(read_file(s.out, "checkpoint"));
+  run_free(&r);
+  scratch_free(&s);
+}
+END_TEST
+
 /* Without a terminal, progress comes as timestamped lines; a stopped
  * search exits 4 with its results and its checkpoint written, and says
  * why and how to resume. */
@@ -265,9 +304,26 @@ START_TEST(test_progress_lines_and_stop) {
   ck_assert_ptr_nonnull(strstr(rep, "\"complete\": false"));
   free(rep);
   run_free(&r);
-  /* the default off a terminal: a final line at least; 0 turns them off */
+  /* A new search over the stopped one (the command re-run from the
+   * shell's history) is refused, keeping the checkpoint, and says how to
+   * resume or discard it. */
   run_cli(&r, "--out", s.out, s.prog, NULL);
+  ck_assert_msg(r.rc == 2, "rc %d: %s", r.rc, r.err);
+  ck_assert_ptr_nonnull(strstr(r.err, "holds the checkpoint of a stopped search: resume it with: "
+                                      "mirsearch --resume="));
+  ck_assert_ptr_nonnull(strstr(r.err, "--overwrite"));
+  ck = read_file(s.out, "checkpoint");
+  ck_assert_ptr_nonnull(ck);
+  free(ck);
+  rep = read_file(s.out, "report.json");
+  ck_assert_ptr_nonnull(rep);
+  free(rep);
+  run_free(&r);
+  /* the default off a terminal: a final line at least; 0 turns them off
+   * (--overwrite discards the stopped search's checkpoint) */
+  run_cli(&r, "--overwrite", "--out", s.out, s.prog, NULL);
   ck_assert_int_eq(r.rc, 0);
+  ck_assert_ptr_null(read_file(s.out, "checkpoint"));
   ck_assert_ptr_nonnull(strstr(r.err, " mirsearch: done: "));
   run_free(&r);
   run_cli(&r, "--progress-interval=0", "--out", s.out, s.prog, NULL);
@@ -365,6 +421,7 @@ static Suite *outputs_suite(void) {
   tcase_add_test(t, test_bad_out_before_search);
   tcase_add_test(t, test_lock);
   tcase_add_test(t, test_progress_lines_and_stop);
+  tcase_add_test(t, test_resume_checks_program_and_options);
   tcase_add_test(t, test_show);
   tcase_add_test(t, test_man_page);
   suite_add_tcase(s, t);

@@ -134,7 +134,9 @@ mirs_status mirs__core_write_atomic(mirs_context *ctx, const char *path, const v
   if (!tmp)
     return MIRS_NOMEM;
   snprintf(tmp, plen + 32, "%s.tmp.%ld", path, (long)getpid());
-  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  int fd = mirs_io_step(ctx, "create a temp file") != 0
+               ? -1
+               : open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) {
     mirs_status s = MIRS_FAIL(ctx, MIRS_IO, "%s: cannot create: %s", tmp, strerror(errno));
     mirs__core_free(ctx, tmp);
@@ -142,27 +144,40 @@ mirs_status mirs__core_write_atomic(mirs_context *ctx, const char *path, const v
   }
   const char *p = data;
   size_t left = len;
-  while (left) {
+  int bad = mirs_io_step(ctx, "write a temp file") != 0;
+  while (left && !bad) {
     ssize_t w = write(fd, p, left);
     if (w < 0 && errno == EINTR)
       continue;
     if (w <= 0) {
-      mirs_status s = MIRS_FAIL(ctx, MIRS_IO, "%s: write error: %s", tmp, strerror(errno));
-      close(fd);
-      unlink(tmp);
-      mirs__core_free(ctx, tmp);
-      return s;
+      if (w == 0)
+        errno = EIO;
+      bad = 1;
+      break;
     }
     p += w;
     left -= (size_t)w;
   }
-  if (fsync(fd) != 0 || close(fd) != 0) {
-    mirs_status s = MIRS_FAIL(ctx, MIRS_IO, "%s: cannot sync: %s", tmp, strerror(errno));
+  if (bad) {
+    mirs_status s = MIRS_FAIL(ctx, MIRS_IO, "%s: write error: %s", tmp, strerror(errno));
+    close(fd);
     unlink(tmp);
     mirs__core_free(ctx, tmp);
     return s;
   }
-  if (rename(tmp, path) != 0) {
+  int synced = mirs_io_step(ctx, "sync a temp file") == 0 && fsync(fd) == 0;
+  int e = errno;
+  if (close(fd) != 0 && synced) {
+    synced = 0;
+    e = errno;
+  }
+  if (!synced) {
+    mirs_status s = MIRS_FAIL(ctx, MIRS_IO, "%s: cannot sync: %s", tmp, strerror(e));
+    unlink(tmp);
+    mirs__core_free(ctx, tmp);
+    return s;
+  }
+  if (mirs_io_step(ctx, "rename a temp file into place") != 0 || rename(tmp, path) != 0) {
     mirs_status s = MIRS_FAIL(ctx, MIRS_IO, "%s: cannot rename into place: %s", path,
                               strerror(errno));
     unlink(tmp);
@@ -173,7 +188,10 @@ mirs_status mirs__core_write_atomic(mirs_context *ctx, const char *path, const v
   memcpy(tmp, path, plen + 1);
   int dfd = open(dirname(tmp), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dfd >= 0) {
-    (void)fsync(dfd);
+    /* (A failure here leaves the new file in place, only not yet
+     * durable: the write is not reported as failed.) */
+    if (mirs_io_step(ctx, "sync the directory") == 0)
+      (void)fsync(dfd);
     close(dfd);
   }
   mirs__core_free(ctx, tmp);

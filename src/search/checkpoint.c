@@ -504,7 +504,10 @@ mirs_status mirs_checkpoint_load_program(mirs_context *ctx, const char *path,
     }
     mirs_option_get(ctx, name, mine, sizeof mine);
     mirs_option_get(dctx, name, dv, sizeof dv);
-    if (strcmp(mine, dv) != 0 && strcmp(mine, theirs) != 0) {
+    /* Given explicitly (also to its default) or changed from the
+     * default: it must be the checkpoint's. */
+    if ((mirs__core_option_given(ctx, name) || strcmp(mine, dv) != 0) &&
+        strcmp(mine, theirs) != 0) {
       st = MIRS_FAIL(ctx, MIRS_INVALID_ARG,
                      "%s: search option '%s' is '%s' here but '%s' in the checkpoint (a resumed "
                      "search keeps its options)",

@@ -579,8 +579,20 @@ mirs_status mirs__pool_run(mirs_search *s) {
     s->stats = saved;
     s->solver_seconds = solver;
     s->ckpt_last = mirs__core_now();
-    if (st == MIRS_OK)
+    if (st == MIRS_OK) {
       mirs__core_log(ctx, MIRS_LOG_INFO, "search: checkpoint written to %s", s->ckpt_path);
+    } else if (st == MIRS_IO) {
+      /* A full disk must not end a search that can still finish (its
+       * results need no disk until the end): the write left the previous
+       * checkpoint as it was, so the search goes on and is resumable from
+       * that one if it is stopped before the next write works. */
+      mirs__core_log(ctx, MIRS_LOG_WARNING,
+                     "search: cannot write the periodic checkpoint (%s); the previous "
+                     "checkpoint, if any, is intact; the search goes on",
+                     mirs_last_error(ctx));
+      mirs_clear_error(ctx);
+      st = MIRS_OK;
+    }
     atomic_fetch_and(&s->halt, ~MIRS__HALT_CHECKPOINT);
     if (atomic_load(&s->halt))
       break;
