@@ -269,6 +269,72 @@ START_TEST(test_resume_checks_program_and_options) {
 }
 END_TEST
 
+/* A checkpoint that is a FIFO is refused at once (it used to block in
+ * open(2) forever), as is a FIFO given to `check`; a checkpoint over the
+ * graph files' 64 MiB cap is read as a checkpoint (a damaged one here),
+ * not called "not a graph file". */
+START_TEST(test_checkpoint_fifo_and_large) {
+  scratch s;
+  scratch_make(&s);
+  run r;
+  char path[600];
+  snprintf(path, sizeof path, "%s/checkpoint", s.out);
+  ck_assert_int_eq(mkdir(s.out, 0777), 0);
+  ck_assert_int_eq(mkfifo(path, 0600), 0);
+  run_cli(&r, "-q", "--resume", s.out, NULL);
+  ck_assert_msg(r.rc == 2, "rc %d: %s", r.rc, r.err);
+  ck_assert_ptr_nonnull(strstr(r.err, "not a regular file (a FIFO)"));
+  run_free(&r);
+  run_cli(&r, "check", path, NULL);
+  ck_assert_msg(r.rc == 2, "rc %d: %s", r.rc, r.err);
+  run_free(&r);
+  ck_assert_int_eq(unlink(path), 0);
+  FILE *f = fopen(path, "wb");
+  ck_assert_ptr_nonnull(f);
+  fwrite("MIRSCKPT\1\0\0\0\0\0\0\0\0\0\0\0", 1, 16, f);
+  fclose(f);
+  ck_assert_int_eq(truncate(path, (off_t)65 << 20), 0); /* (sparse) */
+  run_cli(&r, "-q", "--resume", s.out, NULL);
+  ck_assert_msg(r.rc == 2, "rc %d: %s", r.rc, r.err);
+  ck_assert_ptr_null(strstr(r.err, "not a graph file"));
+  ck_assert_ptr_nonnull(strstr(r.err, "damaged checkpoint"));
+  run_free(&r);
+  unlink(path);
+  scratch_free(&s);
+}
+END_TEST
+
+/* After a resume, the final progress line counts every result, those
+ * the checkpoint brought too, and their best (it used to count only the
+ * resumed run's own). */
+START_TEST(test_resume_final_line) {
+  scratch s;
+  scratch_make(&s);
+  run r;
+  const char *prog = tu_src("examples/rmsnorm_linear_small.graph");
+  run_cli(&r, "-q", "--max-states=60000", "--out", s.out, prog, NULL);
+  ck_assert_msg(r.rc == 4, "rc %d: %s", r.rc, r.err);
+  run_free(&r);
+  run_cli(&r, "--progress-interval=100", "--resume", s.out, NULL);
+  ck_assert_msg(r.rc == 0, "rc %d: %s", r.rc, r.err);
+  const char *done = strstr(r.err, " mirsearch: done: ");
+  ck_assert_ptr_nonnull(done);
+  const char *res = strstr(done, " candidates, ");
+  ck_assert_ptr_nonnull(res);
+  int n = -1;
+  ck_assert_int_eq(sscanf(res, " candidates, %d results", &n), 1);
+  char *rep = read_file(s.out, "report.json");
+  ck_assert_ptr_nonnull(rep);
+  const char *gf = strstr(rep, "\"graphs_found\": ");
+  ck_assert_ptr_nonnull(gf);
+  ck_assert_int_eq(n, atoi(gf + strlen("\"graphs_found\": ")));
+  free(rep);
+  ck_assert_msg(strstr(done, "found before the resume") != NULL, "%s", done);
+  run_free(&r);
+  scratch_free(&s);
+}
+END_TEST
+
 /* Without a terminal, progress comes as timestamped lines; a stopped
  * search exits 4 with its results and its checkpoint written, and says
  * why and how to resume. */
@@ -422,6 +488,8 @@ static Suite *outputs_suite(void) {
   tcase_add_test(t, test_lock);
   tcase_add_test(t, test_progress_lines_and_stop);
   tcase_add_test(t, test_resume_checks_program_and_options);
+  tcase_add_test(t, test_checkpoint_fifo_and_large);
+  tcase_add_test(t, test_resume_final_line);
   tcase_add_test(t, test_show);
   tcase_add_test(t, test_man_page);
   suite_add_tcase(s, t);

@@ -28,6 +28,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -676,9 +677,19 @@ static int read_input(cli *c, const char *path, char **text, size_t *len) {
   *text = NULL;
   *len = 0;
   errno = 0;
-  FILE *f = fopen(path, "rb");
+  /* Opened without blocking (a FIFO without a writer then reads as
+   * empty instead of hanging in open), then read blocking (a pipe with a
+   * writer is read to its end). */
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  int fl = fd >= 0 ? fcntl(fd, F_GETFL) : -1;
+  if (fl >= 0)
+    (void)fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+  FILE *f = fd >= 0 ? fdopen(fd, "rb") : NULL;
   if (!f) {
-    cli_error(c, "cannot open '%s': %s", path, strerror(errno ? errno : ENOENT));
+    int e = errno ? errno : ENOENT;
+    if (fd >= 0)
+      close(fd);
+    cli_error(c, "cannot open '%s': %s", path, strerror(e));
     return EXIT_USAGE;
   }
   size_t cap = 4096, n = 0;
@@ -983,10 +994,12 @@ static void progress_line(search_ui *ui, const mirs_search_stats *st, const char
   struct tm tm;
   if (gmtime_r(&wall, &tm))
     strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  char best[64] = "best -";
+  char best[80] = "best -";
   pthread_mutex_lock(&ui->lock);
   int found = ui->found;
-  if (found)
+  if (found && ui->best_at < 0)
+    snprintf(best, sizeof best, "best %.3f us (found before the resume)", ui->best * 1e6);
+  else if (found)
     snprintf(best, sizeof best, "best %.3f us (found at %.1f s)", ui->best * 1e6, ui->best_at);
   pthread_mutex_unlock(&ui->lock);
   fprintf(ui->c->err,
@@ -997,6 +1010,21 @@ static void progress_line(search_ui *ui, const mirs_search_stats *st, const char
   fflush(ui->c->err);
   ui->last_line = t;
   ui->last_states = st->states_explored;
+}
+
+/* The final line's counts: every result of the search, those a resumed
+ * checkpoint brought too (the callbacks saw only this run's). */
+static void final_counts(search_ui *ui, const mirs_search *s, const mirs_search_stats *st) {
+  pthread_mutex_lock(&ui->lock);
+  if (mirs_search_num_results(s) > 0) {
+    double b = mirs_search_result_cost(s, 0);
+    if (!ui->found || b < ui->best) {
+      ui->best = b;
+      ui->best_at = -1; /* (not found in this run) */
+    }
+  }
+  ui->found = (int)st->graphs_found;
+  pthread_mutex_unlock(&ui->lock);
 }
 
 /* Progress callback: a rewritten line on a terminal, a few times a
@@ -1409,6 +1437,7 @@ static int search_ranks(cli *c, const char *path) {
                 "outputs are complete (report.json)\n",
                 ckpt, strerror(errno));
       if (ui.interval > 0) {
+        final_counts(&ui, s, &stats);
         progress_line(&ui, &stats, stats.complete ? "done" : "stopped");
         int n = mirs_search_num_results(s);
         if (c->top > 0 && c->top < n)

@@ -284,6 +284,11 @@ mirs_status mirs__core_write_atomic(mirs_context *ctx, const char *path, const v
 /* Largest file mirs__core_read_file reads (a graph file is kilobytes). */
 #define MIRS__MAX_FILE_BYTES (64 << 20)
 mirs_status mirs__core_read_file(mirs_context *ctx, const char *path, char **out, size_t *len);
+/* The same with another size limit (`what` names the file's kind in the
+ * message), and refusing anything but a regular file when regular_only. */
+mirs_status mirs__core_read_file_limit(mirs_context *ctx, const char *path, size_t limit,
+                                       const char *what, bool regular_only, char **out,
+                                       size_t *len);
 
 /* ---------------------------------------------------------------- hashing */
 

@@ -84,24 +84,53 @@ void mirs__buf_puts(mirs__buf *b, const char *s) {
 
 /* Read a whole file, NUL-terminated. */
 mirs_status mirs__core_read_file(mirs_context *ctx, const char *path, char **out, size_t *len) {
+  return mirs__core_read_file_limit(ctx, path, MIRS__MAX_FILE_BYTES, "a graph file", false, out,
+                                    len);
+}
+
+/* Read a whole file of at most `limit` bytes (`what` names the kind in
+ * the message when it is larger), NUL-terminated.  Opening never blocks:
+ * a FIFO without a writer reads as empty (and with regular_only, any file
+ * that is not a regular one is refused), so a stray FIFO cannot hang a
+ * run in open(2). */
+mirs_status mirs__core_read_file_limit(mirs_context *ctx, const char *path, size_t limit,
+                                       const char *what, bool regular_only, char **out,
+                                       size_t *len) {
   *out = NULL;
   *len = 0;
-  FILE *f = fopen(path, "rb");
-  if (!f)
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0)
     return MIRS_FAIL(ctx, MIRS_IO, "%s: cannot open: %s", path, strerror(errno));
   struct stat st;
-  if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
-    fclose(f);
+  if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+    close(fd);
     return MIRS_FAIL(ctx, MIRS_IO, "%s: is a directory", path);
+  }
+  if (regular_only && fstat(fd, &st) == 0 && !S_ISREG(st.st_mode)) {
+    close(fd);
+    return MIRS_FAIL(ctx, MIRS_INVALID_ARG, "%s: not a regular file (%s)", path,
+                     S_ISFIFO(st.st_mode) ? "a FIFO" : "a device or socket");
+  }
+  /* Reads block again (a pipe with a writer is read to its end). */
+  int fl = fcntl(fd, F_GETFL);
+  if (fl >= 0)
+    (void)fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+  FILE *f = fdopen(fd, "rb");
+  if (!f) {
+    int e = errno;
+    close(fd);
+    return MIRS_FAIL(ctx, MIRS_IO, "%s: cannot open: %s", path, strerror(e));
   }
   size_t cap = 0, n = 0;
   char *buf = NULL;
   for (;;) {
-    if (n > MIRS__MAX_FILE_BYTES) { /* (/dev/zero, or a file that is no graph) */
+    if (n > limit) { /* (/dev/zero, or a file of another kind) */
       mirs__core_free(ctx, buf);
       fclose(f);
-      return MIRS_FAIL(ctx, MIRS_LIMIT, "%s: more than %d MiB; not a graph file", path,
-                       MIRS__MAX_FILE_BYTES >> 20);
+      if (limit >= ((size_t)1 << 20))
+        return MIRS_FAIL(ctx, MIRS_LIMIT, "%s: more than %zu MiB; not %s", path, limit >> 20,
+                         what);
+      return MIRS_FAIL(ctx, MIRS_LIMIT, "%s: more than %zu bytes; not %s", path, limit, what);
     }
     if (mirs__core_grow(ctx, (void **)&buf, &cap, n + 65536 + 1, 1) != MIRS_OK) {
       mirs__core_free(ctx, buf);

@@ -284,7 +284,10 @@ typedef struct ckpt {
 static mirs_status ckpt_open(mirs_context *ctx, const char *path, ckpt *c) {
   memset(c, 0, sizeof *c);
   size_t n;
-  MIRS_CHECK(ctx, mirs__core_read_file(ctx, path, &c->data, &n));
+  /* A checkpoint grows with the results (no graph file's 64 MiB cap);
+   * only a regular file is one (a FIFO would block). */
+  MIRS_CHECK(ctx, mirs__core_read_file_limit(ctx, path, SIZE_MAX / 4, "a checkpoint", true,
+                                             &c->data, &n));
   c->len = n;
   const unsigned char *d = (const unsigned char *)c->data;
   mirs_status st = MIRS_INVALID_ARG;
