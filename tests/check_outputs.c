@@ -335,6 +335,44 @@ START_TEST(test_resume_final_line) {
 }
 END_TEST
 
+/* A report counter's value. */
+static long long counter(const char *dir, const char *name) {
+  char *rep = read_file(dir, "report.json");
+  ck_assert_ptr_nonnull(rep);
+  char key[80];
+  snprintf(key, sizeof key, "\"%s\": ", name);
+  const char *p = strstr(rep, key);
+  ck_assert_msg(p != NULL, "no %s in report.json", name);
+  long long v = atoll(p + strlen(key));
+  free(rep);
+  return v;
+}
+
+/* The checks of results made before a checkpoint (at full shape, in
+ * float64) are kept in it: a resume does not make them again (each
+ * resume of a preempted job used to re-verify every best, 3 s on mha). */
+START_TEST(test_resume_keeps_verdicts) {
+  scratch s;
+  scratch_make(&s);
+  run r;
+  const char *prog = tu_src("examples/rmsnorm_linear_small.graph");
+  /* (reduced instances at this small shape, so results need full-shape checks) */
+  run_cli(&r, "-q", "--fp-reduce-min-elements=0", "--max-states=60000", "--out", s.out, prog,
+          NULL);
+  ck_assert_msg(r.rc == 4, "rc %d: %s", r.rc, r.err);
+  run_free(&r);
+  long long full = counter(s.out, "full_verified"), fl = counter(s.out, "float_checks");
+  ck_assert_int_gt(full, 0);
+  /* Resumed and stopped at once: nothing new found, nothing checked again. */
+  run_cli(&r, "-q", "--resume", s.out, "--max-states=1", NULL);
+  ck_assert_msg(r.rc == 4, "rc %d: %s", r.rc, r.err);
+  run_free(&r);
+  ck_assert_int_eq(counter(s.out, "full_verified"), full);
+  ck_assert_int_eq(counter(s.out, "float_checks"), fl);
+  scratch_free(&s);
+}
+END_TEST
+
 /* Without a terminal, progress comes as timestamped lines; a stopped
  * search exits 4 with its results and its checkpoint written, and says
  * why and how to resume. */
@@ -490,6 +528,7 @@ static Suite *outputs_suite(void) {
   tcase_add_test(t, test_resume_checks_program_and_options);
   tcase_add_test(t, test_checkpoint_fifo_and_large);
   tcase_add_test(t, test_resume_final_line);
+  tcase_add_test(t, test_resume_keeps_verdicts);
   tcase_add_test(t, test_show);
   tcase_add_test(t, test_man_page);
   suite_add_tcase(s, t);
