@@ -406,6 +406,12 @@ START_TEST(test_progress_lines_and_stop) {
   ck_assert_ptr_nonnull(strstr(r.out, "stopped early: incomplete"));
   char *rep = read_file(s.out, "report.json");
   ck_assert_ptr_nonnull(strstr(rep, "\"complete\": false"));
+  /* The best of a time-limited search is checked in float64 within the
+   * limit, or the report and stderr say it is not. */
+  if (strstr(rep, "\"float64_checked\": false"))
+    ck_assert_ptr_nonnull(strstr(r.err, "the best result was not checked in float64"));
+  else
+    ck_assert_ptr_nonnull(strstr(rep, "\"float64_checked\": true"));
   free(rep);
   run_free(&r);
   /* A new search over the stopped one (the command re-run from the

@@ -166,9 +166,12 @@ static void halt_from_context(mirs_search *s) {
 }
 
 /* The search's time limit for the search phase: on reduced instances the
- * last tenth is kept for verifying the best results at full shape. */
+ * last tenth is kept for verifying the best results at full shape, else
+ * the last twentieth for their float64 check (a time-limited search gives
+ * its best that check within the limit; sink.c reports it when not). */
 static double search_time_limit(const mirs_search *s) {
-  return s->ctx->opt.time_limit * (s->reduce_tile > 0 ? 0.9 : 1.0);
+  double keep = s->reduce_tile > 0 ? 0.9 : s->ctx->opt.float_check_top > 0 ? 0.95 : 1.0;
+  return s->ctx->opt.time_limit * keep;
 }
 
 /* Thread 0's poll: limits, callbacks, checkpoint timer. */

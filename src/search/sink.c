@@ -516,6 +516,13 @@ static mirs_status float_check(mirs_search *s) {
   mirs_eval_result_destroy(s->ref_eval);
   s->ref_eval = NULL;
   mirs__sink_add_stats(s, &fs);
+  /* Said where it is read: report.json's best has "float64_checked". */
+  if (st == MIRS_OK && s->nres > 0 && !s->res[0].float_checked && ctx->opt.float_check_top > 0 &&
+      !s->ref_eval_limit)
+    mirs__core_log(ctx, MIRS_LOG_WARNING,
+                   "search: the best result was not checked in float64 (stopped before its "
+                   "check; report.json says \"float64_checked\": false): its fingerprint "
+                   "verdict stands; mirsearch verify PROGRAM DIR/best.ugraph checks it");
   return st;
 }
 
