@@ -113,6 +113,14 @@ for kind in kill enospc; do
     fi
     [ $kind = enospc ] && [ $st -ne 0 ] && [ $st -ne 4 ] && fail "resume, $kind at step $n: exit $st (expected 0 or 4: a checkpoint is intact)"
     [ $kind = enospc ] && { no_leftovers "$d" || fail "resume, $kind at step $n: temp files left: $(ls "$d")"; }
+    # The message names the file whose write failed (a candidate's, or
+    # best.ugraph's temp file: outdir.c once named the one for the other).
+    what=$(sed -n "s/.*fault injection: step $n (\(.*\)) fails.*/\1/p" "$tmp/err")
+    case $what in
+      *" "*) ;; # (a step, not a file)
+      *.ugraph|*.ugraph.tmp.*|*.cu.tmp.*)
+        grep -q "cannot write $what" "$tmp/err" || fail "resume, enospc writing $what: the message names another file: $(grep error "$tmp/err")" ;;
+    esac
     settle "resume, $kind at step $n" "$tmp/ref" "$d" $st || fail "resume, $kind at step $n: neither outputs nor a checkpoint left"
     rm -rf "$d"
     n=$((n + 1))
