@@ -106,7 +106,7 @@ MIRS_API size_t mirs_memory_peak(const mirs_context *ctx);
  * MIRS_FAULT_INJECT was "N:enospc" or "N:kill" as ctx was created, the
  * Nth step counted in ctx returns -1 with errno = ENOSPC (after a
  * warning naming the step) or raises SIGKILL, so a test can stop a write
- * at each of its steps in turn (docs/FORMATS.md, "Durability"). */
+ * at each of its steps in turn (docs/PARALLEL.md, tests/durability.sh). */
 MIRS_API int mirs_io_step(mirs_context *ctx, const char *what);
 
 /* Write len bytes to path atomically: a temp file beside it, fsync,

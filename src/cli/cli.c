@@ -1185,18 +1185,17 @@ typedef struct final_write {
   char why[1024]; /* why this run's could not be written */
 } final_write;
 
-/* Write the search's checkpoint before its outputs.  An I/O failure (a
- * full disk) is not fatal: the outputs are still attempted and the exit
- * status says what is left (final_write_failed); any other failure is. */
+/* Write the search's checkpoint before its outputs.  A failure (a full
+ * disk, memory) is not fatal: the outputs are still attempted and the
+ * exit status says what is left (final_write_failed). */
 static mirs_status final_checkpoint(cli *c, mirs_search *s, const char *ckpt, final_write *fw) {
   mirs_status st = mirs_search_checkpoint(s, ckpt);
   if (st == MIRS_OK) {
     fw->written = 1;
     return MIRS_OK;
   }
-  if (st != MIRS_IO)
-    return st;
   snprintf(fw->why, sizeof fw->why, "%s", mirs_last_error(c->ctx));
+  mirs_clear_error(c->ctx);
   fw->previous = access(ckpt, F_OK) == 0;
   return MIRS_OK;
 }
