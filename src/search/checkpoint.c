@@ -555,6 +555,12 @@ mirs_status mirs_checkpoint_load_program(mirs_context *ctx, const char *path,
       break;
     }
     st = mirs_option_set(ctx, name, theirs);
+    if (st != MIRS_OK) {
+      /* (a value no option takes: the file was damaged or forged) */
+      char why[256];
+      snprintf(why, sizeof why, "%s", mirs_last_error(ctx));
+      st = MIRS_FAIL(ctx, MIRS_INVALID_ARG, "%s: damaged checkpoint (%s)", path, why);
+    }
   }
   mirs_context_destroy(dctx);
   if (st == MIRS_OK)
