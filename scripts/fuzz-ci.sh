@@ -3,7 +3,7 @@
 # scripts/fuzz-ci.sh [SECONDS] - CI's fuzzing step: a separate clang build
 # (--enable-fuzzing: libFuzzer + ASan + UBSan) of the committed tree in a
 # scratch directory, then every harness of tests/fuzz for SECONDS each
-# (default 60: three harnesses, a few minutes in all on 2 cores).
+# (default 60: five harnesses, about five minutes in all on 2 cores).
 set -e
 secs=${1:-60}
 top=$(cd "$(dirname "$0")/.." && pwd)

@@ -230,6 +230,149 @@ START_TEST(test_lock) {
 }
 END_TEST
 
+/* A resume checks what it is given against the checkpoint: the program
+ * (FILE.graph, as the batch script passes it: another program's
+ * checkpoint is refused, not resumed and reported as this one's) and
+ * every search option given, also one given equal to its default. */
+START_TEST(test_resume_checks_program_and_options) {
+  scratch s;
+  scratch_make(&s);
+  run r;
+  const char *prog = tu_src("examples/rmsnorm_linear_small.graph");
+  run_cli(&r, "-q", "--max-states=60", "--max-kernel-ops=4", "--out", s.out, prog, NULL);
+  ck_assert_msg(r.rc == 4, "rc %d: %s", r.rc, r.err);
+  run_free(&r);
+  char ckpt[600];
+  snprintf(ckpt, sizeof ckpt, "%s/checkpoint", s.out);
+  struct stat before, after;
+  ck_assert_int_eq(stat(ckpt, &before), 0);
+  /* 5 is max_kernel_ops's default: given, it must still match. */
+  run_cli(&r, "-q", "--resume", s.out, "--max-kernel-ops=5", NULL);
+  ck_assert_msg(r.rc == 2, "rc %d: %s", r.rc, r.err);
+  ck_assert_ptr_nonnull(strstr(r.err, "'max_kernel_ops' is '5' here but '4' in the checkpoint"));
+  run_free(&r);
+  run_cli(&r, "-q", "--resume", s.out, s.prog, NULL);
+  ck_assert_msg(r.rc == 2, "rc %d: %s", r.rc, r.err);
+  ck_assert_ptr_nonnull(strstr(r.err, "written for another program"));
+  run_free(&r);
+  run_cli(&r, "-q", "--resume", s.out, "check", NULL);
+  ck_assert_msg(r.rc == 2, "rc %d: %s", r.rc, r.err);
+  run_free(&r);
+  ck_assert_int_eq(stat(ckpt, &after), 0); /* (the refusals left it alone) */
+  ck_assert(before.st_ino == after.st_ino && before.st_size == after.st_size &&
+            before.st_mtim.tv_nsec == after.st_mtim.tv_nsec);
+  run_cli(&r, "-q", "--resume", s.out, prog, "--max-kernel-ops=4", NULL);
+  ck_assert_msg(r.rc == 0, "rc %d: %s", r.rc, r.err);
+  ck_assert_ptr_null(read_file(s.out, "checkpoint"));
+  run_free(&r);
+  scratch_free(&s);
+}
+END_TEST
+
+/* A checkpoint that is a FIFO is refused at once (it used to block in
+ * open(2) forever), as is a FIFO given to `check`; a checkpoint over the
+ * graph files' 64 MiB cap is read as a checkpoint (a damaged one here),
+ * not called "not a graph file". */
+START_TEST(test_checkpoint_fifo_and_large) {
+  scratch s;
+  scratch_make(&s);
+  run r;
+  char path[600];
+  snprintf(path, sizeof path, "%s/checkpoint", s.out);
+  ck_assert_int_eq(mkdir(s.out, 0777), 0);
+  ck_assert_int_eq(mkfifo(path, 0600), 0);
+  run_cli(&r, "-q", "--resume", s.out, NULL);
+  ck_assert_msg(r.rc == 2, "rc %d: %s", r.rc, r.err);
+  ck_assert_ptr_nonnull(strstr(r.err, "not a regular file (a FIFO)"));
+  run_free(&r);
+  run_cli(&r, "check", path, NULL);
+  ck_assert_msg(r.rc == 2, "rc %d: %s", r.rc, r.err);
+  run_free(&r);
+  ck_assert_int_eq(unlink(path), 0);
+  FILE *f = fopen(path, "wb");
+  ck_assert_ptr_nonnull(f);
+  fwrite("MIRSCKPT\1\0\0\0\0\0\0\0\0\0\0\0", 1, 16, f);
+  fclose(f);
+  ck_assert_int_eq(truncate(path, (off_t)65 << 20), 0); /* (sparse) */
+  run_cli(&r, "-q", "--resume", s.out, NULL);
+  ck_assert_msg(r.rc == 2, "rc %d: %s", r.rc, r.err);
+  ck_assert_ptr_null(strstr(r.err, "not a graph file"));
+  ck_assert_ptr_nonnull(strstr(r.err, "damaged checkpoint"));
+  run_free(&r);
+  unlink(path);
+  scratch_free(&s);
+}
+END_TEST
+
+/* After a resume, the final progress line counts every result, those
+ * the checkpoint brought too, and their best (it used to count only the
+ * resumed run's own). */
+START_TEST(test_resume_final_line) {
+  scratch s;
+  scratch_make(&s);
+  run r;
+  const char *prog = tu_src("examples/rmsnorm_linear_small.graph");
+  run_cli(&r, "-q", "--max-states=60000", "--out", s.out, prog, NULL);
+  ck_assert_msg(r.rc == 4, "rc %d: %s", r.rc, r.err);
+  run_free(&r);
+  run_cli(&r, "--progress-interval=100", "--resume", s.out, NULL);
+  ck_assert_msg(r.rc == 0, "rc %d: %s", r.rc, r.err);
+  const char *done = strstr(r.err, " mirsearch: done: ");
+  ck_assert_ptr_nonnull(done);
+  const char *res = strstr(done, " candidates, ");
+  ck_assert_ptr_nonnull(res);
+  int n = -1;
+  ck_assert_int_eq(sscanf(res, " candidates, %d results", &n), 1);
+  char *rep = read_file(s.out, "report.json");
+  ck_assert_ptr_nonnull(rep);
+  const char *gf = strstr(rep, "\"graphs_found\": ");
+  ck_assert_ptr_nonnull(gf);
+  ck_assert_int_eq(n, atoi(gf + strlen("\"graphs_found\": ")));
+  free(rep);
+  ck_assert_msg(strstr(done, "found before the resume") != NULL, "%s", done);
+  run_free(&r);
+  scratch_free(&s);
+}
+END_TEST
+
+/* A report counter's value. */
+static long long counter(const char *dir, const char *name) {
+  char *rep = read_file(dir, "report.json");
+  ck_assert_ptr_nonnull(rep);
+  char key[80];
+  snprintf(key, sizeof key, "\"%s\": ", name);
+  const char *p = strstr(rep, key);
+  ck_assert_msg(p != NULL, "no %s in report.json", name);
+  long long v = atoll(p + strlen(key));
+  free(rep);
+  return v;
+}
+
+/* The checks of results made before a checkpoint (at full shape, in
+ * float64) are kept in it: a resume does not make them again (each
+ * resume of a preempted job used to re-verify every best, 3 s on mha). */
+START_TEST(test_resume_keeps_verdicts) {
+  scratch s;
+  scratch_make(&s);
+  run r;
+  const char *prog = tu_src("examples/rmsnorm_linear_small.graph");
+  /* (reduced instances at this small shape, so results need full-shape checks) */
+  run_cli(&r, "-q", "--fp-reduce-min-elements=0", "--max-states=60000", "--out", s.out, prog,
+          NULL);
+  ck_assert_msg(r.rc == 4, "rc %d: %s", r.rc, r.err);
+  run_free(&r);
+  long long full = counter(s.out, "full_verified"), fl = counter(s.out, "float_checks");
+  ck_assert_int_gt(full, 0);
+  /* Resumed and stopped at once: nothing new found, nothing checked again. */
+  run_cli(&r, "-q", "--resume", s.out, "--max-states=1", NULL);
+  ck_assert_msg(r.rc == 4, "rc %d: %s", r.rc, r.err);
+  run_free(&r);
+  ck_assert_int_eq(counter(s.out, "full_verified"), full);
+  ck_assert_int_eq(counter(s.out, "float_checks"), fl);
+  scratch_free(&s);
+}
+END_TEST
+
 /* Without a terminal, progress comes as timestamped lines; a stopped
  * search exits 4 with its results and its checkpoint written, and says
  * why and how to resume. */
@@ -263,11 +406,34 @@ START_TEST(test_progress_lines_and_stop) {
   ck_assert_ptr_nonnull(strstr(r.out, "stopped early: incomplete"));
   char *rep = read_file(s.out, "report.json");
   ck_assert_ptr_nonnull(strstr(rep, "\"complete\": false"));
+  /* The best of a time-limited search is checked in float64 within the
+   * limit, or the report and stderr say it is not. */
+  if (strstr(rep, "\"float64_checked\": false"))
+    ck_assert_ptr_nonnull(strstr(r.err, "the best result was not checked in float64"));
+  else
+    ck_assert_ptr_nonnull(strstr(rep, "\"float64_checked\": true"));
   free(rep);
   run_free(&r);
-  /* the default off a terminal: a final line at least; 0 turns them off */
+  /* A new search over the stopped one (the command re-run from the
+   * shell's history) is refused, keeping the checkpoint, and says how to
+   * resume or discard it. */
   run_cli(&r, "--out", s.out, s.prog, NULL);
+  ck_assert_msg(r.rc == 2, "rc %d: %s", r.rc, r.err);
+  ck_assert_ptr_nonnull(strstr(r.err, "holds the checkpoint of a stopped search: resume it with: "
+                                      "mirsearch --resume="));
+  ck_assert_ptr_nonnull(strstr(r.err, "--overwrite"));
+  ck = read_file(s.out, "checkpoint");
+  ck_assert_ptr_nonnull(ck);
+  free(ck);
+  rep = read_file(s.out, "report.json");
+  ck_assert_ptr_nonnull(rep);
+  free(rep);
+  run_free(&r);
+  /* the default off a terminal: a final line at least; 0 turns them off
+   * (--overwrite discards the stopped search's checkpoint) */
+  run_cli(&r, "--overwrite", "--out", s.out, s.prog, NULL);
   ck_assert_int_eq(r.rc, 0);
+  ck_assert_ptr_null(read_file(s.out, "checkpoint"));
   ck_assert_ptr_nonnull(strstr(r.err, " mirsearch: done: "));
   run_free(&r);
   run_cli(&r, "--progress-interval=0", "--out", s.out, s.prog, NULL);
@@ -365,6 +531,10 @@ static Suite *outputs_suite(void) {
   tcase_add_test(t, test_bad_out_before_search);
   tcase_add_test(t, test_lock);
   tcase_add_test(t, test_progress_lines_and_stop);
+  tcase_add_test(t, test_resume_checks_program_and_options);
+  tcase_add_test(t, test_checkpoint_fifo_and_large);
+  tcase_add_test(t, test_resume_final_line);
+  tcase_add_test(t, test_resume_keeps_verdicts);
   tcase_add_test(t, test_show);
   tcase_add_test(t, test_man_page);
   suite_add_tcase(s, t);

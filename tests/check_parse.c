@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "graph/graph.h"
 #include "graph/lex.h"
@@ -722,6 +723,79 @@ START_TEST(test_lexer_tokens) {
 }
 END_TEST
 
+/* A chain program of n ops: T0 = add(X, X), Ti = add(T(i-1), X). */
+static char *chain_program(int n, size_t *len) {
+  size_t cap = (size_t)n * 40 + 128, at = 0;
+  char *t = malloc(cap);
+  ck_assert_ptr_nonnull(t);
+  at += (size_t)snprintf(t + at, cap - at, "input X : f32[4, 4]\n");
+  for (int i = 0; i < n; i++)
+    at += i ? (size_t)snprintf(t + at, cap - at, "T%d = add(T%d, X)\n", i, i - 1)
+            : (size_t)snprintf(t + at, cap - at, "T0 = add(X, X)\n");
+  at += (size_t)snprintf(t + at, cap - at, "output T%d\n", n - 1);
+  *len = at;
+  return t;
+}
+
+/* Process CPU seconds of the best of 3 parses of a chain of n ops. */
+static double parse_seconds(mirs_context *ctx, int n) {
+  size_t len;
+  char *text = chain_program(n, &len);
+  double best = 1e9;
+  for (int k = 0; k < 3; k++) {
+    struct timespec a, b;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &a);
+    mirs_graph *g = NULL;
+    ck_assert_int_eq(mirs_graph_parse_string(ctx, text, len, "chain.graph", &g), MIRS_OK);
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &b);
+    mirs_graph_destroy(g);
+    double t = (double)(b.tv_sec - a.tv_sec) + 1e-9 * (double)(b.tv_nsec - a.tv_nsec);
+    if (t < best)
+      best = t;
+  }
+  free(text);
+  return best;
+}
+
+/* Parsing is linear in the number of ops (names are hashed; each added
+ * tensor's name used to be compared with every earlier one: 100k ops took
+ * 15 s, a file at the size cap hours).  A 100k-op file parses correctly,
+ * and 8 times the ops cost well under 8^2 times the CPU time (a ratio, so
+ * the machine's speed does not matter; bench/parse_scaling.sh has the
+ * times). */
+START_TEST(test_large_file_linear) {
+  tu_log log;
+  mirs_context *ctx = tu_ctx(&log);
+  size_t len;
+  char *text = chain_program(100000, &len);
+  mirs_graph *g = NULL;
+  ck_assert_int_eq(mirs_graph_parse_string(ctx, text, len, "chain.graph", &g), MIRS_OK);
+  free(text);
+  ck_assert_int_eq(mirs_graph_num_ops(g), 100000);
+  ck_assert_int_eq(mirs_graph_num_tensors(g), 100001);
+  ck_assert_int_eq(mirs__graph_find(g, "T99999"), 100000);
+  ck_assert_int_eq(mirs__graph_find(g, "T0"), 1);
+  ck_assert_int_eq(g->nout, 1);
+  ck_assert_int_eq(g->outputs[0], 100000);
+  ck_assert(!g->names_indexed); /* (the parser's own index is gone with it) */
+  mirs_graph_destroy(g);
+  /* A redefinition deep in a large file is still found. */
+  text = chain_program(20000, &len);
+  char *dup = strstr(text, "T15000 = ");
+  ck_assert_ptr_nonnull(dup);
+  memcpy(dup, "T7    ", 6); /* (the same length; T7 is defined earlier) */
+  ck_assert_int_eq(mirs_graph_parse_string(ctx, text, len, "chain.graph", &g), MIRS_PARSE);
+  ck_assert_msg(strstr(mirs_last_error(ctx), "redefined name 'T7'") != NULL, "%s",
+                mirs_last_error(ctx));
+  free(text);
+  double small = parse_seconds(ctx, 10000), large = parse_seconds(ctx, 80000);
+  ck_assert_msg(large < 24 * small + 0.05,
+                "parsing 80k ops took %.3f s, 10k %.3f s: %.1fx for 8x the ops", large, small,
+                large / small);
+  mirs_context_destroy(ctx);
+}
+END_TEST
+
 /* The test suite. */
 static Suite *parse_suite(void) {
   Suite *s = suite_create("parse");
@@ -737,6 +811,7 @@ static Suite *parse_suite(void) {
   tcase_add_test(tc, test_max_errors);
   tcase_add_test(tc, test_status_and_poison);
   tcase_add_test(tc, test_canonical_print);
+  tcase_add_test(tc, test_large_file_linear);
   tcase_add_test(tc, test_ugraph_print);
   tcase_add_test(tc, test_roundtrip_examples);
   tcase_add_test(tc, test_random_bytes);

@@ -79,6 +79,11 @@ for n in 2 3; do
   done
   echo "mpiexec -n $n: the one-process results ($(field "$tmp/ref/report.json" graphs_found) graphs, $(field "$tmp/ref/report.json" states_explored) states)"
 done
+# Periodic checkpoints are not written under --mpi: asked for, that is said.
+mpiexec -n 2 "$bin" --progress-interval=0 --mpi --threads=1 --checkpoint-interval=5 --out "$tmp/ci" "$ex" \
+  >/dev/null 2>"$tmp/err" || fail "mpiexec -n 2 --checkpoint-interval: exit $?: $(cat "$tmp/err")"
+grep -q -- '--checkpoint-interval is not used with --mpi' "$tmp/err" ||
+  fail "--checkpoint-interval under --mpi: no warning: $(head -c 300 "$tmp/err")"
 
 # ---------------------------------------------------------------- 1a. reduced
 # Every result fingerprinted on a reduced instance and only the best 3

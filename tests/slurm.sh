@@ -16,7 +16,8 @@
 # mirsearch has MPI; report.json must say "ranks": 2), and 2 tasks that
 # srun --mpi=none starts unconnected are refused.  Then the other
 # endings: a bad program (exit 2), a stop by --max-states (exit 4) and
-# scancel (SIGTERM) are not requeued, and a complete search whose job is
+# scancel (SIGTERM) are not requeued, another program submitted with the
+# stopped one's --out is refused (exit 2, its checkpoint kept), and a complete search whose job is
 # requeued is not run again.  MIRSEARCH_TEST_MPI=0 leaves out the MPI case.
 #
 # Run by `make check` (top_srcdir and top_builddir set); by hand from a
@@ -381,6 +382,20 @@ wait_for 120 "job $limited to finish" job_done
 grep -q "by mirsearch's own limit, or a signal sent to the step): not requeueing" "$tmp/limited.log" ||
   fail "job $limited: the script did not report the stop by --max-states: $(grep mirsearch.sbatch: "$tmp/limited.log")"
 [ -f "$tmp/limited/checkpoint" ] || fail "job $limited: no checkpoint after --max-states"
+# Another program submitted with the same --out: the script resumes with
+# the program named, and mirsearch refuses the foreign checkpoint (exit 2)
+# instead of reporting the other program's search as this one's.
+cp "$tmp/limited/checkpoint" "$tmp/limited.ckpt"
+foreign=$(cd "$tmp/work" && MIRSEARCH=$bin sbatch --parsable -o "$tmp/foreign.log" \
+  "$sbatch_script" "$top_srcdir/examples/rmsnorm_linear_small.graph" --out="$tmp/limited" --max-states=2000) ||
+  fail "sbatch failed"
+job=${foreign%%;*}
+wait_for 120 "job $job (another program's checkpoint) to finish" job_done
+[ "$(job_state JobState)" = FAILED ] && [ "$(job_state ExitCode)" = 2:0 ] ||
+  fail "job $job (another program's checkpoint): $(job_state JobState), exit code $(job_state ExitCode); expected FAILED, 2:0"
+grep -q 'written for another program' "$tmp/foreign.log" ||
+  fail "job $job: the log does not say the checkpoint is another program's: $(cat "$tmp/foreign.log")"
+cmp -s "$tmp/limited/checkpoint" "$tmp/limited.ckpt" || fail "job $job changed the other program's checkpoint"
 job=$cancel
 wait_for 120 "job $cancel to finish" job_done
 [ "$(job_state JobState)" = CANCELLED ] && [ "$(job_state Restarts)" = 0 ] ||

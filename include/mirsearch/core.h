@@ -99,6 +99,16 @@ MIRS_API int mirs_interrupted(const mirs_context *ctx);
 MIRS_API size_t mirs_memory_current(const mirs_context *ctx);
 MIRS_API size_t mirs_memory_peak(const mirs_context *ctx);
 
+/* One step of a durable write (create, write, sync, rename, remove) that
+ * the library or a client is about to take, named by `what`: returns 0 to
+ * go on.  Fault injection for tests (built unless configure was given
+ * --disable-fault-injection): when the environment variable
+ * MIRS_FAULT_INJECT was "N:enospc" or "N:kill" as ctx was created, the
+ * Nth step counted in ctx returns -1 with errno = ENOSPC (after a
+ * warning naming the step) or raises SIGKILL, so a test can stop a write
+ * at each of its steps in turn (docs/PARALLEL.md, tests/durability.sh). */
+MIRS_API int mirs_io_step(mirs_context *ctx, const char *what);
+
 /* Write len bytes to path atomically: a temp file beside it, fsync,
  * rename.  On failure path is left as it was (MIRS_IO with the reason). */
 MIRS_API mirs_status mirs_write_file_atomic(mirs_context *ctx, const char *path, const void *data,

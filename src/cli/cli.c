@@ -28,6 +28,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -70,6 +71,7 @@ enum {
   OPT_HEADER,
   OPT_RESUME,
   OPT_MPI,
+  OPT_OVERWRITE,
   OPT_LIB = 1024
 };
 
@@ -93,6 +95,7 @@ static const struct option fixed_options[] = {
     {"header", required_argument, NULL, OPT_HEADER},
     {"resume", required_argument, NULL, OPT_RESUME},
     {"mpi", no_argument, NULL, OPT_MPI},
+    {"overwrite", no_argument, NULL, OPT_OVERWRITE},
 };
 #define NFIXED (sizeof fixed_options / sizeof fixed_options[0])
 
@@ -106,6 +109,7 @@ typedef struct cli {
   const char *out_dir; /* --out, or NULL: derived from the program name */
   const char *resume;  /* --resume=DIR */
   int mpi;             /* --mpi: one search over the MPI ranks */
+  int overwrite;       /* --overwrite: a new search may discard DIR's checkpoint */
   int rank;            /* this process's MPI rank (0 without --mpi) */
   int stop_masked;     /* --mpi: SIGINT, SIGTERM, SIGUSR1 blocked until the search's
                           handlers are in place; stop_mask_old: the mask before */
@@ -338,6 +342,9 @@ static int parse_options(cli *c, int argc, char **argv) {
     case OPT_MPI:
       c->mpi = 1;
       break;
+    case OPT_OVERWRITE:
+      c->overwrite = 1;
+      break;
     case OPT_RESUME:
       if (!optarg[0]) {
         cli_error(c, "--resume needs the output directory of a stopped search");
@@ -424,6 +431,7 @@ typedef struct help_row {
 
 static const char *const usage_lines[] = {
     PROG " [OPTIONS] FILE.graph",
+    PROG " [OPTIONS] --resume=DIR [FILE.graph]",
     PROG " [OPTIONS] check FILE",
     PROG " [OPTIONS] eval FILE [--seed=N]",
     PROG " [OPTIONS] verify PROGRAM CANDIDATE",
@@ -489,9 +497,14 @@ static const help_row help_rows[] = {
      "and SIGUSR1)"},
     {"--checkpoint-interval=S", "also write DIR/checkpoint every S seconds while searching "
                                 "(default 600; 0: only when stopped)"},
-    {"--resume=DIR", "continue the stopped search whose checkpoint is in DIR (no FILE; on any "
-                     "--threads; its search options are kept): it ends with the results of "
-                     "an uninterrupted run"},
+    {"--overwrite", "start a new search in DIR although it holds a stopped search's "
+                    "checkpoint, which is discarded (without it such a search is refused, "
+                    "exit 2, so re-running the original command does not lose the stopped "
+                    "one's work)"},
+    {"--resume=DIR", "continue the stopped search whose checkpoint is in DIR (on any "
+                     "--threads; its search options are kept, and one given with another "
+                     "value is refused): it ends with the results of an uninterrupted run; "
+                     "with FILE.graph, the checkpoint must be that program's (else exit 2)"},
     {"--mpi", "one search over the ranks of an MPI job (mpiexec -n M, srun --mpi=pmi2): every rank "
               "runs its threads, idle ranks steal work, rank 0 writes DIR (the same results "
               "as one process; --resume works on any M; see docs/DISTRIBUTED.md)"},
@@ -677,9 +690,19 @@ static int read_input(cli *c, const char *path, char **text, size_t *len) {
   *text = NULL;
   *len = 0;
   errno = 0;
-  FILE *f = fopen(path, "rb");
+  /* Opened without blocking (a FIFO without a writer then reads as
+   * empty instead of hanging in open), then read blocking (a pipe with a
+   * writer is read to its end). */
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  int fl = fd >= 0 ? fcntl(fd, F_GETFL) : -1;
+  if (fl >= 0)
+    (void)fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+  FILE *f = fd >= 0 ? fdopen(fd, "rb") : NULL;
   if (!f) {
-    cli_error(c, "cannot open '%s': %s", path, strerror(errno ? errno : ENOENT));
+    int e = errno ? errno : ENOENT;
+    if (fd >= 0)
+      close(fd);
+    cli_error(c, "cannot open '%s': %s", path, strerror(e));
     return EXIT_USAGE;
   }
   size_t cap = 4096, n = 0;
@@ -986,10 +1009,12 @@ static void progress_line(search_ui *ui, const mirs_search_stats *st, const char
   struct tm tm;
   if (gmtime_r(&wall, &tm))
     strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  char best[64] = "best -";
+  char best[80] = "best -";
   pthread_mutex_lock(&ui->lock);
   int found = ui->found;
-  if (found)
+  if (found && ui->best_at < 0)
+    snprintf(best, sizeof best, "best %.3f us (found before the resume)", ui->best * 1e6);
+  else if (found)
     snprintf(best, sizeof best, "best %.3f us (found at %.1f s)", ui->best * 1e6, ui->best_at);
   pthread_mutex_unlock(&ui->lock);
   fprintf(ui->c->err,
@@ -1000,6 +1025,21 @@ static void progress_line(search_ui *ui, const mirs_search_stats *st, const char
   fflush(ui->c->err);
   ui->last_line = t;
   ui->last_states = st->states_explored;
+}
+
+/* The final line's counts: every result of the search, those a resumed
+ * checkpoint brought too (the callbacks saw only this run's). */
+static void final_counts(search_ui *ui, const mirs_search *s, const mirs_search_stats *st) {
+  pthread_mutex_lock(&ui->lock);
+  if (mirs_search_num_results(s) > 0) {
+    double b = mirs_search_result_cost(s, 0);
+    if (!ui->found || b < ui->best) {
+      ui->best = b;
+      ui->best_at = -1; /* (not found in this run) */
+    }
+  }
+  ui->found = (int)st->graphs_found;
+  pthread_mutex_unlock(&ui->lock);
 }
 
 /* Progress callback: a rewritten line on a terminal, a few times a
@@ -1103,7 +1143,8 @@ static void unmask_stops(cli *c) {
   }
 }
 
-/* `FILE.graph` (path) or --resume=DIR (path NULL): check and lock the
+/* `FILE.graph` (path) or --resume=DIR (path NULL, or the program the
+ * checkpoint must be for): check and lock the
  * output directory, search (from the checkpoint when resuming), write
  * the outputs (report.json last), print a summary (or the JSON report
  * with --json).  A search stopped with open work also writes
@@ -1152,6 +1193,75 @@ static int cmd_search(cli *c, const char *path) {
   return rc;
 }
 
+/* What the final write of a search left durable. */
+typedef struct final_write {
+  int written;   /* this run's checkpoint is in DIR/checkpoint */
+  int previous;  /* it is not, but an earlier one (periodic, resumed) is */
+  char why[1024]; /* why this run's could not be written */
+} final_write;
+
+/* Write the search's checkpoint before its outputs.  A failure (a full
+ * disk, memory) is not fatal: the outputs are still attempted and the
+ * exit status says what is left (final_write_failed). */
+static mirs_status final_checkpoint(cli *c, mirs_search *s, const char *ckpt, final_write *fw) {
+  mirs_status st = mirs_search_checkpoint(s, ckpt);
+  if (st == MIRS_OK) {
+    fw->written = 1;
+    return MIRS_OK;
+  }
+  snprintf(fw->why, sizeof fw->why, "%s", mirs_last_error(c->ctx));
+  mirs_clear_error(c->ctx);
+  fw->previous = access(ckpt, F_OK) == 0;
+  return MIRS_OK;
+}
+
+/* The exit status and message of a search whose outputs (why, non-NULL)
+ * or whose final checkpoint (why NULL: the outputs are written) could not
+ * be written: 4 when a checkpoint in DIR resumes the search, else 3. */
+static int final_write_failed(cli *c, const final_write *fw, const char *why, const char *dir,
+                              const char *ckpt) {
+  const char *mpi = c->mpi ? "mpiexec -n M " : "", *mpi2 = c->mpi ? " --mpi" : "";
+  if (fw->written || fw->previous) {
+    cli_error(c,
+              "%s%s%s%s; %s %s is intact: resume with: %s" PROG "%s --resume=%s [--threads=N]",
+              why ? "cannot write the outputs: " : "", why ? why : "",
+              fw->why[0] ? (why ? "; cannot write the checkpoint: " : "cannot write the "
+                                                                     "checkpoint: ")
+                         : "",
+              fw->why, fw->written ? "the search's checkpoint" : "the previous checkpoint", ckpt,
+              mpi, mpi2, dir);
+    return EXIT_STOPPED;
+  }
+  if (why)
+    cli_error(c, "cannot write the outputs: %s%s%s; no checkpoint is left: the search's results "
+                 "are lost", why, fw->why[0] ? "; cannot write the checkpoint: " : "", fw->why);
+  else
+    cli_error(c, "cannot write the checkpoint: %s; the results so far are in %s but the open "
+                 "work is lost (no checkpoint)", fw->why, dir);
+  return EXIT_RESOURCE;
+}
+
+/* A new search (no --resume) in a directory: its checkpoint, the open
+ * work of a stopped search, is discarded only with --overwrite (exit 2
+ * otherwise, saying how to resume it or discard it). */
+static int new_search_checkpoint(cli *c, const char *ckpt, const char *dir) {
+  struct stat st;
+  if (lstat(ckpt, &st) != 0)
+    return errno == ENOENT ? EXIT_OK : (cli_error(c, "%s: %s", ckpt, strerror(errno)), EXIT_RESOURCE);
+  if (!c->overwrite) {
+    cli_error(c,
+              "%s holds the checkpoint of a stopped search: resume it with: %s" PROG
+              "%s --resume=%s [--threads=N], or discard it and start over with --overwrite",
+              dir, c->mpi ? "mpiexec -n M " : "", c->mpi ? " --mpi" : "", dir);
+    return EXIT_USAGE;
+  }
+  if (unlink(ckpt) != 0 && errno != ENOENT) {
+    cli_error(c, "%s: cannot remove: %s", ckpt, strerror(errno));
+    return EXIT_RESOURCE;
+  }
+  return EXIT_OK;
+}
+
 /* The body of cmd_search (on every rank with --mpi). */
 static int search_ranks(cli *c, const char *path) {
   /* The handlers are in place from the start (a resume loads for a
@@ -1181,6 +1291,13 @@ static int search_ranks(cli *c, const char *path) {
       mirs_status ls = mirs_checkpoint_load_program(c->ctx, from, &p);
       if (ls != MIRS_OK)
         rc = cli_fail(c, ls, 0);
+    }
+    if (rc == EXIT_OK && path) {
+      /* FILE given: the checkpoint must be this program's (mirs_search_resume
+       * compares them, and the options given were compared above). */
+      mirs_graph_destroy(p);
+      p = NULL;
+      rc = load_graph(c, path, &p);
     }
   } else {
     rc = load_graph(c, path, &p);
@@ -1220,15 +1337,17 @@ static int search_ranks(cli *c, const char *path) {
   } else {
     od_open = 1;
     /* A resume reads its checkpoint with the directory locked; a new
-     * search drops an older search's checkpoint, which no longer
-     * matches what the directory holds. */
+     * search refuses a directory with a stopped search's checkpoint
+     * unless told to discard it (--overwrite). */
     if (c->resume)
       st = mirs_search_resume(s, from);
     else
-      (void)unlink(ckpt);
-    if (st == MIRS_OK)
-      st = mirs_search_set_checkpoint(s, ckpt);
-    if (st == MIRS_STOPPED && c->resume) {
+      rc = new_search_checkpoint(c, ckpt, dir);
+    if (rc != EXIT_OK) {
+      /* (refused: said why) */
+    } else if (st == MIRS_OK && (st = mirs_search_set_checkpoint(s, ckpt)) != MIRS_OK) {
+      rc = cli_fail(c, st, 0);
+    } else if (st == MIRS_STOPPED && c->resume) {
       /* Stopped (a signal, a limit) before the checkpoint was read: it
        * stays as it was, resumable again, and so does the directory. */
       cli_error(c, "stopped while loading %s (%s); it is unchanged: resume with: %s" PROG
@@ -1306,12 +1425,14 @@ static int search_ranks(cli *c, const char *path) {
   mirs_search_stats stats;
   if (st == MIRS_OK)
     st = mirs_search_get_stats(s, &stats);
-  /* The checkpoint first: the open work is what a stop must not lose. */
+  /* The checkpoint first, also for a complete search: until report.json
+   * is durable it is the only durable copy of the results, so it is
+   * removed only after the outputs are written (a kill or a full disk at
+   * any step of the write leaves a resumable directory). */
   int stopped = st == MIRS_OK && mirs_search_stopped(s);
-  if (stopped)
-    st = mirs_search_checkpoint(s, ckpt);
-  else if (st == MIRS_OK)
-    (void)unlink(ckpt); /* nothing left to resume */
+  final_write fw = {0};
+  if (st == MIRS_OK)
+    st = final_checkpoint(c, s, ckpt, &fw);
   char *report = NULL;
   size_t report_len = 0;
   double t0 = now_seconds(); /* the write, report included, is timed */
@@ -1322,14 +1443,24 @@ static int search_ranks(cli *c, const char *path) {
   } else {
     rc = mirs__outdir_write(&od, c->ctx, s, (int)c->top, report, report_len, why, sizeof why);
     if (rc != EXIT_OK) {
-      cli_error(c, "%s", why);
-    } else if (ui.interval > 0) {
-      progress_line(&ui, &stats, stats.complete ? "done" : "stopped");
-      int n = mirs_search_num_results(s);
-      if (c->top > 0 && c->top < n)
-        n = (int)c->top;
-      fprintf(c->err, PROG ": wrote %d candidate%s and report.json to %s in %.3f s\n", n,
-              n == 1 ? "" : "s", dir, now_seconds() - t0);
+      rc = final_write_failed(c, &fw, why, dir, ckpt);
+    } else {
+      if (!stopped && mirs__outdir_drop_checkpoint(&od, c->ctx, "checkpoint") != 0 && !c->quiet)
+        fprintf(c->err,
+                PROG ": warning: %s: cannot remove the finished search's checkpoint (%s); the "
+                "outputs are complete (report.json)\n",
+                ckpt, strerror(errno));
+      if (ui.interval > 0) {
+        final_counts(&ui, s, &stats);
+        progress_line(&ui, &stats, stats.complete ? "done" : "stopped");
+        int n = mirs_search_num_results(s);
+        if (c->top > 0 && c->top < n)
+          n = (int)c->top;
+        fprintf(c->err, PROG ": wrote %d candidate%s and report.json to %s in %.3f s\n", n,
+                n == 1 ? "" : "s", dir, now_seconds() - t0);
+      }
+      if (stopped && !fw.written)
+        rc = final_write_failed(c, &fw, NULL, dir, ckpt);
     }
   }
   mirs__outdir_close(&od);
@@ -1445,7 +1576,12 @@ static int cmd_run(cli *c, const char *path) {
     return rc;
   mirs_eval_result *r = NULL;
   double err = 0;
+  /* SIGINT and SIGTERM stop the run: the library kills the compiler's or
+   * the generated program's process group and removes its directory. */
+  stop_handlers h;
+  stop_handlers_install(&h, c->ctx);
   mirs_status s = mirs_codegen_run(g, (uint64_t)seed, backend, &r, &err);
+  stop_handlers_restore(&h, c->ctx);
   if (s != MIRS_OK) {
     mirs_graph_destroy(g);
     return cli_fail(c, s, 0);
@@ -1479,11 +1615,17 @@ static int run_command(cli *c, int nargs, char **args) {
   static const int files[] = {1, 1, 2, 1, 1, 1};
   enum { NCOMMANDS = sizeof files / sizeof files[0] };
   if (c->resume) {
-    if (nargs > 0) {
-      cli_error(c, "--resume=DIR continues a search: no FILE or command ('%s')", args[0]);
+    /* An optional FILE: the program the checkpoint must have been
+     * written for (a batch script's resume never takes another's). */
+    int is_cmd = 0;
+    for (int i = 0; nargs > 0 && i < NCOMMANDS; i++)
+      is_cmd |= strcmp(args[0], commands[i]) == 0;
+    if (nargs > 1 || is_cmd) {
+      cli_error(c, "--resume=DIR continues a search: at most its FILE.graph, no command ('%s')",
+                args[nargs > 1 ? 1 : 0]);
       return cli_hint(c);
     }
-    return cmd_search(c, NULL);
+    return cmd_search(c, nargs == 1 ? args[0] : NULL);
   }
   if (nargs == 0) {
     cli_error(c, "missing command or FILE");

@@ -183,8 +183,12 @@ int mirs__outdir_clear(mirs__outdir *od, char *why, size_t whysize) {
   return rc;
 }
 
-/* Write all of data to a new file name under dirfd (no sync). */
-static int write_new(int dirfd, const char *name, const char *data, size_t len) {
+/* Write all of data to a new file name under dirfd (no sync); each file
+ * is one step of the write (mirs_io_step). */
+static int write_new(mirs_context *ctx, int dirfd, const char *name, const char *data,
+                     size_t len) {
+  if (mirs_io_step(ctx, name) != 0)
+    return -1;
   int fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0)
     return -1;
@@ -204,20 +208,25 @@ static int write_new(int dirfd, const char *name, const char *data, size_t len) 
   return close(fd);
 }
 
-/* Write the results, best.ugraph, best.cu and report.json. */
+/* Write the results, best.ugraph, best.cu and report.json.  A failure
+ * removes what this call wrote (candidates.tmp/ and the temp files), so a
+ * full disk is not left fuller; what an earlier step made durable (the
+ * checkpoint) is the caller's. */
 int mirs__outdir_write(mirs__outdir *od, mirs_context *ctx, const mirs_search *s, int top,
                        const char *report, size_t len, char *why, size_t whysize) {
   int n = mirs_search_num_results(s);
   if (top > 0 && top < n)
     n = top;
   const char *stage = "candidates.tmp";
-  if (mkdirat(od->dirfd, stage, 0777) != 0 && errno != EEXIST) {
+  if (mirs_io_step(ctx, "create candidates.tmp") != 0 ||
+      (mkdirat(od->dirfd, stage, 0777) != 0 && errno != EEXIST)) {
     snprintf(why, whysize, "%s/%s: cannot create: %s", od->path, stage, strerror(errno));
     return RESOURCE;
   }
   int cfd = openat(od->dirfd, stage, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (cfd < 0) {
     snprintf(why, whysize, "%s/%s: cannot open: %s", od->path, stage, strerror(errno));
+    (void)remove_tree1(od->dirfd, stage);
     return RESOURCE;
   }
   char name[64], best_tmp[64], cu_tmp[64];
@@ -231,7 +240,7 @@ int mirs__outdir_write(mirs__outdir *od, mirs_context *ctx, const mirs_search *s
     if (mirs_codegen_cuda(best, NULL, &cu) != MIRS_OK) {
       snprintf(why, whysize, "best.cu: %s", mirs_last_error(ctx));
       rc = RESOURCE;
-    } else if (write_new(od->dirfd, cu_tmp, cu, strlen(cu)) != 0) {
+    } else if (write_new(ctx, od->dirfd, cu_tmp, cu, strlen(cu)) != 0) {
       snprintf(why, whysize, "%s: cannot write %s: %s", od->path, cu_tmp, strerror(errno));
       rc = RESOURCE;
     }
@@ -245,42 +254,53 @@ int mirs__outdir_write(mirs__outdir *od, mirs_context *ctx, const mirs_search *s
     if (st != MIRS_OK) {
       snprintf(why, whysize, "%s", mirs_last_error(ctx)[0] ? mirs_last_error(ctx) : "out of memory");
       rc = RESOURCE;
-    } else if (write_new(cfd, name, text, strlen(text)) != 0 ||
-               (i == 0 && write_new(od->dirfd, best_tmp, text, strlen(text)) != 0)) {
-      snprintf(why, whysize, "%s: cannot write %s: %s", od->path, i == 0 ? name : best_tmp,
-               strerror(errno));
+    } else if (write_new(ctx, cfd, name, text, strlen(text)) != 0) {
+      snprintf(why, whysize, "%s/%s: cannot write %s: %s", od->path, stage, name, strerror(errno));
+      rc = RESOURCE;
+    } else if (i == 0 && write_new(ctx, od->dirfd, best_tmp, text, strlen(text)) != 0) {
+      snprintf(why, whysize, "%s: cannot write %s: %s", od->path, best_tmp, strerror(errno));
       rc = RESOURCE;
     }
     mirs_free(ctx, text);
   }
   /* One flush of the file system for every file above, then the renames
    * and one sync of each directory that changed. */
-  if (rc == OK && (syncfs(cfd) != 0 || fsync(cfd) != 0)) {
+  if (rc == OK && (mirs_io_step(ctx, "sync the candidates") != 0 || syncfs(cfd) != 0 ||
+                   fsync(cfd) != 0)) {
     snprintf(why, whysize, "%s: cannot sync the candidates: %s", od->path, strerror(errno));
     rc = RESOURCE;
   }
   close(cfd);
-  if (rc == OK && renameat(od->dirfd, stage, od->dirfd, "candidates") != 0) {
+  if (rc == OK && (mirs_io_step(ctx, "rename candidates.tmp") != 0 ||
+                   renameat(od->dirfd, stage, od->dirfd, "candidates") != 0)) {
     snprintf(why, whysize, "%s/candidates: cannot rename into place: %s", od->path,
              strerror(errno));
     rc = RESOURCE;
   }
-  if (rc == OK && n > 0 && renameat(od->dirfd, best_tmp, od->dirfd, "best.ugraph") != 0) {
+  if (rc == OK && n > 0 && (mirs_io_step(ctx, "rename best.ugraph") != 0 ||
+                            renameat(od->dirfd, best_tmp, od->dirfd, "best.ugraph") != 0)) {
     snprintf(why, whysize, "%s/best.ugraph: cannot rename into place: %s", od->path,
              strerror(errno));
     rc = RESOURCE;
   }
-  if (rc == OK && n > 0 && renameat(od->dirfd, cu_tmp, od->dirfd, "best.cu") != 0) {
+  if (rc == OK && n > 0 && (mirs_io_step(ctx, "rename best.cu") != 0 ||
+                            renameat(od->dirfd, cu_tmp, od->dirfd, "best.cu") != 0)) {
     snprintf(why, whysize, "%s/best.cu: cannot rename into place: %s", od->path, strerror(errno));
     rc = RESOURCE;
   }
-  if (rc == OK && fsync(od->dirfd) != 0) {
+  if (rc == OK && (mirs_io_step(ctx, "sync the output directory") != 0 || fsync(od->dirfd) != 0)) {
     snprintf(why, whysize, "%s: cannot sync: %s", od->path, strerror(errno));
     rc = RESOURCE;
   }
   if (rc != OK) {
+    /* Nothing of this write stays: no partial directory fills the disk
+     * (a complete candidates/ without report.json is removed by the
+     * next run's clearing). */
+    int e = errno;
     (void)unlinkat(od->dirfd, best_tmp, 0);
     (void)unlinkat(od->dirfd, cu_tmp, 0);
+    (void)remove_tree1(od->dirfd, stage);
+    errno = e;
     return rc;
   }
   char path[sizeof od->path + 16];
@@ -290,6 +310,17 @@ int mirs__outdir_write(mirs__outdir *od, mirs_context *ctx, const mirs_search *s
     return RESOURCE;
   }
   return OK;
+}
+
+/* Remove the checkpoint file name in the directory, once report.json is
+ * durable (the directory is synced so its removal is too). */
+int mirs__outdir_drop_checkpoint(mirs__outdir *od, mirs_context *ctx, const char *name) {
+  if (mirs_io_step(ctx, "remove the checkpoint") != 0 ||
+      (unlinkat(od->dirfd, name, 0) != 0 && errno != ENOENT))
+    return -1;
+  if (mirs_io_step(ctx, "sync the output directory") != 0 || fsync(od->dirfd) != 0)
+    return -1;
+  return 0;
 }
 
 /* Unlock and close. */

@@ -16,7 +16,9 @@
  * the new run's results are never mixed with old ones.  Writing
  * puts the candidates in candidates.tmp/ without per-file syncs, makes
  * them durable with one syncfs(2), renames the directory into place,
- * syncs DIR once, then writes report.json atomically. */
+ * syncs DIR once, then writes report.json atomically; only then does the
+ * caller remove the checkpoint (written before the outputs), so a kill or
+ * a full disk at any step leaves the outputs or a resumable checkpoint. */
 #ifndef MIRS_CLI_OUTDIR_H
 #define MIRS_CLI_OUTDIR_H
 
@@ -43,6 +45,10 @@ int mirs__outdir_clear(mirs__outdir *od, char *why, size_t whysize);
  * report (len bytes).  Returns an exit status with a message in why. */
 int mirs__outdir_write(mirs__outdir *od, mirs_context *ctx, const mirs_search *s, int top,
                        const char *report, size_t len, char *why, size_t whysize);
+/* Remove checkpoint file `name` from the directory and sync it: called
+ * only after mirs__outdir_write succeeded, so there is never a moment
+ * with neither the outputs nor the checkpoint.  -1 (errno) on failure. */
+int mirs__outdir_drop_checkpoint(mirs__outdir *od, mirs_context *ctx, const char *name);
 /* Release the lock and the descriptors (the .lock file stays). */
 void mirs__outdir_close(mirs__outdir *od);
 

@@ -8,7 +8,9 @@
  * Invariants: inputs are exactly mirs_graph_eval's (mirs_input_value),
  * rounded once to each input's dtype by the harness; a run never reports
  * values it did not read back in full; the temporary directory is removed
- * on every path; child processes get argv arrays (no shell). */
+ * on every path; child processes get argv arrays (no shell) and a process
+ * group of their own, killed whole when the run is stopped (a signal, the
+ * time limit), so none outlives it. */
 #include "config.h"
 
 #include <errno.h>
@@ -21,6 +23,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <signal.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "codegen/codegen.h"
@@ -207,24 +211,64 @@ static mirs_status put_file(mirs_context *ctx, const char *dir, const char *name
   return MIRS_OK;
 }
 
-/* Run argv with stdout and stderr to log; the exit status into *status
- * (-1 when it could not start, 128+N for a signal). */
-static mirs_status spawn_wait(mirs_context *ctx, char *const *argv, const char *log, int *status) {
+/* Wait for child pid (the leader of its own process group) while
+ * watching ctx: a stop request (mirs_interrupt: SIGINT or SIGTERM in the
+ * CLI) or the deadline (mirs__core_now() seconds; 0: none) kills the
+ * whole group, so neither the compiler's nor the generated program's
+ * processes outlive the call, and the caller removes their directory. */
+static mirs_status wait_child(mirs_context *ctx, pid_t pid, double deadline, const char *what,
+                              int *ws) {
+  struct timespec nap = {0, 0};
+  for (;;) {
+    pid_t r = waitpid(pid, ws, WNOHANG);
+    if (r == pid)
+      return MIRS_OK;
+    if (r < 0 && errno != EINTR) {
+      int e = errno;
+      (void)kill(-pid, SIGKILL);
+      return MIRS_FAIL(ctx, MIRS_IO, "waitpid: %s", strerror(e));
+    }
+    bool late = deadline > 0 && mirs__core_now() >= deadline;
+    if (late || mirs__core_stopping(ctx)) {
+      (void)kill(-pid, SIGKILL);
+      while (waitpid(pid, ws, 0) < 0 && errno == EINTR)
+        ;
+      if (late)
+        return MIRS_FAIL(ctx, MIRS_LIMIT, "%s: stopped at the time limit (--time-limit=%g)", what,
+                         ctx->opt.time_limit);
+      return mirs__core_stopped(ctx, what);
+    }
+    /* Poll from 1 ms up to 20 ms: short children stay fast, long ones
+     * cost nothing. */
+    nap.tv_nsec = nap.tv_nsec < 20000000 ? nap.tv_nsec + 1000000 : 20000000;
+    (void)nanosleep(&nap, NULL);
+  }
+}
+
+/* Run argv with stdout and stderr to log, in a process group of its own,
+ * until it exits, the deadline passes or ctx is asked to stop
+ * (wait_child); the exit status into *status (-1 when it could not
+ * start, 128+N for a signal). */
+static mirs_status spawn_wait(mirs_context *ctx, char *const *argv, const char *log,
+                              double deadline, int *status) {
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_addopen(&fa, 1, log, O_WRONLY | O_CREAT | O_APPEND, 0600);
   posix_spawn_file_actions_adddup2(&fa, 1, 2);
+  posix_spawnattr_t at;
+  posix_spawnattr_init(&at);
+  posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(&at, 0);
   pid_t pid;
-  int e = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
+  int e = posix_spawnp(&pid, argv[0], &fa, &at, argv, environ);
   posix_spawn_file_actions_destroy(&fa);
+  posix_spawnattr_destroy(&at);
   if (e != 0) {
     *status = -1;
     return MIRS_FAIL(ctx, MIRS_IO, "cannot run %s: %s", argv[0], strerror(e));
   }
   int ws;
-  while (waitpid(pid, &ws, 0) < 0)
-    if (errno != EINTR)
-      return MIRS_FAIL(ctx, MIRS_IO, "waitpid: %s", strerror(errno));
+  MIRS_CHECK(ctx, wait_child(ctx, pid, deadline, argv[0], &ws));
   *status = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + (WIFSIGNALED(ws) ? WTERMSIG(ws) : 0);
   return MIRS_OK;
 }
@@ -286,7 +330,8 @@ static void arg(args *a, const char *text) {
 }
 
 /* Compile the sources in dir into dir/prog for backend. */
-static mirs_status compile(mirs_context *ctx, const char *dir, mirs_backend backend) {
+static mirs_status compile(mirs_context *ctx, const char *dir, mirs_backend backend,
+                           double deadline) {
   char src[1024], prog[1024], log[1024], inc[1024];
   snprintf(src, sizeof src, "%s/harness.cu", dir);
   snprintf(prog, sizeof prog, "%s/prog", dir);
@@ -330,7 +375,7 @@ static mirs_status compile(mirs_context *ctx, const char *dir, mirs_backend back
     arg(&a, prog);
   }
   int status;
-  MIRS_CHECK(ctx, spawn_wait(ctx, a.argv, log, &status));
+  MIRS_CHECK(ctx, spawn_wait(ctx, a.argv, log, deadline, &status));
   if (status != 0) {
     char head[1024];
     log_head(log, head, sizeof head);
@@ -361,6 +406,8 @@ mirs_status mirs_codegen_run(const mirs_graph *g, uint64_t seed, mirs_backend ba
       return MIRS_FAIL(ctx, MIRS_NO_DEVICE, "no CUDA device: %s", why);
     }
   }
+  /* The time limit covers the whole run: reference, compile, program. */
+  double deadline = ctx->opt.time_limit > 0 ? mirs__core_now() + ctx->opt.time_limit : 0;
   /* The reference first: it also bounds the sizes involved. */
   mirs_eval_result *ref = NULL;
   MIRS_CHECK(ctx, mirs_graph_eval(g, seed, &ref));
@@ -414,7 +461,7 @@ mirs_status mirs_codegen_run(const mirs_graph *g, uint64_t seed, mirs_backend ba
     }
   }
   if (s == MIRS_OK)
-    s = compile(ctx, dir, backend);
+    s = compile(ctx, dir, backend, deadline);
   if (s == MIRS_OK) {
     char prog[1024], inb[1024], outb[1024], log[1024];
     snprintf(prog, sizeof prog, "%s/prog", dir);
@@ -432,7 +479,7 @@ mirs_status mirs_codegen_run(const mirs_graph *g, uint64_t seed, mirs_backend ba
       arg(&a, seedarg);
     }
     int status;
-    s = spawn_wait(ctx, a.argv, log, &status);
+    s = spawn_wait(ctx, a.argv, log, deadline, &status);
     if (s == MIRS_OK && status != 0) {
       char head[1024];
       log_head(log, head, sizeof head);

@@ -169,6 +169,8 @@ mirs_status mirs_context_create_with_allocator(mirs_alloc_fn alloc, void *user,
   atomic_init(&ctx->mem_current, 0);
   atomic_init(&ctx->mem_peak, 0);
   atomic_init(&ctx->fail_countdown, 0);
+  atomic_init(&ctx->fault_steps, 0);
+  mirs__core_fault_init(ctx);
   mirs__core_options_defaults(&ctx->opt);
   *out = ctx;
   return MIRS_OK;

@@ -38,6 +38,14 @@ typedef struct mirs__options {
 #undef MIRS_OPTION
 } mirs__options;
 
+/* The options' indices, in table order (MIRS__OPT_COUNT of them). */
+enum {
+#define MIRS_OPTION(name, type, def, lo, hi, help) MIRS__OPTIDX_##name,
+#include "options.def"
+#undef MIRS_OPTION
+  MIRS__OPT_COUNT
+};
+
 /* Parse a STR option's value as a comma-separated list of integers, each
  * in [lo, hi], into out[0..*n) (at most cap entries; blanks around items
  * are allowed).  False with a one-line reason in why on a malformed list,
@@ -84,8 +92,16 @@ struct mirs_context {
   atomic_size_t mem_peak;
   /* Test hook: when > 0, the Nth allocation from now fails (1 = the next). */
   atomic_long fail_countdown;
+  /* Test hook (fault.c): MIRS_FAULT_INJECT's step number (0: none), what
+   * happens there, and the durable-write steps counted so far. */
+  long fault_at;
+  int fault_kind;
+  atomic_long fault_steps;
 
   mirs__options opt;
+  /* Which options mirs_option_set has set (even to their default): a
+   * resumed search refuses any of them that its checkpoint has otherwise. */
+  unsigned char opt_given[MIRS__OPT_COUNT];
   mirs__stats stats;
 
   mirs_log_fn log_fn;
@@ -206,6 +222,11 @@ char *mirs__core_strdup(mirs_context *ctx, const char *s);
 mirs_status mirs__core_grow(mirs_context *ctx, void **arr, size_t *cap, size_t need, size_t elem);
 /* Test hook: make the n-th allocation from now fail (0 disables). */
 void mirs__core_fail_alloc_after(mirs_context *ctx, long n);
+/* Whether option `name` was set in ctx by mirs_option_set. */
+bool mirs__core_option_given(const mirs_context *ctx, const char *name);
+/* Read MIRS_FAULT_INJECT into a new context (fault.c; a no-op in builds
+ * configured with --disable-fault-injection). */
+void mirs__core_fault_init(mirs_context *ctx);
 
 /* ---------------------------------------------------------------- logging */
 
@@ -263,6 +284,11 @@ mirs_status mirs__core_write_atomic(mirs_context *ctx, const char *path, const v
 /* Largest file mirs__core_read_file reads (a graph file is kilobytes). */
 #define MIRS__MAX_FILE_BYTES (64 << 20)
 mirs_status mirs__core_read_file(mirs_context *ctx, const char *path, char **out, size_t *len);
+/* The same with another size limit (`what` names the file's kind in the
+ * message), and refusing anything but a regular file when regular_only. */
+mirs_status mirs__core_read_file_limit(mirs_context *ctx, const char *path, size_t limit,
+                                       const char *what, bool regular_only, char **out,
+                                       size_t *len);
 
 /* ---------------------------------------------------------------- hashing */
 

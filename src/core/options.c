@@ -91,6 +91,12 @@ static const optdesc *find(const char *name) {
   return NULL;
 }
 
+/* Whether name was set through mirs_option_set. */
+bool mirs__core_option_given(const mirs_context *ctx, const char *name) {
+  const optdesc *d = find(name);
+  return d && ctx->opt_given[d - opt_table];
+}
+
 /* Parse a boolean spelling. */
 static bool parse_bool(const char *v, int64_t *out) {
   static const char *yes[] = {"1", "true", "yes", "on"}, *no[] = {"0", "false", "no", "off"};
@@ -145,6 +151,8 @@ bool mirs__core_parse_int_list(const char *text, int64_t lo, int64_t hi, int64_t
   }
 }
 
+static mirs_status set_value(mirs_context *ctx, const optdesc *d, const char *value);
+
 /* Set an option from text, checking type and range. */
 mirs_status mirs_option_set(mirs_context *ctx, const char *name, const char *value) {
   if (!ctx)
@@ -154,6 +162,14 @@ mirs_status mirs_option_set(mirs_context *ctx, const char *name, const char *val
   const optdesc *d = find(name);
   if (!d)
     return MIRS_FAIL(ctx, MIRS_INVALID_ARG, "unknown option '%s'", name);
+  mirs_status st = set_value(ctx, d, value);
+  if (st == MIRS_OK)
+    ctx->opt_given[d - opt_table] = 1;
+  return st;
+}
+
+/* Set d's field in ctx from text, checking type and range. */
+static mirs_status set_value(mirs_context *ctx, const optdesc *d, const char *value) {
   char *field = (char *)&ctx->opt + d->offset;
   if (d->type == MIRS__OPT_STR) {
     if (strlen(value) >= MIRS__OPT_STR_SIZE)

@@ -84,24 +84,53 @@ void mirs__buf_puts(mirs__buf *b, const char *s) {
 
 /* Read a whole file, NUL-terminated. */
 mirs_status mirs__core_read_file(mirs_context *ctx, const char *path, char **out, size_t *len) {
+  return mirs__core_read_file_limit(ctx, path, MIRS__MAX_FILE_BYTES, "a graph file", false, out,
+                                    len);
+}
+
+/* Read a whole file of at most `limit` bytes (`what` names the kind in
+ * the message when it is larger), NUL-terminated.  Opening never blocks:
+ * a FIFO without a writer reads as empty (and with regular_only, any file
+ * that is not a regular one is refused), so a stray FIFO cannot hang a
+ * run in open(2). */
+mirs_status mirs__core_read_file_limit(mirs_context *ctx, const char *path, size_t limit,
+                                       const char *what, bool regular_only, char **out,
+                                       size_t *len) {
   *out = NULL;
   *len = 0;
-  FILE *f = fopen(path, "rb");
-  if (!f)
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0)
     return MIRS_FAIL(ctx, MIRS_IO, "%s: cannot open: %s", path, strerror(errno));
   struct stat st;
-  if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
-    fclose(f);
+  if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+    close(fd);
     return MIRS_FAIL(ctx, MIRS_IO, "%s: is a directory", path);
+  }
+  if (regular_only && fstat(fd, &st) == 0 && !S_ISREG(st.st_mode)) {
+    close(fd);
+    return MIRS_FAIL(ctx, MIRS_INVALID_ARG, "%s: not a regular file (%s)", path,
+                     S_ISFIFO(st.st_mode) ? "a FIFO" : "a device or socket");
+  }
+  /* Reads block again (a pipe with a writer is read to its end). */
+  int fl = fcntl(fd, F_GETFL);
+  if (fl >= 0)
+    (void)fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+  FILE *f = fdopen(fd, "rb");
+  if (!f) {
+    int e = errno;
+    close(fd);
+    return MIRS_FAIL(ctx, MIRS_IO, "%s: cannot open: %s", path, strerror(e));
   }
   size_t cap = 0, n = 0;
   char *buf = NULL;
   for (;;) {
-    if (n > MIRS__MAX_FILE_BYTES) { /* (/dev/zero, or a file that is no graph) */
+    if (n > limit) { /* (/dev/zero, or a file of another kind) */
       mirs__core_free(ctx, buf);
       fclose(f);
-      return MIRS_FAIL(ctx, MIRS_LIMIT, "%s: more than %d MiB; not a graph file", path,
-                       MIRS__MAX_FILE_BYTES >> 20);
+      if (limit >= ((size_t)1 << 20))
+        return MIRS_FAIL(ctx, MIRS_LIMIT, "%s: more than %zu MiB; not %s", path, limit >> 20,
+                         what);
+      return MIRS_FAIL(ctx, MIRS_LIMIT, "%s: more than %zu bytes; not %s", path, limit, what);
     }
     if (mirs__core_grow(ctx, (void **)&buf, &cap, n + 65536 + 1, 1) != MIRS_OK) {
       mirs__core_free(ctx, buf);
@@ -134,7 +163,9 @@ mirs_status mirs__core_write_atomic(mirs_context *ctx, const char *path, const v
   if (!tmp)
     return MIRS_NOMEM;
   snprintf(tmp, plen + 32, "%s.tmp.%ld", path, (long)getpid());
-  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  int fd = mirs_io_step(ctx, "create a temp file") != 0
+               ? -1
+               : open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) {
     mirs_status s = MIRS_FAIL(ctx, MIRS_IO, "%s: cannot create: %s", tmp, strerror(errno));
     mirs__core_free(ctx, tmp);
@@ -142,27 +173,40 @@ mirs_status mirs__core_write_atomic(mirs_context *ctx, const char *path, const v
   }
   const char *p = data;
   size_t left = len;
-  while (left) {
+  int bad = mirs_io_step(ctx, "write a temp file") != 0;
+  while (left && !bad) {
     ssize_t w = write(fd, p, left);
     if (w < 0 && errno == EINTR)
       continue;
     if (w <= 0) {
-      mirs_status s = MIRS_FAIL(ctx, MIRS_IO, "%s: write error: %s", tmp, strerror(errno));
-      close(fd);
-      unlink(tmp);
-      mirs__core_free(ctx, tmp);
-      return s;
+      if (w == 0)
+        errno = EIO;
+      bad = 1;
+      break;
     }
     p += w;
     left -= (size_t)w;
   }
-  if (fsync(fd) != 0 || close(fd) != 0) {
-    mirs_status s = MIRS_FAIL(ctx, MIRS_IO, "%s: cannot sync: %s", tmp, strerror(errno));
+  if (bad) {
+    mirs_status s = MIRS_FAIL(ctx, MIRS_IO, "%s: write error: %s", tmp, strerror(errno));
+    close(fd);
     unlink(tmp);
     mirs__core_free(ctx, tmp);
     return s;
   }
-  if (rename(tmp, path) != 0) {
+  int synced = mirs_io_step(ctx, "sync a temp file") == 0 && fsync(fd) == 0;
+  int e = errno;
+  if (close(fd) != 0 && synced) {
+    synced = 0;
+    e = errno;
+  }
+  if (!synced) {
+    mirs_status s = MIRS_FAIL(ctx, MIRS_IO, "%s: cannot sync: %s", tmp, strerror(e));
+    unlink(tmp);
+    mirs__core_free(ctx, tmp);
+    return s;
+  }
+  if (mirs_io_step(ctx, "rename a temp file into place") != 0 || rename(tmp, path) != 0) {
     mirs_status s = MIRS_FAIL(ctx, MIRS_IO, "%s: cannot rename into place: %s", path,
                               strerror(errno));
     unlink(tmp);
@@ -173,7 +217,10 @@ mirs_status mirs__core_write_atomic(mirs_context *ctx, const char *path, const v
   memcpy(tmp, path, plen + 1);
   int dfd = open(dirname(tmp), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dfd >= 0) {
-    (void)fsync(dfd);
+    /* (A failure here leaves the new file in place, only not yet
+     * durable: the write is not reported as failed.) */
+    if (mirs_io_step(ctx, "sync the directory") == 0)
+      (void)fsync(dfd);
     close(dfd);
   }
   mirs__core_free(ctx, tmp);

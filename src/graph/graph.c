@@ -90,7 +90,9 @@ static mirs_status take_name(mirs_context *ctx, const char *name, const char *pr
                        "'%.64s%s' is not a valid name (want [A-Za-z_][A-Za-z0-9_]*, at most %d "
                        "bytes, not a keyword)",
                        name, strlen(name) > 64 ? "..." : "", MIRS__NAME_MAX);
-    if (find_fn(where, name) >= 0)
+    if (!(find_fn == find_k ? ((const mirs_graph *)where)->names_indexed
+                            : ((const bscope *)where)->g->names_indexed) &&
+        find_fn(where, name) >= 0)
       return MIRS_FAIL(ctx, MIRS_INVALID_ARG, "redefinition of '%s'", name);
     *out = mirs__core_strdup(ctx, name);
   } else {

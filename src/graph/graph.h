@@ -134,6 +134,10 @@ struct mirs_graph {
   mirs_context *ctx;
   char *name;
   bool ugraph; /* printed with the `ugraph` header */
+  /* Set by a builder that keeps its own index of the names (the parser's
+   * hash table): a given name is then not searched for (linearly) among
+   * the tensors, which made parsing quadratic in the number of ops. */
+  bool names_indexed;
   mirs__ktensor *t;
   int32_t nt;
   size_t capt;

@@ -5,8 +5,8 @@
  *
  * Semantics (docs/FORMATS.md, the µGraph format):
  *  - kernel ops: matmul with batch dims (equal or size-1 broadcast),
- *    elementwise binary ops with numpy-style size-1 broadcasting (ranks are
- *    aligned on the right), exp, square, sqrt (NaN on negatives), silu
+ *    elementwise binary ops with size-1 broadcasting (shape.c requires
+ *    equal ranks; the strides would align shorter ones on the right), exp, square, sqrt (NaN on negatives), silu
  *    x*sigmoid(x), gelu in the exact erf form 0.5*x*(1 + erf(x/sqrt(2))),
  *    relu, sum over a dim keeping it as size 1, rms_norm over the last dim;
  *  - custom ops run their block graph by the shared schedule

@@ -370,6 +370,7 @@ static bool ensure_graph(parser *p) {
     return false;
   }
   p->g->ugraph = p->ugraph;
+  p->g->names_indexed = true; /* (this parser's symbol tables check every name) */
   return true;
 }
 
@@ -1504,6 +1505,7 @@ mirs_status mirs__graph_parse(mirs_context *ctx, const char *text, size_t len, c
     return MIRS_FAIL(ctx, st, "%s:%d:%d: error: %s (and %" PRId64 " more error%s)", p.file,
                      p.first_line, p.first_col, p.first, p.nerr - 1, p.nerr == 2 ? "" : "s");
   }
+  p.g->names_indexed = false;
   *out = p.g;
   p.g = NULL;
   parser_free(&p);

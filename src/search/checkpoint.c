@@ -15,7 +15,10 @@
  *        str  search options ("name=value\n", every option the results
  *             depend on: not threads, limits, checkpoint_interval, log_level)
  *        u32 n, n x u64 counters (stats.def order); f64 wall, f64 solver s
- *        u32 n, n x (u64 hash, u8 accepted, u32 len, len x u32 path)  results
+ *        u32 n, n x (u64 hash, u8 flags, u32 len, len x u32 path)  results
+ *             flags: 1 accepted, 2 verified at full shape, 4 checked in
+ *             float64 (a resume keeps these verdicts instead of checking
+ *             the results again: each is a function of the graph)
  *        u32 n, n x (u32 lo, u32 hi, u32 len, len x u32 path)          tasks
  *   32+L u64 checksum of bytes [0, 32+L)
  * A result is kept as the path it was found at (the smallest, sink.c): a
@@ -136,6 +139,25 @@ static int entry_path_cmp(const void *a, const void *b) {
   return x->len < y->len ? -1 : x->len > y->len ? 1 : 0;
 }
 
+/* A result's checks, by hash. */
+typedef struct verdict {
+  uint64_t hash;
+  unsigned flags; /* MIRS__CKPT_VERIFIED, MIRS__CKPT_FLOAT_CHECKED */
+} verdict;
+
+static int verdict_cmp(const void *a, const void *b) {
+  uint64_t x = ((const verdict *)a)->hash, y = ((const verdict *)b)->hash;
+  return x < y ? -1 : x > y;
+}
+
+/* The check flags of the result of hash h among v[0..n) (sorted), 0 when
+ * it is not a result (any more). */
+static unsigned verdicts_of(const verdict *v, size_t n, uint64_t h) {
+  verdict key = {h, 0};
+  const verdict *f = n ? bsearch(&key, v, n, sizeof *v, verdict_cmp) : NULL;
+  return f ? f->flags : 0;
+}
+
 /* Write the checkpoint of s. */
 mirs_status mirs__checkpoint_write(mirs_search *s, const char *path) {
   mirs_context *ctx = s->ctx;
@@ -177,16 +199,31 @@ mirs_status mirs__checkpoint_write(mirs_search *s, const char *path) {
   for (size_t i = 0; i < s->nent; i++)
     order[i] = (entry_path){&s->paths[s->ent[i].poff], s->ent[i].plen, (uint32_t)i};
   qsort(order, s->nent, sizeof *order, entry_path_cmp);
+  /* The results' verdicts by hash (the entries' result indices do not
+   * survive the final ranking, which reorders and drops results). */
+  verdict *verd = mirs__core_alloc(ctx, (s->nres + 1) * sizeof *verd);
+  if (!verd) {
+    mirs__core_free(ctx, order);
+    mirs__buf_free(&b);
+    return MIRS_FAIL(ctx, MIRS_NOMEM, "out of memory (a checkpoint)");
+  }
+  for (size_t i = 0; i < s->nres; i++)
+    verd[i] = (verdict){s->res[i].hash,
+                        (unsigned)((s->res[i].verified ? MIRS__CKPT_VERIFIED : 0) |
+                                   (s->res[i].float_checked ? MIRS__CKPT_FLOAT_CHECKED : 0))};
+  qsort(verd, s->nres, sizeof *verd, verdict_cmp);
   put_u32(&b, (uint32_t)s->nent);
   for (size_t i = 0; i < s->nent; i++) {
     const mirs__sink_entry *e = &s->ent[order[i].ent];
     put_u64(&b, e->hash);
-    put_u8(&b, e->res >= 0);
+    put_u8(&b, (uint8_t)(e->res >= 0 ? MIRS__CKPT_ACCEPTED | verdicts_of(verd, s->nres, e->hash)
+                                      : 0));
     put_u32(&b, (uint32_t)e->plen);
     for (int32_t k = 0; k < e->plen; k++)
       put_u32(&b, s->paths[e->poff + (size_t)k]);
   }
   mirs__core_free(ctx, order);
+  mirs__core_free(ctx, verd);
   uint32_t ntasks = 0;
   for (const mirs__task *t = s->open; t; t = t->next)
     ntasks++;
@@ -284,7 +321,10 @@ typedef struct ckpt {
 static mirs_status ckpt_open(mirs_context *ctx, const char *path, ckpt *c) {
   memset(c, 0, sizeof *c);
   size_t n;
-  MIRS_CHECK(ctx, mirs__core_read_file(ctx, path, &c->data, &n));
+  /* A checkpoint grows with the results (no graph file's 64 MiB cap);
+   * only a regular file is one (a FIFO would block). */
+  MIRS_CHECK(ctx, mirs__core_read_file_limit(ctx, path, SIZE_MAX / 4, "a checkpoint", true,
+                                             &c->data, &n));
   c->len = n;
   const unsigned char *d = (const unsigned char *)c->data;
   mirs_status st = MIRS_INVALID_ARG;
@@ -430,7 +470,7 @@ mirs_status mirs__checkpoint_read(mirs_search *s, const char *path) {
     st = get_path(ctx, r, &path_buf, &cap, &len);
     if (st != MIRS_OK || r->bad)
       break;
-    st = mirs__sink_restore(w, path, h, acc && *acc, path_buf, len);
+    st = mirs__sink_restore(w, path, h, acc ? *acc : 0, path_buf, len);
   }
   /* Tasks: checked by positioning a worker at each. */
   uint32_t ntasks = st == MIRS_OK && !r->bad ? get_u32(r) : 0;
@@ -504,7 +544,10 @@ mirs_status mirs_checkpoint_load_program(mirs_context *ctx, const char *path,
     }
     mirs_option_get(ctx, name, mine, sizeof mine);
     mirs_option_get(dctx, name, dv, sizeof dv);
-    if (strcmp(mine, dv) != 0 && strcmp(mine, theirs) != 0) {
+    /* Given explicitly (also to its default) or changed from the
+     * default: it must be the checkpoint's. */
+    if ((mirs__core_option_given(ctx, name) || strcmp(mine, dv) != 0) &&
+        strcmp(mine, theirs) != 0) {
       st = MIRS_FAIL(ctx, MIRS_INVALID_ARG,
                      "%s: search option '%s' is '%s' here but '%s' in the checkpoint (a resumed "
                      "search keeps its options)",
@@ -512,6 +555,12 @@ mirs_status mirs_checkpoint_load_program(mirs_context *ctx, const char *path,
       break;
     }
     st = mirs_option_set(ctx, name, theirs);
+    if (st != MIRS_OK) {
+      /* (a value no option takes: the file was damaged or forged) */
+      char why[256];
+      snprintf(why, sizeof why, "%s", mirs_last_error(ctx));
+      st = MIRS_FAIL(ctx, MIRS_INVALID_ARG, "%s: damaged checkpoint (%s)", path, why);
+    }
   }
   mirs_context_destroy(dctx);
   if (st == MIRS_OK)

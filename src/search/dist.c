@@ -919,6 +919,14 @@ mirs_status mirs_search_set_mpi(mirs_search *s) {
                      "mirs_search_set_mpi: only rank 0 resumes a checkpoint");
   }
   s->dist = d;
+  /* Periodic checkpoints would need every rank's open work at one
+   * moment; a distributed search writes its checkpoint only when it
+   * stops.  Said at run time to whoever asked for them. */
+  if (d->rank == 0 && mirs__core_option_given(ctx, "checkpoint_interval") &&
+      ctx->opt.checkpoint_interval > 0)
+    mirs__core_log(ctx, MIRS_LOG_WARNING,
+                   "search: --checkpoint-interval is not used with --mpi: a distributed search "
+                   "writes its checkpoint only when it stops (a signal, a limit)");
   return MIRS_OK;
 }
 

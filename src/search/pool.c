@@ -166,9 +166,12 @@ static void halt_from_context(mirs_search *s) {
 }
 
 /* The search's time limit for the search phase: on reduced instances the
- * last tenth is kept for verifying the best results at full shape. */
+ * last tenth is kept for verifying the best results at full shape, else
+ * the last twentieth for their float64 check (a time-limited search gives
+ * its best that check within the limit; sink.c reports it when not). */
 static double search_time_limit(const mirs_search *s) {
-  return s->ctx->opt.time_limit * (s->reduce_tile > 0 ? 0.9 : 1.0);
+  double keep = s->reduce_tile > 0 ? 0.9 : s->ctx->opt.float_check_top > 0 ? 0.95 : 1.0;
+  return s->ctx->opt.time_limit * keep;
 }
 
 /* Thread 0's poll: limits, callbacks, checkpoint timer. */
@@ -579,8 +582,20 @@ mirs_status mirs__pool_run(mirs_search *s) {
     s->stats = saved;
     s->solver_seconds = solver;
     s->ckpt_last = mirs__core_now();
-    if (st == MIRS_OK)
+    if (st == MIRS_OK) {
       mirs__core_log(ctx, MIRS_LOG_INFO, "search: checkpoint written to %s", s->ckpt_path);
+    } else if (st == MIRS_IO) {
+      /* A full disk must not end a search that can still finish (its
+       * results need no disk until the end): the write left the previous
+       * checkpoint as it was, so the search goes on and is resumable from
+       * that one if it is stopped before the next write works. */
+      mirs__core_log(ctx, MIRS_LOG_WARNING,
+                     "search: cannot write the periodic checkpoint (%s); the previous "
+                     "checkpoint, if any, is intact; the search goes on",
+                     mirs_last_error(ctx));
+      mirs_clear_error(ctx);
+      st = MIRS_OK;
+    }
     atomic_fetch_and(&s->halt, ~MIRS__HALT_CHECKPOINT);
     if (atomic_load(&s->halt))
       break;

@@ -156,6 +156,7 @@ static mirs_status put_report(const mirs_search *s, int top, mirs__buf *b) {
     json_num(b, s->res[0].cost);
     mirs__buf_puts(b, ", \"speedup_vs_unfused\": ");
     json_num(b, base / s->res[0].cost);
+    mirs__buf_printf(b, ", \"float64_checked\": %s", s->res[0].float_checked ? "true" : "false");
     mirs__buf_puts(b, ", \"file\": \"best.ugraph\"},\n");
   } else {
     mirs__buf_puts(b, "  \"best\": null,\n");

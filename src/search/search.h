@@ -651,13 +651,16 @@ void mirs__sink_result_free(mirs_search *s, mirs__search_result *r);
  * else r->text (owned by the sink from then on) or r->g. */
 mirs_status mirs__sink_adopt(mirs_search *s, uint64_t h, const uint32_t *path, int32_t len,
                              uint32_t counted, mirs__search_result *r);
+/* A checkpointed result's flags (checkpoint.c's format). */
+enum { MIRS__CKPT_ACCEPTED = 1, MIRS__CKPT_VERIFIED = 2, MIRS__CKPT_FLOAT_CHECKED = 4 };
 /* Re-find the result of hash h at path[0..len) with worker w (not in the
- * pool) and check that the sink then holds it as `accepted` says (a
- * verdict made at full shape when it was found stands); `from` names the
- * source in messages (a checkpoint file, a rank).  MIRS_STOPPED on a stop
- * request; MIRS_INVALID_ARG when it is not found again. */
+ * pool) and check that the sink then holds it as flags' ACCEPTED says (a
+ * verdict made at full shape when it was found stands); the VERIFIED and
+ * FLOAT_CHECKED verdicts are kept.  `from` names the source in messages
+ * (a checkpoint file).  MIRS_STOPPED on a stop request; MIRS_INVALID_ARG
+ * when it is not found again. */
 mirs_status mirs__sink_restore(mirs__search_worker *w, const char *from, uint64_t h,
-                               bool accepted, const uint32_t *path, uint32_t len);
+                               unsigned flags, const uint32_t *path, uint32_t len);
 /* Add counters to the search's and its context's (workers stopped). */
 void mirs__sink_add_stats(mirs_search *s, const mirs__stats *st);
 /* Rank the results and float64-check the best (workers stopped). */

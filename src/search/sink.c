@@ -549,6 +549,10 @@ static mirs_status full_verify(mirs_search *s) {
         MIRS_INC(&fs, full_unverified);
     }
     if (keep) {
+      /* (verified: a checkpoint keeps the verdict, so a resume does not
+       * check it again) */
+      if (s->res[i].reduced)
+        s->res[i].verified = true;
       s->res[i].reduced = false;
       s->res[k++] = s->res[i];
     } else {
@@ -652,6 +656,7 @@ static mirs_status float_check(mirs_search *s) {
           ok = true;
         } else if (!skip) {
           MIRS_INC(&fs, float_checks);
+          s->res[i].float_checked = true; /* (kept in a checkpoint) */
         }
       }
     }
@@ -669,6 +674,13 @@ static mirs_status float_check(mirs_search *s) {
   mirs_eval_result_destroy(s->ref_eval);
   s->ref_eval = NULL;
   mirs__sink_add_stats(s, &fs);
+  /* Said where it is read: report.json's best has "float64_checked". */
+  if (st == MIRS_OK && s->nres > 0 && !s->res[0].float_checked && ctx->opt.float_check_top > 0 &&
+      !s->ref_eval_limit)
+    mirs__core_log(ctx, MIRS_LOG_WARNING,
+                   "search: the best result was not checked in float64 (stopped before its "
+                   "check; report.json says \"float64_checked\": false): its fingerprint "
+                   "verdict stands; mirsearch verify PROGRAM DIR/best.ugraph checks it");
   return st;
 }
 
@@ -956,9 +968,10 @@ mirs_status mirs__sink_adopt(mirs_search *s, uint64_t h, const uint32_t *path, i
 /* Re-find a recorded result (a checkpoint's; the results of other ranks are
  * adopted as sent: mirs__sink_adopt). */
 mirs_status mirs__sink_restore(mirs__search_worker *w, const char *from, uint64_t h,
-                               bool accepted, const uint32_t *path, uint32_t len) {
+                               unsigned flags, const uint32_t *path, uint32_t len) {
   mirs_search *s = w->s;
   mirs_context *ctx = s->ctx;
+  bool accepted = flags & MIRS__CKPT_ACCEPTED;
   mirs_status st = mirs__search_restore(w, path, (int32_t)len);
   if (st == MIRS_STOPPED) { /* a stop request while loading, not bad data */
     mirs__core_error_copy(ctx, w->ctx);
@@ -984,5 +997,21 @@ mirs_status mirs__sink_restore(mirs__search_worker *w, const char *from, uint64_
                      "%s: result %016llx is not found again at its path (a checkpoint of "
                      "another search space?)",
                      from, (unsigned long long)h);
+  if (found == 1) {
+    /* The checks made before the checkpoint stand (they are verdicts on
+     * the graph): a resume does not verify its best results again, and
+     * only a cheaper one is verified early. */
+    int64_t e = find_entry(s, h);
+    mirs__search_result *res = e >= 0 && s->ent[e].res >= 0 ? &s->res[s->ent[e].res] : NULL;
+    if (res && (flags & MIRS__CKPT_VERIFIED)) {
+      res->verified = true;
+      if (res->reduced && (!s->have_best_full || res->cost < s->best_full)) {
+        s->have_best_full = true;
+        s->best_full = res->cost;
+      }
+    }
+    if (res && (flags & MIRS__CKPT_FLOAT_CHECKED))
+      res->float_checked = true;
+  }
   return MIRS_OK;
 }

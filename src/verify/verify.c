@@ -77,6 +77,56 @@ mirs_status mirs__verify_fingerprints_on(mirs_context *ctx, const mirs__fp_backe
   return MIRS_OK;
 }
 
+/* Whether candidate takes the program's inputs: the same names, in the
+ * same order (the positional arguments of its generated entry point),
+ * with the same shapes.  Otherwise false with the difference in why. */
+static bool same_inputs(const mirs_graph *program, const mirs_graph *candidate, char *why,
+                        size_t whysize) {
+  int32_t pi = 0, ci = 0;
+  for (;;) {
+    while (pi < program->nt && program->t[pi].producer >= 0)
+      pi++;
+    while (ci < candidate->nt && candidate->t[ci].producer >= 0)
+      ci++;
+    if (pi >= program->nt && ci >= candidate->nt)
+      return true;
+    if (ci >= candidate->nt) {
+      snprintf(why, whysize, "the candidate lacks the program's input %s",
+               program->t[pi].name);
+      return false;
+    }
+    const mirs__ktensor *ct = &candidate->t[ci];
+    int32_t in_prog = mirs_graph_find(program, ct->name);
+    if (pi >= program->nt || in_prog < 0 || program->t[in_prog].producer >= 0) {
+      int32_t j = pi < program->nt ? mirs_graph_find(candidate, program->t[pi].name) : -1;
+      if (pi < program->nt && (j < 0 || candidate->t[j].producer >= 0))
+        snprintf(why, whysize,
+                 "the candidate has input %s where the program has input %s (a renamed input)",
+                 ct->name, program->t[pi].name);
+      else
+        snprintf(why, whysize, "the candidate has input %s, which the program does not have",
+                 ct->name);
+      return false;
+    }
+    if (in_prog != pi) {
+      snprintf(why, whysize,
+               "the candidate takes its inputs in another order (%s where the program has %s): "
+               "its generated code's arguments would differ",
+               ct->name, program->t[pi].name);
+      return false;
+    }
+    if (!mirs__shape_eq(&ct->shape, &program->t[pi].shape)) {
+      char a[96], b[96];
+      snprintf(why, whysize, "input %s is %s in the program but %s in the candidate", ct->name,
+               mirs__shape_str(&program->t[pi].shape, a, sizeof a),
+               mirs__shape_str(&ct->shape, b, sizeof b));
+      return false;
+    }
+    pi++;
+    ci++;
+  }
+}
+
 /* Verify candidate against program into a whole result struct. */
 static mirs_status verify_full(mirs_context *ctx, const mirs_graph *program,
                                const mirs_graph *candidate, mirs_verify_result *out) {
@@ -97,6 +147,11 @@ static mirs_status verify_full(mirs_context *ctx, const mirs_graph *program,
                        mirs_graph_name(g), (unsigned long long)work,
                        (long long)ctx->opt.eval_max_work);
   }
+  /* The same inputs in the same order: a candidate with an extra (even
+   * unused) input, its inputs reordered or one renamed is another
+   * function to its caller. */
+  if (!same_inputs(program, candidate, out->reason, sizeof out->reason))
+    return MIRS_OK;
   /* Same-named inputs and outputs must have the same dtype: a candidate
    * that reads or writes f32 where the program has f16 is another function
    * to its caller, whatever the arithmetic says. */

@@ -12,7 +12,7 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/mirs_fuzz.XXXXXX") || exit 1
 trap 'rm -rf "$work"' EXIT INT TERM
 mkdir -p "$build/fuzz-artifacts"
 status=0
-for h in parse verify search; do
+for h in parse verify search checkpoint codegen; do
   mkdir -p "$work/$h"
   echo "== fuzz_$h: $secs s"
   "$build/tests/fuzz/fuzz_$h" -max_total_time="$secs" -timeout=30 -rss_limit_mb=2048 \
