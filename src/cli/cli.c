@@ -43,6 +43,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli/bench.h"
 #include "cli/cli.h"
 #include "cli/outdir.h"
 #include "cli/show.h"
@@ -69,6 +70,9 @@ enum {
   OPT_BACKEND,
   OPT_RESUME,
   OPT_MPI,
+  OPT_PROGRAM,
+  OPT_CUDA_GRAPH,
+  OPT_SOURCE_DIR,
   OPT_LIB = 1024
 };
 
@@ -91,6 +95,9 @@ static const struct option fixed_options[] = {
     {"backend", required_argument, NULL, OPT_BACKEND},
     {"resume", required_argument, NULL, OPT_RESUME},
     {"mpi", no_argument, NULL, OPT_MPI},
+    {"program", required_argument, NULL, OPT_PROGRAM},
+    {"cuda-graph", no_argument, NULL, OPT_CUDA_GRAPH},
+    {"source-dir", required_argument, NULL, OPT_SOURCE_DIR},
 };
 #define NFIXED (sizeof fixed_options / sizeof fixed_options[0])
 
@@ -115,6 +122,8 @@ typedef struct cli {
   int dot;             /* show --dot */
   const char *output;  /* codegen -o FILE */
   const char *backend; /* run --backend: "host", "cuda" or NULL (auto) */
+  const char *program;    /* bench --program=FILE: the unfused baseline */
+  const char *source_dir; /* bench --source-dir=DIR: write the harness, time nothing */
 } cli;
 
 /* Summary of one evaluated output, as printed by `eval`. */
@@ -383,6 +392,15 @@ static int parse_options(cli *c, int argc, char **argv) {
     case OPT_DOT:
       c->dot = 1;
       break;
+    case OPT_PROGRAM:
+      c->program = optarg;
+      break;
+    case OPT_CUDA_GRAPH:
+      rc = set_option(c, "bench_cuda_graph", "1");
+      break;
+    case OPT_SOURCE_DIR:
+      c->source_dir = optarg;
+      break;
     case OPT_MAN:
       c->man = 1;
       break;
@@ -420,6 +438,7 @@ static const char *const usage_lines[] = {
     PROG " [OPTIONS] show [--dot] FILE",
     PROG " [OPTIONS] codegen FILE [-o FILE.cu]",
     PROG " [OPTIONS] run FILE [--seed=N] [--backend=host|cuda]",
+    PROG " [OPTIONS] bench FILE [--program=FILE] [--cuda-graph]",
 };
 
 static const char summary_text[] =
@@ -449,6 +468,14 @@ static const help_row help_rows[] = {
                  "above the dtype's tolerance.  --backend=host (the default without a GPU) "
                  "compiles it as host C++ through an emulation header, --backend=cuda with nvcc "
                  "for the GPU (exit 3: no CUDA device)"},
+    {"bench FILE", "time the generated code on the GPU against --program=PROGRAM as written "
+                   "(cuBLAS matmuls, simple kernels): every output is first checked against the "
+                   "float64 interpreter (exit 1 when one is off: nothing is timed), then each is "
+                   "run bench_reps times with L2 flushed before each run; prints median, p10, p90, "
+                   "speedup and the share of the HBM roofline and tensor-core peak (--json: as "
+                   "JSON; --cuda-graph: also as CUDA graph replays; --source-dir=DIR: only write "
+                   "the harness sources).  Exit 2 when built without CUDA, 3 without a GPU "
+                   "(docs/GPU.md)"},
     {NULL, "Options (anywhere on the command line)"},
     {"-h, --help", "show this help and exit"},
     {"-V, --version", "show version, license and build information and exit"},
@@ -1429,6 +1456,19 @@ static int cmd_run(cli *c, const char *path) {
   return rc;
 }
 
+/* `bench FILE`: time the generated code on the GPU (src/cli/bench.c). */
+static int cmd_bench(cli *c, const char *path) {
+  mirs_graph *g = NULL, *p = NULL;
+  int rc = load_graph(c, path, &g);
+  if (rc == EXIT_OK && c->program)
+    rc = load_graph(c, c->program, &p);
+  if (rc == EXIT_OK)
+    rc = mirs__cli_bench(c->ctx, c->out, c->err, g, p, path, c->program, c->source_dir, c->json);
+  mirs_graph_destroy(p);
+  mirs_graph_destroy(g);
+  return rc == EXIT_OK ? finish_output(c) : rc;
+}
+
 /* Whether an operand that is not a command names a file (so the default
  * search is meant) rather than a misspelt command. */
 static int looks_like_file(const char *arg) {
@@ -1437,8 +1477,9 @@ static int looks_like_file(const char *arg) {
 
 /* Dispatch on the operands left after option parsing. */
 static int run_command(cli *c, int nargs, char **args) {
-  static const char *const commands[] = {"check", "eval", "verify", "show", "codegen", "run"};
-  static const int files[] = {1, 1, 2, 1, 1, 1};
+  static const char *const commands[] = {"check", "eval",    "verify", "show",
+                                         "codegen", "run", "bench"};
+  static const int files[] = {1, 1, 2, 1, 1, 1, 1};
   enum { NCOMMANDS = sizeof files / sizeof files[0] };
   if (c->resume) {
     if (nargs > 0) {
@@ -1458,7 +1499,7 @@ static int run_command(cli *c, int nargs, char **args) {
   if (cmd < 0) {
     if (!looks_like_file(args[0])) {
       cli_error(c,
-                "unknown command '%s' (commands: check, eval, verify, show, codegen, run)",
+                "unknown command '%s' (commands: check, eval, verify, show, codegen, run, bench)",
                 args[0]);
       return cli_hint(c);
     }
@@ -1491,6 +1532,8 @@ static int run_command(cli *c, int nargs, char **args) {
     return cmd_codegen(c, args[1]);
   if (cmd == 5)
     return cmd_run(c, args[1]);
+  if (cmd == 6)
+    return cmd_bench(c, args[1]);
   return cmd == 0 ? cmd_check(c, args[1]) : cmd_eval(c, args[1]);
 }
 

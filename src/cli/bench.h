@@ -1,0 +1,21 @@
+/* SPDX-License-Identifier: MIT */
+/* src/cli/bench.h - `mirsearch bench`: time a µGraph's generated code on
+ * the GPU against the unfused program and print the table (or JSON),
+ * through the public API only (mirs_codegen_bench). */
+#ifndef MIRS_CLI_BENCH_H
+#define MIRS_CLI_BENCH_H
+
+#include <stdio.h>
+
+#include "mirsearch.h"
+
+/* Bench candidate (read from cand_path) against program (NULL: none,
+ * from prog_path) and print the result to out (JSON when json), messages
+ * to err.  With source_dir, only write the harness sources there.
+ * Returns the exit status: 0 timed, 1 an output beyond tolerance (nothing
+ * timed), 2 bad input or built without CUDA, 3 no GPU or a failed run. */
+int mirs__cli_bench(mirs_context *ctx, FILE *out, FILE *err, const mirs_graph *candidate,
+                    const mirs_graph *program, const char *cand_path, const char *prog_path,
+                    const char *source_dir, int json);
+
+#endif
