@@ -77,6 +77,7 @@ LD_LIBRARY_PATH=$bundle/lib "$bundle/bin/mirsearch" --version >/dev/null
 
 # ---------------------------------------------------------------- best µGraphs
 missing=""
+mkdir -p "$build/search"
 for n in rmsnorm_linear gqa qknorm_attention lora gated_mlp ntrans mha mqa; do
   for name in "$n" "${n}_small"; do
     if [ -f "$root/examples/best/$name.ugraph" ]; then
