@@ -10,9 +10,12 @@
 #   runs.tsv          (a) generated code of every example's best run on the
 #                     GPU against the float64 interpreter, published and
 #                     small shapes (`mirsearch run --backend=cuda`)
+#   device.profile    the device profile `mirsearch bench --calibrate` measured
+#                     (bandwidth, launch interval, tensor-core and f32 rates)
 #   bench.tsv         (b) `mirsearch bench` of the 8 published examples
-#   bench.json        the same runs' JSON (one array)
-#   torch.json        bench/torch_baseline.py: PyTorch eager and torch.compile
+#   bench.json        {"mirsearch_bench": [its JSON per example],
+#                      "torch_baseline": bench/torch_baseline.py's JSON:
+#                      PyTorch eager and torch.compile of the same programs}
 #   fingerprints.tsv  (c) CPU vs GPU fingerprints (`verify --verify=cpu|gpu`)
 #                     on every example, and a search with each: the same results
 #   scaling.tsv       (d) the search on 1, 2, 4, 8, 16 threads: states/s,
@@ -199,6 +202,28 @@ EOF
   head -n 1 "$work/device.txt"
 }
 
+# The device profile, measured (bench --calibrate); bench uses it after.
+step_calibrate() {
+  if [ "$dry" -eq 1 ]; then
+    mirs bench --calibrate="$out/device.profile" >"$work/cal.out" 2>&1
+    local st=$?
+    cat "$work/cal.out"
+    [ "$st" -eq 2 ] || [ "$st" -eq 3 ] || { echo "bench --calibrate without a GPU exited $st, not 2 or 3"; return 1; }
+    mkdir -p "$work/cal"
+    mirs bench --calibrate="$out/device.profile" --source-dir="$work/cal" || return 1
+    echo "# dry run: no GPU, nothing measured" >"$out/device.profile"
+    echo "calibration refused without a GPU (exit $st); its program written"
+    return 0
+  fi
+  timeout 120 bash -c 'mirs bench "$@"' _ "${cuda_opts[@]}" --calibrate="$out/device.profile" || return 1
+  cat "$out/device.profile"
+  # Rank and roofline on the measured profile from here on.
+  mirs --device-profile="$out/device.profile" --device="$devname" show "$ex/gqa_small.ugraph" >/dev/null ||
+    { echo "the measured profile does not load"; return 1; }
+  echo "profile_opts=(--device-profile=$out/device.profile)" >"$work/profile.env"
+  echo "measured $devname: $(grep -E '^  (hbm_gbps|tc_f16_tflops|launch_us)' "$out/device.profile" | tr -s ' ' | tr '\n' ' ')"
+}
+
 # ---------------------------------------------------------------- (a) runs
 
 # One run: example $1, best $2; a TSV line on stdout.
@@ -247,7 +272,7 @@ step_runs() {
 step_bench() {
   local n f pass=0 total=0 first=1 st
   printf 'example\tstatus\tcandidate_us\tcand_p10\tcand_p90\tunfused_us\tspeedup\tgraph_speedup\thbm_roofline_pct\tcand_error\tbase_error\tbase_checked\n' >"$out/bench.tsv"
-  echo "[" >"$out/bench.json"
+  echo "[" >"$work/bench.json"
   for n in $published; do
     if [ "$dry" -eq 1 ]; then
       # Here: the refusal, and the harness sources nvcc would compile.
@@ -266,8 +291,10 @@ step_bench() {
         [ -s "$work/bench_$n/bench.cu" ] && pass=$((pass + 1)) && printf '%s\tSOURCES\n' "$n" >>"$out/bench.tsv"
       continue
     fi
-    timeout 90 bash -c 'mirs bench --json --cuda-graph "$@"' _ "${cuda_opts[@]}" "$f" --program="$ex/$n.graph" \
-      >"$work/bench_$n.json" 2>"$work/bench_$n.err"
+    local profile_opts=()
+    [ -f "$work/profile.env" ] && . "$work/profile.env"
+    timeout 90 bash -c 'mirs bench --json --cuda-graph "$@"' _ "${cuda_opts[@]}" "${profile_opts[@]}" \
+      --device="$devname" "$f" --program="$ex/$n.graph" >"$work/bench_$n.json" 2>"$work/bench_$n.err"
     st=$?
     cat "$work/bench_$n.err"
     if [ "$st" -ne 0 ]; then
@@ -275,9 +302,9 @@ step_bench() {
       continue
     fi
     pass=$((pass + 1))
-    [ "$first" -eq 1 ] || echo "," >>"$out/bench.json"
+    [ "$first" -eq 1 ] || echo "," >>"$work/bench.json"
     first=0
-    cat "$work/bench_$n.json" >>"$out/bench.json"
+    cat "$work/bench_$n.json" >>"$work/bench.json"
     python3 - "$n" "$work/bench_$n.json" >>"$out/bench.tsv" <<'EOF'
 import json, sys
 r = json.load(open(sys.argv[2]))
@@ -291,7 +318,7 @@ print("\t".join([sys.argv[1], "PASS", f(cand.get("median_us")), f(cand.get("p10_
                  str(r.get("baseline_checked")).lower()]))
 EOF
   done
-  echo "]" >>"$out/bench.json"
+  echo "]" >>"$work/bench.json"
   column -t -s '	' "$out/bench.tsv" 2>/dev/null || cat "$out/bench.tsv"
   if [ "$dry" -eq 1 ]; then
     echo "$pass/$total harnesses written; bench refused without a GPU (exit 2 or 3)"
@@ -308,14 +335,14 @@ step_torch() {
     for n in $small; do progs+=("$ex/$n.graph"); done
     python3 -B "$root/bench/torch_baseline.py" --dry-run "${progs[@]}" >"$work/torch.txt" ||
       { echo "torch_baseline.py cannot parse the programs"; return 1; }
-    echo "{\"dry_run\": true, \"programs\": ${#progs[@]}}" >"$out/torch.json"
+    echo "{\"dry_run\": true, \"programs\": ${#progs[@]}}" >"$work/torch.json"
     echo "${#progs[@]} programs parsed (dry run: nothing timed)"
     return 0
   fi
   for n in $published; do progs+=("$ex/$n.graph"); done
-  PYTHONUNBUFFERED=1 python3 -B "$root/bench/torch_baseline.py" --json "${progs[@]}" >"$out/torch.json"
+  PYTHONUNBUFFERED=1 python3 -B "$root/bench/torch_baseline.py" --json "${progs[@]}" >"$work/torch.json"
   local st=$?
-  python3 - "$out/torch.json" <<'EOF' || true
+  python3 - "$work/torch.json" <<'EOF' || true
 import json, sys
 for r in json.load(open(sys.argv[1])):
     for c in r["configurations"]:
@@ -445,11 +472,29 @@ note "commit: $(git -C "$root" rev-parse --short HEAD 2>/dev/null || cat "$bundl
 [ -f "$bundle/MANIFEST" ] && note "bundle: $(head -n 1 "$bundle/MANIFEST")"
 : >"$work/device.txt"
 step toolchain 90 step_toolchain
+devname=H100
+grep -q 'H200' "$work/device.txt" 2>/dev/null && devname=H200
+step calibrate 120 step_calibrate
 step runs 150 step_runs
 step bench 200 step_bench
 step fingerprints 150 step_fingerprints
 step scaling 200 step_scaling
 step torch 150 step_torch
+
+# One JSON file for both benches (the tool brings back 8 files); a part
+# cut short by its time box becomes null.
+python3 - "$work/bench.json" "$work/torch.json" >"$out/bench.json" <<'EOF' ||
+import json, sys
+def part(path):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+print(json.dumps({"mirsearch_bench": part(sys.argv[1]), "torch_baseline": part(sys.argv[2])}, indent=1))
+EOF
+  echo '{"mirsearch_bench": null, "torch_baseline": null}' >"$out/bench.json"
+[ -f "$out/device.profile" ] || echo "# not measured (the calibrate step did not run or failed)" >"$out/device.profile"
 
 {
   echo "mirsearch device check, $(date -u +%Y-%m-%dT%H:%M:%SZ), $([ "$dry" -eq 1 ] && echo 'dry run (no GPU)' || echo 'device run')"

@@ -2,8 +2,11 @@
 # SPDX-License-Identifier: MIT
 # tests/bench.sh - `mirsearch bench` without a GPU, and bench/torch_baseline.py's
 # parser: the refusals (exit 2 built without CUDA, exit 3 with CUDA but no
-# device) with their messages; --source-dir writes a harness that nvcc
-# compiles with every warning an error (cuBLAS baseline included);
+# device) with their messages, for `bench --calibrate` too; --source-dir
+# writes a harness (and the calibration program) that nvcc compiles with
+# every warning an error (cuBLAS baseline included); --device-profile=FILE
+# is what costs are computed from, and report.json says its times are
+# predicted;
 # mismatched program and candidate are a usage error; torch_baseline.py
 # --dry-run prints the program it would build.  With a GPU (nvidia-smi
 # lists one) the bench itself runs and must print its table.
@@ -52,6 +55,47 @@ else
 fi
 [ -s "$tmp/out" ] && [ "$status" -ne 0 ] && fail "a refused bench wrote to stdout"
 
+# --calibrate refuses the same way, and writes a program nvcc compiles.
+run bench --calibrate="$tmp/cal.profile"
+if nvidia-smi -L >/dev/null 2>&1; then
+  expect 0 "bench --calibrate on a GPU"
+  "$prog" --device-profile="$tmp/cal.profile" show "$ex/gqa_small.ugraph" >/dev/null 2>&1 ||
+    fail "the calibrated profile is not read"
+elif [ -n "$NVCC" ]; then
+  expect 3 "bench --calibrate without a GPU"
+else
+  expect 2 "bench --calibrate built without CUDA"
+fi
+[ -e "$tmp/cal.profile" ] && [ "$status" -ne 0 ] && fail "a refused calibration wrote a profile"
+mkdir -p "$tmp/src_cal"
+run bench --calibrate="$tmp/cal.profile" --source-dir="$tmp/src_cal"
+expect 0 "bench --calibrate --source-dir"
+[ -s "$tmp/src_cal/calibrate.cu" ] || fail "no calibrate.cu"
+
+# --device-profile=FILE: the costs come from that file (a slow made-up GPU).
+cat >"$tmp/slow.profile" <<'PROFILE'
+device H100
+  hbm_gbps = 1
+  tc_f16_tflops = 1
+  f32_tflops = 1
+  launch_us = 1000
+  smem_per_block = 232448
+  sms = 132
+  l2_bytes = 52428800
+PROFILE
+run --device-profile="$tmp/slow.profile" show "$ex/gqa_small.ugraph"
+expect 0 "show with --device-profile"
+us=$(sed -n 's/.*predicted \([0-9.]*\) us on H100.*/\1/p' "$tmp/out" | head -n 1)
+awk -v u="${us:-0}" 'BEGIN { exit !(u > 1000) }' || fail "--device-profile not used (predicted ${us:-none} us)"
+run -q --json --device-profile="$tmp/slow.profile" --out="$tmp/search" "$ex/rmsnorm_linear_small.graph"
+expect 0 "search with --device-profile"
+grep -q '"times": "predicted"' "$tmp/out" || fail "report.json does not say the times are predicted"
+grep -q "\"device_profile\": \"$tmp/slow.profile\"" "$tmp/out" || fail "report.json does not name the profile"
+printf 'device H100\n  bogus = 1\n' >"$tmp/bad.profile"
+run --device-profile="$tmp/bad.profile" show "$ex/gqa_small.ugraph"
+expect 2 "a malformed --device-profile"
+grep -q 'bad.profile:2:3: error: unknown key' "$tmp/err" || fail "a malformed profile: no FILE:LINE:COL"
+
 # A program that is not the candidate's: a usage error before any CUDA work.
 run bench "$ex/gqa_small.ugraph" --program="$ex/mha_small.graph"
 expect 2 "bench with another program"
@@ -77,9 +121,12 @@ expect 0 "bench --source-dir without --program"
 # nvcc compiles every harness, warnings as errors (sm_90: the H100/H200).
 if [ -n "$NVCC" ] && [ -x "$NVCC" ]; then
   for d in "$tmp"/src_*; do
-    "$NVCC" -std=c++17 -O2 -gencode=arch=compute_90,code=sm_90 -Werror all-warnings \
-      -I"$d" "$d/bench.cu" -o "$d/bench" -lcublas >"$tmp/out" 2>"$tmp/err" ||
-      fail "nvcc does not compile $(basename "$d")/bench.cu"
+    for f in "$d"/bench.cu "$d"/calibrate.cu; do
+      [ -f "$f" ] || continue
+      "$NVCC" -std=c++17 -O2 -gencode=arch=compute_90,code=sm_90 -Werror all-warnings \
+        -I"$d" "$f" -o "$d/prog" -lcublas >"$tmp/out" 2>"$tmp/err" ||
+        fail "nvcc does not compile $(basename "$d")/$(basename "$f")"
+    done
   done
 else
   echo "bench.sh: no nvcc: the harness is not compiled" >&2

@@ -27,7 +27,7 @@ fail() {
 
 MIRSEARCH=$prog bash "$top_srcdir/scripts/device-check.sh" "$tmp/out" --dry-run >"$tmp/log" 2>&1 ||
   { fail "device-check.sh --dry-run failed"; tail -n 30 "$tmp/log" >&2; }
-for f in summary.txt log.txt runs.tsv bench.tsv bench.json torch.json fingerprints.tsv scaling.tsv; do
+for f in summary.txt log.txt runs.tsv bench.tsv bench.json device.profile fingerprints.tsv scaling.tsv; do
   [ -s "$tmp/out/$f" ] || fail "no $f"
 done
 [ "$(ls "$tmp/out" | wc -l)" -le 8 ] || fail "more than 8 files (the device tool brings back 8)"
@@ -36,6 +36,11 @@ grep -q '	PASS	' "$tmp/out/runs.tsv" || fail "no generated-code run passed"
 grep -q 'gqa_small	PASS	' "$tmp/out/runs.tsv" || fail "gqa_small's run did not pass"
 grep -q '	2	.*	yes$' "$tmp/out/scaling.tsv" || fail "2 threads did not give the 1-thread results"
 grep -q 'SOURCES' "$tmp/out/bench.tsv" || fail "no bench harness written"
+grep -q '^calibrate *PASS' "$tmp/out/summary.txt" || fail "the calibrate step did not pass"
+if command -v python3 >/dev/null 2>&1; then
+  python3 -c 'import json, sys; json.load(open(sys.argv[1]))' "$tmp/out/bench.json" ||
+    fail "bench.json is not JSON"
+fi
 
 # It can fail: a program that does not run fails the toolchain step.
 printf '#!/bin/sh\nexit 3\n' >"$tmp/broken"

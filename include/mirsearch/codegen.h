@@ -112,6 +112,17 @@ MIRS_API mirs_status mirs_codegen_bench(const mirs_graph *candidate, const mirs_
 MIRS_API mirs_status mirs_codegen_bench_sources(const mirs_graph *candidate,
                                                 const mirs_graph *program, const char *dir);
 
+/* Measure GPU 0 (copy bandwidth, the share of SMs that saturates it,
+ * kernel launch interval, cuBLAS f16 tensor-core rate, f32 FMA rate; its
+ * SMs, L2, shared memory and threads per block) and write a device
+ * profile (data/devices.profile's format; the device named H100, H200 or
+ * A100 when the GPU's name contains it) to path, atomically, for
+ * --device-profile=FILE (option device_profile).  With source_dir, only
+ * write the program (calibrate.cu) there: no nvcc or GPU needed.  Errors
+ * as mirs_codegen_bench's. */
+MIRS_API mirs_status mirs_codegen_calibrate(mirs_context *ctx, const char *path,
+                                            const char *source_dir);
+
 #ifdef __cplusplus
 }
 #endif

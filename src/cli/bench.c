@@ -221,3 +221,23 @@ int mirs__cli_bench(mirs_context *ctx, FILE *out, FILE *err, const mirs_graph *c
   int code = mirs_status_exit_code(s);
   return code == 0 ? 3 : code;
 }
+
+/* See bench.h. */
+int mirs__cli_calibrate(mirs_context *ctx, FILE *out, FILE *err, const char *path,
+                        const char *source_dir) {
+  mirs_status s = mirs_codegen_calibrate(ctx, path, source_dir);
+  if (s == MIRS_OK) {
+    if (source_dir)
+      fprintf(out,
+              "wrote %s/calibrate.cu (build: nvcc -std=c++17 -O2 -arch=sm_90 %s/calibrate.cu "
+              "-o calibrate -lcublas)\n",
+              source_dir, source_dir);
+    else
+      fprintf(out, "wrote the measured device profile %s (use: --device-profile=%s)\n", path, path);
+    return 0;
+  }
+  const char *msg = mirs_last_error(ctx);
+  fprintf(err, PROG ": error: %s\n", msg[0] ? msg : mirs_status_str(s));
+  int code = mirs_status_exit_code(s);
+  return code == 0 ? 3 : code;
+}

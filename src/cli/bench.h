@@ -18,4 +18,10 @@ int mirs__cli_bench(mirs_context *ctx, FILE *out, FILE *err, const mirs_graph *c
                     const mirs_graph *program, const char *cand_path, const char *prog_path,
                     const char *source_dir, int json);
 
+/* `bench --calibrate=PATH`: measure GPU 0 and write a device profile to
+ * path (with source_dir: only write the program there).  Returns the
+ * exit status (0, 2 built without CUDA, 3 no GPU or a failed run). */
+int mirs__cli_calibrate(mirs_context *ctx, FILE *out, FILE *err, const char *path,
+                        const char *source_dir);
+
 #endif

@@ -73,6 +73,7 @@ enum {
   OPT_PROGRAM,
   OPT_CUDA_GRAPH,
   OPT_SOURCE_DIR,
+  OPT_CALIBRATE,
   OPT_LIB = 1024
 };
 
@@ -98,6 +99,7 @@ static const struct option fixed_options[] = {
     {"program", required_argument, NULL, OPT_PROGRAM},
     {"cuda-graph", no_argument, NULL, OPT_CUDA_GRAPH},
     {"source-dir", required_argument, NULL, OPT_SOURCE_DIR},
+    {"calibrate", required_argument, NULL, OPT_CALIBRATE},
 };
 #define NFIXED (sizeof fixed_options / sizeof fixed_options[0])
 
@@ -124,6 +126,7 @@ typedef struct cli {
   const char *backend; /* run --backend: "host", "cuda" or NULL (auto) */
   const char *program;    /* bench --program=FILE: the unfused baseline */
   const char *source_dir; /* bench --source-dir=DIR: write the harness, time nothing */
+  const char *calibrate;  /* bench --calibrate=FILE: measure the GPU, write a profile */
 } cli;
 
 /* Summary of one evaluated output, as printed by `eval`. */
@@ -401,6 +404,9 @@ static int parse_options(cli *c, int argc, char **argv) {
     case OPT_SOURCE_DIR:
       c->source_dir = optarg;
       break;
+    case OPT_CALIBRATE:
+      c->calibrate = optarg;
+      break;
     case OPT_MAN:
       c->man = 1;
       break;
@@ -439,6 +445,7 @@ static const char *const usage_lines[] = {
     PROG " [OPTIONS] codegen FILE [-o FILE.cu]",
     PROG " [OPTIONS] run FILE [--seed=N] [--backend=host|cuda]",
     PROG " [OPTIONS] bench FILE [--program=FILE] [--cuda-graph]",
+    PROG " [OPTIONS] bench --calibrate=FILE.profile",
 };
 
 static const char summary_text[] =
@@ -476,6 +483,9 @@ static const help_row help_rows[] = {
                    "JSON; --cuda-graph: also as CUDA graph replays; --source-dir=DIR: only write "
                    "the harness sources).  Exit 2 when built without CUDA, 3 without a GPU "
                    "(docs/GPU.md)"},
+    {"bench --calibrate=FILE", "measure the GPU (copy bandwidth, launch interval, tensor-core "
+                               "and f32 rates) and write a device profile to FILE for "
+                               "--device-profile=FILE"},
     {NULL, "Options (anywhere on the command line)"},
     {"-h, --help", "show this help and exit"},
     {"-V, --version", "show version, license and build information and exit"},
@@ -1509,6 +1519,8 @@ static int run_command(cli *c, int nargs, char **args) {
     }
     return cmd_search(c, args[0]);
   }
+  if (cmd == 6 && c->calibrate && nargs == 1) /* bench --calibrate: no FILE */
+    return mirs__cli_calibrate(c->ctx, c->out, c->err, c->calibrate, c->source_dir);
   if (nargs < 1 + files[cmd]) {
     if (cmd == 2)
       cli_error(c, "'verify' needs PROGRAM and CANDIDATE files");

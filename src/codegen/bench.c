@@ -52,11 +52,6 @@ static const char *cublas_type(mirs_dtype t) {
   return t == MIRS_F16 ? "CUDA_R_16F" : t == MIRS_BF16 ? "CUDA_R_16BF" : "CUDA_R_32F";
 }
 
-/* Bytes of one element. */
-static int64_t esize(mirs_dtype t) {
-  return t == MIRS_F32 ? 4 : 2;
-}
-
 /* The input of g named name, or -1. */
 static int32_t find_input(const mirs_graph *g, const char *name) {
   for (int32_t t = 0; t < g->nt; t++)
@@ -495,6 +490,12 @@ mirs_status mirs_codegen_bench_sources(const mirs_graph *candidate, const mirs_g
 
 /* ---------------------------------------------------------------- the driver */
 
+#ifdef MIRS_NVCC
+/* Bytes of one element. */
+static int64_t esize(mirs_dtype t) {
+  return t == MIRS_F32 ? 4 : 2;
+}
+
 /* Parse the `time` run's result file into r. */
 static mirs_status read_timings(mirs_context *ctx, const char *path, mirs_bench_result *r) {
   char *text = NULL;
@@ -628,6 +629,8 @@ static mirs_status bench_in(const mirs_graph *c, const mirs_graph *p, uint64_t s
   return s;
 }
 
+#endif
+
 /* Public: time candidate against program on GPU 0. */
 mirs_status mirs_codegen_bench(const mirs_graph *candidate, const mirs_graph *program,
                                uint64_t seed, mirs_bench_result *out) {
@@ -642,6 +645,7 @@ mirs_status mirs_codegen_bench(const mirs_graph *candidate, const mirs_graph *pr
   memset(&r, 0, sizeof r);
   r.has_baseline = program != NULL;
 #ifndef MIRS_NVCC
+  (void)seed;
   return MIRS_FAIL(ctx, MIRS_UNSUPPORTED,
                    "built without CUDA: `bench` needs nvcc and cuBLAS at configure time "
                    "(./configure --with-cuda=DIR)");
@@ -675,6 +679,248 @@ mirs_status mirs_codegen_bench(const mirs_graph *candidate, const mirs_graph *pr
   size_t n = out->struct_size < sizeof r ? out->struct_size : sizeof r;
   r.struct_size = n;
   memcpy(out, &r, n);
+  return MIRS_OK;
+#endif
+}
+
+/* ---------------------------------------------------------------- calibration */
+
+/* The calibration program: the device's properties, then measured copy
+ * bandwidth, launch interval, f16 tensor-core and f32 rates, and the
+ * share of SMs that saturates HBM; `key value` lines on stdout.  Inputs
+ * are never zeros (a matrix product of zeros runs faster). */
+static const char calibrate_head[] =
+    "/* mirsearch bench --calibrate: measure what the cost model's device profile holds. */\n"
+    "#include <cublas_v2.h>\n#include <cuda_fp16.h>\n#include <cuda_runtime.h>\n"
+    "#include <stdio.h>\n#include <stdlib.h>\n\n"
+    "#define CK(x) mirs_c_check((x), #x)\n"
+    "static void mirs_c_check(cudaError_t e, const char *what) {\n"
+    "    if (e != cudaSuccess) {\n"
+    "        fprintf(stderr, \"%s: %s\\n\", what, cudaGetErrorString(e));\n        exit(3);\n    "
+    "}\n}\n"
+    "static void mirs_c_blas(cublasStatus_t s, const char *what) {\n"
+    "    if (s != CUBLAS_STATUS_SUCCESS) {\n"
+    "        fprintf(stderr, \"%s: cuBLAS status %d\\n\", what, (int)s);\n        exit(3);\n    "
+    "}\n}\n"
+    "__global__ void mirs_c_empty(void) {}\n"
+    "__global__ void mirs_c_fill(__half *p, size_t n) {\n"
+    "    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;\n"
+    "         i += (size_t)gridDim.x * blockDim.x) {\n"
+    "        unsigned h = (unsigned)i * 2654435761u;\n"
+    "        p[i] = __float2half(((h >> 8) & 0xffff) / 32768.0f - 1.0f);\n    }\n}\n"
+    "__global__ void mirs_c_copy(const float4 *s, float4 *d, size_t n) {\n"
+    "    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;\n"
+    "         i += (size_t)gridDim.x * blockDim.x)\n        d[i] = s[i];\n}\n"
+    "/* 8 independent FMA chains a thread; the result is stored so none is dead. */\n"
+    "__global__ void mirs_c_fma(float *out, int iters) {\n"
+    "    float a[8];\n"
+    "    for (int j = 0; j < 8; j++) a[j] = threadIdx.x * 1e-3f + j;\n"
+    "    for (int i = 0; i < iters; i++)\n"
+    "#pragma unroll\n"
+    "        for (int j = 0; j < 8; j++) a[j] = fmaf(a[j], 0.9999f, 1e-4f);\n"
+    "    float s = 0;\n    for (int j = 0; j < 8; j++) s += a[j];\n"
+    "    out[blockIdx.x * blockDim.x + threadIdx.x] = s;\n}\n";
+
+static const char calibrate_main[] =
+    "/* Median of n event intervals of f, in ms. */\n"
+    "template <typename F> static float mirs_c_time(F f, int n) {\n"
+    "    cudaEvent_t a, b;\n    CK(cudaEventCreate(&a));\n    CK(cudaEventCreate(&b));\n"
+    "    f();\n    CK(cudaDeviceSynchronize());\n"
+    "    float t[16], x;\n    if (n > 16) n = 16;\n"
+    "    for (int r = 0; r < n; r++) {\n"
+    "        CK(cudaEventRecord(a));\n        f();\n        CK(cudaEventRecord(b));\n"
+    "        CK(cudaEventSynchronize(b));\n        CK(cudaEventElapsedTime(&t[r], a, b));\n    }\n"
+    "    for (int i = 1; i < n; i++)\n"
+    "        for (int j = i; j > 0 && t[j - 1] > t[j]; j--) { x = t[j]; t[j] = t[j - 1]; t[j - 1] "
+    "= x; }\n"
+    "    return t[n / 2];\n}\n\n"
+    "int main(void) {\n"
+    "    cudaDeviceProp p;\n    CK(cudaGetDeviceProperties(&p, 0));\n"
+    "    int l2 = 0, smem = 0;\n"
+    "    CK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0));\n"
+    "    CK(cudaDeviceGetAttribute(&smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0));\n"
+    "    printf(\"name %s\\nsms %d\\nl2_bytes %d\\nsmem_per_block %d\\nmax_threads_per_block "
+    "%d\\n\",\n"
+    "           p.name, p.multiProcessorCount, l2, smem, p.maxThreadsPerBlock);\n"
+    "    /* HBM: a 1 GiB copy by a grid-stride kernel, bytes read + written. */\n"
+    "    const size_t bytes = (size_t)1 << 30, n4 = bytes / 16;\n"
+    "    float4 *s4, *d4;\n    CK(cudaMalloc(&s4, bytes));\n    CK(cudaMalloc(&d4, bytes));\n"
+    "    CK(cudaMemset(s4, 0x3c, bytes));\n"
+    "    const int sms = p.multiProcessorCount;\n"
+    "    float full = mirs_c_time([&] { mirs_c_copy<<<sms * 8, 256>>>(s4, d4, n4); }, 9);\n"
+    "    double gbps = 2.0 * bytes / (full * 1e-3) / 1e9;\n"
+    "    printf(\"hbm_gbps %.1f\\n\", gbps);\n"
+    "    /* The fewest SMs (in eighths) whose blocks reach 90% of that. */\n"
+    "    double sat = 1.0;\n"
+    "    for (int e = 1; e <= 8; e++) {\n"
+    "        int blocks = sms * e / 8 > 0 ? sms * e / 8 : 1;\n"
+    "        float t = mirs_c_time([&] { mirs_c_copy<<<blocks, 1024>>>(s4, d4, n4); }, 5);\n"
+    "        if (full / t >= 0.9) { sat = e / 8.0; break; }\n    }\n"
+    "    printf(\"hbm_saturation %.3f\\n\", sat);\n"
+    "    CK(cudaFree(s4));\n    CK(cudaFree(d4));\n"
+    "    /* Launch interval: 1000 empty kernels back to back on one stream. */\n"
+    "    float launch = mirs_c_time([&] { for (int i = 0; i < 1000; i++) mirs_c_empty<<<1, "
+    "32>>>(); }, 5);\n"
+    "    CK(cudaGetLastError());\n"
+    "    printf(\"launch_us %.3f\\n\", launch / 1000 * 1e3);\n"
+    "    /* f16 tensor cores: an 8192^3 product through cuBLAS, f32 accumulation. */\n"
+    "    const int m = 8192;\n    __half *A, *B, *C;\n"
+    "    CK(cudaMalloc(&A, (size_t)m * m * 2));\n    CK(cudaMalloc(&B, (size_t)m * m * 2));\n"
+    "    CK(cudaMalloc(&C, (size_t)m * m * 2));\n"
+    "    mirs_c_fill<<<sms * 8, 256>>>(A, (size_t)m * m);\n"
+    "    mirs_c_fill<<<sms * 8, 256>>>(B, (size_t)m * m);\n    CK(cudaGetLastError());\n"
+    "    cublasHandle_t h;\n    mirs_c_blas(cublasCreate(&h), \"cublasCreate\");\n"
+    "    const float one = 1.0f, zero = 0.0f;\n"
+    "    float mm = mirs_c_time([&] {\n"
+    "        mirs_c_blas(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, m, m, m, &one, A, CUDA_R_16F, "
+    "m, B,\n"
+    "                                 CUDA_R_16F, m, &zero, C, CUDA_R_16F, m, CUBLAS_COMPUTE_32F,\n"
+    "                                 CUBLAS_GEMM_DEFAULT), \"cublasGemmEx\");\n    }, 7);\n"
+    "    printf(\"tc_f16_tflops %.1f\\n\", 2.0 * m * (double)m * m / (mm * 1e-3) / 1e12);\n"
+    "    cublasDestroy(h);\n    CK(cudaFree(A));\n    CK(cudaFree(B));\n    CK(cudaFree(C));\n"
+    "    /* f32 CUDA cores: 8 FMA chains a thread, 8 blocks of 1024 per SM. */\n"
+    "    float *o;\n    const int iters = 4096, threads = sms * 8 * 1024;\n"
+    "    CK(cudaMalloc(&o, (size_t)threads * 4));\n"
+    "    float f = mirs_c_time([&] { mirs_c_fma<<<sms * 8, 1024>>>(o, iters); }, 5);\n"
+    "    CK(cudaGetLastError());\n"
+    "    printf(\"f32_tflops %.1f\\n\", 2.0 * 8 * iters * (double)threads / (f * 1e-3) / 1e12);\n"
+    "    CK(cudaFree(o));\n    return 0;\n}\n";
+
+#ifdef MIRS_NVCC
+/* The measured value of key in the calibration output, or NAN. */
+static double cal_value(const char *text, const char *key) {
+  size_t k = strlen(key);
+  for (const char *p = text; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+    if (strncmp(p, key, k) == 0 && p[k] == ' ')
+      return atof(p + k + 1);
+  return NAN;
+}
+
+/* The profile text from the calibration output (base: the profile whose
+ * name the GPU's name contains, for the description's context). */
+static mirs_status cal_profile(mirs_context *ctx, const char *text, mirs__buf *b) {
+  static const char *const keys[] = {"hbm_gbps", "tc_f16_tflops", "f32_tflops", "launch_us",
+                                     "hbm_saturation"};
+  static const char *const ints[] = {"smem_per_block", "sms", "l2_bytes", "max_threads_per_block"};
+  char gpu[128] = "GPU";
+  const char *nl = strstr(text, "name ");
+  if (nl) {
+    size_t n = strcspn(nl + 5, "\n");
+    snprintf(gpu, sizeof gpu, "%.*s", (int)(n < sizeof gpu ? n : sizeof gpu - 1), nl + 5);
+  }
+  /* The device's name: the known profile its name contains, so that
+   * --device-profile=FILE alone ranks for it; else the name's letters. */
+  char name[MIRS__COST_NAME_SIZE] = "";
+  static const char *const known[] = {"H200", "H100", "A100"};
+  for (size_t i = 0; i < sizeof known / sizeof known[0] && !name[0]; i++)
+    if (strstr(gpu, known[i]))
+      snprintf(name, sizeof name, "%s", known[i]);
+  if (!name[0]) {
+    size_t j = 0;
+    for (const char *p = gpu; *p && j + 1 < sizeof name; p++)
+      if ((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') ||
+          *p == '-')
+        name[j++] = *p;
+    name[j] = '\0';
+    if (!name[0])
+      snprintf(name, sizeof name, "GPU");
+  }
+  mirs__buf_printf(b,
+                   "# Calibrated by `mirsearch bench --calibrate` (mirsearch %s) on %s.\n"
+                   "# Measured: hbm_gbps (1 GiB grid-stride copy, bytes read + written),\n"
+                   "# hbm_saturation (fewest eighths of the SMs reaching 90%% of it),\n"
+                   "# launch_us (1000 empty kernels back to back), tc_f16_tflops (cuBLAS\n"
+                   "# 8192^3 f16 product, f32 accumulation, non-zero data), f32_tflops (FMA\n"
+                   "# chains); medians of event-timed repetitions.  Read by\n"
+                   "# --device-profile=FILE (data/devices.profile has the format).\n"
+                   "device %s\n  description = %s (measured)\n",
+                   mirs_version_string(), gpu, name, gpu);
+  for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+    double v = cal_value(text, keys[i]);
+    if (!(v > 0) || !isfinite(v))
+      return MIRS_FAIL(ctx, MIRS_INTERNAL, "the calibration measured no valid %s", keys[i]);
+    if (strcmp(keys[i], "hbm_saturation") == 0 && v > 1)
+      v = 1;
+    mirs__buf_printf(b, "  %s = %.6g\n", keys[i], v);
+  }
+  for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
+    double v = cal_value(text, ints[i]);
+    if (!(v >= 1))
+      return MIRS_FAIL(ctx, MIRS_INTERNAL, "the calibration read no valid %s", ints[i]);
+    mirs__buf_printf(b, "  %s = %.0f\n", ints[i], v);
+  }
+  return b->failed ? MIRS_FAIL(ctx, MIRS_NOMEM, "out of memory") : MIRS_OK;
+}
+
+#endif
+
+/* Public: measure GPU 0 and write a device profile to path. */
+mirs_status mirs_codegen_calibrate(mirs_context *ctx, const char *path, const char *source_dir) {
+  if (!ctx)
+    return MIRS_INVALID_ARG;
+  if (!path && !source_dir)
+    return MIRS_FAIL(ctx, MIRS_INVALID_ARG, "mirs_codegen_calibrate: no path and no source_dir");
+  mirs__buf src;
+  mirs__buf_init(&src, ctx);
+  mirs__buf_puts(&src, calibrate_head);
+  mirs__buf_puts(&src, calibrate_main);
+  mirs_status s = src.failed ? MIRS_FAIL(ctx, MIRS_NOMEM, "out of memory") : MIRS_OK;
+  if (s == MIRS_OK && source_dir) {
+    s = mirs__codegen_put_file(ctx, source_dir, "calibrate.cu", src.data, src.len);
+    mirs__buf_free(&src);
+    return s;
+  }
+#ifndef MIRS_NVCC
+  mirs__buf_free(&src);
+  if (s != MIRS_OK)
+    return s;
+  return MIRS_FAIL(ctx, MIRS_UNSUPPORTED,
+                   "built without CUDA: `bench --calibrate` needs nvcc and cuBLAS at configure "
+                   "time (./configure --with-cuda=DIR)");
+#else
+  if (s == MIRS_OK)
+    s = mirs__codegen_need_device(ctx);
+  char dir[900] = "";
+  if (s == MIRS_OK)
+    s = mirs__codegen_tmpdir(ctx, "calibrate", dir, sizeof dir);
+  if (s != MIRS_OK) {
+    mirs__buf_free(&src);
+    return s;
+  }
+  s = mirs__codegen_put_file(ctx, dir, "calibrate.cu", src.data, src.len);
+  mirs__buf_free(&src);
+  if (s == MIRS_OK)
+    s = mirs__codegen_nvcc_build(ctx, dir, "calibrate.cu", "calibrate", "cublas",
+                                 "the calibration program does not compile");
+  char prog[1024], outp[1024];
+  snprintf(prog, sizeof prog, "%s/calibrate", dir);
+  snprintf(outp, sizeof outp, "%s/out.txt", dir);
+  if (s == MIRS_OK) {
+    mirs__codegen_args a;
+    a.n = 0;
+    mirs__codegen_arg(&a, prog);
+    s = mirs__codegen_spawn_checked(ctx, a.argv, outp, MIRS_CUDA, "the calibration run failed");
+  }
+  char *text = NULL;
+  size_t len = 0;
+  if (s == MIRS_OK)
+    s = mirs__core_read_file(ctx, outp, &text, &len);
+  mirs__buf prof;
+  mirs__buf_init(&prof, ctx);
+  if (s == MIRS_OK)
+    s = cal_profile(ctx, text, &prof);
+  /* The file must parse as a profile before it replaces anything. */
+  mirs__cost_profiles *check = NULL;
+  if (s == MIRS_OK)
+    s = mirs__cost_profiles_parse(ctx, prof.data, prof.len, path, &check);
+  mirs__cost_profiles_free(check);
+  if (s == MIRS_OK)
+    s = mirs__core_write_atomic(ctx, path, prof.data, prof.len);
+  mirs__buf_free(&prof);
+  mirs__core_free(ctx, text);
+  static const char *const names[] = {"calibrate.cu", "calibrate", "out.txt", "log"};
+  mirs__codegen_remove_dir(dir, names, sizeof names / sizeof names[0]);
+  MIRS_CHECK(ctx, s);
   return MIRS_OK;
 #endif
 }
