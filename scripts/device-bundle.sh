@@ -17,6 +17,9 @@
 #                   tree has it (scripts/search-bests.sh), else searched
 #                   here (--no-search: left out; device-check.sh then
 #                   reports it MISSING)
+#   rank/gqa/       a search of gqa (published shape) with its 16 best
+#                   candidates and report.json, for `bench --rank` (the
+#                   cost model's order against measured time)
 #   MANIFEST, COMMIT  what was built from what, when
 # Both folders are ignored by git.  At the end it prints the `run` call
 # that starts the check.  Exit 0 when the bundle is complete and fits.
@@ -95,6 +98,21 @@ for n in rmsnorm_linear gqa qknorm_attention lora gated_mlp ntrans mha mqa; do
     fi
   done
 done
+
+# ---------------------------------------------------------------- ranking input
+# gqa's 16 best by the model (the search is reused while its program is unchanged).
+rank_out=$build/search/rank_gqa
+if [ ! -f "$rank_out/report.json" ] || ! cmp -s "$root/examples/gqa.graph" "$rank_out/program.graph"; then
+  echo "device-bundle.sh: searching gqa for the ranking input (--top=16)" >&2
+  rm -rf "$rank_out"
+  nice "$bundle/bin/mirsearch" -q --threads="$jobs" --top=16 --out="$rank_out" "$root/examples/gqa.graph" ||
+    missing="$missing rank/gqa"
+  cp "$root/examples/gqa.graph" "$rank_out/program.graph" 2>/dev/null || true
+fi
+if [ -f "$rank_out/report.json" ]; then
+  mkdir -p "$bundle/rank/gqa"
+  cp -r "$rank_out/candidates" "$rank_out/report.json" "$bundle/rank/gqa/"
+fi
 
 # ---------------------------------------------------------------- manifest
 commit=$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)

@@ -14,6 +14,8 @@
 #                     (bandwidth, launch interval, tensor-core and f32 rates)
 #   bench.tsv         (b) `mirsearch bench` of the 8 published examples
 #   bench.json        {"mirsearch_bench": [its JSON per example],
+#                      "ranking": `bench --rank` of gqa's 8 best by the model:
+#                      predicted and measured time, rank correlation,
 #                      "torch_baseline": bench/torch_baseline.py's JSON:
 #                      PyTorch eager and torch.compile of the same programs}
 #   fingerprints.tsv  (c) CPU vs GPU fingerprints (`verify --verify=cpu|gpu`)
@@ -328,6 +330,39 @@ EOF
   [ "$total" -gt 0 ] && [ "$pass" -eq "$total" ]
 }
 
+# The cost model's order against measured time: gqa's best 8 by the model.
+step_ranking() {
+  local src=$bundle/rank/gqa
+  if [ ! -d "$src/candidates" ]; then
+    [ "$dry" -eq 1 ] && src=$work/rank_src
+    if [ "$dry" -eq 1 ]; then
+      mirs -q --top=4 --out="$src" "$ex/rmsnorm_linear_small.graph" >/dev/null || return 1
+    else
+      echo "no ranking input (.devbundle/rank/gqa)"; return 1
+    fi
+  fi
+  rm -rf "$work/rank"
+  mkdir -p "$work/rank"
+  cp -r "$src/candidates" "$work/rank/"
+  if [ "$dry" -eq 1 ]; then
+    mirs bench --rank="$work/rank" --top=4 >"$work/rank.out" 2>&1
+    local st=$?
+    cat "$work/rank.out"
+    [ "$st" -eq 2 ] || [ "$st" -eq 3 ] || { echo "bench --rank without a GPU exited $st, not 2 or 3"; return 1; }
+    echo "ranking refused without a GPU (exit $st)"
+    return 0
+  fi
+  local profile_opts=()
+  [ -f "$work/profile.env" ] && . "$work/profile.env"
+  timeout "$STEP_BOX" bash -c 'mirs bench "$@"' _ "${cuda_opts[@]}" "${profile_opts[@]}" --device="$devname" \
+    --rank="$work/rank" --top="${RANK_TOP:-8}" >"$work/rank.out" 2>&1
+  local st=$?
+  cat "$work/rank.out"
+  [ "$st" -eq 0 ] || return 1
+  cp "$work/rank/measured.json" "$work/ranking.json"
+  echo "gqa, model's top ${RANK_TOP:-8}: $(grep 'rank correlation' "$work/rank.out")"
+}
+
 # PyTorch eager and torch.compile of the published programs.
 step_torch() {
   local progs=() n
@@ -479,11 +514,12 @@ step runs 150 step_runs
 step bench 200 step_bench
 step fingerprints 150 step_fingerprints
 step scaling 200 step_scaling
+step ranking 120 step_ranking
 step torch 150 step_torch
 
 # One JSON file for both benches (the tool brings back 8 files); a part
 # cut short by its time box becomes null.
-python3 - "$work/bench.json" "$work/torch.json" >"$out/bench.json" <<'EOF' ||
+python3 - "$work/bench.json" "$work/torch.json" "$work/ranking.json" >"$out/bench.json" <<'EOF' ||
 import json, sys
 def part(path):
     try:
@@ -491,7 +527,8 @@ def part(path):
             return json.load(f)
     except (OSError, ValueError):
         return None
-print(json.dumps({"mirsearch_bench": part(sys.argv[1]), "torch_baseline": part(sys.argv[2])}, indent=1))
+print(json.dumps({"mirsearch_bench": part(sys.argv[1]), "torch_baseline": part(sys.argv[2]),
+                  "ranking": part(sys.argv[3])}, indent=1))
 EOF
   echo '{"mirsearch_bench": null, "torch_baseline": null}' >"$out/bench.json"
 [ -f "$out/device.profile" ] || echo "# not measured (the calibrate step did not run or failed)" >"$out/device.profile"

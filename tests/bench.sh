@@ -96,6 +96,23 @@ run --device-profile="$tmp/bad.profile" show "$ex/gqa_small.ugraph"
 expect 2 "a malformed --device-profile"
 grep -q 'bad.profile:2:3: error: unknown key' "$tmp/err" || fail "a malformed profile: no FILE:LINE:COL"
 
+# --rank=DIR: refused the same way on a search's output; no candidates: exit 2.
+run -q --top=3 --out="$tmp/ranked" "$ex/rmsnorm_linear_small.graph"
+expect 0 "search for --rank"
+run bench --rank="$tmp/ranked" --top=2
+if nvidia-smi -L >/dev/null 2>&1; then
+  expect 0 "bench --rank on a GPU"
+  grep -q '"rank_correlation"' "$tmp/ranked/measured.json" || fail "no measured.json"
+elif [ -n "$NVCC" ]; then
+  expect 3 "bench --rank without a GPU"
+  [ -e "$tmp/ranked/measured.json" ] && fail "a refused ranking wrote measured.json"
+else
+  expect 2 "bench --rank built without CUDA"
+fi
+run bench --rank="$tmp/nothing"
+expect 2 "bench --rank of a directory without candidates"
+grep -q 'no candidate' "$tmp/err" || fail "bench --rank without candidates: no message"
+
 # A program that is not the candidate's: a usage error before any CUDA work.
 run bench "$ex/gqa_small.ugraph" --program="$ex/mha_small.graph"
 expect 2 "bench with another program"

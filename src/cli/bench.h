@@ -24,4 +24,12 @@ int mirs__cli_bench(mirs_context *ctx, FILE *out, FILE *err, const mirs_graph *c
 int mirs__cli_calibrate(mirs_context *ctx, FILE *out, FILE *err, const char *path,
                         const char *source_dir);
 
+/* `bench --rank=DIR`: time the model's top `top` results of a search's
+ * output directory (DIR/candidates, in rank order; 16 when top <= 0),
+ * write DIR/measured.json (predicted and measured seconds of each, their
+ * Spearman rank correlation, the measured best) and the measured best
+ * as DIR/best_measured.ugraph, and print the table.  Exit 0, 2 (no
+ * candidates, built without CUDA) or 3 (no GPU, a failed run). */
+int mirs__cli_rank(mirs_context *ctx, FILE *out, FILE *err, const char *dir, long top);
+
 #endif

@@ -74,6 +74,7 @@ enum {
   OPT_CUDA_GRAPH,
   OPT_SOURCE_DIR,
   OPT_CALIBRATE,
+  OPT_RANK,
   OPT_LIB = 1024
 };
 
@@ -100,6 +101,7 @@ static const struct option fixed_options[] = {
     {"cuda-graph", no_argument, NULL, OPT_CUDA_GRAPH},
     {"source-dir", required_argument, NULL, OPT_SOURCE_DIR},
     {"calibrate", required_argument, NULL, OPT_CALIBRATE},
+    {"rank", required_argument, NULL, OPT_RANK},
 };
 #define NFIXED (sizeof fixed_options / sizeof fixed_options[0])
 
@@ -127,6 +129,7 @@ typedef struct cli {
   const char *program;    /* bench --program=FILE: the unfused baseline */
   const char *source_dir; /* bench --source-dir=DIR: write the harness, time nothing */
   const char *calibrate;  /* bench --calibrate=FILE: measure the GPU, write a profile */
+  const char *rank_dir;   /* bench --rank=DIR: time a search's top results */
 } cli;
 
 /* Summary of one evaluated output, as printed by `eval`. */
@@ -407,6 +410,9 @@ static int parse_options(cli *c, int argc, char **argv) {
     case OPT_CALIBRATE:
       c->calibrate = optarg;
       break;
+    case OPT_RANK:
+      c->rank_dir = optarg;
+      break;
     case OPT_MAN:
       c->man = 1;
       break;
@@ -445,7 +451,7 @@ static const char *const usage_lines[] = {
     PROG " [OPTIONS] codegen FILE [-o FILE.cu]",
     PROG " [OPTIONS] run FILE [--seed=N] [--backend=host|cuda]",
     PROG " [OPTIONS] bench FILE [--program=FILE] [--cuda-graph]",
-    PROG " [OPTIONS] bench --calibrate=FILE.profile",
+    PROG " [OPTIONS] bench --calibrate=FILE.profile | --rank=DIR [--top=K]",
 };
 
 static const char summary_text[] =
@@ -486,6 +492,10 @@ static const help_row help_rows[] = {
     {"bench --calibrate=FILE", "measure the GPU (copy bandwidth, launch interval, tensor-core "
                                "and f32 rates) and write a device profile to FILE for "
                                "--device-profile=FILE"},
+    {"bench --rank=DIR", "time the cost model's top --top=K results (default 16) of the search "
+                         "output DIR on the GPU; write DIR/measured.json (predicted and measured "
+                         "seconds, their rank correlation) and the measured best as "
+                         "DIR/best_measured.ugraph"},
     {NULL, "Options (anywhere on the command line)"},
     {"-h, --help", "show this help and exit"},
     {"-V, --version", "show version, license and build information and exit"},
@@ -1521,6 +1531,8 @@ static int run_command(cli *c, int nargs, char **args) {
   }
   if (cmd == 6 && c->calibrate && nargs == 1) /* bench --calibrate: no FILE */
     return mirs__cli_calibrate(c->ctx, c->out, c->err, c->calibrate, c->source_dir);
+  if (cmd == 6 && c->rank_dir && nargs == 1) /* bench --rank=DIR: no FILE */
+    return mirs__cli_rank(c->ctx, c->out, c->err, c->rank_dir, c->top);
   if (nargs < 1 + files[cmd]) {
     if (cmd == 2)
       cli_error(c, "'verify' needs PROGRAM and CANDIDATE files");
