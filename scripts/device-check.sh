@@ -195,7 +195,11 @@ int main() {
   return 0;
 }
 EOF
-  "$nvcc" -std=c++17 -O2 -gencode=arch=compute_90,code=sm_90 "$work/query.cu" -o "$work/query" -lcublas ||
+  # As mirsearch builds its harnesses: the toolkit's lib64 recorded in the program.
+  local cudalib
+  cudalib=$(dirname "$(dirname "$(readlink -f "$nvcc")")")/lib64
+  "$nvcc" -std=c++17 -O2 -gencode=arch=compute_90,code=sm_90 "$work/query.cu" -o "$work/query" -lcublas \
+    -Xlinker -rpath,"$cudalib" ||
     { echo "nvcc cannot build the device query (with cuBLAS)"; return 1; }
   if [ "$dry" -eq 1 ]; then echo "device query compiled with $nvcc (not run: dry run)"; return 0; fi
   nvidia-smi -L 2>&1 || true

@@ -13,6 +13,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <inttypes.h>
 #include <math.h>
 #include <spawn.h>
@@ -263,6 +264,43 @@ void mirs__codegen_arg(mirs__codegen_args *a, const char *text) {
   a->argv[++a->n] = NULL;
 }
 
+/* The library folder of the CUDA toolkit whose nvcc is `nvcc` (a path,
+ * or a name looked up on PATH, links resolved): BIN/../lib64, else
+ * BIN/../lib, into buf; false when none is found. */
+static bool cuda_libdir(const char *nvcc, char *buf, size_t size) {
+  char found[PATH_MAX], real[PATH_MAX];
+  if (strchr(nvcc, '/')) {
+    snprintf(found, sizeof found, "%s", nvcc);
+  } else {
+    const char *path = getenv("PATH");
+    bool ok = false;
+    while (path && *path && !ok) {
+      size_t n = strcspn(path, ":");
+      snprintf(found, sizeof found, "%.*s/%s", (int)n, path, nvcc);
+      ok = access(found, X_OK) == 0;
+      path += n + (path[n] == ':');
+    }
+    if (!ok)
+      return false;
+  }
+  if (!realpath(found, real))
+    return false;
+  for (int up = 0; up < 2; up++) {
+    char *slash = strrchr(real, '/');
+    if (!slash)
+      return false;
+    *slash = '\0';
+  }
+  static const char *const subs[] = {"lib64", "lib"};
+  for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++) {
+    struct stat st;
+    int n = snprintf(buf, size, "%s/%s", real, subs[i]);
+    if (n > 0 && (size_t)n < size && stat(buf, &st) == 0 && S_ISDIR(st.st_mode))
+      return true;
+  }
+  return false;
+}
+
 /* Compile dir/src with nvcc into dir/out (with -llib when lib is not
  * NULL): -std=c++17 -O2 -I dir and one -gencode per architecture of the
  * codegen_arch option.  A failure is MIRS_INTERNAL: what, then nvcc's
@@ -295,6 +333,14 @@ mirs_status mirs__codegen_nvcc_build(mirs_context *ctx, const char *dir, const c
   if (lib) {
     snprintf(path, sizeof path, "-l%s", lib);
     mirs__codegen_arg(&a, path);
+    /* The toolkit's libraries need not be on the loader's path (a
+     * machine's toolkit often is not): the program records where. */
+    char libdir[900];
+    if (cuda_libdir(a.argv[0], libdir, sizeof libdir)) {
+      mirs__codegen_arg(&a, "-Xlinker");
+      snprintf(path, sizeof path, "-rpath,%s", libdir);
+      mirs__codegen_arg(&a, path);
+    }
   }
   char log[1024], msg[1100];
   snprintf(log, sizeof log, "%s/log", dir);
