@@ -128,7 +128,7 @@ step() {
   local pid=$!
   # The box: the step's process tree, by id (each long command has its
   # own `timeout` too; this is the backstop).
-  (sleep "$box"; kill_tree "$pid") &
+  (sleep "$box"; kill_tree "$pid") 2>/dev/null &
   local watchdog=$!
   wait "$pid"
   rc=$?
