@@ -85,11 +85,17 @@ for n in rmsnorm_linear gqa qknorm_attention lora gated_mlp ntrans mha mqa; do
   for name in "$n" "${n}_small"; do
     if [ -f "$root/examples/best/$name.ugraph" ]; then
       cp "$root/examples/best/$name.ugraph" "$bundle/best/"
+    elif [ -f "$build/search/$name/best.ugraph" ] &&
+      cmp -s "$root/examples/$name.graph" "$build/search/$name/program.graph"; then
+      # A search of an earlier bundle, of the same program.
+      cp "$build/search/$name/best.ugraph" "$bundle/best/$name.ugraph"
     elif [ "$search" -eq 1 ]; then
       echo "device-bundle.sh: no examples/best/$name.ugraph: searching it (--threads=$jobs)" >&2
+      rm -rf "$build/search/$name"
       if nice "$bundle/bin/mirsearch" -q --threads="$jobs" --out="$build/search/$name" \
         "$root/examples/$name.graph" && [ -f "$build/search/$name/best.ugraph" ]; then
         cp "$build/search/$name/best.ugraph" "$bundle/best/$name.ugraph"
+        cp "$root/examples/$name.graph" "$build/search/$name/program.graph"
       else
         missing="$missing $name"
       fi
