@@ -61,7 +61,8 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/mirs-devcheck.XXXXXX") || exit 3
 trap 'rm -rf "$work"' EXIT
 start=$(date +%s)
 budget=${DEVICE_CHECK_BUDGET:-450}
-published="rmsnorm_linear gqa qknorm_attention lora gated_mlp ntrans mha mqa"
+# DEVICE_CHECK_EXAMPLES: a subset of the published examples (a rerun of some).
+published=${DEVICE_CHECK_EXAMPLES:-"rmsnorm_linear gqa qknorm_attention lora gated_mlp ntrans mha mqa"}
 small=""
 for n in $published; do small="$small ${n}_small"; done
 

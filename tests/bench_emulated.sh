@@ -10,8 +10,9 @@
 # the JSON and `bench --rank` all run before a GPU is ever at hand.  The
 # times are host times and mean nothing.
 #
-# Run by `make check` with top_srcdir, top_builddir and CC set.
-# Exit: 0 pass, 1 fail, 77 skip (no C or C++ compiler).
+# Run by `make check` with top_srcdir, top_builddir, CC and NVCC set.
+# Exit: 0 pass, 1 fail, 77 skip (no C or C++ compiler, or built without
+# CUDA: then bench refuses by design).
 
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
 top_builddir=${top_builddir:-.}
@@ -19,6 +20,8 @@ prog=$top_builddir/src/mirsearch
 ex=$top_srcdir/examples
 cc=${CC:-cc}
 command -v c++ >/dev/null 2>&1 || { echo "bench_emulated.sh: no c++" >&2; exit 77; }
+# Built without nvcc, bench refuses by design (tests/bench.sh checks that).
+[ -n "${NVCC:-}" ] || { echo "bench_emulated.sh: built without CUDA" >&2; exit 77; }
 [ -x "$prog" ] || { echo "bench_emulated.sh: $prog not built" >&2; exit 1; }
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/mirs_bench_emu.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT INT TERM
