@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: MIT
 """bench/torch_baseline.py - the PyTorch baselines of a .graph program.
 
-Usage: torch_baseline.py [--json] [--reps=N] [--warmup=N] [--no-compile]
-                         [--dry-run] PROGRAM.graph...
+Usage: torch_baseline.py [--json | --jsonl] [--reps=N] [--warmup=N]
+                         [--no-compile] [--dry-run] PROGRAM.graph...
 
 Parses each .graph program (the format of README.md and docs/FORMATS.md),
 builds the same program in PyTorch and times it the way `mirsearch bench`
@@ -19,6 +19,8 @@ written: one beyond tolerance (f16 intermediates overflow in attention's
 row sums at published shapes) is timed anyway and flagged, as
 `mirsearch bench` does with its unfused baseline.
 
+--json prints one JSON array at the end; --jsonl one JSON object per
+program as soon as it is timed (a run cut short keeps what it printed).
 --dry-run parses and prints the PyTorch program it would build (one
 statement a line), and needs neither torch nor a GPU.  Without torch or
 without a CUDA device the script says so and exits 3; a malformed program
@@ -253,11 +255,13 @@ def bench(torch, prog, reps, warmup, compile_too):
 
 
 def main(argv):
-    opts = {"json": False, "reps": 100, "warmup": 10, "compile": True, "dry": False}
+    opts = {"json": False, "jsonl": False, "reps": 100, "warmup": 10, "compile": True, "dry": False}
     files = []
     for a in argv:
         if a == "--json":
             opts["json"] = True
+        elif a == "--jsonl":
+            opts["jsonl"] = True
         elif a == "--dry-run":
             opts["dry"] = True
         elif a == "--no-compile":
@@ -304,8 +308,14 @@ def main(argv):
         print("torch_baseline.py: error: no CUDA device (torch.cuda.is_available() is False): "
               "nothing timed", file=sys.stderr)
         return 3
-    results = [bench(torch, p, opts["reps"], opts["warmup"], opts["compile"]) for p in progs]
-    if opts["json"]:
+    results = []
+    for p in progs:
+        results.append(bench(torch, p, opts["reps"], opts["warmup"], opts["compile"]))
+        if opts["jsonl"]:
+            print(json.dumps(results[-1]), flush=True)
+    if opts["jsonl"]:
+        pass
+    elif opts["json"]:
         print(json.dumps(results, indent=2))
     else:
         print(f"{'program':<26} {'configuration':<14} {'runs':>5} {'median us':>10} "
