@@ -17,9 +17,10 @@
 #                   tree has it (scripts/search-bests.sh), else searched
 #                   here (--no-search: left out; device-check.sh then
 #                   reports it MISSING)
-#   rank/gqa/       a search of gqa (published shape) with its 16 best
-#                   candidates and report.json, for `bench --rank` (the
-#                   cost model's order against measured time)
+#   rank/gqa/       8 of the 16 best candidates of a search of gqa
+#                   (published shape), 4 from each group of equal
+#                   predicted cost, and its report.json, for `bench --rank`
+#                   (the cost model's order against measured time)
 #   MANIFEST, COMMIT  what was built from what, when
 # Both folders are ignored by git.  At the end it prints the `run` call
 # that starts the check.  Exit 0 when the bundle is complete and fits.
@@ -116,8 +117,21 @@ if [ ! -f "$rank_out/report.json" ] || ! cmp -s "$root/examples/gqa.graph" "$ran
   cp "$root/examples/gqa.graph" "$rank_out/program.graph" 2>/dev/null || true
 fi
 if [ -f "$rank_out/report.json" ]; then
-  mkdir -p "$bundle/rank/gqa"
-  cp -r "$rank_out/candidates" "$rank_out/report.json" "$bundle/rank/gqa/"
+  # 8 of them, as evenly as may be from each group of equal predicted
+  # cost (gqa's 16 are two groups of 8), so the model's order has levels
+  # to compare the measured one with; names keep their model rank.
+  mkdir -p "$bundle/rank/gqa/candidates"
+  cp "$rank_out/report.json" "$bundle/rank/gqa/"
+  python3 - "$rank_out/report.json" 8 >"$build/rank_pick" <<'EOF' || ls "$rank_out/candidates" | head -n 8 | sed 's|^|candidates/|' >"$build/rank_pick"
+import json, sys
+r, k = json.load(open(sys.argv[1])), int(sys.argv[2])
+groups = r.get("groups") or [{"first_rank": 1, "last_rank": len(r["results"])}]
+files = {x["rank"]: x["file"] for x in r["results"]}
+per = max(1, -(-k // len(groups)))
+pick = [files[q] for g in groups for q in range(g["first_rank"], g["last_rank"] + 1)[:per] if q in files]
+print("\n".join(pick[:k]))
+EOF
+  while read -r f; do cp "$rank_out/$f" "$bundle/rank/gqa/candidates/"; done <"$build/rank_pick"
 fi
 
 # ---------------------------------------------------------------- manifest
@@ -156,9 +170,9 @@ The device check, as one call of the device tool's \`run\` (from the root of
 this checkout; about 9 minutes of the 15 a session is lent):
   command:   bash scripts/device-check.sh "\$OUT"
   carry:     [".devbundle"]
-  timeout_s: 540
-Then copy the tables from the call's files (summary.txt, runs.tsv, bench.tsv,
-scaling.tsv, fingerprints.tsv) into a dated section of bench/RESULTS.md
+  timeout_s: 570
+Then copy the tables from the call's files (summary.txt, runs.tsv, bench.tsv, bench.json,
+scaling.tsv, fingerprints.tsv, device.profile) into a dated section of bench/RESULTS.md
 ("Device check log") with the device, the commit ($commit) and that command.
 EOF
 exit "$status"

@@ -14,7 +14,7 @@
 #                     (bandwidth, launch interval, tensor-core and f32 rates)
 #   bench.tsv         (b) `mirsearch bench` of the 8 published examples
 #   bench.json        {"mirsearch_bench": [its JSON per example],
-#                      "ranking": `bench --rank` of gqa's 6 best by the model:
+#                      "ranking": `bench --rank` of 8 of gqa's 16 best by the model:
 #                      predicted and measured time, rank correlation,
 #                      "torch_baseline": bench/torch_baseline.py's JSON:
 #                      PyTorch eager and torch.compile of the same programs}
@@ -335,7 +335,7 @@ EOF
   [ "$total" -gt 0 ] && [ "$pass" -eq "$total" ]
 }
 
-# The cost model's order against measured time: gqa's best 6 by the model.
+# The cost model's order against measured time: 8 of gqa's 16 best by the model (two cost levels).
 step_ranking() {
   local src=$bundle/rank/gqa
   if [ ! -d "$src/candidates" ]; then
@@ -360,12 +360,12 @@ step_ranking() {
   local profile_opts=()
   [ -f "$work/profile.env" ] && . "$work/profile.env"
   timeout "$STEP_BOX" bash -c 'mirs bench "$@"' _ "${cuda_opts[@]}" "${profile_opts[@]}" --device="$devname" \
-    --rank="$work/rank" --top="${RANK_TOP:-6}" >"$work/rank.out" 2>&1
+    --rank="$work/rank" --top="${RANK_TOP:-8}" >"$work/rank.out" 2>&1
   local st=$?
   cat "$work/rank.out"
   [ "$st" -eq 0 ] || return 1
   cp "$work/rank/measured.json" "$work/ranking.json"
-  echo "gqa, model's top ${RANK_TOP:-6}: $(grep 'rank correlation' "$work/rank.out")"
+  echo "gqa, model's top ${RANK_TOP:-8}: $(grep 'rank correlation' "$work/rank.out")"
 }
 
 # PyTorch eager and torch.compile of the published programs.
