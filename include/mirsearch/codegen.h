@@ -62,6 +62,77 @@ MIRS_API mirs_status mirs_codegen_run(const mirs_graph *g, uint64_t seed, mirs_b
  * (f16 1e-2, bf16 6e-2, f32 1e-4). */
 MIRS_API double mirs_codegen_tolerance(const mirs_graph *g);
 
+/* ---------------------------------------------------------------- timing on a GPU */
+
+/* Times of one configuration over bench_reps runs, in microseconds
+ * (reps == 0: not timed). */
+typedef struct mirs_bench_timing {
+  int reps;
+  double median_us, p10_us, p90_us, min_us, mean_us;
+} mirs_bench_timing;
+
+/* What mirs_codegen_bench measured.  Set struct_size (MIRS_BENCH_RESULT_INIT);
+ * at most that many bytes are written. */
+typedef struct mirs_bench_result {
+  size_t struct_size;
+  char device[128];  /* the GPU's name */
+  char profile[32];  /* device profile of the roofline figures (option cost_device) */
+  int sms;           /* multiprocessors of the GPU */
+  double l2_bytes;   /* its L2 cache */
+  double flush_bytes; /* bytes written to evict L2 before every timed run */
+  int has_baseline;  /* a program was given: the unfused baseline ran too */
+  int checked;       /* the candidate's outputs within tolerance: only then was anything timed */
+  int baseline_checked; /* the baseline's too (the program's own f16 intermediates can
+                           overflow, as attention's row sums do: then it is timed anyway,
+                           the same work, and flagged) */
+  double tolerance;  /* relative error allowed (the storage dtype's) */
+  double candidate_error, baseline_error; /* max relative error vs the float64 interpreter */
+  mirs_bench_timing candidate, baseline;  /* launches on a stream */
+  mirs_bench_timing candidate_graph, baseline_graph; /* CUDA graph replays (bench_cuda_graph) */
+  int baseline_cublas_calls, baseline_kernels; /* what the baseline launches */
+  double bytes;    /* fewest HBM bytes: each program input read and output written once */
+  double flops;    /* matmul flops of the program (2 m n k per product) */
+  double hbm_bytes_per_s, tc_flops_per_s; /* the profile's bandwidth and matmul peak */
+} mirs_bench_result;
+
+#define MIRS_BENCH_TIMING_INIT {0, 0, 0, 0, 0, 0}
+#define MIRS_BENCH_RESULT_INIT                                                                     \
+  {sizeof(mirs_bench_result), "", "", 0, 0, 0, 0, 0, 0, 0, 0, 0, MIRS_BENCH_TIMING_INIT,          \
+   MIRS_BENCH_TIMING_INIT, MIRS_BENCH_TIMING_INIT, MIRS_BENCH_TIMING_INIT, 0, 0, 0, 0, 0, 0}
+
+/* Time candidate's generated code on GPU 0 against the unfused program.
+ * Compiles (nvcc, cuBLAS) a harness holding the candidate's code and the
+ * program as written (cuBLAS for matmuls, the generator's simple kernels
+ * for the other ops), runs both once on mirs_graph_eval's seeded inputs
+ * and checks every output against the float64 interpreter of the program
+ * (of the candidate when program is NULL: then there is no baseline);
+ * only when the candidate's are within tolerance (out->checked) does it
+ * time each (a baseline beyond tolerance is timed too, and flagged by
+ * out->baseline_checked = 0): bench_warmup
+ * runs, then bench_reps runs between CUDA events, each after writing a
+ * buffer twice the size of L2 (and, with bench_cuda_graph, the same as
+ * graph replays).  MIRS_UNSUPPORTED when built without nvcc;
+ * MIRS_NO_DEVICE without a usable GPU; MIRS_SHAPE when the program's
+ * inputs or outputs differ from the candidate's. */
+MIRS_API mirs_status mirs_codegen_bench(const mirs_graph *candidate, const mirs_graph *program,
+                                        uint64_t seed, mirs_bench_result *out);
+/* Write the sources mirs_codegen_bench compiles into the existing
+ * directory dir (cand.cu, base.cu, bench.cu; build with `nvcc -I DIR
+ * DIR/bench.cu -lcublas`): needs neither nvcc nor a GPU. */
+MIRS_API mirs_status mirs_codegen_bench_sources(const mirs_graph *candidate,
+                                                const mirs_graph *program, const char *dir);
+
+/* Measure GPU 0 (copy bandwidth, the share of SMs that saturates it,
+ * kernel launch interval, cuBLAS f16 tensor-core rate, f32 FMA rate; its
+ * SMs, L2, shared memory and threads per block) and write a device
+ * profile (data/devices.profile's format; the device named H100, H200 or
+ * A100 when the GPU's name contains it) to path, atomically, for
+ * --device-profile=FILE (option device_profile).  With source_dir, only
+ * write the program (calibrate.cu) there: no nvcc or GPU needed.  Errors
+ * as mirs_codegen_bench's. */
+MIRS_API mirs_status mirs_codegen_calibrate(mirs_context *ctx, const char *path,
+                                            const char *source_dir);
+
 #ifdef __cplusplus
 }
 #endif

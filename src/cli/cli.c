@@ -44,6 +44,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli/bench.h"
 #include "cli/cli.h"
 #include "cli/outdir.h"
 #include "cli/show.h"
@@ -72,6 +73,11 @@ enum {
   OPT_RESUME,
   OPT_MPI,
   OPT_OVERWRITE,
+  OPT_PROGRAM,
+  OPT_CUDA_GRAPH,
+  OPT_SOURCE_DIR,
+  OPT_CALIBRATE,
+  OPT_RANK,
   OPT_LIB = 1024
 };
 
@@ -96,6 +102,11 @@ static const struct option fixed_options[] = {
     {"resume", required_argument, NULL, OPT_RESUME},
     {"mpi", no_argument, NULL, OPT_MPI},
     {"overwrite", no_argument, NULL, OPT_OVERWRITE},
+    {"program", required_argument, NULL, OPT_PROGRAM},
+    {"cuda-graph", no_argument, NULL, OPT_CUDA_GRAPH},
+    {"source-dir", required_argument, NULL, OPT_SOURCE_DIR},
+    {"calibrate", required_argument, NULL, OPT_CALIBRATE},
+    {"rank", required_argument, NULL, OPT_RANK},
 };
 #define NFIXED (sizeof fixed_options / sizeof fixed_options[0])
 
@@ -122,6 +133,10 @@ typedef struct cli {
   const char *output;  /* codegen -o FILE */
   const char *header;  /* codegen --header=FILE */
   const char *backend; /* run --backend: "host", "cuda" or NULL (auto) */
+  const char *program;    /* bench --program=FILE: the unfused baseline */
+  const char *source_dir; /* bench --source-dir=DIR: write the harness, time nothing */
+  const char *calibrate;  /* bench --calibrate=FILE: measure the GPU, write a profile */
+  const char *rank_dir;   /* bench --rank=DIR: time a search's top results */
 } cli;
 
 /* Summary of one evaluated output, as printed by `eval`. */
@@ -400,6 +415,21 @@ static int parse_options(cli *c, int argc, char **argv) {
     case OPT_DOT:
       c->dot = 1;
       break;
+    case OPT_PROGRAM:
+      c->program = optarg;
+      break;
+    case OPT_CUDA_GRAPH:
+      rc = set_option(c, "bench_cuda_graph", "1");
+      break;
+    case OPT_SOURCE_DIR:
+      c->source_dir = optarg;
+      break;
+    case OPT_CALIBRATE:
+      c->calibrate = optarg;
+      break;
+    case OPT_RANK:
+      c->rank_dir = optarg;
+      break;
     case OPT_MAN:
       c->man = 1;
       break;
@@ -438,6 +468,8 @@ static const char *const usage_lines[] = {
     PROG " [OPTIONS] show [--dot] FILE",
     PROG " [OPTIONS] codegen FILE [-o FILE.cu] [--header=FILE.h]",
     PROG " [OPTIONS] run FILE [--seed=N] [--backend=host|cuda]",
+    PROG " [OPTIONS] bench FILE [--program=FILE] [--cuda-graph]",
+    PROG " [OPTIONS] bench --calibrate=FILE.profile | --rank=DIR [--top=K]",
 };
 
 static const char summary_text[] =
@@ -470,6 +502,21 @@ static const help_row help_rows[] = {
                  "compiles it as host C++ through an emulation header (threads in the order "
                  "--emu-seed=N draws), --backend=cuda with nvcc for the GPU (exit 3: no CUDA "
                  "device)"},
+    {"bench FILE", "time the generated code on the GPU against --program=PROGRAM as written "
+                   "(cuBLAS matmuls, simple kernels): every output is first checked against the "
+                   "float64 interpreter (exit 1 when one is off: nothing is timed), then each is "
+                   "run bench_reps times with L2 flushed before each run; prints median, p10, p90, "
+                   "speedup and the share of the HBM roofline and tensor-core peak (--json: as "
+                   "JSON; --cuda-graph: also as CUDA graph replays; --source-dir=DIR: only write "
+                   "the harness sources).  Exit 2 when built without CUDA, 3 without a GPU "
+                   "(docs/GPU.md)"},
+    {"bench --calibrate=FILE", "measure the GPU (copy bandwidth, launch interval, tensor-core "
+                               "and f32 rates) and write a device profile to FILE for "
+                               "--device-profile=FILE"},
+    {"bench --rank=DIR", "time the cost model's top --top=K results (default 16) of the search "
+                         "output DIR on the GPU; write DIR/measured.json (predicted and measured "
+                         "seconds, their rank correlation) and the measured best as "
+                         "DIR/best_measured.ugraph"},
     {NULL, "Options (anywhere on the command line)"},
     {"-h, --help", "show this help and exit"},
     {"-V, --version", "show version, license and build information and exit"},
@@ -1603,6 +1650,19 @@ static int cmd_run(cli *c, const char *path) {
   return rc;
 }
 
+/* `bench FILE`: time the generated code on the GPU (src/cli/bench.c). */
+static int cmd_bench(cli *c, const char *path) {
+  mirs_graph *g = NULL, *p = NULL;
+  int rc = load_graph(c, path, &g);
+  if (rc == EXIT_OK && c->program)
+    rc = load_graph(c, c->program, &p);
+  if (rc == EXIT_OK)
+    rc = mirs__cli_bench(c->ctx, c->out, c->err, g, p, path, c->program, c->source_dir, c->json);
+  mirs_graph_destroy(p);
+  mirs_graph_destroy(g);
+  return rc == EXIT_OK ? finish_output(c) : rc;
+}
+
 /* Whether an operand that is not a command names a file (so the default
  * search is meant) rather than a misspelt command. */
 static int looks_like_file(const char *arg) {
@@ -1611,8 +1671,9 @@ static int looks_like_file(const char *arg) {
 
 /* Dispatch on the operands left after option parsing. */
 static int run_command(cli *c, int nargs, char **args) {
-  static const char *const commands[] = {"check", "eval", "verify", "show", "codegen", "run"};
-  static const int files[] = {1, 1, 2, 1, 1, 1};
+  static const char *const commands[] = {"check", "eval",    "verify", "show",
+                                         "codegen", "run", "bench"};
+  static const int files[] = {1, 1, 2, 1, 1, 1, 1};
   enum { NCOMMANDS = sizeof files / sizeof files[0] };
   if (c->resume) {
     /* An optional FILE: the program the checkpoint must have been
@@ -1638,7 +1699,7 @@ static int run_command(cli *c, int nargs, char **args) {
   if (cmd < 0) {
     if (!looks_like_file(args[0])) {
       cli_error(c,
-                "unknown command '%s' (commands: check, eval, verify, show, codegen, run)",
+                "unknown command '%s' (commands: check, eval, verify, show, codegen, run, bench)",
                 args[0]);
       return cli_hint(c);
     }
@@ -1648,6 +1709,10 @@ static int run_command(cli *c, int nargs, char **args) {
     }
     return cmd_search(c, args[0]);
   }
+  if (cmd == 6 && c->calibrate && nargs == 1) /* bench --calibrate: no FILE */
+    return mirs__cli_calibrate(c->ctx, c->out, c->err, c->calibrate, c->source_dir);
+  if (cmd == 6 && c->rank_dir && nargs == 1) /* bench --rank=DIR: no FILE */
+    return mirs__cli_rank(c->ctx, c->out, c->err, c->rank_dir, c->top);
   if (nargs < 1 + files[cmd]) {
     if (cmd == 2)
       cli_error(c, "'verify' needs PROGRAM and CANDIDATE files");
@@ -1671,6 +1736,8 @@ static int run_command(cli *c, int nargs, char **args) {
     return cmd_codegen(c, args[1]);
   if (cmd == 5)
     return cmd_run(c, args[1]);
+  if (cmd == 6)
+    return cmd_bench(c, args[1]);
   return cmd == 0 ? cmd_check(c, args[1]) : cmd_eval(c, args[1]);
 }
 

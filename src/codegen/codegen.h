@@ -9,7 +9,10 @@
  * `int ENTRY(inputs..., outputs..., workspace, workspace_bytes, stream)`
  * taking `const void *` / `void *` only, with `ENTRY_workspace_bytes()`
  * and `ENTRY_status_string()`.  The same source compiles with nvcc for
- * sm_80/sm_90 and, through emu.h, as host C++. */
+ * sm_80/sm_90 and, through emu.h, as host C++.  run.c's driver helpers
+ * (temporary directory, argv-based child processes, seeded inputs in and
+ * outputs out as float64 files) are shared with bench.c, which times the
+ * same code on a GPU. */
 #ifndef MIRS_CODEGEN_CODEGEN_H
 #define MIRS_CODEGEN_CODEGEN_H
 
@@ -34,6 +37,60 @@ void mirs__codegen_entry_name(const mirs_graph *g, char *buf, size_t size);
 /* Relative tolerance of a generated-code run against the float64
  * interpreter for the storage dtype of a graph's tensors. */
 double mirs__codegen_tolerance(mirs_dtype dt);
+
+/* Grid size of a generated grid-stride kernel over n elements (256
+ * threads a block). */
+int64_t mirs__codegen_stride_blocks(int64_t n);
+
+/* ---------------------------------------------------------------- driver (run.c) */
+
+/* An argument vector built from copies (exec wants char *, literals are const). */
+typedef struct mirs__codegen_args {
+  char store[24][1024];
+  char *argv[25];
+  int n; /* set to 0 before the first mirs__codegen_arg */
+} mirs__codegen_args;
+
+/* Host helpers every harness starts with (after the generated source). */
+extern const char mirs__codegen_harness_io[];
+/* Append a copy of text (cut at 1023 bytes; 24 arguments at most). */
+void mirs__codegen_arg(mirs__codegen_args *a, const char *text);
+/* The nvcc to run: option codegen_nvcc, else configure's, else PATH's. */
+const char *mirs__codegen_nvcc(mirs_context *ctx);
+/* Compile dir/src with nvcc (-std=c++17 -O2 -I dir, a -gencode per
+ * codegen_arch entry, -l lib unless NULL) into dir/out; its output goes
+ * to dir/log; a failure is MIRS_INTERNAL "WHAT with NVCC (exit N):" and
+ * nvcc's first lines; deadline as for mirs__codegen_spawn. */
+mirs_status mirs__codegen_nvcc_build(mirs_context *ctx, const char *dir, const char *src,
+                                     const char *out, const char *lib, double deadline,
+                                     const char *what);
+/* Write len bytes to dir/name. */
+mirs_status mirs__codegen_put_file(mirs_context *ctx, const char *dir, const char *name,
+                                   const void *data, size_t len);
+/* Run argv with stdout and stderr appended to log, in a process group of
+ * its own; its exit status into *status (-1 when it could not start,
+ * 128+N for signal N).  At the deadline (mirs__core_now() seconds; 0:
+ * none, MIRS_LIMIT) or on a stop request of ctx the whole group is killed. */
+mirs_status mirs__codegen_spawn(mirs_context *ctx, char *const *argv, const char *log,
+                                double deadline, int *status);
+/* mirs__codegen_spawn, and a non-zero exit is status `fail`: "WHAT (exit
+ * N):" and the log's first lines. */
+mirs_status mirs__codegen_spawn_checked(mirs_context *ctx, char *const *argv, const char *log,
+                                        double deadline, mirs_status fail, const char *what);
+/* The first 8 lines of a log file into buf (empty when unreadable). */
+void mirs__codegen_log_head(const char *log, char *buf, size_t size);
+/* A new private directory $TMPDIR/mirsearch-WHAT-XXXXXX into dir. */
+mirs_status mirs__codegen_tmpdir(mirs_context *ctx, const char *what, char *dir, size_t size);
+/* Remove names[0..n) from dir, then dir itself. */
+void mirs__codegen_remove_dir(const char *dir, const char *const *names, size_t n);
+/* g's seeded inputs (mirs_graph_eval's, float64, input order) to dir/name. */
+mirs_status mirs__codegen_write_inputs(const mirs_graph *g, uint64_t seed, const char *dir,
+                                       const char *name);
+/* g's outputs (float64, output order) read from path as an eval result. */
+mirs_status mirs__codegen_read_outputs(const mirs_graph *g, const char *path,
+                                       mirs_eval_result **out);
+/* MIRS_NO_DEVICE "no CUDA device: WHY" unless a CUDA device is usable. */
+mirs_status mirs__codegen_need_device(mirs_context *ctx);
 
 /* The host emulation header (src/codegen/emu.h), as text. */
 extern const char mirs__codegen_emu_h[];

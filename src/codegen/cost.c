@@ -554,12 +554,15 @@ const char *mirs__cost_default_path(void) {
 #endif
 }
 
-/* path, else the installed file if present, else the built-in table. */
+/* path, else the device_profile option's file, else the installed file
+ * if present, else the built-in table. */
 mirs_status mirs__cost_profiles_load(mirs_context *ctx, const char *path,
                                      mirs__cost_profiles **out) {
   if (!ctx || !out)
     return ctx ? MIRS_FAIL(ctx, MIRS_INVALID_ARG, "mirs__cost_profiles_load: NULL argument")
                : MIRS_INVALID_ARG;
+  if (!path && ctx->opt.device_profile[0])
+    path = ctx->opt.device_profile;
   if (path) {
     MIRS_CHECK(ctx, mirs__cost_profiles_load_file(ctx, path, out));
     return MIRS_OK;

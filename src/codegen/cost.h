@@ -99,7 +99,8 @@ mirs_status mirs__cost_profiles_load_file(mirs_context *ctx, const char *path,
 /* The table compiled in from data/devices.profile. */
 mirs_status mirs__cost_profiles_builtin(mirs_context *ctx, mirs__cost_profiles **out);
 /* The profiles a program should use: path if non-NULL (an error if it
- * cannot be read); else the installed $(pkgdatadir)/devices.profile when
+ * cannot be read); else the file of the device_profile option
+ * (--device-profile=FILE: a calibrated profile) when set; else the installed $(pkgdatadir)/devices.profile when
  * the library was built with MIRS_PKGDATADIR and that file exists; else
  * the compiled-in table. */
 mirs_status mirs__cost_profiles_load(mirs_context *ctx, const char *path,

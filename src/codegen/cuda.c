@@ -841,7 +841,7 @@ static const char prelude_mma[] =
     "#endif\n";
 
 /* Grid size of a grid-stride kernel over n elements. */
-static int64_t stride_blocks(int64_t n) {
+int64_t mirs__codegen_stride_blocks(int64_t n) {
   int64_t blocks = (n + 255) / 256;
   return blocks < 1 ? 1 : blocks > 65535 ? 65535 : blocks;
 }
@@ -1195,7 +1195,7 @@ mirs_status mirs__codegen_cuda(const mirs_graph *g, const char *entry, mirs__buf
                        bg->block[2], smem);
     } else {
       mirs__buf_printf(b, "    MIRS_LAUNCH(%s_k%d, dim3(%" PRId64 "), dim3(256), 0, stream, (",
-                       ename, (int)i, stride_blocks(mirs__shape_numel(&g->t[op->out[0]].shape)));
+                       ename, (int)i, mirs__codegen_stride_blocks(mirs__shape_numel(&g->t[op->out[0]].shape)));
     }
     for (int32_t a = 0; a < op->nin; a++) {
       tensor_ptr(g, op->in[a], woff, first_out, ptr, sizeof ptr);
@@ -1219,7 +1219,7 @@ mirs_status mirs__codegen_cuda(const mirs_graph *g, const char *entry, mirs__buf
     tensor_ptr(g, t, woff, first_out, ptr, sizeof ptr);
     mirs__buf_printf(b, "    MIRS_LAUNCH(mirs_copy<%s>, dim3(%" PRId64 "), dim3(256), 0, stream, (%s, out%d, %" PRId64
                         "LL));\n",
-                     ctype(g->t[t].dtype), stride_blocks(n), ptr, (int)i, n);
+                     ctype(g->t[t].dtype), mirs__codegen_stride_blocks(n), ptr, (int)i, n);
     mirs__buf_puts(b, check_launch);
   }
   mirs__buf_puts(b, "    return MIRS_GEN_OK;\n}\n");

@@ -15,6 +15,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <inttypes.h>
 #include <math.h>
 #include <spawn.h>
@@ -48,49 +49,55 @@ static const char *stype(mirs_dtype t) {
   return t == MIRS_F16 ? "__half" : t == MIRS_BF16 ? "__nv_bfloat16" : "float";
 }
 
+/* Host helpers of a harness: status check, dtype conversion from and to
+ * float64, reading inputs into device buffers and writing outputs back. */
+const char mirs__codegen_harness_io[] =
+    "#include <stdio.h>\n#include <stdlib.h>\n\n"
+    "inline void mirs_h_check(cudaError_t e, const char *what) {\n"
+    "    if (e != cudaSuccess) {\n"
+    "        fprintf(stderr, \"%s: %s\\n\", what, cudaGetErrorString(e));\n"
+    "        exit(3);\n    }\n}\n"
+    "inline void mirs_h_to(const double *s, __half *d, size_t n) {\n"
+    "    for (size_t i = 0; i < n; i++) d[i] = __float2half_rn((float)s[i]);\n}\n"
+    "inline void mirs_h_to(const double *s, __nv_bfloat16 *d, size_t n) {\n"
+    "    for (size_t i = 0; i < n; i++) d[i] = __float2bfloat16_rn((float)s[i]);\n}\n"
+    "inline void mirs_h_to(const double *s, float *d, size_t n) {\n"
+    "    for (size_t i = 0; i < n; i++) d[i] = (float)s[i];\n}\n"
+    "inline void mirs_h_from(const __half *s, double *d, size_t n) {\n"
+    "    for (size_t i = 0; i < n; i++) d[i] = __half2float(s[i]);\n}\n"
+    "inline void mirs_h_from(const __nv_bfloat16 *s, double *d, size_t n) {\n"
+    "    for (size_t i = 0; i < n; i++) d[i] = __bfloat162float(s[i]);\n}\n"
+    "inline void mirs_h_from(const float *s, double *d, size_t n) {\n"
+    "    for (size_t i = 0; i < n; i++) d[i] = s[i];\n}\n"
+    "template <typename T> T *mirs_h_in(FILE *f, size_t n) {\n"
+    "    double *v = (double *)malloc(n * sizeof(double));\n"
+    "    T *h = (T *)malloc(n * sizeof(T));\n"
+    "    T *d = NULL;\n"
+    "    if (!v || !h || fread(v, sizeof(double), n, f) != n) {\n"
+    "        fprintf(stderr, \"cannot read the inputs\\n\");\n        exit(3);\n    }\n"
+    "    mirs_h_to(v, h, n);\n"
+    "    mirs_h_check(cudaMalloc((void **)&d, n * sizeof(T)), \"cudaMalloc\");\n"
+    "    mirs_h_check(cudaMemcpy(d, h, n * sizeof(T), cudaMemcpyHostToDevice), "
+    "\"cudaMemcpy\");\n"
+    "    free(v);\n    free(h);\n    return d;\n}\n"
+    "template <typename T> void mirs_h_out(FILE *f, const T *d, size_t n) {\n"
+    "    double *v = (double *)malloc(n * sizeof(double));\n"
+    "    T *h = (T *)malloc(n * sizeof(T));\n"
+    "    if (!v || !h) {\n        fprintf(stderr, \"out of memory\\n\");\n        exit(3);\n    }\n"
+    "    mirs_h_check(cudaMemcpy(h, d, n * sizeof(T), cudaMemcpyDeviceToHost), "
+    "\"cudaMemcpy\");\n"
+    "    mirs_h_from(h, v, n);\n"
+    "    if (fwrite(v, sizeof(double), n, f) != n) {\n"
+    "        fprintf(stderr, \"cannot write the outputs\\n\");\n        exit(3);\n    }\n"
+    "    free(v);\n    free(h);\n}\n\n";
+
 /* Emit the harness main() for g's entry point. */
 mirs_status mirs__codegen_harness(const mirs_graph *g, const char *entry, mirs__buf *b) {
+  mirs__buf_puts(b, "/* mirsearch run harness: inputs (float64, input order) from argv[1],\n"
+                    " * outputs (float64, output order) to argv[2]. */\n"
+                    "#include \"kernel.cu\"\n");
+  mirs__buf_puts(b, mirs__codegen_harness_io);
   mirs__buf_puts(b,
-                 "/* mirsearch run harness: inputs (float64, input order) from argv[1],\n"
-                 " * outputs (float64, output order) to argv[2]. */\n"
-                 "#include \"kernel.cu\"\n#include <stdio.h>\n#include <stdlib.h>\n\n"
-                 "inline void mirs_h_check(cudaError_t e, const char *what) {\n"
-                 "    if (e != cudaSuccess) {\n"
-                 "        fprintf(stderr, \"%s: %s\\n\", what, cudaGetErrorString(e));\n"
-                 "        exit(3);\n    }\n}\n"
-                 "inline void mirs_h_to(const double *s, __half *d, size_t n) {\n"
-                 "    for (size_t i = 0; i < n; i++) d[i] = __float2half_rn((float)s[i]);\n}\n"
-                 "inline void mirs_h_to(const double *s, __nv_bfloat16 *d, size_t n) {\n"
-                 "    for (size_t i = 0; i < n; i++) d[i] = __float2bfloat16_rn((float)s[i]);\n}\n"
-                 "inline void mirs_h_to(const double *s, float *d, size_t n) {\n"
-                 "    for (size_t i = 0; i < n; i++) d[i] = (float)s[i];\n}\n"
-                 "inline void mirs_h_from(const __half *s, double *d, size_t n) {\n"
-                 "    for (size_t i = 0; i < n; i++) d[i] = __half2float(s[i]);\n}\n"
-                 "inline void mirs_h_from(const __nv_bfloat16 *s, double *d, size_t n) {\n"
-                 "    for (size_t i = 0; i < n; i++) d[i] = __bfloat162float(s[i]);\n}\n"
-                 "inline void mirs_h_from(const float *s, double *d, size_t n) {\n"
-                 "    for (size_t i = 0; i < n; i++) d[i] = s[i];\n}\n"
-                 "template <typename T> T *mirs_h_in(FILE *f, size_t n) {\n"
-                 "    double *v = (double *)malloc(n * sizeof(double));\n"
-                 "    T *h = (T *)malloc(n * sizeof(T));\n"
-                 "    T *d = NULL;\n"
-                 "    if (!v || !h || fread(v, sizeof(double), n, f) != n) {\n"
-                 "        fprintf(stderr, \"cannot read the inputs\\n\");\n        exit(3);\n    }\n"
-                 "    mirs_h_to(v, h, n);\n"
-                 "    mirs_h_check(cudaMalloc((void **)&d, n * sizeof(T)), \"cudaMalloc\");\n"
-                 "    mirs_h_check(cudaMemcpy(d, h, n * sizeof(T), cudaMemcpyHostToDevice), "
-                 "\"cudaMemcpy\");\n"
-                 "    free(v);\n    free(h);\n    return d;\n}\n"
-                 "template <typename T> void mirs_h_out(FILE *f, const T *d, size_t n) {\n"
-                 "    double *v = (double *)malloc(n * sizeof(double));\n"
-                 "    T *h = (T *)malloc(n * sizeof(T));\n"
-                 "    if (!v || !h) {\n        fprintf(stderr, \"out of memory\\n\");\n        exit(3);\n    }\n"
-                 "    mirs_h_check(cudaMemcpy(h, d, n * sizeof(T), cudaMemcpyDeviceToHost), "
-                 "\"cudaMemcpy\");\n"
-                 "    mirs_h_from(h, v, n);\n"
-                 "    if (fwrite(v, sizeof(double), n, f) != n) {\n"
-                 "        fprintf(stderr, \"cannot write the outputs\\n\");\n        exit(3);\n    }\n"
-                 "    free(v);\n    free(h);\n}\n\n"
                  "int main(int argc, char **argv) {\n"
                  "    if (argc != 3 && argc != 4) {\n"
                  "        fprintf(stderr, \"usage: harness IN OUT [EMU_SEED]\\n\");\n"
@@ -197,7 +204,7 @@ double mirs_codegen_tolerance(const mirs_graph *g) {
 /* ---------------------------------------------------------------- driver */
 
 /* Write len bytes to dir/name. */
-static mirs_status put_file(mirs_context *ctx, const char *dir, const char *name, const void *data,
+mirs_status mirs__codegen_put_file(mirs_context *ctx, const char *dir, const char *name, const void *data,
                             size_t len) {
   char path[4200];
   snprintf(path, sizeof path, "%s/%s", dir, name);
@@ -246,11 +253,11 @@ static mirs_status wait_child(mirs_context *ctx, pid_t pid, double deadline, con
 }
 
 /* Run argv with stdout and stderr to log, in a process group of its own,
- * until it exits, the deadline passes or ctx is asked to stop
- * (wait_child); the exit status into *status (-1 when it could not
- * start, 128+N for a signal). */
-static mirs_status spawn_wait(mirs_context *ctx, char *const *argv, const char *log,
-                              double deadline, int *status) {
+ * until it exits, the deadline passes (mirs__core_now() seconds; 0: none)
+ * or ctx is asked to stop (wait_child); the exit status into *status (-1
+ * when it could not start, 128+N for a signal). */
+mirs_status mirs__codegen_spawn(mirs_context *ctx, char *const *argv, const char *log,
+                                double deadline, int *status) {
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_addopen(&fa, 1, log, O_WRONLY | O_CREAT | O_APPEND, 0600);
@@ -274,7 +281,7 @@ static mirs_status spawn_wait(mirs_context *ctx, char *const *argv, const char *
 }
 
 /* The first lines of a log file, for an error message. */
-static void log_head(const char *log, char *buf, size_t size) {
+void mirs__codegen_log_head(const char *log, char *buf, size_t size) {
   buf[0] = '\0';
   FILE *f = fopen(log, "r");
   if (!f)
@@ -290,20 +297,27 @@ static void log_head(const char *log, char *buf, size_t size) {
     }
 }
 
-/* Remove the files this driver made in dir, then dir. */
-static void remove_dir(const char *dir) {
-  static const char *const names[] = {"kernel.cu", "mirsearch_emu.h", "harness.cu", "in.bin",
-                                      "out.bin",   "prog",            "log"};
+/* Remove the files named in names[0..n) from dir, then dir. */
+void mirs__codegen_remove_dir(const char *dir, const char *const *names, size_t n) {
   char path[4200];
-  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+  for (size_t i = 0; i < n; i++) {
     snprintf(path, sizeof path, "%s/%s", dir, names[i]);
     (void)unlink(path);
   }
   (void)rmdir(dir);
 }
 
+/* Create a private temporary directory ($TMPDIR or /tmp) into dir. */
+mirs_status mirs__codegen_tmpdir(mirs_context *ctx, const char *what, char *dir, size_t size) {
+  const char *tmp = getenv("TMPDIR");
+  int dn = snprintf(dir, size, "%s/mirsearch-%s-XXXXXX", tmp && tmp[0] ? tmp : "/tmp", what);
+  if (dn < 0 || (size_t)dn >= size || !mkdtemp(dir))
+    return MIRS_FAIL(ctx, MIRS_IO, "cannot create a temporary directory: %s", strerror(errno));
+  return MIRS_OK;
+}
+
 /* The nvcc to run: the option, else configure's, else PATH's. */
-static const char *nvcc_path(mirs_context *ctx) {
+const char *mirs__codegen_nvcc(mirs_context *ctx) {
   if (ctx->opt.codegen_nvcc[0])
     return ctx->opt.codegen_nvcc;
 #ifdef MIRS_NVCC
@@ -313,15 +327,8 @@ static const char *nvcc_path(mirs_context *ctx) {
 #endif
 }
 
-/* Argument vectors built from copies (exec wants char *, literals are const). */
-typedef struct args {
-  char store[24][1024];
-  char *argv[25];
-  int n;
-} args;
-
 /* Append a copy of text (cut at 1023 bytes; callers keep paths shorter). */
-static void arg(args *a, const char *text) {
+void mirs__codegen_arg(mirs__codegen_args *a, const char *text) {
   if (a->n >= 24)
     return;
   snprintf(a->store[a->n], sizeof a->store[a->n], "%s", text);
@@ -329,58 +336,198 @@ static void arg(args *a, const char *text) {
   a->argv[++a->n] = NULL;
 }
 
+/* The library folder of the CUDA toolkit whose nvcc is `nvcc` (a path,
+ * or a name looked up on PATH, links resolved): BIN/../lib64, else
+ * BIN/../lib, into buf; false when none is found. */
+static bool cuda_libdir(const char *nvcc, char *buf, size_t size) {
+  char found[PATH_MAX], real[PATH_MAX];
+  if (strchr(nvcc, '/')) {
+    snprintf(found, sizeof found, "%s", nvcc);
+  } else {
+    const char *path = getenv("PATH");
+    bool ok = false;
+    while (path && *path && !ok) {
+      size_t n = strcspn(path, ":");
+      snprintf(found, sizeof found, "%.*s/%s", (int)n, path, nvcc);
+      ok = access(found, X_OK) == 0;
+      path += n + (path[n] == ':');
+    }
+    if (!ok)
+      return false;
+  }
+  if (!realpath(found, real))
+    return false;
+  for (int up = 0; up < 2; up++) {
+    char *slash = strrchr(real, '/');
+    if (!slash)
+      return false;
+    *slash = '\0';
+  }
+  static const char *const subs[] = {"lib64", "lib"};
+  for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++) {
+    struct stat st;
+    int n = snprintf(buf, size, "%s/%s", real, subs[i]);
+    if (n > 0 && (size_t)n < size && stat(buf, &st) == 0 && S_ISDIR(st.st_mode))
+      return true;
+  }
+  return false;
+}
+
+/* Compile dir/src with nvcc into dir/out (with -llib when lib is not
+ * NULL): -std=c++17 -O2 -I dir and one -gencode per architecture of the
+ * codegen_arch option.  A failure is MIRS_INTERNAL: what, then nvcc's
+ * first lines. */
+mirs_status mirs__codegen_nvcc_build(mirs_context *ctx, const char *dir, const char *src,
+                                     const char *out, const char *lib, double deadline,
+                                     const char *what) {
+  int64_t arch[4];
+  int na = 0;
+  char why[128];
+  if (!mirs__core_parse_int_list(ctx->opt.codegen_arch, 50, 120, arch, 4, &na, why, sizeof why) ||
+      na < 1)
+    return MIRS_FAIL(ctx, MIRS_INVALID_ARG, "codegen_arch: %s", why);
+  char path[1024];
+  mirs__codegen_args a;
+  a.n = 0;
+  mirs__codegen_arg(&a, mirs__codegen_nvcc(ctx));
+  mirs__codegen_arg(&a, "-std=c++17");
+  mirs__codegen_arg(&a, "-O2");
+  snprintf(path, sizeof path, "-I%s", dir);
+  mirs__codegen_arg(&a, path);
+  for (int i = 0; i < na; i++) {
+    snprintf(path, sizeof path, "-gencode=arch=compute_%d,code=sm_%d", (int)arch[i], (int)arch[i]);
+    mirs__codegen_arg(&a, path);
+  }
+  snprintf(path, sizeof path, "%s/%s", dir, src);
+  mirs__codegen_arg(&a, path);
+  mirs__codegen_arg(&a, "-o");
+  snprintf(path, sizeof path, "%s/%s", dir, out);
+  mirs__codegen_arg(&a, path);
+  if (lib) {
+    snprintf(path, sizeof path, "-l%s", lib);
+    mirs__codegen_arg(&a, path);
+    /* The toolkit's libraries need not be on the loader's path (a
+     * machine's toolkit often is not): the program records where. */
+    char libdir[900];
+    if (cuda_libdir(a.argv[0], libdir, sizeof libdir)) {
+      mirs__codegen_arg(&a, "-Xlinker");
+      snprintf(path, sizeof path, "-rpath,%s", libdir);
+      mirs__codegen_arg(&a, path);
+    }
+  }
+  char log[1024], msg[1100];
+  snprintf(log, sizeof log, "%s/log", dir);
+  snprintf(msg, sizeof msg, "%s with %s", what, a.argv[0]);
+  return mirs__codegen_spawn_checked(ctx, a.argv, log, deadline, MIRS_INTERNAL, msg);
+}
+
+/* Run argv (output to log); a non-zero exit becomes status `fail` with
+ * `what` and the log's first lines in the message. */
+mirs_status mirs__codegen_spawn_checked(mirs_context *ctx, char *const *argv, const char *log,
+                                        double deadline, mirs_status fail, const char *what) {
+  int status;
+  MIRS_CHECK(ctx, mirs__codegen_spawn(ctx, argv, log, deadline, &status));
+  if (status != 0) {
+    char head[1024];
+    mirs__codegen_log_head(log, head, sizeof head);
+    return MIRS_FAIL(ctx, fail, "%s (exit %d):\n%s", what, status, head);
+  }
+  return MIRS_OK;
+}
+
+/* Write g's seeded inputs (the interpreter's, float64, input order) to dir/name. */
+mirs_status mirs__codegen_write_inputs(const mirs_graph *g, uint64_t seed, const char *dir,
+                                       const char *name) {
+  mirs_context *ctx = g->ctx;
+  int64_t nin = 0;
+  for (int32_t t = 0; t < g->nt; t++)
+    if (g->t[t].producer < 0)
+      nin += mirs__shape_numel(&g->t[t].shape);
+  double *v = mirs__core_calloc(ctx, (size_t)nin + 1, sizeof *v);
+  if (!v)
+    return MIRS_FAIL(ctx, MIRS_NOMEM, "out of memory");
+  int64_t at = 0;
+  for (int32_t t = 0; t < g->nt; t++)
+    if (g->t[t].producer < 0) {
+      int64_t n = mirs__shape_numel(&g->t[t].shape);
+      mirs__graph_input_fill(seed, g->t[t].name, v + at, n);
+      at += n;
+    }
+  mirs_status s = mirs__codegen_put_file(ctx, dir, name, v, (size_t)nin * sizeof *v);
+  mirs__core_free(ctx, v);
+  return s;
+}
+
+/* Read g's outputs (float64, output order) from path into an eval result. */
+mirs_status mirs__codegen_read_outputs(const mirs_graph *g, const char *path,
+                                       mirs_eval_result **out) {
+  mirs_context *ctx = g->ctx;
+  int64_t nout = 0;
+  for (int32_t i = 0; i < g->nout; i++)
+    nout += mirs__shape_numel(&g->t[g->outputs[i]].shape);
+  char *data = NULL;
+  size_t len = 0;
+  mirs_status s = mirs__core_read_file(ctx, path, &data, &len);
+  if (s == MIRS_OK && len != (size_t)nout * sizeof(double))
+    s = MIRS_FAIL(ctx, MIRS_INTERNAL, "the generated program wrote %zu bytes of outputs, not %zu",
+                  len, (size_t)nout * sizeof(double));
+  const double **outp = NULL;
+  if (s == MIRS_OK) {
+    outp = mirs__core_calloc(ctx, (size_t)g->nout + 1, sizeof *outp);
+    if (!outp)
+      s = MIRS_FAIL(ctx, MIRS_NOMEM, "out of memory");
+  }
+  if (s == MIRS_OK) {
+    int64_t at = 0;
+    for (int32_t i = 0; i < g->nout; i++) {
+      outp[i] = (const double *)(const void *)data + at;
+      at += mirs__shape_numel(&g->t[g->outputs[i]].shape);
+    }
+    s = mirs__eval_result_make(g, outp, out);
+  }
+  mirs__core_free(ctx, outp);
+  mirs__core_free(ctx, data);
+  return s;
+}
+
 /* Compile the sources in dir into dir/prog for backend. */
 static mirs_status compile(mirs_context *ctx, const char *dir, mirs_backend backend,
                            double deadline) {
+  if (backend != MIRS_BACKEND_HOST)
+    return mirs__codegen_nvcc_build(ctx, dir, "harness.cu", "prog", NULL, deadline,
+                                    "the generated code does not compile");
   char src[1024], prog[1024], log[1024], inc[1024];
   snprintf(src, sizeof src, "%s/harness.cu", dir);
   snprintf(prog, sizeof prog, "%s/prog", dir);
   snprintf(log, sizeof log, "%s/log", dir);
   snprintf(inc, sizeof inc, "-I%s", dir);
-  args a;
+  mirs__codegen_args a;
   a.n = 0;
-  if (backend == MIRS_BACKEND_HOST) {
-    static const char *const flags[] = {"-std=c++14", "-O1", "-DMIRS_HOST_EMULATION"};
-    arg(&a, ctx->opt.codegen_cxx);
-    for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
-      arg(&a, flags[i]);
-    arg(&a, inc);
-    arg(&a, "-x");
-    arg(&a, "c++");
-    arg(&a, src);
-    arg(&a, "-x");
-    arg(&a, "none");
-    arg(&a, "-o");
-    arg(&a, prog);
-    arg(&a, "-lm");
-  } else {
-    int64_t arch[4];
-    int na = 0;
-    char why[128];
-    if (!mirs__core_parse_int_list(ctx->opt.codegen_arch, 50, 120, arch, 4, &na, why, sizeof why) ||
-        na < 1)
-      return MIRS_FAIL(ctx, MIRS_INVALID_ARG, "codegen_arch: %s", why);
-    arg(&a, nvcc_path(ctx));
-    arg(&a, "-std=c++17");
-    arg(&a, "-O2");
-    arg(&a, inc);
-    for (int i = 0; i < na; i++) {
-      char gencode[64];
-      snprintf(gencode, sizeof gencode, "-gencode=arch=compute_%d,code=sm_%d", (int)arch[i],
-               (int)arch[i]);
-      arg(&a, gencode);
-    }
-    arg(&a, src);
-    arg(&a, "-o");
-    arg(&a, prog);
-  }
-  int status;
-  MIRS_CHECK(ctx, spawn_wait(ctx, a.argv, log, deadline, &status));
-  if (status != 0) {
-    char head[1024];
-    log_head(log, head, sizeof head);
-    return MIRS_FAIL(ctx, MIRS_INTERNAL, "the generated code does not compile with %s (exit %d):\n%s",
-                     a.argv[0], status, head);
+  static const char *const flags[] = {"-std=c++14", "-O1", "-DMIRS_HOST_EMULATION"};
+  mirs__codegen_arg(&a, ctx->opt.codegen_cxx);
+  for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
+    mirs__codegen_arg(&a, flags[i]);
+  mirs__codegen_arg(&a, inc);
+  mirs__codegen_arg(&a, "-x");
+  mirs__codegen_arg(&a, "c++");
+  mirs__codegen_arg(&a, src);
+  mirs__codegen_arg(&a, "-x");
+  mirs__codegen_arg(&a, "none");
+  mirs__codegen_arg(&a, "-o");
+  mirs__codegen_arg(&a, prog);
+  mirs__codegen_arg(&a, "-lm");
+  char what[1100];
+  snprintf(what, sizeof what, "the generated code does not compile with %s", a.argv[0]);
+  return mirs__codegen_spawn_checked(ctx, a.argv, log, deadline, MIRS_INTERNAL, what);
+}
+
+/* Fail with MIRS_NO_DEVICE unless a CUDA device is usable. */
+mirs_status mirs__codegen_need_device(mirs_context *ctx) {
+  int count = 0;
+  if (mirs_gpu_device_count(ctx, &count) != MIRS_OK || count < 1) {
+    char why[256];
+    snprintf(why, sizeof why, "%s", mirs_last_error(ctx));
+    return MIRS_FAIL(ctx, MIRS_NO_DEVICE, "no CUDA device: %s", why);
   }
   return MIRS_OK;
 }
@@ -398,14 +545,8 @@ mirs_status mirs_codegen_run(const mirs_graph *g, uint64_t seed, mirs_backend ba
   if (backend != MIRS_BACKEND_HOST && backend != MIRS_BACKEND_CUDA)
     return MIRS_FAIL(ctx, MIRS_INVALID_ARG, "unknown backend %d", (int)backend);
   MIRS_CHECK(ctx, mirs__graph_validate(g));
-  if (backend == MIRS_BACKEND_CUDA) {
-    int count = 0;
-    if (mirs_gpu_device_count(ctx, &count) != MIRS_OK || count < 1) {
-      char why[256];
-      snprintf(why, sizeof why, "%s", mirs_last_error(ctx));
-      return MIRS_FAIL(ctx, MIRS_NO_DEVICE, "no CUDA device: %s", why);
-    }
-  }
+  if (backend == MIRS_BACKEND_CUDA)
+    MIRS_CHECK(ctx, mirs__codegen_need_device(ctx));
   /* The time limit covers the whole run: reference, compile, program. */
   double deadline = ctx->opt.time_limit > 0 ? mirs__core_now() + ctx->opt.time_limit : 0;
   /* The reference first: it also bounds the sizes involved. */
@@ -414,112 +555,61 @@ mirs_status mirs_codegen_run(const mirs_graph *g, uint64_t seed, mirs_backend ba
 
   char entry[300];
   mirs__codegen_entry_name(g, entry, sizeof entry);
-  const char *tmp = getenv("TMPDIR");
   char dir[900];
-  int dn = snprintf(dir, sizeof dir, "%s/mirsearch-run-XXXXXX", tmp && tmp[0] ? tmp : "/tmp");
-  if (dn < 0 || (size_t)dn >= sizeof dir || !mkdtemp(dir)) {
+  mirs_status s = mirs__codegen_tmpdir(ctx, "run", dir, sizeof dir);
+  if (s != MIRS_OK) {
     mirs_eval_result_destroy(ref);
-    return MIRS_FAIL(ctx, MIRS_IO, "cannot create a temporary directory: %s", strerror(errno));
+    return s;
   }
   mirs__buf code, harness;
   mirs__buf_init(&code, ctx);
   mirs__buf_init(&harness, ctx);
-  double *outv = NULL;
-  const double **outp = NULL;
-  mirs_status s = mirs__codegen_cuda(g, entry, &code);
+  s = mirs__codegen_cuda(g, entry, &code);
   if (s == MIRS_OK)
     s = mirs__codegen_harness(g, entry, &harness);
   if (s == MIRS_OK && (code.failed || harness.failed))
     s = MIRS_FAIL(ctx, MIRS_NOMEM, "out of memory");
   if (s == MIRS_OK)
-    s = put_file(ctx, dir, "kernel.cu", code.data, code.len);
+    s = mirs__codegen_put_file(ctx, dir, "kernel.cu", code.data, code.len);
   if (s == MIRS_OK)
-    s = put_file(ctx, dir, "harness.cu", harness.data, harness.len);
+    s = mirs__codegen_put_file(ctx, dir, "harness.cu", harness.data, harness.len);
   if (s == MIRS_OK)
-    s = put_file(ctx, dir, "mirsearch_emu.h", mirs__codegen_emu_h, strlen(mirs__codegen_emu_h));
-  /* Inputs: the interpreter's, in input order. */
-  int64_t nin = 0, nout = 0;
-  for (int32_t t = 0; t < g->nt; t++)
-    if (g->t[t].producer < 0)
-      nin += mirs__shape_numel(&g->t[t].shape);
-  for (int32_t i = 0; i < g->nout; i++)
-    nout += mirs__shape_numel(&g->t[g->outputs[i]].shape);
-  if (s == MIRS_OK) {
-    double *v = mirs__core_calloc(ctx, (size_t)nin + 1, sizeof *v);
-    if (!v) {
-      s = MIRS_FAIL(ctx, MIRS_NOMEM, "out of memory");
-    } else {
-      int64_t at = 0;
-      for (int32_t t = 0; t < g->nt; t++)
-        if (g->t[t].producer < 0) {
-          int64_t n = mirs__shape_numel(&g->t[t].shape);
-          mirs__graph_input_fill(seed, g->t[t].name, v + at, n);
-          at += n;
-        }
-      s = put_file(ctx, dir, "in.bin", v, (size_t)nin * sizeof *v);
-      mirs__core_free(ctx, v);
-    }
-  }
+    s = mirs__codegen_put_file(ctx, dir, "mirsearch_emu.h", mirs__codegen_emu_h,
+                               strlen(mirs__codegen_emu_h));
+  if (s == MIRS_OK)
+    s = mirs__codegen_write_inputs(g, seed, dir, "in.bin");
   if (s == MIRS_OK)
     s = compile(ctx, dir, backend, deadline);
+  char path[1024];
   if (s == MIRS_OK) {
-    char prog[1024], inb[1024], outb[1024], log[1024];
+    char prog[1024], inb[1024], log[1024];
     snprintf(prog, sizeof prog, "%s/prog", dir);
     snprintf(inb, sizeof inb, "%s/in.bin", dir);
-    snprintf(outb, sizeof outb, "%s/out.bin", dir);
+    snprintf(path, sizeof path, "%s/out.bin", dir);
     snprintf(log, sizeof log, "%s/log", dir);
-    args a;
+    mirs__codegen_args a;
     a.n = 0;
-    arg(&a, prog);
-    arg(&a, inb);
-    arg(&a, outb);
+    mirs__codegen_arg(&a, prog);
+    mirs__codegen_arg(&a, inb);
+    mirs__codegen_arg(&a, path);
     if (backend == MIRS_BACKEND_HOST) {
       char seedarg[32];
       snprintf(seedarg, sizeof seedarg, "%" PRId64, ctx->opt.emu_seed);
-      arg(&a, seedarg);
+      mirs__codegen_arg(&a, seedarg);
     }
-    int status;
-    s = spawn_wait(ctx, a.argv, log, deadline, &status);
-    if (s == MIRS_OK && status != 0) {
-      char head[1024];
-      log_head(log, head, sizeof head);
-      s = MIRS_FAIL(ctx, backend == MIRS_BACKEND_CUDA ? MIRS_CUDA : MIRS_INTERNAL,
-                    "the generated program failed (exit %d):\n%s", status, head);
-    }
-    if (s == MIRS_OK) {
-      char *data = NULL;
-      size_t len = 0;
-      s = mirs__core_read_file(ctx, outb, &data, &len);
-      if (s == MIRS_OK && len != (size_t)nout * sizeof(double))
-        s = MIRS_FAIL(ctx, MIRS_INTERNAL, "the generated program wrote %zu bytes of outputs, not %zu",
-                      len, (size_t)nout * sizeof(double));
-      if (s == MIRS_OK) {
-        outv = (double *)(void *)data;
-        data = NULL;
-      }
-      mirs__core_free(ctx, data);
-    }
-  }
-  if (s == MIRS_OK) {
-    outp = mirs__core_calloc(ctx, (size_t)g->nout + 1, sizeof *outp);
-    if (!outp) {
-      s = MIRS_FAIL(ctx, MIRS_NOMEM, "out of memory");
-    } else {
-      int64_t at = 0;
-      for (int32_t i = 0; i < g->nout; i++) {
-        outp[i] = outv + at;
-        at += mirs__shape_numel(&g->t[g->outputs[i]].shape);
-      }
-      s = mirs__eval_result_make(g, outp, out);
-    }
+    s = mirs__codegen_spawn_checked(ctx, a.argv, log, deadline,
+                                    backend == MIRS_BACKEND_CUDA ? MIRS_CUDA : MIRS_INTERNAL,
+                                    "the generated program failed");
   }
   if (s == MIRS_OK)
+    s = mirs__codegen_read_outputs(g, path, out);
+  if (s == MIRS_OK)
     *max_rel_error = mirs__eval_max_rel_error(ref, *out);
-  remove_dir(dir);
+  static const char *const names[] = {"kernel.cu", "mirsearch_emu.h", "harness.cu", "in.bin",
+                                      "out.bin",   "prog",            "log"};
+  mirs__codegen_remove_dir(dir, names, sizeof names / sizeof names[0]);
   mirs__buf_free(&code);
   mirs__buf_free(&harness);
-  mirs__core_free(ctx, outv);
-  mirs__core_free(ctx, outp);
   mirs_eval_result_destroy(ref);
   MIRS_CHECK(ctx, s);
   return MIRS_OK;

@@ -124,6 +124,10 @@ static mirs_status put_report(const mirs_search *s, int top, mirs__buf *b) {
   else
     mirs__buf_puts(b, "null");
   mirs__buf_printf(b, ",\n  \"full_verify_seconds\": %.6f", s->full_seconds);
+  /* Every time in the report is the cost model's on that profile: the
+   * ranking by measured GPU time (docs/GPU.md) is not done by a search. */
+  mirs__buf_puts(b, ",\n  \"times\": \"predicted\",\n  \"device_profile\": ");
+  json_str(b, s->profiles ? s->profiles->source : "");
   mirs__buf_puts(b, ",\n  \"options\": ");
   json_str(b, opts);
   mirs__buf_printf(b,

@@ -1,0 +1,178 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# scripts/device-bundle.sh [--no-search] - prepare .devbundle/, what a
+# lent GPU machine needs besides the working tree to run
+# scripts/device-check.sh (docs/GPU.md).  That machine has nvcc, cuBLAS
+# and PyTorch but no Z3, MPICH or Check and reaches no package registry,
+# so the bundle holds, in under 64 MiB (the tool's limit, the working
+# tree included):
+#   bin/mirsearch   a host build of this tree (--without-mpi, the library
+#                   linked in statically), made in .devbundle-build/
+#   lib/            the shared libraries it needs that are not the C and
+#                   C++ runtimes (those the machine has, newer): libz3,
+#                   libgomp, ...; device-check.sh puts them on
+#                   LD_LIBRARY_PATH for mirsearch alone
+#   best/NAME.ugraph  the best µGraph of each of the 16 examples (published
+#                   and small shapes): examples/best/NAME.ugraph when the
+#                   tree has it (scripts/search-bests.sh), else searched
+#                   here (--no-search: left out; device-check.sh then
+#                   reports it MISSING)
+#   rank/gqa/       8 of the 16 best candidates of a search of gqa
+#                   (published shape), 4 from each group of equal
+#                   predicted cost, and its report.json, for `bench --rank`
+#                   (the cost model's order against measured time)
+#   MANIFEST, COMMIT  what was built from what, when
+# Both folders are ignored by git.  At the end it prints the `run` call
+# that starts the check.  Exit 0 when the bundle is complete and fits.
+set -eu
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+bundle=$root/.devbundle
+build=$root/.devbundle-build
+search=1
+for a in "$@"; do
+  case $a in
+  --no-search) search=0 ;;
+  *) echo "usage: scripts/device-bundle.sh [--no-search]" >&2; exit 2 ;;
+  esac
+done
+jobs=$(nproc 2>/dev/null || echo 2)
+
+# ---------------------------------------------------------------- the build
+# A copy of the working tree's files (tracked, and new ones git does not
+# ignore), so the tree's own build, configured in place or not, is left
+# alone; files unchanged since the last bundle keep their times, so make
+# rebuilds only what changed.
+rm -rf "$build/tree.new"
+mkdir -p "$build/src" "$build/tree.new"
+(cd "$root" && git ls-files -z --cached --others --exclude-standard |
+  tar --null --ignore-failed-read -T - -cf - 2>/dev/null) | tar -xf - -C "$build/tree.new"
+(cd "$build/tree.new" && find . -type f) | while read -r f; do
+  cmp -s "$build/tree.new/$f" "$build/src/$f" || { mkdir -p "$build/src/$(dirname "$f")"; cp -p "$build/tree.new/$f" "$build/src/$f"; }
+done
+rm -rf "$build/tree.new"
+src=$build/src
+log=$build/make.log
+{
+  [ -x "$src/configure" ] || (cd "$src" && ./autogen.sh)
+  [ -f "$src/Makefile" ] || (cd "$src" && ./configure --without-mpi --disable-shared --enable-static -q)
+  make -C "$src" -j"$jobs" src/mirsearch
+} >"$log" 2>&1 || { tail -n 30 "$log" >&2; echo "device-bundle.sh: the build failed ($log)" >&2; exit 3; }
+rm -rf "$bundle"
+mkdir -p "$bundle/bin" "$bundle/lib" "$bundle/best"
+# With --disable-shared, src/mirsearch is the program itself, not a libtool wrapper.
+cp "$src/src/mirsearch" "$bundle/bin/mirsearch"
+strip "$bundle/bin/mirsearch" 2>/dev/null || true
+
+# ---------------------------------------------------------------- libraries
+# Every resolved dependency but the C/C++ runtime and the loader.
+ldd "$bundle/bin/mirsearch" | awk '/=> \// {print $3}' | while read -r lib; do
+  case $(basename "$lib") in
+  libc.so* | libm.so* | libpthread.so* | libdl.so* | librt.so* | ld-linux* | libstdc++.so* | libgcc_s.so*) ;;
+  *) cp -L "$lib" "$bundle/lib/" ;;
+  esac
+done
+if ldd "$bundle/bin/mirsearch" | grep -q 'not found'; then
+  echo "device-bundle.sh: unresolved libraries:" >&2
+  ldd "$bundle/bin/mirsearch" | grep 'not found' >&2
+  exit 3
+fi
+LD_LIBRARY_PATH=$bundle/lib "$bundle/bin/mirsearch" --version >/dev/null
+
+# ---------------------------------------------------------------- best µGraphs
+missing=""
+mkdir -p "$build/search"
+for n in rmsnorm_linear gqa qknorm_attention lora gated_mlp ntrans mha mqa; do
+  for name in "$n" "${n}_small"; do
+    if [ -f "$root/examples/best/$name.ugraph" ]; then
+      cp "$root/examples/best/$name.ugraph" "$bundle/best/"
+    elif [ -f "$build/search/$name/best.ugraph" ] &&
+      cmp -s "$root/examples/$name.graph" "$build/search/$name/program.graph"; then
+      # A search of an earlier bundle, of the same program.
+      cp "$build/search/$name/best.ugraph" "$bundle/best/$name.ugraph"
+    elif [ "$search" -eq 1 ]; then
+      echo "device-bundle.sh: no examples/best/$name.ugraph: searching it (--threads=$jobs)" >&2
+      rm -rf "$build/search/$name"
+      if nice "$bundle/bin/mirsearch" -q --threads="$jobs" --out="$build/search/$name" \
+        "$root/examples/$name.graph" && [ -f "$build/search/$name/best.ugraph" ]; then
+        cp "$build/search/$name/best.ugraph" "$bundle/best/$name.ugraph"
+        cp "$root/examples/$name.graph" "$build/search/$name/program.graph"
+      else
+        missing="$missing $name"
+      fi
+    else
+      missing="$missing $name"
+    fi
+  done
+done
+
+# ---------------------------------------------------------------- ranking input
+# gqa's 16 best by the model (the search is reused while its program is unchanged).
+rank_out=$build/search/rank_gqa
+if [ ! -f "$rank_out/report.json" ] || ! cmp -s "$root/examples/gqa.graph" "$rank_out/program.graph"; then
+  echo "device-bundle.sh: searching gqa for the ranking input (--top=16)" >&2
+  rm -rf "$rank_out"
+  nice "$bundle/bin/mirsearch" -q --threads="$jobs" --top=16 --out="$rank_out" "$root/examples/gqa.graph" ||
+    missing="$missing rank/gqa"
+  cp "$root/examples/gqa.graph" "$rank_out/program.graph" 2>/dev/null || true
+fi
+if [ -f "$rank_out/report.json" ]; then
+  # 8 of them, as evenly as may be from each group of equal predicted
+  # cost (gqa's 16 are two groups of 8), so the model's order has levels
+  # to compare the measured one with; names keep their model rank.
+  mkdir -p "$bundle/rank/gqa/candidates"
+  cp "$rank_out/report.json" "$bundle/rank/gqa/"
+  python3 - "$rank_out/report.json" 8 >"$build/rank_pick" <<'EOF' || ls "$rank_out/candidates" | head -n 8 | sed 's|^|candidates/|' >"$build/rank_pick"
+import json, sys
+r, k = json.load(open(sys.argv[1])), int(sys.argv[2])
+groups = r.get("groups") or [{"first_rank": 1, "last_rank": len(r["results"])}]
+files = {x["rank"]: x["file"] for x in r["results"]}
+per = max(1, -(-k // len(groups)))
+pick = [files[q] for g in groups for q in range(g["first_rank"], g["last_rank"] + 1)[:per] if q in files]
+print("\n".join(pick[:k]))
+EOF
+  while read -r f; do cp "$rank_out/$f" "$bundle/rank/gqa/candidates/"; done <"$build/rank_pick"
+fi
+
+# ---------------------------------------------------------------- manifest
+commit=$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)
+dirty=$(git -C "$root" status --porcelain --untracked-files=no 2>/dev/null | head -c 1)
+echo "$commit${dirty:+ (with uncommitted changes)}" >"$bundle/COMMIT"
+{
+  echo "mirsearch device bundle of $commit${dirty:+ (with uncommitted changes)}, made $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(uname -m)"
+  "$bundle/bin/mirsearch" --version 2>/dev/null | sed 's/^/  /' || true
+  echo "files:"
+  (cd "$bundle" && find . -type f ! -name MANIFEST | sort | while read -r f; do
+    printf '  %-40s %10d\n' "$f" "$(stat -c %s "$f")"
+  done)
+} >"$bundle/MANIFEST"
+
+# ---------------------------------------------------------------- size
+size=$(du -sb "$bundle" | cut -f1)
+tree=$(git -C "$root" ls-files -z 2>/dev/null | (cd "$root" && xargs -0 stat -c %s 2>/dev/null) | awk '{s += $1} END {print s + 0}')
+untracked=$(git -C "$root" ls-files -z --others --exclude-standard 2>/dev/null | (cd "$root" && xargs -0 -r stat -c %s 2>/dev/null) | awk '{s += $1} END {print s + 0}')
+total=$((size + tree + untracked))
+awk -v b="$size" -v t="$total" 'BEGIN {
+  printf "device-bundle.sh: .devbundle is %.1f MiB; with the working tree %.1f MiB of the 64 MiB a run carries\n",
+         b / 1048576, t / 1048576 }'
+status=0
+if [ "$total" -ge $((64 * 1048576)) ]; then
+  echo "device-bundle.sh: too large for the device tool (64 MiB)" >&2
+  status=3
+fi
+if [ -n "$missing" ]; then
+  echo "device-bundle.sh: no best µGraph for:$missing (device-check.sh reports them MISSING)" >&2
+  status=1
+fi
+cat <<EOF
+
+The device check, as one call of the device tool's \`run\` (from the root of
+this checkout; about 9 minutes of the 15 a session is lent):
+  command:   bash scripts/device-check.sh "\$OUT"
+  carry:     [".devbundle"]
+  timeout_s: 570
+Then copy the tables from the call's files (summary.txt, runs.tsv, bench.tsv, bench.json,
+scaling.tsv, fingerprints.tsv, device.profile) into a dated section of bench/RESULTS.md
+("Device check log") with the device, the commit ($commit) and that command.
+EOF
+exit "$status"

@@ -1,0 +1,564 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# scripts/device-check.sh OUTDIR [--dry-run] - the one command run on a
+# lent GPU machine (docs/GPU.md).  It runs in a copy of the repository with
+# the bundle scripts/device-bundle.sh made (.devbundle/: a host build of
+# mirsearch, the shared libraries that machine lacks, the best µGraph of
+# every example), builds the CUDA parts with that machine's nvcc, and
+# writes to OUTDIR (at most 8 files, all a run may bring back):
+#   summary.txt       the device, the toolchain and one line per step
+#   runs.tsv          (a) generated code of every example's best run on the
+#                     GPU against the float64 interpreter, published and
+#                     small shapes (`mirsearch run --backend=cuda`)
+#   device.profile    the device profile `mirsearch bench --calibrate` measured
+#                     (bandwidth, launch interval, tensor-core and f32 rates)
+#   bench.tsv         (b) `mirsearch bench` of the 8 published examples
+#   bench.json        {"mirsearch_bench": [its JSON per example],
+#                      "ranking": `bench --rank` of 8 of gqa's 16 best by the model:
+#                      predicted and measured time, rank correlation,
+#                      "torch_baseline": bench/torch_baseline.py's JSON:
+#                      PyTorch eager and torch.compile of the same programs}
+#   fingerprints.tsv  (c) CPU vs GPU fingerprints (`verify --verify=cpu|gpu`)
+#                     on every example, and a search with each: the same results
+#   scaling.tsv       (d) the search on 1, 2, 4, 8, 16 threads: states/s,
+#                     efficiency, identical results (report.json hashes)
+#   log.txt           every command and its output
+# Every step is time-boxed (`timeout`), and the whole run keeps within
+# DEVICE_CHECK_BUDGET seconds (default 480): a step that would start past
+# it is skipped, so one failure cannot eat the lease.  The exit status is
+# 0 when no step failed (a skipped step is not a failure), 1 otherwise.
+#
+# --dry-run runs the same pipeline without a GPU (`make check` does, in
+# tests/device_check.sh): the host backend instead of CUDA, the bench
+# harness only written (its refusal checked), the PyTorch program only
+# parsed, CPU fingerprints only, 1 and 2 threads, small shapes only.
+#
+# Environment: MIRSEARCH (the program; default .devbundle/bin/mirsearch,
+# else src/mirsearch), DEVICE_CHECK_BUDGET, SCALING_EXAMPLE (default
+# lora_small, the small example with the longest search), NVCC.
+set -u
+
+usage() {
+  echo "usage: scripts/device-check.sh OUTDIR [--dry-run]" >&2
+  exit 2
+}
+out= dry=0
+for a in "$@"; do
+  case $a in
+  --dry-run) dry=1 ;;
+  -*) usage ;;
+  *) [ -z "$out" ] || usage; out=$a ;;
+  esac
+done
+[ -n "$out" ] || usage
+mkdir -p "$out" || exit 2
+out=$(cd "$out" && pwd)
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+bundle=$root/.devbundle
+ex=$root/examples
+work=$(mktemp -d "${TMPDIR:-/tmp}/mirs-devcheck.XXXXXX") || exit 3
+trap 'rm -rf "$work"' EXIT
+start=$(date +%s)
+budget=${DEVICE_CHECK_BUDGET:-480}
+# DEVICE_CHECK_EXAMPLES: a subset of the published examples (a rerun of some).
+published=${DEVICE_CHECK_EXAMPLES:-"rmsnorm_linear gqa qknorm_attention lora gated_mlp ntrans mha mqa"}
+small=""
+for n in $published; do small="$small ${n}_small"; done
+
+# The program, with the bundled libraries (only for it: nvcc, python and
+# the harnesses it compiles keep the machine's own).
+mirs_bin=${MIRSEARCH:-}
+if [ -z "$mirs_bin" ]; then
+  if [ -x "$bundle/bin/mirsearch" ]; then mirs_bin=$bundle/bin/mirsearch; else mirs_bin=$root/src/mirsearch; fi
+fi
+mirs() {
+  if [ -d "$bundle/lib" ] && [ "$mirs_bin" = "$bundle/bin/mirsearch" ]; then
+    LD_LIBRARY_PATH=$bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} "$mirs_bin" "$@"
+  else
+    "$mirs_bin" "$@"
+  fi
+}
+nvcc=${NVCC:-$(command -v nvcc || true)}
+[ -z "$nvcc" ] && [ -x /usr/local/cuda/bin/nvcc ] && nvcc=/usr/local/cuda/bin/nvcc
+cuda_opts=()
+[ -n "$nvcc" ] && cuda_opts=(--codegen-nvcc="$nvcc" --codegen-arch=90)
+# Commands run under `timeout` and xargs reach the program through these.
+export bundle mirs_bin work dry
+export -f mirs
+
+log=$out/log.txt
+summary=$out/summary.txt
+: >"$log"
+: >"$work/steps"
+note() { echo "$*" | tee -a "$log"; }
+elapsed() { echo $(($(date +%s) - start)); }
+
+# The best µGraph of example $1: the bundle's, the repository's
+# examples/best, or the annotated one in examples/.
+best_of() {
+  local f
+  for f in "$bundle/best/$1.ugraph" "$ex/best/$1.ugraph" "$ex/$1.ugraph"; do
+    [ -f "$f" ] && { echo "$f"; return 0; }
+  done
+  return 1
+}
+
+# Send SIGTERM to process $1 and all its descendants.
+kill_tree() {
+  local c
+  for c in $(pgrep -P "$1" 2>/dev/null); do kill_tree "$c"; done
+  kill -TERM "$1" 2>/dev/null
+}
+
+# step NAME BOX FUNCTION: run FUNCTION under a time box of BOX seconds
+# (less when the budget has less left); its last line of output is the
+# note, its status PASS (0), FAIL, or SKIP (exit 77).
+step() {
+  local name=$1 box=$2 fn=$3 left t0 rc noteline
+  left=$((budget - $(elapsed)))
+  if [ "$dry" -eq 0 ] && [ "$left" -lt 20 ]; then
+    printf '%s\tSKIP\t0\tno time left in the %s s budget\n' "$name" "$budget" >>"$work/steps"
+    note "== $name: skipped, no time left"
+    return
+  fi
+  [ "$dry" -eq 0 ] && [ "$box" -gt "$left" ] && box=$left
+  note "== $name (time box ${box} s, at $(elapsed) s)"
+  t0=$(date +%s)
+  STEP_BOX=$box "$fn" >"$work/step.out" 2>&1 &
+  local pid=$!
+  # The box: the step's process tree, by id (each long command has its
+  # own `timeout` too; this is the backstop).
+  (sleep "$box"; kill_tree "$pid") 2>/dev/null &
+  local watchdog=$!
+  wait "$pid"
+  rc=$?
+  kill_tree "$watchdog"
+  wait "$watchdog" 2>/dev/null
+  cat "$work/step.out" >>"$log"
+  noteline=$(grep -v '^$' "$work/step.out" | tail -n 1 | tr '\t' ' ' | cut -c1-150)
+  local st=PASS
+  if [ "$rc" -eq 77 ]; then st=SKIP; elif [ "$rc" -ne 0 ]; then st=FAIL; fi
+  [ "$rc" -eq 143 ] && noteline="timed out after ${box} s; $noteline"
+  printf '%s\t%s\t%s\t%s\n' "$name" "$st" "$(($(date +%s) - t0))" "$noteline" >>"$work/steps"
+  note "-- $name: $st ($(($(date +%s) - t0)) s)"
+}
+
+# ---------------------------------------------------------------- toolchain
+
+# The program runs; nvcc builds and runs a device query (and links cuBLAS).
+step_toolchain() {
+  echo "mirsearch: $mirs_bin"
+  mirs --version || { echo "mirsearch does not run here"; return 1; }
+  if [ -z "$nvcc" ]; then
+    [ "$dry" -eq 1 ] && { echo "no nvcc: device query not compiled"; return 0; }
+    echo "no nvcc on this machine"; return 1
+  fi
+  "$nvcc" --version | tail -n 2
+  cat >"$work/query.cu" <<'EOF'
+// Device query and a device-to-device copy bandwidth (bytes read + written).
+#include <cstdio>
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#define CK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { \
+  std::printf("%s: %s\n", #x, cudaGetErrorString(e_)); return 3; } } while (0)
+int main() {
+  int n = 0;
+  CK(cudaGetDeviceCount(&n));
+  cudaDeviceProp p;
+  CK(cudaGetDeviceProperties(&p, 0));
+  int l2 = 0, smem = 0;
+  CK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0));
+  CK(cudaDeviceGetAttribute(&smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0));
+  std::printf("device: %s, sm_%d%d, %d SMs, %.1f GiB, L2 %d B, smem/block %d B, %d device(s)\n",
+              p.name, p.major, p.minor, p.multiProcessorCount,
+              p.totalGlobalMem / 1073741824.0, l2, smem, n);
+  const size_t bytes = (size_t)1 << 30;
+  void *a, *b;
+  CK(cudaMalloc(&a, bytes));
+  CK(cudaMalloc(&b, bytes));
+  CK(cudaMemset(a, 1, bytes));
+  cudaEvent_t e0, e1;
+  CK(cudaEventCreate(&e0));
+  CK(cudaEventCreate(&e1));
+  for (int i = 0; i < 3; i++) CK(cudaMemcpy(b, a, bytes, cudaMemcpyDeviceToDevice));
+  CK(cudaEventRecord(e0));
+  for (int i = 0; i < 10; i++) CK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice));
+  CK(cudaEventRecord(e1));
+  CK(cudaEventSynchronize(e1));
+  float ms = 0;
+  CK(cudaEventElapsedTime(&ms, e0, e1));
+  std::printf("copy: %.0f GB/s (1 GiB device to device, 10 copies, read + written)\n",
+              2.0 * 10 * bytes / (ms * 1e-3) / 1e9);
+  cublasHandle_t h;
+  if (cublasCreate(&h) != CUBLAS_STATUS_SUCCESS) { std::printf("cublasCreate failed\n"); return 3; }
+  cublasDestroy(h);
+  return 0;
+}
+EOF
+  # As mirsearch builds its harnesses: the toolkit's lib64 recorded in the program.
+  local cudalib
+  cudalib=$(dirname "$(dirname "$(readlink -f "$nvcc")")")/lib64
+  "$nvcc" -std=c++17 -O2 -gencode=arch=compute_90,code=sm_90 "$work/query.cu" -o "$work/query" -lcublas \
+    -Xlinker -rpath,"$cudalib" ||
+    { echo "nvcc cannot build the device query (with cuBLAS)"; return 1; }
+  if [ "$dry" -eq 1 ]; then echo "device query compiled with $nvcc (not run: dry run)"; return 0; fi
+  nvidia-smi -L 2>&1 || true
+  "$work/query" | tee "$work/device.txt"
+  [ "${PIPESTATUS[0]}" -eq 0 ] || { echo "the device query failed"; return 1; }
+  head -n 1 "$work/device.txt"
+}
+
+# The device profile, measured (bench --calibrate); bench uses it after.
+step_calibrate() {
+  if [ "$dry" -eq 1 ]; then
+    mirs bench --calibrate="$out/device.profile" >"$work/cal.out" 2>&1
+    local st=$?
+    cat "$work/cal.out"
+    [ "$st" -eq 2 ] || [ "$st" -eq 3 ] || { echo "bench --calibrate without a GPU exited $st, not 2 or 3"; return 1; }
+    mkdir -p "$work/cal"
+    mirs bench --calibrate="$out/device.profile" --source-dir="$work/cal" || return 1
+    echo "# dry run: no GPU, nothing measured" >"$out/device.profile"
+    echo "calibration refused without a GPU (exit $st); its program written"
+    return 0
+  fi
+  timeout 120 bash -c 'mirs bench "$@"' _ "${cuda_opts[@]}" --calibrate="$out/device.profile" || return 1
+  cat "$out/device.profile"
+  # Rank and roofline on the measured profile from here on.
+  mirs --device-profile="$out/device.profile" --device="$devname" show "$ex/gqa_small.ugraph" >/dev/null ||
+    { echo "the measured profile does not load"; return 1; }
+  echo "profile_opts=(--device-profile=$out/device.profile)" >"$work/profile.env"
+  echo "measured $devname: $(grep -E '^  (hbm_gbps|tc_f16_tflops|launch_us)' "$out/device.profile" | tr -s ' ' | tr '\n' ' ')"
+}
+
+# ---------------------------------------------------------------- (a) runs
+
+# One run: example $1, best $2; a TSV line on stdout.
+run_one() {
+  local name=$1 file=$2 backend=cuda line err st t0
+  [ "$dry" -eq 1 ] && backend=host
+  t0=$(date +%s)
+  mirs run --backend=$backend "${cuda_opts[@]}" "$file" >"$work/run_$name.out" 2>&1
+  st=$?
+  line=$(grep '^max relative error' "$work/run_$name.out")
+  err=$(echo "$line" | sed -n 's/^max relative error vs float64 interpreter: \([^ ]*\) (tolerance \([^,]*\),.*/\1\t\2/p')
+  [ -n "$err" ] || err="-	-"
+  printf '%s\t%s\t%s\t%s\t%s\n' "$name" "$([ $st -eq 0 ] && echo PASS || echo "FAIL($st)")" "$err" \
+    "$(($(date +%s) - t0))" "$(basename "$file")"
+}
+
+step_runs() {
+  local names="$small" n f pass=0 total=0 jobs=8
+  [ "$dry" -eq 0 ] && names="$published $small"
+  [ "$dry" -eq 1 ] && jobs=1
+  printf 'example\tstatus\tmax_rel_error\ttolerance\tseconds\tfile\n' >"$out/runs.tsv"
+  : >"$work/runs.list"
+  for n in $names; do
+    if f=$(best_of "$n"); then echo "$n $f" >>"$work/runs.list"; else
+      printf '%s\tMISSING\t-\t-\t0\tno best µGraph\n' "$n" >>"$out/runs.tsv"
+      [ "$dry" -eq 0 ] && total=$((total + 1))
+    fi
+  done
+  # Several at once: nvcc compiles dominate, and the machine has 16 cores.
+  export -f run_one
+  export CUDA_OPTS_NVCC="$nvcc"
+  timeout "$STEP_BOX" xargs -P "$jobs" -L 1 bash -c 'cuda_opts=(); [ -n "$CUDA_OPTS_NVCC" ] && cuda_opts=(--codegen-nvcc="$CUDA_OPTS_NVCC" --codegen-arch=90); run_one "$0" "$1"' \
+      <"$work/runs.list" >>"$out/runs.tsv"
+  for n in $(cut -f1 "$work/runs.list" 2>/dev/null | cut -d' ' -f1); do
+    total=$((total + 1))
+    grep -q "^$n	PASS	" "$out/runs.tsv" && pass=$((pass + 1))
+    grep -q "^$n	PASS	" "$out/runs.tsv" || { echo "-- $n:"; cat "$work/run_$n.out" 2>/dev/null; }
+  done
+  column -t -s '	' "$out/runs.tsv" 2>/dev/null || cat "$out/runs.tsv"
+  echo "$pass/$total within tolerance ($([ "$dry" -eq 1 ] && echo host backend || echo cuda backend))"
+  [ "$total" -gt 0 ] && [ "$pass" -eq "$total" ]
+}
+
+# ---------------------------------------------------------------- (b) bench
+
+step_bench() {
+  local n f pass=0 total=0 first=1 st
+  printf 'example\tstatus\tcandidate_us\tcand_p10\tcand_p90\tunfused_us\tspeedup\tgraph_speedup\thbm_roofline_pct\tcand_error\tbase_error\tbase_checked\n' >"$out/bench.tsv"
+  echo "[" >"$work/bench.json"
+  for n in $published; do
+    if [ "$dry" -eq 1 ]; then
+      # Here: the refusal, and the harness sources nvcc would compile.
+      n=${n}_small
+    fi
+    f=$(best_of "$n") || { printf '%s\tMISSING\n' "$n" >>"$out/bench.tsv"; [ "$dry" -eq 0 ] && total=$((total + 1)); continue; }
+    total=$((total + 1))
+    if [ "$dry" -eq 1 ]; then
+      mkdir -p "$work/bench_$n"
+      mirs bench "$f" --program="$ex/$n.graph" >"$work/bench_$n.out" 2>&1
+      st=$?
+      if [ "$st" -ne 2 ] && [ "$st" -ne 3 ]; then
+        echo "$n: bench without a GPU exited $st, not 2 or 3"; cat "$work/bench_$n.out"; continue
+      fi
+      mirs bench "$f" --program="$ex/$n.graph" --source-dir="$work/bench_$n" >>"$work/bench_$n.out" 2>&1 &&
+        [ -s "$work/bench_$n/bench.cu" ] && pass=$((pass + 1)) && printf '%s\tSOURCES\n' "$n" >>"$out/bench.tsv"
+      continue
+    fi
+    local profile_opts=()
+    [ -f "$work/profile.env" ] && . "$work/profile.env"
+    timeout 90 bash -c 'mirs bench --json --cuda-graph "$@"' _ "${cuda_opts[@]}" "${profile_opts[@]}" \
+      --device="$devname" "$f" --program="$ex/$n.graph" >"$work/bench_$n.json" 2>"$work/bench_$n.err"
+    st=$?
+    cat "$work/bench_$n.err"
+    if [ "$st" -ne 0 ]; then
+      printf '%s\tFAIL(%s)\n' "$n" "$st" >>"$out/bench.tsv"
+      continue
+    fi
+    pass=$((pass + 1))
+    [ "$first" -eq 1 ] || echo "," >>"$work/bench.json"
+    first=0
+    cat "$work/bench_$n.json" >>"$work/bench.json"
+    python3 - "$n" "$work/bench_$n.json" >>"$out/bench.tsv" <<'EOF'
+import json, sys
+r = json.load(open(sys.argv[2]))
+c = {(x["name"], x["cuda_graph"]): x for x in r["configurations"]}
+cand, base = c.get(("candidate", False), {}), c.get(("unfused", False), {})
+f = lambda v, p="%.3f": "-" if v is None else p % v
+print("\t".join([sys.argv[1], "PASS", f(cand.get("median_us")), f(cand.get("p10_us")),
+                 f(cand.get("p90_us")), f(base.get("median_us")), f(r.get("speedup"), "%.2f"),
+                 f(r.get("speedup_cuda_graph"), "%.2f"), f(cand.get("hbm_roofline_pct"), "%.1f"),
+                 f(r.get("candidate_error"), "%.2e"), f(r.get("baseline_error"), "%.2e"),
+                 str(r.get("baseline_checked")).lower()]))
+EOF
+  done
+  echo "]" >>"$work/bench.json"
+  column -t -s '	' "$out/bench.tsv" 2>/dev/null || cat "$out/bench.tsv"
+  if [ "$dry" -eq 1 ]; then
+    echo "$pass/$total harnesses written; bench refused without a GPU (exit 2 or 3)"
+  else
+    echo "$pass/$total timed"
+  fi
+  [ "$total" -gt 0 ] && [ "$pass" -eq "$total" ]
+}
+
+# The cost model's order against measured time: 8 of gqa's 16 best by the model (two cost levels).
+step_ranking() {
+  local src=$bundle/rank/gqa
+  if [ ! -d "$src/candidates" ]; then
+    [ "$dry" -eq 1 ] && src=$work/rank_src
+    if [ "$dry" -eq 1 ]; then
+      mirs -q --top=4 --out="$src" "$ex/rmsnorm_linear_small.graph" >/dev/null || return 1
+    else
+      echo "no ranking input (.devbundle/rank/gqa)"; return 1
+    fi
+  fi
+  rm -rf "$work/rank"
+  mkdir -p "$work/rank"
+  cp -r "$src/candidates" "$work/rank/"
+  if [ "$dry" -eq 1 ]; then
+    mirs bench --rank="$work/rank" --top=4 >"$work/rank.out" 2>&1
+    local st=$?
+    cat "$work/rank.out"
+    [ "$st" -eq 2 ] || [ "$st" -eq 3 ] || { echo "bench --rank without a GPU exited $st, not 2 or 3"; return 1; }
+    echo "ranking refused without a GPU (exit $st)"
+    return 0
+  fi
+  local profile_opts=()
+  [ -f "$work/profile.env" ] && . "$work/profile.env"
+  timeout "$STEP_BOX" bash -c 'mirs bench "$@"' _ "${cuda_opts[@]}" "${profile_opts[@]}" --device="$devname" \
+    --rank="$work/rank" --top="${RANK_TOP:-8}" >"$work/rank.out" 2>&1
+  local st=$?
+  cat "$work/rank.out"
+  [ "$st" -eq 0 ] || return 1
+  cp "$work/rank/measured.json" "$work/ranking.json"
+  echo "gqa, model's top ${RANK_TOP:-8}: $(grep 'rank correlation' "$work/rank.out")"
+}
+
+# PyTorch eager and torch.compile of the published programs.
+step_torch() {
+  local progs=() n
+  if [ "$dry" -eq 1 ]; then
+    for n in $small; do progs+=("$ex/$n.graph"); done
+    python3 -B "$root/bench/torch_baseline.py" --dry-run "${progs[@]}" >"$work/torch.txt" ||
+      { echo "torch_baseline.py cannot parse the programs"; return 1; }
+    echo "{\"dry_run\": true, \"programs\": ${#progs[@]}}" >"$work/torch.json"
+    echo "${#progs[@]} programs parsed (dry run: nothing timed)"
+    return 0
+  fi
+  for n in $published; do progs+=("$ex/$n.graph"); done
+  # One line a program, so a run cut short by its box keeps what it timed.
+  PYTHONUNBUFFERED=1 timeout "$((STEP_BOX - 5))" python3 -B "$root/bench/torch_baseline.py" --jsonl \
+    "${progs[@]}" >"$work/torch.jsonl"
+  local st=$?
+  python3 - "$work/torch.jsonl" "$work/torch.json" <<'EOF' || true
+import json, sys
+rows = []
+for line in open(sys.argv[1]):
+    try:
+        rows.append(json.loads(line))
+    except ValueError:
+        pass
+json.dump(rows, open(sys.argv[2], "w"), indent=1)
+for r in rows:
+    for c in r["configurations"]:
+        print(f"{r['program']:<18} {c['name']:<14} {c['median_us']:>10.3f} us  p10 {c['p10_us']:.3f}"
+              f"  p90 {c['p90_us']:.3f}  error {c['error']:.2e}{'' if c['checked'] else ' (beyond tolerance)'}")
+EOF
+  local done_n
+  done_n=$(grep -c . "$work/torch.jsonl" 2>/dev/null)
+  echo "${done_n:-0}/${#progs[@]} programs timed (eager, torch.compile)$([ "$st" -eq 124 ] && echo ': the rest cut by the time box')"
+  return "$st"
+}
+
+# ---------------------------------------------------------------- (c) fingerprints
+
+# The verdict and fingerprint lines of a verify run, without what may
+# name the backend or a time.
+verdict() {
+  grep -E '^(equivalent|fingerprints):' "$1" 2>/dev/null | tr 'A-Z' 'a-z' |
+    sed -E 's/[,;(]? *(backend|on|with) (cpu|gpu|cuda)\)?//g; s/\b(cpu|gpu|cuda)\b//g; s/[0-9.]+ ?(m?s|seconds)\b//g' |
+    tr '\n' ' '
+}
+
+step_fingerprints() {
+  local names="$small" n f cpu gpu st_c st_g pass=0 total=0 have_gpu=1
+  [ "$dry" -eq 0 ] && names="$published $small"
+  printf 'example\tstatus\tcpu_exit\tgpu_exit\tcpu_fingerprints\tgpu_fingerprints\n' >"$out/fingerprints.tsv"
+  if ! mirs --verify=cpu check "$ex/gqa_small.graph" >/dev/null 2>&1; then
+    printf 'all\tSKIP\t-\t-\tthis mirsearch has no --verify option (the GPU fingerprint backend is not merged)\t-\n' \
+      >>"$out/fingerprints.tsv"
+    echo "SKIP: this mirsearch has no --verify=cpu|gpu option (GPU fingerprints not merged yet)"
+    return 77
+  fi
+  [ "$dry" -eq 1 ] && have_gpu=0
+  for n in $names; do
+    f=$(best_of "$n") || continue
+    total=$((total + 1))
+    ( timeout 120 bash -c 'mirs --verify=cpu verify "$@"' _ "$ex/$n.graph" "$f" >"$work/fp_cpu_$n" 2>&1
+      echo $? >"$work/fp_cpu_$n.rc" ) &
+    if [ "$have_gpu" -eq 1 ]; then
+      timeout 60 bash -c 'mirs --verify=gpu verify "$@"' _ "$ex/$n.graph" "$f" >"$work/fp_gpu_$n" 2>&1
+      echo $? >"$work/fp_gpu_$n.rc"
+    fi
+    # The CPU runs go on in the background, 8 at a time.
+    while [ "$(jobs -rp | wc -l)" -ge 8 ]; do sleep 1; done
+  done
+  wait
+  for n in $names; do
+    f=$(best_of "$n") || continue
+    st_c=$(cat "$work/fp_cpu_$n.rc" 2>/dev/null || echo -)
+    cpu=$(verdict "$work/fp_cpu_$n")
+    if [ "$have_gpu" -eq 1 ]; then
+      st_g=$(cat "$work/fp_gpu_$n.rc" 2>/dev/null || echo -)
+      gpu=$(verdict "$work/fp_gpu_$n")
+      if [ "$st_c" = 0 ] && [ "$st_g" = 0 ] && [ "$cpu" = "$gpu" ]; then
+        pass=$((pass + 1)); printf '%s\tSAME\t' "$n"
+      else
+        printf '%s\tDIFFERENT\t' "$n"
+        echo "-- $n cpu:" >&2; cat "$work/fp_cpu_$n" >&2; echo "-- $n gpu:" >&2; cat "$work/fp_gpu_$n" >&2
+      fi
+      printf '%s\t%s\t%s\t%s\n' "$st_c" "$st_g" "$cpu" "$gpu"
+    else
+      [ "$st_c" = 0 ] && pass=$((pass + 1))
+      printf '%s\t%s\t%s\t-\t%s\t-\n' "$n" "$([ "$st_c" = 0 ] && echo CPU-OK || echo CPU-FAIL)" "$st_c" "$cpu"
+    fi
+  done >>"$out/fingerprints.tsv" 2>>"$work/fp.err"
+  cat "$work/fp.err" 2>/dev/null
+  # A search with each backend: the same results (rmsnorm_linear_small: seconds).
+  local s_ok=1
+  if [ "$have_gpu" -eq 1 ]; then
+    for v in cpu gpu; do
+      timeout 120 bash -c 'mirs "$@"' _ --verify=$v --threads=16 -q --json --out="$work/fps_$v" \
+        "$ex/rmsnorm_linear_small.graph" >"$work/fps_$v.json" 2>&1 || s_ok=0
+    done
+    if [ "$s_ok" -eq 1 ] && [ "$(hashes "$work/fps_cpu.json")" = "$(hashes "$work/fps_gpu.json")" ]; then
+      printf 'search:rmsnorm_linear_small\tSAME\t0\t0\t%s results\t-\n' "$(hashes "$work/fps_cpu.json" | wc -l)" >>"$out/fingerprints.tsv"
+    else
+      s_ok=0
+      printf 'search:rmsnorm_linear_small\tDIFFERENT\t-\t-\t-\t-\n' >>"$out/fingerprints.tsv"
+    fi
+  fi
+  column -t -s '	' "$out/fingerprints.tsv" 2>/dev/null || cat "$out/fingerprints.tsv"
+  echo "$pass/$total $([ "$have_gpu" -eq 1 ] && echo "CPU and GPU fingerprints the same" || echo "CPU fingerprints verified (dry run: no GPU)")"
+  [ "$total" -gt 0 ] && [ "$pass" -eq "$total" ] && [ "$s_ok" -eq 1 ]
+}
+
+# ---------------------------------------------------------------- (d) scaling
+
+# The result hashes of a report, in rank order.
+hashes() {
+  tr ',' '\n' <"$1" | sed -n 's/.*"hash": *"\([0-9a-f]*\)".*/\1/p'
+}
+# A number field of a report.
+field() {
+  tr ',' '\n' <"$1" | sed -n "s/.*\"$2\": *\([0-9.eE+-]*\).*/\1/p" | head -n 1
+}
+
+step_scaling() {
+  local name=${SCALING_EXAMPLE:-lora_small} threads="1 2 4 8 16" t base_h ok=1 t1=
+  if [ "$dry" -eq 1 ]; then name=${SCALING_EXAMPLE:-rmsnorm_linear_small}; threads="1 2"; fi
+  printf 'example\tthreads\tstates\twall_s\tstates_per_s\tspeedup\tefficiency\tresults\tsame_results\n' >"$out/scaling.tsv"
+  for t in $threads; do
+    timeout 150 bash -c 'mirs "$@"' _ --threads="$t" -q --json --time-limit=140 --out="$work/scale_$t" \
+      "$ex/$name.graph" >"$work/scale_$t.json" 2>"$work/scale_$t.err"
+    local st=$?
+    cat "$work/scale_$t.err"
+    if [ "$st" -ne 0 ]; then
+      printf '%s\t%s\tFAIL(%s)\n' "$name" "$t" "$st" >>"$out/scaling.tsv"; ok=0; continue
+    fi
+    local states wall rate same=yes
+    states=$(field "$work/scale_$t.json" states_explored)
+    wall=$(field "$work/scale_$t.json" wall_seconds)
+    hashes "$work/scale_$t.json" >"$work/scale_$t.hashes"
+    if [ -z "$t1" ]; then t1=$wall; base_h=$work/scale_$t.hashes; fi
+    cmp -s "$base_h" "$work/scale_$t.hashes" || { same=no; ok=0; }
+    awk -v n="$name" -v t="$t" -v s="$states" -v w="$wall" -v w1="$t1" \
+      -v r="$(wc -l <"$work/scale_$t.hashes")" -v same="$same" 'BEGIN {
+        printf "%s\t%d\t%d\t%.2f\t%.0f\t%.2f\t%.0f%%\t%d\t%s\n", n, t, s, w, (w > 0 ? s / w : 0),
+               (w > 0 ? w1 / w : 0), (w > 0 ? 100 * w1 / w / t : 0), r, same }' >>"$out/scaling.tsv"
+  done
+  column -t -s '	' "$out/scaling.tsv" 2>/dev/null || cat "$out/scaling.tsv"
+  if [ "$ok" -eq 1 ]; then echo "$name on $(echo $threads | tr ' ' ','): identical results"; else echo "$name: a run failed or results differ"; fi
+  [ "$ok" -eq 1 ]
+}
+
+# ---------------------------------------------------------------- the run
+
+note "mirsearch device check: $(date -u +%Y-%m-%dT%H:%M:%SZ), $([ "$dry" -eq 1 ] && echo 'dry run (no GPU)' || echo device run), budget ${budget} s"
+note "commit: $(git -C "$root" rev-parse --short HEAD 2>/dev/null || cat "$bundle/COMMIT" 2>/dev/null || echo unknown)"
+[ -f "$bundle/MANIFEST" ] && note "bundle: $(head -n 1 "$bundle/MANIFEST")"
+: >"$work/device.txt"
+step toolchain 90 step_toolchain
+devname=H100
+grep -q 'H200' "$work/device.txt" 2>/dev/null && devname=H200
+step calibrate 120 step_calibrate
+step runs 150 step_runs
+step bench 200 step_bench
+step fingerprints 150 step_fingerprints
+step scaling 200 step_scaling
+step torch 150 step_torch
+step ranking 120 step_ranking
+
+# One JSON file for both benches (the tool brings back 8 files); a part
+# cut short by its time box becomes null.
+python3 - "$work/bench.json" "$work/torch.json" "$work/ranking.json" >"$out/bench.json" <<'EOF' ||
+import json, sys
+def part(path):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+print(json.dumps({"mirsearch_bench": part(sys.argv[1]), "torch_baseline": part(sys.argv[2]),
+                  "ranking": part(sys.argv[3])}, indent=1))
+EOF
+  echo '{"mirsearch_bench": null, "torch_baseline": null}' >"$out/bench.json"
+[ -f "$out/device.profile" ] || echo "# not measured (the calibrate step did not run or failed)" >"$out/device.profile"
+
+{
+  echo "mirsearch device check, $(date -u +%Y-%m-%dT%H:%M:%SZ), $([ "$dry" -eq 1 ] && echo 'dry run (no GPU)' || echo 'device run')"
+  echo "commit: $(git -C "$root" rev-parse --short HEAD 2>/dev/null || cat "$bundle/COMMIT" 2>/dev/null || echo unknown)"
+  cat "$work/device.txt" 2>/dev/null
+  echo "total: $(elapsed) s of a ${budget} s budget"
+  echo
+} >"$summary"
+printf 'step\tstatus\tseconds\tnote\n' | cat - "$work/steps" >"$work/steps.tsv"
+if command -v column >/dev/null 2>&1; then column -t -s '	' "$work/steps.tsv" >>"$summary"; else cat "$work/steps.tsv" >>"$summary"; fi
+failed=$(grep -c '	FAIL	' "$work/steps")
+echo "overall: $([ "$failed" -eq 0 ] && echo PASS || echo "FAIL ($failed steps)")" >>"$summary"
+cat "$summary"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,83 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# tests/bench_emulated.sh - `mirsearch bench` end to end without a GPU, on
+# an emulated one: tests/fakecuda/libcuda.c (a driver reporting one
+# device) and tests/fakecuda/nvcc (the harness compiled as host C++
+# through the emulation header, with a host cuBLAS of cuBLAS's
+# column-major meaning in tests/fakecuda/cublas_v2.h).  So the harness,
+# its cuBLAS baseline's row-major-as-transposed calls, the check against
+# the float64 interpreter, the timing loop and its parsing, the table,
+# the JSON and `bench --rank` all run before a GPU is ever at hand.  The
+# times are host times and mean nothing.
+#
+# Run by `make check` with top_srcdir, top_builddir, CC and NVCC set.
+# Exit: 0 pass, 1 fail, 77 skip (no C or C++ compiler, or built without
+# CUDA: then bench refuses by design).
+
+top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
+top_builddir=${top_builddir:-.}
+prog=$top_builddir/src/mirsearch
+ex=$top_srcdir/examples
+cc=${CC:-cc}
+command -v c++ >/dev/null 2>&1 || { echo "bench_emulated.sh: no c++" >&2; exit 77; }
+# Built without nvcc, bench refuses by design (tests/bench.sh checks that).
+[ -n "${NVCC:-}" ] || { echo "bench_emulated.sh: built without CUDA" >&2; exit 77; }
+[ -x "$prog" ] || { echo "bench_emulated.sh: $prog not built" >&2; exit 1; }
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/mirs_bench_emu.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT INT TERM
+failures=0
+fail() {
+  echo "FAIL: $1" >&2
+  echo "  stdout: $(head -c 800 "$tmp/out")" >&2
+  echo "  stderr: $(head -c 800 "$tmp/err")" >&2
+  failures=$((failures + 1))
+}
+# The sanitizer builds' flags would need their runtime in the fake driver: none.
+$cc -shared -fPIC -o "$tmp/libcuda.so.1" "$top_srcdir/tests/fakecuda/libcuda.c" ||
+  { echo "bench_emulated.sh: cannot build the fake driver" >&2; exit 77; }
+run() {
+  LD_LIBRARY_PATH=$tmp${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} "$prog" \
+    --codegen-nvcc="$top_srcdir/tests/fakecuda/nvcc" "$@" >"$tmp/out" 2>"$tmp/err"
+  status=$?
+}
+expect() {
+  [ "$status" -eq "$1" ] || fail "$2: exit $status, expected $1"
+}
+
+# A good candidate against its program: checked, then timed in 4 configurations.
+run bench --json --cuda-graph "$ex/gqa_small.ugraph" --program="$ex/gqa_small.graph"
+expect 0 "bench of gqa_small"
+grep -q '"device": "Emulated H100"' "$tmp/out" || fail "bench: not on the emulated device"
+grep -q '"checked": true' "$tmp/out" || fail "bench: the candidate was not within tolerance"
+grep -q '"baseline_checked": true' "$tmp/out" ||
+  fail "bench: the cuBLAS baseline was not within tolerance (its calls are wrong)"
+grep -q '"baseline_cublas_calls": 2' "$tmp/out" || fail "bench: gqa_small's 2 matmuls not on cuBLAS"
+[ "$(grep -c '"reps": 100' "$tmp/out")" -eq 4 ] || fail "bench: not 4 configurations of 100 runs"
+grep -q '"speedup": [0-9]' "$tmp/out" || fail "bench: no speedup"
+
+# The table, on a program whose matmul's operand is rms-normalised first.
+run bench "$ex/rmsnorm_linear_small.ugraph" --program="$ex/rmsnorm_linear_small.graph"
+expect 0 "bench of rmsnorm_linear_small"
+grep -q '^speedup over unfused: [0-9.]*x$' "$tmp/out" || fail "bench: no speedup line"
+grep -q '^unfused (1 cuBLAS, 1 k) *100 ' "$tmp/out" || fail "bench: no unfused row"
+
+# A wrong candidate is never timed.
+run bench "$top_srcdir/tests/codegen/wrong_gqa_small.ugraph" --program="$ex/gqa_small.graph"
+expect 1 "bench of a wrong candidate"
+grep -q 'nothing timed' "$tmp/err" || fail "a wrong candidate: no 'nothing timed'"
+[ -s "$tmp/out" ] && fail "a wrong candidate: something printed on stdout"
+
+# --rank: two results, timed in the model's order; the correlation is +-1.
+mkdir -p "$tmp/ranked/candidates"
+cp "$ex/rmsnorm_linear_small.ugraph" "$tmp/ranked/candidates/0001-a.ugraph"
+cp "$ex/gqa_small.ugraph" "$tmp/ranked/candidates/0002-b.ugraph"
+run bench --rank="$tmp/ranked"
+expect 0 "bench --rank"
+grep -q '"rank_correlation": -\{0,1\}1[,.]' "$tmp/ranked/measured.json" ||
+  fail "bench --rank: no correlation of +-1 ($(grep rank_correlation "$tmp/ranked/measured.json"))"
+[ "$(grep -c '"measured_seconds": [0-9]' "$tmp/ranked/measured.json")" -eq 2 ] ||
+  fail "bench --rank: not 2 measured results"
+[ -s "$tmp/ranked/best_measured.ugraph" ] || fail "bench --rank: no best_measured.ugraph"
+
+[ "$failures" -eq 0 ] || exit 1
+exit 0
