@@ -12,10 +12,14 @@
  *  - a deliberately wrong µGraph fails the comparison;
  *  - `run --backend=cuda` without a device says so (MIRS_NO_DEVICE).
  * Skips (77) when there is no host C++ compiler. */
+#include "config.h"
+
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "graph/graph.h"
@@ -170,12 +174,125 @@ START_TEST(test_codegen_api_errors) {
 }
 END_TEST
 
+/* Kernels whose plan cannot run are refused with a clear message (no
+ * global-memory fallback): a tile of 2^32 elements (32-bit index math
+ * would overflow, issue 27 item 6) and tiles over 227 KB of shared memory. */
+START_TEST(test_refused_kernels) {
+  static const char *const huge =
+      "ugraph huge\ninput X : f16[65536, 65536]\n"
+      "Y = custom(grid=[1, 1, 1], block=[128, 1, 1], forloop=1) {\n"
+      "  x = input(X, imap=[-1, -1, -1], fmap=-1)\n  a = accum(x)\n"
+      "  output(a, omap=[-1, -1, -1])\n}\noutput Y\n";
+  static const char *const big =
+      "ugraph big\ninput X : f16[256, 1024]\n"
+      "Y = custom(grid=[1, 1, 1], block=[128, 1, 1], forloop=1) {\n"
+      "  x = input(X, imap=[-1, -1, -1], fmap=-1)\n  a = accum(x)\n"
+      "  output(a, omap=[-1, -1, -1])\n}\noutput Y\n";
+  mirs_context *ctx = tu_ctx(NULL);
+  mirs_graph *g = NULL;
+  char *text = NULL;
+  ck_assert_int_eq(mirs_graph_parse_string(ctx, huge, strlen(huge), "huge.ugraph", &g), MIRS_OK);
+  ck_assert_int_eq(mirs_codegen_cuda(g, NULL, &text), MIRS_LIMIT);
+  ck_assert_ptr_null(text);
+  ck_assert_msg(strstr(mirs_last_error(ctx), "4294967296 elements") &&
+                    strstr(mirs_last_error(ctx), "2^31"),
+                "%s", mirs_last_error(ctx));
+  mirs_graph_destroy(g);
+  ck_assert_int_eq(mirs_graph_parse_string(ctx, big, strlen(big), "big.ugraph", &g), MIRS_OK);
+  ck_assert_int_eq(mirs_codegen_cuda(g, NULL, &text), MIRS_LIMIT);
+  ck_assert_msg(strstr(mirs_last_error(ctx), "shared memory"), "%s", mirs_last_error(ctx));
+  mirs_graph_destroy(g);
+  mirs_context_destroy(ctx);
+}
+END_TEST
+
+/* The emulation of cp.async, ldmatrix and __shfl_xor_sync, against
+ * their PTX definitions: a one-warp kernel compiled with the emulation
+ * header checks each lane's registers and that a read before
+ * cp.async.wait_group sees the poisoned (NaN) shared memory. */
+static const char emu_program[] =
+    "#include \"mirsearch_emu.h\"\n"
+    "static int bad;\n"
+    "static uint16_t G[16 * 24];\n"
+    "static void kernel(void) {\n"
+    "  float *sm = mirs_emu::smem;\n"
+    "  uint16_t *s = (uint16_t *)sm;\n"
+    "  const int lane = threadIdx.x;\n"
+    "  /* 16 rows x 24 columns, 3 chunks of 16 bytes per row: 48 chunks. */\n"
+    "  for (int i = lane; i < 48; i += 32)\n"
+    "    mirs_cp_async16(s + (i / 3) * 24 + (i % 3) * 8, G + (i / 3) * 24 + (i % 3) * 8);\n"
+    "  mirs_cp_async_commit();\n"
+    "  if (lane == 0 && sm[0] == sm[0]) bad |= 1; /* not yet copied: NaN */\n"
+    "  mirs_cp_async_wait<1>();\n"
+    "  if (lane == 0 && sm[0] == sm[0]) bad |= 2; /* the only group is the newest */\n"
+    "  mirs_cp_async_wait<0>();\n"
+    "  __syncthreads();\n"
+    "  uint32_t a[4], b[2];\n"
+    "  mirs_ldmatrix_x4(a, s + (lane & 15) * 24 + (lane >> 4) * 8);\n"
+    "  for (int m = 0; m < 4; m++) {\n"
+    "    int row = (m & 1) * 8 + lane / 4, col = (m >> 1) * 8 + 2 * (lane % 4);\n"
+    "    uint32_t want = G[row * 24 + col] | ((uint32_t)G[row * 24 + col + 1] << 16);\n"
+    "    if (a[m] != want) bad |= 4;\n"
+    "  }\n"
+    "  mirs_ldmatrix_x2_trans(b, s + (lane & 15) * 24 + 16);\n"
+    "  for (int m = 0; m < 2; m++) {\n"
+    "    int k0 = m * 8 + 2 * (lane % 4), n = 16 + lane / 4;\n"
+    "    uint32_t want = G[k0 * 24 + n] | ((uint32_t)G[(k0 + 1) * 24 + n] << 16);\n"
+    "    if (b[m] != want) bad |= 8;\n"
+    "  }\n"
+    "  float v = (float)(lane + 1);\n"
+    "  for (int m = 16; m >= 1; m /= 2) v += __shfl_xor_sync(0xffffffffu, v, m);\n"
+    "  if (v != 528.0f) bad |= 16;\n"
+    "}\n"
+    "int main(void) {\n"
+    "  for (int i = 0; i < 16 * 24; i++) G[i] = (uint16_t)(i * 7 + 1);\n"
+    "  MIRS_LAUNCH(kernel, dim3(1), dim3(32), 16 * 24 * 2, 0, ());\n"
+    "  printf(\"%d\\n\", bad);\n"
+    "  return bad != 0;\n"
+    "}\n";
+
+START_TEST(test_emu_primitives) {
+  const char *tmp = getenv("TMPDIR");
+  char dir[512], path[600], cmd[2000];
+  snprintf(dir, sizeof dir, "%s/mirs_emu_XXXXXX", tmp && *tmp ? tmp : "/tmp");
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  snprintf(path, sizeof path, "%s/mirsearch_emu.h", dir);
+  FILE *f = fopen(path, "w");
+  ck_assert_ptr_nonnull(f);
+  fputs(mirs_codegen_emulation_header(), f);
+  fclose(f);
+  snprintf(path, sizeof path, "%s/t.cpp", dir);
+  f = fopen(path, "w");
+  ck_assert_ptr_nonnull(f);
+  fputs(emu_program, f);
+  fclose(f);
+  snprintf(cmd, sizeof cmd,
+           "cd '%s' && c++ -std=c++14 -O1 -DMIRS_HOST_EMULATION -I. -o t t.cpp >log 2>&1 && ./t >>log 2>&1",
+           dir);
+  int rc = system(cmd);
+  char log[4096] = "";
+  snprintf(path, sizeof path, "%s/log", dir);
+  f = fopen(path, "r");
+  if (f) {
+    size_t n = fread(log, 1, sizeof log - 1, f);
+    log[n] = 0;
+    fclose(f);
+  }
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  ck_assert_int_eq(system(cmd), 0);
+  ck_assert_msg(rc == 0, "emulation check failed (bits: 1 read before commit, 2 wait_group<1>, "
+                         "4 ldmatrix.x4, 8 ldmatrix.x2.trans, 16 shuffle): %s", log);
+}
+END_TEST
+
 /* The test suite. */
 static Suite *suite(void) {
   Suite *s = suite_create("codegen");
   TCase *tc = tcase_create("codegen");
   tcase_set_timeout(tc, 600);
   tcase_add_test(tc, test_codegen_api_errors);
+  tcase_add_test(tc, test_refused_kernels);
+  tcase_add_test(tc, test_emu_primitives);
   tcase_add_test(tc, test_cuda_backend_without_device);
   tcase_add_loop_test(tc, test_example_ugraphs_match_programs, 0, NEXAMPLES);
   tcase_add_loop_test(tc, test_codegen_graphs_match_interpreter, 0, NTESTGRAPHS);

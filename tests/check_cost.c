@@ -413,7 +413,7 @@ START_TEST(test_custom_kernel) {
    * flight, 64 KB / 0.7 us, far under the 1 TB/s of T. */
   ck_near(k.inflight, 4 * 16384.0);
   ck_near(k.mem_seconds, bytes / (k.inflight / 0.7e-6));
-  ck_near(r.seconds, 5e-6 + k.mem_seconds);
+  ck_near(r.seconds, 5e-6 + k.mem_seconds); /* pipelined: max(memory, compute) */
   mirs__graph_free(g);
 
   /* 8 blocks: X is re-read by 8 blocks instead of 4 (64 KB more); W and O
@@ -476,8 +476,16 @@ START_TEST(test_smem_limit_and_fusion) {
   ck_assert_int_eq(k.stages, 1);
   ck_assert(!k.pipelined);
   ck_assert_int_eq(k.smem, 34816);
-  /* Unpipelined: loads, then compute. */
+  /* Unpipelined: loads, then compute; with room for 2 stages the same
+   * kernel is pipelined and predicted faster. */
   ck_near(k.seconds, 5e-6 + k.mem_seconds + k.compute_seconds);
+  mirs__cost_device roomy = *d;
+  roomy.smem_per_block = 65536;
+  mirs__cost_kernel k2;
+  ck_assert_int_eq(mirs__cost_kernel_op(ctx, &roomy, g, 0, &k2), MIRS_OK);
+  ck_assert(k2.pipelined && k2.stages == 2);
+  ck_assert_msg(k2.seconds < k.seconds, "2 stages %.3f us, 1 stage %.3f us", k2.seconds * 1e6,
+                k.seconds * 1e6);
   mirs__cost_device tiny = *d;
   tiny.smem_per_block = 34815;
   ck_assert_int_eq(mirs__cost_graph(ctx, &tiny, g, &r), MIRS_OK);
@@ -667,6 +675,49 @@ START_TEST(test_gqa_grid_ranking) {
 }
 END_TEST
 
+/* Forloop variants of rmsnorm_linear at its published shape (tiles of
+ * 4096 / F along K) on H100: the plan picks enough stages that most keep
+ * HBM saturated; with F = 256 the 16-wide tiles are so small that even 8
+ * stages keep too few bytes in flight, and the model's latency term ranks
+ * that variant lower (it tied with the others before the plan existed). */
+START_TEST(test_forloop_variants_latency) {
+  mirs_context *ctx = tu_ctx(NULL);
+  mirs__cost_profiles *p;
+  const mirs__cost_device *h100;
+  ck_assert_int_eq(mirs__cost_profiles_builtin(ctx, &p), MIRS_OK);
+  ck_assert_int_eq(mirs__cost_find(ctx, p, "H100", &h100), MIRS_OK);
+  FILE *f = fopen(tu_src("examples/rmsnorm_linear.ugraph"), "r");
+  ck_assert_ptr_nonnull(f);
+  static char text[8192], var[8300];
+  size_t n = fread(text, 1, sizeof text - 1, f);
+  fclose(f);
+  text[n] = 0;
+  char *at = strstr(text, "forloop=64)");
+  ck_assert_ptr_nonnull(at);
+  static const int fs[3] = {64, 128, 256};
+  mirs__cost_kernel k[3];
+  for (int i = 0; i < 3; i++) {
+    int len = snprintf(var, sizeof var, "%.*sforloop=%d)%s", (int)(at - text), text, fs[i],
+                       at + strlen("forloop=64)"));
+    mirs_graph *g = NULL;
+    ck_assert_msg(mirs_graph_parse_string(ctx, var, (size_t)len, "v.ugraph", &g) == MIRS_OK, "%s",
+                  mirs_last_error(ctx));
+    ck_assert_int_eq(mirs__cost_kernel_op(ctx, h100, g, 0, &k[i]), MIRS_OK);
+    ck_assert(k[i].feasible && k[i].pipelined);
+    mirs_graph_destroy(g);
+  }
+  ck_assert_int_ge(k[0].stages, 2);
+  ck_near(k[0].mem_seconds, k[0].bytes / h100->hbm_bw); /* saturated */
+  ck_near(k[1].mem_seconds, k[1].bytes / h100->hbm_bw);
+  ck_assert_int_eq(k[2].stages, 8);
+  ck_assert(k[2].inflight / 0.7e-6 < h100->hbm_bw);
+  ck_assert_msg(k[2].seconds > k[0].seconds, "F=256 %.3f us, F=64 %.3f us", k[2].seconds * 1e6,
+                k[0].seconds * 1e6);
+  mirs__cost_profiles_free(p);
+  mirs_context_destroy(ctx);
+}
+END_TEST
+
 START_TEST(test_bad_args) {
   mirs_context *ctx = tu_ctx(NULL);
   mirs__cost_profiles *p;
@@ -716,6 +767,7 @@ int main(void) {
   tcase_add_test(tc, test_custom_kernel);
   tcase_add_test(tc, test_utilisation);
   tcase_add_test(tc, test_smem_limit_and_fusion);
+  tcase_add_test(tc, test_forloop_variants_latency);
   tcase_add_test(tc, test_rmsnorm_linear_fused_wins);
   tcase_add_test(tc, test_gqa_grid_ranking);
   tcase_add_test(tc, test_bad_args);

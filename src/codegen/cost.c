@@ -799,7 +799,9 @@ static mirs_status cost_custom(mirs_context *ctx, const mirs__cost_device *d, co
   /* tf32 runs at half the f16/bf16 tensor-core rate. */
   k->compute_seconds = (k->tc_flops + tf32_flops) / (d->tc_peak * uu) +
                        k->simt_flops / (d->f32_peak * uu);
-  /* Without a pipeline a block waits for its loads, then computes. */
+  /* Without a pipeline a block waits for its loads, then computes; with
+   * one, loads of later iterations overlap the compute of this one.  (The
+   * latency of the first stage is in mem_seconds: Little's law.) */
   double body = pl.pipelined ? (k->mem_seconds > k->compute_seconds ? k->mem_seconds
                                                                      : k->compute_seconds)
                              : k->mem_seconds + k->compute_seconds;

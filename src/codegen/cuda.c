@@ -440,14 +440,80 @@ static void acc_ref(const kgen *k, int32_t t, char *buf, size_t size) {
     snprintf(buf, size, "acc%d[r]", (int)t);
 }
 
-/* Open a loop over the accumulator elements this thread owns. */
+/* Accumulator elements per thread of t, and the threads that share one
+ * element (tree reductions: a group of lanes; else 1). */
+static int64_t acc_per_thread(const kgen *k, int32_t t, int *group) {
+  int64_t n = mirs__shape_numel(&k->bg->t[t].shape);
+  int g = k->pl->t[t].tree ? k->pl->t[t].group : 1;
+  int64_t owners = k->nthreads / g;
+  if (group)
+    *group = g;
+  return (n + owners - 1) / owners;
+}
+
+/* log2 of a power of two. */
+static int ilog2(int x) {
+  int l = 0;
+  while ((1 << l) < x)
+    l++;
+  return l;
+}
+
+/* Open a loop over the accumulator elements this thread owns (with
+ * group > 1, lane 0 of the group writes; the others skip). */
 static void open_acc_loop(kgen *k, int32_t t) {
   int64_t n = mirs__shape_numel(&k->bg->t[t].shape);
-  int64_t per = (n + k->nthreads - 1) / k->nthreads;
+  int grp;
+  int64_t per = acc_per_thread(k, t, &grp);
   mirs__buf_printf(k->b, "    %sfor (int r = 0; r < %" PRId64 "; r++) {\n",
                    k->pl->t[t].acc_smem ? "" : "MIRS_UNROLL ", per);
-  mirs__buf_printf(k->b, "      const int e = tid + r * %d;\n", k->nthreads);
+  if (grp > 1)
+    mirs__buf_printf(k->b, "      const int e = (tid >> %d) + r * %d;\n", ilog2(grp),
+                     k->nthreads / grp);
+  else
+    mirs__buf_printf(k->b, "      const int e = tid + r * %d;\n", k->nthreads);
   mirs__buf_printf(k->b, "      if (e >= %" PRId64 ")\n        break;\n", n);
+  if (grp > 1)
+    mirs__buf_printf(k->b, "      if ((tid & %d) != 0)\n        continue;\n", grp - 1);
+}
+
+/* Emit a tree-reduced ACCUM_SUM / ACCUM_RMS step: the G lanes of a group
+ * take every G-th element of the row, then a shuffle butterfly gives each
+ * of them the row's total (bit-identical in every lane). */
+static void emit_accum_tree(kgen *k, const mirs__bop *op) {
+  const mirs__bgraph *bg = k->bg;
+  mirs__buf *b = k->b;
+  const mirs__shape *xs = &bg->t[op->in[0]].shape, *as = &bg->t[op->out].shape;
+  int32_t t = op->out;
+  int64_t n = mirs__shape_numel(as);
+  int grp;
+  int64_t per = acc_per_thread(k, t, &grp);
+  int64_t xst[MIRS_MAX_DIMS];
+  tile_strides(k, op->in[0], xst);
+  bool rms = op->op == MIRS_OP_ACCUM_RMS;
+  int dim = rms ? xs->ndim - 1 : op->dim;
+  mirs__buf_printf(b, "    /* %s = %s(%s): %d lanes per element, warp-shuffle tree */\n",
+                   bg->t[t].name, mirs__graph_ops[op->op].name, bg->t[op->in[0]].name, grp);
+  mirs__buf_printf(b, "    MIRS_UNROLL for (int r = 0; r < %" PRId64 "; r++) {\n", per);
+  mirs__buf_printf(b, "      const int e = (tid >> %d) + r * %d, sub = tid & %d;\n", ilog2(grp),
+                   k->nthreads / grp, grp - 1);
+  mirs__buf_printf(b, "      float v = 0.0f;\n      if (e < %" PRId64 ") {\n", n);
+  emit_coords(b, "        ", "int", "e", as);
+  mirs__buf_puts(b, "        const int ix = ");
+  bool any = false;
+  for (int d = 0; d < as->ndim; d++)
+    if (d != dim && as->d[d] > 1) {
+      mirs__buf_printf(b, "%sc%d * %" PRId64, any ? " + " : "", d, xst[d]);
+      any = true;
+    }
+  mirs__buf_printf(b, "%s;\n", any ? "" : "0");
+  mirs__buf_printf(b, "        for (int p = sub; p < %" PRId64 "; p += %d) {\n", xs->d[dim], grp);
+  mirs__buf_printf(b, "          const float y = mirs_ld(t%d + (ix + p * %" PRId64 "));\n",
+                   (int)op->in[0], xst[dim]);
+  mirs__buf_printf(b, "          v += %s;\n        }\n      }\n", rms ? "y * y" : "y");
+  for (int m = grp / 2; m >= 1; m /= 2)
+    mirs__buf_printf(b, "      v += __shfl_xor_sync(0xffffffffu, v, %d);\n", m);
+  mirs__buf_printf(b, "      acc%d[r] += v;\n    }\n", (int)t);
 }
 
 /* Emit an ACCUM* step: this iteration's contribution to the owned elements. */
@@ -463,6 +529,10 @@ static void emit_accum(kgen *k, const mirs__bop *op) {
   char ref[64];
   acc_ref(k, op->out, ref, sizeof ref);
   sync_if_pending(k, "    ");
+  if (k->pl->t[op->out].tree) {
+    emit_accum_tree(k, op);
+    return;
+  }
   mirs__buf_printf(b, "    /* %s = %s(%s) */\n", bg->t[op->out].name, mirs__graph_ops[op->op].name,
                    bg->t[op->in[0]].name);
   open_acc_loop(k, op->out);
@@ -785,7 +855,7 @@ static mirs_status emit_custom(const mirs_graph *g, int32_t ki, const char *enam
     const mirs__bop *op = &bg->ops[mirs__sched_init(&sched)[i].op];
     int32_t t = op->out;
     int64_t n = mirs__shape_numel(&bg->t[t].shape);
-    int64_t per = (n + k.nthreads - 1) / k.nthreads;
+    int64_t per = acc_per_thread(&k, t, NULL);
     if (pl->t[t].acc_mma) {
       int32_t p = bg->t[op->in[0]].producer;
       mma_geo q = mma_geometry(&k, &bg->ops[p], pl->op[p].m_pad);

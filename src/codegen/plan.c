@@ -209,6 +209,24 @@ static int64_t place(mirs__plan *pl, const mirs__bgraph *bg, int stages) {
       pt->aoff = total;
       total += al16(n * 4);
     }
+    /* accum_sum / accum_rms in registers: G lanes per element, reduced
+     * by warp shuffles (a power of 2 <= 32, no more lanes than the
+     * reduction is long, every element still owned by some group). */
+    pt->tree = false;
+    pt->group = 1;
+    if ((op->op == MIRS_OP_ACCUM_SUM || op->op == MIRS_OP_ACCUM_RMS) && !pt->acc_smem &&
+        pl->nthreads % 32 == 0) {
+      const mirs__shape *xs = &bg->t[op->in[0]].shape;
+      int64_t len = op->op == MIRS_OP_ACCUM_SUM ? xs->d[op->dim] : xs->d[xs->ndim - 1];
+      int64_t grp = 1;
+      while (grp * 2 <= 32 && n * grp * 2 <= pl->nthreads && grp * 2 <= len)
+        grp *= 2;
+      int64_t per = (n + pl->nthreads / grp - 1) / (pl->nthreads / grp);
+      if (grp >= 2 && per <= REG_ACC_MAX) {
+        pt->tree = true;
+        pt->group = (int8_t)grp;
+      }
+    }
     /* A matmul whose fragments go into a register accumulator has no tile. */
     bool into_acc = op->op == MIRS_OP_MATMUL && pl->op[i].acc >= 0;
     if (pt->next < 0 && !into_acc) {
