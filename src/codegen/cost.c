@@ -3,33 +3,41 @@
  * the analytic cost model that ranks µGraphs without a GPU.
  *
  * Model (DESIGN.md "Cost model").  Per kernel op:
- *   time = launch + max(bytes / (bw * ub), tc_flops / (tc_peak * u) +
- *                                          simt_flops / (f32_peak * u))
- * Tensor-core and CUDA-core work are separate units but are added, not
- * overlapped: conservative and simple.  Predefined ops are assumed to be
- * library kernels that fill the device (u = ub = 1).  For a custom kernel
- * with B = grid.x*grid.y*grid.z blocks (one block per SM at a time):
+ *   time = launch + max(memory, compute)       (pipelined custom kernels,
+ *                                               and predefined ops)
+ *   time = launch + memory + compute           (custom kernels without a
+ *                                               cp.async pipeline)
+ *   memory  = bytes / min(bw * ub, inflight / MEM_LATENCY_S)
+ *   compute = (tc_flops + tf32_flops) / (tc_peak * u) + simt_flops / (f32_peak * u)
+ * Predefined ops are assumed to be library kernels that fill the device
+ * (u = ub = 1, no latency bound).  A custom kernel is priced from its
+ * kernel plan (plan.h), the one the CUDA generator emits: its shared
+ * memory decides feasibility (over the device's limit: infeasible, so the
+ * search drops it), its stages and tile bytes give the bytes each block
+ * keeps in flight, its MMA choices decide which matmuls run on tensor
+ * cores (m16n8k16 at the f16 peak, padded rows included; tf32 at half of
+ * it; scalar-path matmuls on CUDA cores).  With B = grid.x*grid.y*grid.z:
  *   u  = min(1, B / sms)                 compute scales with busy SMs;
  *   ub = min(1, B / (hbm_saturation*sms)) a fraction of the SMs already
- *        saturates HBM (each SM keeps many loads in flight), so bandwidth
- *        is lost only below that; hbm_saturation = 1 gives the plain
- *        min(1, B / sms).
+ *        saturates HBM, so bandwidth is lost only below that;
+ *   inflight = resident blocks (min(B, sms * blocks per SM by shared
+ *        memory and threads)) * the plan's bytes in flight per block:
+ *        Little's law bounds bandwidth by inflight / latency.
  * Bytes are HBM traffic, with no credit for L2 hits: every block loads its
  * own tile of every input, so a replicated input is re-read by each block
  * (that is what makes a bad grid expensive), F times when the forloop walks
  * it (fmap >= 0) and once when it does not (the tile is loop-invariant and
- * stays in shared memory).  Shared memory per block is the plain sum of all
- * tiles (inputs, unfused intermediates, f32 accumulators) with no reuse by
- * liveness: an upper bound, so a kernel judged feasible does fit.
+ * stays in shared memory).
  *
  * Flops per element: add, sub, mul, square, relu 1; div, exp, sqrt 4 (one
  * special-function-unit op: the SFU has a fraction of the FMA lanes); silu
  * 9 (exp, add, div); gelu 11 (tanh form: tanh 4 + 7 arithmetic).  matmul
- * 2*M*N*K*batch (tensor cores when both operands are f16/bf16, else f32
+ * 2*M*N*K*batch (tensor cores when the plan says MMA, else f32
  * CUDA cores); sum numel(input); rms_norm 3*numel (square, add, scale);
- * accum numel(in) per iteration, accum_sum too, accum_rms 2*numel(in) per
- * iteration plus 5*numel(out) after the loop (scale and sqrt).  Everything
- * but tensor-core matmul runs at the f32 peak.
+ * accum numel(in) per iteration (none when the MMA adds into its C
+ * fragments), accum_sum too, accum_rms 2*numel(in) per iteration plus
+ * 5*numel(out) after the loop (scale and sqrt).  Everything but
+ * tensor-core matmul runs at the f32 peak.
  *
  * Invariants: no mutable globals; parsing never stops at the first error
  * (every malformed line gets a diagnostic, up to the max_errors option);
