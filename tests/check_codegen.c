@@ -6,7 +6,8 @@
  *    float64 within the dtype's tolerance;
  *  - the codegen test graphs (tests/codegen: tensor cores f16/bf16/tf32,
  *    every block op and accumulator, predefined kernels, workspace,
- *    broadcasting, an input copied to an output) match their interpreter;
+ *    broadcasting, an input copied to an output, reductions as warp-shuffle
+ *    trees) match their interpreter;
  *  - graphs the generator was not written against: the search's best and
  *    sampled other results on small examples match their programs;
  *  - a deliberately wrong µGraph fails the comparison;
@@ -30,7 +31,7 @@
 static const char *const EXAMPLES[] = {"gqa_small", "mha_small", "rmsnorm_linear_small"};
 #define NEXAMPLES ((int)(sizeof EXAMPLES / sizeof EXAMPLES[0]))
 
-static const char *const TESTGRAPHS[] = {"mma_f16", "rms_bf16", "f32_mixed"};
+static const char *const TESTGRAPHS[] = {"mma_f16", "rms_bf16", "f32_mixed", "reduce_tree"};
 #define NTESTGRAPHS ((int)(sizeof TESTGRAPHS / sizeof TESTGRAPHS[0]))
 
 /* Small examples searched for results the generator was not written against. */

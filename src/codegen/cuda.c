@@ -399,6 +399,71 @@ static void emit_mma(kgen *k, int32_t oi) {
   mirs__buf_puts(b, "      }\n    }\n");
 }
 
+/* log2 of a power of two. */
+static int ilog2(int x) {
+  int l = 0;
+  while ((1 << l) < x)
+    l++;
+  return l;
+}
+
+/* Emit a block sum or rms_norm as a tree: G lanes per reduced row each
+ * take every G-th element, a __shfl_xor_sync butterfly gives all of them
+ * the row's total; then lane 0 stores the sum (sum), or every lane
+ * normalises its elements of the row (rms_norm), through the chain. */
+static void emit_reduce_tree(kgen *k, int32_t oi) {
+  const mirs__bgraph *bg = k->bg;
+  const mirs__bop *op = &bg->ops[oi];
+  mirs__buf *b = k->b;
+  const mirs__shape *os = &bg->t[op->out].shape, *xs = &bg->t[op->in[0]].shape;
+  bool rms = op->op == MIRS_OP_RMS_NORM;
+  int r = os->ndim, dim = rms ? r - 1 : op->dim, grp = k->pl->op[oi].group;
+  int64_t len = xs->d[dim], rows = mirs__shape_numel(xs) / len;
+  int64_t groups = k->nthreads / grp, per = (rows + groups - 1) / groups;
+  int64_t st[MIRS_MAX_DIMS];
+  tile_strides(k, op->in[0], st);
+  mirs__shape rsh = *os; /* the row coordinates: the output without its reduced dim */
+  if (rms)
+    rsh.ndim = r - 1;
+  mirs__buf_printf(b, "    /* %s = %s: %d lanes per row, warp-shuffle tree */\n", bg->t[op->out].name,
+                   mirs__graph_ops[op->op].name, grp);
+  mirs__buf_printf(b, "    for (int r = 0; r < %" PRId64 "; r++) {\n", per);
+  mirs__buf_printf(b, "      const int q = (tid >> %d) + r * %" PRId64 ", sub = tid & %d;\n",
+                   ilog2(grp), groups, grp - 1);
+  if (rsh.ndim > 0)
+    emit_coords(b, "      ", "int", "q", &rsh);
+  mirs__buf_puts(b, "      const int ix = ");
+  bool any = false;
+  for (int d = 0; d < rsh.ndim; d++)
+    if (d != dim && os->d[d] > 1) {
+      mirs__buf_printf(b, "%sc%d * %" PRId64, any ? " + " : "", d, st[d]);
+      any = true;
+    }
+  mirs__buf_printf(b, "%s;\n      float ss = 0.0f;\n", any ? "" : "0");
+  mirs__buf_printf(b, "      if (q < %" PRId64 ")\n", rows);
+  mirs__buf_printf(b, "        for (int p = sub; p < %" PRId64 "; p += %d) {\n", len, grp);
+  mirs__buf_printf(b, "          const float y = mirs_ld(t%d + (ix + p * %" PRId64 "));\n",
+                   (int)op->in[0], st[dim]);
+  mirs__buf_printf(b, "          ss += %s;\n        }\n", rms ? "y * y" : "y");
+  for (int m = grp / 2; m >= 1; m /= 2)
+    mirs__buf_printf(b, "      ss += __shfl_xor_sync(0xffffffffu, ss, %d);\n", m);
+  if (!rms) {
+    mirs__buf_printf(b, "      if (q < %" PRId64 " && sub == 0) {\n", rows);
+    mirs__buf_puts(b, "        const int e = q;\n        float v = ss;\n");
+    emit_chain_store(k, "        ", op->out);
+    mirs__buf_puts(b, "      }\n    }\n");
+    return;
+  }
+  mirs__buf_printf(b, "      const float rms = sqrtf(ss / %" PRId64 ".0f);\n", len);
+  mirs__buf_printf(b, "      if (q < %" PRId64 ")\n", rows);
+  mirs__buf_printf(b, "        for (int p = sub; p < %" PRId64 "; p += %d) {\n", len, grp);
+  mirs__buf_printf(b, "          const int c%d = p, e = q * %" PRId64 " + p;\n          (void)c%d;\n",
+                   r - 1, len, r - 1);
+  mirs__buf_printf(b, "          float v = mirs_ld(t%d + (ix + p)) / rms;\n", (int)op->in[0]);
+  emit_chain_store(k, "          ", op->out);
+  mirs__buf_puts(b, "        }\n    }\n");
+}
+
 /* Emit a compute block op (either phase) and its fused chain. */
 static void emit_block_compute(kgen *k, int32_t oi) {
   const mirs__bgraph *bg = k->bg;
@@ -407,6 +472,11 @@ static void emit_block_compute(kgen *k, int32_t oi) {
   sync_if_pending(k, "    ");
   if (k->pl->op[oi].mma != MIRS__MMA_NONE) {
     emit_mma(k, oi);
+    return;
+  }
+  if (k->pl->op[oi].group > 1) {
+    emit_reduce_tree(k, oi);
+    k->pending = true;
     return;
   }
   const mirs__shape *os = &bg->t[op->out].shape;
@@ -449,14 +519,6 @@ static int64_t acc_per_thread(const kgen *k, int32_t t, int *group) {
   if (group)
     *group = g;
   return (n + owners - 1) / owners;
-}
-
-/* log2 of a power of two. */
-static int ilog2(int x) {
-  int l = 0;
-  while ((1 << l) < x)
-    l++;
-  return l;
 }
 
 /* Open a loop over the accumulator elements this thread owns (with

@@ -157,6 +157,32 @@ static void plan_mma(mirs__plan *pl, const mirs_graph *g, const mirs__bgraph *bg
   }
 }
 
+/* Lanes per reduced row for rows rows of length len on the kernel's
+ * threads: a power of 2 up to 32, no more than the row is long, every row
+ * still owned by a group; 1 when the block is not whole warps. */
+static int8_t tree_group(const mirs__plan *pl, int64_t rows, int64_t len) {
+  if (pl->nthreads % 32 != 0 || pl->nthreads > 1024)
+    return 1;
+  int64_t grp = 1;
+  while (grp * 2 <= 32 && rows * grp * 2 <= pl->nthreads && grp * 2 <= len)
+    grp *= 2;
+  return (int8_t)grp;
+}
+
+/* Block reductions (sum, rms_norm) as trees over lane groups. */
+static void plan_reductions(mirs__plan *pl, const mirs__bgraph *bg) {
+  for (int32_t i = 0; i < bg->nops; i++) {
+    const mirs__bop *op = &bg->ops[i];
+    pl->op[i].group = 1;
+    mirs__op_kind kind = mirs__graph_ops[op->op].kind;
+    if (kind != MIRS__KIND_REDUCE && kind != MIRS__KIND_RMSNORM)
+      continue;
+    const mirs__shape *xs = &bg->t[op->in[0]].shape;
+    int64_t len = kind == MIRS__KIND_REDUCE ? xs->d[op->dim] : xs->d[xs->ndim - 1];
+    pl->op[i].group = tree_group(pl, mirs__shape_numel(xs) / len, len);
+  }
+}
+
 /* 4. Layout of input tile t (op is its INPUT op). */
 static void plan_input(mirs__plan *pl, const mirs_graph *g, const mirs__bgraph *bg,
                        const mirs__bop *op) {
@@ -218,9 +244,7 @@ static int64_t place(mirs__plan *pl, const mirs__bgraph *bg, int stages) {
         pl->nthreads % 32 == 0) {
       const mirs__shape *xs = &bg->t[op->in[0]].shape;
       int64_t len = op->op == MIRS_OP_ACCUM_SUM ? xs->d[op->dim] : xs->d[xs->ndim - 1];
-      int64_t grp = 1;
-      while (grp * 2 <= 32 && n * grp * 2 <= pl->nthreads && grp * 2 <= len)
-        grp *= 2;
+      int64_t grp = tree_group(pl, n, len);
       int64_t per = (n + pl->nthreads / grp - 1) / (pl->nthreads / grp);
       if (grp >= 2 && per <= REG_ACC_MAX) {
         pt->tree = true;
@@ -359,6 +383,7 @@ mirs_status mirs__plan_build(mirs_context *ctx, const mirs_graph *g, int32_t ki,
   }
   plan_chains(pl, bg);
   plan_mma(pl, g, bg, mma);
+  plan_reductions(pl, bg);
   bool walked = false;
   for (int32_t i = 0; i < bg->nops; i++)
     if (bg->ops[i].op == MIRS_OP_INPUT) {

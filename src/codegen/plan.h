@@ -59,6 +59,7 @@ typedef struct mirs__plan_op {
   int8_t mma;     /* mirs__plan_mma of a matmul */
   int32_t m_pad;  /* MMA: rows of the output computed (M rounded up to 16) */
   int32_t acc;    /* MMA: accumulator whose C fragments it adds into, or -1 */
+  int8_t group;   /* sum / rms_norm: lanes per reduced row (warp-shuffle tree), 1: one thread */
 } mirs__plan_op;
 
 typedef struct mirs__plan {
