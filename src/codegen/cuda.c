@@ -210,11 +210,11 @@ typedef struct kgen {
   bool pending; /* shared memory written since the last barrier */
 } kgen;
 
-/* Storage strides of block tensor t (input tiles have padded rows). */
+/* Storage strides of block tensor t (tiles may have padded rows). */
 static void tile_strides(const kgen *k, int32_t t, int64_t st[MIRS_MAX_DIMS]) {
   const mirs__shape *s = &k->bg->t[t].shape;
   strides(s, st);
-  if (k->pl->t[t].input && s->ndim >= 2) {
+  if (k->pl->t[t].off >= 0 && k->pl->t[t].stride > 0 && s->ndim >= 2) {
     st[s->ndim - 2] = k->pl->t[t].stride;
     for (int d = s->ndim - 3; d >= 0; d--)
       st[d] = st[d + 1] * s->d[d + 1];
@@ -262,7 +262,16 @@ static void emit_chain_store(kgen *k, const char *ind, int32_t t) {
     }
     t = f->out;
   }
-  mirs__buf_printf(b, "%st%d[e] = v;\n", ind, (int)t);
+  const mirs__shape *ts = &bg->t[t].shape;
+  if (ts->ndim < 2 || k->pl->t[t].stride == ts->d[ts->ndim - 1]) {
+    mirs__buf_printf(b, "%st%d[e] = v;\n", ind, (int)t);
+    return;
+  }
+  int64_t st[MIRS_MAX_DIMS];
+  tile_strides(k, t, st);
+  mirs__buf_printf(b, "%st%d[", ind, (int)t);
+  emit_index_st(b, ts, st, s, s->ndim);
+  mirs__buf_puts(b, "] = v;\n");
 }
 
 /* MMA geometry of matmul op: output tiles of 16 x 8 (M padded to m_pad). */

@@ -211,6 +211,24 @@ static void plan_input(mirs__plan *pl, const mirs_graph *g, const mirs__bgraph *
   pt->stage_bytes = al16((int64_t)pt->rows * pt->stride * es);
 }
 
+/* Floats of padding for the rows of f32 tile t that a tf32 MMA reads
+ * element by element: an A operand (lanes read rows gq = 0..7 at columns
+ * tq = 0..3) is conflict-free with a stride of 4 mod 32 words, a B operand
+ * (rows tq, columns gq) with 8 mod 32; other tiles stay dense. */
+static int64_t f32_pad(const mirs__plan *pl, const mirs__bgraph *bg, int32_t t, int64_t last) {
+  int64_t want = -1;
+  for (int32_t i = 0; i < bg->nops; i++) {
+    const mirs__bop *c = &bg->ops[i];
+    if (pl->op[i].mma != MIRS__MMA_TF32 || bg->t[t].shape.ndim < 2)
+      continue;
+    if (c->in[0] == t)
+      want = 4;
+    else if (c->in[1] == t && want < 0)
+      want = 8;
+  }
+  return want < 0 ? 0 : ((want - last) % 32 + 32) % 32;
+}
+
 /* 4./5. Shared-memory offsets for `stages` buffers of walked tiles; returns the bytes. */
 static int64_t place(mirs__plan *pl, const mirs__bgraph *bg, int stages) {
   int64_t total = 0;
@@ -254,8 +272,13 @@ static int64_t place(mirs__plan *pl, const mirs__bgraph *bg, int stages) {
     /* A matmul whose fragments go into a register accumulator has no tile. */
     bool into_acc = op->op == MIRS_OP_MATMUL && pl->op[i].acc >= 0;
     if (pt->next < 0 && !into_acc) {
+      const mirs__shape *ts = &bg->t[t].shape;
+      int64_t last = ts->ndim > 0 ? ts->d[ts->ndim - 1] : 1;
+      pt->stride = (int32_t)last;
+      pt->rows = (int32_t)(n / last);
+      pt->stride += f32_pad(pl, bg, t, last);
       pt->off = total;
-      total += al16(n * 4);
+      total += al16((int64_t)pt->rows * pt->stride * 4);
     }
   }
   return total;
