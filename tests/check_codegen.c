@@ -23,6 +23,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "codegen/cost.h"
 #include "graph/graph.h"
 #include "testutil.h"
 
@@ -286,6 +287,53 @@ START_TEST(test_emu_primitives) {
 }
 END_TEST
 
+/* The kernel plan's shared memory (what the cost model prices) is what
+ * the generated kernel requests at launch, for the example µGraphs at
+ * their published and small shapes. */
+START_TEST(test_plan_smem_matches_launch) {
+  static const char *const files[] = {"examples/rmsnorm_linear.ugraph", "examples/gqa.ugraph",
+                                      "examples/rmsnorm_linear_small.ugraph",
+                                      "examples/gqa_small.ugraph", "examples/mha_small.ugraph",
+                                      "tests/codegen/mma_f16.ugraph", "tests/codegen/reduce_tree.ugraph"};
+  mirs_context *ctx = tu_ctx(NULL);
+  mirs__cost_profiles *p = NULL;
+  const mirs__cost_device *h100 = NULL;
+  ck_assert_int_eq(mirs__cost_profiles_builtin(ctx, &p), MIRS_OK);
+  ck_assert_int_eq(mirs__cost_find(ctx, p, "H100", &h100), MIRS_OK);
+  for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+    mirs_graph *g = load(ctx, files[i]);
+    char *text = NULL;
+    ck_assert_int_eq(mirs_codegen_cuda(g, "k", &text), MIRS_OK);
+    int checked = 0;
+    for (int32_t op = 0; op < g->nops; op++) {
+      if (g->ops[op].op != MIRS_OP_CUSTOM)
+        continue;
+      mirs__cost_kernel kc;
+      ck_assert_int_eq(mirs__cost_kernel_op(ctx, h100, g, op, &kc), MIRS_OK);
+      ck_assert(kc.feasible);
+      char key[64];
+      snprintf(key, sizeof key, "MIRS_LAUNCH(k_k%d, ", (int)op);
+      const char *at = strstr(text, key);
+      ck_assert_msg(at != NULL, "%s: no launch of kernel %d", files[i], (int)op);
+      /* MIRS_LAUNCH(k_kN, dim3(..), dim3(..), SMEM, stream, ... */
+      const char *c = strstr(at, "), dim3(");
+      ck_assert_ptr_nonnull(c);
+      c = strstr(c + 1, "), ");
+      ck_assert_ptr_nonnull(c);
+      long long smem = strtoll(c + 3, NULL, 10);
+      ck_assert_msg(smem == kc.smem, "%s kernel %d: launch requests %lld bytes, plan %lld",
+                    files[i], (int)op, smem, (long long)kc.smem);
+      checked++;
+    }
+    ck_assert_int_gt(checked, 0);
+    mirs_free(ctx, text);
+    mirs_graph_destroy(g);
+  }
+  mirs__cost_profiles_free(p);
+  mirs_context_destroy(ctx);
+}
+END_TEST
+
 /* The test suite. */
 static Suite *suite(void) {
   Suite *s = suite_create("codegen");
@@ -294,6 +342,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_codegen_api_errors);
   tcase_add_test(tc, test_refused_kernels);
   tcase_add_test(tc, test_emu_primitives);
+  tcase_add_test(tc, test_plan_smem_matches_launch);
   tcase_add_test(tc, test_cuda_backend_without_device);
   tcase_add_loop_test(tc, test_example_ugraphs_match_programs, 0, NEXAMPLES);
   tcase_add_loop_test(tc, test_codegen_graphs_match_interpreter, 0, NTESTGRAPHS);
