@@ -18,13 +18,16 @@
  *     16-bit MMA operands have their row stride padded by 16 bytes when it
  *     is an even number of 16-byte chunks, so the 8 rows one ldmatrix
  *     reads fall into 8 different 16-byte bank groups (conflict-free);
+ *     tiles a tf32 MMA reads element by element get strides of 4 (A) or
+ *     8 (B) mod 32 words, conflict-free for its lane pattern;
  *     rows of 16-byte multiples, in tensors whose rows are 16-byte
  *     multiples, are loaded with 16-byte cp.async, others element by
  *     element;
  *  5. stages: tiles the forloop walks get S buffers, S - 1 of them in
  *     flight while one is computed on: S is the smallest number that keeps
  *     INFLIGHT_TARGET bytes in flight, at least 2, at most 8 and F, and
- *     less while shared memory does not fit; loop-invariant tiles one;
+ *     less while shared memory does not fit (1 when no walked tile is
+ *     loaded with cp.async); loop-invariant tiles one;
  *  6. feasibility: shared memory within the limit, at most 1024 threads,
  *     every tile under 2^31 elements (the generated index math is 32-bit
  *     inside a block).
@@ -183,6 +186,25 @@ static void plan_reductions(mirs__plan *pl, const mirs__bgraph *bg) {
   }
 }
 
+/* Words (4 bytes) of padding for the rows (of `last` words) of tile t
+ * that a tf32 MMA reads element by element: an A operand (lanes read rows
+ * gq = 0..7 at columns tq = 0..3) is conflict-free with a stride of 4 mod
+ * 32 words, a B operand (rows tq, columns gq) with 8 mod 32; other tiles
+ * stay dense. */
+static int64_t tf32_pad(const mirs__plan *pl, const mirs__bgraph *bg, int32_t t, int64_t last) {
+  int64_t want = -1;
+  for (int32_t i = 0; i < bg->nops; i++) {
+    const mirs__bop *c = &bg->ops[i];
+    if (pl->op[i].mma != MIRS__MMA_TF32 || bg->t[t].shape.ndim < 2)
+      continue;
+    if (c->in[0] == t)
+      want = 4;
+    else if (c->in[1] == t && want < 0)
+      want = 8;
+  }
+  return want < 0 ? 0 : ((want - last) % 32 + 32) % 32;
+}
+
 /* 4. Layout of input tile t (op is its INPUT op). */
 static void plan_input(mirs__plan *pl, const mirs_graph *g, const mirs__bgraph *bg,
                        const mirs__bop *op) {
@@ -207,26 +229,10 @@ static void plan_input(mirs__plan *pl, const mirs_graph *g, const mirs__bgraph *
   }
   if (mma_operand && (last * es) % 16 == 0 && ((last * es) / 16) % 2 == 0)
     pt->stride += 16 / es;
+  else if (!mma_operand && (last * es) % 16 == 0)
+    pt->stride += tf32_pad(pl, bg, op->out, last * es / 4) * 4 / es;
   pt->vec = (last * es) % 16 == 0 && (klast * es) % 16 == 0;
   pt->stage_bytes = al16((int64_t)pt->rows * pt->stride * es);
-}
-
-/* Floats of padding for the rows of f32 tile t that a tf32 MMA reads
- * element by element: an A operand (lanes read rows gq = 0..7 at columns
- * tq = 0..3) is conflict-free with a stride of 4 mod 32 words, a B operand
- * (rows tq, columns gq) with 8 mod 32; other tiles stay dense. */
-static int64_t f32_pad(const mirs__plan *pl, const mirs__bgraph *bg, int32_t t, int64_t last) {
-  int64_t want = -1;
-  for (int32_t i = 0; i < bg->nops; i++) {
-    const mirs__bop *c = &bg->ops[i];
-    if (pl->op[i].mma != MIRS__MMA_TF32 || bg->t[t].shape.ndim < 2)
-      continue;
-    if (c->in[0] == t)
-      want = 4;
-    else if (c->in[1] == t && want < 0)
-      want = 8;
-  }
-  return want < 0 ? 0 : ((want - last) % 32 + 32) % 32;
 }
 
 /* 4./5. Shared-memory offsets for `stages` buffers of walked tiles; returns the bytes. */
@@ -276,7 +282,7 @@ static int64_t place(mirs__plan *pl, const mirs__bgraph *bg, int stages) {
       int64_t last = ts->ndim > 0 ? ts->d[ts->ndim - 1] : 1;
       pt->stride = (int32_t)last;
       pt->rows = (int32_t)(n / last);
-      pt->stride += f32_pad(pl, bg, t, last);
+      pt->stride += tf32_pad(pl, bg, t, last);
       pt->off = total;
       total += al16((int64_t)pt->rows * pt->stride * 4);
     }
@@ -419,8 +425,13 @@ mirs_status mirs__plan_build(mirs_context *ctx, const mirs_graph *g, int32_t ki,
   for (int32_t t = 0; t < bg->nt; t++)
     if (pl->t[t].input && !pl->t[t].invariant)
       stage += pl->t[t].stage_bytes;
+  /* Element loads are synchronous (a thread waits for each before it
+   * stores it): stage buffers would only cost shared memory. */
+  bool vec_walked = false;
+  for (int32_t t = 0; t < bg->nt; t++)
+    vec_walked = vec_walked || (pl->t[t].input && !pl->t[t].invariant && pl->t[t].vec);
   int stages = 1;
-  if (walked && stage > 0) {
+  if (walked && stage > 0 && vec_walked) {
     int64_t want = 1 + (INFLIGHT_TARGET + stage - 1) / stage;
     stages = (int)(want < 2 ? 2 : want > MIRS__PLAN_MAX_STAGES ? MIRS__PLAN_MAX_STAGES : want);
     if (stages > bg->forloop)
@@ -438,9 +449,6 @@ mirs_status mirs__plan_build(mirs_context *ctx, const mirs_graph *g, int32_t ki,
     stages--;
   }
   pl->stages = stages;
-  bool vec_walked = false;
-  for (int32_t t = 0; t < bg->nt; t++)
-    vec_walked = vec_walked || (pl->t[t].input && !pl->t[t].invariant && pl->t[t].vec);
   pl->pipelined = stages >= 2 && vec_walked;
   pl->regs = estimate_regs(pl, bg);
   plan_totals(pl, g, kop, smem_limit);
