@@ -21,7 +21,8 @@
  *   ub = min(1, B / (hbm_saturation*sms)) a fraction of the SMs already
  *        saturates HBM, so bandwidth is lost only below that;
  *   inflight = resident blocks (min(B, sms * blocks per SM by shared
- *        memory and threads)) * the plan's bytes in flight per block:
+ *        memory, threads and the plan's register estimate)) * the
+ *        plan's bytes in flight per block:
  *        Little's law bounds bandwidth by inflight / latency.
  * Bytes are HBM traffic, with no credit for L2 hits: every block loads its
  * own tile of every input, so a replicated input is re-read by each block
@@ -56,6 +57,7 @@
 #define SPECIAL_FLOPS 4.0
 #define MEM_LATENCY_S 0.7e-6    /* loaded HBM latency: bytes in flight / latency bounds bandwidth */
 #define MAX_THREADS_PER_SM 2048 /* resident threads per SM (sm_80, sm_90) */
+#define REGS_PER_SM 65536       /* 32-bit registers per SM (sm_80, sm_90) */
 
 /* The profile file, one C string per line, generated at build time from
  * data/devices.profile (see Makefile.am). */
@@ -789,6 +791,11 @@ static mirs_status cost_custom(mirs_context *ctx, const mirs__cost_device *d, co
   int64_t by_threads = pl.nthreads > 0 ? MAX_THREADS_PER_SM / pl.nthreads : 1;
   if (occ > by_threads)
     occ = by_threads;
+  int64_t by_regs = pl.regs > 0 && pl.nthreads > 0
+                        ? REGS_PER_SM / ((int64_t)pl.regs * pl.nthreads)
+                        : 32;
+  if (occ > by_regs)
+    occ = by_regs;
   if (occ > 32)
     occ = 32;
   if (occ < 1)
