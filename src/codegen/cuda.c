@@ -207,6 +207,7 @@ typedef struct kgen {
   const mirs__plan *pl;
   mirs__buf *b;
   int32_t nthreads;
+  bool fastdiv; /* every output is 16-bit: divisions in registers may be __fdividef (2 ulp) */
   bool pending; /* shared memory written since the last barrier */
 } kgen;
 
@@ -255,6 +256,10 @@ static void emit_chain_store(kgen *k, const char *ind, int32_t t) {
       mirs__buf_printf(b, "%sv = ", ind);
       emit_unary(b, f->op, "v");
       mirs__buf_puts(b, ";\n");
+    } else if (f->op == MIRS_OP_DIV && k->fastdiv) {
+      mirs__buf_printf(b, "%sv = __fdividef(v, ", ind);
+      emit_tile_ld(k, f->in[1], s);
+      mirs__buf_puts(b, ");\n");
     } else {
       mirs__buf_printf(b, "%sv = v %s ", ind, binop(f->op));
       emit_tile_ld(k, f->in[1], s);
@@ -463,12 +468,16 @@ static void emit_reduce_tree(kgen *k, int32_t oi) {
     mirs__buf_puts(b, "      }\n    }\n");
     return;
   }
-  mirs__buf_printf(b, "      const float rms = sqrtf(ss / %" PRId64 ".0f);\n", len);
+  if (k->fastdiv) /* one division per row, a multiply per element */
+    mirs__buf_printf(b, "      const float inv = 1.0f / sqrtf(ss / %" PRId64 ".0f);\n", len);
+  else
+    mirs__buf_printf(b, "      const float rms = sqrtf(ss / %" PRId64 ".0f);\n", len);
   mirs__buf_printf(b, "      if (q < %" PRId64 ")\n", rows);
   mirs__buf_printf(b, "        for (int p = sub; p < %" PRId64 "; p += %d) {\n", len, grp);
   mirs__buf_printf(b, "          const int c%d = p, e = q * %" PRId64 " + p;\n          (void)c%d;\n",
                    r - 1, len, r - 1);
-  mirs__buf_printf(b, "          float v = mirs_ld(t%d + (ix + p)) / rms;\n", (int)op->in[0]);
+  mirs__buf_printf(b, "          float v = mirs_ld(t%d + (ix + p)) %s;\n", (int)op->in[0],
+                   k->fastdiv ? "* inv" : "/ rms");
   emit_chain_store(k, "          ", op->out);
   mirs__buf_puts(b, "        }\n    }\n");
 }
@@ -892,6 +901,9 @@ static mirs_status emit_custom(const mirs_graph *g, int32_t ki, const char *enam
   k.pl = pl;
   k.b = b;
   k.nthreads = pl->nthreads;
+  k.fastdiv = true;
+  for (int32_t i = 0; i < kop->nout; i++)
+    k.fastdiv = k.fastdiv && g->t[kop->out[i]].dtype != MIRS_F32;
   mirs__sched sched = {0};
   MIRS_CHECK(ctx, mirs__sched_build(ctx, bg, &sched));
   int S = pl->stages, F = bg->forloop;

@@ -487,6 +487,10 @@ static inline void mirs_ldmatrix_x4(uint32_t r[4], const void *p) {
 static inline void mirs_ldmatrix_x2_trans(uint32_t r[2], const void *p) {
   mirs_emu_async::ldmatrix(r, p, 2, true);
 }
+/* __fdividef: the device's fast division (2 ulp); exact here. */
+static inline float __fdividef(float a, float b) {
+  return a / b;
+}
 /* __shfl_xor_sync over the whole warp (mask: all 32 lanes). */
 static inline float __shfl_xor_sync(unsigned mask, float v, int lane_mask) {
   (void)mask;
