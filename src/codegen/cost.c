@@ -908,8 +908,9 @@ mirs_status mirs__cost_print(mirs_context *ctx, const mirs__cost_device *d, cons
         kernel_label(g, i, label, sizeof label), k.seconds * 1e6, k.mem_seconds * 1e6,
         k.compute_seconds * 1e6, d->launch_s * 1e6, k.bytes, k.flops);
     if (k.custom)
-      mirs__buf_printf(b, ", %lld blocks (utilisation %.2f), smem %lld bytes", (long long)k.blocks,
-                       k.utilisation, (long long)k.smem);
+      mirs__buf_printf(b, ", %lld blocks (utilisation %.2f), smem %lld bytes, %d stage%s%s",
+                       (long long)k.blocks, k.utilisation, (long long)k.smem, (int)k.stages,
+                       k.stages == 1 ? "" : "s", k.pipelined ? " (cp.async pipeline)" : "");
     if (!k.feasible)
       mirs__buf_printf(b, ", INFEASIBLE: %s", k.reason);
     mirs__buf_puts(b, "\n");
