@@ -6,17 +6,21 @@
  *  - a predefined op is a simple grid-stride kernel, one thread per output
  *    element, computing in float from its stored (f16/bf16/f32) operands;
  *  - a custom op is one kernel with the block graph's schedule
- *    (graph/schedule.c): blockIdx selects the tiles (imap/omap offsets),
- *    a forloop over F iterations stages each INPUT tile in shared memory
- *    (as float), block ops compute tiles in shared memory, accumulators
- *    live in registers (each thread owns elements tid + r*NT), thread-level
- *    chains of fused elementwise ops are applied in registers to the value
- *    their producer computes (matmul, elementwise, reduction, accumulator)
- *    so the fused intermediates never reach shared memory, and OUTPUT ops
- *    store tiles through omap in the output's dtype;
- *  - f16/bf16 block matmuls whose tiles are multiples of 16x8x16, in
- *    blocks of whole warps, use tensor cores (mma.sync m16n8k16, f32
- *    accumulation; sm_80 and later); others take the scalar path.
+ *    (graph/schedule.c) that carries out its kernel plan (plan.c, the
+ *    same plan the cost model prices): blockIdx selects the tiles
+ *    (imap/omap offsets); input tiles are staged in shared memory at
+ *    their stored dtype, with 16-byte cp.async where the plan proved
+ *    alignment (per-thread addresses computed once), S stages deep over
+ *    the forloop (issue f+S-1, wait for f, compute), loop-invariant tiles
+ *    once; 16-bit matmuls run on tensor cores (ldmatrix + mma.sync
+ *    m16n8k16, skinny M padded to 16), matmuls with a computed operand on
+ *    tf32 m16n8k8; `accum` of an MMA keeps its C fragments in registers;
+ *    reductions (sum, rms_norm, accum_sum, accum_rms) run as warp-shuffle
+ *    trees; thread-level chains of fused elementwise ops are applied in
+ *    registers to the value their producer computes, so the fused
+ *    intermediates never reach shared memory; OUTPUT ops store tiles
+ *    through omap in the output's dtype.  A kernel whose plan does not
+ *    fit is refused (MIRS_LIMIT); there is no global-memory fallback.
  * Intermediate kernel tensors live in a caller-provided workspace.
  *
  * Invariants: the graph is valid (mirs__graph_validate) before emission;
@@ -867,7 +871,6 @@ static void emit_plan_comment(kgen *k, int32_t ki) {
   char dims[96];
   for (int32_t t = 0; t < bg->nt; t++) {
     const mirs__plan_tensor *pt = &pl->t[t];
-    const mirs__bop *p = &bg->ops[bg->t[t].producer];
     if (pt->input)
       mirs__buf_printf(b, " *   %s%s: %s tile, %d rows of stride %d, %d stage%s, %s%s\n",
                        bg->t[t].name, mirs__shape_str(&bg->t[t].shape, dims, sizeof dims),
@@ -882,7 +885,6 @@ static void emit_plan_comment(kgen *k, int32_t ki) {
                        pl->op[bg->t[t].producer].mma == MIRS__MMA_16
                            ? "ldmatrix + mma.sync m16n8k16"
                            : "mma.sync m16n8k8 tf32");
-    (void)p;
   }
   mirs__buf_puts(b, " */\n");
 }
