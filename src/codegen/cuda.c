@@ -304,11 +304,13 @@ static mma_geo mma_geometry(const kgen *k, const mirs__bop *op, int32_t m_pad) {
 }
 
 /* Open the loop over the 16x8 output tiles this warp owns (tile w =
- * warp + j * warps), with the batch coordinates c0.. of tile w. */
+ * warp * per + j: consecutive tiles, so they share their rows when a row
+ * of tiles is a multiple of per), with the batch coordinates c0.. of
+ * tile w. */
 static void open_warp_tiles(kgen *k, const mma_geo *q, const mirs__shape *os) {
   mirs__buf *b = k->b;
   mirs__buf_printf(b, "      MIRS_UNROLL for (int j = 0; j < %" PRId64 "; j++) {\n", q->per);
-  mirs__buf_printf(b, "        const int w = warp + j * %d;\n", (int)k->pl->nwarps);
+  mirs__buf_printf(b, "        const int w = warp * %" PRId64 " + j;\n", q->per);
   mirs__buf_printf(b, "        if (w >= %" PRId64 ")\n          break;\n", q->tiles);
   mirs__buf_printf(b, "        const int bi = w / %" PRId64 ", mt = (w / %" PRId64 ") %% %" PRId64
                       ", nt = w %% %" PRId64 ";\n        (void)bi;\n",
@@ -335,6 +337,80 @@ static void emit_frag_epilogue(kgen *k, const mma_geo *q, int32_t t, const char 
   mirs__buf_printf(b, "          float v = %s[h];\n", D);
   emit_chain_store(k, "          ", t);
   mirs__buf_puts(b, "        }\n");
+}
+
+/* The MMA_16 body when a warp's `per` tiles lie in one row of tiles
+ * (same batch and rows): A fragments are loaded once per k step for all of
+ * them, B fragments of two neighbouring tiles at once (ldmatrix.x4.trans:
+ * lanes 16-31 address the next 8 columns).  Opens and closes its own
+ * block (the caller emitted its `{` and lane variables). */
+static void emit_mma16_rows(kgen *k, int32_t oi, const mma_geo *q, int64_t SA, int64_t SB,
+                            mirs_dtype dt, const char *sfx) {
+  const mirs__bgraph *bg = k->bg;
+  const mirs__bop *op = &bg->ops[oi];
+  const mirs__plan_op *po = &k->pl->op[oi];
+  mirs__buf *b = k->b;
+  const mirs__shape *os = &bg->t[op->out].shape, *as = &bg->t[op->in[0]].shape,
+                    *bs = &bg->t[op->in[1]].shape;
+  int64_t sa[MIRS_MAX_DIMS], sb[MIRS_MAX_DIMS];
+  tile_strides(k, op->in[0], sa);
+  tile_strides(k, op->in[1], sb);
+  int64_t ksteps = q->kk / 16;
+  mirs__buf_printf(b, "      const int w0 = warp * %" PRId64 ";\n      if (w0 < %" PRId64 ") {\n",
+                   q->per, q->tiles);
+  mirs__buf_printf(b, "        const int bi = w0 / %" PRId64 ", mt = (w0 / %" PRId64 ") %% %" PRId64
+                      ", nt0 = w0 %% %" PRId64 ";\n        (void)bi;\n",
+                   q->mt * q->nt, q->nt, q->mt, q->nt);
+  mirs__shape bsh = *os;
+  bsh.ndim = os->ndim - 2;
+  if (bsh.ndim > 0)
+    emit_coords(b, "        ", "int", "bi", &bsh);
+  mirs__buf_puts(b, "        const int ab = ");
+  emit_index_st(b, as, sa, os, os->ndim - 2);
+  mirs__buf_puts(b, ", bb = ");
+  emit_index_st(b, bs, sb, os, os->ndim - 2);
+  mirs__buf_puts(b, ";\n");
+  if (po->acc >= 0)
+    mirs__buf_printf(b, "        float (*const d)[4] = accf%d;\n", (int)po->acc);
+  else
+    mirs__buf_printf(b, "        float d[%" PRId64 "][4] = {};\n", q->per);
+  mirs__buf_printf(b,
+                   "        const %s *const pa = t%d + ab + (mt * 16 + (lane & 15)) * %" PRId64
+                   " + (lane >> 4) * 8;\n",
+                   ctype(dt), (int)op->in[0], SA);
+  mirs__buf_printf(b,
+                   "        const %s *const pb = t%d + bb + (lane & 15) * %" PRId64
+                   " + nt0 * 8 + (lane >> 4) * 8;\n",
+                   ctype(dt), (int)op->in[1], SB);
+  mirs__buf_printf(b, "        %sfor (int kk = 0; kk < %" PRId64 "; kk += 16) {\n",
+                   ksteps <= 16 ? "MIRS_UNROLL " : "", q->kk);
+  mirs__buf_puts(b, "          uint32_t a[4];\n          mirs_ldmatrix_x4(a, pa + kk);\n");
+  for (int64_t j = 0; j + 1 < q->per; j += 2) {
+    mirs__buf_printf(b, "          {\n            uint32_t bf[4];\n"
+                        "            mirs_ldmatrix_x4_trans(bf, pb + kk * %" PRId64 " + %" PRId64 ");\n",
+                     SB, j * 8);
+    mirs__buf_printf(b, "            mirs_mma_%s(d[%" PRId64 "], a, bf);\n"
+                        "            mirs_mma_%s(d[%" PRId64 "], a, bf + 2);\n          }\n",
+                     sfx, j, sfx, j + 1);
+  }
+  if (q->per % 2 == 1) {
+    mirs__buf_printf(b, "          {\n            uint32_t bf[2];\n"
+                        "            mirs_ldmatrix_x2_trans(bf, pb + kk * %" PRId64 " + %" PRId64 ");\n"
+                        "            mirs_mma_%s(d[%" PRId64 "], a, bf);\n          }\n",
+                     SB, (q->per - 1) * 8, sfx, q->per - 1);
+  }
+  mirs__buf_puts(b, "        }\n");
+  if (po->acc < 0) {
+    mirs__buf_printf(b, "        MIRS_UNROLL for (int j = 0; j < %" PRId64 "; j++) {\n"
+                        "        const int nt = nt0 + j;\n",
+                     q->per);
+    char D[16];
+    snprintf(D, sizeof D, "d[j]");
+    emit_frag_epilogue(k, q, op->out, D);
+    mirs__buf_puts(b, "        }\n");
+    k->pending = true;
+  }
+  mirs__buf_puts(b, "      }\n    }\n");
 }
 
 /* Emit a block matmul on tensor cores.  MMA_16: both operands are 16-bit
@@ -366,6 +442,10 @@ static void emit_mma(kgen *k, int32_t oi) {
                    po->acc >= 0 ? ", into the accumulator's registers" : "");
   mirs__buf_puts(b, "      const int lane = tid & 31, warp = tid >> 5, gq = lane >> 2, tq = lane & 3;\n"
                     "      (void)gq; (void)tq;\n");
+  if (!tf32 && q.nt % q.per == 0 && q.tiles % q.per == 0) {
+    emit_mma16_rows(k, oi, &q, SA, SB, dt, sfx);
+    return;
+  }
   open_warp_tiles(k, &q, os);
   mirs__buf_puts(b, "        const int ab = ");
   emit_index_st(b, as, sa, os, os->ndim - 2);
@@ -1176,11 +1256,15 @@ static const char prelude_copy[] =
     "    const unsigned a = (unsigned)__cvta_generic_to_shared(p);\n"
     "    asm volatile(\"ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\\n\"\n"
     "                 : \"=r\"(r[0]), \"=r\"(r[1]), \"=r\"(r[2]), \"=r\"(r[3]) : \"r\"(a) : \"memory\");\n}\n"
-    "/* Two 8x8 16-bit matrices, transposed (the B operand from a row-major [k][n] tile). */\n"
+    "/* Two (four) 8x8 16-bit matrices, transposed (B operands from a row-major [k][n] tile). */\n"
     "__device__ __forceinline__ void mirs_ldmatrix_x2_trans(uint32_t r[2], const void *p) {\n"
     "    const unsigned a = (unsigned)__cvta_generic_to_shared(p);\n"
     "    asm volatile(\"ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];\\n\"\n"
     "                 : \"=r\"(r[0]), \"=r\"(r[1]) : \"r\"(a) : \"memory\");\n}\n"
+    "__device__ __forceinline__ void mirs_ldmatrix_x4_trans(uint32_t r[4], const void *p) {\n"
+    "    const unsigned a = (unsigned)__cvta_generic_to_shared(p);\n"
+    "    asm volatile(\"ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\\n\"\n"
+    "                 : \"=r\"(r[0]), \"=r\"(r[1]), \"=r\"(r[2]), \"=r\"(r[3]) : \"r\"(a) : \"memory\");\n}\n"
     "#endif\n"
     "template <typename T>\n"
     "__global__ void __launch_bounds__(256) mirs_copy(const T *__restrict__ s, T *__restrict__ "

@@ -487,6 +487,9 @@ static inline void mirs_ldmatrix_x4(uint32_t r[4], const void *p) {
 static inline void mirs_ldmatrix_x2_trans(uint32_t r[2], const void *p) {
   mirs_emu_async::ldmatrix(r, p, 2, true);
 }
+static inline void mirs_ldmatrix_x4_trans(uint32_t r[4], const void *p) {
+  mirs_emu_async::ldmatrix(r, p, 4, true);
+}
 /* __fdividef: the device's fast division (2 ulp); exact here. */
 static inline float __fdividef(float a, float b) {
   return a / b;
