@@ -339,6 +339,21 @@ static void emit_frag_epilogue(kgen *k, const mma_geo *q, int32_t t, const char 
   mirs__buf_puts(b, "        }\n");
 }
 
+/* Emit `ab`, `bb`: the offsets of matmul op's A and B operands at the
+ * batch coordinates c0.. (broadcast), in their stored strides. */
+static void emit_operand_bases(kgen *k, const mirs__bop *op) {
+  const mirs__bgraph *bg = k->bg;
+  const mirs__shape *os = &bg->t[op->out].shape;
+  int64_t sa[MIRS_MAX_DIMS], sb[MIRS_MAX_DIMS];
+  tile_strides(k, op->in[0], sa);
+  tile_strides(k, op->in[1], sb);
+  mirs__buf_puts(k->b, "        const int ab = ");
+  emit_index_st(k->b, &bg->t[op->in[0]].shape, sa, os, os->ndim - 2);
+  mirs__buf_puts(k->b, ", bb = ");
+  emit_index_st(k->b, &bg->t[op->in[1]].shape, sb, os, os->ndim - 2);
+  mirs__buf_puts(k->b, ";\n");
+}
+
 /* The MMA_16 body when a warp's `per` tiles lie in one row of tiles
  * (same batch and rows): A fragments are loaded once per k step for all of
  * them, B fragments of two neighbouring tiles at once (ldmatrix.x4.trans:
@@ -350,11 +365,7 @@ static void emit_mma16_rows(kgen *k, int32_t oi, const mma_geo *q, int64_t SA, i
   const mirs__bop *op = &bg->ops[oi];
   const mirs__plan_op *po = &k->pl->op[oi];
   mirs__buf *b = k->b;
-  const mirs__shape *os = &bg->t[op->out].shape, *as = &bg->t[op->in[0]].shape,
-                    *bs = &bg->t[op->in[1]].shape;
-  int64_t sa[MIRS_MAX_DIMS], sb[MIRS_MAX_DIMS];
-  tile_strides(k, op->in[0], sa);
-  tile_strides(k, op->in[1], sb);
+  const mirs__shape *os = &bg->t[op->out].shape;
   int64_t ksteps = q->kk / 16;
   mirs__buf_printf(b, "      const int w0 = warp * %" PRId64 ";\n      if (w0 < %" PRId64 ") {\n",
                    q->per, q->tiles);
@@ -365,11 +376,7 @@ static void emit_mma16_rows(kgen *k, int32_t oi, const mma_geo *q, int64_t SA, i
   bsh.ndim = os->ndim - 2;
   if (bsh.ndim > 0)
     emit_coords(b, "        ", "int", "bi", &bsh);
-  mirs__buf_puts(b, "        const int ab = ");
-  emit_index_st(b, as, sa, os, os->ndim - 2);
-  mirs__buf_puts(b, ", bb = ");
-  emit_index_st(b, bs, sb, os, os->ndim - 2);
-  mirs__buf_puts(b, ";\n");
+  emit_operand_bases(k, op);
   if (po->acc >= 0)
     mirs__buf_printf(b, "        float (*const d)[4] = accf%d;\n", (int)po->acc);
   else
@@ -447,11 +454,7 @@ static void emit_mma(kgen *k, int32_t oi) {
     return;
   }
   open_warp_tiles(k, &q, os);
-  mirs__buf_puts(b, "        const int ab = ");
-  emit_index_st(b, as, sa, os, os->ndim - 2);
-  mirs__buf_puts(b, ", bb = ");
-  emit_index_st(b, bs, sb, os, os->ndim - 2);
-  mirs__buf_puts(b, ";\n");
+  emit_operand_bases(k, op);
   if (po->acc >= 0)
     mirs__buf_printf(b, "        float *const d = accf%d[j];\n", (int)po->acc);
   else
