@@ -32,7 +32,8 @@
 static const char *const EXAMPLES[] = {"gqa_small", "mha_small", "rmsnorm_linear_small"};
 #define NEXAMPLES ((int)(sizeof EXAMPLES / sizeof EXAMPLES[0]))
 
-static const char *const TESTGRAPHS[] = {"mma_f16", "rms_bf16", "f32_mixed", "reduce_tree"};
+static const char *const TESTGRAPHS[] = {"mma_f16", "rms_bf16", "f32_mixed", "reduce_tree",
+                                          "general_load"};
 #define NTESTGRAPHS ((int)(sizeof TESTGRAPHS / sizeof TESTGRAPHS[0]))
 
 /* Small examples searched for results the generator was not written against. */
