@@ -283,8 +283,14 @@ static int64_t place(mirs__plan *pl, const mirs__bgraph *bg, int stages) {
       pt->stride = (int32_t)last;
       pt->rows = (int32_t)(n / last);
       pt->stride += tf32_pad(pl, bg, t, last);
-      pt->off = total;
-      total += al16((int64_t)pt->rows * pt->stride * 4);
+      if (pt->acc_smem && pt->stride == last) {
+        /* Written back in place: each thread turns its own running sums
+         * into the final values (no chain), so they share storage. */
+        pt->off = pt->aoff;
+      } else {
+        pt->off = total;
+        total += al16((int64_t)pt->rows * pt->stride * 4);
+      }
     }
   }
   return total;
