@@ -621,6 +621,16 @@ START_TEST(test_rmsnorm_linear_fused_wins) {
 }
 END_TEST
 
+/* Read source file rel into buf (NUL-terminated); its length. */
+static size_t read_text(const char *rel, char *buf, size_t size) {
+  FILE *f = fopen(tu_src(rel), "r");
+  ck_assert_ptr_nonnull(f);
+  size_t n = fread(buf, 1, size - 1, f);
+  fclose(f);
+  buf[n] = 0;
+  return n;
+}
+
 /* GQA at its published shape (examples/gqa.ugraph): the hand-written
  * flash-style kernel has 32 blocks (grid 2 x 16).  Its variants with
  * 8 and 4 blocks (grid.y 4 and 2, the same forloop) move fewer bytes in
@@ -637,12 +647,8 @@ START_TEST(test_gqa_grid_ranking) {
   ck_assert_int_eq(mirs__cost_find(ctx, p, "H100", &h100), MIRS_OK);
   /* The example's text with grid.y 16, 4 and 2 (query tiles of 16, 64
    * and 128 rows). */
-  FILE *f = fopen(tu_src("examples/gqa.ugraph"), "r");
-  ck_assert_ptr_nonnull(f);
   static char text[8192];
-  size_t n = fread(text, 1, sizeof text - 1, f);
-  fclose(f);
-  text[n] = 0;
+  size_t n = read_text("examples/gqa.ugraph", text, sizeof text);
   char *grid = strstr(text, "grid=[2, 16, 1]");
   ck_assert_ptr_nonnull(grid);
   mirs__cost_kernel k[3];
@@ -686,12 +692,8 @@ START_TEST(test_forloop_variants_latency) {
   const mirs__cost_device *h100;
   ck_assert_int_eq(mirs__cost_profiles_builtin(ctx, &p), MIRS_OK);
   ck_assert_int_eq(mirs__cost_find(ctx, p, "H100", &h100), MIRS_OK);
-  FILE *f = fopen(tu_src("examples/rmsnorm_linear.ugraph"), "r");
-  ck_assert_ptr_nonnull(f);
   static char text[8192], var[8300];
-  size_t n = fread(text, 1, sizeof text - 1, f);
-  fclose(f);
-  text[n] = 0;
+  read_text("examples/rmsnorm_linear.ugraph", text, sizeof text);
   char *at = strstr(text, "forloop=64)");
   ck_assert_ptr_nonnull(at);
   static const int fs[3] = {64, 128, 256};
