@@ -3,8 +3,10 @@
  * the analytic cost model that ranks µGraphs without a GPU.
  *
  * Model (DESIGN.md "Cost model").  Per kernel op:
- *   time = launch + max(memory, compute)       (pipelined custom kernels,
- *                                               and predefined ops)
+ *   time = launch + max(memory, compute)       (predefined ops)
+ *   time = launch + max(memory, compute)       (pipelined custom kernels
+ *          + min(memory, compute) / F           over F iterations: one
+ *                                               iteration is exposed)
  *   time = launch + memory + compute           (custom kernels without a
  *                                               cp.async pipeline)
  *   memory  = bytes / min(bw * ub, inflight / MEM_LATENCY_S)
@@ -815,11 +817,14 @@ static mirs_status cost_custom(mirs_context *ctx, const mirs__cost_device *d, co
   k->compute_seconds = (k->tc_flops + tf32_flops) / (d->tc_peak * uu) +
                        k->simt_flops / (d->f32_peak * uu);
   /* Without a pipeline a block waits for its loads, then computes; with
-   * one, loads of later iterations overlap the compute of this one.  (The
-   * latency of the first stage is in mem_seconds: Little's law.) */
-  double body = pl.pipelined ? (k->mem_seconds > k->compute_seconds ? k->mem_seconds
-                                                                     : k->compute_seconds)
-                             : k->mem_seconds + k->compute_seconds;
+   * one, loads of later iterations overlap the compute of this one, and
+   * only one iteration of the shorter side is exposed (the first loads
+   * of a compute-bound kernel, the last compute of a memory-bound one):
+   * of two variants that both saturate HBM, the finer pipeline wins.
+   * (The latency of the first stage is in mem_seconds: Little's law.) */
+  double lo = k->mem_seconds < k->compute_seconds ? k->mem_seconds : k->compute_seconds;
+  double hi = k->mem_seconds < k->compute_seconds ? k->compute_seconds : k->mem_seconds;
+  double body = pl.pipelined ? hi + lo / F : k->mem_seconds + k->compute_seconds;
   k->seconds = d->launch_s + body;
   char label[160];
   if (!pl.feasible) {
