@@ -391,22 +391,30 @@ START_TEST(test_custom_kernel) {
    * 8 times (64 KB = W once); output tile [64,64] f16 by 4 blocks (32 KB). */
   double bytes = 8192.0 * 2 * 4 + 8192.0 * 2 * 4 + 8192.0 * 4; /* 163840 */
   double tc = 4 * 2 * (2.0 * 64 * 64 * 64);                    /* B * F * tile matmul */
-  double simt = 4 * 2 * 4096.0;                                /* B * F * accumulate adds */
+  /* The plan: the matmul on tensor cores adds into the accumulator's C
+   * fragments (no CUDA-core adds); x and w staged as f16 with rows padded
+   * to 72 elements, 2 stages (F = 2); the written-back f32 tile. */
   ck_near(r.bytes, bytes);
-  ck_near(r.flops, tc + simt);
-  ck_near(r.seconds, 5e-6 + bytes / 1e12); /* 1.64e-7 memory > 4.5e-8 compute */
+  ck_near(r.flops, tc);
   ck_assert(r.feasible);
   ck_assert_str_eq(r.reason, "");
-  /* smem: x 8 KB + w 8 KB + y 8 KB + f32 accumulator 16 KB. */
-  ck_assert_int_eq(r.smem_peak, 8192 * 3 + 16384);
+  ck_assert_int_eq(r.smem_peak, 2 * (64 * 72 * 2) * 2 + 16384);
   mirs__cost_kernel k;
   ck_assert_int_eq(mirs__cost_kernel_op(ctx, d, g, 0, &k), MIRS_OK);
   ck_assert(k.custom);
   ck_assert_int_eq(k.blocks, 4);
+  ck_assert_int_eq(k.stages, 2);
+  ck_assert(k.pipelined);
   ck_near(k.utilisation, 1);
   ck_near(k.tc_flops, tc);
-  ck_near(k.simt_flops, simt);
-  ck_near(k.compute_seconds, tc / 1e14 + simt / 1e13);
+  ck_near(k.simt_flops, 0);
+  ck_near(k.compute_seconds, tc / 1e14);
+  /* Latency-bound loads: 4 resident blocks keep one stage (16 KB) each in
+   * flight, 64 KB / 0.7 us, far under the 1 TB/s of T. */
+  ck_near(k.inflight, 4 * 16384.0);
+  ck_near(k.mem_seconds, bytes / (k.inflight / 0.7e-6));
+  /* Pipelined over F = 2: memory, and one iteration of compute exposed. */
+  ck_near(r.seconds, 5e-6 + k.mem_seconds + k.compute_seconds / 2);
   mirs__graph_free(g);
 
   /* 8 blocks: X is re-read by 8 blocks instead of 4 (64 KB more); W and O
@@ -437,16 +445,15 @@ START_TEST(test_utilisation) {
   mirs__cost_kernel k;
   ck_assert_int_eq(mirs__cost_kernel_op(ctx, &big, g, 0, &k), MIRS_OK);
   ck_near(k.utilisation, 0.25);
-  ck_near(k.mem_seconds, 163840 / (1e12 * 0.5));
-  ck_near(k.compute_seconds,
-          4 * 2 * 2.0 * 64 * 64 * 64 / (1e14 * 0.25) + 4 * 2 * 4096 / (1e13 * 0.25));
-  ck_near(k.seconds, 5e-6 + k.mem_seconds);
+  ck_near(k.mem_seconds, 163840 / fmin(1e12 * 0.5, k.inflight / 0.7e-6));
+  ck_near(k.compute_seconds, 4 * 2 * 2.0 * 64 * 64 * 64 / (1e14 * 0.25));
+  ck_near(k.seconds, 5e-6 + k.mem_seconds + k.compute_seconds / 2);
   mirs__graph_free(g);
   /* 8 blocks saturate HBM on T16; on T (4 SMs) everything is at full rate. */
   g = custom_mm(ctx, 8, false, false);
   ck_assert_int_eq(mirs__cost_kernel_op(ctx, &big, g, 0, &k), MIRS_OK);
   ck_near(k.utilisation, 0.5);
-  ck_near(k.mem_seconds, k.bytes / 1e12);
+  ck_near(k.mem_seconds, k.bytes / fmin(1e12, k.inflight / 0.7e-6));
   ck_assert_int_eq(mirs__cost_kernel_op(ctx, t, g, 0, &k), MIRS_OK);
   ck_near(k.utilisation, 1);
   mirs__graph_free(g);
@@ -460,43 +467,65 @@ START_TEST(test_smem_limit_and_fusion) {
   mirs_context *ctx = tu_ctx(NULL);
   mirs__cost_profiles *p;
   const mirs__cost_device *d = test_dev(ctx, &p, "T16"); /* limit 40959 bytes */
-  /* Needs 40960 bytes: one over the limit. */
+  /* Two stages need 53248 bytes; one stage fits in 34816 (x and w 9216
+   * bytes each, the f32 tile 16384). */
   mirs_graph *g = custom_mm(ctx, 4, false, false);
   mirs__cost_result r;
-  ck_assert_int_eq(mirs__cost_graph(ctx, d, g, &r), MIRS_OK);
+  mirs__cost_kernel k;
+  ck_assert_int_eq(mirs__cost_kernel_op(ctx, d, g, 0, &k), MIRS_OK);
+  ck_assert(k.feasible);
+  ck_assert_int_eq(k.stages, 1);
+  ck_assert(!k.pipelined);
+  ck_assert_int_eq(k.smem, 34816);
+  /* Unpipelined: loads, then compute; with room for 2 stages the same
+   * kernel is pipelined and predicted faster. */
+  ck_near(k.seconds, 5e-6 + k.mem_seconds + k.compute_seconds);
+  mirs__cost_device roomy = *d;
+  roomy.smem_per_block = 65536;
+  mirs__cost_kernel k2;
+  ck_assert_int_eq(mirs__cost_kernel_op(ctx, &roomy, g, 0, &k2), MIRS_OK);
+  ck_assert(k2.pipelined && k2.stages == 2);
+  ck_assert_msg(k2.seconds < k.seconds, "2 stages %.3f us, 1 stage %.3f us", k2.seconds * 1e6,
+                k.seconds * 1e6);
+  mirs__cost_device tiny = *d;
+  tiny.smem_per_block = 34815;
+  ck_assert_int_eq(mirs__cost_graph(ctx, &tiny, g, &r), MIRS_OK);
   ck_assert(!r.feasible);
   ck_assert(isinf(r.seconds) && r.seconds > 0);
-  ck_assert_int_eq(r.smem_peak, 40960);
+  ck_assert_int_eq(r.smem_peak, 34816);
   ck_assert_msg(strstr(r.reason, "kernel 0 (O = custom)") &&
-                    strstr(r.reason, "shared memory 40960 bytes") &&
-                    strstr(r.reason, "40959-byte limit of T16"),
+                    strstr(r.reason, "shared memory 34816 bytes") &&
+                    strstr(r.reason, "34815-byte limit"),
                 "reason: %s", r.reason);
   mirs__graph_free(g);
 
   /* A fused exp between matmul and accumulator costs no shared memory;
-   * unfused, its 8 KB tile counts.  Flops are the same either way. */
+   * unfused, its 16 KB f32 tile counts.  Flops are the same either way. */
   mirs__cost_profiles *q;
-  const mirs__cost_device *t = test_dev(ctx, &q, "T");
+  const mirs__cost_device *t = test_dev(ctx, &q, "T"); /* limit 65536 */
   mirs_graph *fused = custom_mm(ctx, 4, true, true), *unfused = custom_mm(ctx, 4, true, false);
   ck_assert_int_eq(mirs__graph_validate(fused), MIRS_OK);
   mirs__cost_result rf, ru;
-  ck_assert_int_eq(mirs__cost_graph(ctx, t, fused, &rf), MIRS_OK);
-  ck_assert_int_eq(mirs__cost_graph(ctx, t, unfused, &ru), MIRS_OK);
-  ck_assert_int_eq(rf.smem_peak, 40960);
-  ck_assert_int_eq(ru.smem_peak, 40960 + 8192);
+  mirs__cost_device big = *t;
+  big.smem_per_block = 1 << 20;
+  ck_assert_int_eq(mirs__cost_graph(ctx, &big, fused, &rf), MIRS_OK);
+  ck_assert_int_eq(mirs__cost_graph(ctx, &big, unfused, &ru), MIRS_OK);
+  ck_assert(rf.feasible && ru.feasible);
+  ck_assert_int_eq(rf.smem_peak, 2 * 2 * 9216 + 16384 * 2);
+  ck_assert_int_eq(ru.smem_peak - rf.smem_peak, 16384);
   ck_near(rf.flops, ru.flops);
   ck_near(rf.flops - 4 * 2 * (2.0 * 64 * 64 * 64 + 4096), 4 * 2 * 4 * 4096.0); /* exp: 4/elem */
-  /* On T16 (40959 bytes) both are over; with 45000 the fused one fits. */
-  mirs__cost_device mid = *t;
-  mid.smem_per_block = 45000;
-  ck_assert_int_eq(mirs__cost_graph(ctx, &mid, fused, &rf), MIRS_OK);
-  ck_assert_int_eq(mirs__cost_graph(ctx, &mid, unfused, &ru), MIRS_OK);
+  /* On T (65536 bytes) the fused one fits with one stage, the unfused one
+   * does not fit even so. */
+  ck_assert_int_eq(mirs__cost_graph(ctx, t, fused, &rf), MIRS_OK);
+  ck_assert_int_eq(mirs__cost_graph(ctx, t, unfused, &ru), MIRS_OK);
   ck_assert(rf.feasible);
+  ck_assert_int_eq(rf.smem_peak, 2 * 9216 + 16384 * 2);
   ck_assert(!ru.feasible);
   /* The report names the infeasible kernel. */
   mirs__buf b;
   mirs__buf_init(&b, ctx);
-  ck_assert_int_eq(mirs__cost_print(ctx, &mid, unfused, &b), MIRS_OK);
+  ck_assert_int_eq(mirs__cost_print(ctx, t, unfused, &b), MIRS_OK);
   ck_assert_ptr_nonnull(strstr(b.data, "kernel 0 (O = custom): "));
   ck_assert_ptr_nonnull(strstr(b.data, "INFEASIBLE"));
   ck_assert_ptr_nonnull(strstr(b.data, "total on T: "));
@@ -570,7 +599,9 @@ START_TEST(test_rmsnorm_linear_fused_wins) {
   ck_near(rp.bytes, (8192 * 2.0) * 2 + 8192 * 2.0 + 4096.0 * 6144 * 2 + 2 * 6144 * 2.0);
   ck_near(rf.bytes, 256.0 * 64 * 96 + 8192.0 * 64 * 96 + 256.0 * 96);
   ck_near(rp.seconds, 8e-6 + (32768 + 16384 + 4096.0 * 6144 * 2 + 24576) / 3.35e12);
-  ck_near(rf.seconds, 4e-6 + rf.bytes / 3.35e12);
+  mirs__cost_kernel kf;
+  ck_assert_int_eq(mirs__cost_kernel_op(ctx, h100, fused, 0, &kf), MIRS_OK);
+  ck_near(rf.seconds, 4e-6 + rf.bytes / 3.35e12 + kf.compute_seconds / 64);
   ck_assert_msg(rf.seconds < rp.seconds, "fused %.3f us, program %.3f us", rf.seconds * 1e6,
                 rp.seconds * 1e6);
   ck_assert(rf.smem_peak < h100->smem_per_block);
@@ -593,6 +624,16 @@ START_TEST(test_rmsnorm_linear_fused_wins) {
 }
 END_TEST
 
+/* Read source file rel into buf (NUL-terminated); its length. */
+static size_t read_text(const char *rel, char *buf, size_t size) {
+  FILE *f = fopen(tu_src(rel), "r");
+  ck_assert_ptr_nonnull(f);
+  size_t n = fread(buf, 1, size - 1, f);
+  fclose(f);
+  buf[n] = 0;
+  return n;
+}
+
 /* GQA at its published shape (examples/gqa.ugraph): the hand-written
  * flash-style kernel has 32 blocks (grid 2 x 16).  Its variants with
  * 8 and 4 blocks (grid.y 4 and 2, the same forloop) move fewer bytes in
@@ -609,12 +650,8 @@ START_TEST(test_gqa_grid_ranking) {
   ck_assert_int_eq(mirs__cost_find(ctx, p, "H100", &h100), MIRS_OK);
   /* The example's text with grid.y 16, 4 and 2 (query tiles of 16, 64
    * and 128 rows). */
-  FILE *f = fopen(tu_src("examples/gqa.ugraph"), "r");
-  ck_assert_ptr_nonnull(f);
   static char text[8192];
-  size_t n = fread(text, 1, sizeof text - 1, f);
-  fclose(f);
-  text[n] = 0;
+  size_t n = read_text("examples/gqa.ugraph", text, sizeof text);
   char *grid = strstr(text, "grid=[2, 16, 1]");
   ck_assert_ptr_nonnull(grid);
   mirs__cost_kernel k[3];
@@ -638,9 +675,54 @@ START_TEST(test_gqa_grid_ranking) {
                 k8.seconds * 1e6, k4.seconds * 1e6);
   /* Four blocks do the whole matmul work on 4 SMs: 33x the time it would
    * take on all 132, not the device's peak. */
-  ck_near(k4.compute_seconds * 4 / h100->sms, k4.tc_flops / h100->tc_peak +
+  ck_assert(k4.tf32_flops > 0 && k4.tf32_flops < k4.tc_flops);
+  ck_near(k4.compute_seconds * 4 / h100->sms, (k4.tc_flops + k4.tf32_flops) / h100->tc_peak +
                                                   k4.simt_flops / h100->f32_peak);
   ck_assert(k4.compute_seconds > k4.mem_seconds);
+  mirs__cost_profiles_free(p);
+  mirs_context_destroy(ctx);
+}
+END_TEST
+
+/* Forloop variants of rmsnorm_linear at its published shape (tiles of
+ * 4096 / F along K) on H100: the plan picks enough stages that most keep
+ * HBM saturated; with F = 256 the 16-wide tiles are so small that even 8
+ * stages keep too few bytes in flight, and the model's latency term ranks
+ * that variant lower; of the saturating ones the finer pipeline (less
+ * compute exposed after the last load) ranks higher.  All five tied
+ * before the plan existed. */
+START_TEST(test_forloop_variants_latency) {
+  mirs_context *ctx = tu_ctx(NULL);
+  mirs__cost_profiles *p;
+  const mirs__cost_device *h100;
+  ck_assert_int_eq(mirs__cost_profiles_builtin(ctx, &p), MIRS_OK);
+  ck_assert_int_eq(mirs__cost_find(ctx, p, "H100", &h100), MIRS_OK);
+  static char text[8192], var[8300];
+  read_text("examples/rmsnorm_linear.ugraph", text, sizeof text);
+  char *at = strstr(text, "forloop=64)");
+  ck_assert_ptr_nonnull(at);
+  static const int fs[3] = {64, 128, 256};
+  mirs__cost_kernel k[3];
+  for (int i = 0; i < 3; i++) {
+    int len = snprintf(var, sizeof var, "%.*sforloop=%d)%s", (int)(at - text), text, fs[i],
+                       at + strlen("forloop=64)"));
+    mirs_graph *g = NULL;
+    ck_assert_msg(mirs_graph_parse_string(ctx, var, (size_t)len, "v.ugraph", &g) == MIRS_OK, "%s",
+                  mirs_last_error(ctx));
+    ck_assert_int_eq(mirs__cost_kernel_op(ctx, h100, g, 0, &k[i]), MIRS_OK);
+    ck_assert(k[i].feasible && k[i].pipelined);
+    mirs_graph_destroy(g);
+  }
+  ck_assert_int_ge(k[0].stages, 2);
+  ck_near(k[0].mem_seconds, k[0].bytes / h100->hbm_bw); /* saturated */
+  ck_near(k[1].mem_seconds, k[1].bytes / h100->hbm_bw);
+  /* Both saturate HBM; the finer pipeline exposes less compute at the end. */
+  ck_assert_msg(k[1].seconds < k[0].seconds, "F=128 %.4f us, F=64 %.4f us", k[1].seconds * 1e6,
+                k[0].seconds * 1e6);
+  ck_assert_int_eq(k[2].stages, 8);
+  ck_assert(k[2].inflight / 0.7e-6 < h100->hbm_bw);
+  ck_assert_msg(k[2].seconds > k[0].seconds, "F=256 %.3f us, F=64 %.3f us", k[2].seconds * 1e6,
+                k[0].seconds * 1e6);
   mirs__cost_profiles_free(p);
   mirs_context_destroy(ctx);
 }
@@ -695,6 +777,7 @@ int main(void) {
   tcase_add_test(tc, test_custom_kernel);
   tcase_add_test(tc, test_utilisation);
   tcase_add_test(tc, test_smem_limit_and_fusion);
+  tcase_add_test(tc, test_forloop_variants_latency);
   tcase_add_test(tc, test_rmsnorm_linear_fused_wins);
   tcase_add_test(tc, test_gqa_grid_ranking);
   tcase_add_test(tc, test_bad_args);

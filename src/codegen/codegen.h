@@ -20,8 +20,9 @@
 #include "graph/graph.h"
 
 /* Append the CUDA C of g to out; the entry point is named entry (a C
- * identifier; NULL: "mirs_" + the graph's name).  MIRS_LIMIT when a custom
- * kernel's tiles do not fit in shared memory (227 KB). */
+ * identifier; NULL: "mirs_" + the graph's name).  MIRS_LIMIT, naming the
+ * kernel, when a custom kernel's plan does not fit (shared memory over
+ * 227 KB, a tile of 2^31 elements or more, over 1024 threads). */
 mirs_status mirs__codegen_cuda(const mirs_graph *g, const char *entry, mirs__buf *out);
 /* Append the C header declaring g's generated interface (entry as above):
  * prototypes without CUDA types, the status codes and the contract. */

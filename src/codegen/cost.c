@@ -3,33 +3,44 @@
  * the analytic cost model that ranks µGraphs without a GPU.
  *
  * Model (DESIGN.md "Cost model").  Per kernel op:
- *   time = launch + max(bytes / (bw * ub), tc_flops / (tc_peak * u) +
- *                                          simt_flops / (f32_peak * u))
- * Tensor-core and CUDA-core work are separate units but are added, not
- * overlapped: conservative and simple.  Predefined ops are assumed to be
- * library kernels that fill the device (u = ub = 1).  For a custom kernel
- * with B = grid.x*grid.y*grid.z blocks (one block per SM at a time):
+ *   time = launch + max(memory, compute)       (predefined ops)
+ *   time = launch + max(memory, compute)       (pipelined custom kernels
+ *          + min(memory, compute) / F           over F iterations: one
+ *                                               iteration is exposed)
+ *   time = launch + memory + compute           (custom kernels without a
+ *                                               cp.async pipeline)
+ *   memory  = bytes / min(bw * ub, inflight / MEM_LATENCY_S)
+ *   compute = (tc_flops + tf32_flops) / (tc_peak * u) + simt_flops / (f32_peak * u)
+ * Predefined ops are assumed to be library kernels that fill the device
+ * (u = ub = 1, no latency bound).  A custom kernel is priced from its
+ * kernel plan (plan.h), the one the CUDA generator emits: its shared
+ * memory decides feasibility (over the device's limit: infeasible, so the
+ * search drops it), its stages and tile bytes give the bytes each block
+ * keeps in flight, its MMA choices decide which matmuls run on tensor
+ * cores (m16n8k16 at the f16 peak, padded rows included; tf32 at half of
+ * it; scalar-path matmuls on CUDA cores).  With B = grid.x*grid.y*grid.z:
  *   u  = min(1, B / sms)                 compute scales with busy SMs;
  *   ub = min(1, B / (hbm_saturation*sms)) a fraction of the SMs already
- *        saturates HBM (each SM keeps many loads in flight), so bandwidth
- *        is lost only below that; hbm_saturation = 1 gives the plain
- *        min(1, B / sms).
+ *        saturates HBM, so bandwidth is lost only below that;
+ *   inflight = resident blocks (min(B, sms * blocks per SM by shared
+ *        memory, threads and the plan's register estimate)) * the
+ *        plan's bytes in flight per block:
+ *        Little's law bounds bandwidth by inflight / latency.
  * Bytes are HBM traffic, with no credit for L2 hits: every block loads its
  * own tile of every input, so a replicated input is re-read by each block
  * (that is what makes a bad grid expensive), F times when the forloop walks
  * it (fmap >= 0) and once when it does not (the tile is loop-invariant and
- * stays in shared memory).  Shared memory per block is the plain sum of all
- * tiles (inputs, unfused intermediates, f32 accumulators) with no reuse by
- * liveness: an upper bound, so a kernel judged feasible does fit.
+ * stays in shared memory).
  *
  * Flops per element: add, sub, mul, square, relu 1; div, exp, sqrt 4 (one
  * special-function-unit op: the SFU has a fraction of the FMA lanes); silu
  * 9 (exp, add, div); gelu 11 (tanh form: tanh 4 + 7 arithmetic).  matmul
- * 2*M*N*K*batch (tensor cores when both operands are f16/bf16, else f32
+ * 2*M*N*K*batch (tensor cores when the plan says MMA, else f32
  * CUDA cores); sum numel(input); rms_norm 3*numel (square, add, scale);
- * accum numel(in) per iteration, accum_sum too, accum_rms 2*numel(in) per
- * iteration plus 5*numel(out) after the loop (scale and sqrt).  Everything
- * but tensor-core matmul runs at the f32 peak.
+ * accum numel(in) per iteration (none when the MMA adds into its C
+ * fragments), accum_sum too, accum_rms 2*numel(in) per iteration plus
+ * 5*numel(out) after the loop (scale and sqrt).  Everything but
+ * tensor-core matmul runs at the f32 peak.
  *
  * Invariants: no mutable globals; parsing never stops at the first error
  * (every malformed line gets a diagnostic, up to the max_errors option);
@@ -42,11 +53,13 @@
 #include <string.h>
 
 #include "codegen/cost.h"
+#include "codegen/plan.h"
 
 #define BUILTIN_NAME "<built-in devices.profile>"
 #define SPECIAL_FLOPS 4.0
-#define ACCUM_ELSIZE 4 /* accumulators are f32 */
-#define LOCAL_BT 256   /* block tensors costed without allocating */
+#define MEM_LATENCY_S 0.7e-6    /* loaded HBM latency: bytes in flight / latency bounds bandwidth */
+#define MAX_THREADS_PER_SM 2048 /* resident threads per SM (sm_80, sm_90) */
+#define REGS_PER_SM 65536       /* 32-bit registers per SM (sm_80, sm_90) */
 
 /* The profile file, one C string per line, generated at build time from
  * data/devices.profile (see Makefile.am). */
@@ -714,47 +727,27 @@ static void cost_predefined(const mirs__cost_device *d, const mirs_graph *g, con
   finish_time(d, k, 1, 1);
 }
 
-/* Custom kernel: see the file comment.  f32[] marks block tensors held
- * in f32 (size bg->nt, scratch). */
-static void cost_custom(const mirs__cost_device *d, const mirs_graph *g, int32_t opi,
-                        const mirs__kop *op, unsigned char *f32, mirs__cost_kernel *k) {
+/* Custom kernel: priced from its kernel plan (plan.h), the one the CUDA
+ * generator emits.  See the file comment. */
+static mirs_status cost_custom(mirs_context *ctx, const mirs__cost_device *d, const mirs_graph *g,
+                               int32_t opi, const mirs__kop *op, mirs__cost_kernel *k) {
   const mirs__bgraph *bg = op->bg;
-  int64_t B = 1, threads = 1;
-  for (int i = 0; i < MIRS__GRID; i++) {
-    B *= bg->grid[i] > 0 ? bg->grid[i] : 1;
-    threads *= bg->block[i] > 0 ? bg->block[i] : 1;
-  }
+  int64_t limit = d->smem_per_block < MIRS__PLAN_SMEM_MAX ? d->smem_per_block : MIRS__PLAN_SMEM_MAX;
+  mirs__plan pl;
+  MIRS_CHECK(ctx, mirs__plan_build(ctx, g, opi, limit, ctx->opt.codegen_mma != 0, &pl));
   double F = bg->forloop > 0 ? bg->forloop : 1;
-  double loop_tc = 0, loop_simt = 0, post_simt = 0, post_tc = 0;
-  int64_t smem = 0;
-  int32_t nout = 0;
+  double loop_tc = 0, loop_tf32 = 0, loop_simt = 0, post_simt = 0, post_tc = 0, post_tf32 = 0;
   for (int32_t i = 0; i < bg->nops; i++) {
     const mirs__bop *b = &bg->ops[i];
     const mirs__btensor *res = b->out >= 0 ? &bg->t[b->out] : NULL;
     switch (mirs__graph_ops[b->op].kind) {
-    case MIRS__KIND_INPUT: {
-      const mirs__ktensor *src = &g->t[b->src];
-      int64_t tile = mirs__shape_numel(&res->shape) * elsize(src->dtype);
-      f32[b->out] = src->dtype == MIRS_F32;
-      k->bytes += (double)tile * (b->fmap >= 0 ? F : 1.0) * (double)B;
-      smem += tile;
-      break;
-    }
-    case MIRS__KIND_OUTPUT: {
-      int32_t dst = nout < op->nout ? op->out[nout] : b->dst;
-      nout++;
-      double tile = (double)mirs__shape_numel(&bg->t[b->in[0]].shape);
-      k->bytes += tile * (double)(dst >= 0 ? elsize(g->t[dst].dtype) : 4) * (double)B;
-      break;
-    }
     case MIRS__KIND_ACCUM: {
       double nin = (double)mirs__shape_numel(&bg->t[b->in[0]].shape);
       double nres = (double)mirs__shape_numel(&res->shape);
-      loop_simt += b->op == MIRS_OP_ACCUM_RMS ? 2.0 * nin : nin;
+      if (!pl.t[b->out].acc_mma) /* else the MMA adds into the C fragments */
+        loop_simt += b->op == MIRS_OP_ACCUM_RMS ? 2.0 * nin : nin;
       if (b->op == MIRS_OP_ACCUM_RMS)
         post_simt += (1.0 + SPECIAL_FLOPS) * nres;
-      f32[b->out] = 1;
-      smem += mirs__shape_numel(&res->shape) * ACCUM_ELSIZE;
       break;
     }
     case MIRS__KIND_UNARY:
@@ -762,48 +755,95 @@ static void cost_custom(const mirs__cost_device *d, const mirs_graph *g, int32_t
     case MIRS__KIND_MATMUL:
     case MIRS__KIND_REDUCE:
     case MIRS__KIND_RMSNORM: {
-      bool any_f32 = false;
-      for (int32_t j = 0; j < b->nin; j++)
-        any_f32 = any_f32 || f32[b->in[j]];
-      f32[b->out] = any_f32;
       double f = op_flops(b->op, &bg->t[b->in[0]].shape, &res->shape);
-      bool tc = b->op == MIRS_OP_MATMUL && !any_f32;
-      if (res->post) {
-        *(tc ? &post_tc : &post_simt) += f;
-      } else {
-        *(tc ? &loop_tc : &loop_simt) += f;
+      double *dst = res->post ? &post_simt : &loop_simt;
+      if (pl.op[i].mma != MIRS__MMA_NONE) {
+        /* Tensor cores compute the padded rows too. */
+        int r = res->shape.ndim;
+        f = f * (double)pl.op[i].m_pad / (double)res->shape.d[r - 2];
+        if (pl.op[i].mma == MIRS__MMA_16)
+          dst = res->post ? &post_tc : &loop_tc;
+        else
+          dst = res->post ? &post_tf32 : &loop_tf32;
       }
-      if (!b->fused)
-        smem += mirs__shape_numel(&res->shape) * (any_f32 ? 4 : 2);
+      *dst += f;
       break;
     }
+    case MIRS__KIND_INPUT:
+    case MIRS__KIND_OUTPUT:
     case MIRS__KIND_CUSTOM:
       break;
     }
   }
-  k->tc_flops = (double)B * (F * loop_tc + post_tc);
-  k->simt_flops = (double)B * (F * loop_simt + post_simt);
-  k->smem = smem;
-  k->blocks = B;
-  double u = (double)B / d->sms;
-  double ub = (double)B / (d->hbm_saturation * d->sms);
+  double B = (double)pl.blocks;
+  k->bytes = pl.bytes;
+  k->tc_flops = B * (F * (loop_tc + loop_tf32) + post_tc + post_tf32);
+  k->simt_flops = B * (F * loop_simt + post_simt);
+  double tf32_flops = B * (F * loop_tf32 + post_tf32);
+  k->tf32_flops = tf32_flops;
+  k->smem = pl.smem;
+  k->blocks = pl.blocks;
+  k->stages = pl.stages;
+  k->regs = pl.regs;
+  k->pipelined = pl.pipelined;
+  double u = B / d->sms;
+  double ub = B / (d->hbm_saturation * d->sms);
   k->utilisation = u < 1 ? u : 1;
-  finish_time(d, k, k->utilisation, ub < 1 ? ub : 1);
+  /* Latency-bound loads (Little's law): the blocks resident at once keep
+   * pl.inflight bytes each in flight; bandwidth is at most that over the
+   * memory latency. */
+  int64_t occ = pl.smem > 0 ? d->smem_per_block / pl.smem : 32;
+  int64_t by_threads = pl.nthreads > 0 ? MAX_THREADS_PER_SM / pl.nthreads : 1;
+  if (occ > by_threads)
+    occ = by_threads;
+  int64_t by_regs = pl.regs > 0 && pl.nthreads > 0
+                        ? REGS_PER_SM / ((int64_t)pl.regs * pl.nthreads)
+                        : 32;
+  if (occ > by_regs)
+    occ = by_regs;
+  if (occ > 32)
+    occ = 32;
+  if (occ < 1)
+    occ = 1;
+  double resident = (double)d->sms * (double)occ;
+  if (resident > B)
+    resident = B;
+  k->inflight = resident * pl.inflight;
+  double bw = d->hbm_bw * (ub < 1 ? ub : 1);
+  double latency_bw = k->inflight / MEM_LATENCY_S;
+  if (k->inflight > 0 && latency_bw < bw)
+    bw = latency_bw;
+  k->flops = k->tc_flops + k->simt_flops;
+  k->mem_seconds = k->bytes / bw;
+  double uu = k->utilisation;
+  /* tf32 runs at half the f16/bf16 tensor-core rate. */
+  k->compute_seconds = (k->tc_flops + tf32_flops) / (d->tc_peak * uu) +
+                       k->simt_flops / (d->f32_peak * uu);
+  /* Without a pipeline a block waits for its loads, then computes; with
+   * one, loads of later iterations overlap the compute of this one, and
+   * only one iteration of the shorter side is exposed (the first loads
+   * of a compute-bound kernel, the last compute of a memory-bound one):
+   * of two variants that both saturate HBM, the finer pipeline wins.
+   * (The latency of the first stage is in mem_seconds: Little's law.) */
+  double lo = k->mem_seconds < k->compute_seconds ? k->mem_seconds : k->compute_seconds;
+  double hi = k->mem_seconds < k->compute_seconds ? k->compute_seconds : k->mem_seconds;
+  double body = pl.pipelined ? hi + lo / F : k->mem_seconds + k->compute_seconds;
+  k->seconds = d->launch_s + body;
   char label[160];
-  if (smem > d->smem_per_block) {
+  if (!pl.feasible) {
     k->feasible = false;
-    snprintf(k->reason, sizeof k->reason,
-             "%s: shared memory %lld bytes per block exceeds the %lld-byte limit of %s",
-             kernel_label(g, opi, label, sizeof label), (long long)smem,
-             (long long)d->smem_per_block, d->name);
-  } else if (threads > d->max_threads_per_block) {
+    snprintf(k->reason, sizeof k->reason, "%s: %s on %s", kernel_label(g, opi, label, sizeof label),
+             pl.reason, d->name);
+  } else if (pl.nthreads > d->max_threads_per_block) {
     k->feasible = false;
     snprintf(k->reason, sizeof k->reason, "%s: %lld threads per block exceed the %d allowed on %s",
-             kernel_label(g, opi, label, sizeof label), (long long)threads,
+             kernel_label(g, opi, label, sizeof label), (long long)pl.nthreads,
              (int)d->max_threads_per_block, d->name);
   }
   if (!k->feasible)
     k->seconds = INFINITY;
+  mirs__plan_free(&pl);
+  return MIRS_OK;
 }
 
 /* Cost of one kernel op. */
@@ -828,18 +868,7 @@ mirs_status mirs__cost_kernel_op(mirs_context *ctx, const mirs__cost_device *d, 
   if (!k->bg)
     return MIRS_FAIL(ctx, MIRS_INVALID_ARG, "custom kernel op %d has no block graph", (int)op);
   out->custom = true;
-  unsigned char local[LOCAL_BT];
-  unsigned char *f32 = local;
-  if (k->bg->nt > LOCAL_BT) {
-    f32 = mirs__core_calloc(ctx, (size_t)k->bg->nt, 1);
-    if (!f32)
-      return MIRS_NOMEM;
-  } else {
-    memset(local, 0, sizeof local);
-  }
-  cost_custom(d, g, op, k, f32, out);
-  if (f32 != local)
-    mirs__core_free(ctx, f32);
+  MIRS_CHECK(ctx, cost_custom(ctx, d, g, op, k, out));
   return MIRS_OK;
 }
 
@@ -887,8 +916,9 @@ mirs_status mirs__cost_print(mirs_context *ctx, const mirs__cost_device *d, cons
         kernel_label(g, i, label, sizeof label), k.seconds * 1e6, k.mem_seconds * 1e6,
         k.compute_seconds * 1e6, d->launch_s * 1e6, k.bytes, k.flops);
     if (k.custom)
-      mirs__buf_printf(b, ", %lld blocks (utilisation %.2f), smem %lld bytes", (long long)k.blocks,
-                       k.utilisation, (long long)k.smem);
+      mirs__buf_printf(b, ", %lld blocks (utilisation %.2f), smem %lld bytes, %d stage%s%s",
+                       (long long)k.blocks, k.utilisation, (long long)k.smem, (int)k.stages,
+                       k.stages == 1 ? "" : "s", k.pipelined ? " (cp.async pipeline)" : "");
     if (!k.feasible)
       mirs__buf_printf(b, ", INFEASIBLE: %s", k.reason);
     mirs__buf_puts(b, "\n");

@@ -65,11 +65,16 @@ typedef struct mirs__cost_kernel {
   double compute_seconds; /* tc_flops / tc peak + simt_flops / f32 peak (effective) */
   double bytes;           /* HBM bytes moved */
   double flops;           /* tc_flops + simt_flops */
-  double tc_flops;        /* on tensor cores (f16/bf16 matmul) */
+  double tc_flops;        /* on tensor cores (f16/bf16 and tf32 MMA, padded rows included) */
+  double tf32_flops;      /* the part of tc_flops in tf32 (half the f16 rate) */
   double simt_flops;      /* on CUDA cores */
   int64_t smem;           /* shared memory per block, bytes (0 for predefined ops) */
   int64_t blocks;         /* grid.x * grid.y * grid.z (0 for predefined ops) */
   double utilisation;     /* min(1, blocks / sms) (1 for predefined ops) */
+  int32_t stages;         /* custom: pipeline stages of its plan */
+  int32_t regs;           /* custom: registers per thread, estimated by its plan */
+  bool pipelined;         /* custom: loads overlap compute (cp.async stages) */
+  double inflight;        /* custom: bytes in flight device-wide (resident blocks x plan) */
   bool feasible;
   char reason[MIRS__COST_REASON_SIZE]; /* why infeasible; "" otherwise */
 } mirs__cost_kernel;
@@ -120,8 +125,8 @@ mirs_status mirs__cost_find(mirs_context *ctx, const mirs__cost_profiles *p, con
 mirs_status mirs__cost_kernel_op(mirs_context *ctx, const mirs__cost_device *d, const mirs_graph *g,
                                  int32_t op, mirs__cost_kernel *out);
 /* Cost of the whole graph g on device d (sum over kernel ops; infeasible
- * when any kernel is).  Allocates nothing (for block graphs of up to 256
- * tensors). */
+ * when any kernel is).  Allocates nothing (for block graphs of up to
+ * MIRS__PLAN_LOCAL tensors and ops). */
 mirs_status mirs__cost_graph(mirs_context *ctx, const mirs__cost_device *d, const mirs_graph *g,
                              mirs__cost_result *out);
 /* A human-readable per-kernel breakdown and total, one kernel per line,

@@ -6,17 +6,21 @@
  *  - a predefined op is a simple grid-stride kernel, one thread per output
  *    element, computing in float from its stored (f16/bf16/f32) operands;
  *  - a custom op is one kernel with the block graph's schedule
- *    (graph/schedule.c): blockIdx selects the tiles (imap/omap offsets),
- *    a forloop over F iterations stages each INPUT tile in shared memory
- *    (as float), block ops compute tiles in shared memory, accumulators
- *    live in registers (each thread owns elements tid + r*NT), thread-level
- *    chains of fused elementwise ops are applied in registers to the value
- *    their producer computes (matmul, elementwise, reduction, accumulator)
- *    so the fused intermediates never reach shared memory, and OUTPUT ops
- *    store tiles through omap in the output's dtype;
- *  - f16/bf16 block matmuls whose tiles are multiples of 16x8x16, in
- *    blocks of whole warps, use tensor cores (mma.sync m16n8k16, f32
- *    accumulation; sm_80 and later); others take the scalar path.
+ *    (graph/schedule.c) that carries out its kernel plan (plan.c, the
+ *    same plan the cost model prices): blockIdx selects the tiles
+ *    (imap/omap offsets); input tiles are staged in shared memory at
+ *    their stored dtype, with 16-byte cp.async where the plan proved
+ *    alignment (per-thread addresses computed once), S stages deep over
+ *    the forloop (issue f+S-1, wait for f, compute), loop-invariant tiles
+ *    once; 16-bit matmuls run on tensor cores (ldmatrix + mma.sync
+ *    m16n8k16, skinny M padded to 16), matmuls with a computed operand on
+ *    tf32 m16n8k8; `accum` of an MMA keeps its C fragments in registers;
+ *    reductions (sum, rms_norm, accum_sum, accum_rms) run as warp-shuffle
+ *    trees; thread-level chains of fused elementwise ops are applied in
+ *    registers to the value their producer computes, so the fused
+ *    intermediates never reach shared memory; OUTPUT ops store tiles
+ *    through omap in the output's dtype.  A kernel whose plan does not
+ *    fit is refused (MIRS_LIMIT); there is no global-memory fallback.
  * Intermediate kernel tensors live in a caller-provided workspace.
  *
  * Invariants: the graph is valid (mirs__graph_validate) before emission;
@@ -29,9 +33,8 @@
 #include <string.h>
 
 #include "codegen/codegen.h"
+#include "codegen/plan.h"
 
-#define SMEM_LIMIT (227 * 1024) /* bytes of shared memory per block (H100/H200; A100: 163 KB) */
-#define REG_ACC_MAX 64          /* accumulator elements per thread kept in registers */
 
 /* C type of a stored element. */
 static const char *ctype(mirs_dtype t) {
@@ -78,18 +81,20 @@ static void emit_coords(mirs__buf *b, const char *ind, const char *ity, const ch
   mirs__buf_puts(b, "\n");
 }
 
-/* Append to b the flat index of an operand of shape in at the output
- * coordinates c0.. of shape out (broadcast, ranks aligned on the right),
- * over dims [0, nd) of out. */
-static void emit_index(mirs__buf *b, const mirs__shape *in, const mirs__shape *out, int nd) {
-  int64_t st[MIRS_MAX_DIMS];
-  mirs__shape_bcast_strides(in, out, st);
+/* Append to b the flat index, with strides ist (of in's own dims), of an
+ * operand of shape in at the output coordinates c0.. of shape out
+ * (broadcast: ranks aligned on the right, size-1 dims read index 0), over
+ * dims [0, nd) of out. */
+static void emit_index_st(mirs__buf *b, const mirs__shape *in, const int64_t *ist,
+                          const mirs__shape *out, int nd) {
   bool any = false;
-  for (int d = 0; d < nd; d++)
-    if (st[d] != 0) {
-      mirs__buf_printf(b, "%sc%d * %" PRId64, any ? " + " : "", d, st[d]);
-      any = true;
-    }
+  for (int d = 0; d < nd; d++) {
+    int id = d - (out->ndim - in->ndim);
+    if (id < 0 || in->d[id] == 1)
+      continue;
+    mirs__buf_printf(b, "%sc%d * %" PRId64, any ? " + " : "", d, ist[id]);
+    any = true;
+  }
   if (!any)
     mirs__buf_puts(b, "0");
 }
@@ -134,57 +139,57 @@ static const char *binop(mirs_op op) {
 
 /* Emit statements computing `v`, element (c0..) of op's result of shape
  * os, from operands in[a] (pointer expressions, read with mirs_ld) of
- * shapes ins[a]; ity is the index type. */
+ * shapes ins[a] stored with strides ist[a] (of their own dims); ity is the
+ * index type. */
 static void emit_value(mirs__buf *b, const char *ind, const char *ity, mirs_op op, int dim,
                        const char *const *in, const mirs__shape *const *ins,
-                       const mirs__shape *os) {
+                       const int64_t *const *ist, const mirs__shape *os) {
   int r = os->ndim;
   switch (mirs__graph_ops[op].kind) {
   case MIRS__KIND_UNARY:
     mirs__buf_printf(b, "%sconst float x = mirs_ld(%s + (", ind, in[0]);
-    emit_index(b, ins[0], os, r);
+    emit_index_st(b, ins[0], ist[0], os, r);
     mirs__buf_printf(b, "));\n%sv = ", ind);
     emit_unary(b, op, "x");
     mirs__buf_puts(b, ";\n");
     break;
   case MIRS__KIND_BINARY:
     mirs__buf_printf(b, "%sv = mirs_ld(%s + (", ind, in[0]);
-    emit_index(b, ins[0], os, r);
+    emit_index_st(b, ins[0], ist[0], os, r);
     mirs__buf_printf(b, ")) %s mirs_ld(%s + (", binop(op), in[1]);
-    emit_index(b, ins[1], os, r);
+    emit_index_st(b, ins[1], ist[1], os, r);
     mirs__buf_puts(b, "));\n");
     break;
   case MIRS__KIND_MATMUL: {
-    int64_t k = ins[0]->d[ins[0]->ndim - 1], n = os->d[r - 1];
+    int ra = ins[0]->ndim, rb = ins[1]->ndim;
+    int64_t k = ins[0]->d[ra - 1];
     mirs__buf_printf(b, "%sconst %s ia = ", ind, ity);
-    emit_index(b, ins[0], os, r - 2);
-    mirs__buf_printf(b, " + c%d * %" PRId64 ";\n%sconst %s ib = ", r - 2, k, ind, ity);
-    emit_index(b, ins[1], os, r - 2);
+    emit_index_st(b, ins[0], ist[0], os, r - 2);
+    mirs__buf_printf(b, " + c%d * %" PRId64 ";\n%sconst %s ib = ", r - 2, ist[0][ra - 2], ind, ity);
+    emit_index_st(b, ins[1], ist[1], os, r - 2);
     mirs__buf_printf(b, " + c%d;\n", r - 1);
     mirs__buf_printf(b, "%sv = 0.0f;\n%sfor (%s p = 0; p < %" PRId64 "; p++)\n", ind, ind, ity, k);
     mirs__buf_printf(b, "%s  v += mirs_ld(%s + (ia + p)) * mirs_ld(%s + (ib + p * %" PRId64 "));\n",
-                     ind, in[0], in[1], n);
+                     ind, in[0], in[1], ist[1][rb - 2]);
     break;
   }
   case MIRS__KIND_REDUCE: {
-    int64_t st[MIRS_MAX_DIMS];
-    strides(ins[0], st);
     mirs__buf_printf(b, "%sconst %s ix = ", ind, ity);
     bool any = false;
     for (int d = 0; d < r; d++)
       if (d != dim && os->d[d] > 1) {
-        mirs__buf_printf(b, "%sc%d * %" PRId64, any ? " + " : "", d, st[d]);
+        mirs__buf_printf(b, "%sc%d * %" PRId64, any ? " + " : "", d, ist[0][d]);
         any = true;
       }
     mirs__buf_printf(b, "%s;\n%sv = 0.0f;\n", any ? "" : "0", ind);
     mirs__buf_printf(b, "%sfor (%s p = 0; p < %" PRId64 "; p++)\n%s  v += mirs_ld(%s + (ix + p * %" PRId64 "));\n",
-                     ind, ity, ins[0]->d[dim], ind, in[0], st[dim]);
+                     ind, ity, ins[0]->d[dim], ind, in[0], ist[0][dim]);
     break;
   }
-  default: { /* RMSNORM over the last dim */
+  default: { /* RMSNORM over the last dim (stride 1) */
     int64_t last = os->d[r - 1];
     mirs__buf_printf(b, "%sconst %s row = (", ind, ity);
-    emit_index(b, ins[0], os, r);
+    emit_index_st(b, ins[0], ist[0], os, r);
     mirs__buf_printf(b, ") - c%d;\n%sfloat ss = 0.0f;\n", r - 1, ind);
     mirs__buf_printf(b, "%sfor (%s p = 0; p < %" PRId64 "; p++) {\n", ind, ity, last);
     mirs__buf_printf(b, "%s  const float y = mirs_ld(%s + (row + p));\n%s  ss += y * y;\n%s}\n",
@@ -198,102 +203,42 @@ static void emit_value(mirs__buf *b, const char *ind, const char *ity, mirs_op o
 
 /* ---------------------------------------------------------------- custom kernels */
 
-/* What the generator decided for one custom kernel. */
+/* The generator's state for one custom kernel; every decision is in pl. */
 typedef struct kgen {
   const mirs_graph *g;
+  const mirs__kop *kop;
   const mirs__bgraph *bg;
+  const mirs__plan *pl;
   mirs__buf *b;
   int32_t nthreads;
-  bool mma;        /* tensor cores allowed (dtype, whole warps, option) */
-  mirs_dtype dt;   /* storage dtype of the kernel's tensors */
-  int32_t *uses;   /* per block tensor: operand uses by block ops */
-  int32_t *next;   /* per block tensor: the fused op absorbing its value, or -1 */
-  bool *absorbed;  /* per block op: emitted inside its producer's chain */
-  int64_t *soff;   /* per block tensor: shared-memory offset in floats, or -1 */
-  bool *acc_smem;  /* per block tensor (accumulators): kept in shared memory */
-  int64_t *aoff;   /* per block tensor: offset of those running sums, or -1 */
-  int64_t smem;    /* floats of shared memory */
-  bool pending;    /* shared memory written since the last barrier */
+  bool fastdiv; /* every output is 16-bit: divisions in registers may be __fdividef (2 ulp) */
+  bool pending; /* shared memory written since the last barrier */
 } kgen;
 
-/* Whether fused op f (with in[0] = t, produced by op p) can run in the
- * registers of t's producer: same shape, and its other operand exists by
- * then (computed before p; for an accumulator p, another accumulator that
- * is written back before the chained ones). */
-static bool can_absorb(const kgen *k, int32_t p, const mirs__bop *f) {
-  const mirs__bgraph *bg = k->bg;
-  if (!f->fused || !mirs__op_is_elementwise(f->op) || k->uses[f->in[0]] != 1)
-    return false;
-  if (!mirs__shape_eq(&bg->t[f->in[0]].shape, &bg->t[f->out].shape))
-    return false;
-  if (f->nin < 2)
-    return true;
-  int32_t q = bg->t[f->in[1]].producer;
-  const mirs__bop *pp = &bg->ops[p];
-  if (mirs__graph_ops[pp->op].kind == MIRS__KIND_ACCUM) {
-    const mirs__bop *qo = &bg->ops[q];
-    return mirs__graph_ops[qo->op].kind == MIRS__KIND_ACCUM && k->next[qo->out] < 0 &&
-           q != p;
+/* Storage strides of block tensor t (tiles may have padded rows). */
+static void tile_strides(const kgen *k, int32_t t, int64_t st[MIRS_MAX_DIMS]) {
+  const mirs__shape *s = &k->bg->t[t].shape;
+  strides(s, st);
+  if (k->pl->t[t].off >= 0 && k->pl->t[t].stride > 0 && s->ndim >= 2) {
+    st[s->ndim - 2] = k->pl->t[t].stride;
+    for (int d = s->ndim - 3; d >= 0; d--)
+      st[d] = st[d + 1] * s->d[d + 1];
   }
-  return q < p;
 }
 
-/* Decide chains, shared-memory placement and accumulator storage. */
-static mirs_status plan_kernel(kgen *k) {
-  const mirs__bgraph *bg = k->bg;
-  mirs_context *ctx = k->g->ctx;
-  for (int32_t i = 0; i < bg->nt; i++) {
-    k->next[i] = -1;
-    k->soff[i] = -1;
-    k->aoff[i] = -1;
-  }
-  for (int32_t i = 0; i < bg->nops; i++) {
-    const mirs__bop *op = &bg->ops[i];
-    mirs__op_kind kind = mirs__graph_ops[op->op].kind;
-    if (kind == MIRS__KIND_INPUT)
-      continue;
-    for (int a = 0; a < op->nin && a < 2; a++)
-      k->uses[op->in[a]]++;
-  }
-  /* Chains, in op order: an absorbed op's producer is earlier. */
-  for (int32_t i = 0; i < bg->nops; i++) {
-    const mirs__bop *f = &bg->ops[i];
-    if (!f->fused || f->nin < 1)
-      continue;
-    int32_t p = bg->t[f->in[0]].producer;
-    mirs__op_kind pk = mirs__graph_ops[bg->ops[p].op].kind;
-    if (pk == MIRS__KIND_INPUT || pk == MIRS__KIND_OUTPUT)
-      continue;
-    /* The head of the chain decides the phase rules: follow absorbed ops back. */
-    int32_t head = p;
-    while (k->absorbed[head])
-      head = bg->t[bg->ops[head].in[0]].producer;
-    if (can_absorb(k, head, f)) {
-      k->next[f->in[0]] = i;
-      k->absorbed[i] = true;
-    }
-  }
-  int64_t total = 0;
-  for (int32_t i = 0; i < bg->nops; i++) {
-    const mirs__bop *op = &bg->ops[i];
-    if (mirs__graph_ops[op->op].kind == MIRS__KIND_OUTPUT)
-      continue;
-    int32_t t = op->out;
-    int64_t n = mirs__shape_numel(&bg->t[t].shape);
-    if (mirs__graph_ops[op->op].kind == MIRS__KIND_ACCUM &&
-        (n + k->nthreads - 1) / k->nthreads > REG_ACC_MAX) {
-      k->acc_smem[t] = true;
-      k->aoff[t] = total; /* the running sums; the written-back tile below */
-      total += (n + 3) & ~(int64_t)3;
-    }
-    if (k->next[t] < 0) {
-      k->soff[t] = total;
-      total += (n + 3) & ~(int64_t)3;
-    }
-  }
-  k->smem = total;
-  (void)ctx;
-  return MIRS_OK;
+/* C type of block tensor t's stored elements. */
+static const char *tile_ctype(const kgen *k, int32_t t) {
+  const mirs__bop *p = &k->bg->ops[k->bg->t[t].producer];
+  return p->op == MIRS_OP_INPUT ? ctype(k->g->t[p->src].dtype) : "float";
+}
+
+/* Append `mirs_ld(tT + (index))` of tile t at coordinates c0.. of shape out. */
+static void emit_tile_ld(const kgen *k, int32_t t, const mirs__shape *out) {
+  int64_t st[MIRS_MAX_DIMS];
+  tile_strides(k, t, st);
+  mirs__buf_printf(k->b, "mirs_ld(t%d + (", (int)t);
+  emit_index_st(k->b, &k->bg->t[t].shape, st, out, out->ndim);
+  mirs__buf_puts(k->b, "))");
 }
 
 /* Emit a barrier if shared memory was written since the last one. */
@@ -309,171 +254,433 @@ static void emit_chain_store(kgen *k, const char *ind, int32_t t) {
   const mirs__bgraph *bg = k->bg;
   mirs__buf *b = k->b;
   const mirs__shape *s = &bg->t[t].shape;
-  while (k->next[t] >= 0) {
-    const mirs__bop *f = &bg->ops[k->next[t]];
+  while (k->pl->t[t].next >= 0) {
+    const mirs__bop *f = &bg->ops[k->pl->t[t].next];
     if (f->nin == 1) {
       mirs__buf_printf(b, "%sv = ", ind);
       emit_unary(b, f->op, "v");
       mirs__buf_puts(b, ";\n");
+    } else if (f->op == MIRS_OP_DIV && k->fastdiv) {
+      mirs__buf_printf(b, "%sv = __fdividef(v, ", ind);
+      emit_tile_ld(k, f->in[1], s);
+      mirs__buf_puts(b, ");\n");
     } else {
-      mirs__buf_printf(b, "%sv = v %s t%d[", ind, binop(f->op), (int)f->in[1]);
-      emit_index(b, &bg->t[f->in[1]].shape, s, s->ndim);
-      mirs__buf_puts(b, "];\n");
+      mirs__buf_printf(b, "%sv = v %s ", ind, binop(f->op));
+      emit_tile_ld(k, f->in[1], s);
+      mirs__buf_puts(b, ";\n");
     }
     t = f->out;
   }
-  mirs__buf_printf(b, "%st%d[e] = v;\n", ind, (int)t);
+  const mirs__shape *ts = &bg->t[t].shape;
+  if (ts->ndim < 2 || k->pl->t[t].stride == ts->d[ts->ndim - 1]) {
+    mirs__buf_printf(b, "%st%d[e] = v;\n", ind, (int)t);
+    return;
+  }
+  int64_t st[MIRS_MAX_DIMS];
+  tile_strides(k, t, st);
+  mirs__buf_printf(b, "%st%d[", ind, (int)t);
+  emit_index_st(b, ts, st, s, s->ndim);
+  mirs__buf_puts(b, "] = v;\n");
 }
 
-/* Tensor-core variant of a block matmul: none (scalar path), 16-bit
- * operands (m16n8k16, when both operands are tiles loaded from tensors
- * stored in f16/bf16, so rounding them loses nothing), or tf32 (m16n8k8,
- * when an operand is computed in float: tf32 keeps f32's range, which
- * exp() results overflow in f16). */
-typedef enum mma_kind { MMA_NONE, MMA_16, MMA_TF32 } mma_kind;
+/* MMA geometry of matmul op: output tiles of 16 x 8 (M padded to m_pad). */
+typedef struct mma_geo {
+  int64_t m, n, kk, mt, nt, batches, tiles, per;
+} mma_geo;
 
-static mma_kind use_mma(const kgen *k, const mirs__bop *op) {
-  if (!k->mma || op->op != MIRS_OP_MATMUL)
-    return MMA_NONE;
-  const mirs__bgraph *bg = k->bg;
-  const mirs__shape *os = &bg->t[op->out].shape, *as = &bg->t[op->in[0]].shape;
+static mma_geo mma_geometry(const kgen *k, const mirs__bop *op, int32_t m_pad) {
+  const mirs__shape *os = &k->bg->t[op->out].shape, *as = &k->bg->t[op->in[0]].shape;
   int r = os->ndim;
-  if (r < 2 || os->d[r - 2] % 16 != 0 || os->d[r - 1] % 8 != 0)
-    return MMA_NONE;
-  int64_t kk = as->d[as->ndim - 1];
-  bool loaded = bg->ops[bg->t[op->in[0]].producer].op == MIRS_OP_INPUT &&
-                bg->ops[bg->t[op->in[1]].producer].op == MIRS_OP_INPUT;
-  if (loaded && kk % 16 == 0)
-    return MMA_16;
-  return kk % 8 == 0 ? MMA_TF32 : MMA_NONE;
+  mma_geo q;
+  q.m = os->d[r - 2];
+  q.n = os->d[r - 1];
+  q.kk = as->d[as->ndim - 1];
+  q.batches = mirs__shape_numel(os) / (q.m * q.n);
+  q.mt = m_pad / 16;
+  q.nt = q.n / 8;
+  q.tiles = q.batches * q.mt * q.nt;
+  q.per = (q.tiles + k->pl->nwarps - 1) / k->pl->nwarps;
+  return q;
 }
 
-/* Emit a block matmul on tensor cores: each warp computes 16x8 output
- * tiles with mma.sync from the float tiles (operands rounded to the
- * kernel's dtype, or to tf32), accumulating in f32. */
-static void emit_mma(kgen *k, const mirs__bop *op, mma_kind kind) {
-  const mirs__bgraph *bg = k->bg;
+/* Open the loop over the 16x8 output tiles this warp owns (tile w =
+ * warp * per + j: consecutive tiles, so they share their rows when a row
+ * of tiles is a multiple of per), with the batch coordinates c0.. of
+ * tile w. */
+static void open_warp_tiles(kgen *k, const mma_geo *q, const mirs__shape *os) {
   mirs__buf *b = k->b;
+  mirs__buf_printf(b, "      MIRS_UNROLL for (int j = 0; j < %" PRId64 "; j++) {\n", q->per);
+  mirs__buf_printf(b, "        const int w = warp * %" PRId64 " + j;\n", q->per);
+  mirs__buf_printf(b, "        if (w >= %" PRId64 ")\n          break;\n", q->tiles);
+  mirs__buf_printf(b, "        const int bi = w / %" PRId64 ", mt = (w / %" PRId64 ") %% %" PRId64
+                      ", nt = w %% %" PRId64 ";\n        (void)bi;\n",
+                   q->mt * q->nt, q->nt, q->mt, q->nt);
+  mirs__shape bsh = *os;
+  bsh.ndim = os->ndim - 2;
+  if (bsh.ndim > 0)
+    emit_coords(b, "        ", "int", "bi", &bsh);
+}
+
+/* Emit the epilogue of the C fragment `D` of output tile (bi, mt, nt):
+ * each of its 4 elements (rows below M only) through t's fused chain. */
+static void emit_frag_epilogue(kgen *k, const mma_geo *q, int32_t t, const char *D) {
+  mirs__buf *b = k->b;
+  mirs__buf_puts(b, "        for (int h = 0; h < 4; h++) {\n");
+  mirs__buf_puts(b, "          const int row = mt * 16 + gq + (h >> 1) * 8;\n");
+  if (q->mt * 16 != q->m)
+    mirs__buf_printf(b, "          if (row >= %" PRId64 ")\n            continue;\n", q->m);
+  mirs__buf_printf(b,
+                   "          const int e = bi * %" PRId64 " + row * %" PRId64
+                   " + nt * 8 + tq * 2 + (h & 1);\n",
+                   q->m * q->n, q->n);
+  emit_coords(b, "          ", "int", "e", &k->bg->t[t].shape);
+  mirs__buf_printf(b, "          float v = %s[h];\n", D);
+  emit_chain_store(k, "          ", t);
+  mirs__buf_puts(b, "        }\n");
+}
+
+/* Emit `ab`, `bb`: the offsets of matmul op's A and B operands at the
+ * batch coordinates c0.. (broadcast), in their stored strides. */
+static void emit_operand_bases(kgen *k, const mirs__bop *op) {
+  const mirs__bgraph *bg = k->bg;
+  const mirs__shape *os = &bg->t[op->out].shape;
+  int64_t sa[MIRS_MAX_DIMS], sb[MIRS_MAX_DIMS];
+  tile_strides(k, op->in[0], sa);
+  tile_strides(k, op->in[1], sb);
+  mirs__buf_puts(k->b, "        const int ab = ");
+  emit_index_st(k->b, &bg->t[op->in[0]].shape, sa, os, os->ndim - 2);
+  mirs__buf_puts(k->b, ", bb = ");
+  emit_index_st(k->b, &bg->t[op->in[1]].shape, sb, os, os->ndim - 2);
+  mirs__buf_puts(k->b, ";\n");
+}
+
+/* The MMA_16 body when a warp's `per` tiles lie in one row of tiles
+ * (same batch and rows): A fragments are loaded once per k step for all of
+ * them, B fragments of two neighbouring tiles at once (ldmatrix.x4.trans:
+ * lanes 16-31 address the next 8 columns).  Opens and closes its own
+ * block (the caller emitted its `{` and lane variables). */
+static void emit_mma16_rows(kgen *k, int32_t oi, const mma_geo *q, int64_t SA, int64_t SB,
+                            mirs_dtype dt, const char *sfx) {
+  const mirs__bgraph *bg = k->bg;
+  const mirs__bop *op = &bg->ops[oi];
+  const mirs__plan_op *po = &k->pl->op[oi];
+  mirs__buf *b = k->b;
+  const mirs__shape *os = &bg->t[op->out].shape;
+  int64_t ksteps = q->kk / 16;
+  mirs__buf_printf(b, "      const int w0 = warp * %" PRId64 ";\n      if (w0 < %" PRId64 ") {\n",
+                   q->per, q->tiles);
+  mirs__buf_printf(b, "        const int bi = w0 / %" PRId64 ", mt = (w0 / %" PRId64 ") %% %" PRId64
+                      ", nt0 = w0 %% %" PRId64 ";\n        (void)bi;\n",
+                   q->mt * q->nt, q->nt, q->mt, q->nt);
+  mirs__shape bsh = *os;
+  bsh.ndim = os->ndim - 2;
+  if (bsh.ndim > 0)
+    emit_coords(b, "        ", "int", "bi", &bsh);
+  emit_operand_bases(k, op);
+  if (po->acc >= 0)
+    mirs__buf_printf(b, "        float (*const d)[4] = accf%d;\n", (int)po->acc);
+  else
+    mirs__buf_printf(b, "        float d[%" PRId64 "][4] = {};\n", q->per);
+  mirs__buf_printf(b,
+                   "        const %s *const pa = t%d + ab + (mt * 16 + (lane & 15)) * %" PRId64
+                   " + (lane >> 4) * 8;\n",
+                   ctype(dt), (int)op->in[0], SA);
+  mirs__buf_printf(b,
+                   "        const %s *const pb = t%d + bb + (lane & 15) * %" PRId64
+                   " + nt0 * 8 + (lane >> 4) * 8;\n",
+                   ctype(dt), (int)op->in[1], SB);
+  mirs__buf_printf(b, "        %sfor (int kk = 0; kk < %" PRId64 "; kk += 16) {\n",
+                   ksteps <= 16 ? "MIRS_UNROLL " : "", q->kk);
+  mirs__buf_puts(b, "          uint32_t a[4];\n          mirs_ldmatrix_x4(a, pa + kk);\n");
+  for (int64_t j = 0; j + 1 < q->per; j += 2) {
+    mirs__buf_printf(b, "          {\n            uint32_t bf[4];\n"
+                        "            mirs_ldmatrix_x4_trans(bf, pb + kk * %" PRId64 " + %" PRId64 ");\n",
+                     SB, j * 8);
+    mirs__buf_printf(b, "            mirs_mma_%s(d[%" PRId64 "], a, bf);\n"
+                        "            mirs_mma_%s(d[%" PRId64 "], a, bf + 2);\n          }\n",
+                     sfx, j, sfx, j + 1);
+  }
+  if (q->per % 2 == 1) {
+    mirs__buf_printf(b, "          {\n            uint32_t bf[2];\n"
+                        "            mirs_ldmatrix_x2_trans(bf, pb + kk * %" PRId64 " + %" PRId64 ");\n"
+                        "            mirs_mma_%s(d[%" PRId64 "], a, bf);\n          }\n",
+                     SB, (q->per - 1) * 8, sfx, q->per - 1);
+  }
+  mirs__buf_puts(b, "        }\n");
+  if (po->acc < 0) {
+    mirs__buf_printf(b, "        MIRS_UNROLL for (int j = 0; j < %" PRId64 "; j++) {\n"
+                        "        const int nt = nt0 + j;\n",
+                     q->per);
+    char D[16];
+    snprintf(D, sizeof D, "d[j]");
+    emit_frag_epilogue(k, q, op->out, D);
+    mirs__buf_puts(b, "        }\n");
+    k->pending = true;
+  }
+  mirs__buf_puts(b, "      }\n    }\n");
+}
+
+/* Emit a block matmul on tensor cores.  MMA_16: both operands are 16-bit
+ * tiles in shared memory; A fragments come from ldmatrix.x4 (lane l gives
+ * row l % 16, k-half l / 16), B fragments from ldmatrix.x2.trans of the
+ * row-major [k][n] tile (lane l gives k-row l % 16).  MMA_TF32: elements
+ * read and rounded to tf32.  Into a register accumulator (pl->op.acc) the
+ * product adds into its C fragments; otherwise it goes through the
+ * chain to its tile. */
+static void emit_mma(kgen *k, int32_t oi) {
+  const mirs__bgraph *bg = k->bg;
+  const mirs__bop *op = &bg->ops[oi];
+  const mirs__plan_op *po = &k->pl->op[oi];
+  mirs__buf *b = k->b;
+  mma_geo q = mma_geometry(k, op, po->m_pad);
   const mirs__shape *os = &bg->t[op->out].shape, *as = &bg->t[op->in[0]].shape,
                     *bs = &bg->t[op->in[1]].shape;
-  int r = os->ndim;
-  int64_t m = os->d[r - 2], n = os->d[r - 1], kk = as->d[as->ndim - 1];
-  int64_t batches = mirs__shape_numel(os) / (m * n);
-  int64_t mt = m / 16, nt = n / 8, tiles = batches * mt * nt;
-  const char *sfx = kind == MMA_TF32 ? "tf32" : k->dt == MIRS_BF16 ? "bf16" : "f16";
-  mirs__shape bsh = *os; /* batch coordinates: the output's batch dims */
-  mirs__buf_printf(b, "    { /* %s: tensor cores (mma.sync m16n8k%d, %s) */\n",
-                   bg->t[op->out].name, kind == MMA_TF32 ? 8 : 16, sfx);
-  mirs__buf_puts(b, "      const int lane = tid & 31, gq = lane >> 2, tq = lane & 3;\n");
-  mirs__buf_printf(b, "      for (int w = tid >> 5; w < %" PRId64 "; w += %d) {\n", tiles,
-                   k->nthreads / 32);
-  mirs__buf_printf(b, "        const int bi = w / %" PRId64 ", mt = (w / %" PRId64 ") %% %" PRId64
-                      ", nt = w %% %" PRId64 ";\n",
-                   mt * nt, nt, mt, nt);
-  bsh.ndim = r - 2;
-  if (r - 2 > 0)
-    emit_coords(b, "        ", "int", "bi", &bsh);
-  mirs__buf_puts(b, "        const int ab = ");
-  emit_index(b, as, os, r - 2);
-  mirs__buf_puts(b, ", bb = ");
-  emit_index(b, bs, os, r - 2);
-  mirs__buf_puts(b, ";\n        float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};\n");
-  if (kind == MMA_TF32) {
-    mirs__buf_printf(b, "        for (int kk = 0; kk < %" PRId64 "; kk += 8) {\n", kk);
+  int64_t sa[MIRS_MAX_DIMS], sb[MIRS_MAX_DIMS];
+  tile_strides(k, op->in[0], sa);
+  tile_strides(k, op->in[1], sb);
+  int64_t SA = sa[as->ndim - 2], SB = sb[bs->ndim - 2];
+  bool tf32 = po->mma == MIRS__MMA_TF32;
+  mirs_dtype dt = MIRS_F16;
+  if (!tf32)
+    dt = k->g->t[bg->ops[bg->t[op->in[0]].producer].src].dtype;
+  const char *sfx = tf32 ? "tf32" : dt == MIRS_BF16 ? "bf16" : "f16";
+  mirs__buf_printf(b, "    { /* %s = matmul: tensor cores (%s mma.sync m16n8k%d, %s)%s */\n",
+                   bg->t[op->out].name, tf32 ? "scalar loads," : "ldmatrix,", tf32 ? 8 : 16, sfx,
+                   po->acc >= 0 ? ", into the accumulator's registers" : "");
+  mirs__buf_puts(b, "      const int lane = tid & 31, warp = tid >> 5, gq = lane >> 2, tq = lane & 3;\n"
+                    "      (void)gq; (void)tq;\n");
+  if (!tf32 && q.nt % q.per == 0 && q.tiles % q.per == 0) {
+    emit_mma16_rows(k, oi, &q, SA, SB, dt, sfx);
+    return;
+  }
+  open_warp_tiles(k, &q, os);
+  emit_operand_bases(k, op);
+  if (po->acc >= 0)
+    mirs__buf_printf(b, "        float *const d = accf%d[j];\n", (int)po->acc);
+  else
+    mirs__buf_puts(b, "        float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};\n");
+  int64_t ksteps = q.kk / (tf32 ? 8 : 16);
+  if (!tf32) {
     mirs__buf_printf(b,
-                     "          const float *pa = t%d + ab + (mt * 16 + gq) * %" PRId64
-                     " + kk + tq;\n",
-                     (int)op->in[0], kk);
+                     "        const %s *const pa = t%d + ab + (mt * 16 + (lane & 15)) * %" PRId64
+                     " + (lane >> 4) * 8;\n",
+                     ctype(dt), (int)op->in[0], SA);
     mirs__buf_printf(b,
-                     "          const float *pb = t%d + bb + (kk + tq) * %" PRId64
-                     " + nt * 8 + gq;\n",
-                     (int)op->in[1], n);
-    mirs__buf_puts(b, "          uint32_t a[4], bf[2];\n");
-    mirs__buf_puts(b, "          a[0] = mirs_pack_tf32(pa[0]);\n");
-    mirs__buf_printf(b, "          a[1] = mirs_pack_tf32(pa[%" PRId64 "]);\n", 8 * kk);
-    mirs__buf_puts(b, "          a[2] = mirs_pack_tf32(pa[4]);\n");
-    mirs__buf_printf(b, "          a[3] = mirs_pack_tf32(pa[%" PRId64 "]);\n", 8 * kk + 4);
-    mirs__buf_puts(b, "          bf[0] = mirs_pack_tf32(pb[0]);\n");
-    mirs__buf_printf(b, "          bf[1] = mirs_pack_tf32(pb[%" PRId64 "]);\n", 4 * n);
+                     "        const %s *const pb = t%d + bb + (lane & 15) * %" PRId64 " + nt * 8;\n",
+                     ctype(dt), (int)op->in[1], SB);
+    mirs__buf_printf(b, "        %sfor (int kk = 0; kk < %" PRId64 "; kk += 16) {\n",
+                     ksteps <= 16 ? "MIRS_UNROLL " : "", q.kk);
+    mirs__buf_puts(b, "          uint32_t a[4], bf[2];\n"
+                      "          mirs_ldmatrix_x4(a, pa + kk);\n");
+    mirs__buf_printf(b, "          mirs_ldmatrix_x2_trans(bf, pb + kk * %" PRId64 ");\n", SB);
   } else {
-    mirs__buf_printf(b, "        for (int kk = 0; kk < %" PRId64 "; kk += 16) {\n", kk);
+    mirs__buf_printf(b, "        %sfor (int kk = 0; kk < %" PRId64 "; kk += 8) {\n",
+                     ksteps <= 16 ? "MIRS_UNROLL " : "", q.kk);
     mirs__buf_printf(b,
-                     "          const float *pa = t%d + ab + (mt * 16 + gq) * %" PRId64
-                     " + kk + tq * 2;\n",
-                     (int)op->in[0], kk);
+                     "          const %s *const pa = t%d + ab + (mt * 16 + gq) * %" PRId64
+                     " + kk + tq;\n",
+                     tile_ctype(k, op->in[0]), (int)op->in[0], SA);
     mirs__buf_printf(b,
-                     "          const float *pb = t%d + bb + (kk + tq * 2) * %" PRId64
+                     "          const %s *const pb = t%d + bb + (kk + tq) * %" PRId64
                      " + nt * 8 + gq;\n",
-                     (int)op->in[1], n);
+                     tile_ctype(k, op->in[1]), (int)op->in[1], SB);
     mirs__buf_puts(b, "          uint32_t a[4], bf[2];\n");
-    mirs__buf_printf(b, "          a[0] = mirs_pack_%s(pa[0], pa[1]);\n", sfx);
-    mirs__buf_printf(b, "          a[1] = mirs_pack_%s(pa[%" PRId64 "], pa[%" PRId64 "]);\n", sfx,
-                     8 * kk, 8 * kk + 1);
-    mirs__buf_printf(b, "          a[2] = mirs_pack_%s(pa[8], pa[9]);\n", sfx);
-    mirs__buf_printf(b, "          a[3] = mirs_pack_%s(pa[%" PRId64 "], pa[%" PRId64 "]);\n", sfx,
-                     8 * kk + 8, 8 * kk + 9);
-    mirs__buf_printf(b, "          bf[0] = mirs_pack_%s(pb[0], pb[%" PRId64 "]);\n", sfx, n);
-    mirs__buf_printf(b, "          bf[1] = mirs_pack_%s(pb[%" PRId64 "], pb[%" PRId64 "]);\n", sfx,
-                     8 * n, 9 * n);
+    mirs__buf_puts(b, "          a[0] = mirs_pack_tf32(mirs_ld(pa));\n");
+    mirs__buf_printf(b, "          a[1] = mirs_pack_tf32(mirs_ld(pa + %" PRId64 "));\n", 8 * SA);
+    mirs__buf_puts(b, "          a[2] = mirs_pack_tf32(mirs_ld(pa + 4));\n");
+    mirs__buf_printf(b, "          a[3] = mirs_pack_tf32(mirs_ld(pa + %" PRId64 "));\n", 8 * SA + 4);
+    mirs__buf_puts(b, "          bf[0] = mirs_pack_tf32(mirs_ld(pb));\n");
+    mirs__buf_printf(b, "          bf[1] = mirs_pack_tf32(mirs_ld(pb + %" PRId64 "));\n", 4 * SB);
   }
   mirs__buf_printf(b, "          mirs_mma_%s(d, a, bf);\n        }\n", sfx);
-  mirs__buf_puts(b, "        for (int h = 0; h < 4; h++) {\n");
-  mirs__buf_printf(b,
-                   "          const int e = bi * %" PRId64 " + (mt * 16 + gq + (h >> 1) * 8) * %" PRId64
-                   " + nt * 8 + tq * 2 + (h & 1);\n",
-                   m * n, n);
-  emit_coords(b, "          ", "int", "e", os);
-  mirs__buf_puts(b, "          float v = d[h];\n");
+  if (po->acc < 0) {
+    emit_frag_epilogue(k, &q, op->out, "d");
+    k->pending = true;
+  }
+  mirs__buf_puts(b, "      }\n    }\n");
+}
+
+/* log2 of a power of two. */
+static int ilog2(int x) {
+  int l = 0;
+  while ((1 << l) < x)
+    l++;
+  return l;
+}
+
+/* Emit a block sum or rms_norm as a tree: G lanes per reduced row each
+ * take every G-th element, a __shfl_xor_sync butterfly gives all of them
+ * the row's total; then lane 0 stores the sum (sum), or every lane
+ * normalises its elements of the row (rms_norm), through the chain. */
+static void emit_reduce_tree(kgen *k, int32_t oi) {
+  const mirs__bgraph *bg = k->bg;
+  const mirs__bop *op = &bg->ops[oi];
+  mirs__buf *b = k->b;
+  const mirs__shape *os = &bg->t[op->out].shape, *xs = &bg->t[op->in[0]].shape;
+  bool rms = op->op == MIRS_OP_RMS_NORM;
+  int r = os->ndim, dim = rms ? r - 1 : op->dim, grp = k->pl->op[oi].group;
+  int64_t len = xs->d[dim], rows = mirs__shape_numel(xs) / len;
+  int64_t groups = k->nthreads / grp, per = (rows + groups - 1) / groups;
+  int64_t st[MIRS_MAX_DIMS];
+  tile_strides(k, op->in[0], st);
+  mirs__shape rsh = *os; /* the row coordinates: the output without its reduced dim */
+  if (rms)
+    rsh.ndim = r - 1;
+  mirs__buf_printf(b, "    /* %s = %s: %d lanes per row, warp-shuffle tree */\n", bg->t[op->out].name,
+                   mirs__graph_ops[op->op].name, grp);
+  mirs__buf_printf(b, "    for (int r = 0; r < %" PRId64 "; r++) {\n", per);
+  mirs__buf_printf(b, "      const int q = (tid >> %d) + r * %" PRId64 ", sub = tid & %d;\n",
+                   ilog2(grp), groups, grp - 1);
+  if (rsh.ndim > 0)
+    emit_coords(b, "      ", "int", "q", &rsh);
+  mirs__buf_puts(b, "      const int ix = ");
+  bool any = false;
+  for (int d = 0; d < rsh.ndim; d++)
+    if (d != dim && os->d[d] > 1) {
+      mirs__buf_printf(b, "%sc%d * %" PRId64, any ? " + " : "", d, st[d]);
+      any = true;
+    }
+  mirs__buf_printf(b, "%s;\n      float ss = 0.0f;\n", any ? "" : "0");
+  mirs__buf_printf(b, "      if (q < %" PRId64 ")\n", rows);
+  mirs__buf_printf(b, "        for (int p = sub; p < %" PRId64 "; p += %d) {\n", len, grp);
+  mirs__buf_printf(b, "          const float y = mirs_ld(t%d + (ix + p * %" PRId64 "));\n",
+                   (int)op->in[0], st[dim]);
+  mirs__buf_printf(b, "          ss += %s;\n        }\n", rms ? "y * y" : "y");
+  for (int m = grp / 2; m >= 1; m /= 2)
+    mirs__buf_printf(b, "      ss += __shfl_xor_sync(0xffffffffu, ss, %d);\n", m);
+  if (!rms) {
+    mirs__buf_printf(b, "      if (q < %" PRId64 " && sub == 0) {\n", rows);
+    mirs__buf_puts(b, "        const int e = q;\n        float v = ss;\n");
+    emit_chain_store(k, "        ", op->out);
+    mirs__buf_puts(b, "      }\n    }\n");
+    return;
+  }
+  if (k->fastdiv) /* one division per row, a multiply per element */
+    mirs__buf_printf(b, "      const float inv = 1.0f / sqrtf(ss / %" PRId64 ".0f);\n", len);
+  else
+    mirs__buf_printf(b, "      const float rms = sqrtf(ss / %" PRId64 ".0f);\n", len);
+  mirs__buf_printf(b, "      if (q < %" PRId64 ")\n", rows);
+  mirs__buf_printf(b, "        for (int p = sub; p < %" PRId64 "; p += %d) {\n", len, grp);
+  mirs__buf_printf(b, "          const int c%d = p, e = q * %" PRId64 " + p;\n          (void)c%d;\n",
+                   r - 1, len, r - 1);
+  mirs__buf_printf(b, "          float v = mirs_ld(t%d + (ix + p)) %s;\n", (int)op->in[0],
+                   k->fastdiv ? "* inv" : "/ rms");
   emit_chain_store(k, "          ", op->out);
-  mirs__buf_puts(b, "        }\n      }\n    }\n");
+  mirs__buf_puts(b, "        }\n    }\n");
 }
 
 /* Emit a compute block op (either phase) and its fused chain. */
-static void emit_block_compute(kgen *k, const mirs__bop *op) {
+static void emit_block_compute(kgen *k, int32_t oi) {
   const mirs__bgraph *bg = k->bg;
+  const mirs__bop *op = &bg->ops[oi];
   mirs__buf *b = k->b;
   sync_if_pending(k, "    ");
-  mma_kind mk = use_mma(k, op);
-  if (mk != MMA_NONE) {
-    emit_mma(k, op, mk);
-  } else {
-    const mirs__shape *os = &bg->t[op->out].shape;
-    char names[2][16];
-    const char *in[2] = {NULL, NULL};
-    const mirs__shape *ins[2] = {NULL, NULL};
-    for (int a = 0; a < op->nin && a < 2; a++) {
-      snprintf(names[a], sizeof names[a], "t%d", (int)op->in[a]);
-      in[a] = names[a];
-      ins[a] = &bg->t[op->in[a]].shape;
-    }
-    mirs__buf_printf(b, "    /* %s = %s */\n", bg->t[op->out].name, mirs__graph_ops[op->op].name);
-    mirs__buf_printf(b, "    for (int e = tid; e < %" PRId64 "; e += %d) {\n",
-                     mirs__shape_numel(os), k->nthreads);
-    emit_coords(b, "      ", "int", "e", os);
-    mirs__buf_puts(b, "      float v;\n");
-    emit_value(b, "      ", "int", op->op, op->dim, in, ins, os);
-    emit_chain_store(k, "      ", op->out);
-    mirs__buf_puts(b, "    }\n");
+  if (k->pl->op[oi].mma != MIRS__MMA_NONE) {
+    emit_mma(k, oi);
+    return;
   }
+  if (k->pl->op[oi].group > 1) {
+    emit_reduce_tree(k, oi);
+    k->pending = true;
+    return;
+  }
+  const mirs__shape *os = &bg->t[op->out].shape;
+  char names[2][16];
+  const char *in[2] = {NULL, NULL};
+  const mirs__shape *ins[2] = {NULL, NULL};
+  int64_t st[2][MIRS_MAX_DIMS];
+  const int64_t *ist[2] = {st[0], st[1]};
+  for (int a = 0; a < op->nin && a < 2; a++) {
+    snprintf(names[a], sizeof names[a], "t%d", (int)op->in[a]);
+    in[a] = names[a];
+    ins[a] = &bg->t[op->in[a]].shape;
+    tile_strides(k, op->in[a], st[a]);
+  }
+  mirs__buf_printf(b, "    /* %s = %s */\n", bg->t[op->out].name, mirs__graph_ops[op->op].name);
+  mirs__buf_printf(b, "    for (int e = tid; e < %" PRId64 "; e += %d) {\n",
+                   mirs__shape_numel(os), k->nthreads);
+  emit_coords(b, "      ", "int", "e", os);
+  mirs__buf_puts(b, "      float v;\n");
+  emit_value(b, "      ", "int", op->op, op->dim, in, ins, ist, os);
+  emit_chain_store(k, "      ", op->out);
+  mirs__buf_puts(b, "    }\n");
   k->pending = true;
 }
 
 /* Accumulator storage element r of accumulator tensor t. */
 static void acc_ref(const kgen *k, int32_t t, char *buf, size_t size) {
-  if (k->acc_smem[t])
+  if (k->pl->t[t].acc_smem)
     snprintf(buf, size, "a%d[tid + r * %d]", (int)t, k->nthreads);
   else
     snprintf(buf, size, "acc%d[r]", (int)t);
 }
 
-/* Open a loop over the accumulator elements this thread owns. */
+/* Accumulator elements per thread of t, and the threads that share one
+ * element (tree reductions: a group of lanes; else 1). */
+static int64_t acc_per_thread(const kgen *k, int32_t t, int *group) {
+  int64_t n = mirs__shape_numel(&k->bg->t[t].shape);
+  int g = k->pl->t[t].tree ? k->pl->t[t].group : 1;
+  int64_t owners = k->nthreads / g;
+  if (group)
+    *group = g;
+  return (n + owners - 1) / owners;
+}
+
+/* Open a loop over the accumulator elements this thread owns (with
+ * group > 1, lane 0 of the group writes; the others skip). */
 static void open_acc_loop(kgen *k, int32_t t) {
   int64_t n = mirs__shape_numel(&k->bg->t[t].shape);
-  int64_t per = (n + k->nthreads - 1) / k->nthreads;
+  int grp;
+  int64_t per = acc_per_thread(k, t, &grp);
   mirs__buf_printf(k->b, "    %sfor (int r = 0; r < %" PRId64 "; r++) {\n",
-                   k->acc_smem[t] ? "" : "MIRS_UNROLL ", per);
-  mirs__buf_printf(k->b, "      const int e = tid + r * %d;\n", k->nthreads);
+                   k->pl->t[t].acc_smem ? "" : "MIRS_UNROLL ", per);
+  if (grp > 1)
+    mirs__buf_printf(k->b, "      const int e = (tid >> %d) + r * %d;\n", ilog2(grp),
+                     k->nthreads / grp);
+  else
+    mirs__buf_printf(k->b, "      const int e = tid + r * %d;\n", k->nthreads);
   mirs__buf_printf(k->b, "      if (e >= %" PRId64 ")\n        break;\n", n);
+  if (grp > 1)
+    mirs__buf_printf(k->b, "      if ((tid & %d) != 0)\n        continue;\n", grp - 1);
+}
+
+/* Emit a tree-reduced ACCUM_SUM / ACCUM_RMS step: the G lanes of a group
+ * take every G-th element of the row, then a shuffle butterfly gives each
+ * of them the row's total (bit-identical in every lane). */
+static void emit_accum_tree(kgen *k, const mirs__bop *op) {
+  const mirs__bgraph *bg = k->bg;
+  mirs__buf *b = k->b;
+  const mirs__shape *xs = &bg->t[op->in[0]].shape, *as = &bg->t[op->out].shape;
+  int32_t t = op->out;
+  int64_t n = mirs__shape_numel(as);
+  int grp;
+  int64_t per = acc_per_thread(k, t, &grp);
+  int64_t xst[MIRS_MAX_DIMS];
+  tile_strides(k, op->in[0], xst);
+  bool rms = op->op == MIRS_OP_ACCUM_RMS;
+  int dim = rms ? xs->ndim - 1 : op->dim;
+  mirs__buf_printf(b, "    /* %s = %s(%s): %d lanes per element, warp-shuffle tree */\n",
+                   bg->t[t].name, mirs__graph_ops[op->op].name, bg->t[op->in[0]].name, grp);
+  mirs__buf_printf(b, "    MIRS_UNROLL for (int r = 0; r < %" PRId64 "; r++) {\n", per);
+  mirs__buf_printf(b, "      const int e = (tid >> %d) + r * %d, sub = tid & %d;\n", ilog2(grp),
+                   k->nthreads / grp, grp - 1);
+  mirs__buf_printf(b, "      float v = 0.0f;\n      if (e < %" PRId64 ") {\n", n);
+  emit_coords(b, "        ", "int", "e", as);
+  mirs__buf_puts(b, "        const int ix = ");
+  bool any = false;
+  for (int d = 0; d < as->ndim; d++)
+    if (d != dim && as->d[d] > 1) {
+      mirs__buf_printf(b, "%sc%d * %" PRId64, any ? " + " : "", d, xst[d]);
+      any = true;
+    }
+  mirs__buf_printf(b, "%s;\n", any ? "" : "0");
+  mirs__buf_printf(b, "        for (int p = sub; p < %" PRId64 "; p += %d) {\n", xs->d[dim], grp);
+  mirs__buf_printf(b, "          const float y = mirs_ld(t%d + (ix + p * %" PRId64 "));\n",
+                   (int)op->in[0], xst[dim]);
+  mirs__buf_printf(b, "          v += %s;\n        }\n      }\n", rms ? "y * y" : "y");
+  for (int m = grp / 2; m >= 1; m /= 2)
+    mirs__buf_printf(b, "      v += __shfl_xor_sync(0xffffffffu, v, %d);\n", m);
+  mirs__buf_printf(b, "      acc%d[r] += v;\n    }\n", (int)t);
 }
 
 /* Emit an ACCUM* step: this iteration's contribution to the owned elements. */
@@ -481,9 +688,18 @@ static void emit_accum(kgen *k, const mirs__bop *op) {
   const mirs__bgraph *bg = k->bg;
   mirs__buf *b = k->b;
   const mirs__shape *xs = &bg->t[op->in[0]].shape, *as = &bg->t[op->out].shape;
+  if (k->pl->t[op->out].acc_mma) {
+    mirs__buf_printf(b, "    /* %s = accum(%s): added by the matmul into its C fragments */\n",
+                     bg->t[op->out].name, bg->t[op->in[0]].name);
+    return;
+  }
   char ref[64];
   acc_ref(k, op->out, ref, sizeof ref);
   sync_if_pending(k, "    ");
+  if (k->pl->t[op->out].tree) {
+    emit_accum_tree(k, op);
+    return;
+  }
   mirs__buf_printf(b, "    /* %s = %s(%s) */\n", bg->t[op->out].name, mirs__graph_ops[op->op].name,
                    bg->t[op->in[0]].name);
   open_acc_loop(k, op->out);
@@ -493,15 +709,22 @@ static void emit_accum(kgen *k, const mirs__bop *op) {
   snprintf(xn, sizeof xn, "t%d", (int)op->in[0]);
   const char *in[1] = {xn};
   const mirs__shape *ins[1] = {xs};
+  int64_t xst[MIRS_MAX_DIMS];
+  tile_strides(k, op->in[0], xst);
+  const int64_t *ist[1] = {xst};
   if (op->op == MIRS_OP_ACCUM) {
-    mirs__buf_printf(b, "      v = %s[e];\n", xn);
+    mirs__buf_puts(b, "      v = ");
+    emit_tile_ld(k, op->in[0], as);
+    mirs__buf_puts(b, ";\n");
   } else if (op->op == MIRS_OP_ACCUM_SUM) {
-    emit_value(b, "      ", "int", MIRS_OP_SUM, op->dim, in, ins, as);
+    emit_value(b, "      ", "int", MIRS_OP_SUM, op->dim, in, ins, ist, as);
   } else {
     int64_t last = xs->d[xs->ndim - 1];
-    mirs__buf_printf(b, "      v = 0.0f;\n      for (int p = 0; p < %" PRId64 "; p++) {\n", last);
-    mirs__buf_printf(b, "        const float y = %s[e * %" PRId64 " + p];\n        v += y * y;\n      }\n",
-                     xn, last);
+    mirs__buf_puts(b, "      const int row = ");
+    emit_index_st(b, xs, xst, as, as->ndim - 1);
+    mirs__buf_printf(b, ";\n      v = 0.0f;\n      for (int p = 0; p < %" PRId64 "; p++) {\n", last);
+    mirs__buf_printf(b, "        const float y = mirs_ld(%s + (row + p));\n        v += y * y;\n      }\n",
+                     xn);
   }
   mirs__buf_printf(b, "      %s += v;\n    }\n", ref);
 }
@@ -510,10 +733,23 @@ static void emit_accum(kgen *k, const mirs__bop *op) {
 static void emit_writeback(kgen *k, const mirs__bop *op) {
   const mirs__bgraph *bg = k->bg;
   mirs__buf *b = k->b;
+  mirs__buf_printf(b, "    /* %s: write back%s */\n", bg->t[op->out].name,
+                   k->pl->t[op->out].next >= 0 ? " through its fused chain" : "");
+  if (k->pl->t[op->out].acc_mma) {
+    int32_t p = bg->t[op->in[0]].producer;
+    mma_geo q = mma_geometry(k, &bg->ops[p], k->pl->op[p].m_pad);
+    char D[32];
+    snprintf(D, sizeof D, "accf%d[j]", (int)op->out);
+    mirs__buf_puts(b, "    {\n      const int lane = tid & 31, warp = tid >> 5, gq = lane >> 2, "
+                      "tq = lane & 3;\n");
+    open_warp_tiles(k, &q, &bg->t[op->out].shape);
+    emit_frag_epilogue(k, &q, op->out, D);
+    mirs__buf_puts(b, "      }\n    }\n");
+    k->pending = true;
+    return;
+  }
   char ref[64];
   acc_ref(k, op->out, ref, sizeof ref);
-  mirs__buf_printf(b, "    /* %s: write back%s */\n", bg->t[op->out].name,
-                   k->next[op->out] >= 0 ? " through its fused chain" : "");
   open_acc_loop(k, op->out);
   emit_coords(b, "      ", "int", "e", &bg->t[op->out].shape);
   mirs__buf_printf(b, "      float v = %s;\n", ref);
@@ -525,9 +761,10 @@ static void emit_writeback(kgen *k, const mirs__bop *op) {
 }
 
 /* Emit `base + (c0 + off0) * S0 + ...`: the kernel-tensor index of tile
- * element c0.. for INPUT/OUTPUT op placed by the schedule. */
+ * element c0.. for INPUT/OUTPUT op placed by the schedule, at forloop
+ * iteration fexpr. */
 static void emit_global_index(kgen *k, const mirs__bop *op, const mirs__shape *ks,
-                              const mirs__shape *ts) {
+                              const mirs__shape *ts, const char *fexpr) {
   static const char *const bidx[MIRS__GRID] = {"blockIdx.x", "blockIdx.y", "blockIdx.z"};
   mirs__tile_place p;
   mirs__sched_place(k->bg, op, &p);
@@ -538,93 +775,228 @@ static void emit_global_index(kgen *k, const mirs__bop *op, const mirs__shape *k
     if (p.grid[d] >= 0)
       mirs__buf_printf(k->b, " + (long long)%s * %" PRId64, bidx[p.grid[d]], ts->d[d]);
     if (p.forloop[d])
-      mirs__buf_printf(k->b, " + (long long)f * %" PRId64, ts->d[d]);
+      mirs__buf_printf(k->b, " + (long long)(%s) * %" PRId64, fexpr, ts->d[d]);
     mirs__buf_printf(k->b, ") * %" PRId64 "LL", st[d]);
   }
 }
 
-/* Allocate k's per-tensor and per-op arrays for bg. */
-static mirs_status kgen_alloc(mirs_context *ctx, kgen *k) {
-  size_t nt = (size_t)k->bg->nt + 1, no = (size_t)k->bg->nops + 1;
-  k->uses = mirs__core_calloc(ctx, nt, sizeof *k->uses);
-  k->next = mirs__core_calloc(ctx, nt, sizeof *k->next);
-  k->soff = mirs__core_calloc(ctx, nt, sizeof *k->soff);
-  k->aoff = mirs__core_calloc(ctx, nt, sizeof *k->aoff);
-  k->acc_smem = mirs__core_calloc(ctx, nt, sizeof *k->acc_smem);
-  k->absorbed = mirs__core_calloc(ctx, no, sizeof *k->absorbed);
-  if (!k->uses || !k->next || !k->soff || !k->aoff || !k->acc_smem || !k->absorbed)
-    return mirs__core_trace(ctx, MIRS_NOMEM, __func__, __FILE__, __LINE__);
-  return MIRS_OK;
+/* Geometry of a 16-byte cp.async tile load. */
+typedef struct vload {
+  int64_t cpr;    /* 16-byte chunks per row */
+  int64_t rows;   /* rows of the tile (numel / last) */
+  int64_t gstep;  /* global elements from one row to the next (linear tiles) */
+  int64_t fstep;  /* global elements from one forloop iteration to the next */
+  int64_t rstep;  /* rows a pass of all threads covers (fast path) */
+  int vecel;      /* elements per chunk */
+  bool fast;      /* per-thread row/chunk fixed: rows linear and NT % cpr == 0 */
+} vload;
+
+static vload vload_geometry(const kgen *k, const mirs__bop *op) {
+  const mirs__shape *ts = &k->bg->t[op->out].shape, *ks = &k->g->t[op->src].shape;
+  const mirs__plan_tensor *pt = &k->pl->t[op->out];
+  int r = ts->ndim;
+  int64_t kst[MIRS_MAX_DIMS];
+  strides(ks, kst);
+  vload v;
+  v.vecel = 16 / pt->elsize;
+  v.cpr = ts->d[r - 1] / v.vecel;
+  v.rows = mirs__shape_numel(ts) / ts->d[r - 1];
+  v.fstep = op->fmap >= 0 ? ts->d[op->fmap] * kst[op->fmap] : 0;
+  int nonunit = 0;
+  v.gstep = 0;
+  for (int d = 0; d < r - 1; d++)
+    if (ts->d[d] > 1) {
+      nonunit++;
+      v.gstep = kst[d];
+    }
+  v.fast = nonunit <= 1 && k->nthreads % v.cpr == 0;
+  v.rstep = v.fast ? k->nthreads / v.cpr : 0;
+  return v;
 }
 
-/* Release k's arrays. */
-static void kgen_free(mirs_context *ctx, kgen *k) {
-  mirs__core_free(ctx, k->uses);
-  mirs__core_free(ctx, k->next);
-  mirs__core_free(ctx, k->soff);
-  mirs__core_free(ctx, k->aoff);
-  mirs__core_free(ctx, k->acc_smem);
-  mirs__core_free(ctx, k->absorbed);
+/* Emit, before the loop, the per-thread global and shared addresses of
+ * input tile op->out (16-byte fast path only). */
+static void emit_load_bases(kgen *k, const mirs__bop *op, int32_t src_i) {
+  const mirs__plan_tensor *pt = &k->pl->t[op->out];
+  if (!pt->vec)
+    return;
+  vload v = vload_geometry(k, op);
+  if (!v.fast)
+    return;
+  static const char *const bidx[MIRS__GRID] = {"blockIdx.x", "blockIdx.y", "blockIdx.z"};
+  const mirs__shape *ts = &k->bg->t[op->out].shape, *ks = &k->g->t[op->src].shape;
+  int64_t kst[MIRS_MAX_DIMS];
+  strides(ks, kst);
+  mirs__tile_place p;
+  mirs__sched_place(k->bg, op, &p);
+  int t = (int)op->out;
+  mirs__buf *b = k->b;
+  mirs__buf_printf(b, "    /* %s: %" PRId64 " rows x %" PRId64 " chunks of 16 bytes per stage; "
+                      "this thread: row tid / %" PRId64 " (+%" PRId64 " per pass), chunk tid %% %" PRId64 " */\n",
+                   k->bg->t[op->out].name, v.rows, v.cpr, v.cpr, v.rstep, v.cpr);
+  mirs__buf_printf(b, "    const int r%d = tid / %" PRId64 ", q%d = tid %% %" PRId64 ";\n", t, v.cpr, t,
+                   v.cpr);
+  mirs__buf_printf(b, "    const %s *const g%d = in%d", ctype(k->g->t[op->src].dtype), t, (int)src_i);
+  for (int d = 0; d < ts->ndim; d++)
+    if (p.grid[d] >= 0)
+      mirs__buf_printf(b, " + (long long)%s * %" PRId64 "LL", bidx[p.grid[d]], ts->d[d] * kst[d]);
+  mirs__buf_printf(b, " + (long long)r%d * %" PRId64 "LL + q%d * %d;\n", t, v.gstep, t, v.vecel);
+  mirs__buf_printf(b, "    %s *const s%d = t%d_s + r%d * %d + q%d * %d;\n",
+                   ctype(k->g->t[op->src].dtype), t, t, t, (int)pt->stride, t, v.vecel);
 }
 
-/* Floats of tile storage custom kernel op ki of g needs per block. */
-static mirs_status kernel_floats(const mirs_graph *g, int32_t ki, int64_t *floats) {
-  kgen k;
-  memset(&k, 0, sizeof k);
-  k.g = g;
-  k.bg = g->ops[ki].bg;
-  k.nthreads = k.bg->block[0] * k.bg->block[1] * k.bg->block[2];
-  if (k.nthreads < 1)
-    k.nthreads = 1;
-  mirs_status s = kgen_alloc(g->ctx, &k);
-  if (s == MIRS_OK)
-    s = plan_kernel(&k);
-  *floats = k.smem;
-  kgen_free(g->ctx, &k);
-  return s;
+/* Emit the load of input tile op->out for forloop iteration fexpr into
+ * stage buffer sexpr: 16-byte cp.async where the plan proved alignment,
+ * element copies (stored dtype, no conversion) otherwise. */
+static void emit_load(kgen *k, const mirs__bop *op, int32_t src_i, const char *fexpr,
+                      const char *sexpr, const char *ind) {
+  const mirs__plan_tensor *pt = &k->pl->t[op->out];
+  const mirs__shape *ts = &k->bg->t[op->out].shape;
+  int t = (int)op->out;
+  mirs__buf *b = k->b;
+  int64_t se = pt->stage_bytes / pt->elsize; /* elements per stage */
+  if (pt->vec) {
+    vload v = vload_geometry(k, op);
+    if (v.fast) {
+      int64_t passes = (v.rows + v.rstep - 1) / v.rstep;
+      mirs__buf_printf(b, "%sMIRS_UNROLL for (int j = 0; j < %" PRId64 "; j++)\n", ind, passes);
+      if (v.rows % v.rstep != 0)
+        mirs__buf_printf(b, "%s  if (r%d + j * %" PRId64 " < %" PRId64 ")\n", ind, t, v.rstep, v.rows);
+      mirs__buf_printf(b,
+                       "%s    mirs_cp_async16(s%d + (%s) * %" PRId64 " + j * %" PRId64
+                       ", g%d + (long long)(%s) * %" PRId64 "LL + j * %" PRId64 "LL);\n",
+                       ind, t, sexpr, se, v.rstep * pt->stride, t, fexpr, v.fstep,
+                       v.rstep * v.gstep);
+      return;
+    }
+    /* General layout: row coordinates per chunk (divisions by constants). */
+    mirs__shape rs = *ts;
+    rs.ndim = ts->ndim - 1;
+    int64_t tst[MIRS_MAX_DIMS];
+    tile_strides(k, op->out, tst);
+    mirs__buf_printf(b, "%sfor (int i = tid; i < %" PRId64 "; i += %d) {\n", ind, v.rows * v.cpr,
+                     k->nthreads);
+    mirs__buf_printf(b, "%s  const int row = i / %" PRId64 ", q = i %% %" PRId64 ";\n", ind, v.cpr,
+                     v.cpr);
+    char ind2[32];
+    snprintf(ind2, sizeof ind2, "%s  ", ind);
+    if (rs.ndim > 0)
+      emit_coords(b, ind2, "int", "row", &rs);
+    mirs__buf_printf(b, "%s  const int c%d = q * %d;\n", ind, ts->ndim - 1, v.vecel);
+    mirs__buf_printf(b, "%s  mirs_cp_async16(t%d_s + (%s) * %" PRId64 " + (", ind, t, sexpr, se);
+    emit_index_st(b, ts, tst, ts, ts->ndim);
+    mirs__buf_printf(b, "), in%d + (", (int)src_i);
+    emit_global_index(k, op, &k->g->t[op->src].shape, ts, fexpr);
+    mirs__buf_printf(b, "));\n%s}\n", ind);
+    return;
+  }
+  int64_t tst[MIRS_MAX_DIMS];
+  tile_strides(k, op->out, tst);
+  mirs__buf_printf(b, "%sfor (int e = tid; e < %" PRId64 "; e += %d) {\n", ind,
+                   mirs__shape_numel(ts), k->nthreads);
+  char ind2[32];
+  snprintf(ind2, sizeof ind2, "%s  ", ind);
+  emit_coords(b, ind2, "int", "e", ts);
+  mirs__buf_printf(b, "%s  t%d_s[(%s) * %" PRId64 " + ", ind, t, sexpr, se);
+  emit_index_st(b, ts, tst, ts, ts->ndim);
+  mirs__buf_printf(b, "] = in%d[", (int)src_i);
+  emit_global_index(k, op, &k->g->t[op->src].shape, ts, fexpr);
+  mirs__buf_printf(b, "];\n%s}\n", ind);
 }
 
-/* Emit one custom kernel: kernel op ki of g.  Its tiles live in dynamic
- * shared memory, or, when they exceed SMEM_LIMIT (global set), in a
- * per-block slice of a scratch buffer in global memory (slower, but any
- * valid µGraph runs; __syncthreads orders global memory within a block
- * as it does shared memory). */
+/* Index of kernel op input tensor src among kop's inputs. */
+static int32_t input_index(const mirs__kop *kop, int32_t src) {
+  int32_t i = 0;
+  while (i < kop->nin && kop->in[i] != src)
+    i++;
+  return i;
+}
+
+/* Emit the loads of the input tiles that are (walked) or are not
+ * (invariant) walked by the forloop. */
+static void emit_loads(kgen *k, bool walked, const char *fexpr, const char *sexpr,
+                       const char *ind) {
+  const mirs__bgraph *bg = k->bg;
+  for (int32_t i = 0; i < bg->nops; i++) {
+    const mirs__bop *op = &bg->ops[i];
+    if (op->op != MIRS_OP_INPUT || k->pl->t[op->out].invariant == walked)
+      continue;
+    mirs__buf_printf(k->b, "%s/* %s: tile of %s%s */\n", ind, bg->t[op->out].name,
+                     k->g->t[op->src].name, k->pl->t[op->out].vec ? " (cp.async 16 bytes)" : "");
+    emit_load(k, op, input_index(k->kop, op->src), fexpr, sexpr, ind);
+  }
+}
+
+/* Declare `const T *tN` for the walked input tiles at stage sexpr. */
+static void emit_stage_ptrs(kgen *k, const char *sexpr, const char *ind) {
+  for (int32_t t = 0; t < k->bg->nt; t++) {
+    const mirs__plan_tensor *pt = &k->pl->t[t];
+    if (!pt->input || pt->invariant)
+      continue;
+    mirs__buf_printf(k->b, "%sconst %s *const t%d = t%d_s + (%s) * %" PRId64 ";\n%s(void)t%d;\n",
+                     ind, tile_ctype(k, t), (int)t, (int)t, sexpr,
+                     pt->stage_bytes / pt->elsize, ind, (int)t);
+  }
+}
+
+/* A comment with the kernel plan, at the top of the kernel. */
+static void emit_plan_comment(kgen *k, int32_t ki) {
+  const mirs__plan *pl = k->pl;
+  const mirs__bgraph *bg = k->bg;
+  mirs__buf *b = k->b;
+  mirs__buf_printf(b, "\n/* kernel %d: custom, grid [%d, %d, %d], block [%d, %d, %d], forloop %d.\n",
+                   (int)ki, bg->grid[0], bg->grid[1], bg->grid[2], bg->block[0], bg->block[1],
+                   bg->block[2], bg->forloop);
+  mirs__buf_printf(b, " * Plan: %" PRId64 " bytes of shared memory, %d stage%s%s, ~%d registers per thread,\n"
+                      " * %.0f bytes of global traffic.\n",
+                   pl->smem, (int)pl->stages, pl->stages == 1 ? "" : "s",
+                   pl->pipelined ? " (cp.async pipeline)" : "", (int)pl->regs, pl->bytes);
+  char dims[96];
+  for (int32_t t = 0; t < bg->nt; t++) {
+    const mirs__plan_tensor *pt = &pl->t[t];
+    if (pt->input)
+      mirs__buf_printf(b, " *   %s%s: %s tile, %d rows of stride %d, %d stage%s, %s%s\n",
+                       bg->t[t].name, mirs__shape_str(&bg->t[t].shape, dims, sizeof dims),
+                       pt->elsize == 2 ? "16-bit" : "f32", (int)pt->rows, (int)pt->stride,
+                       (int)pt->stages, pt->stages == 1 ? "" : "s",
+                       pt->vec ? "16-byte cp.async" : "element loads",
+                       pt->invariant ? ", loop-invariant (loaded once)" : "");
+    else if (pt->acc_mma)
+      mirs__buf_printf(b, " *   %s: accumulator in MMA C fragments (registers)\n", bg->t[t].name);
+    else if (pl->op[bg->t[t].producer].mma != MIRS__MMA_NONE)
+      mirs__buf_printf(b, " *   %s = matmul: %s\n", bg->t[t].name,
+                       pl->op[bg->t[t].producer].mma == MIRS__MMA_16
+                           ? "ldmatrix + mma.sync m16n8k16"
+                           : "mma.sync m16n8k8 tf32");
+  }
+  mirs__buf_puts(b, " */\n");
+}
+
+/* Emit one custom kernel: kernel op ki of g, as its plan says. */
 static mirs_status emit_custom(const mirs_graph *g, int32_t ki, const char *ename, mirs__buf *b,
-                               bool global) {
+                               const mirs__plan *pl) {
   mirs_context *ctx = g->ctx;
   const mirs__kop *kop = &g->ops[ki];
   const mirs__bgraph *bg = kop->bg;
-  int32_t bad = -1;
-  if (!bg || !mirs__bg_well_formed(g, bg, &bad))
-    return MIRS_FAIL(ctx, MIRS_INTERNAL, "kernel op %d: malformed block graph", (int)ki);
-  int64_t nth = (int64_t)bg->block[0] * bg->block[1] * bg->block[2];
-  if (nth < 1 || nth > 1024)
-    return MIRS_FAIL(ctx, MIRS_UNSUPPORTED,
-                     "kernel op %d: %" PRId64 " threads per block (CUDA allows 1 to 1024)",
-                     (int)ki, nth);
   kgen k;
   memset(&k, 0, sizeof k);
   k.g = g;
+  k.kop = kop;
   k.bg = bg;
+  k.pl = pl;
   k.b = b;
-  k.nthreads = (int32_t)nth;
-  k.dt = g->t[kop->in[0]].dtype;
-  k.mma = ctx->opt.codegen_mma && k.dt != MIRS_F32 && nth % 32 == 0;
+  k.nthreads = pl->nthreads;
+  k.fastdiv = true;
+  for (int32_t i = 0; i < kop->nout; i++)
+    k.fastdiv = k.fastdiv && g->t[kop->out[i]].dtype != MIRS_F32;
   mirs__sched sched = {0};
-  mirs_status s = kgen_alloc(ctx, &k);
-  if (s == MIRS_OK)
-    s = plan_kernel(&k);
-  if (s == MIRS_OK)
-    s = mirs__sched_build(ctx, bg, &sched);
-  if (s != MIRS_OK)
-    goto done;
+  MIRS_CHECK(ctx, mirs__sched_build(ctx, bg, &sched));
+  int S = pl->stages, F = bg->forloop;
+  bool any_vec = false;
+  for (int32_t t = 0; t < bg->nt; t++)
+    any_vec = any_vec || (pl->t[t].input && pl->t[t].vec);
 
-  /* Signature: inputs then outputs, in the kop's order. */
-  mirs__buf_printf(b, "\n/* kernel %d: custom, grid [%d, %d, %d], block [%d, %d, %d], forloop %d,\n"
-                      " * %" PRId64 " bytes of %s per block */\n",
-                   (int)ki, bg->grid[0], bg->grid[1], bg->grid[2], bg->block[0], bg->block[1],
-                   bg->block[2], bg->forloop, k.smem * 4,
-                   global ? "global scratch (the tiles exceed shared memory)" : "shared memory");
+  emit_plan_comment(&k, ki);
   mirs__buf_printf(b, "static __global__ void __launch_bounds__(%d) %s_k%d(", k.nthreads, ename,
                    (int)ki);
   for (int32_t i = 0; i < kop->nin; i++)
@@ -632,28 +1004,37 @@ static mirs_status emit_custom(const mirs_graph *g, int32_t ki, const char *enam
                      ctype(g->t[kop->in[i]].dtype), (int)i);
   for (int32_t i = 0; i < kop->nout; i++)
     mirs__buf_printf(b, ", %s *__restrict__ out%d", ctype(g->t[kop->out[i]].dtype), (int)i);
-  if (global)
-    mirs__buf_printf(b, ", float *__restrict__ scratch) {\n"
-                        "    float *const mirs_smem = scratch + (size_t)(blockIdx.x + gridDim.x * "
-                        "(blockIdx.y + gridDim.y * blockIdx.z)) * %" PRId64 ";\n",
-                     k.smem);
-  else
-    mirs__buf_puts(b, ") {\n    MIRS_SHARED_FLOATS(mirs_smem);\n");
+  mirs__buf_puts(b, ") {\n    MIRS_SHARED_FLOATS(mirs_smem);\n");
   mirs__buf_puts(b, "    const int tid = (int)(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * "
                     "threadIdx.z));\n");
-  for (int32_t t = 0; t < bg->nt; t++)
-    if (k.soff[t] >= 0)
-      mirs__buf_printf(b, "    float *const t%d = mirs_smem + %" PRId64 "; /* %s */\n", (int)t,
-                       k.soff[t], bg->t[t].name);
+  for (int32_t t = 0; t < bg->nt; t++) {
+    const mirs__plan_tensor *pt = &pl->t[t];
+    if (pt->off < 0)
+      continue;
+    if (pt->input)
+      mirs__buf_printf(b, "    %s *const t%d_s = (%s *)((char *)mirs_smem + %" PRId64 "); /* %s */\n",
+                       tile_ctype(&k, t), (int)t, tile_ctype(&k, t), pt->off, bg->t[t].name);
+    else
+      mirs__buf_printf(b, "    float *const t%d = (float *)((char *)mirs_smem + %" PRId64 "); /* %s */\n",
+                       (int)t, pt->off, bg->t[t].name);
+  }
   /* ZERO steps: the accumulators. */
   for (int32_t i = 0; i < sched.ninit; i++) {
     const mirs__bop *op = &bg->ops[mirs__sched_init(&sched)[i].op];
     int32_t t = op->out;
     int64_t n = mirs__shape_numel(&bg->t[t].shape);
-    int64_t per = (n + k.nthreads - 1) / k.nthreads;
-    if (k.acc_smem[t]) {
-      int64_t base = k.aoff[t];
-      mirs__buf_printf(b, "    float *const a%d = mirs_smem + %" PRId64 ";\n", (int)t, base);
+    int64_t per = acc_per_thread(&k, t, NULL);
+    if (pl->t[t].acc_mma) {
+      int32_t p = bg->t[op->in[0]].producer;
+      mma_geo q = mma_geometry(&k, &bg->ops[p], pl->op[p].m_pad);
+      mirs__buf_printf(b, "    float accf%d[%" PRId64 "][4]; /* %s: C fragments of this warp's tiles */\n",
+                       (int)t, q.per, bg->t[t].name);
+      mirs__buf_printf(b, "    MIRS_UNROLL for (int j = 0; j < %" PRId64 "; j++)\n"
+                          "      accf%d[j][0] = accf%d[j][1] = accf%d[j][2] = accf%d[j][3] = 0.0f;\n",
+                       q.per, (int)t, (int)t, (int)t, (int)t);
+    } else if (pl->t[t].acc_smem) {
+      mirs__buf_printf(b, "    float *const a%d = (float *)((char *)mirs_smem + %" PRId64 ");\n",
+                       (int)t, pl->t[t].aoff);
       mirs__buf_printf(b, "    for (int e = tid; e < %" PRId64 "; e += %d)\n      a%d[e] = 0.0f;\n",
                        n, k.nthreads, (int)t);
     } else {
@@ -662,40 +1043,64 @@ static mirs_status emit_custom(const mirs_graph *g, int32_t ki, const char *enam
                        per, (int)t);
     }
   }
-  /* The forloop. */
-  mirs__buf_printf(b, "    for (int f = 0; f < %d; f++) {\n", bg->forloop);
+  /* Per-thread load addresses, then the loop-invariant tiles (once). */
+  for (int32_t i = 0; i < bg->nops; i++)
+    if (bg->ops[i].op == MIRS_OP_INPUT)
+      emit_load_bases(&k, &bg->ops[i], input_index(kop, bg->ops[i].src));
+  emit_loads(&k, false, "0", "0", "    ");
+  for (int32_t t = 0; t < bg->nt; t++)
+    if (pl->t[t].input && pl->t[t].invariant)
+      mirs__buf_printf(b, "    const %s *const t%d = t%d_s;\n    (void)t%d;\n", tile_ctype(&k, t),
+                       (int)t, (int)t, (int)t);
+  if (any_vec)
+    mirs__buf_puts(b, "    mirs_cp_async_commit();\n");
+  /* Prologue: the first S - 1 iterations' tiles in flight. */
+  for (int s = 0; s + 1 < S; s++) {
+    char fs[16];
+    snprintf(fs, sizeof fs, "%d", s);
+    mirs__buf_printf(b, "    /* prologue: stage %d */\n", s);
+    emit_loads(&k, true, fs, fs, "    ");
+    if (any_vec)
+      mirs__buf_puts(b, "    mirs_cp_async_commit();\n");
+  }
+  /* The forloop: issue iteration f + S - 1, wait for iteration f, compute. */
+  mirs__buf_printf(b, "    for (int f = 0; f < %d; f++) {\n", F);
+  if (S > 1) {
+    mirs__buf_printf(b, "      const int fn = f + %d;\n      if (fn < %d) {\n", S - 1, F);
+    char se[32];
+    snprintf(se, sizeof se, "fn %% %d", S);
+    emit_loads(&k, true, "fn", se, "        ");
+    mirs__buf_puts(b, "      }\n");
+  } else {
+    emit_loads(&k, true, "f", "0", "      ");
+  }
+  if (any_vec)
+    mirs__buf_printf(b, "      mirs_cp_async_commit();\n      mirs_cp_async_wait<%d>();\n", S - 1);
+  mirs__buf_puts(b, "      __syncthreads();\n");
+  char cur[32];
+  snprintf(cur, sizeof cur, "f %% %d", S);
+  emit_stage_ptrs(&k, cur, "      ");
   k.pending = false;
   for (int32_t i = 0; i < sched.nloop; i++) {
     const mirs__step *stp = &mirs__sched_loop(&sched)[i];
     const mirs__bop *op = &bg->ops[stp->op];
-    if (stp->kind == MIRS__STEP_LOAD) {
-      const mirs__shape *ts = &bg->t[op->out].shape;
-      int32_t src_i = 0;
-      while (src_i < kop->nin && kop->in[src_i] != op->src)
-        src_i++;
-      mirs__buf_printf(b, "    /* %s: tile of %s */\n", bg->t[op->out].name, g->t[op->src].name);
-      mirs__buf_printf(b, "    for (int e = tid; e < %" PRId64 "; e += %d) {\n",
-                       mirs__shape_numel(ts), k.nthreads);
-      emit_coords(b, "      ", "int", "e", ts);
-      mirs__buf_printf(b, "      t%d[e] = mirs_ld(in%d + (", (int)op->out, (int)src_i);
-      emit_global_index(&k, op, &g->t[op->src].shape, ts);
-      mirs__buf_puts(b, "));\n    }\n");
-      k.pending = true;
-    } else if (stp->kind == MIRS__STEP_ACCUM) {
+    if (stp->kind == MIRS__STEP_ACCUM)
       emit_accum(&k, op);
-    } else if (stp->kind == MIRS__STEP_COMPUTE && !k.absorbed[stp->op]) {
-      emit_block_compute(&k, op);
-    }
+    else if (stp->kind == MIRS__STEP_COMPUTE && !pl->op[stp->op].absorbed)
+      emit_block_compute(&k, stp->op);
   }
   mirs__buf_puts(b, "    __syncthreads();\n    }\n");
   k.pending = false;
-  /* After the loop: accumulators without a chain, then chained ones (their
-   * chains may read the former), then post ops and stores. */
+  /* After the loop the walked tiles hold the last iteration. */
+  snprintf(cur, sizeof cur, "%d", (F - 1) % S);
+  emit_stage_ptrs(&k, cur, "    ");
+  /* Accumulators without a chain, then chained ones (their chains may
+   * read the former), then post ops and stores. */
   for (int pass = 0; pass < 2; pass++) {
     bool any = false;
     for (int32_t i = 0; i < sched.ninit; i++) {
       const mirs__bop *op = &bg->ops[mirs__sched_init(&sched)[i].op];
-      if ((k.next[op->out] >= 0) == (pass == 1)) {
+      if ((pl->t[op->out].next >= 0) == (pass == 1)) {
         if (!any && pass == 1)
           sync_if_pending(&k, "    ");
         emit_writeback(&k, op);
@@ -706,8 +1111,8 @@ static mirs_status emit_custom(const mirs_graph *g, int32_t ki, const char *enam
   for (int32_t i = 0; i < sched.npost; i++) {
     const mirs__step *stp = &mirs__sched_post(&sched)[i];
     const mirs__bop *op = &bg->ops[stp->op];
-    if (stp->kind == MIRS__STEP_COMPUTE && !k.absorbed[stp->op]) {
-      emit_block_compute(&k, op);
+    if (stp->kind == MIRS__STEP_COMPUTE && !pl->op[stp->op].absorbed) {
+      emit_block_compute(&k, stp->op);
     } else if (stp->kind == MIRS__STEP_STORE) {
       const mirs__shape *ts = &bg->t[op->in[0]].shape;
       int32_t oi = 0;
@@ -720,15 +1125,15 @@ static mirs_status emit_custom(const mirs_graph *g, int32_t ki, const char *enam
                        mirs__shape_numel(ts), k.nthreads);
       emit_coords(b, "      ", "int", "e", ts);
       mirs__buf_printf(b, "      mirs_st(out%d + (", (int)oi);
-      emit_global_index(&k, op, &g->t[op->dst].shape, ts);
-      mirs__buf_printf(b, "), t%d[e]);\n    }\n", (int)op->in[0]);
+      emit_global_index(&k, op, &g->t[op->dst].shape, ts, "0");
+      mirs__buf_puts(b, "), ");
+      emit_tile_ld(&k, op->in[0], ts);
+      mirs__buf_puts(b, ");\n    }\n");
     }
   }
   mirs__buf_puts(b, "}\n");
-done:
   mirs__sched_free(ctx, &sched);
-  kgen_free(ctx, &k);
-  return s;
+  return MIRS_OK;
 }
 
 /* ---------------------------------------------------------------- predefined ops */
@@ -740,6 +1145,8 @@ static void emit_predefined(const mirs_graph *g, int32_t ki, const char *ename, 
   char names[2][16];
   const char *in[2] = {NULL, NULL};
   const mirs__shape *ins[2] = {NULL, NULL};
+  int64_t st[2][MIRS_MAX_DIMS];
+  const int64_t *ist[2] = {st[0], st[1]};
   mirs__buf_printf(b, "\n/* kernel %d: %s -> %s */\n", (int)ki, mirs__graph_ops[op->op].name,
                    g->t[op->out[0]].name);
   mirs__buf_printf(b, "static __global__ void __launch_bounds__(256) %s_k%d(", ename, (int)ki);
@@ -747,6 +1154,7 @@ static void emit_predefined(const mirs_graph *g, int32_t ki, const char *ename, 
     snprintf(names[a], sizeof names[a], "in%d", a);
     in[a] = names[a];
     ins[a] = &g->t[op->in[a]].shape;
+    strides(ins[a], st[a]);
     mirs__buf_printf(b, "const %s *__restrict__ in%d, ", ctype(g->t[op->in[a]].dtype), a);
   }
   mirs__buf_printf(b, "%s *__restrict__ out0) {\n", ctype(g->t[op->out[0]].dtype));
@@ -755,7 +1163,7 @@ static void emit_predefined(const mirs_graph *g, int32_t ki, const char *ename, 
                    mirs__shape_numel(os));
   emit_coords(b, "      ", "long long", "e", os);
   mirs__buf_puts(b, "      float v;\n");
-  emit_value(b, "      ", "long long", op->op, op->dim, in, ins, os);
+  emit_value(b, "      ", "long long", op->op, op->dim, in, ins, ist, os);
   mirs__buf_puts(b, "      mirs_st(out0 + e, v);\n    }\n}\n");
 }
 
@@ -831,6 +1239,37 @@ static const char prelude_mma[] =
     "                 : \"+f\"(d[0]), \"+f\"(d[1]), \"+f\"(d[2]), \"+f\"(d[3])\n"
     "                 : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"r\"(b[0]), \"r\"(b[1]));\n"
     "}\n"
+    "#endif\n"
+    "#endif\n";
+
+/* The copy and shared-memory helpers (a third literal, for the same reason). */
+static const char prelude_copy[] =
+    "#ifndef MIRS_PRELUDE_COPY_DEFINED\n"
+    "#define MIRS_PRELUDE_COPY_DEFINED\n"
+    "#ifndef MIRS_HOST_EMULATION\n"
+    "/* 16 bytes global -> shared, asynchronously (sm_80+, bypassing L1). */\n"
+    "__device__ __forceinline__ void mirs_cp_async16(void *s, const void *g) {\n"
+    "    const unsigned a = (unsigned)__cvta_generic_to_shared(s);\n"
+    "    asm volatile(\"cp.async.cg.shared.global [%0], [%1], 16;\\n\" :: \"r\"(a), \"l\"(g) : \"memory\");\n}\n"
+    "__device__ __forceinline__ void mirs_cp_async_commit(void) {\n"
+    "    asm volatile(\"cp.async.commit_group;\\n\" ::: \"memory\");\n}\n"
+    "/* Wait until at most N of this thread's committed groups are pending. */\n"
+    "template <int N> __device__ __forceinline__ void mirs_cp_async_wait(void) {\n"
+    "    asm volatile(\"cp.async.wait_group %0;\\n\" :: \"n\"(N) : \"memory\");\n}\n"
+    "/* Four 8x8 16-bit matrices from shared memory (lane l gives row l % 8 of matrix l / 8). */\n"
+    "__device__ __forceinline__ void mirs_ldmatrix_x4(uint32_t r[4], const void *p) {\n"
+    "    const unsigned a = (unsigned)__cvta_generic_to_shared(p);\n"
+    "    asm volatile(\"ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\\n\"\n"
+    "                 : \"=r\"(r[0]), \"=r\"(r[1]), \"=r\"(r[2]), \"=r\"(r[3]) : \"r\"(a) : \"memory\");\n}\n"
+    "/* Two (four) 8x8 16-bit matrices, transposed (B operands from a row-major [k][n] tile). */\n"
+    "__device__ __forceinline__ void mirs_ldmatrix_x2_trans(uint32_t r[2], const void *p) {\n"
+    "    const unsigned a = (unsigned)__cvta_generic_to_shared(p);\n"
+    "    asm volatile(\"ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];\\n\"\n"
+    "                 : \"=r\"(r[0]), \"=r\"(r[1]) : \"r\"(a) : \"memory\");\n}\n"
+    "__device__ __forceinline__ void mirs_ldmatrix_x4_trans(uint32_t r[4], const void *p) {\n"
+    "    const unsigned a = (unsigned)__cvta_generic_to_shared(p);\n"
+    "    asm volatile(\"ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\\n\"\n"
+    "                 : \"=r\"(r[0]), \"=r\"(r[1]), \"=r\"(r[2]), \"=r\"(r[3]) : \"r\"(a) : \"memory\");\n}\n"
     "#endif\n"
     "template <typename T>\n"
     "__global__ void __launch_bounds__(256) mirs_copy(const T *__restrict__ s, T *__restrict__ "
@@ -1084,31 +1523,31 @@ mirs_status mirs__codegen_cuda(const mirs_graph *g, const char *entry, mirs__buf
     mirs__codegen_entry_name(g, ename, sizeof ename);
   int64_t *woff = mirs__core_calloc(ctx, (size_t)g->nt + 1, sizeof *woff);
   int32_t *first_out = mirs__core_calloc(ctx, (size_t)g->nt + 1, sizeof *first_out);
-  int64_t *kbytes = mirs__core_calloc(ctx, (size_t)g->nops + 1, sizeof *kbytes);
-  int64_t *scratch = mirs__core_calloc(ctx, (size_t)g->nops + 1, sizeof *scratch);
-  if (!woff || !first_out || !kbytes || !scratch) {
+  mirs__plan *plans = mirs__core_calloc(ctx, (size_t)g->nops + 1, sizeof *plans);
+  if (!woff || !first_out || !plans) {
     mirs__core_free(ctx, woff);
     mirs__core_free(ctx, first_out);
-    mirs__core_free(ctx, kbytes);
-    mirs__core_free(ctx, scratch);
+    mirs__core_free(ctx, plans);
     return mirs__core_trace(ctx, MIRS_NOMEM, __func__, __FILE__, __LINE__);
   }
   int64_t wbytes = plan_workspace(g, woff, first_out);
-  /* Tile storage of each custom kernel; global scratch where it exceeds
-   * shared memory. */
+  /* One plan per custom kernel; a kernel that does not fit is refused
+   * (the search never produces one: its cost model reads the same plan). */
   mirs_status s = MIRS_OK;
-  for (int32_t i = 0; s == MIRS_OK && i < g->nops; i++) {
-    scratch[i] = -1;
+  int32_t planned = 0;
+  for (int32_t i = 0; s == MIRS_OK && i < g->nops; i++, planned++) {
     if (g->ops[i].op != MIRS_OP_CUSTOM)
       continue;
-    int64_t floats = 0;
-    s = kernel_floats(g, i, &floats);
-    kbytes[i] = floats * 4;
-    if (kbytes[i] > SMEM_LIMIT) {
-      const mirs__bgraph *bg = g->ops[i].bg;
-      scratch[i] = wbytes;
-      wbytes += ((int64_t)bg->grid[0] * bg->grid[1] * bg->grid[2] * kbytes[i] + 255) & ~(int64_t)255;
+    const mirs__bgraph *bg = g->ops[i].bg;
+    int32_t bad = -1;
+    if (!bg || !mirs__bg_well_formed(g, bg, &bad)) {
+      s = MIRS_FAIL(ctx, MIRS_INTERNAL, "kernel op %d: malformed block graph", (int)i);
+      break;
     }
+    s = mirs__plan_build(ctx, g, i, MIRS__PLAN_SMEM_MAX, ctx->opt.codegen_mma != 0, &plans[i]);
+    if (s == MIRS_OK && !plans[i].feasible)
+      s = MIRS_FAIL(ctx, MIRS_LIMIT, "kernel op %d (%s = custom): %s; no CUDA is generated for it",
+                    (int)i, g->t[g->ops[i].out[0]].name, plans[i].reason);
   }
   if (s != MIRS_OK)
     goto done;
@@ -1119,9 +1558,10 @@ mirs_status mirs__codegen_cuda(const mirs_graph *g, const char *entry, mirs__buf
                     " * `mirsearch codegen -o` writes beside it) and the entry point. */\n");
   mirs__buf_puts(b, prelude);
   mirs__buf_puts(b, prelude_mma);
+  mirs__buf_puts(b, prelude_copy);
   for (int32_t i = 0; s == MIRS_OK && i < g->nops; i++) {
     if (g->ops[i].op == MIRS_OP_CUSTOM)
-      s = emit_custom(g, i, ename, b, scratch[i] >= 0);
+      s = emit_custom(g, i, ename, b, &plans[i]);
     else
       emit_predefined(g, i, ename, b);
   }
@@ -1156,7 +1596,7 @@ mirs_status mirs__codegen_cuda(const mirs_graph *g, const char *entry, mirs__buf
    * two threads racing on the first call only repeat the work). */
   bool attrs = false;
   for (int32_t i = 0; i < g->nops; i++)
-    attrs = attrs || (g->ops[i].op == MIRS_OP_CUSTOM && scratch[i] < 0 && kbytes[i] > 48 * 1024);
+    attrs = attrs || (g->ops[i].op == MIRS_OP_CUSTOM && plans[i].smem > 48 * 1024);
   if (attrs) {
     mirs__buf_puts(b, "    /* Kernels above 48 KB of shared memory: their limit, once per device. */\n"
                       "    static std::atomic<unsigned char> attrs_set[MIRS_GEN_MAX_DEVICES];\n"
@@ -1168,14 +1608,14 @@ mirs_status mirs__codegen_cuda(const mirs_graph *g, const char *entry, mirs__buf
                       "    const bool flagged = dev >= 0 && dev < MIRS_GEN_MAX_DEVICES;\n"
                       "    if (!flagged || !attrs_set[dev].load(std::memory_order_acquire)) {\n");
     for (int32_t i = 0; i < g->nops; i++)
-      if (g->ops[i].op == MIRS_OP_CUSTOM && scratch[i] < 0 && kbytes[i] > 48 * 1024)
+      if (g->ops[i].op == MIRS_OP_CUSTOM && plans[i].smem > 48 * 1024)
         mirs__buf_printf(b,
                          "        err = cudaFuncSetAttribute(%s_k%d, "
                          "cudaFuncAttributeMaxDynamicSharedMemorySize, %" PRId64 ");\n"
                          "        if (err != cudaSuccess) {\n"
                          "            (void)cudaGetLastError();\n"
                          "            return (int)err;\n        }\n",
-                         ename, (int)i, kbytes[i]);
+                         ename, (int)i, plans[i].smem);
     mirs__buf_puts(b, "        if (flagged)\n"
                       "            attrs_set[dev].store(1, std::memory_order_release);\n    }\n");
   }
@@ -1188,7 +1628,7 @@ mirs_status mirs__codegen_cuda(const mirs_graph *g, const char *entry, mirs__buf
     const mirs__kop *op = &g->ops[i];
     if (op->op == MIRS_OP_CUSTOM) {
       const mirs__bgraph *bg = op->bg;
-      int64_t smem = scratch[i] >= 0 ? 0 : kbytes[i];
+      int64_t smem = plans[i].smem;
       mirs__buf_printf(b, "    MIRS_LAUNCH(%s_k%d, dim3(%d, %d, %d), dim3(%d, %d, %d), %" PRId64
                           ", stream, (",
                        ename, (int)i, bg->grid[0], bg->grid[1], bg->grid[2], bg->block[0], bg->block[1],
@@ -1205,8 +1645,6 @@ mirs_status mirs__codegen_cuda(const mirs_graph *g, const char *entry, mirs__buf
       tensor_ptr(g, op->out[a], woff, first_out, ptr, sizeof ptr);
       mirs__buf_printf(b, ", %s", ptr);
     }
-    if (scratch[i] >= 0)
-      mirs__buf_printf(b, ", (float *)((char *)workspace + %" PRId64 ")", scratch[i]);
     mirs__buf_puts(b, "));\n");
     mirs__buf_puts(b, check_launch);
   }
@@ -1228,7 +1666,8 @@ mirs_status mirs__codegen_cuda(const mirs_graph *g, const char *entry, mirs__buf
 done:
   mirs__core_free(ctx, woff);
   mirs__core_free(ctx, first_out);
-  mirs__core_free(ctx, kbytes);
-  mirs__core_free(ctx, scratch);
+  for (int32_t i = 0; i < planned; i++)
+    mirs__plan_free(&plans[i]);
+  mirs__core_free(ctx, plans);
   return s;
 }

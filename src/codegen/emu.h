@@ -55,6 +55,7 @@
 #include <ucontext.h>
 
 #include <functional>
+#include <vector>
 
 #define __global__
 #define __device__
@@ -735,6 +736,133 @@ static inline void mirs_mma_f16(float d[4], const uint32_t a[4], const uint32_t 
 }
 static inline void mirs_mma_bf16(float d[4], const uint32_t a[4], const uint32_t b[2]) {
   mirs_emu::mma(d, a, b, true);
+}
+
+/* ---------------------------------------------------------------- cp.async, ldmatrix, shuffles */
+/* Self-contained stand-ins for the asynchronous copies, the ldmatrix
+ * loads and the warp shuffles the generated kernels use.
+ *  - mirs_cp_async16 only records the copy; mirs_cp_async_commit closes a
+ *    group; mirs_cp_async_wait<N> performs the copies of every committed
+ *    group but the newest N (what the hardware guarantees then).  A kernel
+ *    that reads a tile without waiting reads the poisoned (NaN) or stale
+ *    shared memory, so a missing wait shows as a wrong result.
+ *  - ldmatrix and shuffles: the lanes publish their addresses or values,
+ *    meet at a warp barrier, each takes its part, and meet again before
+ *    anyone publishes anew (as the MMA stand-in does). */
+#ifndef MIRS_EMU_CHECK_ALIGN
+#define MIRS_EMU_CHECK_ALIGN(ptr, bytes)                                                         \
+  do {                                                                                           \
+    if ((uintptr_t)(const void *)(ptr) % (uintptr_t)(bytes) != 0) {                              \
+      fprintf(stderr, "mirsearch_emu: %s:%d: misaligned %d-byte access at %p\n", __FILE__,       \
+              __LINE__, (int)(bytes), (const void *)(ptr));                                      \
+      exit(3);                                                                                   \
+    }                                                                                            \
+  } while (0)
+#endif
+
+namespace mirs_emu_async {
+enum { MAX_THREADS = 1024, MAX_PENDING = 1 << 16 };
+struct copy {
+  void *dst;
+  const void *src;
+  int group;
+};
+/* Per thread: its pending copies, the groups it committed, the block they belong to. */
+struct queue {
+  std::vector<copy> c;
+  int committed;
+  unsigned bx, by, bz;
+  bool used;
+};
+static queue *queues;
+static const unsigned char *ldm_addr[32][32];
+static float shfl_val[32][32];
+
+static queue *mine(void) {
+  if (!queues) {
+    queues = new queue[MAX_THREADS]();
+  }
+  queue *q = &queues[mirs_emu::current];
+  /* A new block on this thread: nothing of the previous one is pending. */
+  if (!q->used || q->bx != blockIdx.x || q->by != blockIdx.y || q->bz != blockIdx.z) {
+    q->c.clear();
+    q->committed = 0;
+    q->bx = blockIdx.x;
+    q->by = blockIdx.y;
+    q->bz = blockIdx.z;
+    q->used = true;
+  }
+  return q;
+}
+} // namespace mirs_emu_async
+
+static inline void mirs_cp_async16(void *dst, const void *src) {
+  MIRS_EMU_CHECK_ALIGN(dst, 16);
+  MIRS_EMU_CHECK_ALIGN(src, 16);
+  mirs_emu_async::queue *q = mirs_emu_async::mine();
+  if (q->c.size() >= (size_t)mirs_emu_async::MAX_PENDING)
+    mirs_emu::fail("too many cp.async copies pending (missing cp.async.wait_group?)");
+  q->c.push_back({dst, src, q->committed});
+}
+static inline void mirs_cp_async_commit(void) {
+  mirs_emu_async::mine()->committed++;
+}
+template <int N> static inline void mirs_cp_async_wait(void) {
+  mirs_emu_async::queue *q = mirs_emu_async::mine();
+  int done = q->committed - N;
+  size_t k = 0;
+  for (size_t i = 0; i < q->c.size(); i++) {
+    if (q->c[i].group < done)
+      memcpy(q->c[i].dst, q->c[i].src, 16);
+    else
+      q->c[k++] = q->c[i];
+  }
+  q->c.resize(k);
+}
+
+namespace mirs_emu_async {
+/* ldmatrix .x1/.x2/.x4 (n matrices), plain or transposed, for this lane. */
+static void ldmatrix(uint32_t *r, const void *p, int n, bool trans) {
+  int w = mirs_emu::current / 32, lane = mirs_emu::current % 32;
+  MIRS_EMU_CHECK_ALIGN(p, 16);
+  ldm_addr[w][lane] = (const unsigned char *)p;
+  mirs_emu::wait_in(mirs_emu::AT_WARP);
+  for (int m = 0; m < n; m++) {
+    if (!trans) { /* row lane / 4, 16-bit elements 2 (lane % 4) and + 1 */
+      memcpy(&r[m], ldm_addr[w][m * 8 + lane / 4] + 4 * (lane % 4), 4);
+    } else { /* column lane / 4, rows 2 (lane % 4) and + 1 */
+      uint16_t lo, hi;
+      memcpy(&lo, ldm_addr[w][m * 8 + 2 * (lane % 4)] + 2 * (lane / 4), 2);
+      memcpy(&hi, ldm_addr[w][m * 8 + 2 * (lane % 4) + 1] + 2 * (lane / 4), 2);
+      r[m] = (uint32_t)lo | ((uint32_t)hi << 16);
+    }
+  }
+  mirs_emu::wait_in(mirs_emu::AT_WARP);
+}
+} // namespace mirs_emu_async
+
+static inline void mirs_ldmatrix_x4(uint32_t r[4], const void *p) {
+  mirs_emu_async::ldmatrix(r, p, 4, false);
+}
+static inline void mirs_ldmatrix_x2_trans(uint32_t r[2], const void *p) {
+  mirs_emu_async::ldmatrix(r, p, 2, true);
+}
+static inline void mirs_ldmatrix_x4_trans(uint32_t r[4], const void *p) {
+  mirs_emu_async::ldmatrix(r, p, 4, true);
+}
+/* __fdividef: the device's fast division (2 ulp); exact here. */
+static inline float __fdividef(float a, float b) {
+  return a / b;
+}
+/* __shfl_xor_sync over the whole warp (mask: all 32 lanes). */
+static inline float __shfl_xor_sync(unsigned mask, float v, int lane_mask) {
+  (void)mask;
+  int w = mirs_emu::current / 32, lane = mirs_emu::current % 32;
+  mirs_emu_async::shfl_val[w][lane] = v;
+  mirs_emu::wait_in(mirs_emu::AT_WARP);
+  float r = mirs_emu_async::shfl_val[w][(lane ^ lane_mask) & 31];
+  mirs_emu::wait_in(mirs_emu::AT_WARP);
+  return r;
 }
 
 #define MIRS_LAUNCH(k, grid, block, smem, stream, args)                                          \

@@ -1,0 +1,94 @@
+/* SPDX-License-Identifier: MIT */
+/* src/codegen/plan.h - the kernel plan of one custom kernel op: how the
+ * generated CUDA stages, loads, multiplies and accumulates its tiles.
+ *
+ * One plan is computed per custom kernel (mirs__plan_build) and read by
+ * both the CUDA generator (cuda.c, which emits exactly what the plan says)
+ * and the cost model (cost.c, which prices exactly that), so the model
+ * ranks the kernel that will run: the shared memory it requests, the
+ * pipeline depth, which matmuls run on tensor cores, the global traffic.
+ *
+ * Invariants: a plan is a pure function of (graph, kernel op, smem limit,
+ * mma option); building one allocates nothing for block graphs of up to
+ * MIRS__PLAN_LOCAL tensors and ops (the search costs kernels in its inner
+ * loop); offsets are 16-byte aligned; smem == the dynamic shared memory
+ * the generated kernel requests at launch. */
+#ifndef MIRS_CODEGEN_PLAN_H
+#define MIRS_CODEGEN_PLAN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/core.h"
+#include "graph/graph.h"
+
+#define MIRS__PLAN_LOCAL 48         /* tensors/ops planned without allocating */
+#define MIRS__PLAN_SMEM_MAX (227 * 1024) /* bytes per block the generator targets (H100/H200) */
+#define MIRS__PLAN_MAX_STAGES 8
+#define MIRS__PLAN_REASON_SIZE 200
+
+/* Tensor-core variant of a block matmul (see mirs__plan_op.mma). */
+typedef enum mirs__plan_mma {
+  MIRS__MMA_NONE, /* scalar FMA loop */
+  MIRS__MMA_16,   /* m16n8k16 f16/bf16 from 16-bit tiles through ldmatrix */
+  MIRS__MMA_TF32  /* m16n8k8 tf32 (an operand computed in f32) */
+} mirs__plan_mma;
+
+/* Where one block tensor lives. */
+typedef struct mirs__plan_tensor {
+  int64_t off;         /* smem byte offset of the tile (stage 0), or -1 (no tile) */
+  int64_t aoff;        /* smem byte offset of an accumulator's running sums, or -1 */
+  int64_t stage_bytes; /* input tiles: bytes of one stage buffer */
+  int32_t next;        /* the fused op that absorbs this value in registers, or -1 */
+  int32_t uses;        /* operand uses by block ops */
+  int32_t stride;      /* stored elements from one row (last dim) to the next */
+  int32_t rows;        /* stored rows (numel / last dim; more for a padded MMA A operand) */
+  int8_t elsize;       /* bytes per stored element (input tiles: the source dtype; else 4) */
+  int8_t stages;       /* input tiles: stage buffers (1 when loop-invariant) */
+  bool input;          /* an INPUT op's tile, staged at its stored dtype */
+  bool invariant;      /* input tile loaded once before the forloop (no fmap, or F == 1) */
+  bool vec;            /* loaded with 16-byte cp.async (alignment proven from the shapes) */
+  bool acc_smem;       /* accumulator: running sums in smem (too many per thread) */
+  bool acc_mma;        /* accumulator: MMA C fragments in registers across the forloop */
+  bool tree;           /* accum_sum/accum_rms: reduced by thread groups and warp shuffles */
+  int8_t group;        /* tree: threads (lanes) per accumulator element, a power of 2 <= 32 */
+} mirs__plan_tensor;
+
+typedef struct mirs__plan_op {
+  bool absorbed;  /* a fused op emitted inside its producer's register chain */
+  int8_t mma;     /* mirs__plan_mma of a matmul */
+  int32_t m_pad;  /* MMA: rows of the output computed (M rounded up to 16) */
+  int32_t acc;    /* MMA: accumulator whose C fragments it adds into, or -1 */
+  int8_t group;   /* sum / rms_norm: lanes per reduced row (warp-shuffle tree), 1: one thread */
+} mirs__plan_op;
+
+typedef struct mirs__plan {
+  int32_t nthreads, nwarps;
+  int32_t nt, nops;
+  int32_t stages;       /* pipeline depth over forloop iterations (walked tiles) */
+  int64_t smem;         /* bytes of dynamic shared memory per block */
+  int32_t regs;         /* registers per thread, estimated */
+  int64_t blocks;       /* grid size */
+  double bytes;         /* global traffic of the whole grid */
+  double stage_bytes;   /* bytes one forloop iteration loads (walked tiles) */
+  double inflight;      /* bytes a block keeps in flight while it computes */
+  bool pipelined;       /* loads of later iterations overlap compute (stages >= 2, cp.async) */
+  bool feasible;
+  char reason[MIRS__PLAN_REASON_SIZE];
+  mirs__plan_tensor *t; /* [nt] */
+  mirs__plan_op *op;    /* [nops] */
+  mirs_context *ctx;    /* set when t/op were allocated */
+  mirs__plan_tensor local_t[MIRS__PLAN_LOCAL];
+  mirs__plan_op local_op[MIRS__PLAN_LOCAL];
+} mirs__plan;
+
+/* Plan custom kernel op ki of g for smem_limit bytes of shared memory per
+ * block (stages are chosen to fit; a kernel that cannot fit, or whose
+ * tiles need 64-bit index math, gets feasible = false and a reason).  mma:
+ * tensor cores allowed.  MIRS_NOMEM only for block graphs larger than
+ * MIRS__PLAN_LOCAL.  Release with mirs__plan_free. */
+mirs_status mirs__plan_build(mirs_context *ctx, const mirs_graph *g, int32_t ki,
+                             int64_t smem_limit, bool mma, mirs__plan *p);
+void mirs__plan_free(mirs__plan *p);
+
+#endif
