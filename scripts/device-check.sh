@@ -83,6 +83,11 @@ nvcc=${NVCC:-$(command -v nvcc || true)}
 [ -z "$nvcc" ] && [ -x /usr/local/cuda/bin/nvcc ] && nvcc=/usr/local/cuda/bin/nvcc
 cuda_opts=()
 [ -n "$nvcc" ] && cuda_opts=(--codegen-nvcc="$nvcc" --codegen-arch=90)
+# The GPU fingerprint module (src/gpu/gpufp.cu), built by the toolchain
+# step with this machine's nvcc so that its CUDA runtime suits the
+# driver; the library loads it from MIRS_GPUFP_LIB.
+gpufp_lib=$work/libmirsearch-gpufp.so
+[ "$dry" -eq 0 ] && export MIRS_GPUFP_LIB=$gpufp_lib
 # Commands run under `timeout` and xargs reach the program through these.
 export bundle mirs_bin work dry
 export -f mirs
@@ -202,6 +207,11 @@ EOF
   "$nvcc" -std=c++17 -O2 -gencode=arch=compute_90,code=sm_90 "$work/query.cu" -o "$work/query" -lcublas \
     -Xlinker -rpath,"$cudalib" ||
     { echo "nvcc cannot build the device query (with cuBLAS)"; return 1; }
+  # The fingerprint module, for --verify=gpu (step c).
+  timeout 120 "$nvcc" -O3 -std=c++17 -shared -Xcompiler -fPIC,-fvisibility=hidden \
+    -gencode=arch=compute_90,code=sm_90 -I"$root/src" -o "$gpufp_lib" "$root/src/gpu/gpufp.cu" ||
+    { echo "nvcc cannot build the GPU fingerprint module (src/gpu/gpufp.cu)"; return 1; }
+  echo "GPU fingerprint module: $gpufp_lib"
   if [ "$dry" -eq 1 ]; then echo "device query compiled with $nvcc (not run: dry run)"; return 0; fi
   nvidia-smi -L 2>&1 || true
   "$work/query" | tee "$work/device.txt"
@@ -406,10 +416,11 @@ EOF
 
 # ---------------------------------------------------------------- (c) fingerprints
 
-# The verdict and fingerprint lines of a verify run, without what may
-# name the backend or a time.
+# The verdict, fingerprint and digest lines of a verify run, without what
+# may name the backend or a time: the digest covers every output element
+# of every trial, so equal lines mean bit-identical fingerprints.
 verdict() {
-  grep -E '^(equivalent|fingerprints):' "$1" 2>/dev/null | tr 'A-Z' 'a-z' |
+  grep -E '^(equivalent|fingerprints|fingerprint digest):' "$1" 2>/dev/null | tr 'A-Z' 'a-z' |
     sed -E 's/[,;(]? *(backend|on|with) (cpu|gpu|cuda)\)?//g; s/\b(cpu|gpu|cuda)\b//g; s/[0-9.]+ ?(m?s|seconds)\b//g' |
     tr '\n' ' '
 }
