@@ -35,6 +35,10 @@
 #include "codegen/codegen.h"
 #include "codegen/plan.h"
 
+/* Tiles of C fragments (4 registers each) a warp keeps live at most in a
+ * product that is not accumulated (emit_mma16_rows). */
+#define MMA_CHUNK 8
+
 
 /* C type of a stored element. */
 static const char *ctype(mirs_dtype t) {
@@ -377,22 +381,34 @@ static void emit_mma16_rows(kgen *k, int32_t oi, const mma_geo *q, int64_t SA, i
   if (bsh.ndim > 0)
     emit_coords(b, "        ", "int", "bi", &bsh);
   emit_operand_bases(k, op);
-  if (po->acc >= 0)
-    mirs__buf_printf(b, "        float (*const d)[4] = accf%d;\n", (int)po->acc);
-  else
-    mirs__buf_printf(b, "        float d[%" PRId64 "][4] = {};\n", q->per);
+  /* A product that is not accumulated keeps its C fragments only until
+   * its epilogue: chunks of at most MMA_CHUNK tiles (their own k loop
+   * each, the A fragments reloaded from shared memory) bound the live
+   * fragments, so a warp owning a long row of tiles does not spill. */
+  int64_t ch = q->per;
+  if (po->acc < 0 && ch > MMA_CHUNK) {
+    ch = MMA_CHUNK;
+    while (q->per % ch != 0)
+      ch--;
+  }
   mirs__buf_printf(b,
                    "        const %s *const pa = t%d + ab + (mt * 16 + (lane & 15)) * %" PRId64
                    " + (lane >> 4) * 8;\n",
                    ctype(dt), (int)op->in[0], SA);
+  mirs__buf_printf(b, "        %sfor (int c = 0; c < %" PRId64 "; c += %" PRId64 ") {\n",
+                   ch < q->per ? "MIRS_NO_UNROLL " : "", q->per, ch);
+  if (po->acc >= 0)
+    mirs__buf_printf(b, "        float (*const d)[4] = accf%d + c;\n", (int)po->acc);
+  else
+    mirs__buf_printf(b, "        float d[%" PRId64 "][4] = {};\n", ch);
   mirs__buf_printf(b,
                    "        const %s *const pb = t%d + bb + (lane & 15) * %" PRId64
-                   " + nt0 * 8 + (lane >> 4) * 8;\n",
+                   " + (nt0 + c) * 8 + (lane >> 4) * 8;\n",
                    ctype(dt), (int)op->in[1], SB);
   mirs__buf_printf(b, "        %sfor (int kk = 0; kk < %" PRId64 "; kk += 16) {\n",
                    ksteps <= 16 ? "MIRS_UNROLL " : "", q->kk);
   mirs__buf_puts(b, "          uint32_t a[4];\n          mirs_ldmatrix_x4(a, pa + kk);\n");
-  for (int64_t j = 0; j + 1 < q->per; j += 2) {
+  for (int64_t j = 0; j + 1 < ch; j += 2) {
     mirs__buf_printf(b, "          {\n            uint32_t bf[4];\n"
                         "            mirs_ldmatrix_x4_trans(bf, pb + kk * %" PRId64 " + %" PRId64 ");\n",
                      SB, j * 8);
@@ -400,24 +416,24 @@ static void emit_mma16_rows(kgen *k, int32_t oi, const mma_geo *q, int64_t SA, i
                         "            mirs_mma_%s(d[%" PRId64 "], a, bf + 2);\n          }\n",
                      sfx, j, sfx, j + 1);
   }
-  if (q->per % 2 == 1) {
+  if (ch % 2 == 1) {
     mirs__buf_printf(b, "          {\n            uint32_t bf[2];\n"
                         "            mirs_ldmatrix_x2_trans(bf, pb + kk * %" PRId64 " + %" PRId64 ");\n"
                         "            mirs_mma_%s(d[%" PRId64 "], a, bf);\n          }\n",
-                     SB, (q->per - 1) * 8, sfx, q->per - 1);
+                     SB, (ch - 1) * 8, sfx, ch - 1);
   }
   mirs__buf_puts(b, "        }\n");
   if (po->acc < 0) {
     mirs__buf_printf(b, "        MIRS_UNROLL for (int j = 0; j < %" PRId64 "; j++) {\n"
-                        "        const int nt = nt0 + j;\n",
-                     q->per);
+                        "        const int nt = nt0 + c + j;\n",
+                     ch);
     char D[16];
     snprintf(D, sizeof D, "d[j]");
     emit_frag_epilogue(k, q, op->out, D);
     mirs__buf_puts(b, "        }\n");
     k->pending = true;
   }
-  mirs__buf_puts(b, "      }\n    }\n");
+  mirs__buf_puts(b, "        }\n      }\n    }\n");
 }
 
 /* Emit a block matmul on tensor cores.  MMA_16: both operands are 16-bit
@@ -1180,6 +1196,7 @@ static const char prelude[] =
     "#define MIRS_LAUNCH(k, grid, block, smem, stream, args) k<<<grid, block, smem, stream>>> args\n"
     "#define MIRS_SHARED_FLOATS(name) extern __shared__ __align__(16) float name[]\n"
     "#define MIRS_UNROLL _Pragma(\"unroll\")\n"
+    "#define MIRS_NO_UNROLL _Pragma(\"unroll 1\")\n"
     "#endif\n"
     "\n"
     "#ifndef MIRS_PRELUDE_DEFINED\n"
