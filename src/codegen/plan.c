@@ -9,8 +9,9 @@
  *  2. tensor cores: a block matmul of 16-bit loaded tiles (same dtype)
  *     with N % 8 == 0 and K % 16 == 0 is MMA_16 (ldmatrix + m16n8k16); a
  *     skinny M (not a multiple of 16, batch 1) is padded to a multiple of
- *     16 with zero rows of the A tile; a computed (f32) operand gives
- *     MMA_TF32 when M % 16 == 0 and K % 8 == 0; else the scalar path;
+ *     16 with rows of the A tile that only feed discarded output rows; a
+ *     computed (f32) operand gives MMA_TF32 when K % 8 == 0 (M padded
+ *     the same way); else the scalar path;
  *  3. register accumulators: `accum` of an MMA matmul used nowhere else
  *     keeps the C fragments in registers across the forloop (the matmul
  *     adds into them; its tile is never stored);
@@ -131,13 +132,15 @@ static void plan_mma(mirs__plan *pl, const mirs_graph *g, const mirs__bgraph *bg
       continue;
     int64_t m = os->d[r - 2], kk = as->d[as->ndim - 1];
     mirs_dtype da = loaded16(g, bg, op->in[0]), db = loaded16(g, bg, op->in[1]);
-    if (da != MIRS_F32 && da == db && kk % 16 == 0 &&
-        (m % 16 == 0 || (batch_numel(os) == 1 && batch_numel(as) == 1))) {
+    /* A skinny M of one batch is padded to 16 rows: the padding rows of
+     * the A tile only feed output rows that are discarded. */
+    bool rows_ok = m % 16 == 0 || (batch_numel(os) == 1 && batch_numel(as) == 1);
+    if (da != MIRS_F32 && da == db && kk % 16 == 0 && rows_ok) {
       pl->op[i].mma = MIRS__MMA_16;
       pl->op[i].m_pad = (int32_t)((m + 15) / 16 * 16);
-    } else if (m % 16 == 0 && kk % 8 == 0) {
+    } else if (kk % 8 == 0 && rows_ok) {
       pl->op[i].mma = MIRS__MMA_TF32;
-      pl->op[i].m_pad = (int32_t)m;
+      pl->op[i].m_pad = (int32_t)((m + 15) / 16 * 16);
     }
   }
   /* accum(y) of an MMA matmul y used only there: C fragments in registers. */
@@ -205,6 +208,16 @@ static int64_t tf32_pad(const mirs__plan *pl, const mirs__bgraph *bg, int32_t t,
   return want < 0 ? 0 : ((want - last) % 32 + 32) % 32;
 }
 
+/* Stored rows of tile t: `rows`, or more when t is the A operand of an
+ * MMA whose M is padded (its m_pad rows are read; the extra ones are
+ * never written and only feed discarded output rows). */
+static int32_t a_rows(const mirs__plan *pl, const mirs__bgraph *bg, int32_t t, int32_t rows) {
+  for (int32_t i = 0; i < bg->nops; i++)
+    if (pl->op[i].mma != MIRS__MMA_NONE && bg->ops[i].in[0] == t && pl->op[i].m_pad > rows)
+      rows = pl->op[i].m_pad;
+  return rows;
+}
+
 /* 4. Layout of input tile t (op is its INPUT op). */
 static void plan_input(mirs__plan *pl, const mirs_graph *g, const mirs__bgraph *bg,
                        const mirs__bop *op) {
@@ -218,14 +231,11 @@ static void plan_input(mirs__plan *pl, const mirs_graph *g, const mirs__bgraph *
   pt->stride = (int32_t)last;
   pt->rows = (int32_t)(mirs__shape_numel(ts) / last);
   bool mma_operand = false;
+  pt->rows = a_rows(pl, bg, op->out, pt->rows);
   for (int32_t i = 0; i < bg->nops; i++) {
     const mirs__bop *c = &bg->ops[i];
-    if (pl->op[i].mma != MIRS__MMA_16)
-      continue;
-    if (c->in[0] == op->out || c->in[1] == op->out)
+    if (pl->op[i].mma == MIRS__MMA_16 && (c->in[0] == op->out || c->in[1] == op->out))
       mma_operand = true;
-    if (c->in[0] == op->out && pl->op[i].m_pad > pt->rows)
-      pt->rows = pl->op[i].m_pad;
   }
   if (mma_operand && (last * es) % 16 == 0 && ((last * es) / 16) % 2 == 0)
     pt->stride += 16 / es;
@@ -281,9 +291,9 @@ static int64_t place(mirs__plan *pl, const mirs__bgraph *bg, int stages) {
       const mirs__shape *ts = &bg->t[t].shape;
       int64_t last = ts->ndim > 0 ? ts->d[ts->ndim - 1] : 1;
       pt->stride = (int32_t)last;
-      pt->rows = (int32_t)(n / last);
+      pt->rows = a_rows(pl, bg, t, (int32_t)(n / last));
       pt->stride += tf32_pad(pl, bg, t, last);
-      if (pt->acc_smem && pt->stride == last) {
+      if (pt->acc_smem && pt->stride == last && (int64_t)pt->rows * last == n) {
         /* Written back in place: each thread turns its own running sums
          * into the final values (no chain), so they share storage. */
         pt->off = pt->aoff;
