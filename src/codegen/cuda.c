@@ -299,6 +299,9 @@ static mma_geo mma_geometry(const kgen *k, const mirs__bop *op, int32_t m_pad) {
   q.m = os->d[r - 2];
   q.n = os->d[r - 1];
   q.kk = as->d[as->ndim - 1];
+  int32_t oi = (int32_t)(op - k->bg->ops);
+  if (k->pl->op[oi].k_pad > q.kk)
+    q.kk = k->pl->op[oi].k_pad; /* zero columns of A, zero rows of B */
   q.batches = mirs__shape_numel(os) / (q.m * q.n);
   q.mt = m_pad / 16;
   q.nt = q.n / 8;
@@ -971,12 +974,13 @@ static void emit_plan_comment(kgen *k, int32_t ki) {
   for (int32_t t = 0; t < bg->nt; t++) {
     const mirs__plan_tensor *pt = &pl->t[t];
     if (pt->input)
-      mirs__buf_printf(b, " *   %s%s: %s tile, %d rows of stride %d, %d stage%s, %s%s\n",
+      mirs__buf_printf(b, " *   %s%s: %s tile, %d rows of stride %d, %d stage%s, %s%s%s\n",
                        bg->t[t].name, mirs__shape_str(&bg->t[t].shape, dims, sizeof dims),
                        pt->elsize == 2 ? "16-bit" : "f32", (int)pt->rows, (int)pt->stride,
                        (int)pt->stages, pt->stages == 1 ? "" : "s",
                        pt->vec ? "16-byte cp.async" : "element loads",
-                       pt->invariant ? ", loop-invariant (loaded once)" : "");
+                       pt->invariant ? ", loop-invariant (loaded once)" : "",
+                       pt->zero ? ", K padding zeroed once" : "");
     else if (pt->acc_mma)
       mirs__buf_printf(b, " *   %s: accumulator in MMA C fragments (registers)\n", bg->t[t].name);
     else if (pl->op[bg->t[t].producer].mma != MIRS__MMA_NONE)
@@ -1059,6 +1063,21 @@ static mirs_status emit_custom(const mirs_graph *g, int32_t ki, const char *enam
                        per, (int)t);
     }
   }
+  /* K-padded MMA operands: every stage buffer zeroed once, before any
+   * load (a barrier orders the zeros before the copies of other threads);
+   * the loads never write the padding, so it stays 0. */
+  bool zeroed = false;
+  for (int32_t t = 0; t < bg->nt; t++) {
+    const mirs__plan_tensor *pt = &pl->t[t];
+    if (!pt->input || !pt->zero)
+      continue;
+    mirs__buf_printf(b, "    for (int e = tid; e < %" PRId64 "; e += %d) /* %s: zero padding */\n"
+                        "      ((uint32_t *)t%d_s)[e] = 0u;\n",
+                     pt->stage_bytes * pt->stages / 4, k.nthreads, bg->t[t].name, (int)t);
+    zeroed = true;
+  }
+  if (zeroed)
+    mirs__buf_puts(b, "    __syncthreads();\n");
   /* Per-thread load addresses, then the loop-invariant tiles (once). */
   for (int32_t i = 0; i < bg->nops; i++)
     if (bg->ops[i].op == MIRS_OP_INPUT)

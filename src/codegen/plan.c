@@ -7,7 +7,8 @@
  *     its producer when that changes no value and no order (same shape,
  *     its other operand already computed);
  *  2. tensor cores: a block matmul of 16-bit loaded tiles (same dtype)
- *     with N % 8 == 0 and K % 16 == 0 is MMA_16 (ldmatrix + m16n8k16); a
+ *     with N % 8 == 0 is MMA_16 (ldmatrix + m16n8k16), its K padded to a
+ *     multiple of 16 with zeros in shared memory (batch of one); a
  *     skinny M (not a multiple of 16, batch 1) is padded to a multiple of
  *     16 with rows of the A tile that only feed discarded output rows; a
  *     computed (f32) operand gives MMA_TF32 when K % 8 == 0 (M padded
@@ -135,9 +136,18 @@ static void plan_mma(mirs__plan *pl, const mirs_graph *g, const mirs__bgraph *bg
     /* A skinny M of one batch is padded to 16 rows: the padding rows of
      * the A tile only feed output rows that are discarded. */
     bool rows_ok = m % 16 == 0 || (batch_numel(os) == 1 && batch_numel(as) == 1);
-    if (da != MIRS_F32 && da == db && kk % 16 == 0 && rows_ok) {
+    /* A K that is not a multiple of 16 (a forloop splitting K finely,
+     * e.g. LoRA's X·W at K = 4) is padded with zeros in shared memory:
+     * the A tile's rows get zero columns and the B tile zero rows up to
+     * k_pad, so the extra products are exactly 0 (batch of one only: the
+     * padded B rows must not shift a batch stride). */
+    bool k_ok = kk % 16 == 0 ||
+                (batch_numel(as) == 1 && batch_numel(&bg->t[op->in[1]].shape) == 1);
+    pl->op[i].k_pad = (int32_t)kk;
+    if (da != MIRS_F32 && da == db && k_ok && rows_ok) {
       pl->op[i].mma = MIRS__MMA_16;
       pl->op[i].m_pad = (int32_t)((m + 15) / 16 * 16);
+      pl->op[i].k_pad = (int32_t)((kk + 15) / 16 * 16);
     } else if (kk % 8 == 0 && rows_ok) {
       pl->op[i].mma = MIRS__MMA_TF32;
       pl->op[i].m_pad = (int32_t)((m + 15) / 16 * 16);
@@ -218,6 +228,18 @@ static int32_t a_rows(const mirs__plan *pl, const mirs__bgraph *bg, int32_t t, i
   return rows;
 }
 
+/* Whether tile t is the B operand of an MMA_16 whose K is padded (its
+ * rows past K must read as zeros). */
+static bool b_operand_padded(const mirs__plan *pl, const mirs__bgraph *bg, int32_t t) {
+  for (int32_t i = 0; i < bg->nops; i++) {
+    const mirs__shape *as = &bg->t[bg->ops[i].in[0]].shape;
+    if (pl->op[i].mma == MIRS__MMA_16 && bg->ops[i].in[1] == t &&
+        pl->op[i].k_pad > as->d[as->ndim - 1])
+      return true;
+  }
+  return false;
+}
+
 /* 4. Layout of input tile t (op is its INPUT op). */
 static void plan_input(mirs__plan *pl, const mirs_graph *g, const mirs__bgraph *bg,
                        const mirs__bop *op) {
@@ -232,12 +254,21 @@ static void plan_input(mirs__plan *pl, const mirs_graph *g, const mirs__bgraph *
   pt->rows = (int32_t)(mirs__shape_numel(ts) / last);
   bool mma_operand = false;
   pt->rows = a_rows(pl, bg, op->out, pt->rows);
+  int64_t width = last; /* columns an MMA reads per row (K padded for an A operand) */
   for (int32_t i = 0; i < bg->nops; i++) {
     const mirs__bop *c = &bg->ops[i];
-    if (pl->op[i].mma == MIRS__MMA_16 && (c->in[0] == op->out || c->in[1] == op->out))
+    if (pl->op[i].mma != MIRS__MMA_16)
+      continue;
+    if (c->in[0] == op->out || c->in[1] == op->out)
       mma_operand = true;
+    if (c->in[0] == op->out && pl->op[i].k_pad > width)
+      width = pl->op[i].k_pad;
+    if (c->in[1] == op->out && pl->op[i].k_pad > pt->rows)
+      pt->rows = pl->op[i].k_pad;
   }
-  if (mma_operand && (last * es) % 16 == 0 && ((last * es) / 16) % 2 == 0)
+  pt->zero = width > last || b_operand_padded(pl, bg, op->out);
+  pt->stride = (int32_t)width;
+  if (mma_operand && (width * es) % 16 == 0 && ((width * es) / 16) % 2 == 0)
     pt->stride += 16 / es;
   else if (!mma_operand && (last * es) % 16 == 0)
     pt->stride += tf32_pad(pl, bg, op->out, last * es / 4) * 4 / es;
