@@ -580,7 +580,7 @@ static void emit_reduce_tree(kgen *k, int32_t oi) {
     mirs__buf_printf(b, "      const float rms = sqrtf(ss / %" PRId64 ".0f);\n", len);
   mirs__buf_printf(b, "      if (q < %" PRId64 ")\n", rows);
   mirs__buf_printf(b, "        for (int p = sub; p < %" PRId64 "; p += %d) {\n", len, grp);
-  mirs__buf_printf(b, "          const int c%d = p, e = q * %" PRId64 " + p;\n          (void)c%d;\n",
+  mirs__buf_printf(b, "          const int c%d = p, e = q * %" PRId64 " + p;\n          (void)c%d; (void)e;\n",
                    r - 1, len, r - 1);
   mirs__buf_printf(b, "          float v = mirs_ld(t%d + (ix + p)) %s;\n", (int)op->in[0],
                    k->fastdiv ? "* inv" : "/ rms");
@@ -895,8 +895,8 @@ static void emit_load(kgen *k, const mirs__bop *op, int32_t src_i, const char *f
     tile_strides(k, op->out, tst);
     mirs__buf_printf(b, "%sfor (int i = tid; i < %" PRId64 "; i += %d) {\n", ind, v.rows * v.cpr,
                      k->nthreads);
-    mirs__buf_printf(b, "%s  const int row = i / %" PRId64 ", q = i %% %" PRId64 ";\n", ind, v.cpr,
-                     v.cpr);
+    mirs__buf_printf(b, "%s  const int row = i / %" PRId64 ", q = i %% %" PRId64 ";\n%s  (void)row;\n",
+                     ind, v.cpr, v.cpr, ind);
     char ind2[32];
     snprintf(ind2, sizeof ind2, "%s  ", ind);
     if (rs.ndim > 0)
