@@ -35,10 +35,6 @@
 #include "codegen/codegen.h"
 #include "codegen/plan.h"
 
-/* Tiles of C fragments (4 registers each) a warp keeps live at most in a
- * product that is not accumulated (emit_mma16_rows). */
-#define MMA_CHUNK 8
-
 
 /* C type of a stored element. */
 static const char *ctype(mirs_dtype t) {
@@ -385,12 +381,12 @@ static void emit_mma16_rows(kgen *k, int32_t oi, const mma_geo *q, int64_t SA, i
     emit_coords(b, "        ", "int", "bi", &bsh);
   emit_operand_bases(k, op);
   /* A product that is not accumulated keeps its C fragments only until
-   * its epilogue: chunks of at most MMA_CHUNK tiles (their own k loop
+   * its epilogue: chunks of at most MIRS__PLAN_MMA_CHUNK tiles (their own k loop
    * each, the A fragments reloaded from shared memory) bound the live
    * fragments, so a warp owning a long row of tiles does not spill. */
   int64_t ch = q->per;
-  if (po->acc < 0 && ch > MMA_CHUNK) {
-    ch = MMA_CHUNK;
+  if (po->acc < 0 && ch > MIRS__PLAN_MMA_CHUNK) {
+    ch = MIRS__PLAN_MMA_CHUNK;
     while (q->per % ch != 0)
       ch--;
   }

@@ -342,11 +342,24 @@ static int64_t place(mirs__plan *pl, const mirs__bgraph *bg, int stages) {
 static int32_t estimate_regs(const mirs__plan *pl, const mirs__bgraph *bg) {
   int64_t regs = 24;
   bool any_mma = false;
+  int64_t live_c = 4; /* C registers of the largest product not accumulated */
   for (int32_t i = 0; i < bg->nops; i++) {
     const mirs__bop *op = &bg->ops[i];
     const mirs__plan_tensor *pt = op->out >= 0 ? &pl->t[op->out] : NULL;
-    if (pl->op[i].mma != MIRS__MMA_NONE)
+    if (pl->op[i].mma != MIRS__MMA_NONE) {
       any_mma = true;
+      if (pl->op[i].acc < 0 && pl->op[i].mma == MIRS__MMA_16) {
+        /* A warp's tiles, chunked (cuda.c emit_mma16_rows). */
+        const mirs__shape *os = &bg->t[op->out].shape;
+        int r = os->ndim;
+        int64_t tiles = batch_numel(os) * (pl->op[i].m_pad / 16) * (os->d[r - 1] / 8);
+        int64_t per = (tiles + pl->nwarps - 1) / pl->nwarps;
+        if (per > MIRS__PLAN_MMA_CHUNK)
+          per = MIRS__PLAN_MMA_CHUNK;
+        if (4 * per > live_c)
+          live_c = 4 * per;
+      }
+    }
     if (!pt)
       continue;
     if (pt->input)
@@ -365,7 +378,7 @@ static int32_t estimate_regs(const mirs__plan *pl, const mirs__bgraph *bg) {
     }
   }
   if (any_mma)
-    regs += 4 + 6 + 4; /* a C tile, A and B fragments, ldmatrix addresses */
+    regs += live_c + 6 + 4; /* C tiles, A and B fragments, ldmatrix addresses */
   return (int32_t)(regs > 255 ? 255 : regs);
 }
 

@@ -26,6 +26,10 @@
 #define MIRS__PLAN_SMEM_MAX (227 * 1024) /* bytes per block the generator targets (H100/H200) */
 #define MIRS__PLAN_MAX_STAGES 8
 #define MIRS__PLAN_REASON_SIZE 200
+/* 16x8 tiles of C fragments (4 registers each) a warp keeps live at once
+ * in an MMA product that is not accumulated: the generator runs a longer
+ * row of tiles in chunks of at most this many. */
+#define MIRS__PLAN_MMA_CHUNK 8
 
 /* Tensor-core variant of a block matmul (see mirs__plan_op.mma). */
 typedef enum mirs__plan_mma {
