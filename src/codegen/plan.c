@@ -323,7 +323,11 @@ static int64_t place(mirs__plan *pl, const mirs__bgraph *bg, int stages) {
       int64_t last = ts->ndim > 0 ? ts->d[ts->ndim - 1] : 1;
       pt->stride = (int32_t)last;
       pt->rows = a_rows(pl, bg, t, (int32_t)(n / last));
-      pt->stride += tf32_pad(pl, bg, t, last);
+      /* Running sums in shared memory are written back in place only at
+       * their dense stride: a tf32 pad there would double the tile (a
+       * 128x256 accumulator: 128 KB more, over the limit). */
+      if (!pt->acc_smem)
+        pt->stride += tf32_pad(pl, bg, t, last);
       if (pt->acc_smem && pt->stride == last && (int64_t)pt->rows * last == n) {
         /* Written back in place: each thread turns its own running sums
          * into the final values (no chain), so they share storage. */
