@@ -50,7 +50,7 @@
 static const char *const EXAMPLES[] = {"gqa_small", "mha_small", "rmsnorm_linear_small"};
 #define NEXAMPLES ((int)(sizeof EXAMPLES / sizeof EXAMPLES[0]))
 
-static const char *const TESTGRAPHS[] = {"mma_f16", "rms_bf16",    "f32_mixed",
+static const char *const TESTGRAPHS[] = {"mma_f16",  "mma_pad",     "rms_bf16",    "f32_mixed",
                                           "big_smem", "reduce_tree", "general_load"};
 #define NTESTGRAPHS ((int)(sizeof TESTGRAPHS / sizeof TESTGRAPHS[0]))
 

@@ -8,12 +8,19 @@
 #  - every custom kernel loads with 16-byte cp.async
 #    (`cp.async.{cg,ca}.shared.global [..], [..], 16`) or TMA / bulk copies
 #    (`cp.async.bulk`);
-#  - every custom kernel whose block matmuls are 16-bit (f16/bf16 inputs)
-#    has at least as many tensor-core MMA instructions
-#    (`mma.sync.aligned.m16n8k16`, or `wgmma.mma_async`) and, for mma.sync,
-#    as many `ldmatrix` as it has block matmuls: each matmul on tensor cores
-#    with an operand fed by ldmatrix (wgmma reads shared memory itself),
-#    and no tf32 MMA (m16n8k8) there: a 16-bit matmul runs in 16 bits;
+#  - in a 16-bit kernel (f16/bf16 inputs), every block matmul whose
+#    operands are both tiles loaded from 16-bit tensors (counted from the
+#    µGraph) runs on 16-bit tensor cores: at least as many
+#    `mma.sync.aligned.m16n8k16` (or `wgmma.mma_async`) and, for mma.sync,
+#    as many `ldmatrix` as such matmuls, and no tf32 MMA when every matmul
+#    is of that kind;
+#  - in a 16-bit kernel, every block matmul runs on tensor cores: as many
+#    m16n8k16, tf32 m16n8k8 or wgmma instructions as block matmuls.  A
+#    matmul with an operand computed in f32 (exp(Q·K) in attention, an
+#    rms-normalised tile) may take tf32: exp of the attention logits at
+#    the published shapes reaches exp(13) > 65504, which overflows f16
+#    (the unfused f16 program overflows there too), so rounding such an
+#    operand to f16 would be wrong, while tf32 keeps f32's range;
 #  - ptxas reports 0 bytes of spill stores and loads for every function;
 #  - the shared memory of each custom kernel's plan, the comment above the
 #    kernel ("N bytes of shared memory"), equals what the kernel requests:
@@ -53,20 +60,42 @@ fail() {
   failures=$((failures + 1))
 }
 
-# The kernels of a µGraph file, one line each: "INDEX custom MATMULS" or
-# "INDEX predefined 0", in kernel-op order (top-level assignments; the
-# ops inside a custom kernel's braces are its block ops).
+# The kernels of a µGraph file, one line each: "INDEX custom MATMULS
+# LOADED16" (LOADED16: block matmuls whose two operands are input tiles of
+# 16-bit tensors of one dtype) or "INDEX predefined 0 0", in kernel-op
+# order (top-level assignments; the ops inside a custom kernel's braces
+# are its block ops).
 kernels() {
   awk '
     /^[ \t]*#/ { next }
+    depth == 0 && /^[ \t]*input[ \t]/ {
+      line = $0; sub(/^[ \t]*input[ \t]+/, "", line)
+      nm = line; sub(/[ \t]*:.*/, "", nm)
+      dt = line; sub(/^[^:]*:[ \t]*/, "", dt); sub(/\[.*/, "", dt)
+      dtype[nm] = dt
+    }
     depth == 0 && /=/ && !/^[ \t]*(input|output|ugraph|program)[ \t]/ {
-      if ($0 ~ /custom\(/) { k = n++; custom[k] = 1; mm[k] = 0 }
+      if ($0 ~ /custom\(/) { k = n++; custom[k] = 1; mm[k] = 0; ld[k] = 0 }
       else { kind[n++] = 1 }
     }
-    depth > 0 && /=[ \t]*matmul\(/ { mm[k]++ }
+    depth > 0 && /=[ \t]*input\(/ {
+      lhs = $0; sub(/^[ \t]*/, "", lhs); sub(/[ \t]*=.*/, "", lhs)
+      src = $0; sub(/.*input\([ \t]*/, "", src); sub(/[ \t]*,.*/, "", src); sub(/\).*/, "", src)
+      t = dtype[src]
+      if (t == "f16" || t == "bf16") tile[k, lhs] = t
+    }
+    depth > 0 && /=[ \t]*matmul\(/ {
+      mm[k]++
+      args = $0; sub(/.*matmul\([ \t]*/, "", args); sub(/\).*/, "", args)
+      split(args, a, /[ \t]*,[ \t]*/)
+      if (((k, a[1]) in tile) && ((k, a[2]) in tile) && tile[k, a[1]] == tile[k, a[2]]) ld[k]++
+    }
     /\{/ { depth++ }
     /\}/ { depth-- }
-    END { for (i = 0; i < n; i++) print i, (i in custom) ? "custom" : "predefined", (i in custom) ? mm[i] : 0 }
+    END {
+      for (i = 0; i < n; i++)
+        print i, (i in custom) ? "custom" : "predefined", (i in custom) ? mm[i] : 0, (i in custom) ? ld[i] : 0
+    }
   ' "$1"
 }
 
@@ -134,7 +163,7 @@ for name in $names; do
       }' "$log")
     [ -z "$spills" ] || fail "$name sm_$arch: ptxas spills: $spills"
     kernels "$ug" >"$keep/kernels"
-    while read -r k kind nmm; do
+    while read -r k kind nmm nld; do
       [ "$kind" = custom ] || continue
       kname=${entry}_k$k
       body="$keep/$kname.ptx"
@@ -163,15 +192,16 @@ for name in $names; do
       why=""
       [ $((cpa + bulk)) -gt 0 ] || why="$why; no 16-byte cp.async or bulk copy"
       if [ "$wide" = 1 ] && [ "$nmm" -gt 0 ]; then
-        [ $((mma + wg)) -ge "$nmm" ] ||
-          why="$why; $((mma + wg)) tensor-core MMA (m16n8k16/wgmma) for $nmm 16-bit block matmuls"
-        [ "$wg" -gt 0 ] || [ "$ldm" -ge "$nmm" ] ||
-          why="$why; $ldm ldmatrix for $nmm 16-bit block matmuls"
         # Instruction sites are counted after unrolling, so one unrolled
-        # matmul could stand for two: a tf32 MMA in a 16-bit kernel is a
-        # 16-bit matmul whose operand stayed f32 (m16n8k8, half the rate).
-        [ "$tf32" -eq 0 ] ||
-          why="$why; $tf32 tf32 MMA in a 16-bit kernel (an operand kept in f32; bf16 keeps its range)"
+        # matmul could stand for two: the counts are lower bounds.
+        [ $((mma + wg)) -ge "$nld" ] ||
+          why="$why; $((mma + wg)) 16-bit tensor-core MMA (m16n8k16/wgmma) for $nld block matmuls of loaded 16-bit tiles"
+        [ "$wg" -gt 0 ] || [ "$ldm" -ge "$nld" ] ||
+          why="$why; $ldm ldmatrix for $nld block matmuls of loaded 16-bit tiles"
+        [ "$nld" -lt "$nmm" ] || [ "$tf32" -eq 0 ] ||
+          why="$why; $tf32 tf32 MMA where every block matmul has loaded 16-bit operands"
+        [ $((mma + wg + tf32)) -ge "$nmm" ] ||
+          why="$why; $((mma + wg + tf32)) tensor-core MMA (m16n8k16/m16n8k8 tf32/wgmma) for $nmm block matmuls"
       fi
       if [ -z "$planb" ]; then
         if printf '%s\n' "$plan" | grep -q 'global scratch'; then
@@ -184,7 +214,7 @@ for name in $names; do
       elif [ "$planb" -ne $((launch + static)) ]; then
         why="$why; plan $planb bytes of shared memory, the kernel requests $launch dynamic + $static static"
       fi
-      line="$name sm_$arch $kname: cp.async16=$cpa bulk=$bulk mma16=$mma wgmma=$wg ldmatrix=$ldm tf32=$tf32 block-matmuls=$nmm smem plan=${planb:-?} launch=${launch:-?}+$static"
+      line="$name sm_$arch $kname: cp.async16=$cpa bulk=$bulk mma16=$mma wgmma=$wg ldmatrix=$ldm tf32=$tf32 block-matmuls=$nmm loaded16=$nld smem plan=${planb:-?} launch=${launch:-?}+$static"
       if [ -n "$why" ]; then
         fail "$line${why}"
       else

@@ -758,9 +758,11 @@ static mirs_status cost_custom(mirs_context *ctx, const mirs__cost_device *d, co
       double f = op_flops(b->op, &bg->t[b->in[0]].shape, &res->shape);
       double *dst = res->post ? &post_simt : &loop_simt;
       if (pl.op[i].mma != MIRS__MMA_NONE) {
-        /* Tensor cores compute the padded rows too. */
+        /* Tensor cores compute the padded rows and K columns too. */
         int r = res->shape.ndim;
+        const mirs__shape *as = &bg->t[b->in[0]].shape;
         f = f * (double)pl.op[i].m_pad / (double)res->shape.d[r - 2];
+        f = f * (double)pl.op[i].k_pad / (double)as->d[as->ndim - 1];
         if (pl.op[i].mma == MIRS__MMA_16)
           dst = res->post ? &post_tc : &loop_tc;
         else

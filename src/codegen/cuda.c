@@ -295,6 +295,9 @@ static mma_geo mma_geometry(const kgen *k, const mirs__bop *op, int32_t m_pad) {
   q.m = os->d[r - 2];
   q.n = os->d[r - 1];
   q.kk = as->d[as->ndim - 1];
+  int32_t oi = (int32_t)(op - k->bg->ops);
+  if (k->pl->op[oi].k_pad > q.kk)
+    q.kk = k->pl->op[oi].k_pad; /* zero columns of A, zero rows of B */
   q.batches = mirs__shape_numel(os) / (q.m * q.n);
   q.mt = m_pad / 16;
   q.nt = q.n / 8;
@@ -377,22 +380,34 @@ static void emit_mma16_rows(kgen *k, int32_t oi, const mma_geo *q, int64_t SA, i
   if (bsh.ndim > 0)
     emit_coords(b, "        ", "int", "bi", &bsh);
   emit_operand_bases(k, op);
-  if (po->acc >= 0)
-    mirs__buf_printf(b, "        float (*const d)[4] = accf%d;\n", (int)po->acc);
-  else
-    mirs__buf_printf(b, "        float d[%" PRId64 "][4] = {};\n", q->per);
+  /* A product that is not accumulated keeps its C fragments only until
+   * its epilogue: chunks of at most MIRS__PLAN_MMA_CHUNK tiles (their own k loop
+   * each, the A fragments reloaded from shared memory) bound the live
+   * fragments, so a warp owning a long row of tiles does not spill. */
+  int64_t ch = q->per;
+  if (po->acc < 0 && ch > MIRS__PLAN_MMA_CHUNK) {
+    ch = MIRS__PLAN_MMA_CHUNK;
+    while (q->per % ch != 0)
+      ch--;
+  }
   mirs__buf_printf(b,
                    "        const %s *const pa = t%d + ab + (mt * 16 + (lane & 15)) * %" PRId64
                    " + (lane >> 4) * 8;\n",
                    ctype(dt), (int)op->in[0], SA);
+  mirs__buf_printf(b, "        %sfor (int c = 0; c < %" PRId64 "; c += %" PRId64 ") {\n",
+                   ch < q->per ? "MIRS_NO_UNROLL " : "", q->per, ch);
+  if (po->acc >= 0)
+    mirs__buf_printf(b, "        float (*const d)[4] = accf%d + c;\n", (int)po->acc);
+  else
+    mirs__buf_printf(b, "        float d[%" PRId64 "][4] = {};\n", ch);
   mirs__buf_printf(b,
                    "        const %s *const pb = t%d + bb + (lane & 15) * %" PRId64
-                   " + nt0 * 8 + (lane >> 4) * 8;\n",
+                   " + (nt0 + c) * 8 + (lane >> 4) * 8;\n",
                    ctype(dt), (int)op->in[1], SB);
   mirs__buf_printf(b, "        %sfor (int kk = 0; kk < %" PRId64 "; kk += 16) {\n",
                    ksteps <= 16 ? "MIRS_UNROLL " : "", q->kk);
   mirs__buf_puts(b, "          uint32_t a[4];\n          mirs_ldmatrix_x4(a, pa + kk);\n");
-  for (int64_t j = 0; j + 1 < q->per; j += 2) {
+  for (int64_t j = 0; j + 1 < ch; j += 2) {
     mirs__buf_printf(b, "          {\n            uint32_t bf[4];\n"
                         "            mirs_ldmatrix_x4_trans(bf, pb + kk * %" PRId64 " + %" PRId64 ");\n",
                      SB, j * 8);
@@ -400,24 +415,24 @@ static void emit_mma16_rows(kgen *k, int32_t oi, const mma_geo *q, int64_t SA, i
                         "            mirs_mma_%s(d[%" PRId64 "], a, bf + 2);\n          }\n",
                      sfx, j, sfx, j + 1);
   }
-  if (q->per % 2 == 1) {
+  if (ch % 2 == 1) {
     mirs__buf_printf(b, "          {\n            uint32_t bf[2];\n"
                         "            mirs_ldmatrix_x2_trans(bf, pb + kk * %" PRId64 " + %" PRId64 ");\n"
                         "            mirs_mma_%s(d[%" PRId64 "], a, bf);\n          }\n",
-                     SB, (q->per - 1) * 8, sfx, q->per - 1);
+                     SB, (ch - 1) * 8, sfx, ch - 1);
   }
   mirs__buf_puts(b, "        }\n");
   if (po->acc < 0) {
     mirs__buf_printf(b, "        MIRS_UNROLL for (int j = 0; j < %" PRId64 "; j++) {\n"
-                        "        const int nt = nt0 + j;\n",
-                     q->per);
+                        "        const int nt = nt0 + c + j;\n",
+                     ch);
     char D[16];
     snprintf(D, sizeof D, "d[j]");
     emit_frag_epilogue(k, q, op->out, D);
     mirs__buf_puts(b, "        }\n");
     k->pending = true;
   }
-  mirs__buf_puts(b, "      }\n    }\n");
+  mirs__buf_puts(b, "        }\n      }\n    }\n");
 }
 
 /* Emit a block matmul on tensor cores.  MMA_16: both operands are 16-bit
@@ -561,7 +576,7 @@ static void emit_reduce_tree(kgen *k, int32_t oi) {
     mirs__buf_printf(b, "      const float rms = sqrtf(ss / %" PRId64 ".0f);\n", len);
   mirs__buf_printf(b, "      if (q < %" PRId64 ")\n", rows);
   mirs__buf_printf(b, "        for (int p = sub; p < %" PRId64 "; p += %d) {\n", len, grp);
-  mirs__buf_printf(b, "          const int c%d = p, e = q * %" PRId64 " + p;\n          (void)c%d;\n",
+  mirs__buf_printf(b, "          const int c%d = p, e = q * %" PRId64 " + p;\n          (void)c%d; (void)e;\n",
                    r - 1, len, r - 1);
   mirs__buf_printf(b, "          float v = mirs_ld(t%d + (ix + p)) %s;\n", (int)op->in[0],
                    k->fastdiv ? "* inv" : "/ rms");
@@ -876,10 +891,8 @@ static void emit_load(kgen *k, const mirs__bop *op, int32_t src_i, const char *f
     tile_strides(k, op->out, tst);
     mirs__buf_printf(b, "%sfor (int i = tid; i < %" PRId64 "; i += %d) {\n", ind, v.rows * v.cpr,
                      k->nthreads);
-    mirs__buf_printf(b, "%s  const int row = i / %" PRId64 ", q = i %% %" PRId64 ";\n", ind, v.cpr,
-                     v.cpr);
-    /* A tile of one row uses no row coordinate (nvcc warns on it). */
-    mirs__buf_printf(b, "%s  (void)row;\n", ind);
+    mirs__buf_printf(b, "%s  const int row = i / %" PRId64 ", q = i %% %" PRId64 ";\n%s  (void)row;\n",
+                     ind, v.cpr, v.cpr, ind);
     char ind2[32];
     snprintf(ind2, sizeof ind2, "%s  ", ind);
     if (rs.ndim > 0)
@@ -957,12 +970,13 @@ static void emit_plan_comment(kgen *k, int32_t ki) {
   for (int32_t t = 0; t < bg->nt; t++) {
     const mirs__plan_tensor *pt = &pl->t[t];
     if (pt->input)
-      mirs__buf_printf(b, " *   %s%s: %s tile, %d rows of stride %d, %d stage%s, %s%s\n",
+      mirs__buf_printf(b, " *   %s%s: %s tile, %d rows of stride %d, %d stage%s, %s%s%s\n",
                        bg->t[t].name, mirs__shape_str(&bg->t[t].shape, dims, sizeof dims),
                        pt->elsize == 2 ? "16-bit" : "f32", (int)pt->rows, (int)pt->stride,
                        (int)pt->stages, pt->stages == 1 ? "" : "s",
                        pt->vec ? "16-byte cp.async" : "element loads",
-                       pt->invariant ? ", loop-invariant (loaded once)" : "");
+                       pt->invariant ? ", loop-invariant (loaded once)" : "",
+                       pt->zero ? ", K padding zeroed once" : "");
     else if (pt->acc_mma)
       mirs__buf_printf(b, " *   %s: accumulator in MMA C fragments (registers)\n", bg->t[t].name);
     else if (pl->op[bg->t[t].producer].mma != MIRS__MMA_NONE)
@@ -1045,6 +1059,21 @@ static mirs_status emit_custom(const mirs_graph *g, int32_t ki, const char *enam
                        per, (int)t);
     }
   }
+  /* K-padded MMA operands: every stage buffer zeroed once, before any
+   * load (a barrier orders the zeros before the copies of other threads);
+   * the loads never write the padding, so it stays 0. */
+  bool zeroed = false;
+  for (int32_t t = 0; t < bg->nt; t++) {
+    const mirs__plan_tensor *pt = &pl->t[t];
+    if (!pt->input || !pt->zero)
+      continue;
+    mirs__buf_printf(b, "    for (int e = tid; e < %" PRId64 "; e += %d) /* %s: zero padding */\n"
+                        "      ((uint32_t *)t%d_s)[e] = 0u;\n",
+                     pt->stage_bytes * pt->stages / 4, k.nthreads, bg->t[t].name, (int)t);
+    zeroed = true;
+  }
+  if (zeroed)
+    mirs__buf_puts(b, "    __syncthreads();\n");
   /* Per-thread load addresses, then the loop-invariant tiles (once). */
   for (int32_t i = 0; i < bg->nops; i++)
     if (bg->ops[i].op == MIRS_OP_INPUT)
@@ -1182,6 +1211,7 @@ static const char prelude[] =
     "#define MIRS_LAUNCH(k, grid, block, smem, stream, args) k<<<grid, block, smem, stream>>> args\n"
     "#define MIRS_SHARED_FLOATS(name) extern __shared__ __align__(16) float name[]\n"
     "#define MIRS_UNROLL _Pragma(\"unroll\")\n"
+    "#define MIRS_NO_UNROLL _Pragma(\"unroll 1\")\n"
     "#endif\n"
     "\n"
     "#ifndef MIRS_PRELUDE_DEFINED\n"

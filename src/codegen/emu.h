@@ -69,6 +69,7 @@
 #define __shared__ static
 #endif
 #define MIRS_UNROLL
+#define MIRS_NO_UNROLL
 #define MIRS_SHARED_FLOATS(name) float *const name = mirs_emu::smem
 
 struct dim3 {

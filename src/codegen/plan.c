@@ -7,10 +7,12 @@
  *     its producer when that changes no value and no order (same shape,
  *     its other operand already computed);
  *  2. tensor cores: a block matmul of 16-bit loaded tiles (same dtype)
- *     with N % 8 == 0 and K % 16 == 0 is MMA_16 (ldmatrix + m16n8k16); a
+ *     with N % 8 == 0 is MMA_16 (ldmatrix + m16n8k16), its K padded to a
+ *     multiple of 16 with zeros in shared memory (batch of one); a
  *     skinny M (not a multiple of 16, batch 1) is padded to a multiple of
- *     16 with zero rows of the A tile; a computed (f32) operand gives
- *     MMA_TF32 when M % 16 == 0 and K % 8 == 0; else the scalar path;
+ *     16 with rows of the A tile that only feed discarded output rows; a
+ *     computed (f32) operand gives MMA_TF32 when K % 8 == 0 (M padded
+ *     the same way); else the scalar path;
  *  3. register accumulators: `accum` of an MMA matmul used nowhere else
  *     keeps the C fragments in registers across the forloop (the matmul
  *     adds into them; its tile is never stored);
@@ -131,13 +133,24 @@ static void plan_mma(mirs__plan *pl, const mirs_graph *g, const mirs__bgraph *bg
       continue;
     int64_t m = os->d[r - 2], kk = as->d[as->ndim - 1];
     mirs_dtype da = loaded16(g, bg, op->in[0]), db = loaded16(g, bg, op->in[1]);
-    if (da != MIRS_F32 && da == db && kk % 16 == 0 &&
-        (m % 16 == 0 || (batch_numel(os) == 1 && batch_numel(as) == 1))) {
+    /* A skinny M of one batch is padded to 16 rows: the padding rows of
+     * the A tile only feed output rows that are discarded. */
+    bool rows_ok = m % 16 == 0 || (batch_numel(os) == 1 && batch_numel(as) == 1);
+    /* A K that is not a multiple of 16 (a forloop splitting K finely,
+     * e.g. LoRA's X·W at K = 4) is padded with zeros in shared memory:
+     * the A tile's rows get zero columns and the B tile zero rows up to
+     * k_pad, so the extra products are exactly 0 (batch of one only: the
+     * padded B rows must not shift a batch stride). */
+    bool k_ok = kk % 16 == 0 ||
+                (batch_numel(as) == 1 && batch_numel(&bg->t[op->in[1]].shape) == 1);
+    pl->op[i].k_pad = (int32_t)kk;
+    if (da != MIRS_F32 && da == db && k_ok && rows_ok) {
       pl->op[i].mma = MIRS__MMA_16;
       pl->op[i].m_pad = (int32_t)((m + 15) / 16 * 16);
-    } else if (m % 16 == 0 && kk % 8 == 0) {
+      pl->op[i].k_pad = (int32_t)((kk + 15) / 16 * 16);
+    } else if (kk % 8 == 0 && rows_ok) {
       pl->op[i].mma = MIRS__MMA_TF32;
-      pl->op[i].m_pad = (int32_t)m;
+      pl->op[i].m_pad = (int32_t)((m + 15) / 16 * 16);
     }
   }
   /* accum(y) of an MMA matmul y used only there: C fragments in registers. */
@@ -205,6 +218,28 @@ static int64_t tf32_pad(const mirs__plan *pl, const mirs__bgraph *bg, int32_t t,
   return want < 0 ? 0 : ((want - last) % 32 + 32) % 32;
 }
 
+/* Stored rows of tile t: `rows`, or more when t is the A operand of an
+ * MMA whose M is padded (its m_pad rows are read; the extra ones are
+ * never written and only feed discarded output rows). */
+static int32_t a_rows(const mirs__plan *pl, const mirs__bgraph *bg, int32_t t, int32_t rows) {
+  for (int32_t i = 0; i < bg->nops; i++)
+    if (pl->op[i].mma != MIRS__MMA_NONE && bg->ops[i].in[0] == t && pl->op[i].m_pad > rows)
+      rows = pl->op[i].m_pad;
+  return rows;
+}
+
+/* Whether tile t is the B operand of an MMA_16 whose K is padded (its
+ * rows past K must read as zeros). */
+static bool b_operand_padded(const mirs__plan *pl, const mirs__bgraph *bg, int32_t t) {
+  for (int32_t i = 0; i < bg->nops; i++) {
+    const mirs__shape *as = &bg->t[bg->ops[i].in[0]].shape;
+    if (pl->op[i].mma == MIRS__MMA_16 && bg->ops[i].in[1] == t &&
+        pl->op[i].k_pad > as->d[as->ndim - 1])
+      return true;
+  }
+  return false;
+}
+
 /* 4. Layout of input tile t (op is its INPUT op). */
 static void plan_input(mirs__plan *pl, const mirs_graph *g, const mirs__bgraph *bg,
                        const mirs__bop *op) {
@@ -218,16 +253,22 @@ static void plan_input(mirs__plan *pl, const mirs_graph *g, const mirs__bgraph *
   pt->stride = (int32_t)last;
   pt->rows = (int32_t)(mirs__shape_numel(ts) / last);
   bool mma_operand = false;
+  pt->rows = a_rows(pl, bg, op->out, pt->rows);
+  int64_t width = last; /* columns an MMA reads per row (K padded for an A operand) */
   for (int32_t i = 0; i < bg->nops; i++) {
     const mirs__bop *c = &bg->ops[i];
     if (pl->op[i].mma != MIRS__MMA_16)
       continue;
     if (c->in[0] == op->out || c->in[1] == op->out)
       mma_operand = true;
-    if (c->in[0] == op->out && pl->op[i].m_pad > pt->rows)
-      pt->rows = pl->op[i].m_pad;
+    if (c->in[0] == op->out && pl->op[i].k_pad > width)
+      width = pl->op[i].k_pad;
+    if (c->in[1] == op->out && pl->op[i].k_pad > pt->rows)
+      pt->rows = pl->op[i].k_pad;
   }
-  if (mma_operand && (last * es) % 16 == 0 && ((last * es) / 16) % 2 == 0)
+  pt->zero = width > last || b_operand_padded(pl, bg, op->out);
+  pt->stride = (int32_t)width;
+  if (mma_operand && (width * es) % 16 == 0 && ((width * es) / 16) % 2 == 0)
     pt->stride += 16 / es;
   else if (!mma_operand && (last * es) % 16 == 0)
     pt->stride += tf32_pad(pl, bg, op->out, last * es / 4) * 4 / es;
@@ -281,9 +322,13 @@ static int64_t place(mirs__plan *pl, const mirs__bgraph *bg, int stages) {
       const mirs__shape *ts = &bg->t[t].shape;
       int64_t last = ts->ndim > 0 ? ts->d[ts->ndim - 1] : 1;
       pt->stride = (int32_t)last;
-      pt->rows = (int32_t)(n / last);
-      pt->stride += tf32_pad(pl, bg, t, last);
-      if (pt->acc_smem && pt->stride == last) {
+      pt->rows = a_rows(pl, bg, t, (int32_t)(n / last));
+      /* Running sums in shared memory are written back in place only at
+       * their dense stride: a tf32 pad there would double the tile (a
+       * 128x256 accumulator: 128 KB more, over the limit). */
+      if (!pt->acc_smem)
+        pt->stride += tf32_pad(pl, bg, t, last);
+      if (pt->acc_smem && pt->stride == last && (int64_t)pt->rows * last == n) {
         /* Written back in place: each thread turns its own running sums
          * into the final values (no chain), so they share storage. */
         pt->off = pt->aoff;
@@ -301,11 +346,24 @@ static int64_t place(mirs__plan *pl, const mirs__bgraph *bg, int stages) {
 static int32_t estimate_regs(const mirs__plan *pl, const mirs__bgraph *bg) {
   int64_t regs = 24;
   bool any_mma = false;
+  int64_t live_c = 4; /* C registers of the largest product not accumulated */
   for (int32_t i = 0; i < bg->nops; i++) {
     const mirs__bop *op = &bg->ops[i];
     const mirs__plan_tensor *pt = op->out >= 0 ? &pl->t[op->out] : NULL;
-    if (pl->op[i].mma != MIRS__MMA_NONE)
+    if (pl->op[i].mma != MIRS__MMA_NONE) {
       any_mma = true;
+      if (pl->op[i].acc < 0 && pl->op[i].mma == MIRS__MMA_16) {
+        /* A warp's tiles, chunked (cuda.c emit_mma16_rows). */
+        const mirs__shape *os = &bg->t[op->out].shape;
+        int r = os->ndim;
+        int64_t tiles = batch_numel(os) * (pl->op[i].m_pad / 16) * (os->d[r - 1] / 8);
+        int64_t per = (tiles + pl->nwarps - 1) / pl->nwarps;
+        if (per > MIRS__PLAN_MMA_CHUNK)
+          per = MIRS__PLAN_MMA_CHUNK;
+        if (4 * per > live_c)
+          live_c = 4 * per;
+      }
+    }
     if (!pt)
       continue;
     if (pt->input)
@@ -324,7 +382,7 @@ static int32_t estimate_regs(const mirs__plan *pl, const mirs__bgraph *bg) {
     }
   }
   if (any_mma)
-    regs += 4 + 6 + 4; /* a C tile, A and B fragments, ldmatrix addresses */
+    regs += live_c + 6 + 4; /* C tiles, A and B fragments, ldmatrix addresses */
   return (int32_t)(regs > 255 ? 255 : regs);
 }
 

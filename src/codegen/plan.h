@@ -26,6 +26,10 @@
 #define MIRS__PLAN_SMEM_MAX (227 * 1024) /* bytes per block the generator targets (H100/H200) */
 #define MIRS__PLAN_MAX_STAGES 8
 #define MIRS__PLAN_REASON_SIZE 200
+/* 16x8 tiles of C fragments (4 registers each) a warp keeps live at once
+ * in an MMA product that is not accumulated: the generator runs a longer
+ * row of tiles in chunks of at most this many. */
+#define MIRS__PLAN_MMA_CHUNK 8
 
 /* Tensor-core variant of a block matmul (see mirs__plan_op.mma). */
 typedef enum mirs__plan_mma {
@@ -51,6 +55,8 @@ typedef struct mirs__plan_tensor {
   bool acc_smem;       /* accumulator: running sums in smem (too many per thread) */
   bool acc_mma;        /* accumulator: MMA C fragments in registers across the forloop */
   bool tree;           /* accum_sum/accum_rms: reduced by thread groups and warp shuffles */
+  bool zero;           /* input tile of a K-padded MMA: its stage buffers are zeroed once,
+                        * before any load (the padding columns / rows stay 0) */
   int8_t group;        /* tree: threads (lanes) per accumulator element, a power of 2 <= 32 */
 } mirs__plan_tensor;
 
@@ -58,6 +64,7 @@ typedef struct mirs__plan_op {
   bool absorbed;  /* a fused op emitted inside its producer's register chain */
   int8_t mma;     /* mirs__plan_mma of a matmul */
   int32_t m_pad;  /* MMA: rows of the output computed (M rounded up to 16) */
+  int32_t k_pad;  /* MMA: reduction length multiplied (K, or K rounded up to 16 with zeros) */
   int32_t acc;    /* MMA: accumulator whose C fragments it adds into, or -1 */
   int8_t group;   /* sum / rms_norm: lanes per reduced row (warp-shuffle tree), 1: one thread */
 } mirs__plan_op;
