@@ -16,6 +16,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "search/refind.h"
 #include "search/search.h"
 
 /* ---------------------------------------------------------------- creation */
@@ -103,6 +104,8 @@ static mirs_status search_create(mirs_context *ctx, const mirs_graph *program, m
   if (!s)
     return MIRS_NOMEM;
   s->ctx = ctx;
+  s->refind = mirs__refind_result;
+  s->ranks = 1;
   atomic_init(&s->halt, 0);
   if (pthread_mutex_init(&s->lock, NULL) != 0) {
     mirs__core_free(ctx, s);
@@ -234,6 +237,35 @@ static void fill_stats(const mirs_search *s, mirs_search_stats *o) {
   o->log2_false_accept_bound = s->ctx->opt.verify_log2_bound;
 }
 
+/* The pool's poll hook of a distributed run (dist.c serves the protocol
+ * from thread 0). */
+static void dist_poll(void *d, mirs__pool *p, mirs__search_worker *w) {
+  mirs__dist_poll(d, p, w);
+}
+
+/* The pool's pause hook: a periodic checkpoint (the pool has put the
+ * counters as of now into s).  A failed write is logged and the search
+ * goes on. */
+static mirs_status periodic_checkpoint(mirs_search *s) {
+  mirs_context *ctx = s->ctx;
+  mirs_status st = mirs__checkpoint_write(s, s->ckpt_path);
+  if (st == MIRS_OK) {
+    mirs__core_log(ctx, MIRS_LOG_INFO, "search: checkpoint written to %s", s->ckpt_path);
+  } else if (st == MIRS_IO) {
+    /* A full disk must not end a search that can still finish (its
+     * results need no disk until the end): the write left the previous
+     * checkpoint as it was, so the search goes on and is resumable from
+     * that one if it is stopped before the next write works. */
+    mirs__core_log(ctx, MIRS_LOG_WARNING,
+                   "search: cannot write the periodic checkpoint (%s); the previous "
+                   "checkpoint, if any, is intact; the search goes on",
+                   mirs_last_error(ctx));
+    mirs_clear_error(ctx);
+    st = MIRS_OK;
+  }
+  return st;
+}
+
 /* Run the search: the open work (the whole space, or what a resumed
  * checkpoint left) on the pool, then the results ranked and verified. */
 mirs_status mirs_search_run(mirs_search *s) {
@@ -286,7 +318,15 @@ mirs_status mirs_search_run(mirs_search *s) {
     return mirs__core_trace(ctx, st, __func__, __FILE__, __LINE__);
   }
   clock_t c0 = clock();
-  st = mirs__pool_run(s);
+  mirs__pool_hooks hooks = {0};
+  if (s->dist) {
+    hooks.poll = dist_poll;
+    hooks.poll_arg = s->dist;
+  } else if (s->ckpt_path && ctx->opt.checkpoint_interval > 0) {
+    hooks.pause = periodic_checkpoint;
+    hooks.pause_every = ctx->opt.checkpoint_interval;
+  }
+  st = mirs__pool_run(s, &hooks);
   if (s->dist) {
     /* Every rank's results and open work to rank 0, not cut short by
      * the limits (watched again afterwards). */
@@ -323,8 +363,10 @@ mirs_status mirs_search_run(mirs_search *s) {
                    "at full shape",
                    n, t1 - s->t0, t1 > s->t0 ? n / (t1 - s->t0) : 0.0, s->threads_used, cpu,
                    cpu > 0 ? n / cpu : 0.0, s->early_seconds);
-    if (mirs__dist_root(s)) /* (other ranks' results are rank 0's now) */
+    if (mirs__dist_root(s)) { /* (other ranks' results are rank 0's now) */
       st = mirs__sink_finish(s);
+      mirs__refind_release(s);
+    }
   }
   if (!s->complete && s->why == MIRS__WHY_NONE) {
     /* (Complete search, final verification cut short.) */
@@ -468,7 +510,7 @@ void mirs_search_destroy(mirs_search *s) {
   if (!s)
     return;
   mirs_context *ctx = s->ctx;
-  mirs__search_worker_free(s->refinder);
+  mirs__refind_release(s);
   for (size_t i = 0; i < s->nres; i++)
     mirs__sink_result_free(s, &s->res[i]);
   mirs__core_free(ctx, s->res);

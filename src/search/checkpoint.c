@@ -420,6 +420,29 @@ static mirs_status ckpt_check_options(mirs_context *ctx, const char *path, const
   return MIRS_OK;
 }
 
+/* Re-find the recorded result of hash h at path[0..len) with worker w (not
+ * in the pool), then let the sink check it (mirs__sink_restored).
+ * MIRS_STOPPED on a stop request; MIRS_INVALID_ARG when it cannot be
+ * replayed or is not found again. */
+static mirs_status restore_result(mirs__search_worker *w, const char *from, uint64_t h,
+                                  unsigned flags, const uint32_t *path, uint32_t len) {
+  mirs_search *s = w->s;
+  mirs_context *ctx = s->ctx;
+  mirs_status st = mirs__search_restore(w, path, (int32_t)len);
+  if (st == MIRS_STOPPED) { /* a stop request while loading, not bad data */
+    mirs__core_error_copy(ctx, w->ctx);
+    return st;
+  }
+  if (st != MIRS_OK) {
+    mirs__core_error_copy(ctx, w->ctx);
+    return MIRS_FAIL(ctx, MIRS_INVALID_ARG, "%s: result %016llx cannot be replayed: %s", from,
+                     (unsigned long long)h, mirs_last_error(w->ctx));
+  }
+  if (mirs_last_status(w->ctx) != MIRS_OK)
+    mirs_clear_error(w->ctx);
+  return mirs__sink_restored(s, from, h, flags);
+}
+
 /* Load the checkpoint into s. */
 mirs_status mirs__checkpoint_read(mirs_search *s, const char *path) {
   mirs_context *ctx = s->ctx;
@@ -470,7 +493,7 @@ mirs_status mirs__checkpoint_read(mirs_search *s, const char *path) {
     st = get_path(ctx, r, &path_buf, &cap, &len);
     if (st != MIRS_OK || r->bad)
       break;
-    st = mirs__sink_restore(w, path, h, acc ? *acc : 0, path_buf, len);
+    st = restore_result(w, path, h, acc ? *acc : 0, path_buf, len);
   }
   /* Tasks: checked by positioning a worker at each. */
   uint32_t ntasks = st == MIRS_OK && !r->bad ? get_u32(r) : 0;

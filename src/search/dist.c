@@ -919,6 +919,7 @@ mirs_status mirs_search_set_mpi(mirs_search *s) {
                      "mirs_search_set_mpi: only rank 0 resumes a checkpoint");
   }
   s->dist = d;
+  s->ranks = d->size;
   /* Periodic checkpoints would need every rank's open work at one
    * moment; a distributed search writes its checkpoint only when it
    * stops.  Said at run time to whoever asked for them. */

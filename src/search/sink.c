@@ -229,19 +229,7 @@ static mirs_status refind(mirs_search *s, mirs__search_result *r) {
   int64_t e = find_entry(s, r->hash);
   if (e < 0)
     return MIRS_FAIL(ctx, MIRS_INTERNAL, "result %016llx has no path", (unsigned long long)r->hash);
-  if (!s->refinder)
-    MIRS_CHECK(ctx, mirs__search_worker_new(s, &s->refinder));
-  mirs__search_worker *w = s->refinder;
-  w->refill = r;
-  mirs_status st = mirs__search_restore(w, &s->paths[s->ent[e].poff], s->ent[e].plen);
-  w->refill = NULL;
-  if (st != MIRS_OK) {
-    mirs__core_error_copy(ctx, w->ctx);
-    if (st == MIRS_STOPPED)
-      return st;
-    return MIRS_FAIL(ctx, MIRS_INTERNAL, "result %016llx cannot be re-found at its path: %s",
-                     (unsigned long long)r->hash, mirs_last_error(w->ctx));
-  }
+  MIRS_CHECK(ctx, s->refind(s, r, &s->paths[s->ent[e].poff], s->ent[e].plen));
   if (!r->g)
     return MIRS_FAIL(ctx, MIRS_INTERNAL, "result %016llx is not found again at its path",
                      (unsigned long long)r->hash);
@@ -704,7 +692,7 @@ static mirs_status early_verify(mirs__search_worker *w, mirs_graph **r,
   double now = mirs__core_now();
   if (w->restoring || (s->have_best_full && cr->seconds >= s->best_full) ||
       s->early_seconds > 0.1 * (now - s->t0) || !ctx->opt.verify_early ||
-      mirs__dist_ranks(s) > 1)
+      s->ranks > 1)
     return MIRS_OK;
   MIRS_INC(&w->stats, full_verified);
   bool ok = false, skip = true;
@@ -899,8 +887,6 @@ mirs_status mirs__sink_finish(mirs_search *s) {
     st = float_check(s);
   if (st == MIRS_OK)
     st = mirs__sink_graphs(s);
-  mirs__search_worker_free(s->refinder);
-  s->refinder = NULL;
   MIRS_CHECK(s->ctx, st);
   return MIRS_OK;
 }
@@ -965,25 +951,11 @@ mirs_status mirs__sink_adopt(mirs_search *s, uint64_t h, const uint32_t *path, i
   return MIRS_OK;
 }
 
-/* Re-find a recorded result (a checkpoint's; the results of other ranks are
- * adopted as sent: mirs__sink_adopt). */
-mirs_status mirs__sink_restore(mirs__search_worker *w, const char *from, uint64_t h,
-                               unsigned flags, const uint32_t *path, uint32_t len) {
-  mirs_search *s = w->s;
+/* After a recorded result was re-found (a checkpoint's; the results of
+ * other ranks are adopted as sent: mirs__sink_adopt). */
+mirs_status mirs__sink_restored(mirs_search *s, const char *from, uint64_t h, unsigned flags) {
   mirs_context *ctx = s->ctx;
   bool accepted = flags & MIRS__CKPT_ACCEPTED;
-  mirs_status st = mirs__search_restore(w, path, (int32_t)len);
-  if (st == MIRS_STOPPED) { /* a stop request while loading, not bad data */
-    mirs__core_error_copy(ctx, w->ctx);
-    return st;
-  }
-  if (st != MIRS_OK) {
-    mirs__core_error_copy(ctx, w->ctx);
-    return MIRS_FAIL(ctx, MIRS_INVALID_ARG, "%s: result %016llx cannot be replayed: %s", from,
-                     (unsigned long long)h, mirs_last_error(w->ctx));
-  }
-  if (mirs_last_status(w->ctx) != MIRS_OK)
-    mirs_clear_error(w->ctx);
   /* The sink must now hold h, accepted as recorded (or accepted where a
    * check made when it was found, at full shape, rejected it: that
    * verdict is the graph's, so it stands). */

@@ -1781,3 +1781,79 @@ mirs_status mirs__search_gen_moves(mirs__search_worker *w, uint32_t *n) {
   *n = (uint32_t)(w->nmoves - start);
   return MIRS_OK;
 }
+
+/* ---------------------------------------------------------------- the block-op filter
+ * Pruning of block ops decided while the moves are listed (moved here from
+ * search.c so that the filter sits next to the moves it filters). */
+
+
+/* Check expression e; *keep false when pruned. */
+mirs_status mirs__search_prune_check(mirs__search_worker *w, mirs__abs_id e, bool *keep) {
+  MIRS_INC(&w->stats, prune_calls);
+  mirs_status st = mirs__prune_check(w->pw, e, keep);
+  if (st == MIRS_SOLVER) {
+    /* A solver error keeps the op (unknown never prunes); say it once. */
+    mirs__core_log(w->ctx, MIRS_LOG_DEBUG, "search: solver error kept an op: %s",
+                   mirs_last_error(w->ctx));
+    mirs_clear_error(w->ctx);
+    *keep = true;
+    return MIRS_OK;
+  }
+  MIRS_CHECK(w->ctx, st);
+  if (!*keep)
+    MIRS_INC(&w->stats, prune_pruned);
+  return MIRS_OK;
+}
+
+/* A builder or fingerprint refusal (not an error of the search). */
+static bool refusal(mirs_status st) {
+  return st == MIRS_SHAPE || st == MIRS_INVALID_ARG || st == MIRS_UNSUPPORTED || st == MIRS_LIMIT;
+}
+
+/* Status st of a failed step of a move: an error of the search is
+ * returned; a refusal is counted under stat and becomes MIRS_OK (the move
+ * is just not applied). */
+mirs_status mirs__search_refused(mirs__search_worker *w, mirs_status st, int stat) {
+  if (!refusal(st))
+    return st;
+  mirs_clear_error(w->ctx);
+  w->stats.v[stat]++;
+  return MIRS_OK;
+}
+
+/* (Keys set bit 1 so that a stored key is never 0, the empty slot; bit 0
+ * of a slot is the verdict, 1 = keep.) */
+mirs_status mirs__search_bop_keep(mirs__search_worker *w, mirs_op op, int dim, int nin,
+                                  const mirs__abs_id *in, const mirs__shape *s0, bool *keep) {
+  mirs__abs_arena *a = mirs__prune_worker_arena(w->pw);
+  for (int i = 0; i < nin; i++)
+    if (in[i] == MIRS__ABS_NONE) { /* no expression (too large): kept, as unknown */
+      MIRS_INC(&w->stats, prune_calls);
+      *keep = true;
+      return MIRS_OK;
+    }
+  int64_t ext = mirs__abs_bop_extent(op, dim, s0, w->bgs[w->nbg - 1]->forloop);
+  uint64_t k = mirs__hash_mix(mirs__hash_mix((uint64_t)op + 1, (uint64_t)ext), (uint64_t)nin);
+  for (int i = 0; i < nin; i++)
+    k = mirs__hash_mix(k, mirs__abs_hash(a, in[i]));
+  k |= 2;
+  uint64_t *slot = &w->pmemo[(k >> 2) & (MIRS__PMEMO_SIZE - 1)];
+  if ((*slot | 1) == (k | 1)) {
+    *keep = *slot & 1;
+    MIRS_INC(&w->stats, prune_memo);
+    return MIRS_OK;
+  }
+  mirs__abs_mark mark = mirs__abs_mark_get(a);
+  mirs__abs_id e;
+  mirs_status st = mirs__abs_apply(a, op, in, ext, &e);
+  if (st == MIRS_OK) {
+    st = mirs__search_prune_check(w, e, keep);
+  } else {
+    *keep = false; /* (an extent past 64 bits: no program has one) */
+    st = mirs__search_refused(w, st, MIRS__STAT_moves_failed);
+  }
+  mirs__abs_release(a, mark);
+  MIRS_CHECK(w->ctx, st);
+  *slot = (k & ~UINT64_C(1)) | (*keep ? 1 : 0);
+  return MIRS_OK;
+}
