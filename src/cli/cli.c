@@ -1133,14 +1133,18 @@ static const char *stop_reason(const mirs_search *s, int sig) {
     return "SIGINT";
   if (sig == SIGUSR1)
     return "SIGUSR1";
-  const char *why = mirs_search_stop_reason(s);
-  if (!strcmp(why, "the time limit"))
+  switch (mirs_search_stop_why(s)) {
+  case MIRS_STOP_TIME:
     return "the time limit (--time-limit)";
-  if (!strcmp(why, "the memory limit"))
+  case MIRS_STOP_MEMORY:
     return "the memory limit (--max-memory)";
-  if (!strcmp(why, "the state limit"))
+  case MIRS_STOP_STATES:
     return "the state limit (--max-states)";
-  return why[0] ? why : "a limit";
+  case MIRS_STOP_NONE:
+    return "a limit";
+  default:
+    return mirs_search_stop_reason(s);
+  }
 }
 
 /* The summary on stdout after a search (not with -q or --json). */

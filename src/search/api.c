@@ -292,9 +292,9 @@ mirs_status mirs_search_run(mirs_search *s) {
     mirs__core_log(ctx, MIRS_LOG_WARNING, "search: stopped during setup (%s); nothing searched",
                    s->setup_stopped);
     int bits = atomic_load(&ctx->stop);
-    s->why = bits & MIRS__STOP_USER  ? MIRS__WHY_INTERRUPT
-             : bits & MIRS__STOP_MEM ? MIRS__WHY_MEMORY
-                                     : MIRS__WHY_TIME;
+    s->why = bits & MIRS__STOP_USER  ? MIRS_STOP_INTERRUPT
+             : bits & MIRS__STOP_MEM ? MIRS_STOP_MEMORY
+                                     : MIRS_STOP_TIME;
     mirs_status st = MIRS_OK;
     if (s->dist) {
       /* The other ranks stop too, and rank 0 collects what they have. */
@@ -339,17 +339,18 @@ mirs_status mirs_search_run(mirs_search *s) {
   s->complete = st == MIRS_OK && !s->open;
   s->why = atomic_load(&s->halt_why);
   if (st == MIRS_OK && s->open) {
-    static const char *const why[] = {"stopped",          "stopped by the caller",
-                                      "interrupted",      "time limit reached",
-                                      "memory limit reached", "state limit reached",
-                                      "a worker failed"};
+    static const char *const why[] = {
+#define MIRS_STOP(name, reason, log) log,
+#include "mirsearch/stop.def"
+#undef MIRS_STOP
+    };
     int w = s->why;
     size_t ntasks = 0;
     for (const mirs__task *t = s->open; t; t = t->next)
       ntasks++;
     mirs__core_log(ctx, MIRS_LOG_INFO, "search: stopping after %.1f s (%s%s); %zu open tasks kept",
-                   mirs__core_now() - s->t0, why[w >= 0 && w <= MIRS__WHY_ERROR ? w : 0],
-                   w == MIRS__WHY_TIME && s->reduce_tile > 0
+                   mirs__core_now() - s->t0, why[w >= 0 && w < MIRS_STOP_COUNT ? w : 0],
+                   w == MIRS_STOP_TIME && s->reduce_tile > 0
                        ? ": the rest of the time is kept for full-shape verification"
                        : "",
                    ntasks);
@@ -368,12 +369,12 @@ mirs_status mirs_search_run(mirs_search *s) {
       mirs__refind_release(s);
     }
   }
-  if (!s->complete && s->why == MIRS__WHY_NONE) {
+  if (!s->complete && s->why == MIRS_STOP_NONE) {
     /* (Complete search, final verification cut short.) */
     int bits = atomic_load(&ctx->stop);
-    s->why = bits & MIRS__STOP_USER  ? MIRS__WHY_INTERRUPT
-             : bits & MIRS__STOP_MEM ? MIRS__WHY_MEMORY
-                                     : MIRS__WHY_TIME;
+    s->why = bits & MIRS__STOP_USER  ? MIRS_STOP_INTERRUPT
+             : bits & MIRS__STOP_MEM ? MIRS_STOP_MEMORY
+                                     : MIRS_STOP_TIME;
   }
   mirs__core_watch_stop(ctx);
   s->running = false;
@@ -393,8 +394,8 @@ mirs_status mirs_search_stop(mirs_search *s) {
   if (!s)
     return MIRS_INVALID_ARG;
   /* Lock-free atomics: async-signal-safe. */
-  int none = MIRS__WHY_NONE;
-  atomic_compare_exchange_strong(&s->halt_why, &none, MIRS__WHY_USER);
+  int none = MIRS_STOP_NONE;
+  atomic_compare_exchange_strong(&s->halt_why, &none, MIRS_STOP_CALLER);
   atomic_fetch_or(&s->halt, MIRS__HALT_USER);
   return MIRS_OK;
 }
@@ -440,17 +441,20 @@ mirs_status mirs_search_set_checkpoint(mirs_search *s, const char *path) {
 }
 
 /* Why the last run did not search the whole space. */
+mirs_stop mirs_search_stop_why(const mirs_search *s) {
+  if (!s || !s->ran || s->complete || s->why < 0 || s->why >= MIRS_STOP_COUNT)
+    return MIRS_STOP_NONE;
+  return (mirs_stop)s->why;
+}
+
+/* The same as text (stop.def). */
 const char *mirs_search_stop_reason(const mirs_search *s) {
-  static const char *const text[] = {"",
-                                     "the caller (mirs_search_stop or should_stop)",
-                                     "an interrupt (mirs_interrupt)",
-                                     "the time limit",
-                                     "the memory limit",
-                                     "the state limit",
-                                     "a failure"};
-  if (!s || !s->ran || s->complete)
-    return "";
-  return text[s->why >= 0 && s->why <= MIRS__WHY_ERROR ? s->why : 0];
+  static const char *const text[] = {
+#define MIRS_STOP(name, reason, log) reason,
+#include "mirsearch/stop.def"
+#undef MIRS_STOP
+  };
+  return text[mirs_search_stop_why(s)];
 }
 
 /* Whether the last run was stopped with work left (a checkpoint of it

@@ -93,11 +93,25 @@
 
 enum { TAG_STEAL = 1, TAG_WORK, TAG_WAVE, TAG_WAVE_UP, TAG_STOP, TAG_DONE, TAG_VERDICT };
 
+/* The counters (mpi_counters.def): CTR_name indexes mirs__dist.ctr. */
+enum {
+#define MIRS_MPI_STAT(name)
+#define MIRS_MPI_COUNTER(name, row) CTR_##name,
+#include "search/mpi_counters.def"
+#undef MIRS_MPI_COUNTER
+#undef MIRS_MPI_STAT
+  NCTR
+};
 /* Per rank, in report.json's "mpi" list. */
-static const char *const cols[] = {"states_explored", "solver_calls",   "prune_cache_hits",
-                                   "steal_requests",  "steals_served",  "steals_empty",
-                                   "lifeline_pushes", "tasks_sent",     "tasks_received",
-                                   "verdicts_sent",   "verdicts_received"};
+static const char *const cols[] = {
+#define MIRS_MPI_STAT(name) #name,
+#define MIRS_MPI_COUNTER(name, row) ROW_##row(#name)
+#define ROW_0(x)
+#define ROW_1(x) x,
+#include "search/mpi_counters.def"
+#undef MIRS_MPI_COUNTER
+#undef MIRS_MPI_STAT
+};
 #define NCOLS (sizeof cols / sizeof *cols)
 
 /* A message being sent (its buffer lives until the send completes). */
@@ -135,8 +149,7 @@ struct mirs__dist {
   size_t vsent;
   double vlast;
   /* Counters (report.json "mpi"). */
-  uint64_t steal_requests, steals_served, steals_empty, lifeline_pushes, tasks_sent,
-      tasks_received, verdicts_sent, verdicts_received, tokens;
+  uint64_t ctr[NCTR];
   mirs_status failed; /* the first error of this rank's protocol */
   uint64_t (*rows)[NCOLS]; /* rank 0, after the search: every rank's row */
 };
@@ -256,7 +269,7 @@ static bool halted(const mirs__dist *d) {
 
 /* Halt this rank's search (a STOP from another rank, or an error). */
 static void halt_search(mirs_search *s, int bits, int why) {
-  int none = MIRS__WHY_NONE;
+  int none = MIRS_STOP_NONE;
   atomic_compare_exchange_strong(&s->halt_why, &none, why);
   atomic_fetch_or(&s->halt, bits);
 }
@@ -292,7 +305,7 @@ static bool send_work(mirs__dist *d, mirs__pool *p, mirs__search_worker *w, int 
   if (b.failed) {
     /* The tasks are lost to this rank: a failure, which stops the search. */
     d->failed = MIRS_FAIL(ctx, MIRS_NOMEM, "out of memory (tasks for another rank)");
-    halt_search(d->s, MIRS__HALT_ERROR, MIRS__WHY_ERROR);
+    halt_search(d->s, MIRS__HALT_ERROR, MIRS_STOP_FAILURE);
     mirs__buf_free(&b);
     return false;
   }
@@ -302,7 +315,7 @@ static bool send_work(mirs__dist *d, mirs__pool *p, mirs__search_worker *w, int 
   mirs__buf_free(&b);
   if (n) {
     d->count++;
-    d->tasks_sent += n;
+    d->ctr[CTR_tasks_sent] += n;
   }
   return n > 0;
 }
@@ -331,9 +344,9 @@ static void handle(mirs__dist *d, mirs__pool *p, mirs__search_worker *w, int src
     if (get_u32(&r)) { /* a lifeline registration */
       d->waiting[src] = true;
     } else if (send_work(d, p, w, src, true)) {
-      d->steals_served++;
+      d->ctr[CTR_steals_served]++;
     } else {
-      d->steals_empty++;
+      d->ctr[CTR_steals_empty]++;
     }
     break;
   case TAG_WORK: {
@@ -351,12 +364,12 @@ static void handle(mirs__dist *d, mirs__pool *p, mirs__search_worker *w, int src
     d->fails = 0;
     d->lifelines_set = false;
     if (!reply)
-      d->lifeline_pushes++;
+      d->ctr[CTR_lifeline_pushes]++;
     for (uint32_t i = 0; i < k; i++) {
       mirs__task *t = get_task(ctx, &r);
       if (!t)
         break;
-      d->tasks_received++;
+      d->ctr[CTR_tasks_received]++;
       /* Into the pool, or kept as open work once the pool has stopped. */
       if (!p || mirs__pool_take(p, t) != MIRS_OK) {
         t->next = s->open;
@@ -365,7 +378,7 @@ static void handle(mirs__dist *d, mirs__pool *p, mirs__search_worker *w, int src
     }
     if (r.bad) {
       d->failed = MIRS_FAIL(ctx, MIRS_INTERNAL, "a malformed work message from rank %d", src);
-      halt_search(s, MIRS__HALT_ERROR, MIRS__WHY_ERROR);
+      halt_search(s, MIRS__HALT_ERROR, MIRS_STOP_FAILURE);
     }
     break;
   }
@@ -379,7 +392,7 @@ static void handle(mirs__dist *d, mirs__pool *p, mirs__search_worker *w, int src
     break;
   case TAG_STOP: {
     int why = (int)get_u32(&r);
-    halt_search(s, MIRS__HALT_USER, why > 0 && why <= MIRS__WHY_ERROR ? why : MIRS__WHY_USER);
+    halt_search(s, MIRS__HALT_USER, why > 0 && why < MIRS_STOP_COUNT ? why : MIRS_STOP_CALLER);
     d->stop_sent = true; /* every rank has its own STOP from the sender */
     break;
   }
@@ -392,7 +405,7 @@ static void handle(mirs__dist *d, mirs__pool *p, mirs__search_worker *w, int src
   case TAG_VERDICT:
     for (size_t i = 0; i < n / sizeof(uint64_t); i++) {
       mirs__prune_log_put(s->prune, get_u64(&r));
-      d->verdicts_received++;
+      d->ctr[CTR_verdicts_received]++;
     }
     break;
   default:
@@ -437,7 +450,7 @@ static void share_verdicts(mirs__dist *d, bool force) {
   for (int r = 0; r < d->size; r++)
     if (r != d->rank)
       post(d, r, TAG_VERDICT, buf, k * sizeof *buf);
-  d->verdicts_sent += k;
+  d->ctr[CTR_verdicts_sent] += k;
 }
 
 /* One step of the protocol; passive: no task queued or running here. */
@@ -469,7 +482,7 @@ static void step(mirs__dist *d, mirs__pool *p, mirs__search_worker *w, bool pass
       uint32_t lifeline = 0;
       post(d, v, TAG_STEAL, &lifeline, sizeof lifeline);
       d->asking = true;
-      d->steal_requests++;
+      d->ctr[CTR_steal_requests]++;
     } else if (!d->lifelines_set) {
       uint32_t lifeline = 1;
       for (int k = 1; k < d->size; k <<= 1)
@@ -487,7 +500,7 @@ static void step(mirs__dist *d, mirs__pool *p, mirs__search_worker *w, bool pass
   }
   if (d->rank == 0 && !d->wave_on) {
     d->black = false;
-    d->tokens++;
+    d->ctr[CTR_tokens]++;
     start_wave(d);
   }
   if (!d->wave_on || d->wave_wait > 0)
@@ -523,7 +536,7 @@ static void nap(mirs__dist *d) {
 /* Thread 0's poll. */
 void mirs__dist_poll(mirs__dist *d, mirs__pool *p, mirs__search_worker *w) {
   if (d->failed != MIRS_OK)
-    halt_search(d->s, MIRS__HALT_ERROR, MIRS__WHY_ERROR);
+    halt_search(d->s, MIRS__HALT_ERROR, MIRS_STOP_FAILURE);
   bool busy = mirs__pool_busy(p);
   if (busy || d->active == 0)
     d->active = mirs__core_now();
@@ -539,17 +552,13 @@ void mirs__dist_poll(mirs__dist *d, mirs__pool *p, mirs__search_worker *w) {
 /* This rank's row of counters. */
 static void own_row(const mirs__dist *d, uint64_t *row) {
   const mirs_search *s = d->s;
-  uint64_t v[NCOLS] = {s->stats.v[MIRS__STAT_states_explored],
-                       s->stats.v[MIRS__STAT_solver_calls],
-                       s->stats.v[MIRS__STAT_prune_cache_hits],
-                       d->steal_requests,
-                       d->steals_served,
-                       d->steals_empty,
-                       d->lifeline_pushes,
-                       d->tasks_sent,
-                       d->tasks_received,
-                       d->verdicts_sent,
-                       d->verdicts_received};
+  uint64_t v[NCOLS] = {
+#define MIRS_MPI_STAT(name) s->stats.v[MIRS__STAT_##name],
+#define MIRS_MPI_COUNTER(name, row) ROW_##row(d->ctr[CTR_##name])
+#include "search/mpi_counters.def"
+#undef MIRS_MPI_COUNTER
+#undef MIRS_MPI_STAT
+  };
   memcpy(row, v, sizeof v);
 }
 
@@ -712,7 +721,7 @@ mirs_status mirs__dist_finish(mirs_search *s, mirs_status st) {
   mirs__dist *d = s->dist;
   mirs_context *ctx = s->ctx;
   if (st != MIRS_OK)
-    halt_search(s, MIRS__HALT_ERROR, MIRS__WHY_ERROR);
+    halt_search(s, MIRS__HALT_ERROR, MIRS_STOP_FAILURE);
   while (!d->terminated) {
     step(d, NULL, NULL, true);
     if (!d->terminated)
@@ -953,13 +962,9 @@ int mirs_search_mpi_stats(const mirs_search *s, uint64_t *out, int n) {
   if (!s || !s->dist)
     return 0;
   const mirs__dist *d = s->dist;
-  uint64_t v[] = {d->steal_requests, d->steals_served, d->steals_empty, d->lifeline_pushes,
-                  d->tasks_sent,     d->tasks_received, d->verdicts_sent, d->verdicts_received,
-                  d->tokens};
-  int k = (int)(sizeof v / sizeof *v);
-  for (int i = 0; i < n && i < k; i++)
-    out[i] = v[i];
-  return k;
+  for (int i = 0; i < n && i < NCTR; i++)
+    out[i] = d->ctr[i];
+  return NCTR;
 }
 
 #else /* no MPI */

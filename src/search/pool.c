@@ -161,9 +161,9 @@ static void halt_from_context(mirs_search *s) {
     return;
   int bits = atomic_load_explicit(&s->ctx->stop, memory_order_relaxed);
   if (bits & MIRS__STOP_USER)
-    halt(s, MIRS__HALT_USER, MIRS__WHY_INTERRUPT);
+    halt(s, MIRS__HALT_USER, MIRS_STOP_INTERRUPT);
   else
-    halt(s, MIRS__HALT_LIMIT, bits & MIRS__STOP_TIME ? MIRS__WHY_TIME : MIRS__WHY_MEMORY);
+    halt(s, MIRS__HALT_LIMIT, bits & MIRS__STOP_TIME ? MIRS_STOP_TIME : MIRS_STOP_MEMORY);
 }
 
 /* The search's time limit for the search phase: on reduced instances the
@@ -191,7 +191,7 @@ static void poll_master(pool *p) {
   }
   halt_from_context(s);
   if (ctx->opt.time_limit > 0 && now - s->t0 >= search_time_limit(s))
-    halt(s, MIRS__HALT_LIMIT, MIRS__WHY_TIME);
+    halt(s, MIRS__HALT_LIMIT, MIRS_STOP_TIME);
   if (ctx->opt.max_memory > 0 && held > (size_t)ctx->opt.max_memory) {
     if (!(atomic_load(&s->halt) & MIRS__HALT_LIMIT)) {
       pthread_mutex_lock(&s->log_lock); /* workers log through it too */
@@ -199,7 +199,7 @@ static void poll_master(pool *p) {
                      "search: stopping at the memory limit (%zu bytes held)", held);
       pthread_mutex_unlock(&s->log_lock);
     }
-    halt(s, MIRS__HALT_LIMIT, MIRS__WHY_MEMORY);
+    halt(s, MIRS__HALT_LIMIT, MIRS_STOP_MEMORY);
   }
   if (p->hooks.pause && p->hooks.pause_every > 0 && now - s->ckpt_last >= p->hooks.pause_every)
     atomic_fetch_or(&s->halt, MIRS__HALT_CHECKPOINT);
@@ -217,7 +217,7 @@ static void poll_master(pool *p) {
     p->last_progress = now;
   }
   if (s->should_stop && s->should_stop(s->user))
-    halt(s, MIRS__HALT_USER, MIRS__WHY_USER);
+    halt(s, MIRS__HALT_USER, MIRS_STOP_CALLER);
 }
 
 /* Every worker's poll: add its new states to the total and apply the
@@ -230,7 +230,7 @@ static void poll_limits(pool *p, slot *me) {
   me->counted = mine;
   halt_from_context(s);
   if (s->ctx->opt.time_limit > 0 && mirs__core_now() - s->t0 >= search_time_limit(s))
-    halt(s, MIRS__HALT_LIMIT, MIRS__WHY_TIME);
+    halt(s, MIRS__HALT_LIMIT, MIRS_STOP_TIME);
 }
 
 /* States a worker may enter before its next poll: up to POLL_STEPS, taken
@@ -258,7 +258,7 @@ static uint64_t reserve(pool *p) {
     if (left <= 0)
       break;
   }
-  halt(p->s, MIRS__HALT_LIMIT, MIRS__WHY_STATES);
+  halt(p->s, MIRS__HALT_LIMIT, MIRS_STOP_STATES);
   return 0;
 }
 
@@ -291,7 +291,7 @@ static mirs__task *steal(pool *p, int self) {
 /* Record a worker's failure and stop the others. */
 static void fail(pool *p, slot *me, mirs_status st) {
   me->st = st;
-  halt(p->s, MIRS__HALT_ERROR, MIRS__WHY_ERROR);
+  halt(p->s, MIRS__HALT_ERROR, MIRS_STOP_FAILURE);
 }
 
 /* The loop of worker `self` in one segment. */
@@ -442,7 +442,7 @@ static void segment(pool *p) {
       t->next = s->open;
       s->open = t;
       z->st = MIRS_FAIL(z->w->ctx, MIRS_NOMEM, "out of memory (a work deque)");
-      halt(s, MIRS__HALT_ERROR, MIRS__WHY_ERROR);
+      halt(s, MIRS__HALT_ERROR, MIRS_STOP_FAILURE);
       break;
     }
     n++;

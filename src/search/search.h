@@ -215,8 +215,8 @@ struct mirs_search {
   int threads;          /* workers of the next run (option threads, resolved) */
   int threads_used;     /* workers of the last run */
   _Atomic int halt;     /* MIRS__HALT_* bits; set from any thread or a signal handler */
-  _Atomic int halt_why; /* MIRS__WHY_*: the first reason a run halted (0: none) */
-  int why;              /* MIRS__WHY_*: why the last run is incomplete (0: it is not) */
+  _Atomic int halt_why; /* mirs_stop: the first reason a run halted (MIRS_STOP_NONE: none) */
+  int why;              /* mirs_stop: why the last run is incomplete (MIRS_STOP_NONE: it is not) */
   mirs__task *open;     /* unexplored work: seeds of the next run, open work after a stop */
   char *ckpt_path;      /* periodic checkpoints (mirs_search_set_checkpoint) */
   double ckpt_last;
@@ -235,16 +235,6 @@ enum {
   MIRS__HALT_LIMIT = 2,      /* max_states, time_limit, max_memory */
   MIRS__HALT_ERROR = 4,      /* a worker failed */
   MIRS__HALT_CHECKPOINT = 8  /* a periodic checkpoint is due (the run goes on) */
-};
-/* The first reason a run halted (mirs_search.halt_why), for its log line. */
-enum {
-  MIRS__WHY_NONE = 0,
-  MIRS__WHY_USER,      /* mirs_search_stop or should_stop */
-  MIRS__WHY_INTERRUPT, /* mirs_interrupt (a signal in the CLI) */
-  MIRS__WHY_TIME,      /* time_limit */
-  MIRS__WHY_MEMORY,    /* max_memory */
-  MIRS__WHY_STATES,    /* max_states */
-  MIRS__WHY_ERROR      /* a worker failed */
 };
 
 /* Whether w's newest custom kernel (open or closed) was opened as the
