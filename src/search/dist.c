@@ -72,6 +72,7 @@
 #include <time.h>
 
 #include "search/search.h"
+#include "search/wire.h"
 
 #ifdef HAVE_MPI
 #include <mpi.h>
@@ -187,80 +188,6 @@ static void post(mirs__dist *d, int dest, int tag, const void *buf, size_t n) {
   d->sent[dest]++;
 }
 
-static void put(mirs__buf *b, const void *p, size_t n) {
-  mirs__buf_put(b, p, n);
-}
-
-static void put_u32(mirs__buf *b, uint32_t v) {
-  put(b, &v, sizeof v);
-}
-
-static void put_u64(mirs__buf *b, uint64_t v) {
-  put(b, &v, sizeof v);
-}
-
-/* A task: lo, hi, len, path. */
-static void put_task(mirs__buf *b, const mirs__task *t) {
-  put_u32(b, t->lo);
-  put_u32(b, t->hi);
-  put_u32(b, (uint32_t)t->len);
-  put(b, t->path, sizeof *t->path * (size_t)t->len);
-}
-
-/* A reader over received bytes. */
-typedef struct reader {
-  const unsigned char *d;
-  size_t n, at;
-  bool bad;
-} reader;
-
-static const void *get(reader *r, size_t n) {
-  if (r->bad || n > r->n - r->at) {
-    r->bad = true;
-    return NULL;
-  }
-  const void *p = r->d + r->at;
-  r->at += n;
-  return p;
-}
-
-/* n bytes into v (left as they were when the message is short). */
-static void get_into(reader *r, void *v, size_t n) {
-  const void *p = get(r, n);
-  if (p)
-    memcpy(v, p, n);
-}
-
-static uint32_t get_u32(reader *r) {
-  uint32_t v = 0;
-  get_into(r, &v, sizeof v);
-  return v;
-}
-
-static uint64_t get_u64(reader *r) {
-  uint64_t v = 0;
-  get_into(r, &v, sizeof v);
-  return v;
-}
-
-/* A task (NULL when malformed or out of memory: r->bad set). */
-static mirs__task *get_task(mirs_context *ctx, reader *r) {
-  uint32_t lo = get_u32(r), hi = get_u32(r), len = get_u32(r);
-  if (r->bad || len > (r->n - r->at) / sizeof(uint32_t)) {
-    r->bad = true;
-    return NULL;
-  }
-  /* The path's bytes may be unaligned in the message: copied into the
-   * task's own array. */
-  const void *p = get(r, sizeof(uint32_t) * len);
-  mirs__task *t = mirs__task_new(ctx, NULL, (int32_t)len, lo, hi);
-  if (t && len)
-    memcpy(t->path, p, sizeof(uint32_t) * len);
-  if (!t)
-    r->bad = true;
-  return t;
-}
-
 /* ---------------------------------------------------------------- the protocol */
 
 static bool halted(const mirs__dist *d) {
@@ -281,8 +208,8 @@ static bool send_work(mirs__dist *d, mirs__pool *p, mirs__search_worker *w, int 
   mirs__buf b;
   mirs__buf_init(&b, ctx);
   uint32_t n = 0;
-  put_u32(&b, reply);
-  put_u32(&b, 0); /* the count, set below */
+  mirs__wire_put_u32(&b, reply);
+  mirs__wire_put_u32(&b, 0); /* the count, set below */
   if (p && !halted(d)) {
     /* The oldest queued tasks, else a range split off the running task.
      * A rank keeps its last task: one that has just received a single
@@ -292,12 +219,12 @@ static bool send_work(mirs__dist *d, mirs__pool *p, mirs__search_worker *w, int 
     mirs__task *t;
     while (n < STEAL_BATCH && mirs__pool_pending(p) > 1 &&
            (t = mirs__pool_give(p, NULL)) != NULL) {
-      put_task(&b, t);
+      mirs__wire_put_task(&b, t);
       mirs__task_free(ctx, t);
       n++;
     }
     if (n == 0 && w && (t = mirs__pool_give(p, w)) != NULL) {
-      put_task(&b, t);
+      mirs__wire_put_task(&b, t);
       mirs__task_free(ctx, t);
       n++;
     }
@@ -338,10 +265,10 @@ static void handle(mirs__dist *d, mirs__pool *p, mirs__search_worker *w, int src
                    const unsigned char *buf, size_t n) {
   mirs_search *s = d->s;
   mirs_context *ctx = s->ctx;
-  reader r = {buf, n, 0, false};
+  mirs__wire_reader r = {buf, n, 0, false};
   switch (tag) {
   case TAG_STEAL:
-    if (get_u32(&r)) { /* a lifeline registration */
+    if (mirs__wire_get_u32(&r)) { /* a lifeline registration */
       d->waiting[src] = true;
     } else if (send_work(d, p, w, src, true)) {
       d->ctr[CTR_steals_served]++;
@@ -350,8 +277,8 @@ static void handle(mirs__dist *d, mirs__pool *p, mirs__search_worker *w, int src
     }
     break;
   case TAG_WORK: {
-    bool reply = get_u32(&r) != 0;
-    uint32_t k = get_u32(&r);
+    bool reply = mirs__wire_get_u32(&r) != 0;
+    uint32_t k = mirs__wire_get_u32(&r);
     if (reply)
       d->asking = false;
     if (k == 0) {
@@ -366,7 +293,7 @@ static void handle(mirs__dist *d, mirs__pool *p, mirs__search_worker *w, int src
     if (!reply)
       d->ctr[CTR_lifeline_pushes]++;
     for (uint32_t i = 0; i < k; i++) {
-      mirs__task *t = get_task(ctx, &r);
+      mirs__task *t = mirs__wire_get_task(ctx, &r);
       if (!t)
         break;
       d->ctr[CTR_tasks_received]++;
@@ -386,12 +313,12 @@ static void handle(mirs__dist *d, mirs__pool *p, mirs__search_worker *w, int src
     start_wave(d);
     break;
   case TAG_WAVE_UP:
-    d->wave_q += (int64_t)get_u64(&r);
-    d->wave_black = d->wave_black || get_u32(&r) != 0;
+    d->wave_q += (int64_t)mirs__wire_get_u64(&r);
+    d->wave_black = d->wave_black || mirs__wire_get_u32(&r) != 0;
     d->wave_wait--;
     break;
   case TAG_STOP: {
-    int why = (int)get_u32(&r);
+    int why = (int)mirs__wire_get_u32(&r);
     halt_search(s, MIRS__HALT_USER, why > 0 && why < MIRS_STOP_COUNT ? why : MIRS_STOP_CALLER);
     d->stop_sent = true; /* every rank has its own STOP from the sender */
     break;
@@ -404,7 +331,7 @@ static void handle(mirs__dist *d, mirs__pool *p, mirs__search_worker *w, int src
     break;
   case TAG_VERDICT:
     for (size_t i = 0; i < n / sizeof(uint64_t); i++) {
-      mirs__prune_log_put(s->prune, get_u64(&r));
+      mirs__prune_log_put(s->prune, mirs__wire_get_u64(&r));
       d->ctr[CTR_verdicts_received]++;
     }
     break;
@@ -566,24 +493,24 @@ static void own_row(const mirs__dist *d, uint64_t *row) {
 static mirs_status pack_outcome(mirs__dist *d, mirs_status st, mirs__buf *b) {
   mirs_search *s = d->s;
   const char *msg = st == MIRS_OK ? "" : mirs_last_error(s->ctx);
-  put_u32(b, (uint32_t)st);
-  put_u32(b, (uint32_t)strlen(msg));
-  put(b, msg, strlen(msg));
-  put_u32(b, MIRS__STAT_COUNT);
+  mirs__wire_put_u32(b, (uint32_t)st);
+  mirs__wire_put_u32(b, (uint32_t)strlen(msg));
+  mirs__wire_put(b, msg, strlen(msg));
+  mirs__wire_put_u32(b, MIRS__STAT_COUNT);
   for (int i = 0; i < MIRS__STAT_COUNT; i++)
-    put_u64(b, s->stats.v[i]);
-  put(b, &s->solver_seconds, sizeof s->solver_seconds);
+    mirs__wire_put_u64(b, s->stats.v[i]);
+  mirs__wire_put(b, &s->solver_seconds, sizeof s->solver_seconds);
   uint64_t row[NCOLS];
   own_row(d, row);
-  put(b, row, sizeof row);
-  put_u32(b, (uint32_t)s->nent);
+  mirs__wire_put(b, row, sizeof row);
+  mirs__wire_put_u32(b, (uint32_t)s->nent);
   for (size_t i = 0; i < s->nent; i++) {
     const mirs__sink_entry *e = &s->ent[i];
-    put_u64(b, e->hash);
-    put_u32(b, e->res >= 0);
-    put_u32(b, e->counted);
-    put_u32(b, (uint32_t)e->plen);
-    put(b, &s->paths[e->poff], sizeof *s->paths * (size_t)e->plen);
+    mirs__wire_put_u64(b, e->hash);
+    mirs__wire_put_u32(b, e->res >= 0);
+    mirs__wire_put_u32(b, e->counted);
+    mirs__wire_put_u32(b, (uint32_t)e->plen);
+    mirs__wire_put(b, &s->paths[e->poff], sizeof *s->paths * (size_t)e->plen);
     if (e->res < 0)
       continue;
     /* The result as found: cost, flags, and the graph's canonical text,
@@ -593,13 +520,13 @@ static mirs_status pack_outcome(mirs__dist *d, mirs_status st, mirs__buf *b) {
      * 0's link, and be stored there, for nothing). */
     const mirs__search_result *res = &s->res[e->res];
     bool text = !res->reduced || s->ctx->opt.verify_full_max < 0;
-    put(b, &res->cost, sizeof res->cost);
-    put(b, &res->found_at, sizeof res->found_at);
-    put_u32(b, (uint32_t)res->kernels);
-    put_u32(b, (uint32_t)res->reduced | (uint32_t)res->verified << 1 |
+    mirs__wire_put(b, &res->cost, sizeof res->cost);
+    mirs__wire_put(b, &res->found_at, sizeof res->found_at);
+    mirs__wire_put_u32(b, (uint32_t)res->kernels);
+    mirs__wire_put_u32(b, (uint32_t)res->reduced | (uint32_t)res->verified << 1 |
                    (uint32_t)res->float_checked << 2 | (uint32_t)!text << 3);
     size_t at = b->len;
-    put_u32(b, 0); /* the text's length, set below */
+    mirs__wire_put_u32(b, 0); /* the text's length, set below */
     if (text)
       mirs__graph_print(res->g, b);
     uint32_t tl = (uint32_t)(b->len - at - sizeof tl);
@@ -609,43 +536,43 @@ static mirs_status pack_outcome(mirs__dist *d, mirs_status st, mirs__buf *b) {
   uint32_t ntasks = 0;
   for (const mirs__task *t = s->open; t; t = t->next)
     ntasks++;
-  put_u32(b, ntasks);
+  mirs__wire_put_u32(b, ntasks);
   for (const mirs__task *t = s->open; t; t = t->next)
-    put_task(b, t);
+    mirs__wire_put_task(b, t);
   return b->failed ? MIRS_FAIL(s->ctx, MIRS_NOMEM, "out of memory (the outcome of a rank)")
                    : MIRS_OK;
 }
 
 /* Rank 0: merge the outcome of rank `from` (its bytes in r). */
-static mirs_status merge_outcome(mirs__dist *d, int from, reader *r, uint32_t **pbuf,
+static mirs_status merge_outcome(mirs__dist *d, int from, mirs__wire_reader *r, uint32_t **pbuf,
                                  size_t *pcap) {
   mirs_search *s = d->s;
   mirs_context *ctx = s->ctx;
   char who[32];
   snprintf(who, sizeof who, "rank %d", from);
-  mirs_status rst = (mirs_status)get_u32(r);
-  uint32_t ml = get_u32(r);
-  const char *msg = get(r, ml);
+  mirs_status rst = (mirs_status)mirs__wire_get_u32(r);
+  uint32_t ml = mirs__wire_get_u32(r);
+  const char *msg = mirs__wire_get(r, ml);
   if (rst != MIRS_OK && !r->bad)
     return MIRS_FAIL(ctx, rst, "%s failed: %.*s", who, (int)ml, msg ? msg : "");
   mirs__stats st = {{0}};
-  uint32_t ns = get_u32(r);
+  uint32_t ns = mirs__wire_get_u32(r);
   for (uint32_t i = 0; i < ns && !r->bad; i++) {
-    uint64_t v = get_u64(r);
+    uint64_t v = mirs__wire_get_u64(r);
     if (i < MIRS__STAT_COUNT)
       st.v[i] = v;
   }
   double solver = 0;
-  get_into(r, &solver, sizeof solver);
-  get_into(r, d->rows[from], sizeof *d->rows);
-  uint32_t nent = get_u32(r);
+  mirs__wire_get_into(r, &solver, sizeof solver);
+  mirs__wire_get_into(r, d->rows[from], sizeof *d->rows);
+  uint32_t nent = mirs__wire_get_u32(r);
   if (!r->bad && nent > (r->n - r->at) / 20) /* at least 20 bytes each */
     r->bad = true;
   mirs_status ret = MIRS_OK;
   for (uint32_t i = 0; ret == MIRS_OK && i < nent && !r->bad; i++) {
-    uint64_t hash = get_u64(r);
-    bool accepted = get_u32(r) != 0;
-    uint32_t counted = get_u32(r), len = get_u32(r);
+    uint64_t hash = mirs__wire_get_u64(r);
+    bool accepted = mirs__wire_get_u32(r) != 0;
+    uint32_t counted = mirs__wire_get_u32(r), len = mirs__wire_get_u32(r);
     if (len > (r->n - r->at) / 4) {
       r->bad = true;
       break;
@@ -653,14 +580,14 @@ static mirs_status merge_outcome(mirs__dist *d, int from, reader *r, uint32_t **
     ret = mirs__core_grow(ctx, (void **)pbuf, pcap, (size_t)len + 1, sizeof **pbuf);
     if (ret != MIRS_OK)
       break;
-    get_into(r, *pbuf, 4 * (size_t)len);
+    mirs__wire_get_into(r, *pbuf, 4 * (size_t)len);
     mirs__search_result res = {0}, *rp = NULL;
     if (accepted) {
-      get_into(r, &res.cost, sizeof res.cost);
-      get_into(r, &res.found_at, sizeof res.found_at);
-      res.kernels = (int32_t)get_u32(r);
-      uint32_t flags = get_u32(r), tl = get_u32(r);
-      const char *text = get(r, tl);
+      mirs__wire_get_into(r, &res.cost, sizeof res.cost);
+      mirs__wire_get_into(r, &res.found_at, sizeof res.found_at);
+      res.kernels = (int32_t)mirs__wire_get_u32(r);
+      uint32_t flags = mirs__wire_get_u32(r), tl = mirs__wire_get_u32(r);
+      const char *text = mirs__wire_get(r, tl);
       if (r->bad)
         break;
       res.hash = hash;
@@ -699,9 +626,9 @@ static mirs_status merge_outcome(mirs__dist *d, int from, reader *r, uint32_t **
           st.v[mirs__sink_counted[k]]--;
     }
   }
-  uint32_t ntasks = ret == MIRS_OK ? get_u32(r) : 0;
+  uint32_t ntasks = ret == MIRS_OK ? mirs__wire_get_u32(r) : 0;
   for (uint32_t i = 0; ret == MIRS_OK && i < ntasks && !r->bad; i++) {
-    mirs__task *t = get_task(ctx, r);
+    mirs__task *t = mirs__wire_get_task(ctx, r);
     if (t) {
       t->next = s->open;
       s->open = t;
@@ -809,7 +736,7 @@ mirs_status mirs__dist_finish(mirs_search *s, mirs_status st) {
       st = MIRS_FAIL(ctx, MIRS_INTERNAL, "rank %d sent no outcome", r);
       break;
     }
-    reader rd = {all + offs[r], (size_t)lens[r], 0, false};
+    mirs__wire_reader rd = {all + offs[r], (size_t)lens[r], 0, false};
     st = merge_outcome(d, r, &rd, &pbuf, &pcap);
   }
   mirs__core_free(ctx, pbuf);
