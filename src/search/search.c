@@ -411,6 +411,106 @@ static mirs_status finish_kop(mirs__search_worker *w, mirs__abs_mark mark, bool 
   return MIRS_OK;
 }
 
+/* Apply BOP move m: its new input tiles, then its op, on the open block
+ * graph (see apply_move). */
+static mirs_status apply_bop(mirs__search_worker *w, const mirs__search_move *m, bool *ok,
+                             mirs__abs_mark *mark) {
+  mirs_context *ctx = w->ctx;
+  mirs_graph *g = w->g;
+  mirs__abs_arena *a = mirs__prune_worker_arena(w->pw);
+  mirs__bgraph *bg = w->bgs[w->nbg - 1];
+  MIRS_CHECK(ctx, ensure_b(w, (size_t)bg->nt + 3));
+  int added = 0;
+  mirs_status st = MIRS_OK;
+  for (int k = 0; st == MIRS_OK && k < m->nload; k++) {
+    const mirs__search_load *l = &m->load[k];
+    int32_t imap[MIRS__GRID] = {l->imap[0], l->imap[1], l->imap[2]}, id;
+    st = mirs__bg_add_input(g, bg, NULL, l->src, imap, l->fmap, &id);
+    if (st == MIRS_OK) {
+      added++;
+      mirs__search_load_info(bg, l, &w->klab[(size_t)l->src * MIRS_MAX_DIMS],
+                             w->katoms[l->src], &w->kdeg[(size_t)l->src * MIRS_MAX_DIMS],
+                             &w->bt[id]);
+      st = mirs__abs_bop(a, bg, bg->nops - 1, w->kexpr, w->bexpr);
+    }
+  }
+  int32_t out = -1;
+  if (st == MIRS_OK) {
+    st = mirs__bg_add_op(g, bg, NULL, m->op, m->nin, m->in, m->dim, false, &out);
+    if (st == MIRS_OK)
+      added++;
+  }
+  if (st == MIRS_OK) {
+    mirs__search_btinfo info[2];
+    mirs__shape sh[2];
+    for (int i = 0; i < m->nin; i++) {
+      info[i] = w->bt[m->in[i]];
+      sh[i] = bg->t[m->in[i]].shape;
+    }
+    (void)mirs__search_tile_rule(bg, m->op, m->dim, m->nin, info, sh, &w->bt[out]);
+    (void)mirs__search_bop_labels(&w->s->space, m->op, m->dim, m->nin, sh[0].ndim, info,
+                                  &w->bt[out]);
+    /* (gen_block listed the move only if pruning keeps its op.) */
+    st = mirs__abs_bop(a, bg, bg->nops - 1, w->kexpr, w->bexpr);
+  }
+  if (st != MIRS_OK) {
+    for (int k = 0; k < added; k++)
+      mirs__bg_pop_op(ctx, bg);
+    mirs__abs_release(a, *mark);
+    return mirs__search_refused(w, st, MIRS__STAT_moves_failed);
+  }
+  for (int i = 0; i < m->nin; i++)
+    w->bt[m->in[i]].uses++;
+  int c = mirs__search_bop_class(bg, m->op, m->nin, m->in);
+  if (c >= 0)
+    w->opcount[c]++;
+  *ok = true;
+  return MIRS_OK;
+}
+
+/* Apply CLOSE move m: a copy of the open block graph, with its outputs
+ * and fused flags, becomes a custom kernel op (see apply_move). */
+static mirs_status apply_close(mirs__search_worker *w, const mirs__search_move *m, bool *ok,
+                               mirs__abs_mark *mark) {
+  mirs_context *ctx = w->ctx;
+  mirs_graph *g = w->g;
+  mirs__bgraph *bg = w->bgs[w->nbg - 1], *copy = NULL;
+  MIRS_CHECK(ctx, mirs__bg_clone(ctx, bg, &copy));
+  mirs_status st = MIRS_OK;
+  for (int k = 0; st == MIRS_OK && k < m->nout; k++) {
+    int32_t omap[MIRS__GRID] = {m->omap[k][0], m->omap[k][1], m->omap[k][2]};
+    st = mirs__bg_add_output(g, copy, m->out[k], omap);
+  }
+  for (int32_t i = 0; i < copy->nops && i < 64; i++) {
+    copy->ops[i].fused = (m->fused >> i) & 1;
+    if ((m->swap >> i) & 1) {
+      int32_t t = copy->ops[i].in[0];
+      copy->ops[i].in[0] = copy->ops[i].in[1];
+      copy->ops[i].in[1] = t;
+    }
+  }
+  if (st != MIRS_OK) {
+    mirs__bg_free(ctx, copy);
+  } else {
+    st = mirs__graph_add_custom(g, copy, NULL, NULL); /* takes copy */
+  }
+  if (st != MIRS_OK)
+    return mirs__search_refused(w, st, MIRS__STAT_moves_failed);
+  mirs__cost_kernel ck;
+  st = mirs__cost_kernel_op(ctx, w->s->device, g, g->nops - 1, &ck);
+  if (st != MIRS_OK || !ck.feasible) {
+    mirs__graph_pop_op(g);
+    if (st != MIRS_OK)
+      return st;
+    MIRS_INC(&w->stats, infeasible_kernels);
+    return MIRS_OK;
+  }
+  MIRS_CHECK(ctx, finish_kop(w, *mark, ok));
+  if (*ok)
+    w->open = false;
+  return MIRS_OK;
+}
+
 /* Apply move m to w's state; *ok false when it is refused or pruned (the
  * state is then unchanged).  *mark receives the arena mark to undo with. */
 static mirs_status apply_move(mirs__search_worker *w, const mirs__search_move *m, bool *ok,
@@ -445,93 +545,10 @@ static mirs_status apply_move(mirs__search_worker *w, const mirs__search_move *m
     *ok = true;
     return MIRS_OK;
   }
-  case MIRS__MOVE_BOP: {
-    mirs__bgraph *bg = w->bgs[w->nbg - 1];
-    MIRS_CHECK(ctx, ensure_b(w, (size_t)bg->nt + 3));
-    int added = 0;
-    mirs_status st = MIRS_OK;
-    for (int k = 0; st == MIRS_OK && k < m->nload; k++) {
-      const mirs__search_load *l = &m->load[k];
-      int32_t imap[MIRS__GRID] = {l->imap[0], l->imap[1], l->imap[2]}, id;
-      st = mirs__bg_add_input(g, bg, NULL, l->src, imap, l->fmap, &id);
-      if (st == MIRS_OK) {
-        added++;
-        mirs__search_load_info(bg, l, &w->klab[(size_t)l->src * MIRS_MAX_DIMS],
-                               w->katoms[l->src], &w->kdeg[(size_t)l->src * MIRS_MAX_DIMS],
-                               &w->bt[id]);
-        st = mirs__abs_bop(a, bg, bg->nops - 1, w->kexpr, w->bexpr);
-      }
-    }
-    int32_t out = -1;
-    if (st == MIRS_OK) {
-      st = mirs__bg_add_op(g, bg, NULL, m->op, m->nin, m->in, m->dim, false, &out);
-      if (st == MIRS_OK)
-        added++;
-    }
-    if (st == MIRS_OK) {
-      mirs__search_btinfo info[2];
-      mirs__shape sh[2];
-      for (int i = 0; i < m->nin; i++) {
-        info[i] = w->bt[m->in[i]];
-        sh[i] = bg->t[m->in[i]].shape;
-      }
-      (void)mirs__search_tile_rule(bg, m->op, m->dim, m->nin, info, sh, &w->bt[out]);
-      (void)mirs__search_bop_labels(&w->s->space, m->op, m->dim, m->nin, sh[0].ndim, info,
-                                    &w->bt[out]);
-      /* (gen_block listed the move only if pruning keeps its op.) */
-      st = mirs__abs_bop(a, bg, bg->nops - 1, w->kexpr, w->bexpr);
-    }
-    if (st != MIRS_OK) {
-      for (int k = 0; k < added; k++)
-        mirs__bg_pop_op(ctx, bg);
-      mirs__abs_release(a, *mark);
-      return mirs__search_refused(w, st, MIRS__STAT_moves_failed);
-    }
-    for (int i = 0; i < m->nin; i++)
-      w->bt[m->in[i]].uses++;
-    int c = mirs__search_bop_class(bg, m->op, m->nin, m->in);
-    if (c >= 0)
-      w->opcount[c]++;
-    *ok = true;
-    return MIRS_OK;
-  }
-  case MIRS__MOVE_CLOSE: {
-    mirs__bgraph *bg = w->bgs[w->nbg - 1], *copy = NULL;
-    MIRS_CHECK(ctx, mirs__bg_clone(ctx, bg, &copy));
-    mirs_status st = MIRS_OK;
-    for (int k = 0; st == MIRS_OK && k < m->nout; k++) {
-      int32_t omap[MIRS__GRID] = {m->omap[k][0], m->omap[k][1], m->omap[k][2]};
-      st = mirs__bg_add_output(g, copy, m->out[k], omap);
-    }
-    for (int32_t i = 0; i < copy->nops && i < 64; i++) {
-      copy->ops[i].fused = (m->fused >> i) & 1;
-      if ((m->swap >> i) & 1) {
-        int32_t t = copy->ops[i].in[0];
-        copy->ops[i].in[0] = copy->ops[i].in[1];
-        copy->ops[i].in[1] = t;
-      }
-    }
-    if (st != MIRS_OK) {
-      mirs__bg_free(ctx, copy);
-    } else {
-      st = mirs__graph_add_custom(g, copy, NULL, NULL); /* takes copy */
-    }
-    if (st != MIRS_OK)
-      return mirs__search_refused(w, st, MIRS__STAT_moves_failed);
-    mirs__cost_kernel ck;
-    st = mirs__cost_kernel_op(ctx, w->s->device, g, g->nops - 1, &ck);
-    if (st != MIRS_OK || !ck.feasible) {
-      mirs__graph_pop_op(g);
-      if (st != MIRS_OK)
-        return st;
-      MIRS_INC(&w->stats, infeasible_kernels);
-      return MIRS_OK;
-    }
-    MIRS_CHECK(ctx, finish_kop(w, *mark, ok));
-    if (*ok)
-      w->open = false;
-    return MIRS_OK;
-  }
+  case MIRS__MOVE_BOP:
+    return apply_bop(w, m, ok, mark);
+  case MIRS__MOVE_CLOSE:
+    return apply_close(w, m, ok, mark);
   }
   return MIRS_FAIL(ctx, MIRS_INTERNAL, "search: unknown move kind %d", m->kind);
 }
