@@ -473,27 +473,27 @@ int mirs_search_threads(const mirs_search *s) {
 
 /* Number of results. */
 int mirs_search_num_results(const mirs_search *s) {
-  return s ? (int)s->nres : 0;
+  return s ? (int)mirs__sink_nresults(s) : 0;
 }
 
 /* Result index (best first). */
 const mirs_graph *mirs_search_result(const mirs_search *s, int index) {
-  return s && index >= 0 && (size_t)index < s->nres ? s->res[index].g : NULL;
+  return s && index >= 0 && (size_t)index < mirs__sink_nresults(s) ? mirs__sink_result(s, index)->g : NULL;
 }
 
 /* Predicted seconds of result index. */
 double mirs_search_result_cost(const mirs_search *s, int index) {
-  return s && index >= 0 && (size_t)index < s->nres ? s->res[index].cost : NAN;
+  return s && index >= 0 && (size_t)index < mirs__sink_nresults(s) ? mirs__sink_result(s, index)->cost : NAN;
 }
 
 /* Canonical hash of result index. */
 uint64_t mirs_search_result_hash(const mirs_search *s, int index) {
-  return s && index >= 0 && (size_t)index < s->nres ? s->res[index].hash : 0;
+  return s && index >= 0 && (size_t)index < mirs__sink_nresults(s) ? mirs__sink_result(s, index)->hash : 0;
 }
 
 /* Kernel launches of result index. */
 int mirs_search_result_kernels(const mirs_search *s, int index) {
-  return s && index >= 0 && (size_t)index < s->nres ? (int)s->res[index].kernels : 0;
+  return s && index >= 0 && (size_t)index < mirs__sink_nresults(s) ? (int)mirs__sink_result(s, index)->kernels : 0;
 }
 
 
@@ -515,12 +515,7 @@ void mirs_search_destroy(mirs_search *s) {
     return;
   mirs_context *ctx = s->ctx;
   mirs__refind_release(s);
-  for (size_t i = 0; i < s->nres; i++)
-    mirs__sink_result_free(s, &s->res[i]);
-  mirs__core_free(ctx, s->res);
-  mirs__core_free(ctx, s->ent);
-  mirs__core_free(ctx, s->idx);
-  mirs__core_free(ctx, s->paths);
+  mirs__sink_free(s);
   mirs__core_free(ctx, s->ckpt_path);
   mirs__task_free_list(ctx, s->open);
   mirs__dist_free(s->dist);

@@ -162,36 +162,42 @@ mirs_status mirs__checkpoint_write(mirs_search *s, const char *path) {
   mirs__wire_put_f64(&b, s->solver_seconds);
   /* The results in path order: resuming replays each from the previous
    * one's state, so paths that share a prefix replay it once. */
-  entry_path *order = mirs__core_alloc(ctx, (s->nent + 1) * sizeof *order);
+  size_t nent = mirs__sink_nentries(s), nres = mirs__sink_nresults(s);
+  entry_path *order = mirs__core_alloc(ctx, (nent + 1) * sizeof *order);
   if (!order) {
     mirs__buf_free(&b);
     return MIRS_FAIL(ctx, MIRS_NOMEM, "out of memory (a checkpoint)");
   }
-  for (size_t i = 0; i < s->nent; i++)
-    order[i] = (entry_path){&s->paths[s->ent[i].poff], s->ent[i].plen, (uint32_t)i};
-  qsort(order, s->nent, sizeof *order, entry_path_cmp);
+  for (size_t i = 0; i < nent; i++) {
+    mirs__sink_view e;
+    mirs__sink_entry_view(s, i, &e);
+    order[i] = (entry_path){e.path, e.plen, (uint32_t)i};
+  }
+  qsort(order, nent, sizeof *order, entry_path_cmp);
   /* The results' verdicts by hash (the entries' result indices do not
    * survive the final ranking, which reorders and drops results). */
-  verdict *verd = mirs__core_alloc(ctx, (s->nres + 1) * sizeof *verd);
+  verdict *verd = mirs__core_alloc(ctx, (nres + 1) * sizeof *verd);
   if (!verd) {
     mirs__core_free(ctx, order);
     mirs__buf_free(&b);
     return MIRS_FAIL(ctx, MIRS_NOMEM, "out of memory (a checkpoint)");
   }
-  for (size_t i = 0; i < s->nres; i++)
-    verd[i] = (verdict){s->res[i].hash,
-                        (unsigned)((s->res[i].verified ? MIRS__CKPT_VERIFIED : 0) |
-                                   (s->res[i].float_checked ? MIRS__CKPT_FLOAT_CHECKED : 0))};
-  qsort(verd, s->nres, sizeof *verd, verdict_cmp);
-  mirs__wire_put_u32(&b, (uint32_t)s->nent);
-  for (size_t i = 0; i < s->nent; i++) {
-    const mirs__sink_entry *e = &s->ent[order[i].ent];
-    mirs__wire_put_u64(&b, e->hash);
-    mirs__wire_put_u8(&b, (uint8_t)(e->res >= 0 ? MIRS__CKPT_ACCEPTED | verdicts_of(verd, s->nres, e->hash)
-                                      : 0));
-    mirs__wire_put_u32(&b, (uint32_t)e->plen);
-    for (int32_t k = 0; k < e->plen; k++)
-      mirs__wire_put_u32(&b, s->paths[e->poff + (size_t)k]);
+  for (size_t i = 0; i < nres; i++) {
+    const mirs__search_result *r = mirs__sink_result(s, i);
+    verd[i] = (verdict){r->hash, (unsigned)((r->verified ? MIRS__CKPT_VERIFIED : 0) |
+                                            (r->float_checked ? MIRS__CKPT_FLOAT_CHECKED : 0))};
+  }
+  qsort(verd, nres, sizeof *verd, verdict_cmp);
+  mirs__wire_put_u32(&b, (uint32_t)nent);
+  for (size_t i = 0; i < nent; i++) {
+    mirs__sink_view e;
+    mirs__sink_entry_view(s, order[i].ent, &e);
+    mirs__wire_put_u64(&b, e.hash);
+    mirs__wire_put_u8(&b, (uint8_t)(e.accepted ? MIRS__CKPT_ACCEPTED | verdicts_of(verd, nres, e.hash)
+                                              : 0));
+    mirs__wire_put_u32(&b, (uint32_t)e.plen);
+    for (int32_t k = 0; k < e.plen; k++)
+      mirs__wire_put_u32(&b, e.path[k]);
   }
   mirs__core_free(ctx, order);
   mirs__core_free(ctx, verd);

@@ -503,22 +503,24 @@ static mirs_status pack_outcome(mirs__dist *d, mirs_status st, mirs__buf *b) {
   uint64_t row[NCOLS];
   own_row(d, row);
   mirs__wire_put(b, row, sizeof row);
-  mirs__wire_put_u32(b, (uint32_t)s->nent);
-  for (size_t i = 0; i < s->nent; i++) {
-    const mirs__sink_entry *e = &s->ent[i];
-    mirs__wire_put_u64(b, e->hash);
-    mirs__wire_put_u32(b, e->res >= 0);
-    mirs__wire_put_u32(b, e->counted);
-    mirs__wire_put_u32(b, (uint32_t)e->plen);
-    mirs__wire_put(b, &s->paths[e->poff], sizeof *s->paths * (size_t)e->plen);
-    if (e->res < 0)
+  size_t nent = mirs__sink_nentries(s);
+  mirs__wire_put_u32(b, (uint32_t)nent);
+  for (size_t i = 0; i < nent; i++) {
+    mirs__sink_view e;
+    mirs__sink_entry_view(s, i, &e);
+    mirs__wire_put_u64(b, e.hash);
+    mirs__wire_put_u32(b, e.res != NULL);
+    mirs__wire_put_u32(b, e.counted);
+    mirs__wire_put_u32(b, (uint32_t)e.plen);
+    mirs__wire_put(b, e.path, sizeof *e.path * (size_t)e.plen);
+    if (!e.res)
       continue;
     /* The result as found: cost, flags, and the graph's canonical text,
      * unless it was matched on a reduced instance: of those rank 0
      * reports only the best verify_full_max, and re-finds each of them at
      * its path when it verifies it (thousands of texts would cross rank
      * 0's link, and be stored there, for nothing). */
-    const mirs__search_result *res = &s->res[e->res];
+    const mirs__search_result *res = e.res;
     bool text = !res->reduced || s->ctx->opt.verify_full_max < 0;
     mirs__wire_put(b, &res->cost, sizeof res->cost);
     mirs__wire_put(b, &res->found_at, sizeof res->found_at);

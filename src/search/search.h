@@ -198,14 +198,7 @@ struct mirs_search {
   /* The result sink (sink.c), under `lock`: one entry per hash offered. */
   pthread_mutex_t lock;
   pthread_mutex_t log_lock; /* workers' log messages, one at a time */
-  mirs__sink_entry *ent;
-  size_t nent, capent;
-  uint32_t *idx; /* open addressing: entry + 1 (0 = empty) */
-  size_t idxcap;
-  uint32_t *paths; /* the entries' paths */
-  size_t npaths, cappaths;
-  mirs__search_result *res;
-  size_t nres, capres;
+  mirs__sink sink; /* its state (sink.c alone reads it) */
   mirs__stats stats; /* summed from the workers (and a resumed checkpoint) */
   double t0, wall;
   bool running; /* inside mirs_search_run (re-entry from a callback is refused) */

@@ -49,6 +49,32 @@ typedef struct mirs__search_result {
   size_t tlen;
 } mirs__search_result;
 
+/* The sink's state: one entry per hash offered, the results, the
+ * entries' paths.  Only sink.c reads these arrays; other files go through
+ * the functions below. */
+typedef struct mirs__sink {
+  mirs__sink_entry *ent;
+  size_t nent, capent;
+  uint32_t *idx; /* open addressing: entry + 1 (0 = empty) */
+  size_t idxcap;
+  uint32_t *paths; /* the entries' paths */
+  size_t npaths, cappaths;
+  mirs__search_result *res;
+  size_t nres, capres;
+} mirs__sink;
+
+/* One entry as other files see it (mirs__sink_entry_view). */
+typedef struct mirs__sink_view {
+  uint64_t hash;
+  const uint32_t *path; /* the smallest path it was found at */
+  int32_t plen;
+  uint32_t counted;  /* bits: the counters its first offer raised */
+  bool accepted;     /* a result (else rejected) */
+  /* The result (NULL for a rejected hash, and where the final ranking
+   * moved it). */
+  const mirs__search_result *res;
+} mirs__sink_view;
+
 typedef struct mirs_search mirs_search;
 typedef struct mirs__search_worker mirs__search_worker;
 
@@ -89,5 +115,14 @@ void mirs__sink_add_stats(mirs_search *s, const mirs__stats *st);
 mirs_status mirs__sink_finish(mirs_search *s);
 /* Choose the full-shape verification backend (the option verify) once. */
 mirs_status mirs__sink_full_backend(mirs_search *s);
+
+/* Entries (hashes offered), entry i's view. */
+size_t mirs__sink_nentries(const mirs_search *s);
+void mirs__sink_entry_view(const mirs_search *s, size_t i, mirs__sink_view *v);
+/* Results (ranked after mirs__sink_finish), result i. */
+size_t mirs__sink_nresults(const mirs_search *s);
+const mirs__search_result *mirs__sink_result(const mirs_search *s, size_t i);
+/* Release the sink's state (the search's destroy). */
+void mirs__sink_free(mirs_search *s);
 
 #endif
