@@ -478,24 +478,30 @@ int mirs_search_num_results(const mirs_search *s) {
 
 /* Result index (best first). */
 const mirs_graph *mirs_search_result(const mirs_search *s, int index) {
-  return s && index >= 0 && (size_t)index < mirs__sink_nresults(s) ? mirs__sink_result(s, index)->g : NULL;
+  return s && index >= 0 && (size_t)index < mirs__sink_nresults(s) ? mirs__sink_result(s, index)->g
+                                                                   : NULL;
 }
 
 /* Predicted seconds of result index. */
 double mirs_search_result_cost(const mirs_search *s, int index) {
-  return s && index >= 0 && (size_t)index < mirs__sink_nresults(s) ? mirs__sink_result(s, index)->cost : NAN;
+  return s && index >= 0 && (size_t)index < mirs__sink_nresults(s)
+             ? mirs__sink_result(s, index)->cost
+             : NAN;
 }
 
 /* Canonical hash of result index. */
 uint64_t mirs_search_result_hash(const mirs_search *s, int index) {
-  return s && index >= 0 && (size_t)index < mirs__sink_nresults(s) ? mirs__sink_result(s, index)->hash : 0;
+  return s && index >= 0 && (size_t)index < mirs__sink_nresults(s)
+             ? mirs__sink_result(s, index)->hash
+             : 0;
 }
 
 /* Kernel launches of result index. */
 int mirs_search_result_kernels(const mirs_search *s, int index) {
-  return s && index >= 0 && (size_t)index < mirs__sink_nresults(s) ? (int)mirs__sink_result(s, index)->kernels : 0;
+  return s && index >= 0 && (size_t)index < mirs__sink_nresults(s)
+             ? (int)mirs__sink_result(s, index)->kernels
+             : 0;
 }
-
 
 /* Statistics so far, at most size bytes of them. */
 mirs_status mirs_search_get_stats_sized(const mirs_search *s, mirs_search_stats *out,

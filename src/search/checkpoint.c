@@ -193,8 +193,8 @@ mirs_status mirs__checkpoint_write(mirs_search *s, const char *path) {
     mirs__sink_view e;
     mirs__sink_entry_view(s, order[i].ent, &e);
     mirs__wire_put_u64(&b, e.hash);
-    mirs__wire_put_u8(&b, (uint8_t)(e.accepted ? MIRS__CKPT_ACCEPTED | verdicts_of(verd, nres, e.hash)
-                                              : 0));
+    mirs__wire_put_u8(
+        &b, (uint8_t)(e.accepted ? MIRS__CKPT_ACCEPTED | verdicts_of(verd, nres, e.hash) : 0));
     mirs__wire_put_u32(&b, (uint32_t)e.plen);
     for (int32_t k = 0; k < e.plen; k++)
       mirs__wire_put_u32(&b, e.path[k]);
