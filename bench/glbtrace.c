@@ -84,7 +84,7 @@ int main(int argc, char **argv) {
    * read_us is what reading one back costs (parse and hash). */
   double adopt = 0, readback = 0, tbytes = 0;
   size_t nadopt = 0;
-  size_t nr = s->nres;
+  size_t nr = mirs__sink_nresults(s);
   /* (dist.c sends no text for a result matched on a reduced instance, and
    * a search that reduces the program matches them all: rank 0 re-finds
    * the few it verifies at their paths.) */
@@ -97,23 +97,26 @@ int main(int argc, char **argv) {
   if (!texts || !paths || !lens)
     st = MIRS_NOMEM;
   for (size_t i = 0; i < nr && st == MIRS_OK; i++) {
-    st = mirs_graph_to_string(s->res[i].g, &texts[i]);
-    for (size_t e = 0; e < s->nent; e++)
-      if (s->ent[e].res == (int32_t)i && s->ent[e].plen <= 64) {
-        lens[i] = s->ent[e].plen;
-        memcpy(paths[i], &s->paths[s->ent[e].poff], sizeof *paths[i] * (size_t)lens[i]);
+    st = mirs_graph_to_string(mirs__sink_result(s, i)->g, &texts[i]);
+    for (size_t e = 0; e < mirs__sink_nentries(s); e++) {
+      mirs__sink_view v;
+      mirs__sink_entry_view(s, e, &v);
+      if (v.res == mirs__sink_result(s, i) && v.plen <= 64) {
+        lens[i] = v.plen;
+        memcpy(paths[i], v.path, sizeof *paths[i] * (size_t)lens[i]);
       }
+    }
   }
   for (int round = 0; round < 20 && st == MIRS_OK; round++)
     for (size_t i = 0; i < nr && st == MIRS_OK; i++) {
       size_t tl = strlen(texts[i]);
       tbytes += sent ? (double)tl : 0.0;
       double a0 = mirs__core_now();
-      mirs__search_result r = s->res[i];
+      mirs__search_result r = (*mirs__sink_result(s, i));
       r.g = NULL;
       r.text = NULL;
       r.tlen = 0;
-      r.hash = s->res[i].hash ^ (UINT64_C(0x9E3779B97F4A7C15) * (uint64_t)(round + 1));
+      r.hash = (*mirs__sink_result(s, i)).hash ^ (UINT64_C(0x9E3779B97F4A7C15) * (uint64_t)(round + 1));
       if (sent) {
         r.text = mirs__core_alloc(s->ctx, tl + 1);
         if (!r.text) {
@@ -129,7 +132,7 @@ int main(int argc, char **argv) {
       mirs_graph *back = NULL;
       if (st == MIRS_OK)
         st = mirs_graph_parse_string(ctx, texts[i], tl, "result", &back);
-      if (st == MIRS_OK && mirs_graph_hash(back) != s->res[i].hash)
+      if (st == MIRS_OK && mirs_graph_hash(back) != (*mirs__sink_result(s, i)).hash)
         st = MIRS_INTERNAL;
       readback += mirs__core_now() - a1;
       nadopt++;

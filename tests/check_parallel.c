@@ -224,6 +224,7 @@ static char *stop_resume_summary(const char *text, int64_t max_states, int t1, i
     ck_assert_int_eq(mirs_search_get_stats(s, &st), MIRS_OK);
     ck_assert_uint_eq(st.states_explored, (uint64_t)(max_states * (rounds + 1)));
     ck_assert_str_eq(mirs_search_stop_reason(s), "the state limit");
+    ck_assert_int_eq(mirs_search_stop_why(s), MIRS_STOP_STATES);
     ck_assert_int_eq(mirs_search_checkpoint(s, path), MIRS_OK);
     mirs_search_destroy(s);
     mirs_graph_destroy(g);

@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdint.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <time.h>
 
@@ -376,9 +377,12 @@ START_TEST(test_long_names) {
 }
 END_TEST
 
-/* mirs_search_run called again from its own callback is refused. */
+/* mirs_search_run called again from its own callback is refused.  The
+ * stop poll runs on the thread that called mirs_search_run and the result
+ * callback on whichever worker found the result: the status they share is
+ * atomic. */
 static mirs_search *reentry_search;
-static mirs_status reentry_status = MIRS_OK;
+static _Atomic mirs_status reentry_status = MIRS_OK;
 static void reentry_result(void *user, const mirs_graph *g, double cost) {
   (void)user;
   (void)g;

@@ -114,10 +114,23 @@ MIRS_API mirs_status mirs_search_report_json(const mirs_search *s, int top, char
  * returns MIRS_OK with complete = 0 and the open work kept).  Callable
  * from any thread and from a signal handler. */
 MIRS_API mirs_status mirs_search_stop(mirs_search *s);
-/* Why the last run did not search the whole space: "the time limit",
- * "the memory limit", "the state limit", "an interrupt (mirs_interrupt)",
- * "the caller (mirs_search_stop or should_stop)" or "a failure"; "" when
- * it did (or has not run).  A static string. */
+/* Why a run stopped before it searched the whole space, from
+ * mirsearch/stop.def: MIRS_STOP_TIME, MIRS_STOP_MEMORY, MIRS_STOP_STATES
+ * (the limits), MIRS_STOP_INTERRUPT, MIRS_STOP_CALLER, MIRS_STOP_FAILURE;
+ * MIRS_STOP_NONE when it did not stop. */
+typedef enum mirs_stop {
+#define MIRS_STOP(name, reason, log) MIRS_STOP_##name,
+#include "mirsearch/stop.def"
+#undef MIRS_STOP
+  MIRS_STOP_COUNT
+} mirs_stop;
+/* Why the last run did not search the whole space (MIRS_STOP_NONE when it
+ * did, or has not run). */
+MIRS_API mirs_stop mirs_search_stop_why(const mirs_search *s);
+/* The same as text: "the time limit", "the memory limit", "the state
+ * limit", "an interrupt (mirs_interrupt)", "the caller (mirs_search_stop
+ * or should_stop)" or "a failure"; "" when it did (or has not run).  A
+ * static string. */
 MIRS_API const char *mirs_search_stop_reason(const mirs_search *s);
 /* Nonzero when the last run stopped before it finished: with open work,
  * or with the whole space explored but its final verification cut short

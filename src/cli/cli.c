@@ -39,6 +39,7 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -308,6 +309,79 @@ static int bad_option(cli *c, int ch, char **argv) {
   return cli_hint(c);
 }
 
+/* An option whose argument is checked here (a directory, a count, a
+ * choice): EXIT_OK or the usage status after saying why. */
+static int checked_option(cli *c, int ch, char *arg) {
+  int rc = EXIT_OK;
+  switch (ch) {
+  case OPT_OUT:
+    if (!arg[0]) {
+      cli_error(c, "--out needs a directory name");
+      rc = cli_hint(c);
+    }
+    c->out_dir = arg;
+    break;
+  case OPT_THREADS: {
+    char *end;
+    errno = 0;
+    long n = strtol(arg, &end, 10);
+    if (end == arg || *end || errno || n < 1 || n > 4096) {
+      cli_error(c, "--threads expects a number of threads from 1 to 4096, got '%s'", arg);
+      rc = cli_hint(c);
+    } else {
+      rc = set_option(c, "threads", arg);
+    }
+    break;
+  }
+  case OPT_RESUME:
+    if (!arg[0]) {
+      cli_error(c, "--resume needs the output directory of a stopped search");
+      rc = cli_hint(c);
+    }
+    c->resume = arg;
+    break;
+  case OPT_HEADER:
+    if (!arg[0]) {
+      cli_error(c, "--header needs a file name");
+      rc = cli_hint(c);
+    }
+    c->header = arg;
+    break;
+  case OPT_BACKEND:
+    if (strcmp(arg, "host") && strcmp(arg, "cuda")) {
+      cli_error(c, "--backend expects host or cuda, got '%s'", arg);
+      rc = cli_hint(c);
+    }
+    c->backend = arg;
+    break;
+  case OPT_TOP: {
+    char *end;
+    errno = 0;
+    long n = strtol(arg, &end, 10);
+    if (end == arg || *end || errno || n < 0 || n > 100000000) {
+      cli_error(c, "--top expects a number of results (0 = all), got '%s'", arg);
+      rc = cli_hint(c);
+    }
+    c->top = n;
+    break;
+  }
+  case OPT_PROGRESS: {
+    char *end;
+    errno = 0;
+    double v = strtod(arg, &end);
+    if (end == arg || *end || errno || !(v >= 0 && v <= 1e6)) {
+      cli_error(c, "--progress-interval expects seconds from 0 (off) to 1e6, got '%s'", arg);
+      rc = cli_hint(c);
+    }
+    c->progress = v;
+    break;
+  }
+  default:
+    break;
+  }
+  return rc;
+}
+
 /* Parse the options in argv (permuting operands to the end) and apply
  * them to the context in order.  Returns EXIT_OK or an exit status. */
 static int parse_options(cli *c, int argc, char **argv) {
@@ -336,36 +410,19 @@ static int parse_options(cli *c, int argc, char **argv) {
       rc = set_assignment(c, optarg);
       break;
     case OPT_OUT:
-      if (!optarg[0]) {
-        cli_error(c, "--out needs a directory name");
-        rc = cli_hint(c);
-      }
-      c->out_dir = optarg;
+    case OPT_THREADS:
+    case OPT_RESUME:
+    case OPT_HEADER:
+    case OPT_BACKEND:
+    case OPT_TOP:
+    case OPT_PROGRESS:
+      rc = checked_option(c, ch, optarg);
       break;
-    case OPT_THREADS: {
-      char *end;
-      errno = 0;
-      long n = strtol(optarg, &end, 10);
-      if (end == optarg || *end || errno || n < 1 || n > 4096) {
-        cli_error(c, "--threads expects a number of threads from 1 to 4096, got '%s'", optarg);
-        rc = cli_hint(c);
-      } else {
-        rc = set_option(c, "threads", optarg);
-      }
-      break;
-    }
     case OPT_MPI:
       c->mpi = 1;
       break;
     case OPT_OVERWRITE:
       c->overwrite = 1;
-      break;
-    case OPT_RESUME:
-      if (!optarg[0]) {
-        cli_error(c, "--resume needs the output directory of a stopped search");
-        rc = cli_hint(c);
-      }
-      c->resume = optarg;
       break;
     case OPT_DEVICE:
       rc = set_option(c, "cost_device", optarg);
@@ -376,42 +433,6 @@ static int parse_options(cli *c, int argc, char **argv) {
     case 'o':
       c->output = optarg;
       break;
-    case OPT_HEADER:
-      if (!optarg[0]) {
-        cli_error(c, "--header needs a file name");
-        rc = cli_hint(c);
-      }
-      c->header = optarg;
-      break;
-    case OPT_BACKEND:
-      if (strcmp(optarg, "host") && strcmp(optarg, "cuda")) {
-        cli_error(c, "--backend expects host or cuda, got '%s'", optarg);
-        rc = cli_hint(c);
-      }
-      c->backend = optarg;
-      break;
-    case OPT_TOP: {
-      char *end;
-      errno = 0;
-      long n = strtol(optarg, &end, 10);
-      if (end == optarg || *end || errno || n < 0 || n > 100000000) {
-        cli_error(c, "--top expects a number of results (0 = all), got '%s'", optarg);
-        rc = cli_hint(c);
-      }
-      c->top = n;
-      break;
-    }
-    case OPT_PROGRESS: {
-      char *end;
-      errno = 0;
-      double v = strtod(optarg, &end);
-      if (end == optarg || *end || errno || !(v >= 0 && v <= 1e6)) {
-        cli_error(c, "--progress-interval expects seconds from 0 (off) to 1e6, got '%s'", optarg);
-        rc = cli_hint(c);
-      }
-      c->progress = v;
-      break;
-    }
     case OPT_DOT:
       c->dot = 1;
       break;
@@ -1133,14 +1154,18 @@ static const char *stop_reason(const mirs_search *s, int sig) {
     return "SIGINT";
   if (sig == SIGUSR1)
     return "SIGUSR1";
-  const char *why = mirs_search_stop_reason(s);
-  if (!strcmp(why, "the time limit"))
+  switch (mirs_search_stop_why(s)) {
+  case MIRS_STOP_TIME:
     return "the time limit (--time-limit)";
-  if (!strcmp(why, "the memory limit"))
+  case MIRS_STOP_MEMORY:
     return "the memory limit (--max-memory)";
-  if (!strcmp(why, "the state limit"))
+  case MIRS_STOP_STATES:
     return "the state limit (--max-states)";
-  return why[0] ? why : "a limit";
+  case MIRS_STOP_NONE:
+    return "a limit";
+  default:
+    return mirs_search_stop_reason(s);
+  }
 }
 
 /* The summary on stdout after a search (not with -q or --json). */
@@ -1309,103 +1334,118 @@ static int new_search_checkpoint(cli *c, const char *ckpt, const char *dir) {
   return EXIT_OK;
 }
 
-/* The body of cmd_search (on every rank with --mpi). */
-static int search_ranks(cli *c, const char *path) {
-  /* The handlers are in place from the start (a resume loads for a
-   * while, the setup can be long at full shapes) and stay through the
-   * output write: a second SIGTERM must not kill the write that keeps
-   * the results. */
+/* One search of the CLI, from the paths to the outputs (search_ranks's
+ * steps share it; search_ranks alone releases it). */
+typedef struct search_job {
   stop_handlers h;
-  stop_handlers_install(&h, c->ctx);
-  unmask_stops(c);
-  mirs_graph *p = NULL;
+  bool handlers_set; /* installed, not yet restored */
+  mirs_graph *p;
+  mirs_search *s;
   char dir[3072], from[3200], ckpt[3200];
+  mirs__outdir od;
+  int od_open; /* rank 0 holds the locked directory */
+  char why[4096];
+  int root;
+  search_ui ui;
+  bool ui_lock;  /* ui.lock initialised */
+  bool ran;      /* every rank ran: the exit status is agreed at the end */
+  char *report;
+  size_t report_len;
+} search_job;
+
+/* The output directory, the checkpoint to resume from (--resume) and the
+ * program: j->dir, j->from, j->ckpt, j->p.  Every rank agrees. */
+static int search_paths(cli *c, const char *path, search_job *j) {
   int rc = EXIT_OK;
   if (c->resume) {
-    int dn = snprintf(dir, sizeof dir, "%s", c->out_dir ? c->out_dir : c->resume);
-    if (dn < 0 || (size_t)dn >= sizeof dir) {
+    int dn = snprintf(j->dir, sizeof j->dir, "%s", c->out_dir ? c->out_dir : c->resume);
+    if (dn < 0 || (size_t)dn >= sizeof j->dir) {
       cli_error(c, "output directory path too long (%d bytes)", dn);
       rc = EXIT_USAGE;
     }
     if (rc == EXIT_OK)
-      rc = checkpoint_path(c, from, sizeof from, c->resume);
-    if (rc == EXIT_OK && access(from, F_OK) != 0) {
-      cli_error(c, "%s: no checkpoint to resume (%s)", from, strerror(errno));
+      rc = checkpoint_path(c, j->from, sizeof j->from, c->resume);
+    if (rc == EXIT_OK && access(j->from, F_OK) != 0) {
+      cli_error(c, "%s: no checkpoint to resume (%s)", j->from, strerror(errno));
       rc = EXIT_USAGE;
     }
     if (rc == EXIT_OK) {
       /* The program and its search options come from the checkpoint. */
-      mirs_status ls = mirs_checkpoint_load_program(c->ctx, from, &p);
+      mirs_status ls = mirs_checkpoint_load_program(c->ctx, j->from, &j->p);
       if (ls != MIRS_OK)
         rc = cli_fail(c, ls, 0);
     }
     if (rc == EXIT_OK && path) {
       /* FILE given: the checkpoint must be this program's (mirs_search_resume
        * compares them, and the options given were compared above). */
-      mirs_graph_destroy(p);
-      p = NULL;
-      rc = load_graph(c, path, &p);
+      mirs_graph_destroy(j->p);
+      j->p = NULL;
+      rc = load_graph(c, path, &j->p);
     }
   } else {
-    rc = load_graph(c, path, &p);
+    rc = load_graph(c, path, &j->p);
     if (rc == EXIT_OK) {
-      int dn = c->out_dir ? snprintf(dir, sizeof dir, "%s", c->out_dir)
-                          : snprintf(dir, sizeof dir, "%s.out", mirs_graph_name(p));
-      if (dn < 0 || (size_t)dn >= sizeof dir) {
+      int dn = c->out_dir ? snprintf(j->dir, sizeof j->dir, "%s", c->out_dir)
+                          : snprintf(j->dir, sizeof j->dir, "%s.out", mirs_graph_name(j->p));
+      if (dn < 0 || (size_t)dn >= sizeof j->dir) {
         cli_error(c, "output directory path too long (%d bytes)", dn);
         rc = EXIT_USAGE;
       }
     }
   }
   if (rc == EXIT_OK)
-    rc = checkpoint_path(c, ckpt, sizeof ckpt, dir);
+    rc = checkpoint_path(c, j->ckpt, sizeof j->ckpt, j->dir);
   if (c->mpi && mirs_mpi_agree(rc) != EXIT_OK && rc == EXIT_OK)
     rc = EXIT_USAGE; /* another rank failed and said why */
+  return rc;
+}
+
+/* Rank 0: open the output directory, then read the checkpoint (--resume)
+ * or check the directory's, and set the search's checkpoint. */
+static int search_open_dir(cli *c, search_job *j) {
+  int rc = mirs__outdir_open(&j->od, j->dir, j->why, sizeof j->why);
   if (rc != EXIT_OK) {
-    stop_handlers_restore(&h, c->ctx);
-    mirs_graph_destroy(p);
+    cli_error(c, "%s", j->why);
     return rc;
   }
-  int root = c->rank == 0;
-  /* Options are checked by creating the search, the output directory
-   * before any search work: a bad --out never costs a search, and a bad
-   * option never clears an earlier run's results. */
-  mirs_search *s = NULL;
-  mirs_status st = mirs_search_create(c->ctx, p, &s);
-  mirs__outdir od;
-  char why[4096];
-  int od_open = 0; /* rank 0 holds the locked directory */
-  if (st != MIRS_OK) {
+  j->od_open = 1;
+  /* A resume reads its checkpoint with the directory locked; a new
+   * search refuses a directory with a stopped search's checkpoint
+   * unless told to discard it (--overwrite). */
+  mirs_status st = MIRS_OK;
+  if (c->resume)
+    st = mirs_search_resume(j->s, j->from);
+  else
+    rc = new_search_checkpoint(c, j->ckpt, j->dir);
+  if (rc != EXIT_OK) {
+    /* (refused: said why) */
+  } else if (st == MIRS_OK && (st = mirs_search_set_checkpoint(j->s, j->ckpt)) != MIRS_OK) {
     rc = cli_fail(c, st, 0);
-  } else if (!root) {
-    /* Rank 0 alone reads the checkpoint and writes the directory. */
-  } else if ((rc = mirs__outdir_open(&od, dir, why, sizeof why)) != EXIT_OK) {
-    cli_error(c, "%s", why);
-  } else {
-    od_open = 1;
-    /* A resume reads its checkpoint with the directory locked; a new
-     * search refuses a directory with a stopped search's checkpoint
-     * unless told to discard it (--overwrite). */
-    if (c->resume)
-      st = mirs_search_resume(s, from);
-    else
-      rc = new_search_checkpoint(c, ckpt, dir);
-    if (rc != EXIT_OK) {
-      /* (refused: said why) */
-    } else if (st == MIRS_OK && (st = mirs_search_set_checkpoint(s, ckpt)) != MIRS_OK) {
-      rc = cli_fail(c, st, 0);
-    } else if (st == MIRS_STOPPED && c->resume) {
-      /* Stopped (a signal, a limit) before the checkpoint was read: it
-       * stays as it was, resumable again, and so does the directory. */
-      cli_error(c, "stopped while loading %s (%s); it is unchanged: resume with: %s" PROG
-                   "%s --resume=%s [--threads=N]",
-                from, mirs_last_error(c->ctx), c->mpi ? "mpiexec -n M " : "", c->mpi ? " --mpi" : "",
-                dir);
-      rc = EXIT_STOPPED;
-    } else if (st != MIRS_OK) {
-      rc = cli_fail(c, st, 0);
-    }
+  } else if (st == MIRS_STOPPED && c->resume) {
+    /* Stopped (a signal, a limit) before the checkpoint was read: it
+     * stays as it was, resumable again, and so does the directory. */
+    cli_error(c, "stopped while loading %s (%s); it is unchanged: resume with: %s" PROG
+                 "%s --resume=%s [--threads=N]",
+              j->from, mirs_last_error(c->ctx), c->mpi ? "mpiexec -n M " : "",
+              c->mpi ? " --mpi" : "", j->dir);
+    rc = EXIT_STOPPED;
+  } else if (st != MIRS_OK) {
+    rc = cli_fail(c, st, 0);
   }
+  return rc;
+}
+
+/* Create the search and prepare its outputs.  Options are checked by
+ * creating the search, the output directory before any search work: a
+ * bad --out never costs a search, and a bad option never clears an
+ * earlier run's results.  Every rank runs, or none. */
+static int search_setup(cli *c, search_job *j) {
+  int rc = EXIT_OK;
+  mirs_status st = mirs_search_create(c->ctx, j->p, &j->s);
+  if (st != MIRS_OK)
+    rc = cli_fail(c, st, 0);
+  else if (j->root) /* (rank 0 alone reads the checkpoint and writes the directory) */
+    rc = search_open_dir(c, j);
   if (c->mpi) {
     /* mirs_search_set_mpi is collective (every rank at the same point):
      * the ranks first agree that each got this far (rank 0 may have
@@ -1414,134 +1454,182 @@ static int search_ranks(cli *c, const char *path) {
     int all = mirs_mpi_agree(rc);
     if (rc == EXIT_OK && all != EXIT_OK)
       rc = all;
-    if (rc == EXIT_OK && (st = mirs_search_set_mpi(s)) != MIRS_OK)
+    if (rc == EXIT_OK && (st = mirs_search_set_mpi(j->s)) != MIRS_OK)
       rc = cli_fail(c, st, 0);
   }
-  if (rc == EXIT_OK && root) {
+  if (rc == EXIT_OK && j->root) {
     /* A bad option never clears an earlier run's results: the directory
      * is cleared only now. */
-    if ((rc = mirs__outdir_clear(&od, why, sizeof why)) != EXIT_OK) {
-      od_open = 0; /* (closed on failure) */
-      cli_error(c, "%s", why);
+    if ((rc = mirs__outdir_clear(&j->od, j->why, sizeof j->why)) != EXIT_OK) {
+      j->od_open = 0; /* (closed on failure) */
+      cli_error(c, "%s", j->why);
     }
   }
-  /* Every rank runs, or none. */
   if (c->mpi) {
     int all = mirs_mpi_agree(rc);
     if (rc == EXIT_OK && all != EXIT_OK)
       rc = all;
   }
-  if (rc != EXIT_OK && od_open)
-    mirs__outdir_close(&od);
-  if (rc != EXIT_OK) {
-    stop_handlers_restore(&h, c->ctx);
-    mirs_search_destroy(s);
-    mirs_graph_destroy(p);
-    return rc;
-  }
+  return rc;
+}
+
+/* Run the search with progress and result callbacks. */
+static mirs_status search_run(cli *c, search_job *j) {
+  mirs_status st = MIRS_OK;
   int tty = isatty(fileno(c->err));
-  search_ui ui = {.c = c, .start = now_seconds()};
-  ui.live = !c->quiet && tty && c->progress < 0;
-  ui.interval = c->quiet ? 0 : c->progress >= 0 ? c->progress : tty ? 0 : 30;
-  ui.last_line = ui.start;
-  if (pthread_mutex_init(&ui.lock, NULL) != 0)
+  search_ui *ui = &j->ui;
+  *ui = (search_ui){.c = c, .start = now_seconds()};
+  ui->live = !c->quiet && tty && c->progress < 0;
+  ui->interval = c->quiet ? 0 : c->progress >= 0 ? c->progress : tty ? 0 : 30;
+  ui->last_line = ui->start;
+  if (pthread_mutex_init(&ui->lock, NULL) != 0)
     st = MIRS_INTERNAL;
+  else
+    j->ui_lock = true;
   if (st == MIRS_OK)
-    st = mirs_search_set_callbacks(s, search_progress, search_result, NULL, &ui);
-  ui.start = now_seconds(); /* time_to_best counts from the run, like wall_seconds */
-  atomic_store(&stop_search, s);
+    st = mirs_search_set_callbacks(j->s, search_progress, search_result, NULL, ui);
+  ui->start = now_seconds(); /* time_to_best counts from the run, like wall_seconds */
+  atomic_store(&stop_search, j->s);
   if (stop_requested) /* (a signal while loading) */
-    mirs_search_stop(s);
+    mirs_search_stop(j->s);
   if (st == MIRS_OK)
-    st = mirs_search_run(s);
-  int sig = stop_requested;
-  if (!root) {
-    /* This rank's results and open work are rank 0's now: its exit
-     * status is rank 0's. */
-    if (st != MIRS_OK)
-      rc = cli_fail(c, st, 0);
-    stop_handlers_restore(&h, c->ctx);
-    pthread_mutex_destroy(&ui.lock);
-    rc = mirs_mpi_agree(rc);
-    mirs_search_destroy(s);
-    mirs_graph_destroy(p);
-    return rc;
-  }
-  if (ui.live)
+    st = mirs_search_run(j->s);
+  return st;
+}
+
+/* Rank 0 after the run: the final checkpoint, report.json and the
+ * outputs, written in a safe order; the directory closed and the stop
+ * handlers restored.  *stopped: the search stopped with work left. */
+static int search_write(cli *c, search_job *j, mirs_status st, mirs_search_stats *stats,
+                        int *stopped) {
+  int rc;
+  search_ui *ui = &j->ui;
+  if (ui->live)
     fputs("\r\033[K", c->err);
-  mirs_search_stats stats;
   if (st == MIRS_OK)
-    st = mirs_search_get_stats(s, &stats);
+    st = mirs_search_get_stats(j->s, stats);
   /* The checkpoint first, also for a complete search: until report.json
    * is durable it is the only durable copy of the results, so it is
    * removed only after the outputs are written (a kill or a full disk at
    * any step of the write leaves a resumable directory). */
-  int stopped = st == MIRS_OK && mirs_search_stopped(s);
+  *stopped = st == MIRS_OK && mirs_search_stopped(j->s);
   final_write fw = {0};
   if (st == MIRS_OK)
-    st = final_checkpoint(c, s, ckpt, &fw);
-  char *report = NULL;
-  size_t report_len = 0;
+    st = final_checkpoint(c, j->s, j->ckpt, &fw);
   double t0 = now_seconds(); /* the write, report included, is timed */
   if (st == MIRS_OK)
-    st = mirs_search_report_json(s, (int)c->top, &report, &report_len);
+    st = mirs_search_report_json(j->s, (int)c->top, &j->report, &j->report_len);
   if (st != MIRS_OK) {
     rc = cli_fail(c, st, 0);
   } else {
-    rc = mirs__outdir_write(&od, c->ctx, s, (int)c->top, report, report_len, why, sizeof why);
+    rc = mirs__outdir_write(&j->od, c->ctx, j->s, (int)c->top, j->report, j->report_len, j->why,
+                            sizeof j->why);
     if (rc != EXIT_OK) {
-      rc = final_write_failed(c, &fw, why, dir, ckpt);
+      rc = final_write_failed(c, &fw, j->why, j->dir, j->ckpt);
     } else {
-      if (!stopped && mirs__outdir_drop_checkpoint(&od, c->ctx, "checkpoint") != 0 && !c->quiet)
+      if (!*stopped && mirs__outdir_drop_checkpoint(&j->od, c->ctx, "checkpoint") != 0 &&
+          !c->quiet)
         fprintf(c->err,
                 PROG ": warning: %s: cannot remove the finished search's checkpoint (%s); the "
                 "outputs are complete (report.json)\n",
-                ckpt, strerror(errno));
-      if (ui.interval > 0) {
-        final_counts(&ui, s, &stats);
-        progress_line(&ui, &stats, stats.complete ? "done" : "stopped");
-        int n = mirs_search_num_results(s);
+                j->ckpt, strerror(errno));
+      if (ui->interval > 0) {
+        final_counts(ui, j->s, stats);
+        progress_line(ui, stats, stats->complete ? "done" : "stopped");
+        int n = mirs_search_num_results(j->s);
         if (c->top > 0 && c->top < n)
           n = (int)c->top;
         fprintf(c->err, PROG ": wrote %d candidate%s and report.json to %s in %.3f s\n", n,
-                n == 1 ? "" : "s", dir, now_seconds() - t0);
+                n == 1 ? "" : "s", j->dir, now_seconds() - t0);
       }
-      if (stopped && !fw.written)
-        rc = final_write_failed(c, &fw, NULL, dir, ckpt);
+      if (*stopped && !fw.written)
+        rc = final_write_failed(c, &fw, NULL, j->dir, j->ckpt);
     }
   }
-  mirs__outdir_close(&od);
-  stop_handlers_restore(&h, c->ctx);
-  if (rc == EXIT_OK) {
-    if (c->json)
-      fwrite(report, 1, report_len, c->out);
-    else if (!c->quiet)
-      print_search_summary(c, p, s, &stats, dir);
-    rc = finish_output(c);
-  }
-  if (rc == EXIT_OK && !stats.complete) {
-    int n = mirs_search_num_results(s);
+  mirs__outdir_close(&j->od);
+  j->od_open = 0;
+  stop_handlers_restore(&j->h, c->ctx);
+  j->handlers_set = false;
+  return rc;
+}
+
+/* Rank 0 after the write: the report or summary on stdout, and why an
+ * incomplete search stopped (signal sig, or the library's reason). */
+static int search_conclude(cli *c, search_job *j, const mirs_search_stats *stats, int stopped,
+                           int sig) {
+  int rc = EXIT_OK;
+  if (c->json)
+    fwrite(j->report, 1, j->report_len, c->out);
+  else if (!c->quiet)
+    print_search_summary(c, j->p, j->s, stats, j->dir);
+  rc = finish_output(c);
+  if (rc == EXIT_OK && !stats->complete) {
+    int n = mirs_search_num_results(j->s);
     if (stopped) {
       cli_error(c,
                 "search stopped early by %s after %.1f s: the %d result%s found so far are in "
                 "%s (report.json says \"complete\": false); the open work is in %s: resume "
                 "with: %s" PROG "%s --resume=%s [--threads=N]",
-                stop_reason(s, sig), stats.wall_seconds, n, n == 1 ? "" : "s", dir, ckpt,
-                c->mpi ? "mpiexec -n M " : "", c->mpi ? " --mpi" : "", dir);
+                stop_reason(j->s, sig), stats->wall_seconds, n, n == 1 ? "" : "s", j->dir,
+                j->ckpt, c->mpi ? "mpiexec -n M " : "", c->mpi ? " --mpi" : "", j->dir);
       rc = EXIT_STOPPED;
     } else {
       cli_error(c,
                 "search stopped early by %s after %.1f s: the %d result%s found so far are in "
                 "%s (report.json says \"complete\": false)",
-                stop_reason(s, sig), stats.wall_seconds, n, n == 1 ? "" : "s", dir);
+                stop_reason(j->s, sig), stats->wall_seconds, n, n == 1 ? "" : "s", j->dir);
       rc = EXIT_RESOURCE;
     }
   }
-  pthread_mutex_destroy(&ui.lock);
-  mirs_free(c->ctx, report);
-  mirs_search_destroy(s);
-  mirs_graph_destroy(p);
-  if (c->mpi)
+  return rc;
+}
+
+/* The body of cmd_search (on every rank with --mpi): paths, setup, run;
+ * rank 0 writes the outputs and concludes.  The stop handlers are in
+ * place from the start (a
+ * resume loads for a while, the setup can be long at full shapes) and
+ * stay through the output write: a second SIGTERM must not kill the
+ * write that keeps the results.  One cleanup path. */
+static int search_ranks(cli *c, const char *path) {
+  search_job job;
+  memset(&job, 0, sizeof job);
+  search_job *j = &job;
+  stop_handlers_install(&j->h, c->ctx);
+  j->handlers_set = true;
+  unmask_stops(c);
+  j->root = c->rank == 0;
+  int rc = search_paths(c, path, j);
+  if (rc == EXIT_OK)
+    rc = search_setup(c, j);
+  if (rc == EXIT_OK) {
+    mirs_status st = search_run(c, j);
+    int sig = stop_requested;
+    j->ran = true;
+    if (!j->root) {
+      /* This rank's results and open work are rank 0's now: its exit
+       * status is rank 0's (agreed below). */
+      if (st != MIRS_OK)
+        rc = cli_fail(c, st, 0);
+    } else {
+      mirs_search_stats stats;
+      int stopped = 0;
+      rc = search_write(c, j, st, &stats, &stopped);
+      if (rc == EXIT_OK)
+        rc = search_conclude(c, j, &stats, stopped, sig);
+    }
+  }
+  if (j->od_open)
+    mirs__outdir_close(&j->od);
+  if (j->handlers_set)
+    stop_handlers_restore(&j->h, c->ctx);
+  if (j->ui_lock)
+    pthread_mutex_destroy(&j->ui.lock);
+  if (j->ran && !j->root)
+    rc = mirs_mpi_agree(rc);
+  mirs_free(c->ctx, j->report);
+  mirs_search_destroy(j->s);
+  mirs_graph_destroy(j->p);
+  if (j->ran && j->root && c->mpi)
     rc = mirs_mpi_agree(rc);
   return rc;
 }

@@ -268,8 +268,8 @@ static const char harness_time_loop[] =
     "    if (exec)\n        mirs_h_check(cudaGraphExecDestroy(exec), \"cudaGraphExecDestroy\");\n"
     "}\n";
 
-/* Emit the harness: buffers, run_cand/run_base and main(). */
-static void emit_harness(const mirs_graph *c, const mirs_graph *p, mirs__buf *b) {
+/* The harness's head: includes, buffers, run_cand, run_base. */
+static void emit_harness_head(const mirs_graph *c, const mirs_graph *p, mirs__buf *b) {
   char x[300];
   mirs__buf_printf(
       b,
@@ -316,7 +316,13 @@ static void emit_harness(const mirs_graph *c, const mirs_graph *p, mirs__buf *b)
                     "    return (cudaError_t)st;\n}\n");
   if (p)
     emit_baseline(p, b);
+}
 
+/* main's first part: read the inputs, allocate outputs, workspaces, the
+ * cuBLAS handle and the stream; open `if (check) {` with the outputs
+ * poisoned. */
+static void emit_main_setup(const mirs_graph *c, const mirs_graph *p, mirs__buf *b) {
+  char x[300];
   /* main: allocate, then check or time. */
   mirs__buf_puts(b, "\nint main(int argc, char **argv) {\n"
                     "    bool check = argc >= 4 && strcmp(argv[1], \"check\") == 0;\n"
@@ -381,6 +387,10 @@ static void emit_harness(const mirs_graph *c, const mirs_graph *p, mirs__buf *b)
                        " * sizeof(%s)), \"cudaMemset\");\n",
                        (int)i, n, stype(o->dtype));
   }
+}
+
+/* main's check branch: one run of each, outputs as float64. */
+static void emit_main_check(const mirs_graph *c, const mirs_graph *p, mirs__buf *b) {
   mirs__buf_puts(
       b, "        mirs_h_check(run_cand(s), \"candidate\");\n"
          "        mirs_h_check(cudaStreamSynchronize(s), \"candidate\");\n"
@@ -405,6 +415,13 @@ static void emit_harness(const mirs_graph *c, const mirs_graph *p, mirs__buf *b)
     mirs__buf_puts(b, "        if (fclose(fo) != 0) {\n            perror(argv[4]);\n            "
                       "return 3;\n        }\n");
   }
+}
+
+/* Emit the harness: buffers, run_cand/run_base and main(). */
+static void emit_harness(const mirs_graph *c, const mirs_graph *p, mirs__buf *b) {
+  emit_harness_head(c, p, b);
+  emit_main_setup(c, p, b);
+  emit_main_check(c, p, b);
   mirs__buf_puts(
       b, "        return 0;\n    }\n"
          "    int reps = atoi(argv[4]), warmup = atoi(argv[5]);\n"

@@ -15,17 +15,6 @@
 
 #define HDR 16 /* keeps user pointers 16-byte aligned */
 
-/* The default allocator: realloc/free with the lua_Alloc protocol. */
-static void *default_alloc(void *user, void *ptr, size_t osize, size_t nsize) {
-  (void)user;
-  (void)osize;
-  if (nsize == 0) {
-    free(ptr);
-    return NULL;
-  }
-  return realloc(ptr, nsize);
-}
-
 /* Account for a change of delta bytes (positive or negative). */
 static void account(mirs_context *ctx, size_t add, size_t sub) {
   size_t cur = atomic_fetch_add(&ctx->mem_current, add) + add;
@@ -149,36 +138,6 @@ size_t mirs_memory_current(const mirs_context *ctx) {
 /* Most bytes ever allocated at once through ctx. */
 size_t mirs_memory_peak(const mirs_context *ctx) {
   return ctx ? atomic_load(&((mirs_context *)(uintptr_t)ctx)->mem_peak) : 0;
-}
-
-/* Context creation lives here because it is the one place that allocates
- * without a context. */
-mirs_status mirs_context_create_with_allocator(mirs_alloc_fn alloc, void *user,
-                                               mirs_context **out) {
-  if (!out)
-    return MIRS_INVALID_ARG;
-  *out = NULL;
-  if (!alloc)
-    alloc = default_alloc;
-  mirs_context *ctx = alloc(user, NULL, 0, sizeof *ctx);
-  if (!ctx)
-    return MIRS_NOMEM;
-  memset(ctx, 0, sizeof *ctx);
-  ctx->alloc = alloc;
-  ctx->alloc_user = user;
-  atomic_init(&ctx->mem_current, 0);
-  atomic_init(&ctx->mem_peak, 0);
-  atomic_init(&ctx->fail_countdown, 0);
-  atomic_init(&ctx->fault_steps, 0);
-  mirs__core_fault_init(ctx);
-  mirs__core_options_defaults(&ctx->opt);
-  *out = ctx;
-  return MIRS_OK;
-}
-
-/* Create a context with the default allocator. */
-mirs_status mirs_context_create(mirs_context **out) {
-  return mirs_context_create_with_allocator(NULL, NULL, out);
 }
 
 /* Public release of memory the library handed to the caller. */

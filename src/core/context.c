@@ -4,16 +4,60 @@
  * run-time version (to compare with the header's), git hash, compiler
  * and configured features.
  *
- * Creation lives in alloc.c because it is the one allocation made without
- * a context; release is here because it reports through the log (log.c),
- * which itself allocates through alloc.c: keeping both out of alloc.c
- * keeps the allocator free of calls into the log. */
+ * Creation and release live here, not in alloc.c: creation reads the
+ * fault-injection setting (fault.c, which logs) and release reports
+ * through the log (log.c), which itself allocates through alloc.c, so
+ * keeping both out of alloc.c keeps the allocator free of calls into the
+ * log (no call cycle among core's files). */
 #include "config.h"
 
 #include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "core/core.h"
 #include "mirsearch/version.h"
+
+/* The default allocator: realloc/free with the lua_Alloc protocol. */
+static void *default_alloc(void *user, void *ptr, size_t osize, size_t nsize) {
+  (void)user;
+  (void)osize;
+  if (nsize == 0) {
+    free(ptr);
+    return NULL;
+  }
+  return realloc(ptr, nsize);
+}
+
+/* Context creation: the one allocation made without a context (through
+ * the caller's allocator directly). */
+mirs_status mirs_context_create_with_allocator(mirs_alloc_fn alloc, void *user,
+                                               mirs_context **out) {
+  if (!out)
+    return MIRS_INVALID_ARG;
+  *out = NULL;
+  if (!alloc)
+    alloc = default_alloc;
+  mirs_context *ctx = alloc(user, NULL, 0, sizeof *ctx);
+  if (!ctx)
+    return MIRS_NOMEM;
+  memset(ctx, 0, sizeof *ctx);
+  ctx->alloc = alloc;
+  ctx->alloc_user = user;
+  atomic_init(&ctx->mem_current, 0);
+  atomic_init(&ctx->mem_peak, 0);
+  atomic_init(&ctx->fail_countdown, 0);
+  atomic_init(&ctx->fault_steps, 0);
+  mirs__core_fault_init(ctx);
+  mirs__core_options_defaults(&ctx->opt);
+  *out = ctx;
+  return MIRS_OK;
+}
+
+/* Create a context with the default allocator. */
+mirs_status mirs_context_create(mirs_context **out) {
+  return mirs_context_create_with_allocator(NULL, NULL, out);
+}
 
 /* Run-time version number. */
 int mirs_version(void) {

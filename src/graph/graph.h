@@ -167,6 +167,29 @@ const char *mirs__shape_str(const mirs__shape *s, char *buf, size_t size);
  * 0 where in is missing or has size 1 (broadcast). */
 void mirs__shape_bcast_strides(const mirs__shape *in, const mirs__shape *out,
                                int64_t st[MIRS_MAX_DIMS]);
+/* The sum of x (shape xs, element type T) over dim `dim` into y (xs's
+ * shape with size 1 at dim): added into y when `add` is set, else y is
+ * overwritten; ADD(acc, v) adds element v into acc.  One loop for every
+ * evaluator (the float64 interpreter's ev_sum, the fingerprints' fp_sum),
+ * expanded with its element type and addition. */
+#define MIRS__SUM_OVER_DIM(T, xs, x, dim, y, add, ADD)                                              \
+  do {                                                                                             \
+    int64_t outer_ = 1, inner_ = 1, red_ = (xs)->d[dim];                                           \
+    for (int d_ = 0; d_ < (dim); d_++)                                                             \
+      outer_ *= (xs)->d[d_];                                                                       \
+    for (int d_ = (dim) + 1; d_ < (xs)->ndim; d_++)                                                \
+      inner_ *= (xs)->d[d_];                                                                       \
+    if (!(add))                                                                                    \
+      memset((y), 0, (size_t)(outer_ * inner_) * sizeof *(y));                                     \
+    for (int64_t o_ = 0; o_ < outer_; o_++) {                                                      \
+      T *py_ = (y) + o_ * inner_;                                                                  \
+      for (int64_t r_ = 0; r_ < red_; r_++) {                                                      \
+        const T *px_ = (x) + (o_ * red_ + r_) * inner_;                                            \
+        for (int64_t i_ = 0; i_ < inner_; i_++)                                                    \
+          ADD(py_[i_], px_[i_]);                                                                   \
+      }                                                                                            \
+    }                                                                                              \
+  } while (0)
 /* Offset of flat row `row` over dims [0, nd) of s with strides st. */
 int64_t mirs__shape_row_offset(const mirs__shape *s, int nd, const int64_t *st, int64_t row);
 /* Copy the tile of shape ts at off[] between a row-major tensor (shape ks,

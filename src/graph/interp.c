@@ -157,23 +157,11 @@ static bool ev_matmul(const mirs_context *ctx, const mirs__shape *as, const doub
 
 /* y (x's shape with size 1 at dim) = sum of x over dim; added into y when
  * add is set, else y is overwritten. */
+#define EV_ADD(acc, v) ((acc) += (v))
 static void ev_sum(const mirs__shape *xs, const double *x, int dim, double *y, bool add) {
-  int64_t outer = 1, inner = 1, red = xs->d[dim];
-  for (int d = 0; d < dim; d++)
-    outer *= xs->d[d];
-  for (int d = dim + 1; d < xs->ndim; d++)
-    inner *= xs->d[d];
-  if (!add)
-    memset(y, 0, (size_t)(outer * inner) * sizeof *y);
-  for (int64_t o = 0; o < outer; o++) {
-    double *py = y + o * inner;
-    for (int64_t rr = 0; rr < red; rr++) {
-      const double *px = x + (o * red + rr) * inner;
-      for (int64_t i = 0; i < inner; i++)
-        py[i] += px[i];
-    }
-  }
+  MIRS__SUM_OVER_DIM(double, xs, x, dim, y, add, EV_ADD);
 }
+#undef EV_ADD
 
 /* y[row] += sum of x[row, :]^2 over the last dim (the ACCUM_RMS step). */
 static void ev_sumsq_last(const mirs__shape *xs, const double *x, double *y) {

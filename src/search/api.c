@@ -16,6 +16,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "search/refind.h"
 #include "search/search.h"
 
 /* ---------------------------------------------------------------- creation */
@@ -103,6 +104,8 @@ static mirs_status search_create(mirs_context *ctx, const mirs_graph *program, m
   if (!s)
     return MIRS_NOMEM;
   s->ctx = ctx;
+  s->refind = mirs__refind_result;
+  s->ranks = 1;
   atomic_init(&s->halt, 0);
   if (pthread_mutex_init(&s->lock, NULL) != 0) {
     mirs__core_free(ctx, s);
@@ -234,6 +237,35 @@ static void fill_stats(const mirs_search *s, mirs_search_stats *o) {
   o->log2_false_accept_bound = s->ctx->opt.verify_log2_bound;
 }
 
+/* The pool's poll hook of a distributed run (dist.c serves the protocol
+ * from thread 0). */
+static void dist_poll(void *d, mirs__pool *p, mirs__search_worker *w) {
+  mirs__dist_poll(d, p, w);
+}
+
+/* The pool's pause hook: a periodic checkpoint (the pool has put the
+ * counters as of now into s).  A failed write is logged and the search
+ * goes on. */
+static mirs_status periodic_checkpoint(mirs_search *s) {
+  mirs_context *ctx = s->ctx;
+  mirs_status st = mirs__checkpoint_write(s, s->ckpt_path);
+  if (st == MIRS_OK) {
+    mirs__core_log(ctx, MIRS_LOG_INFO, "search: checkpoint written to %s", s->ckpt_path);
+  } else if (st == MIRS_IO) {
+    /* A full disk must not end a search that can still finish (its
+     * results need no disk until the end): the write left the previous
+     * checkpoint as it was, so the search goes on and is resumable from
+     * that one if it is stopped before the next write works. */
+    mirs__core_log(ctx, MIRS_LOG_WARNING,
+                   "search: cannot write the periodic checkpoint (%s); the previous "
+                   "checkpoint, if any, is intact; the search goes on",
+                   mirs_last_error(ctx));
+    mirs_clear_error(ctx);
+    st = MIRS_OK;
+  }
+  return st;
+}
+
 /* Run the search: the open work (the whole space, or what a resumed
  * checkpoint left) on the pool, then the results ranked and verified. */
 mirs_status mirs_search_run(mirs_search *s) {
@@ -260,9 +292,9 @@ mirs_status mirs_search_run(mirs_search *s) {
     mirs__core_log(ctx, MIRS_LOG_WARNING, "search: stopped during setup (%s); nothing searched",
                    s->setup_stopped);
     int bits = atomic_load(&ctx->stop);
-    s->why = bits & MIRS__STOP_USER  ? MIRS__WHY_INTERRUPT
-             : bits & MIRS__STOP_MEM ? MIRS__WHY_MEMORY
-                                     : MIRS__WHY_TIME;
+    s->why = bits & MIRS__STOP_USER  ? MIRS_STOP_INTERRUPT
+             : bits & MIRS__STOP_MEM ? MIRS_STOP_MEMORY
+                                     : MIRS_STOP_TIME;
     mirs_status st = MIRS_OK;
     if (s->dist) {
       /* The other ranks stop too, and rank 0 collects what they have. */
@@ -286,7 +318,15 @@ mirs_status mirs_search_run(mirs_search *s) {
     return mirs__core_trace(ctx, st, __func__, __FILE__, __LINE__);
   }
   clock_t c0 = clock();
-  st = mirs__pool_run(s);
+  mirs__pool_hooks hooks = {0};
+  if (s->dist) {
+    hooks.poll = dist_poll;
+    hooks.poll_arg = s->dist;
+  } else if (s->ckpt_path && ctx->opt.checkpoint_interval > 0) {
+    hooks.pause = periodic_checkpoint;
+    hooks.pause_every = ctx->opt.checkpoint_interval;
+  }
+  st = mirs__pool_run(s, &hooks);
   if (s->dist) {
     /* Every rank's results and open work to rank 0, not cut short by
      * the limits (watched again afterwards). */
@@ -299,17 +339,18 @@ mirs_status mirs_search_run(mirs_search *s) {
   s->complete = st == MIRS_OK && !s->open;
   s->why = atomic_load(&s->halt_why);
   if (st == MIRS_OK && s->open) {
-    static const char *const why[] = {"stopped",          "stopped by the caller",
-                                      "interrupted",      "time limit reached",
-                                      "memory limit reached", "state limit reached",
-                                      "a worker failed"};
+    static const char *const why[] = {
+#define MIRS_STOP(name, reason, log) log,
+#include "mirsearch/stop.def"
+#undef MIRS_STOP
+    };
     int w = s->why;
     size_t ntasks = 0;
     for (const mirs__task *t = s->open; t; t = t->next)
       ntasks++;
     mirs__core_log(ctx, MIRS_LOG_INFO, "search: stopping after %.1f s (%s%s); %zu open tasks kept",
-                   mirs__core_now() - s->t0, why[w >= 0 && w <= MIRS__WHY_ERROR ? w : 0],
-                   w == MIRS__WHY_TIME && s->reduce_tile > 0
+                   mirs__core_now() - s->t0, why[w >= 0 && w < MIRS_STOP_COUNT ? w : 0],
+                   w == MIRS_STOP_TIME && s->reduce_tile > 0
                        ? ": the rest of the time is kept for full-shape verification"
                        : "",
                    ntasks);
@@ -323,15 +364,17 @@ mirs_status mirs_search_run(mirs_search *s) {
                    "at full shape",
                    n, t1 - s->t0, t1 > s->t0 ? n / (t1 - s->t0) : 0.0, s->threads_used, cpu,
                    cpu > 0 ? n / cpu : 0.0, s->early_seconds);
-    if (mirs__dist_root(s)) /* (other ranks' results are rank 0's now) */
+    if (mirs__dist_root(s)) { /* (other ranks' results are rank 0's now) */
       st = mirs__sink_finish(s);
+      mirs__refind_release(s);
+    }
   }
-  if (!s->complete && s->why == MIRS__WHY_NONE) {
+  if (!s->complete && s->why == MIRS_STOP_NONE) {
     /* (Complete search, final verification cut short.) */
     int bits = atomic_load(&ctx->stop);
-    s->why = bits & MIRS__STOP_USER  ? MIRS__WHY_INTERRUPT
-             : bits & MIRS__STOP_MEM ? MIRS__WHY_MEMORY
-                                     : MIRS__WHY_TIME;
+    s->why = bits & MIRS__STOP_USER  ? MIRS_STOP_INTERRUPT
+             : bits & MIRS__STOP_MEM ? MIRS_STOP_MEMORY
+                                     : MIRS_STOP_TIME;
   }
   mirs__core_watch_stop(ctx);
   s->running = false;
@@ -351,8 +394,8 @@ mirs_status mirs_search_stop(mirs_search *s) {
   if (!s)
     return MIRS_INVALID_ARG;
   /* Lock-free atomics: async-signal-safe. */
-  int none = MIRS__WHY_NONE;
-  atomic_compare_exchange_strong(&s->halt_why, &none, MIRS__WHY_USER);
+  int none = MIRS_STOP_NONE;
+  atomic_compare_exchange_strong(&s->halt_why, &none, MIRS_STOP_CALLER);
   atomic_fetch_or(&s->halt, MIRS__HALT_USER);
   return MIRS_OK;
 }
@@ -398,17 +441,20 @@ mirs_status mirs_search_set_checkpoint(mirs_search *s, const char *path) {
 }
 
 /* Why the last run did not search the whole space. */
+mirs_stop mirs_search_stop_why(const mirs_search *s) {
+  if (!s || !s->ran || s->complete || s->why < 0 || s->why >= MIRS_STOP_COUNT)
+    return MIRS_STOP_NONE;
+  return (mirs_stop)s->why;
+}
+
+/* The same as text (stop.def). */
 const char *mirs_search_stop_reason(const mirs_search *s) {
-  static const char *const text[] = {"",
-                                     "the caller (mirs_search_stop or should_stop)",
-                                     "an interrupt (mirs_interrupt)",
-                                     "the time limit",
-                                     "the memory limit",
-                                     "the state limit",
-                                     "a failure"};
-  if (!s || !s->ran || s->complete)
-    return "";
-  return text[s->why >= 0 && s->why <= MIRS__WHY_ERROR ? s->why : 0];
+  static const char *const text[] = {
+#define MIRS_STOP(name, reason, log) reason,
+#include "mirsearch/stop.def"
+#undef MIRS_STOP
+  };
+  return text[mirs_search_stop_why(s)];
 }
 
 /* Whether the last run was stopped with work left (a checkpoint of it
@@ -427,29 +473,35 @@ int mirs_search_threads(const mirs_search *s) {
 
 /* Number of results. */
 int mirs_search_num_results(const mirs_search *s) {
-  return s ? (int)s->nres : 0;
+  return s ? (int)mirs__sink_nresults(s) : 0;
 }
 
 /* Result index (best first). */
 const mirs_graph *mirs_search_result(const mirs_search *s, int index) {
-  return s && index >= 0 && (size_t)index < s->nres ? s->res[index].g : NULL;
+  return s && index >= 0 && (size_t)index < mirs__sink_nresults(s) ? mirs__sink_result(s, index)->g
+                                                                   : NULL;
 }
 
 /* Predicted seconds of result index. */
 double mirs_search_result_cost(const mirs_search *s, int index) {
-  return s && index >= 0 && (size_t)index < s->nres ? s->res[index].cost : NAN;
+  return s && index >= 0 && (size_t)index < mirs__sink_nresults(s)
+             ? mirs__sink_result(s, index)->cost
+             : NAN;
 }
 
 /* Canonical hash of result index. */
 uint64_t mirs_search_result_hash(const mirs_search *s, int index) {
-  return s && index >= 0 && (size_t)index < s->nres ? s->res[index].hash : 0;
+  return s && index >= 0 && (size_t)index < mirs__sink_nresults(s)
+             ? mirs__sink_result(s, index)->hash
+             : 0;
 }
 
 /* Kernel launches of result index. */
 int mirs_search_result_kernels(const mirs_search *s, int index) {
-  return s && index >= 0 && (size_t)index < s->nres ? (int)s->res[index].kernels : 0;
+  return s && index >= 0 && (size_t)index < mirs__sink_nresults(s)
+             ? (int)mirs__sink_result(s, index)->kernels
+             : 0;
 }
-
 
 /* Statistics so far, at most size bytes of them. */
 mirs_status mirs_search_get_stats_sized(const mirs_search *s, mirs_search_stats *out,
@@ -468,13 +520,8 @@ void mirs_search_destroy(mirs_search *s) {
   if (!s)
     return;
   mirs_context *ctx = s->ctx;
-  mirs__search_worker_free(s->refinder);
-  for (size_t i = 0; i < s->nres; i++)
-    mirs__sink_result_free(s, &s->res[i]);
-  mirs__core_free(ctx, s->res);
-  mirs__core_free(ctx, s->ent);
-  mirs__core_free(ctx, s->idx);
-  mirs__core_free(ctx, s->paths);
+  mirs__refind_release(s);
+  mirs__sink_free(s);
   mirs__core_free(ctx, s->ckpt_path);
   mirs__task_free_list(ctx, s->open);
   mirs__dist_free(s->dist);

@@ -40,6 +40,7 @@
 #include <string.h>
 
 #include "search/search.h"
+#include "search/wire.h"
 
 #define MIRS__CKPT_VERSION 1
 #define HEADER 32
@@ -58,36 +59,6 @@ static bool runtime_option(const char *name) {
 }
 
 /* ---------------------------------------------------------------- writing */
-
-static void put(mirs__buf *b, const void *p, size_t n) {
-  mirs__buf_put(b, p, n);
-}
-
-static void put_u8(mirs__buf *b, uint8_t v) {
-  put(b, &v, 1);
-}
-
-static void put_u32(mirs__buf *b, uint32_t v) {
-  unsigned char c[4] = {(unsigned char)v, (unsigned char)(v >> 8), (unsigned char)(v >> 16),
-                        (unsigned char)(v >> 24)};
-  put(b, c, 4);
-}
-
-static void put_u64(mirs__buf *b, uint64_t v) {
-  put_u32(b, (uint32_t)v);
-  put_u32(b, (uint32_t)(v >> 32));
-}
-
-static void put_f64(mirs__buf *b, double v) {
-  uint64_t u;
-  memcpy(&u, &v, sizeof u);
-  put_u64(b, u);
-}
-
-static void put_str(mirs__buf *b, const char *s, size_t n) {
-  put_u32(b, (uint32_t)n);
-  put(b, s, n);
-}
 
 /* The search options the results depend on, as "name=value\n" lines
  * (malloc'd; NULL when out of memory). */
@@ -172,74 +143,75 @@ mirs_status mirs__checkpoint_write(mirs_search *s, const char *path) {
   }
   mirs__buf b;
   mirs__buf_init(&b, ctx);
-  put(&b, magic, 8);
-  put_u32(&b, MIRS__CKPT_VERSION);
-  put_u32(&b, 0);
-  put_u64(&b, 0); /* payload length, set below */
-  put_u64(&b, 0);
+  mirs__wire_put(&b, magic, 8);
+  mirs__wire_put_u32(&b, MIRS__CKPT_VERSION);
+  mirs__wire_put_u32(&b, 0);
+  mirs__wire_put_u64(&b, 0); /* payload length, set below */
+  mirs__wire_put_u64(&b, 0);
   const char *ver = mirs_version_string();
-  put_str(&b, ver, strlen(ver));
-  put_u64(&b, mirs__graph_hash(s->program));
-  put_str(&b, prog, strlen(prog));
-  put_str(&b, opts, strlen(opts));
+  mirs__wire_put_str(&b, ver, strlen(ver));
+  mirs__wire_put_u64(&b, mirs__graph_hash(s->program));
+  mirs__wire_put_str(&b, prog, strlen(prog));
+  mirs__wire_put_str(&b, opts, strlen(opts));
   mirs_free(ctx, prog);
   free(opts);
-  put_u32(&b, MIRS__STAT_COUNT);
+  mirs__wire_put_u32(&b, MIRS__STAT_COUNT);
   for (int i = 0; i < MIRS__STAT_COUNT; i++)
-    put_u64(&b, s->stats.v[i]);
-  put_f64(&b, s->wall);
-  put_f64(&b, s->solver_seconds);
+    mirs__wire_put_u64(&b, s->stats.v[i]);
+  mirs__wire_put_f64(&b, s->wall);
+  mirs__wire_put_f64(&b, s->solver_seconds);
   /* The results in path order: resuming replays each from the previous
    * one's state, so paths that share a prefix replay it once. */
-  entry_path *order = mirs__core_alloc(ctx, (s->nent + 1) * sizeof *order);
+  size_t nent = mirs__sink_nentries(s), nres = mirs__sink_nresults(s);
+  entry_path *order = mirs__core_alloc(ctx, (nent + 1) * sizeof *order);
   if (!order) {
     mirs__buf_free(&b);
     return MIRS_FAIL(ctx, MIRS_NOMEM, "out of memory (a checkpoint)");
   }
-  for (size_t i = 0; i < s->nent; i++)
-    order[i] = (entry_path){&s->paths[s->ent[i].poff], s->ent[i].plen, (uint32_t)i};
-  qsort(order, s->nent, sizeof *order, entry_path_cmp);
+  for (size_t i = 0; i < nent; i++) {
+    mirs__sink_view e;
+    mirs__sink_entry_view(s, i, &e);
+    order[i] = (entry_path){e.path, e.plen, (uint32_t)i};
+  }
+  qsort(order, nent, sizeof *order, entry_path_cmp);
   /* The results' verdicts by hash (the entries' result indices do not
    * survive the final ranking, which reorders and drops results). */
-  verdict *verd = mirs__core_alloc(ctx, (s->nres + 1) * sizeof *verd);
+  verdict *verd = mirs__core_alloc(ctx, (nres + 1) * sizeof *verd);
   if (!verd) {
     mirs__core_free(ctx, order);
     mirs__buf_free(&b);
     return MIRS_FAIL(ctx, MIRS_NOMEM, "out of memory (a checkpoint)");
   }
-  for (size_t i = 0; i < s->nres; i++)
-    verd[i] = (verdict){s->res[i].hash,
-                        (unsigned)((s->res[i].verified ? MIRS__CKPT_VERIFIED : 0) |
-                                   (s->res[i].float_checked ? MIRS__CKPT_FLOAT_CHECKED : 0))};
-  qsort(verd, s->nres, sizeof *verd, verdict_cmp);
-  put_u32(&b, (uint32_t)s->nent);
-  for (size_t i = 0; i < s->nent; i++) {
-    const mirs__sink_entry *e = &s->ent[order[i].ent];
-    put_u64(&b, e->hash);
-    put_u8(&b, (uint8_t)(e->res >= 0 ? MIRS__CKPT_ACCEPTED | verdicts_of(verd, s->nres, e->hash)
-                                      : 0));
-    put_u32(&b, (uint32_t)e->plen);
-    for (int32_t k = 0; k < e->plen; k++)
-      put_u32(&b, s->paths[e->poff + (size_t)k]);
+  for (size_t i = 0; i < nres; i++) {
+    const mirs__search_result *r = mirs__sink_result(s, i);
+    verd[i] = (verdict){r->hash, (unsigned)((r->verified ? MIRS__CKPT_VERIFIED : 0) |
+                                            (r->float_checked ? MIRS__CKPT_FLOAT_CHECKED : 0))};
+  }
+  qsort(verd, nres, sizeof *verd, verdict_cmp);
+  mirs__wire_put_u32(&b, (uint32_t)nent);
+  for (size_t i = 0; i < nent; i++) {
+    mirs__sink_view e;
+    mirs__sink_entry_view(s, order[i].ent, &e);
+    mirs__wire_put_u64(&b, e.hash);
+    mirs__wire_put_u8(
+        &b, (uint8_t)(e.accepted ? MIRS__CKPT_ACCEPTED | verdicts_of(verd, nres, e.hash) : 0));
+    mirs__wire_put_u32(&b, (uint32_t)e.plen);
+    for (int32_t k = 0; k < e.plen; k++)
+      mirs__wire_put_u32(&b, e.path[k]);
   }
   mirs__core_free(ctx, order);
   mirs__core_free(ctx, verd);
   uint32_t ntasks = 0;
   for (const mirs__task *t = s->open; t; t = t->next)
     ntasks++;
-  put_u32(&b, ntasks);
-  for (const mirs__task *t = s->open; t; t = t->next) {
-    put_u32(&b, t->lo);
-    put_u32(&b, t->hi);
-    put_u32(&b, (uint32_t)t->len);
-    for (int32_t k = 0; k < t->len; k++)
-      put_u32(&b, t->path[k]);
-  }
+  mirs__wire_put_u32(&b, ntasks);
+  for (const mirs__task *t = s->open; t; t = t->next)
+    mirs__wire_put_task(&b, t);
   if (!b.failed) {
     uint64_t L = b.len - HEADER;
     for (int k = 0; k < 8; k++)
       b.data[16 + k] = (char)(unsigned char)(L >> (8 * k));
-    put_u64(&b, checksum((const unsigned char *)b.data, b.len));
+    mirs__wire_put_u64(&b, checksum((const unsigned char *)b.data, b.len));
   }
   if (b.failed) {
     mirs__buf_free(&b);
@@ -253,56 +225,17 @@ mirs_status mirs__checkpoint_write(mirs_search *s, const char *path) {
 
 /* ---------------------------------------------------------------- reading */
 
-typedef struct rbuf {
-  const unsigned char *d;
-  size_t n, at;
-  bool bad;
-} rbuf;
-
-static const unsigned char *get(rbuf *r, size_t n) {
-  if (r->bad || n > r->n - r->at) {
-    r->bad = true;
-    return NULL;
-  }
-  const unsigned char *p = r->d + r->at;
-  r->at += n;
-  return p;
-}
-
-static uint32_t get_u32(rbuf *r) {
-  const unsigned char *c = get(r, 4);
-  return c ? (uint32_t)c[0] | (uint32_t)c[1] << 8 | (uint32_t)c[2] << 16 | (uint32_t)c[3] << 24
-           : 0;
-}
-
-static uint64_t get_u64(rbuf *r) {
-  uint64_t lo = get_u32(r);
-  return lo | (uint64_t)get_u32(r) << 32;
-}
-
-static double get_f64(rbuf *r) {
-  uint64_t u = get_u64(r);
-  double v;
-  memcpy(&v, &u, sizeof v);
-  return v;
-}
-
-static const char *get_str(rbuf *r, uint32_t *len) {
-  *len = get_u32(r);
-  return (const char *)get(r, *len);
-}
-
 /* A path (u32 length, then its indices) into *buf (grown in ctx). */
-static mirs_status get_path(mirs_context *ctx, rbuf *r, uint32_t **buf, size_t *cap,
+static mirs_status get_path(mirs_context *ctx, mirs__wire_reader *r, uint32_t **buf, size_t *cap,
                             uint32_t *len) {
-  *len = get_u32(r);
+  *len = mirs__wire_get_u32(r);
   if (r->bad || *len > (r->n - r->at) / 4) {
     r->bad = true;
     return MIRS_OK;
   }
   MIRS_CHECK(ctx, mirs__core_grow(ctx, (void **)buf, cap, (size_t)*len + 1, sizeof **buf));
   for (uint32_t k = 0; k < *len; k++)
-    (*buf)[k] = get_u32(r);
+    (*buf)[k] = mirs__wire_get_u32(r);
   return MIRS_OK;
 }
 
@@ -310,7 +243,7 @@ static mirs_status get_path(mirs_context *ctx, rbuf *r, uint32_t **buf, size_t *
 typedef struct ckpt {
   char *data;
   size_t len;
-  rbuf r; /* positioned after the options */
+  mirs__wire_reader r; /* positioned after the options */
   uint64_t prog_hash;
   const char *prog, *opts;
   uint32_t prog_len, opts_len;
@@ -337,10 +270,10 @@ static mirs_status ckpt_open(mirs_context *ctx, const char *path, ckpt *c) {
     MIRS_FAIL(ctx, st, "%s: truncated checkpoint (%zu bytes; a checkpoint has at least %d)", path,
               n, HEADER + 8);
   } else {
-    rbuf h = {d, n, 8, false};
-    uint32_t ver = get_u32(&h);
-    (void)get_u32(&h);
-    uint64_t L = get_u64(&h);
+    mirs__wire_reader h = {d, n, 8, false};
+    uint32_t ver = mirs__wire_get_u32(&h);
+    (void)mirs__wire_get_u32(&h);
+    uint64_t L = mirs__wire_get_u64(&h);
     if (ver != MIRS__CKPT_VERSION)
       MIRS_FAIL(ctx, st, "%s: checkpoint format version %u; this mirsearch reads version %d",
                 path, ver, MIRS__CKPT_VERSION);
@@ -349,18 +282,18 @@ static mirs_status ckpt_open(mirs_context *ctx, const char *path, ckpt *c) {
                 "%s: truncated or damaged checkpoint (%zu bytes; its header says %" PRIu64 ")",
                 path, n, (uint64_t)HEADER + L + 8);
     else {
-      rbuf t = {d, n, HEADER + (size_t)L, false};
-      uint64_t sum = get_u64(&t);
+      mirs__wire_reader t = {d, n, HEADER + (size_t)L, false};
+      uint64_t sum = mirs__wire_get_u64(&t);
       if (sum != checksum(d, HEADER + (size_t)L))
         MIRS_FAIL(ctx, st, "%s: damaged checkpoint (checksum mismatch)", path);
       else {
-        c->r = (rbuf){d, HEADER + (size_t)L, HEADER, false};
+        c->r = (mirs__wire_reader){d, HEADER + (size_t)L, HEADER, false};
         uint32_t vl;
-        const char *v = get_str(&c->r, &vl);
+        const char *v = mirs__wire_get_str(&c->r, &vl);
         const char *mine = mirs_version_string();
-        c->prog_hash = get_u64(&c->r);
-        c->prog = get_str(&c->r, &c->prog_len);
-        c->opts = get_str(&c->r, &c->opts_len);
+        c->prog_hash = mirs__wire_get_u64(&c->r);
+        c->prog = mirs__wire_get_str(&c->r, &c->prog_len);
+        c->opts = mirs__wire_get_str(&c->r, &c->opts_len);
         if (c->r.bad)
           MIRS_FAIL(ctx, st, "%s: damaged checkpoint (malformed header)", path);
         else if (vl != strlen(mine) || memcmp(v, mine, vl) != 0)
@@ -420,6 +353,29 @@ static mirs_status ckpt_check_options(mirs_context *ctx, const char *path, const
   return MIRS_OK;
 }
 
+/* Re-find the recorded result of hash h at path[0..len) with worker w (not
+ * in the pool), then let the sink check it (mirs__sink_restored).
+ * MIRS_STOPPED on a stop request; MIRS_INVALID_ARG when it cannot be
+ * replayed or is not found again. */
+static mirs_status restore_result(mirs__search_worker *w, const char *from, uint64_t h,
+                                  unsigned flags, const uint32_t *path, uint32_t len) {
+  mirs_search *s = w->s;
+  mirs_context *ctx = s->ctx;
+  mirs_status st = mirs__search_restore(w, path, (int32_t)len);
+  if (st == MIRS_STOPPED) { /* a stop request while loading, not bad data */
+    mirs__core_error_copy(ctx, w->ctx);
+    return st;
+  }
+  if (st != MIRS_OK) {
+    mirs__core_error_copy(ctx, w->ctx);
+    return MIRS_FAIL(ctx, MIRS_INVALID_ARG, "%s: result %016llx cannot be replayed: %s", from,
+                     (unsigned long long)h, mirs_last_error(w->ctx));
+  }
+  if (mirs_last_status(w->ctx) != MIRS_OK)
+    mirs_clear_error(w->ctx);
+  return mirs__sink_restored(s, from, h, flags);
+}
+
 /* Load the checkpoint into s. */
 mirs_status mirs__checkpoint_read(mirs_search *s, const char *path) {
   mirs_context *ctx = s->ctx;
@@ -443,40 +399,40 @@ mirs_status mirs__checkpoint_read(mirs_search *s, const char *path) {
   }
   if (st == MIRS_OK)
     st = ckpt_check_options(ctx, path, &c);
-  rbuf *r = &c.r;
+  mirs__wire_reader *r = &c.r;
   mirs__stats stats = {{0}};
   double wall = 0, solver = 0;
   if (st == MIRS_OK) {
-    uint32_t ns = get_u32(r);
+    uint32_t ns = mirs__wire_get_u32(r);
     if (ns != MIRS__STAT_COUNT && !r->bad)
       st = MIRS_FAIL(ctx, MIRS_INVALID_ARG, "%s: %u counters; this mirsearch has %d", path, ns,
                      MIRS__STAT_COUNT);
     for (uint32_t i = 0; st == MIRS_OK && i < ns && !r->bad; i++)
-      stats.v[i] = get_u64(r);
-    wall = get_f64(r);
-    solver = get_f64(r);
+      stats.v[i] = mirs__wire_get_u64(r);
+    wall = mirs__wire_get_f64(r);
+    solver = mirs__wire_get_f64(r);
   }
   mirs__search_worker *w = NULL;
   if (st == MIRS_OK)
     st = mirs__search_worker_new(s, &w);
   /* Results: re-found at their paths (and verified again on the way). */
-  uint32_t nent = st == MIRS_OK ? get_u32(r) : 0;
+  uint32_t nent = st == MIRS_OK ? mirs__wire_get_u32(r) : 0;
   uint32_t *path_buf = NULL;
   size_t cap = 0;
   for (uint32_t i = 0; st == MIRS_OK && i < nent && !r->bad; i++) {
-    uint64_t h = get_u64(r);
-    const unsigned char *acc = get(r, 1);
+    uint64_t h = mirs__wire_get_u64(r);
+    const unsigned char *acc = mirs__wire_get(r, 1);
     uint32_t len;
     st = get_path(ctx, r, &path_buf, &cap, &len);
     if (st != MIRS_OK || r->bad)
       break;
-    st = mirs__sink_restore(w, path, h, acc ? *acc : 0, path_buf, len);
+    st = restore_result(w, path, h, acc ? *acc : 0, path_buf, len);
   }
   /* Tasks: checked by positioning a worker at each. */
-  uint32_t ntasks = st == MIRS_OK && !r->bad ? get_u32(r) : 0;
+  uint32_t ntasks = st == MIRS_OK && !r->bad ? mirs__wire_get_u32(r) : 0;
   mirs__task *open = NULL, **tail = &open;
   for (uint32_t i = 0; st == MIRS_OK && i < ntasks && !r->bad; i++) {
-    uint32_t lo = get_u32(r), hi = get_u32(r), len;
+    uint32_t lo = mirs__wire_get_u32(r), hi = mirs__wire_get_u32(r), len;
     st = get_path(ctx, r, &path_buf, &cap, &len);
     if (st != MIRS_OK || r->bad)
       break;

@@ -72,6 +72,7 @@
 #include <time.h>
 
 #include "search/search.h"
+#include "search/wire.h"
 
 #ifdef HAVE_MPI
 #include <mpi.h>
@@ -93,11 +94,25 @@
 
 enum { TAG_STEAL = 1, TAG_WORK, TAG_WAVE, TAG_WAVE_UP, TAG_STOP, TAG_DONE, TAG_VERDICT };
 
+/* The counters (mpi_counters.def): CTR_name indexes mirs__dist.ctr. */
+enum {
+#define MIRS_MPI_STAT(name)
+#define MIRS_MPI_COUNTER(name, row) CTR_##name,
+#include "search/mpi_counters.def"
+#undef MIRS_MPI_COUNTER
+#undef MIRS_MPI_STAT
+  NCTR
+};
 /* Per rank, in report.json's "mpi" list. */
-static const char *const cols[] = {"states_explored", "solver_calls",   "prune_cache_hits",
-                                   "steal_requests",  "steals_served",  "steals_empty",
-                                   "lifeline_pushes", "tasks_sent",     "tasks_received",
-                                   "verdicts_sent",   "verdicts_received"};
+static const char *const cols[] = {
+#define MIRS_MPI_STAT(name) #name,
+#define MIRS_MPI_COUNTER(name, row) ROW_##row(#name)
+#define ROW_0(x)
+#define ROW_1(x) x,
+#include "search/mpi_counters.def"
+#undef MIRS_MPI_COUNTER
+#undef MIRS_MPI_STAT
+};
 #define NCOLS (sizeof cols / sizeof *cols)
 
 /* A message being sent (its buffer lives until the send completes). */
@@ -135,8 +150,7 @@ struct mirs__dist {
   size_t vsent;
   double vlast;
   /* Counters (report.json "mpi"). */
-  uint64_t steal_requests, steals_served, steals_empty, lifeline_pushes, tasks_sent,
-      tasks_received, verdicts_sent, verdicts_received, tokens;
+  uint64_t ctr[NCTR];
   mirs_status failed; /* the first error of this rank's protocol */
   uint64_t (*rows)[NCOLS]; /* rank 0, after the search: every rank's row */
 };
@@ -174,80 +188,6 @@ static void post(mirs__dist *d, int dest, int tag, const void *buf, size_t n) {
   d->sent[dest]++;
 }
 
-static void put(mirs__buf *b, const void *p, size_t n) {
-  mirs__buf_put(b, p, n);
-}
-
-static void put_u32(mirs__buf *b, uint32_t v) {
-  put(b, &v, sizeof v);
-}
-
-static void put_u64(mirs__buf *b, uint64_t v) {
-  put(b, &v, sizeof v);
-}
-
-/* A task: lo, hi, len, path. */
-static void put_task(mirs__buf *b, const mirs__task *t) {
-  put_u32(b, t->lo);
-  put_u32(b, t->hi);
-  put_u32(b, (uint32_t)t->len);
-  put(b, t->path, sizeof *t->path * (size_t)t->len);
-}
-
-/* A reader over received bytes. */
-typedef struct reader {
-  const unsigned char *d;
-  size_t n, at;
-  bool bad;
-} reader;
-
-static const void *get(reader *r, size_t n) {
-  if (r->bad || n > r->n - r->at) {
-    r->bad = true;
-    return NULL;
-  }
-  const void *p = r->d + r->at;
-  r->at += n;
-  return p;
-}
-
-/* n bytes into v (left as they were when the message is short). */
-static void get_into(reader *r, void *v, size_t n) {
-  const void *p = get(r, n);
-  if (p)
-    memcpy(v, p, n);
-}
-
-static uint32_t get_u32(reader *r) {
-  uint32_t v = 0;
-  get_into(r, &v, sizeof v);
-  return v;
-}
-
-static uint64_t get_u64(reader *r) {
-  uint64_t v = 0;
-  get_into(r, &v, sizeof v);
-  return v;
-}
-
-/* A task (NULL when malformed or out of memory: r->bad set). */
-static mirs__task *get_task(mirs_context *ctx, reader *r) {
-  uint32_t lo = get_u32(r), hi = get_u32(r), len = get_u32(r);
-  if (r->bad || len > (r->n - r->at) / sizeof(uint32_t)) {
-    r->bad = true;
-    return NULL;
-  }
-  /* The path's bytes may be unaligned in the message: copied into the
-   * task's own array. */
-  const void *p = get(r, sizeof(uint32_t) * len);
-  mirs__task *t = mirs__task_new(ctx, NULL, (int32_t)len, lo, hi);
-  if (t && len)
-    memcpy(t->path, p, sizeof(uint32_t) * len);
-  if (!t)
-    r->bad = true;
-  return t;
-}
-
 /* ---------------------------------------------------------------- the protocol */
 
 static bool halted(const mirs__dist *d) {
@@ -256,7 +196,7 @@ static bool halted(const mirs__dist *d) {
 
 /* Halt this rank's search (a STOP from another rank, or an error). */
 static void halt_search(mirs_search *s, int bits, int why) {
-  int none = MIRS__WHY_NONE;
+  int none = MIRS_STOP_NONE;
   atomic_compare_exchange_strong(&s->halt_why, &none, why);
   atomic_fetch_or(&s->halt, bits);
 }
@@ -268,8 +208,8 @@ static bool send_work(mirs__dist *d, mirs__pool *p, mirs__search_worker *w, int 
   mirs__buf b;
   mirs__buf_init(&b, ctx);
   uint32_t n = 0;
-  put_u32(&b, reply);
-  put_u32(&b, 0); /* the count, set below */
+  mirs__wire_put_u32(&b, reply);
+  mirs__wire_put_u32(&b, 0); /* the count, set below */
   if (p && !halted(d)) {
     /* The oldest queued tasks, else a range split off the running task.
      * A rank keeps its last task: one that has just received a single
@@ -279,12 +219,12 @@ static bool send_work(mirs__dist *d, mirs__pool *p, mirs__search_worker *w, int 
     mirs__task *t;
     while (n < STEAL_BATCH && mirs__pool_pending(p) > 1 &&
            (t = mirs__pool_give(p, NULL)) != NULL) {
-      put_task(&b, t);
+      mirs__wire_put_task(&b, t);
       mirs__task_free(ctx, t);
       n++;
     }
     if (n == 0 && w && (t = mirs__pool_give(p, w)) != NULL) {
-      put_task(&b, t);
+      mirs__wire_put_task(&b, t);
       mirs__task_free(ctx, t);
       n++;
     }
@@ -292,7 +232,7 @@ static bool send_work(mirs__dist *d, mirs__pool *p, mirs__search_worker *w, int 
   if (b.failed) {
     /* The tasks are lost to this rank: a failure, which stops the search. */
     d->failed = MIRS_FAIL(ctx, MIRS_NOMEM, "out of memory (tasks for another rank)");
-    halt_search(d->s, MIRS__HALT_ERROR, MIRS__WHY_ERROR);
+    halt_search(d->s, MIRS__HALT_ERROR, MIRS_STOP_FAILURE);
     mirs__buf_free(&b);
     return false;
   }
@@ -302,7 +242,7 @@ static bool send_work(mirs__dist *d, mirs__pool *p, mirs__search_worker *w, int 
   mirs__buf_free(&b);
   if (n) {
     d->count++;
-    d->tasks_sent += n;
+    d->ctr[CTR_tasks_sent] += n;
   }
   return n > 0;
 }
@@ -325,20 +265,20 @@ static void handle(mirs__dist *d, mirs__pool *p, mirs__search_worker *w, int src
                    const unsigned char *buf, size_t n) {
   mirs_search *s = d->s;
   mirs_context *ctx = s->ctx;
-  reader r = {buf, n, 0, false};
+  mirs__wire_reader r = {buf, n, 0, false};
   switch (tag) {
   case TAG_STEAL:
-    if (get_u32(&r)) { /* a lifeline registration */
+    if (mirs__wire_get_u32(&r)) { /* a lifeline registration */
       d->waiting[src] = true;
     } else if (send_work(d, p, w, src, true)) {
-      d->steals_served++;
+      d->ctr[CTR_steals_served]++;
     } else {
-      d->steals_empty++;
+      d->ctr[CTR_steals_empty]++;
     }
     break;
   case TAG_WORK: {
-    bool reply = get_u32(&r) != 0;
-    uint32_t k = get_u32(&r);
+    bool reply = mirs__wire_get_u32(&r) != 0;
+    uint32_t k = mirs__wire_get_u32(&r);
     if (reply)
       d->asking = false;
     if (k == 0) {
@@ -351,12 +291,12 @@ static void handle(mirs__dist *d, mirs__pool *p, mirs__search_worker *w, int src
     d->fails = 0;
     d->lifelines_set = false;
     if (!reply)
-      d->lifeline_pushes++;
+      d->ctr[CTR_lifeline_pushes]++;
     for (uint32_t i = 0; i < k; i++) {
-      mirs__task *t = get_task(ctx, &r);
+      mirs__task *t = mirs__wire_get_task(ctx, &r);
       if (!t)
         break;
-      d->tasks_received++;
+      d->ctr[CTR_tasks_received]++;
       /* Into the pool, or kept as open work once the pool has stopped. */
       if (!p || mirs__pool_take(p, t) != MIRS_OK) {
         t->next = s->open;
@@ -365,7 +305,7 @@ static void handle(mirs__dist *d, mirs__pool *p, mirs__search_worker *w, int src
     }
     if (r.bad) {
       d->failed = MIRS_FAIL(ctx, MIRS_INTERNAL, "a malformed work message from rank %d", src);
-      halt_search(s, MIRS__HALT_ERROR, MIRS__WHY_ERROR);
+      halt_search(s, MIRS__HALT_ERROR, MIRS_STOP_FAILURE);
     }
     break;
   }
@@ -373,13 +313,13 @@ static void handle(mirs__dist *d, mirs__pool *p, mirs__search_worker *w, int src
     start_wave(d);
     break;
   case TAG_WAVE_UP:
-    d->wave_q += (int64_t)get_u64(&r);
-    d->wave_black = d->wave_black || get_u32(&r) != 0;
+    d->wave_q += (int64_t)mirs__wire_get_u64(&r);
+    d->wave_black = d->wave_black || mirs__wire_get_u32(&r) != 0;
     d->wave_wait--;
     break;
   case TAG_STOP: {
-    int why = (int)get_u32(&r);
-    halt_search(s, MIRS__HALT_USER, why > 0 && why <= MIRS__WHY_ERROR ? why : MIRS__WHY_USER);
+    int why = (int)mirs__wire_get_u32(&r);
+    halt_search(s, MIRS__HALT_USER, why > 0 && why < MIRS_STOP_COUNT ? why : MIRS_STOP_CALLER);
     d->stop_sent = true; /* every rank has its own STOP from the sender */
     break;
   }
@@ -391,8 +331,8 @@ static void handle(mirs__dist *d, mirs__pool *p, mirs__search_worker *w, int src
     break;
   case TAG_VERDICT:
     for (size_t i = 0; i < n / sizeof(uint64_t); i++) {
-      mirs__prune_log_put(s->prune, get_u64(&r));
-      d->verdicts_received++;
+      mirs__prune_log_put(s->prune, mirs__wire_get_u64(&r));
+      d->ctr[CTR_verdicts_received]++;
     }
     break;
   default:
@@ -437,7 +377,7 @@ static void share_verdicts(mirs__dist *d, bool force) {
   for (int r = 0; r < d->size; r++)
     if (r != d->rank)
       post(d, r, TAG_VERDICT, buf, k * sizeof *buf);
-  d->verdicts_sent += k;
+  d->ctr[CTR_verdicts_sent] += k;
 }
 
 /* One step of the protocol; passive: no task queued or running here. */
@@ -469,7 +409,7 @@ static void step(mirs__dist *d, mirs__pool *p, mirs__search_worker *w, bool pass
       uint32_t lifeline = 0;
       post(d, v, TAG_STEAL, &lifeline, sizeof lifeline);
       d->asking = true;
-      d->steal_requests++;
+      d->ctr[CTR_steal_requests]++;
     } else if (!d->lifelines_set) {
       uint32_t lifeline = 1;
       for (int k = 1; k < d->size; k <<= 1)
@@ -487,7 +427,7 @@ static void step(mirs__dist *d, mirs__pool *p, mirs__search_worker *w, bool pass
   }
   if (d->rank == 0 && !d->wave_on) {
     d->black = false;
-    d->tokens++;
+    d->ctr[CTR_tokens]++;
     start_wave(d);
   }
   if (!d->wave_on || d->wave_wait > 0)
@@ -523,7 +463,7 @@ static void nap(mirs__dist *d) {
 /* Thread 0's poll. */
 void mirs__dist_poll(mirs__dist *d, mirs__pool *p, mirs__search_worker *w) {
   if (d->failed != MIRS_OK)
-    halt_search(d->s, MIRS__HALT_ERROR, MIRS__WHY_ERROR);
+    halt_search(d->s, MIRS__HALT_ERROR, MIRS_STOP_FAILURE);
   bool busy = mirs__pool_busy(p);
   if (busy || d->active == 0)
     d->active = mirs__core_now();
@@ -539,17 +479,13 @@ void mirs__dist_poll(mirs__dist *d, mirs__pool *p, mirs__search_worker *w) {
 /* This rank's row of counters. */
 static void own_row(const mirs__dist *d, uint64_t *row) {
   const mirs_search *s = d->s;
-  uint64_t v[NCOLS] = {s->stats.v[MIRS__STAT_states_explored],
-                       s->stats.v[MIRS__STAT_solver_calls],
-                       s->stats.v[MIRS__STAT_prune_cache_hits],
-                       d->steal_requests,
-                       d->steals_served,
-                       d->steals_empty,
-                       d->lifeline_pushes,
-                       d->tasks_sent,
-                       d->tasks_received,
-                       d->verdicts_sent,
-                       d->verdicts_received};
+  uint64_t v[NCOLS] = {
+#define MIRS_MPI_STAT(name) s->stats.v[MIRS__STAT_##name],
+#define MIRS_MPI_COUNTER(name, row) ROW_##row(d->ctr[CTR_##name])
+#include "search/mpi_counters.def"
+#undef MIRS_MPI_COUNTER
+#undef MIRS_MPI_STAT
+  };
   memcpy(row, v, sizeof v);
 }
 
@@ -557,40 +493,42 @@ static void own_row(const mirs__dist *d, uint64_t *row) {
 static mirs_status pack_outcome(mirs__dist *d, mirs_status st, mirs__buf *b) {
   mirs_search *s = d->s;
   const char *msg = st == MIRS_OK ? "" : mirs_last_error(s->ctx);
-  put_u32(b, (uint32_t)st);
-  put_u32(b, (uint32_t)strlen(msg));
-  put(b, msg, strlen(msg));
-  put_u32(b, MIRS__STAT_COUNT);
+  mirs__wire_put_u32(b, (uint32_t)st);
+  mirs__wire_put_u32(b, (uint32_t)strlen(msg));
+  mirs__wire_put(b, msg, strlen(msg));
+  mirs__wire_put_u32(b, MIRS__STAT_COUNT);
   for (int i = 0; i < MIRS__STAT_COUNT; i++)
-    put_u64(b, s->stats.v[i]);
-  put(b, &s->solver_seconds, sizeof s->solver_seconds);
+    mirs__wire_put_u64(b, s->stats.v[i]);
+  mirs__wire_put(b, &s->solver_seconds, sizeof s->solver_seconds);
   uint64_t row[NCOLS];
   own_row(d, row);
-  put(b, row, sizeof row);
-  put_u32(b, (uint32_t)s->nent);
-  for (size_t i = 0; i < s->nent; i++) {
-    const mirs__sink_entry *e = &s->ent[i];
-    put_u64(b, e->hash);
-    put_u32(b, e->res >= 0);
-    put_u32(b, e->counted);
-    put_u32(b, (uint32_t)e->plen);
-    put(b, &s->paths[e->poff], sizeof *s->paths * (size_t)e->plen);
-    if (e->res < 0)
+  mirs__wire_put(b, row, sizeof row);
+  size_t nent = mirs__sink_nentries(s);
+  mirs__wire_put_u32(b, (uint32_t)nent);
+  for (size_t i = 0; i < nent; i++) {
+    mirs__sink_view e;
+    mirs__sink_entry_view(s, i, &e);
+    mirs__wire_put_u64(b, e.hash);
+    mirs__wire_put_u32(b, e.res != NULL);
+    mirs__wire_put_u32(b, e.counted);
+    mirs__wire_put_u32(b, (uint32_t)e.plen);
+    mirs__wire_put(b, e.path, sizeof *e.path * (size_t)e.plen);
+    if (!e.res)
       continue;
     /* The result as found: cost, flags, and the graph's canonical text,
      * unless it was matched on a reduced instance: of those rank 0
      * reports only the best verify_full_max, and re-finds each of them at
      * its path when it verifies it (thousands of texts would cross rank
      * 0's link, and be stored there, for nothing). */
-    const mirs__search_result *res = &s->res[e->res];
+    const mirs__search_result *res = e.res;
     bool text = !res->reduced || s->ctx->opt.verify_full_max < 0;
-    put(b, &res->cost, sizeof res->cost);
-    put(b, &res->found_at, sizeof res->found_at);
-    put_u32(b, (uint32_t)res->kernels);
-    put_u32(b, (uint32_t)res->reduced | (uint32_t)res->verified << 1 |
+    mirs__wire_put(b, &res->cost, sizeof res->cost);
+    mirs__wire_put(b, &res->found_at, sizeof res->found_at);
+    mirs__wire_put_u32(b, (uint32_t)res->kernels);
+    mirs__wire_put_u32(b, (uint32_t)res->reduced | (uint32_t)res->verified << 1 |
                    (uint32_t)res->float_checked << 2 | (uint32_t)!text << 3);
     size_t at = b->len;
-    put_u32(b, 0); /* the text's length, set below */
+    mirs__wire_put_u32(b, 0); /* the text's length, set below */
     if (text)
       mirs__graph_print(res->g, b);
     uint32_t tl = (uint32_t)(b->len - at - sizeof tl);
@@ -600,43 +538,43 @@ static mirs_status pack_outcome(mirs__dist *d, mirs_status st, mirs__buf *b) {
   uint32_t ntasks = 0;
   for (const mirs__task *t = s->open; t; t = t->next)
     ntasks++;
-  put_u32(b, ntasks);
+  mirs__wire_put_u32(b, ntasks);
   for (const mirs__task *t = s->open; t; t = t->next)
-    put_task(b, t);
+    mirs__wire_put_task(b, t);
   return b->failed ? MIRS_FAIL(s->ctx, MIRS_NOMEM, "out of memory (the outcome of a rank)")
                    : MIRS_OK;
 }
 
 /* Rank 0: merge the outcome of rank `from` (its bytes in r). */
-static mirs_status merge_outcome(mirs__dist *d, int from, reader *r, uint32_t **pbuf,
+static mirs_status merge_outcome(mirs__dist *d, int from, mirs__wire_reader *r, uint32_t **pbuf,
                                  size_t *pcap) {
   mirs_search *s = d->s;
   mirs_context *ctx = s->ctx;
   char who[32];
   snprintf(who, sizeof who, "rank %d", from);
-  mirs_status rst = (mirs_status)get_u32(r);
-  uint32_t ml = get_u32(r);
-  const char *msg = get(r, ml);
+  mirs_status rst = (mirs_status)mirs__wire_get_u32(r);
+  uint32_t ml = mirs__wire_get_u32(r);
+  const char *msg = mirs__wire_get(r, ml);
   if (rst != MIRS_OK && !r->bad)
     return MIRS_FAIL(ctx, rst, "%s failed: %.*s", who, (int)ml, msg ? msg : "");
   mirs__stats st = {{0}};
-  uint32_t ns = get_u32(r);
+  uint32_t ns = mirs__wire_get_u32(r);
   for (uint32_t i = 0; i < ns && !r->bad; i++) {
-    uint64_t v = get_u64(r);
+    uint64_t v = mirs__wire_get_u64(r);
     if (i < MIRS__STAT_COUNT)
       st.v[i] = v;
   }
   double solver = 0;
-  get_into(r, &solver, sizeof solver);
-  get_into(r, d->rows[from], sizeof *d->rows);
-  uint32_t nent = get_u32(r);
+  mirs__wire_get_into(r, &solver, sizeof solver);
+  mirs__wire_get_into(r, d->rows[from], sizeof *d->rows);
+  uint32_t nent = mirs__wire_get_u32(r);
   if (!r->bad && nent > (r->n - r->at) / 20) /* at least 20 bytes each */
     r->bad = true;
   mirs_status ret = MIRS_OK;
   for (uint32_t i = 0; ret == MIRS_OK && i < nent && !r->bad; i++) {
-    uint64_t hash = get_u64(r);
-    bool accepted = get_u32(r) != 0;
-    uint32_t counted = get_u32(r), len = get_u32(r);
+    uint64_t hash = mirs__wire_get_u64(r);
+    bool accepted = mirs__wire_get_u32(r) != 0;
+    uint32_t counted = mirs__wire_get_u32(r), len = mirs__wire_get_u32(r);
     if (len > (r->n - r->at) / 4) {
       r->bad = true;
       break;
@@ -644,14 +582,14 @@ static mirs_status merge_outcome(mirs__dist *d, int from, reader *r, uint32_t **
     ret = mirs__core_grow(ctx, (void **)pbuf, pcap, (size_t)len + 1, sizeof **pbuf);
     if (ret != MIRS_OK)
       break;
-    get_into(r, *pbuf, 4 * (size_t)len);
+    mirs__wire_get_into(r, *pbuf, 4 * (size_t)len);
     mirs__search_result res = {0}, *rp = NULL;
     if (accepted) {
-      get_into(r, &res.cost, sizeof res.cost);
-      get_into(r, &res.found_at, sizeof res.found_at);
-      res.kernels = (int32_t)get_u32(r);
-      uint32_t flags = get_u32(r), tl = get_u32(r);
-      const char *text = get(r, tl);
+      mirs__wire_get_into(r, &res.cost, sizeof res.cost);
+      mirs__wire_get_into(r, &res.found_at, sizeof res.found_at);
+      res.kernels = (int32_t)mirs__wire_get_u32(r);
+      uint32_t flags = mirs__wire_get_u32(r), tl = mirs__wire_get_u32(r);
+      const char *text = mirs__wire_get(r, tl);
       if (r->bad)
         break;
       res.hash = hash;
@@ -690,9 +628,9 @@ static mirs_status merge_outcome(mirs__dist *d, int from, reader *r, uint32_t **
           st.v[mirs__sink_counted[k]]--;
     }
   }
-  uint32_t ntasks = ret == MIRS_OK ? get_u32(r) : 0;
+  uint32_t ntasks = ret == MIRS_OK ? mirs__wire_get_u32(r) : 0;
   for (uint32_t i = 0; ret == MIRS_OK && i < ntasks && !r->bad; i++) {
-    mirs__task *t = get_task(ctx, r);
+    mirs__task *t = mirs__wire_get_task(ctx, r);
     if (t) {
       t->next = s->open;
       s->open = t;
@@ -712,7 +650,7 @@ mirs_status mirs__dist_finish(mirs_search *s, mirs_status st) {
   mirs__dist *d = s->dist;
   mirs_context *ctx = s->ctx;
   if (st != MIRS_OK)
-    halt_search(s, MIRS__HALT_ERROR, MIRS__WHY_ERROR);
+    halt_search(s, MIRS__HALT_ERROR, MIRS_STOP_FAILURE);
   while (!d->terminated) {
     step(d, NULL, NULL, true);
     if (!d->terminated)
@@ -800,7 +738,7 @@ mirs_status mirs__dist_finish(mirs_search *s, mirs_status st) {
       st = MIRS_FAIL(ctx, MIRS_INTERNAL, "rank %d sent no outcome", r);
       break;
     }
-    reader rd = {all + offs[r], (size_t)lens[r], 0, false};
+    mirs__wire_reader rd = {all + offs[r], (size_t)lens[r], 0, false};
     st = merge_outcome(d, r, &rd, &pbuf, &pcap);
   }
   mirs__core_free(ctx, pbuf);
@@ -919,6 +857,7 @@ mirs_status mirs_search_set_mpi(mirs_search *s) {
                      "mirs_search_set_mpi: only rank 0 resumes a checkpoint");
   }
   s->dist = d;
+  s->ranks = d->size;
   /* Periodic checkpoints would need every rank's open work at one
    * moment; a distributed search writes its checkpoint only when it
    * stops.  Said at run time to whoever asked for them. */
@@ -952,13 +891,9 @@ int mirs_search_mpi_stats(const mirs_search *s, uint64_t *out, int n) {
   if (!s || !s->dist)
     return 0;
   const mirs__dist *d = s->dist;
-  uint64_t v[] = {d->steal_requests, d->steals_served, d->steals_empty, d->lifeline_pushes,
-                  d->tasks_sent,     d->tasks_received, d->verdicts_sent, d->verdicts_received,
-                  d->tokens};
-  int k = (int)(sizeof v / sizeof *v);
-  for (int i = 0; i < n && i < k; i++)
-    out[i] = v[i];
-  return k;
+  for (int i = 0; i < n && i < NCTR; i++)
+    out[i] = d->ctr[i];
+  return NCTR;
 }
 
 #else /* no MPI */

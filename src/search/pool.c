@@ -83,6 +83,7 @@ typedef struct mirs__pool {
   _Alignas(MIRS__CACHE_LINE) _Atomic int idle;
   _Atomic int gen, done;
   _Atomic int finished; /* distributed: global termination (see mirs__pool_finish) */
+  mirs__pool_hooks hooks; /* what the run installed (poll: distributed) */
   /* Thread 0 only. */
   _Alignas(MIRS__CACHE_LINE) double last_progress;
   uint64_t base_states, base_found, base_cands; /* counters of a resumed checkpoint
@@ -160,9 +161,9 @@ static void halt_from_context(mirs_search *s) {
     return;
   int bits = atomic_load_explicit(&s->ctx->stop, memory_order_relaxed);
   if (bits & MIRS__STOP_USER)
-    halt(s, MIRS__HALT_USER, MIRS__WHY_INTERRUPT);
+    halt(s, MIRS__HALT_USER, MIRS_STOP_INTERRUPT);
   else
-    halt(s, MIRS__HALT_LIMIT, bits & MIRS__STOP_TIME ? MIRS__WHY_TIME : MIRS__WHY_MEMORY);
+    halt(s, MIRS__HALT_LIMIT, bits & MIRS__STOP_TIME ? MIRS_STOP_TIME : MIRS_STOP_MEMORY);
 }
 
 /* The search's time limit for the search phase: on reduced instances the
@@ -190,7 +191,7 @@ static void poll_master(pool *p) {
   }
   halt_from_context(s);
   if (ctx->opt.time_limit > 0 && now - s->t0 >= search_time_limit(s))
-    halt(s, MIRS__HALT_LIMIT, MIRS__WHY_TIME);
+    halt(s, MIRS__HALT_LIMIT, MIRS_STOP_TIME);
   if (ctx->opt.max_memory > 0 && held > (size_t)ctx->opt.max_memory) {
     if (!(atomic_load(&s->halt) & MIRS__HALT_LIMIT)) {
       pthread_mutex_lock(&s->log_lock); /* workers log through it too */
@@ -198,10 +199,9 @@ static void poll_master(pool *p) {
                      "search: stopping at the memory limit (%zu bytes held)", held);
       pthread_mutex_unlock(&s->log_lock);
     }
-    halt(s, MIRS__HALT_LIMIT, MIRS__WHY_MEMORY);
+    halt(s, MIRS__HALT_LIMIT, MIRS_STOP_MEMORY);
   }
-  if (s->ckpt_path && !s->dist && ctx->opt.checkpoint_interval > 0 &&
-      now - s->ckpt_last >= ctx->opt.checkpoint_interval)
+  if (p->hooks.pause && p->hooks.pause_every > 0 && now - s->ckpt_last >= p->hooks.pause_every)
     atomic_fetch_or(&s->halt, MIRS__HALT_CHECKPOINT);
   if (s->progress && now - p->last_progress >= PROGRESS_EVERY) {
     mirs_search_stats st;
@@ -217,7 +217,7 @@ static void poll_master(pool *p) {
     p->last_progress = now;
   }
   if (s->should_stop && s->should_stop(s->user))
-    halt(s, MIRS__HALT_USER, MIRS__WHY_USER);
+    halt(s, MIRS__HALT_USER, MIRS_STOP_CALLER);
 }
 
 /* Every worker's poll: add its new states to the total and apply the
@@ -230,7 +230,7 @@ static void poll_limits(pool *p, slot *me) {
   me->counted = mine;
   halt_from_context(s);
   if (s->ctx->opt.time_limit > 0 && mirs__core_now() - s->t0 >= search_time_limit(s))
-    halt(s, MIRS__HALT_LIMIT, MIRS__WHY_TIME);
+    halt(s, MIRS__HALT_LIMIT, MIRS_STOP_TIME);
 }
 
 /* States a worker may enter before its next poll: up to POLL_STEPS, taken
@@ -258,7 +258,7 @@ static uint64_t reserve(pool *p) {
     if (left <= 0)
       break;
   }
-  halt(p->s, MIRS__HALT_LIMIT, MIRS__WHY_STATES);
+  halt(p->s, MIRS__HALT_LIMIT, MIRS_STOP_STATES);
   return 0;
 }
 
@@ -291,7 +291,7 @@ static mirs__task *steal(pool *p, int self) {
 /* Record a worker's failure and stop the others. */
 static void fail(pool *p, slot *me, mirs_status st) {
   me->st = st;
-  halt(p->s, MIRS__HALT_ERROR, MIRS__WHY_ERROR);
+  halt(p->s, MIRS__HALT_ERROR, MIRS_STOP_FAILURE);
 }
 
 /* The loop of worker `self` in one segment. */
@@ -309,7 +309,7 @@ static void worker_loop(pool *p, int self) {
       /* Acquire: pairs with the release decrement of whoever finished the
        * last task, so its results and counters are complete. */
       if (atomic_load_explicit(&p->pending, memory_order_acquire) == 0 &&
-          (!s->dist || atomic_load_explicit(&p->finished, memory_order_acquire)))
+          (!p->hooks.poll || atomic_load_explicit(&p->finished, memory_order_acquire)))
         break;
       if (!me->idle) {
         me->idle = true;
@@ -317,10 +317,10 @@ static void worker_loop(pool *p, int self) {
       }
       if (self == 0) {
         poll_master(p);
-        if (s->dist)
-          mirs__dist_poll(s->dist, p, NULL);
+        if (p->hooks.poll)
+          p->hooks.poll(p->hooks.poll_arg, p, NULL);
       }
-      if (s->dist && self != 0)
+      if (p->hooks.poll && self != 0)
         nanosleep(&(struct timespec){0, 100000}, NULL); /* waiting on other ranks */
       else
         sched_yield();
@@ -374,8 +374,8 @@ static void worker_loop(pool *p, int self) {
       poll_limits(p, me);
       if (self == 0) {
         poll_master(p);
-        if (s->dist && !done && st == MIRS_OK)
-          mirs__dist_poll(s->dist, p, w);
+        if (p->hooks.poll && !done && st == MIRS_OK)
+          p->hooks.poll(p->hooks.poll_arg, p, w);
       }
       if (done || st != MIRS_OK)
         break;
@@ -442,7 +442,7 @@ static void segment(pool *p) {
       t->next = s->open;
       s->open = t;
       z->st = MIRS_FAIL(z->w->ctx, MIRS_NOMEM, "out of memory (a work deque)");
-      halt(s, MIRS__HALT_ERROR, MIRS__WHY_ERROR);
+      halt(s, MIRS__HALT_ERROR, MIRS_STOP_FAILURE);
       break;
     }
     n++;
@@ -516,11 +516,13 @@ static void pool_free(pool *p) {
 }
 
 /* Run s->open on s->threads workers. */
-mirs_status mirs__pool_run(mirs_search *s) {
+mirs_status mirs__pool_run(mirs_search *s, const mirs__pool_hooks *hooks) {
   mirs_context *ctx = s->ctx;
   pool p;
   memset(&p, 0, sizeof p);
   p.s = s;
+  if (hooks)
+    p.hooks = *hooks;
   p.n = s->threads < 1 ? 1 : s->threads;
   atomic_init(&p.pending, 0);
   atomic_init(&p.total, s->stats.v[MIRS__STAT_states_explored]);
@@ -572,30 +574,17 @@ mirs_status mirs__pool_run(mirs_search *s) {
     int bits = atomic_load(&s->halt);
     if (st != MIRS_OK || !(bits & MIRS__HALT_CHECKPOINT))
       break;
-    /* A periodic checkpoint: write it, then go on (unless something
-     * else asked to stop meanwhile). */
+    /* A pause (a periodic checkpoint): the run's hook sees the counters
+     * as of now, then the workers go on (unless something else asked to
+     * stop meanwhile). */
     mirs__stats saved = s->stats;
     double solver = s->solver_seconds;
     snapshot(&p, &s->stats, &s->solver_seconds);
     s->wall = s->wall_before + mirs__core_now() - s->t0;
-    st = mirs__checkpoint_write(s, s->ckpt_path);
+    st = p.hooks.pause(s);
     s->stats = saved;
     s->solver_seconds = solver;
     s->ckpt_last = mirs__core_now();
-    if (st == MIRS_OK) {
-      mirs__core_log(ctx, MIRS_LOG_INFO, "search: checkpoint written to %s", s->ckpt_path);
-    } else if (st == MIRS_IO) {
-      /* A full disk must not end a search that can still finish (its
-       * results need no disk until the end): the write left the previous
-       * checkpoint as it was, so the search goes on and is resumable from
-       * that one if it is stopped before the next write works. */
-      mirs__core_log(ctx, MIRS_LOG_WARNING,
-                     "search: cannot write the periodic checkpoint (%s); the previous "
-                     "checkpoint, if any, is intact; the search goes on",
-                     mirs_last_error(ctx));
-      mirs_clear_error(ctx);
-      st = MIRS_OK;
-    }
     atomic_fetch_and(&s->halt, ~MIRS__HALT_CHECKPOINT);
     if (atomic_load(&s->halt))
       break;

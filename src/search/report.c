@@ -49,9 +49,10 @@ static void candidate_name(char *buf, size_t size, int rank, uint64_t hash) {
 
 /* Public: the file name mirsearch gives result index. */
 mirs_status mirs_search_result_file_name(const mirs_search *s, int index, char *buf, size_t size) {
-  if (!s || !buf || size == 0 || index < 0 || (size_t)index >= s->nres)
+  if (!s || !buf || size == 0 || index < 0 || (size_t)index >= mirs__sink_nresults(s))
     return MIRS_INVALID_ARG;
-  int n = snprintf(buf, size, "%04d-%016" PRIx64 ".ugraph", index + 1, s->res[index].hash);
+  int n = snprintf(buf, size, "%04d-%016" PRIx64 ".ugraph", index + 1,
+                   mirs__sink_result(s, index)->hash);
   return n > 0 && (size_t)n < size ? MIRS_OK : MIRS_INVALID_ARG;
 }
 
@@ -98,15 +99,17 @@ static mirs_status put_report(const mirs_search *s, int top, mirs__buf *b) {
   MIRS_CHECK(ctx, mirs_search_get_stats(s, &st));
   char opts[4096];
   mirs_options_nondefault(ctx, opts, sizeof opts);
-  int n = (int)s->nres, listed = top > 0 && top < n ? top : n;
+  int n = (int)mirs__sink_nresults(s), listed = top > 0 && top < n ? top : n;
   mirs__cost_result unfused;
   MIRS_CHECK(ctx, mirs__cost_graph(ctx, s->device, s->program, &unfused));
   double base = unfused.feasible ? unfused.seconds : INFINITY;
   /* The best result was found when the first result of best cost was. */
   double to_best = 0;
-  for (size_t i = 0; i < s->nres && s->res[i].cost == s->res[0].cost; i++)
-    if (i == 0 || s->res[i].found_at < to_best)
-      to_best = s->res[i].found_at;
+  for (size_t i = 0;
+       i < mirs__sink_nresults(s) && mirs__sink_result(s, i)->cost == mirs__sink_result(s, 0)->cost;
+       i++)
+    if (i == 0 || mirs__sink_result(s, i)->found_at < to_best)
+      to_best = mirs__sink_result(s, i)->found_at;
   if (to_best > st.wall_seconds)
     to_best = st.wall_seconds;
 
@@ -148,19 +151,22 @@ static mirs_status put_report(const mirs_search *s, int top, mirs__buf *b) {
                      mirs_stat_value(ctx, i));
   mirs__buf_puts(b, "}");
   mirs__dist_report(s, b);
-  mirs__buf_printf(b, ",\n  \"unfused\": {\"kernels\": %" PRId32 ", \"predicted_seconds\": ",
-                   unfused.kernels);
+  mirs__buf_printf(
+      b, ",\n  \"unfused\": {\"kernels\": %" PRId32 ", \"predicted_seconds\": ", unfused.kernels);
   json_num(b, base);
   mirs__buf_puts(b, "},\n");
   char file[64];
   if (n > 0) {
-    mirs__buf_printf(b, "  \"best\": {\"hash\": \"%016" PRIx64 "\", \"cost\": ", s->res[0].hash);
-    json_num(b, s->res[0].cost);
-    mirs__buf_printf(b, ", \"kernels\": %" PRId32 ", \"predicted_seconds\": ", s->res[0].kernels);
-    json_num(b, s->res[0].cost);
+    mirs__buf_printf(
+        b, "  \"best\": {\"hash\": \"%016" PRIx64 "\", \"cost\": ", mirs__sink_result(s, 0)->hash);
+    json_num(b, mirs__sink_result(s, 0)->cost);
+    mirs__buf_printf(
+        b, ", \"kernels\": %" PRId32 ", \"predicted_seconds\": ", mirs__sink_result(s, 0)->kernels);
+    json_num(b, mirs__sink_result(s, 0)->cost);
     mirs__buf_puts(b, ", \"speedup_vs_unfused\": ");
-    json_num(b, base / s->res[0].cost);
-    mirs__buf_printf(b, ", \"float64_checked\": %s", s->res[0].float_checked ? "true" : "false");
+    json_num(b, base / mirs__sink_result(s, 0)->cost);
+    mirs__buf_printf(b, ", \"float64_checked\": %s",
+                     mirs__sink_result(s, 0)->float_checked ? "true" : "false");
     mirs__buf_puts(b, ", \"file\": \"best.ugraph\"},\n");
   } else {
     mirs__buf_puts(b, "  \"best\": null,\n");
@@ -170,10 +176,10 @@ static mirs_status put_report(const mirs_search *s, int top, mirs__buf *b) {
   int groups = 0;
   for (int i = 0; i < listed;) {
     int j = i;
-    while (j < listed && s->res[j].cost == s->res[i].cost)
+    while (j < listed && mirs__sink_result(s, j)->cost == mirs__sink_result(s, i)->cost)
       j++;
     mirs__buf_printf(b, "%s\n    {\"group\": %d, \"cost\": ", groups ? "," : "", groups + 1);
-    json_num(b, s->res[i].cost);
+    json_num(b, mirs__sink_result(s, i)->cost);
     mirs__buf_printf(b, ", \"count\": %d, \"first_rank\": %d, \"last_rank\": %d}", j - i, i + 1, j);
     groups++;
     i = j;
@@ -181,12 +187,13 @@ static mirs_status put_report(const mirs_search *s, int top, mirs__buf *b) {
   mirs__buf_printf(b, "%s],\n  \"results\": [", groups ? "\n  " : "");
   groups = 0;
   for (int i = 0; i < listed; i++) {
-    const mirs__search_result *r = &s->res[i];
-    if (i == 0 || r->cost != s->res[i - 1].cost)
+    const mirs__search_result *r = mirs__sink_result(s, i);
+    if (i == 0 || r->cost != mirs__sink_result(s, i - 1)->cost)
       groups++;
     candidate_name(file, sizeof file, i + 1, r->hash);
-    mirs__buf_printf(b, "%s\n    {\"rank\": %d, \"group\": %d, \"hash\": \"%016" PRIx64 "\", \"cost\": ",
-                     i ? "," : "", i + 1, groups, r->hash);
+    mirs__buf_printf(
+        b, "%s\n    {\"rank\": %d, \"group\": %d, \"hash\": \"%016" PRIx64 "\", \"cost\": ",
+        i ? "," : "", i + 1, groups, r->hash);
     json_num(b, r->cost);
     mirs__buf_printf(b, ", \"kernels\": %" PRId32 ", \"file\": \"candidates/%s\", \"launches\": ",
                      r->kernels, file);

@@ -279,80 +279,6 @@ static void pop_kop(mirs__search_worker *w, mirs__abs_mark mark) {
   mirs__abs_release(mirs__prune_worker_arena(w->pw), mark);
 }
 
-/* Entries of the block-op verdict memo (a power of two). */
-#define PMEMO_SIZE ((size_t)1 << 16)
-
-/* Check expression e; *keep false when pruned. */
-static mirs_status prune_check(mirs__search_worker *w, mirs__abs_id e, bool *keep) {
-  MIRS_INC(&w->stats, prune_calls);
-  mirs_status st = mirs__prune_check(w->pw, e, keep);
-  if (st == MIRS_SOLVER) {
-    /* A solver error keeps the op (unknown never prunes); say it once. */
-    mirs__core_log(w->ctx, MIRS_LOG_DEBUG, "search: solver error kept an op: %s",
-                   mirs_last_error(w->ctx));
-    mirs_clear_error(w->ctx);
-    *keep = true;
-    return MIRS_OK;
-  }
-  MIRS_CHECK(w->ctx, st);
-  if (!*keep)
-    MIRS_INC(&w->stats, prune_pruned);
-  return MIRS_OK;
-}
-
-/* A builder or fingerprint refusal (not an error of the search). */
-static bool refusal(mirs_status st) {
-  return st == MIRS_SHAPE || st == MIRS_INVALID_ARG || st == MIRS_UNSUPPORTED || st == MIRS_LIMIT;
-}
-
-/* Status st of a failed step of a move: an error of the search is
- * returned; a refusal is counted under stat and becomes MIRS_OK (the move
- * is just not applied). */
-static mirs_status refused(mirs__search_worker *w, mirs_status st, int stat) {
-  if (!refusal(st))
-    return st;
-  mirs_clear_error(w->ctx);
-  w->stats.v[stat]++;
-  return MIRS_OK;
-}
-
-/* (Keys set bit 1 so that a stored key is never 0, the empty slot; bit 0
- * of a slot is the verdict, 1 = keep.) */
-mirs_status mirs__search_bop_keep(mirs__search_worker *w, mirs_op op, int dim, int nin,
-                                  const mirs__abs_id *in, const mirs__shape *s0, bool *keep) {
-  mirs__abs_arena *a = mirs__prune_worker_arena(w->pw);
-  for (int i = 0; i < nin; i++)
-    if (in[i] == MIRS__ABS_NONE) { /* no expression (too large): kept, as unknown */
-      MIRS_INC(&w->stats, prune_calls);
-      *keep = true;
-      return MIRS_OK;
-    }
-  int64_t ext = mirs__abs_bop_extent(op, dim, s0, w->bgs[w->nbg - 1]->forloop);
-  uint64_t k = mirs__hash_mix(mirs__hash_mix((uint64_t)op + 1, (uint64_t)ext), (uint64_t)nin);
-  for (int i = 0; i < nin; i++)
-    k = mirs__hash_mix(k, mirs__abs_hash(a, in[i]));
-  k |= 2;
-  uint64_t *slot = &w->pmemo[(k >> 2) & (PMEMO_SIZE - 1)];
-  if ((*slot | 1) == (k | 1)) {
-    *keep = *slot & 1;
-    MIRS_INC(&w->stats, prune_memo);
-    return MIRS_OK;
-  }
-  mirs__abs_mark mark = mirs__abs_mark_get(a);
-  mirs__abs_id e;
-  mirs_status st = mirs__abs_apply(a, op, in, ext, &e);
-  if (st == MIRS_OK) {
-    st = prune_check(w, e, keep);
-  } else {
-    *keep = false; /* (an extent past 64 bits: no program has one) */
-    st = refused(w, st, MIRS__STAT_moves_failed);
-  }
-  mirs__abs_release(a, mark);
-  MIRS_CHECK(w->ctx, st);
-  *slot = (k & ~UINT64_C(1)) | (*keep ? 1 : 0);
-  return MIRS_OK;
-}
-
 /* Screen the last kernel op, fingerprinted in trial 0 only: every program
  * output not matched yet must equal one of its outputs in that trial, or
  * no candidate can follow.  *pass false then. */
@@ -411,7 +337,7 @@ static mirs_status finish_kop(mirs__search_worker *w, mirs__abs_mark mark, bool 
   const mirs__kop *k = &g->ops[g->nops - 1];
   bool keep = st == MIRS_OK;
   for (int i = 0; keep && i < k->nout; i++)
-    MIRS_CHECK(ctx, prune_check(w, w->kexpr[k->out[i]], &keep));
+    MIRS_CHECK(ctx, mirs__search_prune_check(w, w->kexpr[k->out[i]], &keep));
   if (st != MIRS_OK && st != MIRS_LIMIT) {
     mirs__graph_pop_op(g);
     mirs__abs_release(a, mark);
@@ -436,7 +362,7 @@ static mirs_status finish_kop(mirs__search_worker *w, mirs__abs_mark mark, bool 
     mirs__graph_pop_op(g);
     twin_trim(w);
     mirs__abs_release(a, mark);
-    return refused(w, st, MIRS__STAT_fp_refused);
+    return mirs__search_refused(w, st, MIRS__STAT_fp_refused);
   }
   const mirs_graph *fg = w->fg;
   const mirs__kop *fk = &fg->ops[fg->nops - 1];
@@ -470,7 +396,7 @@ static mirs_status finish_kop(mirs__search_worker *w, mirs__abs_mark mark, bool 
     mirs__graph_pop_op(g);
     twin_trim(w);
     mirs__abs_release(a, mark);
-    return refused(w, st, MIRS__STAT_fp_refused);
+    return mirs__search_refused(w, st, MIRS__STAT_fp_refused);
   }
   w->fpops = g->nops;
   MIRS_CHECK(ctx, note_kop(w));
@@ -482,6 +408,106 @@ static mirs_status finish_kop(mirs__search_worker *w, mirs__abs_mark mark, bool 
     return MIRS_OK;
   }
   *ok = true;
+  return MIRS_OK;
+}
+
+/* Apply BOP move m: its new input tiles, then its op, on the open block
+ * graph (see apply_move). */
+static mirs_status apply_bop(mirs__search_worker *w, const mirs__search_move *m, bool *ok,
+                             mirs__abs_mark *mark) {
+  mirs_context *ctx = w->ctx;
+  mirs_graph *g = w->g;
+  mirs__abs_arena *a = mirs__prune_worker_arena(w->pw);
+  mirs__bgraph *bg = w->bgs[w->nbg - 1];
+  MIRS_CHECK(ctx, ensure_b(w, (size_t)bg->nt + 3));
+  int added = 0;
+  mirs_status st = MIRS_OK;
+  for (int k = 0; st == MIRS_OK && k < m->nload; k++) {
+    const mirs__search_load *l = &m->load[k];
+    int32_t imap[MIRS__GRID] = {l->imap[0], l->imap[1], l->imap[2]}, id;
+    st = mirs__bg_add_input(g, bg, NULL, l->src, imap, l->fmap, &id);
+    if (st == MIRS_OK) {
+      added++;
+      mirs__search_load_info(bg, l, &w->klab[(size_t)l->src * MIRS_MAX_DIMS],
+                             w->katoms[l->src], &w->kdeg[(size_t)l->src * MIRS_MAX_DIMS],
+                             &w->bt[id]);
+      st = mirs__abs_bop(a, bg, bg->nops - 1, w->kexpr, w->bexpr);
+    }
+  }
+  int32_t out = -1;
+  if (st == MIRS_OK) {
+    st = mirs__bg_add_op(g, bg, NULL, m->op, m->nin, m->in, m->dim, false, &out);
+    if (st == MIRS_OK)
+      added++;
+  }
+  if (st == MIRS_OK) {
+    mirs__search_btinfo info[2];
+    mirs__shape sh[2];
+    for (int i = 0; i < m->nin; i++) {
+      info[i] = w->bt[m->in[i]];
+      sh[i] = bg->t[m->in[i]].shape;
+    }
+    (void)mirs__search_tile_rule(bg, m->op, m->dim, m->nin, info, sh, &w->bt[out]);
+    (void)mirs__search_bop_labels(&w->s->space, m->op, m->dim, m->nin, sh[0].ndim, info,
+                                  &w->bt[out]);
+    /* (gen_block listed the move only if pruning keeps its op.) */
+    st = mirs__abs_bop(a, bg, bg->nops - 1, w->kexpr, w->bexpr);
+  }
+  if (st != MIRS_OK) {
+    for (int k = 0; k < added; k++)
+      mirs__bg_pop_op(ctx, bg);
+    mirs__abs_release(a, *mark);
+    return mirs__search_refused(w, st, MIRS__STAT_moves_failed);
+  }
+  for (int i = 0; i < m->nin; i++)
+    w->bt[m->in[i]].uses++;
+  int c = mirs__search_bop_class(bg, m->op, m->nin, m->in);
+  if (c >= 0)
+    w->opcount[c]++;
+  *ok = true;
+  return MIRS_OK;
+}
+
+/* Apply CLOSE move m: a copy of the open block graph, with its outputs
+ * and fused flags, becomes a custom kernel op (see apply_move). */
+static mirs_status apply_close(mirs__search_worker *w, const mirs__search_move *m, bool *ok,
+                               mirs__abs_mark *mark) {
+  mirs_context *ctx = w->ctx;
+  mirs_graph *g = w->g;
+  mirs__bgraph *bg = w->bgs[w->nbg - 1], *copy = NULL;
+  MIRS_CHECK(ctx, mirs__bg_clone(ctx, bg, &copy));
+  mirs_status st = MIRS_OK;
+  for (int k = 0; st == MIRS_OK && k < m->nout; k++) {
+    int32_t omap[MIRS__GRID] = {m->omap[k][0], m->omap[k][1], m->omap[k][2]};
+    st = mirs__bg_add_output(g, copy, m->out[k], omap);
+  }
+  for (int32_t i = 0; i < copy->nops && i < 64; i++) {
+    copy->ops[i].fused = (m->fused >> i) & 1;
+    if ((m->swap >> i) & 1) {
+      int32_t t = copy->ops[i].in[0];
+      copy->ops[i].in[0] = copy->ops[i].in[1];
+      copy->ops[i].in[1] = t;
+    }
+  }
+  if (st != MIRS_OK) {
+    mirs__bg_free(ctx, copy);
+  } else {
+    st = mirs__graph_add_custom(g, copy, NULL, NULL); /* takes copy */
+  }
+  if (st != MIRS_OK)
+    return mirs__search_refused(w, st, MIRS__STAT_moves_failed);
+  mirs__cost_kernel ck;
+  st = mirs__cost_kernel_op(ctx, w->s->device, g, g->nops - 1, &ck);
+  if (st != MIRS_OK || !ck.feasible) {
+    mirs__graph_pop_op(g);
+    if (st != MIRS_OK)
+      return st;
+    MIRS_INC(&w->stats, infeasible_kernels);
+    return MIRS_OK;
+  }
+  MIRS_CHECK(ctx, finish_kop(w, *mark, ok));
+  if (*ok)
+    w->open = false;
   return MIRS_OK;
 }
 
@@ -498,7 +524,7 @@ static mirs_status apply_move(mirs__search_worker *w, const mirs__search_move *m
   case MIRS__MOVE_KOP: {
     mirs_status st = mirs__graph_add_op(g, NULL, m->op, m->nin, m->in, m->dim, NULL);
     if (st != MIRS_OK)
-      return refused(w, st, MIRS__STAT_moves_failed);
+      return mirs__search_refused(w, st, MIRS__STAT_moves_failed);
     return finish_kop(w, *mark, ok);
   }
   case MIRS__MOVE_OPEN: {
@@ -509,7 +535,7 @@ static mirs_status apply_move(mirs__search_worker *w, const mirs__search_move *m
                                       sizeof *w->bgs));
     mirs_status st = mirs__bg_new(ctx, m->grid, block, m->forloop, &bg);
     if (st != MIRS_OK)
-      return refused(w, st, MIRS__STAT_moves_failed);
+      return mirs__search_refused(w, st, MIRS__STAT_moves_failed);
     w->bgs[w->nbg++] = bg;
     w->open = true;
     if (m->final)
@@ -519,93 +545,10 @@ static mirs_status apply_move(mirs__search_worker *w, const mirs__search_move *m
     *ok = true;
     return MIRS_OK;
   }
-  case MIRS__MOVE_BOP: {
-    mirs__bgraph *bg = w->bgs[w->nbg - 1];
-    MIRS_CHECK(ctx, ensure_b(w, (size_t)bg->nt + 3));
-    int added = 0;
-    mirs_status st = MIRS_OK;
-    for (int k = 0; st == MIRS_OK && k < m->nload; k++) {
-      const mirs__search_load *l = &m->load[k];
-      int32_t imap[MIRS__GRID] = {l->imap[0], l->imap[1], l->imap[2]}, id;
-      st = mirs__bg_add_input(g, bg, NULL, l->src, imap, l->fmap, &id);
-      if (st == MIRS_OK) {
-        added++;
-        mirs__search_load_info(bg, l, &w->klab[(size_t)l->src * MIRS_MAX_DIMS],
-                               w->katoms[l->src], &w->kdeg[(size_t)l->src * MIRS_MAX_DIMS],
-                               &w->bt[id]);
-        st = mirs__abs_bop(a, bg, bg->nops - 1, w->kexpr, w->bexpr);
-      }
-    }
-    int32_t out = -1;
-    if (st == MIRS_OK) {
-      st = mirs__bg_add_op(g, bg, NULL, m->op, m->nin, m->in, m->dim, false, &out);
-      if (st == MIRS_OK)
-        added++;
-    }
-    if (st == MIRS_OK) {
-      mirs__search_btinfo info[2];
-      mirs__shape sh[2];
-      for (int i = 0; i < m->nin; i++) {
-        info[i] = w->bt[m->in[i]];
-        sh[i] = bg->t[m->in[i]].shape;
-      }
-      (void)mirs__search_tile_rule(bg, m->op, m->dim, m->nin, info, sh, &w->bt[out]);
-      (void)mirs__search_bop_labels(&w->s->space, m->op, m->dim, m->nin, sh[0].ndim, info,
-                                    &w->bt[out]);
-      /* (gen_block listed the move only if pruning keeps its op.) */
-      st = mirs__abs_bop(a, bg, bg->nops - 1, w->kexpr, w->bexpr);
-    }
-    if (st != MIRS_OK) {
-      for (int k = 0; k < added; k++)
-        mirs__bg_pop_op(ctx, bg);
-      mirs__abs_release(a, *mark);
-      return refused(w, st, MIRS__STAT_moves_failed);
-    }
-    for (int i = 0; i < m->nin; i++)
-      w->bt[m->in[i]].uses++;
-    int c = mirs__search_bop_class(bg, m->op, m->nin, m->in);
-    if (c >= 0)
-      w->opcount[c]++;
-    *ok = true;
-    return MIRS_OK;
-  }
-  case MIRS__MOVE_CLOSE: {
-    mirs__bgraph *bg = w->bgs[w->nbg - 1], *copy = NULL;
-    MIRS_CHECK(ctx, mirs__bg_clone(ctx, bg, &copy));
-    mirs_status st = MIRS_OK;
-    for (int k = 0; st == MIRS_OK && k < m->nout; k++) {
-      int32_t omap[MIRS__GRID] = {m->omap[k][0], m->omap[k][1], m->omap[k][2]};
-      st = mirs__bg_add_output(g, copy, m->out[k], omap);
-    }
-    for (int32_t i = 0; i < copy->nops && i < 64; i++) {
-      copy->ops[i].fused = (m->fused >> i) & 1;
-      if ((m->swap >> i) & 1) {
-        int32_t t = copy->ops[i].in[0];
-        copy->ops[i].in[0] = copy->ops[i].in[1];
-        copy->ops[i].in[1] = t;
-      }
-    }
-    if (st != MIRS_OK) {
-      mirs__bg_free(ctx, copy);
-    } else {
-      st = mirs__graph_add_custom(g, copy, NULL, NULL); /* takes copy */
-    }
-    if (st != MIRS_OK)
-      return refused(w, st, MIRS__STAT_moves_failed);
-    mirs__cost_kernel ck;
-    st = mirs__cost_kernel_op(ctx, w->s->device, g, g->nops - 1, &ck);
-    if (st != MIRS_OK || !ck.feasible) {
-      mirs__graph_pop_op(g);
-      if (st != MIRS_OK)
-        return st;
-      MIRS_INC(&w->stats, infeasible_kernels);
-      return MIRS_OK;
-    }
-    MIRS_CHECK(ctx, finish_kop(w, *mark, ok));
-    if (*ok)
-      w->open = false;
-    return MIRS_OK;
-  }
+  case MIRS__MOVE_BOP:
+    return apply_bop(w, m, ok, mark);
+  case MIRS__MOVE_CLOSE:
+    return apply_close(w, m, ok, mark);
   }
   return MIRS_FAIL(ctx, MIRS_INTERNAL, "search: unknown move kind %d", m->kind);
 }
@@ -699,7 +642,7 @@ mirs_status mirs__search_worker_new(mirs_search *s, mirs__search_worker **out) {
   if (st == MIRS_OK)
     st = mirs__prune_worker_new_in(s->prune, ctx, &w->pw);
   if (st == MIRS_OK) {
-    w->pmemo = mirs__core_calloc(ctx, PMEMO_SIZE, sizeof *w->pmemo);
+    w->pmemo = mirs__core_calloc(ctx, MIRS__PMEMO_SIZE, sizeof *w->pmemo);
     if (!w->pmemo)
       st = MIRS_NOMEM;
   }
@@ -1005,37 +948,6 @@ mirs_status mirs__search_task_steps(mirs__search_worker *w, uint32_t budget, uin
     MIRS_CHECK(w->ctx, st);
   }
   return MIRS_OK;
-}
-
-/* A new task (path[0..len), moves [lo, hi)), allocated without touching
- * ctx's error slot (NULL when memory is short).  path NULL leaves the
- * task's path for the caller to fill. */
-mirs__task *mirs__task_new(mirs_context *ctx, const uint32_t *path, int32_t len, uint32_t lo,
-                           uint32_t hi) {
-  mirs__task *t = mirs__core_alloc_quiet(ctx, sizeof *t + sizeof *path * (size_t)len);
-  if (!t)
-    return NULL;
-  t->next = NULL;
-  t->lo = lo;
-  t->hi = hi;
-  t->len = len;
-  if (len && path)
-    memcpy(t->path, path, sizeof *path * (size_t)len);
-  return t;
-}
-
-/* Free a task (NULL is a no-op). */
-void mirs__task_free(mirs_context *ctx, mirs__task *t) {
-  mirs__core_free(ctx, t);
-}
-
-/* Free a list of tasks. */
-void mirs__task_free_list(mirs_context *ctx, mirs__task *t) {
-  while (t) {
-    mirs__task *n = t->next;
-    mirs__task_free(ctx, t);
-    t = n;
-  }
 }
 
 /* Path of frame i's state (frames[0..i)'s entered moves) into w's buffer. */

@@ -40,13 +40,13 @@ static size_t slot_of(uint64_t h, size_t cap) {
 
 /* The entry of hash h, or -1. */
 static int64_t find_entry(const mirs_search *s, uint64_t h) {
-  if (!s->idxcap)
+  if (!s->sink.idxcap)
     return -1;
-  for (size_t j = slot_of(h, s->idxcap);; j = (j + 1) & (s->idxcap - 1)) {
-    uint32_t e = s->idx[j];
+  for (size_t j = slot_of(h, s->sink.idxcap);; j = (j + 1) & (s->sink.idxcap - 1)) {
+    uint32_t e = s->sink.idx[j];
     if (!e)
       return -1;
-    if (s->ent[e - 1].hash == h)
+    if (s->sink.ent[e - 1].hash == h)
       return (int64_t)e - 1;
   }
 }
@@ -54,42 +54,42 @@ static int64_t find_entry(const mirs_search *s, uint64_t h) {
 /* Whether hash h was accepted (1), rejected (0) or never offered (-1). */
 int mirs__sink_find(const mirs_search *s, uint64_t h) {
   int64_t e = find_entry(s, h);
-  return e < 0 ? -1 : s->ent[e].res >= 0;
+  return e < 0 ? -1 : s->sink.ent[e].res >= 0;
 }
 
 /* Append an entry for h with path[0..len) (result index res). */
 static mirs_status add_entry(mirs_search *s, uint64_t h, const uint32_t *path, int32_t len,
                              int32_t res) {
   mirs_context *ctx = s->ctx;
-  if ((s->nent + 1) * 2 > s->idxcap) {
-    size_t cap = s->idxcap ? s->idxcap * 2 : 1024;
+  if ((s->sink.nent + 1) * 2 > s->sink.idxcap) {
+    size_t cap = s->sink.idxcap ? s->sink.idxcap * 2 : 1024;
     uint32_t *t = mirs__core_calloc(ctx, cap, sizeof *t);
     if (!t)
       return MIRS_NOMEM;
-    for (size_t i = 0; i < s->nent; i++) {
-      size_t j = slot_of(s->ent[i].hash, cap);
+    for (size_t i = 0; i < s->sink.nent; i++) {
+      size_t j = slot_of(s->sink.ent[i].hash, cap);
       while (t[j])
         j = (j + 1) & (cap - 1);
       t[j] = (uint32_t)i + 1;
     }
-    mirs__core_free(ctx, s->idx);
-    s->idx = t;
-    s->idxcap = cap;
+    mirs__core_free(ctx, s->sink.idx);
+    s->sink.idx = t;
+    s->sink.idxcap = cap;
   }
-  MIRS_CHECK(ctx, mirs__core_grow(ctx, (void **)&s->ent, &s->capent, s->nent + 1, sizeof *s->ent));
-  MIRS_CHECK(ctx, mirs__core_grow(ctx, (void **)&s->paths, &s->cappaths,
-                                  s->npaths + (size_t)len + 1, sizeof *s->paths));
-  mirs__sink_entry *e = &s->ent[s->nent];
+  MIRS_CHECK(ctx, mirs__core_grow(ctx, (void **)&s->sink.ent, &s->sink.capent, s->sink.nent + 1, sizeof *s->sink.ent));
+  MIRS_CHECK(ctx, mirs__core_grow(ctx, (void **)&s->sink.paths, &s->sink.cappaths,
+                                  s->sink.npaths + (size_t)len + 1, sizeof *s->sink.paths));
+  mirs__sink_entry *e = &s->sink.ent[s->sink.nent];
   e->hash = h;
   e->res = res;
   e->plen = len;
-  e->poff = s->npaths;
-  memcpy(&s->paths[s->npaths], path, sizeof *path * (size_t)len);
-  s->npaths += (size_t)len;
-  size_t j = slot_of(h, s->idxcap);
-  while (s->idx[j])
-    j = (j + 1) & (s->idxcap - 1);
-  s->idx[j] = (uint32_t)++s->nent;
+  e->poff = s->sink.npaths;
+  memcpy(&s->sink.paths[s->sink.npaths], path, sizeof *path * (size_t)len);
+  s->sink.npaths += (size_t)len;
+  size_t j = slot_of(h, s->sink.idxcap);
+  while (s->sink.idx[j])
+    j = (j + 1) & (s->sink.idxcap - 1);
+  s->sink.idx[j] = (uint32_t)++s->sink.nent;
   return MIRS_OK;
 }
 
@@ -98,12 +98,12 @@ static mirs_status add_entry(mirs_search *s, uint64_t h, const uint32_t *path, i
 static mirs_status set_path(mirs_search *s, mirs__sink_entry *en, const uint32_t *path,
                             int32_t len) {
   if (len > en->plen) {
-    MIRS_CHECK(s->ctx, mirs__core_grow(s->ctx, (void **)&s->paths, &s->cappaths,
-                                       s->npaths + (size_t)len + 1, sizeof *s->paths));
-    en->poff = s->npaths;
-    s->npaths += (size_t)len;
+    MIRS_CHECK(s->ctx, mirs__core_grow(s->ctx, (void **)&s->sink.paths, &s->sink.cappaths,
+                                       s->sink.npaths + (size_t)len + 1, sizeof *s->sink.paths));
+    en->poff = s->sink.npaths;
+    s->sink.npaths += (size_t)len;
   }
-  memcpy(&s->paths[en->poff], path, sizeof *path * (size_t)len);
+  memcpy(&s->sink.paths[en->poff], path, sizeof *path * (size_t)len);
   en->plen = len;
   return MIRS_OK;
 }
@@ -229,19 +229,7 @@ static mirs_status refind(mirs_search *s, mirs__search_result *r) {
   int64_t e = find_entry(s, r->hash);
   if (e < 0)
     return MIRS_FAIL(ctx, MIRS_INTERNAL, "result %016llx has no path", (unsigned long long)r->hash);
-  if (!s->refinder)
-    MIRS_CHECK(ctx, mirs__search_worker_new(s, &s->refinder));
-  mirs__search_worker *w = s->refinder;
-  w->refill = r;
-  mirs_status st = mirs__search_restore(w, &s->paths[s->ent[e].poff], s->ent[e].plen);
-  w->refill = NULL;
-  if (st != MIRS_OK) {
-    mirs__core_error_copy(ctx, w->ctx);
-    if (st == MIRS_STOPPED)
-      return st;
-    return MIRS_FAIL(ctx, MIRS_INTERNAL, "result %016llx cannot be re-found at its path: %s",
-                     (unsigned long long)r->hash, mirs_last_error(w->ctx));
-  }
+  MIRS_CHECK(ctx, s->refind(s, r, &s->sink.paths[s->sink.ent[e].poff], s->sink.ent[e].plen));
   if (!r->g)
     return MIRS_FAIL(ctx, MIRS_INTERNAL, "result %016llx is not found again at its path",
                      (unsigned long long)r->hash);
@@ -279,8 +267,8 @@ mirs_status mirs__sink_graph(mirs_search *s, mirs__search_result *r) {
 
 /* Every result's graph read (before the results are reported). */
 mirs_status mirs__sink_graphs(mirs_search *s) {
-  for (size_t i = 0; i < s->nres; i++)
-    MIRS_CHECK(s->ctx, mirs__sink_graph(s, &s->res[i]));
+  for (size_t i = 0; i < s->sink.nres; i++)
+    MIRS_CHECK(s->ctx, mirs__sink_graph(s, &s->sink.res[i]));
   return MIRS_OK;
 }
 
@@ -409,7 +397,7 @@ static void full_stores_free(mirs_search *s) {
 
 /* Whether result i still needs its full-shape verification. */
 static bool needs_full(const mirs_search *s, size_t i) {
-  return s->res[i].reduced && !s->res[i].verified;
+  return s->sink.res[i].reduced && !s->sink.res[i].verified;
 }
 
 /* A batch of full-shape verifications in flight: results at[k] launched
@@ -430,14 +418,14 @@ static void full_launch_batch(mirs_search *s, size_t i, int64_t wanted, full_bat
   if (wanted >= 0 && wanted < cap)
     cap = wanted > 0 ? (int)wanted : 1;
   b->n = 0;
-  for (size_t j = i; j < s->nres && b->n < cap; j++) {
+  for (size_t j = i; j < s->sink.nres && b->n < cap; j++) {
     if (!needs_full(s, j))
       continue;
     int k = b->n++;
     b->at[k] = j;
     b->mode[k] = FULL_FAILED;
-    if (mirs__sink_graph(s, &s->res[j]) != MIRS_OK ||
-        full_launch(s, s->res[j].g, k, &b->mode[k]) != MIRS_OK) {
+    if (mirs__sink_graph(s, &s->sink.res[j]) != MIRS_OK ||
+        full_launch(s, s->sink.res[j].g, k, &b->mode[k]) != MIRS_OK) {
       b->mode[k] = FULL_FAILED;
       break;
     }
@@ -467,8 +455,8 @@ static mirs_status full_verdict(mirs_search *s, size_t i, int64_t wanted, full_b
       mirs__fp_store_free(s->full_cand[q]);
       s->full_cand[q] = NULL;
     }
-    MIRS_CHECK(s->ctx, mirs__sink_graph(s, &s->res[i]));
-    mirs_status st = verify_full_one(s, s->res[i].g, keep);
+    MIRS_CHECK(s->ctx, mirs__sink_graph(s, &s->sink.res[i]));
+    mirs_status st = verify_full_one(s, s->sink.res[i].g, keep);
     if (st == MIRS_NOMEM && s->full_backend != &mirs__fp_cpu_backend &&
         strcmp(s->ctx->opt.verify, "auto") == 0) {
       /* auto: a device too small for one result at full shape hands
@@ -482,11 +470,11 @@ static mirs_status full_verdict(mirs_search *s, size_t i, int64_t wanted, full_b
       s->full_backend = &mirs__fp_cpu_backend;
       snprintf(s->full_backend_name, sizeof s->full_backend_name,
                "cpu (the GPU ran out of memory)");
-      st = verify_full_one(s, s->res[i].g, keep);
+      st = verify_full_one(s, s->sink.res[i].g, keep);
     }
     return st;
   }
-  return full_finish(s, s->res[i].g, k, b->mode[k], keep);
+  return full_finish(s, s->sink.res[i].g, k, b->mode[k], keep);
 }
 
 /* Verify the results found on a reduced instance at full shape, best
@@ -507,12 +495,12 @@ static mirs_status full_verify(mirs_search *s) {
   bool stopped = false;
   full_batch batch = {.n = 0};
   double t0 = mirs__core_now();
-  for (size_t i = 0; i < s->nres; i++) {
+  for (size_t i = 0; i < s->sink.nres; i++) {
     bool keep = true;
-    if (s->res[i].reduced) {
+    if (s->sink.res[i].reduced) {
       if (max >= 0 && passed >= max) {
         keep = false;
-      } else if (!s->res[i].verified) {
+      } else if (!s->sink.res[i].verified) {
         if (st != MIRS_OK || stopped || time_up(s)) {
           keep = false;
         } else {
@@ -537,8 +525,8 @@ static mirs_status full_verify(mirs_search *s) {
             mirs__core_log(ctx, MIRS_LOG_WARNING,
                            "search: result %016llx matched on the reduced instance but not at "
                            "full shape; dropped",
-                           (unsigned long long)s->res[i].hash);
-            mirs__sink_result_free(s, &s->res[i]);
+                           (unsigned long long)s->sink.res[i].hash);
+            mirs__sink_result_free(s, &s->sink.res[i]);
             continue;
           }
         }
@@ -551,15 +539,15 @@ static mirs_status full_verify(mirs_search *s) {
     if (keep) {
       /* (verified: a checkpoint keeps the verdict, so a resume does not
        * check it again) */
-      if (s->res[i].reduced)
-        s->res[i].verified = true;
-      s->res[i].reduced = false;
-      s->res[k++] = s->res[i];
+      if (s->sink.res[i].reduced)
+        s->sink.res[i].verified = true;
+      s->sink.res[i].reduced = false;
+      s->sink.res[k++] = s->sink.res[i];
     } else {
-      mirs__sink_result_free(s, &s->res[i]);
+      mirs__sink_result_free(s, &s->sink.res[i]);
     }
   }
-  s->nres = k;
+  s->sink.nres = k;
   s->full_seconds = mirs__core_now() - t0;
   if (fs.v[MIRS__STAT_full_verified] > 0)
     mirs__core_log(ctx, MIRS_LOG_INFO, "search: %llu results verified at full shape in %.3f s (%s)",
@@ -630,17 +618,17 @@ static mirs_status float_check(mirs_search *s) {
   size_t k = 0;
   mirs__stats fs = {{0}};
   mirs_status st = MIRS_OK;
-  for (size_t i = 0; i < s->nres; i++) {
+  for (size_t i = 0; i < s->sink.nres; i++) {
     bool ok = true, skip = false;
-    if ((int64_t)i < top && !s->res[i].float_checked && st == MIRS_OK) {
+    if ((int64_t)i < top && !s->sink.res[i].float_checked && st == MIRS_OK) {
       if (time_up(s)) {
         mirs__core_log(ctx, MIRS_LOG_INFO,
                        "search: float64 check stopped at the time limit after %zu results", i);
         top = (int64_t)i;
       } else {
-        st = mirs__sink_graph(s, &s->res[i]);
+        st = mirs__sink_graph(s, &s->sink.res[i]);
         if (st == MIRS_OK)
-          st = float_one(s, s->res[i].g, &ok, &skip);
+          st = float_one(s, s->sink.res[i].g, &ok, &skip);
         if (st == MIRS_STOPPED) {
           /* Stopped: this and the later results keep their fingerprint
            * verdict (the sound one) without the float64 check. */
@@ -656,26 +644,26 @@ static mirs_status float_check(mirs_search *s) {
           ok = true;
         } else if (!skip) {
           MIRS_INC(&fs, float_checks);
-          s->res[i].float_checked = true; /* (kept in a checkpoint) */
+          s->sink.res[i].float_checked = true; /* (kept in a checkpoint) */
         }
       }
     }
     if (ok) {
-      s->res[k++] = s->res[i];
+      s->sink.res[k++] = s->sink.res[i];
     } else {
       MIRS_INC(&fs, float_rejects);
       mirs__core_log(ctx, MIRS_LOG_WARNING,
                      "search: result %016llx matched by fingerprints but not in float64; dropped",
-                     (unsigned long long)s->res[i].hash);
-      mirs__sink_result_free(s, &s->res[i]);
+                     (unsigned long long)s->sink.res[i].hash);
+      mirs__sink_result_free(s, &s->sink.res[i]);
     }
   }
-  s->nres = k;
+  s->sink.nres = k;
   mirs_eval_result_destroy(s->ref_eval);
   s->ref_eval = NULL;
   mirs__sink_add_stats(s, &fs);
   /* Said where it is read: report.json's best has "float64_checked". */
-  if (st == MIRS_OK && s->nres > 0 && !s->res[0].float_checked && ctx->opt.float_check_top > 0 &&
+  if (st == MIRS_OK && s->sink.nres > 0 && !s->sink.res[0].float_checked && ctx->opt.float_check_top > 0 &&
       !s->ref_eval_limit)
     mirs__core_log(ctx, MIRS_LOG_WARNING,
                    "search: the best result was not checked in float64 (stopped before its "
@@ -704,7 +692,7 @@ static mirs_status early_verify(mirs__search_worker *w, mirs_graph **r,
   double now = mirs__core_now();
   if (w->restoring || (s->have_best_full && cr->seconds >= s->best_full) ||
       s->early_seconds > 0.1 * (now - s->t0) || !ctx->opt.verify_early ||
-      mirs__dist_ranks(s) > 1)
+      s->ranks > 1)
     return MIRS_OK;
   MIRS_INC(&w->stats, full_verified);
   bool ok = false, skip = true;
@@ -768,8 +756,8 @@ mirs_status mirs__sink_offer(mirs__search_worker *w, const mirs_graph *g, uint64
   int64_t e = find_entry(s, h);
   if (e >= 0) {
     MIRS_INC(&w->stats, duplicates);
-    mirs__sink_entry *en = &s->ent[e];
-    if (path_cmp(path, len, &s->paths[en->poff], en->plen) >= 0) {
+    mirs__sink_entry *en = &s->sink.ent[e];
+    if (path_cmp(path, len, &s->sink.paths[en->poff], en->plen) >= 0) {
       mirs__sink_unlock(s);
       return MIRS_OK;
     }
@@ -780,7 +768,7 @@ mirs_status mirs__sink_offer(mirs__search_worker *w, const mirs_graph *g, uint64
     mirs__cost_result cr;
     st = make_result(w, g, false, reduced, &r, &cr);
     if (st == MIRS_OK && en->res >= 0 && r) {
-      mirs__search_result *res = &s->res[en->res];
+      mirs__search_result *res = &s->sink.res[en->res];
       mirs__sink_result_free(s, res);
       res->g = r;
       res->cost = cr.feasible ? cr.seconds : INFINITY;
@@ -806,19 +794,19 @@ mirs_status mirs__sink_offer(mirs__search_worker *w, const mirs_graph *g, uint64
   bool verified = false, float_checked = false;
   if (st == MIRS_OK && r && reduced && cr.feasible)
     st = early_verify(w, &r, &cr, &verified, &float_checked);
-  if (st == MIRS_OK && r && s->nres >= s->capres) {
-    /* s->res belongs to the search (freed through s->ctx): grown there. */
-    st = mirs__core_grow(s->ctx, (void **)&s->res, &s->capres, s->nres + 1, sizeof *s->res);
+  if (st == MIRS_OK && r && s->sink.nres >= s->sink.capres) {
+    /* s->sink.res belongs to the search (freed through s->ctx): grown there. */
+    st = mirs__core_grow(s->ctx, (void **)&s->sink.res, &s->sink.capres, s->sink.nres + 1, sizeof *s->sink.res);
     if (st != MIRS_OK)
       parent_failed(w, st);
   }
   if (st == MIRS_OK) {
-    st = add_entry(s, h, path, len, r ? (int32_t)s->nres : -1);
+    st = add_entry(s, h, path, len, r ? (int32_t)s->sink.nres : -1);
     if (st != MIRS_OK)
       parent_failed(w, st);
     for (int i = 0; st == MIRS_OK && i < MIRS__SINK_NCOUNTED; i++)
       if (w->stats.v[mirs__sink_counted[i]] != before[i])
-        s->ent[s->nent - 1].counted |= 1u << i;
+        s->sink.ent[s->sink.nent - 1].counted |= 1u << i;
   }
   if (st != MIRS_OK || !r) {
     mirs__sink_unlock(s);
@@ -826,7 +814,7 @@ mirs_status mirs__sink_offer(mirs__search_worker *w, const mirs_graph *g, uint64
     MIRS_CHECK(ctx, st);
     return MIRS_OK;
   }
-  mirs__search_result *res = &s->res[s->nres++];
+  mirs__search_result *res = &s->sink.res[s->sink.nres++];
   memset(res, 0, sizeof *res);
   res->g = r;
   res->hash = h;
@@ -848,18 +836,18 @@ mirs_status mirs__sink_offer(mirs__search_worker *w, const mirs_graph *g, uint64
 /* Drop the result of hash h. */
 void mirs__sink_reject(mirs_search *s, uint64_t h) {
   int64_t e = find_entry(s, h);
-  if (e < 0 || s->ent[e].res < 0)
+  if (e < 0 || s->sink.ent[e].res < 0)
     return;
-  size_t i = (size_t)s->ent[e].res;
-  mirs__sink_result_free(s, &s->res[i]);
-  s->ent[e].res = -1;
-  if (i + 1 < s->nres) {
-    s->res[i] = s->res[s->nres - 1];
-    int64_t m = find_entry(s, s->res[i].hash);
+  size_t i = (size_t)s->sink.ent[e].res;
+  mirs__sink_result_free(s, &s->sink.res[i]);
+  s->sink.ent[e].res = -1;
+  if (i + 1 < s->sink.nres) {
+    s->sink.res[i] = s->sink.res[s->sink.nres - 1];
+    int64_t m = find_entry(s, s->sink.res[i].hash);
     if (m >= 0)
-      s->ent[m].res = (int32_t)i;
+      s->sink.ent[m].res = (int32_t)i;
   }
-  s->nres--;
+  s->sink.nres--;
 }
 
 /* Take the lock. */
@@ -892,15 +880,13 @@ void mirs__sink_add_stats(mirs_search *s, const mirs__stats *st) {
  * After the workers have stopped; the entries keep every hash (a
  * checkpoint records them all). */
 mirs_status mirs__sink_finish(mirs_search *s) {
-  if (s->nres > 1)
-    qsort(s->res, s->nres, sizeof *s->res, result_cmp);
+  if (s->sink.nres > 1)
+    qsort(s->sink.res, s->sink.nres, sizeof *s->sink.res, result_cmp);
   mirs_status st = full_verify(s);
   if (st == MIRS_OK)
     st = float_check(s);
   if (st == MIRS_OK)
     st = mirs__sink_graphs(s);
-  mirs__search_worker_free(s->refinder);
-  s->refinder = NULL;
   MIRS_CHECK(s->ctx, st);
   return MIRS_OK;
 }
@@ -920,9 +906,9 @@ mirs_status mirs__sink_adopt(mirs_search *s, uint64_t h, const uint32_t *path, i
   if (e < 0) {
     int32_t at = -1;
     if (r) {
-      st = mirs__core_grow(ctx, (void **)&s->res, &s->capres, s->nres + 1, sizeof *s->res);
+      st = mirs__core_grow(ctx, (void **)&s->sink.res, &s->sink.capres, s->sink.nres + 1, sizeof *s->sink.res);
       if (st == MIRS_OK)
-        at = (int32_t)s->nres;
+        at = (int32_t)s->sink.nres;
     }
     if (st == MIRS_OK)
       st = add_entry(s, h, path, len, at);
@@ -931,17 +917,17 @@ mirs_status mirs__sink_adopt(mirs_search *s, uint64_t h, const uint32_t *path, i
         mirs__sink_result_free(s, r);
       MIRS_CHECK(ctx, st);
     }
-    s->ent[s->nent - 1].counted = counted;
+    s->sink.ent[s->sink.nent - 1].counted = counted;
     if (r)
-      s->res[s->nres++] = *r;
+      s->sink.res[s->sink.nres++] = *r;
     return MIRS_OK;
   }
   if (!r)
     mirs__sink_reject(s, h);
-  mirs__sink_entry *en = &s->ent[e];
-  bool smaller = path_cmp(path, len, &s->paths[en->poff], en->plen) < 0;
+  mirs__sink_entry *en = &s->sink.ent[e];
+  bool smaller = path_cmp(path, len, &s->sink.paths[en->poff], en->plen) < 0;
   if (r && en->res >= 0) {
-    mirs__search_result *mine = &s->res[en->res];
+    mirs__search_result *mine = &s->sink.res[en->res];
     mine->verified = mine->verified || r->verified;
     mine->float_checked = mine->float_checked || r->float_checked;
     if (r->found_at < mine->found_at)
@@ -965,25 +951,11 @@ mirs_status mirs__sink_adopt(mirs_search *s, uint64_t h, const uint32_t *path, i
   return MIRS_OK;
 }
 
-/* Re-find a recorded result (a checkpoint's; the results of other ranks are
- * adopted as sent: mirs__sink_adopt). */
-mirs_status mirs__sink_restore(mirs__search_worker *w, const char *from, uint64_t h,
-                               unsigned flags, const uint32_t *path, uint32_t len) {
-  mirs_search *s = w->s;
+/* After a recorded result was re-found (a checkpoint's; the results of
+ * other ranks are adopted as sent: mirs__sink_adopt). */
+mirs_status mirs__sink_restored(mirs_search *s, const char *from, uint64_t h, unsigned flags) {
   mirs_context *ctx = s->ctx;
   bool accepted = flags & MIRS__CKPT_ACCEPTED;
-  mirs_status st = mirs__search_restore(w, path, (int32_t)len);
-  if (st == MIRS_STOPPED) { /* a stop request while loading, not bad data */
-    mirs__core_error_copy(ctx, w->ctx);
-    return st;
-  }
-  if (st != MIRS_OK) {
-    mirs__core_error_copy(ctx, w->ctx);
-    return MIRS_FAIL(ctx, MIRS_INVALID_ARG, "%s: result %016llx cannot be replayed: %s", from,
-                     (unsigned long long)h, mirs_last_error(w->ctx));
-  }
-  if (mirs_last_status(w->ctx) != MIRS_OK)
-    mirs_clear_error(w->ctx);
   /* The sink must now hold h, accepted as recorded (or accepted where a
    * check made when it was found, at full shape, rejected it: that
    * verdict is the graph's, so it stands). */
@@ -1002,7 +974,7 @@ mirs_status mirs__sink_restore(mirs__search_worker *w, const char *from, uint64_
      * the graph): a resume does not verify its best results again, and
      * only a cheaper one is verified early. */
     int64_t e = find_entry(s, h);
-    mirs__search_result *res = e >= 0 && s->ent[e].res >= 0 ? &s->res[s->ent[e].res] : NULL;
+    mirs__search_result *res = e >= 0 && s->sink.ent[e].res >= 0 ? &s->sink.res[s->sink.ent[e].res] : NULL;
     if (res && (flags & MIRS__CKPT_VERIFIED)) {
       res->verified = true;
       if (res->reduced && (!s->have_best_full || res->cost < s->best_full)) {
@@ -1014,4 +986,42 @@ mirs_status mirs__sink_restore(mirs__search_worker *w, const char *from, uint64_
       res->float_checked = true;
   }
   return MIRS_OK;
+}
+
+/* ---------------------------------------------------------------- views */
+
+size_t mirs__sink_nentries(const mirs_search *s) {
+  return s->sink.nent;
+}
+
+void mirs__sink_entry_view(const mirs_search *s, size_t i, mirs__sink_view *v) {
+  const mirs__sink_entry *e = &s->sink.ent[i];
+  v->hash = e->hash;
+  v->path = &s->sink.paths[e->poff];
+  v->plen = e->plen;
+  v->counted = e->counted;
+  v->accepted = e->res >= 0;
+  /* (After the final ranking an entry's index may name another result.) */
+  v->res = e->res >= 0 && (size_t)e->res < s->sink.nres && s->sink.res[e->res].hash == e->hash
+               ? &s->sink.res[e->res]
+               : NULL;
+}
+
+size_t mirs__sink_nresults(const mirs_search *s) {
+  return s->sink.nres;
+}
+
+const mirs__search_result *mirs__sink_result(const mirs_search *s, size_t i) {
+  return &s->sink.res[i];
+}
+
+void mirs__sink_free(mirs_search *s) {
+  mirs_context *ctx = s->ctx;
+  for (size_t i = 0; i < s->sink.nres; i++)
+    mirs__sink_result_free(s, &s->sink.res[i]);
+  mirs__core_free(ctx, s->sink.res);
+  mirs__core_free(ctx, s->sink.ent);
+  mirs__core_free(ctx, s->sink.idx);
+  mirs__core_free(ctx, s->sink.paths);
+  memset(&s->sink, 0, sizeof s->sink);
 }

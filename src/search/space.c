@@ -1255,6 +1255,94 @@ static bool recomputes_kop(const bstate *b, mirs_op op, int nin, const operand *
 
 /* List block op `op` on operands x[0..nin) (reduced dim `dim`) if it passes
  * the phase, shape, budget, tile and canonical filters. */
+/* The budget, sink and node bounds of BOP move m (try_bop): false when
+ * the ops left cannot complete the kernel after it.  consumed_sinks,
+ * consumed_lsinks: the sinks (loop-body sinks) its operands consume;
+ * rpost: its result is post-loop. */
+static bool bop_bounded(bstate *b, mirs_op op, int nin, const mirs__search_move *m,
+                        int consumed_sinks, int consumed_lsinks, bool rpost) {
+  const mirs__bgraph *bg = b->bg;
+  mirs__search_worker *w = b->w;
+  /* Budget: the ops left must consume every sink and close the kernel. */
+  int s2 = b->sinks - consumed_sinks + 1, l2 = b->lsinks - consumed_lsinks + (rpost ? 0 : 1);
+  int need = (s2 > b->cout ? s2 - b->cout : 0) + (l2 > 0 ? 1 : 0) + 1;
+  /* A last kernel loads every kernel tensor left to consume, two per op
+   * at most, within max_custom_inputs. */
+  int kfree = b->kfree;
+  for (int k = 0; k < m->nload; k++)
+    if (m->load[k].src < 64 && ((b->kmask >> m->load[k].src) & 1))
+      kfree--;
+  if (b->must_load && (kfree + 1) / 2 + 1 > need)
+    need = (kfree + 1) / 2 + 1;
+  if (b->remaining - m->nload - 1 < need ||
+      (b->must_load && b->ninputs + m->nload + kfree > b->max_cin))
+    return false;
+  /* Sink bound (merges_left): a binary op uses a merge (a div by an
+   * accum_rms result only at that result's first use). */
+  if (s2 + kfree > b->phicap && b->merges != INT64_MAX) {
+    int used = 0;
+    if (nin == 2)
+      used = mirs__search_bop_class(bg, op, nin, m->in) >= 0 || w->bt[m->in[1]].uses == 0;
+    if (s2 + kfree - b->phicap > b->merges - used) {
+      MIRS_INC(&w->stats, bound_skips);
+      return false;
+    }
+  }
+  /* Node bound: this move adds at most nload + 1 of the missing symbols,
+   * each later op one, and an output op remains. */
+  if (b->remaining - m->nload - 1 < b->missing - m->nload) {
+    MIRS_INC(&w->stats, bound_skips);
+    return false;
+  }
+  return true;
+}
+
+/* The order rules of BOP move m (try_bop): false (counted) when another
+ * order of the same ops is the one listed. */
+static bool bop_in_order(bstate *b, mirs_op op, int nin, const operand *x, bool is_accum,
+                         const mirs__search_move *m) {
+  const mirs__bgraph *bg = b->bg;
+  mirs__search_worker *w = b->w;
+  /* add and mul take their operands in one order (ids ascending; of two
+   * new tiles, the first listed is loaded first): the other order is the
+   * same graph (hash.c), and gen_close offers either operand for fusion. */
+  if (b->sp->canonical && nin == 2 && mirs__op_is_commutative(op) &&
+      (m->in[0] > m->in[1] || (x[0] < 0 && x[1] < 0 && ~x[0] > ~x[1]))) {
+    MIRS_INC(&w->stats, canonical_skips);
+    return false;
+  }
+  /* Never the same op on the same existing operands twice. */
+  if (m->nload == 0)
+    for (int32_t i = 0; i < bg->nops; i++) {
+      const mirs__bop *o = &bg->ops[i];
+      if (o->op == op && o->nin == nin && o->dim == m->dim && o->in[0] == m->in[0] &&
+          (nin < 2 || o->in[1] == m->in[1])) {
+        MIRS_INC(&w->stats, canonical_skips);
+        return false;
+      }
+    }
+  /* Tiles get their ids when first used, so keys of ops with new tiles
+   * depend on the order; the rule compares only ops without new tiles
+   * (keys fixed), which keeps an accepted order for every graph: take the
+   * ops with new tiles first, the others by smallest key. */
+  bool p_loads = bg->nops >= 2 && bg->ops[bg->nops - 2].op == MIRS_OP_INPUT;
+  if (b->sp->canonical && bg->nops > 0 && m->nload == 0 && !p_loads) {
+    const mirs__bop *p = &bg->ops[bg->nops - 1];
+    bool consumes = false;
+    for (int i = 0; i < nin; i++)
+      if (m->in[i] == p->out)
+        consumes = true;
+    /* At the phase boundary (phase_canonical) the first accumulator
+     * follows the loop body whatever its key. */
+    bool boundary = b->sp->phase_canonical && is_accum && !bg->t[p->out].post;
+    if (!consumes && !boundary && bkey_cmp(m, p) <= 0) {
+      MIRS_INC(&w->stats, canonical_skips);
+      return false;
+    }
+  }
+  return true;
+}
+
 static mirs_status try_bop(bstate *b, mirs_op op, int nin, const operand *x, int dim) {
   const mirs__bgraph *bg = b->bg;
   mirs__search_worker *w = b->w;
@@ -1310,79 +1398,15 @@ static mirs_status try_bop(bstate *b, mirs_op op, int nin, const operand *x, int
       b->psinks + 1 + b->lsinks - consumed_lsinks > b->cout)
     return MIRS_OK;
   bool rpost = is_accum || post[0];
-  /* Budget: the ops left must consume every sink and close the kernel. */
-  int s2 = b->sinks - consumed_sinks + 1, l2 = b->lsinks - consumed_lsinks + (rpost ? 0 : 1);
-  int need = (s2 > b->cout ? s2 - b->cout : 0) + (l2 > 0 ? 1 : 0) + 1;
-  /* A last kernel loads every kernel tensor left to consume, two per op
-   * at most, within max_custom_inputs. */
-  int kfree = b->kfree;
-  for (int k = 0; k < m.nload; k++)
-    if (m.load[k].src < 64 && ((b->kmask >> m.load[k].src) & 1))
-      kfree--;
-  if (b->must_load && (kfree + 1) / 2 + 1 > need)
-    need = (kfree + 1) / 2 + 1;
-  if (b->remaining - m.nload - 1 < need ||
-      (b->must_load && b->ninputs + m.nload + kfree > b->max_cin))
+  if (!bop_bounded(b, op, nin, &m, consumed_sinks, consumed_lsinks, rpost))
     return MIRS_OK;
-  /* Sink bound (merges_left): a binary op uses a merge (a div by an
-   * accum_rms result only at that result's first use). */
-  if (s2 + kfree > b->phicap && b->merges != INT64_MAX) {
-    int used = 0;
-    if (nin == 2)
-      used = mirs__search_bop_class(bg, op, nin, m.in) >= 0 || w->bt[m.in[1]].uses == 0;
-    if (s2 + kfree - b->phicap > b->merges - used) {
-      MIRS_INC(&w->stats, bound_skips);
-      return MIRS_OK;
-    }
-  }
-  /* Node bound: this move adds at most nload + 1 of the missing symbols,
-   * each later op one, and an output op remains. */
-  if (b->remaining - m.nload - 1 < b->missing - m.nload) {
-    MIRS_INC(&w->stats, bound_skips);
-    return MIRS_OK;
-  }
   /* The order rules first (cheap), then shapes and tiles. */
   mirs__op_kind kind = mirs__graph_ops[op].kind;
   m.dim = (int8_t)(kind == MIRS__KIND_REDUCE || op == MIRS_OP_ACCUM_SUM ? dim : -1);
   if (nin == 2 && is_constant(b->sp, op, m.in[0], m.in[1]))
     return MIRS_OK;
-  /* add and mul take their operands in one order (ids ascending; of two
-   * new tiles, the first listed is loaded first): the other order is the
-   * same graph (hash.c), and gen_close offers either operand for fusion. */
-  if (b->sp->canonical && nin == 2 && mirs__op_is_commutative(op) &&
-      (m.in[0] > m.in[1] || (x[0] < 0 && x[1] < 0 && ~x[0] > ~x[1]))) {
-    MIRS_INC(&w->stats, canonical_skips);
+  if (!bop_in_order(b, op, nin, x, is_accum, &m))
     return MIRS_OK;
-  }
-  /* Never the same op on the same existing operands twice. */
-  if (m.nload == 0)
-    for (int32_t i = 0; i < bg->nops; i++) {
-      const mirs__bop *o = &bg->ops[i];
-      if (o->op == op && o->nin == nin && o->dim == m.dim && o->in[0] == m.in[0] &&
-          (nin < 2 || o->in[1] == m.in[1])) {
-        MIRS_INC(&w->stats, canonical_skips);
-        return MIRS_OK;
-      }
-    }
-  /* Tiles get their ids when first used, so keys of ops with new tiles
-   * depend on the order; the rule compares only ops without new tiles
-   * (keys fixed), which keeps an accepted order for every graph: take the
-   * ops with new tiles first, the others by smallest key. */
-  bool p_loads = bg->nops >= 2 && bg->ops[bg->nops - 2].op == MIRS_OP_INPUT;
-  if (b->sp->canonical && bg->nops > 0 && m.nload == 0 && !p_loads) {
-    const mirs__bop *p = &bg->ops[bg->nops - 1];
-    bool consumes = false;
-    for (int i = 0; i < nin; i++)
-      if (m.in[i] == p->out)
-        consumes = true;
-    /* At the phase boundary (phase_canonical) the first accumulator
-     * follows the loop body whatever its key. */
-    bool boundary = b->sp->phase_canonical && is_accum && !bg->t[p->out].post;
-    if (!consumes && !boundary && bkey_cmp(&m, p) <= 0) {
-      MIRS_INC(&w->stats, canonical_skips);
-      return MIRS_OK;
-    }
-  }
   /* (gen_block lists only pairs in one phase whose shapes may fit.) */
   mirs__shape sh[2];
   mirs__search_btinfo info[2];
@@ -1429,36 +1453,25 @@ static mirs_status try_bop(bstate *b, mirs_op op, int nin, const operand *x, int
 }
 
 /* List the closing moves: outputs with omaps and fused-flag choices. */
-static mirs_status gen_close(bstate *b) {
+/* A fusable op of a block graph and its fusion choices (gen_close). */
+typedef struct fusable {
+  int op;
+  int nopt;
+  uint8_t opt[3]; /* 0: not fused, 1: fuse in[0], 2: swap, fuse in[1] */
+} fusable;
+
+/* The fusion choices of the open block graph into fus[0..64); returns
+ * how many ops have some. */
+static int close_fusions(bstate *b, fusable *fus) {
   mirs__search_worker *w = b->w;
   const mirs__bgraph *bg = b->bg;
   const mirs__search_space *sp = b->sp;
-  mirs__search_move m;
-  move_init(&m, MIRS__MOVE_CLOSE);
-  for (int32_t t = 0; t < bg->nt; t++)
-    if (w->bt[t].uses == 0)
-      m.out[m.nout++] = t;
-  /* The custom kernel's place in the kernel-level canonical order. */
-  int32_t srcs[64] = {0};
-  int nsrc = 0;
-  for (int32_t i = 0; i < bg->nops && nsrc < 64; i++)
-    if (bg->ops[i].op == MIRS_OP_INPUT)
-      srcs[nsrc++] = bg->ops[i].src;
-  if (!kernel_canonical(w, MIRS_OP_CUSTOM, -1, srcs, nsrc, true)) {
-    MIRS_INC(&w->stats, canonical_skips);
-    return MIRS_OK;
-  }
   /* Fusable elementwise ops: the operand fused into (in[0]) computed, not
    * loaded, in the same phase, and consumed only by this op.  An add or
    * mul may fuse either operand (the other is then swapped into in[0]);
    * maximal fusion (fusion=1) takes, of two candidates, the one with the
    * smaller structural hash, which does not depend on the operand order
    * the op was built with. */
-  struct {
-    int op;
-    int nopt;
-    uint8_t opt[3]; /* 0: not fused, 1: fuse in[0], 2: swap, fuse in[1] */
-  } fus[64];
   int nfus = 0;
   for (int32_t i = 0; i < bg->nops && i < 64; i++) {
     const mirs__bop *o = &bg->ops[i];
@@ -1504,50 +1517,83 @@ static mirs_status gen_close(bstate *b) {
       fus[i].opt[0] = sp->fusion == 0 ? 0 : first;
       fus[i].nopt = 1;
     }
+  return nfus;
+}
+
+/* The omaps of output k of CLOSE move m into choice[0..64): derived from
+ * the tile tags (option tile_check), or every choice; returns how many
+ * (0: the block graph cannot close). */
+static int close_omaps(bstate *b, const mirs__search_move *m, int k,
+                       int8_t (*choice)[MIRS__GRID]) {
+  mirs__search_worker *w = b->w;
+  const mirs__bgraph *bg = b->bg;
+  const mirs__search_space *sp = b->sp;
+  const mirs__shape *s = &bg->t[m->out[k]].shape;
+  int n = 0;
+  if (sp->tile_check) {
+    int8_t om[MIRS__GRID];
+    bool ok = true;
+    for (int a = 0; a < MIRS__GRID; a++) {
+      om[a] = -1;
+      if (bg->grid[a] == 1)
+        continue;
+      for (int d = 0; d < s->ndim; d++)
+        if (w->bt[m->out[k]].tag[d] == MIRS__TAG_GX + a)
+          om[a] = (int8_t)d;
+      if (om[a] < 0 || !sp->omap_ok[om[a]])
+        ok = false;
+    }
+    if (!ok) {
+      MIRS_INC(&w->stats, tile_skips);
+      return 0;
+    }
+    memcpy(choice[n++], om, sizeof om);
+    return n;
+  }
+  for (int dx = -1; dx < s->ndim; dx++)
+    for (int dy = -1; dy < s->ndim; dy++)
+      for (int dz = -1; dz < s->ndim; dz++) {
+        int8_t om[MIRS__GRID] = {(int8_t)dx, (int8_t)dy, (int8_t)dz};
+        bool ok = true;
+        for (int a = 0; a < MIRS__GRID && ok; a++) {
+          if ((bg->grid[a] == 1) != (om[a] == -1) || (om[a] >= 0 && !sp->omap_ok[om[a]]))
+            ok = false;
+          for (int c = 0; c < a && ok; c++)
+            if (om[a] >= 0 && om[a] == om[c])
+              ok = false;
+        }
+        if (ok && n < 64)
+          memcpy(choice[n++], om, sizeof om);
+      }
+  return n;
+}
+
+static mirs_status gen_close(bstate *b) {
+  mirs__search_worker *w = b->w;
+  const mirs__bgraph *bg = b->bg;
+  mirs__search_move m;
+  move_init(&m, MIRS__MOVE_CLOSE);
+  for (int32_t t = 0; t < bg->nt; t++)
+    if (w->bt[t].uses == 0)
+      m.out[m.nout++] = t;
+  /* The custom kernel's place in the kernel-level canonical order. */
+  int32_t srcs[64] = {0};
+  int nsrc = 0;
+  for (int32_t i = 0; i < bg->nops && nsrc < 64; i++)
+    if (bg->ops[i].op == MIRS_OP_INPUT)
+      srcs[nsrc++] = bg->ops[i].src;
+  if (!kernel_canonical(w, MIRS_OP_CUSTOM, -1, srcs, nsrc, true)) {
+    MIRS_INC(&w->stats, canonical_skips);
+    return MIRS_OK;
+  }
+  fusable fus[64];
+  int nfus = close_fusions(b, fus);
   /* Omaps: derived from the tile tags, or every choice. */
   int8_t choice[MIRS__SEARCH_MAX_COUT][64][MIRS__GRID];
   int nchoice[MIRS__SEARCH_MAX_COUT];
-  for (int k = 0; k < m.nout; k++) {
-    const mirs__shape *s = &bg->t[m.out[k]].shape;
-    nchoice[k] = 0;
-    if (sp->tile_check) {
-      int8_t om[MIRS__GRID];
-      bool ok = true;
-      for (int a = 0; a < MIRS__GRID; a++) {
-        om[a] = -1;
-        if (bg->grid[a] == 1)
-          continue;
-        for (int d = 0; d < s->ndim; d++)
-          if (w->bt[m.out[k]].tag[d] == MIRS__TAG_GX + a)
-            om[a] = (int8_t)d;
-        if (om[a] < 0 || !sp->omap_ok[om[a]])
-          ok = false;
-      }
-      if (!ok) {
-        MIRS_INC(&w->stats, tile_skips);
-        return MIRS_OK;
-      }
-      memcpy(choice[k][nchoice[k]++], om, sizeof om);
-      continue;
-    }
-    for (int dx = -1; dx < s->ndim; dx++)
-      for (int dy = -1; dy < s->ndim; dy++)
-        for (int dz = -1; dz < s->ndim; dz++) {
-          int8_t om[MIRS__GRID] = {(int8_t)dx, (int8_t)dy, (int8_t)dz};
-          bool ok = true;
-          for (int a = 0; a < MIRS__GRID && ok; a++) {
-            if ((bg->grid[a] == 1) != (om[a] == -1) || (om[a] >= 0 && !sp->omap_ok[om[a]]))
-              ok = false;
-            for (int c = 0; c < a && ok; c++)
-              if (om[a] >= 0 && om[a] == om[c])
-                ok = false;
-          }
-          if (ok && nchoice[k] < 64)
-            memcpy(choice[k][nchoice[k]++], om, sizeof om);
-        }
-    if (nchoice[k] == 0)
+  for (int k = 0; k < m.nout; k++)
+    if ((nchoice[k] = close_omaps(b, &m, k, choice[k])) == 0)
       return MIRS_OK;
-  }
   /* Enumerate omap combinations times fusion choices (mixed radix). */
   int idx[MIRS__SEARCH_MAX_COUT] = {0};
   for (;;) {
@@ -1580,6 +1626,111 @@ static mirs_status gen_close(bstate *b) {
 }
 
 /* Moves of a block-level state: close, then block ops. */
+/* The bounds of the candidate's last custom kernel (gen_block): outputs
+ * left to match, the labels its grid may slice, must_load, and the
+ * symbols still missing (node bound). */
+static void block_final_bounds(bstate *b) {
+  mirs__search_worker *w = b->w;
+  const mirs__bgraph *bg = b->bg;
+  int unmatched = mirs__search_unmatched(w);
+  if (unmatched < b->cout)
+    b->cout = unmatched;
+  if (b->sp->index_check && b->sp->tile_check) {
+    const mirs_graph *p = w->s->program;
+    b->slice_labs = 0;
+    for (int32_t i = 0; i < p->nout; i++)
+      for (int d = 0; w->nmatch[i] == 0 && d < p->t[p->outputs[i]].shape.ndim; d++) {
+        int8_t lab = w->s->plab[(size_t)p->outputs[i] * MIRS_MAX_DIMS + (size_t)d];
+        if (lab >= 0)
+          b->slice_labs |= UINT64_C(1) << lab;
+      }
+    /* One output: the grid dims' labels are those the tiles chose. */
+    b->gsym = b->cout == 1 && b->sp->grid_order;
+    for (int32_t i = 0; b->cout == 1 && i < bg->nops; i++) {
+      const mirs__bop *o = &bg->ops[i];
+      if (o->op != MIRS_OP_INPUT)
+        continue;
+      for (int a = 0; a < MIRS__GRID; a++)
+        if (o->imap[a] >= 0 && bg->grid[a] > 1)
+          b->glab[a] = w->klab[(size_t)o->src * MIRS_MAX_DIMS + (size_t)o->imap[a]];
+    }
+  }
+  /* A kernel-op output that nothing consumes and no output matches
+   * would be dead: the last kernel must load it. */
+  b->must_load = b->sp->bounds;
+  /* Node bound: with only program inputs to load (no kernel op yet),
+   * each op adds at most one symbol node, so the unmatched outputs'
+   * symbols that no block tensor has yet take one op each. */
+  if (w->s->sym_need && b->g->nops == 0) {
+    uint32_t mask = 0, have[MIRS__ABS_NSYM] = {0};
+    for (int32_t i = 0; i < w->s->program->nout; i++)
+      if (w->nmatch[i] == 0)
+        mask |= 1u << i;
+    if (mirs__abs_count_symbols(mirs__prune_worker_arena(w->pw), w->bexpr, bg->nt, have))
+      for (int k = 0; k < MIRS__ABS_NSYM; k++)
+        if (w->s->sym_need[mask][k] > have[k])
+          b->missing += (int)(w->s->sym_need[mask][k] - have[k]);
+  }
+}
+
+/* The block ops of the open block graph on its operands: existing
+ * tensors 0..nt-1, then the nl loads ~0..~(nl-1) (gen_block). */
+static mirs_status gen_bops(bstate *b, size_t nl) {
+  mirs__search_worker *w = b->w;
+  const mirs__bgraph *bg = b->bg;
+  mirs_context *ctx = w->ctx;
+  int32_t nops = bg->nt + (int32_t)nl;
+#define OPERAND(i) ((i) < bg->nt ? (operand)(i) : (operand) ~((i)-bg->nt))
+  for (int op = 0; op < MIRS_OP_COUNT; op++) {
+    if (!b->sp->bop[op] || (!within_budget(w, (mirs_op)op) && op != MIRS_OP_DIV))
+      continue; /* (a div by an accum_rms result is outside the budget) */
+    mirs__op_kind kind = mirs__graph_ops[op].kind;
+    bool is_accum = kind == MIRS__KIND_ACCUM;
+    for (int32_t i = 0; i < nops; i++) {
+      /* (What try_bop refuses for any second operand: an accumulator of a
+       * post-loop value, a loop-body op once the post-loop phase began.) */
+      bool post_i = i < bg->nt && bg->t[i].post;
+      if ((is_accum && post_i) ||
+          (b->sp->phase_canonical && b->post_started && !is_accum && !post_i))
+        continue;
+      operand x[2] = {OPERAND(i), 0};
+      mirs__shape sh0;
+      mirs__search_btinfo inf0;
+      operand_info(b, x[0], &sh0, &inf0);
+      if (kind == MIRS__KIND_UNARY || kind == MIRS__KIND_RMSNORM || op == MIRS_OP_ACCUM ||
+          op == MIRS_OP_ACCUM_RMS) {
+        MIRS_CHECK(ctx, try_bop(b, (mirs_op)op, 1, x, -1));
+      } else if (kind == MIRS__KIND_REDUCE || op == MIRS_OP_ACCUM_SUM) {
+        for (int d = 0; d < sh0.ndim; d++)
+          if (sh0.d[d] > 1 || (inf0.tag[d] != MIRS__TAG_FULL))
+            MIRS_CHECK(ctx, try_bop(b, (mirs_op)op, 1, x, d));
+      } else if (kind == MIRS__KIND_BINARY || kind == MIRS__KIND_MATMUL) {
+        /* Second operands: the classes (phase, shape) that may fit.  An
+         * add or mul takes operand indices ascending (the order rule of
+         * try_bop: ids ascending, new tiles after existing tensors). */
+        uint8_t bit = kind == MIRS__KIND_MATMUL ? 2 : 1;
+        int32_t from = b->sp->canonical && mirs__op_is_commutative((mirs_op)op) ? i : 0;
+        const uint8_t *fit = &w->clsfit[(size_t)w->opcls[i] * (size_t)w->ncls];
+        for (int32_t c = 0; c < w->ncls; c++) {
+          if (!(fit[c] & bit))
+            continue;
+          for (int32_t k = w->clsoff[c]; k < w->clsoff[c + 1]; k++) {
+            int32_t j = w->clsmem[k];
+            if (j < from)
+              continue;
+            x[1] = OPERAND(j);
+            /* Two new tiles: the first operand's tile is loaded first; a
+             * pair of new tiles in the other order is another move. */
+            MIRS_CHECK(ctx, try_bop(b, (mirs_op)op, 2, x, -1));
+          }
+        }
+      }
+    }
+  }
+#undef OPERAND
+  return MIRS_OK;
+}
+
 static mirs_status gen_block(mirs__search_worker *w) {
   bstate b = {.w = w, .sp = &w->s->space, .g = w->g, .bg = w->bgs[w->nbg - 1]};
   const mirs__bgraph *bg = b.bg;
@@ -1590,47 +1741,8 @@ static mirs_status gen_block(mirs__search_worker *w) {
   b.slice_labs = ~UINT64_C(0);
   for (int a = 0; a < MIRS__GRID; a++)
     b.glab[a] = MIRS__LAB_NONE;
-  if (mirs__search_kernel_final(w)) {
-    int unmatched = mirs__search_unmatched(w);
-    if (unmatched < b.cout)
-      b.cout = unmatched;
-    if (b.sp->index_check && b.sp->tile_check) {
-      const mirs_graph *p = w->s->program;
-      b.slice_labs = 0;
-      for (int32_t i = 0; i < p->nout; i++)
-        for (int d = 0; w->nmatch[i] == 0 && d < p->t[p->outputs[i]].shape.ndim; d++) {
-          int8_t lab = w->s->plab[(size_t)p->outputs[i] * MIRS_MAX_DIMS + (size_t)d];
-          if (lab >= 0)
-            b.slice_labs |= UINT64_C(1) << lab;
-        }
-      /* One output: the grid dims' labels are those the tiles chose. */
-      b.gsym = b.cout == 1 && b.sp->grid_order;
-      for (int32_t i = 0; b.cout == 1 && i < bg->nops; i++) {
-        const mirs__bop *o = &bg->ops[i];
-        if (o->op != MIRS_OP_INPUT)
-          continue;
-        for (int a = 0; a < MIRS__GRID; a++)
-          if (o->imap[a] >= 0 && bg->grid[a] > 1)
-            b.glab[a] = w->klab[(size_t)o->src * MIRS_MAX_DIMS + (size_t)o->imap[a]];
-      }
-    }
-    /* A kernel-op output that nothing consumes and no output matches
-     * would be dead: the last kernel must load it. */
-    b.must_load = b.sp->bounds;
-    /* Node bound: with only program inputs to load (no kernel op yet),
-     * each op adds at most one symbol node, so the unmatched outputs'
-     * symbols that no block tensor has yet take one op each. */
-    if (w->s->sym_need && b.g->nops == 0) {
-      uint32_t mask = 0, have[MIRS__ABS_NSYM] = {0};
-      for (int32_t i = 0; i < w->s->program->nout; i++)
-        if (w->nmatch[i] == 0)
-          mask |= 1u << i;
-      if (mirs__abs_count_symbols(mirs__prune_worker_arena(w->pw), w->bexpr, bg->nt, have))
-        for (int k = 0; k < MIRS__ABS_NSYM; k++)
-          if (w->s->sym_need[mask][k] > have[k])
-            b.missing += (int)(w->s->sym_need[mask][k] - have[k]);
-    }
-  }
+  if (mirs__search_kernel_final(w))
+    block_final_bounds(&b);
   if (b.missing > 0 && b.remaining < b.missing + 1) {
     MIRS_INC(&w->stats, bound_skips);
     return MIRS_OK;
@@ -1718,57 +1830,7 @@ static mirs_status gen_block(mirs__search_worker *w) {
     }
   b.nloads = nl;
   MIRS_CHECK(ctx, operand_table(&b, nl));
-  /* Operands: existing tensors 0..nt-1, then loads ~0..~(nl-1). */
-  int32_t nops = bg->nt + (int32_t)nl;
-#define OPERAND(i) ((i) < bg->nt ? (operand)(i) : (operand) ~((i)-bg->nt))
-  for (int op = 0; op < MIRS_OP_COUNT; op++) {
-    if (!b.sp->bop[op] || (!within_budget(w, (mirs_op)op) && op != MIRS_OP_DIV))
-      continue; /* (a div by an accum_rms result is outside the budget) */
-    mirs__op_kind kind = mirs__graph_ops[op].kind;
-    bool is_accum = kind == MIRS__KIND_ACCUM;
-    for (int32_t i = 0; i < nops; i++) {
-      /* (What try_bop refuses for any second operand: an accumulator of a
-       * post-loop value, a loop-body op once the post-loop phase began.) */
-      bool post_i = i < bg->nt && bg->t[i].post;
-      if ((is_accum && post_i) ||
-          (b.sp->phase_canonical && b.post_started && !is_accum && !post_i))
-        continue;
-      operand x[2] = {OPERAND(i), 0};
-      mirs__shape sh0;
-      mirs__search_btinfo inf0;
-      operand_info(&b, x[0], &sh0, &inf0);
-      if (kind == MIRS__KIND_UNARY || kind == MIRS__KIND_RMSNORM || op == MIRS_OP_ACCUM ||
-          op == MIRS_OP_ACCUM_RMS) {
-        MIRS_CHECK(ctx, try_bop(&b, (mirs_op)op, 1, x, -1));
-      } else if (kind == MIRS__KIND_REDUCE || op == MIRS_OP_ACCUM_SUM) {
-        for (int d = 0; d < sh0.ndim; d++)
-          if (sh0.d[d] > 1 || (inf0.tag[d] != MIRS__TAG_FULL))
-            MIRS_CHECK(ctx, try_bop(&b, (mirs_op)op, 1, x, d));
-      } else if (kind == MIRS__KIND_BINARY || kind == MIRS__KIND_MATMUL) {
-        /* Second operands: the classes (phase, shape) that may fit.  An
-         * add or mul takes operand indices ascending (the order rule of
-         * try_bop: ids ascending, new tiles after existing tensors). */
-        uint8_t bit = kind == MIRS__KIND_MATMUL ? 2 : 1;
-        int32_t from = b.sp->canonical && mirs__op_is_commutative((mirs_op)op) ? i : 0;
-        const uint8_t *fit = &w->clsfit[(size_t)w->opcls[i] * (size_t)w->ncls];
-        for (int32_t c = 0; c < w->ncls; c++) {
-          if (!(fit[c] & bit))
-            continue;
-          for (int32_t k = w->clsoff[c]; k < w->clsoff[c + 1]; k++) {
-            int32_t j = w->clsmem[k];
-            if (j < from)
-              continue;
-            x[1] = OPERAND(j);
-            /* Two new tiles: the first operand's tile is loaded first; a
-             * pair of new tiles in the other order is another move. */
-            MIRS_CHECK(ctx, try_bop(&b, (mirs_op)op, 2, x, -1));
-          }
-        }
-      }
-    }
-  }
-#undef OPERAND
-  return MIRS_OK;
+  return gen_bops(&b, nl);
 }
 
 /* Append the moves of w's current state to the move arena. */
@@ -1779,5 +1841,81 @@ mirs_status mirs__search_gen_moves(mirs__search_worker *w, uint32_t *n) {
   else
     MIRS_CHECK(w->ctx, gen_kernel(w));
   *n = (uint32_t)(w->nmoves - start);
+  return MIRS_OK;
+}
+
+/* ---------------------------------------------------------------- the block-op filter
+ * Pruning of block ops decided while the moves are listed (moved here from
+ * search.c so that the filter sits next to the moves it filters). */
+
+
+/* Check expression e; *keep false when pruned. */
+mirs_status mirs__search_prune_check(mirs__search_worker *w, mirs__abs_id e, bool *keep) {
+  MIRS_INC(&w->stats, prune_calls);
+  mirs_status st = mirs__prune_check(w->pw, e, keep);
+  if (st == MIRS_SOLVER) {
+    /* A solver error keeps the op (unknown never prunes); say it once. */
+    mirs__core_log(w->ctx, MIRS_LOG_DEBUG, "search: solver error kept an op: %s",
+                   mirs_last_error(w->ctx));
+    mirs_clear_error(w->ctx);
+    *keep = true;
+    return MIRS_OK;
+  }
+  MIRS_CHECK(w->ctx, st);
+  if (!*keep)
+    MIRS_INC(&w->stats, prune_pruned);
+  return MIRS_OK;
+}
+
+/* A builder or fingerprint refusal (not an error of the search). */
+static bool refusal(mirs_status st) {
+  return st == MIRS_SHAPE || st == MIRS_INVALID_ARG || st == MIRS_UNSUPPORTED || st == MIRS_LIMIT;
+}
+
+/* Status st of a failed step of a move: an error of the search is
+ * returned; a refusal is counted under stat and becomes MIRS_OK (the move
+ * is just not applied). */
+mirs_status mirs__search_refused(mirs__search_worker *w, mirs_status st, int stat) {
+  if (!refusal(st))
+    return st;
+  mirs_clear_error(w->ctx);
+  w->stats.v[stat]++;
+  return MIRS_OK;
+}
+
+/* (Keys set bit 1 so that a stored key is never 0, the empty slot; bit 0
+ * of a slot is the verdict, 1 = keep.) */
+mirs_status mirs__search_bop_keep(mirs__search_worker *w, mirs_op op, int dim, int nin,
+                                  const mirs__abs_id *in, const mirs__shape *s0, bool *keep) {
+  mirs__abs_arena *a = mirs__prune_worker_arena(w->pw);
+  for (int i = 0; i < nin; i++)
+    if (in[i] == MIRS__ABS_NONE) { /* no expression (too large): kept, as unknown */
+      MIRS_INC(&w->stats, prune_calls);
+      *keep = true;
+      return MIRS_OK;
+    }
+  int64_t ext = mirs__abs_bop_extent(op, dim, s0, w->bgs[w->nbg - 1]->forloop);
+  uint64_t k = mirs__hash_mix(mirs__hash_mix((uint64_t)op + 1, (uint64_t)ext), (uint64_t)nin);
+  for (int i = 0; i < nin; i++)
+    k = mirs__hash_mix(k, mirs__abs_hash(a, in[i]));
+  k |= 2;
+  uint64_t *slot = &w->pmemo[(k >> 2) & (MIRS__PMEMO_SIZE - 1)];
+  if ((*slot | 1) == (k | 1)) {
+    *keep = *slot & 1;
+    MIRS_INC(&w->stats, prune_memo);
+    return MIRS_OK;
+  }
+  mirs__abs_mark mark = mirs__abs_mark_get(a);
+  mirs__abs_id e;
+  mirs_status st = mirs__abs_apply(a, op, in, ext, &e);
+  if (st == MIRS_OK) {
+    st = mirs__search_prune_check(w, e, keep);
+  } else {
+    *keep = false; /* (an extent past 64 bits: no program has one) */
+    st = mirs__search_refused(w, st, MIRS__STAT_moves_failed);
+  }
+  mirs__abs_release(a, mark);
+  MIRS_CHECK(w->ctx, st);
+  *slot = (k & ~UINT64_C(1)) | (*keep ? 1 : 0);
   return MIRS_OK;
 }

@@ -1084,24 +1084,12 @@ static bool fp_matmul(const mirs_context *ctx, const mirs__shape *as, const mirs
 
 /* y (x's shape, size 1 at dim) = sum of x over dim; added into y when add
  * is set, else y is overwritten. */
+#define FP_ADD(acc, v) ((acc) = fp_add((acc), (v)))
 static void fp_sum(const mirs__shape *xs, const mirs__fp_pair *x, int dim, mirs__fp_pair *y,
                    bool add) {
-  int64_t outer = 1, inner = 1, red = xs->d[dim];
-  for (int d = 0; d < dim; d++)
-    outer *= xs->d[d];
-  for (int d = dim + 1; d < xs->ndim; d++)
-    inner *= xs->d[d];
-  if (!add)
-    memset(y, 0, (size_t)(outer * inner) * sizeof *y);
-  for (int64_t o = 0; o < outer; o++) {
-    mirs__fp_pair *py = y + o * inner;
-    for (int64_t rr = 0; rr < red; rr++) {
-      const mirs__fp_pair *px = x + (o * red + rr) * inner;
-      for (int64_t i = 0; i < inner; i++)
-        py[i] = fp_add(py[i], px[i]);
-    }
-  }
+  MIRS__SUM_OVER_DIM(mirs__fp_pair, xs, x, dim, y, add, FP_ADD);
 }
+#undef FP_ADD
 
 /* Row sums of x^2 over the last dim: y[row] = (add ? y[row] : 0) + sum. */
 static void fp_sumsq_last(const mirs__shape *xs, const mirs__fp_pair *x, mirs__fp_pair *y,
