@@ -988,6 +988,196 @@ static void emit_plan_comment(kgen *k, int32_t ki) {
   mirs__buf_puts(b, " */\n");
 }
 
+/* Emit custom kernel ki's plan comment, signature, thread index and the
+ * shared-memory pointers of its tiles. */
+static void emit_kernel_head(kgen *k, int32_t ki, const char *ename) {
+  const mirs_graph *g = k->g;
+  const mirs__kop *kop = k->kop;
+  const mirs__bgraph *bg = k->bg;
+  const mirs__plan *pl = k->pl;
+  mirs__buf *b = k->b;
+  emit_plan_comment(k, ki);
+  mirs__buf_printf(b, "static __global__ void __launch_bounds__(%d) %s_k%d(", k->nthreads, ename,
+                   (int)ki);
+  for (int32_t i = 0; i < kop->nin; i++)
+    mirs__buf_printf(b, "%sconst %s *__restrict__ in%d", i ? ", " : "",
+                     ctype(g->t[kop->in[i]].dtype), (int)i);
+  for (int32_t i = 0; i < kop->nout; i++)
+    mirs__buf_printf(b, ", %s *__restrict__ out%d", ctype(g->t[kop->out[i]].dtype), (int)i);
+  mirs__buf_puts(b, ") {\n    MIRS_SHARED_FLOATS(mirs_smem);\n");
+  mirs__buf_puts(b, "    const int tid = (int)(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * "
+                    "threadIdx.z));\n");
+  for (int32_t t = 0; t < bg->nt; t++) {
+    const mirs__plan_tensor *pt = &pl->t[t];
+    if (pt->off < 0)
+      continue;
+    if (pt->input)
+      mirs__buf_printf(b, "    %s *const t%d_s = (%s *)((char *)mirs_smem + %" PRId64 "); /* %s */\n",
+                       tile_ctype(k, t), (int)t, tile_ctype(k, t), pt->off, bg->t[t].name);
+    else
+      mirs__buf_printf(b, "    float *const t%d = (float *)((char *)mirs_smem + %" PRId64 "); /* %s */\n",
+                       (int)t, pt->off, bg->t[t].name);
+  }
+}
+
+/* Emit the ZERO steps: each accumulator's storage (C fragments, shared
+ * memory or registers, as the plan says) set to 0. */
+static void emit_acc_init(kgen *k, const mirs__sched *sched) {
+  const mirs__bgraph *bg = k->bg;
+  const mirs__plan *pl = k->pl;
+  mirs__buf *b = k->b;
+  /* ZERO steps: the accumulators. */
+  for (int32_t i = 0; i < sched->ninit; i++) {
+    const mirs__bop *op = &bg->ops[mirs__sched_init(sched)[i].op];
+    int32_t t = op->out;
+    int64_t n = mirs__shape_numel(&bg->t[t].shape);
+    int64_t per = acc_per_thread(k, t, NULL);
+    if (pl->t[t].acc_mma) {
+      int32_t p = bg->t[op->in[0]].producer;
+      mma_geo q = mma_geometry(k, &bg->ops[p], pl->op[p].m_pad);
+      mirs__buf_printf(b, "    float accf%d[%" PRId64 "][4]; /* %s: C fragments of this warp's tiles */\n",
+                       (int)t, q.per, bg->t[t].name);
+      mirs__buf_printf(b, "    MIRS_UNROLL for (int j = 0; j < %" PRId64 "; j++)\n"
+                          "      accf%d[j][0] = accf%d[j][1] = accf%d[j][2] = accf%d[j][3] = 0.0f;\n",
+                       q.per, (int)t, (int)t, (int)t, (int)t);
+    } else if (pl->t[t].acc_smem) {
+      mirs__buf_printf(b, "    float *const a%d = (float *)((char *)mirs_smem + %" PRId64 ");\n",
+                       (int)t, pl->t[t].aoff);
+      mirs__buf_printf(b, "    for (int e = tid; e < %" PRId64 "; e += %d)\n      a%d[e] = 0.0f;\n",
+                       n, k->nthreads, (int)t);
+    } else {
+      mirs__buf_printf(b, "    float acc%d[%" PRId64 "]; /* %s */\n", (int)t, per, bg->t[t].name);
+      mirs__buf_printf(b, "    MIRS_UNROLL for (int r = 0; r < %" PRId64 "; r++)\n      acc%d[r] = 0.0f;\n",
+                       per, (int)t);
+    }
+  }
+}
+
+/* Emit the main loop: padding zeroed, load addresses, loop-invariant
+ * tiles, the prologue's S - 1 stages in flight, then per iteration: issue
+ * iteration f + S - 1, wait for iteration f, compute. */
+static void emit_main_loop(kgen *k, const mirs__sched *sched) {
+  const mirs__kop *kop = k->kop;
+  const mirs__bgraph *bg = k->bg;
+  const mirs__plan *pl = k->pl;
+  mirs__buf *b = k->b;
+  int S = pl->stages, F = bg->forloop;
+  bool any_vec = false;
+  for (int32_t t = 0; t < bg->nt; t++)
+    any_vec = any_vec || (pl->t[t].input && pl->t[t].vec);
+  /* K-padded MMA operands: every stage buffer zeroed once, before any
+   * load (a barrier orders the zeros before the copies of other threads);
+   * the loads never write the padding, so it stays 0. */
+  bool zeroed = false;
+  for (int32_t t = 0; t < bg->nt; t++) {
+    const mirs__plan_tensor *pt = &pl->t[t];
+    if (!pt->input || !pt->zero)
+      continue;
+    mirs__buf_printf(b, "    for (int e = tid; e < %" PRId64 "; e += %d) /* %s: zero padding */\n"
+                        "      ((uint32_t *)t%d_s)[e] = 0u;\n",
+                     pt->stage_bytes * pt->stages / 4, k->nthreads, bg->t[t].name, (int)t);
+    zeroed = true;
+  }
+  if (zeroed)
+    mirs__buf_puts(b, "    __syncthreads();\n");
+  /* Per-thread load addresses, then the loop-invariant tiles (once). */
+  for (int32_t i = 0; i < bg->nops; i++)
+    if (bg->ops[i].op == MIRS_OP_INPUT)
+      emit_load_bases(k, &bg->ops[i], input_index(kop, bg->ops[i].src));
+  emit_loads(k, false, "0", "0", "    ");
+  for (int32_t t = 0; t < bg->nt; t++)
+    if (pl->t[t].input && pl->t[t].invariant)
+      mirs__buf_printf(b, "    const %s *const t%d = t%d_s;\n    (void)t%d;\n", tile_ctype(k, t),
+                       (int)t, (int)t, (int)t);
+  if (any_vec)
+    mirs__buf_puts(b, "    mirs_cp_async_commit();\n");
+  /* Prologue: the first S - 1 iterations' tiles in flight. */
+  for (int s = 0; s + 1 < S; s++) {
+    char fs[16];
+    snprintf(fs, sizeof fs, "%d", s);
+    mirs__buf_printf(b, "    /* prologue: stage %d */\n", s);
+    emit_loads(k, true, fs, fs, "    ");
+    if (any_vec)
+      mirs__buf_puts(b, "    mirs_cp_async_commit();\n");
+  }
+  /* The forloop: issue iteration f + S - 1, wait for iteration f, compute. */
+  mirs__buf_printf(b, "    for (int f = 0; f < %d; f++) {\n", F);
+  if (S > 1) {
+    mirs__buf_printf(b, "      const int fn = f + %d;\n      if (fn < %d) {\n", S - 1, F);
+    char se[32];
+    snprintf(se, sizeof se, "fn %% %d", S);
+    emit_loads(k, true, "fn", se, "        ");
+    mirs__buf_puts(b, "      }\n");
+  } else {
+    emit_loads(k, true, "f", "0", "      ");
+  }
+  if (any_vec)
+    mirs__buf_printf(b, "      mirs_cp_async_commit();\n      mirs_cp_async_wait<%d>();\n", S - 1);
+  mirs__buf_puts(b, "      __syncthreads();\n");
+  char cur[32];
+  snprintf(cur, sizeof cur, "f %% %d", S);
+  emit_stage_ptrs(k, cur, "      ");
+  k->pending = false;
+  for (int32_t i = 0; i < sched->nloop; i++) {
+    const mirs__step *stp = &mirs__sched_loop(sched)[i];
+    const mirs__bop *op = &bg->ops[stp->op];
+    if (stp->kind == MIRS__STEP_ACCUM)
+      emit_accum(k, op);
+    else if (stp->kind == MIRS__STEP_COMPUTE && !pl->op[stp->op].absorbed)
+      emit_block_compute(k, stp->op);
+  }
+  mirs__buf_puts(b, "    __syncthreads();\n    }\n");
+  k->pending = false;
+  /* After the loop the walked tiles hold the last iteration. */
+  snprintf(cur, sizeof cur, "%d", (F - 1) % S);
+  emit_stage_ptrs(k, cur, "    ");
+}
+
+/* Emit what follows the loop: accumulators without a chain, then chained
+ * ones (their chains may read the former), then post ops and stores. */
+static void emit_after_loop(kgen *k, const mirs__sched *sched) {
+  const mirs_graph *g = k->g;
+  const mirs__kop *kop = k->kop;
+  const mirs__bgraph *bg = k->bg;
+  const mirs__plan *pl = k->pl;
+  mirs__buf *b = k->b;
+  for (int pass = 0; pass < 2; pass++) {
+    bool any = false;
+    for (int32_t i = 0; i < sched->ninit; i++) {
+      const mirs__bop *op = &bg->ops[mirs__sched_init(sched)[i].op];
+      if ((pl->t[op->out].next >= 0) == (pass == 1)) {
+        if (!any && pass == 1)
+          sync_if_pending(k, "    ");
+        emit_writeback(k, op);
+        any = true;
+      }
+    }
+  }
+  for (int32_t i = 0; i < sched->npost; i++) {
+    const mirs__step *stp = &mirs__sched_post(sched)[i];
+    const mirs__bop *op = &bg->ops[stp->op];
+    if (stp->kind == MIRS__STEP_COMPUTE && !pl->op[stp->op].absorbed) {
+      emit_block_compute(k, stp->op);
+    } else if (stp->kind == MIRS__STEP_STORE) {
+      const mirs__shape *ts = &bg->t[op->in[0]].shape;
+      int32_t oi = 0;
+      while (oi < kop->nout && kop->out[oi] != op->dst)
+        oi++;
+      sync_if_pending(k, "    ");
+      mirs__buf_printf(b, "    /* store %s into %s */\n", bg->t[op->in[0]].name,
+                       g->t[op->dst].name);
+      mirs__buf_printf(b, "    for (int e = tid; e < %" PRId64 "; e += %d) {\n",
+                       mirs__shape_numel(ts), k->nthreads);
+      emit_coords(b, "      ", "int", "e", ts);
+      mirs__buf_printf(b, "      mirs_st(out%d + (", (int)oi);
+      emit_global_index(k, op, &g->t[op->dst].shape, ts, "0");
+      mirs__buf_puts(b, "), ");
+      emit_tile_ld(k, op->in[0], ts);
+      mirs__buf_puts(b, ");\n    }\n");
+    }
+  }
+}
+
 /* Emit one custom kernel: kernel op ki of g, as its plan says. */
 static mirs_status emit_custom(const mirs_graph *g, int32_t ki, const char *ename, mirs__buf *b,
                                const mirs__plan *pl) {
@@ -1007,161 +1197,10 @@ static mirs_status emit_custom(const mirs_graph *g, int32_t ki, const char *enam
     k.fastdiv = k.fastdiv && g->t[kop->out[i]].dtype != MIRS_F32;
   mirs__sched sched = {0};
   MIRS_CHECK(ctx, mirs__sched_build(ctx, bg, &sched));
-  int S = pl->stages, F = bg->forloop;
-  bool any_vec = false;
-  for (int32_t t = 0; t < bg->nt; t++)
-    any_vec = any_vec || (pl->t[t].input && pl->t[t].vec);
-
-  emit_plan_comment(&k, ki);
-  mirs__buf_printf(b, "static __global__ void __launch_bounds__(%d) %s_k%d(", k.nthreads, ename,
-                   (int)ki);
-  for (int32_t i = 0; i < kop->nin; i++)
-    mirs__buf_printf(b, "%sconst %s *__restrict__ in%d", i ? ", " : "",
-                     ctype(g->t[kop->in[i]].dtype), (int)i);
-  for (int32_t i = 0; i < kop->nout; i++)
-    mirs__buf_printf(b, ", %s *__restrict__ out%d", ctype(g->t[kop->out[i]].dtype), (int)i);
-  mirs__buf_puts(b, ") {\n    MIRS_SHARED_FLOATS(mirs_smem);\n");
-  mirs__buf_puts(b, "    const int tid = (int)(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * "
-                    "threadIdx.z));\n");
-  for (int32_t t = 0; t < bg->nt; t++) {
-    const mirs__plan_tensor *pt = &pl->t[t];
-    if (pt->off < 0)
-      continue;
-    if (pt->input)
-      mirs__buf_printf(b, "    %s *const t%d_s = (%s *)((char *)mirs_smem + %" PRId64 "); /* %s */\n",
-                       tile_ctype(&k, t), (int)t, tile_ctype(&k, t), pt->off, bg->t[t].name);
-    else
-      mirs__buf_printf(b, "    float *const t%d = (float *)((char *)mirs_smem + %" PRId64 "); /* %s */\n",
-                       (int)t, pt->off, bg->t[t].name);
-  }
-  /* ZERO steps: the accumulators. */
-  for (int32_t i = 0; i < sched.ninit; i++) {
-    const mirs__bop *op = &bg->ops[mirs__sched_init(&sched)[i].op];
-    int32_t t = op->out;
-    int64_t n = mirs__shape_numel(&bg->t[t].shape);
-    int64_t per = acc_per_thread(&k, t, NULL);
-    if (pl->t[t].acc_mma) {
-      int32_t p = bg->t[op->in[0]].producer;
-      mma_geo q = mma_geometry(&k, &bg->ops[p], pl->op[p].m_pad);
-      mirs__buf_printf(b, "    float accf%d[%" PRId64 "][4]; /* %s: C fragments of this warp's tiles */\n",
-                       (int)t, q.per, bg->t[t].name);
-      mirs__buf_printf(b, "    MIRS_UNROLL for (int j = 0; j < %" PRId64 "; j++)\n"
-                          "      accf%d[j][0] = accf%d[j][1] = accf%d[j][2] = accf%d[j][3] = 0.0f;\n",
-                       q.per, (int)t, (int)t, (int)t, (int)t);
-    } else if (pl->t[t].acc_smem) {
-      mirs__buf_printf(b, "    float *const a%d = (float *)((char *)mirs_smem + %" PRId64 ");\n",
-                       (int)t, pl->t[t].aoff);
-      mirs__buf_printf(b, "    for (int e = tid; e < %" PRId64 "; e += %d)\n      a%d[e] = 0.0f;\n",
-                       n, k.nthreads, (int)t);
-    } else {
-      mirs__buf_printf(b, "    float acc%d[%" PRId64 "]; /* %s */\n", (int)t, per, bg->t[t].name);
-      mirs__buf_printf(b, "    MIRS_UNROLL for (int r = 0; r < %" PRId64 "; r++)\n      acc%d[r] = 0.0f;\n",
-                       per, (int)t);
-    }
-  }
-  /* K-padded MMA operands: every stage buffer zeroed once, before any
-   * load (a barrier orders the zeros before the copies of other threads);
-   * the loads never write the padding, so it stays 0. */
-  bool zeroed = false;
-  for (int32_t t = 0; t < bg->nt; t++) {
-    const mirs__plan_tensor *pt = &pl->t[t];
-    if (!pt->input || !pt->zero)
-      continue;
-    mirs__buf_printf(b, "    for (int e = tid; e < %" PRId64 "; e += %d) /* %s: zero padding */\n"
-                        "      ((uint32_t *)t%d_s)[e] = 0u;\n",
-                     pt->stage_bytes * pt->stages / 4, k.nthreads, bg->t[t].name, (int)t);
-    zeroed = true;
-  }
-  if (zeroed)
-    mirs__buf_puts(b, "    __syncthreads();\n");
-  /* Per-thread load addresses, then the loop-invariant tiles (once). */
-  for (int32_t i = 0; i < bg->nops; i++)
-    if (bg->ops[i].op == MIRS_OP_INPUT)
-      emit_load_bases(&k, &bg->ops[i], input_index(kop, bg->ops[i].src));
-  emit_loads(&k, false, "0", "0", "    ");
-  for (int32_t t = 0; t < bg->nt; t++)
-    if (pl->t[t].input && pl->t[t].invariant)
-      mirs__buf_printf(b, "    const %s *const t%d = t%d_s;\n    (void)t%d;\n", tile_ctype(&k, t),
-                       (int)t, (int)t, (int)t);
-  if (any_vec)
-    mirs__buf_puts(b, "    mirs_cp_async_commit();\n");
-  /* Prologue: the first S - 1 iterations' tiles in flight. */
-  for (int s = 0; s + 1 < S; s++) {
-    char fs[16];
-    snprintf(fs, sizeof fs, "%d", s);
-    mirs__buf_printf(b, "    /* prologue: stage %d */\n", s);
-    emit_loads(&k, true, fs, fs, "    ");
-    if (any_vec)
-      mirs__buf_puts(b, "    mirs_cp_async_commit();\n");
-  }
-  /* The forloop: issue iteration f + S - 1, wait for iteration f, compute. */
-  mirs__buf_printf(b, "    for (int f = 0; f < %d; f++) {\n", F);
-  if (S > 1) {
-    mirs__buf_printf(b, "      const int fn = f + %d;\n      if (fn < %d) {\n", S - 1, F);
-    char se[32];
-    snprintf(se, sizeof se, "fn %% %d", S);
-    emit_loads(&k, true, "fn", se, "        ");
-    mirs__buf_puts(b, "      }\n");
-  } else {
-    emit_loads(&k, true, "f", "0", "      ");
-  }
-  if (any_vec)
-    mirs__buf_printf(b, "      mirs_cp_async_commit();\n      mirs_cp_async_wait<%d>();\n", S - 1);
-  mirs__buf_puts(b, "      __syncthreads();\n");
-  char cur[32];
-  snprintf(cur, sizeof cur, "f %% %d", S);
-  emit_stage_ptrs(&k, cur, "      ");
-  k.pending = false;
-  for (int32_t i = 0; i < sched.nloop; i++) {
-    const mirs__step *stp = &mirs__sched_loop(&sched)[i];
-    const mirs__bop *op = &bg->ops[stp->op];
-    if (stp->kind == MIRS__STEP_ACCUM)
-      emit_accum(&k, op);
-    else if (stp->kind == MIRS__STEP_COMPUTE && !pl->op[stp->op].absorbed)
-      emit_block_compute(&k, stp->op);
-  }
-  mirs__buf_puts(b, "    __syncthreads();\n    }\n");
-  k.pending = false;
-  /* After the loop the walked tiles hold the last iteration. */
-  snprintf(cur, sizeof cur, "%d", (F - 1) % S);
-  emit_stage_ptrs(&k, cur, "    ");
-  /* Accumulators without a chain, then chained ones (their chains may
-   * read the former), then post ops and stores. */
-  for (int pass = 0; pass < 2; pass++) {
-    bool any = false;
-    for (int32_t i = 0; i < sched.ninit; i++) {
-      const mirs__bop *op = &bg->ops[mirs__sched_init(&sched)[i].op];
-      if ((pl->t[op->out].next >= 0) == (pass == 1)) {
-        if (!any && pass == 1)
-          sync_if_pending(&k, "    ");
-        emit_writeback(&k, op);
-        any = true;
-      }
-    }
-  }
-  for (int32_t i = 0; i < sched.npost; i++) {
-    const mirs__step *stp = &mirs__sched_post(&sched)[i];
-    const mirs__bop *op = &bg->ops[stp->op];
-    if (stp->kind == MIRS__STEP_COMPUTE && !pl->op[stp->op].absorbed) {
-      emit_block_compute(&k, stp->op);
-    } else if (stp->kind == MIRS__STEP_STORE) {
-      const mirs__shape *ts = &bg->t[op->in[0]].shape;
-      int32_t oi = 0;
-      while (oi < kop->nout && kop->out[oi] != op->dst)
-        oi++;
-      sync_if_pending(&k, "    ");
-      mirs__buf_printf(b, "    /* store %s into %s */\n", bg->t[op->in[0]].name,
-                       g->t[op->dst].name);
-      mirs__buf_printf(b, "    for (int e = tid; e < %" PRId64 "; e += %d) {\n",
-                       mirs__shape_numel(ts), k.nthreads);
-      emit_coords(b, "      ", "int", "e", ts);
-      mirs__buf_printf(b, "      mirs_st(out%d + (", (int)oi);
-      emit_global_index(&k, op, &g->t[op->dst].shape, ts, "0");
-      mirs__buf_puts(b, "), ");
-      emit_tile_ld(&k, op->in[0], ts);
-      mirs__buf_puts(b, ");\n    }\n");
-    }
-  }
+  emit_kernel_head(&k, ki, ename);
+  emit_acc_init(&k, &sched);
+  emit_main_loop(&k, &sched);
+  emit_after_loop(&k, &sched);
   mirs__buf_puts(b, "}\n");
   mirs__sched_free(ctx, &sched);
   return MIRS_OK;
@@ -1544,6 +1583,107 @@ static const char entry_helpers[] =
     "enum { MIRS_GEN_MAX_DEVICES = 64 };\n"
     "#endif\n";
 
+/* Plan every custom kernel of g into plans[] (*planned: how many entries
+ * to free); a kernel that does not fit is refused (the search never
+ * produces one: its cost model reads the same plan). */
+static mirs_status build_plans(const mirs_graph *g, mirs__plan *plans, int32_t *planned) {
+  mirs_context *ctx = g->ctx;
+  mirs_status s = MIRS_OK;
+  for (int32_t i = 0; s == MIRS_OK && i < g->nops; i++, (*planned)++) {
+    if (g->ops[i].op != MIRS_OP_CUSTOM)
+      continue;
+    const mirs__bgraph *bg = g->ops[i].bg;
+    int32_t bad = -1;
+    if (!bg || !mirs__bg_well_formed(g, bg, &bad)) {
+      s = MIRS_FAIL(ctx, MIRS_INTERNAL, "kernel op %d: malformed block graph", (int)i);
+      break;
+    }
+    s = mirs__plan_build(ctx, g, i, MIRS__PLAN_SMEM_MAX, ctx->opt.codegen_mma != 0, &plans[i]);
+    if (s == MIRS_OK && !plans[i].feasible)
+      s = MIRS_FAIL(ctx, MIRS_LIMIT, "kernel op %d (%s = custom): %s; no CUDA is generated for it",
+                    (int)i, g->t[g->ops[i].out[0]].name, plans[i].reason);
+  }
+  return s;
+}
+
+/* Emit the entry point's setting of each kernel's dynamic shared-memory
+ * limit above 48 KB: once per device (setting one twice is harmless, so
+ * two threads racing on the first call only repeat the work). */
+static void emit_attributes(const mirs_graph *g, const char *ename, const mirs__plan *plans,
+                            mirs__buf *b) {
+  bool attrs = false;
+  for (int32_t i = 0; i < g->nops; i++)
+    attrs = attrs || (g->ops[i].op == MIRS_OP_CUSTOM && plans[i].smem > 48 * 1024);
+  if (attrs) {
+    mirs__buf_puts(b, "    /* Kernels above 48 KB of shared memory: their limit, once per device. */\n"
+                      "    static std::atomic<unsigned char> attrs_set[MIRS_GEN_MAX_DEVICES];\n"
+                      "    int dev = 0;\n"
+                      "    err = cudaGetDevice(&dev);\n"
+                      "    if (err != cudaSuccess) {\n"
+                      "        (void)cudaGetLastError(); /* returned: not left pending */\n"
+                      "        return (int)err;\n    }\n"
+                      "    const bool flagged = dev >= 0 && dev < MIRS_GEN_MAX_DEVICES;\n"
+                      "    if (!flagged || !attrs_set[dev].load(std::memory_order_acquire)) {\n");
+    for (int32_t i = 0; i < g->nops; i++)
+      if (g->ops[i].op == MIRS_OP_CUSTOM && plans[i].smem > 48 * 1024)
+        mirs__buf_printf(b,
+                         "        err = cudaFuncSetAttribute(%s_k%d, "
+                         "cudaFuncAttributeMaxDynamicSharedMemorySize, %" PRId64 ");\n"
+                         "        if (err != cudaSuccess) {\n"
+                         "            (void)cudaGetLastError();\n"
+                         "            return (int)err;\n        }\n",
+                         ename, (int)i, plans[i].smem);
+    mirs__buf_puts(b, "        if (flagged)\n"
+                      "            attrs_set[dev].store(1, std::memory_order_release);\n    }\n");
+  }
+}
+
+/* Emit the entry point's launches, each checked (no error was pending at
+ * the start, so the first one seen is that launch's), and the copies of
+ * outputs that are inputs or listed twice. */
+static void emit_launches(const mirs_graph *g, const char *ename, const mirs__plan *plans,
+                          const int64_t *woff, const int32_t *first_out, mirs__buf *b) {
+  static const char check_launch[] = "    err = cudaGetLastError();\n"
+                                     "    if (err != cudaSuccess)\n        return (int)err;\n";
+  char ptr[400];
+  for (int32_t i = 0; i < g->nops; i++) {
+    const mirs__kop *op = &g->ops[i];
+    if (op->op == MIRS_OP_CUSTOM) {
+      const mirs__bgraph *bg = op->bg;
+      int64_t smem = plans[i].smem;
+      mirs__buf_printf(b, "    MIRS_LAUNCH(%s_k%d, dim3(%d, %d, %d), dim3(%d, %d, %d), %" PRId64
+                          ", stream, (",
+                       ename, (int)i, bg->grid[0], bg->grid[1], bg->grid[2], bg->block[0], bg->block[1],
+                       bg->block[2], smem);
+    } else {
+      mirs__buf_printf(b, "    MIRS_LAUNCH(%s_k%d, dim3(%" PRId64 "), dim3(256), 0, stream, (",
+                       ename, (int)i, mirs__codegen_stride_blocks(mirs__shape_numel(&g->t[op->out[0]].shape)));
+    }
+    for (int32_t a = 0; a < op->nin; a++) {
+      tensor_ptr(g, op->in[a], woff, first_out, ptr, sizeof ptr);
+      mirs__buf_printf(b, "%s%s", a ? ", " : "", ptr);
+    }
+    for (int32_t a = 0; a < op->nout; a++) {
+      tensor_ptr(g, op->out[a], woff, first_out, ptr, sizeof ptr);
+      mirs__buf_printf(b, ", %s", ptr);
+    }
+    mirs__buf_puts(b, "));\n");
+    mirs__buf_puts(b, check_launch);
+  }
+  /* Outputs that are inputs or listed twice are copies. */
+  for (int32_t i = 0; i < g->nout; i++) {
+    int32_t t = g->outputs[i];
+    if (first_out[t] == i && g->t[t].producer >= 0)
+      continue;
+    int64_t n = mirs__shape_numel(&g->t[t].shape);
+    tensor_ptr(g, t, woff, first_out, ptr, sizeof ptr);
+    mirs__buf_printf(b, "    MIRS_LAUNCH(mirs_copy<%s>, dim3(%" PRId64 "), dim3(256), 0, stream, (%s, out%d, %" PRId64
+                        "LL));\n",
+                     ctype(g->t[t].dtype), mirs__codegen_stride_blocks(n), ptr, (int)i, n);
+    mirs__buf_puts(b, check_launch);
+  }
+}
+
 /* Emit the CUDA C of g. */
 mirs_status mirs__codegen_cuda(const mirs_graph *g, const char *entry, mirs__buf *b) {
   mirs_context *ctx = g->ctx;
@@ -1563,24 +1703,8 @@ mirs_status mirs__codegen_cuda(const mirs_graph *g, const char *entry, mirs__buf
     return mirs__core_trace(ctx, MIRS_NOMEM, __func__, __FILE__, __LINE__);
   }
   int64_t wbytes = plan_workspace(g, woff, first_out);
-  /* One plan per custom kernel; a kernel that does not fit is refused
-   * (the search never produces one: its cost model reads the same plan). */
-  mirs_status s = MIRS_OK;
   int32_t planned = 0;
-  for (int32_t i = 0; s == MIRS_OK && i < g->nops; i++, planned++) {
-    if (g->ops[i].op != MIRS_OP_CUSTOM)
-      continue;
-    const mirs__bgraph *bg = g->ops[i].bg;
-    int32_t bad = -1;
-    if (!bg || !mirs__bg_well_formed(g, bg, &bad)) {
-      s = MIRS_FAIL(ctx, MIRS_INTERNAL, "kernel op %d: malformed block graph", (int)i);
-      break;
-    }
-    s = mirs__plan_build(ctx, g, i, MIRS__PLAN_SMEM_MAX, ctx->opt.codegen_mma != 0, &plans[i]);
-    if (s == MIRS_OK && !plans[i].feasible)
-      s = MIRS_FAIL(ctx, MIRS_LIMIT, "kernel op %d (%s = custom): %s; no CUDA is generated for it",
-                    (int)i, g->t[g->ops[i].out[0]].name, plans[i].reason);
-  }
+  mirs_status s = build_plans(g, plans, &planned);
   if (s != MIRS_OK)
     goto done;
   mirs__buf_printf(b, "/* CUDA C for the µGraph %s, generated by mirsearch %s.\n", g->name,
@@ -1624,74 +1748,8 @@ mirs_status mirs__codegen_cuda(const mirs_graph *g, const char *entry, mirs__buf
   }
   mirs__buf_puts(b, "    const cudaStream_t stream = (cudaStream_t)stream_;\n"
                     "    cudaError_t err = cudaSuccess;\n");
-  /* Kernel attributes: once per device (setting one twice is harmless, so
-   * two threads racing on the first call only repeat the work). */
-  bool attrs = false;
-  for (int32_t i = 0; i < g->nops; i++)
-    attrs = attrs || (g->ops[i].op == MIRS_OP_CUSTOM && plans[i].smem > 48 * 1024);
-  if (attrs) {
-    mirs__buf_puts(b, "    /* Kernels above 48 KB of shared memory: their limit, once per device. */\n"
-                      "    static std::atomic<unsigned char> attrs_set[MIRS_GEN_MAX_DEVICES];\n"
-                      "    int dev = 0;\n"
-                      "    err = cudaGetDevice(&dev);\n"
-                      "    if (err != cudaSuccess) {\n"
-                      "        (void)cudaGetLastError(); /* returned: not left pending */\n"
-                      "        return (int)err;\n    }\n"
-                      "    const bool flagged = dev >= 0 && dev < MIRS_GEN_MAX_DEVICES;\n"
-                      "    if (!flagged || !attrs_set[dev].load(std::memory_order_acquire)) {\n");
-    for (int32_t i = 0; i < g->nops; i++)
-      if (g->ops[i].op == MIRS_OP_CUSTOM && plans[i].smem > 48 * 1024)
-        mirs__buf_printf(b,
-                         "        err = cudaFuncSetAttribute(%s_k%d, "
-                         "cudaFuncAttributeMaxDynamicSharedMemorySize, %" PRId64 ");\n"
-                         "        if (err != cudaSuccess) {\n"
-                         "            (void)cudaGetLastError();\n"
-                         "            return (int)err;\n        }\n",
-                         ename, (int)i, plans[i].smem);
-    mirs__buf_puts(b, "        if (flagged)\n"
-                      "            attrs_set[dev].store(1, std::memory_order_release);\n    }\n");
-  }
-  /* Launches, each checked: no error was pending at the start, so the
-   * first one seen is this launch's. */
-  static const char check_launch[] = "    err = cudaGetLastError();\n"
-                                     "    if (err != cudaSuccess)\n        return (int)err;\n";
-  char ptr[400];
-  for (int32_t i = 0; i < g->nops; i++) {
-    const mirs__kop *op = &g->ops[i];
-    if (op->op == MIRS_OP_CUSTOM) {
-      const mirs__bgraph *bg = op->bg;
-      int64_t smem = plans[i].smem;
-      mirs__buf_printf(b, "    MIRS_LAUNCH(%s_k%d, dim3(%d, %d, %d), dim3(%d, %d, %d), %" PRId64
-                          ", stream, (",
-                       ename, (int)i, bg->grid[0], bg->grid[1], bg->grid[2], bg->block[0], bg->block[1],
-                       bg->block[2], smem);
-    } else {
-      mirs__buf_printf(b, "    MIRS_LAUNCH(%s_k%d, dim3(%" PRId64 "), dim3(256), 0, stream, (",
-                       ename, (int)i, mirs__codegen_stride_blocks(mirs__shape_numel(&g->t[op->out[0]].shape)));
-    }
-    for (int32_t a = 0; a < op->nin; a++) {
-      tensor_ptr(g, op->in[a], woff, first_out, ptr, sizeof ptr);
-      mirs__buf_printf(b, "%s%s", a ? ", " : "", ptr);
-    }
-    for (int32_t a = 0; a < op->nout; a++) {
-      tensor_ptr(g, op->out[a], woff, first_out, ptr, sizeof ptr);
-      mirs__buf_printf(b, ", %s", ptr);
-    }
-    mirs__buf_puts(b, "));\n");
-    mirs__buf_puts(b, check_launch);
-  }
-  /* Outputs that are inputs or listed twice are copies. */
-  for (int32_t i = 0; i < g->nout; i++) {
-    int32_t t = g->outputs[i];
-    if (first_out[t] == i && g->t[t].producer >= 0)
-      continue;
-    int64_t n = mirs__shape_numel(&g->t[t].shape);
-    tensor_ptr(g, t, woff, first_out, ptr, sizeof ptr);
-    mirs__buf_printf(b, "    MIRS_LAUNCH(mirs_copy<%s>, dim3(%" PRId64 "), dim3(256), 0, stream, (%s, out%d, %" PRId64
-                        "LL));\n",
-                     ctype(g->t[t].dtype), mirs__codegen_stride_blocks(n), ptr, (int)i, n);
-    mirs__buf_puts(b, check_launch);
-  }
+  emit_attributes(g, ename, plans, b);
+  emit_launches(g, ename, plans, woff, first_out, b);
   mirs__buf_puts(b, "    return MIRS_GEN_OK;\n}\n");
   if (b->failed)
     s = mirs__core_trace(ctx, MIRS_NOMEM, __func__, __FILE__, __LINE__);
