@@ -53,7 +53,7 @@
 
 #define PROG "mirsearch"
 
-/* Exit statuses (DESIGN.md, "Outputs and exit status"). */
+/* Exit statuses (README.md, "Exit status"). */
 enum { EXIT_OK = 0, EXIT_DIFFERENT = 1, EXIT_USAGE = 2, EXIT_RESOURCE = 3, EXIT_STOPPED = 4 };
 
 /* getopt_long return values for options without a short form; library

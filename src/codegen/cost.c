@@ -2,7 +2,7 @@
 /* src/codegen/cost.c - device profiles (parser, built-in table, lookup) and
  * the analytic cost model that ranks µGraphs without a GPU.
  *
- * Model (DESIGN.md "Cost model").  Per kernel op:
+ * Model (docs/SEARCH.md "Cost model").  Per kernel op:
  *   time = launch + max(memory, compute)       (predefined ops)
  *   time = launch + max(memory, compute)       (pipelined custom kernels
  *          + min(memory, compute) / F           over F iterations: one

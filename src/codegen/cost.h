@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* src/codegen/cost.h - the analytic cost model and the device profiles it
- * reads (DESIGN.md "GPU, codegen and ranking" -> "Cost model").
+ * reads (docs/SEARCH.md "Cost model", docs/CODEGEN.md for the plan).
  *
  * A device profile holds datasheet numbers for one GPU (bandwidth, peaks,
  * launch latency, shared memory per block, SMs, L2).  Profiles come from a

@@ -2,8 +2,8 @@
 /* src/gpu/gpufp_abi.h - the narrow C ABI between libmirsearch and the GPU
  * fingerprint module libmirsearch-gpufp.so (src/gpu/gpufp.cu).
  *
- * Why a separate module: the library links no CUDA library (DESIGN.md
- * "GPU, codegen and ranking"); the module, built by nvcc with the CUDA
+ * Why a separate module: the library links no CUDA library
+ * (docs/ARCHITECTURE.md, "Layers"); the module, built by nvcc with the CUDA
  * runtime linked statically, is dlopen'ed only when a GPU backend is
  * asked for (--verify=gpu or auto).  Its one exported symbol,
  * mirs_gpufp_abi_get, returns this table; the library refuses a table

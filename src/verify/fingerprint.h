@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* src/verify/fingerprint.h - finite-field fingerprints of µGraphs: the
- * verification of complete candidates (DESIGN.md "Search" -> "Verification"),
+ * verification of complete candidates (docs/SOUNDNESS.md, docs/SEARCH.md),
  * the fingerprint-backend interface, and its CPU implementation.
  *
  * ---------------------------------------------------------------- the field
