@@ -393,27 +393,15 @@ static void emit_main_setup(const mirs_graph *c, const mirs_graph *p, mirs__buf 
 static void emit_main_check(const mirs_graph *c, const mirs_graph *p, mirs__buf *b) {
   mirs__buf_puts(
       b, "        mirs_h_check(run_cand(s), \"candidate\");\n"
-         "        mirs_h_check(cudaStreamSynchronize(s), \"candidate\");\n"
-         "        FILE *fo = fopen(argv[3], \"wb\");\n"
-         "        if (!fo) {\n            perror(argv[3]);\n            return 3;\n        }\n");
-  for (int32_t i = 0; i < c->nout; i++)
-    mirs__buf_printf(b, "        mirs_h_out(fo, mb_cout%d, %" PRId64 ");\n", (int)i,
-                     mirs__shape_numel(&c->t[c->outputs[i]].shape));
-  mirs__buf_puts(b, "        if (fclose(fo) != 0) {\n            perror(argv[3]);\n            "
-                    "return 3;\n        }\n");
+         "        mirs_h_check(cudaStreamSynchronize(s), \"candidate\");\n");
+  mirs__codegen_emit_outputs(c, "        ", "FILE *", 3, "mb_cout", b);
   if (p) {
     mirs__buf_puts(
         b, "        if (argc < 5) {\n            fprintf(stderr, \"check: no OUT_BASE\\n\");\n"
            "            return 2;\n        }\n"
            "        mirs_h_check(run_base(s), \"baseline\");\n"
-           "        mirs_h_check(cudaStreamSynchronize(s), \"baseline\");\n"
-           "        fo = fopen(argv[4], \"wb\");\n"
-           "        if (!fo) {\n            perror(argv[4]);\n            return 3;\n        }\n");
-    for (int32_t i = 0; i < c->nout; i++)
-      mirs__buf_printf(b, "        mirs_h_out(fo, mb_bout%d, %" PRId64 ");\n", (int)i,
-                       mirs__shape_numel(&c->t[c->outputs[i]].shape));
-    mirs__buf_puts(b, "        if (fclose(fo) != 0) {\n            perror(argv[4]);\n            "
-                      "return 3;\n        }\n");
+           "        mirs_h_check(cudaStreamSynchronize(s), \"baseline\");\n");
+    mirs__codegen_emit_outputs(c, "        ", "", 4, "mb_bout", b);
   }
 }
 

@@ -54,6 +54,10 @@ typedef struct mirs__codegen_args {
 
 /* Host helpers every harness starts with (after the generated source). */
 extern const char mirs__codegen_harness_io[];
+/* Emit a harness's writing of g's outputs (device buffers PREFIX0..) as
+ * float64 to argv[argi], declaring `fo` with decl ("FILE *" or ""). */
+void mirs__codegen_emit_outputs(const mirs_graph *g, const char *ind, const char *decl, int argi,
+                                const char *prefix, mirs__buf *b);
 /* Append a copy of text (cut at 1023 bytes; 24 arguments at most). */
 void mirs__codegen_arg(mirs__codegen_args *a, const char *text);
 /* The nvcc to run: option codegen_nvcc, else configure's, else PATH's. */

@@ -91,6 +91,22 @@ const char mirs__codegen_harness_io[] =
     "        fprintf(stderr, \"cannot write the outputs\\n\");\n        exit(3);\n    }\n"
     "    free(v);\n    free(h);\n}\n\n";
 
+/* Emit the harness lines that write g's outputs (device buffers PREFIX0,
+ * PREFIX1, ... in output order) as float64 to the file argv[argi]: open
+ * (declaring `fo` with decl, "" when it exists), write, close; a failure
+ * returns 3 from main.  ind indents each line. */
+void mirs__codegen_emit_outputs(const mirs_graph *g, const char *ind, const char *decl, int argi,
+                                const char *prefix, mirs__buf *b) {
+  mirs__buf_printf(b, "%s%sfo = fopen(argv[%d], \"wb\");\n", ind, decl, argi);
+  mirs__buf_printf(b, "%sif (!fo) {\n%s    perror(argv[%d]);\n%s    return 3;\n%s}\n", ind, ind,
+                   argi, ind, ind);
+  for (int32_t i = 0; i < g->nout; i++)
+    mirs__buf_printf(b, "%smirs_h_out(fo, %s%d, %" PRId64 ");\n", ind, prefix, (int)i,
+                     mirs__shape_numel(&g->t[g->outputs[i]].shape));
+  mirs__buf_printf(b, "%sif (fclose(fo) != 0) {\n%s    perror(argv[%d]);\n%s    return 3;\n%s}\n",
+                   ind, ind, argi, ind, ind);
+}
+
 /* Emit the harness main() for g's entry point. */
 mirs_status mirs__codegen_harness(const mirs_graph *g, const char *entry, mirs__buf *b) {
   mirs__buf_puts(b, "/* mirsearch run harness: inputs (float64, input order) from argv[1],\n"
@@ -137,14 +153,9 @@ mirs_status mirs__codegen_harness(const mirs_graph *g, const char *entry, mirs__
                    "        fprintf(stderr, \"%s: %%s (status %%d)\\n\", %s_status_string(st), st);\n"
                    "        exit(3);\n    }\n",
                    entry, entry);
-  mirs__buf_puts(b, "    mirs_h_check(cudaDeviceSynchronize(), \"cudaDeviceSynchronize\");\n"
-                    "    FILE *fo = fopen(argv[2], \"wb\");\n"
-                    "    if (!fo) {\n        perror(argv[2]);\n        return 3;\n    }\n");
-  for (int32_t i = 0; i < g->nout; i++)
-    mirs__buf_printf(b, "    mirs_h_out(fo, out%d, %" PRId64 ");\n", (int)i,
-                     mirs__shape_numel(&g->t[g->outputs[i]].shape));
-  mirs__buf_puts(b, "    if (fclose(fo) != 0) {\n        perror(argv[2]);\n        return 3;\n    }\n"
-                    "    return 0;\n}\n");
+  mirs__buf_puts(b, "    mirs_h_check(cudaDeviceSynchronize(), \"cudaDeviceSynchronize\");\n");
+  mirs__codegen_emit_outputs(g, "    ", "FILE *", 2, "out", b);
+  mirs__buf_puts(b, "    return 0;\n}\n");
   return b->failed ? MIRS_NOMEM : MIRS_OK;
 }
 
