@@ -651,7 +651,9 @@ static double elementwise_flops(mirs_op op) {
     return SPECIAL_FLOPS + 7;
   case MIRS_OP_MATMUL:
   case MIRS_OP_SUM:
+  case MIRS_OP_MEAN:
   case MIRS_OP_RMS_NORM:
+  case MIRS_OP_LAYER_NORM:
   case MIRS_OP_CUSTOM:
   case MIRS_OP_INPUT:
   case MIRS_OP_OUTPUT:
@@ -673,8 +675,8 @@ static double op_flops(mirs_op op, const mirs__shape *a, const mirs__shape *r) {
     return 2.0 * nr * (double)a->d[a->ndim - 1];
   case MIRS__KIND_REDUCE:
     return (double)mirs__shape_numel(a);
-  case MIRS__KIND_RMSNORM:
-    return 3.0 * (double)mirs__shape_numel(a);
+  case MIRS__KIND_RMSNORM: /* (layer_norm: a second pass for the variance) */
+    return (op == MIRS_OP_LAYER_NORM ? 5.0 : 3.0) * (double)mirs__shape_numel(a);
   case MIRS__KIND_UNARY:
   case MIRS__KIND_BINARY:
     return nr * elementwise_flops(op);

@@ -141,7 +141,7 @@ static const char *binop(mirs_op op) {
  * os, from operands in[a] (pointer expressions, read with mirs_ld) of
  * shapes ins[a] stored with strides ist[a] (of their own dims); ity is the
  * index type. */
-static void emit_value(mirs__buf *b, const char *ind, const char *ity, mirs_op op, int dim,
+static void emit_value(mirs__buf *b, const char *ind, const char *ity, mirs_op op, int dim, double eps,
                        const char *const *in, const mirs__shape *const *ins,
                        const int64_t *const *ist, const mirs__shape *os) {
   int r = os->ndim;
@@ -184,6 +184,8 @@ static void emit_value(mirs__buf *b, const char *ind, const char *ity, mirs_op o
     mirs__buf_printf(b, "%s;\n%sv = 0.0f;\n", any ? "" : "0", ind);
     mirs__buf_printf(b, "%sfor (%s p = 0; p < %" PRId64 "; p++)\n%s  v += mirs_ld(%s + (ix + p * %" PRId64 "));\n",
                      ind, ity, ins[0]->d[dim], ind, in[0], ist[0][dim]);
+    if (op == MIRS_OP_MEAN)
+      mirs__buf_printf(b, "%sv /= %" PRId64 ".0f;\n", ind, ins[0]->d[dim]);
     break;
   }
   default: { /* RMSNORM over the last dim (stride 1) */
@@ -191,6 +193,17 @@ static void emit_value(mirs__buf *b, const char *ind, const char *ity, mirs_op o
     mirs__buf_printf(b, "%sconst %s row = (", ind, ity);
     emit_index_st(b, ins[0], ist[0], os, r);
     mirs__buf_printf(b, ") - c%d;\n%sfloat ss = 0.0f;\n", r - 1, ind);
+    if (op == MIRS_OP_LAYER_NORM) { /* two passes: the mean, then the variance */
+      mirs__buf_printf(b, "%sfor (%s p = 0; p < %" PRId64 "; p++)\n%s  ss += mirs_ld(%s + (row + p));\n",
+                       ind, ity, last, ind, in[0]);
+      mirs__buf_printf(b, "%sconst float mu = ss / %" PRId64 ".0f;\n%sss = 0.0f;\n", ind, last, ind);
+      mirs__buf_printf(b, "%sfor (%s p = 0; p < %" PRId64 "; p++) {\n", ind, ity, last);
+      mirs__buf_printf(b, "%s  const float y = mirs_ld(%s + (row + p)) - mu;\n%s  ss += y * y;\n%s}\n",
+                       ind, in[0], ind, ind);
+      mirs__buf_printf(b, "%sv = (mirs_ld(%s + (row + c%d)) - mu) / sqrtf(ss / %" PRId64 ".0f + %.9ef);\n",
+                       ind, in[0], r - 1, last, eps);
+      break;
+    }
     mirs__buf_printf(b, "%sfor (%s p = 0; p < %" PRId64 "; p++) {\n", ind, ity, last);
     mirs__buf_printf(b, "%s  const float y = mirs_ld(%s + (row + p));\n%s  ss += y * y;\n%s}\n",
                      ind, in[0], ind, ind);
@@ -532,7 +545,7 @@ static void emit_reduce_tree(kgen *k, int32_t oi) {
   const mirs__bop *op = &bg->ops[oi];
   mirs__buf *b = k->b;
   const mirs__shape *os = &bg->t[op->out].shape, *xs = &bg->t[op->in[0]].shape;
-  bool rms = op->op == MIRS_OP_RMS_NORM;
+  bool ln = op->op == MIRS_OP_LAYER_NORM, rms = op->op == MIRS_OP_RMS_NORM || ln;
   int r = os->ndim, dim = rms ? r - 1 : op->dim, grp = k->pl->op[oi].group;
   int64_t len = xs->d[dim], rows = mirs__shape_numel(xs) / len;
   int64_t groups = k->nthreads / grp, per = (rows + groups - 1) / groups;
@@ -560,26 +573,39 @@ static void emit_reduce_tree(kgen *k, int32_t oi) {
   mirs__buf_printf(b, "        for (int p = sub; p < %" PRId64 "; p += %d) {\n", len, grp);
   mirs__buf_printf(b, "          const float y = mirs_ld(t%d + (ix + p * %" PRId64 "));\n",
                    (int)op->in[0], st[dim]);
-  mirs__buf_printf(b, "          ss += %s;\n        }\n", rms ? "y * y" : "y");
+  mirs__buf_printf(b, "          ss += %s;\n        }\n", rms && !ln ? "y * y" : "y");
   for (int m = grp / 2; m >= 1; m /= 2)
     mirs__buf_printf(b, "      ss += __shfl_xor_sync(0xffffffffu, ss, %d);\n", m);
+  char eps[48] = "";
+  if (ln) { /* the row's mean, then a second pass for the variance */
+    snprintf(eps, sizeof eps, " + %.9ef", op->eps);
+    mirs__buf_printf(b, "      const float mu = ss / %" PRId64 ".0f;\n      ss = 0.0f;\n", len);
+    mirs__buf_printf(b, "      if (q < %" PRId64 ")\n", rows);
+    mirs__buf_printf(b, "        for (int p = sub; p < %" PRId64 "; p += %d) {\n", len, grp);
+    mirs__buf_printf(b, "          const float y = mirs_ld(t%d + (ix + p)) - mu;\n", (int)op->in[0]);
+    mirs__buf_puts(b, "          ss += y * y;\n        }\n");
+    for (int m = grp / 2; m >= 1; m /= 2)
+      mirs__buf_printf(b, "      ss += __shfl_xor_sync(0xffffffffu, ss, %d);\n", m);
+  }
   if (!rms) {
     mirs__buf_printf(b, "      if (q < %" PRId64 " && sub == 0) {\n", rows);
     mirs__buf_puts(b, "        const int e = q;\n        float v = ss;\n");
+    if (op->op == MIRS_OP_MEAN)
+      mirs__buf_printf(b, "        v /= %" PRId64 ".0f;\n", len);
     emit_chain_store(k, "        ", op->out);
     mirs__buf_puts(b, "      }\n    }\n");
     return;
   }
   if (k->fastdiv) /* one division per row, a multiply per element */
-    mirs__buf_printf(b, "      const float inv = 1.0f / sqrtf(ss / %" PRId64 ".0f);\n", len);
+    mirs__buf_printf(b, "      const float inv = 1.0f / sqrtf(ss / %" PRId64 ".0f%s);\n", len, eps);
   else
-    mirs__buf_printf(b, "      const float rms = sqrtf(ss / %" PRId64 ".0f);\n", len);
+    mirs__buf_printf(b, "      const float rms = sqrtf(ss / %" PRId64 ".0f%s);\n", len, eps);
   mirs__buf_printf(b, "      if (q < %" PRId64 ")\n", rows);
   mirs__buf_printf(b, "        for (int p = sub; p < %" PRId64 "; p += %d) {\n", len, grp);
   mirs__buf_printf(b, "          const int c%d = p, e = q * %" PRId64 " + p;\n          (void)c%d; (void)e;\n",
                    r - 1, len, r - 1);
-  mirs__buf_printf(b, "          float v = mirs_ld(t%d + (ix + p)) %s;\n", (int)op->in[0],
-                   k->fastdiv ? "* inv" : "/ rms");
+  mirs__buf_printf(b, "          float v = (mirs_ld(t%d + (ix + p))%s) %s;\n", (int)op->in[0],
+                   ln ? " - mu" : "", k->fastdiv ? "* inv" : "/ rms");
   emit_chain_store(k, "          ", op->out);
   mirs__buf_puts(b, "        }\n    }\n");
 }
@@ -616,7 +642,7 @@ static void emit_block_compute(kgen *k, int32_t oi) {
                    mirs__shape_numel(os), k->nthreads);
   emit_coords(b, "      ", "int", "e", os);
   mirs__buf_puts(b, "      float v;\n");
-  emit_value(b, "      ", "int", op->op, op->dim, in, ins, ist, os);
+  emit_value(b, "      ", "int", op->op, op->dim, op->eps, in, ins, ist, os);
   emit_chain_store(k, "      ", op->out);
   mirs__buf_puts(b, "    }\n");
   k->pending = true;
@@ -732,7 +758,7 @@ static void emit_accum(kgen *k, const mirs__bop *op) {
     emit_tile_ld(k, op->in[0], as);
     mirs__buf_puts(b, ";\n");
   } else if (op->op == MIRS_OP_ACCUM_SUM) {
-    emit_value(b, "      ", "int", MIRS_OP_SUM, op->dim, in, ins, ist, as);
+    emit_value(b, "      ", "int", MIRS_OP_SUM, op->dim, 0.0, in, ins, ist, as);
   } else {
     int64_t last = xs->d[xs->ndim - 1];
     mirs__buf_puts(b, "      const int row = ");
@@ -1233,7 +1259,7 @@ static void emit_predefined(const mirs_graph *g, int32_t ki, const char *ename, 
                    mirs__shape_numel(os));
   emit_coords(b, "      ", "long long", "e", os);
   mirs__buf_puts(b, "      float v;\n");
-  emit_value(b, "      ", "long long", op->op, op->dim, in, ins, ist, os);
+  emit_value(b, "      ", "long long", op->op, op->dim, op->eps, in, ins, ist, os);
   mirs__buf_puts(b, "      mirs_st(out0 + e, v);\n    }\n}\n");
 }
 

@@ -188,10 +188,10 @@ static bool op_code(mirs_op op, mirs_gpufp_op *o) {
     return true;
   case MIRS__KIND_REDUCE:
     o->kind = MIRS_GPUFP_K_SUM;
-    return true;
+    return op == MIRS_OP_SUM; /* (mean: CPU fingerprints only, docs/limits.md) */
   case MIRS__KIND_RMSNORM:
     o->kind = MIRS_GPUFP_K_RMSNORM;
-    return true;
+    return op == MIRS_OP_RMS_NORM; /* (layer_norm: CPU fingerprints only) */
   default:
     return false;
   }

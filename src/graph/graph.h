@@ -76,6 +76,19 @@ static inline bool mirs__op_is_commutative(mirs_op op) {
   return op == MIRS_OP_ADD || op == MIRS_OP_MUL;
 }
 
+/* layer_norm's default eps (PyTorch's nn.LayerNorm default). */
+#define MIRS__LN_EPS 1e-5
+
+/* Ops that carry an eps attribute (eps= in both formats): layer_norm. */
+static inline bool mirs__op_has_eps(mirs_op op) {
+  return op == MIRS_OP_LAYER_NORM;
+}
+
+/* Ops that carry a reduced dim (dim= in both formats): sum, mean, accum_sum. */
+static inline bool mirs__op_has_dim(mirs_op op) {
+  return mirs__graph_ops[op].kind == MIRS__KIND_REDUCE || op == MIRS_OP_ACCUM_SUM;
+}
+
 /* ---------------------------------------------------------------- block level */
 
 typedef struct mirs__btensor {
@@ -97,6 +110,7 @@ typedef struct mirs__bop {
   int32_t omap[MIRS__GRID]; /* OUTPUT: output dim per grid dim, -1 none */
   int32_t dst; /* OUTPUT: kernel tensor written (set when the kop closes) */
   bool fused; /* thread level: fused into in[0]'s producer's epilogue */
+  double eps; /* mirs__op_has_eps: the constant added to the variance; else 0 */
 } mirs__bop;
 
 typedef struct mirs__bgraph {
@@ -127,6 +141,7 @@ typedef struct mirs__kop {
   int32_t *in; /* kernel tensor ids */
   int32_t *out; /* kernel tensor ids */
   int32_t dim; /* SUM: reduced dim (>= 0); else -1 */
+  double eps; /* mirs__op_has_eps: the constant added to the variance; else 0 */
   mirs__bgraph *bg; /* CUSTOM only (owned) */
 } mirs__kop;
 
@@ -217,6 +232,10 @@ mirs_status mirs__graph_mark_output(mirs_graph *g, int32_t t);
 /* Remove the last kernel op and its result tensors (and outputs marking
  * them).  No-op on an empty graph. */
 void mirs__graph_pop_op(mirs_graph *g);
+/* Fold every spelled-out LayerNorm (mean, sub, square, mean, sqrt, div over
+ * the last dim) into layer_norm(X, eps=0.0) (fold.c): *out is a new graph,
+ * or NULL when nothing folds. */
+mirs_status mirs__graph_fold_norms(const mirs_graph *g, mirs_graph **out);
 /* Deep copy. */
 mirs_status mirs__graph_clone(const mirs_graph *g, mirs_graph **out);
 /* The same, the copy owned by ctx (a worker's graph into the search's). */

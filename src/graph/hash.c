@@ -59,6 +59,14 @@ static uint64_t mix_i(uint64_t h, int64_t v) {
   return mirs__hash_mix(h, (uint64_t)v);
 }
 
+/* Mix an eps attribute (its bits; +0.0 and -0.0 are one value). */
+static uint64_t mix_eps(uint64_t h, double eps) {
+  uint64_t bits = 0;
+  if (eps != 0.0)
+    memcpy(&bits, &eps, sizeof bits);
+  return mirs__hash_mix(h, bits);
+}
+
 /* splitmix64's finaliser: spreads one element hash before multiset sums. */
 static uint64_t fin(uint64_t x) {
   x ^= x >> 30;
@@ -122,6 +130,8 @@ static uint64_t bop_hash(const mirs_graph *g, const mirs__bgraph *bg, int32_t i,
     h = mix_i(h, op->op);
     h = mix_i(h, op->dim);
     h = mix_i(h, op->fused ? 1 : 0);
+    if (mirs__op_has_eps(op->op))
+      h = mix_eps(h, op->eps);
     h = mix_i(h, op->nin);
     uint64_t ah[2] = {0, 0};
     for (int a = 0; a < op->nin && a < 2; a++)
@@ -205,6 +215,8 @@ static uint64_t kop_hash(const mirs_graph *g, int32_t k, const kmemo *m) {
     h = mirs__hash_mix(0, TAG_KOP);
     h = mix_i(h, op->op);
     h = mix_i(h, op->dim);
+    if (mirs__op_has_eps(op->op))
+      h = mix_eps(h, op->eps);
     h = mix_i(h, op->nin);
     if (op->nin == 2 && mirs__op_is_commutative(op->op)) {
       uint64_t a0 = ktensor_hash(g, op->in[0], m), a1 = ktensor_hash(g, op->in[1], m);

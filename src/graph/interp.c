@@ -192,10 +192,31 @@ static void ev_rmsnorm(const mirs__shape *xs, const double *x, double *y) {
   }
 }
 
+/* y = (x - mean) / sqrt(var + eps) over the last dim, var = mean((x -
+ * mean)^2): the two-pass form (no cancellation of sum(x^2) - n mean^2). */
+static void ev_layernorm(const mirs__shape *xs, const double *x, double eps, double *y) {
+  int64_t last = xs->ndim > 0 ? xs->d[xs->ndim - 1] : 1;
+  int64_t rows = numel(xs) / last;
+  for (int64_t row = 0; row < rows; row++) {
+    const double *px = x + row * last;
+    double *py = y + row * last;
+    double s = 0.0, v = 0.0;
+    for (int64_t j = 0; j < last; j++)
+      s += px[j];
+    double mu = s / (double)last;
+    for (int64_t j = 0; j < last; j++)
+      v += (px[j] - mu) * (px[j] - mu);
+    double sd = sqrt(v / (double)last + eps);
+    for (int64_t j = 0; j < last; j++)
+      py[j] = (px[j] - mu) / sd;
+  }
+}
+
 /* Compute op (kind UNARY, BINARY, MATMUL, REDUCE or RMSNORM) on argument
  * shapes/values into o of shape os; the routine shared by both levels.
  * False for an op of another kind. */
-static bool ev_compute(const mirs_context *ctx, mirs_op op, int dim, const mirs__shape *const *ins,
+static bool ev_compute(const mirs_context *ctx, mirs_op op, int dim, double eps,
+                       const mirs__shape *const *ins,
                        const double *const *inv, const mirs__shape *os, double *o) {
   switch (mirs__graph_ops[op].kind) {
   case MIRS__KIND_UNARY:
@@ -208,9 +229,15 @@ static bool ev_compute(const mirs_context *ctx, mirs_op op, int dim, const mirs_
     return ev_matmul(ctx, ins[0], inv[0], ins[1], inv[1], os, o);
   case MIRS__KIND_REDUCE:
     ev_sum(ins[0], inv[0], dim, o, false);
+    if (op == MIRS_OP_MEAN)
+      for (int64_t i = 0, n = numel(os); i < n; i++)
+        o[i] /= (double)ins[0]->d[dim];
     return true;
   case MIRS__KIND_RMSNORM:
-    ev_rmsnorm(ins[0], inv[0], o);
+    if (op == MIRS_OP_LAYER_NORM)
+      ev_layernorm(ins[0], inv[0], eps, o);
+    else
+      ev_rmsnorm(ins[0], inv[0], o);
     return true;
   default:
     return false;
@@ -268,7 +295,7 @@ static mirs_status cr_compute(void *user, const mirs__bop *op) {
   const mirs__shape *os = &r->bg->t[op->out].shape;
   if (mirs__core_stopping(r->g->ctx))
     return mirs__core_stopped(r->g->ctx, "float64 evaluation");
-  bool done = ev_compute(r->g->ctx, op->op, op->dim, ins, inv, os, r->tv[op->out]);
+  bool done = ev_compute(r->g->ctx, op->op, op->dim, op->eps, ins, inv, os, r->tv[op->out]);
   if (!done && mirs__core_stopping(r->g->ctx))
     return mirs__core_stopped(r->g->ctx, "float64 evaluation");
   if (NEVER(!done))
@@ -437,7 +464,7 @@ mirs_status mirs__interp_run(const mirs_graph *g, uint64_t seed, double ***vals)
       }
       const mirs__shape *os = &g->t[op->out[0]].shape;
       bool done = !mirs__core_stopping(ctx) && !NEVER(op->nout != 1) &&
-                  ev_compute(ctx, op->op, op->dim, ins, inv, os, v[op->out[0]]);
+                  ev_compute(ctx, op->op, op->dim, op->eps, ins, inv, os, v[op->out[0]]);
       if (!done && mirs__core_stopping(ctx)) {
         s = mirs__core_stopped(ctx, "float64 evaluation");
         goto fail;

@@ -25,6 +25,7 @@
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "graph/graph.h"
@@ -128,6 +129,8 @@ typedef struct kwarg {
   bool is_list;
   tok_t vtok;               /* the integer (or its '-') or the '[' */
   int64_t v;                /* scalar value */
+  bool is_real;             /* a real literal (eps=1e-5): the value is r */
+  double r;                 /* the value of a real literal or an integer */
   int n;                    /* list length (saturating) */
   int64_t lv[MAX_LIST];     /* first MAX_LIST list entries */
   tok_t ltok[MAX_LIST];     /* and their tokens */
@@ -551,10 +554,20 @@ static bool parse_call(parser *p, call *c) {
               }
             }
           }
+        } else if (p->tok.kind == MIRS__GRAPH_TOK_REAL) {
+          char lit[64];
+          size_t n = p->tok.len < sizeof lit - 1 ? p->tok.len : sizeof lit - 1;
+          memcpy(lit, p->tok.start, n);
+          lit[n] = '\0';
+          k->is_real = true;
+          k->r = strtod(lit, NULL);
+          k->vtok = p->tok;
+          next(p);
         } else {
           int r = parse_int(p, &k->v, &k->vtok);
           if (r < 0)
             return false;
+          k->r = (double)k->v;
           if (r == 0) {
             char e[128];
             PERR(p, &p->tok, "expected an integer or a list after %s=, found %s", DESC(&nm, e),
@@ -640,8 +653,8 @@ static kwarg *kw_scalar(parser *p, call *c, const char *opname, const char *word
     PERR(p, &c->rparen, "'%s' requires %s=", opname, word);
     return NULL;
   }
-  if (k->is_list) {
-    PERR(p, &k->vtok, "%s= takes an integer, not a list", word);
+  if (k->is_list || k->is_real) {
+    PERR(p, &k->vtok, "%s= takes an integer, not a %s", word, k->is_list ? "list" : "real number");
     return NULL;
   }
   return k;
@@ -1025,10 +1038,10 @@ static void block_input_sem(parser *p, call *c) {
 static void op_sem(parser *p, call *c, mirs_op op) {
   const mirs__opinfo *info = &mirs__graph_ops[op];
   bool ok = check_lhs(p);
-  bool has_dim = info->kind == MIRS__KIND_REDUCE || op == MIRS_OP_ACCUM_SUM;
+  bool has_dim = mirs__op_has_dim(op);
   bool fusable = p->in_block && mirs__op_is_elementwise(op);
   const char *allowed[3] = {NULL, NULL, NULL};
-  allowed[0] = has_dim ? "dim" : fusable ? "fused" : NULL;
+  allowed[0] = has_dim ? "dim" : fusable ? "fused" : mirs__op_has_eps(op) ? "eps" : NULL;
   if (!kw_only(p, c, info->name, allowed))
     ok = false;
   int32_t in[2] = {-1, -1};
@@ -1056,10 +1069,19 @@ static void op_sem(parser *p, call *c, mirs_op op) {
       dim = (int)kd->v;
     }
   }
+  double eps = MIRS__LN_EPS;
+  kwarg *ke = mirs__op_has_eps(op) ? kw_get(c, "eps") : NULL;
+  if (ke) {
+    if (ke->is_list || !(ke->r >= 0.0 && ke->r < 1.0)) { /* (NaN fails too) */
+      PERR(p, &ke->vtok, "eps= must be a number in [0, 1), like eps=1e-5");
+      ok = false;
+    }
+    eps = ke->r;
+  }
   bool fused = false;
   kwarg *kf = fusable ? kw_get(c, "fused") : NULL;
   if (kf) {
-    if (kf->is_list || kf->v < 0 || kf->v > 1) {
+    if (kf->is_list || kf->is_real || kf->v < 0 || kf->v > 1) {
       PERR(p, &kf->vtok, "fused= must be 0 or 1");
       ok = false;
     }
@@ -1086,6 +1108,10 @@ static void op_sem(parser *p, call *c, mirs_op op) {
     st = mirs__graph_add_op(p->g, name, op, nin, in, dim, &id);
     rank = p->g->t[in[0]].shape.ndim;
   }
+  if (st == MIRS_OK && p->in_block)
+    p->bg->ops[p->bg->nops - 1].eps = mirs__op_has_eps(op) ? eps : 0.0;
+  else if (st == MIRS_OK)
+    p->g->ops[p->g->nops - 1].eps = mirs__op_has_eps(op) ? eps : 0.0;
   if (st != MIRS_OK) {
     /* A dim outside the argument's rank is best shown at the dim. */
     const tok_t *at = (kd && (dim < -rank || dim >= rank)) ? &kd->vtok : &c->op;

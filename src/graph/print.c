@@ -10,6 +10,8 @@
  * indented two spaces); then one `output` line.  Reduced dims are printed
  * non-negative (the builder normalises them); `fused=1` only when set. */
 #include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "graph/graph.h"
@@ -40,6 +42,19 @@ static void put_dims(mirs__buf *b, const mirs__shape *s) {
   mirs__buf_puts(b, "]");
 }
 
+/* ", eps=E" with the shortest E that reads back as the same double (the
+ * format round-trips), always with a '.' or an exponent, so it lexes as a
+ * real (1e-05, 0.001, 0.0). */
+static void put_eps(mirs__buf *b, double eps) {
+  char s[40];
+  for (int prec = 1; prec <= 17; prec++) {
+    snprintf(s, sizeof s, "%.*g", prec, eps);
+    if (strtod(s, NULL) == eps)
+      break;
+  }
+  mirs__buf_printf(b, ", eps=%s%s", s, strpbrk(s, ".e") ? "" : ".0");
+}
+
 /* "[a, b, c]" for a grid-sized map or dims triple. */
 static void put3(mirs__buf *b, const int32_t v[MIRS__GRID]) {
   mirs__buf_printf(b, "[%" PRId32 ", %" PRId32 ", %" PRId32 "]", v[0], v[1], v[2]);
@@ -64,8 +79,10 @@ static void put_bop(const mirs_graph *g, const mirs__bgraph *bg, const mirs__bop
   }
   for (int i = 0; i < op->nin; i++)
     mirs__buf_printf(b, "%s%s", i ? ", " : "", bg->t[op->in[i]].name);
-  if (op->op == MIRS_OP_SUM || op->op == MIRS_OP_ACCUM_SUM)
+  if (mirs__op_has_dim(op->op))
     mirs__buf_printf(b, ", dim=%" PRId32, op->dim);
+  if (mirs__op_has_eps(op->op))
+    put_eps(b, op->eps);
   if (op->fused)
     mirs__buf_puts(b, ", fused=1");
   mirs__buf_puts(b, ")\n");
@@ -90,8 +107,10 @@ static void put_kop(const mirs_graph *g, const mirs__kop *op, mirs__buf *b) {
   mirs__buf_printf(b, " = %s(", mirs__graph_ops[op->op].name);
   for (int i = 0; i < op->nin; i++)
     mirs__buf_printf(b, "%s%s", i ? ", " : "", g->t[op->in[i]].name);
-  if (op->op == MIRS_OP_SUM)
+  if (mirs__op_has_dim(op->op))
     mirs__buf_printf(b, ", dim=%" PRId32, op->dim);
+  if (mirs__op_has_eps(op->op))
+    put_eps(b, op->eps);
   mirs__buf_puts(b, ")\n");
 }
 

@@ -119,6 +119,16 @@ static mirs_status search_create(mirs_context *ctx, const mirs_graph *program, m
   mirs_status st = mirs__search_space_parse(ctx, &s->space);
   if (st == MIRS_OK)
     st = mirs__graph_clone(program, &s->program);
+  mirs_graph *folded = NULL;
+  if (st == MIRS_OK) /* the search's program: spelled-out norms folded (src/graph/fold.c) */
+    st = mirs__graph_fold_norms(s->program, &folded);
+  if (folded) {
+    mirs__graph_free(s->program);
+    s->program = folded;
+    mirs__core_log(ctx, MIRS_LOG_INFO, "search: spelled-out LayerNorm folded into layer_norm");
+  }
+  if (s->program)
+    program = s->program;
   if (st == MIRS_OK)
     mirs__search_space_budget(&s->space, program, ctx->opt.op_budget);
   if (st == MIRS_OK && ctx->opt.grid_dims)

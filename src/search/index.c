@@ -213,9 +213,9 @@ static mirs_status find_sites(mirs_context *ctx, const mirs_graph *p, const int8
     int8_t m = MIRS__LAB_NONE;
     if (k->op == MIRS_OP_MATMUL)
       m = plab[(size_t)a * MIRS_MAX_DIMS + (size_t)nd - 1];
-    else if (k->op == MIRS_OP_SUM)
+    else if (mirs__graph_ops[k->op].kind == MIRS__KIND_REDUCE)
       m = plab[(size_t)a * MIRS_MAX_DIMS + (size_t)k->dim];
-    else if (k->op == MIRS_OP_RMS_NORM)
+    else if (mirs__graph_ops[k->op].kind == MIRS__KIND_RMSNORM)
       m = plab[(size_t)a * MIRS_MAX_DIMS + (size_t)nd - 1];
     for (int8_t l = 0; l < MIRS__LAB_MAX; l++) {
       switch (k->op) {
@@ -230,6 +230,7 @@ static mirs_status find_sites(mirs_context *ctx, const mirs_graph *p, const int8
         dout[l] = da[l];
         break;
       case MIRS_OP_RMS_NORM: /* x / rms_m(x): the rms varies with l != m */
+      case MIRS_OP_LAYER_NORM: /* (x - mean_m) / std_m(x): likewise */
         dout[l] = l != m && da[l] ? atoms[a] : da[l];
         break;
       case MIRS_OP_DIV:
@@ -237,6 +238,7 @@ static mirs_status find_sites(mirs_context *ctx, const mirs_graph *p, const int8
         break;
       case MIRS_OP_MATMUL:
       case MIRS_OP_SUM:
+      case MIRS_OP_MEAN:
         dout[l] = l == m ? 0 : da[l] | (k->op == MIRS_OP_MATMUL ? db[l] : 0);
         break;
       default: /* add, sub, mul */
@@ -247,7 +249,10 @@ static mirs_status find_sites(mirs_context *ctx, const mirs_graph *p, const int8
     if (m >= 0 && k->op == MIRS_OP_MATMUL)
       ok = add_site(sp, m, false, da[m] | db[m], red);
     else if (m >= 0)
-      ok = add_site(sp, m, k->op == MIRS_OP_RMS_NORM, da[m], red);
+      ok = add_site(sp, m, mirs__graph_ops[k->op].kind == MIRS__KIND_RMSNORM, da[m], red);
+    if (m >= 0 && k->op == MIRS_OP_LAYER_NORM) /* its mean and variance are sums over m */
+      ok = ok && add_site(sp, m, false, da[m], red) &&
+           add_site(sp, m, false, da[m], deg_add(red, red));
     if (m >= 0)
       ok = ok && add_sink(sp, m, red);
   }
@@ -295,7 +300,7 @@ mirs_status mirs__search_label_program(mirs_context *ctx, const mirs_graph *p, i
     case MIRS__KIND_RMSNORM:
       for (int d = 0; d < nd; d++)
         uf_join(p, parent, o, d, a, d);
-      if (k->op == MIRS_OP_RMS_NORM)
+      if (mirs__graph_ops[k->op].kind == MIRS__KIND_RMSNORM)
         red[a * MIRS_MAX_DIMS + nd - 1] = true;
       break;
     case MIRS__KIND_BINARY:

@@ -169,9 +169,12 @@ mirs_status mirs__reduce_push_op(mirs_graph *rg, const mirs_graph *g, int32_t op
                                  const mirs__reduce_map *m, bool names) {
   mirs_context *ctx = rg->ctx;
   const mirs__kop *k = &g->ops[op];
-  if (k->op != MIRS_OP_CUSTOM)
-    return mirs__graph_add_op(rg, names ? g->t[k->out[0]].name : NULL, k->op, k->nin, k->in,
-                              k->dim, NULL);
+  if (k->op != MIRS_OP_CUSTOM) {
+    MIRS_CHECK(ctx, mirs__graph_add_op(rg, names ? g->t[k->out[0]].name : NULL, k->op, k->nin,
+                                       k->in, k->dim, NULL));
+    rg->ops[rg->nops - 1].eps = k->eps;
+    return MIRS_OK;
+  }
   const mirs__bgraph *bg = k->bg;
   mirs__bgraph *nb;
   int32_t grid[MIRS__GRID];
@@ -188,6 +191,8 @@ mirs_status mirs__reduce_push_op(mirs_graph *rg, const mirs_graph *g, int32_t op
       st = mirs__bg_add_output(rg, nb, o->in[0], o->omap);
     else
       st = mirs__bg_add_op(rg, nb, NULL, o->op, o->nin, o->in, o->dim, o->fused, &id);
+    if (st == MIRS_OK && nb->nops > 0)
+      nb->ops[nb->nops - 1].eps = o->eps;
   }
   if (st != MIRS_OK) {
     mirs__bg_free(ctx, nb);

@@ -439,6 +439,8 @@ static mirs_status apply_bop(mirs__search_worker *w, const mirs__search_move *m,
     st = mirs__bg_add_op(g, bg, NULL, m->op, m->nin, m->in, m->dim, false, &out);
     if (st == MIRS_OK)
       added++;
+    if (st == MIRS_OK && mirs__op_has_eps(m->op))
+      bg->ops[bg->nops - 1].eps = w->s->space.eps;
   }
   if (st == MIRS_OK) {
     mirs__search_btinfo info[2];
@@ -525,6 +527,8 @@ static mirs_status apply_move(mirs__search_worker *w, const mirs__search_move *m
     mirs_status st = mirs__graph_add_op(g, NULL, m->op, m->nin, m->in, m->dim, NULL);
     if (st != MIRS_OK)
       return mirs__search_refused(w, st, MIRS__STAT_moves_failed);
+    if (mirs__op_has_eps(m->op))
+      g->ops[g->nops - 1].eps = w->s->space.eps;
     return finish_kop(w, *mark, ok);
   }
   case MIRS__MOVE_OPEN: {

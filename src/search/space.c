@@ -201,10 +201,13 @@ int mirs__search_bop_class(const mirs__bgraph *bg, mirs_op op, int nin, const in
 /* Set the operator budget from the program (slack < 0: no budget) and
  * allow constant ops when the program has one. */
 void mirs__search_space_budget(mirs__search_space *sp, const mirs_graph *program, int64_t slack) {
-  for (int32_t i = 0; i < program->nops; i++) {
+  sp->eps = 0.0;
+  for (int32_t i = program->nops - 1; i >= 0; i--) {
     const mirs__kop *k = &program->ops[i];
     if ((k->op == MIRS_OP_SUB || k->op == MIRS_OP_DIV) && k->in[0] == k->in[1])
       sp->constant_ops = true; /* the program needs a constant */
+    if (mirs__op_has_eps(k->op))
+      sp->eps = k->eps;
   }
   for (int i = 0; i < MIRS_OP_COUNT; i++)
     sp->budget[i] = slack < 0 ? INT32_MAX : (int32_t)slack;
@@ -355,7 +358,8 @@ bool mirs__search_tile_rule(const mirs__bgraph *bg, mirs_op op, int dim, int nin
     *out = in[0];
     out->tag[dim] = MIRS__TAG_FULL;
     if (in[0].tag[dim] == MIRS__TAG_F) {
-      if (f0 == MIRS__FDEP_PARTIAL || has_tag(in, nd, dim, MIRS__TAG_F))
+      /* (a mean over one iteration's slice is no part of the row's mean) */
+      if (f0 == MIRS__FDEP_PARTIAL || has_tag(in, nd, dim, MIRS__TAG_F) || op == MIRS_OP_MEAN)
         ok = false;
       partial = true;
     } else if (in[0].tag[dim] != MIRS__TAG_FULL) {
@@ -688,6 +692,19 @@ static int sym_maker(int k) {
   return -1;
 }
 
+/* Symbol nodes that one op can make two of: layer_norm makes an APP(sqrt)
+ * and an APP(neg) (every other op at most one node), so with layer_norm
+ * in the space the missing count overstates the ops needed by at most the
+ * pairs it could make at once. */
+static int64_t ln_pairs(const mirs__search_space *sp, const uint32_t *need, const uint32_t *have) {
+  if (!sp->kop[MIRS_OP_LAYER_NORM] && !sp->bop[MIRS_OP_LAYER_NORM])
+    return 0;
+  int sq = MIRS__ABS_SYM_APP(MIRS__ABS_SQRT), ng = MIRS__ABS_SYM_APP(MIRS__ABS_NEG);
+  int64_t a = need[sq] > have[sq] ? need[sq] - have[sq] : 0;
+  int64_t b = need[ng] > have[ng] ? need[ng] - have[ng] : 0;
+  return a < b ? a : b;
+}
+
 bool mirs__search_kernel_alive(mirs__search_worker *w) {
   const mirs__search_space *sp = &w->s->space;
   const mirs_graph *g = w->g, *p = w->s->program;
@@ -731,6 +748,7 @@ bool mirs__search_kernel_alive(mirs__search_worker *w) {
     if (!by_kop && !by_custom)
       return false;
   }
+  missing -= ln_pairs(sp, w->s->sym_need[mask], have);
   return missing <= kops_left - custom_left + custom_left * (int64_t)(sp->max_bops - 2);
 }
 
@@ -1670,6 +1688,7 @@ static void block_final_bounds(bstate *b) {
       for (int k = 0; k < MIRS__ABS_NSYM; k++)
         if (w->s->sym_need[mask][k] > have[k])
           b->missing += (int)(w->s->sym_need[mask][k] - have[k]);
+    b->missing -= (int)ln_pairs(b->sp, w->s->sym_need[mask], have);
   }
 }
 

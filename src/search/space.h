@@ -66,6 +66,8 @@ typedef struct mirs__search_space {
   bool bounds; /* the sink and dead-op bounds (option prune) */
   bool constant_ops; /* sub(x, x) and div(x, x) tried (option, or the program has one) */
   bool rms_useful;   /* an accum_rms can survive pruning (set by mirs_search_create) */
+  double eps;        /* the eps of every layer_norm the search adds: the program's first
+                        layer_norm's, else 0 (mirs__search_space_budget) */
   int32_t gx[MIRS__SEARCH_MAX_LIST], gy[MIRS__SEARCH_MAX_LIST], gz[MIRS__SEARCH_MAX_LIST];
   int ngx, ngy, ngz;
   int32_t blocks[MIRS__SEARCH_MAX_LIST];

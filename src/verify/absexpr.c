@@ -511,6 +511,19 @@ mirs_status mirs__abs_apply(mirs__abs_arena *a, mirs_op op, const mirs__abs_id *
   return s;
 }
 
+/* layer_norm(x) over n elements: c / rms(n, c) with c = x - sum(n, x):
+ * an rms_norm of the centred row (its sqrt(var + eps) is the rms of c
+ * with eps under the root; the constants 1/n and eps are not modelled, as
+ * for mean).  The rms stays one symbol, so the search does not spell the
+ * variance out of square, sum and sqrt ops. */
+static mirs_status layer_norm(mirs__abs_arena *a, int64_t n, mirs__abs_id x, mirs__abs_id *out) {
+  mirs__abs_id m, c, sd;
+  MIRS_CHECK(a->ctx, mirs__abs_sum(a, n, x, &m));
+  MIRS_CHECK(a->ctx, mirs__abs_sub(a, x, m, &c));
+  MIRS_CHECK(a->ctx, mirs__abs_rms(a, n, c, &sd));
+  return mirs__abs_div(a, c, sd, out);
+}
+
 /* The body of mirs__abs_apply. */
 static mirs_status apply_op(mirs__abs_arena *a, mirs_op op, const mirs__abs_id *in, int64_t extent,
                             mirs__abs_id *out) {
@@ -540,12 +553,15 @@ static mirs_status apply_op(mirs__abs_arena *a, mirs_op op, const mirs__abs_id *
   case MIRS_OP_RELU:
     return mirs__abs_app(a, MIRS__ABS_RELU, in[0], out);
   case MIRS_OP_SUM:
+  case MIRS_OP_MEAN: /* sum(n, x) / n: the constant 1/n is not modelled */
   case MIRS_OP_ACCUM:
   case MIRS_OP_ACCUM_SUM:
     return mirs__abs_sum(a, extent, in[0], out);
   case MIRS_OP_RMS_NORM:
     MIRS_CHECK(a->ctx, mirs__abs_rms(a, extent, in[0], &t));
     return mirs__abs_div(a, in[0], t, out);
+  case MIRS_OP_LAYER_NORM:
+    return layer_norm(a, extent, in[0], out);
   case MIRS_OP_ACCUM_RMS:
     return mirs__abs_rms(a, extent, in[0], out);
   case MIRS_OP_INPUT:
@@ -568,8 +584,10 @@ int64_t mirs__abs_bop_extent(mirs_op op, int dim, const mirs__shape *s0, int32_t
   switch (op) {
   case MIRS_OP_MATMUL:
   case MIRS_OP_RMS_NORM:
+  case MIRS_OP_LAYER_NORM:
     return last_dim(s0);
   case MIRS_OP_SUM:
+  case MIRS_OP_MEAN:
     return s0->d[dim];
   case MIRS_OP_ACCUM:
     return forloop;
@@ -619,11 +637,7 @@ mirs_status mirs__abs_kop(mirs__abs_arena *a, const mirs_graph *g, int32_t op,
     for (int i = 0; i < o->nin && i < 2; i++)
       in[i] = kexpr[o->in[i]];
     const mirs__shape *s0 = &g->t[o->in[0]].shape;
-    int64_t ext = 1;
-    if (o->op == MIRS_OP_MATMUL || o->op == MIRS_OP_RMS_NORM)
-      ext = last_dim(s0);
-    else if (o->op == MIRS_OP_SUM)
-      ext = s0->d[o->dim];
+    int64_t ext = mirs__abs_bop_extent(o->op, o->dim, s0, 1);
     return mirs__abs_apply(a, o->op, in, ext, &kexpr[o->out[0]]);
   }
   /* A custom op: its block tensors' entries live on the scratch stack. */

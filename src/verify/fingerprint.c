@@ -245,6 +245,7 @@ static bool meta_of(mirs_op op, const mirs__fp_meta *x, const mirs__fp_meta *y,
     out->exp_dep = false;
     break;
   case MIRS_OP_RMS_NORM:
+  case MIRS_OP_LAYER_NORM:
     out->degree = sat_add(x->degree, 1);
     out->inner = umax(x->inner, sat_add(x->degree, x->degree));
     break;
@@ -1116,30 +1117,56 @@ static mirs__fp_pair inv_count(cpu_state *c, uint64_t n) {
   return c->inv_memo[i];
 }
 
-/* y = x * inv(sqrt_prf(sum(x^2) * inv(n))) over the last dim (size n); the
- * rows' inverses in one batch (scratch: c->inv, 2 * rows pairs). */
-static mirs_status fp_rmsnorm(mirs_context *ctx, cpu_state *c, uint64_t key,
-                              const mirs__shape *xs, const mirs__fp_pair *x, mirs__fp_pair *y,
-                              bool exp_dep) {
+/* The exact field element of a finite real v >= 0: v = m 2^e with an
+ * integer m < 2^53 (every double is such a dyadic rational), so v maps to
+ * m * inv(2)^-e in each part (P and Q are odd, 2 is a unit). */
+static mirs__fp_pair fp_real(double v) {
+  if (!(v > 0.0) || !isfinite(v))
+    return fp_const(0);
+  int ex;
+  double f = frexp(v, &ex);
+  mirs__fp_pair m = fp_const((uint64_t)ldexp(f, 53)), two = fp_const(2);
+  int e = ex - 53;
+  mirs__fp_pair t = e >= 0 ? two : fp_inv(two);
+  uint64_t k = (uint64_t)(e >= 0 ? e : -e);
+  mirs__fp_pair pw = {pow_p(t.a, k), pow_q(t.b, k)};
+  return fp_mul(m, pw);
+}
+
+/* The row norms over the last dim (size n), y = (x - mu) * inv(sqrt_prf(V
+ * + eps)) with V = sum((x - mu)^2) * inv(n): layer_norm (centre: mu =
+ * sum(x) * inv(n), eps the exact field element of the attribute, fp_real)
+ * and rms_norm (mu = 0, eps = 0).  The mean and variance are exact in the
+ * field, sqrt is the keyed PRF; the rows' inverses in one batch (scratch:
+ * c->inv, 3 * rows pairs). */
+static mirs_status fp_rownorm(mirs_context *ctx, cpu_state *c, uint64_t key,
+                              const mirs__shape *xs, const mirs__fp_pair *x, bool centre,
+                              double eps, mirs__fp_pair *y, bool exp_dep) {
   int64_t last = xs->ndim > 0 ? xs->d[xs->ndim - 1] : 1;
   int64_t rows = mirs__shape_numel(xs) / last;
-  MIRS_CHECK(ctx, mirs__core_grow(ctx, (void **)&c->inv, &c->invcap, 2 * (size_t)rows + 1,
+  MIRS_CHECK(ctx, mirs__core_grow(ctx, (void **)&c->inv, &c->invcap, 3 * (size_t)rows + 1,
                                   sizeof *c->inv));
-  mirs__fp_pair invn = inv_count(c, (uint64_t)last), *r = c->inv, *ir = c->inv + rows;
+  mirs__fp_pair invn = inv_count(c, (uint64_t)last), fe = fp_real(eps);
+  mirs__fp_pair *r = c->inv, *ir = c->inv + rows, *mu = c->inv + 2 * rows;
   for (int64_t row = 0; row < rows; row++) {
     const mirs__fp_pair *px = x + row * last;
-    mirs__fp_pair s = fp_const(0);
-    for (int64_t j = 0; j < last; j++)
-      s = fp_add(s, fp_mul(px[j], px[j]));
-    s = fp_mul(s, invn);
+    mirs__fp_pair s = fp_const(0), v = fp_const(0);
+    for (int64_t j = 0; centre && j < last; j++)
+      s = fp_add(s, px[j]);
+    mu[row] = fp_mul(s, invn);
+    for (int64_t j = 0; j < last; j++) {
+      mirs__fp_pair d = fp_sub(px[j], mu[row]);
+      v = fp_add(v, fp_mul(d, d));
+    }
+    v = fp_add(fp_mul(v, invn), fe);
     if (exp_dep)
-      s.b = 0;
-    r[row] = mirs__fp_prf(key, MIRS_OP_SQRT, s);
+      v.b = 0;
+    r[row] = mirs__fp_prf(key, MIRS_OP_SQRT, v);
   }
   fp_inv_batch(r, ir, rows);
   for (int64_t row = 0; row < rows; row++)
     for (int64_t j = 0; j < last; j++)
-      y[row * last + j] = fp_mul(x[row * last + j], ir[row]);
+      y[row * last + j] = fp_mul(fp_sub(x[row * last + j], mu[row]), ir[row]);
   return MIRS_OK;
 }
 
@@ -1147,7 +1174,8 @@ static mirs_status fp_rmsnorm(mirs_context *ctx, cpu_state *c, uint64_t key,
  * shape os; the routine shared by kernel ops and block ops.  Grows the
  * div and matmul scratch as needed.  out_exp: the result is exp-dependent
  * (its q-parts are zeroed). */
-static mirs_status fp_compute(mirs_context *ctx, cpu_state *c, mirs_op op, int dim, uint64_t key,
+static mirs_status fp_compute(mirs_context *ctx, cpu_state *c, mirs_op op, int dim, double eps,
+                              uint64_t key,
                               const mirs__shape *const *ins, const mirs__fp_pair *const *inv,
                               const mirs__shape *os, mirs__fp_pair *o, bool in_exp, bool out_exp) {
   int64_t n = mirs__shape_numel(os);
@@ -1178,9 +1206,15 @@ static mirs_status fp_compute(mirs_context *ctx, cpu_state *c, mirs_op op, int d
   }
   case MIRS__KIND_REDUCE:
     fp_sum(ins[0], inv[0], dim, o, false);
+    if (op == MIRS_OP_MEAN) { /* times the exact field inverse of the count */
+      mirs__fp_pair ic = inv_count(c, (uint64_t)ins[0]->d[dim]);
+      for (int64_t i = 0; i < n; i++)
+        o[i] = fp_mul(o[i], ic);
+    }
     break;
   case MIRS__KIND_RMSNORM:
-    MIRS_CHECK(ctx, fp_rmsnorm(ctx, c, key, ins[0], inv[0], o, in_exp));
+    MIRS_CHECK(ctx, fp_rownorm(ctx, c, key, ins[0], inv[0], op == MIRS_OP_LAYER_NORM, eps, o,
+                               in_exp));
     break;
   default:
     return MIRS_FAIL(ctx, MIRS_INTERNAL, "%s cannot be fingerprinted as a compute op",
@@ -1247,7 +1281,7 @@ static mirs_status block_compute(mirs_context *ctx, cpu_state *c, const mirs__fp
     inv[a] = c->tile + s->bt[o->in[a]].off;
   }
   const mirs__fp_meta *m = &s->bt[o->out];
-  MIRS_CHECK(ctx, fp_compute(ctx, c, o->op, o->dim, key, ins, inv, &bg->t[o->out].shape,
+  MIRS_CHECK(ctx, fp_compute(ctx, c, o->op, o->dim, o->eps, key, ins, inv, &bg->t[o->out].shape,
                              c->tile + m->off, s->bt[o->in[0]].exp_dep, m->exp_dep));
   c->tile_elements += (uint64_t)m->numel;
   return MIRS_OK;
@@ -1379,7 +1413,7 @@ static mirs_status cpu_op(void *state, mirs__fp_store *s, const mirs_graph *g, i
       ins[a] = &g->t[k->in[a]].shape;
       inv[a] = kval(c, s, k->in[a], j);
     }
-    MIRS_CHECK(ctx, fp_compute(ctx, c, k->op, k->dim, mirs__fp_trial_key(s->seed, j), ins, inv,
+    MIRS_CHECK(ctx, fp_compute(ctx, c, k->op, k->dim, k->eps, mirs__fp_trial_key(s->seed, j), ins, inv,
                                &g->t[out].shape, kval(c, s, out, j), s->t[k->in[0]].exp_dep,
                                s->t[out].exp_dep));
   }

@@ -32,6 +32,8 @@
  *                          fingerprint, which is sound whatever the argument
  *                          (so exp(silu(exp(x))) is accepted, exp(exp(x)) not).
  *   sum, matmul            sums of products in each part.
+ *   mean(x, dim)           = sum over dim times inv(n), n the dim's size: the
+ *                          exact field inverse (n < Q <= P, so n is a unit).
  *   rms_norm(x)            = x * inv(sqrt_prf(S * inv(n))), S = sum of x^2 over
  *                          the last dim, n its size (mod P / mod Q).
  *   ACCUM_RMS(x)           = sqrt_prf(T * inv(tile_last * F)), T = sum over
