@@ -81,8 +81,9 @@ typedef struct mirs_piece_info {
   int complete;            /* its search covered the whole space */
   uint64_t states_explored; /* of its search in this run (0 when cached) */
   double wall_seconds;     /* of its search in this run */
+  int from_cache;          /* its results came from the cache (kind CACHED, or KEPT) */
 } mirs_piece_info;
-#define MIRS_PIECE_INFO_INIT {sizeof(mirs_piece_info), MIRS_PIECE_PENDING, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
+#define MIRS_PIECE_INFO_INIT {sizeof(mirs_piece_info), MIRS_PIECE_PENDING, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
 
 /* The whole run, as mirs_partition_get_stats fills it (sized the same way). */
 typedef struct mirs_partition_stats {
