@@ -126,5 +126,27 @@ bad "empty --cache" "--cache needs" partition --cache= "$mlp"
 bad "bad max ops" "partition_max_ops" partition --partition-max-ops=0 "$mlp"
 bad "a uGraph" "custom kernel" partition -o "$tmp/u" "$top_srcdir/examples/rmsnorm_linear_small.ugraph"
 
+# 8. Over MPI (where mpiexec starts ranks and mirsearch has MPI): the
+# pieces spread over 2 ranks through the shared cache give the stitched
+# graph one process gave; without a cache --mpi is refused.
+if command -v mpiexec >/dev/null 2>&1 && mpiexec -n 2 true >/dev/null 2>&1 &&
+  ! "$prog" -V 2>/dev/null | grep -q 'mpi=no'; then
+  ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"; export ASAN_OPTIONS
+  MPIEXEC_TIMEOUT=300; export MPIEXEC_TIMEOUT
+  mpiexec -n 2 "$prog" partition --mpi --threads=1 --partition-max-ops=2 --cache="$tmp/mc" \
+    -o "$tmp/mo" "$block" >/dev/null 2>"$tmp/err"
+  rc=$?
+  [ $rc -eq 0 ] || fail "partition --mpi on 2 ranks: exit $rc"
+  [ "$(json "$tmp/mo/partition.json" ranks)" = 2 ] || fail "partition.json does not say 2 ranks"
+  cmp -s "$tmp/out/best.ugraph" "$tmp/mo/best.ugraph" ||
+    fail "partition --mpi stitched another graph than one process"
+  mpiexec -n 2 "$prog" partition --mpi --no-cache -o "$tmp/mo" "$block" >/dev/null 2>"$tmp/err"
+  rc=$?
+  [ $rc -eq 2 ] || fail "partition --mpi --no-cache: exit $rc, expected 2"
+  grep -q 'result cache' "$tmp/err" || fail "partition --mpi --no-cache: no reason given"
+else
+  echo "partition.sh: the --mpi part skipped (no working mpiexec, or built without MPI)"
+fi
+
 [ $failures -eq 0 ] || { echo "partition.sh: $failures failure(s)" >&2; exit 1; }
 echo "partition.sh: PASS"
