@@ -1229,6 +1229,12 @@ static void print_search_summary(cli *c, const mirs_graph *p, const mirs_search 
     if (ties > 1)
       fprintf(c->out, "ties: %d graphs share the best cost (report.json \"groups\")\n", ties);
   }
+  if (mirs_search_cache_status(s) == 1) {
+    char cache[512];
+    mirs_option_get(c->ctx, "cache_dir", cache, sizeof cache);
+    fprintf(c->out, "cache: served from the result cache in %s (verified again; --no-cache "
+                    "searches)\n", cache);
+  }
   fprintf(c->out, "report: %s/report.json\n", dir);
 }
 

@@ -327,10 +327,7 @@ static int make_dirs(const char *dir) {
 }
 
 /* The entry's bytes for s into b (key text k). */
-static mirs_status entry_bytes(mirs_search *s, const mirs__buf *k, mirs__buf *b) {
-  size_t n = mirs__sink_nresults(s);
-  if (n > MIRS__CACHE_RESULTS)
-    n = MIRS__CACHE_RESULTS;
+static mirs_status entry_bytes(mirs_search *s, const mirs__buf *k, mirs__buf *b, size_t n) {
   mirs__buf_puts(b, MAGIC);
   mirs__buf_printf(b, "program %016" PRIx64 "\nkeytext %zu\n", mirs__graph_hash(s->program), k->len);
   mirs__buf_put(b, k->data, k->len);
@@ -354,11 +351,27 @@ static mirs_status entry_bytes(mirs_search *s, const mirs__buf *k, mirs__buf *b)
   return MIRS_OK;
 }
 
+/* Results an entry of s keeps: the best MIRS__CACHE_RESULTS, and no more
+ * than a hit verifies again (verify_full_max), so a good entry never
+ * loses results on a hit. */
+static size_t entry_results(const mirs_search *s) {
+  size_t n = mirs__sink_nresults(s);
+  int64_t vmax = s->ctx->opt.verify_full_max;
+  if (n > MIRS__CACHE_RESULTS)
+    n = MIRS__CACHE_RESULTS;
+  if (vmax >= 0 && (int64_t)n > vmax)
+    n = (size_t)vmax;
+  return n;
+}
+
 void mirs__cache_store(mirs_search *s) {
   mirs_context *ctx = s->ctx;
-  if (!s->complete || s->open || s->cache_state == MIRS__CACHE_HIT)
+  size_t n = entry_results(s);
+  /* (verify_full_max 0 with results: a hit could verify none of them.) */
+  if (!s->complete || s->open || s->cache_state == MIRS__CACHE_HIT ||
+      (n == 0 && mirs__sink_nresults(s) > 0))
     return;
-  for (size_t i = 0; i < mirs__sink_nresults(s) && i < MIRS__CACHE_RESULTS; i++)
+  for (size_t i = 0; i < n; i++)
     if (!mirs__sink_result(s, i)->g)
       return; /* (mirs__sink_finish reads every graph; never so) */
   mirs__buf key, b;
@@ -369,7 +382,7 @@ void mirs__cache_store(mirs_search *s) {
   if (st == MIRS_OK)
     st = entry_path(s, &key, path, sizeof path);
   if (st == MIRS_OK)
-    st = entry_bytes(s, &key, &b);
+    st = entry_bytes(s, &key, &b, n);
   if (st == MIRS_OK && make_dirs(ctx->opt.cache_dir) != 0)
     st = MIRS_FAIL(ctx, MIRS_IO, "%s: cannot create: %s", ctx->opt.cache_dir, strerror(errno));
   if (st == MIRS_OK)
