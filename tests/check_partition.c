@@ -353,8 +353,12 @@ START_TEST(test_search_cache) {
     mirs_search_get_stats(s, &st);
     ck_assert_int_eq(st.complete, 1);
     ck_assert_int_eq(mirs_search_cache_status(s), round == 0 ? 2 : 1);
-    if (round == 1)
+    if (round == 1) {
       ck_assert_uint_eq(st.states_explored, 0);
+      char ck[128];
+      snprintf(ck, sizeof ck, "%s/ckpt", dir);
+      ck_assert_int_eq(mirs_search_checkpoint(s, ck), MIRS_INVALID_ARG);
+    }
     ck_assert_int_gt(mirs_search_num_results(s), 0);
     best[round] = mirs_search_result_hash(s, 0);
     char *json = NULL;

@@ -452,6 +452,10 @@ mirs_status mirs_search_checkpoint(mirs_search *s, const char *path) {
     return MIRS_INVALID_ARG;
   if (!path)
     return MIRS_FAIL(s->ctx, MIRS_INVALID_ARG, "mirs_search_checkpoint: NULL path");
+  if (s->cache_state == MIRS__CACHE_HIT)
+    return MIRS_FAIL(s->ctx, MIRS_INVALID_ARG,
+                     "mirs_search_checkpoint: this search was served from the result cache "
+                     "(its entry is the durable copy): there is no search to checkpoint");
   MIRS_CHECK(s->ctx, mirs__checkpoint_write(s, path));
   return MIRS_OK;
 }
