@@ -28,8 +28,8 @@
  *   result HASH N     then N bytes of canonical µGraph text and a newline (K times)
  *   end CHECKSUM      hash of every byte before this line
  *
- * Invariants: an entry is written to a temp file in DIR, synced and
- * renamed over DIR/KEY.mcache (mirs__core_write_atomic), so a reader sees
+ * Invariants: an entry is written to a temp file of its own in DIR
+ * (mkstemp), synced and renamed over DIR/KEY.mcache, so a reader sees
  * a whole entry or none, whatever other processes write at once.  Nothing
  * read is trusted: a damaged or foreign entry (format, checksum, key text,
  * program hash, a graph whose canonical hash is not the one recorded) is
@@ -326,6 +326,45 @@ static int make_dirs(const char *dir) {
   return 0;
 }
 
+/* Write len bytes to path atomically through a temp file of a unique
+ * name in the same directory (mkstemp: two writers of one entry, even in
+ * one process, never share a temp file), synced, then renamed over path.
+ * MIRS_IO with the reason; the temp file is removed on failure. */
+static mirs_status write_entry(mirs_context *ctx, const char *path, const char *data,
+                               size_t len) {
+  char tmp[4096 + 16];
+  snprintf(tmp, sizeof tmp, "%s.tmp.XXXXXX", path);
+  int fd = mirs_io_step(ctx, "create a cache temp file") != 0 ? -1 : mkstemp(tmp);
+  if (fd < 0)
+    return MIRS_FAIL(ctx, MIRS_IO, "%s: cannot create a temp file: %s", path, strerror(errno));
+  bool ok = mirs_io_step(ctx, "write a cache temp file") == 0;
+  for (size_t off = 0; ok && off < len;) {
+    ssize_t w = write(fd, data + off, len - off);
+    if (w < 0 && errno == EINTR)
+      continue;
+    ok = w > 0;
+    off += ok ? (size_t)w : 0;
+  }
+  int e = errno;
+  ok = ok && fchmod(fd, 0644) == 0 && mirs_io_step(ctx, "sync a cache temp file") == 0 &&
+       fsync(fd) == 0;
+  if (!ok)
+    e = errno;
+  if (close(fd) != 0 && ok) {
+    ok = false;
+    e = errno;
+  }
+  if (ok && (mirs_io_step(ctx, "rename a cache temp file") != 0 || rename(tmp, path) != 0)) {
+    ok = false;
+    e = errno;
+  }
+  if (!ok) {
+    unlink(tmp);
+    return MIRS_FAIL(ctx, MIRS_IO, "%s: cannot write: %s", path, strerror(e ? e : EIO));
+  }
+  return MIRS_OK;
+}
+
 /* The entry's bytes for s into b (key text k). */
 static mirs_status entry_bytes(mirs_search *s, const mirs__buf *k, mirs__buf *b, size_t n) {
   mirs__buf_puts(b, MAGIC);
@@ -386,7 +425,7 @@ void mirs__cache_store(mirs_search *s) {
   if (st == MIRS_OK && make_dirs(ctx->opt.cache_dir) != 0)
     st = MIRS_FAIL(ctx, MIRS_IO, "%s: cannot create: %s", ctx->opt.cache_dir, strerror(errno));
   if (st == MIRS_OK)
-    st = mirs__core_write_atomic(ctx, path, b.data, b.len);
+    st = write_entry(ctx, path, b.data, b.len);
   if (st == MIRS_OK) {
     s->cache_state = MIRS__CACHE_STORED;
     mirs__core_log(ctx, MIRS_LOG_DEBUG, "cache: stored %s", path);
