@@ -165,6 +165,7 @@ mirs_status mirs_partition_report_table(const mirs_partition *p, char **out, siz
   mirs__buf_init(&b, p->ctx);
   mirs__buf_printf(&b, "%5s  %-8s  %-5s  %-36s %12s %12s %8s\n", "piece", "kind", "cache", "ops",
                    "before (us)", "after (us)", "speedup");
+  int incomplete = 0;
   for (int32_t i = 0; i < p->npieces; i++) {
     const mirs_piece_info *v = &p->piece[i].info;
     char ops[37];
@@ -172,11 +173,16 @@ mirs_status mirs_partition_report_table(const mirs_partition *p, char **out, siz
     bool done = v->kind != MIRS_PIECE_PENDING;
     mirs__buf_printf(&b, "%5d  %-8s  %-5s  %-36s %12.3f ", (int)i, mirs__piece_kind_name(v->kind),
                      v->from_cache ? "hit" : "", ops, v->cost_before * 1e6);
+    bool cut = v->kind == MIRS_PIECE_SEARCHED && !v->complete;
+    incomplete += cut;
     if (done)
-      mirs__buf_printf(&b, "%12.3f %7.2fx\n", v->cost_after * 1e6, v->speedup);
+      mirs__buf_printf(&b, "%12.3f %7.2fx%s\n", v->cost_after * 1e6, v->speedup, cut ? "*" : "");
     else
       mirs__buf_printf(&b, "%12s %8s\n", "-", "-");
   }
+  if (incomplete > 0)
+    mirs__buf_printf(&b, "* %d search%s stopped by a limit: the best found so far (not cached)\n",
+                     incomplete, incomplete == 1 ? "" : "es");
   mirs__buf_printf(&b, "%d ops in %d pieces: %d searched, %d from the cache, %d kept, %d library, "
                        "%d pending\n",
                    (int)p->program->nops, s->pieces, s->searched, s->cached, s->kept, s->library,
