@@ -4,7 +4,7 @@
  * cache), and stitch the bests into one µGraph of the whole program.
  *
  *   mirs_partition *p;
- *   mirs_partition_create(ctx, program, &p);   options are read from ctx now
+ *   mirs_partition_create(ctx, program, &p);   the cut: partition_* options read now
  *   mirs_partition_set_callbacks(p, progress, should_stop, user);
  *   mirs_partition_run(p);                      MIRS_OK also when stopped early
  *   if (!mirs_partition_stopped(p)) {
@@ -107,8 +107,9 @@ typedef int (*mirs_partition_stop_fn)(void *user);
 
 /* Cut program (copied; it may be destroyed afterwards) into pieces, with
  * the options of ctx as they are now (partition_max_ops,
- * partition_max_inputs, partition_max_outputs, the search options, and
- * cache_dir).  MIRS_INVALID_ARG for a program without outputs or a bad
+ * partition_max_inputs, partition_max_outputs, and kernel_ops and
+ * block_ops for what the search supports); the search options and
+ * cache_dir are read by each piece's search, during mirs_partition_run.  MIRS_INVALID_ARG for a program without outputs or a bad
  * option (the message names it).  No search runs yet: the pieces can be
  * listed before mirs_partition_run. */
 MIRS_API mirs_status mirs_partition_create(mirs_context *ctx, const mirs_graph *program,
