@@ -214,6 +214,26 @@ START_TEST(test_search_prune_on_off_equal) {
 }
 END_TEST
 
+START_TEST(test_spelled_folds_to_layer_norm) {
+  /* The search folds the spelled-out program into layer_norm(X, eps=0.0):
+   * both find the same µGraphs, and the best holds a layer_norm op. */
+  char a[1200], b[1200];
+  int ka, kb;
+  int n = search_hashes(SPELLED, true, a, sizeof a, &ka);
+  int m = search_hashes(LN0, true, b, sizeof b, &kb);
+  ck_assert_int_ge(n, 1);
+  ck_assert_int_eq(n, m);
+  ck_assert_str_eq(a, b);
+  char best[192];
+  snprintf(best, sizeof best, "%s/out_1/best.ugraph", dir);
+  run r;
+  run_cli(&r, "check", best, NULL);
+  ck_assert_int_eq(r.rc, 0);
+  ck_assert_ptr_nonnull(strstr(r.out, "layer_norm("));
+  run_free(&r);
+}
+END_TEST
+
 START_TEST(test_codegen_host_run) {
   /* Rows of 256: the block ops reduce as warp-shuffle trees; the program
    * itself runs as predefined kernels. */
@@ -256,6 +276,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_fingerprints);
   tcase_add_loop_test(tc, test_search_prune_on_off_equal, 0,
                       (int)(sizeof SEARCHED / sizeof SEARCHED[0]));
+  tcase_add_test(tc, test_spelled_folds_to_layer_norm);
   tcase_add_test(tc, test_codegen_host_run);
   suite_add_tcase(s, tc);
   return s;
