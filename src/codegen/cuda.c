@@ -794,7 +794,9 @@ static void emit_writeback(kgen *k, const mirs__bop *op) {
   open_acc_loop(k, op->out);
   emit_coords(b, "      ", "int", "e", &bg->t[op->out].shape);
   mirs__buf_printf(b, "      float v = %s;\n", ref);
-  if (op->op == MIRS_OP_ACCUM_RMS)
+  if (op->op == MIRS_OP_ACCUM_RMS && op->eps != 0.0)
+    mirs__buf_printf(b, "      v = sqrtf(v / %.1f + %.9ef);\n", mirs__sched_rms_count(bg, op), op->eps);
+  else if (op->op == MIRS_OP_ACCUM_RMS)
     mirs__buf_printf(b, "      v = sqrtf(v / %.1f);\n", mirs__sched_rms_count(bg, op));
   emit_chain_store(k, "      ", op->out);
   mirs__buf_puts(b, "    }\n");

@@ -248,7 +248,7 @@ mirs_status mirs__graph_add_op(mirs_graph *g, const char *name, mirs_op op, int 
   char *nm;
   MIRS_CHECK(ctx, take_name(ctx, name, "t", g->nt, g, find_k, &nm));
   mirs__kop k = {.op = op, .nin = nin, .nout = 1, .dim = ndim,
-                 .eps = mirs__op_has_eps(op) ? MIRS__LN_EPS : 0.0};
+                 .eps = mirs__op_eps_default(op)};
   k.in = mirs__core_alloc(ctx, sizeof(int32_t) * (size_t)(nin ? nin : 1));
   k.out = mirs__core_alloc(ctx, sizeof(int32_t));
   int32_t id;
@@ -512,7 +512,7 @@ mirs_status mirs__bg_add_op(mirs_graph *g, mirs__bgraph *bg, const char *name, m
     o.in[i] = in[i];
   o.dim = ndim;
   o.fused = fused;
-  o.eps = mirs__op_has_eps(op) ? MIRS__LN_EPS : 0.0;
+  o.eps = mirs__op_eps_default(op);
   MIRS_CHECK(ctx, bg_push(g, bg, &o, name, &rs, post, out));
   MIRS_INC(&ctx->stats, ops_added);
   return MIRS_OK;

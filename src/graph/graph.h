@@ -79,9 +79,20 @@ static inline bool mirs__op_is_commutative(mirs_op op) {
 /* layer_norm's default eps (PyTorch's nn.LayerNorm default). */
 #define MIRS__LN_EPS 1e-5
 
-/* Ops that carry an eps attribute (eps= in both formats): layer_norm. */
+/* Ops that carry an eps attribute (eps= in both formats): layer_norm
+ * (default MIRS__LN_EPS) and accum_rms (sqrt(mean + eps), default 0, which
+ * is neither printed nor hashed: the µGraphs from before eps existed keep
+ * their text and hashes). */
 static inline bool mirs__op_has_eps(mirs_op op) {
-  return op == MIRS_OP_LAYER_NORM;
+  return op == MIRS_OP_LAYER_NORM || op == MIRS_OP_ACCUM_RMS;
+}
+/* The default eps of op (mirs__op_has_eps). */
+static inline double mirs__op_eps_default(mirs_op op) {
+  return op == MIRS_OP_LAYER_NORM ? MIRS__LN_EPS : 0.0;
+}
+/* Whether op's eps is written and hashed (not accum_rms's default 0). */
+static inline bool mirs__op_shows_eps(mirs_op op, double eps) {
+  return mirs__op_has_eps(op) && (op != MIRS_OP_ACCUM_RMS || eps != 0.0);
 }
 
 /* Whether op takes a reduced dim (`dim=`): the REDUCE kind and the

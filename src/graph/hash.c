@@ -130,7 +130,7 @@ static uint64_t bop_hash(const mirs_graph *g, const mirs__bgraph *bg, int32_t i,
     h = mix_i(h, op->op);
     h = mix_i(h, op->dim);
     h = mix_i(h, op->fused ? 1 : 0);
-    if (mirs__op_has_eps(op->op))
+    if (mirs__op_shows_eps(op->op, op->eps))
       h = mix_eps(h, op->eps);
     h = mix_i(h, op->nin);
     uint64_t ah[2] = {0, 0};
@@ -215,7 +215,7 @@ static uint64_t kop_hash(const mirs_graph *g, int32_t k, const kmemo *m) {
     h = mirs__hash_mix(0, TAG_KOP);
     h = mix_i(h, op->op);
     h = mix_i(h, op->dim);
-    if (mirs__op_has_eps(op->op))
+    if (mirs__op_shows_eps(op->op, op->eps))
       h = mix_eps(h, op->eps);
     h = mix_i(h, op->nin);
     if (op->nin == 2 && mirs__op_is_commutative(op->op)) {

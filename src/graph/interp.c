@@ -380,7 +380,7 @@ static mirs_status cr_finish(void *user, const mirs__bop *op) {
   int64_t n = numel(&r->bg->t[op->out].shape);
   double *acc = r->tv[op->out];
   for (int64_t e = 0; e < n; e++)
-    acc[e] = sqrt(acc[e] / count);
+    acc[e] = sqrt(acc[e] / count + op->eps);
   return MIRS_OK;
 }
 

@@ -1042,6 +1042,8 @@ static void op_sem(parser *p, call *c, mirs_op op) {
   bool fusable = p->in_block && mirs__op_is_elementwise(op);
   const char *allowed[3] = {NULL, NULL, NULL};
   allowed[0] = has_dim ? "dim" : fusable ? "fused" : mirs__op_has_eps(op) ? "eps" : NULL;
+  if (op == MIRS_OP_ACCUM_RMS && !p->in_block)
+    allowed[0] = NULL; /* (a block op: its own error follows) */
   if (!kw_only(p, c, info->name, allowed))
     ok = false;
   int32_t in[2] = {-1, -1};
@@ -1069,7 +1071,7 @@ static void op_sem(parser *p, call *c, mirs_op op) {
       dim = (int)kd->v;
     }
   }
-  double eps = MIRS__LN_EPS;
+  double eps = mirs__op_eps_default(op);
   kwarg *ke = mirs__op_has_eps(op) ? kw_get(c, "eps") : NULL;
   if (ke) {
     if (ke->is_list || !(ke->r >= 0.0 && ke->r < 1.0)) { /* (NaN fails too) */

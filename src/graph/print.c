@@ -81,7 +81,7 @@ static void put_bop(const mirs_graph *g, const mirs__bgraph *bg, const mirs__bop
     mirs__buf_printf(b, "%s%s", i ? ", " : "", bg->t[op->in[i]].name);
   if (mirs__op_has_dim(op->op))
     mirs__buf_printf(b, ", dim=%" PRId32, op->dim);
-  if (mirs__op_has_eps(op->op))
+  if (mirs__op_shows_eps(op->op, op->eps))
     put_eps(b, op->eps);
   if (op->fused)
     mirs__buf_puts(b, ", fused=1");
@@ -109,7 +109,7 @@ static void put_kop(const mirs_graph *g, const mirs__kop *op, mirs__buf *b) {
     mirs__buf_printf(b, "%s%s", i ? ", " : "", g->t[op->in[i]].name);
   if (mirs__op_has_dim(op->op))
     mirs__buf_printf(b, ", dim=%" PRId32, op->dim);
-  if (mirs__op_has_eps(op->op))
+  if (mirs__op_shows_eps(op->op, op->eps))
     put_eps(b, op->eps);
   mirs__buf_puts(b, ")\n");
 }

@@ -207,7 +207,7 @@ bool mirs__fp_gpu_lacks(const mirs_graph *g) {
     if (gpu_lacks_op(k->op))
       return true;
     for (int32_t j = 0; k->op == MIRS_OP_CUSTOM && k->bg && j < k->bg->nops; j++)
-      if (gpu_lacks_op(k->bg->ops[j].op))
+      if (gpu_lacks_op(k->bg->ops[j].op) || k->bg->ops[j].eps != 0.0) /* (accum_rms with eps) */
         return true;
   }
   return false;
@@ -1459,16 +1459,17 @@ static mirs_status fc_accum(void *user, const mirs__bop *o) {
   return MIRS_OK;
 }
 
-/* FINISH: an RMS accumulator becomes sqrt(total / count) (sqrt a PRF). */
+/* FINISH: an RMS accumulator becomes sqrt(total / count + eps) (sqrt a
+ * PRF, eps the exact field element of its attribute, fp_real). */
 static mirs_status fc_finish(void *user, const mirs__bop *o) {
   fp_custom *u = user;
   uint64_t count = (uint64_t)mirs__sched_rms_count(u->bg, o);
-  mirs__fp_pair ic = inv_count(u->c, count);
+  mirs__fp_pair ic = inv_count(u->c, count), fe = fp_real(o->eps);
   bool xexp = u->s->bt[o->in[0]].exp_dep;
   int64_t n = u->s->bt[o->out].numel;
   mirs__fp_pair *acc = u->c->tile + u->s->bt[o->out].off;
   for (int64_t e = 0; e < n; e++) {
-    mirs__fp_pair v = fp_mul(acc[e], ic);
+    mirs__fp_pair v = fp_add(fp_mul(acc[e], ic), fe);
     if (xexp)
       v.b = 0;
     acc[e] = mirs__fp_prf(u->key, MIRS_OP_SQRT, v);
