@@ -157,6 +157,7 @@ static int search_hashes(const char *text, bool prune, char *hashes, size_t cap,
   snprintf(out, sizeof out, "--out=%s/out_%d", dir, prune);
   run r;
   run_cli(&r, "-q", "--threads=1", prune ? "--prune=1" : "--prune=0", "--json", "--overwrite",
+          "--no-cache",
           "--set", "kernel_ops=none", "--set",
           "block_ops=mean,layer_norm,sub,mul,matmul,accum,accum_sum", "--set", "max_block_ops=7",
           "--set", "max_custom_kernels=1", out, put("s.graph", text), NULL);
@@ -234,6 +235,37 @@ START_TEST(test_spelled_folds_to_layer_norm) {
 }
 END_TEST
 
+START_TEST(test_fused_layer_norm_linear) {
+  /* LayerNorm+Linear in one kernel walking k: X loaded whole (its mean)
+   * and by slices (the centred matmul and accum_rms with eps). */
+  char out[192];
+  snprintf(out, sizeof out, "--out=%s/fused", dir);
+  run r;
+  run_cli(&r, "-q", "--threads=1", "--json", "--no-cache", "--set", "kernel_ops=none", "--set",
+          "block_ops=mean,sub,matmul,accum,accum_rms,div", "--set", "forloop_ranges=4", "--set",
+          "max_custom_kernels=1", out,
+          put("f.graph", "program f\ninput X : f16[2, 16]\ninput W : f16[16, 8]\n"
+                         "N = layer_norm(X)\nO = matmul(N, W)\noutput O\n"),
+          NULL);
+  ck_assert_msg(r.rc == 0, "search failed: %s", r.err);
+  ck_assert_ptr_nonnull(strstr(r.out, "\"complete\": true"));
+  ck_assert_ptr_nonnull(strstr(r.out, "\"forloop\": 4"));
+  run_free(&r);
+  char best[192];
+  snprintf(best, sizeof best, "%s/fused/best.ugraph", dir);
+  run c;
+  run_cli(&c, "check", best, NULL);
+  ck_assert_int_eq(c.rc, 0);
+  ck_assert_ptr_nonnull(strstr(c.out, "accum_rms("));
+  ck_assert_ptr_nonnull(strstr(c.out, ", eps=1e-05)"));
+  ck_assert_ptr_nonnull(strstr(c.out, "forloop=4"));
+  run_free(&c);
+  run_cli(&c, "run", best, NULL);
+  ck_assert_msg(c.rc == 0, "run failed: %s", c.err);
+  run_free(&c);
+}
+END_TEST
+
 START_TEST(test_codegen_host_run) {
   /* Rows of 256: the block ops reduce as warp-shuffle trees; the program
    * itself runs as predefined kernels. */
@@ -277,6 +309,7 @@ static Suite *suite(void) {
   tcase_add_loop_test(tc, test_search_prune_on_off_equal, 0,
                       (int)(sizeof SEARCHED / sizeof SEARCHED[0]));
   tcase_add_test(tc, test_spelled_folds_to_layer_norm);
+  tcase_add_test(tc, test_fused_layer_norm_linear);
   tcase_add_test(tc, test_codegen_host_run);
   suite_add_tcase(s, tc);
   return s;

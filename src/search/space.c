@@ -202,8 +202,11 @@ int mirs__search_bop_class(const mirs__bgraph *bg, mirs_op op, int nin, const in
  * allow constant ops when the program has one. */
 void mirs__search_space_budget(mirs__search_space *sp, const mirs_graph *program, int64_t slack) {
   sp->eps = 0.0;
+  sp->reload = false;
   for (int32_t i = program->nops - 1; i >= 0; i--) {
     const mirs__kop *k = &program->ops[i];
+    if (k->op == MIRS_OP_MEAN || k->op == MIRS_OP_LAYER_NORM)
+      sp->reload = true;
     if ((k->op == MIRS_OP_SUB || k->op == MIRS_OP_DIV) && k->in[0] == k->in[1])
       sp->constant_ops = true; /* the program needs a constant */
     if (mirs__op_has_eps(k->op))
@@ -913,8 +916,17 @@ static mirs_status add_load(mirs__search_worker *w, size_t *n, const mirs__searc
 static mirs_status loads_fmap(bstate *b, mirs__search_load *l, size_t *n) {
   const mirs__shape *ks = &b->g->t[l->src].shape;
   const mirs__bgraph *bg = b->bg;
+  const mirs__bop *prev = NULL; /* a tile of l->src loaded already (sp->reload) */
+  for (int32_t i = 0; i < bg->nops; i++)
+    if (bg->ops[i].op == MIRS_OP_INPUT && bg->ops[i].src == l->src)
+      prev = &bg->ops[i];
+  for (int a = 0; prev && a < MIRS__GRID; a++)
+    if (prev->imap[a] != l->imap[a])
+      return MIRS_OK; /* (the second tile covers the same rows, whole or by slices) */
   for (int f = -1; f < ks->ndim; f++) {
     if (!b->sp->fmap_ok[f + 1])
+      continue;
+    if (prev && (prev->fmap == -1) == (f == -1))
       continue;
     if (bg->forloop == 1 && f != -1)
       continue;
@@ -1839,12 +1851,12 @@ static mirs_status gen_block(mirs__search_worker *w) {
     for (int32_t src = 0; src < b.g->nt; src++) {
       /* Each kernel tensor is one input of a custom kernel (as in Mirage):
        * a second tile of the same tensor is not offered. */
-      bool loaded = false;
+      int loaded = 0;
       for (int32_t i = 0; i < bg->nops; i++)
         if (bg->ops[i].op == MIRS_OP_INPUT && bg->ops[i].src == src)
-          loaded = true;
-      if (loaded)
-        continue;
+          loaded++;
+      if (loaded > (b.sp->reload && bg->forloop > 1 ? 1 : 0))
+        continue; /* (sp->reload: a second tile, whole or by slices: loads_fmap) */
       mirs__search_load l = {.src = src, .imap = {-1, -1, -1}, .fmap = -1};
       MIRS_CHECK(ctx, loads_imap(&b, &l, 0, &nl));
     }
