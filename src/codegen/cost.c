@@ -641,6 +641,8 @@ static double elementwise_flops(mirs_op op) {
   case MIRS_OP_SQUARE:
   case MIRS_OP_RELU:
     return 1;
+  case MIRS_OP_CAUSAL_MASK: /* a compare of the global indices and a select */
+    return 2;
   case MIRS_OP_DIV:
   case MIRS_OP_EXP:
   case MIRS_OP_SQRT:

@@ -108,9 +108,13 @@ static void strides(const mirs__shape *s, int64_t st[MIRS_MAX_DIMS]) {
   }
 }
 
-/* The float expression of unary op on x. */
-static void emit_unary(mirs__buf *b, mirs_op op, const char *x) {
+/* The float expression of unary op on x; pos: "row, column, n - m" of
+ * the element in its tensor (causal_mask only, else unused). */
+static void emit_unary(mirs__buf *b, mirs_op op, const char *x, const char *pos) {
   switch (op) {
+  case MIRS_OP_CAUSAL_MASK:
+    mirs__buf_printf(b, "mirs_causal(%s, %s)", x, pos);
+    break;
   case MIRS_OP_EXP:
     mirs__buf_printf(b, "expf(%s)", x);
     break;
@@ -143,14 +147,19 @@ static const char *binop(mirs_op op) {
  * index type. */
 static void emit_value(mirs__buf *b, const char *ind, const char *ity, mirs_op op, int dim,
                        const char *const *in, const mirs__shape *const *ins,
-                       const int64_t *const *ist, const mirs__shape *os) {
+                       const int64_t *const *ist, const mirs__shape *os, const char *pos) {
   int r = os->ndim;
+  char whole[96];
+  if (!pos && r >= 2) { /* (a kernel-level mask: the tensor is the whole) */
+    snprintf(whole, sizeof whole, "c%d, c%d, %" PRId64, r - 2, r - 1, os->d[r - 1] - os->d[r - 2]);
+    pos = whole;
+  }
   switch (mirs__graph_ops[op].kind) {
   case MIRS__KIND_UNARY:
     mirs__buf_printf(b, "%sconst float x = mirs_ld(%s + (", ind, in[0]);
     emit_index_st(b, ins[0], ist[0], os, r);
     mirs__buf_printf(b, "));\n%sv = ", ind);
-    emit_unary(b, op, "x");
+    emit_unary(b, op, "x", pos);
     mirs__buf_puts(b, ";\n");
     break;
   case MIRS__KIND_BINARY:
@@ -248,6 +257,30 @@ static void sync_if_pending(kgen *k, const char *ind) {
   k->pending = false;
 }
 
+/* The global position "row, column, n - m" of element (c0..) of block
+ * causal_mask op's tile into buf: the origins of its rows and columns
+ * (graph/schedule.c) as blockIdx and forloop (`f`) offsets. */
+static const char *mask_pos(const kgen *k, const mirs__bop *op, char *buf, size_t size) {
+  static const char *const bidx[MIRS__GRID] = {"blockIdx.x", "blockIdx.y", "blockIdx.z"};
+  int r = k->bg->t[op->in[0]].shape.ndim;
+  mirs__dim_origin o[2];
+  size_t n = 0;
+  buf[0] = '\0';
+  for (int a = 0; a < 2; a++) {
+    if (r < 2 || NEVER(!mirs__sched_dim_origin(k->g, k->bg, op->in[0], r - 2 + a, &o[a])))
+      return "0, 0, 0";
+    n += (size_t)snprintf(buf + n, n < size ? size - n : 0, "c%d", r - 2 + a);
+    if (o[a].grid >= 0)
+      n += (size_t)snprintf(buf + n, n < size ? size - n : 0, " + (int)%s * %" PRId64,
+                            bidx[o[a].grid], o[a].unit);
+    if (o[a].forloop)
+      n += (size_t)snprintf(buf + n, n < size ? size - n : 0, " + f * %" PRId64, o[a].unit);
+    n += (size_t)snprintf(buf + n, n < size ? size - n : 0, ", ");
+  }
+  snprintf(buf + n, n < size ? size - n : 0, "%" PRId64, o[1].extent - o[0].extent);
+  return buf;
+}
+
 /* Emit the chain of fused ops from tensor t (value in `v`, coordinates
  * c0.. of t's shape, flat index `e`) and the store of the final value. */
 static void emit_chain_store(kgen *k, const char *ind, int32_t t) {
@@ -257,8 +290,10 @@ static void emit_chain_store(kgen *k, const char *ind, int32_t t) {
   while (k->pl->t[t].next >= 0) {
     const mirs__bop *f = &bg->ops[k->pl->t[t].next];
     if (f->nin == 1) {
+      char pos[256];
       mirs__buf_printf(b, "%sv = ", ind);
-      emit_unary(b, f->op, "v");
+      emit_unary(b, f->op, "v",
+                 f->op == MIRS_OP_CAUSAL_MASK ? mask_pos(k, f, pos, sizeof pos) : NULL);
       mirs__buf_puts(b, ";\n");
     } else if (f->op == MIRS_OP_DIV && k->fastdiv) {
       mirs__buf_printf(b, "%sv = __fdividef(v, ", ind);
@@ -616,7 +651,9 @@ static void emit_block_compute(kgen *k, int32_t oi) {
                    mirs__shape_numel(os), k->nthreads);
   emit_coords(b, "      ", "int", "e", os);
   mirs__buf_puts(b, "      float v;\n");
-  emit_value(b, "      ", "int", op->op, op->dim, in, ins, ist, os);
+  char pos[256];
+  emit_value(b, "      ", "int", op->op, op->dim, in, ins, ist, os,
+             op->op == MIRS_OP_CAUSAL_MASK ? mask_pos(k, op, pos, sizeof pos) : NULL);
   emit_chain_store(k, "      ", op->out);
   mirs__buf_puts(b, "    }\n");
   k->pending = true;
@@ -732,7 +769,7 @@ static void emit_accum(kgen *k, const mirs__bop *op) {
     emit_tile_ld(k, op->in[0], as);
     mirs__buf_puts(b, ";\n");
   } else if (op->op == MIRS_OP_ACCUM_SUM) {
-    emit_value(b, "      ", "int", MIRS_OP_SUM, op->dim, in, ins, ist, as);
+    emit_value(b, "      ", "int", MIRS_OP_SUM, op->dim, in, ins, ist, as, NULL);
   } else {
     int64_t last = xs->d[xs->ndim - 1];
     mirs__buf_puts(b, "      const int row = ");
@@ -1233,7 +1270,7 @@ static void emit_predefined(const mirs_graph *g, int32_t ki, const char *ename, 
                    mirs__shape_numel(os));
   emit_coords(b, "      ", "long long", "e", os);
   mirs__buf_puts(b, "      float v;\n");
-  emit_value(b, "      ", "long long", op->op, op->dim, in, ins, ist, os);
+  emit_value(b, "      ", "long long", op->op, op->dim, in, ins, ist, os, NULL);
   mirs__buf_puts(b, "      mirs_st(out0 + e, v);\n    }\n}\n");
 }
 
@@ -1270,6 +1307,11 @@ static const char prelude[] =
     "__device__ __forceinline__ float mirs_gelu(float x) {\n"
     "    return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));\n}\n"
     "__device__ __forceinline__ float mirs_relu(float x) { return x > 0.0f ? x : 0.0f; }\n"
+    "/* causal_mask at global (i, j) of an m x n matrix, d = n - m: -inf above the\n"
+    " * bottom-right aligned diagonal. */\n"
+    "__device__ __forceinline__ float mirs_causal(float x, long long i, long long j,\n"
+    "                                             long long d) {\n"
+    "    return j <= i + d ? x : -INFINITY;\n}\n"
     "#ifndef MIRS_HOST_EMULATION\n";
 
 /* The tensor-core helpers and the copy kernel (a second literal: C

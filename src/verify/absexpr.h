@@ -76,6 +76,7 @@ typedef enum mirs__abs_fn {
   MIRS__ABS_GELU,
   MIRS__ABS_RELU,
   MIRS__ABS_NEG,
+  MIRS__ABS_MASK, /* causal_mask: its positions are not modelled (a function) */
   MIRS__ABS_FN_COUNT
 } mirs__abs_fn;
 

@@ -1,0 +1,372 @@
+/* SPDX-License-Identifier: MIT */
+/* tests/check_mask.c - the causal mask operator and mask inputs, end to end:
+ *  - parsing: rank and arity errors reported with their positions;
+ *  - the float64 interpreter: -inf exactly above the bottom-right aligned
+ *    diagonal (m = n, m < n, m > n), and a block-level mask placed by the
+ *    grid (rows) and the forloop (columns) equal to the kernel-level one;
+ *  - block graphs refuse a mask whose tile has no single global position;
+ *  - fingerprints: a masked program and its flash-style µGraph agree, the
+ *    same µGraph without the mask does not, exp(masked) is 0 and masked
+ *    entries the sentinel, a use of -inf the field cannot follow (mul) is
+ *    refused;
+ *  - the search: tiny causal, additive-bias and multiplicative-mask
+ *    softmaxes give equal result sets with pruning on and off, and every
+ *    result's generated code (host emulation) matches the program;
+ *  - the generated code of a predefined (kernel-level) mask and of the
+ *    flash-style custom kernel matches the program. */
+#include "config.h"
+
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codegen/codegen.h"
+#include "graph/graph.h"
+#include "testutil.h"
+#include "tiny_programs.h"
+#include "verify/fingerprint.h"
+
+/* Softmax of causal_mask(Q.K) at a tiny shape. */
+static const char *const TINY_CAUSAL = "program tiny_causal\n"
+                                       "input Q : f16[2, 8, 4]\n"
+                                       "input K : f16[2, 4, 8]\n"
+                                       "S = matmul(Q, K)\n"
+                                       "M = causal_mask(S)\n"
+                                       "E = exp(M)\n"
+                                       "D = sum(E, dim=2)\n"
+                                       "O = div(E, D)\n"
+                                       "output O\n";
+
+/* An additive mask input, broadcast over the heads. */
+static const char *const TINY_BIAS = "program tiny_bias\n"
+                                     "input Q : f16[2, 8, 4]\n"
+                                     "input K : f16[2, 4, 8]\n"
+                                     "input B : f16[1, 8, 8]\n"
+                                     "S = matmul(Q, K)\n"
+                                     "T = add(S, B)\n"
+                                     "E = exp(T)\n"
+                                     "D = sum(E, dim=2)\n"
+                                     "O = div(E, D)\n"
+                                     "output O\n";
+
+/* A multiplicative mask input on the exponentials, broadcast over heads. */
+static const char *const TINY_MULMASK = "program tiny_mulmask\n"
+                                        "input Q : f16[2, 8, 4]\n"
+                                        "input K : f16[2, 4, 8]\n"
+                                        "input B : f16[1, 8, 8]\n"
+                                        "S = matmul(Q, K)\n"
+                                        "E = exp(S)\n"
+                                        "F = mul(E, B)\n"
+                                        "D = sum(F, dim=2)\n"
+                                        "O = div(F, D)\n"
+                                        "output O\n";
+
+/* Causal attention at a small shape and its flash-style kernel: the
+ * grid places the query rows (16 per block), the forloop walks the keys
+ * (16 per iteration), so the block mask needs both offsets. */
+static const char *const CAUSAL = "program causal\n"
+                                  "input Q : f16[2, 64, 16]\n"
+                                  "input K : f16[2, 16, 64]\n"
+                                  "input V : f16[2, 64, 16]\n"
+                                  "S = matmul(Q, K)\n"
+                                  "M = causal_mask(S)\n"
+                                  "E = exp(M)\n"
+                                  "D = sum(E, dim=2)\n"
+                                  "P = div(E, D)\n"
+                                  "O = matmul(P, V)\n"
+                                  "output O\n";
+#define FLASH_HEAD                                                                                 \
+  "ugraph causal\n"                                                                                \
+  "input Q : f16[2, 64, 16]\n"                                                                     \
+  "input K : f16[2, 16, 64]\n"                                                                     \
+  "input V : f16[2, 64, 16]\n"                                                                     \
+  "O = custom(grid=[2, 4, 1], block=[128, 1, 1], forloop=4) {\n"                                   \
+  "  q = input(Q, imap=[0, 1, -1], fmap=-1)\n"                                                     \
+  "  k = input(K, imap=[0, -1, -1], fmap=2)\n"                                                     \
+  "  v = input(V, imap=[0, -1, -1], fmap=1)\n"                                                     \
+  "  s = matmul(q, k)\n"
+#define FLASH_TAIL                                                                                 \
+  "  y = matmul(e, v)\n"                                                                           \
+  "  a = accum(y)\n"                                                                               \
+  "  d = accum_sum(e, dim=2)\n"                                                                    \
+  "  o = div(a, d, fused=1)\n"                                                                     \
+  "  output(o, omap=[0, 1, -1])\n"                                                                 \
+  "}\n"                                                                                            \
+  "output O\n"
+static const char *const FLASH = FLASH_HEAD "  m = causal_mask(s, fused=1)\n"
+                                            "  e = exp(m, fused=1)\n" FLASH_TAIL;
+static const char *const FLASH_UNMASKED = FLASH_HEAD "  e = exp(s, fused=1)\n" FLASH_TAIL;
+
+/* Parse text, expecting failure; the error message. */
+static const char *parse_fails(mirs_context *ctx, const char *text) {
+  mirs_graph *g = NULL;
+  ck_assert_int_ne(mirs_graph_parse_string(ctx, text, strlen(text), "bad.graph", &g), MIRS_OK);
+  ck_assert_ptr_null(g);
+  return mirs_last_error(ctx);
+}
+
+START_TEST(test_parse_errors) {
+  tu_log l;
+  mirs_context *ctx = tu_ctx(&l);
+  const char *e = parse_fails(ctx, "input X : f16[8]\nY = causal_mask(X)\noutput Y\n");
+  ck_assert_msg(strstr(l.text, "bad.graph:2:") && strstr(l.text, "rank >= 2"), "%s | %s", e,
+                l.text);
+  memset(&l, 0, sizeof l);
+  e = parse_fails(ctx, "input X : f16[8, 8]\nY = causal_mask(X, X)\noutput Y\n");
+  ck_assert_msg(strstr(l.text, "bad.graph:2:") && strstr(l.text, "causal_mask"), "%s | %s", e,
+                l.text);
+  mirs_context_destroy(ctx);
+}
+END_TEST
+
+/* Evaluate Y = causal_mask(X) for X f32[2, m, n] and check every entry. */
+static void check_kernel_mask(int64_t m, int64_t n) {
+  mirs_context *ctx = tu_ctx(NULL);
+  char text[256];
+  snprintf(text, sizeof text, "input X : f32[2, %lld, %lld]\nY = causal_mask(X)\noutput Y\n",
+           (long long)m, (long long)n);
+  mirs_graph *g = parse(ctx, text);
+  mirs_eval_result *r = NULL;
+  ck_assert_int_eq(mirs_graph_eval(g, 7, &r), MIRS_OK);
+  int64_t count = 0;
+  const double *y = mirs_eval_output_values(r, 0, &count);
+  ck_assert_int_eq(count, 2 * m * n);
+  int kept = 0;
+  for (int64_t b = 0; b < 2; b++)
+    for (int64_t i = 0; i < m; i++)
+      for (int64_t j = 0; j < n; j++) {
+        int64_t e = (b * m + i) * n + j;
+        if (j <= i + (n - m)) {
+          ck_assert_double_eq(y[e], mirs_input_value(7, "X", (uint64_t)e));
+          kept++;
+        } else {
+          ck_assert_msg(isinf(y[e]) && y[e] < 0, "(%lld, %lld) of %lldx%lld not -inf",
+                        (long long)i, (long long)j, (long long)m, (long long)n);
+        }
+      }
+  ck_assert_int_gt(kept, 0);
+  mirs_eval_result_destroy(r);
+  mirs_graph_destroy(g);
+  mirs_context_destroy(ctx);
+}
+
+START_TEST(test_interp_kernel_mask) {
+  check_kernel_mask(5, 5); /* lower triangle */
+  check_kernel_mask(3, 7); /* more keys than queries: the diagonal moves right */
+  check_kernel_mask(6, 2); /* more queries: the first rows are all masked */
+}
+END_TEST
+
+/* Largest relative error between the float64 evaluations of a and b. */
+static double eval_diff(const mirs_graph *a, const mirs_graph *b, uint64_t seed) {
+  mirs_eval_result *ra = NULL, *rb = NULL;
+  ck_assert_int_eq(mirs_graph_eval(a, seed, &ra), MIRS_OK);
+  ck_assert_int_eq(mirs_graph_eval(b, seed, &rb), MIRS_OK);
+  double err = mirs__eval_max_rel_error(ra, rb);
+  mirs_eval_result_destroy(ra);
+  mirs_eval_result_destroy(rb);
+  return err;
+}
+
+START_TEST(test_interp_block_mask) {
+  mirs_context *ctx = tu_ctx(NULL);
+  mirs_graph *p = parse(ctx, CAUSAL), *u = parse(ctx, FLASH), *x = parse(ctx, FLASH_UNMASKED);
+  ck_assert_double_le(eval_diff(p, u, 3), 1e-12);
+  ck_assert_double_gt(eval_diff(p, x, 3), 1e-3); /* the mask matters */
+  mirs_graph_destroy(p);
+  mirs_graph_destroy(u);
+  mirs_graph_destroy(x);
+  mirs_context_destroy(ctx);
+}
+END_TEST
+
+START_TEST(test_unplaced_mask_refused) {
+  tu_log l;
+  mirs_context *ctx = tu_ctx(&l);
+  /* A sum over the forloop of tiles from different columns has no column. */
+  parse_fails(ctx, "ugraph bad\n"
+                   "input X : f16[8, 16]\n"
+                   "O = custom(grid=[1, 1, 1], block=[128, 1, 1], forloop=2) {\n"
+                   "  x = input(X, imap=[-1, -1, -1], fmap=1)\n"
+                   "  a = accum(x)\n"
+                   "  m = causal_mask(a)\n"
+                   "  output(m, omap=[-1, -1, -1])\n"
+                   "}\n"
+                   "output O\n");
+  ck_assert_msg(strstr(l.text, "global positions"), "%s", l.text);
+  mirs_context_destroy(ctx);
+}
+END_TEST
+
+START_TEST(test_fingerprints) {
+  tu_log l;
+  mirs_context *ctx = tu_ctx(&l);
+  mirs_graph *p = parse(ctx, CAUSAL), *u = parse(ctx, FLASH), *x = parse(ctx, FLASH_UNMASKED);
+  int trials = 0;
+  mirs__fp_verdict v;
+  ck_assert_int_eq(mirs__verify_fingerprints(ctx, p, u, &trials, &v), MIRS_OK);
+  ck_assert_msg(v.equal, "%s", v.why);
+  ck_assert_int_eq(mirs__verify_fingerprints(ctx, p, x, &trials, &v), MIRS_OK);
+  ck_assert(!v.equal);
+
+  /* Values: causal_mask(S) holds the sentinel exactly where masked, and
+   * exp of it 0 there. */
+  mirs__fp_store *s = NULL;
+  ck_assert_int_eq(mirs__fp_store_new(ctx, NULL, 1, 5, &s), MIRS_OK);
+  ck_assert_int_eq(mirs__fp_compute_graph(s, p), MIRS_OK);
+  int32_t tm = mirs__graph_find(p, "M"), te = mirs__graph_find(p, "E");
+  static mirs__fp_pair mv[2 * 64 * 64], ev[2 * 64 * 64];
+  ck_assert_int_eq(mirs__fp_read(s, tm, 0, 0, 2 * 64 * 64, mv), MIRS_OK);
+  ck_assert_int_eq(mirs__fp_read(s, te, 0, 0, 2 * 64 * 64, ev), MIRS_OK);
+  for (int64_t e = 0; e < 2 * 64 * 64; e++) {
+    int64_t i = (e / 64) % 64, j = e % 64;
+    bool masked = j > i;
+    ck_assert_int_eq(mv[e].a == MIRS__FP_MASKED, masked);
+    ck_assert_int_eq(ev[e].a == 0, masked);
+  }
+  mirs__fp_store_free(s);
+
+  /* mul(causal_mask(S), S): -inf times a value of unknown sign. */
+  mirs_graph *bad = parse(ctx, "input X : f16[4, 4]\nM = causal_mask(X)\nY = mul(M, X)\n"
+                               "output Y\n");
+  uint64_t degree = 0;
+  ck_assert_int_eq(mirs__fp_graph_degree(bad, &degree), MIRS_UNSUPPORTED);
+  ck_assert_msg(strstr(mirs_last_error(ctx), "-inf"), "%s", mirs_last_error(ctx));
+  /* ... while add and sub of a finite value are followed. */
+  mirs_graph *ok = parse(ctx, "input X : f16[4, 4]\nM = causal_mask(X)\nA = add(X, M)\n"
+                              "B = sub(A, X)\nY = exp(B)\noutput Y\n");
+  ck_assert_int_eq(mirs__fp_graph_degree(ok, &degree), MIRS_OK);
+  mirs_graph_destroy(ok);
+  mirs_graph_destroy(bad);
+  mirs_graph_destroy(p);
+  mirs_graph_destroy(u);
+  mirs_graph_destroy(x);
+  mirs_context_destroy(ctx);
+}
+END_TEST
+
+/* The small search space of the tests (every program here completes in
+ * well under a second with pruning). */
+static const char *const SPACE[] = {"grid_x", "1,2", "grid_y", "1", "grid_z", "1",
+                                    "forloop_ranges", "1,2", "max_block_ops", "8",
+                                    "kernel_ops", "matmul,exp,add,mul", "max_kernel_ops", "3",
+                                    "op_budget", "0", "float_check_top", "0", NULL};
+
+/* Search text under SPACE and (name, value); the sorted result hashes into
+ * h (at most cap); returns the search (destroy it) with *n results. */
+static mirs_search *search(mirs_context *ctx, const char *text, const char *prune, uint64_t *h,
+                           int cap, int *n) {
+  set_opts(ctx, SPACE);
+  const char *const kv[] = {"prune", prune, NULL};
+  set_opts(ctx, kv);
+  mirs_graph *g = parse(ctx, text);
+  mirs_search *s = NULL;
+  ck_assert_msg(mirs_search_create(ctx, g, &s) == MIRS_OK, "%s", mirs_last_error(ctx));
+  mirs_graph_destroy(g);
+  ck_assert_msg(mirs_search_run(s) == MIRS_OK, "%s", mirs_last_error(ctx));
+  mirs_search_stats st;
+  ck_assert_int_eq(mirs_search_get_stats(s, &st), MIRS_OK);
+  ck_assert_int_eq(st.complete, 1);
+  *n = mirs_search_num_results(s);
+  ck_assert_int_le(*n, cap);
+  for (int i = 0; i < *n; i++)
+    h[i] = mirs_graph_hash(mirs_search_result(s, i));
+  for (int i = 1; i < *n; i++) /* (insertion sort: a few results) */
+    for (int j = i; j > 0 && h[j - 1] > h[j]; j--) {
+      uint64_t t = h[j];
+      h[j] = h[j - 1];
+      h[j - 1] = t;
+    }
+  return s;
+}
+
+static const char *const *const SEARCHED[] = {&TINY_CAUSAL, &TINY_BIAS, &TINY_MULMASK};
+
+START_TEST(test_search_prune_same_results) {
+  uint64_t h1[256], h2[256];
+  int n1 = 0, n2 = 0;
+  mirs_context *c1 = tu_ctx(NULL), *c2 = tu_ctx(NULL);
+  mirs_search *s1 = search(c1, *SEARCHED[_i], "true", h1, 256, &n1);
+  mirs_search *s2 = search(c2, *SEARCHED[_i], "false", h2, 256, &n2);
+  ck_assert_int_gt(n1, 0);
+  ck_assert_msg(n1 == n2, "prune on: %d results, off: %d", n1, n2);
+  ck_assert_mem_eq(h1, h2, sizeof(uint64_t) * (size_t)n1);
+  mirs_search_destroy(s1);
+  mirs_search_destroy(s2);
+  mirs_context_destroy(c1);
+  mirs_context_destroy(c2);
+}
+END_TEST
+
+/* Host-run g on seed against the float64 evaluation of program p. */
+static double run_against(mirs_context *ctx, const mirs_graph *g, const mirs_graph *p,
+                          uint64_t seed) {
+  mirs_eval_result *r = NULL, *e = NULL;
+  double self = 0;
+  ck_assert_msg(mirs_codegen_run(g, seed, MIRS_BACKEND_HOST, &r, &self) == MIRS_OK, "%s",
+                mirs_last_error(ctx));
+  ck_assert_int_eq(mirs_graph_eval(p, seed, &e), MIRS_OK);
+  double err = mirs__eval_max_rel_error(e, r);
+  mirs_eval_result_destroy(r);
+  mirs_eval_result_destroy(e);
+  return err;
+}
+
+START_TEST(test_search_results_run) {
+  uint64_t h[256];
+  int n = 0;
+  mirs_context *ctx = tu_ctx(NULL);
+  mirs_search *s = search(ctx, *SEARCHED[_i], "true", h, 256, &n);
+  mirs_graph *p = parse(ctx, *SEARCHED[_i]);
+  bool custom_mask = false;
+  for (int i = 0; i < n; i++) {
+    const mirs_graph *r = mirs_search_result(s, i);
+    double err = run_against(ctx, r, p, 21 + (uint64_t)i);
+    ck_assert_msg(err <= mirs_codegen_tolerance(r), "result %d: relative error %g", i, err);
+    for (int32_t k = 0; k < r->nops; k++)
+      for (int32_t j = 0; r->ops[k].op == MIRS_OP_CUSTOM && j < r->ops[k].bg->nops; j++)
+        custom_mask = custom_mask || r->ops[k].bg->ops[j].op == MIRS_OP_CAUSAL_MASK;
+  }
+  if (_i == 0) /* the mask is searched at the block level too */
+    ck_assert(custom_mask);
+  mirs_graph_destroy(p);
+  mirs_search_destroy(s);
+  mirs_context_destroy(ctx);
+}
+END_TEST
+
+START_TEST(test_codegen_masks) {
+  mirs_context *ctx = tu_ctx(NULL);
+  mirs_graph *p = parse(ctx, CAUSAL), *u = parse(ctx, FLASH);
+  /* The program itself: predefined kernels, the mask one of them. */
+  double err = run_against(ctx, p, p, 4);
+  ck_assert_msg(err <= mirs_codegen_tolerance(p), "program: relative error %g", err);
+  err = run_against(ctx, u, p, 4);
+  ck_assert_msg(err <= mirs_codegen_tolerance(u), "flash kernel: relative error %g", err);
+  mirs_graph_destroy(p);
+  mirs_graph_destroy(u);
+  mirs_context_destroy(ctx);
+}
+END_TEST
+
+static Suite *suite(void) {
+  Suite *s = suite_create("mask");
+  TCase *tc = tcase_create("mask");
+  tcase_set_timeout(tc, 600);
+  tcase_add_test(tc, test_parse_errors);
+  tcase_add_test(tc, test_interp_kernel_mask);
+  tcase_add_test(tc, test_interp_block_mask);
+  tcase_add_test(tc, test_unplaced_mask_refused);
+  tcase_add_test(tc, test_fingerprints);
+  tcase_add_loop_test(tc, test_search_prune_same_results, 0, 3);
+  tcase_add_loop_test(tc, test_search_results_run, 0, 3);
+  tcase_add_test(tc, test_codegen_masks);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void) {
+  return tu_run(suite());
+}
