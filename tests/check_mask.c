@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "codegen/codegen.h"
+#include "codegen/plan.h"
 #include "graph/graph.h"
 #include "testutil.h"
 #include "tiny_programs.h"
@@ -98,6 +99,30 @@ static const char *const CAUSAL = "program causal\n"
 static const char *const FLASH = FLASH_HEAD "  m = causal_mask(s, fused=1)\n"
                                             "  e = exp(m, fused=1)\n" FLASH_TAIL;
 static const char *const FLASH_UNMASKED = FLASH_HEAD "  e = exp(s, fused=1)\n" FLASH_TAIL;
+/* The flash kernel with a second output, the unmasked row sums of Q.K over
+ * every key: an accumulator a masked tile does not zero, so no tile may be
+ * skipped. */
+static const char *const FLASH_VSUM =
+    "ugraph causal\n"
+    "input Q : f16[2, 64, 16]\n"
+    "input K : f16[2, 16, 64]\n"
+    "input V : f16[2, 64, 16]\n"
+    "O, W = custom(grid=[2, 4, 1], block=[128, 1, 1], forloop=4) {\n"
+    "  q = input(Q, imap=[0, 1, -1], fmap=-1)\n"
+    "  k = input(K, imap=[0, -1, -1], fmap=2)\n"
+    "  v = input(V, imap=[0, -1, -1], fmap=1)\n"
+    "  s = matmul(q, k)\n"
+    "  m = causal_mask(s)\n"
+    "  e = exp(m, fused=1)\n"
+    "  y = matmul(e, v)\n"
+    "  a = accum(y)\n"
+    "  d = accum_sum(e, dim=2)\n"
+    "  o = div(a, d, fused=1)\n"
+    "  w = accum_sum(s, dim=2)\n"
+    "  output(o, omap=[0, 1, -1])\n"
+    "  output(w, omap=[0, 1, -1])\n"
+    "}\n"
+    "output O, W\n";
 
 /* Parse text, expecting failure; the error message. */
 static const char *parse_fails(mirs_context *ctx, const char *text) {
@@ -351,6 +376,84 @@ START_TEST(test_codegen_masks) {
 }
 END_TEST
 
+/* Host-run g on seed against the float64 evaluation of program p. */
+static double run_against(mirs_context *ctx, const mirs_graph *g, const mirs_graph *p,
+                          uint64_t seed);
+
+/* The plan of g's custom kernel (the last kernel op). */
+static void plan_of(mirs_context *ctx, const mirs_graph *g, mirs__plan *pl) {
+  ck_assert_int_eq(mirs__plan_build(ctx, g, g->nops - 1, MIRS__PLAN_SMEM_MAX, true, pl), MIRS_OK);
+  ck_assert(pl->feasible);
+}
+
+/* Bytes of the walked (per-iteration) tiles a plan loads over the grid. */
+static double walked_bytes(const mirs_graph *g, const mirs__plan *pl) {
+  const mirs__bgraph *bg = g->ops[g->nops - 1].bg;
+  double total = 0;
+  for (int32_t t = 0; t < bg->nt; t++)
+    if (pl->t[t].input && !pl->t[t].invariant)
+      total += (double)mirs__shape_numel(&bg->t[t].shape) * pl->t[t].elsize;
+  return total * (double)bg->forloop * pl->live * (double)pl->blocks;
+}
+
+START_TEST(test_tile_skipping) {
+  mirs_context *ctx = tu_ctx(NULL);
+  mirs_graph *u = parse(ctx, FLASH), *x = parse(ctx, FLASH_UNMASKED), *w = parse(ctx, FLASH_VSUM);
+  mirs__plan pu, px, pw;
+  plan_of(ctx, u, &pu);
+  plan_of(ctx, x, &px);
+  plan_of(ctx, w, &pw);
+  /* Block row y (query rows 16y..16y+15) needs key tiles 0..y: 10 of 16. */
+  ck_assert(pu.skip.on);
+  ck_assert_double_eq_tol(pu.live, 10.0 / 16.0, 1e-12);
+  for (int64_t y = 0; y < 4; y++) {
+    int64_t b[MIRS__GRID] = {1, y, 0};
+    ck_assert_int_eq(mirs__plan_fend(&pu, u->ops[0].bg, b), y + 1);
+  }
+  ck_assert(!px.skip.on);
+  ck_assert_double_eq(px.live, 1.0);
+  ck_assert(!pw.skip.on); /* the sum of V needs every key tile */
+  /* The traffic counts the live tiles only. */
+  ck_assert_double_lt(pu.bytes, px.bytes);
+  ck_assert_double_eq_tol(pu.bytes - walked_bytes(u, &pu), px.bytes - walked_bytes(x, &px), 1e-6);
+  /* The generated loop ends at fend, and both kernels compute their programs. */
+  mirs__buf b;
+  mirs__buf_init(&b, ctx);
+  ck_assert_int_eq(mirs__codegen_cuda(u, NULL, &b), MIRS_OK);
+  ck_assert_ptr_nonnull(strstr(b.data, "for (int f = 0; f < fend; f++)"));
+  mirs__buf_free(&b);
+  char text[1024];
+  snprintf(text, sizeof text, "%sW = sum(S, dim=2)\noutput W\n", CAUSAL);
+  mirs_graph *p = parse(ctx, text);
+  double err = run_against(ctx, w, p, 9);
+  ck_assert_msg(err <= mirs_codegen_tolerance(w), "flash with a row sum: relative error %g", err);
+  mirs__plan_free(&pu);
+  mirs__plan_free(&px);
+  mirs__plan_free(&pw);
+  mirs_graph_destroy(p);
+  mirs_graph_destroy(u);
+  mirs_graph_destroy(x);
+  mirs_graph_destroy(w);
+  mirs_context_destroy(ctx);
+}
+END_TEST
+
+/* The published-shape example: about half of the key tiles are loaded. */
+START_TEST(test_tile_skipping_published) {
+  mirs_context *ctx = tu_ctx(NULL);
+  mirs_graph *g = NULL;
+  ck_assert_int_eq(mirs_graph_parse_file(ctx, tu_src("examples/causal_attention.ugraph"), &g),
+                   MIRS_OK);
+  mirs__plan pl;
+  plan_of(ctx, g, &pl);
+  ck_assert(pl.skip.on);
+  ck_assert_double_eq_tol(pl.live, 136.0 / 256.0, 1e-12);
+  mirs__plan_free(&pl);
+  mirs_graph_destroy(g);
+  mirs_context_destroy(ctx);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("mask");
   TCase *tc = tcase_create("mask");
@@ -363,6 +466,8 @@ static Suite *suite(void) {
   tcase_add_loop_test(tc, test_search_prune_same_results, 0, 3);
   tcase_add_loop_test(tc, test_search_results_run, 0, 3);
   tcase_add_test(tc, test_codegen_masks);
+  tcase_add_test(tc, test_tile_skipping);
+  tcase_add_test(tc, test_tile_skipping_published);
   suite_add_tcase(s, tc);
   return s;
 }

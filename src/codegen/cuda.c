@@ -1003,6 +1003,10 @@ static void emit_plan_comment(kgen *k, int32_t ki) {
                       " * %.0f bytes of global traffic.\n",
                    pl->smem, (int)pl->stages, pl->stages == 1 ? "" : "s",
                    pl->pipelined ? " (cp.async pipeline)" : "", (int)pl->regs, pl->bytes);
+  if (pl->skip.on)
+    mirs__buf_printf(b, " * Causal tile skipping: %.1f%% of the forloop's tiles are live (loaded and\n"
+                        " * computed); the rest are entirely masked.\n",
+                     100.0 * pl->live);
   char dims[96];
   for (int32_t t = 0; t < bg->nt; t++) {
     const mirs__plan_tensor *pt = &pl->t[t];
@@ -1128,19 +1132,44 @@ static void emit_main_loop(kgen *k, const mirs__sched *sched) {
                        (int)t, (int)t, (int)t);
   if (any_vec)
     mirs__buf_puts(b, "    mirs_cp_async_commit();\n");
+  /* Tile skipping: this block's iterations end at fend, after the last
+   * key tile the causal mask leaves a kept element in (plan.h). */
+  char fend[32];
+  snprintf(fend, sizeof fend, "%d", F);
+  if (pl->skip.on) {
+    static const char *const bidx[MIRS__GRID] = {"blockIdx.x", "blockIdx.y", "blockIdx.z"};
+    mirs__buf_printf(b, "    /* causal tile skipping: key tiles past the block's last query row\n"
+                        "     * (+ n - m = %" PRId64 ") are entirely masked: never loaded or computed */\n",
+                     pl->skip.diag);
+    mirs__buf_printf(b, "    const long long flast = %s%s * %" PRId64 "LL + %" PRId64 "LL;\n",
+                     pl->skip.row_grid >= 0 ? "(long long)" : "0",
+                     pl->skip.row_grid >= 0 ? bidx[pl->skip.row_grid] : "",
+                     pl->skip.rows, pl->skip.rows - 1 + pl->skip.diag);
+    mirs__buf_printf(b, "    const int fend = flast < 0 ? 1 : (int)(flast / %" PRId64 "LL + 1 < %d ? "
+                        "flast / %" PRId64 "LL + 1 : %d);\n",
+                     pl->skip.cols, F, pl->skip.cols, F);
+    snprintf(fend, sizeof fend, "fend");
+  }
   /* Prologue: the first S - 1 iterations' tiles in flight. */
   for (int s = 0; s + 1 < S; s++) {
     char fs[16];
     snprintf(fs, sizeof fs, "%d", s);
     mirs__buf_printf(b, "    /* prologue: stage %d */\n", s);
-    emit_loads(k, true, fs, fs, "    ");
+    const char *ind = "    ";
+    if (pl->skip.on && s > 0) { /* (iteration 0 always runs) */
+      mirs__buf_printf(b, "    if (%d < fend) {\n", s);
+      ind = "      ";
+    }
+    emit_loads(k, true, fs, fs, ind);
+    if (pl->skip.on && s > 0)
+      mirs__buf_puts(b, "    }\n");
     if (any_vec)
       mirs__buf_puts(b, "    mirs_cp_async_commit();\n");
   }
   /* The forloop: issue iteration f + S - 1, wait for iteration f, compute. */
-  mirs__buf_printf(b, "    for (int f = 0; f < %d; f++) {\n", F);
+  mirs__buf_printf(b, "    for (int f = 0; f < %s; f++) {\n", fend);
   if (S > 1) {
-    mirs__buf_printf(b, "      const int fn = f + %d;\n      if (fn < %d) {\n", S - 1, F);
+    mirs__buf_printf(b, "      const int fn = f + %d;\n      if (fn < %s) {\n", S - 1, fend);
     char se[32];
     snprintf(se, sizeof se, "fn %% %d", S);
     emit_loads(k, true, "fn", se, "        ");
@@ -1166,7 +1195,10 @@ static void emit_main_loop(kgen *k, const mirs__sched *sched) {
   mirs__buf_puts(b, "    __syncthreads();\n    }\n");
   k->pending = false;
   /* After the loop the walked tiles hold the last iteration. */
-  snprintf(cur, sizeof cur, "%d", (F - 1) % S);
+  if (pl->skip.on)
+    snprintf(cur, sizeof cur, "(fend - 1) %% %d", S);
+  else
+    snprintf(cur, sizeof cur, "%d", (F - 1) % S);
   emit_stage_ptrs(k, cur, "    ");
 }
 
