@@ -33,7 +33,7 @@ import sys
 
 DTYPES = {"f16": "float16", "bf16": "bfloat16", "f32": "float32"}
 TOLERANCE = {"float16": 1e-2, "bfloat16": 6e-2, "float32": 1e-4}
-UNARY = {"exp", "square", "sqrt", "silu", "gelu", "relu", "rms_norm"}
+UNARY = {"exp", "square", "sqrt", "silu", "gelu", "relu", "rms_norm", "causal_mask"}
 BINARY = {"add", "sub", "mul", "div", "matmul"}
 NAME = r"[A-Za-z_][A-Za-z0-9_]*"
 
@@ -170,6 +170,11 @@ def statement(name, op, args, dim):
     if op == "rms_norm":
         x = args[0]
         return f"{name} = {x} / torch.sqrt(torch.mean({x} * {x}, dim=-1, keepdim=True))"
+    if op == "causal_mask":  # -inf where j > i + (n - m): bottom-right aligned, as mirsearch
+        x = args[0]
+        keep = (f"torch.ones({x}.shape[-2], {x}.shape[-1], dtype=torch.bool, device={x}.device)"
+                f".tril({x}.shape[-1] - {x}.shape[-2])")
+        return f"{name} = {x}.masked_fill(~{keep}, float('-inf'))"
     return f"{name} = torch.{op}({', '.join(args)})"
 
 

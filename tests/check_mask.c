@@ -12,8 +12,11 @@
  *  - the search: tiny causal, additive-bias and multiplicative-mask
  *    softmaxes give equal result sets with pruning on and off, and every
  *    result's generated code (host emulation) matches the program;
+ *  - reduced instances: a causal attention with more keys than queries
+ *    (n - m changes under the reduction) has the same results fingerprinted
+ *    reduced as at full shape, each verified at full shape;
  *  - the generated code of a predefined (kernel-level) mask and of the
- *    flash-style custom kernel matches the program. */
+ *    flash-style custom kernel matches the program; tile skipping. */
 #include "config.h"
 
 #include <math.h>
@@ -25,6 +28,7 @@
 #include "codegen/codegen.h"
 #include "codegen/plan.h"
 #include "graph/graph.h"
+#include "search/search.h"
 #include "testutil.h"
 #include "tiny_programs.h"
 #include "verify/fingerprint.h"
@@ -362,6 +366,54 @@ START_TEST(test_search_results_run) {
 }
 END_TEST
 
+/* Causal attention with n > m, for the reduced instances. */
+static const char *const MID_CAUSAL = "program mid_causal\n"
+                                      "input Q : f16[2, 8, 16]\n"
+                                      "input K : f16[2, 16, 32]\n"
+                                      "input V : f16[2, 32, 16]\n"
+                                      "A = matmul(Q, K)\n"
+                                      "M = causal_mask(A)\n"
+                                      "E = exp(M)\n"
+                                      "S = sum(E, dim=2)\n"
+                                      "D = div(E, S)\n"
+                                      "O = matmul(D, V)\n"
+                                      "output O\n";
+
+START_TEST(test_reduced_same_results) {
+  static const char *const space[] = {
+      "grid_x", "1,2", "grid_y", "1", "grid_z", "1", "forloop_ranges", "1,4",
+      "max_block_ops", "8", "max_kernel_ops", "3", "kernel_ops", "matmul,exp,div",
+      "op_budget", "0", "float_check_top", "0", "verify_full_max", "-1", NULL};
+  static const char *const red[] = {"fp_reduce_min_elements", "0", "fp_reduce_tile", "2",
+                                    "fp_reduce_parts", "2", NULL};
+  static const char *const full[] = {"fp_reduce", "false", NULL};
+  mirs_context *c1 = tu_ctx(NULL), *c2 = tu_ctx(NULL);
+  set_opts(c1, space);
+  set_opts(c1, red);
+  set_opts(c2, space);
+  set_opts(c2, full);
+  mirs_graph *g1 = parse(c1, MID_CAUSAL), *g2 = parse(c2, MID_CAUSAL);
+  mirs_search *s1 = NULL, *s2 = NULL;
+  ck_assert_int_eq(mirs_search_create(c1, g1, &s1), MIRS_OK);
+  ck_assert_int_eq(mirs_search_create(c2, g2, &s2), MIRS_OK);
+  ck_assert_msg(mirs_search_run(s1) == MIRS_OK, "%s", mirs_last_error(c1));
+  ck_assert_msg(mirs_search_run(s2) == MIRS_OK, "%s", mirs_last_error(c2));
+  ck_assert_uint_gt(s1->stats.v[MIRS__STAT_fp_reduced], 0);
+  ck_assert_uint_eq(s1->stats.v[MIRS__STAT_full_unverified], 0);
+  int n = mirs_search_num_results(s1);
+  ck_assert_int_gt(n, 0);
+  ck_assert_int_eq(n, mirs_search_num_results(s2));
+  for (int i = 0; i < n; i++) /* (both sorted by cost, then hash) */
+    ck_assert_uint_eq(mirs_search_result_hash(s1, i), mirs_search_result_hash(s2, i));
+  mirs_search_destroy(s1);
+  mirs_search_destroy(s2);
+  mirs_graph_destroy(g1);
+  mirs_graph_destroy(g2);
+  mirs_context_destroy(c1);
+  mirs_context_destroy(c2);
+}
+END_TEST
+
 START_TEST(test_codegen_masks) {
   mirs_context *ctx = tu_ctx(NULL);
   mirs_graph *p = parse(ctx, CAUSAL), *u = parse(ctx, FLASH);
@@ -465,6 +517,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_fingerprints);
   tcase_add_loop_test(tc, test_search_prune_same_results, 0, 3);
   tcase_add_loop_test(tc, test_search_results_run, 0, 3);
+  tcase_add_test(tc, test_reduced_same_results);
   tcase_add_test(tc, test_codegen_masks);
   tcase_add_test(tc, test_tile_skipping);
   tcase_add_test(tc, test_tile_skipping_published);
