@@ -34,9 +34,11 @@
  *     every tile under 2^31 elements (the generated index math is 32-bit
  *     inside a block);
  *  7. tile skipping: when the forloop walks the columns of a loop-phase
- *     causal_mask whose rows it does not move, and every accumulator adds
- *     exactly 0 for a tile the mask empties (exp(-inf) = 0 reaching each
- *     accumulator through products, matmuls and sums), each block stops
+ *     causal_mask whose rows it does not move, and every accumulator is
+ *     unchanged by a tile the mask empties (a sum adds exactly 0: exp(-inf)
+ *     = 0 reaching it through products, matmuls and sums; a running max
+ *     takes a max with -inf; an online step adds 0 under a shift of -inf),
+ *     each block stops
  *     after its last live iteration (plan.h, mirs__plan_skip): no loads,
  *     MMAs or accumulation for the masked tiles, and the traffic and flops
  *     of the loop are counted for the live iterations only (pl->live).
@@ -434,6 +436,8 @@ static int skip_value(mirs__plan *pl, const mirs_graph *g, const mirs__bgraph *b
     return x == SK_ZERO ? SK_ZERO : SK_ANY;
   case MIRS_OP_SUM:
     return x;
+  case MIRS_OP_MAX: /* of -inf only: -inf */
+    return x == SK_NEGINF ? SK_NEGINF : SK_ANY;
   case MIRS_OP_ADD:
     if (x == SK_NEGINF || y == SK_NEGINF)
       return SK_NEGINF;
@@ -472,7 +476,12 @@ static void plan_skip(mirs__plan *pl, const mirs_graph *g, const mirs__bgraph *b
     if (kind == MIRS__KIND_INPUT)
       sk[op->out] = SK_ANY;
     else if (kind == MIRS__KIND_ACCUM) {
-      ok = sk[op->in[0]] == SK_ZERO;
+      /* Unchanged by the iteration: a sum of 0, a max with -inf, an online
+       * step adding 0 under a shift of -inf (the running max stays). */
+      int x = sk[op->in[0]], y = op->nin > 1 ? sk[op->in[1]] : SK_ANY;
+      ok = op->op == MIRS_OP_ACCUM_MAX      ? x == SK_NEGINF
+           : op->op == MIRS_OP_ACCUM_ONLINE ? x == SK_ZERO && y == SK_NEGINF
+                                            : x == SK_ZERO;
       any_acc = true;
     } else if (kind != MIRS__KIND_OUTPUT && !bg->t[op->out].post)
       sk[op->out] = (int8_t)skip_value(pl, g, bg, i, sk);

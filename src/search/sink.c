@@ -280,14 +280,9 @@ mirs_status mirs__sink_full_backend(mirs_search *s) {
   mirs_context *ctx = s->ctx;
   MIRS_CHECK(ctx, mirs__fp_backend_choose(ctx, &s->full_backend, s->full_backend_name,
                                           sizeof s->full_backend_name));
-  bool masks = false; /* (the GPU backend has no causal_mask kernels: SOUNDNESS.md) */
-  for (int32_t i = 0; i < s->program->nops; i++)
-    masks = masks || s->program->ops[i].op == MIRS_OP_CAUSAL_MASK;
-  if (masks && s->full_backend != &mirs__fp_cpu_backend) {
-    s->full_backend = &mirs__fp_cpu_backend;
-    snprintf(s->full_backend_name, sizeof s->full_backend_name,
-             "cpu (the program has a causal_mask, which the GPU backend does not fingerprint)");
-  }
+  /* (the program's operators are the only ones the search offers) */
+  mirs__fp_backend_for(&s->full_backend, s->full_backend_name, sizeof s->full_backend_name,
+                       s->program, NULL);
   mirs__core_log(ctx, MIRS_LOG_INFO, "search: results are verified at full shape on the %s",
                  s->full_backend_name);
   return MIRS_OK;
