@@ -9,6 +9,10 @@
  *    same µGraph without the mask does not, exp(masked) is 0 and masked
  *    entries the sentinel, a use of -inf the field cannot follow (mul) is
  *    refused;
+ *  - the safe (max-shifted) causal program, the unshifted one, the flash
+ *    kernel and the online-softmax kernel (accum_online) are one function
+ *    (masked entries never win the max; a masked tile's -inf shift adds
+ *    nothing), and the online kernel skips the masked tiles too;
  *  - the search: tiny causal, additive-bias and multiplicative-mask
  *    softmaxes give equal result sets with pruning on and off, and every
  *    result's generated code (host emulation) matches the program;
@@ -127,6 +131,35 @@ static const char *const FLASH_VSUM =
     "  output(w, omap=[0, 1, -1])\n"
     "}\n"
     "output O, W\n";
+
+/* The safe (max-shifted) causal program, and its online-softmax kernel:
+ * a key tile that the mask empties for a block row has a -inf row max,
+ * a -inf shift (-inf - -inf = -inf) and adds nothing to accum_online. */
+static const char *const CAUSAL_SAFE = "program causal_safe\n"
+                                       "input Q : f16[2, 64, 16]\n"
+                                       "input K : f16[2, 16, 64]\n"
+                                       "input V : f16[2, 64, 16]\n"
+                                       "S = matmul(Q, K)\n"
+                                       "M = causal_mask(S)\n"
+                                       "X = max(M, dim=2)\n"
+                                       "C = sub(M, X)\n"
+                                       "E = exp(C)\n"
+                                       "D = sum(E, dim=2)\n"
+                                       "P = div(E, D)\n"
+                                       "O = matmul(P, V)\n"
+                                       "output O\n";
+static const char *const ONLINE = FLASH_HEAD "  w = causal_mask(s)\n"
+                                             "  m = max(w, dim=2)\n"
+                                             "  c = sub(w, m)\n"
+                                             "  e = exp(c, fused=1)\n"
+                                             "  y = matmul(e, v)\n"
+                                             "  r = sum(e, dim=2)\n"
+                                             "  a = accum_online(y, m)\n"
+                                             "  d = accum_online(r, m)\n"
+                                             "  o = div(a, d, fused=1)\n"
+                                             "  output(o, omap=[0, 1, -1])\n"
+                                             "}\n"
+                                             "output O\n";
 
 /* Parse text, expecting failure; the error message. */
 static const char *parse_fails(mirs_context *ctx, const char *text) {
@@ -272,6 +305,46 @@ START_TEST(test_fingerprints) {
   mirs_graph_destroy(p);
   mirs_graph_destroy(u);
   mirs_graph_destroy(x);
+  mirs_context_destroy(ctx);
+}
+END_TEST
+
+START_TEST(test_safe_and_online) {
+  tu_log l;
+  mirs_context *ctx = tu_ctx(&l);
+  mirs_graph *p = parse(ctx, CAUSAL), *sp = parse(ctx, CAUSAL_SAFE), *u = parse(ctx, FLASH),
+             *on = parse(ctx, ONLINE);
+  /* The max shift cancels (exp is a homomorphism, masked entries lose
+   * the max): all four are one function, in float64 and fingerprints. */
+  const mirs_graph *cands[] = {p, u, on};
+  for (int i = 0; i < 3; i++) {
+    ck_assert_double_le(eval_diff(sp, cands[i], 2), 1e-12);
+    int trials = 0;
+    mirs__fp_verdict v;
+    ck_assert_int_eq(mirs__verify_fingerprints(ctx, sp, cands[i], &trials, &v), MIRS_OK);
+    ck_assert_msg(v.equal, "candidate %d: %s", i, v.why);
+  }
+  /* The online kernel skips the masked key tiles too (a running max with
+   * -inf, an online step adding 0). */
+  mirs__plan pl;
+  ck_assert_int_eq(mirs__plan_build(ctx, on, 0, MIRS__PLAN_SMEM_MAX, true, &pl), MIRS_OK);
+  ck_assert(pl.skip.on);
+  ck_assert_double_eq_tol(pl.live, 10.0 / 16.0, 1e-12);
+  mirs__plan_free(&pl);
+  /* A shift of the wrong sign, max(S) - causal_mask(S), is finite - (-inf)
+   * = +inf, which the field cannot hold: refused. */
+  mirs_graph *wrong = parse(ctx, "program w\ninput Q : f16[2, 64, 16]\ninput K : f16[2, 16, 64]\n"
+                                 "input V : f16[2, 64, 16]\nS = matmul(Q, K)\nX = max(S, dim=2)\n"
+                                 "M = causal_mask(S)\nC = sub(X, M)\nE = exp(C)\n"
+                                 "D = sum(E, dim=2)\nP = div(E, D)\nO = matmul(P, V)\n"
+                                 "output O\n");
+  uint64_t degree = 0;
+  ck_assert_int_eq(mirs__fp_graph_degree(wrong, &degree), MIRS_UNSUPPORTED);
+  mirs_graph_destroy(wrong);
+  mirs_graph_destroy(p);
+  mirs_graph_destroy(sp);
+  mirs_graph_destroy(u);
+  mirs_graph_destroy(on);
   mirs_context_destroy(ctx);
 }
 END_TEST
@@ -515,6 +588,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_interp_block_mask);
   tcase_add_test(tc, test_unplaced_mask_refused);
   tcase_add_test(tc, test_fingerprints);
+  tcase_add_test(tc, test_safe_and_online);
   tcase_add_loop_test(tc, test_search_prune_same_results, 0, 3);
   tcase_add_loop_test(tc, test_search_results_run, 0, 3);
   tcase_add_test(tc, test_reduced_same_results);

@@ -136,6 +136,20 @@ static void emit_unary(mirs__buf *b, mirs_op op, const char *x, const char *pos)
   }
 }
 
+/* Whether g has a causal_mask: its subtractions then keep -inf - -inf =
+ * -inf (mirs_sub, the interpreter's convention) instead of NaN. */
+static bool graph_masks(const mirs_graph *g) {
+  for (int32_t i = 0; i < g->nops; i++) {
+    const mirs__kop *k = &g->ops[i];
+    if (k->op == MIRS_OP_CAUSAL_MASK)
+      return true;
+    for (int32_t j = 0; k->op == MIRS_OP_CUSTOM && j < k->bg->nops; j++)
+      if (k->bg->ops[j].op == MIRS_OP_CAUSAL_MASK)
+        return true;
+  }
+  return false;
+}
+
 /* The C operator of a binary elementwise op. */
 static const char *binop(mirs_op op) {
   return op == MIRS_OP_ADD ? "+" : op == MIRS_OP_SUB ? "-" : op == MIRS_OP_MUL ? "*" : "/";
@@ -147,7 +161,8 @@ static const char *binop(mirs_op op) {
  * index type. */
 static void emit_value(mirs__buf *b, const char *ind, const char *ity, mirs_op op, int dim,
                        const char *const *in, const mirs__shape *const *ins,
-                       const int64_t *const *ist, const mirs__shape *os, const char *pos) {
+                       const int64_t *const *ist, const mirs__shape *os, const char *pos,
+                       bool fa_sub) {
   int r = os->ndim;
   char whole[96];
   if (!pos && r >= 2) { /* (a kernel-level mask: the tensor is the whole) */
@@ -163,11 +178,13 @@ static void emit_value(mirs__buf *b, const char *ind, const char *ity, mirs_op o
     mirs__buf_puts(b, ";\n");
     break;
   case MIRS__KIND_BINARY:
-    mirs__buf_printf(b, "%sv = mirs_ld(%s + (", ind, in[0]);
+    mirs__buf_printf(b, "%sv = %smirs_ld(%s + (", ind, fa_sub && op == MIRS_OP_SUB ? "mirs_sub(" : "",
+                     in[0]);
     emit_index_st(b, ins[0], ist[0], os, r);
-    mirs__buf_printf(b, ")) %s mirs_ld(%s + (", binop(op), in[1]);
+    mirs__buf_printf(b, ")) %s mirs_ld(%s + (", fa_sub && op == MIRS_OP_SUB ? "," : binop(op),
+                     in[1]);
     emit_index_st(b, ins[1], ist[1], os, r);
-    mirs__buf_puts(b, "));\n");
+    mirs__buf_puts(b, fa_sub && op == MIRS_OP_SUB ? ")));\n" : "));\n");
     break;
   case MIRS__KIND_MATMUL: {
     int ra = ins[0]->ndim, rb = ins[1]->ndim;
@@ -221,6 +238,7 @@ typedef struct kgen {
   mirs__buf *b;
   int32_t nthreads;
   bool fastdiv; /* every output is 16-bit: divisions in registers may be __fdividef (2 ulp) */
+  bool masks;   /* the graph has a causal_mask: subtractions through mirs_sub */
   bool pending; /* shared memory written since the last barrier */
 } kgen;
 
@@ -297,6 +315,10 @@ static void emit_chain_store(kgen *k, const char *ind, int32_t t) {
       mirs__buf_puts(b, ";\n");
     } else if (f->op == MIRS_OP_DIV && k->fastdiv) {
       mirs__buf_printf(b, "%sv = __fdividef(v, ", ind);
+      emit_tile_ld(k, f->in[1], s);
+      mirs__buf_puts(b, ");\n");
+    } else if (f->op == MIRS_OP_SUB && k->masks) {
+      mirs__buf_printf(b, "%sv = mirs_sub(v, ", ind);
       emit_tile_ld(k, f->in[1], s);
       mirs__buf_puts(b, ");\n");
     } else {
@@ -653,7 +675,7 @@ static void emit_block_compute(kgen *k, int32_t oi) {
   mirs__buf_puts(b, "      float v;\n");
   char pos[256];
   emit_value(b, "      ", "int", op->op, op->dim, in, ins, ist, os,
-             op->op == MIRS_OP_CAUSAL_MASK ? mask_pos(k, op, pos, sizeof pos) : NULL);
+             op->op == MIRS_OP_CAUSAL_MASK ? mask_pos(k, op, pos, sizeof pos) : NULL, k->masks);
   emit_chain_store(k, "      ", op->out);
   mirs__buf_puts(b, "    }\n");
   k->pending = true;
@@ -769,7 +791,7 @@ static void emit_accum(kgen *k, const mirs__bop *op) {
     emit_tile_ld(k, op->in[0], as);
     mirs__buf_puts(b, ";\n");
   } else if (op->op == MIRS_OP_ACCUM_SUM) {
-    emit_value(b, "      ", "int", MIRS_OP_SUM, op->dim, in, ins, ist, as, NULL);
+    emit_value(b, "      ", "int", MIRS_OP_SUM, op->dim, in, ins, ist, as, NULL, false);
   } else {
     int64_t last = xs->d[xs->ndim - 1];
     mirs__buf_puts(b, "      const int row = ");
@@ -1262,6 +1284,7 @@ static mirs_status emit_custom(const mirs_graph *g, int32_t ki, const char *enam
   k.b = b;
   k.nthreads = pl->nthreads;
   k.fastdiv = true;
+  k.masks = graph_masks(g);
   for (int32_t i = 0; i < kop->nout; i++)
     k.fastdiv = k.fastdiv && g->t[kop->out[i]].dtype != MIRS_F32;
   mirs__sched sched = {0};
@@ -1302,7 +1325,7 @@ static void emit_predefined(const mirs_graph *g, int32_t ki, const char *ename, 
                    mirs__shape_numel(os));
   emit_coords(b, "      ", "long long", "e", os);
   mirs__buf_puts(b, "      float v;\n");
-  emit_value(b, "      ", "long long", op->op, op->dim, in, ins, ist, os, NULL);
+  emit_value(b, "      ", "long long", op->op, op->dim, in, ins, ist, os, NULL, graph_masks(g));
   mirs__buf_puts(b, "      mirs_st(out0 + e, v);\n    }\n}\n");
 }
 
@@ -1344,6 +1367,9 @@ static const char prelude[] =
     "__device__ __forceinline__ float mirs_causal(float x, long long i, long long j,\n"
     "                                             long long d) {\n"
     "    return j <= i + d ? x : -INFINITY;\n}\n"
+    "/* a - b, with -inf - -inf = -inf (a masked entry shifted by a masked row's max). */\n"
+    "__device__ __forceinline__ float mirs_sub(float a, float b) {\n"
+    "    return a == -INFINITY ? a : a - b;\n}\n"
     "#ifndef MIRS_HOST_EMULATION\n";
 
 /* The tensor-core helpers and the copy kernel (a second literal: C

@@ -442,8 +442,8 @@ static int skip_value(mirs__plan *pl, const mirs_graph *g, const mirs__bgraph *b
     if (x == SK_NEGINF || y == SK_NEGINF)
       return SK_NEGINF;
     return x == SK_ZERO && y == SK_ZERO ? SK_ZERO : SK_ANY;
-  case MIRS_OP_SUB:
-    if (x == SK_NEGINF && y != SK_NEGINF)
+  case MIRS_OP_SUB: /* -inf - y = -inf, y = -inf included (interp.c's convention) */
+    if (x == SK_NEGINF)
       return SK_NEGINF;
     return x == SK_ZERO && y == SK_ZERO ? SK_ZERO : SK_ANY;
   case MIRS_OP_MUL:

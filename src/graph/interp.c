@@ -118,9 +118,10 @@ static void ev_binary(mirs_op op, const mirs__shape *as, const double *a, const 
       for (int64_t j = 0; j < last; j++)
         po[j] = pa[j * la] + pb[j * lb];
       break;
-    case MIRS_OP_SUB:
+    case MIRS_OP_SUB: /* -inf - -inf = -inf: a masked entry shifted by the max of a
+                       * masked row stays masked (FlashAttention's convention) */
       for (int64_t j = 0; j < last; j++)
-        po[j] = pa[j * la] - pb[j * lb];
+        po[j] = pa[j * la] == -INFINITY ? -INFINITY : pa[j * la] - pb[j * lb];
       break;
     case MIRS_OP_MUL:
       for (int64_t j = 0; j < last; j++)
@@ -203,7 +204,9 @@ static void ev_online(const mirs__shape *ys, const double *y, const mirs__shape 
     double mv = m[mirs__shape_bcast_index(ms, ys, e)];
     double nm = mv > run[e] || mv != mv ? mv : run[e];
     double old = run[e] == -INFINITY ? 0.0 : acc[e] * exp(run[e] - nm);
-    acc[e] = old + y[e] * exp(mv - nm);
+    /* (a -inf shift, a masked row: no contribution, as exp(-inf - M) = 0
+     * for finite M; FlashAttention's convention when M is -inf too) */
+    acc[e] = old + (mv == -INFINITY ? 0.0 : y[e] * exp(mv - nm));
     run[e] = nm;
   }
 }

@@ -270,7 +270,7 @@ static bool meta_of(mirs_op op, const mirs__fp_meta *x, const mirs__fp_meta *y,
   if (y && mirs__graph_ops[op].arity == 2) {
     out->inner = umax(x->inner, y->inner);
     out->exp_dep = x->exp_dep || y->exp_dep;
-    out->masked = out->masked || y->masked;
+    out->masked = (out->masked || y->masked) && op != MIRS_OP_ACCUM_ONLINE;
   }
   switch (op) {
   case MIRS_OP_ADD:
@@ -335,8 +335,10 @@ static bool mask_use_ok(mirs_op op, const mirs__fp_meta *x, const mirs__fp_meta 
   case MIRS_OP_MAX: /* -inf loses: max's start value fp_max_none is the sentinel */
   case MIRS_OP_ACCUM_MAX:
     return true;
-  case MIRS_OP_SUB:
-    return !ym; /* y - (-inf) = +inf: not representable */
+  case MIRS_OP_SUB: /* y - (-inf) = +inf is not representable: y masked only where x is */
+    return !ym || x->masked;
+  case MIRS_OP_ACCUM_ONLINE: /* a masked shift m adds nothing (fp_online) */
+    return !x->masked;
   default:
     return false;
   }
@@ -1162,12 +1164,16 @@ static void fp_mask(const mirs__shape *s, const mirs__fp_pair *x, mirs__fp_pair 
 }
 
 /* x + y or x - y where either may be the masked sentinel (-inf): -inf
- * absorbs a finite value (mask_use_ok keeps -inf out of y - x). */
-static inline mirs__fp_pair fp_add_masked(mirs_op op, mirs__fp_pair x, mirs__fp_pair y) {
+ * absorbs a finite value, and -inf - -inf is -inf (the interpreter's
+ * convention).  finite - (-inf) = +inf has no value: *bad is set. */
+static inline mirs__fp_pair fp_add_masked(mirs_op op, mirs__fp_pair x, mirs__fp_pair y,
+                                          bool *bad) {
   if (x.a == MIRS__FP_MASKED)
     return x;
-  if (y.a == MIRS__FP_MASKED)
+  if (y.a == MIRS__FP_MASKED) {
+    *bad = *bad || op == MIRS_OP_SUB;
     return y;
+  }
   return op == MIRS_OP_ADD ? fp_add(x, y) : fp_sub(x, y);
 }
 
@@ -1175,7 +1181,7 @@ static inline mirs__fp_pair fp_add_masked(mirs_op op, mirs__fp_pair x, mirs__fp_
  * masked: an operand may hold the masked sentinel (ADD, SUB only). */
 static void fp_binary(mirs_op op, const mirs__shape *as, const mirs__fp_pair *a,
                       const mirs__shape *bs, const mirs__fp_pair *b, const mirs__shape *os,
-                      mirs__fp_pair *o, bool masked) {
+                      mirs__fp_pair *o, bool masked, bool *bad) {
   int64_t sa[MIRS_MAX_DIMS], sb[MIRS_MAX_DIMS];
   int r = os->ndim;
   mirs__shape_bcast_strides(as, os, sa);
@@ -1189,7 +1195,7 @@ static void fp_binary(mirs_op op, const mirs__shape *as, const mirs__fp_pair *a,
     mirs__fp_pair *po = o + row * last;
     if (masked)
       for (int64_t j = 0; j < last; j++)
-        po[j] = fp_add_masked(op, pa[j * la], pb[j * lb]);
+        po[j] = fp_add_masked(op, pa[j * la], pb[j * lb], bad);
     else if (op == MIRS_OP_ADD)
       for (int64_t j = 0; j < last; j++)
         po[j] = fp_add(pa[j * la], pb[j * lb]);
@@ -1298,9 +1304,12 @@ static void fp_online(uint64_t key, const uint32_t *gpow, const mirs__shape *ys,
   for (int64_t e = 0; e < n; e++) {
     mirs__fp_pair mv = m[mirs__shape_bcast_index(ms, ys, e)];
     mirs__fp_pair nm = fp_max(key, run[e], mv);
-    uint32_t d = sub_mod(mv.b, nm.b, Q);
-    uint32_t ey = mul_mod(gpow[d & (EXP_SPLIT - 1)], gpow[EXP_SPLIT + (d >> EXP_BITS)], P);
-    uint32_t v = mul_mod(y[e].a, ey, P);
+    uint32_t v = 0; /* (a masked shift, MIRS__FP_MASKED: no contribution, as in interp.c) */
+    if (mv.a != MIRS__FP_MASKED) {
+      uint32_t d = sub_mod(mv.b, nm.b, Q);
+      uint32_t ey = mul_mod(gpow[d & (EXP_SPLIT - 1)], gpow[EXP_SPLIT + (d >> EXP_BITS)], P);
+      v = mul_mod(y[e].a, ey, P);
+    }
     if (run[e].a != UINT32_MAX) {
       uint32_t r = sub_mod(run[e].b, nm.b, Q);
       uint32_t er = mul_mod(gpow[r & (EXP_SPLIT - 1)], gpow[EXP_SPLIT + (r >> EXP_BITS)], P);
@@ -1389,9 +1398,14 @@ static mirs_status fp_compute(mirs_context *ctx, cpu_state *c, mirs_op op, int d
       MIRS_CHECK(
           ctx, mirs__core_grow(ctx, (void **)&c->inv, &c->invcap, (size_t)nb + 1, sizeof *c->inv));
       fp_inv_batch(inv[1], c->inv, nb);
-      fp_binary(MIRS_OP_MUL, ins[0], inv[0], ins[1], c->inv, os, o, false);
+      fp_binary(MIRS_OP_MUL, ins[0], inv[0], ins[1], c->inv, os, o, false, NULL);
     } else {
-      fp_binary(op, ins[0], inv[0], ins[1], inv[1], os, o, masked);
+      bool bad = false;
+      fp_binary(op, ins[0], inv[0], ins[1], inv[1], os, o, masked, &bad);
+      if (bad)
+        return MIRS_FAIL(ctx, MIRS_UNSUPPORTED,
+                         "sub: a finite value minus causal_mask's -inf is +inf, which has no "
+                         "finite-field fingerprint; refusing to verify this graph");
     }
     break;
   case MIRS__KIND_MATMUL: {
