@@ -76,11 +76,11 @@ def op_shape(op, shapes, dim, where):
         return broadcast(a[:-2], b[:-2], where) + [a[-2], b[-1]]
     if op in BINARY:
         return broadcast(shapes[0], shapes[1], where)
-    if op == "sum":
+    if op in ("sum", "max"):
         s = list(shapes[0])
         d = dim + len(s) if dim < 0 else dim
         if not 0 <= d < len(s):
-            raise GraphError(f"{where}: sum over dim {dim} of a rank-{len(s)} tensor")
+            raise GraphError(f"{where}: {op} over dim {dim} of a rank-{len(s)} tensor")
         s[d] = 1
         return s
     return list(shapes[0])
@@ -128,9 +128,9 @@ def parse(path, text):
         name, op, arglist = m.groups()
         args = [a.strip() for a in arglist.split(",")] if arglist.strip() else []
         dim = None
-        if op == "sum":
+        if op in ("sum", "max"):
             if len(args) != 2 or not re.fullmatch(r"dim\s*=\s*-?\d+", args[1]):
-                raise GraphError(f"{where}: sum takes (x, dim=D)")
+                raise GraphError(f"{where}: {op} takes (x, dim=D)")
             dim = int(args[1].split("=")[1])
             args = args[:1]
         elif op in UNARY:
@@ -163,6 +163,8 @@ def statement(name, op, args, dim):
     """One PyTorch statement of the program, as text (what --dry-run prints)."""
     if op == "sum":
         return f"{name} = torch.sum({args[0]}, dim={dim}, keepdim=True)"
+    if op == "max":
+        return f"{name} = torch.amax({args[0]}, dim={dim}, keepdim=True)"
     if op == "square":
         return f"{name} = torch.mul({args[0]}, {args[0]})"
     if op in ("silu", "gelu", "relu"):
