@@ -538,6 +538,13 @@ START_TEST(test_tile_skipping) {
   ck_assert(!px.skip.on);
   ck_assert_double_eq(px.live, 1.0);
   ck_assert(!pw.skip.on); /* the sum of V needs every key tile */
+  /* ... and the public cost query says so. */
+  mirs_cost cu = MIRS_COST_INIT, cx = MIRS_COST_INIT;
+  ck_assert_int_eq(mirs_graph_kernel_cost(ctx, u, 0, "H100", &cu), MIRS_OK);
+  ck_assert_int_eq(mirs_graph_kernel_cost(ctx, x, 0, "H100", &cx), MIRS_OK);
+  ck_assert_double_eq_tol(cu.live, 10.0 / 16.0, 1e-12);
+  ck_assert_double_eq(cx.live, 1.0);
+  ck_assert_double_lt(cu.seconds, cx.seconds);
   /* The traffic counts the live tiles only. */
   ck_assert_double_lt(pu.bytes, px.bytes);
   ck_assert_double_eq_tol(pu.bytes - walked_bytes(u, &pu), px.bytes - walked_bytes(x, &px), 1e-6);
