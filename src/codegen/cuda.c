@@ -108,9 +108,13 @@ static void strides(const mirs__shape *s, int64_t st[MIRS_MAX_DIMS]) {
   }
 }
 
-/* The float expression of unary op on x. */
-static void emit_unary(mirs__buf *b, mirs_op op, const char *x) {
+/* The float expression of unary op on x; pos: "row, column, n - m" of
+ * the element in its tensor (causal_mask only, else unused). */
+static void emit_unary(mirs__buf *b, mirs_op op, const char *x, const char *pos) {
   switch (op) {
+  case MIRS_OP_CAUSAL_MASK:
+    mirs__buf_printf(b, "mirs_causal(%s, %s)", x, pos);
+    break;
   case MIRS_OP_EXP:
     mirs__buf_printf(b, "expf(%s)", x);
     break;
@@ -132,6 +136,20 @@ static void emit_unary(mirs__buf *b, mirs_op op, const char *x) {
   }
 }
 
+/* Whether g has a causal_mask: its subtractions then keep -inf - -inf =
+ * -inf (mirs_sub, the interpreter's convention) instead of NaN. */
+static bool graph_masks(const mirs_graph *g) {
+  for (int32_t i = 0; i < g->nops; i++) {
+    const mirs__kop *k = &g->ops[i];
+    if (k->op == MIRS_OP_CAUSAL_MASK)
+      return true;
+    for (int32_t j = 0; k->op == MIRS_OP_CUSTOM && j < k->bg->nops; j++)
+      if (k->bg->ops[j].op == MIRS_OP_CAUSAL_MASK)
+        return true;
+  }
+  return false;
+}
+
 /* The C operator of a binary elementwise op. */
 static const char *binop(mirs_op op) {
   return op == MIRS_OP_ADD ? "+" : op == MIRS_OP_SUB ? "-" : op == MIRS_OP_MUL ? "*" : "/";
@@ -143,22 +161,30 @@ static const char *binop(mirs_op op) {
  * index type. */
 static void emit_value(mirs__buf *b, const char *ind, const char *ity, mirs_op op, int dim, double eps,
                        const char *const *in, const mirs__shape *const *ins,
-                       const int64_t *const *ist, const mirs__shape *os) {
+                       const int64_t *const *ist, const mirs__shape *os, const char *pos,
+                       bool fa_sub) {
   int r = os->ndim;
+  char whole[96];
+  if (!pos && r >= 2) { /* (a kernel-level mask: the tensor is the whole) */
+    snprintf(whole, sizeof whole, "c%d, c%d, %" PRId64, r - 2, r - 1, os->d[r - 1] - os->d[r - 2]);
+    pos = whole;
+  }
   switch (mirs__graph_ops[op].kind) {
   case MIRS__KIND_UNARY:
     mirs__buf_printf(b, "%sconst float x = mirs_ld(%s + (", ind, in[0]);
     emit_index_st(b, ins[0], ist[0], os, r);
     mirs__buf_printf(b, "));\n%sv = ", ind);
-    emit_unary(b, op, "x");
+    emit_unary(b, op, "x", pos);
     mirs__buf_puts(b, ";\n");
     break;
   case MIRS__KIND_BINARY:
-    mirs__buf_printf(b, "%sv = mirs_ld(%s + (", ind, in[0]);
+    mirs__buf_printf(b, "%sv = %smirs_ld(%s + (", ind, fa_sub && op == MIRS_OP_SUB ? "mirs_sub(" : "",
+                     in[0]);
     emit_index_st(b, ins[0], ist[0], os, r);
-    mirs__buf_printf(b, ")) %s mirs_ld(%s + (", binop(op), in[1]);
+    mirs__buf_printf(b, ")) %s mirs_ld(%s + (", fa_sub && op == MIRS_OP_SUB ? "," : binop(op),
+                     in[1]);
     emit_index_st(b, ins[1], ist[1], os, r);
-    mirs__buf_puts(b, "));\n");
+    mirs__buf_puts(b, fa_sub && op == MIRS_OP_SUB ? ")));\n" : "));\n");
     break;
   case MIRS__KIND_MATMUL: {
     int ra = ins[0]->ndim, rb = ins[1]->ndim;
@@ -181,9 +207,11 @@ static void emit_value(mirs__buf *b, const char *ind, const char *ity, mirs_op o
         mirs__buf_printf(b, "%sc%d * %" PRId64, any ? " + " : "", d, ist[0][d]);
         any = true;
       }
-    mirs__buf_printf(b, "%s;\n%sv = 0.0f;\n", any ? "" : "0", ind);
-    mirs__buf_printf(b, "%sfor (%s p = 0; p < %" PRId64 "; p++)\n%s  v += mirs_ld(%s + (ix + p * %" PRId64 "));\n",
-                     ind, ity, ins[0]->d[dim], ind, in[0], ist[0][dim]);
+    bool mx = op == MIRS_OP_MAX;
+    mirs__buf_printf(b, "%s;\n%sv = %s;\n", any ? "" : "0", ind, mx ? "-INFINITY" : "0.0f");
+    mirs__buf_printf(b, "%sfor (%s p = 0; p < %" PRId64 "; p++)\n%s  v %s mirs_ld(%s + (ix + p * %" PRId64 "))%s;\n",
+                     ind, ity, ins[0]->d[dim], ind, mx ? "= fmaxf(v," : "+=", in[0], ist[0][dim],
+                     mx ? ")" : "");
     if (op == MIRS_OP_MEAN)
       mirs__buf_printf(b, "%sv /= %" PRId64 ".0f;\n", ind, ins[0]->d[dim]);
     break;
@@ -225,6 +253,7 @@ typedef struct kgen {
   mirs__buf *b;
   int32_t nthreads;
   bool fastdiv; /* every output is 16-bit: divisions in registers may be __fdividef (2 ulp) */
+  bool masks;   /* the graph has a causal_mask: subtractions through mirs_sub */
   bool pending; /* shared memory written since the last barrier */
 } kgen;
 
@@ -261,6 +290,30 @@ static void sync_if_pending(kgen *k, const char *ind) {
   k->pending = false;
 }
 
+/* The global position "row, column, n - m" of element (c0..) of block
+ * causal_mask op's tile into buf: the origins of its rows and columns
+ * (graph/schedule.c) as blockIdx and forloop (`f`) offsets. */
+static const char *mask_pos(const kgen *k, const mirs__bop *op, char *buf, size_t size) {
+  static const char *const bidx[MIRS__GRID] = {"blockIdx.x", "blockIdx.y", "blockIdx.z"};
+  int r = k->bg->t[op->in[0]].shape.ndim;
+  mirs__dim_origin o[2];
+  size_t n = 0;
+  buf[0] = '\0';
+  for (int a = 0; a < 2; a++) {
+    if (r < 2 || NEVER(!mirs__sched_dim_origin(k->g, k->bg, op->in[0], r - 2 + a, &o[a])))
+      return "0, 0, 0";
+    n += (size_t)snprintf(buf + n, n < size ? size - n : 0, "c%d", r - 2 + a);
+    if (o[a].grid >= 0)
+      n += (size_t)snprintf(buf + n, n < size ? size - n : 0, " + (int)%s * %" PRId64,
+                            bidx[o[a].grid], o[a].unit);
+    if (o[a].forloop)
+      n += (size_t)snprintf(buf + n, n < size ? size - n : 0, " + f * %" PRId64, o[a].unit);
+    n += (size_t)snprintf(buf + n, n < size ? size - n : 0, ", ");
+  }
+  snprintf(buf + n, n < size ? size - n : 0, "%" PRId64, o[1].extent - o[0].extent);
+  return buf;
+}
+
 /* Emit the chain of fused ops from tensor t (value in `v`, coordinates
  * c0.. of t's shape, flat index `e`) and the store of the final value. */
 static void emit_chain_store(kgen *k, const char *ind, int32_t t) {
@@ -270,11 +323,17 @@ static void emit_chain_store(kgen *k, const char *ind, int32_t t) {
   while (k->pl->t[t].next >= 0) {
     const mirs__bop *f = &bg->ops[k->pl->t[t].next];
     if (f->nin == 1) {
+      char pos[256];
       mirs__buf_printf(b, "%sv = ", ind);
-      emit_unary(b, f->op, "v");
+      emit_unary(b, f->op, "v",
+                 f->op == MIRS_OP_CAUSAL_MASK ? mask_pos(k, f, pos, sizeof pos) : NULL);
       mirs__buf_puts(b, ";\n");
     } else if (f->op == MIRS_OP_DIV && k->fastdiv) {
       mirs__buf_printf(b, "%sv = __fdividef(v, ", ind);
+      emit_tile_ld(k, f->in[1], s);
+      mirs__buf_puts(b, ");\n");
+    } else if (f->op == MIRS_OP_SUB && k->masks) {
+      mirs__buf_printf(b, "%sv = mirs_sub(v, ", ind);
       emit_tile_ld(k, f->in[1], s);
       mirs__buf_puts(b, ");\n");
     } else {
@@ -545,7 +604,8 @@ static void emit_reduce_tree(kgen *k, int32_t oi) {
   const mirs__bop *op = &bg->ops[oi];
   mirs__buf *b = k->b;
   const mirs__shape *os = &bg->t[op->out].shape, *xs = &bg->t[op->in[0]].shape;
-  bool ln = op->op == MIRS_OP_LAYER_NORM, rms = op->op == MIRS_OP_RMS_NORM || ln;
+  bool ln = op->op == MIRS_OP_LAYER_NORM, rms = op->op == MIRS_OP_RMS_NORM || ln,
+       mx = op->op == MIRS_OP_MAX;
   int r = os->ndim, dim = rms ? r - 1 : op->dim, grp = k->pl->op[oi].group;
   int64_t len = xs->d[dim], rows = mirs__shape_numel(xs) / len;
   int64_t groups = k->nthreads / grp, per = (rows + groups - 1) / groups;
@@ -568,14 +628,17 @@ static void emit_reduce_tree(kgen *k, int32_t oi) {
       mirs__buf_printf(b, "%sc%d * %" PRId64, any ? " + " : "", d, st[d]);
       any = true;
     }
-  mirs__buf_printf(b, "%s;\n      float ss = 0.0f;\n", any ? "" : "0");
+  mirs__buf_printf(b, "%s;\n      float ss = %s;\n", any ? "" : "0", mx ? "-INFINITY" : "0.0f");
   mirs__buf_printf(b, "      if (q < %" PRId64 ")\n", rows);
   mirs__buf_printf(b, "        for (int p = sub; p < %" PRId64 "; p += %d) {\n", len, grp);
   mirs__buf_printf(b, "          const float y = mirs_ld(t%d + (ix + p * %" PRId64 "));\n",
                    (int)op->in[0], st[dim]);
-  mirs__buf_printf(b, "          ss += %s;\n        }\n", rms && !ln ? "y * y" : "y");
+  mirs__buf_printf(b, "          ss %s;\n        }\n",
+                   rms && !ln ? "+= y * y" : mx ? "= fmaxf(ss, y)" : "+= y");
   for (int m = grp / 2; m >= 1; m /= 2)
-    mirs__buf_printf(b, "      ss += __shfl_xor_sync(0xffffffffu, ss, %d);\n", m);
+    mirs__buf_printf(b, mx ? "      ss = fmaxf(ss, __shfl_xor_sync(0xffffffffu, ss, %d));\n"
+                           : "      ss += __shfl_xor_sync(0xffffffffu, ss, %d);\n",
+                     m);
   char eps[48] = "";
   if (ln) { /* the row's mean, then a second pass for the variance */
     snprintf(eps, sizeof eps, " + %.9ef", op->eps);
@@ -642,7 +705,9 @@ static void emit_block_compute(kgen *k, int32_t oi) {
                    mirs__shape_numel(os), k->nthreads);
   emit_coords(b, "      ", "int", "e", os);
   mirs__buf_puts(b, "      float v;\n");
-  emit_value(b, "      ", "int", op->op, op->dim, op->eps, in, ins, ist, os);
+  char pos[256];
+  emit_value(b, "      ", "int", op->op, op->dim, op->eps, in, ins, ist, os,
+             op->op == MIRS_OP_CAUSAL_MASK ? mask_pos(k, op, pos, sizeof pos) : NULL, k->masks);
   emit_chain_store(k, "      ", op->out);
   mirs__buf_puts(b, "    }\n");
   k->pending = true;
@@ -654,6 +719,16 @@ static void acc_ref(const kgen *k, int32_t t, char *buf, size_t size) {
     snprintf(buf, size, "a%d[tid + r * %d]", (int)t, k->nthreads);
   else
     snprintf(buf, size, "acc%d[r]", (int)t);
+}
+
+/* Storage element r of the running max of ACCUM_ONLINE result t: after
+ * the running sums in shared memory, or a register array beside them. */
+static void online_run_ref(const kgen *k, int32_t t, char *buf, size_t size) {
+  if (k->pl->t[t].acc_smem)
+    snprintf(buf, size, "a%d[%" PRId64 " + tid + r * %d]", (int)t,
+             mirs__shape_numel(&k->bg->t[t].shape), k->nthreads);
+  else
+    snprintf(buf, size, "run%d[r]", (int)t);
 }
 
 /* Accumulator elements per thread of t, and the threads that share one
@@ -741,8 +816,9 @@ static void emit_accum(kgen *k, const mirs__bop *op) {
     emit_accum_tree(k, op);
     return;
   }
-  mirs__buf_printf(b, "    /* %s = %s(%s) */\n", bg->t[op->out].name, mirs__graph_ops[op->op].name,
-                   bg->t[op->in[0]].name);
+  mirs__buf_printf(b, "    /* %s = %s(%s%s%s) */\n", bg->t[op->out].name,
+                   mirs__graph_ops[op->op].name, bg->t[op->in[0]].name, op->nin > 1 ? ", " : "",
+                   op->nin > 1 ? bg->t[op->in[1]].name : "");
   open_acc_loop(k, op->out);
   emit_coords(b, "      ", "int", "e", as);
   mirs__buf_puts(b, "      float v;\n");
@@ -757,8 +833,30 @@ static void emit_accum(kgen *k, const mirs__bop *op) {
     mirs__buf_puts(b, "      v = ");
     emit_tile_ld(k, op->in[0], as);
     mirs__buf_puts(b, ";\n");
-  } else if (op->op == MIRS_OP_ACCUM_SUM) {
-    emit_value(b, "      ", "int", MIRS_OP_SUM, op->dim, 0.0, in, ins, ist, as);
+  } else if (op->op == MIRS_OP_ACCUM_SUM || op->op == MIRS_OP_ACCUM_MAX) {
+    bool mx = op->op == MIRS_OP_ACCUM_MAX;
+    emit_value(b, "      ", "int", mx ? MIRS_OP_MAX : MIRS_OP_SUM, op->dim, 0.0, in, ins, ist, as, NULL,
+               false);
+    if (mx) {
+      mirs__buf_printf(b, "      %s = fmaxf(%s, v);\n    }\n", ref, ref);
+      return;
+    }
+  } else if (op->op == MIRS_OP_ACCUM_ONLINE) {
+    /* Rescale the running sum to the new running max; each thread owns
+     * the same elements every iteration, so run[] is its own. */
+    char run[64];
+    online_run_ref(k, op->out, run, sizeof run);
+    mirs__buf_puts(b, "      v = ");
+    emit_tile_ld(k, op->in[0], as);
+    mirs__buf_puts(b, ";\n      const float mv = ");
+    emit_tile_ld(k, op->in[1], as);
+    /* (a -inf shift, a row a mask emptied, adds nothing: interp.c) */
+    mirs__buf_printf(b, ";\n      const float mo = %s, mn = fmaxf(mo, mv);\n", run);
+    mirs__buf_printf(b, "      %s = (mo == -INFINITY ? 0.0f : %s * expf(mo - mn)) +\n"
+                        "          (mv == -INFINITY ? 0.0f : v * expf(mv - mn));\n",
+                     ref, ref);
+    mirs__buf_printf(b, "      %s = mn;\n    }\n", run);
+    return;
   } else {
     int64_t last = xs->d[xs->ndim - 1];
     mirs__buf_puts(b, "      const int row = ");
@@ -994,6 +1092,10 @@ static void emit_plan_comment(kgen *k, int32_t ki) {
                       " * %.0f bytes of global traffic.\n",
                    pl->smem, (int)pl->stages, pl->stages == 1 ? "" : "s",
                    pl->pipelined ? " (cp.async pipeline)" : "", (int)pl->regs, pl->bytes);
+  if (pl->skip.on)
+    mirs__buf_printf(b, " * Causal tile skipping: %.1f%% of the forloop's tiles are live (loaded and\n"
+                        " * computed); the rest are entirely masked.\n",
+                     100.0 * pl->live);
   char dims[96];
   for (int32_t t = 0; t < bg->nt; t++) {
     const mirs__plan_tensor *pt = &pl->t[t];
@@ -1071,12 +1173,23 @@ static void emit_acc_init(kgen *k, const mirs__sched *sched) {
     } else if (pl->t[t].acc_smem) {
       mirs__buf_printf(b, "    float *const a%d = (float *)((char *)mirs_smem + %" PRId64 ");\n",
                        (int)t, pl->t[t].aoff);
-      mirs__buf_printf(b, "    for (int e = tid; e < %" PRId64 "; e += %d)\n      a%d[e] = 0.0f;\n",
-                       n, k->nthreads, (int)t);
+      mirs__buf_printf(b, "    for (int e = tid; e < %" PRId64 "; e += %d)\n      a%d[e] = %s;\n",
+                       n, k->nthreads, (int)t, op->op == MIRS_OP_ACCUM_MAX ? "-INFINITY" : "0.0f");
+      if (op->op == MIRS_OP_ACCUM_ONLINE) /* the running max, after the sums */
+        mirs__buf_printf(b, "    for (int e = tid; e < %" PRId64 "; e += %d)\n"
+                            "      a%d[%" PRId64 " + e] = -INFINITY;\n",
+                         n, k->nthreads, (int)t, n);
     } else {
       mirs__buf_printf(b, "    float acc%d[%" PRId64 "]; /* %s */\n", (int)t, per, bg->t[t].name);
-      mirs__buf_printf(b, "    MIRS_UNROLL for (int r = 0; r < %" PRId64 "; r++)\n      acc%d[r] = 0.0f;\n",
-                       per, (int)t);
+      mirs__buf_printf(b, "    MIRS_UNROLL for (int r = 0; r < %" PRId64 "; r++)\n      acc%d[r] = %s;\n",
+                       per, (int)t, op->op == MIRS_OP_ACCUM_MAX ? "-INFINITY" : "0.0f");
+      if (op->op == MIRS_OP_ACCUM_ONLINE) {
+        mirs__buf_printf(b, "    float run%d[%" PRId64 "]; /* %s: running max */\n", (int)t, per,
+                         bg->t[t].name);
+        mirs__buf_printf(b, "    MIRS_UNROLL for (int r = 0; r < %" PRId64 "; r++)\n"
+                            "      run%d[r] = -INFINITY;\n",
+                         per, (int)t);
+      }
     }
   }
 }
@@ -1119,19 +1232,44 @@ static void emit_main_loop(kgen *k, const mirs__sched *sched) {
                        (int)t, (int)t, (int)t);
   if (any_vec)
     mirs__buf_puts(b, "    mirs_cp_async_commit();\n");
+  /* Tile skipping: this block's iterations end at fend, after the last
+   * key tile the causal mask leaves a kept element in (plan.h). */
+  char fend[32];
+  snprintf(fend, sizeof fend, "%d", F);
+  if (pl->skip.on) {
+    static const char *const bidx[MIRS__GRID] = {"blockIdx.x", "blockIdx.y", "blockIdx.z"};
+    mirs__buf_printf(b, "    /* causal tile skipping: key tiles past the block's last query row\n"
+                        "     * (+ n - m = %" PRId64 ") are entirely masked: never loaded or computed */\n",
+                     pl->skip.diag);
+    mirs__buf_printf(b, "    const long long flast = %s%s * %" PRId64 "LL + %" PRId64 "LL;\n",
+                     pl->skip.row_grid >= 0 ? "(long long)" : "0",
+                     pl->skip.row_grid >= 0 ? bidx[pl->skip.row_grid] : "",
+                     pl->skip.rows, pl->skip.rows - 1 + pl->skip.diag);
+    mirs__buf_printf(b, "    const int fend = flast < 0 ? 1 : (int)(flast / %" PRId64 "LL + 1 < %d ? "
+                        "flast / %" PRId64 "LL + 1 : %d);\n",
+                     pl->skip.cols, F, pl->skip.cols, F);
+    snprintf(fend, sizeof fend, "fend");
+  }
   /* Prologue: the first S - 1 iterations' tiles in flight. */
   for (int s = 0; s + 1 < S; s++) {
     char fs[16];
     snprintf(fs, sizeof fs, "%d", s);
     mirs__buf_printf(b, "    /* prologue: stage %d */\n", s);
-    emit_loads(k, true, fs, fs, "    ");
+    const char *ind = "    ";
+    if (pl->skip.on && s > 0) { /* (iteration 0 always runs) */
+      mirs__buf_printf(b, "    if (%d < fend) {\n", s);
+      ind = "      ";
+    }
+    emit_loads(k, true, fs, fs, ind);
+    if (pl->skip.on && s > 0)
+      mirs__buf_puts(b, "    }\n");
     if (any_vec)
       mirs__buf_puts(b, "    mirs_cp_async_commit();\n");
   }
   /* The forloop: issue iteration f + S - 1, wait for iteration f, compute. */
-  mirs__buf_printf(b, "    for (int f = 0; f < %d; f++) {\n", F);
+  mirs__buf_printf(b, "    for (int f = 0; f < %s; f++) {\n", fend);
   if (S > 1) {
-    mirs__buf_printf(b, "      const int fn = f + %d;\n      if (fn < %d) {\n", S - 1, F);
+    mirs__buf_printf(b, "      const int fn = f + %d;\n      if (fn < %s) {\n", S - 1, fend);
     char se[32];
     snprintf(se, sizeof se, "fn %% %d", S);
     emit_loads(k, true, "fn", se, "        ");
@@ -1157,7 +1295,10 @@ static void emit_main_loop(kgen *k, const mirs__sched *sched) {
   mirs__buf_puts(b, "    __syncthreads();\n    }\n");
   k->pending = false;
   /* After the loop the walked tiles hold the last iteration. */
-  snprintf(cur, sizeof cur, "%d", (F - 1) % S);
+  if (pl->skip.on)
+    snprintf(cur, sizeof cur, "(fend - 1) %% %d", S);
+  else
+    snprintf(cur, sizeof cur, "%d", (F - 1) % S);
   emit_stage_ptrs(k, cur, "    ");
 }
 
@@ -1221,6 +1362,7 @@ static mirs_status emit_custom(const mirs_graph *g, int32_t ki, const char *enam
   k.b = b;
   k.nthreads = pl->nthreads;
   k.fastdiv = true;
+  k.masks = graph_masks(g);
   for (int32_t i = 0; i < kop->nout; i++)
     k.fastdiv = k.fastdiv && g->t[kop->out[i]].dtype != MIRS_F32;
   mirs__sched sched = {0};
@@ -1261,7 +1403,7 @@ static void emit_predefined(const mirs_graph *g, int32_t ki, const char *ename, 
                    mirs__shape_numel(os));
   emit_coords(b, "      ", "long long", "e", os);
   mirs__buf_puts(b, "      float v;\n");
-  emit_value(b, "      ", "long long", op->op, op->dim, op->eps, in, ins, ist, os);
+  emit_value(b, "      ", "long long", op->op, op->dim, op->eps, in, ins, ist, os, NULL, graph_masks(g));
   mirs__buf_puts(b, "      mirs_st(out0 + e, v);\n    }\n}\n");
 }
 
@@ -1298,6 +1440,14 @@ static const char prelude[] =
     "__device__ __forceinline__ float mirs_gelu(float x) {\n"
     "    return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));\n}\n"
     "__device__ __forceinline__ float mirs_relu(float x) { return x > 0.0f ? x : 0.0f; }\n"
+    "/* causal_mask at global (i, j) of an m x n matrix, d = n - m: -inf above the\n"
+    " * bottom-right aligned diagonal. */\n"
+    "__device__ __forceinline__ float mirs_causal(float x, long long i, long long j,\n"
+    "                                             long long d) {\n"
+    "    return j <= i + d ? x : -INFINITY;\n}\n"
+    "/* a - b, with -inf - -inf = -inf (a masked entry shifted by a masked row's max). */\n"
+    "__device__ __forceinline__ float mirs_sub(float a, float b) {\n"
+    "    return a == -INFINITY ? a : a - b;\n}\n"
     "#ifndef MIRS_HOST_EMULATION\n";
 
 /* The tensor-core helpers and the copy kernel (a second literal: C

@@ -524,18 +524,24 @@ static mirs_status layer_norm(mirs__abs_arena *a, int64_t n, mirs__abs_id x, mir
   return mirs__abs_div(a, c, sd, out);
 }
 
+bool mirs__abs_is_max(const mirs__abs_arena *a, mirs__abs_id x) {
+  if (x < 0 || x >= a->nn)
+    return false;
+  const mirs__abs_node *px = &a->nodes[x];
+  if (px->kind != MIRS__ABS_POLY || px->n != 1)
+    return false;
+  const mirs__abs_node *t = &a->nodes[a->kids[px->off]];
+  if (t->kind != MIRS__ABS_TERM || t->k != 1 || t->n != 1 || t->nd != 0)
+    return false;
+  const mirs__abs_node *f = &a->nodes[a->kids[t->off]];
+  return f->kind == MIRS__ABS_APP && f->fn == MIRS__ABS_MAX;
+}
+
 /* APP(max, x), except that a max of a max is that max (idempotence). */
 static mirs_status abs_max(mirs__abs_arena *a, mirs__abs_id x, mirs__abs_id *out) {
-  const mirs__abs_node *px = &a->nodes[x];
-  if (px->kind == MIRS__ABS_POLY && px->n == 1) {
-    const mirs__abs_node *t = &a->nodes[a->kids[px->off]];
-    if (t->kind == MIRS__ABS_TERM && t->k == 1 && t->n == 1 && t->nd == 0) {
-      const mirs__abs_node *f = &a->nodes[a->kids[t->off]];
-      if (f->kind == MIRS__ABS_APP && f->fn == MIRS__ABS_MAX) {
-        *out = x;
-        return MIRS_OK;
-      }
-    }
+  if (mirs__abs_is_max(a, x)) {
+    *out = x;
+    return MIRS_OK;
   }
   return mirs__abs_app(a, MIRS__ABS_MAX, x, out);
 }
@@ -573,6 +579,8 @@ static mirs_status apply_op(mirs__abs_arena *a, mirs_op op, const mirs__abs_id *
     return abs_max(a, in[0], out);
   case MIRS_OP_ACCUM_ONLINE:
     return mirs__abs_sum(a, extent, in[0], out);
+  case MIRS_OP_CAUSAL_MASK:
+    return mirs__abs_app(a, MIRS__ABS_MASK, in[0], out);
   case MIRS_OP_SUM:
   case MIRS_OP_MEAN: /* sum(n, x) / n: the constant 1/n is not modelled */
   case MIRS_OP_ACCUM:
@@ -777,7 +785,8 @@ bool mirs__abs_count_symbols(const mirs__abs_arena *a, const mirs__abs_id *e, in
 /* ================================================================ printing */
 
 static const char *const fn_names[MIRS__ABS_FN_COUNT] = {"exp",  "sqrt", "silu",
-                                                         "gelu", "relu", "neg", "max"};
+                                                         "gelu", "relu", "neg",
+                                                         "max",  "causal_mask"};
 
 static void print_node(const mirs__abs_arena *a, mirs__abs_id id, mirs__buf *b);
 
