@@ -255,8 +255,8 @@ void mirs__search_space_budget(mirs__search_space *sp, const mirs_graph *program
   sp->reload = false;
   for (int32_t i = program->nops - 1; i >= 0; i--) {
     const mirs__kop *k = &program->ops[i];
-    if (k->op == MIRS_OP_MEAN || k->op == MIRS_OP_LAYER_NORM)
-      sp->reload = true;
+    if (k->op == MIRS_OP_MEAN || k->op == MIRS_OP_LAYER_NORM) /* offered when, and only */
+      sp->reload = sp->bop[MIRS_OP_MEAN] = sp->bop[MIRS_OP_LAYER_NORM] = true; /* when, needed */
     if ((k->op == MIRS_OP_SUB || k->op == MIRS_OP_DIV) && k->in[0] == k->in[1])
       sp->constant_ops = true; /* the program needs a constant */
     if (mirs__op_has_eps(k->op))
