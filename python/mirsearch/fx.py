@@ -1,0 +1,551 @@
+# SPDX-License-Identifier: MIT
+"""torch.fx graphs to mirsearch programs.
+
+Each call node of an fx graph is classified: a *rule* (below) says how it
+becomes program ops, or it is unsupported (kept as PyTorch code by the
+backend; named by from_torch).  Patterns that span several nodes (an
+RMSNorm written out as pow/mean/add/rsqrt/mul) are matched first: their
+inner nodes are absorbed into the node that ends the pattern, which then
+emits one op (rms_norm).
+
+A program's inputs are the values a piece reads from outside, each through
+a *binding*: the fx value, then a transpose of its last two dims (a
+Linear's weight [out, in] becomes the [in, out] a matmul takes) and a
+reshape (leading 1s, so operands have equal rank as the program format
+requires).  Constant parameters are bound once at compile time; runtime
+values on each call.
+
+Invariants: a program built here parses (it is validated by the library);
+every fx value a piece produces keeps its torch shape as a program tensor,
+so outputs need no reshape; a piece holds one dtype."""
+
+import operator
+import re
+
+from .core import Program, default_context
+
+DTYPE_OF = {"torch.float16": "f16", "torch.bfloat16": "bf16", "torch.float32": "f32"}
+EPS_MAX = 1e-4  # the largest eps an RMSNorm pattern may drop (rms_norm has none)
+
+
+class Unsupported(Exception):
+    """Nodes that have no program equivalent: .nodes lists (name, what, why)."""
+
+    def __init__(self, nodes):
+        self.nodes = nodes
+        super().__init__("unsupported by mirsearch: " + "; ".join(
+            "node %s (%s): %s" % n for n in nodes))
+
+
+def _have_op(name):
+    import ctypes
+    L = default_context()._L
+    code = ctypes.c_int(0)
+    return L.mirs_op_lookup(name.encode(), ctypes.byref(code)) == 0
+
+
+def node_desc(n):
+    """What a node calls, readably: torch.matmul, method 'view', module Linear..."""
+    if n.op == "call_function":
+        t = n.target
+        mod = getattr(t, "__module__", None) or ""
+        return "%s%s" % (mod + "." if mod and mod != "_operator" else "operator.",
+                         getattr(t, "__name__", str(t)))
+    if n.op == "call_method":
+        return "method '%s'" % n.target
+    if n.op == "call_module":
+        return "module %s" % n.target
+    return n.op
+
+
+def meta_of(n):
+    """(shape, dtype name) of node n's value, or None when not a tensor."""
+    tm = n.meta.get("tensor_meta") if hasattr(n, "meta") else None
+    if tm is not None and hasattr(tm, "shape"):
+        return tuple(int(d) for d in tm.shape), DTYPE_OF.get(str(tm.dtype))
+    ev = n.meta.get("example_value") if hasattr(n, "meta") else None
+    if ev is not None and hasattr(ev, "shape") and hasattr(ev, "dtype"):
+        try:
+            return tuple(int(d) for d in ev.shape), DTYPE_OF.get(str(ev.dtype))
+        except TypeError:
+            return None
+    return None
+
+
+# ---------------------------------------------------------------- rules
+#
+# A rule is rule(conv, node) -> list of operand specs and an emitter, or
+# raises Skip(why).  conv.arg(x) resolves an argument.
+
+class Skip(Exception):
+    pass
+
+
+def _is_node(x):
+    return hasattr(x, "op") and hasattr(x, "users")
+
+
+def _targets(*names):
+    import torch
+    F = torch.nn.functional
+    out = set()
+    for nm in names:
+        for holder in (torch, F, operator, torch.Tensor):
+            f = getattr(holder, nm, None)
+            if f is not None:
+                out.add(f)
+    return out
+
+
+class Rules:
+    """Which fx targets map to which program op, built once per process
+    (after torch is imported); ops the library lacks are left out."""
+
+    def __init__(self):
+        import torch
+        F = torch.nn.functional
+        self.binary = {}
+        for op, names in (("add", ("add", "__add__")), ("sub", ("sub", "__sub__")),
+                          ("mul", ("mul", "__mul__")), ("div", ("div", "truediv", "__truediv__"))):
+            for t in _targets(*names):
+                self.binary[t] = op
+        self.binary_methods = {"add": "add", "sub": "sub", "mul": "mul", "div": "div",
+                               "__add__": "add", "__sub__": "sub", "__mul__": "mul",
+                               "__truediv__": "div"}
+        self.unary = {}
+        for op, fns in (("exp", (torch.exp,)), ("sqrt", (torch.sqrt,)),
+                        ("square", (torch.square,)), ("silu", (F.silu,)),
+                        ("relu", (F.relu, torch.relu)), ("gelu", (F.gelu,)),
+                        ("neg", (torch.neg, operator.neg)), ("sigmoid", (torch.sigmoid,)),
+                        ("tanh", (torch.tanh,))):
+            if _have_op(op):
+                for f in fns:
+                    self.unary[f] = op
+        self.unary_methods = {m: op for m, op in (
+            ("exp", "exp"), ("sqrt", "sqrt"), ("square", "square"), ("relu", "relu"),
+            ("neg", "neg"), ("sigmoid", "sigmoid"), ("tanh", "tanh")) if _have_op(op)}
+        self.unary_modules = {torch.nn.SiLU: "silu", torch.nn.ReLU: "relu"}
+        if _have_op("sigmoid"):
+            self.unary_modules[torch.nn.Sigmoid] = "sigmoid"
+        if _have_op("tanh"):
+            self.unary_modules[torch.nn.Tanh] = "tanh"
+        self.matmul = {torch.matmul, torch.bmm, torch.mm, operator.matmul}
+        self.matmul_methods = {"matmul", "bmm", "mm", "__matmul__"}
+        self.linear = {F.linear}
+        self.sum = {torch.sum}
+        self.pow = {torch.pow, operator.pow}
+        self.rsqrt = {torch.rsqrt}
+        self.mean = {torch.mean}
+        self.has_transpose = _have_op("transpose")
+
+
+_rules = None
+
+
+def rules():
+    global _rules
+    if _rules is None:
+        _rules = Rules()
+    return _rules
+
+
+def _scalar(x):
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def _arg(n, i, kw, default=None):
+    if len(n.args) > i:
+        return n.args[i]
+    return n.kwargs.get(kw, default)
+
+
+def _module(gm, n):
+    return gm.get_submodule(n.target) if n.op == "call_module" else None
+
+
+class Op:
+    """One emitted program op: kind, operand values (fx nodes) with the
+    binding each needs if it becomes a program input, attributes."""
+
+    def __init__(self, kind, operands, dim=None, weight_of=None):
+        self.kind = kind
+        self.operands = operands  # list of (node or ParamRef, transpose: bool)
+        self.dim = dim
+        self.weight_of = weight_of
+
+
+class ParamRef:
+    """A module parameter read by a call_module node (nn.Linear's weight):
+    a constant that becomes a program input."""
+
+    def __init__(self, module_node, attr, tensor):
+        self.module_node, self.attr, self.tensor = module_node, attr, tensor
+        self.name = "%s.%s" % (module_node.target, attr)
+
+    def __eq__(self, o):
+        return isinstance(o, ParamRef) and o.name == self.name
+
+    def __hash__(self):
+        return hash(self.name)
+
+
+def _classify_call(gm, n, R):
+    """The ops node n becomes (a list of Op; the last one's value is n's),
+    or raise Skip(why)."""
+    import torch
+    F = torch.nn.functional
+    t = n.target
+    mod = _module(gm, n)
+    if n.op == "call_module":
+        if isinstance(mod, torch.nn.Linear):
+            ops = [Op("matmul", [(n.args[0], False), (ParamRef(n, "weight", mod.weight), True)])]
+            if mod.bias is not None:
+                ops.append(Op("add", [(None, False), (ParamRef(n, "bias", mod.bias), False)]))
+            return ops
+        for cls, op in R.unary_modules.items():
+            if isinstance(mod, cls):
+                return [Op(op, [(n.args[0], False)])]
+        if isinstance(mod, torch.nn.GELU) and getattr(mod, "approximate", "none") == "none":
+            return [Op("gelu", [(n.args[0], False)])]
+        raise Skip("module %s has no mirsearch equivalent" % type(mod).__name__)
+    is_fn = n.op == "call_function"
+    is_m = n.op == "call_method"
+    if (is_fn and t in R.linear):
+        w, b = _arg(n, 1, "weight"), _arg(n, 2, "bias")
+        ops = [Op("matmul", [(n.args[0], False), (w, True)])]
+        if b is not None:
+            ops.append(Op("add", [(None, False), (b, False)]))
+        return ops
+    if (is_fn and t in R.matmul) or (is_m and t in R.matmul_methods):
+        return [Op("matmul", [(n.args[0], False), (n.args[1], False)])]
+    binop = R.binary.get(t) if is_fn else R.binary_methods.get(t) if is_m else None
+    if binop:
+        a, b = n.args[0], n.args[1]
+        if not (_is_node(a) and _is_node(b)):
+            raise Skip("%s with a scalar operand (programs have no constants)" % binop)
+        if n.kwargs.get("alpha", 1) != 1 or n.kwargs.get("rounding_mode") is not None:
+            raise Skip("%s with alpha or rounding_mode" % binop)
+        return [Op(binop, [(a, False), (b, False)])]
+    un = R.unary.get(t) if is_fn else R.unary_methods.get(t) if is_m else None
+    if un:
+        if un == "gelu" and n.kwargs.get("approximate", "none") != "none":
+            raise Skip("gelu(approximate='tanh')")
+        return [Op(un, [(n.args[0], False)])]
+    if (is_fn and t in R.pow) or (is_m and t in ("pow", "__pow__")):
+        if n.args[1] == 2 and _is_node(n.args[0]):
+            return [Op("square", [(n.args[0], False)])]
+        raise Skip("pow with an exponent other than 2")
+    if (is_fn and t in R.sum) or (is_m and t == "sum"):
+        dim = _arg(n, 1, "dim")
+        if isinstance(dim, (list, tuple)) and len(dim) == 1:
+            dim = dim[0]
+        if not isinstance(dim, int):
+            raise Skip("sum over all dims or several dims")
+        if not _arg(n, 2, "keepdim", False):
+            raise Skip("sum without keepdim=True (programs keep the reduced dim)")
+        return [Op("sum", [(n.args[0], False)], dim=dim)]
+    if is_fn and t is getattr(F, "rms_norm", None):
+        shape = _arg(n, 1, "normalized_shape")
+        eps = _arg(n, 3, "eps")
+        if len(shape) != 1 or (eps is not None and eps > EPS_MAX):
+            raise Skip("rms_norm over several dims or with eps > %g" % EPS_MAX)
+        ops = [Op("rms_norm", [(n.args[0], False)])]
+        w = _arg(n, 2, "weight")
+        if w is not None:
+            ops.append(Op("mul", [(None, False), (w, False)]))
+        return ops
+    raise Skip("no mirsearch equivalent")
+
+
+def _match_rms(n, R):
+    """If n ends an RMSNorm written out (x * rsqrt(mean(x^2, -1, keepdim) + eps)
+    or x / sqrt(...)), return (x, inner nodes) else None."""
+    def fn_or_method(m, fns, meth):
+        return m is not None and _is_node(m) and (
+            (m.op == "call_function" and m.target in fns) or
+            (m.op == "call_method" and m.target == meth))
+    import torch
+    if len(n.args) != 2 or not all(_is_node(a) for a in n.args):
+        return None
+    is_mul = n.target in (operator.mul, torch.mul) or (n.op == "call_method" and n.target == "mul")
+    is_div = n.target in (operator.truediv, torch.div) or (n.op == "call_method" and
+                                                           n.target == "div")
+    if not (is_mul or is_div):
+        return None
+    for x, r in ((n.args[0], n.args[1]), (n.args[1], n.args[0])):
+        if is_div and r is not n.args[1]:
+            continue
+        if not fn_or_method(r, R.rsqrt if is_mul else {torch.sqrt}, "rsqrt" if is_mul else "sqrt"):
+            continue
+        add = r.args[0]
+        if not fn_or_method(add, {operator.add, torch.add}, "add") or len(add.args) != 2:
+            continue
+        mean, eps = add.args
+        if _is_node(eps):
+            mean, eps = eps, mean
+        if not (_scalar(eps) and 0 <= eps <= EPS_MAX):
+            continue
+        if not fn_or_method(mean, R.mean, "mean"):
+            continue
+        dim = _arg(mean, 1, "dim")
+        if isinstance(dim, (list, tuple)) and len(dim) == 1:
+            dim = dim[0]
+        sq = mean.args[0]
+        if dim != -1 and not (meta_of(x) and dim == len(meta_of(x)[0]) - 1):
+            continue
+        if not _arg(mean, 2, "keepdim", False):
+            continue
+        ok_sq = (fn_or_method(sq, R.pow, "pow") and sq.args[0] is x and sq.args[1] == 2) or \
+            (fn_or_method(sq, {torch.square}, "square") and sq.args[0] is x) or \
+            (fn_or_method(sq, {operator.mul, torch.mul}, "mul") and sq.args[0] is x and
+             sq.args[1] is x)
+        if not ok_sq:
+            continue
+        inner = [r, add, mean, sq]
+        if any(len(m.users) != 1 for m in inner):
+            continue
+        return x, inner
+    return None
+
+
+class Analysis:
+    """The classification of every node of an fx GraphModule:
+    .ops[node] = list of Op (supported), .absorbed[node] = root node,
+    .why[node] = reason (unsupported call nodes), .meta[node] = (shape, dtype)."""
+
+    def __init__(self, gm):
+        self.gm = gm
+        R = rules()
+        self.ops, self.absorbed, self.why, self.meta = {}, {}, {}, {}
+        nodes = list(gm.graph.nodes)
+        for n in nodes:
+            m = meta_of(n)
+            if m:
+                self.meta[n] = m
+        for n in reversed(nodes):
+            if n.op not in ("call_function", "call_method", "call_module") or n in self.absorbed:
+                continue
+            rm = _match_rms(n, R)
+            if rm:
+                x, inner = rm
+                self.ops[n] = [Op("rms_norm", [(x, False)])]
+                for m in inner:
+                    self.absorbed[m] = n
+        for n in nodes:
+            if n.op not in ("call_function", "call_method", "call_module"):
+                continue
+            if n in self.ops or n in self.absorbed:
+                continue
+            try:
+                ops = _classify_call(gm, n, R)
+            except Skip as e:
+                self.why[n] = str(e)
+                continue
+            except (IndexError, AttributeError, TypeError) as e:
+                self.why[n] = "cannot read its arguments (%s)" % e
+                continue
+            self.ops[n] = ops
+        # A node is supported only where its value and every tensor operand
+        # is a float tensor of one dtype with a known shape.
+        for n in list(self.ops):
+            m = self.meta.get(n)
+            why = None
+            if not m or not m[1]:
+                why = "its value is not a float16/bfloat16/float32 tensor of known shape"
+            else:
+                for op in self.ops[n]:
+                    for v, _t in op.operands:
+                        vm = self._vmeta(v) if v is not None else m
+                        if not vm or vm[1] != m[1]:
+                            why = "operands of different dtypes or of unknown shape"
+            if why:
+                self.why[n] = why
+                del self.ops[n]
+                for k in [k for k, r in self.absorbed.items() if r is n]:
+                    del self.absorbed[k]
+
+    def _vmeta(self, v):
+        if isinstance(v, ParamRef):
+            t = v.tensor
+            return tuple(t.shape), DTYPE_OF.get(str(t.dtype))
+        return self.meta.get(v)
+
+    def supported(self, n):
+        return n in self.ops or n in self.absorbed
+
+    def unsupported(self):
+        """[(node name, what it calls, why)] in graph order."""
+        return [(n.name, node_desc(n), self.why[n]) for n in self.gm.graph.nodes if n in self.why]
+
+    def members(self, n):
+        """n and the nodes absorbed into it."""
+        return [n] + [k for k, r in self.absorbed.items() if r is n]
+
+
+_KEYWORDS = {"program", "ugraph", "input", "output"}
+
+
+def ident(s):
+    s = re.sub(r"[^A-Za-z0-9_]", "_", s)
+    if not s or s[0].isdigit():
+        s = "t_" + s
+    if s in _KEYWORDS:
+        s += "_"
+    return s
+
+
+class Binding:
+    """How a program input is made from a torch value: source (an fx node or
+    a ParamRef), transpose of the last two dims, then a reshape."""
+
+    def __init__(self, name, source, transpose, shape):
+        self.name, self.source, self.transpose, self.shape = name, source, transpose, shape
+
+    def apply(self, value):
+        if self.transpose:
+            value = value.transpose(-2, -1)
+        if tuple(value.shape) != tuple(self.shape):
+            value = value.reshape(self.shape)
+        return value
+
+    def describe(self):
+        src = self.source.name if isinstance(self.source, ParamRef) else \
+            getattr(self.source, "name", str(self.source))
+        s = src + (".T" if self.transpose else "")
+        return "%s = %s reshaped to %s" % (self.name, s, list(self.shape))
+
+
+class PieceProgram:
+    """A program made of the supported nodes `nodes` of an analysis, with
+    .text, .program (parsed), .bindings (program inputs, in order) and
+    .outputs ((fx node, program name), in order)."""
+
+    def __init__(self, an, nodes, name, outputs=None):
+        self.an = an
+        self.nodes = [n for n in an.gm.graph.nodes if n in set(nodes)]
+        node_set = set(self.nodes)
+        self.name = ident(name)
+        self.bindings, self.outputs = [], []
+        self._in = {}
+        self._names = set()
+        lines = []
+        val = {}
+        dtype = None
+        for n in self.nodes:
+            if n in an.absorbed:
+                continue
+            shape, dtype = an.meta[n]
+            cur = None
+            ops = an.ops[n]
+            for i, op in enumerate(ops):
+                args = []
+                rank = len(shape) if i == len(ops) - 1 else None
+                for v, tr in op.operands:
+                    if v is None:
+                        args.append(cur)
+                        continue
+                    if _is_node(v) and v in node_set and v in val:
+                        args.append(val[v])
+                    else:
+                        args.append(self._input(v, tr, op, rank or len(shape), dtype, lines))
+                out = self._fresh(n.name if i == len(ops) - 1 else "%s_%d" % (n.name, i))
+                if op.kind == "sum":
+                    dim = op.dim
+                    lines.append("%s = sum(%s, dim=%d)" % (out, args[0], dim))
+                else:
+                    lines.append("%s = %s(%s)" % (out, op.kind, ", ".join(args)))
+                cur = out
+            val[n] = cur
+        if outputs is None:
+            outputs = [n for n in self.nodes if n not in an.absorbed and
+                       any(u not in node_set for u in n.users)]
+        for n in outputs:
+            self.outputs.append((n, val[n]))
+        header = ["program %s" % self.name]
+        for b in self.bindings:
+            header.append("input %s : %s%s" % (b.name, self._dtype_of(b, dtype),
+                                              list(b.shape)))
+        self.text = "\n".join(header + lines + ["output %s" % v for _n, v in self.outputs]) + "\n"
+        self.program = Program.parse(self.text, self.name + ".graph")
+
+    def _dtype_of(self, b, dtype):
+        return dtype
+
+    def _fresh(self, base):
+        nm = ident(base)
+        k = 1
+        cand = nm
+        while cand in self._names:
+            cand = "%s_%d" % (nm, k)
+            k += 1
+        self._names.add(cand)
+        return cand
+
+    def _input(self, v, transpose, op, rank, dtype, lines):
+        vm = self.an._vmeta(v)
+        if vm is None:
+            raise Unsupported([(getattr(v, "name", str(v)), "value", "not a tensor")])
+        shape = list(vm[0])
+        if transpose:
+            if len(shape) < 2:
+                shape = [1] + shape
+            shape[-2], shape[-1] = shape[-1], shape[-2]
+        want = max(rank, len(shape))
+        shape = [1] * (want - len(shape)) + shape
+        key = (v, transpose, tuple(shape))
+        if key in self._in:
+            return self._in[key]
+        base = v.name if isinstance(v, ParamRef) else v.name
+        nm = self._fresh(base + ("_t" if transpose else ""))
+        self.bindings.append(Binding(nm, v, transpose, tuple(shape)))
+        self._in[key] = nm
+        return nm
+
+
+def trace(fn, example_inputs):
+    """fx-trace fn (a function or nn.Module) and record each node's shape and
+    dtype by running it on example_inputs."""
+    import torch
+    import torch.fx
+    from torch.fx.passes.shape_prop import ShapeProp
+    if isinstance(fn, torch.fx.GraphModule):
+        gm = fn
+    elif isinstance(fn, torch.nn.Module):
+        gm = torch.fx.symbolic_trace(fn)
+    else:
+        gm = torch.fx.symbolic_trace(fn)
+    ShapeProp(gm).propagate(*example_inputs)
+    return gm
+
+
+def from_torch(fn, example_inputs, name=None, strict=True):
+    """The program computed by fn (a function or nn.Module) at the shapes
+    and dtypes of example_inputs.  Module parameters become program inputs
+    (named after them; a Linear weight transposed, see .bindings).  Every
+    node without a program equivalent is named in Unsupported (raised when
+    strict; else the result covers the supported nodes and lists the rest
+    in .unsupported).  Returns a PieceProgram: .text is the .graph text,
+    .program the parsed Program."""
+    if name is None:
+        name = getattr(fn, "__name__", None) or type(fn).__name__.lower()
+    gm = trace(fn, example_inputs)
+    an = Analysis(gm)
+    bad = an.unsupported()
+    if bad and strict:
+        raise Unsupported(bad)
+    nodes = [n for n in gm.graph.nodes if an.supported(n)]
+    if not nodes:
+        raise Unsupported(bad or [("-", "-", "the function computes nothing")])
+    outs = []
+    for n in gm.graph.nodes:
+        if n.op == "output":
+            import torch.fx
+            flat = []
+            torch.fx.node.map_arg(n.args, flat.append)
+            outs = [a for a in flat if an.supported(a) and a not in an.absorbed]
+    node_set = set(nodes)
+    extra = [n for n in nodes if n not in an.absorbed and n not in outs and
+             any(u not in node_set for u in n.users)]
+    pp = PieceProgram(an, nodes, name, outputs=outs + extra)
+    pp.unsupported = bad
+    return pp
