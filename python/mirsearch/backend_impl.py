@@ -163,18 +163,29 @@ def backend(gm, example_inputs, mode=None, options=None, max_ops=4, cache_dir=No
     for name, what, why in report["unsupported"]:
         _say(verbose, "node %s (%s) stays PyTorch code: %s" % (name, what, why))
     replaced = []
-    for k, nodes in enumerate(pieces):
+    todo = list(pieces)
+    k = 0
+    while todo:
+        nodes = todo.pop(0)
         pp = _fx.PieceProgram(an, nodes, "%s_piece%d" % (type(gm).__name__, k))
-        ops = [l.split("=")[1].split("(")[0].strip() for l in pp.text.splitlines()
-               if "=" in l and not l.startswith(("input", "program"))]
+        ops = [line.split("=")[1].split("(")[0].strip() for line in pp.text.splitlines()
+               if "=" in line and not line.startswith(("input", "program"))]
         r = _part.search_piece(pp.program, opts, cache_dir=cache_dir, use_cache=use_cache)
+        how = "from the cache (no search)" if r["source"] == "cache" else \
+            "searched in %.1f s%s" % (r["seconds"], "" if r["complete"] else
+                                     " (stopped by the time limit)")
+        halves = _part.halves(an, nodes) if r["best"] is None else None
+        if halves:
+            # Too large to find anything within the limit: search its two
+            # halves (each convex: a prefix and a suffix in graph order).
+            _say(verbose, "piece %d (%s): %s, no result: split in two"
+                 % (k, ", ".join(ops), how))
+            todo[:0] = halves
+            continue
         entry = {"index": k, "ops": ops, "source": r["source"], "cost": r["cost"],
                  "unfused": r["unfused"], "complete": r["complete"],
                  "seconds": r["seconds"], "program": pp.text, "replaced": False,
                  "best": r["best"].text if r["best"] is not None else None}
-        how = "from the cache (no search)" if r["source"] == "cache" else \
-            "searched in %.1f s%s" % (r["seconds"], "" if r["complete"] else
-                                     " (stopped by the time limit)")
         if r["best"] is None:
             _say(verbose, "piece %d (%s): %s, no result: stays PyTorch code"
                  % (k, ", ".join(ops), how))
@@ -193,6 +204,7 @@ def backend(gm, example_inputs, mode=None, options=None, max_ops=4, cache_dir=No
                                         "; runs the %s kernel" % mode if entry["replaced"]
                                         else "; runs its PyTorch code"))
         report["pieces"].append(entry)
+        k += 1
     out = _stitch(gm, an, replaced) if replaced else gm
     out.mirsearch_report = report
     last_report = report

@@ -84,6 +84,25 @@ def split(an, max_ops=4):
     return pieces
 
 
+def halves(an, nodes):
+    """A piece of more than one unit cut into a prefix and a suffix of its
+    units in graph order (both stay convex: a path between two nodes of a
+    convex piece stays in it, and runs forward in graph order); None for a
+    piece of one unit."""
+    roots = [n for n in nodes if n in an.ops]
+    if len(roots) < 2:
+        return None
+    cut = len(roots) // 2
+    order = {n: i for i, n in enumerate(nodes)}
+    out = []
+    for part in (roots[:cut], roots[cut:]):
+        ms = set()
+        for r in part:
+            ms.update(an.members(r))
+        out.append(sorted(ms, key=order.get))
+    return out
+
+
 def search_piece(program, options, cache_dir=None, use_cache=True):
     """The best µGraph of program (a Program) under options: a dict with
     best (a Program or None), cost, unfused (predicted seconds of the

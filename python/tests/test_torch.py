@@ -1,0 +1,182 @@
+# SPDX-License-Identifier: MIT
+"""from_torch (torch.fx to programs) and the backend on small fx graphs:
+conversion, bindings, unsupported nodes, the piece split's convexity,
+outputs equal to eager in the host (emulated kernel) and eager modes, and
+a second compile served from the cache."""
+
+import contextlib
+import io
+import unittest
+
+import torch
+import torch.nn.functional as F
+
+import mirsearch
+from mirsearch import fx as mfx
+from mirsearch import partition
+from util import CacheTest, max_rel, seeded
+
+OPTS = {"time_limit": 2, "threads": 1}
+
+
+def gated(x, w1, w2):
+    return F.silu(x @ w1) * (x @ w2)
+
+
+class Small(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(16, 32)
+        self.out = torch.nn.Linear(32, 16, bias=False)
+
+    def forward(self, x):
+        return x + self.out(torch.relu(self.fc(x)))
+
+
+def seeded_eval_check(test, pp, fn, module=None, seed=5):
+    """pp's float64 eval on the seeded inputs against fn on the same values."""
+    ins = pp.program.input_values(seed)
+    args = []
+    for b in pp.bindings:
+        src = b.source
+        shape = src.tensor.shape if isinstance(src, mfx.ParamRef) else pp.an.meta[src][0]
+        v = seeded(shape, ins[b.name], b.transpose)
+        if isinstance(src, mfx.ParamRef):
+            getattr(getattr(module, src.module_node.target), src.attr).data = v
+        else:
+            args.append(v)
+    if module is not None:
+        module.double()
+    ref = fn(*args)
+    out = pp.program.eval(seed)
+    (name, (shape, vals)), = out.items()
+    got = torch.tensor(vals, dtype=torch.float64).reshape(shape)
+    test.assertLess(max_rel(got, ref), 1e-12)
+
+
+class FromTorchTest(unittest.TestCase):
+    def test_function(self):
+        x, w1, w2 = torch.randn(8, 16), torch.randn(16, 32), torch.randn(16, 32)
+        pp = mirsearch.from_torch(gated, [x, w1, w2])
+        self.assertEqual(pp.program.name, "gated")
+        self.assertEqual([b.name for b in pp.bindings], ["x", "w1", "w2"])
+        self.assertIn("silu(", pp.text)
+        self.assertEqual(pp.program.num_ops, 4)
+        seeded_eval_check(self, pp, gated)
+
+    def test_module_bindings(self):
+        m = Small()
+        pp = mirsearch.from_torch(m, [torch.randn(2, 4, 16)])
+        names = {b.name: b for b in pp.bindings}
+        self.assertTrue(names["fc_weight_t"].transpose)
+        self.assertEqual(names["fc_weight_t"].shape, (1, 16, 32))  # rank of x, transposed
+        self.assertEqual(names["fc_bias"].shape, (1, 1, 32))
+        seeded_eval_check(self, pp, m, module=m)
+
+    def test_rms_norm_pattern(self):
+        def rms(x, g):
+            return g * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6))
+        pp = mirsearch.from_torch(rms, [torch.randn(4, 32), torch.randn(32)])
+        self.assertIn("rms_norm(x)", pp.text)
+        self.assertEqual(pp.program.num_ops, 2)
+
+        def big_eps(x):
+            return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 0.1)
+        with self.assertRaises(mfx.Unsupported) as e:
+            mirsearch.from_torch(big_eps, [torch.randn(4, 32)])
+        self.assertIn("node add (operator.add)", str(e.exception))
+
+    def test_unsupported_named(self):
+        def f(x, w):
+            return torch.softmax(x @ w, dim=-1).cumsum(-1)
+        with self.assertRaises(mfx.Unsupported) as e:
+            mirsearch.from_torch(f, [torch.randn(4, 8), torch.randn(8, 8)])
+        names = [n[0] for n in e.exception.nodes]
+        self.assertIn("cumsum", names)
+        if "softmax" not in mfx.rules().unary.values():
+            self.assertIn("softmax", names)
+        pp = mirsearch.from_torch(f, [torch.randn(4, 8), torch.randn(8, 8)], strict=False)
+        self.assertIn("matmul(x, w)", pp.text)
+        self.assertTrue(pp.unsupported)
+
+    def test_dtypes(self):
+        x = torch.randn(4, 8).half()
+        pp = mirsearch.from_torch(lambda a, b: a * b, [x, x])
+        self.assertIn("f16[4, 8]", pp.text)
+        with self.assertRaises(mfx.Unsupported):
+            mirsearch.from_torch(lambda a, b: a * b, [torch.ones(4, dtype=torch.int32)] * 2)
+
+
+class Branchy(torch.nn.Module):
+    """a feeds c directly and through softmax: a and c in one piece would
+    need softmax inside it (not convex)."""
+
+    def forward(self, x, w):
+        a = x @ w
+        b = torch.softmax(a, dim=-1)
+        return a + b
+
+
+class BackendTest(CacheTest):
+    def compile(self, m, args, **kw):
+        gm = torch.fx.symbolic_trace(m)
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            c = mirsearch.backend(gm, args, options=OPTS, **kw)
+        return c, err.getvalue()
+
+    def test_host_and_cache(self):
+        torch.manual_seed(1)
+        m = Small()
+        x = torch.randn(2, 4, 16)
+        c, log = self.compile(m, [x], mode="host")
+        rep = c.mirsearch_report
+        self.assertEqual(rep["mode"], "host")
+        self.assertTrue(all(p["source"] == "search" for p in rep["pieces"]))
+        self.assertTrue(any(p["replaced"] for p in rep["pieces"]))
+        self.assertIn("mirsearch_piece_0", str(c.graph))
+        self.assertIn("searched in", log)
+        ref = m(x)
+        self.assertLess(max_rel(c(x), ref), 1e-4)
+        x2 = torch.randn(2, 4, 16)  # another input of the same shape
+        self.assertLess(max_rel(c(x2), m(x2)), 1e-4)
+        # A second compile: every piece from the cache, no search, and it says so.
+        c2, log2 = self.compile(m, [x], mode="host")
+        self.assertTrue(all(p["source"] == "cache" for p in c2.mirsearch_report["pieces"]))
+        self.assertIn("from the cache (no search)", log2)
+        self.assertNotIn("searched in", log2)
+        self.assertLess(max_rel(c2(x), ref), 1e-4)
+
+    def test_eager_mode_and_convexity(self):
+        m = Branchy()
+        x, w = torch.randn(4, 8), torch.randn(8, 8)
+        gm = mfx.trace(torch.fx.symbolic_trace(m), [x, w])
+        an = mfx.Analysis(gm)
+        pieces = partition.split(an)
+        self.assertEqual(len(pieces), 2)  # matmul and add apart
+        c, log = self.compile(m, [x, w], mode="eager")
+        self.assertFalse(any(p["replaced"] for p in c.mirsearch_report["pieces"]))
+        self.assertIn("softmax", log)
+        self.assertTrue(torch.equal(c(x, w), m(x, w)))
+        c, _log = self.compile(m, [x, w], mode="host")
+        self.assertLess(max_rel(c(x, w), m(x, w)), 1e-4)
+
+    def test_bad_mode(self):
+        with self.assertRaises(ValueError):
+            self.compile(Small(), [torch.randn(2, 16)], mode="gpu")
+
+    @unittest.skipUnless(hasattr(torch, "compile"), "torch %s has no torch.compile"
+                         % torch.__version__)
+    def test_torch_compile(self):
+        m = Small()
+        x = torch.randn(2, 4, 16)
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            c = torch.compile(m, backend=mirsearch.make_backend(mode="host", options=OPTS))
+            y = c(x)
+        self.assertLess(max_rel(y, m(x)), 1e-4)
+        self.assertIn("mirsearch: piece", err.getvalue())
+
+
+if __name__ == "__main__":
+    unittest.main()
