@@ -51,6 +51,10 @@ def _have_op(name):
                         "gelu", "relu", "sum", "rms_norm")
 
 
+class _Downstream(Exception):
+    """A node reads a value that an unsupported node computes."""
+
+
 class Binding:
     """Program input `name` = ONNX value `source` (a graph input or an
     initializer: kind), transposed (last two dims) when transpose, then
@@ -128,6 +132,8 @@ class _Importer:
         self.lines, self.bindings, self.val = [], [], {}
         self.names = set()
         self.bad = []
+        self.failed = set()  # values of unsupported nodes and of nodes after them
+        self.downstream = 0
         self.absorbed = set()
 
     # -- helpers
@@ -163,6 +169,8 @@ class _Importer:
 
     def operand(self, v, rank=None, transpose=False):
         """Program name of ONNX value v as an operand of rank `rank`."""
+        if v in self.failed:
+            raise _Downstream(v)
         if v in self.val and not transpose and (rank is None or
                                                 len(self.shape(v) or []) == rank):
             return self.val[v]
@@ -309,9 +317,15 @@ class _Importer:
                     self.node(n)
             except ValueError as e:
                 self.bad.append((label, n.op_type, str(e)))
+                self.failed.update(n.output)
+            except _Downstream:
+                self.downstream += 1
+                self.failed.update(n.output)
         if self.bad:
             raise ImportError_("unsupported ONNX nodes: " + "; ".join(
-                "node %s (%s): %s" % b for b in self.bad), self.bad)
+                "node %s (%s): %s" % b for b in self.bad) +
+                ("; %d supported nodes after them not converted" % self.downstream
+                 if self.downstream else ""), self.bad)
         outs = []
         for o in self.g.output:
             if o.name not in self.val:
@@ -408,6 +422,9 @@ def main(argv=None):
         print("mirsearch import: %s: cannot import:" % a.model, file=sys.stderr)
         for b in e.unsupported:
             print("  node %s (%s): %s" % b, file=sys.stderr)
+        tail = str(e).rsplit("; ", 1)[-1]
+        if e.unsupported and tail.endswith("not converted"):
+            print("  (%s)" % tail, file=sys.stderr)
         if not e.unsupported:
             print("  " + str(e), file=sys.stderr)
         return 2
