@@ -96,7 +96,8 @@ def _stitch(gm, an, replaced):
                 indeg[it] += 1
                 users[d].append(it)
     import heapq
-    ready = [(prio(it), i, it) for i, it in enumerate(items) if indeg[it] == 0]
+    pos = {it: i for i, it in enumerate(items)}
+    ready = [(prio(it), pos[it], it) for it in items if indeg[it] == 0]
     heapq.heapify(ready)
     order = []
     while ready:
@@ -105,7 +106,7 @@ def _stitch(gm, an, replaced):
         for u in users[it]:
             indeg[u] -= 1
             if indeg[u] == 0:
-                heapq.heappush(ready, (prio(u), items.index(u), u))
+                heapq.heappush(ready, (prio(u), pos[u], u))
     if len(order) != len(items):
         raise RuntimeError("mirsearch: the pieces are not convex (a cycle)")
     g = torch.fx.Graph()
@@ -146,46 +147,82 @@ def _say(verbose, msg):
         print("mirsearch: " + msg, file=sys.stderr)
 
 
+def _ops_of(pp):
+    return [line.split("=")[1].split("(")[0].strip() for line in pp.text.splitlines()
+            if "=" in line and not line.startswith(("input", "program", "#"))]
+
+
+def _how(r):
+    if r["source"] == "cache":
+        return "from the cache (no search)"
+    if r.get("partition"):
+        pr = r["partition"]
+        return "partitioned by the library into %d piece(s) (%d searched, %d from its cache, " \
+            "%d kept) in %.1f s, verified" % (pr["pieces"], pr["searched"], pr["cached"],
+                                             pr["kept"], r["seconds"])
+    return "searched in %.1f s%s" % (r["seconds"], "" if r["complete"] else
+                                    " (stopped by the time limit)")
+
+
 def backend(gm, example_inputs, mode=None, options=None, max_ops=4, cache_dir=None,
-            use_cache=True, verbose=True):
+            use_cache=True, verbose=True, library_partition="auto"):
     """Compile gm (an fx GraphModule) for example_inputs; see the module
     docstring.  options: mirsearch search options per piece (default
-    DEFAULT_OPTIONS); max_ops: program ops per piece."""
+    DEFAULT_OPTIONS); max_ops: program ops per piece.  library_partition:
+    "auto" hands each connected region of supported nodes to the
+    library's partition call where the library has it (mirsearch/
+    partition.h), True requires it, False always cuts pieces here."""
     global last_report
     from .kernel import Kernel
     mode = _mode(mode, example_inputs)
     opts = dict(DEFAULT_OPTIONS)
     opts.update(options or {})
+    use_lib = _part.library_has_partition() if library_partition == "auto" else \
+        bool(library_partition)
+    if use_lib and not _part.library_has_partition():
+        raise RuntimeError("this libmirsearch has no partition call (mirs_partition_create)")
     gm = _fx.trace(gm, example_inputs)
     an = _fx.Analysis(gm)
-    pieces = _part.split(an, max_ops=max_ops)
-    report = {"mode": mode, "pieces": [], "unsupported": an.unsupported()}
+    report = {"mode": mode, "pieces": [], "unsupported": an.unsupported(),
+              "library_partition": use_lib}
     for name, what, why in report["unsupported"]:
         _say(verbose, "node %s (%s) stays PyTorch code: %s" % (name, what, why))
+    # Work items: ("region", nodes) for the library's partition call,
+    # ("piece", nodes) for a search here.
+    if use_lib:
+        todo = [("region", r) for r in _part.split(an, max_ops=None)]
+    else:
+        todo = [("piece", p) for p in _part.split(an, max_ops=max_ops)]
     replaced = []
-    todo = list(pieces)
     k = 0
     while todo:
-        nodes = todo.pop(0)
+        kind, nodes = todo.pop(0)
         pp = _fx.PieceProgram(an, nodes, "%s_piece%d" % (type(gm).__name__, k))
-        ops = [line.split("=")[1].split("(")[0].strip() for line in pp.text.splitlines()
-               if "=" in line and not line.startswith(("input", "program"))]
-        r = _part.search_piece(pp.program, opts, cache_dir=cache_dir, use_cache=use_cache)
-        how = "from the cache (no search)" if r["source"] == "cache" else \
-            "searched in %.1f s%s" % (r["seconds"], "" if r["complete"] else
-                                     " (stopped by the time limit)")
+        ops = _ops_of(pp)
+        if kind == "region":
+            r = _part.partition_piece(pp.program, opts, cache_dir=cache_dir, use_cache=use_cache)
+            if r["best"] is None:
+                _say(verbose, "region %d (%s): the library's partition gave nothing (%s): "
+                     "searching its pieces here" % (k, ", ".join(ops), r.get("why", "")))
+                todo[:0] = [("piece", p) for p in _part.split(an, max_ops=max_ops,
+                                                              within=nodes)]
+                continue
+        else:
+            r = _part.search_piece(pp.program, opts, cache_dir=cache_dir, use_cache=use_cache)
+        how = _how(r)
         halves = _part.halves(an, nodes) if r["best"] is None else None
         if halves:
             # Too large to find anything within the limit: search its two
             # halves (each convex: a prefix and a suffix in graph order).
             _say(verbose, "piece %d (%s): %s, no result: split in two"
                  % (k, ", ".join(ops), how))
-            todo[:0] = halves
+            todo[:0] = [("piece", h) for h in halves]
             continue
         entry = {"index": k, "ops": ops, "source": r["source"], "cost": r["cost"],
                  "unfused": r["unfused"], "complete": r["complete"],
                  "seconds": r["seconds"], "program": pp.text, "replaced": False,
-                 "best": r["best"].text if r["best"] is not None else None}
+                 "best": r["best"].text if r["best"] is not None else None,
+                 "partition": r.get("partition")}
         if r["best"] is None:
             _say(verbose, "piece %d (%s): %s, no result: stays PyTorch code"
                  % (k, ", ".join(ops), how))
@@ -198,8 +235,9 @@ def backend(gm, example_inputs, mode=None, options=None, max_ops=4, cache_dir=No
                 replaced.append((pp, _make_piece_module(pp, kern)))
                 entry["replaced"] = True
                 entry["compiled"] = kern.compiled
-            _say(verbose, "piece %d (%s): %s, %d kernel(s), predicted %.2f us vs %.2f us as "
-                 "written (%.2fx)%s" % (k, ", ".join(ops), how, r["best"].num_ops,
+            _say(verbose, "%s %d (%s): %s, %d kernel(s), predicted %.2f us vs %.2f us as "
+                 "written (%.2fx)%s" % ("region" if kind == "region" else "piece", k,
+                                        ", ".join(ops), how, r["best"].num_ops,
                                         r["cost"] * 1e6, (r["unfused"] or 0) * 1e6, sp,
                                         "; runs the %s kernel" % mode if entry["replaced"]
                                         else "; runs its PyTorch code"))

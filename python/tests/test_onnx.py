@@ -75,7 +75,7 @@ class OnnxTest(CacheTest):
         feeds = [b.apply(x if b.kind == "input" else torch.from_numpy(imp.initializers[b.source]))
                  for b in imp.bindings]
         (y,) = k(*feeds)
-        self.assertLess(max_rel(y, m(x)), 1e-4)
+        self.assertLess(max_rel(y, m(x)), 1e-3)  # tf32 (test_models.TOL)
 
     def test_unsupported_named(self):
         path = os.path.join(self.tmp, "llama.onnx")
@@ -86,8 +86,8 @@ class OnnxTest(CacheTest):
         types = {t for _n, t, _w in bad}
         self.assertIn("Reshape", types)
         self.assertTrue(all(n for n, _t, _w in bad))  # every one has its node name
-        self.assertIn("Softmax", {t for _n, t, _w in bad} | (
-            set() if not onnx_import._have_op("softmax") else {"Softmax"}))
+        if not onnx_import._have_op("softmax"):
+            self.assertIn("Softmax", types)
 
     @unittest.skipUnless(PROG and os.path.exists(PROG), "the mirsearch program is not built")
     def test_cli(self):

@@ -17,6 +17,7 @@ from mirsearch import partition
 from util import CacheTest, max_rel, seeded
 
 OPTS = {"time_limit": 2, "threads": 1}
+# f32 results: matmuls of computed operands run on tf32 (see test_models.TOL).
 
 
 def gated(x, w1, w2):
@@ -137,15 +138,15 @@ class BackendTest(CacheTest):
         self.assertIn("mirsearch_piece_0", str(c.graph))
         self.assertIn("searched in", log)
         ref = m(x)
-        self.assertLess(max_rel(c(x), ref), 1e-4)
+        self.assertLess(max_rel(c(x), ref), 1e-3)
         x2 = torch.randn(2, 4, 16)  # another input of the same shape
-        self.assertLess(max_rel(c(x2), m(x2)), 1e-4)
+        self.assertLess(max_rel(c(x2), m(x2)), 1e-3)
         # A second compile: every piece from the cache, no search, and it says so.
         c2, log2 = self.compile(m, [x], mode="host")
         self.assertTrue(all(p["source"] == "cache" for p in c2.mirsearch_report["pieces"]))
         self.assertIn("from the cache (no search)", log2)
         self.assertNotIn("searched in", log2)
-        self.assertLess(max_rel(c2(x), ref), 1e-4)
+        self.assertLess(max_rel(c2(x), ref), 1e-3)
 
     def test_eager_mode_and_convexity(self):
         m = Branchy()
@@ -159,7 +160,24 @@ class BackendTest(CacheTest):
         self.assertIn("softmax", log)
         self.assertTrue(torch.equal(c(x, w), m(x, w)))
         c, _log = self.compile(m, [x, w], mode="host")
-        self.assertLess(max_rel(c(x, w), m(x, w)), 1e-4)
+        self.assertLess(max_rel(c(x, w), m(x, w)), 1e-3)
+
+    @unittest.skipUnless(partition.library_has_partition(),
+                         "the library has no partition call (mirsearch/partition.h)")
+    def test_library_partition(self):
+        torch.manual_seed(2)
+        m = Small()
+        x = torch.randn(2, 4, 16)
+        c, log = self.compile(m, [x], mode="host", library_partition=True)
+        rep = c.mirsearch_report
+        self.assertTrue(rep["library_partition"])
+        self.assertIn("partitioned by the library", log)
+        self.assertTrue(all(p["partition"] for p in rep["pieces"]))
+        self.assertLess(max_rel(c(x), m(x)), 1e-3)
+        c2, log2 = self.compile(m, [x], mode="host", library_partition=True)
+        self.assertTrue(all(p["source"] == "cache" for p in c2.mirsearch_report["pieces"]))
+        self.assertIn("from the cache (no search)", log2)
+        self.assertLess(max_rel(c2(x), m(x)), 1e-3)
 
     def test_bad_mode(self):
         with self.assertRaises(ValueError):
@@ -174,7 +192,7 @@ class BackendTest(CacheTest):
         with contextlib.redirect_stderr(err):
             c = torch.compile(m, backend=mirsearch.make_backend(mode="host", options=OPTS))
             y = c(x)
-        self.assertLess(max_rel(y, m(x)), 1e-4)
+        self.assertLess(max_rel(y, m(x)), 1e-3)
         self.assertIn("mirsearch: piece", err.getvalue())
 
 
