@@ -137,6 +137,14 @@ class Rules:
         self.rsqrt = {torch.rsqrt}
         self.mean = {torch.mean}
         self.has_transpose = _have_op("transpose")
+        self.scalars = _have_op("mul_scalar")  # number literals as operands
+        self.has_max = _have_op("max")
+        self.has_pow = _have_op("pow")
+        self.has_clamp = _have_op("clamp")
+        self.has_mask = _have_op("causal_mask")
+        self.softmax = {torch.softmax, F.softmax}
+        self.transpose = {torch.transpose}
+        self.clamp = {torch.clamp, torch.clip}
 
 
 _rules = None
@@ -151,6 +159,10 @@ def rules():
 
 def _scalar(x):
     return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def _finite(x):
+    return _scalar(x) and x == x and abs(x) != float("inf")
 
 
 def _arg(n, i, kw, default=None):
@@ -172,6 +184,23 @@ class Op:
         self.operands = operands  # list of (node or ParamRef, transpose: bool)
         self.dim = dim
         self.weight_of = weight_of
+
+
+class Lit:
+    """A number literal operand (a program constant, where the library has
+    them: `mul(S, 0.25)`); finite, printed exactly (repr of the float)."""
+
+    def __init__(self, value):
+        self.value = value
+        self.text = repr(int(value)) if float(value).is_integer() and abs(value) < 1e15 \
+            else repr(float(value))
+
+
+class Ref:
+    """An operand that is the output of op `index` of the same node's list."""
+
+    def __init__(self, index):
+        self.index = index
 
 
 class ParamRef:
@@ -222,7 +251,13 @@ def _classify_call(gm, n, R):
     if binop:
         a, b = n.args[0], n.args[1]
         if not (_is_node(a) and _is_node(b)):
-            raise Skip("%s with a scalar operand (programs have no constants)" % binop)
+            if not R.scalars:
+                raise Skip("%s with a scalar operand (programs have no constants)" % binop)
+            if not ((_is_node(a) and _finite(b)) or (_is_node(b) and _finite(a))):
+                raise Skip("%s with operands other than a tensor and a finite number" % binop)
+            if n.kwargs.get("alpha", 1) != 1 or n.kwargs.get("rounding_mode") is not None:
+                raise Skip("%s with alpha or rounding_mode" % binop)
+            return [Op(binop, [(x if _is_node(x) else Lit(x), False) for x in (a, b)])]
         if n.kwargs.get("alpha", 1) != 1 or n.kwargs.get("rounding_mode") is not None:
             raise Skip("%s with alpha or rounding_mode" % binop)
         return [Op(binop, [(a, False), (b, False)])]
@@ -234,7 +269,44 @@ def _classify_call(gm, n, R):
     if (is_fn and t in R.pow) or (is_m and t in ("pow", "__pow__")):
         if n.args[1] == 2 and _is_node(n.args[0]):
             return [Op("square", [(n.args[0], False)])]
+        if R.has_pow and _is_node(n.args[0]) and _finite(n.args[1]):
+            return [Op("pow", [(n.args[0], False), (Lit(n.args[1]), False)])]
         raise Skip("pow with an exponent other than 2")
+    if (is_fn and t in R.rsqrt) or (is_m and t == "rsqrt"):
+        if R.has_pow:
+            return [Op("pow", [(n.args[0], False), (Lit(-0.5), False)])]
+        raise Skip("rsqrt outside an RMSNorm (needs pow)")
+    if (is_fn and t in R.clamp) or (is_m and t in ("clamp", "clip")):
+        lo, hi = _arg(n, 1, "min"), _arg(n, 2, "max")
+        if R.has_clamp and _finite(lo) and _finite(hi) and lo <= hi:
+            return [Op("clamp", [(n.args[0], False), (Lit(lo), False), (Lit(hi), False)])]
+        raise Skip("clamp without both finite bounds (or no clamp operator)")
+    if (is_fn and t in R.transpose) or (is_m and t == "transpose"):
+        x = n.args[0]
+        rank = len(meta_of(x)[0]) if _is_node(x) and meta_of(x) else 0
+        d0, d1 = sorted(d % rank if rank else d for d in (_arg(n, 1, "dim0"), _arg(n, 2, "dim1")))
+        if R.has_transpose and rank >= 2 and (d0, d1) == (rank - 2, rank - 1):
+            return [Op("transpose", [(x, False)])]
+        raise Skip("transpose other than of the last two dims (or no transpose operator)")
+    if (is_fn and t in R.softmax) or (is_m and t == "softmax"):
+        dim = _arg(n, 1, "dim")
+        if R.has_max and isinstance(dim, int):
+            x = n.args[0]
+            # exp(x - max(x)) / sum(exp(x - max(x))): the safe softmax.
+            return [Op("max", [(x, False)], dim=dim), Op("sub", [(x, False), (Ref(0), False)]),
+                    Op("exp", [(None, False)]), Op("sum", [(None, False)], dim=dim),
+                    Op("div", [(Ref(2), False), (None, False)])]
+        raise Skip("softmax needs the max operator")
+    if (is_fn and t in R.mean) or (is_m and t == "mean"):
+        dim = _arg(n, 1, "dim")
+        if isinstance(dim, (list, tuple)) and len(dim) == 1:
+            dim = dim[0]
+        x = n.args[0]
+        m = meta_of(x) if _is_node(x) else None
+        if R.scalars and isinstance(dim, int) and _arg(n, 2, "keepdim", False) and m:
+            return [Op("sum", [(x, False)], dim=dim),
+                    Op("div", [(None, False), (Lit(m[0][dim]), False)])]
+        raise Skip("mean other than over one dim with keepdim=True (or no constants)")
     if (is_fn and t in R.sum) or (is_m and t == "sum"):
         dim = _arg(n, 1, "dim")
         if isinstance(dim, (list, tuple)) and len(dim) == 1:
@@ -308,6 +380,30 @@ def _match_rms(n, R):
     return None
 
 
+def _match_causal(n):
+    """add(s, triu(full_like(s, -inf), 1)) (either order): s, inner nodes."""
+    import torch
+    if not (n.op == "call_function" and n.target in (operator.add, torch.add)) or \
+            len(n.args) != 2 or not all(_is_node(a) for a in n.args):
+        return None
+    for s_, m in ((n.args[0], n.args[1]), (n.args[1], n.args[0])):
+        if not (m.op in ("call_method", "call_function") and
+                getattr(m.target, "__name__", m.target) == "triu"):
+            continue
+        diag = _arg(m, 1, "diagonal", 0)
+        f = m.args[0]
+        if diag != 1 or not _is_node(f) or len(f.users) != 1 or len(m.users) != 1:
+            continue
+        if getattr(f.target, "__name__", "") != "full_like" or f.args[0] is not s_ or \
+                _arg(f, 1, "fill_value") != float("-inf"):
+            continue
+        ms = meta_of(s_)
+        if not ms or len(ms[0]) < 2 or ms[0][-1] != ms[0][-2]:
+            continue  # square: the library's mask aligns the diagonal bottom-right
+        return s_, [m, f]
+    return None
+
+
 class Analysis:
     """The classification of every node of an fx GraphModule:
     .ops[node] = list of Op (supported), .absorbed[node] = root node,
@@ -326,9 +422,10 @@ class Analysis:
             if n.op not in ("call_function", "call_method", "call_module") or n in self.absorbed:
                 continue
             rm = _match_rms(n, R)
-            if rm:
-                x, inner = rm
-                self.ops[n] = [Op("rms_norm", [(x, False)])]
+            cm = _match_causal(n) if R.has_mask and not rm else None
+            if rm or cm:
+                x, inner = rm or cm
+                self.ops[n] = [Op("rms_norm" if rm else "causal_mask", [(x, False)])]
                 for m in inner:
                     self.absorbed[m] = n
         for n in nodes:
@@ -355,6 +452,8 @@ class Analysis:
             else:
                 for op in self.ops[n]:
                     for v, _t in op.operands:
+                        if isinstance(v, (Lit, Ref)):
+                            continue
                         vm = self._vmeta(v) if v is not None else m
                         if not vm or vm[1] != m[1]:
                             why = "operands of different dtypes or of unknown shape"
@@ -437,6 +536,7 @@ class PieceProgram:
             shape, dtype = an.meta[n]
             cur = None
             ops = an.ops[n]
+            outs = []
             for i, op in enumerate(ops):
                 args = []
                 rank = len(shape) if i == len(ops) - 1 else None
@@ -444,17 +544,23 @@ class PieceProgram:
                     if v is None:
                         args.append(cur)
                         continue
+                    if isinstance(v, Lit):
+                        args.append(v.text)
+                        continue
+                    if isinstance(v, Ref):
+                        args.append(outs[v.index])
+                        continue
                     if _is_node(v) and v in node_set and v in val:
                         args.append(val[v])
                     else:
                         args.append(self._input(v, tr, op, rank or len(shape), dtype, lines))
                 out = self._fresh(n.name if i == len(ops) - 1 else "%s_%d" % (n.name, i))
-                if op.kind == "sum":
-                    dim = op.dim
-                    lines.append("%s = sum(%s, dim=%d)" % (out, args[0], dim))
+                if op.dim is not None:
+                    lines.append("%s = %s(%s, dim=%d)" % (out, op.kind, args[0], op.dim))
                 else:
                     lines.append("%s = %s(%s)" % (out, op.kind, ", ".join(args)))
                 cur = out
+                outs.append(out)
             val[n] = cur
         if outputs is None:
             outputs = [n for n in self.nodes if n not in an.absorbed and

@@ -343,9 +343,16 @@ class _Importer:
         out = n.output[0]
         rank = len(self.shape(out) or [])
         if t in ("Add", "Sub", "Mul", "Div"):
-            if any(self.scalar(i) is not None and i not in self.graph_inputs for i in n.input):
-                raise ValueError("%s with a constant operand (programs have no constants)" % t)
-            a, b = (self.operand(i, rank) for i in n.input)
+            consts = [self.scalar(i) if i not in self.graph_inputs else None for i in n.input]
+            if any(c is not None for c in consts):
+                if not _have_op("mul_scalar"):
+                    raise ValueError("%s with a constant operand (programs have no constants)"
+                                     % t)
+                if all(c is not None for c in consts) or any(
+                        c is not None and (c != c or abs(c) == float("inf")) for c in consts):
+                    raise ValueError("%s of constants, or with an infinite constant" % t)
+            a, b = (_lit(c) if c is not None else self.operand(i, rank)
+                    for i, c in zip(n.input, consts))
             self.emit(out, "%s(%s, %s)" % (t.lower(), a, b))
         elif t == "MatMul":
             a, b = (self.operand(i, rank) for i in n.input)
@@ -364,22 +371,47 @@ class _Importer:
         elif t in ("Exp", "Sqrt", "Relu", "Sigmoid", "Tanh", "Neg") and _have_op(t.lower()):
             self.emit(out, "%s(%s)" % (t.lower(), self.operand(n.input[0])))
         elif t == "Pow":
-            if self.scalar(n.input[1]) != 2.0:
-                raise ValueError("Pow with an exponent other than 2")
-            self.emit(out, "square(%s)" % self.operand(n.input[0]))
+            e = self.scalar(n.input[1])
+            if e == 2.0:
+                self.emit(out, "square(%s)" % self.operand(n.input[0]))
+            elif e is not None and _have_op("pow"):
+                self.emit(out, "pow(%s, %s)" % (self.operand(n.input[0]), _lit(e)))
+            else:
+                raise ValueError("Pow with an exponent other than 2 (or no pow operator)")
+        elif t == "Clip" and _have_op("clamp"):
+            lo = self.scalar(n.input[1]) if len(n.input) > 1 and n.input[1] else None
+            hi = self.scalar(n.input[2]) if len(n.input) > 2 and n.input[2] else None
+            if lo is None or hi is None or lo > hi:
+                raise ValueError("Clip without both constant bounds")
+            self.emit(out, "clamp(%s, %s, %s)" % (self.operand(n.input[0]), _lit(lo), _lit(hi)))
         elif t in ("ReduceSum", "ReduceMean", "ReduceMax"):
             op = {"ReduceSum": "sum", "ReduceMean": "mean", "ReduceMax": "max"}[t]
-            if op != "sum" and not _have_op(op):
+            via_sum = op == "mean" and not _have_op("mean") and _have_op("mul_scalar")
+            if op != "sum" and not _have_op(op) and not via_sum:
                 raise ValueError("%s: the operator %s has not landed in this mirsearch" % (t, op))
             axes = self.attr(n, "axes")
             if axes is None and len(n.input) > 1:
                 axes = [int(a) for a in self.init.get(n.input[1], self.consts.get(n.input[1], []))]
             if not axes or len(axes) != 1 or self.attr(n, "keepdims", 1) != 1:
                 raise ValueError("%s over other than one axis with keepdims=1" % t)
-            self.emit(out, "%s(%s, dim=%d)" % (op, self.operand(n.input[0]), axes[0]))
-        elif t == "Softmax" and _have_op("softmax"):
-            self.emit(out, "softmax(%s, dim=%d)" % (self.operand(n.input[0]),
-                                                    self.attr(n, "axis", -1)))
+            x = self.operand(n.input[0])
+            if via_sum:  # mean = sum / n
+                dims = self.shape(n.input[0])
+                s = self.emit(out + "_sum", "sum(%s, dim=%d)" % (x, axes[0]))
+                self.emit(out, "div(%s, %s)" % (s, _lit(dims[axes[0]])))
+            else:
+                self.emit(out, "%s(%s, dim=%d)" % (op, x, axes[0]))
+        elif t == "Softmax" and (_have_op("softmax") or _have_op("max")):
+            x = self.operand(n.input[0])
+            ax = self.attr(n, "axis", -1)
+            if _have_op("softmax"):
+                self.emit(out, "softmax(%s, dim=%d)" % (x, ax))
+            else:  # the safe softmax: exp(x - max) / sum
+                m = self.emit(out + "_max", "max(%s, dim=%d)" % (x, ax))
+                d = self.emit(out + "_shift", "sub(%s, %s)" % (x, m))
+                e = self.emit(out + "_exp", "exp(%s)" % d)
+                s = self.emit(out + "_sum", "sum(%s, dim=%d)" % (e, ax))
+                self.emit(out, "div(%s, %s)" % (e, s))
         elif t == "Transpose" and _have_op("transpose"):
             perm = self.attr(n, "perm")
             r = len(perm or [])
@@ -390,6 +422,12 @@ class _Importer:
             self.val[out] = self.operand(n.input[0])
         else:
             raise ValueError("no mirsearch equivalent")
+
+
+def _lit(v):
+    """A number literal as the .graph format writes it (exact repr)."""
+    v = float(v)
+    return repr(int(v)) if v.is_integer() and abs(v) < 1e15 else repr(v)
 
 
 def import_onnx(model, name=None):

@@ -72,7 +72,7 @@ class OnnxTest(CacheTest):
         # The program's own generated code, through the host emulator, on
         # the model's weights and x.
         k = Kernel(imp.program, "host")
-        feeds = [b.apply(x if b.kind == "input" else torch.from_numpy(imp.initializers[b.source]))
+        feeds = [b.apply(x if b.kind == "input" else torch.from_numpy(imp.initializers[b.source].copy()))
                  for b in imp.bindings]
         (y,) = k(*feeds)
         self.assertLess(max_rel(y, m(x)), 1e-3)  # tf32 (test_models.TOL)

@@ -6,6 +6,7 @@ a second compile served from the cache."""
 
 import contextlib
 import io
+import math
 import unittest
 
 import torch
@@ -37,7 +38,7 @@ class Small(torch.nn.Module):
 def seeded_eval_check(test, pp, fn, module=None, seed=5):
     """pp's float64 eval on the seeded inputs against fn on the same values."""
     ins = pp.program.input_values(seed)
-    args = []
+    args = {}
     for b in pp.bindings:
         src = b.source
         shape = src.tensor.shape if isinstance(src, mfx.ParamRef) else pp.an.meta[src][0]
@@ -45,10 +46,11 @@ def seeded_eval_check(test, pp, fn, module=None, seed=5):
         if isinstance(src, mfx.ParamRef):
             getattr(getattr(module, src.module_node.target), src.attr).data = v
         else:
-            args.append(v)
+            args[src.name] = v
     if module is not None:
         module.double()
-    ref = fn(*args)
+    order = [n.name for n in pp.an.gm.graph.nodes if n.op == "placeholder"]
+    ref = fn(*[args[n] for n in order])
     out = pp.program.eval(seed)
     (name, (shape, vals)), = out.items()
     got = torch.tensor(vals, dtype=torch.float64).reshape(shape)
@@ -83,9 +85,16 @@ class FromTorchTest(unittest.TestCase):
 
         def big_eps(x):
             return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 0.1)
-        with self.assertRaises(mfx.Unsupported) as e:
-            mirsearch.from_torch(big_eps, [torch.randn(4, 32)])
-        self.assertIn("node add (operator.add)", str(e.exception))
+        if mfx.rules().scalars and mfx.rules().has_pow:
+            # Not an rms_norm (its eps matters): written out with constants.
+            pp = mirsearch.from_torch(big_eps, [torch.randn(4, 32)])
+            self.assertNotIn("rms_norm", pp.text)
+            self.assertIn("add(mean, 0.1)", pp.text)
+            seeded_eval_check(self, pp, big_eps)
+        else:
+            with self.assertRaises(mfx.Unsupported) as e:
+                mirsearch.from_torch(big_eps, [torch.randn(4, 32)])
+            self.assertIn("node add (operator.add)", str(e.exception))
 
     def test_unsupported_named(self):
         def f(x, w):
@@ -99,6 +108,26 @@ class FromTorchTest(unittest.TestCase):
         pp = mirsearch.from_torch(f, [torch.randn(4, 8), torch.randn(8, 8)], strict=False)
         self.assertIn("matmul(x, w)", pp.text)
         self.assertTrue(pp.unsupported)
+
+    @unittest.skipUnless(mfx.rules().scalars and mfx.rules().has_transpose,
+                         "the library has no constants or transpose (issue 29)")
+    def test_constants_and_elementwise(self):
+        def f(x, w):
+            s = (x @ w.transpose(-2, -1)) / math.sqrt(16)
+            return (torch.sigmoid(s) * 0.5 + torch.tanh(-s) - s.mean(-1, keepdim=True) +
+                    torch.rsqrt(s.pow(2) + 1.0) + s.clamp(-1, 1) + (1 - s) / (2 + s * s))
+        pp = mirsearch.from_torch(f, [torch.randn(4, 16), torch.randn(8, 16)])
+        for op in ("transpose(w)", "div(matmul, 4)", "mul(sigmoid, 0.5)", "neg(", "sub(1, "):
+            self.assertIn(op, pp.text)
+        seeded_eval_check(self, pp, f)
+
+    @unittest.skipUnless(mfx.rules().has_max, "the library has no max operator (issue 29)")
+    def test_softmax(self):
+        def f(x, w):
+            return torch.softmax(x @ w, dim=-1)
+        pp = mirsearch.from_torch(f, [torch.randn(4, 16), torch.randn(16, 8)])
+        self.assertIn("max(", pp.text)
+        seeded_eval_check(self, pp, f)
 
     def test_dtypes(self):
         x = torch.randn(4, 8).half()
