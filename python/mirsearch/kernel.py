@@ -130,10 +130,9 @@ class Kernel:
         return tuple(outs)
 
 
-def _load_cuda(src, entry, sig, cache_dir):
-    """Compile src with nvcc through load_inline; the module's run(inputs)
-    allocates the outputs and calls entry on the current stream."""
-    from torch.utils.cpp_extension import load_inline
+def cuda_wrapper(entry, sig):
+    """The C++ source of the extension's run(inputs): it allocates the
+    outputs and a workspace and calls entry on the current stream."""
     nin, nout = len(sig.inputs), len(sig.outputs)
     decl = "extern \"C\" int %s(%s, void *, size_t, void *);\n" % (
         entry, ", ".join(["const void *"] * nin + ["void *"] * nout))
@@ -146,8 +145,10 @@ def _load_cuda(src, entry, sig, cache_dir):
                       % (", ".join(str(d) for d in shape), st))
     args = ["ins[%d].data_ptr()" % i for i in range(nin)]
     args += ["outs[%d].data_ptr()" % i for i in range(nout)]
-    cpp = ("#include <torch/extension.h>\n#include <ATen/cuda/CUDAContext.h>\n" + decl +
+    cpp = ("#include <torch/extension.h>\n#include <ATen/cuda/CUDAContext.h>\n"
+           "#include <c10/cuda/CUDAGuard.h>\n" + decl +
            "std::vector<at::Tensor> run(std::vector<at::Tensor> ins) {\n"
+           "  const at::cuda::OptionalCUDAGuard guard(ins[0].device());\n"
            "  std::vector<at::Tensor> outs;\n" + "\n".join(shapes) + "\n"
            "  size_t wsb = %s_workspace_bytes();\n"
            "  at::Tensor ws = at::empty({(int64_t)(wsb ? wsb : 16)},"
@@ -156,6 +157,13 @@ def _load_cuda(src, entry, sig, cache_dir):
            " (void *)at::cuda::getCurrentCUDAStream().stream());\n"
            "  TORCH_CHECK(rc == 0, \"%s: \", %s_status_string(rc));\n"
            "  return outs;\n}\n") % (entry, entry, ", ".join(args), entry, entry)
+    return cpp
+
+
+def _load_cuda(src, entry, sig, cache_dir):
+    """Compile src with nvcc through load_inline (the module's run)."""
+    from torch.utils.cpp_extension import load_inline
+    cpp = cuda_wrapper(entry, sig)
     key = hashlib.sha256((src + cpp).encode()).hexdigest()[:16]
     build = os.path.join(cache_dir, "cuda", "%s_%s" % (entry, key))
     os.makedirs(build, exist_ok=True)

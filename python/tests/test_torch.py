@@ -7,6 +7,9 @@ a second compile served from the cache."""
 import contextlib
 import io
 import math
+import os
+import shutil
+import subprocess
 import unittest
 
 import torch
@@ -15,7 +18,7 @@ import torch.nn.functional as F
 import mirsearch
 from mirsearch import fx as mfx
 from mirsearch import partition
-from util import CacheTest, max_rel, seeded
+from util import CacheTest, example, max_rel, seeded
 
 OPTS = {"time_limit": 2, "threads": 1}
 # f32 results: matmuls of computed operands run on tf32 (see test_models.TOL).
@@ -209,6 +212,27 @@ class BackendTest(CacheTest):
         self.assertTrue(all(p["source"] == "cache" for p in c2.mirsearch_report["pieces"]))
         self.assertIn("from the cache (no search)", log2)
         self.assertLess(max_rel(c2(x), m(x)), 1e-3)
+
+    @unittest.skipUnless(shutil.which(os.environ.get("NVCC") or "nvcc"), "no nvcc")
+    def test_cuda_sources_compile(self):
+        """The cuda mode's sources: the generated code compiles with nvcc
+        under the flags load_inline adds (no half operators or
+        conversions), and the wrapper calls its entry point."""
+        from torch.utils.cpp_extension import COMMON_NVCC_FLAGS
+        from mirsearch.kernel import _Signature, cuda_wrapper
+        p = mirsearch.Program.load(example("best/gated_mlp_small.ugraph"))
+        cu = os.path.join(self.tmp, "k.cu")
+        with open(cu, "w") as f:
+            f.write(p.cuda("mirs_k"))
+        r = subprocess.run([os.environ.get("NVCC") or "nvcc", "-c", "-std=c++17"] +
+                           COMMON_NVCC_FLAGS +
+                           ["-gencode=arch=compute_90,code=sm_90", cu, "-o", cu + ".o"],
+                           capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr[-2000:])
+        w = cuda_wrapper("mirs_k", _Signature(p))
+        self.assertIn("int rc = mirs_k(ins[0].data_ptr(), ins[1].data_ptr(), "
+                      "ins[2].data_ptr(), outs[0].data_ptr(),", w)
+        self.assertIn("at::empty({8, 64}, ins[0].options().dtype(at::kHalf))", w)
 
     def test_bad_mode(self):
         with self.assertRaises(ValueError):
