@@ -161,6 +161,28 @@ def _scalar(x):
     return isinstance(x, (int, float)) and not isinstance(x, bool)
 
 
+# Calls whose result is finite whatever infinities their input holds.
+_FINITE = {"softmax", "log_softmax", "exp", "sigmoid", "tanh", "nan_to_num", "isinf",
+           "isfinite", "isnan"}
+
+
+def _finite_output(n):
+    name = n.target if isinstance(n.target, str) else getattr(n.target, "__name__", "")
+    return n.op in ("call_function", "call_method") and name in _FINITE
+
+
+def torch_fx_map(args, fn):
+    """Call fn on every leaf of an fx argument structure."""
+    if isinstance(args, (list, tuple)):
+        for a in args:
+            torch_fx_map(a, fn)
+    elif isinstance(args, dict):
+        for a in args.values():
+            torch_fx_map(a, fn)
+    else:
+        fn(args)
+
+
 def _finite(x):
     return _scalar(x) and x == x and abs(x) != float("inf")
 
@@ -442,6 +464,34 @@ class Analysis:
                 self.why[n] = "cannot read its arguments (%s)" % e
                 continue
             self.ops[n] = ops
+        # Values that may hold infinities (a -inf mask built by full_like or
+        # masked_fill and carried through unsupported nodes) stay out of
+        # pieces: searches verify on finite inputs and the generated code
+        # does not keep IEEE infinity rules (-inf - -inf, 0 * inf), so a
+        # kernel could turn them into NaN.  The causal mask pattern above
+        # (an operator of its own) is the supported way to mask.
+        inf = set()
+        for n in nodes:  # graph order: one pass propagates
+            if n in self.absorbed:
+                continue
+            if n in self.ops:
+                if any(_is_node(v) and v in inf for op in self.ops[n] for v, _t in op.operands):
+                    self.why[n] = "an operand may hold infinities (a mask), which the " \
+                        "generated kernels do not handle"
+                    del self.ops[n]
+                    for k in [k for k, r in self.absorbed.items() if r is n]:
+                        del self.absorbed[k]
+                    if not _finite_output(n):
+                        inf.add(n)
+                continue
+            flat = []
+            torch_fx_map(n.args, flat.append)
+            torch_fx_map(n.kwargs, flat.append)
+            if _finite_output(n):
+                continue
+            if any((_scalar(a) and abs(a) == float("inf")) or (_is_node(a) and a in inf)
+                   for a in flat):
+                inf.add(n)
         # A node is supported only where its value and every tensor operand
         # is a float tensor of one dtype with a known shape.
         for n in list(self.ops):
