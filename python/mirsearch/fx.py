@@ -142,6 +142,8 @@ class Rules:
         self.has_pow = _have_op("pow")
         self.has_clamp = _have_op("clamp")
         self.has_mask = _have_op("causal_mask")
+        self.has_mean = _have_op("mean")
+        self.has_layer_norm = _have_op("layer_norm")
         self.softmax = {torch.softmax, F.softmax}
         self.transpose = {torch.transpose}
         self.clamp = {torch.clamp, torch.clip}
@@ -201,11 +203,11 @@ class Op:
     """One emitted program op: kind, operand values (fx nodes) with the
     binding each needs if it becomes a program input, attributes."""
 
-    def __init__(self, kind, operands, dim=None, weight_of=None):
+    def __init__(self, kind, operands, dim=None, attrs=None):
         self.kind = kind
         self.operands = operands  # list of (node or ParamRef, transpose: bool)
         self.dim = dim
-        self.weight_of = weight_of
+        self.attrs = attrs  # extra "name=value" text (layer_norm's eps)
 
 
 class Lit:
@@ -258,6 +260,11 @@ def _classify_call(gm, n, R):
                 return [Op(op, [(n.args[0], False)])]
         if isinstance(mod, torch.nn.GELU) and getattr(mod, "approximate", "none") == "none":
             return [Op("gelu", [(n.args[0], False)])]
+        if isinstance(mod, torch.nn.LayerNorm):
+            return _layer_norm(R, n.args[0], mod.normalized_shape, mod.eps,
+                               ParamRef(n, "weight", mod.weight) if mod.weight is not None
+                               else None,
+                               ParamRef(n, "bias", mod.bias) if mod.bias is not None else None)
         raise Skip("module %s has no mirsearch equivalent" % type(mod).__name__)
     is_fn = n.op == "call_function"
     is_m = n.op == "call_method"
@@ -325,6 +332,8 @@ def _classify_call(gm, n, R):
             dim = dim[0]
         x = n.args[0]
         m = meta_of(x) if _is_node(x) else None
+        if R.has_mean and isinstance(dim, int) and _arg(n, 2, "keepdim", False):
+            return [Op("mean", [(x, False)], dim=dim)]
         if R.scalars and isinstance(dim, int) and _arg(n, 2, "keepdim", False) and m:
             return [Op("sum", [(x, False)], dim=dim),
                     Op("div", [(None, False), (Lit(m[0][dim]), False)])]
@@ -338,6 +347,9 @@ def _classify_call(gm, n, R):
         if not _arg(n, 2, "keepdim", False):
             raise Skip("sum without keepdim=True (programs keep the reduced dim)")
         return [Op("sum", [(n.args[0], False)], dim=dim)]
+    if is_fn and t is F.layer_norm:
+        return _layer_norm(R, n.args[0], _arg(n, 1, "normalized_shape"), _arg(n, 4, "eps", 1e-5),
+                           _arg(n, 2, "weight"), _arg(n, 3, "bias"))
     if is_fn and t is getattr(F, "rms_norm", None):
         shape = _arg(n, 1, "normalized_shape")
         eps = _arg(n, 3, "eps")
@@ -349,6 +361,20 @@ def _classify_call(gm, n, R):
             ops.append(Op("mul", [(None, False), (w, False)]))
         return ops
     raise Skip("no mirsearch equivalent")
+
+
+def _layer_norm(R, x, shape, eps, weight, bias):
+    """layer_norm over the last dim, then the weight and the bias."""
+    if not R.has_layer_norm:
+        raise Skip("layer_norm needs the layer_norm operator")
+    if len(shape) != 1 or not _finite(eps):
+        raise Skip("layer_norm over several dims")
+    ops = [Op("layer_norm", [(x, False)], attrs="eps=" + Lit(eps).text)]
+    if weight is not None:
+        ops.append(Op("mul", [(None, False), (weight, False)]))
+    if bias is not None:
+        ops.append(Op("add", [(None, False), (bias, False)]))
+    return ops
 
 
 def _match_rms(n, R):
@@ -607,6 +633,8 @@ class PieceProgram:
                 out = self._fresh(n.name if i == len(ops) - 1 else "%s_%d" % (n.name, i))
                 if op.dim is not None:
                     lines.append("%s = %s(%s, dim=%d)" % (out, op.kind, args[0], op.dim))
+                elif op.attrs:
+                    lines.append("%s = %s(%s, %s)" % (out, op.kind, ", ".join(args), op.attrs))
                 else:
                     lines.append("%s = %s(%s)" % (out, op.kind, ", ".join(args)))
                 cur = out

@@ -418,6 +418,18 @@ class _Importer:
             if not perm or perm[:-2] != list(range(r - 2)) or perm[-2:] != [r - 1, r - 2]:
                 raise ValueError("Transpose other than of the last two dims")
             self.emit(out, "transpose(%s)" % self.operand(n.input[0]))
+        elif t == "LayerNormalization" and _have_op("layer_norm"):
+            ax = self.attr(n, "axis", -1)
+            if ax not in (-1, rank - 1):
+                raise ValueError("LayerNormalization over other than the last axis")
+            x = self.operand(n.input[0])
+            cur = self.emit(out + "_ln", "layer_norm(%s, eps=%s)"
+                            % (x, _lit(self.attr(n, "epsilon", 1e-5))))
+            if len(n.input) > 1 and n.input[1]:
+                cur = self.emit(out + "_w", "mul(%s, %s)" % (cur, self.operand(n.input[1], rank)))
+            if len(n.input) > 2 and n.input[2]:
+                cur = self.emit(out + "_b", "add(%s, %s)" % (cur, self.operand(n.input[2], rank)))
+            self.val[out] = cur
         elif t == "Identity":
             self.val[out] = self.operand(n.input[0])
         else:

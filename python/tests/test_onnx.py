@@ -77,6 +77,24 @@ class OnnxTest(CacheTest):
         (y,) = k(*feeds)
         self.assertLess(max_rel(y, m(x)), 1e-3)  # tf32 (test_models.TOL)
 
+    @unittest.skipUnless(onnx_import._have_op("layer_norm"),
+                         "the library has no layer_norm (issue 29)")
+    def test_layer_normalization(self):
+        torch.manual_seed(4)
+        m = torch.nn.Sequential(torch.nn.LayerNorm(32), torch.nn.Linear(32, 64))
+        x = torch.randn(2, 8, 32)
+        path = os.path.join(self.tmp, "ln.onnx")
+        torch.onnx.export(m, (x,), path, input_names=["x"], output_names=["y"],
+                          opset_version=17)
+        imp = onnx_import.import_onnx(path)
+        self.assertIn("layer_norm(x, eps=", imp.text)
+        k = Kernel(imp.program, "host")
+        feeds = [b.apply(x if b.kind == "input" else
+                         torch.from_numpy(imp.initializers[b.source].copy()))
+                 for b in imp.bindings]
+        (y,) = k(*feeds)
+        self.assertLess(max_rel(y, m(x)), 1e-3)
+
     def test_unsupported_named(self):
         path = os.path.join(self.tmp, "llama.onnx")
         export(LlamaDecoderLayer(32, 2, 64), [torch.randn(1, 8, 32)], path, ["x"])

@@ -134,6 +134,24 @@ class FromTorchTest(unittest.TestCase):
         self.assertIn("max(", pp.text)
         seeded_eval_check(self, pp, f)
 
+    @unittest.skipUnless(mfx.rules().has_layer_norm, "the library has no layer_norm (issue 29)")
+    def test_layer_norm(self):
+        class LNMLP(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.ln = torch.nn.LayerNorm(16, eps=1e-5)
+                self.ln.weight.data = 1 + 0.1 * torch.randn(16)
+                self.ln.bias.data = 0.1 * torch.randn(16)
+                self.fc = torch.nn.Linear(16, 32)
+
+            def forward(self, x):
+                return F.relu(self.fc(self.ln(x))) + x.mean(-1, keepdim=True)
+        m = LNMLP()
+        pp = mirsearch.from_torch(m, [torch.randn(2, 4, 16)])
+        self.assertIn("layer_norm(x, eps=1e-05)", pp.text)
+        self.assertIn("mean(x, dim=-1)", pp.text)
+        seeded_eval_check(self, pp, m, module=m)
+
     def test_dtypes(self):
         x = torch.randn(4, 8).half()
         pp = mirsearch.from_torch(lambda a, b: a * b, [x, x])
