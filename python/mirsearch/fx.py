@@ -20,12 +20,19 @@ every fx value a piece produces keeps its torch shape as a program tensor,
 so outputs need no reshape; a piece holds one dtype."""
 
 import operator
+import os
 import re
 
 from .core import Program, default_context
 
 DTYPE_OF = {"torch.float16": "f16", "torch.bfloat16": "bf16", "torch.float32": "f32"}
 EPS_MAX = 1e-4  # the largest eps an RMSNorm pattern may drop (rms_norm has none)
+# Whether add(s, triu(full_like(s, -inf), 1)) becomes causal_mask(s).  Off
+# by default: the library's generated code for causal_mask followed by max
+# and sub returns NaN where its interpreter gives -inf (`mirsearch run` of
+# causal_mask -> max -> sub on main at 97bfec1), so the mask and what
+# reads it stay PyTorch code.  MIRSEARCH_CAUSAL_MASK=1 turns it on.
+USE_CAUSAL_MASK = os.environ.get("MIRSEARCH_CAUSAL_MASK") == "1"
 
 
 class Unsupported(Exception):
@@ -141,7 +148,7 @@ class Rules:
         self.has_max = _have_op("max")
         self.has_pow = _have_op("pow")
         self.has_clamp = _have_op("clamp")
-        self.has_mask = _have_op("causal_mask")
+        self.has_mask = _have_op("causal_mask") and USE_CAUSAL_MASK
         self.has_mean = _have_op("mean")
         self.has_layer_norm = _have_op("layer_norm")
         self.softmax = {torch.softmax, F.softmax}

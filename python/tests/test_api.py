@@ -97,8 +97,11 @@ class SearchTest(CacheTest):
         cu = best.cuda("my_entry")
         self.assertIn("int my_entry(", cu)
         self.assertIn("my_entry_workspace_bytes", best.header("my_entry"))
-        _out, err = best.run_host(seed=2)
-        self.assertLessEqual(err, best.tolerance)
+        # In a context of its own: the search's holds its time limit, which
+        # also bounds the compiler mirs_codegen_run starts.
+        mine = mirsearch.Program.parse(best.text, ctx=mirsearch.Context(quiet=True))
+        _out, err = mine.run_host(seed=2)
+        self.assertLessEqual(err, mine.tolerance)
 
     def test_cache_key(self):
         p = mirsearch.Program.load(example("gated_mlp_small.graph"))
