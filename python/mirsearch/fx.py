@@ -27,12 +27,11 @@ from .core import Program, default_context
 
 DTYPE_OF = {"torch.float16": "f16", "torch.bfloat16": "bf16", "torch.float32": "f32"}
 EPS_MAX = 1e-4  # the largest eps an RMSNorm pattern may drop (rms_norm has none)
-# Whether add(s, triu(full_like(s, -inf), 1)) becomes causal_mask(s).  Off
-# by default: the library's generated code for causal_mask followed by max
-# and sub returns NaN where its interpreter gives -inf (`mirsearch run` of
-# causal_mask -> max -> sub on main at 97bfec1), so the mask and what
-# reads it stay PyTorch code.  MIRSEARCH_CAUSAL_MASK=1 turns it on.
-USE_CAUSAL_MASK = os.environ.get("MIRSEARCH_CAUSAL_MASK") == "1"
+# Whether add(s, triu(full_like(s, -inf), 1)) becomes causal_mask(s) where
+# the library has it; MIRSEARCH_CAUSAL_MASK=0 keeps such masks PyTorch code
+# (needs a library whose generated code keeps -inf through max and sub:
+# main from f9979fc on; at 97bfec1 it returned NaN).
+USE_CAUSAL_MASK = os.environ.get("MIRSEARCH_CAUSAL_MASK", "1") != "0"
 
 
 class Unsupported(Exception):
