@@ -76,6 +76,7 @@ typedef enum mirs__abs_fn {
   MIRS__ABS_GELU,
   MIRS__ABS_RELU,
   MIRS__ABS_NEG,
+  MIRS__ABS_MAX, /* max over a dim, extent-free (see mirs__abs_apply) */
   MIRS__ABS_FN_COUNT
 } mirs__abs_fn;
 
@@ -183,7 +184,14 @@ mirs_status mirs__abs_rms(mirs__abs_arena *a, int64_t n, mirs__abs_id x, mirs__a
  * or an extent would overflow (no error then: an unknown).  extent is the matmul's
  * contracted extent, the summed extent (SUM), the normalised extent
  * (RMS_NORM), F (ACCUM), F·extent_d (ACCUM_SUM) or F·tile_last (ACCUM_RMS);
- * INPUT and OUTPUT return in[0].  MIRS_INVALID_ARG for CUSTOM. */
+ * INPUT and OUTPUT return in[0].  MIRS_INVALID_ARG for CUSTOM.
+ * max(x, dim) and accum_max(x, dim) are APP(max, x) whatever the extent,
+ * with max(max(x)) = max(x): the max of tile maxes is the max (a max
+ * over a subset nested in a max over the rest is the max over the
+ * union); accum_online(y, m) is sum(F, y): the shift m and its rescaling
+ * cancel in the quotients they appear in, so the abstraction drops them
+ * (docs/SOUNDNESS.md, "max and online softmax").  Both only merge
+ * expressions, so pruning keeps at least what it kept before. */
 mirs_status mirs__abs_apply(mirs__abs_arena *a, mirs_op op, const mirs__abs_id *in, int64_t extent,
                             mirs__abs_id *out);
 
