@@ -5,9 +5,10 @@
  * Greedy and deterministic: the ops are visited in program order; an op
  * the search does not handle (its name in neither kernel_ops nor
  * block_ops) becomes a library piece of its own; any other op not yet
- * taken starts a piece, which then takes, lowest op index first, a
- * neighbouring op (one that reads a tensor of the piece, or writes one
- * it reads) that is supported and not yet taken, as long as the piece
+ * taken starts a piece, which then takes, one at a time, a neighbouring
+ * op (one that reads a tensor of the piece, or writes one it reads) that
+ * is supported and not yet taken, the one leaving the piece the fewest
+ * inputs and outputs (lowest op index among equals), as long as the piece
  * stays within partition_max_ops / _inputs / _outputs, holds no exp of an
  * exp (no sound fingerprint) and stays convex: no path leaves the piece
  * and comes back to it, where a path may pass through the pieces made
@@ -262,7 +263,28 @@ static int32_t neighbours(cutter *c, const int32_t *S, int32_t n) {
   return w;
 }
 
-/* Grow the piece that starts at op k (supported, not taken) into *pc. */
+/* Insert op j into the ascending S[0..n) (marked); its index. */
+static int32_t insert_op(cutter *c, int32_t *S, int32_t n, int32_t j) {
+  int32_t at = n;
+  while (at > 0 && S[at - 1] > j) {
+    S[at] = S[at - 1];
+    at--;
+  }
+  S[at] = j;
+  c->in_s[j] = true;
+  return at;
+}
+
+/* Remove S[at] (n + 1 ops) again. */
+static void remove_op(cutter *c, int32_t *S, int32_t n, int32_t at) {
+  c->in_s[S[at]] = false;
+  memmove(S + at, S + at + 1, sizeof *S * (size_t)(n - at));
+}
+
+/* Grow the piece that starts at op k (supported, not taken) into *pc:
+ * each step adds the neighbour that fits and leaves the piece the fewest
+ * input and output tensors (the traffic a fused piece still has; the
+ * lowest op index among equals). */
 static mirs_status grow(cutter *c, int32_t k, mirs__piece *pc) {
   mirs_context *ctx = c->p->ctx;
   int32_t cap = (int32_t)c->p->ctx->opt.partition_max_ops + 1;
@@ -273,25 +295,23 @@ static mirs_status grow(cutter *c, int32_t k, mirs__piece *pc) {
   S[n++] = k;
   c->in_s[k] = true;
   for (bool added = true; added && n < cap - 1;) {
-    added = false;
-    int32_t m = neighbours(c, S, n);
-    const int32_t *cand = c->cand;
-    for (int32_t i = 0; i < m && !added; i++) {
-      int32_t j = cand[i], at = n;
-      while (at > 0 && S[at - 1] > j) {
-        S[at] = S[at - 1];
-        at--;
-      }
-      S[at] = j;
-      c->in_s[j] = true;
+    int32_t m = neighbours(c, S, n), best = -1, best_io = INT32_MAX;
+    const int32_t *cand = c->cand; /* (fits leaves c->cand as it is) */
+    for (int32_t i = 0; i < m; i++) {
+      int32_t at = insert_op(c, S, n, cand[i]);
       if (fits(c, S, n + 1)) {
-        n++;
-        added = true;
-      } else { /* (fits leaves c->cand as it is) */
-        c->in_s[j] = false;
-        memmove(S + at, S + at + 1, sizeof *S * (size_t)(n - at));
+        int32_t nin, nout;
+        count_io(c, S, n + 1, &nin, &nout);
+        if (nin + nout < best_io) {
+          best_io = nin + nout;
+          best = cand[i];
+        }
       }
+      remove_op(c, S, n, at);
     }
+    added = best >= 0;
+    if (added)
+      insert_op(c, S, n++, best);
   }
   for (int32_t i = 0; i < n; i++)
     c->in_s[S[i]] = false;
