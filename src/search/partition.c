@@ -361,7 +361,7 @@ static mirs_status check_stitched(mirs_partition *p, const mirs_graph *r) {
   MIRS_CHECK(ctx, mirs_graph_cost(ctx, r, NULL, &b));
   p->stats.cost_before = a.seconds;
   p->stats.cost_after = b.seconds;
-  p->stats.speedup = a.seconds / b.seconds;
+  p->stats.speedup = b.seconds > 0 ? a.seconds / b.seconds : 1; /* (no ops: 0 / 0) */
   p->stats.kernels = b.kernels;
   return MIRS_OK;
 }
