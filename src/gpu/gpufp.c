@@ -169,6 +169,8 @@ static void abi_shape(const mirs__shape *sh, mirs_gpufp_shape *out) {
 /* Kind and code of a compute op (UNARY, BINARY, MATMUL, REDUCE, RMSNORM). */
 static bool op_code(mirs_op op, mirs_gpufp_op *o) {
   o->sqrt_op = MIRS_OP_SQRT;
+  if (op == MIRS_OP_CAUSAL_MASK) /* (position-dependent: the CPU backend only) */
+    return false;
   switch (mirs__graph_ops[op].kind) {
   case MIRS__KIND_UNARY:
     o->kind = MIRS_GPUFP_K_UNARY;
@@ -279,7 +281,8 @@ static mirs_status block_op(const gpu_custom *u, const mirs__bop *o, int kind, m
   c->in_exp = s->bt[o->in[0]].exp_dep;
   if (kind == MIRS__STEP_COMPUTE) {
     if (!op_code(o->op, c))
-      return MIRS_FAIL(s->ctx, MIRS_INTERNAL, "%s cannot be fingerprinted as a compute op",
+      return MIRS_FAIL(s->ctx, MIRS_UNSUPPORTED,
+                       "%s cannot be fingerprinted on the GPU (use --verify=cpu)",
                        mirs__graph_ops[o->op].name);
     c->dim = o->dim;
     c->out_exp = s->bt[o->out].exp_dep;
@@ -388,7 +391,8 @@ static mirs_status gpu_op(void *state, mirs__fp_store *s, const mirs_graph *g, i
   mirs_gpufp_op c;
   memset(&c, 0, sizeof c);
   if (!op_code(k->op, &c))
-    return MIRS_FAIL(ctx, MIRS_INTERNAL, "%s cannot be fingerprinted as a compute op",
+    return MIRS_FAIL(ctx, MIRS_UNSUPPORTED,
+                     "%s cannot be fingerprinted on the GPU (use --verify=cpu)",
                      mirs__graph_ops[k->op].name);
   int32_t out = k->out[0];
   c.dim = k->dim;
