@@ -3,8 +3,9 @@
  * handles (docs/PARTITION.md "Pieces").
  *
  * Greedy and deterministic: the ops are visited in program order; an op
- * the search does not handle (its name in neither kernel_ops nor
- * block_ops) becomes a library piece of its own; any other op not yet
+ * the search does not handle (not in its space for this program: named
+ * in neither kernel_ops nor block_ops, nor offered by the search
+ * whenever a program holds it) becomes a library piece of its own; any other op not yet
  * taken starts a piece, which then takes, one at a time, a neighbouring
  * op (one that reads a tensor of the piece, or writes one it reads) that
  * is supported and not yet taken, the one leaving the piece the fewest
@@ -30,6 +31,7 @@
 #include <string.h>
 
 #include "search/partition.h"
+#include "search/search.h"
 
 /* Scratch of the cut. */
 typedef struct cutter {
@@ -46,16 +48,25 @@ typedef struct cutter {
   bool sup[MIRS_OP_COUNT];
 } cutter;
 
-/* Mark the operators named in option `name` (a comma-separated list). */
-static void mark_ops(const mirs_context *ctx, const char *name, bool sup[MIRS_OP_COUNT]) {
-  char v[512];
-  if (mirs_option_get(ctx, name, v, sizeof v) != MIRS_OK)
-    return;
-  for (char *save = NULL, *t = strtok_r(v, ", ", &save); t; t = strtok_r(NULL, ", ", &save)) {
-    mirs_op op;
-    if (mirs_op_lookup(t, &op) == MIRS_OK)
-      sup[op] = true;
+/* Which operators the search can produce for this program, as the
+ * search's own space says (space.c): those the options kernel_ops and
+ * block_ops name, those it offers whenever a program holds them (a
+ * causal mask), rms_norm and sum through their accumulators. */
+static mirs_status supported_ops(mirs_context *ctx, const mirs_graph *g, bool sup[MIRS_OP_COUNT]) {
+  mirs__search_space *sp = mirs__core_calloc(ctx, 1, sizeof *sp);
+  if (!sp)
+    return MIRS_NOMEM;
+  mirs_status st = mirs__search_space_parse(ctx, sp);
+  if (st == MIRS_OK) {
+    mirs__search_space_budget(sp, g, -1);
+    for (int op = 0; op < MIRS_OP_COUNT; op++)
+      sup[op] = sp->kop[op] || sp->bop[op];
+    sup[MIRS_OP_RMS_NORM] = sup[MIRS_OP_RMS_NORM] || sp->bop[MIRS_OP_ACCUM_RMS];
+    sup[MIRS_OP_SUM] = sup[MIRS_OP_SUM] || sp->bop[MIRS_OP_ACCUM_SUM];
   }
+  mirs__core_free(ctx, sp);
+  MIRS_CHECK(ctx, st);
+  return MIRS_OK;
 }
 
 /* Build the consumer lists and the scratch.  MIRS_NOMEM on failure. */
@@ -95,8 +106,7 @@ static mirs_status cutter_init(cutter *c, mirs_partition *p) {
     c->unit[k] = -1;
   for (int32_t i = 0; i < g->nout; i++)
     c->is_out[g->outputs[i]] = true;
-  mark_ops(ctx, "kernel_ops", c->sup);
-  mark_ops(ctx, "block_ops", c->sup);
+  MIRS_CHECK(ctx, supported_ops(ctx, g, c->sup));
   return MIRS_OK;
 }
 
