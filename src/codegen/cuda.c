@@ -108,8 +108,58 @@ static void strides(const mirs__shape *s, int64_t st[MIRS_MAX_DIMS]) {
   }
 }
 
-/* The float expression of unary op on x. */
-static void emit_unary(mirs__buf *b, mirs_op op, const char *x) {
+/* The float expression of an op with constants cst (and neg, sigmoid,
+ * tanh) on x; false for other ops.  A constant is written as its double
+ * rounded to float at compile time. */
+static bool emit_const_op(mirs__buf *b, mirs_op op, const mirs__scalar *cst, const char *x) {
+  char c0[48] = "", c1[48] = "";
+  if (mirs__op_nconst(op) > 0)
+    snprintf(c0, sizeof c0, "(float)(%.17g)", cst[0].v);
+  if (mirs__op_nconst(op) > 1)
+    snprintf(c1, sizeof c1, "(float)(%.17g)", cst[1].v);
+  switch (op) {
+  case MIRS_OP_NEG:
+    mirs__buf_printf(b, "(-(%s))", x);
+    return true;
+  case MIRS_OP_SIGMOID:
+    mirs__buf_printf(b, "mirs_sigmoid(%s)", x);
+    return true;
+  case MIRS_OP_TANH:
+    mirs__buf_printf(b, "tanhf(%s)", x);
+    return true;
+  case MIRS_OP_POW:
+    if (cst[0].m == 2 && cst[0].e == 0)
+      mirs__buf_printf(b, "((%s) * (%s))", x, x);
+    else
+      mirs__buf_printf(b, "powf(%s, %s)", x, c0);
+    return true;
+  case MIRS_OP_CLAMP:
+    mirs__buf_printf(b, "fminf(fmaxf(%s, %s), %s)", x, c0, c1);
+    return true;
+  case MIRS_OP_ADD_SCALAR:
+    mirs__buf_printf(b, "((%s) + %s)", x, c0);
+    return true;
+  case MIRS_OP_MUL_SCALAR:
+    mirs__buf_printf(b, "((%s) * %s)", x, c0);
+    return true;
+  case MIRS_OP_DIV_SCALAR:
+    mirs__buf_printf(b, "((%s) / %s)", x, c0);
+    return true;
+  case MIRS_OP_RSUB_SCALAR:
+    mirs__buf_printf(b, "(%s - (%s))", c0, x);
+    return true;
+  case MIRS_OP_RDIV_SCALAR:
+    mirs__buf_printf(b, "(%s / (%s))", c0, x);
+    return true;
+  default:
+    return false;
+  }
+}
+
+/* The float expression of unary op (constants cst) on x. */
+static void emit_unary(mirs__buf *b, mirs_op op, const mirs__scalar *cst, const char *x) {
+  if (emit_const_op(b, op, cst, x))
+    return;
   switch (op) {
   case MIRS_OP_EXP:
     mirs__buf_printf(b, "expf(%s)", x);
@@ -142,7 +192,7 @@ static const char *binop(mirs_op op) {
  * shapes ins[a] stored with strides ist[a] (of their own dims); ity is the
  * index type. */
 static void emit_value(mirs__buf *b, const char *ind, const char *ity, mirs_op op, int dim,
-                       const char *const *in, const mirs__shape *const *ins,
+                       const mirs__scalar *cst, const char *const *in, const mirs__shape *const *ins,
                        const int64_t *const *ist, const mirs__shape *os) {
   int r = os->ndim;
   switch (mirs__graph_ops[op].kind) {
@@ -150,9 +200,19 @@ static void emit_value(mirs__buf *b, const char *ind, const char *ity, mirs_op o
     mirs__buf_printf(b, "%sconst float x = mirs_ld(%s + (", ind, in[0]);
     emit_index_st(b, ins[0], ist[0], os, r);
     mirs__buf_printf(b, "));\n%sv = ", ind);
-    emit_unary(b, op, "x");
+    emit_unary(b, op, cst, "x");
     mirs__buf_puts(b, ";\n");
     break;
+  case MIRS__KIND_TRANSPOSE: { /* read the operand with its last two strides swapped */
+    int64_t sw[MIRS_MAX_DIMS];
+    memcpy(sw, ist[0], sizeof sw);
+    sw[r - 2] = ist[0][r - 1];
+    sw[r - 1] = ist[0][r - 2];
+    mirs__buf_printf(b, "%sv = mirs_ld(%s + (", ind, in[0]);
+    emit_index_st(b, os, sw, os, r);
+    mirs__buf_puts(b, "));\n");
+    break;
+  }
   case MIRS__KIND_BINARY:
     mirs__buf_printf(b, "%sv = mirs_ld(%s + (", ind, in[0]);
     emit_index_st(b, ins[0], ist[0], os, r);
@@ -258,7 +318,7 @@ static void emit_chain_store(kgen *k, const char *ind, int32_t t) {
     const mirs__bop *f = &bg->ops[k->pl->t[t].next];
     if (f->nin == 1) {
       mirs__buf_printf(b, "%sv = ", ind);
-      emit_unary(b, f->op, "v");
+      emit_unary(b, f->op, f->cst, "v");
       mirs__buf_puts(b, ";\n");
     } else if (f->op == MIRS_OP_DIV && k->fastdiv) {
       mirs__buf_printf(b, "%sv = __fdividef(v, ", ind);
@@ -616,7 +676,7 @@ static void emit_block_compute(kgen *k, int32_t oi) {
                    mirs__shape_numel(os), k->nthreads);
   emit_coords(b, "      ", "int", "e", os);
   mirs__buf_puts(b, "      float v;\n");
-  emit_value(b, "      ", "int", op->op, op->dim, in, ins, ist, os);
+  emit_value(b, "      ", "int", op->op, op->dim, op->cst, in, ins, ist, os);
   emit_chain_store(k, "      ", op->out);
   mirs__buf_puts(b, "    }\n");
   k->pending = true;
@@ -732,7 +792,7 @@ static void emit_accum(kgen *k, const mirs__bop *op) {
     emit_tile_ld(k, op->in[0], as);
     mirs__buf_puts(b, ";\n");
   } else if (op->op == MIRS_OP_ACCUM_SUM) {
-    emit_value(b, "      ", "int", MIRS_OP_SUM, op->dim, in, ins, ist, as);
+    emit_value(b, "      ", "int", MIRS_OP_SUM, op->dim, NULL, in, ins, ist, as);
   } else {
     int64_t last = xs->d[xs->ndim - 1];
     mirs__buf_puts(b, "      const int row = ");
@@ -1233,7 +1293,7 @@ static void emit_predefined(const mirs_graph *g, int32_t ki, const char *ename, 
                    mirs__shape_numel(os));
   emit_coords(b, "      ", "long long", "e", os);
   mirs__buf_puts(b, "      float v;\n");
-  emit_value(b, "      ", "long long", op->op, op->dim, in, ins, ist, os);
+  emit_value(b, "      ", "long long", op->op, op->dim, op->cst, in, ins, ist, os);
   mirs__buf_puts(b, "      mirs_st(out0 + e, v);\n    }\n}\n");
 }
 
@@ -1270,6 +1330,7 @@ static const char prelude[] =
     "__device__ __forceinline__ float mirs_gelu(float x) {\n"
     "    return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));\n}\n"
     "__device__ __forceinline__ float mirs_relu(float x) { return x > 0.0f ? x : 0.0f; }\n"
+    "__device__ __forceinline__ float mirs_sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }\n"
     "#ifndef MIRS_HOST_EMULATION\n";
 
 /* The tensor-core helpers and the copy kernel (a second literal: C

@@ -170,8 +170,8 @@ mirs_status mirs__reduce_push_op(mirs_graph *rg, const mirs_graph *g, int32_t op
   mirs_context *ctx = rg->ctx;
   const mirs__kop *k = &g->ops[op];
   if (k->op != MIRS_OP_CUSTOM)
-    return mirs__graph_add_op(rg, names ? g->t[k->out[0]].name : NULL, k->op, k->nin, k->in,
-                              k->dim, NULL);
+    return mirs__graph_add_op_c(rg, names ? g->t[k->out[0]].name : NULL, k->op, k->nin, k->in,
+                                k->dim, k->cst, NULL);
   const mirs__bgraph *bg = k->bg;
   mirs__bgraph *nb;
   int32_t grid[MIRS__GRID];
@@ -187,7 +187,7 @@ mirs_status mirs__reduce_push_op(mirs_graph *rg, const mirs_graph *g, int32_t op
     else if (o->op == MIRS_OP_OUTPUT)
       st = mirs__bg_add_output(rg, nb, o->in[0], o->omap);
     else
-      st = mirs__bg_add_op(rg, nb, NULL, o->op, o->nin, o->in, o->dim, o->fused, &id);
+      st = mirs__bg_add_op_c(rg, nb, NULL, o->op, o->nin, o->in, o->dim, o->fused, o->cst, &id);
   }
   if (st != MIRS_OK) {
     mirs__bg_free(ctx, nb);
