@@ -535,6 +535,21 @@ static int kernel_sinks(const mirs__search_worker *w, const int32_t *in, int nin
   return n;
 }
 
+/* Whether transpose may apply to a value with expression e, produced by
+ * op `producer` (see mirs__search_space.ntr). */
+static bool transpose_ok(mirs__search_worker *w, mirs__abs_id e, mirs_op producer) {
+  const mirs__search_space *sp = &w->s->space;
+  if (producer == MIRS_OP_TRANSPOSE)
+    return false; /* transpose(transpose(x)) = x */
+  if (sp->ntr < 0 || e == MIRS__ABS_NONE)
+    return true;
+  uint64_t h = mirs__abs_hash(mirs__prune_worker_arena(w->pw), e);
+  for (int i = 0; i < sp->ntr; i++)
+    if (sp->tr_hash[i] == h)
+      return true;
+  return false;
+}
+
 /* List a predefined kernel op if its shapes work and it is canonical. */
 static mirs_status try_kop(mirs__search_worker *w, mirs_op op, int nin, const int32_t *in,
                            int dim) {
@@ -554,6 +569,12 @@ static mirs_status try_kop(mirs__search_worker *w, mirs_op op, int nin, const in
     return MIRS_OK;
   if (nin == 2 && is_constant(&w->s->space, op, in[0], in[1]))
     return MIRS_OK;
+  if (op == MIRS_OP_TRANSPOSE &&
+      !transpose_ok(w, w->kexpr[in[0]],
+                    g->t[in[0]].producer < 0 ? MIRS_OP_INPUT : g->ops[g->t[in[0]].producer].op)) {
+    MIRS_INC(&w->stats, canonical_skips);
+    return MIRS_OK;
+  }
   if (w->s->space.canonical && nin == 2 && mirs__op_is_commutative(op) && in[0] > in[1]) {
     MIRS_INC(&w->stats, canonical_skips);
     return MIRS_OK; /* add(b, a) is add(a, b) */
@@ -1499,6 +1520,11 @@ static mirs_status try_bop(bstate *b, mirs_op op, int nin, const operand *x, int
   mirs__abs_id e[2];
   for (int i = 0; i < nin; i++)
     e[i] = x[i] >= 0 ? w->bexpr[x[i]] : w->kexpr[w->loads[~x[i]].src];
+  if (op == MIRS_OP_TRANSPOSE &&
+      !transpose_ok(w, e[0], x[0] >= 0 ? bg->ops[bg->t[x[0]].producer].op : MIRS_OP_INPUT)) {
+    MIRS_INC(&w->stats, canonical_skips);
+    return MIRS_OK;
+  }
   bool keep;
   MIRS_CHECK(w->ctx, mirs__search_bop_keep(w, op, m.dim, nin, e, &sh[0], &keep));
   if (!keep)

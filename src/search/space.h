@@ -98,6 +98,13 @@ typedef struct mirs__search_space {
   int ncst;
   uint8_t cst_op[MIRS__SEARCH_MAX_CST];
   mirs__scalar cst[MIRS__SEARCH_MAX_CST][2];
+  /* Where transpose is tried (a canonical form; transpose commutes with
+   * elementwise ops, so placing it anywhere only makes equal graphs): on
+   * values whose abstract expression is that of a value the program
+   * transposes (hashes below), never on a transpose's result.  ntr < 0:
+   * anywhere (a program with a block-level transpose). */
+  int ntr;
+  uint64_t tr_hash[MIRS__SEARCH_MAX_CST];
 } mirs__search_space;
 
 /* The dim key of an op in canonical comparisons and in moves: its

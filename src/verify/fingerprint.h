@@ -31,6 +31,9 @@
  *                          exp-dependent: it is a function of the argument's
  *                          fingerprint, which is sound whatever the argument
  *                          (so exp(silu(exp(x))) is accepted, exp(exp(x)) not).
+ *   neg, constants, pow,   see "Constants and the elementwise ops" below
+ *   sigmoid, tanh, clamp,  (MIRS__FP_E_*) and docs/SOUNDNESS.md.
+ *   transpose
  *   sum, matmul            sums of products in each part.
  *   rms_norm(x)            = x * inv(sqrt_prf(S * inv(n))), S = sum of x^2 over
  *                          the last dim, n its size (mod P / mod Q).
