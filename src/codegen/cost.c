@@ -671,6 +671,9 @@ static double elementwise_flops(mirs_op op) {
   case MIRS_OP_ACCUM:
   case MIRS_OP_ACCUM_SUM:
   case MIRS_OP_ACCUM_RMS:
+  case MIRS_OP_MAX:
+  case MIRS_OP_ACCUM_MAX:
+  case MIRS_OP_ACCUM_ONLINE:
   case MIRS_OP_COUNT:
     break;
   }
@@ -758,7 +761,9 @@ static mirs_status cost_custom(mirs_context *ctx, const mirs__cost_device *d, co
     case MIRS__KIND_ACCUM: {
       double nin = (double)mirs__shape_numel(&bg->t[b->in[0]].shape);
       double nres = (double)mirs__shape_numel(&res->shape);
-      if (!pl.t[b->out].acc_mma) /* else the MMA adds into the C fragments */
+      if (b->op == MIRS_OP_ACCUM_ONLINE) /* a max, two exps, a multiply-add */
+        loop_simt += (2.0 * SPECIAL_FLOPS + 3.0) * nin;
+      else if (!pl.t[b->out].acc_mma) /* else the MMA adds into the C fragments */
         loop_simt += b->op == MIRS_OP_ACCUM_RMS ? 2.0 * nin : nin;
       if (b->op == MIRS_OP_ACCUM_RMS)
         post_simt += (1.0 + SPECIAL_FLOPS) * nres;

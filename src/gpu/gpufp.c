@@ -203,7 +203,7 @@ static bool op_code(mirs_op op, const mirs__scalar *cst, mirs_gpufp_op *o) {
     return true;
   case MIRS__KIND_REDUCE:
     o->kind = MIRS_GPUFP_K_SUM;
-    return true;
+    return op == MIRS_OP_SUM; /* (max: mirs__fp_backend_for keeps it on the CPU) */
   case MIRS__KIND_RMSNORM:
     o->kind = MIRS_GPUFP_K_RMSNORM;
     return true;
@@ -307,8 +307,11 @@ static mirs_status block_op(const gpu_custom *u, const mirs__bop *o, int kind, m
     c->kind = MIRS_GPUFP_K_SUM;
     c->dim = o->dim;
     c->add = 1;
-  } else {
+  } else if (o->op == MIRS_OP_ACCUM_RMS) {
     c->kind = MIRS_GPUFP_K_SUMSQ;
+  } else {
+    return MIRS_FAIL(s->ctx, MIRS_UNSUPPORTED, "%s has no GPU fingerprint kernel",
+                     mirs__graph_ops[o->op].name);
   }
   return MIRS_OK;
 }

@@ -56,8 +56,9 @@ mirs_status mirs_graph_add_op(mirs_graph *g, const char *name, mirs_op op, int n
                               const mirs_tensor *inputs, mirs_tensor *out) {
   if (!g)
     return MIRS_INVALID_ARG;
-  if (op == MIRS_OP_SUM)
-    return MIRS_FAIL(g->ctx, MIRS_INVALID_ARG, "use mirs_graph_add_sum for sum (it needs a dim)");
+  if ((unsigned)op < MIRS_OP_COUNT && mirs__op_has_dim(op))
+    return MIRS_FAIL(g->ctx, MIRS_INVALID_ARG,
+                     "use mirs_graph_add_reduce for %s (it needs a dim)", mirs_op_name(op));
   int32_t id;
   MIRS_CHECK(g->ctx, mirs__graph_add_op(g, name, op, ninputs, inputs, -1, &id));
   if (out)
@@ -72,6 +73,21 @@ mirs_status mirs_graph_add_sum(mirs_graph *g, const char *name, mirs_tensor x, i
     return MIRS_INVALID_ARG;
   int32_t id;
   MIRS_CHECK(g->ctx, mirs__graph_add_op(g, name, MIRS_OP_SUM, 1, &x, dim, &id));
+  if (out)
+    *out = id;
+  return MIRS_OK;
+}
+
+/* Add op(x, dim) for a reduction op. */
+mirs_status mirs_graph_add_reduce(mirs_graph *g, const char *name, mirs_op op, mirs_tensor x,
+                                  int dim, mirs_tensor *out) {
+  if (!g)
+    return MIRS_INVALID_ARG;
+  if ((unsigned)op >= MIRS_OP_COUNT || mirs__graph_ops[op].kind != MIRS__KIND_REDUCE)
+    return MIRS_FAIL(g->ctx, MIRS_INVALID_ARG, "mirs_graph_add_reduce: %s is not a reduction",
+                     mirs_op_name(op) ? mirs_op_name(op) : "?");
+  int32_t id;
+  MIRS_CHECK(g->ctx, mirs__graph_add_op(g, name, op, 1, &x, dim, &id));
   if (out)
     *out = id;
   return MIRS_OK;

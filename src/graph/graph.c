@@ -559,7 +559,7 @@ mirs_status mirs__bg_add_output(mirs_graph *g, mirs__bgraph *bg, int32_t t,
   if (!bt->post)
     return MIRS_FAIL(ctx, MIRS_SHAPE,
                      "output(%s): the value has not passed an accumulator; block outputs must be "
-                     "complete (accum, accum_sum or accum_rms)",
+                     "complete (an accum* accumulator)",
                      bt->name);
   int nd = bt->shape.ndim;
   for (int i = 0; i < MIRS__GRID; i++) {
@@ -793,12 +793,18 @@ bool mirs__bg_well_formed(const mirs_graph *g, const mirs__bgraph *bg, int32_t *
         ok = op->out >= 0 && op->out < bg->nt;
       if (ok && kind == MIRS__KIND_ACCUM) {
         const mirs__shape *xs = &bg->t[op->in[0]].shape, *ys = &bg->t[op->out].shape;
-        int rd = op->op == MIRS_OP_ACCUM       ? -1
-                 : op->op == MIRS_OP_ACCUM_SUM ? op->dim
-                                               : xs->ndim - 1;
+        int rd = op->op == MIRS_OP_ACCUM || op->op == MIRS_OP_ACCUM_ONLINE ? -1
+                 : mirs__op_has_dim(op->op)                                  ? op->dim
+                                                                             : xs->ndim - 1;
         ok = xs->ndim == ys->ndim && (rd == -1 || (rd >= 0 && rd < xs->ndim));
         for (int d = 0; ok && d < xs->ndim; d++)
           ok = ys->d[d] == (d == rd ? 1 : xs->d[d]);
+        if (ok && op->op == MIRS_OP_ACCUM_ONLINE) { /* the shift broadcasts to y */
+          const mirs__shape *ms = &bg->t[op->in[1]].shape;
+          ok = ms->ndim == xs->ndim;
+          for (int d = 0; ok && d < xs->ndim; d++)
+            ok = ms->d[d] == 1 || ms->d[d] == xs->d[d];
+        }
       }
       if (ok && kind == MIRS__KIND_REDUCE)
         ok = op->dim >= 0 && op->dim < bg->t[op->in[0]].shape.ndim;

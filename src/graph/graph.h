@@ -101,6 +101,13 @@ static inline bool mirs__op_is_commutative(mirs_op op) {
   return op == MIRS_OP_ADD || op == MIRS_OP_MUL;
 }
 
+/* Whether op takes a reduced dim (`dim=`): the REDUCE kind and the
+ * accumulators that reduce along a dim (accum_sum, accum_max). */
+static inline bool mirs__op_has_dim(mirs_op op) {
+  return mirs__graph_ops[op].kind == MIRS__KIND_REDUCE || op == MIRS_OP_ACCUM_SUM ||
+         op == MIRS_OP_ACCUM_MAX;
+}
+
 /* ---------------------------------------------------------------- block level */
 
 typedef struct mirs__btensor {
@@ -115,7 +122,7 @@ typedef struct mirs__bop {
   int32_t nin;
   int32_t in[2]; /* block tensor ids (compute, ACCUM*, OUTPUT) */
   int32_t out; /* block tensor produced; -1 for OUTPUT */
-  int32_t dim; /* SUM, ACCUM_SUM: reduced dim (>= 0); else -1 */
+  int32_t dim; /* mirs__op_has_dim ops: reduced dim (>= 0); else -1 */
   int32_t src; /* INPUT: kernel tensor loaded; else -1 */
   int32_t imap[MIRS__GRID]; /* INPUT: tensor dim per grid dim, -1 replicated */
   int32_t fmap; /* INPUT: tensor dim walked by the forloop, -1 none */
@@ -363,6 +370,29 @@ void mirs__sched_offsets(const mirs__bgraph *bg, const mirs__bop *op, const int3
                          int32_t f, int64_t off[MIRS_MAX_DIMS]);
 /* The divisor of an ACCUM_RMS op: elements summed per row over the loop. */
 double mirs__sched_rms_count(const mirs__bgraph *bg, const mirs__bop *op);
+
+/* Elements an executor keeps for block tensor t: its tile, and for an
+ * ACCUM_ONLINE result a second tile of the same shape after it holding the
+ * running max M per element (the accumulator's loop-carried shift). */
+static inline int64_t mirs__sched_state_numel(const mirs__bgraph *bg, int32_t t) {
+  int64_t n = mirs__shape_numel(&bg->t[t].shape);
+  int32_t p = bg->t[t].producer;
+  return p >= 0 && bg->ops[p].op == MIRS_OP_ACCUM_ONLINE ? 2 * n : n;
+}
+/* Offset of element e of a tile of shape ys in a tile of shape xs that
+ * broadcasts to it (equal ranks, size-1 dims repeat). */
+static inline int64_t mirs__shape_bcast_index(const mirs__shape *xs, const mirs__shape *ys,
+                                              int64_t e) {
+  int64_t off = 0, stride = 1;
+  for (int d = ys->ndim - 1; d >= 0; d--) {
+    int64_t i = e % ys->d[d];
+    e /= ys->d[d];
+    if (xs->d[d] != 1)
+      off += i * stride;
+    stride *= xs->d[d];
+  }
+  return off;
+}
 
 /* Executor callbacks of mirs__sched_run; a non-OK status stops the run. */
 typedef struct mirs__sched_exec {

@@ -13,8 +13,13 @@
  *    (schedule.c: grid blocks, forloop, tile placement, accumulators);
  *    ACCUM adds its argument into an accumulator zeroed per block,
  *    ACCUM_SUM adds the sum over `dim`, ACCUM_RMS adds the row sums of x^2
- *    and after the loop yields sqrt(total / (tile_last_dim * F)).  `fused`
- *    and the block dims do not change values.
+ *    and after the loop yields sqrt(total / (tile_last_dim * F)), ACCUM_MAX
+ *    starts at -inf and keeps the max over `dim` and the loop,
+ *    ACCUM_ONLINE(y, m) keeps a running max M of m (per element, m
+ *    broadcast) and acc = acc * exp(M_old - M) + y * exp(m - M), so that
+ *    after the loop acc = sum_i y_i * exp(m_i - M_final).  `fused` and the
+ *    block dims do not change values;
+ *  - max(x, dim) is the largest element along dim (NaN if any is NaN).
  *
  * Invariants: kernel and block ops share one set of arithmetic routines
  * working on (shape, row-major buffer) pairs; all memory comes from the
@@ -221,6 +226,37 @@ static void ev_sum(const mirs__shape *xs, const double *x, int dim, double *y, b
 }
 #undef EV_ADD
 
+/* y (x's shape with size 1 at dim) = max of x over dim, merged into y's
+ * values when `add` is set (the ACCUM_MAX step), else y starts at -inf.
+ * A NaN element wins, as in the frameworks' max. */
+#define EV_MAX(acc, v) ((acc) = ((v) > (acc) || (v) != (v)) ? (v) : (acc))
+static void ev_max(const mirs__shape *xs, const double *x, int dim, double *y, bool add) {
+  if (!add) {
+    mirs__shape ys = *xs;
+    ys.d[dim] = 1;
+    for (int64_t i = 0, n = numel(&ys); i < n; i++)
+      y[i] = -INFINITY;
+  }
+  MIRS__SUM_OVER_DIM(double, xs, x, dim, y, true, EV_MAX);
+}
+#undef EV_MAX
+
+/* One ACCUM_ONLINE step on acc (shape ys) and its running max M (the
+ * state after acc): acc = acc * exp(M - M') + y * exp(m - M'), M' =
+ * max(M, m), m (shape ms) broadcast to ys. */
+static void ev_online(const mirs__shape *ys, const double *y, const mirs__shape *ms,
+                      const double *m, double *acc) {
+  int64_t n = numel(ys);
+  double *run = acc + n;
+  for (int64_t e = 0; e < n; e++) {
+    double mv = m[mirs__shape_bcast_index(ms, ys, e)];
+    double nm = mv > run[e] || mv != mv ? mv : run[e];
+    double old = run[e] == -INFINITY ? 0.0 : acc[e] * exp(run[e] - nm);
+    acc[e] = old + y[e] * exp(mv - nm);
+    run[e] = nm;
+  }
+}
+
 /* y[row] += sum of x[row, :]^2 over the last dim (the ACCUM_RMS step). */
 static void ev_sumsq_last(const mirs__shape *xs, const double *x, double *y) {
   int64_t last = xs->ndim > 0 ? xs->d[xs->ndim - 1] : 1;
@@ -269,7 +305,10 @@ static bool ev_compute(const mirs_context *ctx, mirs_op op, int dim, const mirs_
   case MIRS__KIND_MATMUL:
     return ev_matmul(ctx, ins[0], inv[0], ins[1], inv[1], os, o);
   case MIRS__KIND_REDUCE:
-    ev_sum(ins[0], inv[0], dim, o, false);
+    if (op == MIRS_OP_MAX)
+      ev_max(ins[0], inv[0], dim, o, false);
+    else
+      ev_sum(ins[0], inv[0], dim, o, false);
     return true;
   case MIRS__KIND_RMSNORM:
     ev_rmsnorm(ins[0], inv[0], o);
@@ -299,10 +338,16 @@ typedef struct custom_run {
   mirs__stats *st;
 } custom_run;
 
-/* ZERO: an accumulator starts at zero in every block. */
+/* ZERO: an accumulator starts at zero in every block (a running max, and
+ * the running max of ACCUM_ONLINE, at -inf). */
 static mirs_status cr_zero(void *user, const mirs__bop *op) {
   custom_run *r = user;
-  memset(r->tv[op->out], 0, (size_t)numel(&r->bg->t[op->out].shape) * sizeof(double));
+  int64_t n = numel(&r->bg->t[op->out].shape);
+  double *acc = r->tv[op->out];
+  memset(acc, 0, (size_t)n * sizeof(double));
+  if (op->op == MIRS_OP_ACCUM_MAX || op->op == MIRS_OP_ACCUM_ONLINE)
+    for (int64_t e = 0; e < n; e++)
+      acc[(op->op == MIRS_OP_ACCUM_ONLINE ? n : 0) + e] = -INFINITY;
   return MIRS_OK;
 }
 
@@ -352,6 +397,10 @@ static mirs_status cr_accum(void *user, const mirs__bop *op) {
       acc[e] += x[e];
   } else if (op->op == MIRS_OP_ACCUM_SUM) {
     ev_sum(xs, x, op->dim, acc, true);
+  } else if (op->op == MIRS_OP_ACCUM_MAX) {
+    ev_max(xs, x, op->dim, acc, true);
+  } else if (op->op == MIRS_OP_ACCUM_ONLINE) {
+    ev_online(xs, x, &r->bg->t[op->in[1]].shape, r->tv[op->in[1]], acc);
   } else {
     ev_sumsq_last(xs, x, acc);
   }
@@ -399,7 +448,7 @@ static mirs_status run_custom(const mirs_graph *g, const mirs__kop *kop, double 
   /* One buffer for every block tensor's tile, carved by tile offsets. */
   int64_t total = 0;
   for (int32_t i = 0; i < bg->nt; i++) {
-    int64_t n = numel(&bg->t[i].shape);
+    int64_t n = mirs__sched_state_numel(bg, i);
     if (n > ctx->opt.eval_max_elements - total)
       return MIRS_FAIL(ctx, MIRS_LIMIT,
                        "float64 evaluation needs more than eval_max_elements=%lld tile "
@@ -416,7 +465,7 @@ static mirs_status run_custom(const mirs_graph *g, const mirs__kop *kop, double 
   total = 0;
   for (int32_t i = 0; i < bg->nt; i++) {
     tv[i] = buf + total;
-    total += numel(&bg->t[i].shape);
+    total += mirs__sched_state_numel(bg, i);
   }
   custom_run r = {g, bg, v, tv, st};
   mirs_status s = mirs__sched_run(bg, NULL, &custom_exec, &r);

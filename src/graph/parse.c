@@ -1203,7 +1203,7 @@ static void op_sem(parser *p, call *c, mirs_op op) {
   }
   const mirs__opinfo *info = &mirs__graph_ops[op];
   bool ok = check_lhs(p);
-  bool has_dim = info->kind == MIRS__KIND_REDUCE || op == MIRS_OP_ACCUM_SUM;
+  bool has_dim = mirs__op_has_dim(op);
   bool fusable = p->in_block && mirs__op_is_elementwise(op);
   const char *allowed[3] = {NULL, NULL, NULL};
   allowed[0] = has_dim ? "dim" : fusable ? "fused" : NULL;

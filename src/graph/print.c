@@ -106,7 +106,7 @@ static void put_bop(const mirs_graph *g, const mirs__bgraph *bg, const mirs__bop
     for (int i = 0; i < op->nin; i++)
       mirs__buf_printf(b, "%s%s", i ? ", " : "", bg->t[op->in[i]].name);
   }
-  if (op->op == MIRS_OP_SUM || op->op == MIRS_OP_ACCUM_SUM)
+  if (mirs__op_has_dim(op->op))
     mirs__buf_printf(b, ", dim=%" PRId32, op->dim);
   if (op->fused)
     mirs__buf_puts(b, ", fused=1");
@@ -137,7 +137,7 @@ static void put_kop(const mirs_graph *g, const mirs__kop *op, mirs__buf *b) {
     for (int i = 0; i < op->nin; i++)
       mirs__buf_printf(b, "%s%s", i ? ", " : "", g->t[op->in[i]].name);
   }
-  if (op->op == MIRS_OP_SUM)
+  if (mirs__op_has_dim(op->op))
     mirs__buf_printf(b, ", dim=%" PRId32, op->dim);
   mirs__buf_puts(b, ")\n");
 }

@@ -5,8 +5,9 @@
  * Rules: elementwise binary ops need equal rank and broadcast size-1 dims;
  * matmul is [..., m, k] x [..., k, n] -> [..., m, n] with batch dims
  * broadcast the same way; sum keeps rank (size 1 at the reduced dim);
- * rms_norm and unary ops keep the shape; accum keeps it, accum_sum reduces
- * dim=, accum_rms reduces the last dim.  Reasons are single lines without
+ * rms_norm and unary ops keep the shape; accum keeps it, accum_sum and
+ * accum_max reduce dim=, accum_rms reduces the last dim, accum_online(y, m)
+ * keeps y's shape (m broadcasts to it).  Reasons are single lines without
  * a trailing period, so callers can prefix positions. */
 #include "config.h"
 
@@ -171,6 +172,16 @@ bool mirs__shape_infer(mirs_op op, int nin, const mirs__shape *in, int dim, int 
     *out = in[0];
     if (op == MIRS_OP_ACCUM)
       return true;
+    if (op == MIRS_OP_ACCUM_ONLINE) {
+      /* accum_online(y, m): m (the shift) broadcasts to y, which is kept. */
+      bool fits = in[1].ndim == in[0].ndim;
+      for (int d = 0; fits && d < in[0].ndim; d++)
+        fits = in[1].d[d] == 1 || in[1].d[d] == in[0].d[d];
+      if (!fits)
+        WHY("accum_online: the shift %s does not broadcast to %s (same rank, each dim equal or 1)",
+            mirs__shape_str(&in[1], sb, sizeof sb), mirs__shape_str(&in[0], sa, sizeof sa));
+      return fits;
+    }
     int d;
     if (op == MIRS_OP_ACCUM_RMS)
       d = in[0].ndim - 1;

@@ -46,7 +46,7 @@ mirs_status mirs_graph_kernel(const mirs_graph *g, int index, mirs_kernel_view *
   v.num_outputs = k->nout;
   v.inputs = k->in;
   v.outputs = k->out;
-  v.dim = k->op == MIRS_OP_SUM ? k->dim : -1;
+  v.dim = mirs__op_has_dim(k->op) ? k->dim : -1;
   if (k->op == MIRS_OP_CUSTOM && k->bg) {
     const mirs__bgraph *bg = k->bg;
     v.block = (const mirs_block_graph *)(const void *)bg;
@@ -81,7 +81,7 @@ mirs_status mirs_block_graph_op(const mirs_block_graph *handle, int index,
   for (int i = 0; i < v.num_inputs && i < 2; i++)
     v.inputs[i] = op->in[i];
   v.output = op->out;
-  v.dim = op->op == MIRS_OP_SUM || op->op == MIRS_OP_ACCUM_SUM ? op->dim : -1;
+  v.dim = mirs__op_has_dim(op->op) ? op->dim : -1;
   v.fused = op->fused;
   v.src = op->op == MIRS_OP_INPUT ? op->src : -1;
   v.fmap = op->op == MIRS_OP_INPUT ? op->fmap : -1;

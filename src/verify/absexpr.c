@@ -519,6 +519,22 @@ mirs_status mirs__abs_apply_c(mirs__abs_arena *a, mirs_op op, const mirs__abs_id
   return s;
 }
 
+/* APP(max, x), except that a max of a max is that max (idempotence). */
+static mirs_status abs_max(mirs__abs_arena *a, mirs__abs_id x, mirs__abs_id *out) {
+  const mirs__abs_node *px = &a->nodes[x];
+  if (px->kind == MIRS__ABS_POLY && px->n == 1) {
+    const mirs__abs_node *t = &a->nodes[a->kids[px->off]];
+    if (t->kind == MIRS__ABS_TERM && t->k == 1 && t->n == 1 && t->nd == 0) {
+      const mirs__abs_node *f = &a->nodes[a->kids[t->off]];
+      if (f->kind == MIRS__ABS_APP && f->fn == MIRS__ABS_MAX) {
+        *out = x;
+        return MIRS_OK;
+      }
+    }
+  }
+  return mirs__abs_app(a, MIRS__ABS_MAX, x, out);
+}
+
 /* The body of mirs__abs_apply. */
 /* The expression of an op with constants c (and the elementwise ops
  * without: neg, sigmoid, tanh); false for other ops. */
@@ -605,6 +621,11 @@ static mirs_status apply_op(mirs__abs_arena *a, mirs_op op, const mirs__abs_id *
     return mirs__abs_app(a, MIRS__ABS_GELU, in[0], out);
   case MIRS_OP_RELU:
     return mirs__abs_app(a, MIRS__ABS_RELU, in[0], out);
+  case MIRS_OP_MAX:
+  case MIRS_OP_ACCUM_MAX:
+    return abs_max(a, in[0], out);
+  case MIRS_OP_ACCUM_ONLINE:
+    return mirs__abs_sum(a, extent, in[0], out);
   case MIRS_OP_SUM:
   case MIRS_OP_ACCUM:
   case MIRS_OP_ACCUM_SUM:
@@ -649,6 +670,7 @@ int64_t mirs__abs_bop_extent(mirs_op op, int dim, const mirs__shape *s0, int32_t
   case MIRS_OP_SUM:
     return s0->d[dim];
   case MIRS_OP_ACCUM:
+  case MIRS_OP_ACCUM_ONLINE:
     return forloop;
   case MIRS_OP_ACCUM_SUM:
     return (int64_t)forloop * s0->d[dim];
@@ -821,7 +843,7 @@ bool mirs__abs_count_symbols(const mirs__abs_arena *a, const mirs__abs_id *e, in
 /* ================================================================ printing */
 
 static const char *const fn_names[MIRS__ABS_FN_COUNT] = {
-    "exp", "sqrt", "silu", "gelu", "relu", "neg", "sigmoid", "tanh", "pow", "clamp"};
+    "exp", "sqrt", "silu", "gelu", "relu", "neg", "max", "sigmoid", "tanh", "pow", "clamp"};
 
 static void print_node(const mirs__abs_arena *a, mirs__abs_id id, mirs__buf *b);
 

@@ -76,6 +76,7 @@ typedef enum mirs__abs_fn {
   MIRS__ABS_GELU,
   MIRS__ABS_RELU,
   MIRS__ABS_NEG,
+  MIRS__ABS_MAX, /* max over a dim, extent-free (see mirs__abs_apply) */
   MIRS__ABS_SIGMOID,
   MIRS__ABS_TANH,
   MIRS__ABS_POW, /* pow by a constant that is not a small natural (any such exponent) */
@@ -188,10 +189,17 @@ mirs_status mirs__abs_rms(mirs__abs_arena *a, int64_t n, mirs__abs_id x, mirs__a
  * contracted extent, the summed extent (SUM), the normalised extent
  * (RMS_NORM), F (ACCUM), F·extent_d (ACCUM_SUM) or F·tile_last (ACCUM_RMS);
  * INPUT, OUTPUT and TRANSPOSE return in[0] (expressions carry no
- * indices).  c: op's constants (mirs__op_nconst), each an ATOM named by
- * its decimal text (no tensor name starts with a digit or '-'); pow by a
- * natural 1..MIRS__ABS_POW_MAX is a product, any other exponent
- * APP(POW).  MIRS_INVALID_ARG for CUSTOM. */
+ * indices).  MIRS_INVALID_ARG for CUSTOM.
+ * max(x, dim) and accum_max(x, dim) are APP(max, x) whatever the extent,
+ * with max(max(x)) = max(x): the max of tile maxes is the max (a max
+ * over a subset nested in a max over the rest is the max over the
+ * union); accum_online(y, m) is sum(F, y): the shift m and its rescaling
+ * cancel in the quotients they appear in, so the abstraction drops them
+ * (docs/SOUNDNESS.md, "max and online softmax").  Both only merge
+ * expressions, so pruning keeps at least what it kept before.
+ * c: op's constants (mirs__op_nconst), each an ATOM named by its decimal
+ * text (no tensor name starts with a digit or '-'); pow by a natural
+ * 1..MIRS__ABS_POW_MAX is a product, any other exponent APP(POW). */
 #define MIRS__ABS_POW_MAX 8
 mirs_status mirs__abs_apply_c(mirs__abs_arena *a, mirs_op op, const mirs__abs_id *in,
                               int64_t extent, const mirs__scalar *c, mirs__abs_id *out);

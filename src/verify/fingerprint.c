@@ -232,6 +232,58 @@ mirs__fp_pair mirs__fp_prf(uint64_t key, mirs_op op, mirs__fp_pair x) {
   return philox_pair(key, MIRS__FP_PRF_DOMAIN | (uint64_t)op, ((uint64_t)x.b << 32) | x.a);
 }
 
+/* The keyed rank of x (see the header): max's total order. */
+uint64_t mirs__fp_max_rank(uint64_t key, mirs__fp_pair x) {
+  uint64_t block = ((uint64_t)x.b << 32) | x.a, sub = MIRS__FP_PRF_DOMAIN | (uint64_t)MIRS_OP_MAX;
+  const uint32_t ctr[4] = {(uint32_t)block, (uint32_t)(block >> 32), (uint32_t)sub,
+                           (uint32_t)(sub >> 32)};
+  const uint32_t k[2] = {(uint32_t)key, (uint32_t)(key >> 32)};
+  uint32_t w[4];
+  mirs_philox4x32_10(ctr, k, w);
+  return ((uint64_t)w[1] << 32) | w[0];
+}
+
+/* The start of a running max: below every pair (a >= P is no residue). */
+static const mirs__fp_pair fp_max_none = {UINT32_MAX, UINT32_MAX};
+
+/* max(x, y) in the keyed order (rank, then the residues); fp_max_none
+ * loses to everything. */
+static mirs__fp_pair fp_max(uint64_t key, mirs__fp_pair x, mirs__fp_pair y) {
+  if (x.a == UINT32_MAX)
+    return y;
+  if (y.a == UINT32_MAX || (x.a == y.a && x.b == y.b))
+    return x;
+  uint64_t rx = mirs__fp_max_rank(key, x), ry = mirs__fp_max_rank(key, y);
+  if (rx != ry)
+    return rx > ry ? x : y;
+  return x.a > y.a || (x.a == y.a && x.b > y.b) ? x : y;
+}
+
+/* Whether op has no kernel in the GPU backend. */
+static bool gpu_lacks_op(mirs_op op) {
+  return op == MIRS_OP_MAX || op == MIRS_OP_ACCUM_MAX || op == MIRS_OP_ACCUM_ONLINE;
+}
+
+bool mirs__fp_gpu_lacks(const mirs_graph *g) {
+  for (int32_t i = 0; g && i < g->nops; i++) {
+    const mirs__kop *k = &g->ops[i];
+    if (gpu_lacks_op(k->op))
+      return true;
+    for (int32_t j = 0; k->op == MIRS_OP_CUSTOM && k->bg && j < k->bg->nops; j++)
+      if (gpu_lacks_op(k->bg->ops[j].op))
+        return true;
+  }
+  return false;
+}
+
+void mirs__fp_backend_for(const mirs__fp_backend **backend, char *name, size_t size,
+                          const mirs_graph *a, const mirs_graph *b) {
+  if (*backend == &mirs__fp_cpu_backend || (!mirs__fp_gpu_lacks(a) && !mirs__fp_gpu_lacks(b)))
+    return;
+  *backend = &mirs__fp_cpu_backend;
+  snprintf(name, size, "cpu (the GPU backend has no max/accum_online kernels)");
+}
+
 /* ---------------------------------------------------------------- bound */
 
 /* log2((D (1 + 2^-32) / Q)^k); 0.0 (no bound) when D >= Q. */
@@ -344,7 +396,14 @@ static bool meta_of(mirs_op op, const mirs__scalar *cst, const mirs__fp_meta *x,
     out->inner = umax(x->inner, sat_add(x->degree, x->degree));
     out->exp_dep = false;
     break;
-  default: /* SUM, ACCUM, ACCUM_SUM keep the degree */
+  case MIRS_OP_ACCUM_ONLINE: /* y * exp(m - M): the exp a fresh factor */
+    if (y->exp_dep)
+      return false;
+    out->degree = sat_add(x->degree, 1);
+    out->inner = umax(out->inner, y->degree);
+    out->exp_dep = true;
+    break;
+  default: /* SUM, MAX, ACCUM, ACCUM_SUM, ACCUM_MAX keep the degree */
     break;
   }
   return true;
@@ -414,7 +473,7 @@ static mirs_status analyze_op(const mirs_graph *g, int32_t op, const mirs__fp_me
                        "eval_max_elements=%lld tile elements",
                        g->t[first].name, (long long)limit);
     b[i].off = off;
-    off += (uint64_t)b[i].numel;
+    off += (uint64_t)mirs__sched_state_numel(bg, i); /* (ACCUM_ONLINE: + its running max) */
   }
   *tile_used = off;
   for (int32_t i = 0; i < bg->nops; i++) {
@@ -438,7 +497,7 @@ static mirs_status analyze_op(const mirs_graph *g, int32_t op, const mirs__fp_me
         char where[256];
         snprintf(where, sizeof where, "block tensor %s (custom op writing %s)", bg->t[o->out].name,
                  g->t[first].name);
-        return refuse_exp(ctx, where, bg->t[o->in[0]].name);
+        return refuse_exp(ctx, where, bg->t[o->in[o->op == MIRS_OP_ACCUM_ONLINE]].name);
       }
       m.numel = b[o->out].numel;
       m.off = b[o->out].off;
@@ -1226,6 +1285,45 @@ static void fp_sum(const mirs__shape *xs, const mirs__fp_pair *x, int dim, mirs_
 }
 #undef FP_ADD
 
+/* y (x's shape, size 1 at dim) = keyed max of x over dim, merged into y
+ * when add is set (ACCUM_MAX), else y starts at fp_max_none. */
+#define FP_MAXM(acc, v) ((acc) = fp_max(key, (acc), (v)))
+static void fp_maxred(uint64_t key, const mirs__shape *xs, const mirs__fp_pair *x, int dim,
+                      mirs__fp_pair *y, bool add) {
+  if (!add) {
+    mirs__shape ys = *xs;
+    ys.d[dim] = 1;
+    for (int64_t i = 0, n = mirs__shape_numel(&ys); i < n; i++)
+      y[i] = fp_max_none;
+  }
+  MIRS__SUM_OVER_DIM(mirs__fp_pair, xs, x, dim, y, true, FP_MAXM);
+}
+#undef FP_MAXM
+
+/* One ACCUM_ONLINE step (see the header) on acc (shape ys) and its running
+ * max after it; exp of a q-part difference through the power tables. */
+static void fp_online(uint64_t key, const uint32_t *gpow, const mirs__shape *ys,
+                      const mirs__fp_pair *y, const mirs__shape *ms, const mirs__fp_pair *m,
+                      mirs__fp_pair *acc) {
+  int64_t n = mirs__shape_numel(ys);
+  mirs__fp_pair *run = acc + n;
+  for (int64_t e = 0; e < n; e++) {
+    mirs__fp_pair mv = m[mirs__shape_bcast_index(ms, ys, e)];
+    mirs__fp_pair nm = fp_max(key, run[e], mv);
+    uint32_t d = sub_mod(mv.b, nm.b, Q);
+    uint32_t ey = mul_mod(gpow[d & (EXP_SPLIT - 1)], gpow[EXP_SPLIT + (d >> EXP_BITS)], P);
+    uint32_t v = mul_mod(y[e].a, ey, P);
+    if (run[e].a != UINT32_MAX) {
+      uint32_t r = sub_mod(run[e].b, nm.b, Q);
+      uint32_t er = mul_mod(gpow[r & (EXP_SPLIT - 1)], gpow[EXP_SPLIT + (r >> EXP_BITS)], P);
+      v = add_mod(v, mul_mod(acc[e].a, er, P), P);
+    }
+    acc[e].a = v;
+    acc[e].b = 0;
+    run[e] = nm;
+  }
+}
+
 /* Row sums of x^2 over the last dim: y[row] = (add ? y[row] : 0) + sum. */
 static void fp_sumsq_last(const mirs__shape *xs, const mirs__fp_pair *x, mirs__fp_pair *y,
                           bool add) {
@@ -1315,7 +1413,10 @@ static mirs_status fp_compute(mirs_context *ctx, cpu_state *c, mirs_op op, int d
     break;
   }
   case MIRS__KIND_REDUCE:
-    fp_sum(ins[0], inv[0], dim, o, false);
+    if (op == MIRS_OP_MAX)
+      fp_maxred(key, ins[0], inv[0], dim, o, false);
+    else
+      fp_sum(ins[0], inv[0], dim, o, false);
     break;
   case MIRS__KIND_RMSNORM:
     MIRS_CHECK(ctx, fp_rmsnorm(ctx, c, key, ins[0], inv[0], o, in_exp));
@@ -1403,10 +1504,16 @@ typedef struct fp_custom {
   uint64_t key;
 } fp_custom;
 
-/* ZERO: an accumulator starts at zero in every block. */
+/* ZERO: an accumulator starts at zero in every block; a running max (and
+ * ACCUM_ONLINE's, after its tile) at fp_max_none. */
 static mirs_status fc_zero(void *user, const mirs__bop *o) {
   fp_custom *u = user;
-  memset(u->c->tile + u->s->bt[o->out].off, 0, (size_t)u->s->bt[o->out].numel * sizeof *u->c->tile);
+  int64_t n = u->s->bt[o->out].numel;
+  mirs__fp_pair *acc = u->c->tile + u->s->bt[o->out].off;
+  memset(acc, 0, (size_t)n * sizeof *acc);
+  if (o->op == MIRS_OP_ACCUM_MAX || o->op == MIRS_OP_ACCUM_ONLINE)
+    for (int64_t e = 0; e < n; e++)
+      acc[(o->op == MIRS_OP_ACCUM_ONLINE ? n : 0) + e] = fp_max_none;
   return MIRS_OK;
 }
 
@@ -1442,6 +1549,12 @@ static mirs_status fc_accum(void *user, const mirs__bop *o) {
       acc[e] = fp_add(acc[e], x[e]);
   } else if (o->op == MIRS_OP_ACCUM_SUM) {
     fp_sum(xs, x, o->dim, acc, true);
+  } else if (o->op == MIRS_OP_ACCUM_MAX) {
+    fp_maxred(u->key, xs, x, o->dim, acc, true);
+  } else if (o->op == MIRS_OP_ACCUM_ONLINE) {
+    MIRS_CHECK(u->s->ctx, exp_tables(u->s->ctx, u->c));
+    fp_online(u->key, u->c->gpow, xs, x, &u->bg->t[o->in[1]].shape,
+              u->c->tile + u->s->bt[o->in[1]].off, acc);
   } else {
     fp_sumsq_last(xs, x, acc, true);
   }

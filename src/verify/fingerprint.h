@@ -35,6 +35,24 @@
  *   sigmoid, tanh, clamp,  (MIRS__FP_E_*) and docs/SOUNDNESS.md.
  *   transpose
  *   sum, matmul            sums of products in each part.
+ *   max(x, dim)            the element of largest rank along dim, where
+ *                          rank(x) = (mirs__fp_max_rank(K_t, x), x.a, x.b)
+ *                          compared lexicographically: a keyed pseudo-random
+ *                          total order on pairs.  Like the real max it is
+ *                          commutative, associative, idempotent and returns
+ *                          one of its arguments, so a max of tile maxes is
+ *                          the max; identities of the real order (max(x+c)
+ *                          = max(x)+c) do not hold (docs/SOUNDNESS.md).
+ *                          The result keeps the argument's exp flag.
+ *   ACCUM_MAX(x, dim)      the running max (same order) over dim and the loop.
+ *   ACCUM_ONLINE(y, m)     running max M of m (same order, per element, m
+ *                          broadcast to y) and acc = acc*exp(M - M') +
+ *                          y*exp(m - M') with exp as above (G^(q-part));
+ *                          the first iteration sets acc = y.  So after the
+ *                          loop acc = sum_i y_i exp(m_i - M_final) exactly
+ *                          (exp is a homomorphism).  m must not be
+ *                          exp-dependent (refused as exp of exp); the
+ *                          result is exp-dependent.
  *   rms_norm(x)            = x * inv(sqrt_prf(S * inv(n))), S = sum of x^2 over
  *                          the last dim, n its size (mod P / mod Q).
  *   ACCUM_RMS(x)           = sqrt_prf(T * inv(tile_last * F)), T = sum over
@@ -239,6 +257,15 @@ extern const mirs__fp_backend mirs__fp_gpu_backend;
 mirs_status mirs__fp_backend_choose(mirs_context *ctx, const mirs__fp_backend **out, char *name,
                                     size_t size);
 
+/* Whether g uses an operator the GPU backend has no kernel for (max,
+ * accum_max, accum_online: their keyed order is computed on the CPU). */
+bool mirs__fp_gpu_lacks(const mirs_graph *g);
+/* *backend (chosen by mirs__fp_backend_choose), or the CPU backend when it
+ * is not the CPU and a or b (either may be NULL) uses such an operator;
+ * name (size bytes) is rewritten to say so. */
+void mirs__fp_backend_for(const mirs__fp_backend **backend, char *name, size_t size,
+                          const mirs_graph *a, const mirs_graph *b);
+
 struct mirs__fp_store {
   mirs_context *ctx;
   const mirs__fp_backend *backend;
@@ -278,6 +305,10 @@ uint64_t mirs__fp_trial_key(uint64_t seed, int trial);
 /* Value of element `element` of the input whose name hashes to sub
  * (mirs__hash_str(0, name)) under trial key key. */
 mirs__fp_pair mirs__fp_input_value(uint64_t key, uint64_t sub, uint64_t element);
+/* The rank of x in the keyed order that models max under trial key key:
+ * the first two words of the Philox block at counter (b << 32 | a) of
+ * subsequence MIRS__FP_PRF_DOMAIN | MIRS_OP_MAX, as w1 << 32 | w0. */
+uint64_t mirs__fp_max_rank(uint64_t key, mirs__fp_pair x);
 /* The keyed PRF of unary op (SQRT, SILU, GELU, RELU) on x under key. */
 mirs__fp_pair mirs__fp_prf(uint64_t key, mirs_op op, mirs__fp_pair x);
 
