@@ -288,8 +288,7 @@ static void tile_strides(const kgen *k, int32_t t, int64_t st[MIRS_MAX_DIMS]) {
 
 /* C type of block tensor t's stored elements. */
 static const char *tile_ctype(const kgen *k, int32_t t) {
-  const mirs__bop *p = &k->bg->ops[k->bg->t[t].producer];
-  return p->op == MIRS_OP_INPUT ? ctype(k->g->t[p->src].dtype) : "float";
+  return ctype(mirs__plan_tile_dtype(k->g, k->bg, t));
 }
 
 /* Append `mirs_ld(tT + (index))` of tile t at coordinates c0.. of shape out. */
@@ -332,15 +331,18 @@ static void emit_chain_store(kgen *k, const char *ind, int32_t t) {
     t = f->out;
   }
   const mirs__shape *ts = &bg->t[t].shape;
+  /* (A 16-bit tile, the transpose of a loaded one, stores by mirs_st:
+   * exact, the values are 16-bit already.) */
+  bool f32 = k->pl->t[t].elsize == 4;
   if (ts->ndim < 2 || k->pl->t[t].stride == ts->d[ts->ndim - 1]) {
-    mirs__buf_printf(b, "%st%d[e] = v;\n", ind, (int)t);
+    mirs__buf_printf(b, f32 ? "%st%d[e] = v;\n" : "%smirs_st(t%d + e, v);\n", ind, (int)t);
     return;
   }
   int64_t st[MIRS_MAX_DIMS];
   tile_strides(k, t, st);
-  mirs__buf_printf(b, "%st%d[", ind, (int)t);
+  mirs__buf_printf(b, f32 ? "%st%d[" : "%smirs_st(t%d + (", ind, (int)t);
   emit_index_st(b, ts, st, s, s->ndim);
-  mirs__buf_puts(b, "] = v;\n");
+  mirs__buf_puts(b, f32 ? "] = v;\n" : "), v);\n");
 }
 
 /* MMA geometry of matmul op: output tiles of 16 x 8 (M padded to m_pad). */
@@ -517,7 +519,7 @@ static void emit_mma(kgen *k, int32_t oi) {
   bool tf32 = po->mma == MIRS__MMA_TF32;
   mirs_dtype dt = MIRS_F16;
   if (!tf32)
-    dt = k->g->t[bg->ops[bg->t[op->in[0]].producer].src].dtype;
+    dt = mirs__plan_tile_dtype(k->g, k->bg, op->in[0]);
   const char *sfx = tf32 ? "tf32" : dt == MIRS_BF16 ? "bf16" : "f16";
   mirs__buf_printf(b, "    { /* %s = matmul: tensor cores (%s mma.sync m16n8k%d, %s)%s */\n",
                    bg->t[op->out].name, tf32 ? "scalar loads," : "ldmatrix,", tf32 ? 8 : 16, sfx,
@@ -1075,8 +1077,8 @@ static void emit_kernel_head(kgen *k, int32_t ki, const char *ename) {
       mirs__buf_printf(b, "    %s *const t%d_s = (%s *)((char *)mirs_smem + %" PRId64 "); /* %s */\n",
                        tile_ctype(k, t), (int)t, tile_ctype(k, t), pt->off, bg->t[t].name);
     else
-      mirs__buf_printf(b, "    float *const t%d = (float *)((char *)mirs_smem + %" PRId64 "); /* %s */\n",
-                       (int)t, pt->off, bg->t[t].name);
+      mirs__buf_printf(b, "    %s *const t%d = (%s *)((char *)mirs_smem + %" PRId64 "); /* %s */\n",
+                       tile_ctype(k, t), (int)t, tile_ctype(k, t), pt->off, bg->t[t].name);
   }
 }
 
