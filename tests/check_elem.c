@@ -90,6 +90,16 @@ START_TEST(test_round_trip_and_hash) {
   memcpy(strstr(other, "0.125"), "0.126", 5);
   ck_assert_int_eq(parse(ctx, other, &k), MIRS_OK);
   ck_assert_uint_ne(mirs__graph_hash(g), mirs__graph_hash(k));
+  /* The public view has the constants. */
+  mirs_kernel_view kv = MIRS_KERNEL_VIEW_INIT;
+  ck_assert_int_eq(mirs_graph_kernel(g, 2, &kv), MIRS_OK);
+  ck_assert_int_eq(kv.op, MIRS_OP_MUL_SCALAR);
+  ck_assert_int_eq(kv.num_constants, 1);
+  ck_assert_double_eq(kv.constants[0], 0.125);
+  ck_assert_int_eq(mirs_graph_kernel(g, 8, &kv), MIRS_OK);
+  ck_assert_int_eq(kv.op, MIRS_OP_CLAMP);
+  ck_assert_int_eq(kv.num_constants, 2);
+  ck_assert_double_eq(kv.constants[1], 1.5);
   mirs__core_free(ctx, b1.data);
   mirs__core_free(ctx, b2.data);
   mirs_graph_destroy(g);

@@ -128,8 +128,12 @@ typedef struct mirs_kernel_view {
   int block_dims[3];           /* threads per block, x, y, z */
   int forloop;                 /* forloop range F */
   int num_block_ops, num_block_tensors;
+  /* Constants: pow's exponent, clamp's bounds, the number operand of
+   * add/mul/div/sub (op is then MIRS_OP_ADD_SCALAR etc.), as doubles. */
+  int num_constants;
+  double constants[2];
 } mirs_kernel_view;
-#define MIRS_KERNEL_VIEW_INIT {sizeof(mirs_kernel_view), MIRS_OP_COUNT, 0, 0, NULL, NULL, -1, NULL, {0, 0, 0}, {0, 0, 0}, 0, 0, 0}
+#define MIRS_KERNEL_VIEW_INIT {sizeof(mirs_kernel_view), MIRS_OP_COUNT, 0, 0, NULL, NULL, -1, NULL, {0, 0, 0}, {0, 0, 0}, 0, 0, 0, 0, {0, 0}}
 
 typedef struct mirs_block_op_view {
   size_t struct_size;   /* set by the caller: sizeof(mirs_block_op_view) */
@@ -144,8 +148,10 @@ typedef struct mirs_block_op_view {
   int fmap;             /* input op: tensor dim the forloop walks (-1 none) */
   int omap[3];          /* output op: output dim each grid dim places the tile at (-1) */
   mirs_tensor dst;      /* output op: the kernel tensor written; else -1 */
+  int num_constants;    /* as in mirs_kernel_view */
+  double constants[2];
 } mirs_block_op_view;
-#define MIRS_BLOCK_OP_VIEW_INIT {sizeof(mirs_block_op_view), MIRS_OP_COUNT, 0, {-1, -1}, -1, -1, 0, -1, {-1, -1, -1}, -1, {-1, -1, -1}, -1}
+#define MIRS_BLOCK_OP_VIEW_INIT {sizeof(mirs_block_op_view), MIRS_OP_COUNT, 0, {-1, -1}, -1, -1, 0, -1, {-1, -1, -1}, -1, {-1, -1, -1}, -1, 0, {0, 0}}
 
 /* Kernel op `index` (in the order ops were added, a topological order).
  * MIRS_INVALID_ARG on a bad index or a struct_size of 0. */
