@@ -183,9 +183,9 @@ static void small_space(mirs_context *ctx, const char *const *opts) {
 }
 
 /* Result hashes of a search of text (pruning on or off) in the small space. */
-static int search_hashes(const char *text, bool prune, uint64_t *h, int max) {
+static int search_hashes(const char *text, bool prune, const char *kops, uint64_t *h, int max) {
   mirs_context *ctx = tu_ctx(NULL);
-  const char *const opts[] = {"prune", prune ? "1" : "0", NULL};
+  const char *const opts[] = {"prune", prune ? "1" : "0", "max_kernel_ops", kops, NULL};
   small_space(ctx, opts);
   mirs_graph *g;
   ck_assert_int_eq(parse(ctx, text, &g), MIRS_OK);
@@ -201,13 +201,25 @@ static int search_hashes(const char *text, bool prune, uint64_t *h, int max) {
   return n;
 }
 
+/* Programs with every new operator, and the most kernel ops searched. */
+static const char *const PRUNE_PROGRAMS[][2] = {
+    {"input X : f16[2, 16]\ninput W : f16[8, 16]\nWT = transpose(W)\nS = matmul(X, WT)\n"
+     "T = mul(S, 0.5)\nU = add(T, 1)\nO = neg(U)\noutput O\n",
+     "3"},
+    {"input X : f16[2, 16]\ninput W : f16[16, 8]\nH = matmul(X, W)\nG = tanh(H)\n"
+     "S = sigmoid(G)\nP = pow(S, 2)\nO = clamp(P, 0, 0.5)\noutput O\n",
+     "2"},
+    {"input X : f16[2, 16]\ninput W : f16[16, 8]\nH = matmul(X, W)\nA = add(H, 4)\n"
+     "P = pow(A, 1.5)\nR = div(1, P)\nO = sub(2, R)\nD = div(O, 3)\noutput D\n",
+     "2"},
+};
+
 START_TEST(test_search_prune_equal) {
-  const char *text = "input X : f16[2, 16]\ninput W : f16[8, 16]\nWT = transpose(W)\n"
-                     "S = matmul(X, WT)\nT = mul(S, 0.5)\nU = add(T, 1)\nO = neg(U)\n"
-                     "output O\n";
+  const char *text = PRUNE_PROGRAMS[_i][0], *kops = PRUNE_PROGRAMS[_i][1];
   uint64_t on[256], off[256];
-  int non = search_hashes(text, true, on, 256), noff = search_hashes(text, false, off, 256);
-  ck_assert_int_gt(non, 0);
+  int non = search_hashes(text, true, kops, on, 256);
+  int noff = search_hashes(text, false, kops, off, 256);
+  ck_assert_msg(non > 0, "no result (pruned search; %d without pruning)", noff);
   ck_assert_int_eq(non, noff);
   for (int i = 0; i < non && i < 256; i++) {
     bool found = false;
@@ -276,7 +288,8 @@ static Suite *elem_suite(void) {
   tcase_add_test(tc, test_round_trip_and_hash);
   tcase_add_test(tc, test_interp);
   tcase_add_test(tc, test_fingerprints);
-  tcase_add_test(tc, test_search_prune_equal);
+  tcase_add_loop_test(tc, test_search_prune_equal, 0,
+                      (int)(sizeof PRUNE_PROGRAMS / sizeof PRUNE_PROGRAMS[0]));
   tcase_add_test(tc, test_attention_one_kernel);
   tcase_add_test(tc, test_codegen_host);
   suite_add_tcase(s, tc);
