@@ -22,7 +22,7 @@ bin=${1:-$top/src/mirsearch}
 [ $# -gt 0 ] && shift
 out=$here/out/shapes
 mkdir -p "$out"
-examples=${BENCH_EXAMPLES:-"gated_mlp gqa lora mha mqa ntrans qknorm_attention rmsnorm_linear"}
+examples=${BENCH_EXAMPLES:-"gated_mlp gqa lora mha mqa ntrans qknorm_attention rmsnorm_linear causal_attention"}
 field() { sed -n "s/^  \"$2\": \\([^,]*\\),\$/\\1/p" "$1" | tr -d '"'; }
 counter() { sed -n "s/.*\"$2\": \\([0-9]*\\).*/\\1/p" "$1"; }
 printf '%-24s %10s %9s %8s %8s %8s %9s %5s %9s %8s %8s %6s\n' \

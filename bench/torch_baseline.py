@@ -33,7 +33,7 @@ import sys
 
 DTYPES = {"f16": "float16", "bf16": "bfloat16", "f32": "float32"}
 TOLERANCE = {"float16": 1e-2, "bfloat16": 6e-2, "float32": 1e-4}
-UNARY = {"exp", "square", "sqrt", "silu", "gelu", "relu", "rms_norm"}
+UNARY = {"exp", "square", "sqrt", "silu", "gelu", "relu", "rms_norm", "causal_mask"}
 BINARY = {"add", "sub", "mul", "div", "matmul"}
 NAME = r"[A-Za-z_][A-Za-z0-9_]*"
 
@@ -76,11 +76,11 @@ def op_shape(op, shapes, dim, where):
         return broadcast(a[:-2], b[:-2], where) + [a[-2], b[-1]]
     if op in BINARY:
         return broadcast(shapes[0], shapes[1], where)
-    if op == "sum":
+    if op in ("sum", "max"):
         s = list(shapes[0])
         d = dim + len(s) if dim < 0 else dim
         if not 0 <= d < len(s):
-            raise GraphError(f"{where}: sum over dim {dim} of a rank-{len(s)} tensor")
+            raise GraphError(f"{where}: {op} over dim {dim} of a rank-{len(s)} tensor")
         s[d] = 1
         return s
     return list(shapes[0])
@@ -128,9 +128,9 @@ def parse(path, text):
         name, op, arglist = m.groups()
         args = [a.strip() for a in arglist.split(",")] if arglist.strip() else []
         dim = None
-        if op == "sum":
+        if op in ("sum", "max"):
             if len(args) != 2 or not re.fullmatch(r"dim\s*=\s*-?\d+", args[1]):
-                raise GraphError(f"{where}: sum takes (x, dim=D)")
+                raise GraphError(f"{where}: {op} takes (x, dim=D)")
             dim = int(args[1].split("=")[1])
             args = args[:1]
         elif op in UNARY:
@@ -163,6 +163,8 @@ def statement(name, op, args, dim):
     """One PyTorch statement of the program, as text (what --dry-run prints)."""
     if op == "sum":
         return f"{name} = torch.sum({args[0]}, dim={dim}, keepdim=True)"
+    if op == "max":
+        return f"{name} = torch.amax({args[0]}, dim={dim}, keepdim=True)"
     if op == "square":
         return f"{name} = torch.mul({args[0]}, {args[0]})"
     if op in ("silu", "gelu", "relu"):
@@ -170,6 +172,11 @@ def statement(name, op, args, dim):
     if op == "rms_norm":
         x = args[0]
         return f"{name} = {x} / torch.sqrt(torch.mean({x} * {x}, dim=-1, keepdim=True))"
+    if op == "causal_mask":  # -inf where j > i + (n - m): bottom-right aligned, as mirsearch
+        x = args[0]
+        keep = (f"torch.ones({x}.shape[-2], {x}.shape[-1], dtype=torch.bool, device={x}.device)"
+                f".tril({x}.shape[-1] - {x}.shape[-2])")
+        return f"{name} = {x}.masked_fill(~{keep}, float('-inf'))"
     return f"{name} = torch.{op}({', '.join(args)})"
 
 

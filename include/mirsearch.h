@@ -8,7 +8,8 @@
  *   mirsearch/gpu.h    GPU availability (no CUDA headers required)
  *   mirsearch/codegen.h CUDA C for a µGraph; compile and run it (host or GPU)
  *   mirsearch/verify.h one candidate against its program (fingerprints, float64)
- *   mirsearch/search.h the superoptimiser: search, verify, rank */
+ *   mirsearch/search.h the superoptimiser: search, verify, rank
+ *   mirsearch/partition.h whole programs: pieces searched (or cached), stitched */
 #ifndef MIRSEARCH_H
 #define MIRSEARCH_H
 
@@ -19,5 +20,6 @@
 #include "mirsearch/codegen.h"
 #include "mirsearch/verify.h"
 #include "mirsearch/search.h"
+#include "mirsearch/partition.h"
 
 #endif

@@ -47,7 +47,8 @@
 
 /* Example µGraphs and their programs (small shapes: the emulation runs
  * every thread of every block on one core). */
-static const char *const EXAMPLES[] = {"gqa_small", "mha_small", "rmsnorm_linear_small"};
+static const char *const EXAMPLES[] = {"gqa_small", "mha_small", "rmsnorm_linear_small",
+                                       "causal_attention_small"};
 #define NEXAMPLES ((int)(sizeof EXAMPLES / sizeof EXAMPLES[0]))
 
 static const char *const TESTGRAPHS[] = {"mma_f16",  "mma_pad",     "rms_bf16",    "f32_mixed",
@@ -56,7 +57,8 @@ static const char *const TESTGRAPHS[] = {"mma_f16",  "mma_pad",     "rms_bf16", 
 
 /* The search's bests at small shape (examples/best, scripts/search-bests.sh). */
 static const char *const BESTS[] = {
-    "gated_mlp", "gqa", "lora", "mha", "mqa", "ntrans", "qknorm_attention", "rmsnorm_linear"};
+    "gated_mlp",       "gqa", "lora", "mha", "mqa", "ntrans", "qknorm_attention", "rmsnorm_linear",
+    "causal_attention"};
 #define NBESTS ((int)(sizeof BESTS / sizeof BESTS[0]))
 
 /* Small examples searched for results the generator was not written against. */

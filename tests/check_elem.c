@@ -167,6 +167,13 @@ START_TEST(test_fingerprints) {
   ck_assert(fp_equal(HEAD "P = sub(1, Q)\nR = div(1, P)\noutput R\n",
                      HEAD "N = neg(Q)\nP = add(N, 1)\nR = div(1, P)\noutput R\n"));
   ck_assert(!fp_equal(HEAD "P = sigmoid(Q)\noutput P\n", HEAD "P = tanh(Q)\noutput P\n"));
+  /* Scaling commutes with a causal mask (-inf / 4 = -inf): exact too. */
+  const char *masked = HEAD "KT = transpose(K)\nS = matmul(Q, KT)\nT = mul(S, 0.25)\n"
+                            "M = causal_mask(T)\nE = exp(M)\noutput E\n";
+  ck_assert(fp_equal(masked, HEAD "KT = transpose(K)\nS = matmul(Q, KT)\nM = causal_mask(S)\n"
+                                  "T = div(M, 4)\nE = exp(T)\noutput E\n"));
+  ck_assert(!fp_equal(masked, HEAD "KT = transpose(K)\nS = matmul(Q, KT)\nM = causal_mask(S)\n"
+                                   "T = div(M, 2)\nE = exp(T)\noutput E\n"));
 }
 END_TEST
 

@@ -27,6 +27,7 @@ static const struct {
     {"mha_small", true},
     {"mqa_small", true},
     {"lora_small", true},
+    {"causal_attention_small", true},
 };
 #define NEXAMPLES ((int)(sizeof EXAMPLES / sizeof EXAMPLES[0]))
 

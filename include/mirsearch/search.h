@@ -140,7 +140,8 @@ MIRS_API int mirs_search_stopped(const mirs_search *s);
 MIRS_API int mirs_search_threads(const mirs_search *s);
 /* Write s's checkpoint (results found, open work, counters) to path
  * atomically (temp file, fsync, rename); after a run, or from a callback
- * is not allowed. */
+ * is not allowed.  MIRS_INVALID_ARG after a run served from the result
+ * cache (mirs_search_cache_status 1: nothing was searched). */
 MIRS_API mirs_status mirs_search_checkpoint(mirs_search *s, const char *path);
 /* While running, also write a checkpoint to path every
  * `checkpoint_interval` seconds (option; 0 = never); NULL turns it off. */

@@ -48,6 +48,7 @@
 #include "cli/bench.h"
 #include "cli/cli.h"
 #include "cli/outdir.h"
+#include "cli/partition.h"
 #include "cli/show.h"
 #include "mirsearch.h"
 
@@ -79,6 +80,8 @@ enum {
   OPT_SOURCE_DIR,
   OPT_CALIBRATE,
   OPT_RANK,
+  OPT_CACHE,
+  OPT_NO_CACHE,
   OPT_LIB = 1024
 };
 
@@ -108,6 +111,8 @@ static const struct option fixed_options[] = {
     {"source-dir", required_argument, NULL, OPT_SOURCE_DIR},
     {"calibrate", required_argument, NULL, OPT_CALIBRATE},
     {"rank", required_argument, NULL, OPT_RANK},
+    {"cache", required_argument, NULL, OPT_CACHE},
+    {"no-cache", no_argument, NULL, OPT_NO_CACHE},
 };
 #define NFIXED (sizeof fixed_options / sizeof fixed_options[0])
 
@@ -138,6 +143,7 @@ typedef struct cli {
   const char *source_dir; /* bench --source-dir=DIR: write the harness, time nothing */
   const char *calibrate;  /* bench --calibrate=FILE: measure the GPU, write a profile */
   const char *rank_dir;   /* bench --rank=DIR: time a search's top results */
+  int no_cache;           /* --no-cache: no result cache (else the user's by default) */
 } cli;
 
 /* Summary of one evaluated output, as printed by `eval`. */
@@ -451,6 +457,19 @@ static int parse_options(cli *c, int argc, char **argv) {
     case OPT_RANK:
       c->rank_dir = optarg;
       break;
+    case OPT_CACHE:
+      if (!optarg[0]) {
+        cli_error(c, "--cache needs a directory (--no-cache turns the cache off)");
+        rc = cli_hint(c);
+      } else {
+        c->no_cache = 0;
+        rc = set_option(c, "cache_dir", optarg);
+      }
+      break;
+    case OPT_NO_CACHE:
+      c->no_cache = 1;
+      rc = set_option(c, "cache_dir", "");
+      break;
     case OPT_MAN:
       c->man = 1;
       break;
@@ -483,6 +502,7 @@ typedef struct help_row {
 static const char *const usage_lines[] = {
     PROG " [OPTIONS] FILE.graph",
     PROG " [OPTIONS] --resume=DIR [FILE.graph]",
+    PROG " [OPTIONS] partition FILE.graph [-o DIR] [--mpi]",
     PROG " [OPTIONS] check FILE",
     PROG " [OPTIONS] eval FILE [--seed=N]",
     PROG " [OPTIONS] verify PROGRAM CANDIDATE",
@@ -503,6 +523,17 @@ static const help_row help_rows[] = {
     {NULL, "Commands"},
     {"FILE.graph", "search, verify and rank the uGraphs equivalent to the program; write "
                    "DIR/best.ugraph, DIR/best.cu, DIR/candidates/ and, last, DIR/report.json"},
+    {"partition FILE.graph", "cut the whole program into pieces the search handles "
+                             "(--partition-max-ops=N operators, --partition-max-inputs, "
+                             "--partition-max-outputs; operators the search does not handle "
+                             "stay library calls), search each (or serve it from the result "
+                             "cache), stitch the bests into one uGraph, verify it against the "
+                             "program and write DIR/best.ugraph, DIR/best.cu, "
+                             "DIR/partition.txt (the table printed) and, last, "
+                             "DIR/partition.json (-o DIR or --out=DIR; default NAME.partition); "
+                             "stopped: exit 4, nothing written, the finished pieces cached; "
+                             "--mpi: pieces spread over the ranks, which share the cache "
+                             "(docs/PARTITION.md)"},
     {"check FILE", "parse and check a .graph program or uGraph file and print its canonical "
                    "form"},
     {"eval FILE", "evaluate in float64 on seeded random inputs; print one line per output: "
@@ -573,6 +604,13 @@ static const help_row help_rows[] = {
                      "--threads; its search options are kept, and one given with another "
                      "value is refused): it ends with the results of an uninterrupted run; "
                      "with FILE.graph, the checkpoint must be that program's (else exit 2)"},
+    {"--cache=DIR", "result cache (search and partition): a complete search is stored "
+                    "under DIR and a later search of the same program with the same search "
+                    "options and device profile is served from it, verified again (default: "
+                    "$XDG_CACHE_HOME/mirsearch or ~/.cache/mirsearch; the environment "
+                    "variable MIRSEARCH_NO_CACHE=1 turns the default off, as the test suite "
+                    "does; report.json says \"cache\": \"hit\")"},
+    {"--no-cache", "no result cache"},
     {"--mpi", "one search over the ranks of an MPI job (mpiexec -n M, srun --mpi=pmi2): every rank "
               "runs its threads, idle ranks steal work, rank 0 writes DIR (the same results "
               "as one process; --resume works on any M; see docs/DISTRIBUTED.md)"},
@@ -1191,6 +1229,12 @@ static void print_search_summary(cli *c, const mirs_graph *p, const mirs_search 
     if (ties > 1)
       fprintf(c->out, "ties: %d graphs share the best cost (report.json \"groups\")\n", ties);
   }
+  if (mirs_search_cache_status(s) == 1) {
+    char cache[512];
+    mirs_option_get(c->ctx, "cache_dir", cache, sizeof cache);
+    fprintf(c->out, "cache: served from the result cache in %s (verified again; --no-cache "
+                    "searches)\n", cache);
+  }
   fprintf(c->out, "report: %s/report.json\n", dir);
 }
 
@@ -1205,6 +1249,7 @@ static int checkpoint_path(cli *c, char *buf, size_t size, const char *dir) {
 }
 
 static int search_ranks(cli *c, const char *path);
+static void cache_default(cli *c);
 
 /* Unblock the stop signals cmd_search blocked for MPI_Init (a signal
  * that came meanwhile is delivered now, to the handler in place). */
@@ -1258,6 +1303,8 @@ static int cmd_search(cli *c, const char *path) {
     if (c->rank != 0) /* rank 0 reports; the others print only errors */
       c->quiet = 1;
   }
+  if (!c->mpi && !c->resume)
+    cache_default(c);
   int rc = search_ranks(c, path);
   unmask_stops(c); /* (search_ranks has already, at its start) */
   if (c->mpi)
@@ -1514,7 +1561,9 @@ static int search_write(cli *c, search_job *j, mirs_status st, mirs_search_stats
    * any step of the write leaves a resumable directory). */
   *stopped = st == MIRS_OK && mirs_search_stopped(j->s);
   final_write fw = {0};
-  if (st == MIRS_OK)
+  /* (Served from the result cache: the cache entry is the durable copy,
+   * and its results have no search paths to checkpoint.) */
+  if (st == MIRS_OK && mirs_search_cache_status(j->s) != 1)
     st = final_checkpoint(c, j->s, j->ckpt, &fw);
   double t0 = now_seconds(); /* the write, report included, is timed */
   if (st == MIRS_OK)
@@ -1631,6 +1680,40 @@ static int search_ranks(cli *c, const char *path) {
   mirs_graph_destroy(j->p);
   if (j->ran && j->root && c->mpi)
     rc = mirs_mpi_agree(rc);
+  return rc;
+}
+
+/* The result cache a search or partition uses: the one --cache or
+ * --cache-dir named, none with --no-cache (or MIRSEARCH_NO_CACHE set, as
+ * the test suite does, unless a cache was named), else the user's
+ * ($XDG_CACHE_HOME/mirsearch, ~/.cache/mirsearch).  A default too long
+ * for the option is skipped with a warning. */
+static void cache_default(cli *c) {
+  char dir[4096];
+  const char *off = getenv("MIRSEARCH_NO_CACHE");
+  if (c->no_cache || (off && off[0] && strcmp(off, "0") != 0) ||
+      mirs_option_get(c->ctx, "cache_dir", dir, sizeof dir) != MIRS_OK || dir[0] ||
+      mirs_cache_default_dir(dir, sizeof dir) != MIRS_OK)
+    return;
+  if (mirs_option_set(c->ctx, "cache_dir", dir) != MIRS_OK) {
+    if (!c->quiet)
+      fprintf(c->err, PROG ": warning: no result cache: %s\n", mirs_last_error(c->ctx));
+    mirs_clear_error(c->ctx);
+  }
+}
+
+/* `partition FILE.graph`: src/cli/partition.c. */
+static int cmd_partition(cli *c, const char *path) {
+  mirs_graph *g;
+  int rc = load_graph(c, path, &g);
+  if (rc != EXIT_OK)
+    return rc;
+  cache_default(c);
+  mirs__cli_partition_args a = {.ctx = c->ctx, .out = c->out, .err = c->err, .program = g,
+                                .dir = c->out_dir ? c->out_dir : c->output, .quiet = c->quiet,
+                                .json = c->json, .mpi = c->mpi};
+  rc = mirs__cli_partition(&a);
+  mirs_graph_destroy(g);
   return rc;
 }
 
@@ -1760,8 +1843,8 @@ static int looks_like_file(const char *arg) {
 /* Dispatch on the operands left after option parsing. */
 static int run_command(cli *c, int nargs, char **args) {
   static const char *const commands[] = {"check", "eval",    "verify", "show",
-                                         "codegen", "run", "bench"};
-  static const int files[] = {1, 1, 2, 1, 1, 1, 1};
+                                         "codegen", "run", "bench", "partition"};
+  static const int files[] = {1, 1, 2, 1, 1, 1, 1, 1};
   enum { NCOMMANDS = sizeof files / sizeof files[0] };
   if (c->resume) {
     /* An optional FILE: the program the checkpoint must have been
@@ -1787,7 +1870,8 @@ static int run_command(cli *c, int nargs, char **args) {
   if (cmd < 0) {
     if (!looks_like_file(args[0])) {
       cli_error(c,
-                "unknown command '%s' (commands: check, eval, verify, show, codegen, run, bench)",
+                "unknown command '%s' (commands: check, eval, verify, show, codegen, run, bench, "
+                "partition)",
                 args[0]);
       return cli_hint(c);
     }
@@ -1812,8 +1896,10 @@ static int run_command(cli *c, int nargs, char **args) {
     cli_error(c, "unexpected argument '%s'", args[1 + files[cmd]]);
     return cli_hint(c);
   }
+  if (cmd == 7)
+    return cmd_partition(c, args[1]);
   if (c->mpi) {
-    cli_error(c, "--mpi runs a search: not '%s'", commands[cmd]);
+    cli_error(c, "--mpi runs a search or a partition: not '%s'", commands[cmd]);
     return cli_hint(c);
   }
   if (cmd == 2)

@@ -646,6 +646,7 @@ static double elementwise_flops(mirs_op op) {
   case MIRS_OP_RSUB_SCALAR:
   case MIRS_OP_TRANSPOSE:
     return 1;
+  case MIRS_OP_CAUSAL_MASK: /* a compare of the global indices and a select */
   case MIRS_OP_CLAMP:
     return 2;
   case MIRS_OP_DIV:
@@ -752,7 +753,7 @@ static mirs_status cost_custom(mirs_context *ctx, const mirs__cost_device *d, co
   int64_t limit = d->smem_per_block < MIRS__PLAN_SMEM_MAX ? d->smem_per_block : MIRS__PLAN_SMEM_MAX;
   mirs__plan pl;
   MIRS_CHECK(ctx, mirs__plan_build(ctx, g, opi, limit, ctx->opt.codegen_mma != 0, &pl));
-  double F = bg->forloop > 0 ? bg->forloop : 1;
+  double F = (bg->forloop > 0 ? bg->forloop : 1) * pl.live; /* the live iterations */
   double loop_tc = 0, loop_tf32 = 0, loop_simt = 0, post_simt = 0, post_tc = 0, post_tf32 = 0;
   for (int32_t i = 0; i < bg->nops; i++) {
     const mirs__bop *b = &bg->ops[i];

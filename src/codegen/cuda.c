@@ -156,11 +156,16 @@ static bool emit_const_op(mirs__buf *b, mirs_op op, const mirs__scalar *cst, con
   }
 }
 
-/* The float expression of unary op (constants cst) on x. */
-static void emit_unary(mirs__buf *b, mirs_op op, const mirs__scalar *cst, const char *x) {
+/* The float expression of unary op (constants cst) on x; pos: "row, column,
+ * n - m" of the element in its tensor (causal_mask only, else unused). */
+static void emit_unary(mirs__buf *b, mirs_op op, const mirs__scalar *cst, const char *x,
+                       const char *pos) {
   if (emit_const_op(b, op, cst, x))
     return;
   switch (op) {
+  case MIRS_OP_CAUSAL_MASK:
+    mirs__buf_printf(b, "mirs_causal(%s, %s)", x, pos);
+    break;
   case MIRS_OP_EXP:
     mirs__buf_printf(b, "expf(%s)", x);
     break;
@@ -182,6 +187,20 @@ static void emit_unary(mirs__buf *b, mirs_op op, const mirs__scalar *cst, const 
   }
 }
 
+/* Whether g has a causal_mask: its subtractions then keep -inf - -inf =
+ * -inf (mirs_sub, the interpreter's convention) instead of NaN. */
+static bool graph_masks(const mirs_graph *g) {
+  for (int32_t i = 0; i < g->nops; i++) {
+    const mirs__kop *k = &g->ops[i];
+    if (k->op == MIRS_OP_CAUSAL_MASK)
+      return true;
+    for (int32_t j = 0; k->op == MIRS_OP_CUSTOM && j < k->bg->nops; j++)
+      if (k->bg->ops[j].op == MIRS_OP_CAUSAL_MASK)
+        return true;
+  }
+  return false;
+}
+
 /* The C operator of a binary elementwise op. */
 static const char *binop(mirs_op op) {
   return op == MIRS_OP_ADD ? "+" : op == MIRS_OP_SUB ? "-" : op == MIRS_OP_MUL ? "*" : "/";
@@ -192,15 +211,21 @@ static const char *binop(mirs_op op) {
  * shapes ins[a] stored with strides ist[a] (of their own dims); ity is the
  * index type. */
 static void emit_value(mirs__buf *b, const char *ind, const char *ity, mirs_op op, int dim,
-                       const mirs__scalar *cst, const char *const *in, const mirs__shape *const *ins,
-                       const int64_t *const *ist, const mirs__shape *os) {
+                       const mirs__scalar *cst, const char *const *in,
+                       const mirs__shape *const *ins, const int64_t *const *ist,
+                       const mirs__shape *os, const char *pos, bool fa_sub) {
   int r = os->ndim;
+  char whole[96];
+  if (!pos && r >= 2) { /* (a kernel-level mask: the tensor is the whole) */
+    snprintf(whole, sizeof whole, "c%d, c%d, %" PRId64, r - 2, r - 1, os->d[r - 1] - os->d[r - 2]);
+    pos = whole;
+  }
   switch (mirs__graph_ops[op].kind) {
   case MIRS__KIND_UNARY:
     mirs__buf_printf(b, "%sconst float x = mirs_ld(%s + (", ind, in[0]);
     emit_index_st(b, ins[0], ist[0], os, r);
     mirs__buf_printf(b, "));\n%sv = ", ind);
-    emit_unary(b, op, cst, "x");
+    emit_unary(b, op, cst, "x", pos);
     mirs__buf_puts(b, ";\n");
     break;
   case MIRS__KIND_TRANSPOSE: { /* read the operand with its last two strides swapped */
@@ -214,11 +239,13 @@ static void emit_value(mirs__buf *b, const char *ind, const char *ity, mirs_op o
     break;
   }
   case MIRS__KIND_BINARY:
-    mirs__buf_printf(b, "%sv = mirs_ld(%s + (", ind, in[0]);
+    mirs__buf_printf(b, "%sv = %smirs_ld(%s + (", ind, fa_sub && op == MIRS_OP_SUB ? "mirs_sub(" : "",
+                     in[0]);
     emit_index_st(b, ins[0], ist[0], os, r);
-    mirs__buf_printf(b, ")) %s mirs_ld(%s + (", binop(op), in[1]);
+    mirs__buf_printf(b, ")) %s mirs_ld(%s + (", fa_sub && op == MIRS_OP_SUB ? "," : binop(op),
+                     in[1]);
     emit_index_st(b, ins[1], ist[1], os, r);
-    mirs__buf_puts(b, "));\n");
+    mirs__buf_puts(b, fa_sub && op == MIRS_OP_SUB ? ")));\n" : "));\n");
     break;
   case MIRS__KIND_MATMUL: {
     int ra = ins[0]->ndim, rb = ins[1]->ndim;
@@ -272,6 +299,7 @@ typedef struct kgen {
   mirs__buf *b;
   int32_t nthreads;
   bool fastdiv; /* every output is 16-bit: divisions in registers may be __fdividef (2 ulp) */
+  bool masks;   /* the graph has a causal_mask: subtractions through mirs_sub */
   bool pending; /* shared memory written since the last barrier */
 } kgen;
 
@@ -307,6 +335,30 @@ static void sync_if_pending(kgen *k, const char *ind) {
   k->pending = false;
 }
 
+/* The global position "row, column, n - m" of element (c0..) of block
+ * causal_mask op's tile into buf: the origins of its rows and columns
+ * (graph/schedule.c) as blockIdx and forloop (`f`) offsets. */
+static const char *mask_pos(const kgen *k, const mirs__bop *op, char *buf, size_t size) {
+  static const char *const bidx[MIRS__GRID] = {"blockIdx.x", "blockIdx.y", "blockIdx.z"};
+  int r = k->bg->t[op->in[0]].shape.ndim;
+  mirs__dim_origin o[2];
+  size_t n = 0;
+  buf[0] = '\0';
+  for (int a = 0; a < 2; a++) {
+    if (r < 2 || NEVER(!mirs__sched_dim_origin(k->g, k->bg, op->in[0], r - 2 + a, &o[a])))
+      return "0, 0, 0";
+    n += (size_t)snprintf(buf + n, n < size ? size - n : 0, "c%d", r - 2 + a);
+    if (o[a].grid >= 0)
+      n += (size_t)snprintf(buf + n, n < size ? size - n : 0, " + (int)%s * %" PRId64,
+                            bidx[o[a].grid], o[a].unit);
+    if (o[a].forloop)
+      n += (size_t)snprintf(buf + n, n < size ? size - n : 0, " + f * %" PRId64, o[a].unit);
+    n += (size_t)snprintf(buf + n, n < size ? size - n : 0, ", ");
+  }
+  snprintf(buf + n, n < size ? size - n : 0, "%" PRId64, o[1].extent - o[0].extent);
+  return buf;
+}
+
 /* Emit the chain of fused ops from tensor t (value in `v`, coordinates
  * c0.. of t's shape, flat index `e`) and the store of the final value. */
 static void emit_chain_store(kgen *k, const char *ind, int32_t t) {
@@ -316,11 +368,17 @@ static void emit_chain_store(kgen *k, const char *ind, int32_t t) {
   while (k->pl->t[t].next >= 0) {
     const mirs__bop *f = &bg->ops[k->pl->t[t].next];
     if (f->nin == 1) {
+      char pos[256];
       mirs__buf_printf(b, "%sv = ", ind);
-      emit_unary(b, f->op, f->cst, "v");
+      emit_unary(b, f->op, f->cst, "v",
+                 f->op == MIRS_OP_CAUSAL_MASK ? mask_pos(k, f, pos, sizeof pos) : NULL);
       mirs__buf_puts(b, ";\n");
     } else if (f->op == MIRS_OP_DIV && k->fastdiv) {
       mirs__buf_printf(b, "%sv = __fdividef(v, ", ind);
+      emit_tile_ld(k, f->in[1], s);
+      mirs__buf_puts(b, ");\n");
+    } else if (f->op == MIRS_OP_SUB && k->masks) {
+      mirs__buf_printf(b, "%sv = mirs_sub(v, ", ind);
       emit_tile_ld(k, f->in[1], s);
       mirs__buf_puts(b, ");\n");
     } else {
@@ -678,7 +736,9 @@ static void emit_block_compute(kgen *k, int32_t oi) {
                    mirs__shape_numel(os), k->nthreads);
   emit_coords(b, "      ", "int", "e", os);
   mirs__buf_puts(b, "      float v;\n");
-  emit_value(b, "      ", "int", op->op, op->dim, op->cst, in, ins, ist, os);
+  char pos[256];
+  emit_value(b, "      ", "int", op->op, op->dim, op->cst, in, ins, ist, os,
+             op->op == MIRS_OP_CAUSAL_MASK ? mask_pos(k, op, pos, sizeof pos) : NULL, k->masks);
   emit_chain_store(k, "      ", op->out);
   mirs__buf_puts(b, "    }\n");
   k->pending = true;
@@ -794,7 +854,7 @@ static void emit_accum(kgen *k, const mirs__bop *op) {
     emit_tile_ld(k, op->in[0], as);
     mirs__buf_puts(b, ";\n");
   } else if (op->op == MIRS_OP_ACCUM_SUM) {
-    emit_value(b, "      ", "int", MIRS_OP_SUM, op->dim, NULL, in, ins, ist, as);
+    emit_value(b, "      ", "int", MIRS_OP_SUM, op->dim, NULL, in, ins, ist, as, NULL, false);
   } else {
     int64_t last = xs->d[xs->ndim - 1];
     mirs__buf_puts(b, "      const int row = ");
@@ -1028,6 +1088,10 @@ static void emit_plan_comment(kgen *k, int32_t ki) {
                       " * %.0f bytes of global traffic.\n",
                    pl->smem, (int)pl->stages, pl->stages == 1 ? "" : "s",
                    pl->pipelined ? " (cp.async pipeline)" : "", (int)pl->regs, pl->bytes);
+  if (pl->skip.on)
+    mirs__buf_printf(b, " * Causal tile skipping: %.1f%% of the forloop's tiles are live (loaded and\n"
+                        " * computed); the rest are entirely masked.\n",
+                     100.0 * pl->live);
   char dims[96];
   for (int32_t t = 0; t < bg->nt; t++) {
     const mirs__plan_tensor *pt = &pl->t[t];
@@ -1153,19 +1217,44 @@ static void emit_main_loop(kgen *k, const mirs__sched *sched) {
                        (int)t, (int)t, (int)t);
   if (any_vec)
     mirs__buf_puts(b, "    mirs_cp_async_commit();\n");
+  /* Tile skipping: this block's iterations end at fend, after the last
+   * key tile the causal mask leaves a kept element in (plan.h). */
+  char fend[32];
+  snprintf(fend, sizeof fend, "%d", F);
+  if (pl->skip.on) {
+    static const char *const bidx[MIRS__GRID] = {"blockIdx.x", "blockIdx.y", "blockIdx.z"};
+    mirs__buf_printf(b, "    /* causal tile skipping: key tiles past the block's last query row\n"
+                        "     * (+ n - m = %" PRId64 ") are entirely masked: never loaded or computed */\n",
+                     pl->skip.diag);
+    mirs__buf_printf(b, "    const long long flast = %s%s * %" PRId64 "LL + %" PRId64 "LL;\n",
+                     pl->skip.row_grid >= 0 ? "(long long)" : "0",
+                     pl->skip.row_grid >= 0 ? bidx[pl->skip.row_grid] : "",
+                     pl->skip.rows, pl->skip.rows - 1 + pl->skip.diag);
+    mirs__buf_printf(b, "    const int fend = flast < 0 ? 1 : (int)(flast / %" PRId64 "LL + 1 < %d ? "
+                        "flast / %" PRId64 "LL + 1 : %d);\n",
+                     pl->skip.cols, F, pl->skip.cols, F);
+    snprintf(fend, sizeof fend, "fend");
+  }
   /* Prologue: the first S - 1 iterations' tiles in flight. */
   for (int s = 0; s + 1 < S; s++) {
     char fs[16];
     snprintf(fs, sizeof fs, "%d", s);
     mirs__buf_printf(b, "    /* prologue: stage %d */\n", s);
-    emit_loads(k, true, fs, fs, "    ");
+    const char *ind = "    ";
+    if (pl->skip.on && s > 0) { /* (iteration 0 always runs) */
+      mirs__buf_printf(b, "    if (%d < fend) {\n", s);
+      ind = "      ";
+    }
+    emit_loads(k, true, fs, fs, ind);
+    if (pl->skip.on && s > 0)
+      mirs__buf_puts(b, "    }\n");
     if (any_vec)
       mirs__buf_puts(b, "    mirs_cp_async_commit();\n");
   }
   /* The forloop: issue iteration f + S - 1, wait for iteration f, compute. */
-  mirs__buf_printf(b, "    for (int f = 0; f < %d; f++) {\n", F);
+  mirs__buf_printf(b, "    for (int f = 0; f < %s; f++) {\n", fend);
   if (S > 1) {
-    mirs__buf_printf(b, "      const int fn = f + %d;\n      if (fn < %d) {\n", S - 1, F);
+    mirs__buf_printf(b, "      const int fn = f + %d;\n      if (fn < %s) {\n", S - 1, fend);
     char se[32];
     snprintf(se, sizeof se, "fn %% %d", S);
     emit_loads(k, true, "fn", se, "        ");
@@ -1191,7 +1280,10 @@ static void emit_main_loop(kgen *k, const mirs__sched *sched) {
   mirs__buf_puts(b, "    __syncthreads();\n    }\n");
   k->pending = false;
   /* After the loop the walked tiles hold the last iteration. */
-  snprintf(cur, sizeof cur, "%d", (F - 1) % S);
+  if (pl->skip.on)
+    snprintf(cur, sizeof cur, "(fend - 1) %% %d", S);
+  else
+    snprintf(cur, sizeof cur, "%d", (F - 1) % S);
   emit_stage_ptrs(k, cur, "    ");
 }
 
@@ -1255,6 +1347,7 @@ static mirs_status emit_custom(const mirs_graph *g, int32_t ki, const char *enam
   k.b = b;
   k.nthreads = pl->nthreads;
   k.fastdiv = true;
+  k.masks = graph_masks(g);
   for (int32_t i = 0; i < kop->nout; i++)
     k.fastdiv = k.fastdiv && g->t[kop->out[i]].dtype != MIRS_F32;
   mirs__sched sched = {0};
@@ -1295,7 +1388,7 @@ static void emit_predefined(const mirs_graph *g, int32_t ki, const char *ename, 
                    mirs__shape_numel(os));
   emit_coords(b, "      ", "long long", "e", os);
   mirs__buf_puts(b, "      float v;\n");
-  emit_value(b, "      ", "long long", op->op, op->dim, op->cst, in, ins, ist, os);
+  emit_value(b, "      ", "long long", op->op, op->dim, op->cst, in, ins, ist, os, NULL, graph_masks(g));
   mirs__buf_puts(b, "      mirs_st(out0 + e, v);\n    }\n}\n");
 }
 
@@ -1333,6 +1426,14 @@ static const char prelude[] =
     "    return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));\n}\n"
     "__device__ __forceinline__ float mirs_relu(float x) { return x > 0.0f ? x : 0.0f; }\n"
     "__device__ __forceinline__ float mirs_sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }\n"
+    "/* causal_mask at global (i, j) of an m x n matrix, d = n - m: -inf above the\n"
+    " * bottom-right aligned diagonal. */\n"
+    "__device__ __forceinline__ float mirs_causal(float x, long long i, long long j,\n"
+    "                                             long long d) {\n"
+    "    return j <= i + d ? x : -INFINITY;\n}\n"
+    "/* a - b, with -inf - -inf = -inf (a masked entry shifted by a masked row's max). */\n"
+    "__device__ __forceinline__ float mirs_sub(float a, float b) {\n"
+    "    return a == -INFINITY ? a : a - b;\n}\n"
     "#ifndef MIRS_HOST_EMULATION\n";
 
 /* The tensor-core helpers and the copy kernel (a second literal: C

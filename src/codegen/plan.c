@@ -32,7 +32,16 @@
  *     loaded with cp.async); loop-invariant tiles one;
  *  6. feasibility: shared memory within the limit, at most 1024 threads,
  *     every tile under 2^31 elements (the generated index math is 32-bit
- *     inside a block).
+ *     inside a block);
+ *  7. tile skipping: when the forloop walks the columns of a loop-phase
+ *     causal_mask whose rows it does not move, and every accumulator is
+ *     unchanged by a tile the mask empties (a sum adds exactly 0: exp(-inf)
+ *     = 0 reaching it through products, matmuls and sums; a running max
+ *     takes a max with -inf; an online step adds 0 under a shift of -inf),
+ *     each block stops
+ *     after its last live iteration (plan.h, mirs__plan_skip): no loads,
+ *     MMAs or accumulation for the masked tiles, and the traffic and flops
+ *     of the loop are counted for the live iterations only (pl->live).
  *
  * Invariant: plans allocate nothing for block graphs of up to
  * MIRS__PLAN_LOCAL tensors and ops. */
@@ -405,11 +414,125 @@ static int32_t estimate_regs(const mirs__plan *pl, const mirs__bgraph *bg) {
   return (int32_t)(regs > 255 ? 255 : regs);
 }
 
+/* Tile-skipping zero analysis: what a loop-phase value is in an iteration
+ * whose mask tile is entirely masked. */
+enum { SK_ANY, SK_ZERO, SK_NEGINF };
+
+/* Whether causal_mask op i of bg has the frame of pl->skip (columns walked
+ * by the forloop, rows fixed per block); fills the frame when `set`. */
+static bool skip_frame(mirs__plan *pl, const mirs_graph *g, const mirs__bgraph *bg, int32_t i,
+                       bool set) {
+  const mirs__bop *op = &bg->ops[i];
+  int r = bg->t[op->in[0]].shape.ndim;
+  mirs__dim_origin ro, co;
+  if (bg->t[op->out].post || r < 2 || !mirs__sched_dim_origin(g, bg, op->in[0], r - 2, &ro) ||
+      !mirs__sched_dim_origin(g, bg, op->in[0], r - 1, &co) || ro.forloop || !co.forloop ||
+      co.grid >= 0)
+    return false;
+  mirs__plan_skip k = {true, i, ro.grid, ro.unit, co.unit, co.extent - ro.extent};
+  if (set)
+    pl->skip = k;
+  return pl->skip.row_grid == k.row_grid && pl->skip.rows == k.rows &&
+         pl->skip.cols == k.cols && pl->skip.diag == k.diag;
+}
+
+/* The value of op (loop phase) in a fully masked iteration, from its
+ * operands' (sk). */
+static int skip_value(mirs__plan *pl, const mirs_graph *g, const mirs__bgraph *bg, int32_t i,
+                      const int8_t *sk) {
+  const mirs__bop *op = &bg->ops[i];
+  int x = sk[op->in[0]], y = op->nin > 1 ? sk[op->in[1]] : SK_ANY;
+  switch (op->op) {
+  case MIRS_OP_CAUSAL_MASK:
+    return skip_frame(pl, g, bg, i, false) ? SK_NEGINF : x == SK_NEGINF ? SK_NEGINF : SK_ANY;
+  case MIRS_OP_EXP: /* exp(-inf) = 0 */
+    return x == SK_NEGINF ? SK_ZERO : SK_ANY;
+  case MIRS_OP_SQUARE: /* functions with f(0) = 0 */
+  case MIRS_OP_SQRT:
+  case MIRS_OP_SILU:
+  case MIRS_OP_GELU:
+  case MIRS_OP_RELU:
+    return x == SK_ZERO ? SK_ZERO : SK_ANY;
+  case MIRS_OP_SUM:
+    return x;
+  case MIRS_OP_MAX: /* of -inf only: -inf */
+    return x == SK_NEGINF ? SK_NEGINF : SK_ANY;
+  case MIRS_OP_ADD:
+    if (x == SK_NEGINF || y == SK_NEGINF)
+      return SK_NEGINF;
+    return x == SK_ZERO && y == SK_ZERO ? SK_ZERO : SK_ANY;
+  case MIRS_OP_SUB: /* -inf - y = -inf, y = -inf included (interp.c's convention) */
+    if (x == SK_NEGINF)
+      return SK_NEGINF;
+    return x == SK_ZERO && y == SK_ZERO ? SK_ZERO : SK_ANY;
+  case MIRS_OP_MUL:
+  case MIRS_OP_MATMUL: /* 0 times a finite value (not -inf: NaN) */
+    return (x == SK_ZERO && y != SK_NEGINF) || (y == SK_ZERO && x != SK_NEGINF) ? SK_ZERO
+                                                                               : SK_ANY;
+  default:
+    return SK_ANY;
+  }
+}
+
+/* 7. Tile skipping: the frame of the first loop-phase causal_mask whose
+ * columns the forloop walks, kept when every accumulator adds 0 in an
+ * iteration that mask empties; then pl->live. */
+static void plan_skip(mirs__plan *pl, const mirs_graph *g, const mirs__bgraph *bg) {
+  pl->live = 1;
+  memset(&pl->skip, 0, sizeof pl->skip);
+  if (bg->forloop < 2 || bg->nt > MIRS__PLAN_LOCAL)
+    return;
+  for (int32_t i = 0; i < bg->nops && !pl->skip.on; i++)
+    if (bg->ops[i].op == MIRS_OP_CAUSAL_MASK)
+      (void)skip_frame(pl, g, bg, i, true);
+  if (!pl->skip.on)
+    return;
+  int8_t sk[MIRS__PLAN_LOCAL];
+  bool ok = true, any_acc = false;
+  for (int32_t i = 0; i < bg->nops && ok; i++) {
+    const mirs__bop *op = &bg->ops[i];
+    mirs__op_kind kind = mirs__graph_ops[op->op].kind;
+    if (kind == MIRS__KIND_INPUT)
+      sk[op->out] = SK_ANY;
+    else if (kind == MIRS__KIND_ACCUM) {
+      /* Unchanged by the iteration: a sum of 0, a max with -inf, an online
+       * step adding 0 under a shift of -inf (the running max stays). */
+      int x = sk[op->in[0]], y = op->nin > 1 ? sk[op->in[1]] : SK_ANY;
+      ok = op->op == MIRS_OP_ACCUM_MAX      ? x == SK_NEGINF
+           : op->op == MIRS_OP_ACCUM_ONLINE ? x == SK_ZERO && y == SK_NEGINF
+                                            : x == SK_ZERO;
+      any_acc = true;
+    } else if (kind != MIRS__KIND_OUTPUT && !bg->t[op->out].post)
+      sk[op->out] = (int8_t)skip_value(pl, g, bg, i, sk);
+  }
+  if (!ok || !any_acc) {
+    memset(&pl->skip, 0, sizeof pl->skip);
+    return;
+  }
+  int64_t G = pl->skip.row_grid >= 0 ? bg->grid[pl->skip.row_grid] : 1, sum = 0;
+  for (int64_t rb = 0; rb < G; rb++) {
+    int64_t b[MIRS__GRID] = {0, 0, 0};
+    if (pl->skip.row_grid >= 0)
+      b[pl->skip.row_grid] = rb;
+    sum += mirs__plan_fend(pl, bg, b);
+  }
+  pl->live = (double)sum / ((double)G * (double)bg->forloop);
+}
+
+int64_t mirs__plan_fend(const mirs__plan *pl, const mirs__bgraph *bg, const int64_t b[MIRS__GRID]) {
+  if (!pl->skip.on)
+    return bg->forloop;
+  int64_t row0 = pl->skip.row_grid >= 0 ? b[pl->skip.row_grid] * pl->skip.rows : 0;
+  int64_t last = row0 + pl->skip.rows - 1 + pl->skip.diag; /* last kept column of the block */
+  int64_t fend = last < 0 ? 1 : last / pl->skip.cols + 1;
+  return fend < 1 ? 1 : fend > bg->forloop ? bg->forloop : fend;
+}
+
 /* Global traffic, bytes in flight and the infeasibility checks. */
 static void plan_totals(mirs__plan *pl, const mirs_graph *g, const mirs__kop *kop,
                         int64_t smem_limit) {
   const mirs__bgraph *bg = kop->bg;
-  double F = bg->forloop > 0 ? bg->forloop : 1, B = (double)pl->blocks;
+  double F = (bg->forloop > 0 ? bg->forloop : 1) * pl->live, B = (double)pl->blocks;
   int32_t nout = 0;
   double once = 0; /* bytes in flight for loop-invariant tiles (all issued at once) */
   for (int32_t i = 0; i < bg->nops; i++) {
@@ -534,6 +657,7 @@ mirs_status mirs__plan_build(mirs_context *ctx, const mirs_graph *g, int32_t ki,
   pl->stages = stages;
   pl->pipelined = stages >= 2 && vec_walked;
   pl->regs = estimate_regs(pl, bg);
+  plan_skip(pl, g, bg);
   plan_totals(pl, g, kop, smem_limit);
   return MIRS_OK;
 }

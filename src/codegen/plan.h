@@ -69,6 +69,21 @@ typedef struct mirs__plan_op {
   int8_t group;   /* sum / rms_norm: lanes per reduced row (warp-shuffle tree), 1: one thread */
 } mirs__plan_op;
 
+/* Tile skipping (decision 7 of plan.c): a forloop that walks the columns
+ * of a causal mask stops, in each block, after the last iteration whose
+ * tile the mask leaves a kept element: fend = min(F, max(1, floor((row0 +
+ * rows - 1 + diag) / cols) + 1)), row0 = blockIdx[row_grid] * rows (0
+ * when row_grid < 0).  Sound because every accumulator adds 0 for an
+ * entirely masked tile (the zero analysis of plan_skip). */
+typedef struct mirs__plan_skip {
+  bool on;
+  int32_t mask;     /* the causal_mask block op whose frame decides */
+  int32_t row_grid; /* grid dim placing the mask's rows, or -1 */
+  int64_t rows;     /* mask tile rows (a block's query rows) */
+  int64_t cols;     /* mask tile columns (keys per iteration) */
+  int64_t diag;     /* n - m of the masked tensor */
+} mirs__plan_skip;
+
 typedef struct mirs__plan {
   int32_t nthreads, nwarps;
   int32_t nt, nops;
@@ -80,6 +95,8 @@ typedef struct mirs__plan {
   double stage_bytes;   /* bytes one forloop iteration loads (walked tiles) */
   double inflight;      /* bytes a block keeps in flight while it computes */
   bool pipelined;       /* loads of later iterations overlap compute (stages >= 2, cp.async) */
+  mirs__plan_skip skip; /* tile skipping under a causal mask */
+  double live;          /* iterations run / (blocks * F): 1 without skipping */
   bool feasible;
   char reason[MIRS__PLAN_REASON_SIZE];
   mirs__plan_tensor *t; /* [nt] */
@@ -88,6 +105,10 @@ typedef struct mirs__plan {
   mirs__plan_tensor local_t[MIRS__PLAN_LOCAL];
   mirs__plan_op local_op[MIRS__PLAN_LOCAL];
 } mirs__plan;
+
+/* The last iteration + 1 that block (bx, by, bz) of a skipping plan runs
+ * (F when pl does not skip). */
+int64_t mirs__plan_fend(const mirs__plan *pl, const mirs__bgraph *bg, const int64_t b[MIRS__GRID]);
 
 /* Plan custom kernel op ki of g for smem_limit bytes of shared memory per
  * block (stages are chosen to fit; a kernel that cannot fit, or whose

@@ -170,6 +170,8 @@ static void abi_shape(const mirs__shape *sh, mirs_gpufp_shape *out) {
  * TRANSPOSE) with constants cst. */
 static bool op_code(mirs_op op, const mirs__scalar *cst, mirs_gpufp_op *o) {
   o->sqrt_op = MIRS_OP_SQRT;
+  if (op == MIRS_OP_CAUSAL_MASK) /* (position-dependent: the CPU backend only) */
+    return false;
   mirs__fp_elem e;
   if (mirs__fp_elem_of(op, cst, &e)) {
     o->kind = MIRS_GPUFP_K_ELEM;
@@ -294,7 +296,8 @@ static mirs_status block_op(const gpu_custom *u, const mirs__bop *o, int kind, m
   c->in_exp = s->bt[o->in[0]].exp_dep;
   if (kind == MIRS__STEP_COMPUTE) {
     if (!op_code(o->op, o->cst, c))
-      return MIRS_FAIL(s->ctx, MIRS_INTERNAL, "%s cannot be fingerprinted as a compute op",
+      return MIRS_FAIL(s->ctx, MIRS_UNSUPPORTED,
+                       "%s cannot be fingerprinted on the GPU (use --verify=cpu)",
                        mirs__graph_ops[o->op].name);
     c->dim = o->dim;
     c->out_exp = s->bt[o->out].exp_dep;
@@ -403,7 +406,8 @@ static mirs_status gpu_op(void *state, mirs__fp_store *s, const mirs_graph *g, i
   mirs_gpufp_op c;
   memset(&c, 0, sizeof c);
   if (!op_code(k->op, k->cst, &c))
-    return MIRS_FAIL(ctx, MIRS_INTERNAL, "%s cannot be fingerprinted as a compute op",
+    return MIRS_FAIL(ctx, MIRS_UNSUPPORTED,
+                     "%s cannot be fingerprinted on the GPU (use --verify=cpu)",
                      mirs__graph_ops[k->op].name);
   int32_t out = k->out[0];
   c.dim = k->dim;

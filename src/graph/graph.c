@@ -544,6 +544,12 @@ mirs_status mirs__bg_add_op_c(mirs_graph *g, mirs__bgraph *bg, const char *name,
   o.fused = fused;
   for (int i = 0; i < mirs__op_nconst(op); i++)
     o.cst[i] = c[i];
+  if (op == MIRS_OP_CAUSAL_MASK && !mirs__sched_mask_placed(g, bg, &o))
+    return MIRS_FAIL(ctx, MIRS_SHAPE,
+                     "causal_mask(%s): the tile's rows or columns do not come from one place "
+                     "of a kernel tensor (operands from different places, or summed over the "
+                     "forloop), so its global positions are unknown",
+                     bg->t[in[0]].name);
   MIRS_CHECK(ctx, bg_push(g, bg, &o, name, &rs, post, out));
   MIRS_INC(&ctx->stats, ops_added);
   return MIRS_OK;

@@ -224,6 +224,26 @@ void mirs__shape_bcast_strides(const mirs__shape *in, const mirs__shape *out,
       }                                                                                            \
     }                                                                                              \
   } while (0)
+/* y = causal_mask(x) over shape s (rank >= 2) with element type T: x[e]
+ * where the global column is at most the global row + (n - m), `masked`
+ * elsewhere; org = {row0, col0, m, n} places the tile (schedule.c), NULL
+ * when x is the whole tensor.  One loop for every evaluator (the float64
+ * interpreter with -inf, the fingerprints with their sentinel). */
+#define MIRS__CAUSAL_MASK(T, s, org, x, y, masked)                                                 \
+  do {                                                                                             \
+    int r_ = (s)->ndim;                                                                            \
+    int64_t m_ = (s)->d[r_ - 2], n_ = (s)->d[r_ - 1];                                              \
+    int64_t o_[4] = {0, 0, m_, n_};                                                                \
+    if (org)                                                                                       \
+      memcpy(o_, (org), sizeof o_);                                                                \
+    int64_t mats_ = mirs__shape_numel(s) / (m_ * n_);                                              \
+    for (int64_t b_ = 0; b_ < mats_; b_++)                                                         \
+      for (int64_t i_ = 0; i_ < m_; i_++)                                                          \
+        for (int64_t j_ = 0; j_ < n_; j_++) {                                                      \
+          int64_t e_ = (b_ * m_ + i_) * n_ + j_;                                                   \
+          (y)[e_] = o_[1] + j_ <= o_[0] + i_ + o_[3] - o_[2] ? (x)[e_] : (masked);                 \
+        }                                                                                          \
+  } while (0)
 /* y = x (shape xs, rank >= 2) with its last two dims swapped: the one
  * loop of every evaluator's transpose. */
 #define MIRS__TRANSPOSE_LAST2(xs, x, y)                                                            \
@@ -368,6 +388,33 @@ void mirs__sched_place(const mirs__bgraph *bg, const mirs__bop *op, mirs__tile_p
 /* Element offsets of the tile of INPUT/OUTPUT op for block b, iteration f. */
 void mirs__sched_offsets(const mirs__bgraph *bg, const mirs__bop *op, const int32_t b[MIRS__GRID],
                          int32_t f, int64_t off[MIRS_MAX_DIMS]);
+/* Where dim d of a block tile sits in the kernel tensor it comes from:
+ * element i of the tile is element off + i of a kernel dim of `extent`
+ * elements, off = b[grid] * unit (grid >= 0) + f * unit (forloop).  A
+ * causal_mask in a block graph masks by these global positions, so it
+ * computes the kernel-level mask of the tensor its tile is part of. */
+typedef struct mirs__dim_origin {
+  int32_t grid;   /* grid dim placing it, or -1 */
+  bool forloop;   /* the forloop places it too (loop-phase tiles only) */
+  int64_t unit;   /* the tile extent along it */
+  int64_t extent; /* the kernel tensor's extent along it */
+} mirs__dim_origin;
+/* The origin of dim d of block tensor t, traced through its producers to
+ * the loaded tiles (matmul rows from A, columns from B; broadcast dims
+ * from the operand that has them; reduced dims have none); false when it
+ * is not one place (operands from different places, or a sum over the
+ * forloop of differently placed tiles). */
+bool mirs__sched_dim_origin(const mirs_graph *g, const mirs__bgraph *bg, int32_t t, int d,
+                            mirs__dim_origin *o);
+/* Whether block op `op` (a causal_mask) has known origins of its rows and
+ * columns: the condition for adding one to a block graph. */
+bool mirs__sched_mask_placed(const mirs_graph *g, const mirs__bgraph *bg, const mirs__bop *op);
+/* The causal-mask frame of op's tile in block b, iteration f: org[0],
+ * org[1] the global row and column of its element (0, 0), org[2], org[3]
+ * the global row and column counts m and n (an element at global (i, j)
+ * is kept iff j <= i + n - m).  False when not placed. */
+bool mirs__sched_mask_frame(const mirs_graph *g, const mirs__bgraph *bg, const mirs__bop *op,
+                            const int32_t b[MIRS__GRID], int32_t f, int64_t org[4]);
 /* The divisor of an ACCUM_RMS op: elements summed per row over the loop. */
 double mirs__sched_rms_count(const mirs__bgraph *bg, const mirs__bop *op);
 
@@ -402,6 +449,9 @@ typedef struct mirs__sched_exec {
   mirs_status (*accum)(void *user, const mirs__bop *op);
   mirs_status (*finish)(void *user, const mirs__bop *op);
   mirs_status (*store)(void *user, const mirs__bop *op, const int64_t off[MIRS_MAX_DIMS]);
+  /* Optional: told the block b and iteration f (0 outside the loop)
+   * before each phase runs, for the position-dependent ops (causal_mask). */
+  void (*at)(void *user, const int32_t b[MIRS__GRID], int32_t f);
 } mirs__sched_exec;
 /* Run the schedule over the grid blocks below grid_end (NULL: every
  * block; x fastest) and every iteration, allocating nothing (the float64

@@ -8,7 +8,9 @@
  *    elementwise binary ops with size-1 broadcasting (shape.c requires
  *    equal ranks; the strides would align shorter ones on the right), exp, square, sqrt (NaN on negatives), silu
  *    x*sigmoid(x), gelu in the exact erf form 0.5*x*(1 + erf(x/sqrt(2))),
- *    relu, sum over a dim keeping it as size 1, rms_norm over the last dim;
+ *    relu, sum over a dim keeping it as size 1, rms_norm over the last dim,
+ *    causal_mask (-inf above the bottom-right aligned diagonal of the last
+ *    two dims; in a block graph by the tile's global position);
  *  - custom ops run their block graph by the shared schedule
  *    (schedule.c: grid blocks, forloop, tile placement, accumulators);
  *    ACCUM adds its argument into an accumulator zeroed per block,
@@ -148,6 +150,13 @@ static void ev_unary(mirs_op op, const mirs__scalar *c, const double *x, double 
   }
 }
 
+/* y = causal_mask(x) on shape s: x where global column j <= global row i +
+ * (n - m), else -inf.  org = {row0, col0, m, n} places the (tile) x in its
+ * tensor (schedule.c); NULL: x is the whole tensor. */
+static void ev_mask(const mirs__shape *s, const double *x, double *y, const int64_t *org) {
+  MIRS__CAUSAL_MASK(double, s, org, x, y, -INFINITY);
+}
+
 /* o = a op b elementwise with size-1 broadcasting; os is the result shape. */
 static void ev_binary(mirs_op op, const mirs__shape *as, const double *a, const mirs__shape *bs,
                       const double *b, const mirs__shape *os, double *o) {
@@ -167,9 +176,10 @@ static void ev_binary(mirs_op op, const mirs__shape *as, const double *a, const 
       for (int64_t j = 0; j < last; j++)
         po[j] = pa[j * la] + pb[j * lb];
       break;
-    case MIRS_OP_SUB:
+    case MIRS_OP_SUB: /* -inf - -inf = -inf: a masked entry shifted by the max of a
+                       * masked row stays masked (FlashAttention's convention) */
       for (int64_t j = 0; j < last; j++)
-        po[j] = pa[j * la] - pb[j * lb];
+        po[j] = pa[j * la] == -INFINITY ? -INFINITY : pa[j * la] - pb[j * lb];
       break;
     case MIRS_OP_MUL:
       for (int64_t j = 0; j < last; j++)
@@ -252,7 +262,9 @@ static void ev_online(const mirs__shape *ys, const double *y, const mirs__shape 
     double mv = m[mirs__shape_bcast_index(ms, ys, e)];
     double nm = mv > run[e] || mv != mv ? mv : run[e];
     double old = run[e] == -INFINITY ? 0.0 : acc[e] * exp(run[e] - nm);
-    acc[e] = old + y[e] * exp(mv - nm);
+    /* (a -inf shift, a masked row: no contribution, as exp(-inf - M) = 0
+     * for finite M; FlashAttention's convention when M is -inf too) */
+    acc[e] = old + (mv == -INFINITY ? 0.0 : y[e] * exp(mv - nm));
     run[e] = nm;
   }
 }
@@ -291,7 +303,11 @@ static void ev_rmsnorm(const mirs__shape *xs, const double *x, double *y) {
  * False for an op of another kind. */
 static bool ev_compute(const mirs_context *ctx, mirs_op op, int dim, const mirs__scalar *c,
                        const mirs__shape *const *ins, const double *const *inv,
-                       const mirs__shape *os, double *o) {
+                       const mirs__shape *os, double *o, const int64_t *org) {
+  if (op == MIRS_OP_CAUSAL_MASK) {
+    ev_mask(os, inv[0], o, org);
+    return true;
+  }
   switch (mirs__graph_ops[op].kind) {
   case MIRS__KIND_UNARY:
     ev_unary(op, c, inv[0], o, numel(os));
@@ -336,7 +352,15 @@ typedef struct custom_run {
   double **v;  /* kernel tensors */
   double **tv; /* block tensors' tiles */
   mirs__stats *st;
+  int32_t b[MIRS__GRID], f; /* the block and iteration running (causal_mask) */
 } custom_run;
+
+/* The block and iteration about to run. */
+static void cr_at(void *user, const int32_t b[MIRS__GRID], int32_t f) {
+  custom_run *r = user;
+  memcpy(r->b, b, sizeof r->b);
+  r->f = f;
+}
 
 /* ZERO: an accumulator starts at zero in every block (a running max, and
  * the running max of ACCUM_ONLINE, at -inf). */
@@ -375,7 +399,11 @@ static mirs_status cr_compute(void *user, const mirs__bop *op) {
   const mirs__shape *os = &r->bg->t[op->out].shape;
   if (mirs__core_stopping(r->g->ctx))
     return mirs__core_stopped(r->g->ctx, "float64 evaluation");
-  bool done = ev_compute(r->g->ctx, op->op, op->dim, op->cst, ins, inv, os, r->tv[op->out]);
+  int64_t org[4];
+  if (op->op == MIRS_OP_CAUSAL_MASK && !mirs__sched_mask_frame(r->g, r->bg, op, r->b, r->f, org))
+    return MIRS_FAIL(r->g->ctx, MIRS_INTERNAL, "block causal_mask %s has no tile position",
+                     r->bg->t[op->out].name);
+  bool done = ev_compute(r->g->ctx, op->op, op->dim, op->cst, ins, inv, os, r->tv[op->out], org);
   if (!done && mirs__core_stopping(r->g->ctx))
     return mirs__core_stopped(r->g->ctx, "float64 evaluation");
   if (NEVER(!done))
@@ -431,8 +459,8 @@ static mirs_status cr_store(void *user, const mirs__bop *op, const int64_t off[M
   return MIRS_OK;
 }
 
-static const mirs__sched_exec custom_exec = {cr_zero,  cr_load,   cr_compute,
-                                             cr_accum, cr_finish, cr_store};
+static const mirs__sched_exec custom_exec = {cr_zero,  cr_load,   cr_compute, cr_accum,
+                                             cr_finish, cr_store, cr_at};
 
 /* Run custom op kop: evaluate its block graph over every grid block and
  * forloop iteration (the shared schedule), writing its output kernel
@@ -467,7 +495,7 @@ static mirs_status run_custom(const mirs_graph *g, const mirs__kop *kop, double 
     tv[i] = buf + total;
     total += mirs__sched_state_numel(bg, i);
   }
-  custom_run r = {g, bg, v, tv, st};
+  custom_run r = {g, bg, v, tv, st, {0, 0, 0}, 0};
   mirs_status s = mirs__sched_run(bg, NULL, &custom_exec, &r);
   mirs__core_free(ctx, buf);
   mirs__core_free(ctx, tv);
@@ -548,7 +576,7 @@ mirs_status mirs__interp_run(const mirs_graph *g, uint64_t seed, double ***vals)
       }
       const mirs__shape *os = &g->t[op->out[0]].shape;
       bool done = !mirs__core_stopping(ctx) && !NEVER(op->nout != 1) &&
-                  ev_compute(ctx, op->op, op->dim, op->cst, ins, inv, os, v[op->out[0]]);
+                  ev_compute(ctx, op->op, op->dim, op->cst, ins, inv, os, v[op->out[0]], NULL);
       if (!done && mirs__core_stopping(ctx)) {
         s = mirs__core_stopped(ctx, "float64 evaluation");
         goto fail;

@@ -113,9 +113,89 @@ double mirs__sched_rms_count(const mirs__bgraph *bg, const mirs__bop *op) {
   return (double)(xs->ndim > 0 ? xs->d[xs->ndim - 1] : 1) * bg->forloop;
 }
 
+/* Origin of dim d of block tensor t (see graph.h): traced back through
+ * the producers, which precede their results, so the recursion ends. */
+bool mirs__sched_dim_origin(const mirs_graph *g, const mirs__bgraph *bg, int32_t t, int d,
+                            mirs__dim_origin *o) {
+  if (t < 0 || t >= bg->nt || d < 0 || d >= bg->t[t].shape.ndim)
+    return false;
+  const mirs__shape *ts = &bg->t[t].shape;
+  const mirs__bop *op = &bg->ops[bg->t[t].producer];
+  static const mirs__dim_origin none = {-1, false, 1, 1};
+  int r = ts->ndim;
+  switch (mirs__graph_ops[op->op].kind) {
+  case MIRS__KIND_INPUT: {
+    mirs__tile_place p;
+    mirs__sched_place(bg, op, &p);
+    *o = (mirs__dim_origin){p.grid[d], p.forloop[d], ts->d[d], g->t[op->src].shape.d[d]};
+    return true;
+  }
+  case MIRS__KIND_MATMUL:
+    if (d == r - 1)
+      return mirs__sched_dim_origin(g, bg, op->in[1], d, o);
+    if (d == r - 2 || bg->t[op->in[0]].shape.d[d] == ts->d[d])
+      return mirs__sched_dim_origin(g, bg, op->in[0], d, o);
+    return mirs__sched_dim_origin(g, bg, op->in[1], d, o);
+  case MIRS__KIND_BINARY: {
+    mirs__dim_origin ob;
+    if (bg->t[op->in[1]].shape.d[d] == 1)
+      return mirs__sched_dim_origin(g, bg, op->in[0], d, o);
+    if (bg->t[op->in[0]].shape.d[d] == 1)
+      return mirs__sched_dim_origin(g, bg, op->in[1], d, o);
+    return mirs__sched_dim_origin(g, bg, op->in[0], d, o) &&
+           mirs__sched_dim_origin(g, bg, op->in[1], d, &ob) && o->grid == ob.grid &&
+           o->forloop == ob.forloop && o->unit == ob.unit && o->extent == ob.extent;
+  }
+  case MIRS__KIND_REDUCE:
+    if (d == op->dim) {
+      *o = none;
+      return true;
+    }
+    return mirs__sched_dim_origin(g, bg, op->in[0], d, o);
+  case MIRS__KIND_ACCUM:
+    if (((op->op == MIRS_OP_ACCUM_SUM || op->op == MIRS_OP_ACCUM_MAX) && d == op->dim) ||
+        (op->op == MIRS_OP_ACCUM_RMS && d == r - 1)) {
+      *o = none;
+      return true;
+    }
+    /* Summed over the iterations: one place only if the loop never moved it. */
+    return mirs__sched_dim_origin(g, bg, op->in[0], d, o) && !o->forloop;
+  case MIRS__KIND_UNARY:
+  case MIRS__KIND_RMSNORM:
+    return mirs__sched_dim_origin(g, bg, op->in[0], d, o);
+  default:
+    return false;
+  }
+}
+
+/* Whether causal_mask op's rows and columns have origins. */
+bool mirs__sched_mask_placed(const mirs_graph *g, const mirs__bgraph *bg, const mirs__bop *op) {
+  int64_t org[4];
+  int32_t b[MIRS__GRID] = {0, 0, 0};
+  return mirs__sched_mask_frame(g, bg, op, b, 0, org);
+}
+
+/* The causal-mask frame of op's tile in block b, iteration f. */
+bool mirs__sched_mask_frame(const mirs_graph *g, const mirs__bgraph *bg, const mirs__bop *op,
+                            const int32_t b[MIRS__GRID], int32_t f, int64_t org[4]) {
+  int32_t x = op->in[0];
+  int r = bg->t[x].shape.ndim;
+  for (int k = 0; k < 2; k++) {
+    mirs__dim_origin o;
+    if (r < 2 || !mirs__sched_dim_origin(g, bg, x, r - 2 + k, &o))
+      return false;
+    org[k] = (o.grid >= 0 ? (int64_t)b[o.grid] * o.unit : 0) +
+             (o.forloop ? (int64_t)f * o.unit : 0);
+    org[2 + k] = o.extent;
+  }
+  return true;
+}
+
 /* Run the steps of phase (0 init, 1 loop, 2 post) with the callbacks of x. */
 static mirs_status run_phase(const mirs__bgraph *bg, int phase, const mirs__sched_exec *x,
                              void *user, const int32_t b[MIRS__GRID], int32_t f) {
+  if (x->at)
+    x->at(user, b, f);
   for (int32_t i = 0; i < bg->nops; i++) {
     int kind = mirs__sched_classify(bg, i, phase);
     if (kind < 0)

@@ -120,6 +120,11 @@ bool mirs__shape_infer(mirs_op op, int nin, const mirs__shape *in, int dim, int 
   switch (info->kind) {
   case MIRS__KIND_UNARY:
   case MIRS__KIND_RMSNORM:
+    if (op == MIRS_OP_CAUSAL_MASK && in[0].ndim < 2) { /* rows and columns */
+      WHY("causal_mask needs rank >= 2 (it masks the last two dims), got %s",
+          mirs__shape_str(&in[0], sa, sizeof sa));
+      return false;
+    }
     *out = in[0];
     return true;
   case MIRS__KIND_TRANSPOSE:

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "search/cache.h"
 #include "search/refind.h"
 #include "search/search.h"
 
@@ -305,6 +306,51 @@ static mirs_status periodic_checkpoint(mirs_search *s) {
   return st;
 }
 
+static mirs_status search_run(mirs_search *s);
+
+/* Why a run stopped, from the context's stop bits (an interrupt, the
+ * memory limit, else the time limit). */
+static int ctx_stop_why(mirs_context *ctx) {
+  int bits = atomic_load(&ctx->stop);
+  return bits & MIRS__STOP_USER  ? MIRS_STOP_INTERRUPT
+         : bits & MIRS__STOP_MEM ? MIRS_STOP_MEMORY
+                                 : MIRS_STOP_TIME;
+}
+
+/* The progress callback's last call, after a run. */
+static void last_progress(mirs_search *s) {
+  if (s->progress) {
+    mirs_search_stats o;
+    fill_stats(s, &o);
+    s->progress(s->user, &o);
+  }
+}
+
+/* A run with the result cache: served from it (the entry's results
+ * verified again), or searched and, when complete, stored. */
+static mirs_status cache_run(mirs_search *s) {
+  mirs_context *ctx = s->ctx;
+  bool hit = false;
+  s->t0 = mirs__core_now();
+  mirs_status st = mirs__cache_serve(s, &hit);
+  if (st == MIRS_OK && !hit) {
+    st = search_run(s);
+    if (st == MIRS_OK)
+      mirs__cache_store(s);
+    MIRS_CHECK(ctx, st);
+    return MIRS_OK;
+  }
+  s->ran = true;
+  s->wall = s->wall_before + mirs__core_now() - s->t0;
+  s->threads_used = s->threads;
+  if (st == MIRS_OK && !s->complete) {
+    s->why = ctx_stop_why(ctx);
+  }
+  last_progress(s);
+  MIRS_CHECK(ctx, st);
+  return MIRS_OK;
+}
+
 /* Run the search: the open work (the whole space, or what a resumed
  * checkpoint left) on the pool, then the results ranked and verified. */
 mirs_status mirs_search_run(mirs_search *s) {
@@ -320,6 +366,16 @@ mirs_status mirs_search_run(mirs_search *s) {
    * search, not after it; auto probes when first needed. */
   if (strcmp(ctx->opt.verify, "auto") != 0)
     MIRS_CHECK(ctx, mirs__sink_full_backend(s));
+  s->cache_state = MIRS__CACHE_NONE;
+  if (mirs__cache_wanted(s) && !s->setup_stopped[0])
+    return cache_run(s);
+  return search_run(s);
+}
+
+/* The search proper: the root task (or a resumed checkpoint's work) on
+ * the pool, then the results ranked and verified. */
+static mirs_status search_run(mirs_search *s) {
+  mirs_context *ctx = s->ctx;
   if (!s->resumed && !s->open && mirs__dist_root(s)) {
     /* The whole space: every move of the root (hi is clamped to their
      * number when the task starts). */
@@ -330,10 +386,7 @@ mirs_status mirs_search_run(mirs_search *s) {
   if (s->setup_stopped[0]) {
     mirs__core_log(ctx, MIRS_LOG_WARNING, "search: stopped during setup (%s); nothing searched",
                    s->setup_stopped);
-    int bits = atomic_load(&ctx->stop);
-    s->why = bits & MIRS__STOP_USER  ? MIRS_STOP_INTERRUPT
-             : bits & MIRS__STOP_MEM ? MIRS_STOP_MEMORY
-                                     : MIRS_STOP_TIME;
+    s->why = ctx_stop_why(ctx);
     mirs_status st = MIRS_OK;
     if (s->dist) {
       /* The other ranks stop too, and rank 0 collects what they have. */
@@ -410,20 +463,13 @@ mirs_status mirs_search_run(mirs_search *s) {
   }
   if (!s->complete && s->why == MIRS_STOP_NONE) {
     /* (Complete search, final verification cut short.) */
-    int bits = atomic_load(&ctx->stop);
-    s->why = bits & MIRS__STOP_USER  ? MIRS_STOP_INTERRUPT
-             : bits & MIRS__STOP_MEM ? MIRS_STOP_MEMORY
-                                     : MIRS_STOP_TIME;
+    s->why = ctx_stop_why(ctx);
   }
   mirs__core_watch_stop(ctx);
   s->running = false;
   s->wall = s->wall_before + mirs__core_now() - s->t0;
   s->ran = true;
-  if (s->progress) {
-    mirs_search_stats o;
-    fill_stats(s, &o);
-    s->progress(s->user, &o);
-  }
+  last_progress(s);
   MIRS_CHECK(ctx, st);
   return MIRS_OK;
 }
@@ -445,6 +491,10 @@ mirs_status mirs_search_checkpoint(mirs_search *s, const char *path) {
     return MIRS_INVALID_ARG;
   if (!path)
     return MIRS_FAIL(s->ctx, MIRS_INVALID_ARG, "mirs_search_checkpoint: NULL path");
+  if (s->cache_state == MIRS__CACHE_HIT)
+    return MIRS_FAIL(s->ctx, MIRS_INVALID_ARG,
+                     "mirs_search_checkpoint: this search was served from the result cache "
+                     "(its entry is the durable copy): there is no search to checkpoint");
   MIRS_CHECK(s->ctx, mirs__checkpoint_write(s, path));
   return MIRS_OK;
 }

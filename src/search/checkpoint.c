@@ -51,7 +51,9 @@ static bool runtime_option(const char *name) {
   static const char *const names[] = {"threads",      "checkpoint_interval", "log_level",
                                       "max_states",   "time_limit",          "max_memory",
                                       "max_errors",   "codegen_mma",         "codegen_cxx",
-                                      "codegen_nvcc", "codegen_arch"};
+                                      "codegen_nvcc", "codegen_arch",        "cache_dir",
+                                      "partition_max_ops", "partition_max_inputs",
+                                      "partition_max_outputs"};
   for (size_t i = 0; i < sizeof names / sizeof *names; i++)
     if (!strcmp(name, names[i]))
       return true;
@@ -61,8 +63,10 @@ static bool runtime_option(const char *name) {
 /* ---------------------------------------------------------------- writing */
 
 /* The search options the results depend on, as "name=value\n" lines
- * (malloc'd; NULL when out of memory). */
-static char *options_text(const mirs_context *ctx) {
+ * (malloc'd; NULL when out of memory).  Also the result cache's key
+ * (cache.c), so a checkpoint and a cache entry agree on what a result
+ * depends on. */
+char *mirs__checkpoint_options_text(const mirs_context *ctx) {
   size_t cap = 8192, n = 0;
   char *t = malloc(cap);
   if (!t)
@@ -136,7 +140,7 @@ mirs_status mirs__checkpoint_write(mirs_search *s, const char *path) {
   mirs_status st = mirs_graph_to_string(s->program, &prog);
   if (st != MIRS_OK)
     return mirs__core_trace(ctx, st, __func__, __FILE__, __LINE__);
-  opts = options_text(ctx);
+  opts = mirs__checkpoint_options_text(ctx);
   if (!opts) {
     mirs_free(ctx, prog);
     return MIRS_FAIL(ctx, MIRS_NOMEM, "out of memory (a checkpoint)");

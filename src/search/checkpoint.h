@@ -17,5 +17,9 @@ mirs_status mirs__checkpoint_write(mirs_search *s, const char *path);
  * are re-found.  MIRS_INVALID_ARG naming the file and the mismatch for a
  * damaged, truncated or foreign file. */
 mirs_status mirs__checkpoint_read(mirs_search *s, const char *path);
+/* Every option a search's results depend on (all but threads, limits,
+ * logging, codegen, the cache and partition options), as "name=value\n"
+ * lines in table order: malloc'd, NULL when out of memory. */
+char *mirs__checkpoint_options_text(const mirs_context *ctx);
 
 #endif

@@ -19,7 +19,7 @@
 #include "search/search.h"
 
 /* A JSON string literal for s. */
-static void json_str(mirs__buf *b, const char *s) {
+void mirs__json_str(mirs__buf *b, const char *s) {
   mirs__buf_puts(b, "\"");
   char one[8];
   for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
@@ -35,7 +35,7 @@ static void json_str(mirs__buf *b, const char *s) {
 }
 
 /* A JSON number (null when not finite: JSON has no infinity). */
-static void json_num(mirs__buf *b, double v) {
+void mirs__json_num(mirs__buf *b, double v) {
   if (isfinite(v))
     mirs__buf_printf(b, "%.9g", v);
   else
@@ -75,7 +75,7 @@ static mirs_status put_kernels(const mirs_search *s, const mirs_graph *g, mirs__
                        bg->block[2], bg->forloop, bg->nops, kc.smem);
     }
     mirs__buf_puts(b, ", \"predicted_seconds\": ");
-    json_num(b, kc.feasible ? kc.seconds : INFINITY);
+    mirs__json_num(b, kc.feasible ? kc.seconds : INFINITY);
     mirs__buf_puts(b, "}");
   }
   mirs__buf_puts(b, "]");
@@ -114,25 +114,25 @@ static mirs_status put_report(const mirs_search *s, int top, mirs__buf *b) {
     to_best = st.wall_seconds;
 
   mirs__buf_puts(b, "{\n  \"program\": ");
-  json_str(b, s->program->name);
+  mirs__json_str(b, s->program->name);
   mirs__buf_puts(b, ",\n  \"mirsearch_version\": ");
-  json_str(b, mirs_version_string());
+  mirs__json_str(b, mirs_version_string());
   mirs__buf_puts(b, ",\n  \"device\": ");
-  json_str(b, s->device->name);
+  mirs__json_str(b, s->device->name);
   /* Which fingerprint backend verified the results at full shape (null:
    * none ran, every result was verified when found). */
   mirs__buf_puts(b, ",\n  \"verify_backend\": ");
   if (s->full_backend_name[0])
-    json_str(b, s->full_backend_name);
+    mirs__json_str(b, s->full_backend_name);
   else
     mirs__buf_puts(b, "null");
   mirs__buf_printf(b, ",\n  \"full_verify_seconds\": %.6f", s->full_seconds);
   /* Every time in the report is the cost model's on that profile: the
    * ranking by measured GPU time (docs/GPU.md) is not done by a search. */
   mirs__buf_puts(b, ",\n  \"times\": \"predicted\",\n  \"device_profile\": ");
-  json_str(b, s->profiles ? s->profiles->source : "");
+  mirs__json_str(b, s->profiles ? s->profiles->source : "");
   mirs__buf_puts(b, ",\n  \"options\": ");
-  json_str(b, opts);
+  mirs__json_str(b, opts);
   mirs__buf_printf(b,
                    ",\n  \"states_explored\": %" PRIu64 ",\n  \"candidates_verified\": %" PRIu64
                    ",\n  \"graphs_found\": %" PRIu64 ",\n  \"prune_calls\": %" PRIu64
@@ -150,21 +150,26 @@ static mirs_status put_report(const mirs_search *s, int top, mirs__buf *b) {
     mirs__buf_printf(b, "%s\"%s\": %" PRIu64, i ? ", " : "", mirs_stat_name(i),
                      mirs_stat_value(ctx, i));
   mirs__buf_puts(b, "}");
+  /* Whether the results came from the result cache (cache.c; then no
+   * state was explored), were stored in it, or neither. */
+  static const char *const cache[] = {"none", "hit", "stored"};
+  mirs__buf_printf(b, ",\n  \"cache\": \"%s\"",
+                   s->cache_state >= 0 && s->cache_state <= 2 ? cache[s->cache_state] : "none");
   mirs__dist_report(s, b);
   mirs__buf_printf(
       b, ",\n  \"unfused\": {\"kernels\": %" PRId32 ", \"predicted_seconds\": ", unfused.kernels);
-  json_num(b, base);
+  mirs__json_num(b, base);
   mirs__buf_puts(b, "},\n");
   char file[64];
   if (n > 0) {
     mirs__buf_printf(
         b, "  \"best\": {\"hash\": \"%016" PRIx64 "\", \"cost\": ", mirs__sink_result(s, 0)->hash);
-    json_num(b, mirs__sink_result(s, 0)->cost);
+    mirs__json_num(b, mirs__sink_result(s, 0)->cost);
     mirs__buf_printf(
         b, ", \"kernels\": %" PRId32 ", \"predicted_seconds\": ", mirs__sink_result(s, 0)->kernels);
-    json_num(b, mirs__sink_result(s, 0)->cost);
+    mirs__json_num(b, mirs__sink_result(s, 0)->cost);
     mirs__buf_puts(b, ", \"speedup_vs_unfused\": ");
-    json_num(b, base / mirs__sink_result(s, 0)->cost);
+    mirs__json_num(b, base / mirs__sink_result(s, 0)->cost);
     mirs__buf_printf(b, ", \"float64_checked\": %s",
                      mirs__sink_result(s, 0)->float_checked ? "true" : "false");
     mirs__buf_puts(b, ", \"file\": \"best.ugraph\"},\n");
@@ -179,7 +184,7 @@ static mirs_status put_report(const mirs_search *s, int top, mirs__buf *b) {
     while (j < listed && mirs__sink_result(s, j)->cost == mirs__sink_result(s, i)->cost)
       j++;
     mirs__buf_printf(b, "%s\n    {\"group\": %d, \"cost\": ", groups ? "," : "", groups + 1);
-    json_num(b, mirs__sink_result(s, i)->cost);
+    mirs__json_num(b, mirs__sink_result(s, i)->cost);
     mirs__buf_printf(b, ", \"count\": %d, \"first_rank\": %d, \"last_rank\": %d}", j - i, i + 1, j);
     groups++;
     i = j;
@@ -194,7 +199,7 @@ static mirs_status put_report(const mirs_search *s, int top, mirs__buf *b) {
     mirs__buf_printf(
         b, "%s\n    {\"rank\": %d, \"group\": %d, \"hash\": \"%016" PRIx64 "\", \"cost\": ",
         i ? "," : "", i + 1, groups, r->hash);
-    json_num(b, r->cost);
+    mirs__json_num(b, r->cost);
     mirs__buf_printf(b, ", \"kernels\": %" PRId32 ", \"file\": \"candidates/%s\", \"launches\": ",
                      r->kernels, file);
     MIRS_CHECK(ctx, put_kernels(s, r->g, b));

@@ -214,6 +214,7 @@ struct mirs_search {
   char *ckpt_path;      /* periodic checkpoints (mirs_search_set_checkpoint) */
   double ckpt_last;
   bool complete, ran, resumed;
+  int cache_state; /* MIRS__CACHE_* of the last run (cache.c) */
   /* Distributed run (dist.c, --mpi): NULL in a single process. */
   struct mirs__dist *dist;
   /* Search-tree trace (trace.c, bench/glbtrace.c): NULL when off. */
@@ -238,6 +239,13 @@ enum {
 static inline bool mirs__search_kernel_final(const mirs__search_worker *w) {
   return w->nbg > 0 && ((w->final >> (w->nbg - 1)) & 1u);
 }
+
+/* ---------------------------------------------------------------- report.c */
+
+/* A JSON string literal for s (escaped); a JSON number, null when not
+ * finite.  Shared by the search's and the partition's reports. */
+void mirs__json_str(mirs__buf *b, const char *s);
+void mirs__json_num(mirs__buf *b, double v);
 
 /* ---------------------------------------------------------------- search.c */
 

@@ -240,6 +240,11 @@ void mirs__search_space_budget(mirs__search_space *sp, const mirs_graph *program
     const mirs__kop *k = &program->ops[i];
     if ((k->op == MIRS_OP_SUB || k->op == MIRS_OP_DIV) && k->in[0] == k->in[1])
       sp->constant_ops = true; /* the program needs a constant */
+    bool mask = k->op == MIRS_OP_CAUSAL_MASK;
+    for (int32_t j = 0; k->op == MIRS_OP_CUSTOM && j < k->bg->nops; j++)
+      mask = mask || k->bg->ops[j].op == MIRS_OP_CAUSAL_MASK;
+    if (mask) /* offered at both levels when, and only when, the program masks */
+      sp->kop[MIRS_OP_CAUSAL_MASK] = sp->bop[MIRS_OP_CAUSAL_MASK] = true;
   }
   for (int i = 0; i < MIRS_OP_COUNT; i++)
     sp->budget[i] = slack < 0 ? INT32_MAX : (int32_t)slack;
@@ -749,8 +754,9 @@ static int sym_maker(int k) {
   if (k == MIRS__ABS_SYM_RMS)
     return MIRS_OP_RMS_NORM;
   static const int fn_op[MIRS__ABS_FN_COUNT] = {
-      MIRS_OP_EXP, MIRS_OP_SQRT,    MIRS_OP_SILU, MIRS_OP_GELU, MIRS_OP_RELU, MIRS_OP_SUB,
-      MIRS_OP_MAX, MIRS_OP_SIGMOID, MIRS_OP_TANH, MIRS_OP_POW,  MIRS_OP_CLAMP};
+      MIRS_OP_EXP,  MIRS_OP_SQRT,        MIRS_OP_SILU,    MIRS_OP_GELU,
+      MIRS_OP_RELU, MIRS_OP_SUB,         MIRS_OP_MAX,     MIRS_OP_CAUSAL_MASK,
+      MIRS_OP_SIGMOID, MIRS_OP_TANH,     MIRS_OP_POW,     MIRS_OP_CLAMP};
   for (int f = 0; f < MIRS__ABS_FN_COUNT; f++)
     if (k == MIRS__ABS_SYM_APP(f))
       return fn_op[f];
@@ -1469,6 +1475,11 @@ static mirs_status try_bop(bstate *b, mirs_op op, int nin, const operand *x, int
   bool is_accum = mirs__graph_ops[op].kind == MIRS__KIND_ACCUM;
   if (is_accum && post[0])
     return MIRS_OK;
+  if (op == MIRS_OP_CAUSAL_MASK && x[0] >= 0) { /* (a new tile is always placed) */
+    mirs__bop probe = {.op = op, .nin = 1, .in = {x[0], -1}, .out = -1};
+    if (!mirs__sched_mask_placed(w->g, bg, &probe))
+      return MIRS_OK;
+  }
   if (b->sp->phase_canonical && !phase_canonical(b, op, nin, x, post[0])) {
     MIRS_INC(&w->stats, canonical_skips);
     return MIRS_OK;

@@ -626,6 +626,8 @@ static mirs_status apply_op(mirs__abs_arena *a, mirs_op op, const mirs__abs_id *
     return abs_max(a, in[0], out);
   case MIRS_OP_ACCUM_ONLINE:
     return mirs__abs_sum(a, extent, in[0], out);
+  case MIRS_OP_CAUSAL_MASK:
+    return mirs__abs_app(a, MIRS__ABS_MASK, in[0], out);
   case MIRS_OP_SUM:
   case MIRS_OP_ACCUM:
   case MIRS_OP_ACCUM_SUM:
@@ -843,7 +845,7 @@ bool mirs__abs_count_symbols(const mirs__abs_arena *a, const mirs__abs_id *e, in
 /* ================================================================ printing */
 
 static const char *const fn_names[MIRS__ABS_FN_COUNT] = {
-    "exp", "sqrt", "silu", "gelu", "relu", "neg", "max", "sigmoid", "tanh", "pow", "clamp"};
+    "exp", "sqrt", "silu", "gelu", "relu", "neg", "max", "causal_mask", "sigmoid", "tanh", "pow", "clamp"};
 
 static void print_node(const mirs__abs_arena *a, mirs__abs_id id, mirs__buf *b);
 

@@ -77,6 +77,7 @@ typedef enum mirs__abs_fn {
   MIRS__ABS_RELU,
   MIRS__ABS_NEG,
   MIRS__ABS_MAX, /* max over a dim, extent-free (see mirs__abs_apply) */
+  MIRS__ABS_MASK, /* causal_mask: its positions are not modelled (a function) */
   MIRS__ABS_SIGMOID,
   MIRS__ABS_TANH,
   MIRS__ABS_POW, /* pow by a constant that is not a small natural (any such exponent) */

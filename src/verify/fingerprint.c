@@ -261,7 +261,8 @@ static mirs__fp_pair fp_max(uint64_t key, mirs__fp_pair x, mirs__fp_pair y) {
 
 /* Whether op has no kernel in the GPU backend. */
 static bool gpu_lacks_op(mirs_op op) {
-  return op == MIRS_OP_MAX || op == MIRS_OP_ACCUM_MAX || op == MIRS_OP_ACCUM_ONLINE;
+  return op == MIRS_OP_MAX || op == MIRS_OP_ACCUM_MAX || op == MIRS_OP_ACCUM_ONLINE ||
+         op == MIRS_OP_CAUSAL_MASK;
 }
 
 bool mirs__fp_gpu_lacks(const mirs_graph *g) {
@@ -281,7 +282,7 @@ void mirs__fp_backend_for(const mirs__fp_backend **backend, char *name, size_t s
   if (*backend == &mirs__fp_cpu_backend || (!mirs__fp_gpu_lacks(a) && !mirs__fp_gpu_lacks(b)))
     return;
   *backend = &mirs__fp_cpu_backend;
-  snprintf(name, size, "cpu (the GPU backend has no max/accum_online kernels)");
+  snprintf(name, size, "cpu (the GPU backend has no max/accum_online/causal_mask kernels)");
 }
 
 /* ---------------------------------------------------------------- bound */
@@ -328,9 +329,12 @@ static bool meta_of(mirs_op op, const mirs__scalar *cst, const mirs__fp_meta *x,
   out->exp_dep = x->exp_dep;
   out->has_digest = false;
   out->digest = 0;
+  /* (uses of a masked value are checked by mask_use_ok first) */
+  out->masked = op == MIRS_OP_CAUSAL_MASK || (op != MIRS_OP_EXP && x->masked);
   if (y && mirs__graph_ops[op].arity == 2) {
     out->inner = umax(x->inner, y->inner);
     out->exp_dep = x->exp_dep || y->exp_dep;
+    out->masked = (out->masked || y->masked) && op != MIRS_OP_ACCUM_ONLINE;
   }
   switch (op) {
   case MIRS_OP_ADD:
@@ -409,6 +413,96 @@ static bool meta_of(mirs_op op, const mirs__scalar *cst, const mirs__fp_meta *x,
   return true;
 }
 
+/* Whether op may take x (and y) when one may hold the masked sentinel:
+ * only where the real result of -inf is certain (fingerprint.h). */
+static bool mask_use_ok(mirs_op op, const mirs__scalar *cst, const mirs__fp_meta *x,
+                        const mirs__fp_meta *y) {
+  bool ym = y && mirs__graph_ops[op].arity == 2 && y->masked;
+  if (!x->masked && !ym)
+    return true;
+  switch (op) {
+  case MIRS_OP_ADD_SCALAR: /* -inf + c, -inf * c and -inf / c (c > 0) stay -inf; */
+  case MIRS_OP_TRANSPOSE:  /* a transpose moves the sentinel (fp_elem, fp_transpose) */
+    return true;
+  case MIRS_OP_MUL_SCALAR:
+  case MIRS_OP_DIV_SCALAR:
+    return cst[0].m > 0;
+  case MIRS_OP_EXP:
+  case MIRS_OP_ADD:
+  case MIRS_OP_CAUSAL_MASK:
+  case MIRS_OP_MAX: /* -inf loses: max's start value fp_max_none is the sentinel */
+  case MIRS_OP_ACCUM_MAX:
+    return true;
+  case MIRS_OP_SUB: /* y - (-inf) = +inf is not representable: y masked only where x is */
+    return !ym || x->masked;
+  case MIRS_OP_ACCUM_ONLINE: /* a masked shift m adds nothing (fp_online) */
+    return !x->masked;
+  default:
+    return false;
+  }
+}
+
+/* Whether every row (last dim) of kernel tensor t has an element that is
+ * not -inf: true unless t may be masked and its masks can empty a row
+ * (km: the tensors' metadata). */
+static bool kernel_rows_kept(const mirs_graph *g, const mirs__fp_meta *km, int32_t t) {
+  if (!km[t].masked)
+    return true;
+  int32_t p = g->t[t].producer;
+  const mirs__kop *k = p >= 0 ? &g->ops[p] : NULL;
+  const mirs__shape *s = &g->t[t].shape;
+  if (!k)
+    return true;
+  switch (k->op) {
+  case MIRS_OP_CAUSAL_MASK: /* row i keeps column 0 when n >= m */
+    return s->d[s->ndim - 1] >= s->d[s->ndim - 2];
+  case MIRS_OP_ADD:
+  case MIRS_OP_SUB:
+    return kernel_rows_kept(g, km, k->in[0]) && kernel_rows_kept(g, km, k->in[1]);
+  default:
+    return false;
+  }
+}
+
+/* The same for block tensor t of bg (metadata b): its rows are whole rows
+ * of the kernel tensor (no grid dim places its columns, and the forloop
+ * does not either, unless `walked`: an accumulator over the loop sees
+ * every tile of the row). */
+static bool block_rows_kept(const mirs_graph *g, const mirs__fp_meta *km, const mirs__bgraph *bg,
+                            const mirs__fp_meta *b, int32_t t, bool walked) {
+  if (!b[t].masked)
+    return true;
+  const mirs__bop *op = &bg->ops[bg->t[t].producer];
+  int r = bg->t[t].shape.ndim;
+  mirs__dim_origin o;
+  bool whole = r >= 2 && mirs__sched_dim_origin(g, bg, t, r - 1, &o) && o.grid < 0 &&
+               (walked ? true : !o.forloop);
+  switch (op->op) {
+  case MIRS_OP_INPUT:
+    return whole && kernel_rows_kept(g, km, op->src);
+  case MIRS_OP_CAUSAL_MASK: {
+    int64_t org[4];
+    int32_t b0[MIRS__GRID] = {0, 0, 0};
+    return whole && mirs__sched_mask_frame(g, bg, op, b0, 0, org) && org[3] >= org[2];
+  }
+  case MIRS_OP_ADD:
+  case MIRS_OP_SUB:
+    return block_rows_kept(g, km, bg, b, op->in[0], walked) &&
+           block_rows_kept(g, km, bg, b, op->in[1], walked);
+  default:
+    return false;
+  }
+}
+
+/* The refusal of a use of a masked value mask_use_ok rejects. */
+static mirs_status refuse_mask(mirs_context *ctx, const char *where, mirs_op op) {
+  return MIRS_FAIL(ctx, MIRS_UNSUPPORTED,
+                   "%s = %s(...): an argument may hold causal_mask's -inf, whose %s has no "
+                   "finite-field fingerprint (only exp, add, sub of a finite value and "
+                   "causal_mask take one); refusing to verify this graph",
+                   where, mirs__graph_ops[op].name, mirs__graph_ops[op].name);
+}
+
 /* The refusal of exp of an exp-dependent value; `where` names the kernel
  * tensor or block tensor concerned. */
 static mirs_status refuse_exp(mirs_context *ctx, const char *where, const char *arg) {
@@ -453,9 +547,15 @@ static mirs_status analyze_op(const mirs_graph *g, int32_t op, const mirs__fp_me
       return MIRS_FAIL(ctx, MIRS_INTERNAL, "kernel op %d is malformed; cannot fingerprint",
                        (int)op);
     const mirs__fp_meta *x = &km[k->in[0]], *y = k->nin > 1 ? &km[k->in[1]] : NULL;
+    if (!mask_use_ok(k->op, k->cst, x, y))
+      return refuse_mask(ctx, g->t[first].name, k->op);
     if (!meta_of(k->op, k->cst, x, y, &outs[0]))
       return refuse_exp(ctx, g->t[first].name, g->t[k->in[0]].name);
     outs[0].numel = mirs__shape_numel(&g->t[first].shape);
+    /* A max along rows that each keep an element is finite. */
+    if (k->op == MIRS_OP_MAX && outs[0].masked && k->dim == g->t[first].shape.ndim - 1 &&
+        kernel_rows_kept(g, km, k->in[0]))
+      outs[0].masked = false;
     return MIRS_OK;
   }
   const mirs__bgraph *bg = k->bg;
@@ -483,6 +583,7 @@ static mirs_status analyze_op(const mirs_graph *g, int32_t op, const mirs__fp_me
       b[o->out].degree = src->degree;
       b[o->out].inner = src->inner;
       b[o->out].exp_dep = src->exp_dep;
+      b[o->out].masked = src->masked;
     } else if (o->op == MIRS_OP_OUTPUT) {
       int32_t j = o->dst - first;
       if (NEVER(j < 0 || j >= k->nout || k->out[j] != o->dst))
@@ -493,14 +594,20 @@ static mirs_status analyze_op(const mirs_graph *g, int32_t op, const mirs__fp_me
     } else {
       const mirs__fp_meta *x = &b[o->in[0]], *y = o->nin > 1 ? &b[o->in[1]] : NULL;
       mirs__fp_meta m;
-      if (!meta_of(o->op, o->cst, x, y, &m)) {
+      bool use_ok = mask_use_ok(o->op, o->cst, x, y);
+      if (!use_ok || !meta_of(o->op, o->cst, x, y, &m)) {
         char where[256];
         snprintf(where, sizeof where, "block tensor %s (custom op writing %s)", bg->t[o->out].name,
                  g->t[first].name);
-        return refuse_exp(ctx, where, bg->t[o->in[o->op == MIRS_OP_ACCUM_ONLINE]].name);
+        return use_ok ? refuse_exp(ctx, where, bg->t[o->in[o->op == MIRS_OP_ACCUM_ONLINE]].name)
+                      : refuse_mask(ctx, where, o->op);
       }
       m.numel = b[o->out].numel;
       m.off = b[o->out].off;
+      if ((o->op == MIRS_OP_MAX || o->op == MIRS_OP_ACCUM_MAX) && m.masked &&
+          o->dim == bg->t[o->out].shape.ndim - 1 &&
+          block_rows_kept(g, km, bg, b, o->in[0], o->op == MIRS_OP_ACCUM_MAX))
+        m.masked = false;
       b[o->out] = m;
     }
   }
@@ -1132,6 +1239,10 @@ static void fp_elem(const mirs__fp_elem *e, mirs_op op, uint64_t key, const mirs
   mirs__fp_pair zero = {0, 0};
   for (int64_t i = 0; i < n; i++) {
     mirs__fp_pair v = x[i];
+    if (v.a == MIRS__FP_MASKED) { /* -inf (mask_use_ok admits only ops keeping it) */
+      y[i] = v;
+      continue;
+    }
     switch (e->code) {
     case MIRS__FP_E_NEG:
       y[i] = fp_sub(zero, v);
@@ -1172,7 +1283,9 @@ static void fp_unary(mirs_op op, const mirs__scalar *cst, uint64_t key, const ui
   case MIRS_OP_EXP:
     for (int64_t i = 0; i < n; i++) {
       uint32_t b = x[i].b;
-      y[i].a = mul_mod(gpow[b & (EXP_SPLIT - 1)], gpow[EXP_SPLIT + (b >> EXP_BITS)], P);
+      y[i].a = b == MIRS__FP_MASKED /* exp(-inf) = 0 */
+                   ? 0
+                   : mul_mod(gpow[b & (EXP_SPLIT - 1)], gpow[EXP_SPLIT + (b >> EXP_BITS)], P);
       y[i].b = 0;
     }
     break;
@@ -1187,10 +1300,34 @@ static void fp_unary(mirs_op op, const mirs__scalar *cst, uint64_t key, const ui
   }
 }
 
-/* o = a op b (ADD, SUB, MUL) with size-1 broadcasting; os the result shape. */
+/* y = causal_mask(x) on shape s: the sentinel where the global column is
+ * past the global row + (n - m) (org = {row0, col0, m, n}, NULL: x is the
+ * whole tensor), x elsewhere: the float64 interpreter's ev_mask. */
+static void fp_mask(const mirs__shape *s, const mirs__fp_pair *x, mirs__fp_pair *y,
+                    const int64_t *org) {
+  static const mirs__fp_pair masked = {MIRS__FP_MASKED, MIRS__FP_MASKED};
+  MIRS__CAUSAL_MASK(mirs__fp_pair, s, org, x, y, masked);
+}
+
+/* x + y or x - y where either may be the masked sentinel (-inf): -inf
+ * absorbs a finite value, and -inf - -inf is -inf (the interpreter's
+ * convention).  finite - (-inf) = +inf has no value: *bad is set. */
+static inline mirs__fp_pair fp_add_masked(mirs_op op, mirs__fp_pair x, mirs__fp_pair y,
+                                          bool *bad) {
+  if (x.a == MIRS__FP_MASKED)
+    return x;
+  if (y.a == MIRS__FP_MASKED) {
+    *bad = *bad || op == MIRS_OP_SUB;
+    return y;
+  }
+  return op == MIRS_OP_ADD ? fp_add(x, y) : fp_sub(x, y);
+}
+
+/* o = a op b (ADD, SUB, MUL) with size-1 broadcasting; os the result shape;
+ * masked: an operand may hold the masked sentinel (ADD, SUB only). */
 static void fp_binary(mirs_op op, const mirs__shape *as, const mirs__fp_pair *a,
                       const mirs__shape *bs, const mirs__fp_pair *b, const mirs__shape *os,
-                      mirs__fp_pair *o) {
+                      mirs__fp_pair *o, bool masked, bool *bad) {
   int64_t sa[MIRS_MAX_DIMS], sb[MIRS_MAX_DIMS];
   int r = os->ndim;
   mirs__shape_bcast_strides(as, os, sa);
@@ -1202,7 +1339,10 @@ static void fp_binary(mirs_op op, const mirs__shape *as, const mirs__fp_pair *a,
     const mirs__fp_pair *pa = a + (r > 1 ? mirs__shape_row_offset(os, r - 1, sa, row) : 0);
     const mirs__fp_pair *pb = b + (r > 1 ? mirs__shape_row_offset(os, r - 1, sb, row) : 0);
     mirs__fp_pair *po = o + row * last;
-    if (op == MIRS_OP_ADD)
+    if (masked)
+      for (int64_t j = 0; j < last; j++)
+        po[j] = fp_add_masked(op, pa[j * la], pb[j * lb], bad);
+    else if (op == MIRS_OP_ADD)
       for (int64_t j = 0; j < last; j++)
         po[j] = fp_add(pa[j * la], pb[j * lb]);
     else if (op == MIRS_OP_SUB)
@@ -1310,9 +1450,12 @@ static void fp_online(uint64_t key, const uint32_t *gpow, const mirs__shape *ys,
   for (int64_t e = 0; e < n; e++) {
     mirs__fp_pair mv = m[mirs__shape_bcast_index(ms, ys, e)];
     mirs__fp_pair nm = fp_max(key, run[e], mv);
-    uint32_t d = sub_mod(mv.b, nm.b, Q);
-    uint32_t ey = mul_mod(gpow[d & (EXP_SPLIT - 1)], gpow[EXP_SPLIT + (d >> EXP_BITS)], P);
-    uint32_t v = mul_mod(y[e].a, ey, P);
+    uint32_t v = 0; /* (a masked shift, MIRS__FP_MASKED: no contribution, as in interp.c) */
+    if (mv.a != MIRS__FP_MASKED) {
+      uint32_t d = sub_mod(mv.b, nm.b, Q);
+      uint32_t ey = mul_mod(gpow[d & (EXP_SPLIT - 1)], gpow[EXP_SPLIT + (d >> EXP_BITS)], P);
+      v = mul_mod(y[e].a, ey, P);
+    }
     if (run[e].a != UINT32_MAX) {
       uint32_t r = sub_mod(run[e].b, nm.b, Q);
       uint32_t er = mul_mod(gpow[r & (EXP_SPLIT - 1)], gpow[EXP_SPLIT + (r >> EXP_BITS)], P);
@@ -1381,9 +1524,15 @@ static mirs_status fp_rmsnorm(mirs_context *ctx, cpu_state *c, uint64_t key,
  * div and matmul scratch as needed.  out_exp: the result is exp-dependent
  * (its q-parts are zeroed). */
 static mirs_status fp_compute(mirs_context *ctx, cpu_state *c, mirs_op op, int dim,
-                              const mirs__scalar *cst, uint64_t key, const mirs__shape *const *ins, const mirs__fp_pair *const *inv,
-                              const mirs__shape *os, mirs__fp_pair *o, bool in_exp, bool out_exp) {
+                              const mirs__scalar *cst, uint64_t key, const mirs__shape *const *ins,
+                              const mirs__fp_pair *const *inv, const mirs__shape *os,
+                              mirs__fp_pair *o, bool in_exp, bool out_exp, bool masked,
+                              const int64_t *org) {
   int64_t n = mirs__shape_numel(os);
+  if (op == MIRS_OP_CAUSAL_MASK) {
+    fp_mask(os, inv[0], o, org);
+    return MIRS_OK;
+  }
   switch (mirs__graph_ops[op].kind) {
   case MIRS__KIND_UNARY:
     if (op == MIRS_OP_EXP)
@@ -1399,9 +1548,14 @@ static mirs_status fp_compute(mirs_context *ctx, cpu_state *c, mirs_op op, int d
       MIRS_CHECK(
           ctx, mirs__core_grow(ctx, (void **)&c->inv, &c->invcap, (size_t)nb + 1, sizeof *c->inv));
       fp_inv_batch(inv[1], c->inv, nb);
-      fp_binary(MIRS_OP_MUL, ins[0], inv[0], ins[1], c->inv, os, o);
+      fp_binary(MIRS_OP_MUL, ins[0], inv[0], ins[1], c->inv, os, o, false, NULL);
     } else {
-      fp_binary(op, ins[0], inv[0], ins[1], inv[1], os, o);
+      bool bad = false;
+      fp_binary(op, ins[0], inv[0], ins[1], inv[1], os, o, masked, &bad);
+      if (bad)
+        return MIRS_FAIL(ctx, MIRS_UNSUPPORTED,
+                         "sub: a finite value minus causal_mask's -inf is +inf, which has no "
+                         "finite-field fingerprint; refusing to verify this graph");
     }
     break;
   case MIRS__KIND_MATMUL: {
@@ -1425,8 +1579,11 @@ static mirs_status fp_compute(mirs_context *ctx, cpu_state *c, mirs_op op, int d
     return MIRS_FAIL(ctx, MIRS_INTERNAL, "%s cannot be fingerprinted as a compute op",
                      mirs__graph_ops[op].name);
   }
-  if (out_exp)
+  if (out_exp && !masked)
     zero_b(o, n);
+  else if (out_exp) /* (the sentinel keeps both parts) */
+    for (int64_t i = 0; i < n; i++)
+      o[i].b = o[i].a == MIRS__FP_MASKED ? MIRS__FP_MASKED : 0;
   return MIRS_OK;
 }
 
@@ -1478,7 +1635,8 @@ static mirs_status cpu_input(void *state, mirs__fp_store *s, const mirs_graph *g
 
 /* Run block compute op o of bg on the tiles of one trial. */
 static mirs_status block_compute(mirs_context *ctx, cpu_state *c, const mirs__fp_store *s,
-                                 const mirs__bgraph *bg, const mirs__bop *o, uint64_t key) {
+                                 const mirs__bgraph *bg, const mirs__bop *o, uint64_t key,
+                                 const int64_t *org) {
   const mirs__shape *ins[2] = {NULL, NULL};
   const mirs__fp_pair *inv[2] = {NULL, NULL};
   for (int a = 0; a < o->nin && a < 2; a++) {
@@ -1486,8 +1644,9 @@ static mirs_status block_compute(mirs_context *ctx, cpu_state *c, const mirs__fp
     inv[a] = c->tile + s->bt[o->in[a]].off;
   }
   const mirs__fp_meta *m = &s->bt[o->out];
+  bool masked = s->bt[o->in[0]].masked || (o->nin > 1 && s->bt[o->in[1]].masked);
   MIRS_CHECK(ctx, fp_compute(ctx, c, o->op, o->dim, o->cst, key, ins, inv, &bg->t[o->out].shape,
-                             c->tile + m->off, s->bt[o->in[0]].exp_dep, m->exp_dep));
+                             c->tile + m->off, s->bt[o->in[0]].exp_dep, m->exp_dep, masked, org));
   c->tile_elements += (uint64_t)m->numel;
   return MIRS_OK;
 }
@@ -1502,7 +1661,15 @@ typedef struct fp_custom {
   const mirs__bgraph *bg;
   int j;
   uint64_t key;
+  int32_t b[MIRS__GRID], f; /* the block and iteration running (causal_mask) */
 } fp_custom;
+
+/* The block and iteration about to run. */
+static void fc_at(void *user, const int32_t b[MIRS__GRID], int32_t f) {
+  fp_custom *u = user;
+  memcpy(u->b, b, sizeof u->b);
+  u->f = f;
+}
 
 /* ZERO: an accumulator starts at zero in every block; a running max (and
  * ACCUM_ONLINE's, after its tile) at fp_max_none. */
@@ -1534,7 +1701,11 @@ static mirs_status fc_load(void *user, const mirs__bop *o, const int64_t off[MIR
 /* COMPUTE: a block op on the tiles (either phase). */
 static mirs_status fc_compute(void *user, const mirs__bop *o) {
   fp_custom *u = user;
-  return block_compute(u->s->ctx, u->c, u->s, u->bg, o, u->key);
+  int64_t org[4];
+  if (o->op == MIRS_OP_CAUSAL_MASK && !mirs__sched_mask_frame(u->g, u->bg, o, u->b, u->f, org))
+    return MIRS_FAIL(u->s->ctx, MIRS_INTERNAL, "block causal_mask %s has no tile position",
+                     u->bg->t[o->out].name);
+  return block_compute(u->s->ctx, u->c, u->s, u->bg, o, u->key, org);
 }
 
 /* ACCUM*: this iteration's contribution. */
@@ -1590,8 +1761,8 @@ static mirs_status fc_store(void *user, const mirs__bop *o, const int64_t off[MI
   return MIRS_OK;
 }
 
-static const mirs__sched_exec fp_custom_exec = {fc_zero,  fc_load,   fc_compute,
-                                                fc_accum, fc_finish, fc_store};
+static const mirs__sched_exec fp_custom_exec = {fc_zero,   fc_load,  fc_compute, fc_accum,
+                                                fc_finish, fc_store, fc_at};
 
 /* Evaluate custom op k's block graph for trial j over the field, by the
  * shared block-graph schedule (every grid block, or only block (0,0,0)
@@ -1602,7 +1773,7 @@ static mirs_status cpu_custom_trial(cpu_state *c, mirs__fp_store *s, const mirs_
   int32_t gend[MIRS__GRID];
   for (int a = 0; a < MIRS__GRID; a++)
     gend[a] = s->corner ? 1 : bg->grid[a]; /* (the corner: block (0,0,0) only) */
-  fp_custom u = {c, s, g, bg, j, mirs__fp_trial_key(s->seed, j)};
+  fp_custom u = {c, s, g, bg, j, mirs__fp_trial_key(s->seed, j), {0, 0, 0}, 0};
   return mirs__sched_run(bg, gend, &fp_custom_exec, &u);
 }
 
@@ -1632,7 +1803,9 @@ static mirs_status cpu_op(void *state, mirs__fp_store *s, const mirs_graph *g, i
     }
     MIRS_CHECK(ctx, fp_compute(ctx, c, k->op, k->dim, k->cst, mirs__fp_trial_key(s->seed, j), ins, inv,
                                &g->t[out].shape, kval(c, s, out, j), s->t[k->in[0]].exp_dep,
-                               s->t[out].exp_dep));
+                               s->t[out].exp_dep,
+                               s->t[k->in[0]].masked || (k->nin > 1 && s->t[k->in[1]].masked),
+                               NULL));
   }
   return MIRS_OK;
 }

@@ -59,6 +59,20 @@
  *                          the forloop of the row sums of x^2.  With the same
  *                          sqrt_prf, matmul(rms_norm(X), W) and
  *                          div(accum(matmul(x, w)), accum_rms(x)) agree exactly.
+ *   causal_mask(x)         = x where kept, and the sentinel MIRS__FP_MASKED
+ *                          (both parts all ones) where the reals have -inf:
+ *                          the masked positions are a function of the
+ *                          position alone, the same in every graph.  The
+ *                          field has no -inf, so the sentinel may reach only
+ *                          the uses where -inf's result is certain:
+ *                          exp(masked) = (0, 0) (exp(-inf) = 0), masked + y
+ *                          = y + masked = masked - y = masked (y finite or
+ *                          masked: -inf + y = -inf), causal_mask(masked) =
+ *                          masked, and the loads and stores that move it.
+ *                          Any other use (mul, div, matmul, sum, y - masked,
+ *                          an accumulator, a PRF) is refused statically
+ *                          (MIRS_UNSUPPORTED), so a candidate using one
+ *                          fails (docs/SOUNDNESS.md, "Masks").
  * Block graphs (custom ops) are evaluated with the semantics of
  * src/graph/interp.c, over the field.
  *
@@ -164,7 +178,11 @@ enum {
 #define MIRS__FP_MAX_TRIALS 64
 #define MIRS__FP_DEFAULT_LOG2_BOUND (-50.0)
 
-/* One fingerprint value: a in [0, P), b in [0, Q). */
+/* The value -inf of a causal_mask's masked entries: both parts all ones,
+ * outside [0, P) and [0, Q), so never equal to a field value. */
+#define MIRS__FP_MASKED UINT32_C(0xFFFFFFFF)
+
+/* One fingerprint value: a in [0, P), b in [0, Q), or both MIRS__FP_MASKED. */
 typedef struct mirs__fp_pair {
   uint32_t a, b;
 } mirs__fp_pair;
@@ -201,6 +219,7 @@ typedef struct mirs__fp_meta {
   uint64_t inner;  /* largest degree of an exp/PRF argument it depends on */
   uint64_t digest; /* valid when has_digest */
   bool exp_dep;    /* depends on an exp: q-parts are 0 */
+  bool masked;     /* may hold MIRS__FP_MASKED (a causal_mask's -inf) */
   bool has_digest;
 } mirs__fp_meta;
 

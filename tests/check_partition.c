@@ -1,0 +1,397 @@
+/* SPDX-License-Identifier: MIT */
+/* tests/check_partition.c - partitioning and the result cache through the
+ * public API (mirsearch/partition.h): the cut (every op in one piece,
+ * pieces in a topological order, x/y names), a run whose stitched µGraph
+ * verifies against the program, a second run served from the cache (no
+ * state explored), damaged and foreign cache entries ignored, library
+ * pieces for operators the search does not handle, a stopped run, bad
+ * arguments, and the cache under mirs_search_run. */
+#define _POSIX_C_SOURCE 200809L
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "testutil.h"
+
+/* A small gated MLP after an RMSNorm: five ops, cut into pieces of at
+ * most two so each search takes a second at most. */
+static const char mini[] = "program mini\n"
+                           "input X : f16[4, 16]\n"
+                           "input W1 : f16[16, 16]\n"
+                           "input W2 : f16[16, 16]\n"
+                           "N = rms_norm(X)\n"
+                           "G1 = matmul(N, W1)\n"
+                           "G2 = matmul(N, W2)\n"
+                           "G = silu(G1)\n"
+                           "U = mul(G, G2)\n"
+                           "output U\n";
+
+/* A context for partitions with a fresh cache directory in dir. */
+static mirs_context *part_ctx(tu_log *l, char *dir, size_t size) {
+  mirs_context *ctx = tu_ctx(l);
+  snprintf(dir, size, "/tmp/mirs_check_partition.XXXXXX");
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  ck_assert_int_eq(mirs_option_set(ctx, "cache_dir", dir), MIRS_OK);
+  ck_assert_int_eq(mirs_option_set(ctx, "partition_max_ops", "2"), MIRS_OK);
+  ck_assert_int_eq(mirs_option_set(ctx, "threads", "2"), MIRS_OK);
+  return ctx;
+}
+
+static mirs_graph *parse(mirs_context *ctx, const char *text) {
+  mirs_graph *g = NULL;
+  ck_assert_int_eq(mirs_graph_parse_string(ctx, text, strlen(text), "mini.graph", &g), MIRS_OK);
+  return g;
+}
+
+/* Remove the cache directory and its entries. */
+static void remove_dir(const char *dir) {
+  DIR *d = opendir(dir);
+  if (!d)
+    return;
+  struct dirent *e;
+  char path[4096];
+  while ((e = readdir(d)) != NULL)
+    if (e->d_name[0] != '.') {
+      snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+      unlink(path);
+    }
+  closedir(d);
+  rmdir(dir);
+}
+
+/* The entries of dir (at most n) into names; returns how many. */
+static int entries(const char *dir, char names[][4096], int n) {
+  DIR *d = opendir(dir);
+  ck_assert_ptr_nonnull(d);
+  int k = 0;
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL && k < n)
+    if (strstr(e->d_name, ".mcache"))
+      snprintf(names[k++], 4096, "%s/%s", dir, e->d_name);
+  closedir(d);
+  return k;
+}
+
+/* Run a partition of text; check that the stitched graph verifies. */
+static mirs_partition *run_ok(mirs_context *ctx, const mirs_graph *g) {
+  mirs_partition *p = NULL;
+  ck_assert_int_eq(mirs_partition_create(ctx, g, &p), MIRS_OK);
+  ck_assert_int_eq(mirs_partition_run(p), MIRS_OK);
+  ck_assert_int_eq(mirs_partition_stopped(p), 0);
+  const mirs_graph *r = mirs_partition_result(p);
+  ck_assert_ptr_nonnull(r);
+  mirs_partition_stats s;
+  ck_assert_int_eq(mirs_partition_get_stats(p, &s), MIRS_OK);
+  ck_assert_int_eq(s.verify.equal, 1);
+  ck_assert_int_eq(s.pending, 0);
+  /* Independently of the run's own check. */
+  mirs_verify_result v;
+  ck_assert_int_eq(mirs_verify(ctx, g, r, &v), MIRS_OK);
+  ck_assert_msg(v.equal, "stitched graph differs: %s", v.reason);
+  ck_assert(s.cost_after <= s.cost_before);
+  return p;
+}
+
+/* Every op in exactly one piece; every piece's inputs defined earlier. */
+START_TEST(test_cut) {
+  tu_log l;
+  char dir[64];
+  mirs_context *ctx = part_ctx(&l, dir, sizeof dir);
+  mirs_graph *g = parse(ctx, mini);
+  mirs_partition *p;
+  ck_assert_int_eq(mirs_partition_create(ctx, g, &p), MIRS_OK);
+  int n = mirs_partition_num_pieces(p), seen[5] = {0};
+  ck_assert_int_ge(n, 3);
+  int defined[16] = {0};
+  for (int t = 0; t < mirs_graph_num_tensors(g); t++)
+    defined[t] = mirs_tensor_producer(g, t) < 0;
+  for (int i = 0; i < n; i++) {
+    mirs_piece_info info = MIRS_PIECE_INFO_INIT;
+    ck_assert_int_eq(mirs_partition_piece(p, i, &info), MIRS_OK);
+    ck_assert_int_le(info.num_ops, 2);
+    ck_assert_int_eq(info.kind, MIRS_PIECE_PENDING);
+    const mirs_graph *q = mirs_partition_piece_program(p, i);
+    ck_assert_uint_eq(mirs_graph_hash(q), info.program_hash);
+    ck_assert_int_eq(mirs_graph_num_outputs(q), info.num_outputs);
+    ck_assert_str_eq(mirs_tensor_name(q, mirs_graph_output(q, 0)), "y0");
+    ck_assert_int_ge(mirs_graph_find(q, "x0"), 0);
+    for (int j = 0; j < info.num_ops; j++) {
+      int op = mirs_partition_piece_op(p, i, j);
+      ck_assert_int_ge(op, 0);
+      seen[op]++;
+      mirs_kernel_view kv = MIRS_KERNEL_VIEW_INIT;
+      ck_assert_int_eq(mirs_graph_kernel(g, op, &kv), MIRS_OK);
+      for (int a = 0; a < kv.num_inputs; a++) {
+        int pr = mirs_tensor_producer(g, kv.inputs[a]);
+        int inside = 0;
+        for (int b = 0; b < info.num_ops; b++)
+          inside |= mirs_partition_piece_op(p, i, b) == pr;
+        ck_assert_msg(defined[kv.inputs[a]] || inside, "piece %d reads a later tensor", i);
+      }
+    }
+    for (int j = 0; j < info.num_ops; j++) {
+      mirs_kernel_view kv = MIRS_KERNEL_VIEW_INIT;
+      mirs_graph_kernel(g, mirs_partition_piece_op(p, i, j), &kv);
+      defined[kv.outputs[0]] = 1;
+    }
+    ck_assert_ptr_null(mirs_partition_piece_best(p, i));
+  }
+  for (int k = 0; k < 5; k++)
+    ck_assert_int_eq(seen[k], 1);
+  ck_assert_int_eq(mirs_partition_piece_op(p, 0, 99), -1);
+  ck_assert_ptr_null(mirs_partition_result(p));
+  mirs_partition_destroy(p);
+  mirs_graph_destroy(g);
+  mirs_context_destroy(ctx);
+  remove_dir(dir);
+}
+END_TEST
+
+/* A run verifies; a second run takes every piece from the cache. */
+START_TEST(test_run_then_cache) {
+  tu_log l;
+  char dir[64];
+  mirs_context *ctx = part_ctx(&l, dir, sizeof dir);
+  mirs_graph *g = parse(ctx, mini);
+  mirs_partition *p = run_ok(ctx, g);
+  mirs_partition_stats s1;
+  mirs_partition_get_stats(p, &s1);
+  ck_assert_int_eq(s1.cached, 0);
+  ck_assert_int_gt(s1.searched + s1.kept, 0);
+  ck_assert_uint_gt(s1.states_explored, 0);
+  uint64_t h1 = mirs_graph_hash(mirs_partition_result(p));
+  char *cu = NULL, *json = NULL, *table = NULL;
+  size_t len = 0;
+  ck_assert_int_eq(mirs_partition_cuda(p, NULL, &cu), MIRS_OK);
+  ck_assert_ptr_nonnull(strstr(cu, "__global__"));
+  ck_assert_int_eq(mirs_partition_report_json(p, &json, &len), MIRS_OK);
+  ck_assert_ptr_nonnull(strstr(json, "\"pieces\""));
+  ck_assert_int_eq(mirs_partition_report_table(p, &table, NULL), MIRS_OK);
+  ck_assert_ptr_nonnull(strstr(table, "whole program"));
+  mirs_free(ctx, cu);
+  mirs_free(ctx, json);
+  mirs_free(ctx, table);
+  mirs_partition_destroy(p);
+
+  p = run_ok(ctx, g);
+  mirs_partition_stats s2;
+  mirs_partition_get_stats(p, &s2);
+  ck_assert_uint_eq(s2.states_explored, 0); /* no search ran */
+  ck_assert_int_eq(s2.searched, 0);
+  ck_assert_int_eq(s2.cached + s2.kept, s1.searched + s1.kept);
+  for (int i = 0; i < mirs_partition_num_pieces(p); i++) {
+    mirs_piece_info info = MIRS_PIECE_INFO_INIT;
+    mirs_partition_piece(p, i, &info);
+    ck_assert_int_eq(info.from_cache, 1);
+  }
+  ck_assert_uint_eq(mirs_graph_hash(mirs_partition_result(p)), h1);
+  mirs_partition_destroy(p);
+  mirs_graph_destroy(g);
+  mirs_context_destroy(ctx);
+  remove_dir(dir);
+}
+END_TEST
+
+/* Damaged, truncated and foreign entries are ignored with a warning. */
+START_TEST(test_bad_entries) {
+  tu_log l;
+  char dir[64], names[8][4096];
+  mirs_context *ctx = part_ctx(&l, dir, sizeof dir);
+  mirs_graph *g = parse(ctx, mini);
+  mirs_partition_destroy(run_ok(ctx, g));
+  int n = entries(dir, names, 8);
+  ck_assert_int_ge(n, 3);
+  /* 2: another key's entry in its place; 0: one byte changed; 1: cut short. */
+  char cmd[9000];
+  snprintf(cmd, sizeof cmd, "cp '%s' '%s'", names[0], names[2]);
+  ck_assert_int_eq(system(cmd), 0);
+  FILE *f = fopen(names[0], "r+b");
+  ck_assert_ptr_nonnull(f);
+  fseek(f, 40, SEEK_SET);
+  int ch = fgetc(f);
+  fseek(f, 40, SEEK_SET);
+  fputc(ch ^ 1, f);
+  fclose(f);
+  ck_assert_int_eq(truncate(names[1], 30), 0);
+  l.len = 0;
+  l.text[0] = '\0';
+  mirs_partition *p = run_ok(ctx, g);
+  mirs_partition_stats s;
+  mirs_partition_get_stats(p, &s);
+  ck_assert_uint_gt(s.states_explored, 0); /* the bad ones were searched again */
+  ck_assert_ptr_nonnull(strstr(l.text, "checksum mismatch"));
+  ck_assert_ptr_nonnull(strstr(l.text, "not a complete cache entry"));
+  ck_assert_ptr_nonnull(strstr(l.text, "foreign"));
+  mirs_partition_destroy(p);
+  /* ... and rewritten: a third run is all hits. */
+  p = run_ok(ctx, g);
+  mirs_partition_get_stats(p, &s);
+  ck_assert_uint_eq(s.states_explored, 0);
+  mirs_partition_destroy(p);
+  mirs_graph_destroy(g);
+  mirs_context_destroy(ctx);
+  remove_dir(dir);
+}
+END_TEST
+
+/* An operator the search does not handle stays a library call. */
+START_TEST(test_library_piece) {
+  tu_log l;
+  char dir[64];
+  mirs_context *ctx = part_ctx(&l, dir, sizeof dir);
+  ck_assert_int_eq(mirs_option_set(ctx, "kernel_ops", "matmul,mul"), MIRS_OK);
+  ck_assert_int_eq(mirs_option_set(ctx, "block_ops", "matmul,mul,rms_norm,accum,accum_rms"),
+                   MIRS_OK);
+  mirs_graph *g = parse(ctx, mini);
+  mirs_partition *p = run_ok(ctx, g);
+  int library = 0;
+  for (int i = 0; i < mirs_partition_num_pieces(p); i++) {
+    mirs_piece_info info = MIRS_PIECE_INFO_INIT;
+    mirs_partition_piece(p, i, &info);
+    if (info.kind == MIRS_PIECE_LIBRARY) {
+      library++;
+      ck_assert_int_eq(info.num_ops, 1);
+      mirs_kernel_view kv = MIRS_KERNEL_VIEW_INIT;
+      mirs_graph_kernel(g, mirs_partition_piece_op(p, i, 0), &kv);
+      ck_assert_int_eq(kv.op, MIRS_OP_SILU);
+      ck_assert_uint_eq(mirs_graph_hash(mirs_partition_piece_best(p, i)), info.program_hash);
+    }
+  }
+  ck_assert_int_eq(library, 1);
+  mirs_partition_destroy(p);
+  mirs_graph_destroy(g);
+  mirs_context_destroy(ctx);
+  remove_dir(dir);
+}
+END_TEST
+
+static void stop_after_first(void *user, int piece, int done, int total) {
+  (void)piece;
+  (void)total;
+  if (done >= 1)
+    mirs_partition_stop(user);
+}
+
+/* A stopped run stitches nothing; the pieces it finished are cached. */
+START_TEST(test_stopped) {
+  tu_log l;
+  char dir[64];
+  mirs_context *ctx = part_ctx(&l, dir, sizeof dir);
+  mirs_graph *g = parse(ctx, mini);
+  mirs_partition *p;
+  ck_assert_int_eq(mirs_partition_create(ctx, g, &p), MIRS_OK);
+  ck_assert_int_eq(mirs_partition_set_callbacks(p, stop_after_first, NULL, p), MIRS_OK);
+  ck_assert_int_eq(mirs_partition_run(p), MIRS_OK);
+  ck_assert_int_eq(mirs_partition_stopped(p), 1);
+  ck_assert_ptr_null(mirs_partition_result(p));
+  char *cu = NULL;
+  ck_assert_int_eq(mirs_partition_cuda(p, NULL, &cu), MIRS_INVALID_ARG);
+  mirs_partition_stats s;
+  mirs_partition_get_stats(p, &s);
+  ck_assert_int_ge(s.pending, 1);
+  ck_assert_int_eq(mirs_partition_run(p), MIRS_INVALID_ARG); /* once */
+  mirs_partition_destroy(p);
+  p = run_ok(ctx, g);
+  mirs_piece_info info = MIRS_PIECE_INFO_INIT;
+  mirs_partition_piece(p, 0, &info);
+  ck_assert_int_eq(info.from_cache, 1);
+  ck_assert_uint_eq(info.states_explored, 0);
+  mirs_partition_destroy(p);
+  mirs_graph_destroy(g);
+  mirs_context_destroy(ctx);
+  remove_dir(dir);
+}
+END_TEST
+
+/* Misuse is reported, not crashed on. */
+START_TEST(test_bad_arguments) {
+  tu_log l;
+  mirs_context *ctx = tu_ctx(&l);
+  mirs_partition *p = NULL;
+  mirs_graph *g = parse(ctx, mini);
+  ck_assert_int_eq(mirs_partition_create(NULL, g, &p), MIRS_INVALID_ARG);
+  ck_assert_int_eq(mirs_partition_create(ctx, NULL, &p), MIRS_INVALID_ARG);
+  ck_assert_int_eq(mirs_partition_run(NULL), MIRS_INVALID_ARG);
+  ck_assert_int_eq(mirs_partition_num_pieces(NULL), 0);
+  ck_assert_ptr_null(mirs_partition_result(NULL));
+  mirs_graph *u = NULL;
+  ck_assert_int_eq(mirs_graph_parse_file(ctx, tu_src("examples/rmsnorm_linear_small.ugraph"), &u),
+                   MIRS_OK);
+  ck_assert_int_eq(mirs_partition_create(ctx, u, &p), MIRS_INVALID_ARG);
+  ck_assert_ptr_nonnull(strstr(mirs_last_error(ctx), "custom kernel"));
+  ck_assert_int_eq(mirs_option_set(ctx, "partition_max_ops", "0"), MIRS_INVALID_ARG);
+  ck_assert_int_eq(mirs_partition_create(ctx, g, &p), MIRS_OK);
+  mirs_piece_info info = MIRS_PIECE_INFO_INIT;
+  ck_assert_int_eq(mirs_partition_piece(p, 99, &info), MIRS_INVALID_ARG);
+  ck_assert_ptr_null(mirs_partition_piece_program(p, -1));
+  mirs_partition_destroy(p);
+  mirs_partition_destroy(NULL);
+  char buf[8];
+  ck_assert_int_ne(mirs_cache_default_dir(buf, sizeof buf), MIRS_OK);
+  mirs_graph_destroy(u);
+  mirs_graph_destroy(g);
+  mirs_context_destroy(ctx);
+}
+END_TEST
+
+/* mirs_search_run stores a complete search and serves it again. */
+START_TEST(test_search_cache) {
+  tu_log l;
+  char dir[64];
+  mirs_context *ctx = part_ctx(&l, dir, sizeof dir);
+  mirs_graph *g = NULL;
+  ck_assert_int_eq(mirs_graph_parse_file(ctx, tu_src("examples/rmsnorm_linear_small.graph"), &g),
+                   MIRS_OK);
+  uint64_t best[2];
+  for (int round = 0; round < 2; round++) {
+    mirs_search *s;
+    ck_assert_int_eq(mirs_search_create(ctx, g, &s), MIRS_OK);
+    ck_assert_int_eq(mirs_search_run(s), MIRS_OK);
+    mirs_search_stats st;
+    mirs_search_get_stats(s, &st);
+    ck_assert_int_eq(st.complete, 1);
+    ck_assert_int_eq(mirs_search_cache_status(s), round == 0 ? 2 : 1);
+    if (round == 1) {
+      ck_assert_uint_eq(st.states_explored, 0);
+      char ck[128];
+      snprintf(ck, sizeof ck, "%s/ckpt", dir);
+      ck_assert_int_eq(mirs_search_checkpoint(s, ck), MIRS_INVALID_ARG);
+    }
+    ck_assert_int_gt(mirs_search_num_results(s), 0);
+    best[round] = mirs_search_result_hash(s, 0);
+    char *json = NULL;
+    ck_assert_int_eq(mirs_search_report_json(s, 1, &json, NULL), MIRS_OK);
+    ck_assert_ptr_nonnull(strstr(json, round == 0 ? "\"cache\": \"stored\"" : "\"cache\": \"hit\""));
+    mirs_free(ctx, json);
+    mirs_search_destroy(s);
+  }
+  ck_assert_uint_eq(best[0], best[1]);
+  /* Another option the results depend on: another key, a miss. */
+  ck_assert_int_eq(mirs_option_set(ctx, "max_kernel_ops", "4"), MIRS_OK);
+  mirs_search *s;
+  ck_assert_int_eq(mirs_search_create(ctx, g, &s), MIRS_OK);
+  ck_assert_int_eq(mirs_search_run(s), MIRS_OK);
+  ck_assert_int_eq(mirs_search_cache_status(s), 2);
+  mirs_search_destroy(s);
+  mirs_graph_destroy(g);
+  mirs_context_destroy(ctx);
+  remove_dir(dir);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("partition");
+  TCase *tc = tcase_create("partition");
+  tcase_set_timeout(tc, 600);
+  tcase_add_test(tc, test_cut);
+  tcase_add_test(tc, test_run_then_cache);
+  tcase_add_test(tc, test_bad_entries);
+  tcase_add_test(tc, test_library_piece);
+  tcase_add_test(tc, test_stopped);
+  tcase_add_test(tc, test_bad_arguments);
+  tcase_add_test(tc, test_search_cache);
+  suite_add_tcase(s, tc);
+  return tu_run(s);
+}
