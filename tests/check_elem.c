@@ -287,6 +287,34 @@ START_TEST(test_codegen_host) {
 }
 END_TEST
 
+/* The library API builds the same graph as the text. */
+START_TEST(test_api) {
+  mirs_context *ctx = tu_ctx(NULL);
+  mirs_graph *g, *t;
+  ck_assert_int_eq(mirs_graph_create(ctx, "p", &g), MIRS_OK);
+  int64_t dims[2] = {4, 8};
+  mirs_tensor x, a, b, c;
+  ck_assert_int_eq(mirs_graph_add_input(g, "X", MIRS_F32, 2, dims, &x), MIRS_OK);
+  const char *s[] = {"0.125"}, *lh[] = {"-1", "1.5"}, *bad[] = {"1.2.3"};
+  ck_assert_int_eq(mirs_graph_add_const_op(g, "A", MIRS_OP_MUL_SCALAR, x, 1, s, &a), MIRS_OK);
+  ck_assert_int_eq(mirs_graph_add_const_op(g, "B", MIRS_OP_CLAMP, a, 2, lh, &b), MIRS_OK);
+  ck_assert_int_eq(mirs_graph_add_op(g, "C", MIRS_OP_TRANSPOSE, 1, &b, &c), MIRS_OK);
+  ck_assert_int_eq(mirs_graph_mark_output(g, c), MIRS_OK);
+  ck_assert_int_eq(mirs_graph_add_const_op(g, NULL, MIRS_OP_POW, x, 1, bad, NULL), MIRS_INVALID_ARG);
+  ck_assert_int_eq(mirs_graph_add_const_op(g, NULL, MIRS_OP_EXP, x, 1, s, NULL), MIRS_INVALID_ARG);
+  ck_assert_int_eq(mirs_graph_add_op(g, NULL, MIRS_OP_POW, 1, &x, NULL), MIRS_INVALID_ARG);
+  ck_assert_int_eq(parse(ctx,
+                         "program p\ninput X : f32[4, 8]\nA = mul(X, 0.125)\n"
+                         "B = clamp(A, -1, 1.5)\nC = transpose(B)\noutput C\n",
+                         &t),
+                   MIRS_OK);
+  ck_assert_uint_eq(mirs_graph_hash(g), mirs_graph_hash(t));
+  mirs_graph_destroy(g);
+  mirs_graph_destroy(t);
+  mirs_context_destroy(ctx);
+}
+END_TEST
+
 static Suite *elem_suite(void) {
   Suite *s = suite_create("elem");
   TCase *tc = tcase_create("core");
@@ -299,6 +327,7 @@ static Suite *elem_suite(void) {
                       (int)(sizeof PRUNE_PROGRAMS / sizeof PRUNE_PROGRAMS[0]));
   tcase_add_test(tc, test_attention_one_kernel);
   tcase_add_test(tc, test_codegen_host);
+  tcase_add_test(tc, test_api);
   suite_add_tcase(s, tc);
   return s;
 }

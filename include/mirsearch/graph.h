@@ -68,6 +68,16 @@ MIRS_API mirs_status mirs_graph_add_sum(mirs_graph *g, const char *name, mirs_te
  * negative.  MIRS_INVALID_ARG for an op that reduces no dim. */
 MIRS_API mirs_status mirs_graph_add_reduce(mirs_graph *g, const char *name, mirs_op op,
                                            mirs_tensor x, int dim, mirs_tensor *out);
+/* Add an operator with constants on x: MIRS_OP_POW (exponent),
+ * MIRS_OP_CLAMP (lo, hi), and the number-operand forms of the .graph
+ * language: MIRS_OP_ADD_SCALAR x + c, MIRS_OP_MUL_SCALAR x * c,
+ * MIRS_OP_DIV_SCALAR x / c, MIRS_OP_RSUB_SCALAR c - x, MIRS_OP_RDIV_SCALAR
+ * c / x.  constants[0..nconstants) are decimal text ("0.125", "1e-5"),
+ * read exactly (docs/FORMATS.md "Constants"), not rounded doubles.
+ * MIRS_INVALID_ARG for another op, a wrong count or a malformed number. */
+MIRS_API mirs_status mirs_graph_add_const_op(mirs_graph *g, const char *name, mirs_op op,
+                                             mirs_tensor x, int nconstants,
+                                             const char *const *constants, mirs_tensor *out);
 /* Mark t as the next output. */
 MIRS_API mirs_status mirs_graph_mark_output(mirs_graph *g, mirs_tensor t);
 

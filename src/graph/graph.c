@@ -978,6 +978,53 @@ int mirs__op_nconst(mirs_op op) {
   }
 }
 
+int mirs__scalar_parse(const char *s, size_t len, mirs__scalar *out) {
+  const char *end = s + len;
+  bool neg = s < end && *s == '-';
+  s += neg;
+  int64_t m = 0, e = 0;
+  int digits = 0, seen = 0;
+  bool frac = false;
+  for (; s < end && ((*s >= '0' && *s <= '9') || (*s == '.' && !frac)); s++) {
+    if (*s == '.') {
+      frac = true;
+      continue;
+    }
+    seen++;
+    if (digits > 0 || *s != '0') {
+      if (++digits > 18)
+        return 1;
+      m = m * 10 + (*s - '0');
+    }
+    if (frac)
+      e--;
+  }
+  if (seen == 0)
+    return 3;
+  if (s < end) { /* the exponent */
+    if (*s != 'e' && *s != 'E')
+      return 3;
+    s++;
+    bool eneg = s < end && *s == '-';
+    if (s < end && (*s == '+' || *s == '-'))
+      s++;
+    if (s == end)
+      return 3;
+    int64_t x = 0;
+    for (; s < end; s++) {
+      if (*s < '0' || *s > '9')
+        return 3;
+      if (x < 100000)
+        x = x * 10 + (*s - '0');
+    }
+    e += eneg ? -x : x;
+  }
+  if (e < -MIRS__SCALAR_EXP_MAX - 18 || e > MIRS__SCALAR_EXP_MAX ||
+      !mirs__scalar_make(neg ? -m : m, (int32_t)e, out) || out->v != out->v || out->v * 0 != 0)
+    return 2;
+  return 0;
+}
+
 bool mirs__scalar_make(int64_t m, int32_t e, mirs__scalar *out) {
   while (m != 0 && m % 10 == 0 && e < MIRS__SCALAR_EXP_MAX) {
     m /= 10;

@@ -87,6 +87,12 @@ typedef struct mirs__scalar {
 
 /* Number of constants op takes (0 for most; graph.c). */
 int mirs__op_nconst(mirs_op op);
+/* Read the decimal s[0..len) ("-0.125", "1e-5", "3": an optional '-',
+ * digits, an optional '.' and digits, an optional exponent) exactly into
+ * *out.  0 on success, 1 more than 18 significant digits, 2 out of range
+ * (not a finite double, or |exponent| past MIRS__SCALAR_EXP_MAX), 3 not a
+ * decimal. */
+int mirs__scalar_parse(const char *s, size_t len, mirs__scalar *out);
 /* Make the canonical scalar m * 10^e; false when |e| is out of range. */
 bool mirs__scalar_make(int64_t m, int32_t e, mirs__scalar *out);
 /* Shortest exact decimal text of c ("0.125", "-1e-05" style never: "1e-5"). */

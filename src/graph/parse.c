@@ -360,57 +360,29 @@ static int parse_int(parser *p, int64_t *v, tok_t *at) {
  * no number (nothing consumed), -1 after reporting a bad one. */
 static int parse_number(parser *p, mirs__scalar *v, tok_t *at) {
   *at = p->tok;
-  bool neg = false;
   if (p->tok.kind == MIRS__GRAPH_TOK_MINUS) {
     tok_t nx = peek(p);
     if (nx.kind != MIRS__GRAPH_TOK_INT && nx.kind != MIRS__GRAPH_TOK_NUM)
       return 0;
-    neg = true;
     next(p);
   }
   if (p->tok.kind != MIRS__GRAPH_TOK_INT && p->tok.kind != MIRS__GRAPH_TOK_NUM)
     return 0;
-  const char *s = p->tok.start, *end = s + p->tok.len;
-  int64_t m = 0;
-  int64_t e = 0;
-  int digits = 0;
-  bool frac = false;
-  for (; s < end && ((*s >= '0' && *s <= '9') || *s == '.'); s++) {
-    if (*s == '.') {
-      frac = true;
-      continue;
-    }
-    if (digits > 0 || *s != '0') {
-      if (++digits > 18) {
-        char esc[64];
-        PERR(p, at, "the number %s has more than 18 significant digits",
-             mirs__graph_escape(at->start, p->tok.start + p->tok.len - at->start, 40, esc,
-                                sizeof esc));
-        return -1;
-      }
-      m = m * 10 + (*s - '0');
-    }
-    if (frac)
-      e--;
-  }
-  if (s < end) { /* the exponent */
-    s++;
-    bool eneg = *s == '-';
-    if (*s == '+' || *s == '-')
-      s++;
-    int64_t x = 0;
-    for (; s < end; s++)
-      if (x < 100000)
-        x = x * 10 + (*s - '0');
-    e += eneg ? -x : x;
-  }
-  if (e < -MIRS__SCALAR_EXP_MAX - 18 || e > MIRS__SCALAR_EXP_MAX ||
-      !mirs__scalar_make(neg ? -m : m, (int32_t)e, v) || !(v->v == v->v) ||
-      v->v * 0 != 0) {
+  /* The '-' and the number are adjacent or not: parse the number's own
+   * text and negate, so "- 2" reads as -2 like an integer keyword value. */
+  int r = mirs__scalar_parse(p->tok.start, p->tok.len, v);
+  if (r == 0 && at->kind == MIRS__GRAPH_TOK_MINUS)
+    r = mirs__scalar_make(-v->m, v->e, v) ? 0 : 2;
+  if (r != 0) {
     char esc[64];
-    PERR(p, at, "the number %s is out of range (a finite double with an exponent within +-%d)",
-         mirs__graph_escape(at->start, p->tok.start + p->tok.len - at->start, 40, esc, sizeof esc),
-         MIRS__SCALAR_EXP_MAX);
+    const char *txt = mirs__graph_escape(at->start, (size_t)(p->tok.start + p->tok.len - at->start),
+                                         40, esc, sizeof esc);
+    if (r == 1)
+      PERR(p, at, "the number %s has more than 18 significant digits", txt);
+    else
+      PERR(p, at,
+           "the number %s is out of range (a finite double with an exponent within +-%d)", txt,
+           MIRS__SCALAR_EXP_MAX);
     return -1;
   }
   next(p);
