@@ -215,8 +215,10 @@ typedef struct mirs_cost {
   int64_t blocks;      /* thread blocks of a custom kernel (0 for predefined ops and graphs) */
   int feasible;        /* 0: e.g. shared memory over the device's limit (see reason) */
   char reason[256];
+  double live;         /* custom kernel: share of its forloop tiles run (below 1 when
+                        * causal tile skipping leaves out masked key tiles); else 1 */
 } mirs_cost;
-#define MIRS_COST_INIT {sizeof(mirs_cost), 0, 0, 0, 0, 0, 0, 0, ""}
+#define MIRS_COST_INIT {sizeof(mirs_cost), 0, 0, 0, 0, 0, 0, 0, "", 0}
 
 /* Cost of g on device (a profile name like "H100"; NULL: the context's
  * cost_device option).  MIRS_INVALID_ARG naming the known devices when

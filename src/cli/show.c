@@ -111,6 +111,8 @@ mirs_status mirs__cli_show_summary(FILE *o, mirs_context *ctx, const mirs_graph 
       fputs(" block=", o);
       put3(o, kv.block_dims);
       fprintf(o, " forloop=%d, smem %" PRId64 " B, ", kv.forloop, kc.smem_bytes);
+      if (kc.live < 1) /* causal tile skipping (docs/CODEGEN.md) */
+        fprintf(o, "%.0f%% of the tiles live, ", 100.0 * kc.live);
       put_cost(o, &kc);
       fputc('\n', o);
       for (int b = 0; b < kv.num_block_ops; b++) {

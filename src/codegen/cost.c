@@ -809,6 +809,7 @@ static mirs_status cost_custom(mirs_context *ctx, const mirs__cost_device *d, co
   k->stages = pl.stages;
   k->regs = pl.regs;
   k->pipelined = pl.pipelined;
+  k->live = pl.live;
   double u = B / d->sms;
   double ub = B / (d->hbm_saturation * d->sms);
   k->utilisation = u < 1 ? u : 1;

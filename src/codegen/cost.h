@@ -75,6 +75,7 @@ typedef struct mirs__cost_kernel {
   int32_t regs;           /* custom: registers per thread, estimated by its plan */
   bool pipelined;         /* custom: loads overlap compute (cp.async stages) */
   double inflight;        /* custom: bytes in flight device-wide (resident blocks x plan) */
+  double live;            /* custom: the plan's live share of forloop tiles (1: no skipping) */
   bool feasible;
   char reason[MIRS__COST_REASON_SIZE]; /* why infeasible; "" otherwise */
 } mirs__cost_kernel;

@@ -44,6 +44,7 @@ static mirs_status cost_query(mirs_context *ctx, const mirs_graph *g, int op, co
   mirs_cost full;
   memset(&full, 0, sizeof full);
   full.struct_size = sizeof full;
+  full.live = 1;
   if (s == MIRS_OK && op >= 0) {
     mirs__cost_kernel k;
     s = mirs__cost_kernel_op(ctx, d, g, op, &k);
@@ -54,6 +55,7 @@ static mirs_status cost_query(mirs_context *ctx, const mirs_graph *g, int op, co
       full.kernels = 1;
       full.smem_bytes = k.smem;
       full.blocks = k.blocks;
+      full.live = k.custom ? k.live : 1;
       full.feasible = k.feasible;
       snprintf(full.reason, sizeof full.reason, "%s", k.reason);
     }
