@@ -26,8 +26,11 @@ printf '%-26s %9s %9s %8s %7s %8s %7s %8s %8s %9s %5s %8s\n' \
 for f in "$top"/examples/*_small.graph; do
   name=$(basename "$f" .graph)
   rc=0
+  # The example's own options (its `# options:` comment line, if any).
+  exopts=$(sed -n 's/^# options: *//p' "$f" | head -n 1)
   if [ "${BENCH_REUSE:-0}" != 1 ]; then
-    "$bin" -q --out "$out/$name" "$@" "$f" >/dev/null 2>"$out/$name.err"
+    # shellcheck disable=SC2086 # $exopts is a list of options
+    "$bin" -q --out "$out/$name" $exopts "$@" "$f" >/dev/null 2>"$out/$name.err"
     rc=$?
   fi
   r="$out/$name/report.json"

@@ -22,7 +22,7 @@ bin=${1:-$top/src/mirsearch}
 [ $# -gt 0 ] && shift
 out=$here/out/shapes
 mkdir -p "$out"
-examples=${BENCH_EXAMPLES:-"gated_mlp gqa lora mha mqa ntrans qknorm_attention rmsnorm_linear causal_attention"}
+examples=${BENCH_EXAMPLES:-"gated_mlp gqa lora mha mqa ntrans qknorm_attention rmsnorm_linear causal_attention gqa_safe mha_safe"}
 field() { sed -n "s/^  \"$2\": \\([^,]*\\),\$/\\1/p" "$1" | tr -d '"'; }
 counter() { sed -n "s/.*\"$2\": \\([0-9]*\\).*/\\1/p" "$1"; }
 printf '%-24s %10s %9s %8s %8s %8s %9s %5s %9s %8s %8s %6s\n' \
@@ -32,8 +32,10 @@ for ex in $examples; do
   for name in "${ex}_small" "$ex"; do
     d=$out/$name
     rm -rf "$d"
+    exopts=$(sed -n 's/^# options: *//p' "$top/examples/$name.graph" | head -n 1)
+    # shellcheck disable=SC2086 # $exopts: the example's `# options:` line
     /usr/bin/time -f '%M %U %S' -o "$out/$name.rss" \
-      "$bin" --out "$d" --set log_level=3 "$@" "$top/examples/$name.graph" \
+      "$bin" --out "$d" --set log_level=3 $exopts "$@" "$top/examples/$name.graph" \
       >/dev/null 2>"$out/$name.err"
     r=$d/report.json
     if [ ! -f "$r" ]; then

@@ -17,7 +17,7 @@
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 bin=${MIRSEARCH:-$top/src/mirsearch}
-names=${*:-gated_mlp gqa lora mha mqa ntrans qknorm_attention rmsnorm_linear causal_attention}
+names=${*:-gated_mlp gqa lora mha mqa ntrans qknorm_attention rmsnorm_linear causal_attention gqa_safe mha_safe}
 [ -x "$bin" ] || { echo "search-bests: $bin is not built (make first)" >&2; exit 2; }
 mkdir -p "$top/examples/best"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/mirs_bests.XXXXXX")
@@ -31,8 +31,10 @@ for name in $names; do
     [ -f "$src" ] || { echo "search-bests: no $src" >&2; rc=1; continue; }
     out="$tmp/$variant.out"
     start=$(date +%s)
-    # shellcheck disable=SC2086 # $threads is empty or one word
-    if "$bin" -q $threads --out="$out" "$src" >"$tmp/$variant.log" 2>&1 &&
+    # The example's own options (its `# options:` comment line, if any).
+    exopts=$(sed -n 's/^# options: *//p' "$src" | head -n 1)
+    # shellcheck disable=SC2086 # $threads and $exopts are lists of options
+    if "$bin" -q $threads $exopts --out="$out" "$src" >"$tmp/$variant.log" 2>&1 &&
       [ -s "$out/best.ugraph" ]; then
       cp "$out/best.ugraph" "$top/examples/best/$variant.ugraph.tmp" &&
         mv -f "$top/examples/best/$variant.ugraph.tmp" "$top/examples/best/$variant.ugraph"

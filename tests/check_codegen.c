@@ -58,7 +58,7 @@ static const char *const TESTGRAPHS[] = {"mma_f16",  "mma_pad",     "rms_bf16", 
 /* The search's bests at small shape (examples/best, scripts/search-bests.sh). */
 static const char *const BESTS[] = {
     "gated_mlp",       "gqa", "lora", "mha", "mqa", "ntrans", "qknorm_attention", "rmsnorm_linear",
-    "causal_attention"};
+    "causal_attention", "gqa_safe", "mha_safe"};
 #define NBESTS ((int)(sizeof BESTS / sizeof BESTS[0]))
 
 /* Small examples searched for results the generator was not written against. */

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "graph/graph.h"
+#include "mirsearch/codegen.h"
 #include "testutil.h"
 
 /* Parse a file of the source tree. */
@@ -239,6 +240,186 @@ START_TEST(test_exp_of_max_of_exp_refused) {
 }
 END_TEST
 
+/* Set name=value pairs (NULL-terminated) on ctx. */
+static void set_opts(mirs_context *ctx, const char *const *kv) {
+  for (int i = 0; kv && kv[i]; i += 2)
+    ck_assert_msg(mirs_option_set(ctx, kv[i], kv[i + 1]) == MIRS_OK, "%s=%s: %s", kv[i],
+                  kv[i + 1], mirs_last_error(ctx));
+}
+
+/* Host run of g on seed against the float64 evaluation of ref; returns
+ * the largest relative error (infinity when the run has a NaN or inf). */
+static double host_err(mirs_context *ctx, const mirs_graph *g, const mirs_graph *ref,
+                       uint64_t seed) {
+  mirs_eval_result *r = NULL, *e = NULL;
+  double self = 0;
+  ck_assert_msg(mirs_codegen_run(g, seed, MIRS_BACKEND_HOST, &r, &self) == MIRS_OK, "%s",
+                mirs_last_error(ctx));
+  ck_assert_int_eq(mirs_graph_eval(ref, seed, &e), MIRS_OK);
+  double err = mirs__eval_max_rel_error(e, r);
+  for (int o = 0; o < mirs_eval_num_outputs(r); o++) {
+    int64_t n = 0;
+    const double *v = mirs_eval_output_values(r, o, &n);
+    for (int64_t i = 0; i < n; i++)
+      if (!isfinite(v[i]))
+        err = INFINITY;
+  }
+  mirs_eval_result_destroy(r);
+  mirs_eval_result_destroy(e);
+  return err;
+}
+
+START_TEST(test_codegen_host_runs) {
+  /* The generated kernels of the new operators against the interpreter:
+   * block max (tree and plain), accum_max, accum_online (its running max
+   * in registers) and the predefined kernel max of a program. */
+  static const char *const pairs[][2] = {
+      {ONLINE, SAFE_SMALL},
+      {"tests/codegen/accum_max.ugraph", "tests/codegen/accum_max.graph"},
+      {SAFE_SMALL, SAFE_SMALL},
+      {"examples/mha_safe_small.graph", "examples/mha_safe_small.graph"}};
+  for (int i = 0; i < 4; i++) {
+    mirs_context *ctx = tu_ctx(NULL);
+    mirs_graph *g = load(ctx, pairs[i][0]), *p = load(ctx, pairs[i][1]);
+    double err = host_err(ctx, g, p, 4 + (uint64_t)i), tol = mirs_codegen_tolerance(g);
+    ck_assert_msg(err <= tol, "%s: relative error %g > %g", pairs[i][0], err, tol);
+    mirs_graph_destroy(p);
+    mirs_graph_destroy(g);
+    mirs_context_destroy(ctx);
+  }
+}
+END_TEST
+
+START_TEST(test_large_logits) {
+  /* Inputs scaled by 7: attention logits reach about 200 in magnitude.
+   * The max-shifted program and its online µGraph agree in float64; the
+   * online kernel's host run is finite and within tolerance, where the
+   * unshifted kernel's exp overflows (inf / inf = NaN).  Inputs rounded to
+   * f16 in the reference too, so the comparison measures the kernel. */
+  mirs_context *ctx = tu_ctx(NULL);
+  static const char *const kv[] = {"input_scale", "7", "round_inputs", "1", NULL};
+  set_opts(ctx, kv);
+  mirs_graph *p = load(ctx, SAFE_SMALL), *c = load(ctx, ONLINE);
+  mirs_graph *u = load(ctx, "examples/gqa_small.ugraph");
+  /* The logits: A of the program. */
+  mirs_eval_result *r = NULL;
+  mirs_graph *la = parse(ctx, "input Q : f16[2, 8, 16]\ninput K : f16[2, 16, 128]\n"
+                              "A = matmul(Q, K)\noutput A\n");
+  ck_assert_int_eq(mirs_graph_eval(la, 5, &r), MIRS_OK);
+  int64_t n = 0;
+  const double *a = mirs_eval_output_values(r, 0, &n);
+  double big = 0;
+  for (int64_t i = 0; i < n; i++)
+    big = fmax(big, fabs(a[i]));
+  ck_assert_msg(big > 150 && big < 400, "largest logit %g", big);
+  mirs_eval_result_destroy(r);
+  mirs_graph_destroy(la);
+  ck_assert(eval_err(p, c, 5) < 1e-12);
+  ck_assert_int_eq(verify(ctx, p, c), 1);
+  double err = host_err(ctx, c, p, 5);
+  ck_assert_msg(err <= mirs_codegen_tolerance(c), "online kernel: relative error %g", err);
+  ck_assert_msg(isinf(host_err(ctx, u, p, 5)), "the unshifted kernel did not overflow");
+  mirs_graph_destroy(u);
+  mirs_graph_destroy(c);
+  mirs_graph_destroy(p);
+  mirs_context_destroy(ctx);
+}
+END_TEST
+
+/* Safe attention small enough to search in a test. */
+static const char TINY_SAFE[] = "program tiny_safe\ninput Q : f16[1, 4, 8]\n"
+                                "input K : f16[1, 8, 32]\ninput V : f16[1, 32, 8]\n"
+                                "A = matmul(Q, K)\nM = max(A, dim=2)\nC = sub(A, M)\n"
+                                "E = exp(C)\nS = sum(E, dim=2)\nD = div(E, S)\n"
+                                "O = matmul(D, V)\noutput O\n";
+
+/* Run a search of text under kv; the caller destroys it. */
+static mirs_search *search(mirs_context *ctx, const char *text, const char *const *kv) {
+  set_opts(ctx, kv);
+  mirs_graph *g = parse(ctx, text);
+  mirs_search *s = NULL;
+  ck_assert_msg(mirs_search_create(ctx, g, &s) == MIRS_OK, "%s", mirs_last_error(ctx));
+  mirs_graph_destroy(g);
+  ck_assert_msg(mirs_search_run(s) == MIRS_OK, "%s", mirs_last_error(ctx));
+  mirs_search_stats st;
+  ck_assert_int_eq(mirs_search_get_stats(s, &st), MIRS_OK);
+  ck_assert_int_eq(st.complete, 1);
+  return s;
+}
+
+START_TEST(test_search_finds_online_form) {
+  mirs_context *ctx = tu_ctx(NULL);
+  static const char *const kv[] = {"threads", "1", "max_block_ops", "13", "grid_x", "1,4",
+                                   "grid_y", "1", "grid_z", "1", "forloop_ranges", "1,2",
+                                   "max_kernel_ops", "2", NULL};
+  mirs_search *s = search(ctx, TINY_SAFE, kv);
+  mirs_graph *p = parse(ctx, TINY_SAFE);
+  int online = 0;
+  for (int i = 0; i < mirs_search_num_results(s); i++) {
+    const mirs_graph *r = mirs_search_result(s, i);
+    char *text = NULL;
+    ck_assert_int_eq(mirs_graph_to_string(r, &text), MIRS_OK);
+    if (strstr(text, "accum_online") && strstr(text, "forloop=2") &&
+        mirs_search_result_kernels(s, i) == 1) {
+      online++;
+      if (online == 1) { /* one of them, independently */
+        ck_assert_int_eq(verify(ctx, p, r), 1);
+        ck_assert_ptr_nonnull(strstr(text, " = max("));
+      }
+    }
+    mirs_free(ctx, text);
+  }
+  ck_assert_int_gt(online, 0);
+  mirs_graph_destroy(p);
+  mirs_search_destroy(s);
+  mirs_context_destroy(ctx);
+}
+END_TEST
+
+/* The sorted result hashes of a search of text under kv plus name=value. */
+static int result_set(const char *text, const char *const *kv, const char *name,
+                      const char *value, uint64_t *out, int cap) {
+  mirs_context *ctx = tu_ctx(NULL);
+  const char *const one[] = {name, value, NULL};
+  set_opts(ctx, one);
+  mirs_search *s = search(ctx, text, kv);
+  int n = mirs_search_num_results(s);
+  ck_assert_int_le(n, cap);
+  for (int i = 0; i < n; i++) {
+    uint64_t h = mirs_search_result_hash(s, i);
+    int j = i;
+    for (; j > 0 && out[j - 1] > h; j--)
+      out[j] = out[j - 1];
+    out[j] = h;
+  }
+  mirs_search_destroy(s);
+  mirs_context_destroy(ctx);
+  return n;
+}
+
+START_TEST(test_prune_same_results) {
+  /* Pruning loses no result on programs with max: the shifted softmax
+   * (whose unshifted forms are results too) and a plain row max. */
+  static const char *const programs[] = {
+      "program rowmax_tiny\ninput X : f16[2, 4, 8]\ninput V : f16[2, 8, 4]\n"
+      "M = max(X, dim=2)\nC = sub(X, M)\nE = exp(C)\nS = sum(E, dim=2)\nD = div(E, S)\n"
+      "O = matmul(D, V)\noutput O\n",
+      "program rowmax\ninput X : f16[4, 16]\nY = exp(X)\nM = max(Y, dim=1)\noutput M\n"};
+  static const char *const kv[] = {"threads", "1", "op_budget", "0", "grid_x", "1,2",
+                                   "grid_y", "1", "grid_z", "1", "forloop_ranges", "1,2",
+                                   "max_block_ops", "10", "kernel_ops", "max,exp",
+                                   "max_kernel_ops", "3", NULL};
+  static uint64_t h1[512], h0[512];
+  for (int i = 0; i < 2; i++) {
+    int n1 = result_set(programs[i], kv, "prune", "true", h1, 512);
+    int n0 = result_set(programs[i], kv, "prune", "false", h0, 512);
+    ck_assert_int_gt(n1, 0);
+    ck_assert_msg(n1 == n0, "program %d: %d results with pruning, %d without", i, n1, n0);
+    ck_assert_mem_eq(h1, h0, sizeof(uint64_t) * (size_t)n1);
+  }
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("max");
   TCase *tc = tcase_create("core");
@@ -250,6 +431,10 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_fingerprints_reject_near_misses);
   tcase_add_test(tc, test_accum_max_equals_max);
   tcase_add_test(tc, test_exp_of_max_of_exp_refused);
+  tcase_add_test(tc, test_codegen_host_runs);
+  tcase_add_test(tc, test_large_logits);
+  tcase_add_test(tc, test_search_finds_online_form);
+  tcase_add_test(tc, test_prune_same_results);
   suite_add_tcase(s, tc);
   return s;
 }

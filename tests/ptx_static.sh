@@ -28,7 +28,8 @@
 #    reports.  A plan that keeps its tiles in global scratch fails.
 # Exit 0 when all hold, 1 otherwise (each failure named), 77 without nvcc.
 #
-#   tests/ptx_static.sh [NAME...]      (default: the 8 published examples and causal_attention)
+#   tests/ptx_static.sh [NAME...]      (default: the 8 published examples, causal_attention, gqa_safe,
+#                                       mha_safe)
 #
 # NVCC picks the compiler (default: configure's, else nvcc on PATH),
 # MIRSEARCH the program (default: $top_builddir/src/mirsearch), KEEP=1
@@ -46,7 +47,7 @@ if ! "$NVCC" --version >/dev/null 2>&1; then
   exit 77
 fi
 [ -x "$bin" ] || { echo "ptx_static: FAIL: $bin is not built"; exit 1; }
-names=${*:-gated_mlp gqa lora mha mqa ntrans qknorm_attention rmsnorm_linear causal_attention}
+names=${*:-gated_mlp gqa lora mha mqa ntrans qknorm_attention rmsnorm_linear causal_attention gqa_safe mha_safe}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/mirs_ptx_static.XXXXXX")
 if [ "${KEEP:-0}" = 1 ]; then
   echo "ptx_static: files kept in $tmp"

@@ -15,8 +15,9 @@
  *   mirs_partition_destroy(p);
  *
  * Pieces (docs/PARTITION.md): connected, convex sets of the program's
- * operators that the search supports (operators named in the options
- * kernel_ops or block_ops), each at most partition_max_ops operators with
+ * operators that the search supports (in its space for the program:
+ * named in the options kernel_ops or block_ops, or offered whenever a
+ * program holds them), each at most partition_max_ops operators with
  * at most partition_max_inputs inputs and partition_max_outputs outputs,
  * and none holding an exp of an exp (no sound fingerprint).  An operator
  * the search does not handle stays as it is (a predefined kernel op: one

@@ -47,6 +47,7 @@
 
 #include "cli/bench.h"
 #include "cli/cli.h"
+#include "cli/import.h"
 #include "cli/outdir.h"
 #include "cli/partition.h"
 #include "cli/show.h"
@@ -511,6 +512,7 @@ static const char *const usage_lines[] = {
     PROG " [OPTIONS] run FILE [--seed=N] [--backend=host|cuda]",
     PROG " [OPTIONS] bench FILE [--program=FILE] [--cuda-graph]",
     PROG " [OPTIONS] bench --calibrate=FILE.profile | --rank=DIR [--top=K]",
+    PROG " [OPTIONS] import MODEL.onnx [-o FILE.graph]",
 };
 
 static const char summary_text[] =
@@ -569,6 +571,10 @@ static const help_row help_rows[] = {
                          "output DIR on the GPU; write DIR/measured.json (predicted and measured "
                          "seconds, their rank correlation) and the measured best as "
                          "DIR/best_measured.ugraph"},
+    {"import MODEL.onnx", "convert an ONNX model to a .graph program (on stdout, or -o "
+                          "FILE.graph) with the Python importer (the onnx package; "
+                          "docs/PYTHON.md): each unsupported operator is named with its node "
+                          "(exit 2); exit 3 without a Python that has onnx"},
     {NULL, "Options (anywhere on the command line)"},
     {"-h, --help", "show this help and exit"},
     {"-V, --version", "show version, license and build information and exit"},
@@ -1843,8 +1849,9 @@ static int looks_like_file(const char *arg) {
 /* Dispatch on the operands left after option parsing. */
 static int run_command(cli *c, int nargs, char **args) {
   static const char *const commands[] = {"check", "eval",    "verify", "show",
-                                         "codegen", "run", "bench", "partition"};
-  static const int files[] = {1, 1, 2, 1, 1, 1, 1, 1};
+                                         "codegen", "run", "bench", "partition",
+                                         "import"};
+  static const int files[] = {1, 1, 2, 1, 1, 1, 1, 1, 1};
   enum { NCOMMANDS = sizeof files / sizeof files[0] };
   if (c->resume) {
     /* An optional FILE: the program the checkpoint must have been
@@ -1871,7 +1878,7 @@ static int run_command(cli *c, int nargs, char **args) {
     if (!looks_like_file(args[0])) {
       cli_error(c,
                 "unknown command '%s' (commands: check, eval, verify, show, codegen, run, bench, "
-                "partition)",
+                "partition, import)",
                 args[0]);
       return cli_hint(c);
     }
@@ -1912,6 +1919,8 @@ static int run_command(cli *c, int nargs, char **args) {
     return cmd_run(c, args[1]);
   if (cmd == 6)
     return cmd_bench(c, args[1]);
+  if (cmd == 8) /* import MODEL.onnx [-o FILE.graph] (src/cli/import.c) */
+    return mirs__cli_import(c->ctx, c->out, c->err, args[1], c->output);
   return cmd == 0 ? cmd_check(c, args[1]) : cmd_eval(c, args[1]);
 }
 

@@ -268,9 +268,11 @@ static void emit_value(mirs__buf *b, const char *ind, const char *ity, mirs_op o
         mirs__buf_printf(b, "%sc%d * %" PRId64, any ? " + " : "", d, ist[0][d]);
         any = true;
       }
-    mirs__buf_printf(b, "%s;\n%sv = 0.0f;\n", any ? "" : "0", ind);
-    mirs__buf_printf(b, "%sfor (%s p = 0; p < %" PRId64 "; p++)\n%s  v += mirs_ld(%s + (ix + p * %" PRId64 "));\n",
-                     ind, ity, ins[0]->d[dim], ind, in[0], ist[0][dim]);
+    bool mx = op == MIRS_OP_MAX;
+    mirs__buf_printf(b, "%s;\n%sv = %s;\n", any ? "" : "0", ind, mx ? "-INFINITY" : "0.0f");
+    mirs__buf_printf(b, "%sfor (%s p = 0; p < %" PRId64 "; p++)\n%s  v %s mirs_ld(%s + (ix + p * %" PRId64 "))%s;\n",
+                     ind, ity, ins[0]->d[dim], ind, mx ? "= fmaxf(v," : "+=", in[0], ist[0][dim],
+                     mx ? ")" : "");
     break;
   }
   default: { /* RMSNORM over the last dim (stride 1) */
@@ -652,7 +654,7 @@ static void emit_reduce_tree(kgen *k, int32_t oi) {
   const mirs__bop *op = &bg->ops[oi];
   mirs__buf *b = k->b;
   const mirs__shape *os = &bg->t[op->out].shape, *xs = &bg->t[op->in[0]].shape;
-  bool rms = op->op == MIRS_OP_RMS_NORM;
+  bool rms = op->op == MIRS_OP_RMS_NORM, mx = op->op == MIRS_OP_MAX;
   int r = os->ndim, dim = rms ? r - 1 : op->dim, grp = k->pl->op[oi].group;
   int64_t len = xs->d[dim], rows = mirs__shape_numel(xs) / len;
   int64_t groups = k->nthreads / grp, per = (rows + groups - 1) / groups;
@@ -675,14 +677,17 @@ static void emit_reduce_tree(kgen *k, int32_t oi) {
       mirs__buf_printf(b, "%sc%d * %" PRId64, any ? " + " : "", d, st[d]);
       any = true;
     }
-  mirs__buf_printf(b, "%s;\n      float ss = 0.0f;\n", any ? "" : "0");
+  mirs__buf_printf(b, "%s;\n      float ss = %s;\n", any ? "" : "0", mx ? "-INFINITY" : "0.0f");
   mirs__buf_printf(b, "      if (q < %" PRId64 ")\n", rows);
   mirs__buf_printf(b, "        for (int p = sub; p < %" PRId64 "; p += %d) {\n", len, grp);
   mirs__buf_printf(b, "          const float y = mirs_ld(t%d + (ix + p * %" PRId64 "));\n",
                    (int)op->in[0], st[dim]);
-  mirs__buf_printf(b, "          ss += %s;\n        }\n", rms ? "y * y" : "y");
+  mirs__buf_printf(b, "          ss %s;\n        }\n",
+                   rms ? "+= y * y" : mx ? "= fmaxf(ss, y)" : "+= y");
   for (int m = grp / 2; m >= 1; m /= 2)
-    mirs__buf_printf(b, "      ss += __shfl_xor_sync(0xffffffffu, ss, %d);\n", m);
+    mirs__buf_printf(b, mx ? "      ss = fmaxf(ss, __shfl_xor_sync(0xffffffffu, ss, %d));\n"
+                           : "      ss += __shfl_xor_sync(0xffffffffu, ss, %d);\n",
+                     m);
   if (!rms) {
     mirs__buf_printf(b, "      if (q < %" PRId64 " && sub == 0) {\n", rows);
     mirs__buf_puts(b, "        const int e = q;\n        float v = ss;\n");
@@ -750,6 +755,16 @@ static void acc_ref(const kgen *k, int32_t t, char *buf, size_t size) {
     snprintf(buf, size, "a%d[tid + r * %d]", (int)t, k->nthreads);
   else
     snprintf(buf, size, "acc%d[r]", (int)t);
+}
+
+/* Storage element r of the running max of ACCUM_ONLINE result t: after
+ * the running sums in shared memory, or a register array beside them. */
+static void online_run_ref(const kgen *k, int32_t t, char *buf, size_t size) {
+  if (k->pl->t[t].acc_smem)
+    snprintf(buf, size, "a%d[%" PRId64 " + tid + r * %d]", (int)t,
+             mirs__shape_numel(&k->bg->t[t].shape), k->nthreads);
+  else
+    snprintf(buf, size, "run%d[r]", (int)t);
 }
 
 /* Accumulator elements per thread of t, and the threads that share one
@@ -837,8 +852,9 @@ static void emit_accum(kgen *k, const mirs__bop *op) {
     emit_accum_tree(k, op);
     return;
   }
-  mirs__buf_printf(b, "    /* %s = %s(%s) */\n", bg->t[op->out].name, mirs__graph_ops[op->op].name,
-                   bg->t[op->in[0]].name);
+  mirs__buf_printf(b, "    /* %s = %s(%s%s%s) */\n", bg->t[op->out].name,
+                   mirs__graph_ops[op->op].name, bg->t[op->in[0]].name, op->nin > 1 ? ", " : "",
+                   op->nin > 1 ? bg->t[op->in[1]].name : "");
   open_acc_loop(k, op->out);
   emit_coords(b, "      ", "int", "e", as);
   mirs__buf_puts(b, "      float v;\n");
@@ -853,8 +869,31 @@ static void emit_accum(kgen *k, const mirs__bop *op) {
     mirs__buf_puts(b, "      v = ");
     emit_tile_ld(k, op->in[0], as);
     mirs__buf_puts(b, ";\n");
-  } else if (op->op == MIRS_OP_ACCUM_SUM) {
-    emit_value(b, "      ", "int", MIRS_OP_SUM, op->dim, NULL, in, ins, ist, as, NULL, false);
+  } else if (op->op == MIRS_OP_ACCUM_SUM || op->op == MIRS_OP_ACCUM_MAX) {
+    bool mx = op->op == MIRS_OP_ACCUM_MAX;
+    emit_value(b, "      ", "int", mx ? MIRS_OP_MAX : MIRS_OP_SUM, op->dim, NULL, in, ins, ist, as,
+               NULL,
+               false);
+    if (mx) {
+      mirs__buf_printf(b, "      %s = fmaxf(%s, v);\n    }\n", ref, ref);
+      return;
+    }
+  } else if (op->op == MIRS_OP_ACCUM_ONLINE) {
+    /* Rescale the running sum to the new running max; each thread owns
+     * the same elements every iteration, so run[] is its own. */
+    char run[64];
+    online_run_ref(k, op->out, run, sizeof run);
+    mirs__buf_puts(b, "      v = ");
+    emit_tile_ld(k, op->in[0], as);
+    mirs__buf_puts(b, ";\n      const float mv = ");
+    emit_tile_ld(k, op->in[1], as);
+    /* (a -inf shift, a row a mask emptied, adds nothing: interp.c) */
+    mirs__buf_printf(b, ";\n      const float mo = %s, mn = fmaxf(mo, mv);\n", run);
+    mirs__buf_printf(b, "      %s = (mo == -INFINITY ? 0.0f : %s * expf(mo - mn)) +\n"
+                        "          (mv == -INFINITY ? 0.0f : v * expf(mv - mn));\n",
+                     ref, ref);
+    mirs__buf_printf(b, "      %s = mn;\n    }\n", run);
+    return;
   } else {
     int64_t last = xs->d[xs->ndim - 1];
     mirs__buf_puts(b, "      const int row = ");
@@ -1169,12 +1208,23 @@ static void emit_acc_init(kgen *k, const mirs__sched *sched) {
     } else if (pl->t[t].acc_smem) {
       mirs__buf_printf(b, "    float *const a%d = (float *)((char *)mirs_smem + %" PRId64 ");\n",
                        (int)t, pl->t[t].aoff);
-      mirs__buf_printf(b, "    for (int e = tid; e < %" PRId64 "; e += %d)\n      a%d[e] = 0.0f;\n",
-                       n, k->nthreads, (int)t);
+      mirs__buf_printf(b, "    for (int e = tid; e < %" PRId64 "; e += %d)\n      a%d[e] = %s;\n",
+                       n, k->nthreads, (int)t, op->op == MIRS_OP_ACCUM_MAX ? "-INFINITY" : "0.0f");
+      if (op->op == MIRS_OP_ACCUM_ONLINE) /* the running max, after the sums */
+        mirs__buf_printf(b, "    for (int e = tid; e < %" PRId64 "; e += %d)\n"
+                            "      a%d[%" PRId64 " + e] = -INFINITY;\n",
+                         n, k->nthreads, (int)t, n);
     } else {
       mirs__buf_printf(b, "    float acc%d[%" PRId64 "]; /* %s */\n", (int)t, per, bg->t[t].name);
-      mirs__buf_printf(b, "    MIRS_UNROLL for (int r = 0; r < %" PRId64 "; r++)\n      acc%d[r] = 0.0f;\n",
-                       per, (int)t);
+      mirs__buf_printf(b, "    MIRS_UNROLL for (int r = 0; r < %" PRId64 "; r++)\n      acc%d[r] = %s;\n",
+                       per, (int)t, op->op == MIRS_OP_ACCUM_MAX ? "-INFINITY" : "0.0f");
+      if (op->op == MIRS_OP_ACCUM_ONLINE) {
+        mirs__buf_printf(b, "    float run%d[%" PRId64 "]; /* %s: running max */\n", (int)t, per,
+                         bg->t[t].name);
+        mirs__buf_printf(b, "    MIRS_UNROLL for (int r = 0; r < %" PRId64 "; r++)\n"
+                            "      run%d[r] = -INFINITY;\n",
+                         per, (int)t);
+      }
     }
   }
 }

@@ -324,7 +324,8 @@ static int64_t place(mirs__plan *pl, const mirs_graph *g, const mirs__bgraph *bg
         (n + pl->nthreads - 1) / pl->nthreads > REG_ACC_MAX) {
       pt->acc_smem = true;
       pt->aoff = total;
-      total += al16(n * 4);
+      /* (accum_online keeps its running max after the running sums) */
+      total += al16(n * 4) * (op->op == MIRS_OP_ACCUM_ONLINE ? 2 : 1);
     }
     /* accum_sum / accum_rms in registers: G lanes per element, reduced
      * by warp shuffles (a power of 2 <= 32, no more lanes than the
@@ -405,8 +406,8 @@ static int32_t estimate_regs(const mirs__plan *pl, const mirs__bgraph *bg) {
       int32_t p = bg->t[op->in[0]].producer;
       int64_t tiles = batch_numel(os) * (pl->op[p].m_pad / 16) * (os->d[r - 1] / 8);
       regs += 4 * ((tiles + pl->nwarps - 1) / pl->nwarps);
-    } else {
-      regs += (n + pl->nthreads - 1) / pl->nthreads;
+    } else { /* (accum_online: and its running max) */
+      regs += (n + pl->nthreads - 1) / pl->nthreads * (op->op == MIRS_OP_ACCUM_ONLINE ? 2 : 1);
     }
   }
   if (any_mma)

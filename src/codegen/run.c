@@ -461,7 +461,7 @@ mirs_status mirs__codegen_write_inputs(const mirs_graph *g, uint64_t seed, const
   for (int32_t t = 0; t < g->nt; t++)
     if (g->t[t].producer < 0) {
       int64_t n = mirs__shape_numel(&g->t[t].shape);
-      mirs__graph_input_fill(seed, g->t[t].name, v + at, n);
+      mirs__graph_input_fill(seed, g->t[t].name, v + at, n, ctx->opt.input_scale);
       at += n;
     }
   mirs_status s = mirs__codegen_put_file(ctx, dir, name, v, (size_t)nin * sizeof *v);

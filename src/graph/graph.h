@@ -496,8 +496,10 @@ mirs_status mirs__eval_result_make(const mirs_graph *g, const double *const *out
 /* max |a - b| / max |a| per same-named output, the largest over outputs
  * (NaN against a number: infinity). */
 double mirs__eval_max_rel_error(const mirs_eval_result *ref, const mirs_eval_result *cand);
-/* Fill out[0..n) with mirs_input_value(seed, name, 0..n), hashing name once. */
-void mirs__graph_input_fill(uint64_t seed, const char *name, double *out, int64_t n);
+/* Fill out[0..n) with scale * mirs_input_value(seed, name, 0..n), hashing
+ * name once (scale: the option input_scale, 1 by default). */
+void mirs__graph_input_fill(uint64_t seed, const char *name, double *out, int64_t n,
+                            double scale);
 
 /* Estimated work of evaluating g once, in element operations (a matmul
  * m*n*k, a custom kernel every block and iteration), saturating. */

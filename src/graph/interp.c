@@ -48,11 +48,29 @@ double mirs_input_value(uint64_t seed, const char *name, uint64_t element) {
   return input_value_sub(seed, mirs__hash_str(0, name ? name : ""), element);
 }
 
-/* Fill out[0..n) with the values of input name (hashing the name once). */
-void mirs__graph_input_fill(uint64_t seed, const char *name, double *out, int64_t n) {
+/* Fill out[0..n) with the values of input name (hashing the name once),
+ * times scale (the option input_scale). */
+void mirs__graph_input_fill(uint64_t seed, const char *name, double *out, int64_t n,
+                            double scale) {
   uint64_t sub = mirs__hash_str(0, name ? name : "");
   for (int64_t e = 0; e < n; e++)
-    out[e] = input_value_sub(seed, sub, (uint64_t)e);
+    out[e] = scale * input_value_sub(seed, sub, (uint64_t)e);
+}
+
+/* x rounded to the nearest value of dtype t (ties to even; f16 and bf16
+ * with their exponent ranges: f16 subnormals below 2^-14, overflow to
+ * infinity past 65504): the value a run of generated code loads. */
+static double round_dtype(double x, mirs_dtype t) {
+  if (t == MIRS_F32)
+    return (double)(float)x;
+  int bits = t == MIRS_BF16 ? 8 : 11, e;
+  if (x == 0.0 || !isfinite(x))
+    return x;
+  (void)frexp(x, &e);
+  if (t != MIRS_BF16 && e < -13) /* f16 subnormals: a fixed quantum of 2^-24 */
+    e = -13;
+  double r = ldexp(nearbyint(ldexp(x, bits - e)), e - bits);
+  return t != MIRS_BF16 && fabs(r) > 65504.0 ? copysign(INFINITY, r) : r;
 }
 
 /* Element count of s (1 for rank 0). */
@@ -556,7 +574,10 @@ mirs_status mirs__interp_run(const mirs_graph *g, uint64_t seed, double ***vals)
     if (g->t[i].producer >= 0)
       continue;
     int64_t n = numel(&g->t[i].shape);
-    mirs__graph_input_fill(seed, g->t[i].name, v[i], n);
+    mirs__graph_input_fill(seed, g->t[i].name, v[i], n, ctx->opt.input_scale);
+    if (ctx->opt.round_inputs)
+      for (int64_t e = 0; e < n; e++)
+        v[i][e] = round_dtype(v[i][e], g->t[i].dtype);
     MIRS_ADD(&st, elements_evaluated, n);
   }
   for (int32_t i = 0; i < g->nops; i++) {

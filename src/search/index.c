@@ -138,7 +138,9 @@ static void deg_rule(mirs_op op, int dim, int nd, const mirs__search_ix *a,
     break;
   case MIRS__KIND_REDUCE:
   case MIRS__KIND_ACCUM: {
-    int r = op == MIRS_OP_ACCUM_RMS ? nd - 1 : op == MIRS_OP_ACCUM ? -1 : dim;
+    int r = op == MIRS_OP_ACCUM_RMS                                 ? nd - 1
+            : op == MIRS_OP_ACCUM || op == MIRS_OP_ACCUM_ONLINE ? -1
+                                                                    : dim;
     for (int d = 0; d < nd; d++)
       out[d] = op != MIRS_OP_ACCUM_RMS ? da[d] : da[d] ? deg_inf(a->atoms) : 0;
     if (r >= 0 && r < nd) {
@@ -226,7 +228,7 @@ static mirs_status find_sites(mirs_context *ctx, const mirs_graph *p, const int8
     int8_t m = MIRS__LAB_NONE;
     if (k->op == MIRS_OP_MATMUL)
       m = plab[(size_t)a * MIRS_MAX_DIMS + (size_t)nd - 1];
-    else if (k->op == MIRS_OP_SUM)
+    else if (k->op == MIRS_OP_SUM || k->op == MIRS_OP_MAX) /* (max: a reduction site too) */
       m = plab[(size_t)a * MIRS_MAX_DIMS + (size_t)k->dim];
     else if (k->op == MIRS_OP_RMS_NORM)
       m = plab[(size_t)a * MIRS_MAX_DIMS + (size_t)nd - 1];
@@ -251,6 +253,7 @@ static mirs_status find_sites(mirs_context *ctx, const mirs_graph *p, const int8
         break;
       case MIRS_OP_MATMUL:
       case MIRS_OP_SUM:
+      case MIRS_OP_MAX:
         dout[l] = l == m ? 0 : da[l] | (k->op == MIRS_OP_MATMUL ? db[l] : 0);
         break;
       default: /* add, sub, mul */
@@ -466,7 +469,9 @@ bool mirs__search_label_rule(const mirs__search_space *sp, mirs_op op, int dim, 
   case MIRS__KIND_REDUCE:
   case MIRS__KIND_ACCUM: {
     memcpy(out, a, (size_t)nd);
-    int d = op == MIRS_OP_ACCUM_RMS ? nd - 1 : op == MIRS_OP_ACCUM ? -1 : dim;
+    int d = op == MIRS_OP_ACCUM_RMS                                 ? nd - 1
+            : op == MIRS_OP_ACCUM || op == MIRS_OP_ACCUM_ONLINE ? -1
+                                                                    : dim;
     if (d >= 0 && d < nd) {
       ok = may_reduce(sp, a[d], op == MIRS_OP_ACCUM_RMS, atoms, red);
       out[d] = MIRS__LAB_NONE;

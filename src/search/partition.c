@@ -361,7 +361,7 @@ static mirs_status check_stitched(mirs_partition *p, const mirs_graph *r) {
   MIRS_CHECK(ctx, mirs_graph_cost(ctx, r, NULL, &b));
   p->stats.cost_before = a.seconds;
   p->stats.cost_after = b.seconds;
-  p->stats.speedup = a.seconds / b.seconds;
+  p->stats.speedup = b.seconds > 0 ? a.seconds / b.seconds : 1; /* (no ops: 0 / 0) */
   p->stats.kernels = b.kernels;
   return MIRS_OK;
 }
@@ -432,10 +432,15 @@ mirs_status mirs_partition_run(mirs_partition *p) {
     st = stitch(p, &r);
     if (st == MIRS_OK)
       st = check_stitched(p, r);
-    if (st == MIRS_OK)
+    if (st == MIRS_STOPPED) { /* (interrupted while verifying: a stop like any other) */
+      mirs_clear_error(ctx);
+      p->stats.stopped = 1;
+      st = MIRS_OK;
+    } else if (st == MIRS_OK) {
       p->result = r;
-    else
-      mirs__graph_free(r);
+      r = NULL;
+    }
+    mirs__graph_free(r);
   }
   p->stats.wall_seconds = mirs__core_now() - t0;
   MIRS_CHECK(ctx, st);

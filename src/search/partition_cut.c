@@ -3,11 +3,13 @@
  * handles (docs/PARTITION.md "Pieces").
  *
  * Greedy and deterministic: the ops are visited in program order; an op
- * the search does not handle (its name in neither kernel_ops nor
- * block_ops) becomes a library piece of its own; any other op not yet
- * taken starts a piece, which then takes, lowest op index first, a
- * neighbouring op (one that reads a tensor of the piece, or writes one
- * it reads) that is supported and not yet taken, as long as the piece
+ * the search does not handle (not in its space for this program: named
+ * in neither kernel_ops nor block_ops, nor offered by the search
+ * whenever a program holds it) becomes a library piece of its own; any other op not yet
+ * taken starts a piece, which then takes, one at a time, a neighbouring
+ * op (one that reads a tensor of the piece, or writes one it reads) that
+ * is supported and not yet taken, the one leaving the piece the fewest
+ * inputs and outputs (lowest op index among equals), as long as the piece
  * stays within partition_max_ops / _inputs / _outputs, holds no exp of an
  * exp (no sound fingerprint) and stays convex: no path leaves the piece
  * and comes back to it, where a path may pass through the pieces made
@@ -29,6 +31,7 @@
 #include <string.h>
 
 #include "search/partition.h"
+#include "search/search.h"
 
 /* Scratch of the cut. */
 typedef struct cutter {
@@ -45,16 +48,25 @@ typedef struct cutter {
   bool sup[MIRS_OP_COUNT];
 } cutter;
 
-/* Mark the operators named in option `name` (a comma-separated list). */
-static void mark_ops(const mirs_context *ctx, const char *name, bool sup[MIRS_OP_COUNT]) {
-  char v[512];
-  if (mirs_option_get(ctx, name, v, sizeof v) != MIRS_OK)
-    return;
-  for (char *save = NULL, *t = strtok_r(v, ", ", &save); t; t = strtok_r(NULL, ", ", &save)) {
-    mirs_op op;
-    if (mirs_op_lookup(t, &op) == MIRS_OK)
-      sup[op] = true;
+/* Which operators the search can produce for this program, as the
+ * search's own space says (space.c): those the options kernel_ops and
+ * block_ops name, those it offers whenever a program holds them (a
+ * causal mask), rms_norm and sum through their accumulators. */
+static mirs_status supported_ops(mirs_context *ctx, const mirs_graph *g, bool sup[MIRS_OP_COUNT]) {
+  mirs__search_space *sp = mirs__core_calloc(ctx, 1, sizeof *sp);
+  if (!sp)
+    return MIRS_NOMEM;
+  mirs_status st = mirs__search_space_parse(ctx, sp);
+  if (st == MIRS_OK) {
+    mirs__search_space_budget(sp, g, -1);
+    for (int op = 0; op < MIRS_OP_COUNT; op++)
+      sup[op] = sp->kop[op] || sp->bop[op];
+    sup[MIRS_OP_RMS_NORM] = sup[MIRS_OP_RMS_NORM] || sp->bop[MIRS_OP_ACCUM_RMS];
+    sup[MIRS_OP_SUM] = sup[MIRS_OP_SUM] || sp->bop[MIRS_OP_ACCUM_SUM];
   }
+  mirs__core_free(ctx, sp);
+  MIRS_CHECK(ctx, st);
+  return MIRS_OK;
 }
 
 /* Build the consumer lists and the scratch.  MIRS_NOMEM on failure. */
@@ -94,8 +106,7 @@ static mirs_status cutter_init(cutter *c, mirs_partition *p) {
     c->unit[k] = -1;
   for (int32_t i = 0; i < g->nout; i++)
     c->is_out[g->outputs[i]] = true;
-  mark_ops(ctx, "kernel_ops", c->sup);
-  mark_ops(ctx, "block_ops", c->sup);
+  MIRS_CHECK(ctx, supported_ops(ctx, g, c->sup));
   return MIRS_OK;
 }
 
@@ -262,7 +273,28 @@ static int32_t neighbours(cutter *c, const int32_t *S, int32_t n) {
   return w;
 }
 
-/* Grow the piece that starts at op k (supported, not taken) into *pc. */
+/* Insert op j into the ascending S[0..n) (marked); its index. */
+static int32_t insert_op(cutter *c, int32_t *S, int32_t n, int32_t j) {
+  int32_t at = n;
+  while (at > 0 && S[at - 1] > j) {
+    S[at] = S[at - 1];
+    at--;
+  }
+  S[at] = j;
+  c->in_s[j] = true;
+  return at;
+}
+
+/* Remove S[at] (n + 1 ops) again. */
+static void remove_op(cutter *c, int32_t *S, int32_t n, int32_t at) {
+  c->in_s[S[at]] = false;
+  memmove(S + at, S + at + 1, sizeof *S * (size_t)(n - at));
+}
+
+/* Grow the piece that starts at op k (supported, not taken) into *pc:
+ * each step adds the neighbour that fits and leaves the piece the fewest
+ * input and output tensors (the traffic a fused piece still has; the
+ * lowest op index among equals). */
 static mirs_status grow(cutter *c, int32_t k, mirs__piece *pc) {
   mirs_context *ctx = c->p->ctx;
   int32_t cap = (int32_t)c->p->ctx->opt.partition_max_ops + 1;
@@ -273,25 +305,23 @@ static mirs_status grow(cutter *c, int32_t k, mirs__piece *pc) {
   S[n++] = k;
   c->in_s[k] = true;
   for (bool added = true; added && n < cap - 1;) {
-    added = false;
-    int32_t m = neighbours(c, S, n);
-    const int32_t *cand = c->cand;
-    for (int32_t i = 0; i < m && !added; i++) {
-      int32_t j = cand[i], at = n;
-      while (at > 0 && S[at - 1] > j) {
-        S[at] = S[at - 1];
-        at--;
-      }
-      S[at] = j;
-      c->in_s[j] = true;
+    int32_t m = neighbours(c, S, n), best = -1, best_io = INT32_MAX;
+    const int32_t *cand = c->cand; /* (fits leaves c->cand as it is) */
+    for (int32_t i = 0; i < m; i++) {
+      int32_t at = insert_op(c, S, n, cand[i]);
       if (fits(c, S, n + 1)) {
-        n++;
-        added = true;
-      } else { /* (fits leaves c->cand as it is) */
-        c->in_s[j] = false;
-        memmove(S + at, S + at + 1, sizeof *S * (size_t)(n - at));
+        int32_t nin, nout;
+        count_io(c, S, n + 1, &nin, &nout);
+        if (nin + nout < best_io) {
+          best_io = nin + nout;
+          best = cand[i];
+        }
       }
+      remove_op(c, S, n, at);
     }
+    added = best >= 0;
+    if (added)
+      insert_op(c, S, n++, best);
   }
   for (int32_t i = 0; i < n; i++)
     c->in_s[S[i]] = false;

@@ -180,6 +180,10 @@ int mirs__search_op_class(mirs_op op) {
     return -1;
   case MIRS_OP_ACCUM_SUM:
     return MIRS_OP_SUM;
+  case MIRS_OP_ACCUM_MAX:
+    return MIRS_OP_MAX;
+  case MIRS_OP_ACCUM_ONLINE: /* (offered only with a max: see below) */
+    return -1;
   case MIRS_OP_ACCUM_RMS:
     return MIRS_OP_RMS_NORM;
   default:
@@ -225,6 +229,52 @@ static void space_note_op(mirs__search_space *sp, mirs_op op, const mirs__scalar
   sp->ncst++;
 }
 
+/* Whether kernel tensor t of g is max-shifted: sub(x, m) with m a max. */
+static bool kernel_shifted(const mirs_graph *g, int32_t t) {
+  int32_t p = g->t[t].producer;
+  if (p < 0 || g->ops[p].op != MIRS_OP_SUB)
+    return false;
+  int32_t q = g->t[g->ops[p].in[1]].producer;
+  return q >= 0 && g->ops[q].op == MIRS_OP_MAX;
+}
+
+/* Whether block tensor t of bg (in g) is max-shifted: sub(x, m) with m a
+ * block max, an accum_max or a tile of a kernel max; or a tile of a
+ * max-shifted kernel tensor. */
+static bool block_shifted(const mirs_graph *g, const mirs__bgraph *bg, int32_t t) {
+  const mirs__bop *o = &bg->ops[bg->t[t].producer];
+  if (o->op == MIRS_OP_INPUT)
+    return kernel_shifted(g, o->src);
+  if (o->op != MIRS_OP_SUB)
+    return false;
+  const mirs__bop *m = &bg->ops[bg->t[o->in[1]].producer];
+  if (m->op == MIRS_OP_INPUT) {
+    int32_t q = g->t[m->src].producer;
+    return q >= 0 && g->ops[q].op == MIRS_OP_MAX;
+  }
+  return m->op == MIRS_OP_MAX || m->op == MIRS_OP_ACCUM_MAX;
+}
+
+/* Whether every exp of program g takes a max-shifted argument (and it has
+ * one): then the program cannot overflow where an unshifted exp would, and
+ * no candidate may have an unshifted exp (a space rule, docs/SEARCH.md). */
+static bool program_safe_exp(const mirs_graph *g) {
+  int nexp = 0;
+  for (int32_t i = 0; i < g->nops; i++) {
+    const mirs__kop *k = &g->ops[i];
+    if (k->op == MIRS_OP_EXP && !kernel_shifted(g, k->in[0]))
+      return false;
+    nexp += k->op == MIRS_OP_EXP;
+    for (int32_t j = 0; k->op == MIRS_OP_CUSTOM && j < k->bg->nops; j++) {
+      const mirs__bop *o = &k->bg->ops[j];
+      if (o->op == MIRS_OP_EXP && !block_shifted(g, k->bg, o->in[0]))
+        return false;
+      nexp += o->op == MIRS_OP_EXP;
+    }
+  }
+  return nexp > 0;
+}
+
 /* Set the operator budget from the program (slack < 0: no budget) and
  * allow constant ops when the program has one. */
 void mirs__search_space_budget(mirs__search_space *sp, const mirs_graph *program, int64_t slack) {
@@ -246,6 +296,19 @@ void mirs__search_space_budget(mirs__search_space *sp, const mirs_graph *program
     if (mask) /* offered at both levels when, and only when, the program masks */
       sp->kop[MIRS_OP_CAUSAL_MASK] = sp->bop[MIRS_OP_CAUSAL_MASK] = true;
   }
+  /* max and its accumulators only where the program takes a max (an
+   * online softmax needs the max to shift by). */
+  bool has_max = false;
+  for (int32_t i = 0; i < program->nops; i++) {
+    const mirs__bgraph *bg = program->ops[i].bg;
+    has_max = has_max || program->ops[i].op == MIRS_OP_MAX;
+    for (int32_t j = 0; bg && j < bg->nops; j++)
+      has_max = has_max || bg->ops[j].op == MIRS_OP_MAX || bg->ops[j].op == MIRS_OP_ACCUM_MAX;
+  }
+  if (!has_max)
+    sp->kop[MIRS_OP_MAX] = sp->bop[MIRS_OP_MAX] = sp->bop[MIRS_OP_ACCUM_MAX] =
+        sp->bop[MIRS_OP_ACCUM_ONLINE] = false;
+  sp->safe_exp = has_max && program_safe_exp(program);
   for (int i = 0; i < MIRS_OP_COUNT; i++)
     sp->budget[i] = slack < 0 ? INT32_MAX : (int32_t)slack;
   if (slack < 0)
@@ -329,6 +392,19 @@ bool mirs__search_tile_rule(const mirs__bgraph *bg, mirs_op op, int dim, int nin
   bool ok = true;
   bool partial = false;
   uint8_t f0 = in[0].fdep, f1 = nin > 1 ? in[1].fdep : MIRS__FDEP_INV;
+  /* A tile max (PMAX) only shifts (add, sub), feeds another max or is the
+   * shift of an online accumulator; a max never reduces a partial sum. */
+  bool pm = f0 == MIRS__FDEP_PMAX || f1 == MIRS__FDEP_PMAX;
+  if (pm && op != MIRS_OP_ADD && op != MIRS_OP_SUB && op != MIRS_OP_MAX &&
+      op != MIRS_OP_ACCUM_MAX && !(op == MIRS_OP_ACCUM_ONLINE && f0 != MIRS__FDEP_PMAX))
+    ok = false;
+  if ((op == MIRS_OP_MAX || op == MIRS_OP_ACCUM_MAX) && f0 == MIRS__FDEP_PARTIAL)
+    ok = false;
+  if (op == MIRS_OP_ACCUM_ONLINE && bg->forloop > 1 &&
+      (f0 != MIRS__FDEP_PARTIAL || f1 != MIRS__FDEP_PMAX))
+    ok = false;
+  if (pm && (f0 == MIRS__FDEP_PARTIAL || f1 == MIRS__FDEP_PARTIAL) && op != MIRS_OP_ACCUM_ONLINE)
+    ok = false;
   switch (mirs__graph_ops[op].kind) {
   case MIRS__KIND_TRANSPOSE:
     *out = in[0];
@@ -404,6 +480,14 @@ bool mirs__search_tile_rule(const mirs__bgraph *bg, mirs_op op, int dim, int nin
     if (in[0].tag[dim] == MIRS__TAG_F) {
       if (f0 == MIRS__FDEP_PARTIAL || has_tag(in, nd, dim, MIRS__TAG_F))
         ok = false;
+      if (op == MIRS_OP_MAX) { /* the tile's part of a max over the loop */
+        for (int d = 0; d < nd; d++)
+          if (d != dim && out->tag[d] != MIRS__TAG_FULL && out->tag[d] == out->tag[dim])
+            ok = false;
+        out->fdep = MIRS__FDEP_PMAX;
+        out->uses = 0;
+        return ok;
+      }
       partial = true;
     } else if (in[0].tag[dim] != MIRS__TAG_FULL) {
       ok = false;
@@ -413,7 +497,7 @@ bool mirs__search_tile_rule(const mirs__bgraph *bg, mirs_op op, int dim, int nin
     break;
   case MIRS__KIND_ACCUM:
     *out = in[0];
-    if (op == MIRS_OP_ACCUM) {
+    if (op == MIRS_OP_ACCUM || op == MIRS_OP_ACCUM_ONLINE) {
       if (f0 == MIRS__FDEP_SLICE || (f0 == MIRS__FDEP_INV && bg->forloop > 1))
         ok = false;
     } else {
@@ -424,7 +508,8 @@ bool mirs__search_tile_rule(const mirs__bgraph *bg, mirs_op op, int dim, int nin
         ok = false;
       if (op == MIRS_OP_ACCUM_RMS && f0 == MIRS__FDEP_PARTIAL)
         ok = false;
-      if (op == MIRS_OP_ACCUM_SUM && f0 == MIRS__FDEP_INV && bg->forloop > 1)
+      if ((op == MIRS_OP_ACCUM_SUM || op == MIRS_OP_ACCUM_MAX) && f0 == MIRS__FDEP_INV &&
+          bg->forloop > 1)
         ok = false;
       out->tag[d] = MIRS__TAG_FULL;
     }
@@ -444,6 +529,7 @@ bool mirs__search_tile_rule(const mirs__bgraph *bg, mirs_op op, int dim, int nin
         ok = false;
   out->fdep = partial                             ? MIRS__FDEP_PARTIAL
               : has_tag(out, nd, -1, MIRS__TAG_F) ? MIRS__FDEP_SLICE
+              : pm                                ? MIRS__FDEP_PMAX /* (a shifted tile max) */
                                                   : MIRS__FDEP_INV;
   out->uses = 0;
   return ok;
@@ -561,6 +647,8 @@ static mirs_status try_kop(mirs__search_worker *w, mirs_op op, int nin, const in
   const mirs_graph *g = w->g;
   if (!within_budget(w, op))
     return MIRS_OK;
+  if (op == MIRS_OP_EXP && w->s->space.safe_exp && !kernel_shifted(g, in[0]))
+    return MIRS_OK; /* (the program's exps are all max-shifted) */
   /* The last op consumes every kernel tensor left to consume. */
   if (w->s->space.bounds && mirs__search_is_last(w, g->nops + 1, w->nbg) &&
       kernel_sinks(w, in, nin, g->nt, true) > 0) {
@@ -1278,8 +1366,8 @@ static int bkey_cmp(const mirs__search_space *sp, const mirs__search_move *a,
  * built (an accumulator may still load its input tile, since a tile comes
  * with its first consumer).  With forloop range 1 the body runs once and
  * `accum` is the identity, so placements around the accumulators are
- * interchangeable too; one is kept: accum_sum(x) is written accum(sum(x)),
- * and a post-loop op needs an operand that is not a plain accum (one
+ * interchangeable too; one is kept: accum_sum(x) is written accum(sum(x))
+ * (accum_max(x): accum(max(x))), and a post-loop op needs an operand that is not a plain accum (one
  * derived from accum_rms), otherwise it runs in the loop body and its
  * result is accumulated.  False when op may not come now. */
 static bool phase_canonical(const bstate *b, mirs_op op, int nin, const operand *x, bool post) {
@@ -1289,7 +1377,7 @@ static bool phase_canonical(const bstate *b, mirs_op op, int nin, const operand 
     return false; /* a loop-body op after the post-loop phase began */
   if (bg->forloop != 1)
     return true;
-  if (op == MIRS_OP_ACCUM_SUM)
+  if (op == MIRS_OP_ACCUM_SUM || op == MIRS_OP_ACCUM_MAX) /* (accum(max(x)) likewise) */
     return false;
   if (!post || is_accum)
     return true;
@@ -1437,6 +1525,9 @@ static mirs_status try_bop(bstate *b, mirs_op op, int nin, const operand *x, int
   if (!within_budget(w, op) &&
       !(nin == 2 && x[1] >= 0 && mirs__search_bop_class(bg, op, nin, x) < 0))
     return MIRS_OK;
+  if (op == MIRS_OP_EXP && b->sp->safe_exp &&
+      (x[0] < 0 ? !kernel_shifted(b->g, w->loads[~x[0]].src) : !block_shifted(b->g, bg, x[0])))
+    return MIRS_OK; /* (the program's exps are all max-shifted) */
   /* (The move's other fields are cleared only when it is listed: most
    * candidates stop at a filter, and clearing the whole move is a
    * measurable share of the search.) */
@@ -1494,11 +1585,7 @@ static mirs_status try_bop(bstate *b, mirs_op op, int nin, const operand *x, int
   if (!bop_bounded(b, op, nin, &m, consumed_sinks, consumed_lsinks, rpost))
     return MIRS_OK;
   /* The order rules first (cheap), then shapes and tiles. */
-  mirs__op_kind kind = mirs__graph_ops[op].kind;
-  m.dim = (int8_t)(kind == MIRS__KIND_REDUCE || op == MIRS_OP_ACCUM_SUM ||
-                            mirs__op_nconst(op) > 0
-                        ? dim
-                        : -1);
+  m.dim = (int8_t)(mirs__op_has_dim(op) || mirs__op_nconst(op) > 0 ? dim : -1);
   if (nin == 2 && is_constant(b->sp, op, m.in[0], m.in[1]))
     return MIRS_OK;
   if (!bop_in_order(b, op, nin, x, is_accum, &m))
@@ -1805,7 +1892,14 @@ static mirs_status gen_bops(bstate *b, size_t nl) {
       } else if (kind == MIRS__KIND_UNARY || kind == MIRS__KIND_RMSNORM ||
                  kind == MIRS__KIND_TRANSPOSE || op == MIRS_OP_ACCUM || op == MIRS_OP_ACCUM_RMS) {
         MIRS_CHECK(ctx, try_bop(b, (mirs_op)op, 1, x, -1));
-      } else if (kind == MIRS__KIND_REDUCE || op == MIRS_OP_ACCUM_SUM) {
+      } else if (op == MIRS_OP_ACCUM_ONLINE) {
+        /* The shift: a tile max of this block (a max or one derived from it). */
+        for (int32_t j = 0; j < bg->nt; j++)
+          if (!bg->t[j].post && w->bt[j].fdep == MIRS__FDEP_PMAX) {
+            x[1] = (operand)j;
+            MIRS_CHECK(ctx, try_bop(b, (mirs_op)op, 2, x, -1));
+          }
+      } else if (mirs__op_has_dim((mirs_op)op)) {
         for (int d = 0; d < sh0.ndim; d++)
           if (sh0.d[d] > 1 || (inf0.tag[d] != MIRS__TAG_FULL))
             MIRS_CHECK(ctx, try_bop(b, (mirs_op)op, 1, x, d));

@@ -68,6 +68,8 @@ typedef struct mirs__search_space {
   bool bounds; /* the sink and dead-op bounds (option prune) */
   bool constant_ops; /* sub(x, x) and div(x, x) tried (option, or the program has one) */
   bool rms_useful;   /* an accum_rms can survive pruning (set by mirs_search_create) */
+  bool safe_exp;     /* every exp of the program is max-shifted: so is every exp of a
+                        candidate (mirs__search_space_budget) */
   int32_t gx[MIRS__SEARCH_MAX_LIST], gy[MIRS__SEARCH_MAX_LIST], gz[MIRS__SEARCH_MAX_LIST];
   int ngx, ngy, ngz;
   int32_t blocks[MIRS__SEARCH_MAX_LIST];
@@ -115,7 +117,8 @@ int mirs__search_op_dim(const mirs__search_space *sp, mirs_op op, int dim, const
 enum {
   MIRS__FDEP_INV = 0,    /* the same every iteration (or a post-loop value) */
   MIRS__FDEP_SLICE = 1,  /* a dim holds the iteration's slice */
-  MIRS__FDEP_PARTIAL = 2 /* this iteration's part of a sum over the forloop */
+  MIRS__FDEP_PARTIAL = 2, /* this iteration's part of a sum over the forloop */
+  MIRS__FDEP_PMAX = 3     /* this iteration's part of a max over the forloop (a tile max) */
 };
 /* Tile-dim tags: what a tile dim covers of its tensor's dim. */
 enum {

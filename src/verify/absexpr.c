@@ -519,18 +519,24 @@ mirs_status mirs__abs_apply_c(mirs__abs_arena *a, mirs_op op, const mirs__abs_id
   return s;
 }
 
+bool mirs__abs_is_max(const mirs__abs_arena *a, mirs__abs_id x) {
+  if (x < 0 || x >= a->nn)
+    return false;
+  const mirs__abs_node *px = &a->nodes[x];
+  if (px->kind != MIRS__ABS_POLY || px->n != 1)
+    return false;
+  const mirs__abs_node *t = &a->nodes[a->kids[px->off]];
+  if (t->kind != MIRS__ABS_TERM || t->k != 1 || t->n != 1 || t->nd != 0)
+    return false;
+  const mirs__abs_node *f = &a->nodes[a->kids[t->off]];
+  return f->kind == MIRS__ABS_APP && f->fn == MIRS__ABS_MAX;
+}
+
 /* APP(max, x), except that a max of a max is that max (idempotence). */
 static mirs_status abs_max(mirs__abs_arena *a, mirs__abs_id x, mirs__abs_id *out) {
-  const mirs__abs_node *px = &a->nodes[x];
-  if (px->kind == MIRS__ABS_POLY && px->n == 1) {
-    const mirs__abs_node *t = &a->nodes[a->kids[px->off]];
-    if (t->kind == MIRS__ABS_TERM && t->k == 1 && t->n == 1 && t->nd == 0) {
-      const mirs__abs_node *f = &a->nodes[a->kids[t->off]];
-      if (f->kind == MIRS__ABS_APP && f->fn == MIRS__ABS_MAX) {
-        *out = x;
-        return MIRS_OK;
-      }
-    }
+  if (mirs__abs_is_max(a, x)) {
+    *out = x;
+    return MIRS_OK;
   }
   return mirs__abs_app(a, MIRS__ABS_MAX, x, out);
 }

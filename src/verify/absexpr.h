@@ -194,10 +194,11 @@ mirs_status mirs__abs_rms(mirs__abs_arena *a, int64_t n, mirs__abs_id x, mirs__a
  * max(x, dim) and accum_max(x, dim) are APP(max, x) whatever the extent,
  * with max(max(x)) = max(x): the max of tile maxes is the max (a max
  * over a subset nested in a max over the rest is the max over the
- * union); accum_online(y, m) is sum(F, y): the shift m and its rescaling
- * cancel in the quotients they appear in, so the abstraction drops them
- * (docs/SOUNDNESS.md, "max and online softmax").  Both only merge
- * expressions, so pruning keeps at least what it kept before.
+ * union, so a tile max and the row max have one expression);
+ * accum_online(y, m) is sum(F, y): the rescaling by exp(M_old - M_new)
+ * turns the shifts exp(-m_i) of the iterations into the one shift
+ * exp(-max), the program's (docs/SOUNDNESS.md, "max and online softmax").
+ * So the shifted program and its online forms share one expression.
  * c: op's constants (mirs__op_nconst), each an ATOM named by its decimal
  * text (no tensor name starts with a digit or '-'); pow by a natural
  * 1..MIRS__ABS_POW_MAX is a product, any other exponent APP(POW). */
@@ -207,6 +208,9 @@ mirs_status mirs__abs_apply_c(mirs__abs_arena *a, mirs_op op, const mirs__abs_id
 /* The same without constants (MIRS_INVALID_ARG for an op that takes some). */
 mirs_status mirs__abs_apply(mirs__abs_arena *a, mirs_op op, const mirs__abs_id *in, int64_t extent,
                             mirs__abs_id *out);
+
+/* Whether x is the expression of a max: APP(max, ·) alone. */
+bool mirs__abs_is_max(const mirs__abs_arena *a, mirs__abs_id x);
 
 /* The extent mirs__abs_apply takes for block op `op` on a first operand of
  * shape s0 (NULL when it has none) reducing dim `dim`, in a block graph

@@ -1,0 +1,255 @@
+# SPDX-License-Identifier: MIT
+"""The torch.compile backend: torch.compile(model, backend=mirsearch.backend).
+
+A backend is a function of an fx GraphModule and example inputs that
+returns a callable (torch 2.x's Dynamo calls it; on torch 1.13, which has
+torch.fx but no torch.compile, call it on a GraphModule from
+torch.fx.symbolic_trace).  It
+  1. records shapes and dtypes (ShapeProp on the example inputs),
+  2. classifies the nodes (fx.Analysis) and cuts the supported ones into
+     pieces (partition.split),
+  3. searches each piece or takes its best from the cache,
+  4. replaces each piece whose best is predicted faster than the piece as
+     written by its generated kernel (kernel.Kernel) in a new GraphModule;
+     unsupported nodes stay PyTorch code.
+Modes (argument mode, else $MIRSEARCH_BACKEND_MODE, else "auto"):
+  "cuda"  kernels compiled with load_inline, inputs on the GPU;
+  "host"  kernels compiled as host C++ through the GPU emulator (a test
+          mode: slow, but the whole path runs without a GPU);
+  "eager" pieces searched (and cached) but run as their PyTorch code;
+  "auto"  "cuda" when the example inputs are CUDA tensors, else "eager".
+What happened to each piece is printed (verbose) and kept in the returned
+module's .mirsearch_report and in last_report."""
+
+import functools
+import os
+import sys
+
+from . import fx as _fx
+from . import partition as _part
+
+last_report = None
+
+DEFAULT_OPTIONS = {"time_limit": 10}
+
+
+def _make_piece_module(pp, kern):
+    import torch
+
+    class Piece(torch.nn.Module):
+        """One searched piece: binds its inputs (transposes, reshapes,
+        constant parameters prepared once) and runs the generated kernel."""
+
+        def __init__(self):
+            super().__init__()
+            self.bindings = pp.bindings
+            self.kernel = kern
+            self.consts = {}
+            self.out_shapes = [pp.an.meta[n][0] for n, _v in pp.outputs]
+            for i, b in enumerate(pp.bindings):
+                if isinstance(b.source, _fx.ParamRef):
+                    self.consts[i] = b.apply(b.source.tensor.detach()).contiguous()
+
+        def forward(self, *vals):
+            it = iter(vals)
+            ins = [self.consts[i] if i in self.consts else b.apply(next(it))
+                   for i, b in enumerate(self.bindings)]
+            outs = self.kernel(*ins)
+            return tuple(o.reshape(s) for o, s in zip(outs, self.out_shapes))
+
+    return Piece()
+
+
+def _stitch(gm, an, replaced):
+    """A new GraphModule: gm's nodes, each replaced piece as one call
+    (call_module of its Piece) followed by getitem per output, in a
+    topological order of pieces and the other nodes."""
+    import torch
+    import torch.fx
+    nodes = list(gm.graph.nodes)
+    index = {n: i for i, n in enumerate(nodes)}
+    owner = {}
+    for k, (pp, _mod) in enumerate(replaced):
+        for n in pp.nodes:
+            owner[n] = k
+    items = [("node", n) for n in nodes if n not in owner] + \
+        [("piece", k) for k in range(len(replaced))]
+
+    def deps(item):
+        kind, x = item
+        if kind == "node":
+            ins = x.all_input_nodes
+        else:
+            pp = replaced[x][0]
+            ins = [b.source for b in pp.bindings if not isinstance(b.source, _fx.ParamRef)]
+        return [("piece", owner[a]) if a in owner else ("node", a) for a in ins]
+
+    def prio(item):
+        kind, x = item
+        return index[x] if kind == "node" else max(index[n] for n in replaced[x][0].nodes)
+
+    indeg = {it: 0 for it in items}
+    users = {it: [] for it in items}
+    for it in items:
+        for d in set(deps(it)):
+            if d != it:
+                indeg[it] += 1
+                users[d].append(it)
+    import heapq
+    pos = {it: i for i, it in enumerate(items)}
+    ready = [(prio(it), pos[it], it) for it in items if indeg[it] == 0]
+    heapq.heapify(ready)
+    order = []
+    while ready:
+        _p, _i, it = heapq.heappop(ready)
+        order.append(it)
+        for u in users[it]:
+            indeg[u] -= 1
+            if indeg[u] == 0:
+                heapq.heappush(ready, (prio(u), pos[u], u))
+    if len(order) != len(items):
+        raise RuntimeError("mirsearch: the pieces are not convex (a cycle)")
+    g = torch.fx.Graph()
+    env = {}
+    for kind, x in order:
+        if kind == "node":
+            env[x] = g.node_copy(x, lambda a: env[a])
+            continue
+        pp, mod = replaced[x]
+        name = "mirsearch_piece_%d" % x
+        gm.add_submodule(name, mod)
+        args = tuple(env[b.source] for b in pp.bindings
+                     if not isinstance(b.source, _fx.ParamRef))
+        call = g.call_module(name, args)
+        for j, (n, _v) in enumerate(pp.outputs):
+            env[n] = g.call_function(__import__("operator").getitem, (call, j))
+        for n in pp.nodes:
+            if n not in env:
+                env[n] = None  # absorbed or internal: never read outside
+    new = torch.fx.GraphModule(gm, g)
+    return new
+
+
+def _mode(mode, example_inputs):
+    mode = mode or os.environ.get("MIRSEARCH_BACKEND_MODE") or "auto"
+    if mode not in ("auto", "cuda", "host", "eager"):
+        raise ValueError("mirsearch backend mode must be auto, cuda, host or eager, not %r"
+                         % (mode,))
+    if mode == "auto":
+        on_gpu = any(getattr(getattr(t, "device", None), "type", "") == "cuda"
+                     for t in example_inputs)
+        mode = "cuda" if on_gpu else "eager"
+    return mode
+
+
+def _say(verbose, msg):
+    if verbose:
+        print("mirsearch: " + msg, file=sys.stderr)
+
+
+def _ops_of(pp):
+    return [line.split("=")[1].split("(")[0].strip() for line in pp.text.splitlines()
+            if "=" in line and not line.startswith(("input", "program", "#"))]
+
+
+def _how(r):
+    if r["source"] == "cache":
+        return "from the cache (no search)"
+    if r.get("partition"):
+        pr = r["partition"]
+        return "partitioned by the library into %d piece(s) (%d searched, %d from its cache, " \
+            "%d kept) in %.1f s, verified" % (pr["pieces"], pr["searched"], pr["cached"],
+                                             pr["kept"], r["seconds"])
+    return "searched in %.1f s%s" % (r["seconds"], "" if r["complete"] else
+                                    " (stopped by the time limit)")
+
+
+def backend(gm, example_inputs, mode=None, options=None, max_ops=4, cache_dir=None,
+            use_cache=True, verbose=True, library_partition="auto"):
+    """Compile gm (an fx GraphModule) for example_inputs; see the module
+    docstring.  options: mirsearch search options per piece (default
+    DEFAULT_OPTIONS); max_ops: program ops per piece.  library_partition:
+    "auto" hands each connected region of supported nodes to the
+    library's partition call where the library has it (mirsearch/
+    partition.h), True requires it, False always cuts pieces here."""
+    global last_report
+    from .kernel import Kernel
+    mode = _mode(mode, example_inputs)
+    opts = dict(DEFAULT_OPTIONS)
+    opts.update(options or {})
+    use_lib = _part.library_has_partition() if library_partition == "auto" else \
+        bool(library_partition)
+    if use_lib and not _part.library_has_partition():
+        raise RuntimeError("this libmirsearch has no partition call (mirs_partition_create)")
+    gm = _fx.trace(gm, example_inputs)
+    an = _fx.Analysis(gm)
+    report = {"mode": mode, "pieces": [], "unsupported": an.unsupported(),
+              "library_partition": use_lib}
+    for name, what, why in report["unsupported"]:
+        _say(verbose, "node %s (%s) stays PyTorch code: %s" % (name, what, why))
+    # Work items: ("region", nodes) for the library's partition call,
+    # ("piece", nodes) for a search here.
+    if use_lib:
+        todo = [("region", r) for r in _part.split(an, max_ops=None)]
+    else:
+        todo = [("piece", p) for p in _part.split(an, max_ops=max_ops)]
+    replaced = []
+    k = 0
+    while todo:
+        kind, nodes = todo.pop(0)
+        pp = _fx.PieceProgram(an, nodes, "%s_piece%d" % (type(gm).__name__, k))
+        ops = _ops_of(pp)
+        if kind == "region":
+            r = _part.partition_piece(pp.program, opts, cache_dir=cache_dir, use_cache=use_cache)
+            if r["best"] is None:
+                _say(verbose, "region %d (%s): the library's partition gave nothing (%s): "
+                     "searching its pieces here" % (k, ", ".join(ops), r.get("why", "")))
+                todo[:0] = [("piece", p) for p in _part.split(an, max_ops=max_ops,
+                                                              within=nodes)]
+                continue
+        else:
+            r = _part.search_piece(pp.program, opts, cache_dir=cache_dir, use_cache=use_cache)
+        how = _how(r)
+        halves = _part.halves(an, nodes) if r["best"] is None else None
+        if halves:
+            # Too large to find anything within the limit: search its two
+            # halves (each convex: a prefix and a suffix in graph order).
+            _say(verbose, "piece %d (%s): %s, no result: split in two"
+                 % (k, ", ".join(ops), how))
+            todo[:0] = [("piece", h) for h in halves]
+            continue
+        entry = {"index": k, "ops": ops, "source": r["source"], "cost": r["cost"],
+                 "unfused": r["unfused"], "complete": r["complete"],
+                 "seconds": r["seconds"], "program": pp.text, "replaced": False,
+                 "best": r["best"].text if r["best"] is not None else None,
+                 "partition": r.get("partition")}
+        if r["best"] is None:
+            _say(verbose, "piece %d (%s): %s, no result: stays PyTorch code"
+                 % (k, ", ".join(ops), how))
+        else:
+            sp = (r["unfused"] / r["cost"]) if r["unfused"] and r["cost"] else 1.0
+            entry["speedup"] = sp
+            worth = r["cost"] <= (r["unfused"] or float("inf"))
+            if mode in ("host", "cuda") and worth:
+                kern = Kernel(r["best"], mode, cache_dir=cache_dir)
+                replaced.append((pp, _make_piece_module(pp, kern)))
+                entry["replaced"] = True
+                entry["compiled"] = kern.compiled
+            _say(verbose, "%s %d (%s): %s, %d kernel(s), predicted %.2f us vs %.2f us as "
+                 "written (%.2fx)%s" % ("region" if kind == "region" else "piece", k,
+                                        ", ".join(ops), how, r["best"].num_ops,
+                                        r["cost"] * 1e6, (r["unfused"] or 0) * 1e6, sp,
+                                        "; runs the %s kernel" % mode if entry["replaced"]
+                                        else "; runs its PyTorch code"))
+        report["pieces"].append(entry)
+        k += 1
+    out = _stitch(gm, an, replaced) if replaced else gm
+    out.mirsearch_report = report
+    last_report = report
+    return out
+
+
+def make_backend(**kw):
+    """backend with its keyword arguments fixed, for torch.compile:
+    torch.compile(m, backend=mirsearch.make_backend(mode="host"))."""
+    return functools.partial(backend, **kw)

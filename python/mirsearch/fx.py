@@ -1,0 +1,741 @@
+# SPDX-License-Identifier: MIT
+"""torch.fx graphs to mirsearch programs.
+
+Each call node of an fx graph is classified: a *rule* (below) says how it
+becomes program ops, or it is unsupported (kept as PyTorch code by the
+backend; named by from_torch).  Patterns that span several nodes (an
+RMSNorm written out as pow/mean/add/rsqrt/mul) are matched first: their
+inner nodes are absorbed into the node that ends the pattern, which then
+emits one op (rms_norm).
+
+A program's inputs are the values a piece reads from outside, each through
+a *binding*: the fx value, then a transpose of its last two dims (a
+Linear's weight [out, in] becomes the [in, out] a matmul takes) and a
+reshape (leading 1s, so operands have equal rank as the program format
+requires).  Constant parameters are bound once at compile time; runtime
+values on each call.
+
+Invariants: a program built here parses (it is validated by the library);
+every fx value a piece produces keeps its torch shape as a program tensor,
+so outputs need no reshape; a piece holds one dtype."""
+
+import operator
+import os
+import re
+
+from .core import Program, default_context
+
+DTYPE_OF = {"torch.float16": "f16", "torch.bfloat16": "bf16", "torch.float32": "f32"}
+EPS_MAX = 1e-4  # the largest eps an RMSNorm pattern may drop (rms_norm has none)
+# Whether add(s, triu(full_like(s, -inf), 1)) becomes causal_mask(s) where
+# the library has it; MIRSEARCH_CAUSAL_MASK=0 keeps such masks PyTorch code
+# (needs a library whose generated code keeps -inf through max and sub:
+# main from f9979fc on; at 97bfec1 it returned NaN).
+USE_CAUSAL_MASK = os.environ.get("MIRSEARCH_CAUSAL_MASK", "1") != "0"
+
+
+class Unsupported(Exception):
+    """Nodes that have no program equivalent: .nodes lists (name, what, why)."""
+
+    def __init__(self, nodes):
+        self.nodes = nodes
+        super().__init__("unsupported by mirsearch: " + "; ".join(
+            "node %s (%s): %s" % n for n in nodes))
+
+
+def _have_op(name):
+    import ctypes
+    L = default_context()._L
+    code = ctypes.c_int(0)
+    return L.mirs_op_lookup(name.encode(), ctypes.byref(code)) == 0
+
+
+def node_desc(n):
+    """What a node calls, readably: torch.matmul, method 'view', module Linear..."""
+    if n.op == "call_function":
+        t = n.target
+        mod = getattr(t, "__module__", None) or ""
+        return "%s%s" % (mod + "." if mod and mod != "_operator" else "operator.",
+                         getattr(t, "__name__", str(t)))
+    if n.op == "call_method":
+        return "method '%s'" % n.target
+    if n.op == "call_module":
+        return "module %s" % n.target
+    return n.op
+
+
+def meta_of(n):
+    """(shape, dtype name) of node n's value, or None when not a tensor."""
+    tm = n.meta.get("tensor_meta") if hasattr(n, "meta") else None
+    if tm is not None and hasattr(tm, "shape"):
+        return tuple(int(d) for d in tm.shape), DTYPE_OF.get(str(tm.dtype))
+    ev = n.meta.get("example_value") if hasattr(n, "meta") else None
+    if ev is not None and hasattr(ev, "shape") and hasattr(ev, "dtype"):
+        try:
+            return tuple(int(d) for d in ev.shape), DTYPE_OF.get(str(ev.dtype))
+        except TypeError:
+            return None
+    return None
+
+
+# ---------------------------------------------------------------- rules
+#
+# A rule is rule(conv, node) -> list of operand specs and an emitter, or
+# raises Skip(why).  conv.arg(x) resolves an argument.
+
+class Skip(Exception):
+    pass
+
+
+def _is_node(x):
+    return hasattr(x, "op") and hasattr(x, "users")
+
+
+def _targets(*names):
+    import torch
+    F = torch.nn.functional
+    out = set()
+    for nm in names:
+        for holder in (torch, F, operator, torch.Tensor):
+            f = getattr(holder, nm, None)
+            if f is not None:
+                out.add(f)
+    return out
+
+
+class Rules:
+    """Which fx targets map to which program op, built once per process
+    (after torch is imported); ops the library lacks are left out."""
+
+    def __init__(self):
+        import torch
+        F = torch.nn.functional
+        self.binary = {}
+        for op, names in (("add", ("add", "__add__")), ("sub", ("sub", "__sub__")),
+                          ("mul", ("mul", "__mul__")), ("div", ("div", "truediv", "__truediv__"))):
+            for t in _targets(*names):
+                self.binary[t] = op
+        self.binary_methods = {"add": "add", "sub": "sub", "mul": "mul", "div": "div",
+                               "__add__": "add", "__sub__": "sub", "__mul__": "mul",
+                               "__truediv__": "div"}
+        self.unary = {}
+        for op, fns in (("exp", (torch.exp,)), ("sqrt", (torch.sqrt,)),
+                        ("square", (torch.square,)), ("silu", (F.silu,)),
+                        ("relu", (F.relu, torch.relu)), ("gelu", (F.gelu,)),
+                        ("neg", (torch.neg, operator.neg)), ("sigmoid", (torch.sigmoid,)),
+                        ("tanh", (torch.tanh,))):
+            if _have_op(op):
+                for f in fns:
+                    self.unary[f] = op
+        self.unary_methods = {m: op for m, op in (
+            ("exp", "exp"), ("sqrt", "sqrt"), ("square", "square"), ("relu", "relu"),
+            ("neg", "neg"), ("sigmoid", "sigmoid"), ("tanh", "tanh")) if _have_op(op)}
+        self.unary_modules = {torch.nn.SiLU: "silu", torch.nn.ReLU: "relu"}
+        if _have_op("sigmoid"):
+            self.unary_modules[torch.nn.Sigmoid] = "sigmoid"
+        if _have_op("tanh"):
+            self.unary_modules[torch.nn.Tanh] = "tanh"
+        self.matmul = {torch.matmul, torch.bmm, torch.mm, operator.matmul}
+        self.matmul_methods = {"matmul", "bmm", "mm", "__matmul__"}
+        self.linear = {F.linear}
+        self.sum = {torch.sum}
+        self.pow = {torch.pow, operator.pow}
+        self.rsqrt = {torch.rsqrt}
+        self.mean = {torch.mean}
+        self.has_transpose = _have_op("transpose")
+        self.scalars = _have_op("mul_scalar")  # number literals as operands
+        self.has_max = _have_op("max")
+        self.has_pow = _have_op("pow")
+        self.has_clamp = _have_op("clamp")
+        self.has_mask = _have_op("causal_mask") and USE_CAUSAL_MASK
+        self.has_mean = _have_op("mean")
+        self.has_layer_norm = _have_op("layer_norm")
+        self.softmax = {torch.softmax, F.softmax}
+        self.transpose = {torch.transpose}
+        self.clamp = {torch.clamp, torch.clip}
+
+
+_rules = None
+
+
+def rules():
+    global _rules
+    if _rules is None:
+        _rules = Rules()
+    return _rules
+
+
+def _scalar(x):
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+# Calls whose result is finite whatever infinities their input holds.
+_FINITE = {"softmax", "log_softmax", "exp", "sigmoid", "tanh", "nan_to_num", "isinf",
+           "isfinite", "isnan"}
+
+
+def _finite_output(n):
+    name = n.target if isinstance(n.target, str) else getattr(n.target, "__name__", "")
+    return n.op in ("call_function", "call_method") and name in _FINITE
+
+
+def torch_fx_map(args, fn):
+    """Call fn on every leaf of an fx argument structure."""
+    if isinstance(args, (list, tuple)):
+        for a in args:
+            torch_fx_map(a, fn)
+    elif isinstance(args, dict):
+        for a in args.values():
+            torch_fx_map(a, fn)
+    else:
+        fn(args)
+
+
+def _finite(x):
+    return _scalar(x) and x == x and abs(x) != float("inf")
+
+
+def _arg(n, i, kw, default=None):
+    if len(n.args) > i:
+        return n.args[i]
+    return n.kwargs.get(kw, default)
+
+
+def _module(gm, n):
+    return gm.get_submodule(n.target) if n.op == "call_module" else None
+
+
+class Op:
+    """One emitted program op: kind, operand values (fx nodes) with the
+    binding each needs if it becomes a program input, attributes."""
+
+    def __init__(self, kind, operands, dim=None, attrs=None):
+        self.kind = kind
+        self.operands = operands  # list of (node or ParamRef, transpose: bool)
+        self.dim = dim
+        self.attrs = attrs  # extra "name=value" text (layer_norm's eps)
+
+
+class Lit:
+    """A number literal operand (a program constant, where the library has
+    them: `mul(S, 0.25)`); finite, printed exactly (repr of the float)."""
+
+    def __init__(self, value):
+        self.value = value
+        self.text = repr(int(value)) if float(value).is_integer() and abs(value) < 1e15 \
+            else repr(float(value))
+
+
+class Ref:
+    """An operand that is the output of op `index` of the same node's list."""
+
+    def __init__(self, index):
+        self.index = index
+
+
+class ParamRef:
+    """A module parameter read by a call_module node (nn.Linear's weight):
+    a constant that becomes a program input."""
+
+    def __init__(self, module_node, attr, tensor):
+        self.module_node, self.attr, self.tensor = module_node, attr, tensor
+        self.name = "%s.%s" % (module_node.target, attr)
+
+    def __eq__(self, o):
+        return isinstance(o, ParamRef) and o.name == self.name
+
+    def __hash__(self):
+        return hash(self.name)
+
+
+def _classify_call(gm, n, R):
+    """The ops node n becomes (a list of Op; the last one's value is n's),
+    or raise Skip(why)."""
+    import torch
+    F = torch.nn.functional
+    t = n.target
+    mod = _module(gm, n)
+    if n.op == "call_module":
+        if isinstance(mod, torch.nn.Linear):
+            ops = [Op("matmul", [(n.args[0], False), (ParamRef(n, "weight", mod.weight), True)])]
+            if mod.bias is not None:
+                ops.append(Op("add", [(None, False), (ParamRef(n, "bias", mod.bias), False)]))
+            return ops
+        for cls, op in R.unary_modules.items():
+            if isinstance(mod, cls):
+                return [Op(op, [(n.args[0], False)])]
+        if isinstance(mod, torch.nn.GELU) and getattr(mod, "approximate", "none") == "none":
+            return [Op("gelu", [(n.args[0], False)])]
+        if isinstance(mod, torch.nn.LayerNorm):
+            return _layer_norm(R, n.args[0], mod.normalized_shape, mod.eps,
+                               ParamRef(n, "weight", mod.weight) if mod.weight is not None
+                               else None,
+                               ParamRef(n, "bias", mod.bias) if mod.bias is not None else None)
+        raise Skip("module %s has no mirsearch equivalent" % type(mod).__name__)
+    is_fn = n.op == "call_function"
+    is_m = n.op == "call_method"
+    if (is_fn and t in R.linear):
+        w, b = _arg(n, 1, "weight"), _arg(n, 2, "bias")
+        ops = [Op("matmul", [(n.args[0], False), (w, True)])]
+        if b is not None:
+            ops.append(Op("add", [(None, False), (b, False)]))
+        return ops
+    if (is_fn and t in R.matmul) or (is_m and t in R.matmul_methods):
+        return [Op("matmul", [(n.args[0], False), (n.args[1], False)])]
+    binop = R.binary.get(t) if is_fn else R.binary_methods.get(t) if is_m else None
+    if binop:
+        a, b = n.args[0], n.args[1]
+        if not (_is_node(a) and _is_node(b)):
+            if not R.scalars:
+                raise Skip("%s with a scalar operand (programs have no constants)" % binop)
+            if not ((_is_node(a) and _finite(b)) or (_is_node(b) and _finite(a))):
+                raise Skip("%s with operands other than a tensor and a finite number" % binop)
+            if n.kwargs.get("alpha", 1) != 1 or n.kwargs.get("rounding_mode") is not None:
+                raise Skip("%s with alpha or rounding_mode" % binop)
+            return [Op(binop, [(x if _is_node(x) else Lit(x), False) for x in (a, b)])]
+        if n.kwargs.get("alpha", 1) != 1 or n.kwargs.get("rounding_mode") is not None:
+            raise Skip("%s with alpha or rounding_mode" % binop)
+        return [Op(binop, [(a, False), (b, False)])]
+    un = R.unary.get(t) if is_fn else R.unary_methods.get(t) if is_m else None
+    if un:
+        if un == "gelu" and n.kwargs.get("approximate", "none") != "none":
+            raise Skip("gelu(approximate='tanh')")
+        return [Op(un, [(n.args[0], False)])]
+    if (is_fn and t in R.pow) or (is_m and t in ("pow", "__pow__")):
+        if n.args[1] == 2 and _is_node(n.args[0]):
+            return [Op("square", [(n.args[0], False)])]
+        if R.has_pow and _is_node(n.args[0]) and _finite(n.args[1]):
+            return [Op("pow", [(n.args[0], False), (Lit(n.args[1]), False)])]
+        raise Skip("pow with an exponent other than 2")
+    if (is_fn and t in R.rsqrt) or (is_m and t == "rsqrt"):
+        if R.has_pow:
+            return [Op("pow", [(n.args[0], False), (Lit(-0.5), False)])]
+        raise Skip("rsqrt outside an RMSNorm (needs pow)")
+    if (is_fn and t in R.clamp) or (is_m and t in ("clamp", "clip")):
+        lo, hi = _arg(n, 1, "min"), _arg(n, 2, "max")
+        if R.has_clamp and _finite(lo) and _finite(hi) and lo <= hi:
+            return [Op("clamp", [(n.args[0], False), (Lit(lo), False), (Lit(hi), False)])]
+        raise Skip("clamp without both finite bounds (or no clamp operator)")
+    if (is_fn and t in R.transpose) or (is_m and t == "transpose"):
+        x = n.args[0]
+        rank = len(meta_of(x)[0]) if _is_node(x) and meta_of(x) else 0
+        d0, d1 = sorted(d % rank if rank else d for d in (_arg(n, 1, "dim0"), _arg(n, 2, "dim1")))
+        if R.has_transpose and rank >= 2 and (d0, d1) == (rank - 2, rank - 1):
+            return [Op("transpose", [(x, False)])]
+        raise Skip("transpose other than of the last two dims (or no transpose operator)")
+    if (is_fn and t in R.softmax) or (is_m and t == "softmax"):
+        dim = _arg(n, 1, "dim")
+        if R.has_max and isinstance(dim, int):
+            x = n.args[0]
+            # exp(x - max(x)) / sum(exp(x - max(x))): the safe softmax.
+            return [Op("max", [(x, False)], dim=dim), Op("sub", [(x, False), (Ref(0), False)]),
+                    Op("exp", [(None, False)]), Op("sum", [(None, False)], dim=dim),
+                    Op("div", [(Ref(2), False), (None, False)])]
+        raise Skip("softmax needs the max operator")
+    if (is_fn and t in R.mean) or (is_m and t == "mean"):
+        dim = _arg(n, 1, "dim")
+        if isinstance(dim, (list, tuple)) and len(dim) == 1:
+            dim = dim[0]
+        x = n.args[0]
+        m = meta_of(x) if _is_node(x) else None
+        if R.has_mean and isinstance(dim, int) and _arg(n, 2, "keepdim", False):
+            return [Op("mean", [(x, False)], dim=dim)]
+        if R.scalars and isinstance(dim, int) and _arg(n, 2, "keepdim", False) and m:
+            return [Op("sum", [(x, False)], dim=dim),
+                    Op("div", [(None, False), (Lit(m[0][dim]), False)])]
+        raise Skip("mean other than over one dim with keepdim=True (or no constants)")
+    if (is_fn and t in R.sum) or (is_m and t == "sum"):
+        dim = _arg(n, 1, "dim")
+        if isinstance(dim, (list, tuple)) and len(dim) == 1:
+            dim = dim[0]
+        if not isinstance(dim, int):
+            raise Skip("sum over all dims or several dims")
+        if not _arg(n, 2, "keepdim", False):
+            raise Skip("sum without keepdim=True (programs keep the reduced dim)")
+        return [Op("sum", [(n.args[0], False)], dim=dim)]
+    if is_fn and t is F.layer_norm:
+        return _layer_norm(R, n.args[0], _arg(n, 1, "normalized_shape"), _arg(n, 4, "eps", 1e-5),
+                           _arg(n, 2, "weight"), _arg(n, 3, "bias"))
+    if is_fn and t is getattr(F, "rms_norm", None):
+        shape = _arg(n, 1, "normalized_shape")
+        eps = _arg(n, 3, "eps")
+        if len(shape) != 1 or (eps is not None and eps > EPS_MAX):
+            raise Skip("rms_norm over several dims or with eps > %g" % EPS_MAX)
+        ops = [Op("rms_norm", [(n.args[0], False)])]
+        w = _arg(n, 2, "weight")
+        if w is not None:
+            ops.append(Op("mul", [(None, False), (w, False)]))
+        return ops
+    raise Skip("no mirsearch equivalent")
+
+
+def _layer_norm(R, x, shape, eps, weight, bias):
+    """layer_norm over the last dim, then the weight and the bias."""
+    if not R.has_layer_norm:
+        raise Skip("layer_norm needs the layer_norm operator")
+    if len(shape) != 1 or not _finite(eps):
+        raise Skip("layer_norm over several dims")
+    ops = [Op("layer_norm", [(x, False)], attrs="eps=" + Lit(eps).text)]
+    if weight is not None:
+        ops.append(Op("mul", [(None, False), (weight, False)]))
+    if bias is not None:
+        ops.append(Op("add", [(None, False), (bias, False)]))
+    return ops
+
+
+def _match_rms(n, R):
+    """If n ends an RMSNorm written out (x * rsqrt(mean(x^2, -1, keepdim) + eps)
+    or x / sqrt(...)), return (x, inner nodes) else None."""
+    def fn_or_method(m, fns, meth):
+        return m is not None and _is_node(m) and (
+            (m.op == "call_function" and m.target in fns) or
+            (m.op == "call_method" and m.target == meth))
+    import torch
+    if len(n.args) != 2 or not all(_is_node(a) for a in n.args):
+        return None
+    is_mul = n.target in (operator.mul, torch.mul) or (n.op == "call_method" and n.target == "mul")
+    is_div = n.target in (operator.truediv, torch.div) or (n.op == "call_method" and
+                                                           n.target == "div")
+    if not (is_mul or is_div):
+        return None
+    for x, r in ((n.args[0], n.args[1]), (n.args[1], n.args[0])):
+        if is_div and r is not n.args[1]:
+            continue
+        if not fn_or_method(r, R.rsqrt if is_mul else {torch.sqrt}, "rsqrt" if is_mul else "sqrt"):
+            continue
+        add = r.args[0]
+        if not fn_or_method(add, {operator.add, torch.add}, "add") or len(add.args) != 2:
+            continue
+        mean, eps = add.args
+        if _is_node(eps):
+            mean, eps = eps, mean
+        if not (_scalar(eps) and 0 <= eps <= EPS_MAX):
+            continue
+        if not fn_or_method(mean, R.mean, "mean"):
+            continue
+        dim = _arg(mean, 1, "dim")
+        if isinstance(dim, (list, tuple)) and len(dim) == 1:
+            dim = dim[0]
+        sq = mean.args[0]
+        if dim != -1 and not (meta_of(x) and dim == len(meta_of(x)[0]) - 1):
+            continue
+        if not _arg(mean, 2, "keepdim", False):
+            continue
+        ok_sq = (fn_or_method(sq, R.pow, "pow") and sq.args[0] is x and sq.args[1] == 2) or \
+            (fn_or_method(sq, {torch.square}, "square") and sq.args[0] is x) or \
+            (fn_or_method(sq, {operator.mul, torch.mul}, "mul") and sq.args[0] is x and
+             sq.args[1] is x)
+        if not ok_sq:
+            continue
+        inner = [r, add, mean, sq]
+        if any(len(m.users) != 1 for m in inner):
+            continue
+        return x, inner
+    return None
+
+
+def _match_causal(n):
+    """add(s, triu(full_like(s, -inf), 1)) (either order): s, inner nodes."""
+    import torch
+    if not (n.op == "call_function" and n.target in (operator.add, torch.add)) or \
+            len(n.args) != 2 or not all(_is_node(a) for a in n.args):
+        return None
+    for s_, m in ((n.args[0], n.args[1]), (n.args[1], n.args[0])):
+        if not (m.op in ("call_method", "call_function") and
+                getattr(m.target, "__name__", m.target) == "triu"):
+            continue
+        diag = _arg(m, 1, "diagonal", 0)
+        f = m.args[0]
+        if diag != 1 or not _is_node(f) or len(f.users) != 1 or len(m.users) != 1:
+            continue
+        if getattr(f.target, "__name__", "") != "full_like" or f.args[0] is not s_ or \
+                _arg(f, 1, "fill_value") != float("-inf"):
+            continue
+        ms = meta_of(s_)
+        if not ms or len(ms[0]) < 2 or ms[0][-1] != ms[0][-2]:
+            continue  # square: the library's mask aligns the diagonal bottom-right
+        return s_, [m, f]
+    return None
+
+
+class Analysis:
+    """The classification of every node of an fx GraphModule:
+    .ops[node] = list of Op (supported), .absorbed[node] = root node,
+    .why[node] = reason (unsupported call nodes), .meta[node] = (shape, dtype)."""
+
+    def __init__(self, gm):
+        self.gm = gm
+        R = rules()
+        self.ops, self.absorbed, self.why, self.meta = {}, {}, {}, {}
+        nodes = list(gm.graph.nodes)
+        for n in nodes:
+            m = meta_of(n)
+            if m:
+                self.meta[n] = m
+        for n in reversed(nodes):
+            if n.op not in ("call_function", "call_method", "call_module") or n in self.absorbed:
+                continue
+            rm = _match_rms(n, R)
+            cm = _match_causal(n) if R.has_mask and not rm else None
+            if rm or cm:
+                x, inner = rm or cm
+                self.ops[n] = [Op("rms_norm" if rm else "causal_mask", [(x, False)])]
+                for m in inner:
+                    self.absorbed[m] = n
+        for n in nodes:
+            if n.op not in ("call_function", "call_method", "call_module"):
+                continue
+            if n in self.ops or n in self.absorbed:
+                continue
+            try:
+                ops = _classify_call(gm, n, R)
+            except Skip as e:
+                self.why[n] = str(e)
+                continue
+            except (IndexError, AttributeError, TypeError) as e:
+                self.why[n] = "cannot read its arguments (%s)" % e
+                continue
+            self.ops[n] = ops
+        # Values that may hold infinities (a -inf mask built by full_like or
+        # masked_fill and carried through unsupported nodes) stay out of
+        # pieces: searches verify on finite inputs and the generated code
+        # does not keep IEEE infinity rules (-inf - -inf, 0 * inf), so a
+        # kernel could turn them into NaN.  The causal mask pattern above
+        # (an operator of its own) is the supported way to mask.
+        inf = set()
+        for n in nodes:  # graph order: one pass propagates
+            if n in self.absorbed:
+                continue
+            if n in self.ops:
+                if any(_is_node(v) and v in inf for op in self.ops[n] for v, _t in op.operands):
+                    self.why[n] = "an operand may hold infinities (a mask), which the " \
+                        "generated kernels do not handle"
+                    del self.ops[n]
+                    for k in [k for k, r in self.absorbed.items() if r is n]:
+                        del self.absorbed[k]
+                    if not _finite_output(n):
+                        inf.add(n)
+                continue
+            flat = []
+            torch_fx_map(n.args, flat.append)
+            torch_fx_map(n.kwargs, flat.append)
+            if _finite_output(n):
+                continue
+            if any((_scalar(a) and abs(a) == float("inf")) or (_is_node(a) and a in inf)
+                   for a in flat):
+                inf.add(n)
+        # A node is supported only where its value and every tensor operand
+        # is a float tensor of one dtype with a known shape.
+        for n in list(self.ops):
+            m = self.meta.get(n)
+            why = None
+            if not m or not m[1]:
+                why = "its value is not a float16/bfloat16/float32 tensor of known shape"
+            else:
+                for op in self.ops[n]:
+                    for v, _t in op.operands:
+                        if isinstance(v, (Lit, Ref)):
+                            continue
+                        vm = self._vmeta(v) if v is not None else m
+                        if not vm or vm[1] != m[1]:
+                            why = "operands of different dtypes or of unknown shape"
+            if why:
+                self.why[n] = why
+                del self.ops[n]
+                for k in [k for k, r in self.absorbed.items() if r is n]:
+                    del self.absorbed[k]
+
+    def _vmeta(self, v):
+        if isinstance(v, ParamRef):
+            t = v.tensor
+            return tuple(t.shape), DTYPE_OF.get(str(t.dtype))
+        return self.meta.get(v)
+
+    def supported(self, n):
+        return n in self.ops or n in self.absorbed
+
+    def unsupported(self):
+        """[(node name, what it calls, why)] in graph order."""
+        return [(n.name, node_desc(n), self.why[n]) for n in self.gm.graph.nodes if n in self.why]
+
+    def members(self, n):
+        """n and the nodes absorbed into it."""
+        return [n] + [k for k, r in self.absorbed.items() if r is n]
+
+
+_KEYWORDS = {"program", "ugraph", "input", "output"}
+
+
+def ident(s):
+    s = re.sub(r"[^A-Za-z0-9_]", "_", s)
+    if not s or s[0].isdigit():
+        s = "t_" + s
+    if s in _KEYWORDS:
+        s += "_"
+    return s
+
+
+class Binding:
+    """How a program input is made from a torch value: source (an fx node or
+    a ParamRef), transpose of the last two dims, then a reshape."""
+
+    def __init__(self, name, source, transpose, shape):
+        self.name, self.source, self.transpose, self.shape = name, source, transpose, shape
+
+    def apply(self, value):
+        if self.transpose:
+            value = value.transpose(-2, -1)
+        if tuple(value.shape) != tuple(self.shape):
+            value = value.reshape(self.shape)
+        return value
+
+    def describe(self):
+        src = self.source.name if isinstance(self.source, ParamRef) else \
+            getattr(self.source, "name", str(self.source))
+        s = src + (".T" if self.transpose else "")
+        return "%s = %s reshaped to %s" % (self.name, s, list(self.shape))
+
+
+class PieceProgram:
+    """A program made of the supported nodes `nodes` of an analysis, with
+    .text, .program (parsed), .bindings (program inputs, in order) and
+    .outputs ((fx node, program name), in order)."""
+
+    def __init__(self, an, nodes, name, outputs=None):
+        self.an = an
+        self.nodes = [n for n in an.gm.graph.nodes if n in set(nodes)]
+        node_set = set(self.nodes)
+        self.name = ident(name)
+        self.bindings, self.outputs = [], []
+        self._in = {}
+        self._names = set()
+        lines = []
+        val = {}
+        dtype = None
+        for n in self.nodes:
+            if n in an.absorbed:
+                continue
+            shape, dtype = an.meta[n]
+            cur = None
+            ops = an.ops[n]
+            outs = []
+            for i, op in enumerate(ops):
+                args = []
+                rank = len(shape) if i == len(ops) - 1 else None
+                for v, tr in op.operands:
+                    if v is None:
+                        args.append(cur)
+                        continue
+                    if isinstance(v, Lit):
+                        args.append(v.text)
+                        continue
+                    if isinstance(v, Ref):
+                        args.append(outs[v.index])
+                        continue
+                    if _is_node(v) and v in node_set and v in val:
+                        args.append(val[v])
+                    else:
+                        args.append(self._input(v, tr, op, rank or len(shape), dtype, lines))
+                out = self._fresh(n.name if i == len(ops) - 1 else "%s_%d" % (n.name, i))
+                if op.dim is not None:
+                    lines.append("%s = %s(%s, dim=%d)" % (out, op.kind, args[0], op.dim))
+                elif op.attrs:
+                    lines.append("%s = %s(%s, %s)" % (out, op.kind, ", ".join(args), op.attrs))
+                else:
+                    lines.append("%s = %s(%s)" % (out, op.kind, ", ".join(args)))
+                cur = out
+                outs.append(out)
+            val[n] = cur
+        if outputs is None:
+            outputs = [n for n in self.nodes if n not in an.absorbed and
+                       any(u not in node_set for u in n.users)]
+        for n in outputs:
+            self.outputs.append((n, val[n]))
+        header = ["program %s" % self.name]
+        for b in self.bindings:
+            header.append("input %s : %s%s" % (b.name, self._dtype_of(b, dtype),
+                                              list(b.shape)))
+        self.text = "\n".join(header + lines + ["output %s" % v for _n, v in self.outputs]) + "\n"
+        self.program = Program.parse(self.text, self.name + ".graph")
+
+    def _dtype_of(self, b, dtype):
+        return dtype
+
+    def _fresh(self, base):
+        nm = ident(base)
+        k = 1
+        cand = nm
+        while cand in self._names:
+            cand = "%s_%d" % (nm, k)
+            k += 1
+        self._names.add(cand)
+        return cand
+
+    def _input(self, v, transpose, op, rank, dtype, lines):
+        vm = self.an._vmeta(v)
+        if vm is None:
+            raise Unsupported([(getattr(v, "name", str(v)), "value", "not a tensor")])
+        shape = list(vm[0])
+        if transpose:
+            if len(shape) < 2:
+                shape = [1] + shape
+            shape[-2], shape[-1] = shape[-1], shape[-2]
+        want = max(rank, len(shape))
+        shape = [1] * (want - len(shape)) + shape
+        key = (v, transpose, tuple(shape))
+        if key in self._in:
+            return self._in[key]
+        base = v.name if isinstance(v, ParamRef) else v.name
+        nm = self._fresh(base + ("_t" if transpose else ""))
+        self.bindings.append(Binding(nm, v, transpose, tuple(shape)))
+        self._in[key] = nm
+        return nm
+
+
+def trace(fn, example_inputs):
+    """fx-trace fn (a function or nn.Module) and record each node's shape and
+    dtype by running it on example_inputs."""
+    import torch
+    import torch.fx
+    from torch.fx.passes.shape_prop import ShapeProp
+    if isinstance(fn, torch.fx.GraphModule):
+        gm = fn
+    elif isinstance(fn, torch.nn.Module):
+        gm = torch.fx.symbolic_trace(fn)
+    else:
+        gm = torch.fx.symbolic_trace(fn)
+    ShapeProp(gm).propagate(*example_inputs)
+    return gm
+
+
+def from_torch(fn, example_inputs, name=None, strict=True):
+    """The program computed by fn (a function or nn.Module) at the shapes
+    and dtypes of example_inputs.  Module parameters become program inputs
+    (named after them; a Linear weight transposed, see .bindings).  Every
+    node without a program equivalent is named in Unsupported (raised when
+    strict; else the result covers the supported nodes and lists the rest
+    in .unsupported).  Returns a PieceProgram: .text is the .graph text,
+    .program the parsed Program."""
+    if name is None:
+        name = getattr(fn, "__name__", None) or type(fn).__name__.lower()
+    gm = trace(fn, example_inputs)
+    an = Analysis(gm)
+    bad = an.unsupported()
+    if bad and strict:
+        raise Unsupported(bad)
+    nodes = [n for n in gm.graph.nodes if an.supported(n)]
+    if not nodes:
+        raise Unsupported(bad or [("-", "-", "the function computes nothing")])
+    outs = []
+    for n in gm.graph.nodes:
+        if n.op == "output":
+            import torch.fx
+            flat = []
+            torch.fx.node.map_arg(n.args, flat.append)
+            outs = [a for a in flat if an.supported(a) and a not in an.absorbed]
+    node_set = set(nodes)
+    extra = [n for n in nodes if n not in an.absorbed and n not in outs and
+             any(u not in node_set for u in n.users)]
+    pp = PieceProgram(an, nodes, name, outputs=outs + extra)
+    pp.unsupported = bad
+    return pp

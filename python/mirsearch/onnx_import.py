@@ -1,0 +1,501 @@
+# SPDX-License-Identifier: MIT
+"""ONNX models to mirsearch programs (`mirsearch import MODEL.onnx -o P.graph`,
+which runs `python3 -m mirsearch.onnx_import`).
+
+The model is read with the `onnx` package (ONNX's own reader) and its
+shapes inferred with onnx.shape_inference.  Each node maps to program ops;
+patterns that exporters write out are matched first: RMSNorm
+(x * 1/sqrt(mean(x^2) + eps), eps <= 1e-4 dropped), GELU (the erf form)
+and SiLU (x * sigmoid(x)).  Graph inputs and initializers become program
+inputs through a binding (a transpose for Gemm's transB, leading 1s so
+operands have equal rank) written as comments at the top of the .graph.
+Scalar Constants feed only those patterns and Pow's exponent 2.  Every
+node that has no equivalent is reported with its name and op type, all at
+once; then nothing is written.
+
+Exit status of the command: 0 written, 2 unsupported ops or a bad model,
+3 an I/O error, 69 the onnx package is missing (the mirsearch program then
+tries another Python)."""
+
+import re
+import sys
+
+EPS_MAX = 1e-4
+_KEYWORDS = {"program", "ugraph", "input", "output"}
+ONNX_DTYPES = {1: "f32", 10: "f16", 16: "bf16"}
+
+
+class ImportError_(Exception):
+    """The model cannot be imported: .unsupported lists (node name, op type, why)."""
+
+    def __init__(self, msg, unsupported=()):
+        super().__init__(msg)
+        self.unsupported = list(unsupported)
+
+
+def ident(s):
+    s = re.sub(r"[^A-Za-z0-9_]", "_", s).strip("_") or "t"
+    if s[0].isdigit():
+        s = "t_" + s
+    if s in _KEYWORDS:
+        s += "_"
+    return s
+
+
+def _have_op(name):
+    try:
+        from .fx import _have_op as h
+        return h(name)
+    except Exception:  # noqa: BLE001 - the library is optional for the importer
+        return name in ("matmul", "add", "sub", "mul", "div", "exp", "square", "sqrt", "silu",
+                        "gelu", "relu", "sum", "rms_norm")
+
+
+class _Downstream(Exception):
+    """A node reads a value that an unsupported node computes."""
+
+
+class Binding:
+    """Program input `name` = ONNX value `source` (a graph input or an
+    initializer: kind), transposed (last two dims) when transpose, then
+    reshaped to shape."""
+
+    def __init__(self, name, source, kind, transpose, shape, dtype):
+        self.name, self.source, self.kind = name, source, kind
+        self.transpose, self.shape, self.dtype = transpose, tuple(shape), dtype
+
+    def apply(self, value):
+        """The program input from the ONNX value (a numpy array or tensor)."""
+        if self.transpose:
+            value = value.swapaxes(-1, -2) if hasattr(value, "swapaxes") else \
+                value.transpose(-2, -1)
+        return value.reshape(self.shape)
+
+    def describe(self):
+        return "%s = %s %s%s reshaped to %s" % (self.name, self.kind, self.source,
+                                                ".T" if self.transpose else "", list(self.shape))
+
+
+class Imported:
+    """An imported program: .text (.graph), .bindings, .outputs (ONNX
+    output name -> program name)."""
+
+    def __init__(self, text, bindings, outputs, initializers):
+        self.text, self.bindings, self.outputs = text, bindings, outputs
+        self.initializers = initializers
+
+    @property
+    def program(self):
+        from .core import Program
+        return Program.parse(self.text, "imported.graph")
+
+
+class _Importer:
+    def __init__(self, model, name):
+        import onnx
+        from onnx import numpy_helper
+        self.onnx = onnx
+        try:
+            model = onnx.shape_inference.infer_shapes(model)
+        except Exception:  # noqa: BLE001 - shapes may still be declared
+            pass
+        self.g = model.graph
+        self.name = ident(name)
+        self.init = {t.name: numpy_helper.to_array(t) for t in self.g.initializer}
+        self.consts = {}
+        self.info = {}
+        for vi in list(self.g.input) + list(self.g.value_info) + list(self.g.output):
+            tt = vi.type.tensor_type
+            if tt.HasField("shape"):
+                dims = [d.dim_value if d.HasField("dim_value") else None for d in tt.shape.dim]
+                self.info[vi.name] = (dims, ONNX_DTYPES.get(tt.elem_type))
+        for k, v in self.init.items():
+            self.info[k] = (list(v.shape), ONNX_DTYPES.get(onnx.helper.np_dtype_to_tensor_dtype(
+                v.dtype) if hasattr(onnx.helper, "np_dtype_to_tensor_dtype") else
+                onnx.mapping.NP_TYPE_TO_TENSOR_TYPE[v.dtype]))
+        self.producer = {}
+        self.uses = {}
+        for n in self.g.node:
+            for o in n.output:
+                self.producer[o] = n
+            for i in n.input:
+                self.uses[i] = self.uses.get(i, 0) + 1
+            if n.op_type == "Constant":
+                for a in n.attribute:
+                    if a.name == "value":
+                        self.consts[n.output[0]] = numpy_helper.to_array(a.t)
+                    elif a.name == "value_float":
+                        self.consts[n.output[0]] = a.f
+        for o in self.g.output:
+            self.uses[o.name] = self.uses.get(o.name, 0) + 1
+        self.graph_inputs = {i.name for i in self.g.input if i.name not in self.init}
+        self.lines, self.bindings, self.val = [], [], {}
+        self.names = set()
+        self.bad = []
+        self.failed = set()  # values of unsupported nodes and of nodes after them
+        self.downstream = 0
+        self.absorbed = set()
+
+    # -- helpers
+    def scalar(self, v):
+        """The value of a scalar constant input, or None."""
+        c = self.consts.get(v, self.init.get(v))
+        if c is None:
+            return None
+        try:
+            import numpy as np
+            a = np.asarray(c)
+            return float(a.reshape(())) if a.size == 1 else None
+        except (TypeError, ValueError):
+            return None
+
+    def attr(self, n, name, default=None):
+        for a in n.attribute:
+            if a.name == name:
+                return self.onnx.helper.get_attribute_value(a)
+        return default
+
+    def fresh(self, base):
+        nm = ident(base)
+        cand, k = nm, 1
+        while cand in self.names:
+            cand = "%s_%d" % (nm, k)
+            k += 1
+        self.names.add(cand)
+        return cand
+
+    def shape(self, v):
+        return self.info.get(v, (None, None))[0]
+
+    def operand(self, v, rank=None, transpose=False):
+        """Program name of ONNX value v as an operand of rank `rank`."""
+        if v in self.failed:
+            raise _Downstream(v)
+        if v in self.val and not transpose and (rank is None or
+                                                len(self.shape(v) or []) == rank):
+            return self.val[v]
+        if v in self.val or (v not in self.graph_inputs and v not in self.init):
+            raise ValueError("value %s is an intermediate of rank %s where rank %s is needed"
+                             % (v, len(self.shape(v) or []), rank))
+        dims, dt = self.info.get(v, (None, None))
+        if dims is None or any(d is None for d in dims) or dt is None:
+            raise ValueError("input %s has no static shape or a dtype other than "
+                             "float16/bfloat16/float32" % v)
+        dims = list(dims)
+        if transpose:
+            dims[-2], dims[-1] = dims[-1], dims[-2]
+        if rank and len(dims) < rank:
+            dims = [1] * (rank - len(dims)) + dims
+        for b in self.bindings:
+            if b.source == v and b.transpose == transpose and list(b.shape) == dims:
+                return b.name
+        nm = self.fresh(v + ("_t" if transpose else ""))
+        self.bindings.append(Binding(nm, v, "initializer" if v in self.init else "input",
+                                     transpose, dims, dt))
+        if not transpose and (rank is None or len(self.shape(v)) == len(dims)):
+            self.val.setdefault(v, nm)
+        return nm
+
+    def emit(self, out, text):
+        nm = self.fresh(out)
+        self.lines.append("%s = %s" % (nm, text))
+        self.val[out] = nm
+        return nm
+
+    def prod(self, v, op_type):
+        n = self.producer.get(v)
+        return n if n is not None and n.op_type == op_type and self.uses.get(v, 0) == 1 else None
+
+    # -- patterns
+    def match_rms(self, n):
+        """Mul(x, Div(1, Sqrt(Add(ReduceMean(Pow(x, 2)), eps)))) or
+        Div(x, Sqrt(...)): x and the inner nodes, or None."""
+        if n.op_type == "Mul":
+            cands = [(n.input[0], n.input[1]), (n.input[1], n.input[0])]
+        elif n.op_type == "Div":
+            cands = [(n.input[0], n.input[1])]
+        else:
+            return None
+        for x, r in cands:
+            inner = []
+            if n.op_type == "Mul":
+                d = self.prod(r, "Div") or self.prod(r, "Reciprocal")
+                if d is None:
+                    continue
+                if d.op_type == "Div" and self.scalar(d.input[0]) != 1.0:
+                    continue
+                inner.append(d)
+                sq = self.prod(d.input[-1], "Sqrt")
+            else:
+                sq = self.prod(r, "Sqrt")
+            if sq is None:
+                continue
+            add = self.prod(sq.input[0], "Add")
+            if add is None:
+                continue
+            mean, eps = add.input
+            if self.scalar(mean) is not None:
+                mean, eps = eps, mean
+            e = self.scalar(eps)
+            rm = self.prod(mean, "ReduceMean")
+            if e is None or not 0 <= e <= EPS_MAX or rm is None:
+                continue
+            axes = self.attr(rm, "axes") or ([int(a) for a in self.init.get(rm.input[1], [])]
+                                             if len(rm.input) > 1 else None)
+            rank = len(self.shape(x) or [])
+            if not axes or len(axes) != 1 or axes[0] not in (-1, rank - 1) or \
+                    self.attr(rm, "keepdims", 1) != 1:
+                continue
+            pw = self.prod(rm.input[0], "Pow")
+            mul = self.prod(rm.input[0], "Mul")
+            if pw is not None and (pw.input[0] != x or self.scalar(pw.input[1]) != 2.0):
+                continue
+            if pw is None and (mul is None or mul.input[0] != x or mul.input[1] != x):
+                continue
+            inner += [sq, add, rm, pw or mul]
+            return x, inner
+        return None
+
+    def match_gelu(self, n):
+        """Mul(Mul(x, Add(Erf(Div(x, sqrt 2)), 1)), 0.5) (either order)."""
+        if n.op_type != "Mul":
+            return None
+        for a, h in ((n.input[0], n.input[1]), (n.input[1], n.input[0])):
+            if self.scalar(h) != 0.5:
+                continue
+            m = self.prod(a, "Mul")
+            if m is None:
+                continue
+            for x, s in ((m.input[0], m.input[1]), (m.input[1], m.input[0])):
+                add = self.prod(s, "Add")
+                if add is None:
+                    continue
+                erf_v = add.input[0] if self.scalar(add.input[1]) == 1.0 else add.input[1]
+                if self.scalar(add.input[0] if erf_v == add.input[1] else add.input[1]) != 1.0:
+                    continue
+                erf = self.prod(erf_v, "Erf")
+                if erf is None:
+                    continue
+                div = self.prod(erf.input[0], "Div")
+                if div is None or div.input[0] != x or \
+                        abs((self.scalar(div.input[1]) or 0) - 2 ** 0.5) > 1e-4:
+                    continue
+                return x, [m, add, erf, div]
+        return None
+
+    def match_silu(self, n):
+        if n.op_type != "Mul":
+            return None
+        for x, s in ((n.input[0], n.input[1]), (n.input[1], n.input[0])):
+            sg = self.prod(s, "Sigmoid")
+            if sg is not None and sg.input[0] == x:
+                return x, [sg]
+        return None
+
+    # -- the walk
+    def convert(self):
+        roots = {}
+        for n in reversed(list(self.g.node)):
+            if id(n) in self.absorbed:
+                continue
+            for kind, m in (("rms_norm", self.match_rms), ("gelu", self.match_gelu),
+                            ("silu", self.match_silu)):
+                r = m(n)
+                if r:
+                    roots[id(n)] = (kind, r[0])
+                    self.absorbed.update(id(k) for k in r[1])
+                    break
+        for n in self.g.node:
+            if n.op_type == "Constant" or id(n) in self.absorbed:
+                continue
+            label = n.name or "(unnamed %s)" % n.op_type
+            try:
+                if id(n) in roots:
+                    kind, x = roots[id(n)]
+                    self.emit(n.output[0], "%s(%s)" % (kind, self.operand(x)))
+                else:
+                    self.node(n)
+            except ValueError as e:
+                self.bad.append((label, n.op_type, str(e)))
+                self.failed.update(n.output)
+            except _Downstream:
+                self.downstream += 1
+                self.failed.update(n.output)
+        if self.bad:
+            raise ImportError_("unsupported ONNX nodes: " + "; ".join(
+                "node %s (%s): %s" % b for b in self.bad) +
+                ("; %d supported nodes after them not converted" % self.downstream
+                 if self.downstream else ""), self.bad)
+        outs = []
+        for o in self.g.output:
+            if o.name not in self.val:
+                raise ImportError_("output %s is not computed by a supported node" % o.name)
+            outs.append((o.name, self.val[o.name]))
+        head = ["# imported from ONNX by mirsearch import; program inputs:"]
+        head += ["#   " + b.describe() for b in self.bindings]
+        head.append("program %s" % self.name)
+        head += ["input %s : %s%s" % (b.name, b.dtype, list(b.shape)) for b in self.bindings]
+        text = "\n".join(head + self.lines + ["output %s" % v for _o, v in outs]) + "\n"
+        return Imported(text, self.bindings, outs, self.init)
+
+    def node(self, n):
+        t = n.op_type
+        out = n.output[0]
+        rank = len(self.shape(out) or [])
+        if t in ("Add", "Sub", "Mul", "Div"):
+            consts = [self.scalar(i) if i not in self.graph_inputs else None for i in n.input]
+            if any(c is not None for c in consts):
+                if not _have_op("mul_scalar"):
+                    raise ValueError("%s with a constant operand (programs have no constants)"
+                                     % t)
+                if all(c is not None for c in consts) or any(
+                        c is not None and (c != c or abs(c) == float("inf")) for c in consts):
+                    raise ValueError("%s of constants, or with an infinite constant" % t)
+            a, b = (_lit(c) if c is not None else self.operand(i, rank)
+                    for i, c in zip(n.input, consts))
+            self.emit(out, "%s(%s, %s)" % (t.lower(), a, b))
+        elif t == "MatMul":
+            a, b = (self.operand(i, rank) for i in n.input)
+            self.emit(out, "matmul(%s, %s)" % (a, b))
+        elif t == "Gemm":
+            if self.attr(n, "transA", 0) or self.attr(n, "alpha", 1.0) != 1.0 or \
+                    self.attr(n, "beta", 1.0) != 1.0:
+                raise ValueError("Gemm with transA, alpha or beta")
+            a = self.operand(n.input[0], 2)
+            b = self.operand(n.input[1], 2, transpose=bool(self.attr(n, "transB", 0)))
+            if len(n.input) > 2 and n.input[2]:
+                mm = self.emit(out + "_mm", "matmul(%s, %s)" % (a, b))
+                self.emit(out, "add(%s, %s)" % (mm, self.operand(n.input[2], 2)))
+            else:
+                self.emit(out, "matmul(%s, %s)" % (a, b))
+        elif t in ("Exp", "Sqrt", "Relu", "Sigmoid", "Tanh", "Neg") and _have_op(t.lower()):
+            self.emit(out, "%s(%s)" % (t.lower(), self.operand(n.input[0])))
+        elif t == "Pow":
+            e = self.scalar(n.input[1])
+            if e == 2.0:
+                self.emit(out, "square(%s)" % self.operand(n.input[0]))
+            elif e is not None and _have_op("pow"):
+                self.emit(out, "pow(%s, %s)" % (self.operand(n.input[0]), _lit(e)))
+            else:
+                raise ValueError("Pow with an exponent other than 2 (or no pow operator)")
+        elif t == "Clip" and _have_op("clamp"):
+            lo = self.scalar(n.input[1]) if len(n.input) > 1 and n.input[1] else None
+            hi = self.scalar(n.input[2]) if len(n.input) > 2 and n.input[2] else None
+            if lo is None or hi is None or lo > hi:
+                raise ValueError("Clip without both constant bounds")
+            self.emit(out, "clamp(%s, %s, %s)" % (self.operand(n.input[0]), _lit(lo), _lit(hi)))
+        elif t in ("ReduceSum", "ReduceMean", "ReduceMax"):
+            op = {"ReduceSum": "sum", "ReduceMean": "mean", "ReduceMax": "max"}[t]
+            via_sum = op == "mean" and not _have_op("mean") and _have_op("mul_scalar")
+            if op != "sum" and not _have_op(op) and not via_sum:
+                raise ValueError("%s: the operator %s has not landed in this mirsearch" % (t, op))
+            axes = self.attr(n, "axes")
+            if axes is None and len(n.input) > 1:
+                axes = [int(a) for a in self.init.get(n.input[1], self.consts.get(n.input[1], []))]
+            if not axes or len(axes) != 1 or self.attr(n, "keepdims", 1) != 1:
+                raise ValueError("%s over other than one axis with keepdims=1" % t)
+            x = self.operand(n.input[0])
+            if via_sum:  # mean = sum / n
+                dims = self.shape(n.input[0])
+                s = self.emit(out + "_sum", "sum(%s, dim=%d)" % (x, axes[0]))
+                self.emit(out, "div(%s, %s)" % (s, _lit(dims[axes[0]])))
+            else:
+                self.emit(out, "%s(%s, dim=%d)" % (op, x, axes[0]))
+        elif t == "Softmax" and (_have_op("softmax") or _have_op("max")):
+            x = self.operand(n.input[0])
+            ax = self.attr(n, "axis", -1)
+            if _have_op("softmax"):
+                self.emit(out, "softmax(%s, dim=%d)" % (x, ax))
+            else:  # the safe softmax: exp(x - max) / sum
+                m = self.emit(out + "_max", "max(%s, dim=%d)" % (x, ax))
+                d = self.emit(out + "_shift", "sub(%s, %s)" % (x, m))
+                e = self.emit(out + "_exp", "exp(%s)" % d)
+                s = self.emit(out + "_sum", "sum(%s, dim=%d)" % (e, ax))
+                self.emit(out, "div(%s, %s)" % (e, s))
+        elif t == "Transpose" and _have_op("transpose"):
+            perm = self.attr(n, "perm")
+            r = len(perm or [])
+            if not perm or perm[:-2] != list(range(r - 2)) or perm[-2:] != [r - 1, r - 2]:
+                raise ValueError("Transpose other than of the last two dims")
+            self.emit(out, "transpose(%s)" % self.operand(n.input[0]))
+        elif t == "LayerNormalization" and _have_op("layer_norm"):
+            ax = self.attr(n, "axis", -1)
+            if ax not in (-1, rank - 1):
+                raise ValueError("LayerNormalization over other than the last axis")
+            x = self.operand(n.input[0])
+            cur = self.emit(out + "_ln", "layer_norm(%s, eps=%s)"
+                            % (x, _lit(self.attr(n, "epsilon", 1e-5))))
+            if len(n.input) > 1 and n.input[1]:
+                cur = self.emit(out + "_w", "mul(%s, %s)" % (cur, self.operand(n.input[1], rank)))
+            if len(n.input) > 2 and n.input[2]:
+                cur = self.emit(out + "_b", "add(%s, %s)" % (cur, self.operand(n.input[2], rank)))
+            self.val[out] = cur
+        elif t == "Identity":
+            self.val[out] = self.operand(n.input[0])
+        else:
+            raise ValueError("no mirsearch equivalent")
+
+
+def _lit(v):
+    """A number literal as the .graph format writes it (exact repr)."""
+    v = float(v)
+    return repr(int(v)) if v.is_integer() and abs(v) < 1e15 else repr(v)
+
+
+def import_onnx(model, name=None):
+    """An Imported program from an ONNX model (a path or a ModelProto)."""
+    import onnx
+    if isinstance(model, str):
+        name = name or re.sub(r"\.onnx$", "", model.rsplit("/", 1)[-1])
+        model = onnx.load(model)
+    return _Importer(model, name or model.graph.name or "model").convert()
+
+
+def main(argv=None):
+    import argparse
+    ap = argparse.ArgumentParser(prog="mirsearch import",
+                                 description="Import an ONNX model as a mirsearch program.")
+    ap.add_argument("model")
+    ap.add_argument("-o", "--output", help="the .graph to write (default: stdout)")
+    ap.add_argument("--name", help="program name (default: the file's)")
+    a = ap.parse_args(argv)
+    try:
+        import onnx  # noqa: F401
+    except ImportError:
+        print("mirsearch import: the Python package onnx is not installed for %s "
+              "(apt-get install python3-onnx, or pip install onnx)" % sys.executable,
+              file=sys.stderr)
+        return 69
+    try:
+        imp = import_onnx(a.model, a.name)
+    except ImportError_ as e:
+        print("mirsearch import: %s: cannot import:" % a.model, file=sys.stderr)
+        for b in e.unsupported:
+            print("  node %s (%s): %s" % b, file=sys.stderr)
+        tail = str(e).rsplit("; ", 1)[-1]
+        if e.unsupported and tail.endswith("not converted"):
+            print("  (%s)" % tail, file=sys.stderr)
+        if not e.unsupported:
+            print("  " + str(e), file=sys.stderr)
+        return 2
+    except OSError as e:
+        print("mirsearch import: %s" % e, file=sys.stderr)
+        return 3
+    except Exception as e:  # noqa: BLE001 - a malformed model: say so, exit 2
+        print("mirsearch import: %s: not a readable ONNX model: %s" % (a.model, e),
+              file=sys.stderr)
+        return 2
+    if a.output:
+        try:
+            from .cache import write_atomic
+            write_atomic(a.output, imp.text)
+        except OSError as e:
+            print("mirsearch import: cannot write %s: %s" % (a.output, e), file=sys.stderr)
+            return 3
+    else:
+        sys.stdout.write(imp.text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,70 @@
+# SPDX-License-Identifier: MIT
+"""The models of the end-to-end tests, written as PyTorch users write them:
+a Llama-style decoder layer and a GPT-2-style MLP block."""
+
+import math
+
+import torch
+import torch.nn.functional as F
+
+
+class RMSNorm(torch.nn.Module):
+    def __init__(self, d, eps=1e-6):
+        super().__init__()
+        self.weight = torch.nn.Parameter(1 + 0.1 * torch.randn(d))
+        self.eps = eps
+
+    def forward(self, x):
+        var = x.pow(2).mean(-1, keepdim=True)
+        return self.weight * (x * torch.rsqrt(var + self.eps))
+
+
+class LlamaDecoderLayer(torch.nn.Module):
+    """RMSNorm, QKV projections, causal attention, output projection,
+    residual, RMSNorm, SwiGLU MLP, residual."""
+
+    def __init__(self, d, heads, ffn):
+        super().__init__()
+        self.heads, self.d = heads, d
+        self.input_norm = RMSNorm(d)
+        self.q_proj = torch.nn.Linear(d, d, bias=False)
+        self.k_proj = torch.nn.Linear(d, d, bias=False)
+        self.v_proj = torch.nn.Linear(d, d, bias=False)
+        self.o_proj = torch.nn.Linear(d, d, bias=False)
+        self.post_norm = RMSNorm(d)
+        self.gate_proj = torch.nn.Linear(d, ffn, bias=False)
+        self.up_proj = torch.nn.Linear(d, ffn, bias=False)
+        self.down_proj = torch.nn.Linear(ffn, d, bias=False)
+
+    def forward(self, x):
+        b, s, d = x.size(0), x.size(1), self.d  # traceable by torch.fx
+        hd = d // self.heads
+        h = self.input_norm(x)
+        q = self.q_proj(h).view(b, s, self.heads, hd).transpose(1, 2)
+        k = self.k_proj(h).view(b, s, self.heads, hd).transpose(1, 2)
+        v = self.v_proj(h).view(b, s, self.heads, hd).transpose(1, 2)
+        scores = q @ k.transpose(-2, -1) / math.sqrt(hd)
+        mask = torch.full_like(scores, float("-inf")).triu(1)  # causal
+        attn = torch.softmax(scores + mask, dim=-1)
+        o = (attn @ v).transpose(1, 2).reshape(b, s, d)
+        x = x + self.o_proj(o)
+        h = self.post_norm(x)
+        return x + self.down_proj(F.silu(self.gate_proj(h)) * self.up_proj(h))
+
+
+class GPT2MLP(torch.nn.Module):
+    """LayerNorm'd input in GPT-2 is outside this block: c_fc, GELU,
+    c_proj, residual."""
+
+    def __init__(self, d, ffn):
+        super().__init__()
+        self.c_fc = torch.nn.Linear(d, ffn)
+        self.c_proj = torch.nn.Linear(ffn, d)
+
+    def forward(self, x):
+        return x + self.c_proj(F.gelu(self.c_fc(x)))
+
+
+# (batch, sequence, hidden, heads, ffn) of the two sizes the tests use.
+LLAMA_SIZES = [(1, 8, 32, 2, 64), (2, 16, 64, 4, 128)]
+GPT2_SIZES = [(1, 8, 32, 128), (2, 16, 64, 256)]
