@@ -33,9 +33,13 @@ import sys
 
 DTYPES = {"f16": "float16", "bf16": "bfloat16", "f32": "float32"}
 TOLERANCE = {"float16": 1e-2, "bfloat16": 6e-2, "float32": 1e-4}
-UNARY = {"exp", "square", "sqrt", "silu", "gelu", "relu", "rms_norm", "causal_mask"}
+UNARY = {"exp", "square", "sqrt", "silu", "gelu", "relu", "rms_norm", "causal_mask",
+         "neg", "sigmoid", "tanh", "transpose"}
 BINARY = {"add", "sub", "mul", "div", "matmul"}
+# Operators with number operands (docs/FORMATS.md "Constants"): how many numbers follow x.
+CONSTS = {"pow": 1, "clamp": 2}
 NAME = r"[A-Za-z_][A-Za-z0-9_]*"
+NUMBER = r"-?\d+(\.\d+)?([eE][+-]?\d+)?"
 
 
 class GraphError(Exception):
@@ -75,7 +79,14 @@ def op_shape(op, shapes, dim, where):
             raise GraphError(f"{where}: matmul of {a} and {b}")
         return broadcast(a[:-2], b[:-2], where) + [a[-2], b[-1]]
     if op in BINARY:
+        if len(shapes) == 1:  # a number operand
+            return list(shapes[0])
         return broadcast(shapes[0], shapes[1], where)
+    if op == "transpose":
+        s = list(shapes[0])
+        if len(s) < 2:
+            raise GraphError(f"{where}: transpose of a rank-{len(s)} tensor")
+        return s[:-2] + [s[-1], s[-2]]
     if op in ("sum", "max"):
         s = list(shapes[0])
         d = dim + len(s) if dim < 0 else dim
@@ -139,14 +150,22 @@ def parse(path, text):
         elif op in BINARY:
             if len(args) != 2:
                 raise GraphError(f"{where}: {op} takes two operands")
+            if op != "matmul" and all(re.fullmatch(NUMBER, a) for a in args):
+                raise GraphError(f"{where}: {op} of two numbers")
+        elif op in CONSTS:
+            if len(args) != 1 + CONSTS[op] or not all(re.fullmatch(NUMBER, a) for a in args[1:]):
+                raise GraphError(f"{where}: {op} takes a tensor and {CONSTS[op]} number(s)")
         else:
             raise GraphError(f"{where}: unknown operator '{op}'")
-        for a in args:
+        tensors = [a for a in args if not re.fullmatch(NUMBER, a)]
+        if op == "matmul" and len(tensors) != 2:
+            raise GraphError(f"{where}: matmul takes two tensors")
+        for a in tensors:
             if a not in prog.shapes:
                 raise GraphError(f"{where}: '{a}' is not defined")
         define(prog, name, where)
-        prog.shapes[name] = op_shape(op, [prog.shapes[a] for a in args], dim or 0, where)
-        prog.dtypes[name] = prog.dtypes[args[0]]
+        prog.shapes[name] = op_shape(op, [prog.shapes[a] for a in tensors], dim or 0, where)
+        prog.dtypes[name] = prog.dtypes[tensors[0]]
         prog.ops.append((name, op, args, dim))
     if not prog.outputs:
         raise GraphError(f"{path}: error: no output")
@@ -167,6 +186,11 @@ def statement(name, op, args, dim):
         return f"{name} = torch.amax({args[0]}, dim={dim}, keepdim=True)"
     if op == "square":
         return f"{name} = torch.mul({args[0]}, {args[0]})"
+    if op == "transpose":
+        return f"{name} = torch.transpose({args[0]}, -2, -1)"
+    if op in ("add", "sub", "mul", "div") and any(re.fullmatch(NUMBER, a) for a in args):
+        sym = {"add": "+", "sub": "-", "mul": "*", "div": "/"}[op]
+        return f"{name} = ({args[0]}) {sym} ({args[1]})"
     if op in ("silu", "gelu", "relu"):
         return f"{name} = torch.nn.functional.{op}({args[0]})"
     if op == "rms_norm":

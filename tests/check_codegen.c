@@ -52,7 +52,7 @@ static const char *const EXAMPLES[] = {"gqa_small", "mha_small", "rmsnorm_linear
 #define NEXAMPLES ((int)(sizeof EXAMPLES / sizeof EXAMPLES[0]))
 
 static const char *const TESTGRAPHS[] = {"mma_f16",  "mma_pad",     "rms_bf16",    "f32_mixed",
-                                          "big_smem", "reduce_tree", "general_load"};
+                                          "big_smem", "reduce_tree", "general_load", "transpose_mma"};
 #define NTESTGRAPHS ((int)(sizeof TESTGRAPHS / sizeof TESTGRAPHS[0]))
 
 /* The search's bests at small shape (examples/best, scripts/search-bests.sh). */

@@ -68,6 +68,16 @@ MIRS_API mirs_status mirs_graph_add_sum(mirs_graph *g, const char *name, mirs_te
  * dim may be negative.  MIRS_INVALID_ARG for an op that reduces no dim. */
 MIRS_API mirs_status mirs_graph_add_reduce(mirs_graph *g, const char *name, mirs_op op,
                                            mirs_tensor x, int dim, mirs_tensor *out);
+/* Add an operator with constants on x: MIRS_OP_POW (exponent),
+ * MIRS_OP_CLAMP (lo, hi), and the number-operand forms of the .graph
+ * language: MIRS_OP_ADD_SCALAR x + c, MIRS_OP_MUL_SCALAR x * c,
+ * MIRS_OP_DIV_SCALAR x / c, MIRS_OP_RSUB_SCALAR c - x, MIRS_OP_RDIV_SCALAR
+ * c / x.  constants[0..nconstants) are decimal text ("0.125", "1e-5"),
+ * read exactly (docs/FORMATS.md "Constants"), not rounded doubles.
+ * MIRS_INVALID_ARG for another op, a wrong count or a malformed number. */
+MIRS_API mirs_status mirs_graph_add_const_op(mirs_graph *g, const char *name, mirs_op op,
+                                             mirs_tensor x, int nconstants,
+                                             const char *const *constants, mirs_tensor *out);
 /* Mark t as the next output. */
 MIRS_API mirs_status mirs_graph_mark_output(mirs_graph *g, mirs_tensor t);
 
@@ -128,8 +138,12 @@ typedef struct mirs_kernel_view {
   int block_dims[3];           /* threads per block, x, y, z */
   int forloop;                 /* forloop range F */
   int num_block_ops, num_block_tensors;
+  /* Constants: pow's exponent, clamp's bounds, the number operand of
+   * add/mul/div/sub (op is then MIRS_OP_ADD_SCALAR etc.), as doubles. */
+  int num_constants;
+  double constants[2];
 } mirs_kernel_view;
-#define MIRS_KERNEL_VIEW_INIT {sizeof(mirs_kernel_view), MIRS_OP_COUNT, 0, 0, NULL, NULL, -1, NULL, {0, 0, 0}, {0, 0, 0}, 0, 0, 0}
+#define MIRS_KERNEL_VIEW_INIT {sizeof(mirs_kernel_view), MIRS_OP_COUNT, 0, 0, NULL, NULL, -1, NULL, {0, 0, 0}, {0, 0, 0}, 0, 0, 0, 0, {0, 0}}
 
 typedef struct mirs_block_op_view {
   size_t struct_size;   /* set by the caller: sizeof(mirs_block_op_view) */
@@ -144,8 +158,10 @@ typedef struct mirs_block_op_view {
   int fmap;             /* input op: tensor dim the forloop walks (-1 none) */
   int omap[3];          /* output op: output dim each grid dim places the tile at (-1) */
   mirs_tensor dst;      /* output op: the kernel tensor written; else -1 */
+  int num_constants;    /* as in mirs_kernel_view */
+  double constants[2];
 } mirs_block_op_view;
-#define MIRS_BLOCK_OP_VIEW_INIT {sizeof(mirs_block_op_view), MIRS_OP_COUNT, 0, {-1, -1}, -1, -1, 0, -1, {-1, -1, -1}, -1, {-1, -1, -1}, -1}
+#define MIRS_BLOCK_OP_VIEW_INIT {sizeof(mirs_block_op_view), MIRS_OP_COUNT, 0, {-1, -1}, -1, -1, 0, -1, {-1, -1, -1}, -1, {-1, -1, -1}, -1, 0, {0, 0}}
 
 /* Kernel op `index` (in the order ops were added, a topological order).
  * MIRS_INVALID_ARG on a bad index or a struct_size of 0. */

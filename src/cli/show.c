@@ -63,6 +63,8 @@ static void put_block_op(FILE *o, const mirs_graph *g, const mirs_block_graph *b
     fprintf(o, "%s%s", i ? ", " : "", mirs_block_tensor_name(bg, b->inputs[i]));
   if (b->dim >= 0)
     fprintf(o, ", dim=%d", b->dim);
+  for (int i = 0; i < b->num_constants && i < 2; i++)
+    fprintf(o, ", %.9g", b->constants[i]);
   fputs(") ", o);
   put_dims(o, mirs_block_tensor_shape(bg, b->output, d), d);
   if (b->op == MIRS_OP_INPUT) {
@@ -126,6 +128,8 @@ mirs_status mirs__cli_show_summary(FILE *o, mirs_context *ctx, const mirs_graph 
       fprintf(o, "%s%s", i ? ", " : "", mirs_tensor_name(g, kv.inputs[i]));
     if (kv.dim >= 0)
       fprintf(o, ", dim=%d", kv.dim);
+    for (int i = 0; i < kv.num_constants && i < 2; i++)
+      fprintf(o, ", %.9g", kv.constants[i]);
     fputs(") -> ", o);
     put_tensor(o, g, kv.outputs[0]);
     fputs(", ", o);

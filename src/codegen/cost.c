@@ -640,13 +640,25 @@ static double elementwise_flops(mirs_op op) {
   case MIRS_OP_MUL:
   case MIRS_OP_SQUARE:
   case MIRS_OP_RELU:
+  case MIRS_OP_NEG:
+  case MIRS_OP_ADD_SCALAR:
+  case MIRS_OP_MUL_SCALAR:
+  case MIRS_OP_RSUB_SCALAR:
+  case MIRS_OP_TRANSPOSE:
     return 1;
   case MIRS_OP_CAUSAL_MASK: /* a compare of the global indices and a select */
+  case MIRS_OP_CLAMP:
     return 2;
   case MIRS_OP_DIV:
   case MIRS_OP_EXP:
   case MIRS_OP_SQRT:
+  case MIRS_OP_DIV_SCALAR:
+  case MIRS_OP_RDIV_SCALAR:
     return SPECIAL_FLOPS;
+  case MIRS_OP_SIGMOID:
+  case MIRS_OP_TANH:
+  case MIRS_OP_POW: /* (exp2(c * log2 x); a small natural exponent costs less, not modelled) */
+    return 2 * SPECIAL_FLOPS + 1;
   case MIRS_OP_SILU:
     return SPECIAL_FLOPS + 1 + SPECIAL_FLOPS;
   case MIRS_OP_GELU:
@@ -684,6 +696,7 @@ static double op_flops(mirs_op op, const mirs__shape *a, const mirs__shape *r) {
     return (op == MIRS_OP_LAYER_NORM ? 5.0 : 3.0) * (double)mirs__shape_numel(a);
   case MIRS__KIND_UNARY:
   case MIRS__KIND_BINARY:
+  case MIRS__KIND_TRANSPOSE: /* (a move per element) */
     return nr * elementwise_flops(op);
   case MIRS__KIND_CUSTOM:
   case MIRS__KIND_INPUT:
@@ -763,7 +776,8 @@ static mirs_status cost_custom(mirs_context *ctx, const mirs__cost_device *d, co
     case MIRS__KIND_BINARY:
     case MIRS__KIND_MATMUL:
     case MIRS__KIND_REDUCE:
-    case MIRS__KIND_RMSNORM: {
+    case MIRS__KIND_RMSNORM:
+    case MIRS__KIND_TRANSPOSE: {
       double f = op_flops(b->op, &bg->t[b->in[0]].shape, &res->shape);
       double *dst = res->post ? &post_simt : &loop_simt;
       if (pl.op[i].mma != MIRS__MMA_NONE) {

@@ -108,9 +108,60 @@ static void strides(const mirs__shape *s, int64_t st[MIRS_MAX_DIMS]) {
   }
 }
 
-/* The float expression of unary op on x; pos: "row, column, n - m" of
- * the element in its tensor (causal_mask only, else unused). */
-static void emit_unary(mirs__buf *b, mirs_op op, const char *x, const char *pos) {
+/* The float expression of an op with constants cst (and neg, sigmoid,
+ * tanh) on x; false for other ops.  A constant is written as its double
+ * rounded to float at compile time. */
+static bool emit_const_op(mirs__buf *b, mirs_op op, const mirs__scalar *cst, const char *x) {
+  char c0[48] = "", c1[48] = "";
+  if (mirs__op_nconst(op) > 0)
+    snprintf(c0, sizeof c0, "(float)(%.17g)", cst[0].v);
+  if (mirs__op_nconst(op) > 1)
+    snprintf(c1, sizeof c1, "(float)(%.17g)", cst[1].v);
+  switch (op) {
+  case MIRS_OP_NEG:
+    mirs__buf_printf(b, "(-(%s))", x);
+    return true;
+  case MIRS_OP_SIGMOID:
+    mirs__buf_printf(b, "mirs_sigmoid(%s)", x);
+    return true;
+  case MIRS_OP_TANH:
+    mirs__buf_printf(b, "tanhf(%s)", x);
+    return true;
+  case MIRS_OP_POW:
+    if (cst[0].m == 2 && cst[0].e == 0)
+      mirs__buf_printf(b, "((%s) * (%s))", x, x);
+    else
+      mirs__buf_printf(b, "powf(%s, %s)", x, c0);
+    return true;
+  case MIRS_OP_CLAMP:
+    mirs__buf_printf(b, "fminf(fmaxf(%s, %s), %s)", x, c0, c1);
+    return true;
+  case MIRS_OP_ADD_SCALAR:
+    mirs__buf_printf(b, "((%s) + %s)", x, c0);
+    return true;
+  case MIRS_OP_MUL_SCALAR:
+    mirs__buf_printf(b, "((%s) * %s)", x, c0);
+    return true;
+  case MIRS_OP_DIV_SCALAR:
+    mirs__buf_printf(b, "((%s) / %s)", x, c0);
+    return true;
+  case MIRS_OP_RSUB_SCALAR:
+    mirs__buf_printf(b, "(%s - (%s))", c0, x);
+    return true;
+  case MIRS_OP_RDIV_SCALAR:
+    mirs__buf_printf(b, "(%s / (%s))", c0, x);
+    return true;
+  default:
+    return false;
+  }
+}
+
+/* The float expression of unary op (constants cst) on x; pos: "row, column,
+ * n - m" of the element in its tensor (causal_mask only, else unused). */
+static void emit_unary(mirs__buf *b, mirs_op op, const mirs__scalar *cst, const char *x,
+                       const char *pos) {
+  if (emit_const_op(b, op, cst, x))
+    return;
   switch (op) {
   case MIRS_OP_CAUSAL_MASK:
     mirs__buf_printf(b, "mirs_causal(%s, %s)", x, pos);
@@ -159,10 +210,10 @@ static const char *binop(mirs_op op) {
  * os, from operands in[a] (pointer expressions, read with mirs_ld) of
  * shapes ins[a] stored with strides ist[a] (of their own dims); ity is the
  * index type. */
-static void emit_value(mirs__buf *b, const char *ind, const char *ity, mirs_op op, int dim, double eps,
-                       const char *const *in, const mirs__shape *const *ins,
-                       const int64_t *const *ist, const mirs__shape *os, const char *pos,
-                       bool fa_sub) {
+static void emit_value(mirs__buf *b, const char *ind, const char *ity, mirs_op op, int dim,
+                       double eps, const mirs__scalar *cst, const char *const *in,
+                       const mirs__shape *const *ins, const int64_t *const *ist,
+                       const mirs__shape *os, const char *pos, bool fa_sub) {
   int r = os->ndim;
   char whole[96];
   if (!pos && r >= 2) { /* (a kernel-level mask: the tensor is the whole) */
@@ -174,9 +225,19 @@ static void emit_value(mirs__buf *b, const char *ind, const char *ity, mirs_op o
     mirs__buf_printf(b, "%sconst float x = mirs_ld(%s + (", ind, in[0]);
     emit_index_st(b, ins[0], ist[0], os, r);
     mirs__buf_printf(b, "));\n%sv = ", ind);
-    emit_unary(b, op, "x", pos);
+    emit_unary(b, op, cst, "x", pos);
     mirs__buf_puts(b, ";\n");
     break;
+  case MIRS__KIND_TRANSPOSE: { /* read the operand with its last two strides swapped */
+    int64_t sw[MIRS_MAX_DIMS];
+    memcpy(sw, ist[0], sizeof sw);
+    sw[r - 2] = ist[0][r - 1];
+    sw[r - 1] = ist[0][r - 2];
+    mirs__buf_printf(b, "%sv = mirs_ld(%s + (", ind, in[0]);
+    emit_index_st(b, os, sw, os, r);
+    mirs__buf_puts(b, "));\n");
+    break;
+  }
   case MIRS__KIND_BINARY:
     mirs__buf_printf(b, "%sv = %smirs_ld(%s + (", ind, fa_sub && op == MIRS_OP_SUB ? "mirs_sub(" : "",
                      in[0]);
@@ -270,8 +331,7 @@ static void tile_strides(const kgen *k, int32_t t, int64_t st[MIRS_MAX_DIMS]) {
 
 /* C type of block tensor t's stored elements. */
 static const char *tile_ctype(const kgen *k, int32_t t) {
-  const mirs__bop *p = &k->bg->ops[k->bg->t[t].producer];
-  return p->op == MIRS_OP_INPUT ? ctype(k->g->t[p->src].dtype) : "float";
+  return ctype(mirs__plan_tile_dtype(k->g, k->bg, t));
 }
 
 /* Append `mirs_ld(tT + (index))` of tile t at coordinates c0.. of shape out. */
@@ -325,7 +385,7 @@ static void emit_chain_store(kgen *k, const char *ind, int32_t t) {
     if (f->nin == 1) {
       char pos[256];
       mirs__buf_printf(b, "%sv = ", ind);
-      emit_unary(b, f->op, "v",
+      emit_unary(b, f->op, f->cst, "v",
                  f->op == MIRS_OP_CAUSAL_MASK ? mask_pos(k, f, pos, sizeof pos) : NULL);
       mirs__buf_puts(b, ";\n");
     } else if (f->op == MIRS_OP_DIV && k->fastdiv) {
@@ -344,15 +404,18 @@ static void emit_chain_store(kgen *k, const char *ind, int32_t t) {
     t = f->out;
   }
   const mirs__shape *ts = &bg->t[t].shape;
+  /* (A 16-bit tile, the transpose of a loaded one, stores by mirs_st:
+   * exact, the values are 16-bit already.) */
+  bool f32 = k->pl->t[t].elsize == 4;
   if (ts->ndim < 2 || k->pl->t[t].stride == ts->d[ts->ndim - 1]) {
-    mirs__buf_printf(b, "%st%d[e] = v;\n", ind, (int)t);
+    mirs__buf_printf(b, f32 ? "%st%d[e] = v;\n" : "%smirs_st(t%d + e, v);\n", ind, (int)t);
     return;
   }
   int64_t st[MIRS_MAX_DIMS];
   tile_strides(k, t, st);
-  mirs__buf_printf(b, "%st%d[", ind, (int)t);
+  mirs__buf_printf(b, f32 ? "%st%d[" : "%smirs_st(t%d + (", ind, (int)t);
   emit_index_st(b, ts, st, s, s->ndim);
-  mirs__buf_puts(b, "] = v;\n");
+  mirs__buf_puts(b, f32 ? "] = v;\n" : "), v);\n");
 }
 
 /* MMA geometry of matmul op: output tiles of 16 x 8 (M padded to m_pad). */
@@ -529,7 +592,7 @@ static void emit_mma(kgen *k, int32_t oi) {
   bool tf32 = po->mma == MIRS__MMA_TF32;
   mirs_dtype dt = MIRS_F16;
   if (!tf32)
-    dt = k->g->t[bg->ops[bg->t[op->in[0]].producer].src].dtype;
+    dt = mirs__plan_tile_dtype(k->g, k->bg, op->in[0]);
   const char *sfx = tf32 ? "tf32" : dt == MIRS_BF16 ? "bf16" : "f16";
   mirs__buf_printf(b, "    { /* %s = matmul: tensor cores (%s mma.sync m16n8k%d, %s)%s */\n",
                    bg->t[op->out].name, tf32 ? "scalar loads," : "ldmatrix,", tf32 ? 8 : 16, sfx,
@@ -706,7 +769,7 @@ static void emit_block_compute(kgen *k, int32_t oi) {
   emit_coords(b, "      ", "int", "e", os);
   mirs__buf_puts(b, "      float v;\n");
   char pos[256];
-  emit_value(b, "      ", "int", op->op, op->dim, op->eps, in, ins, ist, os,
+  emit_value(b, "      ", "int", op->op, op->dim, op->eps, op->cst, in, ins, ist, os,
              op->op == MIRS_OP_CAUSAL_MASK ? mask_pos(k, op, pos, sizeof pos) : NULL, k->masks);
   emit_chain_store(k, "      ", op->out);
   mirs__buf_puts(b, "    }\n");
@@ -835,7 +898,8 @@ static void emit_accum(kgen *k, const mirs__bop *op) {
     mirs__buf_puts(b, ";\n");
   } else if (op->op == MIRS_OP_ACCUM_SUM || op->op == MIRS_OP_ACCUM_MAX) {
     bool mx = op->op == MIRS_OP_ACCUM_MAX;
-    emit_value(b, "      ", "int", mx ? MIRS_OP_MAX : MIRS_OP_SUM, op->dim, 0.0, in, ins, ist, as, NULL,
+    emit_value(b, "      ", "int", mx ? MIRS_OP_MAX : MIRS_OP_SUM, op->dim, 0.0, NULL, in, ins,
+               ist, as, NULL,
                false);
     if (mx) {
       mirs__buf_printf(b, "      %s = fmaxf(%s, v);\n    }\n", ref, ref);
@@ -1145,8 +1209,8 @@ static void emit_kernel_head(kgen *k, int32_t ki, const char *ename) {
       mirs__buf_printf(b, "    %s *const t%d_s = (%s *)((char *)mirs_smem + %" PRId64 "); /* %s */\n",
                        tile_ctype(k, t), (int)t, tile_ctype(k, t), pt->off, bg->t[t].name);
     else
-      mirs__buf_printf(b, "    float *const t%d = (float *)((char *)mirs_smem + %" PRId64 "); /* %s */\n",
-                       (int)t, pt->off, bg->t[t].name);
+      mirs__buf_printf(b, "    %s *const t%d = (%s *)((char *)mirs_smem + %" PRId64 "); /* %s */\n",
+                       tile_ctype(k, t), (int)t, tile_ctype(k, t), pt->off, bg->t[t].name);
   }
 }
 
@@ -1403,7 +1467,8 @@ static void emit_predefined(const mirs_graph *g, int32_t ki, const char *ename, 
                    mirs__shape_numel(os));
   emit_coords(b, "      ", "long long", "e", os);
   mirs__buf_puts(b, "      float v;\n");
-  emit_value(b, "      ", "long long", op->op, op->dim, op->eps, in, ins, ist, os, NULL, graph_masks(g));
+  emit_value(b, "      ", "long long", op->op, op->dim, op->eps, op->cst, in, ins, ist, os, NULL,
+             graph_masks(g));
   mirs__buf_puts(b, "      mirs_st(out0 + e, v);\n    }\n}\n");
 }
 
@@ -1440,6 +1505,7 @@ static const char prelude[] =
     "__device__ __forceinline__ float mirs_gelu(float x) {\n"
     "    return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));\n}\n"
     "__device__ __forceinline__ float mirs_relu(float x) { return x > 0.0f ? x : 0.0f; }\n"
+    "__device__ __forceinline__ float mirs_sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }\n"
     "/* causal_mask at global (i, j) of an m x n matrix, d = n - m: -inf above the\n"
     " * bottom-right aligned diagonal. */\n"
     "__device__ __forceinline__ float mirs_causal(float x, long long i, long long j,\n"

@@ -113,12 +113,24 @@ static void plan_chains(mirs__plan *pl, const mirs__bgraph *bg) {
   }
 }
 
-/* The 16-bit dtype of tile t when it is an input tile stored in f16/bf16, else F32. */
-static mirs_dtype loaded16(const mirs_graph *g, const mirs__bgraph *bg, int32_t t) {
+mirs_dtype mirs__plan_tile_dtype(const mirs_graph *g, const mirs__bgraph *bg, int32_t t) {
   const mirs__bop *p = &bg->ops[bg->t[t].producer];
+  if (p->op == MIRS_OP_TRANSPOSE)
+    p = &bg->ops[bg->t[p->in[0]].producer];
   if (p->op != MIRS_OP_INPUT)
     return MIRS_F32;
   return g->t[p->src].dtype;
+}
+
+/* Whether tile t is the transpose of a loaded tile (mirs__plan_tile_dtype). */
+static bool loaded_transpose(const mirs__bgraph *bg, int32_t t) {
+  const mirs__bop *p = &bg->ops[bg->t[t].producer];
+  return p->op == MIRS_OP_TRANSPOSE && bg->ops[bg->t[p->in[0]].producer].op == MIRS_OP_INPUT;
+}
+
+/* The 16-bit dtype of tile t when it is stored in f16/bf16, else F32. */
+static mirs_dtype loaded16(const mirs_graph *g, const mirs__bgraph *bg, int32_t t) {
+  return mirs__plan_tile_dtype(g, bg, t);
 }
 
 /* Product of all dims but the last two. */
@@ -151,7 +163,9 @@ static void plan_mma(mirs__plan *pl, const mirs_graph *g, const mirs__bgraph *bg
      * k_pad, so the extra products are exactly 0 (batch of one only: the
      * padded B rows must not shift a batch stride). */
     bool k_ok = kk % 16 == 0 ||
-                (batch_numel(as) == 1 && batch_numel(&bg->t[op->in[1]].shape) == 1);
+                (batch_numel(as) == 1 && batch_numel(&bg->t[op->in[1]].shape) == 1 &&
+                 !loaded_transpose(bg, op->in[0]) && !loaded_transpose(bg, op->in[1]));
+    /* (A transposed tile is written whole by its step: no zero padding.) */
     pl->op[i].k_pad = (int32_t)kk;
     if (da != MIRS_F32 && da == db && k_ok && rows_ok) {
       pl->op[i].mma = MIRS__MMA_16;
@@ -286,7 +300,7 @@ static void plan_input(mirs__plan *pl, const mirs_graph *g, const mirs__bgraph *
 }
 
 /* 4./5. Shared-memory offsets for `stages` buffers of walked tiles; returns the bytes. */
-static int64_t place(mirs__plan *pl, const mirs__bgraph *bg, int stages) {
+static int64_t place(mirs__plan *pl, const mirs_graph *g, const mirs__bgraph *bg, int stages) {
   int64_t total = 0;
   for (int32_t i = 0; i < bg->nops; i++) {
     const mirs__bop *op = &bg->ops[i];
@@ -303,6 +317,9 @@ static int64_t place(mirs__plan *pl, const mirs__bgraph *bg, int stages) {
     }
     int64_t n = mirs__shape_numel(&bg->t[t].shape);
     pt->elsize = 4;
+    bool t16 = loaded_transpose(bg, t) && mirs__plan_tile_dtype(g, bg, t) != MIRS_F32;
+    if (t16)
+      pt->elsize = 2;
     if (kind == MIRS__KIND_ACCUM && !pt->acc_mma &&
         (n + pl->nthreads - 1) / pl->nthreads > REG_ACC_MAX) {
       pt->acc_smem = true;
@@ -336,7 +353,9 @@ static int64_t place(mirs__plan *pl, const mirs__bgraph *bg, int stages) {
       /* Running sums in shared memory are written back in place only at
        * their dense stride: a tf32 pad there would double the tile (a
        * 128x256 accumulator: 128 KB more, over the limit). */
-      if (!pt->acc_smem)
+      if (t16 && (last * 2) % 16 == 0 && ((last * 2) / 16) % 2 == 0)
+        pt->stride += 8; /* ldmatrix rows in distinct 16-byte bank groups (as plan_input) */
+      else if (!pt->acc_smem && !t16)
         pt->stride += tf32_pad(pl, bg, t, last);
       if (pt->acc_smem && pt->stride == last && (int64_t)pt->rows * last == n) {
         /* Written back in place: each thread turns its own running sums
@@ -344,7 +363,7 @@ static int64_t place(mirs__plan *pl, const mirs__bgraph *bg, int stages) {
         pt->off = pt->aoff;
       } else {
         pt->off = total;
-        total += al16((int64_t)pt->rows * pt->stride * 4);
+        total += al16((int64_t)pt->rows * pt->stride * pt->elsize);
       }
     }
   }
@@ -631,7 +650,7 @@ mirs_status mirs__plan_build(mirs_context *ctx, const mirs_graph *g, int32_t ki,
       pl->t[t].aoff = -1;
       pl->t[t].off = -1;
     }
-    pl->smem = place(pl, bg, stages);
+    pl->smem = place(pl, g, bg, stages);
     if (pl->smem <= smem_limit || stages == 1)
       break;
     stages--;

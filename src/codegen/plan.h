@@ -115,6 +115,10 @@ int64_t mirs__plan_fend(const mirs__plan *pl, const mirs__bgraph *bg, const int6
  * tiles need 64-bit index math, gets feasible = false and a reason).  mma:
  * tensor cores allowed.  MIRS_NOMEM only for block graphs larger than
  * MIRS__PLAN_LOCAL.  Release with mirs__plan_free. */
+/* The dtype block tensor t is stored at: an input tile's source dtype,
+ * the same for the transpose of a loaded tile (a 16-bit copy, exact, that
+ * a tensor-core matmul reads as it reads a loaded tile), else F32. */
+mirs_dtype mirs__plan_tile_dtype(const mirs_graph *g, const mirs__bgraph *bg, int32_t t);
 mirs_status mirs__plan_build(mirs_context *ctx, const mirs_graph *g, int32_t ki,
                              int64_t smem_limit, bool mma, mirs__plan *p);
 void mirs__plan_free(mirs__plan *p);

@@ -166,12 +166,27 @@ static void abi_shape(const mirs__shape *sh, mirs_gpufp_shape *out) {
     out->d[d] = sh->d[d];
 }
 
-/* Kind and code of a compute op (UNARY, BINARY, MATMUL, REDUCE, RMSNORM). */
-static bool op_code(mirs_op op, mirs_gpufp_op *o) {
+/* Kind and code of a compute op (UNARY, BINARY, MATMUL, REDUCE, RMSNORM,
+ * TRANSPOSE) with constants cst. */
+static bool op_code(mirs_op op, const mirs__scalar *cst, mirs_gpufp_op *o) {
   o->sqrt_op = MIRS_OP_SQRT;
   if (op == MIRS_OP_CAUSAL_MASK) /* (position-dependent: the CPU backend only) */
     return false;
+  mirs__fp_elem e;
+  if (mirs__fp_elem_of(op, cst, &e)) {
+    o->kind = MIRS_GPUFP_K_ELEM;
+    o->op = (int64_t)op;
+    o->ecode = e.code;
+    o->ca = e.c.a;
+    o->cb = e.c.b;
+    o->en = e.n;
+    o->ktweak = e.ktweak;
+    return true;
+  }
   switch (mirs__graph_ops[op].kind) {
+  case MIRS__KIND_TRANSPOSE:
+    o->kind = MIRS_GPUFP_K_TRANSPOSE;
+    return true;
   case MIRS__KIND_UNARY:
     o->kind = MIRS_GPUFP_K_UNARY;
     o->op = op == MIRS_OP_EXP      ? (int64_t)MIRS_GPUFP_EXP
@@ -280,7 +295,7 @@ static mirs_status block_op(const gpu_custom *u, const mirs__bop *o, int kind, m
   tile_opnd(s, u->bg, o->out, &c->out);
   c->in_exp = s->bt[o->in[0]].exp_dep;
   if (kind == MIRS__STEP_COMPUTE) {
-    if (!op_code(o->op, c))
+    if (!op_code(o->op, o->cst, c))
       return MIRS_FAIL(s->ctx, MIRS_UNSUPPORTED,
                        "%s cannot be fingerprinted on the GPU (use --verify=cpu)",
                        mirs__graph_ops[o->op].name);
@@ -390,7 +405,7 @@ static mirs_status gpu_op(void *state, mirs__fp_store *s, const mirs_graph *g, i
     return gpu_custom_op(gs, s, g, k, j0, j1);
   mirs_gpufp_op c;
   memset(&c, 0, sizeof c);
-  if (!op_code(k->op, &c))
+  if (!op_code(k->op, k->cst, &c))
     return MIRS_FAIL(ctx, MIRS_UNSUPPORTED,
                      "%s cannot be fingerprinted on the GPU (use --verify=cpu)",
                      mirs__graph_ops[k->op].name);

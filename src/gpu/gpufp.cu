@@ -257,6 +257,46 @@ GFP_GLOBAL k_unary(int64_t n, opnd x, opnd y, int64_t numel, int64_t op, int64_t
   }
 }
 
+/* ELEM: the ops of fingerprint.h's MIRS__FP_E_* table, elementwise. */
+GFP_GLOBAL k_elem(int64_t n, opnd x, opnd y, int64_t numel, int64_t op, int64_t code, pair c,
+                  uint64_t en, uint64_t ktweak, int64_t out_exp, uint64_t seed, int64_t trial0,
+                  int64_t per_trial) {
+  GFP_FOR(i, n) {
+    int64_t bt = i / numel, e = i % numel;
+    pair v = x.p[bt * x.stride + e], r;
+    if (code == 1) {
+      r.a = sub_mod(0u, v.a, FP_P);
+      r.b = sub_mod(0u, v.b, FP_Q);
+    } else if (code == 2) {
+      r = fp_add(v, c);
+    } else if (code == 3) {
+      r = fp_mul(v, c);
+    } else if (code == 4) {
+      r.a = sub_mod(c.a, v.a, FP_P);
+      r.b = sub_mod(c.b, v.b, FP_Q);
+    } else if (code == 5) {
+      r = fp_mul(c, fp_inv(v));
+    } else if (code == 6) {
+      r.a = pow_mod(v.a, en, FP_P);
+      r.b = pow_mod(v.b, en, FP_Q);
+    } else {
+      r = fp_prf(batch_key(seed, trial0, per_trial, bt) ^ ktweak, op, v);
+    }
+    if (out_exp)
+      r.b = 0;
+    y.p[bt * y.stride + e] = r;
+  }
+}
+
+/* TRANSPOSE: y = x with its last two dims (rows x cols) swapped. */
+GFP_GLOBAL k_transpose(int64_t n, opnd x, opnd y, int64_t numel, int64_t rows, int64_t cols) {
+  GFP_FOR(i, n) {
+    int64_t bt = i / numel, e = i % numel;
+    int64_t m = e / (rows * cols), k = e % (rows * cols), r = k / cols, c = k % cols;
+    y.p[bt * y.stride + m * rows * cols + c * rows + r] = x.p[bt * x.stride + e];
+  }
+}
+
 /* Inverses of numel values per batch into y (dense, batch stride numel). */
 GFP_GLOBAL k_inverse(int64_t n, opnd x, pair *y, int64_t numel) {
   GFP_FOR(i, n) {
@@ -772,6 +812,20 @@ static int gfp_compute(mirs_gpufp_dev *d, const mirs_gpufp_op *op) {
     GFP_LAUNCH(k_unary, n, d)(n, x, y, numel, op->op, op->out_exp, op->seed, op->trial0,
                               op->per_trial);
     return launched(d, "k_unary");
+  }
+  case MIRS_GPUFP_K_ELEM: {
+    int64_t n = B * numel;
+    pair c = {op->ca, op->cb};
+    GFP_LAUNCH(k_elem, n, d)(n, x, y, numel, op->op, op->ecode, c, op->en, op->ktweak,
+                             op->out_exp, op->seed, op->trial0, op->per_trial);
+    return launched(d, "k_elem");
+  }
+  case MIRS_GPUFP_K_TRANSPOSE: {
+    if (xs->ndim < 2)
+      return fail(d, MIRS_GPUFP_INVALID, "transpose of rank < 2");
+    int64_t n = B * numel;
+    GFP_LAUNCH(k_transpose, n, d)(n, x, y, numel, xs->d[xs->ndim - 2], xs->d[xs->ndim - 1]);
+    return launched(d, "k_transpose");
   }
   case MIRS_GPUFP_K_BINARY: {
     if (op->nin != 2)

@@ -38,7 +38,7 @@ extern "C" {
 #endif
 
 /* Bumped on any change of the structs or entry points below. */
-#define MIRS_GPUFP_ABI_VERSION 1
+#define MIRS_GPUFP_ABI_VERSION 2
 #define MIRS_GPUFP_DIMS 6
 /* The symbol the library looks up in the module. */
 #define MIRS_GPUFP_ABI_SYMBOL "mirs_gpufp_abi_get"
@@ -65,7 +65,9 @@ enum {
   MIRS_GPUFP_K_SUMSQ,     /* row sums of x^2 over the last dim, added into out */
   MIRS_GPUFP_K_RMSNORM,   /* x * inv(sqrt_prf(sum(x^2) * inv(count))) over the last dim */
   MIRS_GPUFP_K_ACCUM,     /* out += x elementwise */
-  MIRS_GPUFP_K_FINISH     /* out = sqrt_prf(out * inv(count)) (an ACCUM_RMS after the loop) */
+  MIRS_GPUFP_K_FINISH,    /* out = sqrt_prf(out * inv(count)) (an ACCUM_RMS after the loop) */
+  MIRS_GPUFP_K_ELEM,      /* ecode: a MIRS__FP_E_* op of fingerprint.h with ca/cb, en, ktweak */
+  MIRS_GPUFP_K_TRANSPOSE  /* the last two dims of in[0] swapped */
 };
 
 /* Elementwise op codes (mirs_gpufp_op.op for UNARY/BINARY other than PRFs). */
@@ -113,6 +115,10 @@ typedef struct mirs_gpufp_op {
   int64_t nin;
   mirs_gpufp_operand in[2];
   mirs_gpufp_operand out;
+  int64_t ecode;    /* ELEM: the MIRS__FP_E_* code (1 neg, 2 x+c, 3 x*c, 4 c-x, 5 c/x, 6 x^n, 7 PRF) */
+  uint32_t ca, cb;  /* ELEM: the constant's pair */
+  uint64_t en;      /* ELEM: the exponent of x^n */
+  uint64_t ktweak;  /* ELEM PRF: XORed into the trial key (op: the PRF's mirs_op) */
 } mirs_gpufp_op;
 
 /* Tile movement kinds (mirs_gpufp_tile.kind). */

@@ -66,6 +66,36 @@ mirs_status mirs_graph_add_op(mirs_graph *g, const char *name, mirs_op op, int n
   return MIRS_OK;
 }
 
+/* Add an operator with constants (decimal text, read exactly). */
+mirs_status mirs_graph_add_const_op(mirs_graph *g, const char *name, mirs_op op, mirs_tensor x,
+                                    int nconstants, const char *const *constants,
+                                    mirs_tensor *out) {
+  if (!g)
+    return MIRS_INVALID_ARG;
+  int n = (unsigned)op < MIRS_OP_COUNT ? mirs__op_nconst(op) : 0;
+  if (n == 0)
+    return MIRS_FAIL(g->ctx, MIRS_INVALID_ARG, "mirs_graph_add_const_op: %s takes no constants",
+                     (unsigned)op < MIRS_OP_COUNT ? mirs_op_name(op) : "?");
+  if (nconstants != n || !constants)
+    return MIRS_FAIL(g->ctx, MIRS_INVALID_ARG, "%s takes %d constant%s, got %d", mirs_op_name(op),
+                     n, n == 1 ? "" : "s", nconstants);
+  mirs__scalar c[2];
+  for (int i = 0; i < n; i++) {
+    const char *t = constants[i] ? constants[i] : "";
+    int r = mirs__scalar_parse(t, strlen(t), &c[i]);
+    if (r != 0)
+      return MIRS_FAIL(g->ctx, MIRS_INVALID_ARG, "%s: constant '%.60s' is %s", mirs_op_name(op), t,
+                       r == 1   ? "longer than 18 significant digits"
+                       : r == 2 ? "out of range"
+                                : "not a decimal number");
+  }
+  int32_t id;
+  MIRS_CHECK(g->ctx, mirs__graph_add_op_c(g, name, op, 1, &x, -1, c, &id));
+  if (out)
+    *out = id;
+  return MIRS_OK;
+}
+
 /* Add sum(x, dim). */
 mirs_status mirs_graph_add_sum(mirs_graph *g, const char *name, mirs_tensor x, int dim,
                                mirs_tensor *out) {

@@ -11,6 +11,7 @@
 #include "config.h"
 
 #include <inttypes.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -214,9 +215,30 @@ static mirs_status reserve_op(mirs_graph *g) {
 /* Add a predefined kernel op. */
 mirs_status mirs__graph_add_op(mirs_graph *g, const char *name, mirs_op op, int nin,
                                const int32_t *in, int dim, int32_t *out) {
+  return mirs__graph_add_op_c(g, name, op, nin, in, dim, NULL, out);
+}
+
+/* Whether constants c suit op (present exactly when op takes some; clamp's
+ * bounds ordered); else the context's error. */
+static mirs_status check_consts(mirs_context *ctx, mirs_op op, const mirs__scalar *c) {
+  int n = mirs__op_nconst(op);
+  if (n > 0 && !c)
+    return MIRS_FAIL(ctx, MIRS_INVALID_ARG, "'%s' needs %d constant%s", mirs__graph_ops[op].name,
+                     n, n == 1 ? "" : "s");
+  if (op == MIRS_OP_CLAMP && c[0].v > c[1].v)
+    return MIRS_FAIL(ctx, MIRS_SHAPE, "clamp: the lower bound %g is above the upper bound %g",
+                     c[0].v, c[1].v);
+  if ((op == MIRS_OP_DIV_SCALAR) && c[0].m == 0)
+    return MIRS_FAIL(ctx, MIRS_SHAPE, "div: division by the constant 0");
+  return MIRS_OK;
+}
+
+mirs_status mirs__graph_add_op_c(mirs_graph *g, const char *name, mirs_op op, int nin,
+                                 const int32_t *in, int dim, const mirs__scalar *c, int32_t *out) {
   mirs_context *ctx = g->ctx;
   if ((unsigned)op >= MIRS_OP_COUNT)
     return MIRS_FAIL(ctx, MIRS_INVALID_ARG, "invalid operator %d", (int)op);
+  MIRS_CHECK(ctx, check_consts(ctx, op, c));
   const mirs__opinfo *info = &mirs__graph_ops[op];
   if (op == MIRS_OP_CUSTOM)
     return MIRS_FAIL(ctx, MIRS_INVALID_ARG, "custom kernels are added with a block graph");
@@ -260,6 +282,8 @@ mirs_status mirs__graph_add_op(mirs_graph *g, const char *name, mirs_op op, int 
   }
   memcpy(k.in, in, sizeof(int32_t) * (size_t)nin);
   k.out[0] = id;
+  for (int i = 0; i < mirs__op_nconst(op); i++)
+    k.cst[i] = c[i];
   g->ops[g->nops++] = k;
   MIRS_INC(&ctx->stats, ops_added);
   if (out)
@@ -461,9 +485,16 @@ mirs_status mirs__bg_add_input(mirs_graph *g, mirs__bgraph *bg, const char *name
 /* A compute or accumulator op on block tensors. */
 mirs_status mirs__bg_add_op(mirs_graph *g, mirs__bgraph *bg, const char *name, mirs_op op, int nin,
                             const int32_t *in, int dim, bool fused, int32_t *out) {
+  return mirs__bg_add_op_c(g, bg, name, op, nin, in, dim, fused, NULL, out);
+}
+
+mirs_status mirs__bg_add_op_c(mirs_graph *g, mirs__bgraph *bg, const char *name, mirs_op op,
+                              int nin, const int32_t *in, int dim, bool fused,
+                              const mirs__scalar *c, int32_t *out) {
   mirs_context *ctx = g->ctx;
   if ((unsigned)op >= MIRS_OP_COUNT)
     return MIRS_FAIL(ctx, MIRS_INVALID_ARG, "invalid operator %d", (int)op);
+  MIRS_CHECK(ctx, check_consts(ctx, op, c));
   const mirs__opinfo *info = &mirs__graph_ops[op];
   if (!(info->levels & MIRS_LEVEL_B) || op == MIRS_OP_INPUT || op == MIRS_OP_OUTPUT)
     return MIRS_FAIL(ctx, MIRS_INVALID_ARG, "'%s' cannot be used as a block operator here",
@@ -513,6 +544,8 @@ mirs_status mirs__bg_add_op(mirs_graph *g, mirs__bgraph *bg, const char *name, m
   o.dim = ndim;
   o.fused = fused;
   o.eps = mirs__op_eps_default(op);
+  for (int i = 0; i < mirs__op_nconst(op); i++)
+    o.cst[i] = c[i];
   if (op == MIRS_OP_CAUSAL_MASK && !mirs__sched_mask_placed(g, bg, &o))
     return MIRS_FAIL(ctx, MIRS_SHAPE,
                      "causal_mask(%s): the tile's rows or columns do not come from one place "
@@ -927,4 +960,125 @@ const char *mirs_dtype_name(mirs_dtype t) {
     return "f32";
   }
   return "?";
+}
+
+/* ---------------------------------------------------------------- constants */
+
+int mirs__op_nconst(mirs_op op) {
+  switch (op) {
+  case MIRS_OP_CLAMP:
+    return 2;
+  case MIRS_OP_POW:
+  case MIRS_OP_ADD_SCALAR:
+  case MIRS_OP_MUL_SCALAR:
+  case MIRS_OP_DIV_SCALAR:
+  case MIRS_OP_RSUB_SCALAR:
+  case MIRS_OP_RDIV_SCALAR:
+    return 1;
+  default:
+    return 0;
+  }
+}
+
+int mirs__scalar_parse(const char *s, size_t len, mirs__scalar *out) {
+  const char *end = s + len;
+  bool neg = s < end && *s == '-';
+  s += neg;
+  int64_t m = 0, e = 0;
+  int digits = 0, seen = 0;
+  bool frac = false;
+  for (; s < end && ((*s >= '0' && *s <= '9') || (*s == '.' && !frac)); s++) {
+    if (*s == '.') {
+      frac = true;
+      continue;
+    }
+    seen++;
+    if (digits > 0 || *s != '0') {
+      if (++digits > 18)
+        return 1;
+      m = m * 10 + (*s - '0');
+    }
+    if (frac)
+      e--;
+  }
+  if (seen == 0)
+    return 3;
+  if (s < end) { /* the exponent */
+    if (*s != 'e' && *s != 'E')
+      return 3;
+    s++;
+    bool eneg = s < end && *s == '-';
+    if (s < end && (*s == '+' || *s == '-'))
+      s++;
+    if (s == end)
+      return 3;
+    int64_t x = 0;
+    for (; s < end; s++) {
+      if (*s < '0' || *s > '9')
+        return 3;
+      if (x < 100000)
+        x = x * 10 + (*s - '0');
+    }
+    e += eneg ? -x : x;
+  }
+  if (e < -MIRS__SCALAR_EXP_MAX - 18 || e > MIRS__SCALAR_EXP_MAX ||
+      !mirs__scalar_make(neg ? -m : m, (int32_t)e, out) || out->v != out->v || out->v * 0 != 0)
+    return 2;
+  return 0;
+}
+
+bool mirs__scalar_make(int64_t m, int32_t e, mirs__scalar *out) {
+  while (m != 0 && m % 10 == 0 && e < MIRS__SCALAR_EXP_MAX) {
+    m /= 10;
+    e++;
+  }
+  if (m == 0)
+    e = 0;
+  if (e > MIRS__SCALAR_EXP_MAX || e < -MIRS__SCALAR_EXP_MAX)
+    return false;
+  out->m = m;
+  out->e = e;
+  char buf[64];
+  /* strtod of the exact decimal: the correctly rounded double. */
+  out->v = strtod(mirs__scalar_str(out, buf, sizeof buf), NULL);
+  return true;
+}
+
+const char *mirs__scalar_str(const mirs__scalar *c, char *buf, size_t size) {
+  char dig[32];
+  uint64_t mag = c->m < 0 ? (uint64_t)0 - (uint64_t)c->m : (uint64_t)c->m;
+  snprintf(dig, sizeof dig, "%" PRIu64, mag);
+  int nd = (int)strlen(dig);
+  const char *sign = c->m < 0 ? "-" : "";
+  if (c->e >= 0 && c->e <= 6)
+    snprintf(buf, size, "%s%s%.*s", sign, dig, (int)c->e, "000000");
+  else if (c->e < 0 && -c->e < nd)
+    snprintf(buf, size, "%s%.*s.%s", sign, nd + (int)c->e, dig, dig + nd + c->e);
+  else if (c->e < 0 && -c->e - nd <= 6)
+    snprintf(buf, size, "%s0.%.*s%s", sign, -(int)c->e - nd, "000000", dig);
+  else
+    snprintf(buf, size, "%s%se%d", sign, dig, (int)c->e);
+  return buf;
+}
+
+bool mirs__scalar_uint(const mirs__scalar *c, int64_t max, int64_t *n) {
+  if (c->m < 0 || c->e < 0 || c->e > 18)
+    return false;
+  int64_t v = c->m;
+  for (int32_t i = 0; i < c->e; i++) {
+    if (v > max / 10)
+      return false;
+    v *= 10;
+  }
+  if (v > max)
+    return false;
+  *n = v;
+  return true;
+}
+
+uint64_t mirs__op_const_hash(mirs_op op, const mirs__scalar *c) {
+  uint64_t h = 0;
+  for (int i = 0; i < mirs__op_nconst(op); i++)
+    h = mirs__hash_mix(mirs__hash_mix(h ^ 0x5ca1a4, (uint64_t)c[i].m), (uint64_t)(int64_t)c[i].e);
+  return h;
 }

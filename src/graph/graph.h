@@ -53,7 +53,8 @@ typedef enum mirs__op_kind {
   MIRS__KIND_CUSTOM,
   MIRS__KIND_INPUT,
   MIRS__KIND_OUTPUT,
-  MIRS__KIND_ACCUM
+  MIRS__KIND_ACCUM,
+  MIRS__KIND_TRANSPOSE
 } mirs__op_kind;
 
 typedef struct mirs__opinfo {
@@ -70,6 +71,36 @@ static inline bool mirs__op_is_elementwise(mirs_op op) {
   mirs__op_kind k = mirs__graph_ops[op].kind;
   return k == MIRS__KIND_UNARY || k == MIRS__KIND_BINARY;
 }
+
+/* A constant operand or attribute (pow's exponent, clamp's bounds, the
+ * scalar of the *_scalar ops): the exact decimal m * 10^e, kept
+ * canonical (m not a multiple of 10 unless 0, e == 0 when m == 0) so two
+ * equal values are equal structs; v is its nearest double.  An exact
+ * rational with a denominator 2^i 5^j, so also a field element (the
+ * fingerprints, docs/SOUNDNESS.md). */
+typedef struct mirs__scalar {
+  int64_t m;
+  int32_t e;
+  double v;
+} mirs__scalar;
+#define MIRS__SCALAR_EXP_MAX 300 /* |e| of a literal; beyond, the double is not finite */
+
+/* Number of constants op takes (0 for most; graph.c). */
+int mirs__op_nconst(mirs_op op);
+/* Read the decimal s[0..len) ("-0.125", "1e-5", "3": an optional '-',
+ * digits, an optional '.' and digits, an optional exponent) exactly into
+ * *out.  0 on success, 1 more than 18 significant digits, 2 out of range
+ * (not a finite double, or |exponent| past MIRS__SCALAR_EXP_MAX), 3 not a
+ * decimal. */
+int mirs__scalar_parse(const char *s, size_t len, mirs__scalar *out);
+/* Make the canonical scalar m * 10^e; false when |e| is out of range. */
+bool mirs__scalar_make(int64_t m, int32_t e, mirs__scalar *out);
+/* Shortest exact decimal text of c ("0.125", "-1e-05" style never: "1e-5"). */
+const char *mirs__scalar_str(const mirs__scalar *c, char *buf, size_t size);
+/* c as a non-negative integer <= max into *n; false if it is not one. */
+bool mirs__scalar_uint(const mirs__scalar *c, int64_t max, int64_t *n);
+/* A hash of op's constants (0 when it has none). */
+uint64_t mirs__op_const_hash(mirs_op op, const mirs__scalar *c);
 
 /* add and mul: operand order is not structure (hash.c, the search). */
 static inline bool mirs__op_is_commutative(mirs_op op) {
@@ -124,6 +155,7 @@ typedef struct mirs__bop {
   int32_t dst; /* OUTPUT: kernel tensor written (set when the kop closes) */
   bool fused; /* thread level: fused into in[0]'s producer's epilogue */
   double eps; /* mirs__op_has_eps: the constant added to the variance; else 0 */
+  mirs__scalar cst[2]; /* constants of op (mirs__op_nconst); zero otherwise */
 } mirs__bop;
 
 typedef struct mirs__bgraph {
@@ -156,6 +188,7 @@ typedef struct mirs__kop {
   int32_t dim; /* SUM: reduced dim (>= 0); else -1 */
   double eps; /* mirs__op_has_eps: the constant added to the variance; else 0 */
   mirs__bgraph *bg; /* CUSTOM only (owned) */
+  mirs__scalar cst[2]; /* constants of op (mirs__op_nconst); zero otherwise */
 } mirs__kop;
 
 struct mirs_graph {
@@ -238,6 +271,17 @@ void mirs__shape_bcast_strides(const mirs__shape *in, const mirs__shape *out,
           (y)[e_] = o_[1] + j_ <= o_[0] + i_ + o_[3] - o_[2] ? (x)[e_] : (masked);                 \
         }                                                                                          \
   } while (0)
+/* y = x (shape xs, rank >= 2) with its last two dims swapped: the one
+ * loop of every evaluator's transpose. */
+#define MIRS__TRANSPOSE_LAST2(xs, x, y)                                                            \
+  do {                                                                                             \
+    int64_t r_ = (xs)->d[(xs)->ndim - 2], c_ = (xs)->d[(xs)->ndim - 1];                            \
+    int64_t nb_ = mirs__shape_numel(xs) / (r_ * c_);                                               \
+    for (int64_t b_ = 0; b_ < nb_; b_++)                                                           \
+      for (int64_t i_ = 0; i_ < r_; i_++)                                                          \
+        for (int64_t j_ = 0; j_ < c_; j_++)                                                        \
+          (y)[b_ * r_ * c_ + j_ * r_ + i_] = (x)[b_ * r_ * c_ + i_ * c_ + j_];                     \
+  } while (0)
 /* Offset of flat row `row` over dims [0, nd) of s with strides st. */
 int64_t mirs__shape_row_offset(const mirs__shape *s, int nd, const int64_t *st, int64_t row);
 /* Copy the tile of shape ts at off[] between a row-major tensor (shape ks,
@@ -261,6 +305,10 @@ mirs_status mirs__graph_add_input(mirs_graph *g, const char *name, mirs_dtype dt
  * error returns MIRS_SHAPE with the reason as the context's message. */
 mirs_status mirs__graph_add_op(mirs_graph *g, const char *name, mirs_op op, int nin,
                                const int32_t *in, int dim, int32_t *out);
+/* The same for an op with constants c[0..mirs__op_nconst(op)) (NULL for
+ * none); mirs__graph_add_op refuses ops that take constants. */
+mirs_status mirs__graph_add_op_c(mirs_graph *g, const char *name, mirs_op op, int nin,
+                                 const int32_t *in, int dim, const mirs__scalar *c, int32_t *out);
 mirs_status mirs__graph_mark_output(mirs_graph *g, int32_t t);
 /* Remove the last kernel op and its result tensors (and outputs marking
  * them).  No-op on an empty graph. */
@@ -290,6 +338,10 @@ mirs_status mirs__bg_add_input(mirs_graph *g, mirs__bgraph *bg, const char *name
  * post one) and that `fused` is only set on elementwise ops. */
 mirs_status mirs__bg_add_op(mirs_graph *g, mirs__bgraph *bg, const char *name, mirs_op op, int nin,
                             const int32_t *in, int dim, bool fused, int32_t *out);
+/* The same for an op with constants c (see mirs__graph_add_op_c). */
+mirs_status mirs__bg_add_op_c(mirs_graph *g, mirs__bgraph *bg, const char *name, mirs_op op,
+                              int nin, const int32_t *in, int dim, bool fused,
+                              const mirs__scalar *c, int32_t *out);
 /* Store post tile t via omap; the kernel tensor is made by add_custom. */
 mirs_status mirs__bg_add_output(mirs_graph *g, mirs__bgraph *bg, int32_t t,
                                 const int32_t omap[MIRS__GRID]);

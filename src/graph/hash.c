@@ -4,7 +4,7 @@
  *
  * Scheme (every value goes through mirs__hash_mix, never addresses/time):
  *  - graph input tensor: (TAG_INPUT, name, dtype, rank, dims);
- *  - predefined kernel op: (TAG_KOP, op, dim, nin, argument hashes in
+ *  - predefined kernel op: (TAG_KOP, op, dim, [constants,] nin, argument hashes in
  *    argument order); its result tensor: (TAG_KT, op hash, 0);
  *  - custom kernel op: the hash of its block graph, (TAG_BG, grid, block,
  *    forloop, number of block ops, multiset of all block-op hashes); its
@@ -14,7 +14,7 @@
  *  - block ops, Merkle over block tensors: INPUT (TAG_BIN, hash of the
  *    kernel tensor loaded, imap, fmap) - this is also its tile's hash, so
  *    the custom op's argument order does not count; compute and ACCUM*
- *    ops (TAG_BOP, op, dim, fused, nin, argument hashes in order, except
+ *    ops (TAG_BOP, op, dim, [constants,] fused, nin, argument hashes in order, except
  *    that the two arguments of an unfused add or mul are sorted); OUTPUT
  *    (TAG_BOUT, omap, argument hash);
  *  - graph: (TAG_GRAPH, number of outputs, each output's name and tensor
@@ -129,6 +129,8 @@ static uint64_t bop_hash(const mirs_graph *g, const mirs__bgraph *bg, int32_t i,
     h = mirs__hash_mix(0, TAG_BOP);
     h = mix_i(h, op->op);
     h = mix_i(h, op->dim);
+    if (mirs__op_nconst(op->op) > 0) /* (absent otherwise: older hashes stay valid) */
+      h = mirs__hash_mix(h, mirs__op_const_hash(op->op, op->cst));
     h = mix_i(h, op->fused ? 1 : 0);
     if (mirs__op_shows_eps(op->op, op->eps))
       h = mix_eps(h, op->eps);
@@ -217,6 +219,8 @@ static uint64_t kop_hash(const mirs_graph *g, int32_t k, const kmemo *m) {
     h = mix_i(h, op->dim);
     if (mirs__op_shows_eps(op->op, op->eps))
       h = mix_eps(h, op->eps);
+    if (mirs__op_nconst(op->op) > 0)
+      h = mirs__hash_mix(h, mirs__op_const_hash(op->op, op->cst));
     h = mix_i(h, op->nin);
     if (op->nin == 2 && mirs__op_is_commutative(op->op)) {
       uint64_t a0 = ktensor_hash(g, op->in[0], m), a1 = ktensor_hash(g, op->in[1], m);

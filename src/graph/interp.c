@@ -78,8 +78,66 @@ static int64_t numel(const mirs__shape *s) {
   return mirs__shape_numel(s);
 }
 
+/* y[i] = op(x[i]) for an op with constants c (and neg, sigmoid, tanh);
+ * false for other ops.  pow is C's pow (pow(0, 0) = 1, NaN for a negative
+ * base and a non-integer exponent); clamp is fmin(fmax(x, lo), hi). */
+static bool ev_const_op(mirs_op op, const mirs__scalar *c, const double *x, double *y, int64_t n) {
+  double k = mirs__op_nconst(op) > 0 ? c[0].v : 0.0;
+  switch (op) {
+  case MIRS_OP_NEG:
+    for (int64_t i = 0; i < n; i++)
+      y[i] = -x[i];
+    return true;
+  case MIRS_OP_SIGMOID:
+    for (int64_t i = 0; i < n; i++)
+      y[i] = 1.0 / (1.0 + exp(-x[i]));
+    return true;
+  case MIRS_OP_TANH:
+    for (int64_t i = 0; i < n; i++)
+      y[i] = tanh(x[i]);
+    return true;
+  case MIRS_OP_POW:
+    for (int64_t i = 0; i < n; i++)
+      y[i] = pow(x[i], k);
+    return true;
+  case MIRS_OP_CLAMP:
+    for (int64_t i = 0; i < n; i++)
+      y[i] = fmin(fmax(x[i], c[0].v), c[1].v);
+    return true;
+  case MIRS_OP_ADD_SCALAR:
+    for (int64_t i = 0; i < n; i++)
+      y[i] = x[i] + k;
+    return true;
+  case MIRS_OP_MUL_SCALAR:
+    for (int64_t i = 0; i < n; i++)
+      y[i] = x[i] * k;
+    return true;
+  case MIRS_OP_DIV_SCALAR:
+    for (int64_t i = 0; i < n; i++)
+      y[i] = x[i] / k;
+    return true;
+  case MIRS_OP_RSUB_SCALAR:
+    for (int64_t i = 0; i < n; i++)
+      y[i] = k - x[i];
+    return true;
+  case MIRS_OP_RDIV_SCALAR:
+    for (int64_t i = 0; i < n; i++)
+      y[i] = k / x[i];
+    return true;
+  default:
+    return false;
+  }
+}
+
+/* y = x with its last two dims swapped (xs: x's shape). */
+static void ev_transpose(const mirs__shape *xs, const double *x, double *y) {
+  MIRS__TRANSPOSE_LAST2(xs, x, y);
+}
+
 /* y[i] = op(x[i]) for n elements. */
-static void ev_unary(mirs_op op, const double *x, double *y, int64_t n) {
+static void ev_unary(mirs_op op, const mirs__scalar *c, const double *x, double *y, int64_t n) {
+  if (ev_const_op(op, c, x, y, n))
+    return;
   switch (op) {
   case MIRS_OP_EXP:
     for (int64_t i = 0; i < n; i++)
@@ -282,7 +340,7 @@ static void ev_layernorm(const mirs__shape *xs, const double *x, double eps, dou
  * shapes/values into o of shape os; the routine shared by both levels.
  * False for an op of another kind. */
 static bool ev_compute(const mirs_context *ctx, mirs_op op, int dim, double eps,
-                       const mirs__shape *const *ins,
+                       const mirs__scalar *c, const mirs__shape *const *ins,
                        const double *const *inv, const mirs__shape *os, double *o,
                        const int64_t *org) {
   if (op == MIRS_OP_CAUSAL_MASK) {
@@ -291,7 +349,10 @@ static bool ev_compute(const mirs_context *ctx, mirs_op op, int dim, double eps,
   }
   switch (mirs__graph_ops[op].kind) {
   case MIRS__KIND_UNARY:
-    ev_unary(op, inv[0], o, numel(os));
+    ev_unary(op, c, inv[0], o, numel(os));
+    return true;
+  case MIRS__KIND_TRANSPOSE:
+    ev_transpose(ins[0], inv[0], o);
     return true;
   case MIRS__KIND_BINARY:
     ev_binary(op, ins[0], inv[0], ins[1], inv[1], os, o);
@@ -387,7 +448,8 @@ static mirs_status cr_compute(void *user, const mirs__bop *op) {
   if (op->op == MIRS_OP_CAUSAL_MASK && !mirs__sched_mask_frame(r->g, r->bg, op, r->b, r->f, org))
     return MIRS_FAIL(r->g->ctx, MIRS_INTERNAL, "block causal_mask %s has no tile position",
                      r->bg->t[op->out].name);
-  bool done = ev_compute(r->g->ctx, op->op, op->dim, op->eps, ins, inv, os, r->tv[op->out], org);
+  bool done = ev_compute(r->g->ctx, op->op, op->dim, op->eps, op->cst, ins, inv, os,
+                         r->tv[op->out], org);
   if (!done && mirs__core_stopping(r->g->ctx))
     return mirs__core_stopped(r->g->ctx, "float64 evaluation");
   if (NEVER(!done))
@@ -563,7 +625,8 @@ mirs_status mirs__interp_run(const mirs_graph *g, uint64_t seed, double ***vals)
       }
       const mirs__shape *os = &g->t[op->out[0]].shape;
       bool done = !mirs__core_stopping(ctx) && !NEVER(op->nout != 1) &&
-                  ev_compute(ctx, op->op, op->dim, op->eps, ins, inv, os, v[op->out[0]], NULL);
+                  ev_compute(ctx, op->op, op->dim, op->eps, op->cst, ins, inv, os, v[op->out[0]],
+                             NULL);
       if (!done && mirs__core_stopping(ctx)) {
         s = mirs__core_stopped(ctx, "float64 evaluation");
         goto fail;

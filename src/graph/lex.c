@@ -89,28 +89,31 @@ void mirs__graph_lex_next(mirs__graph_lexer *lx, mirs__graph_token *t) {
         v = v * 10 + d;
       p++;
     }
-    bool real = false; /* a fraction and/or an exponent (attributes like eps=1e-5) */
+    /* A decimal: digits '.' digits, and/or an exponent e[+-]digits. */
+    bool num = false;
     if (p + 1 < end && *p == '.' && p[1] >= '0' && p[1] <= '9') {
-      real = true;
-      for (p++; p < end && *p >= '0' && *p <= '9'; p++)
-        ;
+      num = true;
+      p++;
+      while (p < end && *p >= '0' && *p <= '9')
+        p++;
     }
     if (p < end && (*p == 'e' || *p == 'E')) {
       const char *q = p + 1;
       if (q < end && (*q == '+' || *q == '-'))
         q++;
       if (q < end && *q >= '0' && *q <= '9') {
-        real = true;
-        for (p = q; p < end && *p >= '0' && *p <= '9'; p++)
-          ;
+        num = true;
+        p = q;
+        while (p < end && *p >= '0' && *p <= '9')
+          p++;
       }
     }
     if (p < end && is_ident_start((unsigned char)*p)) {
       while (p < end && is_ident_char((unsigned char)*p))
         p++;
       t->kind = MIRS__GRAPH_TOK_BADNAME;
-    } else if (real) {
-      t->kind = MIRS__GRAPH_TOK_REAL;
+    } else if (num) {
+      t->kind = MIRS__GRAPH_TOK_NUM;
     } else {
       t->kind = MIRS__GRAPH_TOK_INT;
       t->value = over ? 0 : v;

@@ -33,7 +33,7 @@ typedef enum mirs__graph_tok_kind {
   MIRS__GRAPH_TOK_RBRACE,  /* } */
   MIRS__GRAPH_TOK_MINUS,   /* - */
   MIRS__GRAPH_TOK_BAD,     /* one byte that starts no token */
-  MIRS__GRAPH_TOK_REAL     /* [0-9]+(.[0-9]+)?([eE][+-]?[0-9]+)? with a '.' or exponent */
+  MIRS__GRAPH_TOK_NUM      /* [0-9]+(.[0-9]+)?([eE][+-]?[0-9]+)? with a '.' or an exponent */
 } mirs__graph_tok_kind;
 
 typedef struct mirs__graph_token {

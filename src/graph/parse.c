@@ -140,6 +140,8 @@ typedef struct call {
   tok_t op, rparen;
   int npos; /* saturating count; the first MAX_POS are kept */
   tok_t pos[MAX_POS];
+  bool lit[MAX_POS];         /* pos[i] is a number literal (its '-' when negative) */
+  mirs__scalar litv[MAX_POS]; /* and its value */
   int nkw;
   kwarg kw[MAX_KW];
 } call;
@@ -356,6 +358,40 @@ static int parse_int(parser *p, int64_t *v, tok_t *at) {
   return 1;
 }
 
+/* Read a number literal (INT or NUM, after an optional '-') as an exact
+ * decimal.  Returns 1 with *v and *at set, 0 when the current token starts
+ * no number (nothing consumed), -1 after reporting a bad one. */
+static int parse_number(parser *p, mirs__scalar *v, tok_t *at) {
+  *at = p->tok;
+  if (p->tok.kind == MIRS__GRAPH_TOK_MINUS) {
+    tok_t nx = peek(p);
+    if (nx.kind != MIRS__GRAPH_TOK_INT && nx.kind != MIRS__GRAPH_TOK_NUM)
+      return 0;
+    next(p);
+  }
+  if (p->tok.kind != MIRS__GRAPH_TOK_INT && p->tok.kind != MIRS__GRAPH_TOK_NUM)
+    return 0;
+  /* The '-' and the number are adjacent or not: parse the number's own
+   * text and negate, so "- 2" reads as -2 like an integer keyword value. */
+  int r = mirs__scalar_parse(p->tok.start, p->tok.len, v);
+  if (r == 0 && at->kind == MIRS__GRAPH_TOK_MINUS)
+    r = mirs__scalar_make(-v->m, v->e, v) ? 0 : 2;
+  if (r != 0) {
+    char esc[64];
+    const char *txt = mirs__graph_escape(at->start, (size_t)(p->tok.start + p->tok.len - at->start),
+                                         40, esc, sizeof esc);
+    if (r == 1)
+      PERR(p, at, "the number %s has more than 18 significant digits", txt);
+    else
+      PERR(p, at,
+           "the number %s is out of range (a finite double with an exponent within +-%d)", txt,
+           MIRS__SCALAR_EXP_MAX);
+    return -1;
+  }
+  next(p);
+  return 1;
+}
+
 /* ---------------------------------------------------------------- graph and names */
 
 /* Create the graph on first need (named by the header, else "program"). */
@@ -462,6 +498,10 @@ static bool check_lhs(parser *p) {
 static int resolve(parser *p, const tok_t *t, int32_t *id) {
   char d[128];
   const sym *s = NULL;
+  if (t->kind != MIRS__GRAPH_TOK_IDENT) { /* a number literal */
+    PERR(p, t, "expected a tensor name, found the number %s", DESC(t, d));
+    return -1;
+  }
   if (p->in_block) {
     s = sym_find(&p->bs, t->start, t->len);
     if (!s && (s = sym_find(&p->ks, t->start, t->len))) {
@@ -554,7 +594,7 @@ static bool parse_call(parser *p, call *c) {
               }
             }
           }
-        } else if (p->tok.kind == MIRS__GRAPH_TOK_REAL) {
+        } else if (p->tok.kind == MIRS__GRAPH_TOK_NUM) {
           char lit[64];
           size_t n = p->tok.len < sizeof lit - 1 ? p->tok.len : sizeof lit - 1;
           memcpy(lit, p->tok.start, n);
@@ -585,12 +625,37 @@ static bool parse_call(parser *p, call *c) {
           PERR(p, &nm, "positional argument %s after keyword arguments", DESC(&nm, d));
           return false;
         }
-        if (c->npos < MAX_POS)
+        if (c->npos < MAX_POS) {
           c->pos[c->npos] = nm;
+          c->lit[c->npos] = false;
+        }
         if (c->npos < INT_MAX)
           c->npos++;
         next(p);
       }
+    } else if (p->tok.kind == MIRS__GRAPH_TOK_INT || p->tok.kind == MIRS__GRAPH_TOK_NUM ||
+               (p->tok.kind == MIRS__GRAPH_TOK_MINUS && c->nkw == 0)) {
+      mirs__scalar v;
+      tok_t at;
+      int r = parse_number(p, &v, &at);
+      if (r < 0)
+        return false;
+      if (r == 0) {
+        tok_t nx = peek(p);
+        PERR(p, &nx, "expected a number after '-', found %s", DESC(&nx, d));
+        return false;
+      }
+      if (c->nkw > 0) {
+        PERR(p, &at, "positional argument after keyword arguments");
+        return false;
+      }
+      if (c->npos < MAX_POS) {
+        c->pos[c->npos] = at;
+        c->lit[c->npos] = true;
+        c->litv[c->npos] = v;
+      }
+      if (c->npos < INT_MAX)
+        c->npos++;
     } else if (p->tok.kind == MIRS__GRAPH_TOK_BADNAME) {
       bad_name(p, &p->tok, "");
       return false;
@@ -1034,8 +1099,93 @@ static void block_input_sem(parser *p, call *c) {
   define(p, &p->bs, &p->lhs.v[0], id, false);
 }
 
+/* Number literals among c's arguments: add/sub/mul/div with one constant
+ * operand become the *_scalar ops, pow takes (x, exponent) and clamp
+ * (x, lo, hi).  Rewrites c to the tensor argument alone and *op to the op
+ * that takes the constants (cst).  False after reporting a misuse. */
+static bool const_args(parser *p, call *c, mirs_op *op, mirs__scalar *cst) {
+  const char *name = mirs__graph_ops[*op].name;
+  int nlit = 0, n = c->npos < MAX_POS ? c->npos : MAX_POS;
+  for (int i = 0; i < n; i++)
+    nlit += c->lit[i];
+  if (mirs__op_nconst(*op) > 0 && *op != MIRS_OP_POW && *op != MIRS_OP_CLAMP) {
+    PERR(p, &c->op, "'%s' is internal: write the constant as an operand, like add(x, 0.5), "
+                    "sub(1, x) or div(x, 8)", name);
+    return false;
+  }
+  bool arith = *op == MIRS_OP_ADD || *op == MIRS_OP_SUB || *op == MIRS_OP_MUL || *op == MIRS_OP_DIV;
+  if (nlit == 0 && !(*op == MIRS_OP_POW || *op == MIRS_OP_CLAMP))
+    return true;
+  if (arith) {
+    if (c->npos != 2)
+      return true; /* (op_sem reports the count) */
+    if (nlit == 2) {
+      PERR(p, &c->pos[1], "'%s' of two numbers: at least one operand must be a tensor", name);
+      return false;
+    }
+    int k = c->lit[0] ? 0 : 1;
+    mirs__scalar v = c->litv[k];
+    if (*op == MIRS_OP_ADD) {
+      *op = MIRS_OP_ADD_SCALAR;
+    } else if (*op == MIRS_OP_MUL) {
+      *op = MIRS_OP_MUL_SCALAR;
+    } else if (*op == MIRS_OP_SUB) {
+      *op = k == 1 ? MIRS_OP_ADD_SCALAR : MIRS_OP_RSUB_SCALAR;
+      if (k == 1)
+        mirs__scalar_make(-v.m, v.e, &v);
+    } else {
+      if (k == 1 && v.m == 0) {
+        PERR(p, &c->pos[1], "division by the constant 0");
+        return false;
+      }
+      *op = k == 1 ? MIRS_OP_DIV_SCALAR : MIRS_OP_RDIV_SCALAR;
+    }
+    cst[0] = v;
+    c->pos[0] = c->pos[1 - k];
+    c->lit[0] = false;
+    c->npos = 1;
+    return true;
+  }
+  int want = *op == MIRS_OP_POW ? 2 : *op == MIRS_OP_CLAMP ? 3 : 0;
+  if (want == 0) {
+    for (int i = 0; i < n; i++)
+      if (c->lit[i]) {
+        PERR(p, &c->pos[i],
+             "'%s' takes tensor arguments; a number may be an operand of add, sub, mul, div, "
+             "pow or clamp only", name);
+        return false;
+      }
+  }
+  const char *form = *op == MIRS_OP_POW ? "pow(x, exponent)" : "clamp(x, lo, hi)";
+  if (c->npos != want) {
+    PERR(p, c->npos > want ? &c->pos[want] : &c->rparen, "'%s' takes %d arguments, %s; got %d",
+         name, want, form, c->npos);
+    return false;
+  }
+  for (int i = 0; i < want; i++)
+    if (c->lit[i] != (i > 0)) {
+      PERR(p, &c->pos[i], "'%s' is %s: argument %d must be %s", name, form, i + 1,
+           i > 0 ? "a number" : "a tensor name");
+      return false;
+    }
+  for (int i = 1; i < want; i++)
+    cst[i - 1] = c->litv[i];
+  if (*op == MIRS_OP_CLAMP && cst[0].v > cst[1].v) {
+    PERR(p, &c->pos[2], "clamp: the lower bound is above the upper bound");
+    return false;
+  }
+  c->npos = 1;
+  return true;
+}
+
 /* Semantics of a compute or accumulator op (kernel or block level). */
 static void op_sem(parser *p, call *c, mirs_op op) {
+  mirs__scalar cst[2];
+  memset(cst, 0, sizeof cst);
+  if (!const_args(p, c, &op, cst)) {
+    p->fail = true;
+    return;
+  }
   const mirs__opinfo *info = &mirs__graph_ops[op];
   bool ok = check_lhs(p);
   bool has_dim = mirs__op_has_dim(op);
@@ -1104,10 +1254,10 @@ static void op_sem(parser *p, call *c, mirs_op op) {
   mirs_status st;
   int rank;
   if (p->in_block) {
-    st = mirs__bg_add_op(p->g, p->bg, name, op, nin, in, dim, fused, &id);
+    st = mirs__bg_add_op_c(p->g, p->bg, name, op, nin, in, dim, fused, cst, &id);
     rank = p->bg->t[in[0]].shape.ndim;
   } else {
-    st = mirs__graph_add_op(p->g, name, op, nin, in, dim, &id);
+    st = mirs__graph_add_op_c(p->g, name, op, nin, in, dim, cst, &id);
     rank = p->g->t[in[0]].shape.ndim;
   }
   if (st == MIRS_OK && p->in_block)

@@ -60,6 +60,41 @@ static void put3(mirs__buf *b, const int32_t v[MIRS__GRID]) {
   mirs__buf_printf(b, "[%" PRId32 ", %" PRId32 ", %" PRId32 "]", v[0], v[1], v[2]);
 }
 
+/* "name(args" of a unary op on tensor x, with its constants written as
+ * the language has them: add(x, c), mul(x, c), div(x, c), sub(c, x),
+ * div(c, x), pow(x, e), clamp(x, lo, hi). */
+static void put_call(mirs__buf *b, mirs_op op, const char *x, const mirs__scalar *cst) {
+  char c0[64], c1[64];
+  int n = mirs__op_nconst(op);
+  if (n > 0)
+    mirs__scalar_str(&cst[0], c0, sizeof c0);
+  switch (op) {
+  case MIRS_OP_ADD_SCALAR:
+    mirs__buf_printf(b, "add(%s, %s", x, c0);
+    break;
+  case MIRS_OP_MUL_SCALAR:
+    mirs__buf_printf(b, "mul(%s, %s", x, c0);
+    break;
+  case MIRS_OP_DIV_SCALAR:
+    mirs__buf_printf(b, "div(%s, %s", x, c0);
+    break;
+  case MIRS_OP_RSUB_SCALAR:
+    mirs__buf_printf(b, "sub(%s, %s", c0, x);
+    break;
+  case MIRS_OP_RDIV_SCALAR:
+    mirs__buf_printf(b, "div(%s, %s", c0, x);
+    break;
+  case MIRS_OP_CLAMP:
+    mirs__buf_printf(b, "clamp(%s, %s, %s", x, c0, mirs__scalar_str(&cst[1], c1, sizeof c1));
+    break;
+  default:
+    mirs__buf_printf(b, "%s(%s", mirs__graph_ops[op].name, x);
+    if (n > 0)
+      mirs__buf_printf(b, ", %s", c0);
+    break;
+  }
+}
+
 /* One block-graph statement, indented. */
 static void put_bop(const mirs_graph *g, const mirs__bgraph *bg, const mirs__bop *op,
                     mirs__buf *b) {
@@ -70,15 +105,22 @@ static void put_bop(const mirs_graph *g, const mirs__bgraph *bg, const mirs__bop
     mirs__buf_puts(b, ")\n");
     return;
   }
-  mirs__buf_printf(b, "  %s = %s(", bg->t[op->out].name, opname);
+  if (mirs__op_nconst(op->op) > 0) {
+    mirs__buf_printf(b, "  %s = ", bg->t[op->out].name);
+    put_call(b, op->op, bg->t[op->in[0]].name, op->cst);
+  } else {
+    mirs__buf_printf(b, "  %s = %s(", bg->t[op->out].name, opname);
+  }
   if (op->op == MIRS_OP_INPUT) {
     mirs__buf_printf(b, "%s, imap=", g->t[op->src].name);
     put3(b, op->imap);
     mirs__buf_printf(b, ", fmap=%" PRId32 ")\n", op->fmap);
     return;
   }
-  for (int i = 0; i < op->nin; i++)
-    mirs__buf_printf(b, "%s%s", i ? ", " : "", bg->t[op->in[i]].name);
+  if (mirs__op_nconst(op->op) == 0) {
+    for (int i = 0; i < op->nin; i++)
+      mirs__buf_printf(b, "%s%s", i ? ", " : "", bg->t[op->in[i]].name);
+  }
   if (mirs__op_has_dim(op->op))
     mirs__buf_printf(b, ", dim=%" PRId32, op->dim);
   if (mirs__op_shows_eps(op->op, op->eps))
@@ -104,9 +146,14 @@ static void put_kop(const mirs_graph *g, const mirs__kop *op, mirs__buf *b) {
     mirs__buf_puts(b, "}\n");
     return;
   }
-  mirs__buf_printf(b, " = %s(", mirs__graph_ops[op->op].name);
-  for (int i = 0; i < op->nin; i++)
-    mirs__buf_printf(b, "%s%s", i ? ", " : "", g->t[op->in[i]].name);
+  if (mirs__op_nconst(op->op) > 0) {
+    mirs__buf_puts(b, " = ");
+    put_call(b, op->op, g->t[op->in[0]].name, op->cst);
+  } else {
+    mirs__buf_printf(b, " = %s(", mirs__graph_ops[op->op].name);
+    for (int i = 0; i < op->nin; i++)
+      mirs__buf_printf(b, "%s%s", i ? ", " : "", g->t[op->in[i]].name);
+  }
   if (mirs__op_has_dim(op->op))
     mirs__buf_printf(b, ", dim=%" PRId32, op->dim);
   if (mirs__op_shows_eps(op->op, op->eps))

@@ -127,6 +127,16 @@ bool mirs__shape_infer(mirs_op op, int nin, const mirs__shape *in, int dim, int 
     }
     *out = in[0];
     return true;
+  case MIRS__KIND_TRANSPOSE:
+    if (in[0].ndim < 2) {
+      WHY("%s: needs rank >= 2 (it swaps the last two dims), got %s", info->name,
+          mirs__shape_str(&in[0], sa, sizeof sa));
+      return false;
+    }
+    *out = in[0];
+    out->d[out->ndim - 2] = in[0].d[in[0].ndim - 1];
+    out->d[out->ndim - 1] = in[0].d[in[0].ndim - 2];
+    return true;
   case MIRS__KIND_BINARY:
     if (in[0].ndim != in[1].ndim) {
       WHY("%s: rank mismatch: %s has rank %d, %s has rank %d", info->name,

@@ -47,6 +47,9 @@ mirs_status mirs_graph_kernel(const mirs_graph *g, int index, mirs_kernel_view *
   v.inputs = k->in;
   v.outputs = k->out;
   v.dim = mirs__op_has_dim(k->op) ? k->dim : -1;
+  v.num_constants = mirs__op_nconst(k->op);
+  for (int i = 0; i < v.num_constants; i++)
+    v.constants[i] = k->cst[i].v;
   if (k->op == MIRS_OP_CUSTOM && k->bg) {
     const mirs__bgraph *bg = k->bg;
     v.block = (const mirs_block_graph *)(const void *)bg;
@@ -83,6 +86,9 @@ mirs_status mirs_block_graph_op(const mirs_block_graph *handle, int index,
   v.output = op->out;
   v.dim = mirs__op_has_dim(op->op) ? op->dim : -1;
   v.fused = op->fused;
+  v.num_constants = mirs__op_nconst(op->op);
+  for (int i = 0; i < v.num_constants; i++)
+    v.constants[i] = op->cst[i].v;
   v.src = op->op == MIRS_OP_INPUT ? op->src : -1;
   v.fmap = op->op == MIRS_OP_INPUT ? op->fmap : -1;
   v.dst = op->op == MIRS_OP_OUTPUT ? op->dst : -1;

@@ -22,6 +22,43 @@
 
 /* ---------------------------------------------------------------- creation */
 
+/* Fill s->space.tr_hash: the abstract expressions of the values the
+ * program transposes (space.h). */
+static mirs_status transpose_sources(mirs_search *s) {
+  mirs_context *ctx = s->ctx;
+  const mirs_graph *p = s->program;
+  mirs__search_space *sp = &s->space;
+  sp->ntr = 0;
+  for (int32_t i = 0; i < p->nops; i++)
+    for (int32_t j = 0; p->ops[i].bg && j < p->ops[i].bg->nops; j++)
+      if (p->ops[i].bg->ops[j].op == MIRS_OP_TRANSPOSE)
+        sp->ntr = -1;
+  if (sp->ntr < 0)
+    return MIRS_OK;
+  mirs__abs_arena a;
+  MIRS_CHECK(ctx, mirs__abs_arena_init(&a, ctx));
+  mirs__abs_id *kexpr = mirs__core_alloc(ctx, ((size_t)p->nt + 1) * sizeof *kexpr);
+  mirs_status st = kexpr ? mirs__abs_graph(&a, p, kexpr) : MIRS_NOMEM;
+  for (int32_t i = 0; st == MIRS_OK && i < p->nops; i++) {
+    if (p->ops[i].op != MIRS_OP_TRANSPOSE)
+      continue;
+    mirs__abs_id e = kexpr[p->ops[i].in[0]];
+    if (e == MIRS__ABS_NONE || sp->ntr >= MIRS__SEARCH_MAX_CST) {
+      sp->ntr = -1; /* (unknown: no restriction) */
+      break;
+    }
+    sp->tr_hash[sp->ntr++] = mirs__abs_hash(&a, e);
+  }
+  if (st == MIRS_LIMIT) {
+    mirs_clear_error(ctx);
+    sp->ntr = -1;
+    st = MIRS_OK;
+  }
+  mirs__core_free(ctx, kexpr);
+  mirs__abs_arena_free(&a);
+  return st;
+}
+
 /* Fill s->sym_need (see search.h); leaves it NULL where the bound does
  * not apply. */
 static mirs_status sym_need_build(mirs_search *s) {
@@ -182,6 +219,8 @@ static mirs_status search_create(mirs_context *ctx, const mirs_graph *program, m
   }
   if (st == MIRS_OK && ctx->opt.prune)
     st = sym_need_build(s);
+  if (st == MIRS_OK)
+    st = transpose_sources(s);
   if (st == MIRS_OK)
     st = mirs__cost_profiles_load(ctx, NULL, &s->profiles);
   if (st == MIRS_OK) {

@@ -97,9 +97,22 @@ static void deg_rule(mirs_op op, int dim, int nd, const mirs__search_ix *a,
   *red = 0;
   memset(out, 0, sizeof(uint64_t) * MIRS_MAX_DIMS);
   switch (mirs__graph_ops[op].kind) {
-  case MIRS__KIND_UNARY:
+  case MIRS__KIND_UNARY: {
+    /* neg and the scalar ops other than c / x are affine: they keep the
+     * multiplicities; pow by a small natural n multiplies them by n. */
+    bool affine = op == MIRS_OP_NEG || op == MIRS_OP_ADD_SCALAR || op == MIRS_OP_MUL_SCALAR ||
+                  op == MIRS_OP_DIV_SCALAR || op == MIRS_OP_RSUB_SCALAR;
     for (int d = 0; d < nd; d++)
-      out[d] = op == MIRS_OP_SQUARE ? deg_add(da[d], da[d]) : da[d] ? deg_inf(a->atoms) : 0;
+      out[d] = op == MIRS_OP_SQUARE ? deg_add(da[d], da[d])
+               : affine             ? da[d]
+               : da[d]              ? deg_inf(a->atoms)
+                                    : 0;
+    break;
+  }
+  case MIRS__KIND_TRANSPOSE:
+    memcpy(out, da, sizeof(uint64_t) * (size_t)nd);
+    out[nd - 2] = da[nd - 1];
+    out[nd - 1] = da[nd - 2];
     break;
   case MIRS__KIND_INPUT:
   case MIRS__KIND_OUTPUT:
@@ -300,6 +313,10 @@ mirs_status mirs__search_label_program(mirs_context *ctx, const mirs_graph *p, i
     int32_t o = k->out[0], a = k->in[0], b = k->nin > 1 ? k->in[1] : -1;
     int nd = p->t[o].shape.ndim;
     switch (mirs__graph_ops[k->op].kind) {
+    case MIRS__KIND_TRANSPOSE:
+      for (int d = 0; d < nd; d++)
+        uf_join(p, parent, o, d, a, d < nd - 2 ? d : 2 * nd - 3 - d);
+      break;
     case MIRS__KIND_UNARY:
     case MIRS__KIND_RMSNORM:
       for (int d = 0; d < nd; d++)
@@ -431,6 +448,11 @@ bool mirs__search_label_rule(const mirs__search_space *sp, mirs_op op, int dim, 
   case MIRS__KIND_INPUT:
   case MIRS__KIND_OUTPUT:
     memcpy(out, a, (size_t)nd);
+    break;
+  case MIRS__KIND_TRANSPOSE:
+    memcpy(out, a, (size_t)nd);
+    out[nd - 2] = a[nd - 1];
+    out[nd - 1] = a[nd - 2];
     break;
   case MIRS__KIND_RMSNORM:
     memcpy(out, a, (size_t)nd);

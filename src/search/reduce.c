@@ -170,8 +170,8 @@ mirs_status mirs__reduce_push_op(mirs_graph *rg, const mirs_graph *g, int32_t op
   mirs_context *ctx = rg->ctx;
   const mirs__kop *k = &g->ops[op];
   if (k->op != MIRS_OP_CUSTOM) {
-    MIRS_CHECK(ctx, mirs__graph_add_op(rg, names ? g->t[k->out[0]].name : NULL, k->op, k->nin,
-                                       k->in, k->dim, NULL));
+    MIRS_CHECK(ctx, mirs__graph_add_op_c(rg, names ? g->t[k->out[0]].name : NULL, k->op, k->nin,
+                                         k->in, k->dim, k->cst, NULL));
     rg->ops[rg->nops - 1].eps = k->eps;
     return MIRS_OK;
   }
@@ -190,7 +190,7 @@ mirs_status mirs__reduce_push_op(mirs_graph *rg, const mirs_graph *g, int32_t op
     else if (o->op == MIRS_OP_OUTPUT)
       st = mirs__bg_add_output(rg, nb, o->in[0], o->omap);
     else
-      st = mirs__bg_add_op(rg, nb, NULL, o->op, o->nin, o->in, o->dim, o->fused, &id);
+      st = mirs__bg_add_op_c(rg, nb, NULL, o->op, o->nin, o->in, o->dim, o->fused, o->cst, &id);
     if (st == MIRS_OK && nb->nops > 0)
       nb->ops[nb->nops - 1].eps = o->eps;
   }

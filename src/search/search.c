@@ -436,7 +436,8 @@ static mirs_status apply_bop(mirs__search_worker *w, const mirs__search_move *m,
   }
   int32_t out = -1;
   if (st == MIRS_OK) {
-    st = mirs__bg_add_op(g, bg, NULL, m->op, m->nin, m->in, m->dim, false, &out);
+    const mirs__scalar *c = mirs__op_nconst(m->op) > 0 ? w->s->space.cst[m->dim] : NULL;
+    st = mirs__bg_add_op_c(g, bg, NULL, m->op, m->nin, m->in, c ? -1 : m->dim, false, c, &out);
     if (st == MIRS_OK)
       added++;
     if (st == MIRS_OK && mirs__op_has_eps(m->op))
@@ -524,7 +525,8 @@ static mirs_status apply_move(mirs__search_worker *w, const mirs__search_move *m
   *mark = mirs__abs_mark_get(a);
   switch (m->kind) {
   case MIRS__MOVE_KOP: {
-    mirs_status st = mirs__graph_add_op(g, NULL, m->op, m->nin, m->in, m->dim, NULL);
+    const mirs__scalar *c = mirs__op_nconst(m->op) > 0 ? w->s->space.cst[m->dim] : NULL;
+    mirs_status st = mirs__graph_add_op_c(g, NULL, m->op, m->nin, m->in, c ? -1 : m->dim, c, NULL);
     if (st != MIRS_OK)
       return mirs__search_refused(w, st, MIRS__STAT_moves_failed);
     if (mirs__op_has_eps(m->op))

@@ -202,6 +202,33 @@ int mirs__search_bop_class(const mirs__bgraph *bg, mirs_op op, int nin, const in
   return mirs__search_op_class(op);
 }
 
+int mirs__search_op_dim(const mirs__search_space *sp, mirs_op op, int dim, const mirs__scalar *c) {
+  int n = mirs__op_nconst(op);
+  if (n == 0)
+    return dim;
+  for (int i = 0; i < sp->ncst; i++)
+    if (sp->cst_op[i] == op && !memcmp(sp->cst[i], c, sizeof(mirs__scalar) * (size_t)n))
+      return i;
+  return MIRS__SEARCH_MAX_CST; /* (not the program's: no move makes it) */
+}
+
+/* Record op (with constants c) of the program: the ops added since the
+ * LAX core are tried only when the program uses them, with its constants. */
+static void space_note_op(mirs__search_space *sp, mirs_op op, const mirs__scalar *c) {
+  if (op >= MIRS_OP_NEG) {
+    sp->kop[op] = true;
+    sp->bop[op] = true;
+  }
+  int n = mirs__op_nconst(op);
+  if (n == 0 || sp->ncst >= MIRS__SEARCH_MAX_CST ||
+      mirs__search_op_dim(sp, op, -1, c) < MIRS__SEARCH_MAX_CST)
+    return;
+  sp->cst_op[sp->ncst] = (uint8_t)op;
+  memset(sp->cst[sp->ncst], 0, sizeof sp->cst[sp->ncst]);
+  memcpy(sp->cst[sp->ncst], c, sizeof(mirs__scalar) * (size_t)n);
+  sp->ncst++;
+}
+
 /* Whether kernel tensor t of g is max-shifted: sub(x, m) with m a max. */
 static bool kernel_shifted(const mirs_graph *g, int32_t t) {
   int32_t p = g->t[t].producer;
@@ -253,6 +280,14 @@ static bool program_safe_exp(const mirs_graph *g) {
 void mirs__search_space_budget(mirs__search_space *sp, const mirs_graph *program, int64_t slack) {
   sp->eps = 0.0;
   sp->reload = false;
+  sp->ncst = 0;
+  for (int32_t i = 0; i < program->nops; i++) {
+    const mirs__kop *k = &program->ops[i];
+    if (k->op != MIRS_OP_CUSTOM)
+      space_note_op(sp, k->op, k->cst);
+    for (int32_t j = 0; k->bg && j < k->bg->nops; j++)
+      space_note_op(sp, k->bg->ops[j].op, k->bg->ops[j].cst);
+  }
   for (int32_t i = program->nops - 1; i >= 0; i--) {
     const mirs__kop *k = &program->ops[i];
     if (k->op == MIRS_OP_MEAN || k->op == MIRS_OP_LAYER_NORM) /* offered when, and only */
@@ -377,6 +412,13 @@ bool mirs__search_tile_rule(const mirs__bgraph *bg, mirs_op op, int dim, int nin
   if (pm && (f0 == MIRS__FDEP_PARTIAL || f1 == MIRS__FDEP_PARTIAL) && op != MIRS_OP_ACCUM_ONLINE)
     ok = false;
   switch (mirs__graph_ops[op].kind) {
+  case MIRS__KIND_TRANSPOSE:
+    *out = in[0];
+    out->tag[nd - 2] = in[0].tag[nd - 1];
+    out->tag[nd - 1] = in[0].tag[nd - 2];
+    if (f0 == MIRS__FDEP_PARTIAL)
+      ok = false;
+    break;
   case MIRS__KIND_UNARY:
   case MIRS__KIND_RMSNORM:
     *out = in[0];
@@ -550,7 +592,8 @@ static bool kernel_canonical(const mirs__search_worker *w, int op, int dim, cons
     for (int j = 0; j < p->nout; j++)
       if (in[i] == p->out[j])
         return true;
-  int c = kkey_cmp(op, dim, in, nin, p->op, p->dim, p->in, p->nin);
+  int pdim = mirs__search_op_dim(&w->s->space, p->op, p->dim, p->cst);
+  int c = kkey_cmp(op, dim, in, nin, p->op, pdim, p->in, p->nin);
   return is_custom ? c >= 0 : c > 0;
 }
 
@@ -590,6 +633,21 @@ static int kernel_sinks(const mirs__search_worker *w, const int32_t *in, int nin
   return n;
 }
 
+/* Whether transpose may apply to a value with expression e, produced by
+ * op `producer` (see mirs__search_space.ntr). */
+static bool transpose_ok(mirs__search_worker *w, mirs__abs_id e, mirs_op producer) {
+  const mirs__search_space *sp = &w->s->space;
+  if (producer == MIRS_OP_TRANSPOSE)
+    return false; /* transpose(transpose(x)) = x */
+  if (sp->ntr < 0 || e == MIRS__ABS_NONE)
+    return true;
+  uint64_t h = mirs__abs_hash(mirs__prune_worker_arena(w->pw), e);
+  for (int i = 0; i < sp->ntr; i++)
+    if (sp->tr_hash[i] == h)
+      return true;
+  return false;
+}
+
 /* List a predefined kernel op if its shapes work and it is canonical. */
 static mirs_status try_kop(mirs__search_worker *w, mirs_op op, int nin, const int32_t *in,
                            int dim) {
@@ -611,6 +669,12 @@ static mirs_status try_kop(mirs__search_worker *w, mirs_op op, int nin, const in
     return MIRS_OK;
   if (nin == 2 && is_constant(&w->s->space, op, in[0], in[1]))
     return MIRS_OK;
+  if (op == MIRS_OP_TRANSPOSE &&
+      !transpose_ok(w, w->kexpr[in[0]],
+                    g->t[in[0]].producer < 0 ? MIRS_OP_INPUT : g->ops[g->t[in[0]].producer].op)) {
+    MIRS_INC(&w->stats, canonical_skips);
+    return MIRS_OK;
+  }
   if (w->s->space.canonical && nin == 2 && mirs__op_is_commutative(op) && in[0] > in[1]) {
     MIRS_INC(&w->stats, canonical_skips);
     return MIRS_OK; /* add(b, a) is add(a, b) */
@@ -619,10 +683,13 @@ static mirs_status try_kop(mirs__search_worker *w, mirs_op op, int nin, const in
   int nd;
   if (!mirs__shape_infer(op, nin, sh, dim, &nd, &rs, NULL, 0))
     return MIRS_OK;
+  if (mirs__op_nconst(op) > 0)
+    nd = dim; /* (the constants' entry) */
   /* The same op on the same operands exists already. */
   for (int32_t i = 0; i < g->nops; i++) {
     const mirs__kop *k = &g->ops[i];
-    if (k->op == op && k->nin == nin && k->dim == (nin ? nd : -1) &&
+    if (k->op == op && k->nin == nin &&
+        mirs__search_op_dim(&w->s->space, k->op, k->dim, k->cst) == (nin ? nd : -1) &&
         !memcmp(k->in, in, sizeof(int32_t) * (size_t)nin)) {
       MIRS_INC(&w->stats, canonical_skips);
       return MIRS_OK;
@@ -643,7 +710,8 @@ static mirs_status try_kop(mirs__search_worker *w, mirs_op op, int nin, const in
   move_init(&m, MIRS__MOVE_KOP);
   m.op = (uint8_t)op;
   m.nin = (uint8_t)nin;
-  m.dim = (int8_t)(mirs__graph_ops[op].kind == MIRS__KIND_REDUCE ? dim : -1);
+  m.dim = (int8_t)(mirs__graph_ops[op].kind == MIRS__KIND_REDUCE || mirs__op_nconst(op) > 0 ? dim
+                                                                                          : -1);
   for (int i = 0; i < nin; i++)
     m.in[i] = in[i];
   return push_move(w, &m);
@@ -780,9 +848,10 @@ static int64_t merges_left(const mirs__search_worker *w, const mirs__bgraph *bg)
 static int sym_maker(int k) {
   if (k == MIRS__ABS_SYM_RMS)
     return MIRS_OP_RMS_NORM;
-  static const int fn_op[MIRS__ABS_FN_COUNT] = {MIRS_OP_EXP,  MIRS_OP_SQRT, MIRS_OP_SILU,
-                                                MIRS_OP_GELU, MIRS_OP_RELU, MIRS_OP_SUB,
-                                                MIRS_OP_MAX,  MIRS_OP_CAUSAL_MASK};
+  static const int fn_op[MIRS__ABS_FN_COUNT] = {
+      MIRS_OP_EXP,  MIRS_OP_SQRT,        MIRS_OP_SILU,    MIRS_OP_GELU,
+      MIRS_OP_RELU, MIRS_OP_SUB,         MIRS_OP_MAX,     MIRS_OP_CAUSAL_MASK,
+      MIRS_OP_SIGMOID, MIRS_OP_TANH,     MIRS_OP_POW,     MIRS_OP_CLAMP};
   for (int f = 0; f < MIRS__ABS_FN_COUNT; f++)
     if (k == MIRS__ABS_SYM_APP(f))
       return fn_op[f];
@@ -842,6 +911,11 @@ bool mirs__search_kernel_alive(mirs__search_worker *w) {
     bool by_kop = op >= 0 && sp->kop[op];
     bool by_custom = op >= 0 && custom_left > 0 &&
                      (sp->bop[op] || (op == MIRS_OP_RMS_NORM && sp->bop[MIRS_OP_ACCUM_RMS]));
+    if (s == MIRS__ABS_SYM_APP(MIRS__ABS_NEG)) /* neg(x) and c - x make it too */
+      for (int o = MIRS_OP_NEG; o <= MIRS_OP_RSUB_SCALAR; o += MIRS_OP_RSUB_SCALAR - MIRS_OP_NEG) {
+        by_kop = by_kop || sp->kop[o];
+        by_custom = by_custom || (custom_left > 0 && sp->bop[o]);
+      }
     if (!by_kop && !by_custom)
       return false;
   }
@@ -943,7 +1017,12 @@ static mirs_status gen_kernel(mirs__search_worker *w) {
     mirs__op_kind kind = mirs__graph_ops[op].kind;
     for (int32_t a = 0; a < g->nt; a++) {
       int32_t in[2] = {a, -1};
-      if (kind == MIRS__KIND_UNARY || kind == MIRS__KIND_RMSNORM) {
+      if (mirs__op_nconst((mirs_op)op) > 0) {
+        for (int j = 0; j < sp->ncst; j++)
+          if (sp->cst_op[j] == op)
+            MIRS_CHECK(w->ctx, try_kop(w, (mirs_op)op, 1, in, j));
+      } else if (kind == MIRS__KIND_UNARY || kind == MIRS__KIND_RMSNORM ||
+                 kind == MIRS__KIND_TRANSPOSE) {
         MIRS_CHECK(w->ctx, try_kop(w, (mirs_op)op, 1, in, -1));
       } else if (kind == MIRS__KIND_REDUCE) {
         for (int d = 0; d < g->t[a].shape.ndim; d++)
@@ -1297,11 +1376,13 @@ static mirs_status operand_table(bstate *b, size_t nl) {
 }
 
 /* Compare block-op keys: (op, dim, operand ids, the new tiles). */
-static int bkey_cmp(const mirs__search_move *a, const mirs__bop *p) {
+static int bkey_cmp(const mirs__search_space *sp, const mirs__search_move *a,
+                    const mirs__bop *p) {
   if (a->op != p->op)
     return a->op < p->op ? -1 : 1;
-  if (a->dim != p->dim)
-    return a->dim < p->dim ? -1 : 1;
+  int pdim = mirs__search_op_dim(sp, p->op, p->dim, p->cst);
+  if (a->dim != pdim)
+    return a->dim < pdim ? -1 : 1;
   int c = seq_cmp(a->in, a->nin, p->in, p->nin);
   if (c)
     return c;
@@ -1439,7 +1520,8 @@ static bool bop_in_order(bstate *b, mirs_op op, int nin, const operand *x, bool 
   if (m->nload == 0)
     for (int32_t i = 0; i < bg->nops; i++) {
       const mirs__bop *o = &bg->ops[i];
-      if (o->op == op && o->nin == nin && o->dim == m->dim && o->in[0] == m->in[0] &&
+      if (o->op == op && o->nin == nin &&
+          mirs__search_op_dim(b->sp, o->op, o->dim, o->cst) == m->dim && o->in[0] == m->in[0] &&
           (nin < 2 || o->in[1] == m->in[1])) {
         MIRS_INC(&w->stats, canonical_skips);
         return false;
@@ -1459,7 +1541,7 @@ static bool bop_in_order(bstate *b, mirs_op op, int nin, const operand *x, bool 
     /* At the phase boundary (phase_canonical) the first accumulator
      * follows the loop body whatever its key. */
     bool boundary = b->sp->phase_canonical && is_accum && !bg->t[p->out].post;
-    if (!consumes && !boundary && bkey_cmp(m, p) <= 0) {
+    if (!consumes && !boundary && bkey_cmp(b->sp, m, p) <= 0) {
       MIRS_INC(&w->stats, canonical_skips);
       return false;
     }
@@ -1533,7 +1615,7 @@ static mirs_status try_bop(bstate *b, mirs_op op, int nin, const operand *x, int
   if (!bop_bounded(b, op, nin, &m, consumed_sinks, consumed_lsinks, rpost))
     return MIRS_OK;
   /* The order rules first (cheap), then shapes and tiles. */
-  m.dim = (int8_t)(mirs__op_has_dim(op) ? dim : -1);
+  m.dim = (int8_t)(mirs__op_has_dim(op) || mirs__op_nconst(op) > 0 ? dim : -1);
   if (nin == 2 && is_constant(b->sp, op, m.in[0], m.in[1]))
     return MIRS_OK;
   if (!bop_in_order(b, op, nin, x, is_accum, &m))
@@ -1566,6 +1648,11 @@ static mirs_status try_bop(bstate *b, mirs_op op, int nin, const operand *x, int
   mirs__abs_id e[2];
   for (int i = 0; i < nin; i++)
     e[i] = x[i] >= 0 ? w->bexpr[x[i]] : w->kexpr[w->loads[~x[i]].src];
+  if (op == MIRS_OP_TRANSPOSE &&
+      !transpose_ok(w, e[0], x[0] >= 0 ? bg->ops[bg->t[x[0]].producer].op : MIRS_OP_INPUT)) {
+    MIRS_INC(&w->stats, canonical_skips);
+    return MIRS_OK;
+  }
   bool keep;
   MIRS_CHECK(w->ctx, mirs__search_bop_keep(w, op, m.dim, nin, e, &sh[0], &keep));
   if (!keep)
@@ -1829,8 +1916,12 @@ static mirs_status gen_bops(bstate *b, size_t nl) {
       mirs__shape sh0;
       mirs__search_btinfo inf0;
       operand_info(b, x[0], &sh0, &inf0);
-      if (kind == MIRS__KIND_UNARY || kind == MIRS__KIND_RMSNORM || op == MIRS_OP_ACCUM ||
-          op == MIRS_OP_ACCUM_RMS) {
+      if (mirs__op_nconst((mirs_op)op) > 0) {
+        for (int j = 0; j < b->sp->ncst; j++)
+          if (b->sp->cst_op[j] == op)
+            MIRS_CHECK(ctx, try_bop(b, (mirs_op)op, 1, x, j));
+      } else if (kind == MIRS__KIND_UNARY || kind == MIRS__KIND_RMSNORM ||
+                 kind == MIRS__KIND_TRANSPOSE || op == MIRS_OP_ACCUM || op == MIRS_OP_ACCUM_RMS) {
         MIRS_CHECK(ctx, try_bop(b, (mirs_op)op, 1, x, -1));
       } else if (op == MIRS_OP_ACCUM_ONLINE) {
         /* The shift: a tile max of this block (a max or one derived from it). */
@@ -2033,8 +2124,15 @@ mirs_status mirs__search_bop_keep(mirs__search_worker *w, mirs_op op, int dim, i
       *keep = true;
       return MIRS_OK;
     }
+  const mirs__scalar *c = NULL;
+  if (mirs__op_nconst(op) > 0) { /* dim: the constants' entry */
+    c = w->s->space.cst[dim];
+    dim = -1;
+  }
   int64_t ext = mirs__abs_bop_extent(op, dim, s0, w->bgs[w->nbg - 1]->forloop);
   uint64_t k = mirs__hash_mix(mirs__hash_mix((uint64_t)op + 1, (uint64_t)ext), (uint64_t)nin);
+  if (c)
+    k = mirs__hash_mix(k, mirs__op_const_hash(op, c));
   for (int i = 0; i < nin; i++)
     k = mirs__hash_mix(k, mirs__abs_hash(a, in[i]));
   k |= 2;
@@ -2046,7 +2144,7 @@ mirs_status mirs__search_bop_keep(mirs__search_worker *w, mirs_op op, int dim, i
   }
   mirs__abs_mark mark = mirs__abs_mark_get(a);
   mirs__abs_id e;
-  mirs_status st = mirs__abs_apply(a, op, in, ext, &e);
+  mirs_status st = mirs__abs_apply_c(a, op, in, ext, c, &e);
   if (st == MIRS_OK) {
     st = mirs__search_prune_check(w, e, keep);
   } else {

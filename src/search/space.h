@@ -55,6 +55,8 @@ typedef struct mirs__search_move {
   uint64_t swap; /* CLOSE: bit i swaps block op i's operands (add, mul) first */
 } mirs__search_move;
 
+#define MIRS__SEARCH_MAX_CST 16
+
 /* The search space, parsed from the options once. */
 typedef struct mirs__search_space {
   int max_kops, max_bops, max_custom, max_cin, max_cout;
@@ -98,7 +100,24 @@ typedef struct mirs__search_space {
   int32_t budget[MIRS_OP_COUNT]; /* most ops per class (op_budget); INT32_MAX: none */
   bool kop[MIRS_OP_COUNT];       /* predefined kernel ops tried */
   bool bop[MIRS_OP_COUNT];       /* block ops tried */
+  /* The program's ops with constants (mirs__op_nconst), distinct (op,
+   * constants) pairs: the only ones tried.  A move of such an op carries
+   * the entry's index in its dim field (mirs__search_op_dim). */
+  int ncst;
+  uint8_t cst_op[MIRS__SEARCH_MAX_CST];
+  mirs__scalar cst[MIRS__SEARCH_MAX_CST][2];
+  /* Where transpose is tried (a canonical form; transpose commutes with
+   * elementwise ops, so placing it anywhere only makes equal graphs): on
+   * values whose abstract expression is that of a value the program
+   * transposes (hashes below), never on a transpose's result.  ntr < 0:
+   * anywhere (a program with a block-level transpose). */
+  int ntr;
+  uint64_t tr_hash[MIRS__SEARCH_MAX_CST];
 } mirs__search_space;
+
+/* The dim key of an op in canonical comparisons and in moves: its
+ * constants' entry in sp's table for an op with constants, else dim. */
+int mirs__search_op_dim(const mirs__search_space *sp, mirs_op op, int dim, const mirs__scalar *c);
 
 /* Forloop dependence of a per-iteration block tensor (tile analysis). */
 enum {

@@ -483,13 +483,21 @@ mirs_status mirs__abs_div(mirs__abs_arena *a, mirs__abs_id x, mirs__abs_id y, mi
 
 /* The expression of operator op on in[] with the given extent. */
 static mirs_status apply_op(mirs__abs_arena *a, mirs_op op, const mirs__abs_id *in, int64_t extent,
-                            mirs__abs_id *out);
+                            const mirs__scalar *c, mirs__abs_id *out);
 
 /* The expression of op on in[] (see the header): a result past the
  * bounds, an extent overflow or an operand without expression give
  * MIRS__ABS_NONE and MIRS_OK (the context's error is cleared). */
 mirs_status mirs__abs_apply(mirs__abs_arena *a, mirs_op op, const mirs__abs_id *in, int64_t extent,
                             mirs__abs_id *out) {
+  return mirs__abs_apply_c(a, op, in, extent, NULL, out);
+}
+
+mirs_status mirs__abs_apply_c(mirs__abs_arena *a, mirs_op op, const mirs__abs_id *in,
+                              int64_t extent, const mirs__scalar *c, mirs__abs_id *out) {
+  if (op < MIRS_OP_COUNT && mirs__op_nconst(op) > 0 && !c)
+    return MIRS_FAIL(a->ctx, MIRS_INVALID_ARG, "'%s' needs its constants",
+                     mirs__graph_ops[op].name);
   int arity = op == MIRS_OP_CUSTOM || op >= MIRS_OP_COUNT ? 0 : mirs__graph_ops[op].arity;
   for (int i = 0; i < arity && i < 2; i++)
     if (in[i] == MIRS__ABS_NONE) {
@@ -498,7 +506,7 @@ mirs_status mirs__abs_apply(mirs__abs_arena *a, mirs_op op, const mirs__abs_id *
     }
   size_t base = a->ntmp;
   a->too_large = false;
-  mirs_status s = apply_op(a, op, in, extent, out);
+  mirs_status s = apply_op(a, op, in, extent, c, out);
   if (s == MIRS_LIMIT) {
     if (!a->too_large)
       a->failed_limit = true;
@@ -547,9 +555,67 @@ static mirs_status abs_max(mirs__abs_arena *a, mirs__abs_id x, mirs__abs_id *out
 }
 
 /* The body of mirs__abs_apply. */
+/* The expression of an op with constants c (and the elementwise ops
+ * without: neg, sigmoid, tanh); false for other ops. */
+static bool apply_const_op(mirs__abs_arena *a, mirs_op op, mirs__abs_id x, const mirs__scalar *c,
+                           mirs_status *st, mirs__abs_id *out) {
+  mirs__abs_id k = MIRS__ABS_NONE;
+  int64_t n;
+  if (mirs__op_nconst(op) == 1 && op != MIRS_OP_POW) {
+    char buf[64];
+    *st = mirs__abs_atom(a, mirs__scalar_str(&c[0], buf, sizeof buf), &k);
+    if (*st != MIRS_OK)
+      return true;
+  }
+  switch (op) {
+  case MIRS_OP_NEG:
+    *st = mirs__abs_app(a, MIRS__ABS_NEG, x, out);
+    return true;
+  case MIRS_OP_SIGMOID:
+    *st = mirs__abs_app(a, MIRS__ABS_SIGMOID, x, out);
+    return true;
+  case MIRS_OP_TANH:
+    *st = mirs__abs_app(a, MIRS__ABS_TANH, x, out);
+    return true;
+  case MIRS_OP_CLAMP:
+    *st = mirs__abs_app(a, MIRS__ABS_CLAMP, x, out);
+    return true;
+  case MIRS_OP_POW:
+    if (!mirs__scalar_uint(&c[0], MIRS__ABS_POW_MAX, &n) || n == 0) {
+      *st = mirs__abs_app(a, MIRS__ABS_POW, x, out);
+      return true;
+    }
+    *out = x;
+    *st = MIRS_OK;
+    for (int64_t i = 1; i < n && *st == MIRS_OK; i++)
+      *st = mirs__abs_mul(a, *out, x, out);
+    return true;
+  case MIRS_OP_ADD_SCALAR:
+    *st = mirs__abs_add(a, x, k, out);
+    return true;
+  case MIRS_OP_MUL_SCALAR:
+    *st = mirs__abs_mul(a, x, k, out);
+    return true;
+  case MIRS_OP_DIV_SCALAR:
+    *st = mirs__abs_div(a, x, k, out);
+    return true;
+  case MIRS_OP_RSUB_SCALAR:
+    *st = mirs__abs_sub(a, k, x, out);
+    return true;
+  case MIRS_OP_RDIV_SCALAR:
+    *st = mirs__abs_div(a, k, x, out);
+    return true;
+  default:
+    return false;
+  }
+}
+
 static mirs_status apply_op(mirs__abs_arena *a, mirs_op op, const mirs__abs_id *in, int64_t extent,
-                            mirs__abs_id *out) {
+                            const mirs__scalar *c, mirs__abs_id *out) {
   mirs__abs_id t;
+  mirs_status st;
+  if (apply_const_op(a, op, in[0], c, &st, out))
+    return st;
   switch (op) {
   case MIRS_OP_MATMUL:
     MIRS_CHECK(a->ctx, mirs__abs_mul(a, in[0], in[1], &t));
@@ -595,8 +661,19 @@ static mirs_status apply_op(mirs__abs_arena *a, mirs_op op, const mirs__abs_id *
     return mirs__abs_rms(a, extent, in[0], out);
   case MIRS_OP_INPUT:
   case MIRS_OP_OUTPUT:
+  case MIRS_OP_TRANSPOSE:
     *out = in[0];
     return MIRS_OK;
+  case MIRS_OP_NEG:
+  case MIRS_OP_SIGMOID:
+  case MIRS_OP_TANH:
+  case MIRS_OP_POW:
+  case MIRS_OP_CLAMP:
+  case MIRS_OP_ADD_SCALAR:
+  case MIRS_OP_MUL_SCALAR:
+  case MIRS_OP_DIV_SCALAR:
+  case MIRS_OP_RSUB_SCALAR:
+  case MIRS_OP_RDIV_SCALAR: /* (apply_const_op) */
   case MIRS_OP_CUSTOM:
   case MIRS_OP_COUNT:
     break;
@@ -644,7 +721,7 @@ static mirs_status bop_eval(mirs__abs_arena *a, const mirs__bgraph *bg, int32_t 
     in[i] = bexpr[o->in[i]];
   const mirs__shape *s0 = o->nin > 0 ? &bg->t[o->in[0]].shape : NULL;
   int64_t ext = mirs__abs_bop_extent(o->op, o->dim, s0, bg->forloop);
-  return mirs__abs_apply(a, o->op, in, ext, out);
+  return mirs__abs_apply_c(a, o->op, in, ext, o->cst, out);
 }
 
 /* Fill bexpr for block op `op` (nothing for OUTPUT). */
@@ -668,7 +745,7 @@ mirs_status mirs__abs_kop(mirs__abs_arena *a, const mirs_graph *g, int32_t op,
       in[i] = kexpr[o->in[i]];
     const mirs__shape *s0 = &g->t[o->in[0]].shape;
     int64_t ext = mirs__abs_bop_extent(o->op, o->dim, s0, 1);
-    return mirs__abs_apply(a, o->op, in, ext, &kexpr[o->out[0]]);
+    return mirs__abs_apply_c(a, o->op, in, ext, o->cst, &kexpr[o->out[0]]);
   }
   /* A custom op: its block tensors' entries live on the scratch stack. */
   const mirs__bgraph *bg = o->bg;
@@ -735,9 +812,12 @@ static bool count_in(const mirs__abs_arena *a, const mirs__abs_id *e, int32_t n,
       const mirs__abs_node *p = &a->nodes[id];
       uint32_t nk = 0;
       switch ((mirs__abs_kind)p->kind) {
-      case MIRS__ABS_ATOM:
-        cnt[MIRS__ABS_SYM_ATOM]++;
+      case MIRS__ABS_ATOM: { /* (a constant is no symbol: an op brings it with its own) */
+        char c0 = a->chars[p->off];
+        if (!((c0 >= '0' && c0 <= '9') || c0 == '-'))
+          cnt[MIRS__ABS_SYM_ATOM]++;
         break;
+      }
       case MIRS__ABS_APP:
       case MIRS__ABS_RMS:
       case MIRS__ABS_BOX:
@@ -784,9 +864,8 @@ bool mirs__abs_count_symbols(const mirs__abs_arena *a, const mirs__abs_id *e, in
 
 /* ================================================================ printing */
 
-static const char *const fn_names[MIRS__ABS_FN_COUNT] = {"exp",  "sqrt", "silu",
-                                                         "gelu", "relu", "neg",
-                                                         "max",  "causal_mask"};
+static const char *const fn_names[MIRS__ABS_FN_COUNT] = {
+    "exp", "sqrt", "silu", "gelu", "relu", "neg", "max", "causal_mask", "sigmoid", "tanh", "pow", "clamp"};
 
 static void print_node(const mirs__abs_arena *a, mirs__abs_id id, mirs__buf *b);
 

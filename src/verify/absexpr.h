@@ -78,6 +78,10 @@ typedef enum mirs__abs_fn {
   MIRS__ABS_NEG,
   MIRS__ABS_MAX, /* max over a dim, extent-free (see mirs__abs_apply) */
   MIRS__ABS_MASK, /* causal_mask: its positions are not modelled (a function) */
+  MIRS__ABS_SIGMOID,
+  MIRS__ABS_TANH,
+  MIRS__ABS_POW, /* pow by a constant that is not a small natural (any such exponent) */
+  MIRS__ABS_CLAMP, /* clamp (any bounds) */
   MIRS__ABS_FN_COUNT
 } mirs__abs_fn;
 
@@ -185,7 +189,8 @@ mirs_status mirs__abs_rms(mirs__abs_arena *a, int64_t n, mirs__abs_id x, mirs__a
  * or an extent would overflow (no error then: an unknown).  extent is the matmul's
  * contracted extent, the summed extent (SUM), the normalised extent
  * (RMS_NORM), F (ACCUM), F·extent_d (ACCUM_SUM) or F·tile_last (ACCUM_RMS);
- * INPUT and OUTPUT return in[0].  MIRS_INVALID_ARG for CUSTOM.
+ * INPUT, OUTPUT and TRANSPOSE return in[0] (expressions carry no
+ * indices).  MIRS_INVALID_ARG for CUSTOM.
  * max(x, dim) and accum_max(x, dim) are APP(max, x) whatever the extent,
  * with max(max(x)) = max(x): the max of tile maxes is the max (a max
  * over a subset nested in a max over the rest is the max over the
@@ -193,7 +198,14 @@ mirs_status mirs__abs_rms(mirs__abs_arena *a, int64_t n, mirs__abs_id x, mirs__a
  * accum_online(y, m) is sum(F, y): the rescaling by exp(M_old - M_new)
  * turns the shifts exp(-m_i) of the iterations into the one shift
  * exp(-max), the program's (docs/SOUNDNESS.md, "max and online softmax").
- * So the shifted program and its online forms share one expression. */
+ * So the shifted program and its online forms share one expression.
+ * c: op's constants (mirs__op_nconst), each an ATOM named by its decimal
+ * text (no tensor name starts with a digit or '-'); pow by a natural
+ * 1..MIRS__ABS_POW_MAX is a product, any other exponent APP(POW). */
+#define MIRS__ABS_POW_MAX 8
+mirs_status mirs__abs_apply_c(mirs__abs_arena *a, mirs_op op, const mirs__abs_id *in,
+                              int64_t extent, const mirs__scalar *c, mirs__abs_id *out);
+/* The same without constants (MIRS_INVALID_ARG for an op that takes some). */
 mirs_status mirs__abs_apply(mirs__abs_arena *a, mirs_op op, const mirs__abs_id *in, int64_t extent,
                             mirs__abs_id *out);
 
@@ -222,7 +234,9 @@ mirs_status mirs__abs_bop(mirs__abs_arena *a, const mirs__bgraph *bg, int32_t op
  * RMS, an input one ATOM, and every other op only combines its operands'
  * nodes (boxes are not symbols).  So a candidate whose tensors hold fewer
  * distinct symbol nodes of some kind than an unboxed target needs at
- * least that many more ops to reach it.  Kinds: ATOM, RMS, APP(fn). */
+ * least that many more ops to reach it.  Kinds: ATOM, RMS, APP(fn).
+ * Constants' atoms are not counted (an op with a constant makes at most
+ * one counted symbol: c - x makes APP(neg)). */
 #define MIRS__ABS_SYM_ATOM 0
 #define MIRS__ABS_SYM_RMS 1
 #define MIRS__ABS_SYM_APP(f) (2 + (int)(f))

@@ -122,6 +122,70 @@ static inline mirs__fp_pair fp_const(uint64_t n) {
   return r;
 }
 
+/* The pair of constant c = m * 10^e: m times 10^e or the inverse of
+ * 10^-e, in each part (10 is invertible: P, Q > 5 are prime). */
+mirs__fp_pair mirs__fp_scalar(const mirs__scalar *c) {
+  uint64_t mag = c->m < 0 ? (uint64_t)0 - (uint64_t)c->m : (uint64_t)c->m;
+  uint32_t e = (uint32_t)(c->e < 0 ? -c->e : c->e);
+  mirs__fp_pair r = fp_const(mag), t = {pow_p(10, e), pow_q(10, e)};
+  if (c->e < 0)
+    t = fp_inv(t);
+  r = fp_mul(r, t);
+  if (c->m < 0) {
+    mirs__fp_pair zero = {0, 0};
+    r = fp_sub(zero, r);
+  }
+  return r;
+}
+
+bool mirs__fp_elem_of(mirs_op op, const mirs__scalar *c, mirs__fp_elem *out) {
+  memset(out, 0, sizeof *out);
+  int64_t n;
+  switch (op) {
+  case MIRS_OP_NEG:
+    out->code = MIRS__FP_E_NEG;
+    return true;
+  case MIRS_OP_ADD_SCALAR:
+    out->code = MIRS__FP_E_ADDC;
+    out->c = mirs__fp_scalar(&c[0]);
+    return true;
+  case MIRS_OP_MUL_SCALAR:
+    out->code = MIRS__FP_E_MULC;
+    out->c = mirs__fp_scalar(&c[0]);
+    return true;
+  case MIRS_OP_DIV_SCALAR: /* x * inv(c); c != 0 as a rational, and as a field element
+                            * (|m| < 2^63 has no factor P or Q... unless it does: inv(0) = 0) */
+    out->code = MIRS__FP_E_MULC;
+    out->c = fp_inv(mirs__fp_scalar(&c[0]));
+    return true;
+  case MIRS_OP_RSUB_SCALAR:
+    out->code = MIRS__FP_E_RSUBC;
+    out->c = mirs__fp_scalar(&c[0]);
+    return true;
+  case MIRS_OP_RDIV_SCALAR:
+    out->code = MIRS__FP_E_RDIVC;
+    out->c = mirs__fp_scalar(&c[0]);
+    return true;
+  case MIRS_OP_POW:
+    if (mirs__scalar_uint(&c[0], MIRS__FP_POW_MAX, &n)) {
+      out->code = MIRS__FP_E_POWN;
+      out->n = (uint64_t)n;
+      return true;
+    }
+    out->code = MIRS__FP_E_PRF;
+    out->ktweak = mirs__op_const_hash(op, c);
+    return true;
+  case MIRS_OP_CLAMP:
+  case MIRS_OP_SIGMOID:
+  case MIRS_OP_TANH:
+    out->code = MIRS__FP_E_PRF;
+    out->ktweak = mirs__op_const_hash(op, c); /* (0 for sigmoid, tanh) */
+    return true;
+  default:
+    return false;
+  }
+}
+
 /* base^e mod m by square and multiply. */
 uint32_t mirs__fp_pow_mod(uint32_t base, uint64_t e, uint32_t m) {
   uint64_t r = 1 % m, b = base % m;
@@ -259,8 +323,8 @@ static uint64_t umax(uint64_t a, uint64_t b) {
 /* Degree, inner degree and exp flag of op applied to x (and y); false for
  * exp of an exp-dependent value (no sound fingerprint).  numel/off are left
  * to the caller. */
-static bool meta_of(mirs_op op, const mirs__fp_meta *x, const mirs__fp_meta *y,
-                    mirs__fp_meta *out) {
+static bool meta_of(mirs_op op, const mirs__scalar *cst, const mirs__fp_meta *x,
+                    const mirs__fp_meta *y, mirs__fp_meta *out) {
   out->degree = x->degree;
   out->inner = x->inner;
   out->exp_dep = x->exp_dep;
@@ -301,6 +365,33 @@ static bool meta_of(mirs_op op, const mirs__fp_meta *x, const mirs__fp_meta *y,
     out->inner = umax(x->inner, x->degree);
     out->exp_dep = false;
     break;
+  case MIRS_OP_NEG:
+  case MIRS_OP_ADD_SCALAR:
+  case MIRS_OP_MUL_SCALAR:
+  case MIRS_OP_DIV_SCALAR:
+  case MIRS_OP_RSUB_SCALAR:
+  case MIRS_OP_RDIV_SCALAR: /* (c / x: numerator degree 0) */
+  case MIRS_OP_TRANSPOSE:
+    break;
+  case MIRS_OP_POW: {
+    mirs__fp_elem e;
+    mirs__fp_elem_of(op, cst, &e);
+    if (e.code == MIRS__FP_E_POWN) {
+      out->degree = mirs__fp_degree_mul(x->degree, e.n);
+      break;
+    }
+    out->degree = 1;
+    out->inner = umax(x->inner, x->degree);
+    out->exp_dep = false;
+    break;
+  }
+  case MIRS_OP_SIGMOID:
+  case MIRS_OP_TANH:
+  case MIRS_OP_CLAMP:
+    out->degree = 1;
+    out->inner = umax(x->inner, x->degree);
+    out->exp_dep = false;
+    break;
   case MIRS_OP_RMS_NORM:
   case MIRS_OP_LAYER_NORM:
     out->degree = sat_add(x->degree, 1);
@@ -326,11 +417,18 @@ static bool meta_of(mirs_op op, const mirs__fp_meta *x, const mirs__fp_meta *y,
 
 /* Whether op may take x (and y) when one may hold the masked sentinel:
  * only where the real result of -inf is certain (fingerprint.h). */
-static bool mask_use_ok(mirs_op op, const mirs__fp_meta *x, const mirs__fp_meta *y) {
+static bool mask_use_ok(mirs_op op, const mirs__scalar *cst, const mirs__fp_meta *x,
+                        const mirs__fp_meta *y) {
   bool ym = y && mirs__graph_ops[op].arity == 2 && y->masked;
   if (!x->masked && !ym)
     return true;
   switch (op) {
+  case MIRS_OP_ADD_SCALAR: /* -inf + c, -inf * c and -inf / c (c > 0) stay -inf; */
+  case MIRS_OP_TRANSPOSE:  /* a transpose moves the sentinel (fp_elem, fp_transpose) */
+    return true;
+  case MIRS_OP_MUL_SCALAR:
+  case MIRS_OP_DIV_SCALAR:
+    return cst[0].m > 0;
   case MIRS_OP_EXP:
   case MIRS_OP_ADD:
   case MIRS_OP_CAUSAL_MASK:
@@ -451,9 +549,9 @@ static mirs_status analyze_op(const mirs_graph *g, int32_t op, const mirs__fp_me
       return MIRS_FAIL(ctx, MIRS_INTERNAL, "kernel op %d is malformed; cannot fingerprint",
                        (int)op);
     const mirs__fp_meta *x = &km[k->in[0]], *y = k->nin > 1 ? &km[k->in[1]] : NULL;
-    if (!mask_use_ok(k->op, x, y))
+    if (!mask_use_ok(k->op, k->cst, x, y))
       return refuse_mask(ctx, g->t[first].name, k->op);
-    if (!meta_of(k->op, x, y, &outs[0]))
+    if (!meta_of(k->op, k->cst, x, y, &outs[0]))
       return refuse_exp(ctx, g->t[first].name, g->t[k->in[0]].name);
     outs[0].numel = mirs__shape_numel(&g->t[first].shape);
     /* A max along rows that each keep an element is finite. */
@@ -498,8 +596,8 @@ static mirs_status analyze_op(const mirs_graph *g, int32_t op, const mirs__fp_me
     } else {
       const mirs__fp_meta *x = &b[o->in[0]], *y = o->nin > 1 ? &b[o->in[1]] : NULL;
       mirs__fp_meta m;
-      bool use_ok = mask_use_ok(o->op, x, y);
-      if (!use_ok || !meta_of(o->op, x, y, &m)) {
+      bool use_ok = mask_use_ok(o->op, o->cst, x, y);
+      if (!use_ok || !meta_of(o->op, o->cst, x, y, &m)) {
         char where[256];
         snprintf(where, sizeof where, "block tensor %s (custom op writing %s)", bg->t[o->out].name,
                  g->t[first].name);
@@ -1131,10 +1229,58 @@ static void zero_b(mirs__fp_pair *y, int64_t n) {
     y[i].b = 0;
 }
 
-/* y = op(x) elementwise for n values (EXP, SQUARE, and the PRFs); gpow
- * are exp's power tables. */
-static void fp_unary(mirs_op op, uint64_t key, const uint32_t *gpow, const mirs__fp_pair *x,
-                     mirs__fp_pair *y, int64_t n) {
+/* y = x with its last two dims swapped (xs: x's shape). */
+static void fp_transpose(const mirs__shape *xs, const mirs__fp_pair *x, mirs__fp_pair *y) {
+  MIRS__TRANSPOSE_LAST2(xs, x, y);
+}
+
+/* y = e(x) elementwise for n values of an op described by e (see
+ * mirs__fp_elem_of). */
+static void fp_elem(const mirs__fp_elem *e, mirs_op op, uint64_t key, const mirs__fp_pair *x,
+                    mirs__fp_pair *y, int64_t n) {
+  mirs__fp_pair zero = {0, 0};
+  for (int64_t i = 0; i < n; i++) {
+    mirs__fp_pair v = x[i];
+    if (v.a == MIRS__FP_MASKED) { /* -inf (mask_use_ok admits only ops keeping it) */
+      y[i] = v;
+      continue;
+    }
+    switch (e->code) {
+    case MIRS__FP_E_NEG:
+      y[i] = fp_sub(zero, v);
+      break;
+    case MIRS__FP_E_ADDC:
+      y[i] = fp_add(v, e->c);
+      break;
+    case MIRS__FP_E_MULC:
+      y[i] = fp_mul(v, e->c);
+      break;
+    case MIRS__FP_E_RSUBC:
+      y[i] = fp_sub(e->c, v);
+      break;
+    case MIRS__FP_E_RDIVC:
+      y[i] = fp_mul(e->c, fp_inv(v));
+      break;
+    case MIRS__FP_E_POWN:
+      y[i].a = pow_p(v.a, e->n);
+      y[i].b = pow_q(v.b, e->n);
+      break;
+    default:
+      y[i] = mirs__fp_prf(key ^ e->ktweak, op, v);
+      break;
+    }
+  }
+}
+
+/* y = op(x) elementwise for n values (EXP, SQUARE, the PRFs and the ops
+ * of mirs__fp_elem_of); gpow are exp's power tables. */
+static void fp_unary(mirs_op op, const mirs__scalar *cst, uint64_t key, const uint32_t *gpow,
+                     const mirs__fp_pair *x, mirs__fp_pair *y, int64_t n) {
+  mirs__fp_elem e;
+  if (mirs__fp_elem_of(op, cst, &e)) {
+    fp_elem(&e, op, key, x, y, n);
+    return;
+  }
   switch (op) {
   case MIRS_OP_EXP:
     for (int64_t i = 0; i < n; i++) {
@@ -1406,7 +1552,7 @@ static mirs_status fp_rownorm(mirs_context *ctx, cpu_state *c, uint64_t key,
  * div and matmul scratch as needed.  out_exp: the result is exp-dependent
  * (its q-parts are zeroed). */
 static mirs_status fp_compute(mirs_context *ctx, cpu_state *c, mirs_op op, int dim, double eps,
-                              uint64_t key,
+                              const mirs__scalar *cst, uint64_t key,
                               const mirs__shape *const *ins, const mirs__fp_pair *const *inv,
                               const mirs__shape *os, mirs__fp_pair *o, bool in_exp, bool out_exp,
                               bool masked, const int64_t *org) {
@@ -1419,7 +1565,10 @@ static mirs_status fp_compute(mirs_context *ctx, cpu_state *c, mirs_op op, int d
   case MIRS__KIND_UNARY:
     if (op == MIRS_OP_EXP)
       MIRS_CHECK(ctx, exp_tables(ctx, c));
-    fp_unary(op, key, c->gpow, inv[0], o, n);
+    fp_unary(op, cst, key, c->gpow, inv[0], o, n);
+    break;
+  case MIRS__KIND_TRANSPOSE:
+    fp_transpose(ins[0], inv[0], o);
     break;
   case MIRS__KIND_BINARY:
     if (op == MIRS_OP_DIV) {
@@ -1530,7 +1679,8 @@ static mirs_status block_compute(mirs_context *ctx, cpu_state *c, const mirs__fp
   }
   const mirs__fp_meta *m = &s->bt[o->out];
   bool masked = s->bt[o->in[0]].masked || (o->nin > 1 && s->bt[o->in[1]].masked);
-  MIRS_CHECK(ctx, fp_compute(ctx, c, o->op, o->dim, o->eps, key, ins, inv, &bg->t[o->out].shape,
+  MIRS_CHECK(ctx, fp_compute(ctx, c, o->op, o->dim, o->eps, o->cst, key, ins, inv,
+                             &bg->t[o->out].shape,
                              c->tile + m->off, s->bt[o->in[0]].exp_dep, m->exp_dep, masked, org));
   c->tile_elements += (uint64_t)m->numel;
   return MIRS_OK;
@@ -1687,7 +1837,8 @@ static mirs_status cpu_op(void *state, mirs__fp_store *s, const mirs_graph *g, i
       ins[a] = &g->t[k->in[a]].shape;
       inv[a] = kval(c, s, k->in[a], j);
     }
-    MIRS_CHECK(ctx, fp_compute(ctx, c, k->op, k->dim, k->eps, mirs__fp_trial_key(s->seed, j), ins, inv,
+    MIRS_CHECK(ctx, fp_compute(ctx, c, k->op, k->dim, k->eps, k->cst,
+                               mirs__fp_trial_key(s->seed, j), ins, inv,
                                &g->t[out].shape, kval(c, s, out, j), s->t[k->in[0]].exp_dep,
                                s->t[out].exp_dep,
                                s->t[k->in[0]].masked || (k->nin > 1 && s->t[k->in[1]].masked),

@@ -31,6 +31,9 @@
  *                          exp-dependent: it is a function of the argument's
  *                          fingerprint, which is sound whatever the argument
  *                          (so exp(silu(exp(x))) is accepted, exp(exp(x)) not).
+ *   neg, constants, pow,   see "Constants and the elementwise ops" below
+ *   sigmoid, tanh, clamp,  (MIRS__FP_E_*) and docs/SOUNDNESS.md.
+ *   transpose
  *   sum, matmul            sums of products in each part.
  *   mean(x, dim)           = sum over dim times inv(n), n the dim's size: the
  *                          exact field inverse (n < Q <= P, so n is a unit).
@@ -144,6 +147,28 @@
 #include "core/core.h"
 #include "graph/graph.h"
 
+/* The elementwise ops added with constants (docs/SOUNDNESS.md "Constants
+ * and the elementwise ops"), described once for both backends:
+ *   NEG   (-a, -b)                       ADDC  x + c     MULC  x * c
+ *   RSUBC c - x                          RDIVC c * inv(x) (inv(0) = 0, as div)
+ *   POWN  (a^n, b^n) for pow by a natural n <= MIRS__FP_POW_MAX (exact);
+ *   PRF   sigmoid, tanh, clamp and pow by any other exponent: the PRF of
+ *         the op under the trial key XOR ktweak, a hash of the op's
+ *         constants (0 for sigmoid and tanh), so pow and clamp are keyed
+ *         by their constants.
+ * c is the pair of the constant m * 10^e (mirs__fp_scalar); div_scalar
+ * is MULC by inv(c).  transpose permutes elements (exact). */
+enum {
+  MIRS__FP_E_NEG = 1,
+  MIRS__FP_E_ADDC,
+  MIRS__FP_E_MULC,
+  MIRS__FP_E_RSUBC,
+  MIRS__FP_E_RDIVC,
+  MIRS__FP_E_POWN,
+  MIRS__FP_E_PRF
+};
+#define MIRS__FP_POW_MAX 64
+
 /* Field constants (see above; checked in tests/check_fingerprint.c). */
 #define MIRS__FP_P UINT32_C(2147483579)
 #define MIRS__FP_Q UINT32_C(1073741789)
@@ -163,6 +188,18 @@
 typedef struct mirs__fp_pair {
   uint32_t a, b;
 } mirs__fp_pair;
+
+/* One elementwise op of the table above (code MIRS__FP_E_*). */
+typedef struct mirs__fp_elem {
+  int code;
+  mirs__fp_pair c; /* ADDC, MULC, RSUBC, RDIVC: the constant */
+  uint64_t n;      /* POWN: the exponent */
+  uint64_t ktweak; /* PRF: XORed into the trial key */
+} mirs__fp_elem;
+/* Describe op with constants c; false for the ops not in the table. */
+bool mirs__fp_elem_of(mirs_op op, const mirs__scalar *c, mirs__fp_elem *out);
+/* The pair of the constant c. */
+mirs__fp_pair mirs__fp_scalar(const mirs__scalar *c);
 
 /* Per-store counters (the lead maps them onto stats.def). */
 typedef struct mirs__fp_stats {
