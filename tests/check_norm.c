@@ -55,6 +55,10 @@ static const char *const LN5 = "program p\n" HEAD "N = layer_norm(X)\n"
 static const char *const SPELLED = "program p\n" HEAD "M = mean(X, dim=1)\nC = sub(X, M)\n"
                                    "S = square(C)\nV = mean(S, dim=1)\nD = sqrt(V)\n"
                                    "N = div(C, D)\nO = matmul(N, W)\noutput O\n";
+/* The same with an epsilon written as a number operand (PyTorch's 1e-5). */
+static const char *const SPELLED5 = "program p\n" HEAD "M = mean(X, dim=1)\nC = sub(X, M)\n"
+                                    "S = square(C)\nV = mean(S, dim=1)\nE = add(V, 1e-5)\n"
+                                    "D = sqrt(E)\nN = div(C, D)\nO = matmul(N, W)\noutput O\n";
 
 START_TEST(test_parse_errors_have_positions) {
   const char *f = put("bad.graph", "program e\n"
@@ -133,6 +137,10 @@ START_TEST(test_fingerprints) {
   const char *sp = put("sp.graph", SPELLED);
   ck_assert_int_eq(verify_rc(sp, put("ln0.graph", LN0)), 0);
   ck_assert_int_eq(verify_rc(sp, put("ln5.graph", LN5)), 1);
+  /* eps as an attribute and as a number operand: one field element. */
+  const char *sp5 = put("sp5.graph", SPELLED5);
+  ck_assert_int_eq(verify_rc(sp5, put("ln5b.graph", LN5)), 0);
+  ck_assert_int_eq(verify_rc(sp5, put("ln0b.graph", LN0)), 1);
   /* A block-level mean, and the same µGraph with a sum in its place. */
   const char *prog = put("m.graph", "program m\n" HEAD "M = mean(X, dim=1)\nC = sub(X, M)\n"
                                     "O = matmul(C, W)\noutput O\n");
@@ -232,6 +240,12 @@ START_TEST(test_spelled_folds_to_layer_norm) {
   ck_assert_int_eq(r.rc, 0);
   ck_assert_ptr_nonnull(strstr(r.out, "layer_norm("));
   run_free(&r);
+  /* With add(V, 1e-5) under the root it folds to layer_norm(X, eps=1e-5). */
+  n = search_hashes(SPELLED5, true, a, sizeof a, &ka);
+  m = search_hashes(LN5, true, b, sizeof b, &kb);
+  ck_assert_int_ge(n, 1);
+  ck_assert_int_eq(n, m);
+  ck_assert_str_eq(a, b);
 }
 END_TEST
 

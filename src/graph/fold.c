@@ -4,8 +4,8 @@
  *
  * The pattern, over the last dim d of X (any rank):
  *   M = mean(X, dim=d)    C = sub(X, M)    S = square(C) | mul(C, C)
- *   V = mean(S, dim=d)    D = sqrt(V)      N = div(C, D)
- * is N = layer_norm(X, eps=0).  The two are equal as real functions, and
+ *   V = mean(S, dim=d)    D = sqrt(V) | sqrt(add(V, eps))   N = div(C, D)
+ * is N = layer_norm(X, eps) (eps = 0 without the add).  The two are equal as real functions, and
  * equal trial by trial in the field fingerprints (docs/SOUNDNESS.md: the
  * same exact mean and variance, the same keyed sqrt of the same value), so
  * a µGraph verified against the folded program is verified against the
@@ -41,15 +41,33 @@ static bool is_row_mean(const mirs_graph *g, int32_t t, int32_t *x) {
   return true;
 }
 
-/* If op i is the div of a spelled-out LayerNorm, its X; else -1. */
-static int32_t spelled_ln(const mirs_graph *g, int32_t i) {
+/* Whether t is V or add(V, eps) with eps >= 0 a constant whose decimal is
+ * the shortest one of its double (so layer_norm's eps attribute meets the
+ * same field element, docs/SOUNDNESS.md); *v receives V, *eps eps. */
+static bool variance_eps(const mirs_graph *g, int32_t t, int32_t *v, double *eps) {
+  const mirs__kop *a = made_by(g, t, MIRS_OP_ADD_SCALAR);
+  *v = t;
+  *eps = 0.0;
+  if (!a)
+    return true;
+  mirs__scalar d;
+  if (!(a->cst[0].v >= 0.0) || !mirs__scalar_of_double(a->cst[0].v, &d) || d.m != a->cst[0].m ||
+      d.e != a->cst[0].e)
+    return false;
+  *v = a->in[0];
+  *eps = a->cst[0].v;
+  return true;
+}
+
+/* If op i is the div of a spelled-out LayerNorm, its X (and *eps); else -1. */
+static int32_t spelled_ln(const mirs_graph *g, int32_t i, double *eps) {
   const mirs__kop *n = &g->ops[i];
   if (n->op != MIRS_OP_DIV)
     return -1;
-  int32_t c = n->in[0], x, x2, cc;
+  int32_t c = n->in[0], x, x2, cc, var;
   const mirs__kop *sub = made_by(g, c, MIRS_OP_SUB), *sq = made_by(g, n->in[1], MIRS_OP_SQRT);
   if (!sub || !sq || !is_row_mean(g, sub->in[1], &x) || sub->in[0] != x ||
-      !is_row_mean(g, sq->in[0], &x2))
+      !variance_eps(g, sq->in[0], &var, eps) || !is_row_mean(g, var, &x2))
     return -1;
   const mirs__kop *s = made_by(g, x2, MIRS_OP_SQUARE);
   if (s)
@@ -72,7 +90,8 @@ mirs_status mirs__graph_fold_norms(const mirs_graph *g, mirs_graph **out) {
   for (int32_t i = 0; i < nops; i++) {
     if (g->ops[i].op == MIRS_OP_CUSTOM)
       return MIRS_OK;
-    any = any || spelled_ln(g, i) >= 0;
+    double eps;
+    any = any || spelled_ln(g, i, &eps) >= 0;
   }
   if (!any)
     return MIRS_OK;
@@ -91,7 +110,8 @@ mirs_status mirs__graph_fold_norms(const mirs_graph *g, mirs_graph **out) {
     const mirs__kop *k = &g->ops[i];
     if (!live[k->out[0]])
       continue;
-    int32_t x = spelled_ln(g, i);
+    double eps;
+    int32_t x = spelled_ln(g, i, &eps);
     if (x >= 0)
       live[x] = true;
     else
@@ -107,17 +127,18 @@ mirs_status mirs__graph_fold_norms(const mirs_graph *g, mirs_graph **out) {
     const mirs__kop *k = &g->ops[i];
     if (!live[k->out[0]])
       continue;
-    int32_t x = spelled_ln(g, i), in[2];
+    double eps = 0.0;
+    int32_t x = spelled_ln(g, i, &eps), in[2];
     for (int32_t a = 0; a < k->nin && a < 2; a++)
       in[a] = map[k->in[a]];
     if (x >= 0) {
       st = mirs__graph_add_op(f, g->t[k->out[0]].name, MIRS_OP_LAYER_NORM, 1, &map[x], -1,
                               &map[k->out[0]]);
       if (st == MIRS_OK)
-        f->ops[f->nops - 1].eps = 0.0;
+        f->ops[f->nops - 1].eps = eps;
     } else {
-      st = mirs__graph_add_op(f, g->t[k->out[0]].name, k->op, k->nin, in, k->dim,
-                              &map[k->out[0]]);
+      st = mirs__graph_add_op_c(f, g->t[k->out[0]].name, k->op, k->nin, in, k->dim, k->cst,
+                                &map[k->out[0]]);
       if (st == MIRS_OK)
         f->ops[f->nops - 1].eps = k->eps;
     }

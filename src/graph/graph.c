@@ -11,6 +11,7 @@
 #include "config.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
@@ -1042,6 +1043,18 @@ bool mirs__scalar_make(int64_t m, int32_t e, mirs__scalar *out) {
   /* strtod of the exact decimal: the correctly rounded double. */
   out->v = strtod(mirs__scalar_str(out, buf, sizeof buf), NULL);
   return true;
+}
+
+bool mirs__scalar_of_double(double v, mirs__scalar *out) {
+  if (!isfinite(v))
+    return false;
+  char buf[64];
+  for (int prec = 1; prec <= 17; prec++) {
+    snprintf(buf, sizeof buf, "%.*e", prec - 1, v);
+    if (strtod(buf, NULL) == v)
+      break;
+  }
+  return mirs__scalar_parse(buf, strlen(buf), out) == 0;
 }
 
 const char *mirs__scalar_str(const mirs__scalar *c, char *buf, size_t size) {

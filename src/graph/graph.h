@@ -95,6 +95,11 @@ int mirs__op_nconst(mirs_op op);
 int mirs__scalar_parse(const char *s, size_t len, mirs__scalar *out);
 /* Make the canonical scalar m * 10^e; false when |e| is out of range. */
 bool mirs__scalar_make(int64_t m, int32_t e, mirs__scalar *out);
+/* The shortest decimal that reads back as the finite double v (at most 17
+ * significant digits), canonical; false for a non-finite v.  Attributes
+ * held as doubles (eps) become exact decimals through it, the same ones a
+ * number operand written that way gives (docs/SOUNDNESS.md). */
+bool mirs__scalar_of_double(double v, mirs__scalar *out);
 /* Shortest exact decimal text of c ("0.125", "-1e-05" style never: "1e-5"). */
 const char *mirs__scalar_str(const mirs__scalar *c, char *buf, size_t size);
 /* c as a non-negative integer <= max into *n; false if it is not one. */

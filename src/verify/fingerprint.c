@@ -1500,6 +1500,13 @@ static mirs__fp_pair inv_count(cpu_state *c, uint64_t n) {
 static mirs__fp_pair fp_real(double v) {
   if (!(v > 0.0) || !isfinite(v))
     return fp_const(0);
+  /* The shortest decimal of v, as a number operand written that way is
+   * (mirs__fp_scalar): layer_norm(x, eps=1e-5) and the spelled-out
+   * sqrt(add(V, 1e-5)) meet the same field element.  Past the decimal
+   * range (subnormals), v's exact binary value. */
+  mirs__scalar dec;
+  if (mirs__scalar_of_double(v, &dec))
+    return mirs__fp_scalar(&dec);
   int ex;
   double f = frexp(v, &ex);
   mirs__fp_pair m = fp_const((uint64_t)ldexp(f, 53)), two = fp_const(2);
