@@ -13,8 +13,9 @@
  *     backend (`verify`: bit-identical on CPU and GPU) and the bench
  *     options;
  *   - the device profile's numbers (the cost model ranks the results);
- *   - mirsearch's version and the commit it was built from (the space and
- *     the cost model change between versions).
+ *   - mirsearch's version, the commit it was configured at, and a hash of
+ *     the binary holding the code (the space and the cost model change
+ *     between versions, and between rebuilds of one checkout);
  * Only complete searches are stored, so the limits (time, states, memory)
  * are not part of the key: a complete search's results do not depend on
  * them.  The file is DIR/KEY.mcache (KEY: 16 hex digits of a hash of all
@@ -39,8 +40,10 @@
  * cache is dropped, never reported. */
 #include "config.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,10 +71,36 @@ static bool unkeyed_option(const char *line) {
   return false;
 }
 
-/* The key text of s into b: version, device numbers, options. */
+/* A hash of the file holding this code (the library, or the program it is
+ * linked into), read once: the commit a build was configured at does not
+ * change when a tree is rebuilt after `git pull` or an edit, and a cache
+ * entry must not outlive the code that found it.  0 when unreadable. */
+static uint64_t code_hash;
+static pthread_once_t code_once = PTHREAD_ONCE_INIT;
+
+static void code_hash_init(void) {
+  Dl_info di;
+  if (!dladdr(&code_hash, &di) || !di.dli_fname)
+    return;
+  FILE *f = fopen(di.dli_fname, "rb");
+  if (!f)
+    return;
+  uint64_t h = mirs__hash_str(0, "code");
+  unsigned char buf[1 << 16];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, f)) > 0)
+    h = mirs__hash_bytes(h, buf, n);
+  if (!ferror(f))
+    code_hash = h;
+  fclose(f);
+}
+
+/* The key text of s into b: version, code, device numbers, options. */
 static mirs_status key_text(mirs_search *s, mirs__buf *b) {
   const mirs__cost_device *d = s->device;
-  mirs__buf_printf(b, "mirsearch %s %s\n", mirs_version_string(), mirs_build_git_hash());
+  pthread_once(&code_once, code_hash_init);
+  mirs__buf_printf(b, "mirsearch %s %s code %016" PRIx64 "\n", mirs_version_string(),
+                   mirs_build_git_hash(), code_hash);
   mirs__buf_printf(b, "device %s %.17g %.17g %.17g %.17g %" PRId64 " %" PRId32 " %" PRId64
                       " %" PRId32 " %.17g\n",
                    d->name, d->hbm_bw, d->tc_peak, d->f32_peak, d->launch_s, d->smem_per_block,
