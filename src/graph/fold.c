@@ -137,10 +137,7 @@ mirs_status mirs__graph_fold_norms(const mirs_graph *g, mirs_graph **out) {
       if (st == MIRS_OK)
         f->ops[f->nops - 1].eps = eps;
     } else {
-      st = mirs__graph_add_op_c(f, g->t[k->out[0]].name, k->op, k->nin, in, k->dim, k->cst,
-                                &map[k->out[0]]);
-      if (st == MIRS_OK)
-        f->ops[f->nops - 1].eps = k->eps;
+      st = mirs__graph_copy_op(f, g->t[k->out[0]].name, k, in, &map[k->out[0]]);
     }
   }
   for (int32_t i = 0; st == MIRS_OK && i < g->nout; i++)

@@ -234,6 +234,16 @@ static mirs_status check_consts(mirs_context *ctx, mirs_op op, const mirs__scala
   return MIRS_OK;
 }
 
+mirs_status mirs__graph_copy_op(mirs_graph *g, const char *name, const mirs__kop *k,
+                                const int32_t *in, int32_t *out) {
+  int32_t id = -1;
+  MIRS_CHECK(g->ctx, mirs__graph_add_op_c(g, name, k->op, k->nin, in, k->dim, k->cst, &id));
+  g->ops[g->nops - 1].eps = k->eps;
+  if (out)
+    *out = id;
+  return MIRS_OK;
+}
+
 mirs_status mirs__graph_add_op_c(mirs_graph *g, const char *name, mirs_op op, int nin,
                                  const int32_t *in, int dim, const mirs__scalar *c, int32_t *out) {
   mirs_context *ctx = g->ctx;

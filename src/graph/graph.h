@@ -314,6 +314,11 @@ mirs_status mirs__graph_add_op(mirs_graph *g, const char *name, mirs_op op, int 
  * none); mirs__graph_add_op refuses ops that take constants. */
 mirs_status mirs__graph_add_op_c(mirs_graph *g, const char *name, mirs_op op, int nin,
                                  const int32_t *in, int dim, const mirs__scalar *c, int32_t *out);
+/* Add a predefined op like k (its op, dim, constants and eps) on inputs
+ * in[0..k->nin): the one copy every rebuilder of a program uses, so an
+ * attribute added to kernel ops is copied everywhere. */
+mirs_status mirs__graph_copy_op(mirs_graph *g, const char *name, const mirs__kop *k,
+                                const int32_t *in, int32_t *out);
 mirs_status mirs__graph_mark_output(mirs_graph *g, int32_t t);
 /* Remove the last kernel op and its result tensors (and outputs marking
  * them).  No-op on an empty graph. */

@@ -247,7 +247,7 @@ static mirs_status stitch_op(mirs_partition *p, mirs_graph *r, int32_t i, const 
     int32_t in[8];
     for (int32_t a = 0; a < k->nin; a++)
       in[a] = bmap[k->in[a]];
-    MIRS_CHECK(ctx, mirs__graph_add_op(r, names[0], k->op, k->nin, in, k->dim, &first));
+    MIRS_CHECK(ctx, mirs__graph_copy_op(r, names[0], k, in, &first));
   } else {
     mirs__bgraph *bg;
     MIRS_CHECK(ctx, mirs__bg_clone(ctx, k->bg, &bg));

@@ -440,7 +440,7 @@ static mirs_status piece_program(cutter *c, mirs__piece *pc, int32_t *tmap) {
           snprintf(name, sizeof name, "y%d", (int)j);
           nm = name;
         }
-      st = mirs__graph_add_op(q, nm, k->op, k->nin, in, k->dim, &tmap[k->out[0]]);
+      st = mirs__graph_copy_op(q, nm, k, in, &tmap[k->out[0]]);
     } else {
       st = MIRS_FAIL(ctx, MIRS_INTERNAL, "partition: op %d has %d inputs and %d outputs",
                      (int)pc->ops[a], (int)k->nin, (int)k->nout);

@@ -169,12 +169,8 @@ mirs_status mirs__reduce_push_op(mirs_graph *rg, const mirs_graph *g, int32_t op
                                  const mirs__reduce_map *m, bool names) {
   mirs_context *ctx = rg->ctx;
   const mirs__kop *k = &g->ops[op];
-  if (k->op != MIRS_OP_CUSTOM) {
-    MIRS_CHECK(ctx, mirs__graph_add_op_c(rg, names ? g->t[k->out[0]].name : NULL, k->op, k->nin,
-                                         k->in, k->dim, k->cst, NULL));
-    rg->ops[rg->nops - 1].eps = k->eps;
-    return MIRS_OK;
-  }
+  if (k->op != MIRS_OP_CUSTOM)
+    return mirs__graph_copy_op(rg, names ? g->t[k->out[0]].name : NULL, k, k->in, NULL);
   const mirs__bgraph *bg = k->bg;
   mirs__bgraph *nb;
   int32_t grid[MIRS__GRID];
