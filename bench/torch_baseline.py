@@ -87,7 +87,7 @@ def op_shape(op, shapes, dim, where):
         if len(s) < 2:
             raise GraphError(f"{where}: transpose of a rank-{len(s)} tensor")
         return s[:-2] + [s[-1], s[-2]]
-    if op in ("sum", "max"):
+    if op in ("sum", "max", "mean"):
         s = list(shapes[0])
         d = dim + len(s) if dim < 0 else dim
         if not 0 <= d < len(s):
@@ -139,7 +139,15 @@ def parse(path, text):
         name, op, arglist = m.groups()
         args = [a.strip() for a in arglist.split(",")] if arglist.strip() else []
         dim = None
-        if op in ("sum", "max"):
+        if op == "layer_norm":  # (x) or (x, eps=E); dim carries eps (default PyTorch's)
+            if len(args) == 2 and re.fullmatch(rf"eps\s*=\s*{NUMBER}", args[1]):
+                dim = float(args[1].split("=")[1])
+            elif len(args) == 1:
+                dim = 1e-5
+            else:
+                raise GraphError(f"{where}: layer_norm takes (x) or (x, eps=E)")
+            args = args[:1]
+        elif op in ("sum", "max", "mean"):
             if len(args) != 2 or not re.fullmatch(r"dim\s*=\s*-?\d+", args[1]):
                 raise GraphError(f"{where}: {op} takes (x, dim=D)")
             dim = int(args[1].split("=")[1])
@@ -164,7 +172,8 @@ def parse(path, text):
             if a not in prog.shapes:
                 raise GraphError(f"{where}: '{a}' is not defined")
         define(prog, name, where)
-        prog.shapes[name] = op_shape(op, [prog.shapes[a] for a in tensors], dim or 0, where)
+        prog.shapes[name] = op_shape(op, [prog.shapes[a] for a in tensors],
+                                     0 if op == "layer_norm" else dim or 0, where)
         prog.dtypes[name] = prog.dtypes[tensors[0]]
         prog.ops.append((name, op, args, dim))
     if not prog.outputs:
@@ -184,6 +193,11 @@ def statement(name, op, args, dim):
         return f"{name} = torch.sum({args[0]}, dim={dim}, keepdim=True)"
     if op == "max":
         return f"{name} = torch.amax({args[0]}, dim={dim}, keepdim=True)"
+    if op == "mean":
+        return f"{name} = torch.mean({args[0]}, dim={dim}, keepdim=True)"
+    if op == "layer_norm":  # no weight or bias, over the last dim; dim holds eps
+        x = args[0]
+        return f"{name} = torch.nn.functional.layer_norm({x}, ({x}.shape[-1],), eps={dim!r})"
     if op == "square":
         return f"{name} = torch.mul({args[0]}, {args[0]})"
     if op == "transpose":
