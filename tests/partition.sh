@@ -1,7 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # tests/partition.sh - `mirsearch partition` and the result cache from
-# the command line: a transformer-like block (tests/partition/block.graph)
+# the command line: a transformer-like block (tests/partition_graphs/block.graph)
 # is cut, searched, stitched and written, and the stitched µGraph
 # verifies against the whole program (`mirsearch verify`); a second run
 # is served from the cache (no state explored); `mirsearch FILE.graph`
@@ -30,8 +30,8 @@ fail() {
 json() {
   sed -n "s/^  \"$2\": \"\{0,1\}\([^\",]*\)\"\{0,1\},\{0,1\}$/\1/p" "$1" | head -n 1
 }
-block=$top_srcdir/tests/partition/block.graph
-mlp=$top_srcdir/tests/partition/mlp.graph
+block=$top_srcdir/tests/partition_graphs/block.graph
+mlp=$top_srcdir/tests/partition_graphs/mlp.graph
 small="--threads=2 --partition-max-ops=2"
 
 # 1. The block: cut, searched, stitched, verified, written.
