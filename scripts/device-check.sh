@@ -62,7 +62,7 @@ trap 'rm -rf "$work"' EXIT
 start=$(date +%s)
 budget=${DEVICE_CHECK_BUDGET:-480}
 # DEVICE_CHECK_EXAMPLES: a subset of the published examples (a rerun of some).
-published=${DEVICE_CHECK_EXAMPLES:-"rmsnorm_linear gqa qknorm_attention lora gated_mlp ntrans mha mqa causal_attention"}
+published=${DEVICE_CHECK_EXAMPLES:-"rmsnorm_linear gqa qknorm_attention lora gated_mlp ntrans mha mqa causal_attention gqa_safe mha_safe"}
 small=""
 for n in $published; do small="$small ${n}_small"; done
 
