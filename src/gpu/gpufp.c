@@ -472,7 +472,9 @@ const mirs__fp_backend mirs__fp_gpu_backend = {
 
 /* ---------------------------------------------------------------- choice */
 
-/* Open and describe device 0 (the probe of auto and gpu). */
+#ifdef HAVE_CUDA
+/* Open and describe device 0 (the probe of auto and gpu; a build without
+ * CUDA has nothing to open). */
 static mirs_status probe(mirs_context *ctx, char *name, size_t size) {
   const mirs_gpufp_abi *abi;
   MIRS_CHECK(ctx, load_abi(ctx, &abi));
@@ -489,6 +491,7 @@ static mirs_status probe(mirs_context *ctx, char *name, size_t size) {
   snprintf(name, size, "gpu: %s", dev);
   return MIRS_OK;
 }
+#endif
 
 /* The backend of the option `verify` (see fingerprint.h). */
 mirs_status mirs__fp_backend_choose(mirs_context *ctx, const mirs__fp_backend **out, char *name,
