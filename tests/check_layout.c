@@ -89,6 +89,14 @@ START_TEST(test_round_trip) {
       "N = rms_norm(X, eps=1e-06)\n", "Z = rms_norm(X)\n" /* eps 0 is not written */
   };
   tu_assert_round_trip(f, want, sizeof want / sizeof want[0]);
+  /* `show` writes the attributes; the reshape of an output is a kernel. */
+  run r;
+  run_cli(&r, "show", f, NULL);
+  ck_assert_int_eq(r.rc, 0);
+  static const char *const shown[] = {"reshape(X, shape=[6, 4]) -> R", "permute(X, dims=[2, 0, 1]) -> P",
+                                      "rms_norm(X, eps=1e-06) -> N", "program p: 4 kernels"};
+  tu_assert_contains(r.out, shown, sizeof shown / sizeof shown[0]);
+  run_free(&r);
 }
 END_TEST
 
@@ -113,6 +121,17 @@ START_TEST(test_builder_api) {
   ck_assert_int_eq(mirs_graph_add_layout(g, NULL, MIRS_OP_EXP, x, 2, rs, &bad), MIRS_INVALID_ARG);
   /* mirs_graph_add_op cannot make one: the attribute is required. */
   ck_assert_int_eq(mirs_graph_add_op(g, NULL, MIRS_OP_RESHAPE, 1, &x, &bad), MIRS_SHAPE);
+  /* The kernel views report the resolved attribute. */
+  mirs_kernel_view kv = MIRS_KERNEL_VIEW_INIT;
+  ck_assert_int_eq(mirs_graph_kernel(g, mirs_tensor_producer(g, r), &kv), MIRS_OK);
+  ck_assert_int_eq(kv.op, MIRS_OP_RESHAPE);
+  ck_assert_int_eq(kv.num_layout_dims, 2);
+  ck_assert(kv.layout_dims[0] == 2 && kv.layout_dims[1] == 12);
+  mirs_kernel_view pv = MIRS_KERNEL_VIEW_INIT;
+  ck_assert_int_eq(mirs_graph_kernel(g, mirs_tensor_producer(g, p), &pv), MIRS_OK);
+  ck_assert_int_eq(pv.num_layout_dims, 3);
+  ck_assert(pv.layout_dims[0] == 1 && pv.layout_dims[1] == 2 && pv.layout_dims[2] == 0);
+  ck_assert(pv.eps == 0.0);
   mirs_graph_destroy(g);
   mirs_context_destroy(ctx);
 }
