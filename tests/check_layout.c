@@ -464,6 +464,44 @@ START_TEST(test_rms_norm_eps_search) {
 }
 END_TEST
 
+/* Attention over 4 heads of 16 written as a model writes it: Q, K, V
+ * [T, d] split into heads by reshape and permute, merged back after. */
+static const char *const HEADS =
+    "program heads\ninput Q : f16[8, 64]\ninput K : f16[8, 64]\ninput V : f16[8, 64]\n"
+    "Q3 = reshape(Q, shape=[8, 4, 16])\nQh = permute(Q3, dims=[1, 0, 2])\n"
+    "K3 = reshape(K, shape=[8, 4, 16])\nKt = permute(K3, dims=[1, 2, 0])\n"
+    "V3 = reshape(V, shape=[8, 4, 16])\nVh = permute(V3, dims=[1, 0, 2])\n"
+    "S = matmul(Qh, Kt)\nE = exp(S)\nD = sum(E, dim=2)\nP = div(E, D)\nO = matmul(P, Vh)\n"
+    "Ot = permute(O, dims=[1, 0, 2])\nOm = reshape(Ot, shape=[8, 64])\noutput Om\n";
+/* The same in one kernel: grid.x walks the heads, each block loads its
+ * head's columns of Q, K and V (imap: dim 1 split by the grid) and stores
+ * its [T, 16] slice of the merged result (omap): the head split and merge
+ * are the tile maps, no layout op is left.  %s is the softmax's dim. */
+static const char *const HEADS_UG =
+    "ugraph heads\ninput Q : f16[8, 64]\ninput K : f16[8, 64]\ninput V : f16[8, 64]\n"
+    "Om = custom(grid=[4, 1, 1], block=[128, 1, 1], forloop=1) {\n"
+    "  q = input(Q, imap=[1, -1, -1], fmap=-1)\n  k = input(K, imap=[1, -1, -1], fmap=-1)\n"
+    "  kt = transpose(k)\n  v = input(V, imap=[1, -1, -1], fmap=-1)\n"
+    "  s = matmul(q, kt)\n  e = exp(s)\n  d = sum(e, dim=%s)\n  p = div(e, d)\n"
+    "  o = matmul(p, v)\n  a = accum(o)\n  output(a, omap=[1, -1, -1])\n}\noutput Om\n";
+
+START_TEST(test_heads_in_tile_maps) {
+  const char *prog = tu_put("heads.graph", HEADS);
+  char text[1024];
+  snprintf(text, sizeof text, HEADS_UG, "1");
+  const char *ug = tu_put("heads.ugraph", text);
+  ck_assert_int_eq(tu_verify_rc(prog, ug), 0);
+  snprintf(text, sizeof text, HEADS_UG, "0"); /* the softmax over the wrong dim */
+  ck_assert_int_eq(tu_verify_rc(prog, tu_put("heads_bad.ugraph", text)), 1);
+  if (system("c++ --version >/dev/null 2>&1") != 0)
+    return;
+  run r;
+  run_cli(&r, "run", "--backend=host", ug, NULL);
+  ck_assert_msg(r.rc == 0, "rc %d: %s", r.rc, r.err);
+  run_free(&r);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("layout");
   TCase *tc = tcase_create("layout");
@@ -479,6 +517,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_spelled_rms_norm_folds);
   tcase_add_test(tc, test_rms_norm_eps_codegen);
   tcase_add_test(tc, test_rms_norm_eps_search);
+  tcase_add_test(tc, test_heads_in_tile_maps);
   tcase_add_test(tc, test_codegen_views_and_copies);
   tcase_add_test(tc, test_host_run);
   suite_add_tcase(s, tc);
