@@ -374,6 +374,31 @@ static const char *mask_pos(const kgen *k, const mirs__bop *op, char *buf, size_
   return buf;
 }
 
+/* Emit `v = f(v)` for a one-operand elementwise op f (whole, with its
+ * `;`), or the head `v = v OP ` of a two-operand one, whose second
+ * operand the caller prints, then the returned tail. */
+static const char *emit_step_head(kgen *k, const char *ind, const mirs__bop *f) {
+  mirs__buf *b = k->b;
+  if (f->nin == 1) {
+    char pos[256];
+    mirs__buf_printf(b, "%sv = ", ind);
+    emit_unary(b, f->op, f->cst, "v",
+               f->op == MIRS_OP_CAUSAL_MASK ? mask_pos(k, f, pos, sizeof pos) : NULL);
+    mirs__buf_puts(b, ";\n");
+    return "";
+  }
+  if (f->op == MIRS_OP_DIV && k->fastdiv) {
+    mirs__buf_printf(b, "%sv = __fdividef(v, ", ind);
+    return ");\n";
+  }
+  if (f->op == MIRS_OP_SUB && k->masks) {
+    mirs__buf_printf(b, "%sv = mirs_sub(v, ", ind);
+    return ");\n";
+  }
+  mirs__buf_printf(b, "%sv = v %s ", ind, binop(f->op));
+  return ";\n";
+}
+
 /* Emit the chain of fused ops from tensor t (value in `v`, coordinates
  * c0.. of t's shape, flat index `e`) and the store of the final value. */
 static void emit_chain_store(kgen *k, const char *ind, int32_t t) {
@@ -382,24 +407,10 @@ static void emit_chain_store(kgen *k, const char *ind, int32_t t) {
   const mirs__shape *s = &bg->t[t].shape;
   while (k->pl->t[t].next >= 0) {
     const mirs__bop *f = &bg->ops[k->pl->t[t].next];
-    if (f->nin == 1) {
-      char pos[256];
-      mirs__buf_printf(b, "%sv = ", ind);
-      emit_unary(b, f->op, f->cst, "v",
-                 f->op == MIRS_OP_CAUSAL_MASK ? mask_pos(k, f, pos, sizeof pos) : NULL);
-      mirs__buf_puts(b, ";\n");
-    } else if (f->op == MIRS_OP_DIV && k->fastdiv) {
-      mirs__buf_printf(b, "%sv = __fdividef(v, ", ind);
+    const char *tail = emit_step_head(k, ind, f);
+    if (f->nin > 1) {
       emit_tile_ld(k, f->in[1], s);
-      mirs__buf_puts(b, ");\n");
-    } else if (f->op == MIRS_OP_SUB && k->masks) {
-      mirs__buf_printf(b, "%sv = mirs_sub(v, ", ind);
-      emit_tile_ld(k, f->in[1], s);
-      mirs__buf_puts(b, ");\n");
-    } else {
-      mirs__buf_printf(b, "%sv = v %s ", ind, binop(f->op));
-      emit_tile_ld(k, f->in[1], s);
-      mirs__buf_puts(b, ";\n");
+      mirs__buf_puts(b, tail);
     }
     t = f->out;
   }
@@ -492,13 +503,33 @@ static void emit_operand_bases(kgen *k, const mirs__bop *op) {
   mirs__buf_puts(k->b, ";\n");
 }
 
+/* Emit the B fragments of a k step (row `kexpr` of the [k][n] tile at
+ * `pb`, stride SB) for ch neighbouring 8-column tiles, two at a time
+ * through ldmatrix.x4.trans (lanes 16-31 address the next 8 columns; .x2
+ * for a last odd one), and the MMAs d[j] += a . b. */
+static void emit_b_frags(kgen *k, int64_t ch, int64_t SB, const char *sfx, const char *kexpr) {
+  mirs__buf *b = k->b;
+  for (int64_t j = 0; j < ch; j += 2) {
+    bool two = j + 1 < ch;
+    mirs__buf_printf(b, "          {\n            uint32_t bf[%d];\n"
+                        "            mirs_ldmatrix_x%d_trans(bf, pb + %s * %" PRId64 " + %" PRId64 ");\n"
+                        "            mirs_mma_%s(d[%" PRId64 "], a, bf);\n",
+                     two ? 4 : 2, two ? 4 : 2, kexpr, SB, j * 8, sfx, j);
+    if (two)
+      mirs__buf_printf(b, "            mirs_mma_%s(d[%" PRId64 "], a, bf + 2);\n", sfx, j + 1);
+    mirs__buf_puts(b, "          }\n");
+  }
+}
+
 /* The MMA_16 body when a warp's `per` tiles lie in one row of tiles
  * (same batch and rows): A fragments are loaded once per k step for all of
  * them, B fragments of two neighbouring tiles at once (ldmatrix.x4.trans:
- * lanes 16-31 address the next 8 columns).  Opens and closes its own
- * block (the caller emitted its `{` and lane variables). */
+ * lanes 16-31 address the next 8 columns).  With `into`, the C fragments
+ * add into that [per][4] array of the register chain (no chunks, no
+ * epilogue).  The caller emitted the block's `{` and lane variables and
+ * closes it. */
 static void emit_mma16_rows(kgen *k, int32_t oi, const mma_geo *q, int64_t SA, int64_t SB,
-                            mirs_dtype dt, const char *sfx) {
+                            mirs_dtype dt, const char *sfx, const char *into) {
   const mirs__bgraph *bg = k->bg;
   const mirs__bop *op = &bg->ops[oi];
   const mirs__plan_op *po = &k->pl->op[oi];
@@ -520,7 +551,7 @@ static void emit_mma16_rows(kgen *k, int32_t oi, const mma_geo *q, int64_t SA, i
    * each, the A fragments reloaded from shared memory) bound the live
    * fragments, so a warp owning a long row of tiles does not spill. */
   int64_t ch = q->per;
-  if (po->acc < 0 && ch > MIRS__PLAN_MMA_CHUNK) {
+  if (po->acc < 0 && !into && ch > MIRS__PLAN_MMA_CHUNK) {
     ch = MIRS__PLAN_MMA_CHUNK;
     while (q->per % ch != 0)
       ch--;
@@ -531,7 +562,9 @@ static void emit_mma16_rows(kgen *k, int32_t oi, const mma_geo *q, int64_t SA, i
                    ctype(dt), (int)op->in[0], SA);
   mirs__buf_printf(b, "        %sfor (int c = 0; c < %" PRId64 "; c += %" PRId64 ") {\n",
                    ch < q->per ? "MIRS_NO_UNROLL " : "", q->per, ch);
-  if (po->acc >= 0)
+  if (into)
+    mirs__buf_printf(b, "        float (*const d)[4] = %s + c;\n", into);
+  else if (po->acc >= 0)
     mirs__buf_printf(b, "        float (*const d)[4] = accf%d + c;\n", (int)po->acc);
   else
     mirs__buf_printf(b, "        float d[%" PRId64 "][4] = {};\n", ch);
@@ -542,22 +575,9 @@ static void emit_mma16_rows(kgen *k, int32_t oi, const mma_geo *q, int64_t SA, i
   mirs__buf_printf(b, "        %sfor (int kk = 0; kk < %" PRId64 "; kk += 16) {\n",
                    ksteps <= 16 ? "MIRS_UNROLL " : "", q->kk);
   mirs__buf_puts(b, "          uint32_t a[4];\n          mirs_ldmatrix_x4(a, pa + kk);\n");
-  for (int64_t j = 0; j + 1 < ch; j += 2) {
-    mirs__buf_printf(b, "          {\n            uint32_t bf[4];\n"
-                        "            mirs_ldmatrix_x4_trans(bf, pb + kk * %" PRId64 " + %" PRId64 ");\n",
-                     SB, j * 8);
-    mirs__buf_printf(b, "            mirs_mma_%s(d[%" PRId64 "], a, bf);\n"
-                        "            mirs_mma_%s(d[%" PRId64 "], a, bf + 2);\n          }\n",
-                     sfx, j, sfx, j + 1);
-  }
-  if (ch % 2 == 1) {
-    mirs__buf_printf(b, "          {\n            uint32_t bf[2];\n"
-                        "            mirs_ldmatrix_x2_trans(bf, pb + kk * %" PRId64 " + %" PRId64 ");\n"
-                        "            mirs_mma_%s(d[%" PRId64 "], a, bf);\n          }\n",
-                     SB, (ch - 1) * 8, sfx, ch - 1);
-  }
+  emit_b_frags(k, ch, SB, sfx, "kk");
   mirs__buf_puts(b, "        }\n");
-  if (po->acc < 0) {
+  if (po->acc < 0 && !into) {
     mirs__buf_printf(b, "        MIRS_UNROLL for (int j = 0; j < %" PRId64 "; j++) {\n"
                         "        const int nt = nt0 + c + j;\n",
                      ch);
@@ -567,7 +587,7 @@ static void emit_mma16_rows(kgen *k, int32_t oi, const mma_geo *q, int64_t SA, i
     mirs__buf_puts(b, "        }\n");
     k->pending = true;
   }
-  mirs__buf_puts(b, "        }\n      }\n    }\n");
+  mirs__buf_puts(b, "        }\n      }\n");
 }
 
 /* Emit a block matmul on tensor cores.  MMA_16: both operands are 16-bit
@@ -600,7 +620,8 @@ static void emit_mma(kgen *k, int32_t oi) {
   mirs__buf_puts(b, "      const int lane = tid & 31, warp = tid >> 5, gq = lane >> 2, tq = lane & 3;\n"
                     "      (void)gq; (void)tq;\n");
   if (!tf32 && q.nt % q.per == 0 && q.tiles % q.per == 0) {
-    emit_mma16_rows(k, oi, &q, SA, SB, dt, sfx);
+    emit_mma16_rows(k, oi, &q, SA, SB, dt, sfx, NULL);
+    mirs__buf_puts(b, "    }\n");
     return;
   }
   open_warp_tiles(k, &q, os);
@@ -648,6 +669,187 @@ static void emit_mma(kgen *k, int32_t oi) {
     k->pending = true;
   }
   mirs__buf_puts(b, "      }\n    }\n");
+}
+
+/* ---------------------------------------------------------------- register chain */
+/* Plan decision 8 (plan.h, mirs__plan_chain): warp w owns rows 16w..16w+15
+ * of S and of E·V.  Lane (gq, tq) holds, per 8-column tile j, the C
+ * fragment elements h = 0..3 at row 16w + gq + 8 (h >> 1), column 8j +
+ * 2tq + (h & 1): S = x<S>[j][h], every value of the chain likewise
+ * (x<t>), a row value r<t>[h >> 1] (all 4 lanes of a quad hold it, after
+ * two xor shuffles over tq). */
+
+/* The coordinates c0.. of element (j, h) of a chain tile of shape s. */
+static void chain_coords(kgen *k, const mirs__shape *s, const char *ind) {
+  int r = s->ndim;
+  for (int d = 0; d + 2 < r; d++)
+    mirs__buf_printf(k->b, "%sconst int c%d = 0;\n%s(void)c%d;\n", ind, d, ind, d);
+  mirs__buf_printf(k->b,
+                   "%sconst int c%d = warp * 16 + gq + (h >> 1) * 8, c%d = j * 8 + tq * 2 + (h & 1);\n"
+                   "%s(void)c%d; (void)c%d;\n",
+                   ind, r - 2, r - 1, ind, r - 2, r - 1);
+}
+
+/* Emit `ss`, the max or sum of row gq + 8h of chain tile x (nt tiles): the
+ * lane's 2 * nt elements, then the quad's (xor 1, 2). */
+static void emit_row_reduce(kgen *k, int32_t x, int64_t nt, bool mx) {
+  mirs__buf *b = k->b;
+  mirs__buf_printf(b, "        float ss = %s;\n", mx ? "-INFINITY" : "0.0f");
+  mirs__buf_printf(b, "        MIRS_UNROLL for (int j = 0; j < %" PRId64 "; j++)\n", nt);
+  if (mx)
+    mirs__buf_printf(b, "          ss = fmaxf(fmaxf(ss, x%d[j][2 * h]), x%d[j][2 * h + 1]);\n",
+                     (int)x, (int)x);
+  else
+    mirs__buf_printf(b, "          ss += x%d[j][2 * h] + x%d[j][2 * h + 1];\n", (int)x, (int)x);
+  for (int m = 1; m <= 2; m *= 2)
+    mirs__buf_printf(b, mx ? "        ss = fmaxf(ss, __shfl_xor_sync(0xffffffffu, ss, %d));\n"
+                           : "        ss += __shfl_xor_sync(0xffffffffu, ss, %d);\n",
+                     m);
+}
+
+/* Emit E·V (chain op oi): A fragments from E's C fragments, B from the
+ * loaded tile V, into accumulator registers or a fresh x<out>. */
+static void emit_chain_mma(kgen *k, int32_t oi, int64_t nt1) {
+  const mirs__bgraph *bg = k->bg;
+  const mirs__bop *op = &bg->ops[oi];
+  mirs__buf *b = k->b;
+  int32_t e = op->in[0], v = op->in[1], acc = k->pl->op[oi].acc;
+  const mirs__shape *os = &bg->t[op->out].shape, *vs = &bg->t[v].shape;
+  int64_t nt2 = os->d[os->ndim - 1] / 8, sv[MIRS_MAX_DIMS];
+  tile_strides(k, v, sv);
+  int64_t SB = sv[vs->ndim - 2];
+  mirs_dtype dv = mirs__plan_tile_dtype(k->g, bg, v);
+  bool tf32 = k->pl->chain.mma2 == MIRS__MMA_TF32;
+  const char *sfx = tf32 ? "tf32" : dv == MIRS_BF16 ? "bf16" : "f16";
+  mirs__buf_printf(b, "      /* %s = matmul(%s, %s): A fragments from %s's C fragments, %s */\n",
+                   bg->t[op->out].name, bg->t[e].name, bg->t[v].name, bg->t[e].name,
+                   tf32 ? "tf32 m16n8k8 (columns 2tq, 2tq + 1 as k = tq, tq + 4)"
+                        : "16-bit m16n8k16 (E in [0, 1]), B by ldmatrix.trans");
+  if (acc >= 0)
+    mirs__buf_printf(b, "      {\n        float (*const d)[4] = accf%d;\n", (int)acc);
+  else
+    mirs__buf_printf(b, "      float x%d[%" PRId64 "][4] = {};\n      {\n        float (*const d)[4] = x%d;\n",
+                     (int)op->out, nt2, (int)op->out);
+  if (tf32) {
+    mirs__buf_printf(b, "        const %s *const pb = t%d + (2 * tq) * %" PRId64 " + gq;\n",
+                     ctype(dv), (int)v, SB);
+    mirs__buf_printf(b, "        MIRS_UNROLL for (int s = 0; s < %" PRId64 "; s++) {\n", nt1);
+    mirs__buf_printf(b, "          const uint32_t a[4] = {mirs_pack_tf32(x%d[s][0]), mirs_pack_tf32(x%d[s][2]),\n"
+                        "                                 mirs_pack_tf32(x%d[s][1]), mirs_pack_tf32(x%d[s][3])};\n",
+                     (int)e, (int)e, (int)e, (int)e);
+    mirs__buf_printf(b, "          MIRS_UNROLL for (int n = 0; n < %" PRId64 "; n++) {\n", nt2);
+    mirs__buf_printf(b, "            const uint32_t bf[2] = {mirs_pack_tf32(mirs_ld(pb + s * %" PRId64 " + n * 8)),\n"
+                        "                                    mirs_pack_tf32(mirs_ld(pb + s * %" PRId64 " + %" PRId64 " + n * 8))};\n",
+                     8 * SB, 8 * SB, SB);
+    mirs__buf_puts(b, "            mirs_mma_tf32(d[n], a, bf);\n          }\n        }\n      }\n");
+    return;
+  }
+  const char *pk = dv == MIRS_BF16 ? "mirs_pack_bf16" : "mirs_pack_f16";
+  mirs__buf_printf(b, "        const %s *const pb = t%d + (lane & 15) * %" PRId64 " + (lane >> 4) * 8;\n",
+                   ctype(dv), (int)v, SB);
+  mirs__buf_printf(b, "        MIRS_UNROLL for (int s = 0; s < %" PRId64 "; s++) {\n", nt1 / 2);
+  mirs__buf_printf(b, "          const uint32_t a[4] = {%s(x%d[2 * s][0], x%d[2 * s][1]), %s(x%d[2 * s][2], x%d[2 * s][3]),\n"
+                      "                                 %s(x%d[2 * s + 1][0], x%d[2 * s + 1][1]), %s(x%d[2 * s + 1][2], x%d[2 * s + 1][3])};\n",
+                   pk, (int)e, (int)e, pk, (int)e, (int)e, pk, (int)e, (int)e, pk, (int)e, (int)e);
+  emit_b_frags(k, nt2, SB, sfx, "(s * 16)");
+  mirs__buf_puts(b, "        }\n      }\n");
+}
+
+/* Emit chain op oi (after S): an elementwise op over the fragments, a row
+ * max or sum, E·V, or an accumulator step in registers. */
+static void emit_chain_op(kgen *k, int32_t oi, int64_t nt1) {
+  const mirs__bgraph *bg = k->bg;
+  const mirs__bop *op = &bg->ops[oi];
+  mirs__buf *b = k->b;
+  int32_t x = op->in[0], y = op->nin > 1 ? op->in[1] : -1, o = op->out;
+  if (op->op == MIRS_OP_MATMUL) {
+    emit_chain_mma(k, oi, nt1);
+    return;
+  }
+  if (mirs__op_is_elementwise(op->op)) {
+    mirs__buf_printf(b, "      /* %s = %s, in registers */\n      float x%d[%" PRId64 "][4];\n",
+                     bg->t[o].name, mirs__graph_ops[op->op].name, (int)o, nt1);
+    mirs__buf_printf(b, "      MIRS_UNROLL for (int j = 0; j < %" PRId64 "; j++)\n"
+                        "        MIRS_UNROLL for (int h = 0; h < 4; h++) {\n", nt1);
+    chain_coords(k, &bg->t[o].shape, "          ");
+    mirs__buf_printf(b, "          float v = x%d[j][h];\n", (int)x);
+    const char *tail = emit_step_head(k, "          ", op);
+    if (y >= 0)
+      mirs__buf_printf(b, "r%d[h >> 1]%s", (int)y, tail);
+    mirs__buf_printf(b, "          x%d[j][h] = v;\n        }\n", (int)o);
+    return;
+  }
+  if (mirs__graph_ops[op->op].kind == MIRS__KIND_REDUCE) {
+    mirs__buf_printf(b, "      /* %s = %s over the row: quad shuffles */\n      float r%d[2];\n"
+                        "      MIRS_UNROLL for (int h = 0; h < 2; h++) {\n",
+                     bg->t[o].name, mirs__graph_ops[op->op].name, (int)o);
+    emit_row_reduce(k, x, nt1, op->op == MIRS_OP_MAX);
+    mirs__buf_printf(b, "        r%d[h] = ss;\n      }\n", (int)o);
+    return;
+  }
+  bool frag = k->pl->t[o].frag == MIRS__FRAG_C;
+  if (op->op == MIRS_OP_ACCUM) {
+    mirs__buf_printf(b, "      /* %s = accum(%s): added by the matmul into its C fragments */\n",
+                     bg->t[o].name, bg->t[x].name);
+    return;
+  }
+  mirs__buf_printf(b, "      /* %s = %s(%s%s%s), in registers */\n", bg->t[o].name,
+                   mirs__graph_ops[op->op].name, bg->t[x].name, y >= 0 ? ", " : "",
+                   y >= 0 ? bg->t[y].name : "");
+  mirs__buf_puts(b, "      MIRS_UNROLL for (int h = 0; h < 2; h++) {\n");
+  if (op->op == MIRS_OP_ACCUM_SUM) {
+    emit_row_reduce(k, x, nt1, false);
+    mirs__buf_printf(b, "        accr%d[h] += ss;\n      }\n", (int)o);
+    return;
+  }
+  /* ACCUM_ONLINE: rescale to the new running max (interp.c: a -inf
+   * shift adds nothing). */
+  mirs__buf_printf(b, "        const float mo = run%d[h], mv = r%d[h], mn = fmaxf(mo, mv);\n"
+                      "        const float so = mo == -INFINITY ? 0.0f : expf(mo - mn),\n"
+                      "                    sv = mv == -INFINITY ? 0.0f : expf(mv - mn);\n",
+                   (int)o, (int)y);
+  if (frag) {
+    int64_t nt2 = bg->t[o].shape.d[bg->t[o].shape.ndim - 1] / 8;
+    mirs__buf_printf(b, "        MIRS_UNROLL for (int j = 0; j < %" PRId64 "; j++)\n"
+                        "          MIRS_UNROLL for (int i = 2 * h; i < 2 * h + 2; i++)\n"
+                        "            accf%d[j][i] = accf%d[j][i] * so + x%d[j][i] * sv;\n",
+                     nt2, (int)o, (int)o, (int)x);
+  } else {
+    mirs__buf_printf(b, "        accr%d[h] = accr%d[h] * so + r%d[h] * sv;\n", (int)o, (int)o, (int)x);
+  }
+  mirs__buf_printf(b, "        run%d[h] = mn;\n      }\n", (int)o);
+}
+
+/* Emit the register chain at its first matmul's step: S into registers,
+ * then every chain op in order (plan.h, mirs__plan_chain). */
+static void emit_chain(kgen *k) {
+  const mirs__bgraph *bg = k->bg;
+  const mirs__plan_chain *c = &k->pl->chain;
+  mirs__buf *b = k->b;
+  const mirs__bop *m1 = &bg->ops[c->mm1];
+  const mirs__shape *ss = &bg->t[m1->out].shape, *as = &bg->t[m1->in[0]].shape,
+                    *bs = &bg->t[m1->in[1]].shape;
+  int64_t nt1 = ss->d[ss->ndim - 1] / 8;
+  sync_if_pending(k, "    ");
+  mirs__buf_printf(b, "    { /* register chain: %s = matmul .. %s = matmul, in the registers of the warp\n"
+                      "       * owning each 16-row strip (no shared-memory round trip) */\n",
+                   bg->t[m1->out].name, bg->t[bg->ops[c->mm2].out].name);
+  mirs__buf_puts(b, "      const int lane = tid & 31, warp = tid >> 5, gq = lane >> 2, tq = lane & 3;\n"
+                    "      (void)gq; (void)tq;\n");
+  mirs__buf_printf(b, "      float x%d[%" PRId64 "][4] = {};\n", (int)m1->out, nt1);
+  int64_t sa[MIRS_MAX_DIMS], sb[MIRS_MAX_DIMS];
+  tile_strides(k, m1->in[0], sa);
+  tile_strides(k, m1->in[1], sb);
+  mirs_dtype dt = mirs__plan_tile_dtype(k->g, bg, m1->in[0]);
+  mma_geo q = mma_geometry(k, m1, k->pl->op[c->mm1].m_pad);
+  char into[16];
+  snprintf(into, sizeof into, "x%d", (int)m1->out);
+  emit_mma16_rows(k, c->mm1, &q, sa[as->ndim - 2], sb[bs->ndim - 2], dt,
+                  dt == MIRS_BF16 ? "bf16" : "f16", into);
+  for (int32_t i = c->mm1 + 1; i < bg->nops; i++)
+    if (k->pl->op[i].chain)
+      emit_chain_op(k, i, nt1);
+  mirs__buf_puts(b, "    }\n");
 }
 
 /* log2 of a power of two. */
@@ -867,6 +1069,11 @@ static void emit_accum(kgen *k, const mirs__bop *op) {
   const mirs__bgraph *bg = k->bg;
   mirs__buf *b = k->b;
   const mirs__shape *xs = &bg->t[op->in[0]].shape, *as = &bg->t[op->out].shape;
+  if (k->pl->op[op - bg->ops].chain) {
+    mirs__buf_printf(b, "    /* %s = %s(%s): in the register chain */\n", bg->t[op->out].name,
+                     mirs__graph_ops[op->op].name, bg->t[op->in[0]].name);
+    return;
+  }
   if (k->pl->t[op->out].acc_mma) {
     mirs__buf_printf(b, "    /* %s = accum(%s): added by the matmul into its C fragments */\n",
                      bg->t[op->out].name, bg->t[op->in[0]].name);
@@ -948,6 +1155,20 @@ static void emit_writeback(kgen *k, const mirs__bop *op) {
     open_warp_tiles(k, &q, &bg->t[op->out].shape);
     emit_frag_epilogue(k, &q, op->out, D);
     mirs__buf_puts(b, "      }\n    }\n");
+    k->pending = true;
+    return;
+  }
+  if (k->pl->t[op->out].frag == MIRS__FRAG_ROW) { /* lane tq == 0 of the quad owning the row */
+    mirs__buf_puts(b, "    {\n      const int lane = tid & 31, warp = tid >> 5, gq = lane >> 2, "
+                      "tq = lane & 3;\n");
+    mirs__buf_puts(b, "      if (tq == 0)\n        MIRS_UNROLL for (int h = 0; h < 2; h++) {\n"
+                      "          const int e = warp * 16 + gq + h * 8;\n");
+    mirs__buf_printf(b, "          if (e >= %" PRId64 ")\n            continue;\n",
+                     mirs__shape_numel(&bg->t[op->out].shape));
+    emit_coords(b, "          ", "int", "e", &bg->t[op->out].shape);
+    mirs__buf_printf(b, "          float v = accr%d[h];\n", (int)op->out);
+    emit_chain_store(k, "          ", op->out);
+    mirs__buf_puts(b, "        }\n    }\n");
     k->pending = true;
     return;
   }
@@ -1160,10 +1381,20 @@ static void emit_plan_comment(kgen *k, int32_t ki) {
     mirs__buf_printf(b, " * Causal tile skipping: %.1f%% of the forloop's tiles are live (loaded and\n"
                         " * computed); the rest are entirely masked.\n",
                      100.0 * pl->live);
+  if (pl->chain.on)
+    mirs__buf_printf(b, " * Register chain: %s = matmul through %s = matmul (%s) in the registers of\n"
+                        " * the warp owning each 16-row strip: no shared-memory round trip between\n"
+                        " * the two MMAs; row maxes and sums by quad shuffles.\n",
+                     bg->t[bg->ops[pl->chain.mm1].out].name, bg->t[bg->ops[pl->chain.mm2].out].name,
+                     pl->chain.mma2 == MIRS__MMA_16 ? "16-bit m16n8k16, A packed from C fragments"
+                                                    : "tf32 m16n8k8, A = C fragments");
   char dims[96];
   for (int32_t t = 0; t < bg->nt; t++) {
     const mirs__plan_tensor *pt = &pl->t[t];
-    if (pt->input)
+    if (pt->frag != MIRS__FRAG_NONE && !pt->input)
+      mirs__buf_printf(b, " *   %s: %s (registers)\n", bg->t[t].name,
+                       pt->frag == MIRS__FRAG_C ? "C fragments" : "row values");
+    else if (pt->input)
       mirs__buf_printf(b, " *   %s%s: %s tile, %d rows of stride %d, %d stage%s, %s%s%s\n",
                        bg->t[t].name, mirs__shape_str(&bg->t[t].shape, dims, sizeof dims),
                        pt->elsize == 2 ? "16-bit" : "f32", (int)pt->rows, (int)pt->stride,
@@ -1226,6 +1457,9 @@ static void emit_acc_init(kgen *k, const mirs__sched *sched) {
     int32_t t = op->out;
     int64_t n = mirs__shape_numel(&bg->t[t].shape);
     int64_t per = acc_per_thread(k, t, NULL);
+    if (pl->t[t].frag != MIRS__FRAG_NONE && op->op == MIRS_OP_ACCUM_ONLINE)
+      mirs__buf_printf(b, "    float run%d[2] = {-INFINITY, -INFINITY}; /* %s: running max of rows gq, gq + 8 */\n",
+                       (int)t, bg->t[t].name);
     if (pl->t[t].acc_mma) {
       int32_t p = bg->t[op->in[0]].producer;
       mma_geo q = mma_geometry(k, &bg->ops[p], pl->op[p].m_pad);
@@ -1234,6 +1468,9 @@ static void emit_acc_init(kgen *k, const mirs__sched *sched) {
       mirs__buf_printf(b, "    MIRS_UNROLL for (int j = 0; j < %" PRId64 "; j++)\n"
                           "      accf%d[j][0] = accf%d[j][1] = accf%d[j][2] = accf%d[j][3] = 0.0f;\n",
                        q.per, (int)t, (int)t, (int)t, (int)t);
+    } else if (pl->t[t].frag == MIRS__FRAG_ROW) {
+      mirs__buf_printf(b, "    float accr%d[2] = {0.0f, 0.0f}; /* %s: rows gq, gq + 8 of the warp's strip */\n",
+                       (int)t, bg->t[t].name);
     } else if (pl->t[t].acc_smem) {
       mirs__buf_printf(b, "    float *const a%d = (float *)((char *)mirs_smem + %" PRId64 ");\n",
                        (int)t, pl->t[t].aoff);
@@ -1353,7 +1590,10 @@ static void emit_main_loop(kgen *k, const mirs__sched *sched) {
     const mirs__bop *op = &bg->ops[stp->op];
     if (stp->kind == MIRS__STEP_ACCUM)
       emit_accum(k, op);
-    else if (stp->kind == MIRS__STEP_COMPUTE && !pl->op[stp->op].absorbed)
+    else if (stp->kind == MIRS__STEP_COMPUTE && pl->op[stp->op].chain) {
+      if (stp->op == pl->chain.mm1)
+        emit_chain(k);
+    } else if (stp->kind == MIRS__STEP_COMPUTE && !pl->op[stp->op].absorbed)
       emit_block_compute(k, stp->op);
   }
   mirs__buf_puts(b, "    __syncthreads();\n    }\n");
