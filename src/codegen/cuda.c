@@ -766,11 +766,13 @@ static void emit_chain_op(kgen *k, int32_t oi, int64_t nt1) {
     emit_chain_mma(k, oi, nt1);
     return;
   }
+  const mirs__shape *xs = &bg->t[x].shape;
+  int64_t ntx = xs->d[xs->ndim - 1] / 8; /* x's 8-column tiles (S's or E·V's) */
   if (mirs__op_is_elementwise(op->op)) {
     mirs__buf_printf(b, "      /* %s = %s, in registers */\n      float x%d[%" PRId64 "][4];\n",
-                     bg->t[o].name, mirs__graph_ops[op->op].name, (int)o, nt1);
+                     bg->t[o].name, mirs__graph_ops[op->op].name, (int)o, ntx);
     mirs__buf_printf(b, "      MIRS_UNROLL for (int j = 0; j < %" PRId64 "; j++)\n"
-                        "        MIRS_UNROLL for (int h = 0; h < 4; h++) {\n", nt1);
+                        "        MIRS_UNROLL for (int h = 0; h < 4; h++) {\n", ntx);
     chain_coords(k, &bg->t[o].shape, "          ");
     mirs__buf_printf(b, "          float v = x%d[j][h];\n", (int)x);
     const char *tail = emit_step_head(k, "          ", op);
@@ -788,9 +790,18 @@ static void emit_chain_op(kgen *k, int32_t oi, int64_t nt1) {
     return;
   }
   bool frag = k->pl->t[o].frag == MIRS__FRAG_C;
-  if (op->op == MIRS_OP_ACCUM) {
+  if (op->op == MIRS_OP_ACCUM && bg->t[x].producer == k->pl->chain.mm2 &&
+      k->pl->op[k->pl->chain.mm2].acc == o) {
     mirs__buf_printf(b, "      /* %s = accum(%s): added by the matmul into its C fragments */\n",
                      bg->t[o].name, bg->t[x].name);
+    return;
+  }
+  if (op->op == MIRS_OP_ACCUM) {
+    mirs__buf_printf(b, "      /* %s = accum(%s), in registers */\n"
+                        "      MIRS_UNROLL for (int j = 0; j < %" PRId64 "; j++)\n"
+                        "        MIRS_UNROLL for (int h = 0; h < 4; h++)\n"
+                        "          accf%d[j][h] += x%d[j][h];\n",
+                     bg->t[o].name, bg->t[x].name, ntx, (int)o, (int)x);
     return;
   }
   mirs__buf_printf(b, "      /* %s = %s(%s%s%s), in registers */\n", bg->t[o].name,
@@ -978,6 +989,14 @@ static void emit_block_compute(kgen *k, int32_t oi) {
   k->pending = true;
 }
 
+/* The matmul whose C-fragment layout accumulator op keeps (acc_mma): its
+ * operand's producer, or the chain's E·V for a chain accumulator. */
+static int32_t frag_producer(const kgen *k, const mirs__bop *op) {
+  if (k->pl->t[op->out].frag != MIRS__FRAG_NONE)
+    return k->pl->chain.mm2;
+  return k->bg->t[op->in[0]].producer;
+}
+
 /* Accumulator storage element r of accumulator tensor t. */
 static void acc_ref(const kgen *k, int32_t t, char *buf, size_t size) {
   if (k->pl->t[t].acc_smem)
@@ -1146,7 +1165,7 @@ static void emit_writeback(kgen *k, const mirs__bop *op) {
   mirs__buf_printf(b, "    /* %s: write back%s */\n", bg->t[op->out].name,
                    k->pl->t[op->out].next >= 0 ? " through its fused chain" : "");
   if (k->pl->t[op->out].acc_mma) {
-    int32_t p = bg->t[op->in[0]].producer;
+    int32_t p = frag_producer(k, op);
     mma_geo q = mma_geometry(k, &bg->ops[p], k->pl->op[p].m_pad);
     char D[32];
     snprintf(D, sizeof D, "accf%d[j]", (int)op->out);
@@ -1461,7 +1480,7 @@ static void emit_acc_init(kgen *k, const mirs__sched *sched) {
       mirs__buf_printf(b, "    float run%d[2] = {-INFINITY, -INFINITY}; /* %s: running max of rows gq, gq + 8 */\n",
                        (int)t, bg->t[t].name);
     if (pl->t[t].acc_mma) {
-      int32_t p = bg->t[op->in[0]].producer;
+      int32_t p = frag_producer(k, op);
       mma_geo q = mma_geometry(k, &bg->ops[p], pl->op[p].m_pad);
       mirs__buf_printf(b, "    float accf%d[%" PRId64 "][4]; /* %s: C fragments of this warp's tiles */\n",
                        (int)t, q.per, bg->t[t].name);

@@ -250,7 +250,7 @@ static bool try_chain(mirs__plan *pl, const mirs_graph *g, const mirs__bgraph *b
     int32_t x = op->in[0], y = op->nin > 1 ? op->in[1] : -1, o = op->out;
     in_chain[j] = true;
     if (kind == MIRS__KIND_ACCUM) {
-      bool ok = (op->op == MIRS_OP_ACCUM && ch[x] == CH_O && j > mm2) ||
+      bool ok = (op->op == MIRS_OP_ACCUM && ch[x] == CH_O) ||
                 (op->op == MIRS_OP_ACCUM_ONLINE && (ch[x] == CH_O || ch[x] == CH_ROW) &&
                  y >= 0 && ch[y] == CH_ROW) ||
                 (op->op == MIRS_OP_ACCUM_SUM && ch[x] == CH_C &&
@@ -259,9 +259,12 @@ static bool try_chain(mirs__plan *pl, const mirs_graph *g, const mirs__bgraph *b
         return false;
       acc[o] = ch[x] == CH_O ? CH_C : CH_ROW;
     } else if (mirs__op_is_elementwise(op->op)) {
-      if (ch[x] != CH_C || (y >= 0 && ch[y] != CH_ROW) || !mirs__shape_eq(&bg->t[o].shape, ss))
+      /* (over S's fragments, or E·V's: the same rows, a row value as the
+       * second operand) */
+      if ((ch[x] != CH_C && ch[x] != CH_O) || (y >= 0 && ch[y] != CH_ROW) ||
+          !mirs__shape_eq(&bg->t[o].shape, &bg->t[x].shape))
         return false;
-      ch[o] = CH_C;
+      ch[o] = ch[x];
       le0[o] = (op->op == MIRS_OP_SUB && y >= 0 && maxof[y] == x) ||
                (op->op == MIRS_OP_CAUSAL_MASK && le0[x]);
       unit[o] = op->op == MIRS_OP_EXP && le0[x];
@@ -272,8 +275,7 @@ static bool try_chain(mirs__plan *pl, const mirs_graph *g, const mirs__bgraph *b
     } else if (op->op == MIRS_OP_MATMUL && mm2 < 0 && ch[x] == CH_C && y >= 0 &&
                ch[y] == CH_NONE && bg->ops[bg->t[y].producer].op == MIRS_OP_INPUT &&
                loaded16(g, bg, y) != MIRS_F32 && batch_numel(&bg->t[o].shape) == 1 &&
-               bg->t[o].shape.d[bg->t[o].shape.ndim - 1] % 8 == 0 && pl->t[o].uses == 1 &&
-               pl->t[o].next < 0) {
+               bg->t[o].shape.d[bg->t[o].shape.ndim - 1] % 8 == 0) {
       mm2 = j;
       ch[o] = CH_O;
       if (bg->t[o].shape.d[bg->t[o].shape.ndim - 1] / 8 * 4 > REG_ACC_MAX)
@@ -300,7 +302,8 @@ static bool try_chain(mirs__plan *pl, const mirs_graph *g, const mirs__bgraph *b
   }
   for (int32_t j = 0; j < bg->nops; j++) {
     pl->op[j].chain = in_chain[j];
-    if (in_chain[j] && bg->ops[j].op == MIRS_OP_ACCUM)
+    if (in_chain[j] && bg->ops[j].op == MIRS_OP_ACCUM && bg->ops[j].in[0] == m2->out &&
+        pl->t[m2->out].uses == 1)
       pl->op[mm2].acc = bg->ops[j].out; /* E·V adds into its C fragments */
   }
   return true;
@@ -525,7 +528,8 @@ static int32_t estimate_regs(const mirs__plan *pl, const mirs__bgraph *bg) {
     if (pt->acc_mma) {
       const mirs__shape *os = &bg->t[op->out].shape;
       int r = os->ndim;
-      int32_t p = bg->t[op->in[0]].producer;
+      /* (a chain accumulator: of E·V, maybe through elementwise ops) */
+      int32_t p = pt->frag != MIRS__FRAG_NONE ? pl->chain.mm2 : bg->t[op->in[0]].producer;
       int64_t tiles = batch_numel(os) * (pl->op[p].m_pad / 16) * (os->d[r - 1] / 8);
       regs += 4 * ((tiles + pl->nwarps - 1) / pl->nwarps);
     } else { /* (accum_online: and its running max) */
