@@ -55,7 +55,7 @@ static const char *const EXAMPLES[] = {"gqa_small", "mha_small", "rmsnorm_linear
 static const char *const TESTGRAPHS[] = {"mma_f16",      "mma_pad",       "rms_bf16",
                                           "f32_mixed",    "big_smem",      "reduce_tree",
                                           "general_load", "transpose_mma", "chain_attn",
-                                          "chain_safe"};
+                                          "chain_safe",   "chain_split",   "chain_split_safe"};
 #define NTESTGRAPHS ((int)(sizeof TESTGRAPHS / sizeof TESTGRAPHS[0]))
 
 /* The search's bests at small shape (examples/best, scripts/search-bests.sh). */
@@ -619,24 +619,30 @@ START_TEST(test_plan_smem_matches_launch) {
 }
 END_TEST
 
-/* The register chain (plan decision 8): planned where each warp owns
- * whole 16-row strips of S = Q·K and E·V, E and the row values get no
- * shared memory, E·V is 16-bit when E is in [0, 1] (exp of S minus its
- * row max) and tf32 otherwise, and the kernels compute the same bits in
- * every thread order. */
+/* The register chain (plan decision 8): planned where the warps divide
+ * into the 16-row strips of S = Q·K and E·V (ks warps a strip), E gets no
+ * shared memory (a split strip's row values get an exchange of ks values
+ * per row), E·V is 16-bit when E is in [0, 1] (exp of S minus its row
+ * max) and tf32 otherwise, and the kernels compute the same bits in every
+ * thread order. */
 START_TEST(test_register_chain) {
   static const struct {
     const char *file;
     bool on;
     int mma2;
-    int32_t e; /* E, the tensor b<e> */
-  } cases[] = {{"tests/codegen/chain_attn.ugraph", true, MIRS__MMA_TF32, 4},
-               {"tests/codegen/chain_safe.ugraph", true, MIRS__MMA_16, 5},
-               {"examples/best/gqa.ugraph", true, MIRS__MMA_TF32, 3},
-               {"examples/best/gqa_safe.ugraph", true, MIRS__MMA_16, 5},
-               {"examples/best/causal_attention.ugraph", true, MIRS__MMA_TF32, 4},
-               /* one 16-row strip split over 4 warps: not (yet) chained */
-               {"examples/best/mha.ugraph", false, 0, 3}};
+    int32_t e;  /* E, the tensor b<e> */
+    int32_t ks; /* warps per strip */
+  } cases[] = {{"tests/codegen/chain_attn.ugraph", true, MIRS__MMA_TF32, 4, 1},
+               {"tests/codegen/chain_safe.ugraph", true, MIRS__MMA_16, 5, 1},
+               {"tests/codegen/chain_split.ugraph", true, MIRS__MMA_TF32, 4, 4},
+               {"tests/codegen/chain_split_safe.ugraph", true, MIRS__MMA_16, 5, 4},
+               {"examples/best/gqa.ugraph", true, MIRS__MMA_TF32, 3, 1},
+               {"examples/best/gqa_safe.ugraph", true, MIRS__MMA_16, 5, 1},
+               {"examples/best/causal_attention.ugraph", true, MIRS__MMA_TF32, 4, 1},
+               {"examples/best/mha.ugraph", true, MIRS__MMA_TF32, 3, 4},
+               {"examples/best/mha_safe.ugraph", true, MIRS__MMA_16, 5, 4},
+               /* rms_norm(Q)·K: a computed first operand (tf32), not chained */
+               {"examples/best/qknorm_attention.ugraph", false, 0, 4, 0}};
   mirs_context *ctx = tu_ctx(NULL);
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     mirs_graph *g = load(ctx, cases[i].file);
@@ -658,8 +664,10 @@ START_TEST(test_register_chain) {
       ck_assert_int_eq(pl.op[pl.chain.mm2].mma, cases[i].mma2);
       ck_assert_int_eq(bg->ops[pl.chain.mm2].in[0], e);
       ck_assert_int_eq(pl.t[e].frag, MIRS__FRAG_C);
+      ck_assert_int_eq(pl.chain.ks, cases[i].ks);
       ck_assert_int_eq(pl.t[e].off, -1); /* no tile: E stays in registers */
-      ck_assert_int_lt(pl.smem, off.smem);
+      if (cases[i].ks == 1)
+        ck_assert_int_lt(pl.smem, off.smem);
     } else {
       ck_assert_int_ge(pl.t[e].off, 0);
     }
@@ -668,7 +676,7 @@ START_TEST(test_register_chain) {
     mirs_graph_destroy(g);
   }
   /* The small chains in three thread orders: within tolerance, same bits. */
-  for (int f = 0; f < 2; f++) {
+  for (int f = 0; f < 4; f++) {
     mirs_graph *g = load(ctx, cases[f].file);
     mirs_eval_result *first = NULL;
     for (int seed = 0; seed < 3; seed++) {

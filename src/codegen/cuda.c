@@ -672,22 +672,48 @@ static void emit_mma(kgen *k, int32_t oi) {
 }
 
 /* ---------------------------------------------------------------- register chain */
-/* Plan decision 8 (plan.h, mirs__plan_chain): warp w owns rows 16w..16w+15
- * of S and of E·V.  Lane (gq, tq) holds, per 8-column tile j, the C
- * fragment elements h = 0..3 at row 16w + gq + 8 (h >> 1), column 8j +
- * 2tq + (h & 1): S = x<S>[j][h], every value of the chain likewise
- * (x<t>), a row value r<t>[h >> 1] (all 4 lanes of a quad hold it, after
- * two xor shuffles over tq). */
+/* Plan decision 8 (plan.h, mirs__plan_chain): warp w works on rows
+ * 16 strip..16 strip + 15 (strip = w / ks) of S and of E·V, and on S's
+ * 8-column tiles part * ntl .. part * ntl + ntl - 1 (part = w % ks, ntl =
+ * S's tiles / ks).  Lane (gq, tq) holds, per tile j, the C fragment
+ * elements h = 0..3 at row 16 strip + gq + 8 (h >> 1), column 8 (part ntl
+ * + j) + 2tq + (h & 1) (E·V's values: column 8j + ..., all its tiles,
+ * partial sums over the warp's keys when ks > 1): x<t>[j][h]; a row value
+ * r<t>[h >> 1] (all 4 lanes of a quad hold it, after two xor shuffles
+ * over tq, and the ks warps of the strip after an exchange). */
+
+/* Emit `strip` and `part` of this warp (needs `warp`). */
+static void chain_strip(kgen *k, const char *ind) {
+  int ks = k->pl->chain.ks;
+  mirs__buf_printf(k->b, "%sconst int strip = warp / %d, part = warp %% %d;\n%s(void)strip; (void)part;\n",
+                   ind, ks, ks, ind);
+}
+
+/* Whether chain tensor t is E·V or computed from it (its columns are E·V's). */
+static bool chain_o_side(const kgen *k, int32_t t) {
+  const mirs__bgraph *bg = k->bg;
+  int32_t p = bg->t[t].producer;
+  while (p != k->pl->chain.mm2 && mirs__op_is_elementwise(bg->ops[p].op))
+    p = bg->t[bg->ops[p].in[0]].producer;
+  return p == k->pl->chain.mm2;
+}
+
+/* 8-column tiles of chain tensor t a lane holds: S's part, or all of E·V's. */
+static int64_t chain_tiles(const kgen *k, int32_t t) {
+  const mirs__shape *s = &k->bg->t[t].shape;
+  return s->d[s->ndim - 1] / 8 / (chain_o_side(k, t) ? 1 : k->pl->chain.ks);
+}
 
 /* The coordinates c0.. of element (j, h) of a chain tile of shape s. */
-static void chain_coords(kgen *k, const mirs__shape *s, const char *ind) {
+static void chain_coords(kgen *k, int32_t t, const char *ind) {
+  const mirs__shape *s = &k->bg->t[t].shape;
   int r = s->ndim;
   for (int d = 0; d + 2 < r; d++)
     mirs__buf_printf(k->b, "%sconst int c%d = 0;\n%s(void)c%d;\n", ind, d, ind, d);
   mirs__buf_printf(k->b,
-                   "%sconst int c%d = warp * 16 + gq + (h >> 1) * 8, c%d = j * 8 + tq * 2 + (h & 1);\n"
-                   "%s(void)c%d; (void)c%d;\n",
-                   ind, r - 2, r - 1, ind, r - 2, r - 1);
+                   "%sconst int c%d = strip * 16 + gq + (h >> 1) * 8, c%d = (part * %" PRId64
+                   " + j) * 8 + tq * 2 + (h & 1);\n%s(void)c%d; (void)c%d;\n",
+                   ind, r - 2, r - 1, chain_o_side(k, t) ? 0 : chain_tiles(k, t), ind, r - 2, r - 1);
 }
 
 /* Emit `ss`, the max or sum of row gq + 8h of chain tile x (nt tiles): the
@@ -709,7 +735,7 @@ static void emit_row_reduce(kgen *k, int32_t x, int64_t nt, bool mx) {
 
 /* Emit E·V (chain op oi): A fragments from E's C fragments, B from the
  * loaded tile V, into accumulator registers or a fresh x<out>. */
-static void emit_chain_mma(kgen *k, int32_t oi, int64_t nt1) {
+static void emit_chain_mma(kgen *k, int32_t oi, int64_t ntl) {
   const mirs__bgraph *bg = k->bg;
   const mirs__bop *op = &bg->ops[oi];
   mirs__buf *b = k->b;
@@ -731,9 +757,9 @@ static void emit_chain_mma(kgen *k, int32_t oi, int64_t nt1) {
     mirs__buf_printf(b, "      float x%d[%" PRId64 "][4] = {};\n      {\n        float (*const d)[4] = x%d;\n",
                      (int)op->out, nt2, (int)op->out);
   if (tf32) {
-    mirs__buf_printf(b, "        const %s *const pb = t%d + (2 * tq) * %" PRId64 " + gq;\n",
-                     ctype(dv), (int)v, SB);
-    mirs__buf_printf(b, "        MIRS_UNROLL for (int s = 0; s < %" PRId64 "; s++) {\n", nt1);
+    mirs__buf_printf(b, "        const %s *const pb = t%d + (part * %" PRId64 " + 2 * tq) * %" PRId64 " + gq;\n",
+                     ctype(dv), (int)v, 8 * ntl, SB);
+    mirs__buf_printf(b, "        MIRS_UNROLL for (int s = 0; s < %" PRId64 "; s++) {\n", ntl);
     mirs__buf_printf(b, "          const uint32_t a[4] = {mirs_pack_tf32(x%d[s][0]), mirs_pack_tf32(x%d[s][2]),\n"
                         "                                 mirs_pack_tf32(x%d[s][1]), mirs_pack_tf32(x%d[s][3])};\n",
                      (int)e, (int)e, (int)e, (int)e);
@@ -745,9 +771,10 @@ static void emit_chain_mma(kgen *k, int32_t oi, int64_t nt1) {
     return;
   }
   const char *pk = dv == MIRS_BF16 ? "mirs_pack_bf16" : "mirs_pack_f16";
-  mirs__buf_printf(b, "        const %s *const pb = t%d + (lane & 15) * %" PRId64 " + (lane >> 4) * 8;\n",
-                   ctype(dv), (int)v, SB);
-  mirs__buf_printf(b, "        MIRS_UNROLL for (int s = 0; s < %" PRId64 "; s++) {\n", nt1 / 2);
+  mirs__buf_printf(b, "        const %s *const pb = t%d + (part * %" PRId64 " + (lane & 15)) * %" PRId64
+                      " + (lane >> 4) * 8;\n",
+                   ctype(dv), (int)v, 8 * ntl, SB);
+  mirs__buf_printf(b, "        MIRS_UNROLL for (int s = 0; s < %" PRId64 "; s++) {\n", ntl / 2);
   mirs__buf_printf(b, "          const uint32_t a[4] = {%s(x%d[2 * s][0], x%d[2 * s][1]), %s(x%d[2 * s][2], x%d[2 * s][3]),\n"
                       "                                 %s(x%d[2 * s + 1][0], x%d[2 * s + 1][1]), %s(x%d[2 * s + 1][2], x%d[2 * s + 1][3])};\n",
                    pk, (int)e, (int)e, pk, (int)e, (int)e, pk, (int)e, (int)e, pk, (int)e, (int)e);
@@ -757,23 +784,22 @@ static void emit_chain_mma(kgen *k, int32_t oi, int64_t nt1) {
 
 /* Emit chain op oi (after S): an elementwise op over the fragments, a row
  * max or sum, E·V, or an accumulator step in registers. */
-static void emit_chain_op(kgen *k, int32_t oi, int64_t nt1) {
+static void emit_chain_op(kgen *k, int32_t oi, int64_t ntl) {
   const mirs__bgraph *bg = k->bg;
   const mirs__bop *op = &bg->ops[oi];
   mirs__buf *b = k->b;
   int32_t x = op->in[0], y = op->nin > 1 ? op->in[1] : -1, o = op->out;
   if (op->op == MIRS_OP_MATMUL) {
-    emit_chain_mma(k, oi, nt1);
+    emit_chain_mma(k, oi, ntl);
     return;
   }
-  const mirs__shape *xs = &bg->t[x].shape;
-  int64_t ntx = xs->d[xs->ndim - 1] / 8; /* x's 8-column tiles (S's or E·V's) */
+  int64_t ntx = chain_tiles(k, x); /* x's 8-column tiles in this lane (S's or E·V's) */
   if (mirs__op_is_elementwise(op->op)) {
     mirs__buf_printf(b, "      /* %s = %s, in registers */\n      float x%d[%" PRId64 "][4];\n",
                      bg->t[o].name, mirs__graph_ops[op->op].name, (int)o, ntx);
     mirs__buf_printf(b, "      MIRS_UNROLL for (int j = 0; j < %" PRId64 "; j++)\n"
                         "        MIRS_UNROLL for (int h = 0; h < 4; h++) {\n", ntx);
-    chain_coords(k, &bg->t[o].shape, "          ");
+    chain_coords(k, o, "          ");
     mirs__buf_printf(b, "          float v = x%d[j][h];\n", (int)x);
     const char *tail = emit_step_head(k, "          ", op);
     if (y >= 0)
@@ -785,8 +811,23 @@ static void emit_chain_op(kgen *k, int32_t oi, int64_t nt1) {
     mirs__buf_printf(b, "      /* %s = %s over the row: quad shuffles */\n      float r%d[2];\n"
                         "      MIRS_UNROLL for (int h = 0; h < 2; h++) {\n",
                      bg->t[o].name, mirs__graph_ops[op->op].name, (int)o);
-    emit_row_reduce(k, x, nt1, op->op == MIRS_OP_MAX);
+    bool mx = op->op == MIRS_OP_MAX;
+    emit_row_reduce(k, x, ntl, mx);
     mirs__buf_printf(b, "        r%d[h] = ss;\n      }\n", (int)o);
+    int ks = k->pl->chain.ks;
+    if (ks > 1) { /* the strip's ks warps: partial values through t<o>, then all of them */
+      int64_t m = k->pl->op[k->pl->chain.mm1].m_pad;
+      mirs__buf_printf(b, "      if (tq == 0)\n        t%d[part * %" PRId64 " + strip * 16 + gq] = r%d[0], "
+                          "t%d[part * %" PRId64 " + strip * 16 + gq + 8] = r%d[1];\n      __syncthreads();\n",
+                       (int)o, m, (int)o, (int)o, m, (int)o);
+      mirs__buf_printf(b, "      MIRS_UNROLL for (int h = 0; h < 2; h++) {\n        float ss = %s;\n"
+                          "        MIRS_UNROLL for (int p = 0; p < %d; p++)\n",
+                       mx ? "-INFINITY" : "0.0f", ks);
+      mirs__buf_printf(b, mx ? "          ss = fmaxf(ss, t%d[p * %" PRId64 " + strip * 16 + gq + h * 8]);\n"
+                             : "          ss += t%d[p * %" PRId64 " + strip * 16 + gq + h * 8];\n",
+                       (int)o, m);
+      mirs__buf_printf(b, "        r%d[h] = ss;\n      }\n", (int)o);
+    }
     return;
   }
   bool frag = k->pl->t[o].frag == MIRS__FRAG_C;
@@ -809,7 +850,7 @@ static void emit_chain_op(kgen *k, int32_t oi, int64_t nt1) {
                    y >= 0 ? bg->t[y].name : "");
   mirs__buf_puts(b, "      MIRS_UNROLL for (int h = 0; h < 2; h++) {\n");
   if (op->op == MIRS_OP_ACCUM_SUM) {
-    emit_row_reduce(k, x, nt1, false);
+    emit_row_reduce(k, x, ntl, false);
     mirs__buf_printf(b, "        accr%d[h] += ss;\n      }\n", (int)o);
     return;
   }
@@ -820,7 +861,7 @@ static void emit_chain_op(kgen *k, int32_t oi, int64_t nt1) {
                       "                    sv = mv == -INFINITY ? 0.0f : expf(mv - mn);\n",
                    (int)o, (int)y);
   if (frag) {
-    int64_t nt2 = bg->t[o].shape.d[bg->t[o].shape.ndim - 1] / 8;
+    int64_t nt2 = chain_tiles(k, x);
     mirs__buf_printf(b, "        MIRS_UNROLL for (int j = 0; j < %" PRId64 "; j++)\n"
                         "          MIRS_UNROLL for (int i = 2 * h; i < 2 * h + 2; i++)\n"
                         "            accf%d[j][i] = accf%d[j][i] * so + x%d[j][i] * sv;\n",
@@ -840,14 +881,15 @@ static void emit_chain(kgen *k) {
   const mirs__bop *m1 = &bg->ops[c->mm1];
   const mirs__shape *ss = &bg->t[m1->out].shape, *as = &bg->t[m1->in[0]].shape,
                     *bs = &bg->t[m1->in[1]].shape;
-  int64_t nt1 = ss->d[ss->ndim - 1] / 8;
+  int64_t ntl = ss->d[ss->ndim - 1] / 8 / c->ks;
   sync_if_pending(k, "    ");
   mirs__buf_printf(b, "    { /* register chain: %s = matmul .. %s = matmul, in the registers of the warp\n"
                       "       * owning each 16-row strip (no shared-memory round trip) */\n",
                    bg->t[m1->out].name, bg->t[bg->ops[c->mm2].out].name);
   mirs__buf_puts(b, "      const int lane = tid & 31, warp = tid >> 5, gq = lane >> 2, tq = lane & 3;\n"
                     "      (void)gq; (void)tq;\n");
-  mirs__buf_printf(b, "      float x%d[%" PRId64 "][4] = {};\n", (int)m1->out, nt1);
+  chain_strip(k, "      ");
+  mirs__buf_printf(b, "      float x%d[%" PRId64 "][4] = {};\n", (int)m1->out, ntl);
   int64_t sa[MIRS_MAX_DIMS], sb[MIRS_MAX_DIMS];
   tile_strides(k, m1->in[0], sa);
   tile_strides(k, m1->in[1], sb);
@@ -859,7 +901,7 @@ static void emit_chain(kgen *k) {
                   dt == MIRS_BF16 ? "bf16" : "f16", into);
   for (int32_t i = c->mm1 + 1; i < bg->nops; i++)
     if (k->pl->op[i].chain)
-      emit_chain_op(k, i, nt1);
+      emit_chain_op(k, i, ntl);
   mirs__buf_puts(b, "    }\n");
 }
 
@@ -1158,12 +1200,82 @@ static void emit_accum(kgen *k, const mirs__bop *op) {
   mirs__buf_printf(b, "      %s += v;\n    }\n", ref);
 }
 
+/* Emit the write-back of a register-chain accumulator: the partial sums
+ * of a split strip (E·V's, S's row sums) added across its ks warps
+ * through the exchange at xoff, then part 0 writes the strip's values
+ * through the accumulator's chain (a row value: lane tq == 0 of the quad). */
+static void emit_chain_writeback(kgen *k, const mirs__bop *op) {
+  const mirs__bgraph *bg = k->bg;
+  const mirs__plan *pl = k->pl;
+  mirs__buf *b = k->b;
+  int32_t t = op->out;
+  bool frag = pl->t[t].frag == MIRS__FRAG_C;
+  int ks = pl->chain.ks;
+  mma_geo q = mma_geometry(k, &bg->ops[pl->chain.mm2], pl->op[pl->chain.mm2].m_pad);
+  int64_t w = frag ? 4 * q.nt : 2; /* a lane's values */
+  char v[32];
+  snprintf(v, sizeof v, frag ? "accf%d[j][h]" : "accr%d[h]", (int)t);
+  char loop[160];
+  if (frag)
+    snprintf(loop, sizeof loop, "      MIRS_UNROLL for (int j = 0; j < %" PRId64 "; j++)\n"
+                                "        MIRS_UNROLL for (int h = 0; h < 4; h++)\n", q.nt);
+  else
+    snprintf(loop, sizeof loop, "      MIRS_UNROLL for (int h = 0; h < 2; h++)\n");
+  mirs__buf_printf(b, "    { /* %s: write back from the register chain */\n", bg->t[t].name);
+  mirs__buf_puts(b, "      const int lane = tid & 31, warp = tid >> 5, gq = lane >> 2, tq = lane & 3;\n"
+                    "      (void)gq; (void)tq;\n");
+  chain_strip(k, "      ");
+  /* (An accum_online of a row value completed across the strip is the
+   * same in its ks warps: part 0's is the value.) */
+  if (ks > 1 && (frag || op->op == MIRS_OP_ACCUM_SUM)) {
+    mirs__buf_printf(b, "      float *const xw = (float *)((char *)mirs_smem + %" PRId64 ") + "
+                        "(strip * %d + (part > 0 ? part - 1 : 0)) * %" PRId64 ";\n",
+                     pl->chain.xoff, ks - 1, 32 * w);
+    mirs__buf_puts(b, "      if (part > 0)\n");
+    mirs__buf_puts(b, loop);
+    mirs__buf_printf(b, "          xw[(%s) * 32 + lane] = %s;\n      __syncthreads();\n",
+                     frag ? "j * 4 + h" : "h", v);
+    mirs__buf_puts(b, "      if (part == 0)\n");
+    mirs__buf_puts(b, loop);
+    mirs__buf_printf(b, "          MIRS_UNROLL for (int p = 0; p < %d; p++)\n"
+                        "            %s += xw[(p * %" PRId64 " + %s) * 32 + lane];\n",
+                     ks - 1, v, w, frag ? "j * 4 + h" : "h");
+  }
+  if (frag) {
+    mirs__buf_printf(b, "      if (part == 0)\n        MIRS_UNROLL for (int j = 0; j < %" PRId64 "; j++) {\n"
+                        "        const int bi = 0, mt = strip, nt = j;\n        (void)bi;\n",
+                     q.nt);
+    const mirs__shape *os = &bg->t[t].shape;
+    for (int d = 0; d + 2 < os->ndim; d++)
+      mirs__buf_printf(b, "        const int c%d = 0;\n        (void)c%d;\n", d, d);
+    snprintf(v, sizeof v, "accf%d[j]", (int)t);
+    emit_frag_epilogue(k, &q, t, v);
+    mirs__buf_puts(b, "      }\n    }\n");
+  } else {
+    mirs__buf_puts(b, "      if (part == 0 && tq == 0)\n        MIRS_UNROLL for (int h = 0; h < 2; h++) {\n"
+                      "          const int e = strip * 16 + gq + h * 8;\n");
+    mirs__buf_printf(b, "          if (e >= %" PRId64 ")\n            continue;\n",
+                     mirs__shape_numel(&bg->t[t].shape));
+    emit_coords(b, "          ", "int", "e", &bg->t[t].shape);
+    mirs__buf_printf(b, "          float v = accr%d[h];\n", (int)t);
+    emit_chain_store(k, "          ", t);
+    mirs__buf_puts(b, "        }\n    }\n");
+  }
+  if (ks > 1) /* (the exchange is reused by the next write-back) */
+    mirs__buf_puts(b, "    __syncthreads();\n");
+  k->pending = true;
+}
+
 /* Emit the write-back of accumulator op (its final value, through its chain). */
 static void emit_writeback(kgen *k, const mirs__bop *op) {
   const mirs__bgraph *bg = k->bg;
   mirs__buf *b = k->b;
   mirs__buf_printf(b, "    /* %s: write back%s */\n", bg->t[op->out].name,
                    k->pl->t[op->out].next >= 0 ? " through its fused chain" : "");
+  if (k->pl->t[op->out].frag != MIRS__FRAG_NONE) {
+    emit_chain_writeback(k, op);
+    return;
+  }
   if (k->pl->t[op->out].acc_mma) {
     int32_t p = frag_producer(k, op);
     mma_geo q = mma_geometry(k, &bg->ops[p], k->pl->op[p].m_pad);
@@ -1174,20 +1286,6 @@ static void emit_writeback(kgen *k, const mirs__bop *op) {
     open_warp_tiles(k, &q, &bg->t[op->out].shape);
     emit_frag_epilogue(k, &q, op->out, D);
     mirs__buf_puts(b, "      }\n    }\n");
-    k->pending = true;
-    return;
-  }
-  if (k->pl->t[op->out].frag == MIRS__FRAG_ROW) { /* lane tq == 0 of the quad owning the row */
-    mirs__buf_puts(b, "    {\n      const int lane = tid & 31, warp = tid >> 5, gq = lane >> 2, "
-                      "tq = lane & 3;\n");
-    mirs__buf_puts(b, "      if (tq == 0)\n        MIRS_UNROLL for (int h = 0; h < 2; h++) {\n"
-                      "          const int e = warp * 16 + gq + h * 8;\n");
-    mirs__buf_printf(b, "          if (e >= %" PRId64 ")\n            continue;\n",
-                     mirs__shape_numel(&bg->t[op->out].shape));
-    emit_coords(b, "          ", "int", "e", &bg->t[op->out].shape);
-    mirs__buf_printf(b, "          float v = accr%d[h];\n", (int)op->out);
-    emit_chain_store(k, "          ", op->out);
-    mirs__buf_puts(b, "        }\n    }\n");
     k->pending = true;
     return;
   }
@@ -1402,11 +1500,21 @@ static void emit_plan_comment(kgen *k, int32_t ki) {
                      100.0 * pl->live);
   if (pl->chain.on)
     mirs__buf_printf(b, " * Register chain: %s = matmul through %s = matmul (%s) in the registers of\n"
-                        " * the warp owning each 16-row strip: no shared-memory round trip between\n"
-                        " * the two MMAs; row maxes and sums by quad shuffles.\n",
+                        " * the warps owning each 16-row strip: no shared-memory round trip of the\n"
+                        " * intermediate between the two MMAs; row maxes and sums by quad shuffles.\n",
                      bg->t[bg->ops[pl->chain.mm1].out].name, bg->t[bg->ops[pl->chain.mm2].out].name,
                      pl->chain.mma2 == MIRS__MMA_16 ? "16-bit m16n8k16, A packed from C fragments"
                                                     : "tf32 m16n8k8, A = C fragments");
+  if (pl->chain.on && pl->chain.ks > 1) {
+    int nx = 0; /* row maxes / sums completed across the strip's warps */
+    for (int32_t t = 0; t < bg->nt; t++)
+      nx += pl->t[t].frag == MIRS__FRAG_ROW &&
+            mirs__graph_ops[bg->ops[bg->t[t].producer].op].kind == MIRS__KIND_REDUCE;
+    mirs__buf_printf(b, " * Split strips: %d warps per 16-row strip, each with 1/%d of S's columns;\n"
+                        " * %d row values exchanged through shared memory per iteration (2 stores\n"
+                        " * per lane each); E·V and row sums added across the warps after the loop.\n",
+                     (int)pl->chain.ks, (int)pl->chain.ks, nx);
+  }
   char dims[96];
   for (int32_t t = 0; t < bg->nt; t++) {
     const mirs__plan_tensor *pt = &pl->t[t];
@@ -1482,6 +1590,8 @@ static void emit_acc_init(kgen *k, const mirs__sched *sched) {
     if (pl->t[t].acc_mma) {
       int32_t p = frag_producer(k, op);
       mma_geo q = mma_geometry(k, &bg->ops[p], pl->op[p].m_pad);
+      if (pl->t[t].frag != MIRS__FRAG_NONE) /* the chain: all of the strip's tiles */
+        q.per = q.nt;
       mirs__buf_printf(b, "    float accf%d[%" PRId64 "][4]; /* %s: C fragments of this warp's tiles */\n",
                        (int)t, q.per, bg->t[t].name);
       mirs__buf_printf(b, "    MIRS_UNROLL for (int j = 0; j < %" PRId64 "; j++)\n"

@@ -216,10 +216,11 @@ static bool try_chain(mirs__plan *pl, const mirs_graph *g, const mirs__bgraph *b
   const mirs__bop *m1 = &bg->ops[i];
   const mirs__shape *ss = &bg->t[m1->out].shape;
   int r = ss->ndim;
+  int32_t strips = pl->op[i].m_pad / 16, ks = strips > 0 ? pl->nwarps / strips : 0;
   if (m1->op != MIRS_OP_MATMUL || pl->op[i].mma != MIRS__MMA_16 || pl->op[i].acc >= 0 ||
-      bg->t[m1->out].post || r < 2 || batch_numel(ss) != 1 ||
-      pl->op[i].m_pad / 16 != pl->nwarps || ss->d[r - 1] % 16 != 0 ||
-      ss->d[r - 1] / 8 * 4 > REG_ACC_MAX)
+      bg->t[m1->out].post || r < 2 || batch_numel(ss) != 1 || ks < 1 ||
+      ks * strips != pl->nwarps || ss->d[r - 1] % (16 * ks) != 0 ||
+      ss->d[r - 1] / 8 / ks * 4 > REG_ACC_MAX)
     return false;
   int8_t ch[MIRS__PLAN_LOCAL], acc[MIRS__PLAN_LOCAL];
   int32_t maxof[MIRS__PLAN_LOCAL]; /* a row max: the tensor it is the max of */
@@ -264,6 +265,11 @@ static bool try_chain(mirs__plan *pl, const mirs_graph *g, const mirs__bgraph *b
       if ((ch[x] != CH_C && ch[x] != CH_O) || (y >= 0 && ch[y] != CH_ROW) ||
           !mirs__shape_eq(&bg->t[o].shape, &bg->t[x].shape))
         return false;
+      /* (Split strips: E·V's values are partial sums over the warp's keys,
+       * only scaled by a row value, then accumulated.) */
+      if (ch[x] == CH_O && ks > 1 &&
+          !(y >= 0 && (op->op == MIRS_OP_MUL || op->op == MIRS_OP_DIV)))
+        return false;
       ch[o] = ch[x];
       le0[o] = (op->op == MIRS_OP_SUB && y >= 0 && maxof[y] == x) ||
                (op->op == MIRS_OP_CAUSAL_MASK && le0[x]);
@@ -289,6 +295,14 @@ static bool try_chain(mirs__plan *pl, const mirs_graph *g, const mirs__bgraph *b
   const mirs__bop *m2 = &bg->ops[mm2];
   mirs_dtype dv = loaded16(g, bg, m2->in[1]);
   pl->chain.on = true;
+  pl->chain.ks = ks;
+  pl->chain.xoff = -1;
+  pl->chain.xbytes = 0;
+  if (ks > 1) { /* the largest partial accumulator of a lane: E·V's C fragments */
+    const mirs__shape *os = &bg->t[m2->out].shape;
+    int64_t w = 4 * (os->d[os->ndim - 1] / 8);
+    pl->chain.xbytes = al16((int64_t)(ks - 1) * strips * 32 * (w > 2 ? w : 2) * 4);
+  }
   pl->chain.mm1 = i;
   pl->chain.mm2 = mm2;
   pl->chain.mma2 = (int8_t)(unit[m2->in[0]] || dv == MIRS_BF16 ? MIRS__MMA_16 : MIRS__MMA_TF32);
@@ -470,6 +484,11 @@ static int64_t place(mirs__plan *pl, const mirs_graph *g, const mirs__bgraph *bg
     /* (Nor does a value of the register chain: an accumulator's final
      * value does.) */
     bool in_regs = pt->frag != MIRS__FRAG_NONE && kind != MIRS__KIND_ACCUM;
+    if (in_regs && pt->frag == MIRS__FRAG_ROW && pl->chain.ks > 1) {
+      /* a row max or sum completed across the strip's ks warps */
+      pt->off = total;
+      total += al16((int64_t)pl->chain.ks * pl->op[pl->chain.mm1].m_pad * 4);
+    }
     if (pt->next < 0 && !into_acc && !in_regs) {
       const mirs__shape *ts = &bg->t[t].shape;
       int64_t last = ts->ndim > 0 ? ts->d[ts->ndim - 1] : 1;
@@ -491,6 +510,10 @@ static int64_t place(mirs__plan *pl, const mirs_graph *g, const mirs__bgraph *bg
         total += al16((int64_t)pt->rows * pt->stride * pt->elsize);
       }
     }
+  }
+  if (pl->chain.on && pl->chain.xbytes > 0) {
+    pl->chain.xoff = total;
+    total += pl->chain.xbytes;
   }
   return total;
 }
@@ -529,9 +552,12 @@ static int32_t estimate_regs(const mirs__plan *pl, const mirs__bgraph *bg) {
       const mirs__shape *os = &bg->t[op->out].shape;
       int r = os->ndim;
       /* (a chain accumulator: of E·V, maybe through elementwise ops) */
-      int32_t p = pt->frag != MIRS__FRAG_NONE ? pl->chain.mm2 : bg->t[op->in[0]].producer;
+      int32_t p = bg->t[op->in[0]].producer;
       int64_t tiles = batch_numel(os) * (pl->op[p].m_pad / 16) * (os->d[r - 1] / 8);
-      regs += 4 * ((tiles + pl->nwarps - 1) / pl->nwarps);
+      if (pt->frag != MIRS__FRAG_NONE) /* the strip's tiles (partial sums when split) */
+        regs += 4 * (os->d[r - 1] / 8);
+      else
+        regs += 4 * ((tiles + pl->nwarps - 1) / pl->nwarps);
     } else { /* (accum_online: and its running max) */
       regs += (n + pl->nthreads - 1) / pl->nthreads * (op->op == MIRS_OP_ACCUM_ONLINE ? 2 : 1);
     }
@@ -541,7 +567,7 @@ static int32_t estimate_regs(const mirs__plan *pl, const mirs__bgraph *bg) {
      * they do not add into an accumulator, and the row values. */
     const mirs__bop *m1 = &bg->ops[pl->chain.mm1], *m2 = &bg->ops[pl->chain.mm2];
     const mirs__shape *ss = &bg->t[m1->out].shape, *os = &bg->t[m2->out].shape;
-    int64_t c = 4 * (ss->d[ss->ndim - 1] / 8);
+    int64_t c = 4 * (ss->d[ss->ndim - 1] / 8 / pl->chain.ks);
     if (pl->op[pl->chain.mm2].acc < 0)
       c += 4 * (os->d[os->ndim - 1] / 8);
     if (c > live_c)

@@ -82,11 +82,18 @@ typedef struct mirs__plan_op {
 /* Register-resident chain (decision 8 of plan.c): S = A·B on tensor cores,
  * elementwise ops and row reductions over S's rows, E·V on tensor cores
  * with E's C fragments reused as A fragments, and the accumulators they
- * feed, all in the registers of the warp that owns the 16-row strip (one
- * strip per warp): E never goes through shared memory, row maxes and sums
- * are quad shuffles. */
+ * feed, all in registers: E never goes through shared memory, row maxes
+ * and sums are quad shuffles.  Each 16-row strip belongs to ks warps
+ * (warp w: strip w / ks, part w % ks), each with 1/ks of S's columns (E·V's
+ * k range): a row max or sum over S is completed across them through a
+ * small exchange in shared memory (the reduce tensor's tile: ks values per
+ * row), the accumulators of E·V and of S's row sums are partial sums,
+ * added across the ks warps once, after the loop, through `xoff`. */
 typedef struct mirs__plan_chain {
   bool on;
+  int32_t ks;       /* warps per 16-row strip (1: one warp owns whole rows) */
+  int64_t xoff;     /* ks > 1: smem byte offset of the after-loop partial-sum exchange */
+  int64_t xbytes;   /* its bytes */
   int32_t mm1, mm2; /* the block matmuls S = A·B and E·V */
   int8_t mma2;      /* E·V: MIRS__MMA_16 (E in [0, 1], or a bf16 V: A fragments packed
                      * from two C fragments) or MIRS__MMA_TF32 (A = {d0, d2, d1, d3}) */
