@@ -55,7 +55,8 @@ static const char *const EXAMPLES[] = {"gqa_small", "mha_small", "rmsnorm_linear
 static const char *const TESTGRAPHS[] = {"mma_f16",      "mma_pad",       "rms_bf16",
                                           "f32_mixed",    "big_smem",      "reduce_tree",
                                           "general_load", "transpose_mma", "chain_attn",
-                                          "chain_safe",   "chain_split",   "chain_split_safe"};
+                                          "chain_safe",   "chain_split",   "chain_split_safe",
+                                          "chain_qknorm"};
 #define NTESTGRAPHS ((int)(sizeof TESTGRAPHS / sizeof TESTGRAPHS[0]))
 
 /* The search's bests at small shape (examples/best, scripts/search-bests.sh). */
@@ -636,13 +637,16 @@ START_TEST(test_register_chain) {
                {"tests/codegen/chain_safe.ugraph", true, MIRS__MMA_16, 5, 1},
                {"tests/codegen/chain_split.ugraph", true, MIRS__MMA_TF32, 4, 4},
                {"tests/codegen/chain_split_safe.ugraph", true, MIRS__MMA_16, 5, 4},
+               {"tests/codegen/chain_qknorm.ugraph", true, MIRS__MMA_TF32, 4, 4},
                {"examples/best/gqa.ugraph", true, MIRS__MMA_TF32, 3, 1},
                {"examples/best/gqa_safe.ugraph", true, MIRS__MMA_16, 5, 1},
                {"examples/best/causal_attention.ugraph", true, MIRS__MMA_TF32, 4, 1},
                {"examples/best/mha.ugraph", true, MIRS__MMA_TF32, 3, 4},
                {"examples/best/mha_safe.ugraph", true, MIRS__MMA_16, 5, 4},
-               /* rms_norm(Q)·K: a computed first operand (tf32), not chained */
-               {"examples/best/qknorm_attention.ugraph", false, 0, 4, 0}};
+               /* rms_norm(Q)·K and E·rms_norm(V): tf32 with computed operands */
+               {"examples/best/qknorm_attention.ugraph", true, MIRS__MMA_TF32, 4, 4},
+               /* a strip's 8-column tiles (8) do not split over 16 warps */
+               {"tests/codegen/chain_nosplit.ugraph", false, 0, 4, 0}};
   mirs_context *ctx = tu_ctx(NULL);
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     mirs_graph *g = load(ctx, cases[i].file);
@@ -676,7 +680,7 @@ START_TEST(test_register_chain) {
     mirs_graph_destroy(g);
   }
   /* The small chains in three thread orders: within tolerance, same bits. */
-  for (int f = 0; f < 4; f++) {
+  for (int f = 0; f < 5; f++) {
     mirs_graph *g = load(ctx, cases[f].file);
     mirs_eval_result *first = NULL;
     for (int seed = 0; seed < 3; seed++) {

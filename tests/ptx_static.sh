@@ -32,7 +32,7 @@
 #    E = exp(S), E·V never goes through shared memory) but the 2 per lane
 #    of each row max or sum its plan says it exchanges between the warps
 #    of a split strip ("N row values exchanged"), and the attention bests
-#    (CHAIN, default gqa gqa_safe mqa causal_attention mha mha_safe) have
+#    (CHAIN, default: all 7 attention bests) have
 #    such a plan.
 # Exit 0 when all hold, 1 otherwise (each failure named), 77 without nvcc.
 #
@@ -55,7 +55,7 @@ if ! "$NVCC" --version >/dev/null 2>&1; then
   exit 77
 fi
 [ -x "$bin" ] || { echo "ptx_static: FAIL: $bin is not built"; exit 1; }
-chain_names=${CHAIN-gqa gqa_safe mqa causal_attention mha mha_safe}
+chain_names=${CHAIN-gqa gqa_safe mqa causal_attention mha mha_safe qknorm_attention}
 names=${*:-gated_mlp gqa lora mha mqa ntrans qknorm_attention rmsnorm_linear causal_attention gqa_safe mha_safe}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/mirs_ptx_static.XXXXXX")
 if [ "${KEEP:-0}" = 1 ]; then

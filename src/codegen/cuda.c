@@ -758,7 +758,7 @@ static void emit_chain_mma(kgen *k, int32_t oi, int64_t ntl) {
                      (int)op->out, nt2, (int)op->out);
   if (tf32) {
     mirs__buf_printf(b, "        const %s *const pb = t%d + (part * %" PRId64 " + 2 * tq) * %" PRId64 " + gq;\n",
-                     ctype(dv), (int)v, 8 * ntl, SB);
+                     tile_ctype(k, v), (int)v, 8 * ntl, SB);
     mirs__buf_printf(b, "        MIRS_UNROLL for (int s = 0; s < %" PRId64 "; s++) {\n", ntl);
     mirs__buf_printf(b, "          const uint32_t a[4] = {mirs_pack_tf32(x%d[s][0]), mirs_pack_tf32(x%d[s][2]),\n"
                         "                                 mirs_pack_tf32(x%d[s][1]), mirs_pack_tf32(x%d[s][3])};\n",
@@ -872,8 +872,9 @@ static void emit_chain_op(kgen *k, int32_t oi, int64_t ntl) {
   mirs__buf_printf(b, "        run%d[h] = mn;\n      }\n", (int)o);
 }
 
-/* Emit the register chain at its first matmul's step: S into registers,
- * then every chain op in order (plan.h, mirs__plan_chain). */
+/* Emit the register chain at the step of E·V (every operand from outside
+ * the chain exists by then): S into registers, then every chain op in
+ * order (plan.h, mirs__plan_chain). */
 static void emit_chain(kgen *k) {
   const mirs__bgraph *bg = k->bg;
   const mirs__plan_chain *c = &k->pl->chain;
@@ -893,12 +894,31 @@ static void emit_chain(kgen *k) {
   int64_t sa[MIRS_MAX_DIMS], sb[MIRS_MAX_DIMS];
   tile_strides(k, m1->in[0], sa);
   tile_strides(k, m1->in[1], sb);
+  int64_t SA = sa[as->ndim - 2], SB = sb[bs->ndim - 2];
   mirs_dtype dt = mirs__plan_tile_dtype(k->g, bg, m1->in[0]);
   mma_geo q = mma_geometry(k, m1, k->pl->op[c->mm1].m_pad);
   char into[16];
   snprintf(into, sizeof into, "x%d", (int)m1->out);
-  emit_mma16_rows(k, c->mm1, &q, sa[as->ndim - 2], sb[bs->ndim - 2], dt,
-                  dt == MIRS_BF16 ? "bf16" : "f16", into);
+  if (k->pl->op[c->mm1].mma == MIRS__MMA_16) {
+    emit_mma16_rows(k, c->mm1, &q, SA, SB, dt, dt == MIRS_BF16 ? "bf16" : "f16", into);
+  } else { /* tf32 (a computed operand): elements read as emit_mma's tf32 path */
+    mirs__buf_printf(b, "      MIRS_UNROLL for (int kk = 0; kk < %" PRId64 "; kk += 8) {\n", q.kk);
+    mirs__buf_printf(b, "        const %s *const pa = t%d + (strip * 16 + gq) * %" PRId64 " + kk + tq;\n",
+                     tile_ctype(k, m1->in[0]), (int)m1->in[0], SA);
+    mirs__buf_printf(b, "        const uint32_t a[4] = {mirs_pack_tf32(mirs_ld(pa)), "
+                        "mirs_pack_tf32(mirs_ld(pa + %" PRId64 ")),\n"
+                        "                               mirs_pack_tf32(mirs_ld(pa + 4)), "
+                        "mirs_pack_tf32(mirs_ld(pa + %" PRId64 "))};\n",
+                     8 * SA, 8 * SA + 4);
+    mirs__buf_printf(b, "        MIRS_UNROLL for (int j = 0; j < %" PRId64 "; j++) {\n", ntl);
+    mirs__buf_printf(b, "          const %s *const pb = t%d + (kk + tq) * %" PRId64 " + (part * %" PRId64
+                        " + j) * 8 + gq;\n",
+                     tile_ctype(k, m1->in[1]), (int)m1->in[1], SB, ntl);
+    mirs__buf_printf(b, "          const uint32_t bf[2] = {mirs_pack_tf32(mirs_ld(pb)), "
+                        "mirs_pack_tf32(mirs_ld(pb + %" PRId64 "))};\n"
+                        "          mirs_mma_tf32(%s[j], a, bf);\n        }\n      }\n",
+                     4 * SB, into);
+  }
   for (int32_t i = c->mm1 + 1; i < bg->nops; i++)
     if (k->pl->op[i].chain)
       emit_chain_op(k, i, ntl);
@@ -1720,7 +1740,8 @@ static void emit_main_loop(kgen *k, const mirs__sched *sched) {
     if (stp->kind == MIRS__STEP_ACCUM)
       emit_accum(k, op);
     else if (stp->kind == MIRS__STEP_COMPUTE && pl->op[stp->op].chain) {
-      if (stp->op == pl->chain.mm1)
+      /* (at E·V: V may be computed after S, e.g. rms_norm(V)) */
+      if (stp->op == pl->chain.mm2)
         emit_chain(k);
     } else if (stp->kind == MIRS__STEP_COMPUTE && !pl->op[stp->op].absorbed)
       emit_block_compute(k, stp->op);

@@ -43,16 +43,16 @@
  *     MMAs or accumulation for the masked tiles, and the traffic and flops
  *     of the loop are counted for the live iterations only (pl->live);
  *  8. register chain (plan.h, mirs__plan_chain): a tensor-core product S
- *     of one batch whose 16-row strips are one per warp, followed by
+ *     of one batch whose 16-row strips divide the warps, followed by
  *     elementwise ops (a row value as second operand) and max/sum over
- *     its rows, into E, the A operand of a second product E·V with V a
- *     loaded 16-bit tile, whose result only feeds accum / accum_online,
+ *     its rows, into E, the A operand of a second product E·V (V a tile
+ *     of the iteration), whose result only feeds accum / accum_online,
  *     runs in the registers of the strip's warp: S, E and the row values
  *     never get a tile, and accum_sum / accum_online over them keep
  *     per-row registers.  E·V takes 16-bit m16n8k16 when E is in [0, 1]
  *     (exp of x minus the row max of x, a causal mask between included)
- *     or V is bf16 (f32's range), else tf32 m16n8k8 (exp of raw logits
- *     overflows f16).
+ *     or V is bf16 (f32's range) and V is a 16-bit tile, else tf32
+ *     m16n8k8 (exp of raw logits overflows f16; a computed f32 V).
  *
  * Invariant: plans allocate nothing for block graphs of up to
  * MIRS__PLAN_LOCAL tensors and ops. */
@@ -217,7 +217,7 @@ static bool try_chain(mirs__plan *pl, const mirs_graph *g, const mirs__bgraph *b
   const mirs__shape *ss = &bg->t[m1->out].shape;
   int r = ss->ndim;
   int32_t strips = pl->op[i].m_pad / 16, ks = strips > 0 ? pl->nwarps / strips : 0;
-  if (m1->op != MIRS_OP_MATMUL || pl->op[i].mma != MIRS__MMA_16 || pl->op[i].acc >= 0 ||
+  if (m1->op != MIRS_OP_MATMUL || pl->op[i].mma == MIRS__MMA_NONE || pl->op[i].acc >= 0 ||
       bg->t[m1->out].post || r < 2 || batch_numel(ss) != 1 || ks < 1 ||
       ks * strips != pl->nwarps || ss->d[r - 1] % (16 * ks) != 0 ||
       ss->d[r - 1] / 8 / ks * 4 > REG_ACC_MAX)
@@ -279,8 +279,7 @@ static bool try_chain(mirs__plan *pl, const mirs_graph *g, const mirs__bgraph *b
       ch[o] = CH_ROW;
       maxof[o] = op->op == MIRS_OP_MAX ? x : -1;
     } else if (op->op == MIRS_OP_MATMUL && mm2 < 0 && ch[x] == CH_C && y >= 0 &&
-               ch[y] == CH_NONE && bg->ops[bg->t[y].producer].op == MIRS_OP_INPUT &&
-               loaded16(g, bg, y) != MIRS_F32 && batch_numel(&bg->t[o].shape) == 1 &&
+               ch[y] == CH_NONE && batch_numel(&bg->t[o].shape) == 1 &&
                bg->t[o].shape.d[bg->t[o].shape.ndim - 1] % 8 == 0) {
       mm2 = j;
       ch[o] = CH_O;
@@ -293,7 +292,10 @@ static bool try_chain(mirs__plan *pl, const mirs_graph *g, const mirs__bgraph *b
   if (mm2 < 0)
     return false;
   const mirs__bop *m2 = &bg->ops[mm2];
+  /* V: a 16-bit tile (loaded, or a loaded one transposed) takes
+   * ldmatrix; a computed f32 one is read element by element (tf32). */
   mirs_dtype dv = loaded16(g, bg, m2->in[1]);
+  bool v16 = dv != MIRS_F32 && mirs__plan_tile_dtype(g, bg, m2->in[1]) == dv;
   pl->chain.on = true;
   pl->chain.ks = ks;
   pl->chain.xoff = -1;
@@ -305,7 +307,8 @@ static bool try_chain(mirs__plan *pl, const mirs_graph *g, const mirs__bgraph *b
   }
   pl->chain.mm1 = i;
   pl->chain.mm2 = mm2;
-  pl->chain.mma2 = (int8_t)(unit[m2->in[0]] || dv == MIRS_BF16 ? MIRS__MMA_16 : MIRS__MMA_TF32);
+  pl->chain.mma2 =
+      (int8_t)(v16 && (unit[m2->in[0]] || dv == MIRS_BF16) ? MIRS__MMA_16 : MIRS__MMA_TF32);
   pl->op[mm2].mma = pl->chain.mma2;
   pl->op[mm2].m_pad = pl->op[i].m_pad;
   pl->op[mm2].k_pad = (int32_t)ss->d[r - 1];
