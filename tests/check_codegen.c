@@ -52,11 +52,10 @@ static const char *const EXAMPLES[] = {"gqa_small", "mha_small", "rmsnorm_linear
                                        "causal_attention_small"};
 #define NEXAMPLES ((int)(sizeof EXAMPLES / sizeof EXAMPLES[0]))
 
-static const char *const TESTGRAPHS[] = {"mma_f16",      "mma_pad",       "rms_bf16",
-                                          "f32_mixed",    "big_smem",      "reduce_tree",
-                                          "general_load", "transpose_mma", "chain_attn",
-                                          "chain_safe",   "chain_split",   "chain_split_safe",
-                                          "chain_qknorm"};
+static const char *const TESTGRAPHS[] = {
+    "mma_f16",     "mma_pad",          "rms_bf16",      "f32_mixed",  "big_smem",
+    "reduce_tree", "general_load",     "transpose_mma", "chain_attn", "chain_safe",
+    "chain_split", "chain_split_safe", "chain_qknorm"};
 #define NTESTGRAPHS ((int)(sizeof TESTGRAPHS / sizeof TESTGRAPHS[0]))
 
 /* The search's bests at small shape (examples/best, scripts/search-bests.sh). */

@@ -511,9 +511,11 @@ static void emit_b_frags(kgen *k, int64_t ch, int64_t SB, const char *sfx, const
   mirs__buf *b = k->b;
   for (int64_t j = 0; j < ch; j += 2) {
     bool two = j + 1 < ch;
-    mirs__buf_printf(b, "          {\n            uint32_t bf[%d];\n"
-                        "            mirs_ldmatrix_x%d_trans(bf, pb + %s * %" PRId64 " + %" PRId64 ");\n"
-                        "            mirs_mma_%s(d[%" PRId64 "], a, bf);\n",
+    mirs__buf_printf(b,
+                     "          {\n            uint32_t bf[%d];\n"
+                     "            mirs_ldmatrix_x%d_trans(bf, pb + %s * %" PRId64 " + %" PRId64
+                     ");\n"
+                     "            mirs_mma_%s(d[%" PRId64 "], a, bf);\n",
                      two ? 4 : 2, two ? 4 : 2, kexpr, SB, j * 8, sfx, j);
     if (two)
       mirs__buf_printf(b, "            mirs_mma_%s(d[%" PRId64 "], a, bf + 2);\n", sfx, j + 1);
@@ -685,8 +687,9 @@ static void emit_mma(kgen *k, int32_t oi) {
 /* Emit `strip` and `part` of this warp (needs `warp`). */
 static void chain_strip(kgen *k, const char *ind) {
   int ks = k->pl->chain.ks;
-  mirs__buf_printf(k->b, "%sconst int strip = warp / %d, part = warp %% %d;\n%s(void)strip; (void)part;\n",
-                   ind, ks, ks, ind);
+  mirs__buf_printf(
+      k->b, "%sconst int strip = warp / %d, part = warp %% %d;\n%s(void)strip; (void)part;\n", ind,
+      ks, ks, ind);
 }
 
 /* Whether chain tensor t is E·V or computed from it (its columns are E·V's). */
@@ -713,7 +716,8 @@ static void chain_coords(kgen *k, int32_t t, const char *ind) {
   mirs__buf_printf(k->b,
                    "%sconst int c%d = strip * 16 + gq + (h >> 1) * 8, c%d = (part * %" PRId64
                    " + j) * 8 + tq * 2 + (h & 1);\n%s(void)c%d; (void)c%d;\n",
-                   ind, r - 2, r - 1, chain_o_side(k, t) ? 0 : chain_tiles(k, t), ind, r - 2, r - 1);
+                   ind, r - 2, r - 1, chain_o_side(k, t) ? 0 : chain_tiles(k, t), ind, r - 2,
+                   r - 1);
 }
 
 /* Emit `ss`, the max or sum of row gq + 8h of chain tile x (nt tiles): the
@@ -728,8 +732,9 @@ static void emit_row_reduce(kgen *k, int32_t x, int64_t nt, bool mx) {
   else
     mirs__buf_printf(b, "          ss += x%d[j][2 * h] + x%d[j][2 * h + 1];\n", (int)x, (int)x);
   for (int m = 1; m <= 2; m *= 2)
-    mirs__buf_printf(b, mx ? "        ss = fmaxf(ss, __shfl_xor_sync(0xffffffffu, ss, %d));\n"
-                           : "        ss += __shfl_xor_sync(0xffffffffu, ss, %d);\n",
+    mirs__buf_printf(b,
+                     mx ? "        ss = fmaxf(ss, __shfl_xor_sync(0xffffffffu, ss, %d));\n"
+                        : "        ss += __shfl_xor_sync(0xffffffffu, ss, %d);\n",
                      m);
 }
 
@@ -754,29 +759,40 @@ static void emit_chain_mma(kgen *k, int32_t oi, int64_t ntl) {
   if (acc >= 0)
     mirs__buf_printf(b, "      {\n        float (*const d)[4] = accf%d;\n", (int)acc);
   else
-    mirs__buf_printf(b, "      float x%d[%" PRId64 "][4] = {};\n      {\n        float (*const d)[4] = x%d;\n",
-                     (int)op->out, nt2, (int)op->out);
+    mirs__buf_printf(
+        b, "      float x%d[%" PRId64 "][4] = {};\n      {\n        float (*const d)[4] = x%d;\n",
+        (int)op->out, nt2, (int)op->out);
   if (tf32) {
-    mirs__buf_printf(b, "        const %s *const pb = t%d + (part * %" PRId64 " + 2 * tq) * %" PRId64 " + gq;\n",
-                     tile_ctype(k, v), (int)v, 8 * ntl, SB);
+    mirs__buf_printf(
+        b, "        const %s *const pb = t%d + (part * %" PRId64 " + 2 * tq) * %" PRId64 " + gq;\n",
+        tile_ctype(k, v), (int)v, 8 * ntl, SB);
     mirs__buf_printf(b, "        MIRS_UNROLL for (int s = 0; s < %" PRId64 "; s++) {\n", ntl);
-    mirs__buf_printf(b, "          const uint32_t a[4] = {mirs_pack_tf32(x%d[s][0]), mirs_pack_tf32(x%d[s][2]),\n"
-                        "                                 mirs_pack_tf32(x%d[s][1]), mirs_pack_tf32(x%d[s][3])};\n",
-                     (int)e, (int)e, (int)e, (int)e);
+    mirs__buf_printf(
+        b,
+        "          const uint32_t a[4] = {mirs_pack_tf32(x%d[s][0]), mirs_pack_tf32(x%d[s][2]),\n"
+        "                                 mirs_pack_tf32(x%d[s][1]), mirs_pack_tf32(x%d[s][3])};\n",
+        (int)e, (int)e, (int)e, (int)e);
     mirs__buf_printf(b, "          MIRS_UNROLL for (int n = 0; n < %" PRId64 "; n++) {\n", nt2);
-    mirs__buf_printf(b, "            const uint32_t bf[2] = {mirs_pack_tf32(mirs_ld(pb + s * %" PRId64 " + n * 8)),\n"
-                        "                                    mirs_pack_tf32(mirs_ld(pb + s * %" PRId64 " + %" PRId64 " + n * 8))};\n",
+    mirs__buf_printf(b,
+                     "            const uint32_t bf[2] = {mirs_pack_tf32(mirs_ld(pb + s * %" PRId64
+                     " + n * 8)),\n"
+                     "                                    mirs_pack_tf32(mirs_ld(pb + s * %" PRId64
+                     " + %" PRId64 " + n * 8))};\n",
                      8 * SB, 8 * SB, SB);
     mirs__buf_puts(b, "            mirs_mma_tf32(d[n], a, bf);\n          }\n        }\n      }\n");
     return;
   }
   const char *pk = dv == MIRS_BF16 ? "mirs_pack_bf16" : "mirs_pack_f16";
-  mirs__buf_printf(b, "        const %s *const pb = t%d + (part * %" PRId64 " + (lane & 15)) * %" PRId64
-                      " + (lane >> 4) * 8;\n",
+  mirs__buf_printf(b,
+                   "        const %s *const pb = t%d + (part * %" PRId64
+                   " + (lane & 15)) * %" PRId64 " + (lane >> 4) * 8;\n",
                    ctype(dv), (int)v, 8 * ntl, SB);
   mirs__buf_printf(b, "        MIRS_UNROLL for (int s = 0; s < %" PRId64 "; s++) {\n", ntl / 2);
-  mirs__buf_printf(b, "          const uint32_t a[4] = {%s(x%d[2 * s][0], x%d[2 * s][1]), %s(x%d[2 * s][2], x%d[2 * s][3]),\n"
-                      "                                 %s(x%d[2 * s + 1][0], x%d[2 * s + 1][1]), %s(x%d[2 * s + 1][2], x%d[2 * s + 1][3])};\n",
+  mirs__buf_printf(b,
+                   "          const uint32_t a[4] = {%s(x%d[2 * s][0], x%d[2 * s][1]), %s(x%d[2 * "
+                   "s][2], x%d[2 * s][3]),\n"
+                   "                                 %s(x%d[2 * s + 1][0], x%d[2 * s + 1][1]), "
+                   "%s(x%d[2 * s + 1][2], x%d[2 * s + 1][3])};\n",
                    pk, (int)e, (int)e, pk, (int)e, (int)e, pk, (int)e, (int)e, pk, (int)e, (int)e);
   emit_b_frags(k, nt2, SB, sfx, "(s * 16)");
   mirs__buf_puts(b, "        }\n      }\n");
@@ -797,8 +813,10 @@ static void emit_chain_op(kgen *k, int32_t oi, int64_t ntl) {
   if (mirs__op_is_elementwise(op->op)) {
     mirs__buf_printf(b, "      /* %s = %s, in registers */\n      float x%d[%" PRId64 "][4];\n",
                      bg->t[o].name, mirs__graph_ops[op->op].name, (int)o, ntx);
-    mirs__buf_printf(b, "      MIRS_UNROLL for (int j = 0; j < %" PRId64 "; j++)\n"
-                        "        MIRS_UNROLL for (int h = 0; h < 4; h++) {\n", ntx);
+    mirs__buf_printf(b,
+                     "      MIRS_UNROLL for (int j = 0; j < %" PRId64 "; j++)\n"
+                     "        MIRS_UNROLL for (int h = 0; h < 4; h++) {\n",
+                     ntx);
     chain_coords(k, o, "          ");
     mirs__buf_printf(b, "          float v = x%d[j][h];\n", (int)x);
     const char *tail = emit_step_head(k, "          ", op);
@@ -808,8 +826,9 @@ static void emit_chain_op(kgen *k, int32_t oi, int64_t ntl) {
     return;
   }
   if (mirs__graph_ops[op->op].kind == MIRS__KIND_REDUCE) {
-    mirs__buf_printf(b, "      /* %s = %s over the row: quad shuffles */\n      float r%d[2];\n"
-                        "      MIRS_UNROLL for (int h = 0; h < 2; h++) {\n",
+    mirs__buf_printf(b,
+                     "      /* %s = %s over the row: quad shuffles */\n      float r%d[2];\n"
+                     "      MIRS_UNROLL for (int h = 0; h < 2; h++) {\n",
                      bg->t[o].name, mirs__graph_ops[op->op].name, (int)o);
     bool mx = op->op == MIRS_OP_MAX;
     emit_row_reduce(k, x, ntl, mx);
@@ -817,14 +836,19 @@ static void emit_chain_op(kgen *k, int32_t oi, int64_t ntl) {
     int ks = k->pl->chain.ks;
     if (ks > 1) { /* the strip's ks warps: partial values through t<o>, then all of them */
       int64_t m = k->pl->op[k->pl->chain.mm1].m_pad;
-      mirs__buf_printf(b, "      if (tq == 0)\n        t%d[part * %" PRId64 " + strip * 16 + gq] = r%d[0], "
-                          "t%d[part * %" PRId64 " + strip * 16 + gq + 8] = r%d[1];\n      __syncthreads();\n",
-                       (int)o, m, (int)o, (int)o, m, (int)o);
-      mirs__buf_printf(b, "      MIRS_UNROLL for (int h = 0; h < 2; h++) {\n        float ss = %s;\n"
-                          "        MIRS_UNROLL for (int p = 0; p < %d; p++)\n",
+      mirs__buf_printf(
+          b,
+          "      if (tq == 0)\n        t%d[part * %" PRId64 " + strip * 16 + gq] = r%d[0], "
+          "t%d[part * %" PRId64 " + strip * 16 + gq + 8] = r%d[1];\n      __syncthreads();\n",
+          (int)o, m, (int)o, (int)o, m, (int)o);
+      mirs__buf_printf(b,
+                       "      MIRS_UNROLL for (int h = 0; h < 2; h++) {\n        float ss = %s;\n"
+                       "        MIRS_UNROLL for (int p = 0; p < %d; p++)\n",
                        mx ? "-INFINITY" : "0.0f", ks);
-      mirs__buf_printf(b, mx ? "          ss = fmaxf(ss, t%d[p * %" PRId64 " + strip * 16 + gq + h * 8]);\n"
-                             : "          ss += t%d[p * %" PRId64 " + strip * 16 + gq + h * 8];\n",
+      mirs__buf_printf(b,
+                       mx ? "          ss = fmaxf(ss, t%d[p * %" PRId64
+                            " + strip * 16 + gq + h * 8]);\n"
+                          : "          ss += t%d[p * %" PRId64 " + strip * 16 + gq + h * 8];\n",
                        (int)o, m);
       mirs__buf_printf(b, "        r%d[h] = ss;\n      }\n", (int)o);
     }
@@ -838,10 +862,11 @@ static void emit_chain_op(kgen *k, int32_t oi, int64_t ntl) {
     return;
   }
   if (op->op == MIRS_OP_ACCUM) {
-    mirs__buf_printf(b, "      /* %s = accum(%s), in registers */\n"
-                        "      MIRS_UNROLL for (int j = 0; j < %" PRId64 "; j++)\n"
-                        "        MIRS_UNROLL for (int h = 0; h < 4; h++)\n"
-                        "          accf%d[j][h] += x%d[j][h];\n",
+    mirs__buf_printf(b,
+                     "      /* %s = accum(%s), in registers */\n"
+                     "      MIRS_UNROLL for (int j = 0; j < %" PRId64 "; j++)\n"
+                     "        MIRS_UNROLL for (int h = 0; h < 4; h++)\n"
+                     "          accf%d[j][h] += x%d[j][h];\n",
                      bg->t[o].name, bg->t[x].name, ntx, (int)o, (int)x);
     return;
   }
@@ -856,18 +881,21 @@ static void emit_chain_op(kgen *k, int32_t oi, int64_t ntl) {
   }
   /* ACCUM_ONLINE: rescale to the new running max (interp.c: a -inf
    * shift adds nothing). */
-  mirs__buf_printf(b, "        const float mo = run%d[h], mv = r%d[h], mn = fmaxf(mo, mv);\n"
-                      "        const float so = mo == -INFINITY ? 0.0f : expf(mo - mn),\n"
-                      "                    sv = mv == -INFINITY ? 0.0f : expf(mv - mn);\n",
+  mirs__buf_printf(b,
+                   "        const float mo = run%d[h], mv = r%d[h], mn = fmaxf(mo, mv);\n"
+                   "        const float so = mo == -INFINITY ? 0.0f : expf(mo - mn),\n"
+                   "                    sv = mv == -INFINITY ? 0.0f : expf(mv - mn);\n",
                    (int)o, (int)y);
   if (frag) {
     int64_t nt2 = chain_tiles(k, x);
-    mirs__buf_printf(b, "        MIRS_UNROLL for (int j = 0; j < %" PRId64 "; j++)\n"
-                        "          MIRS_UNROLL for (int i = 2 * h; i < 2 * h + 2; i++)\n"
-                        "            accf%d[j][i] = accf%d[j][i] * so + x%d[j][i] * sv;\n",
+    mirs__buf_printf(b,
+                     "        MIRS_UNROLL for (int j = 0; j < %" PRId64 "; j++)\n"
+                     "          MIRS_UNROLL for (int i = 2 * h; i < 2 * h + 2; i++)\n"
+                     "            accf%d[j][i] = accf%d[j][i] * so + x%d[j][i] * sv;\n",
                      nt2, (int)o, (int)o, (int)x);
   } else {
-    mirs__buf_printf(b, "        accr%d[h] = accr%d[h] * so + r%d[h] * sv;\n", (int)o, (int)o, (int)x);
+    mirs__buf_printf(b, "        accr%d[h] = accr%d[h] * so + r%d[h] * sv;\n", (int)o, (int)o,
+                     (int)x);
   }
   mirs__buf_printf(b, "        run%d[h] = mn;\n      }\n", (int)o);
 }
@@ -884,11 +912,14 @@ static void emit_chain(kgen *k) {
                     *bs = &bg->t[m1->in[1]].shape;
   int64_t ntl = ss->d[ss->ndim - 1] / 8 / c->ks;
   sync_if_pending(k, "    ");
-  mirs__buf_printf(b, "    { /* register chain: %s = matmul .. %s = matmul, in the registers of the warp\n"
-                      "       * owning each 16-row strip (no shared-memory round trip) */\n",
-                   bg->t[m1->out].name, bg->t[bg->ops[c->mm2].out].name);
-  mirs__buf_puts(b, "      const int lane = tid & 31, warp = tid >> 5, gq = lane >> 2, tq = lane & 3;\n"
-                    "      (void)gq; (void)tq;\n");
+  mirs__buf_printf(
+      b,
+      "    { /* register chain: %s = matmul .. %s = matmul, in the registers of the warp\n"
+      "       * owning each 16-row strip (no shared-memory round trip) */\n",
+      bg->t[m1->out].name, bg->t[bg->ops[c->mm2].out].name);
+  mirs__buf_puts(
+      b, "      const int lane = tid & 31, warp = tid >> 5, gq = lane >> 2, tq = lane & 3;\n"
+         "      (void)gq; (void)tq;\n");
   chain_strip(k, "      ");
   mirs__buf_printf(b, "      float x%d[%" PRId64 "][4] = {};\n", (int)m1->out, ntl);
   int64_t sa[MIRS_MAX_DIMS], sb[MIRS_MAX_DIMS];
@@ -903,20 +934,24 @@ static void emit_chain(kgen *k) {
     emit_mma16_rows(k, c->mm1, &q, SA, SB, dt, dt == MIRS_BF16 ? "bf16" : "f16", into);
   } else { /* tf32 (a computed operand): elements read as emit_mma's tf32 path */
     mirs__buf_printf(b, "      MIRS_UNROLL for (int kk = 0; kk < %" PRId64 "; kk += 8) {\n", q.kk);
-    mirs__buf_printf(b, "        const %s *const pa = t%d + (strip * 16 + gq) * %" PRId64 " + kk + tq;\n",
-                     tile_ctype(k, m1->in[0]), (int)m1->in[0], SA);
-    mirs__buf_printf(b, "        const uint32_t a[4] = {mirs_pack_tf32(mirs_ld(pa)), "
-                        "mirs_pack_tf32(mirs_ld(pa + %" PRId64 ")),\n"
-                        "                               mirs_pack_tf32(mirs_ld(pa + 4)), "
-                        "mirs_pack_tf32(mirs_ld(pa + %" PRId64 "))};\n",
+    mirs__buf_printf(
+        b, "        const %s *const pa = t%d + (strip * 16 + gq) * %" PRId64 " + kk + tq;\n",
+        tile_ctype(k, m1->in[0]), (int)m1->in[0], SA);
+    mirs__buf_printf(b,
+                     "        const uint32_t a[4] = {mirs_pack_tf32(mirs_ld(pa)), "
+                     "mirs_pack_tf32(mirs_ld(pa + %" PRId64 ")),\n"
+                     "                               mirs_pack_tf32(mirs_ld(pa + 4)), "
+                     "mirs_pack_tf32(mirs_ld(pa + %" PRId64 "))};\n",
                      8 * SA, 8 * SA + 4);
     mirs__buf_printf(b, "        MIRS_UNROLL for (int j = 0; j < %" PRId64 "; j++) {\n", ntl);
-    mirs__buf_printf(b, "          const %s *const pb = t%d + (kk + tq) * %" PRId64 " + (part * %" PRId64
-                        " + j) * 8 + gq;\n",
+    mirs__buf_printf(b,
+                     "          const %s *const pb = t%d + (kk + tq) * %" PRId64
+                     " + (part * %" PRId64 " + j) * 8 + gq;\n",
                      tile_ctype(k, m1->in[1]), (int)m1->in[1], SB, ntl);
-    mirs__buf_printf(b, "          const uint32_t bf[2] = {mirs_pack_tf32(mirs_ld(pb)), "
-                        "mirs_pack_tf32(mirs_ld(pb + %" PRId64 "))};\n"
-                        "          mirs_mma_tf32(%s[j], a, bf);\n        }\n      }\n",
+    mirs__buf_printf(b,
+                     "          const uint32_t bf[2] = {mirs_pack_tf32(mirs_ld(pb)), "
+                     "mirs_pack_tf32(mirs_ld(pb + %" PRId64 "))};\n"
+                     "          mirs_mma_tf32(%s[j], a, bf);\n        }\n      }\n",
                      4 * SB, into);
   }
   for (int32_t i = c->mm1 + 1; i < bg->nops; i++)
@@ -1237,19 +1272,23 @@ static void emit_chain_writeback(kgen *k, const mirs__bop *op) {
   snprintf(v, sizeof v, frag ? "accf%d[j][h]" : "accr%d[h]", (int)t);
   char loop[160];
   if (frag)
-    snprintf(loop, sizeof loop, "      MIRS_UNROLL for (int j = 0; j < %" PRId64 "; j++)\n"
-                                "        MIRS_UNROLL for (int h = 0; h < 4; h++)\n", q.nt);
+    snprintf(loop, sizeof loop,
+             "      MIRS_UNROLL for (int j = 0; j < %" PRId64 "; j++)\n"
+             "        MIRS_UNROLL for (int h = 0; h < 4; h++)\n",
+             q.nt);
   else
     snprintf(loop, sizeof loop, "      MIRS_UNROLL for (int h = 0; h < 2; h++)\n");
   mirs__buf_printf(b, "    { /* %s: write back from the register chain */\n", bg->t[t].name);
-  mirs__buf_puts(b, "      const int lane = tid & 31, warp = tid >> 5, gq = lane >> 2, tq = lane & 3;\n"
-                    "      (void)gq; (void)tq;\n");
+  mirs__buf_puts(
+      b, "      const int lane = tid & 31, warp = tid >> 5, gq = lane >> 2, tq = lane & 3;\n"
+         "      (void)gq; (void)tq;\n");
   chain_strip(k, "      ");
   /* (An accum_online of a row value completed across the strip is the
    * same in its ks warps: part 0's is the value.) */
   if (ks > 1 && (frag || op->op == MIRS_OP_ACCUM_SUM)) {
-    mirs__buf_printf(b, "      float *const xw = (float *)((char *)mirs_smem + %" PRId64 ") + "
-                        "(strip * %d + (part > 0 ? part - 1 : 0)) * %" PRId64 ";\n",
+    mirs__buf_printf(b,
+                     "      float *const xw = (float *)((char *)mirs_smem + %" PRId64 ") + "
+                     "(strip * %d + (part > 0 ? part - 1 : 0)) * %" PRId64 ";\n",
                      pl->chain.xoff, ks - 1, 32 * w);
     mirs__buf_puts(b, "      if (part > 0)\n");
     mirs__buf_puts(b, loop);
@@ -1257,13 +1296,16 @@ static void emit_chain_writeback(kgen *k, const mirs__bop *op) {
                      frag ? "j * 4 + h" : "h", v);
     mirs__buf_puts(b, "      if (part == 0)\n");
     mirs__buf_puts(b, loop);
-    mirs__buf_printf(b, "          MIRS_UNROLL for (int p = 0; p < %d; p++)\n"
-                        "            %s += xw[(p * %" PRId64 " + %s) * 32 + lane];\n",
+    mirs__buf_printf(b,
+                     "          MIRS_UNROLL for (int p = 0; p < %d; p++)\n"
+                     "            %s += xw[(p * %" PRId64 " + %s) * 32 + lane];\n",
                      ks - 1, v, w, frag ? "j * 4 + h" : "h");
   }
   if (frag) {
-    mirs__buf_printf(b, "      if (part == 0)\n        MIRS_UNROLL for (int j = 0; j < %" PRId64 "; j++) {\n"
-                        "        const int bi = 0, mt = strip, nt = j;\n        (void)bi;\n",
+    mirs__buf_printf(b,
+                     "      if (part == 0)\n        MIRS_UNROLL for (int j = 0; j < %" PRId64
+                     "; j++) {\n"
+                     "        const int bi = 0, mt = strip, nt = j;\n        (void)bi;\n",
                      q.nt);
     const mirs__shape *os = &bg->t[t].shape;
     for (int d = 0; d + 2 < os->ndim; d++)
@@ -1272,8 +1314,9 @@ static void emit_chain_writeback(kgen *k, const mirs__bop *op) {
     emit_frag_epilogue(k, &q, t, v);
     mirs__buf_puts(b, "      }\n    }\n");
   } else {
-    mirs__buf_puts(b, "      if (part == 0 && tq == 0)\n        MIRS_UNROLL for (int h = 0; h < 2; h++) {\n"
-                      "          const int e = strip * 16 + gq + h * 8;\n");
+    mirs__buf_puts(
+        b, "      if (part == 0 && tq == 0)\n        MIRS_UNROLL for (int h = 0; h < 2; h++) {\n"
+           "          const int e = strip * 16 + gq + h * 8;\n");
     mirs__buf_printf(b, "          if (e >= %" PRId64 ")\n            continue;\n",
                      mirs__shape_numel(&bg->t[t].shape));
     emit_coords(b, "          ", "int", "e", &bg->t[t].shape);
@@ -1519,9 +1562,10 @@ static void emit_plan_comment(kgen *k, int32_t ki) {
                         " * computed); the rest are entirely masked.\n",
                      100.0 * pl->live);
   if (pl->chain.on)
-    mirs__buf_printf(b, " * Register chain: %s = matmul through %s = matmul (%s) in the registers of\n"
-                        " * the warps owning each 16-row strip: no shared-memory round trip of the\n"
-                        " * intermediate between the two MMAs; row maxes and sums by quad shuffles.\n",
+    mirs__buf_printf(b,
+                     " * Register chain: %s = matmul through %s = matmul (%s) in the registers of\n"
+                     " * the warps owning each 16-row strip: no shared-memory round trip of the\n"
+                     " * intermediate between the two MMAs; row maxes and sums by quad shuffles.\n",
                      bg->t[bg->ops[pl->chain.mm1].out].name, bg->t[bg->ops[pl->chain.mm2].out].name,
                      pl->chain.mma2 == MIRS__MMA_16 ? "16-bit m16n8k16, A packed from C fragments"
                                                     : "tf32 m16n8k8, A = C fragments");
@@ -1530,9 +1574,10 @@ static void emit_plan_comment(kgen *k, int32_t ki) {
     for (int32_t t = 0; t < bg->nt; t++)
       nx += pl->t[t].frag == MIRS__FRAG_ROW &&
             mirs__graph_ops[bg->ops[bg->t[t].producer].op].kind == MIRS__KIND_REDUCE;
-    mirs__buf_printf(b, " * Split strips: %d warps per 16-row strip, each with 1/%d of S's columns;\n"
-                        " * %d row values exchanged through shared memory per iteration (2 stores\n"
-                        " * per lane each); E·V and row sums added across the warps after the loop.\n",
+    mirs__buf_printf(b,
+                     " * Split strips: %d warps per 16-row strip, each with 1/%d of S's columns;\n"
+                     " * %d row values exchanged through shared memory per iteration (2 stores\n"
+                     " * per lane each); E·V and row sums added across the warps after the loop.\n",
                      (int)pl->chain.ks, (int)pl->chain.ks, nx);
   }
   char dims[96];
@@ -1605,8 +1650,10 @@ static void emit_acc_init(kgen *k, const mirs__sched *sched) {
     int64_t n = mirs__shape_numel(&bg->t[t].shape);
     int64_t per = acc_per_thread(k, t, NULL);
     if (pl->t[t].frag != MIRS__FRAG_NONE && op->op == MIRS_OP_ACCUM_ONLINE)
-      mirs__buf_printf(b, "    float run%d[2] = {-INFINITY, -INFINITY}; /* %s: running max of rows gq, gq + 8 */\n",
-                       (int)t, bg->t[t].name);
+      mirs__buf_printf(
+          b,
+          "    float run%d[2] = {-INFINITY, -INFINITY}; /* %s: running max of rows gq, gq + 8 */\n",
+          (int)t, bg->t[t].name);
     if (pl->t[t].acc_mma) {
       int32_t p = frag_producer(k, op);
       mma_geo q = mma_geometry(k, &bg->ops[p], pl->op[p].m_pad);
@@ -1618,8 +1665,9 @@ static void emit_acc_init(kgen *k, const mirs__sched *sched) {
                           "      accf%d[j][0] = accf%d[j][1] = accf%d[j][2] = accf%d[j][3] = 0.0f;\n",
                        q.per, (int)t, (int)t, (int)t, (int)t);
     } else if (pl->t[t].frag == MIRS__FRAG_ROW) {
-      mirs__buf_printf(b, "    float accr%d[2] = {0.0f, 0.0f}; /* %s: rows gq, gq + 8 of the warp's strip */\n",
-                       (int)t, bg->t[t].name);
+      mirs__buf_printf(
+          b, "    float accr%d[2] = {0.0f, 0.0f}; /* %s: rows gq, gq + 8 of the warp's strip */\n",
+          (int)t, bg->t[t].name);
     } else if (pl->t[t].acc_smem) {
       mirs__buf_printf(b, "    float *const a%d = (float *)((char *)mirs_smem + %" PRId64 ");\n",
                        (int)t, pl->t[t].aoff);

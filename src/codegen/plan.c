@@ -218,12 +218,11 @@ static bool try_chain(mirs__plan *pl, const mirs_graph *g, const mirs__bgraph *b
   int r = ss->ndim;
   int32_t strips = pl->op[i].m_pad / 16, ks = strips > 0 ? pl->nwarps / strips : 0;
   if (m1->op != MIRS_OP_MATMUL || pl->op[i].mma == MIRS__MMA_NONE || pl->op[i].acc >= 0 ||
-      bg->t[m1->out].post || r < 2 || batch_numel(ss) != 1 || ks < 1 ||
-      ks * strips != pl->nwarps || ss->d[r - 1] % (16 * ks) != 0 ||
-      ss->d[r - 1] / 8 / ks * 4 > REG_ACC_MAX)
+      bg->t[m1->out].post || r < 2 || batch_numel(ss) != 1 || ks < 1 || ks * strips != pl->nwarps ||
+      ss->d[r - 1] % (16 * ks) != 0 || ss->d[r - 1] / 8 / ks * 4 > REG_ACC_MAX)
     return false;
   int8_t ch[MIRS__PLAN_LOCAL], acc[MIRS__PLAN_LOCAL];
-  int32_t maxof[MIRS__PLAN_LOCAL]; /* a row max: the tensor it is the max of */
+  int32_t maxof[MIRS__PLAN_LOCAL];                    /* a row max: the tensor it is the max of */
   bool le0[MIRS__PLAN_LOCAL], unit[MIRS__PLAN_LOCAL]; /* <= 0 (or -inf); in [0, 1] */
   bool in_chain[MIRS__PLAN_LOCAL];
   for (int32_t t = 0; t < bg->nt; t++) {
@@ -251,11 +250,11 @@ static bool try_chain(mirs__plan *pl, const mirs_graph *g, const mirs__bgraph *b
     int32_t x = op->in[0], y = op->nin > 1 ? op->in[1] : -1, o = op->out;
     in_chain[j] = true;
     if (kind == MIRS__KIND_ACCUM) {
-      bool ok = (op->op == MIRS_OP_ACCUM && ch[x] == CH_O) ||
-                (op->op == MIRS_OP_ACCUM_ONLINE && (ch[x] == CH_O || ch[x] == CH_ROW) &&
-                 y >= 0 && ch[y] == CH_ROW) ||
-                (op->op == MIRS_OP_ACCUM_SUM && ch[x] == CH_C &&
-                 op->dim == bg->t[x].shape.ndim - 1);
+      bool ok =
+          (op->op == MIRS_OP_ACCUM && ch[x] == CH_O) ||
+          (op->op == MIRS_OP_ACCUM_ONLINE && (ch[x] == CH_O || ch[x] == CH_ROW) && y >= 0 &&
+           ch[y] == CH_ROW) ||
+          (op->op == MIRS_OP_ACCUM_SUM && ch[x] == CH_C && op->dim == bg->t[x].shape.ndim - 1);
       if (!ok)
         return false;
       acc[o] = ch[x] == CH_O ? CH_C : CH_ROW;
@@ -267,8 +266,7 @@ static bool try_chain(mirs__plan *pl, const mirs_graph *g, const mirs__bgraph *b
         return false;
       /* (Split strips: E·V's values are partial sums over the warp's keys,
        * only scaled by a row value, then accumulated.) */
-      if (ch[x] == CH_O && ks > 1 &&
-          !(y >= 0 && (op->op == MIRS_OP_MUL || op->op == MIRS_OP_DIV)))
+      if (ch[x] == CH_O && ks > 1 && !(y >= 0 && (op->op == MIRS_OP_MUL || op->op == MIRS_OP_DIV)))
         return false;
       ch[o] = ch[x];
       le0[o] = (op->op == MIRS_OP_SUB && y >= 0 && maxof[y] == x) ||
@@ -278,8 +276,8 @@ static bool try_chain(mirs__plan *pl, const mirs_graph *g, const mirs__bgraph *b
                op->dim == r - 1) {
       ch[o] = CH_ROW;
       maxof[o] = op->op == MIRS_OP_MAX ? x : -1;
-    } else if (op->op == MIRS_OP_MATMUL && mm2 < 0 && ch[x] == CH_C && y >= 0 &&
-               ch[y] == CH_NONE && batch_numel(&bg->t[o].shape) == 1 &&
+    } else if (op->op == MIRS_OP_MATMUL && mm2 < 0 && ch[x] == CH_C && y >= 0 && ch[y] == CH_NONE &&
+               batch_numel(&bg->t[o].shape) == 1 &&
                bg->t[o].shape.d[bg->t[o].shape.ndim - 1] % 8 == 0) {
       mm2 = j;
       ch[o] = CH_O;
@@ -329,7 +327,7 @@ static bool try_chain(mirs__plan *pl, const mirs_graph *g, const mirs__bgraph *b
 /* 8. The first register chain of the kernel, if any. */
 static void plan_chain(mirs__plan *pl, const mirs_graph *g, const mirs__bgraph *bg, bool mma) {
   memset(&pl->chain, 0, sizeof pl->chain);
-  if (!mma || bg->nt > MIRS__PLAN_LOCAL)
+  if (!mma || bg->nt > MIRS__PLAN_LOCAL || bg->nops > MIRS__PLAN_LOCAL)
     return;
   for (int32_t i = 0; i < bg->nops && !pl->chain.on; i++)
     (void)try_chain(pl, g, bg, i);
