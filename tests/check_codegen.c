@@ -42,6 +42,7 @@
 #include <unistd.h>
 
 #include "codegen/cost.h"
+#include "codegen/plan.h"
 #include "graph/graph.h"
 #include "testutil.h"
 
@@ -51,8 +52,10 @@ static const char *const EXAMPLES[] = {"gqa_small", "mha_small", "rmsnorm_linear
                                        "causal_attention_small"};
 #define NEXAMPLES ((int)(sizeof EXAMPLES / sizeof EXAMPLES[0]))
 
-static const char *const TESTGRAPHS[] = {"mma_f16",  "mma_pad",     "rms_bf16",    "f32_mixed",
-                                          "big_smem", "reduce_tree", "general_load", "transpose_mma"};
+static const char *const TESTGRAPHS[] = {
+    "mma_f16",     "mma_pad",          "rms_bf16",      "f32_mixed",  "big_smem",
+    "reduce_tree", "general_load",     "transpose_mma", "chain_attn", "chain_safe",
+    "chain_split", "chain_split_safe", "chain_qknorm"};
 #define NTESTGRAPHS ((int)(sizeof TESTGRAPHS / sizeof TESTGRAPHS[0]))
 
 /* The search's bests at small shape (examples/best, scripts/search-bests.sh). */
@@ -616,6 +619,93 @@ START_TEST(test_plan_smem_matches_launch) {
 }
 END_TEST
 
+/* The register chain (plan decision 8): planned where the warps divide
+ * into the 16-row strips of S = Q·K and E·V (ks warps a strip), E gets no
+ * shared memory (a split strip's row values get an exchange of ks values
+ * per row), E·V is 16-bit when E is in [0, 1] (exp of S minus its row
+ * max) and tf32 otherwise, and the kernels compute the same bits in every
+ * thread order. */
+START_TEST(test_register_chain) {
+  static const struct {
+    const char *file;
+    bool on;
+    int mma2;
+    int32_t e;  /* E, the tensor b<e> */
+    int32_t ks; /* warps per strip */
+  } cases[] = {{"tests/codegen/chain_attn.ugraph", true, MIRS__MMA_TF32, 4, 1},
+               {"tests/codegen/chain_safe.ugraph", true, MIRS__MMA_16, 5, 1},
+               {"tests/codegen/chain_split.ugraph", true, MIRS__MMA_TF32, 4, 4},
+               {"tests/codegen/chain_split_safe.ugraph", true, MIRS__MMA_16, 5, 4},
+               {"tests/codegen/chain_qknorm.ugraph", true, MIRS__MMA_TF32, 4, 4},
+               {"examples/best/gqa.ugraph", true, MIRS__MMA_TF32, 3, 1},
+               {"examples/best/gqa_safe.ugraph", true, MIRS__MMA_16, 5, 1},
+               {"examples/best/causal_attention.ugraph", true, MIRS__MMA_TF32, 4, 1},
+               {"examples/best/mha.ugraph", true, MIRS__MMA_TF32, 3, 4},
+               {"examples/best/mha_safe.ugraph", true, MIRS__MMA_16, 5, 4},
+               /* rms_norm(Q)·K and E·rms_norm(V): tf32 with computed operands */
+               {"examples/best/qknorm_attention.ugraph", true, MIRS__MMA_TF32, 4, 4},
+               /* a strip's 8-column tiles (8) do not split over 16 warps */
+               {"tests/codegen/chain_nosplit.ugraph", false, 0, 4, 0}};
+  mirs_context *ctx = tu_ctx(NULL);
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    mirs_graph *g = load(ctx, cases[i].file);
+    int32_t ki = g->nops - 1;
+    const mirs__bgraph *bg = g->ops[ki].bg;
+    mirs__plan pl, off;
+    ck_assert_int_eq(mirs__plan_build(ctx, g, ki, MIRS__PLAN_SMEM_MAX, true, &pl), MIRS_OK);
+    ck_assert_int_eq(mirs__plan_build(ctx, g, ki, MIRS__PLAN_SMEM_MAX, false, &off), MIRS_OK);
+    ck_assert_msg(pl.chain.on == cases[i].on, "%s: chain %d", cases[i].file, (int)pl.chain.on);
+    ck_assert(!off.chain.on);
+    char name[8];
+    snprintf(name, sizeof name, "b%d", (int)cases[i].e);
+    int32_t e = 0;
+    while (e < bg->nt && strcmp(bg->t[e].name, name) != 0)
+      e++;
+    ck_assert_int_lt(e, bg->nt);
+    if (cases[i].on) {
+      ck_assert_int_eq(pl.chain.mma2, cases[i].mma2);
+      ck_assert_int_eq(pl.op[pl.chain.mm2].mma, cases[i].mma2);
+      ck_assert_int_eq(bg->ops[pl.chain.mm2].in[0], e);
+      ck_assert_int_eq(pl.t[e].frag, MIRS__FRAG_C);
+      ck_assert_int_eq(pl.chain.ks, cases[i].ks);
+      ck_assert_int_eq(pl.t[e].off, -1); /* no tile: E stays in registers */
+      if (cases[i].ks == 1)
+        ck_assert_int_lt(pl.smem, off.smem);
+    } else {
+      ck_assert_int_ge(pl.t[e].off, 0);
+    }
+    mirs__plan_free(&pl);
+    mirs__plan_free(&off);
+    mirs_graph_destroy(g);
+  }
+  /* The small chains in three thread orders: within tolerance, same bits. */
+  for (int f = 0; f < 5; f++) {
+    mirs_graph *g = load(ctx, cases[f].file);
+    mirs_eval_result *first = NULL;
+    for (int seed = 0; seed < 3; seed++) {
+      char v[16];
+      snprintf(v, sizeof v, "%d", seed * 5 + 2);
+      ck_assert_int_eq(mirs_option_set(ctx, "emu_seed", v), MIRS_OK);
+      mirs_eval_result *r = NULL;
+      double err = -1;
+      ck_assert_msg(mirs_codegen_run(g, 7, MIRS_BACKEND_HOST, &r, &err) == MIRS_OK,
+                    "%s emu_seed %s: %s", cases[f].file, v, mirs_last_error(ctx));
+      ck_assert_msg(err <= mirs_codegen_tolerance(g), "%s emu_seed %s: relative error %g",
+                    cases[f].file, v, err);
+      if (first) {
+        ck_assert_double_eq(mirs__eval_max_rel_error(first, r), 0.0);
+        mirs_eval_result_destroy(r);
+      } else {
+        first = r;
+      }
+    }
+    mirs_eval_result_destroy(first);
+    mirs_graph_destroy(g);
+  }
+  mirs_context_destroy(ctx);
+}
+END_TEST
+
 /* The test suite. */
 static Suite *suite(void) {
   Suite *s = suite_create("codegen");
@@ -625,6 +715,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_refused_kernels);
   tcase_add_test(tc, test_emu_primitives);
   tcase_add_test(tc, test_plan_smem_matches_launch);
+  tcase_add_test(tc, test_register_chain);
   tcase_add_test(tc, test_cuda_backend_without_device);
   tcase_add_loop_test(tc, test_example_ugraphs_match_programs, 0, NEXAMPLES);
   tcase_add_loop_test(tc, test_best_ugraphs_match_programs, 0, NBESTS);

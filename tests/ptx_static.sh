@@ -25,7 +25,15 @@
 #  - the shared memory of each custom kernel's plan, the comment above the
 #    kernel ("N bytes of shared memory"), equals what the kernel requests:
 #    the launch's dynamic size plus the static __shared__ bytes ptxas
-#    reports.  A plan that keeps its tiles in global scratch fails.
+#    reports.  A plan that keeps its tiles in global scratch fails;
+#  - a kernel whose plan keeps a matmul -> elementwise -> matmul chain in
+#    registers ("Register chain" in the plan comment) has no st.shared
+#    between its first and last mma.sync (the intermediate E of S = Q·K,
+#    E = exp(S), E·V never goes through shared memory) but the 2 per lane
+#    of each row max or sum its plan says it exchanges between the warps
+#    of a split strip ("N row values exchanged"), and the attention bests
+#    (CHAIN, default: all 7 attention bests) have
+#    such a plan.
 # Exit 0 when all hold, 1 otherwise (each failure named), 77 without nvcc.
 #
 #   tests/ptx_static.sh [NAME...]      (default: the 8 published examples, causal_attention, gqa_safe,
@@ -47,6 +55,7 @@ if ! "$NVCC" --version >/dev/null 2>&1; then
   exit 77
 fi
 [ -x "$bin" ] || { echo "ptx_static: FAIL: $bin is not built"; exit 1; }
+chain_names=${CHAIN-gqa gqa_safe mqa causal_attention mha mha_safe qknorm_attention}
 names=${*:-gated_mlp gqa lora mha mqa ntrans qknorm_attention rmsnorm_linear causal_attention gqa_safe mha_safe}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/mirs_ptx_static.XXXXXX")
 if [ "${KEEP:-0}" = 1 ]; then
@@ -215,7 +224,22 @@ for name in $names; do
       elif [ "$planb" -ne $((launch + static)) ]; then
         why="$why; plan $planb bytes of shared memory, the kernel requests $launch dynamic + $static static"
       fi
-      line="$name sm_$arch $kname: cp.async16=$cpa bulk=$bulk mma16=$mma wgmma=$wg ldmatrix=$ldm tf32=$tf32 block-matmuls=$nmm loaded16=$nld smem plan=${planb:-?} launch=${launch:-?}+$static"
+      # The register chain: no shared-memory store between the two MMAs.
+      chain=no
+      if printf '%s\n' "$plan" | grep -q 'Register chain'; then
+        between=$(awk '/mma\.sync/ { last = NR; if (!first) first = NR } { l[NR] = $0 }
+          END { n = 0; for (i = first; i <= last; i++) if (l[i] ~ /st\.shared/) n++; print n }' "$body")
+        xrows=$(printf '%s\n' "$plan" | sed -n 's/.* \([0-9][0-9]*\) row values exchanged.*/\1/p')
+        allowed=$((2 * ${xrows:-0}))
+        chain="yes,st.shared-between-mmas=$between(allowed-row-exchange=$allowed)"
+        [ "$between" -le "$allowed" ] ||
+          why="$why; $between st.shared between the register chain's MMAs, $allowed for row exchanges (the intermediate goes through shared memory)"
+      else
+        case " $chain_names " in
+        *" $name "*) why="$why; no register chain in the plan (expected for $name)" ;;
+        esac
+      fi
+      line="$name sm_$arch $kname: chain=$chain cp.async16=$cpa bulk=$bulk mma16=$mma wgmma=$wg ldmatrix=$ldm tf32=$tf32 block-matmuls=$nmm loaded16=$nld smem plan=${planb:-?} launch=${launch:-?}+$static"
       if [ -n "$why" ]; then
         fail "$line${why}"
       else

@@ -38,6 +38,13 @@ typedef enum mirs__plan_mma {
   MIRS__MMA_TF32  /* m16n8k8 tf32 (an operand computed in f32) */
 } mirs__plan_mma;
 
+/* Where a value of the register chain lives (plan decision 8, plan.c). */
+typedef enum mirs__plan_frag {
+  MIRS__FRAG_NONE, /* a tile in shared memory, or absorbed into a producer's chain */
+  MIRS__FRAG_C,    /* C fragments of the warp's 16-row strip: float [tiles][4] per lane */
+  MIRS__FRAG_ROW   /* one value per row of the strip: float [2] per lane (rows gq, gq + 8) */
+} mirs__plan_frag;
+
 /* Where one block tensor lives. */
 typedef struct mirs__plan_tensor {
   int64_t off;         /* smem byte offset of the tile (stage 0), or -1 (no tile) */
@@ -58,6 +65,8 @@ typedef struct mirs__plan_tensor {
   bool zero;           /* input tile of a K-padded MMA: its stage buffers are zeroed once,
                         * before any load (the padding columns / rows stay 0) */
   int8_t group;        /* tree: threads (lanes) per accumulator element, a power of 2 <= 32 */
+  int8_t frag;         /* mirs__plan_frag: kept in the register chain's layout (accumulators:
+                        * their running values; their final values still get a tile) */
 } mirs__plan_tensor;
 
 typedef struct mirs__plan_op {
@@ -67,7 +76,28 @@ typedef struct mirs__plan_op {
   int32_t k_pad;  /* MMA: reduction length multiplied (K, or K rounded up to 16 with zeros) */
   int32_t acc;    /* MMA: accumulator whose C fragments it adds into, or -1 */
   int8_t group;   /* sum / rms_norm: lanes per reduced row (warp-shuffle tree), 1: one thread */
+  bool chain;     /* emitted by the register chain (at the chain's first matmul) */
 } mirs__plan_op;
+
+/* Register-resident chain (decision 8 of plan.c): S = A·B on tensor cores,
+ * elementwise ops and row reductions over S's rows, E·V on tensor cores
+ * with E's C fragments reused as A fragments, and the accumulators they
+ * feed, all in registers: E never goes through shared memory, row maxes
+ * and sums are quad shuffles.  Each 16-row strip belongs to ks warps
+ * (warp w: strip w / ks, part w % ks), each with 1/ks of S's columns (E·V's
+ * k range): a row max or sum over S is completed across them through a
+ * small exchange in shared memory (the reduce tensor's tile: ks values per
+ * row), the accumulators of E·V and of S's row sums are partial sums,
+ * added across the ks warps once, after the loop, through `xoff`. */
+typedef struct mirs__plan_chain {
+  bool on;
+  int32_t ks;       /* warps per 16-row strip (1: one warp owns whole rows) */
+  int64_t xoff;     /* ks > 1: smem byte offset of the after-loop partial-sum exchange */
+  int64_t xbytes;   /* its bytes */
+  int32_t mm1, mm2; /* the block matmuls S = A·B and E·V */
+  int8_t mma2;      /* E·V: MIRS__MMA_16 (E in [0, 1], or a bf16 V: A fragments packed
+                     * from two C fragments) or MIRS__MMA_TF32 (A = {d0, d2, d1, d3}) */
+} mirs__plan_chain;
 
 /* Tile skipping (decision 7 of plan.c): a forloop that walks the columns
  * of a causal mask stops, in each block, after the last iteration whose
@@ -96,6 +126,7 @@ typedef struct mirs__plan {
   double inflight;      /* bytes a block keeps in flight while it computes */
   bool pipelined;       /* loads of later iterations overlap compute (stages >= 2, cp.async) */
   mirs__plan_skip skip; /* tile skipping under a causal mask */
+  mirs__plan_chain chain; /* the register-resident matmul chain, if any */
   double live;          /* iterations run / (blocks * F): 1 without skipping */
   bool feasible;
   char reason[MIRS__PLAN_REASON_SIZE];
