@@ -52,9 +52,9 @@ static const char *const EXAMPLES[] = {"gqa_small", "mha_small", "rmsnorm_linear
                                        "causal_attention_small"};
 #define NEXAMPLES ((int)(sizeof EXAMPLES / sizeof EXAMPLES[0]))
 
-static const char *const TESTGRAPHS[] = {"mma_f16",  "mma_pad",     "rms_bf16",    "f32_mixed",
-                                          "big_smem", "reduce_tree", "general_load", "transpose_mma",
-                                          "mma_swap"};
+static const char *const TESTGRAPHS[] = {"mma_f16",      "mma_pad",       "rms_bf16",
+                                         "f32_mixed",    "big_smem",      "reduce_tree",
+                                         "general_load", "transpose_mma", "mma_swap"};
 #define NTESTGRAPHS ((int)(sizeof TESTGRAPHS / sizeof TESTGRAPHS[0]))
 
 /* The search's bests at small shape (examples/best, scripts/search-bests.sh). */
@@ -572,8 +572,10 @@ START_TEST(test_emu_primitives) {
   }
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
   ck_assert_int_eq(system(cmd), 0);
-  ck_assert_msg(rc == 0, "emulation check failed (bits: 1 read before commit, 2 wait_group<1>, "
-                         "4 ldmatrix.x4, 8 ldmatrix.x2.trans, 16 shuffle, 32 ldmatrix.x2): %s", log);
+  ck_assert_msg(rc == 0,
+                "emulation check failed (bits: 1 read before commit, 2 wait_group<1>, "
+                "4 ldmatrix.x4, 8 ldmatrix.x2.trans, 16 shuffle, 32 ldmatrix.x2): %s",
+                log);
 }
 END_TEST
 
@@ -581,10 +583,13 @@ END_TEST
  * the generated kernel requests at launch, for the example µGraphs at
  * their published and small shapes. */
 START_TEST(test_plan_smem_matches_launch) {
-  static const char *const files[] = {"examples/rmsnorm_linear.ugraph", "examples/gqa.ugraph",
+  static const char *const files[] = {"examples/rmsnorm_linear.ugraph",
+                                      "examples/gqa.ugraph",
                                       "examples/rmsnorm_linear_small.ugraph",
-                                      "examples/gqa_small.ugraph", "examples/mha_small.ugraph",
-                                      "tests/codegen/mma_f16.ugraph", "tests/codegen/reduce_tree.ugraph",
+                                      "examples/gqa_small.ugraph",
+                                      "examples/mha_small.ugraph",
+                                      "tests/codegen/mma_f16.ugraph",
+                                      "tests/codegen/reduce_tree.ugraph",
                                       "tests/codegen/mma_swap.ugraph"};
   mirs_context *ctx = tu_ctx(NULL);
   mirs__cost_profiles *p = NULL;
@@ -653,10 +658,12 @@ START_TEST(test_skinny_mma_swapped) {
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     mirs_graph *g = load(ctx, cases[i].file);
     mirs__plan pl;
-    ck_assert_int_eq(mirs__plan_build(ctx, g, cases[i].op, MIRS__PLAN_SMEM_MAX, true, &pl), MIRS_OK);
+    ck_assert_int_eq(mirs__plan_build(ctx, g, cases[i].op, MIRS__PLAN_SMEM_MAX, true, &pl),
+                     MIRS_OK);
     ck_assert_int_eq(g->ops[cases[i].op].bg->ops[cases[i].matmul].op, MIRS_OP_MATMUL);
     const mirs__plan_op *po = &pl.op[cases[i].matmul];
-    ck_assert_msg(po->mma == MIRS__MMA_16 && po->swap == cases[i].swap && po->m_pad == cases[i].m_pad,
+    ck_assert_msg(po->mma == MIRS__MMA_16 && po->swap == cases[i].swap &&
+                      po->m_pad == cases[i].m_pad,
                   "%s kernel %d: mma %d swap %d m_pad %d", cases[i].file, (int)cases[i].op,
                   (int)po->mma, (int)po->swap, (int)po->m_pad);
     mirs__plan_free(&pl);

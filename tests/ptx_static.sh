@@ -40,7 +40,10 @@
 #    with no other write between, read along the code twice so a fragment
 #    loaded at the end of a loop body feeds the HMMA at its top).
 # Without cuobjdump the SASS checks are skipped with a message and the
-# PTX checks still run.
+# PTX checks still run.  A skinny matmul's GEMV mapping (M <= 8: the MMA
+# operands swapped, plan.c plan_swap) is held to the same rules: it
+# still runs on m16n8k16 fed by ldmatrix (the weight through
+# ldmatrix.x4.trans, the skinny rows through ldmatrix.x2).
 # Exit 0 when all hold, 1 otherwise (each failure named), 77 without nvcc.
 #
 #   tests/ptx_static.sh [NAME...]      (default: the 8 published examples, causal_attention, gqa_safe,

@@ -467,10 +467,11 @@ static void emit_frag_epilogue(kgen *k, const mma_geo *q, int32_t t, const char 
   mirs__buf *b = k->b;
   mirs__buf_puts(b, "        for (int h = 0; h < 4; h++) {\n");
   if (q->swap) { /* C^T: fragment rows are output columns, its columns output rows */
-    mirs__buf_printf(b, "          const int row = tq * 2 + (h & 1);\n"
-                        "          if (row >= %" PRId64 ")\n            continue;\n"
-                        "          const int e = row * %" PRId64 " + nt * 16 + gq + (h >> 1) * 8;\n"
-                        "          (void)mt;\n",
+    mirs__buf_printf(b,
+                     "          const int row = tq * 2 + (h & 1);\n"
+                     "          if (row >= %" PRId64 ")\n            continue;\n"
+                     "          const int e = row * %" PRId64 " + nt * 16 + gq + (h >> 1) * 8;\n"
+                     "          (void)mt;\n",
                      q->m, q->n);
     emit_coords(b, "          ", "int", "e", &k->bg->t[t].shape);
     mirs__buf_printf(b, "          float v = %s[h];\n", D);
@@ -603,27 +604,31 @@ static void emit_mma16_swapped(kgen *k, int32_t oi, const mma_geo *q, int64_t SA
     mirs__buf_printf(b, "        float (*const d)[4] = accf%d;\n", (int)po->acc);
   else
     mirs__buf_printf(b, "        float d[%" PRId64 "][4] = {};\n", q->per);
-  mirs__buf_printf(b, "        const %s *const pa = t%d + (lane & 7) * %" PRId64
-                      " + ((lane >> 3) & 1) * 8;\n",
-                   ctype(dt), (int)op->in[0], SA);
-  mirs__buf_printf(b, "        const %s *const pb = t%d + (lane & 15) * %" PRId64
-                      " + nt0 * 16 + (lane >> 4) * 8;\n",
+  mirs__buf_printf(
+      b, "        const %s *const pa = t%d + (lane & 7) * %" PRId64 " + ((lane >> 3) & 1) * 8;\n",
+      ctype(dt), (int)op->in[0], SA);
+  mirs__buf_printf(b,
+                   "        const %s *const pb = t%d + (lane & 15) * %" PRId64
+                   " + nt0 * 16 + (lane >> 4) * 8;\n",
                    ctype(dt), (int)op->in[1], SB);
   mirs__buf_printf(b, "        %sfor (int kk = 0; kk < %" PRId64 "; kk += 16) {\n",
                    q->kk / 16 <= 16 ? "MIRS_UNROLL " : "", q->kk);
   mirs__buf_puts(b, "          uint32_t xf[2];\n          mirs_ldmatrix_x2(xf, pa + kk);\n");
   mirs__buf_printf(b, "          MIRS_UNROLL for (int j = 0; j < %" PRId64 "; j++) {\n", q->per);
   if (q->tiles % q->per != 0)
-    mirs__buf_printf(b, "            if (nt0 + j >= %" PRId64 ")\n              break;\n", q->tiles);
-  mirs__buf_printf(b, "            uint32_t w[4];\n"
-                      "            mirs_ldmatrix_x4_trans(w, pb + kk * %" PRId64 " + j * 16);\n"
-                      "            const uint32_t a[4] = {w[0], w[2], w[1], w[3]};\n"
-                      "            mirs_mma_%s(d[j], a, xf);\n          }\n        }\n",
+    mirs__buf_printf(b, "            if (nt0 + j >= %" PRId64 ")\n              break;\n",
+                     q->tiles);
+  mirs__buf_printf(b,
+                   "            uint32_t w[4];\n"
+                   "            mirs_ldmatrix_x4_trans(w, pb + kk * %" PRId64 " + j * 16);\n"
+                   "            const uint32_t a[4] = {w[0], w[2], w[1], w[3]};\n"
+                   "            mirs_mma_%s(d[j], a, xf);\n          }\n        }\n",
                    SB, sfx);
   if (po->acc < 0) {
-    mirs__buf_printf(b, "        MIRS_UNROLL for (int j = 0; j < %" PRId64 "; j++) {\n"
-                        "        const int nt = nt0 + j, mt = 0;\n"
-                        "        if (nt >= %" PRId64 ")\n          break;\n",
+    mirs__buf_printf(b,
+                     "        MIRS_UNROLL for (int j = 0; j < %" PRId64 "; j++) {\n"
+                     "        const int nt = nt0 + j, mt = 0;\n"
+                     "        if (nt >= %" PRId64 ")\n          break;\n",
                      q->per, q->tiles);
     emit_frag_epilogue(k, q, op->out, "d[j]");
     mirs__buf_puts(b, "        }\n");
@@ -1241,11 +1246,12 @@ static void emit_plan_comment(kgen *k, int32_t ki) {
     else if (pt->acc_mma)
       mirs__buf_printf(b, " *   %s: accumulator in MMA C fragments (registers)\n", bg->t[t].name);
     else if (pl->op[bg->t[t].producer].mma != MIRS__MMA_NONE)
-      mirs__buf_printf(b, " *   %s = matmul: %s\n", bg->t[t].name,
-                       pl->op[bg->t[t].producer].mma != MIRS__MMA_16 ? "mma.sync m16n8k8 tf32"
-                       : pl->op[bg->t[t].producer].swap
-                           ? "ldmatrix + mma.sync m16n8k16, operands swapped (16 of N per tile, M padded to 8)"
-                           : "ldmatrix + mma.sync m16n8k16");
+      mirs__buf_printf(
+          b, " *   %s = matmul: %s\n", bg->t[t].name,
+          pl->op[bg->t[t].producer].mma != MIRS__MMA_16 ? "mma.sync m16n8k8 tf32"
+          : pl->op[bg->t[t].producer].swap
+              ? "ldmatrix + mma.sync m16n8k16, operands swapped (16 of N per tile, M padded to 8)"
+              : "ldmatrix + mma.sync m16n8k16");
   }
   mirs__buf_puts(b, " */\n");
 }
@@ -1633,7 +1639,8 @@ static const char prelude_copy[] =
     "/* 16 bytes global -> shared, asynchronously (sm_80+, bypassing L1). */\n"
     "__device__ __forceinline__ void mirs_cp_async16(void *s, const void *g) {\n"
     "    const unsigned a = (unsigned)__cvta_generic_to_shared(s);\n"
-    "    asm volatile(\"cp.async.cg.shared.global [%0], [%1], 16;\\n\" :: \"r\"(a), \"l\"(g) : \"memory\");\n}\n"
+    "    asm volatile(\"cp.async.cg.shared.global [%0], [%1], 16;\\n\" :: \"r\"(a), \"l\"(g) : "
+    "\"memory\");\n}\n"
     "__device__ __forceinline__ void mirs_cp_async_commit(void) {\n"
     "    asm volatile(\"cp.async.commit_group;\\n\" ::: \"memory\");\n}\n"
     "/* Wait until at most N of this thread's committed groups are pending. */\n"
@@ -1643,7 +1650,8 @@ static const char prelude_copy[] =
     "__device__ __forceinline__ void mirs_ldmatrix_x4(uint32_t r[4], const void *p) {\n"
     "    const unsigned a = (unsigned)__cvta_generic_to_shared(p);\n"
     "    asm volatile(\"ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\\n\"\n"
-    "                 : \"=r\"(r[0]), \"=r\"(r[1]), \"=r\"(r[2]), \"=r\"(r[3]) : \"r\"(a) : \"memory\");\n}\n"
+    "                 : \"=r\"(r[0]), \"=r\"(r[1]), \"=r\"(r[2]), \"=r\"(r[3]) : \"r\"(a) : "
+    "\"memory\");\n}\n"
     "/* Two of them (lanes 0-15 give the rows: the B operand of a swapped MMA). */\n"
     "__device__ __forceinline__ void mirs_ldmatrix_x2(uint32_t r[2], const void *p) {\n"
     "    const unsigned a = (unsigned)__cvta_generic_to_shared(p);\n"
@@ -1656,13 +1664,16 @@ static const char prelude_copy[] =
     "                 : \"=r\"(r[0]), \"=r\"(r[1]) : \"r\"(a) : \"memory\");\n}\n"
     "__device__ __forceinline__ void mirs_ldmatrix_x4_trans(uint32_t r[4], const void *p) {\n"
     "    const unsigned a = (unsigned)__cvta_generic_to_shared(p);\n"
-    "    asm volatile(\"ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\\n\"\n"
-    "                 : \"=r\"(r[0]), \"=r\"(r[1]), \"=r\"(r[2]), \"=r\"(r[3]) : \"r\"(a) : \"memory\");\n}\n"
+    "    asm volatile(\"ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, "
+    "[%4];\\n\"\n"
+    "                 : \"=r\"(r[0]), \"=r\"(r[1]), \"=r\"(r[2]), \"=r\"(r[3]) : \"r\"(a) : "
+    "\"memory\");\n}\n"
     "#endif\n"
     "template <typename T>\n"
     "__global__ void __launch_bounds__(256) mirs_copy(const T *__restrict__ s, T *__restrict__ "
     "d, long long n) {\n"
-    "    for (long long e = blockIdx.x * 256LL + threadIdx.x; e < n; e += (long long)gridDim.x * 256)\n"
+    "    for (long long e = blockIdx.x * 256LL + threadIdx.x; e < n; e += (long long)gridDim.x * "
+    "256)\n"
     "        d[e] = s[e];\n"
     "}\n"
     "#endif\n";

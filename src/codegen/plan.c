@@ -169,9 +169,9 @@ static void plan_swap(mirs__plan *pl, const mirs__bgraph *bg, int32_t i, int64_t
   const mirs__bop *op = &bg->ops[i];
   const mirs__shape *os = &bg->t[op->out].shape;
   int64_t n = os->d[os->ndim - 1];
-  if (m > 8 || n % 16 != 0 || batch_numel(os) != 1 ||
-      batch_numel(&bg->t[op->in[0]].shape) != 1 || batch_numel(&bg->t[op->in[1]].shape) != 1 ||
-      loaded_transpose(bg, op->in[0]) || loaded_transpose(bg, op->in[1]))
+  if (m > 8 || n % 16 != 0 || batch_numel(os) != 1 || batch_numel(&bg->t[op->in[0]].shape) != 1 ||
+      batch_numel(&bg->t[op->in[1]].shape) != 1 || loaded_transpose(bg, op->in[0]) ||
+      loaded_transpose(bg, op->in[1]))
     return;
   int64_t direct = pl->op[i].m_pad * n, swapped = 8 * n;
   int64_t per = (n / 16 + pl->nwarps - 1) / pl->nwarps;
