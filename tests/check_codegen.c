@@ -630,9 +630,9 @@ START_TEST(test_plan_smem_matches_launch) {
 }
 END_TEST
 
-/* A skinny 16-bit matmul (M <= 8) runs with its operands swapped
- * (plan.c plan_swap): M padded to 8 rather than 16, so the cost model
- * prices half the tensor-core work; M = 16 and more stay direct. */
+/* A skinny matmul (M <= 8) runs with its operands swapped (plan.c
+ * plan_swap): M padded to 8 rather than 16, so the cost model prices half
+ * the tensor-core work, on m16n8k16 and on tf32; M = 64 stays direct. */
 START_TEST(test_skinny_mma_swapped) {
   mirs_context *ctx = tu_ctx(NULL);
   mirs__cost_profiles *p = NULL;
@@ -641,19 +641,21 @@ START_TEST(test_skinny_mma_swapped) {
   ck_assert_int_eq(mirs__cost_find(ctx, p, "H100", &h100), MIRS_OK);
   static const struct {
     const char *file;
-    int32_t op, matmul;
+    int32_t op, matmul, mma;
     bool swap;
     int32_t m_pad;
-    double tc_flops;
+    double tc_flops; /* blocks x iterations x 2 * m_pad * N * K_pad */
   } cases[] = {
-      /* 2 blocks x 8 iterations x 2 * 8 (M = 3 padded) * 80 * 16 (K = 8 padded) */
-      {"tests/codegen/mma_swap.ugraph", 0, 2, true, 8, 2.0 * 8 * 2 * 8 * 80 * 16},
-      /* 2 blocks x 1 iteration x 2 * 8 * 80 * 64 */
-      {"tests/codegen/mma_swap.ugraph", 1, 2, true, 8, 2.0 * 2 * 8 * 80 * 64},
-      /* M = 8, K = 4 padded to 16: swapped */
-      {"tests/codegen/mma_pad.ugraph", 0, 2, true, 8, 2.0 * 16 * 2 * 8 * 64 * 16},
+      /* M = 3, K = 8 padded to 16 */
+      {"tests/codegen/mma_swap.ugraph", 0, 2, MIRS__MMA_16, true, 8, 2.0 * 8 * 2 * 8 * 80 * 16},
+      {"tests/codegen/mma_swap.ugraph", 1, 2, MIRS__MMA_16, true, 8, 2.0 * 1 * 2 * 8 * 80 * 64},
+      {"tests/codegen/mma_swap.ugraph", 2, 3, MIRS__MMA_TF32, true, 8, 2.0 * 4 * 2 * 8 * 80 * 16},
+      /* M = 8, K = 4 padded to 16; tf32 at K = 32 */
+      {"tests/codegen/mma_pad.ugraph", 0, 2, MIRS__MMA_16, true, 8, 2.0 * 16 * 2 * 8 * 64 * 16},
+      {"tests/codegen/mma_pad.ugraph", 1, 3, MIRS__MMA_TF32, true, 8, 2.0 * 2 * 2 * 8 * 64 * 32},
       /* M = 64: direct */
-      {"tests/codegen/mma_f16.ugraph", 0, 2, false, 64, -1},
+      {"tests/codegen/mma_f16.ugraph", 0, 2, MIRS__MMA_16, false, 64, -1},
+      {"tests/codegen/mma_f16.ugraph", 0, 6, MIRS__MMA_TF32, false, 64, -1},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     mirs_graph *g = load(ctx, cases[i].file);
@@ -662,7 +664,7 @@ START_TEST(test_skinny_mma_swapped) {
                      MIRS_OK);
     ck_assert_int_eq(g->ops[cases[i].op].bg->ops[cases[i].matmul].op, MIRS_OP_MATMUL);
     const mirs__plan_op *po = &pl.op[cases[i].matmul];
-    ck_assert_msg(po->mma == MIRS__MMA_16 && po->swap == cases[i].swap &&
+    ck_assert_msg(po->mma == cases[i].mma && po->swap == cases[i].swap &&
                       po->m_pad == cases[i].m_pad,
                   "%s kernel %d: mma %d swap %d m_pad %d", cases[i].file, (int)cases[i].op,
                   (int)po->mma, (int)po->swap, (int)po->m_pad);

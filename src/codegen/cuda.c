@@ -585,45 +585,72 @@ static void emit_mma16_rows(kgen *k, int32_t oi, const mma_geo *q, int64_t SA, i
   mirs__buf_puts(b, "        }\n      }\n    }\n");
 }
 
-/* The MMA_16 body with the operands swapped (plan.c plan_swap): C^T =
- * B^T A^T on m16n8k16.  The A operand is 16 columns of the row-major
- * [k][n] B tile through ldmatrix.x4.trans (lane l gives k-row l % 16 at
- * column block l / 16; its matrices come out as a0, a2, a1, a3); the B
- * operand is the 8 padded rows of the A tile through ldmatrix.x2 (lane l
- * gives row l % 8 at k-half (l / 8) % 2), loaded once per k step for all
- * of the warp's tiles.  Rows of A past M only feed fragment columns the
- * epilogue drops.  Opens and closes its own block. */
-static void emit_mma16_swapped(kgen *k, int32_t oi, const mma_geo *q, int64_t SA, int64_t SB,
-                               mirs_dtype dt, const char *sfx) {
+/* The MMA body with the operands swapped (plan.c plan_swap): C^T = B^T
+ * A^T on m16n8k16 (MMA_16) or m16n8k8 (tf32).  MMA_16: the A operand is
+ * 16 columns of the row-major [k][n] B tile through ldmatrix.x4.trans
+ * (lane l gives k-row l % 16 at column block l / 16; its matrices come
+ * out as a0, a2, a1, a3), the B operand the 8 padded rows of the A tile
+ * through ldmatrix.x2 (lane l gives row l % 8 at k-half (l / 8) % 2).
+ * tf32: the same fragments read element by element and rounded (a0..a3 =
+ * B[k + tq (+ 4)][n + gq (+ 8)], b0, b1 = A[gq][k + tq (+ 4)]).  The B
+ * operand is loaded once per k step for all of the warp's tiles.  Rows
+ * of A past M only feed fragment columns the epilogue drops.  Opens and
+ * closes its own block. */
+static void emit_mma_swapped(kgen *k, int32_t oi, const mma_geo *q, int64_t SA, int64_t SB,
+                             mirs_dtype dt, const char *sfx) {
   const mirs__bop *op = &k->bg->ops[oi];
   const mirs__plan_op *po = &k->pl->op[oi];
   mirs__buf *b = k->b;
+  bool tf32 = po->mma == MIRS__MMA_TF32;
   mirs__buf_printf(b, "      const int nt0 = warp * %" PRId64 ";\n      if (nt0 < %" PRId64 ") {\n",
                    q->per, q->tiles);
   if (po->acc >= 0)
     mirs__buf_printf(b, "        float (*const d)[4] = accf%d;\n", (int)po->acc);
   else
     mirs__buf_printf(b, "        float d[%" PRId64 "][4] = {};\n", q->per);
-  mirs__buf_printf(
-      b, "        const %s *const pa = t%d + (lane & 7) * %" PRId64 " + ((lane >> 3) & 1) * 8;\n",
-      ctype(dt), (int)op->in[0], SA);
-  mirs__buf_printf(b,
-                   "        const %s *const pb = t%d + (lane & 15) * %" PRId64
-                   " + nt0 * 16 + (lane >> 4) * 8;\n",
-                   ctype(dt), (int)op->in[1], SB);
-  mirs__buf_printf(b, "        %sfor (int kk = 0; kk < %" PRId64 "; kk += 16) {\n",
-                   q->kk / 16 <= 16 ? "MIRS_UNROLL " : "", q->kk);
-  mirs__buf_puts(b, "          uint32_t xf[2];\n          mirs_ldmatrix_x2(xf, pa + kk);\n");
+  if (tf32) {
+    mirs__buf_printf(b, "        const %s *const pa = t%d + gq * %" PRId64 " + tq;\n",
+                     tile_ctype(k, op->in[0]), (int)op->in[0], SA);
+    mirs__buf_printf(b, "        const %s *const pb = t%d + tq * %" PRId64 " + nt0 * 16 + gq;\n",
+                     tile_ctype(k, op->in[1]), (int)op->in[1], SB);
+  } else {
+    mirs__buf_printf(
+        b, "        const %s *const pa = t%d + (lane & 7) * %" PRId64 " + ((lane >> 3) & 1) * 8;\n",
+        ctype(dt), (int)op->in[0], SA);
+    mirs__buf_printf(b,
+                     "        const %s *const pb = t%d + (lane & 15) * %" PRId64
+                     " + nt0 * 16 + (lane >> 4) * 8;\n",
+                     ctype(dt), (int)op->in[1], SB);
+  }
+  int ks = tf32 ? 8 : 16;
+  mirs__buf_printf(b, "        %sfor (int kk = 0; kk < %" PRId64 "; kk += %d) {\n",
+                   q->kk / ks <= 16 ? "MIRS_UNROLL " : "", q->kk, ks);
+  if (tf32)
+    mirs__buf_puts(b, "          uint32_t xf[2];\n"
+                      "          xf[0] = mirs_pack_tf32(mirs_ld(pa + kk));\n"
+                      "          xf[1] = mirs_pack_tf32(mirs_ld(pa + kk + 4));\n");
+  else
+    mirs__buf_puts(b, "          uint32_t xf[2];\n          mirs_ldmatrix_x2(xf, pa + kk);\n");
   mirs__buf_printf(b, "          MIRS_UNROLL for (int j = 0; j < %" PRId64 "; j++) {\n", q->per);
   if (q->tiles % q->per != 0)
     mirs__buf_printf(b, "            if (nt0 + j >= %" PRId64 ")\n              break;\n",
                      q->tiles);
-  mirs__buf_printf(b,
-                   "            uint32_t w[4];\n"
-                   "            mirs_ldmatrix_x4_trans(w, pb + kk * %" PRId64 " + j * 16);\n"
-                   "            const uint32_t a[4] = {w[0], w[2], w[1], w[3]};\n"
-                   "            mirs_mma_%s(d[j], a, xf);\n          }\n        }\n",
-                   SB, sfx);
+  if (tf32)
+    mirs__buf_printf(b,
+                     "            const %s *const pw = pb + kk * %" PRId64 " + j * 16;\n"
+                     "            uint32_t a[4];\n"
+                     "            a[0] = mirs_pack_tf32(mirs_ld(pw));\n"
+                     "            a[1] = mirs_pack_tf32(mirs_ld(pw + 8));\n"
+                     "            a[2] = mirs_pack_tf32(mirs_ld(pw + %" PRId64 "));\n"
+                     "            a[3] = mirs_pack_tf32(mirs_ld(pw + %" PRId64 "));\n",
+                     tile_ctype(k, op->in[1]), SB, 4 * SB, 4 * SB + 8);
+  else
+    mirs__buf_printf(b,
+                     "            uint32_t w[4];\n"
+                     "            mirs_ldmatrix_x4_trans(w, pb + kk * %" PRId64 " + j * 16);\n"
+                     "            const uint32_t a[4] = {w[0], w[2], w[1], w[3]};\n",
+                     SB);
+  mirs__buf_printf(b, "            mirs_mma_%s(d[j], a, xf);\n          }\n        }\n", sfx);
   if (po->acc < 0) {
     mirs__buf_printf(b,
                      "        MIRS_UNROLL for (int j = 0; j < %" PRId64 "; j++) {\n"
@@ -668,7 +695,7 @@ static void emit_mma(kgen *k, int32_t oi) {
   mirs__buf_puts(b, "      const int lane = tid & 31, warp = tid >> 5, gq = lane >> 2, tq = lane & 3;\n"
                     "      (void)gq; (void)tq;\n");
   if (po->swap) {
-    emit_mma16_swapped(k, oi, &q, SA, SB, dt, sfx);
+    emit_mma_swapped(k, oi, &q, SA, SB, dt, sfx);
     return;
   }
   if (!tf32 && q.nt % q.per == 0 && q.tiles % q.per == 0) {
@@ -1247,11 +1274,11 @@ static void emit_plan_comment(kgen *k, int32_t ki) {
       mirs__buf_printf(b, " *   %s: accumulator in MMA C fragments (registers)\n", bg->t[t].name);
     else if (pl->op[bg->t[t].producer].mma != MIRS__MMA_NONE)
       mirs__buf_printf(
-          b, " *   %s = matmul: %s\n", bg->t[t].name,
+          b, " *   %s = matmul: %s%s\n", bg->t[t].name,
           pl->op[bg->t[t].producer].mma != MIRS__MMA_16 ? "mma.sync m16n8k8 tf32"
-          : pl->op[bg->t[t].producer].swap
-              ? "ldmatrix + mma.sync m16n8k16, operands swapped (16 of N per tile, M padded to 8)"
-              : "ldmatrix + mma.sync m16n8k16");
+                                                        : "ldmatrix + mma.sync m16n8k16",
+          pl->op[bg->t[t].producer].swap ? ", operands swapped (16 of N per tile, M padded to 8)"
+                                         : "");
   }
   mirs__buf_puts(b, " */\n");
 }

@@ -13,13 +13,17 @@
  *     16 with rows of the A tile that only feed discarded output rows; a
  *     computed (f32) operand gives MMA_TF32 when K % 8 == 0 (M padded
  *     the same way); else the scalar path;
- *     an MMA_16 of skinny M (<= 8, one batch, N % 16 == 0, operands loaded
- *     untransposed) runs with its operands swapped when that does less
+ *     an MMA of skinny M (<= 8, one batch, N % 16 == 0, no transposed
+ *     operand) runs with its operands swapped when that does less
  *     tensor-core work (plan_swap): C^T = B^T A^T, the B tile (a weight,
- *     [K][N]) as the A operand through ldmatrix.x4.trans, so 16 of its N
- *     columns fill the MMA's 16 rows, and the A tile's rows, padded to 8,
- *     as the B operand through ldmatrix.x2: 8*N products per 16 of K
- *     instead of 16*N, half the MMAs and A-fragment loads;
+ *     [K][N]) as the A operand (MMA_16: through ldmatrix.x4.trans), so 16
+ *     of its N columns fill the MMA's 16 rows, and the A tile's rows,
+ *     padded to 8, as the B operand (MMA_16: through ldmatrix.x2): 8*N
+ *     products per K step instead of 16*N, half the MMAs and A-fragment
+ *     loads; a tf32 swap reads the same elements its direct form reads
+ *     from each tile in the same lane pattern (rows gq, columns tq of the
+ *     A tile; rows tq, columns gq of the B tile), so the tf32 paddings of
+ *     decision 4 stay conflict-free;
  *  3. register accumulators: `accum` of an MMA matmul used nowhere else
  *     keeps the C fragments in registers across the forloop (the matmul
  *     adds into them; its tile is never stored);
@@ -156,14 +160,14 @@ int64_t mirs__plan_mma_tiles(const mirs__plan *pl, const mirs__bgraph *bg, int32
   return batch_numel(os) * (pl->op[i].m_pad / 16) * (n / 8);
 }
 
-/* 2. The operand swap of MMA_16 op i (M rows): the weight-streaming
+/* 2. The operand swap of MMA op i (M rows): the weight-streaming
  * variant of a skinny matmul.  Both variants read every element of the
  * B tile from shared memory once, fed by the same 16-byte cp.async
  * pipeline (so the bytes in flight are the same); they differ in the
  * padded tensor-core work (16*N per 16 of K direct, 8*N swapped: the
  * cost model prices tc flops at m_pad) and in the A fragments (each warp
  * loads 16 rows of A direct, 8 swapped).  A warp's swapped tiles stay
- * live all at once (cuda.c emit_mma16_swapped), so at most
+ * live all at once (cuda.c emit_mma_swapped), so at most
  * MIRS__PLAN_MMA_CHUNK of them. */
 static void plan_swap(mirs__plan *pl, const mirs__bgraph *bg, int32_t i, int64_t m) {
   const mirs__bop *op = &bg->ops[i];
@@ -215,6 +219,7 @@ static void plan_mma(mirs__plan *pl, const mirs_graph *g, const mirs__bgraph *bg
     } else if (kk % 8 == 0 && rows_ok) {
       pl->op[i].mma = MIRS__MMA_TF32;
       pl->op[i].m_pad = (int32_t)((m + 15) / 16 * 16);
+      plan_swap(pl, bg, i, m);
     }
   }
   /* accum(y) of an MMA matmul y used only there: C fragments in registers. */
