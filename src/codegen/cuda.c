@@ -435,6 +435,7 @@ static void emit_chain_store(kgen *k, const char *ind, int32_t t) {
 /* MMA geometry of matmul op: output tiles of 16 x 8 (M padded to m_pad). */
 typedef struct mma_geo {
   int64_t m, n, kk, mt, nt, batches, tiles, per;
+  bool swap; /* operands swapped: tiles of 16 columns by the 8 padded rows (mt = 1) */
 } mma_geo;
 
 static mma_geo mma_geometry(const kgen *k, const mirs__bop *op, int32_t m_pad) {
@@ -448,8 +449,9 @@ static mma_geo mma_geometry(const kgen *k, const mirs__bop *op, int32_t m_pad) {
   if (k->pl->op[oi].k_pad > q.kk)
     q.kk = k->pl->op[oi].k_pad; /* zero columns of A, zero rows of B */
   q.batches = mirs__shape_numel(os) / (q.m * q.n);
-  q.mt = m_pad / 16;
-  q.nt = q.n / 8;
+  q.swap = k->pl->op[oi].swap;
+  q.mt = q.swap ? 1 : m_pad / 16;
+  q.nt = q.swap ? q.n / 16 : q.n / 8;
   q.tiles = q.batches * q.mt * q.nt;
   q.per = (q.tiles + k->pl->nwarps - 1) / k->pl->nwarps;
   return q;
@@ -478,6 +480,19 @@ static void open_warp_tiles(kgen *k, const mma_geo *q, const mirs__shape *os) {
 static void emit_frag_epilogue(kgen *k, const mma_geo *q, int32_t t, const char *D) {
   mirs__buf *b = k->b;
   mirs__buf_puts(b, "        for (int h = 0; h < 4; h++) {\n");
+  if (q->swap) { /* C^T: fragment rows are output columns, its columns output rows */
+    mirs__buf_printf(b,
+                     "          const int row = tq * 2 + (h & 1);\n"
+                     "          if (row >= %" PRId64 ")\n            continue;\n"
+                     "          const int e = row * %" PRId64 " + nt * 16 + gq + (h >> 1) * 8;\n"
+                     "          (void)mt;\n",
+                     q->m, q->n);
+    emit_coords(b, "          ", "int", "e", &k->bg->t[t].shape);
+    mirs__buf_printf(b, "          float v = %s[h];\n", D);
+    emit_chain_store(k, "          ", t);
+    mirs__buf_puts(b, "        }\n");
+    return;
+  }
   mirs__buf_puts(b, "          const int row = mt * 16 + gq + (h >> 1) * 8;\n");
   if (q->mt * 16 != q->m)
     mirs__buf_printf(b, "          if (row >= %" PRId64 ")\n            continue;\n", q->m);
@@ -595,6 +610,85 @@ static void emit_mma16_rows(kgen *k, int32_t oi, const mma_geo *q, int64_t SA, i
   mirs__buf_puts(b, "        }\n      }\n");
 }
 
+/* The MMA body with the operands swapped (plan.c plan_swap): C^T = B^T
+ * A^T on m16n8k16 (MMA_16) or m16n8k8 (tf32).  MMA_16: the A operand is
+ * 16 columns of the row-major [k][n] B tile through ldmatrix.x4.trans
+ * (lane l gives k-row l % 16 at column block l / 16; its matrices come
+ * out as a0, a2, a1, a3), the B operand the 8 padded rows of the A tile
+ * through ldmatrix.x2 (lane l gives row l % 8 at k-half (l / 8) % 2).
+ * tf32: the same fragments read element by element and rounded (a0..a3 =
+ * B[k + tq (+ 4)][n + gq (+ 8)], b0, b1 = A[gq][k + tq (+ 4)]).  The B
+ * operand is loaded once per k step for all of the warp's tiles.  Rows
+ * of A past M only feed fragment columns the epilogue drops.  Opens and
+ * closes its own block. */
+static void emit_mma_swapped(kgen *k, int32_t oi, const mma_geo *q, int64_t SA, int64_t SB,
+                             mirs_dtype dt, const char *sfx) {
+  const mirs__bop *op = &k->bg->ops[oi];
+  const mirs__plan_op *po = &k->pl->op[oi];
+  mirs__buf *b = k->b;
+  bool tf32 = po->mma == MIRS__MMA_TF32;
+  mirs__buf_printf(b, "      const int nt0 = warp * %" PRId64 ";\n      if (nt0 < %" PRId64 ") {\n",
+                   q->per, q->tiles);
+  if (po->acc >= 0)
+    mirs__buf_printf(b, "        float (*const d)[4] = accf%d;\n", (int)po->acc);
+  else
+    mirs__buf_printf(b, "        float d[%" PRId64 "][4] = {};\n", q->per);
+  if (tf32) {
+    mirs__buf_printf(b, "        const %s *const pa = t%d + gq * %" PRId64 " + tq;\n",
+                     tile_ctype(k, op->in[0]), (int)op->in[0], SA);
+    mirs__buf_printf(b, "        const %s *const pb = t%d + tq * %" PRId64 " + nt0 * 16 + gq;\n",
+                     tile_ctype(k, op->in[1]), (int)op->in[1], SB);
+  } else {
+    mirs__buf_printf(
+        b, "        const %s *const pa = t%d + (lane & 7) * %" PRId64 " + ((lane >> 3) & 1) * 8;\n",
+        ctype(dt), (int)op->in[0], SA);
+    mirs__buf_printf(b,
+                     "        const %s *const pb = t%d + (lane & 15) * %" PRId64
+                     " + nt0 * 16 + (lane >> 4) * 8;\n",
+                     ctype(dt), (int)op->in[1], SB);
+  }
+  int ks = tf32 ? 8 : 16;
+  mirs__buf_printf(b, "        %sfor (int kk = 0; kk < %" PRId64 "; kk += %d) {\n",
+                   q->kk / ks <= 16 ? "MIRS_UNROLL " : "", q->kk, ks);
+  if (tf32)
+    mirs__buf_puts(b, "          uint32_t xf[2];\n"
+                      "          xf[0] = mirs_pack_tf32(mirs_ld(pa + kk));\n"
+                      "          xf[1] = mirs_pack_tf32(mirs_ld(pa + kk + 4));\n");
+  else
+    mirs__buf_puts(b, "          uint32_t xf[2];\n          mirs_ldmatrix_x2(xf, pa + kk);\n");
+  mirs__buf_printf(b, "          MIRS_UNROLL for (int j = 0; j < %" PRId64 "; j++) {\n", q->per);
+  if (q->tiles % q->per != 0)
+    mirs__buf_printf(b, "            if (nt0 + j >= %" PRId64 ")\n              break;\n",
+                     q->tiles);
+  if (tf32)
+    mirs__buf_printf(b,
+                     "            const %s *const pw = pb + kk * %" PRId64 " + j * 16;\n"
+                     "            uint32_t a[4];\n"
+                     "            a[0] = mirs_pack_tf32(mirs_ld(pw));\n"
+                     "            a[1] = mirs_pack_tf32(mirs_ld(pw + 8));\n"
+                     "            a[2] = mirs_pack_tf32(mirs_ld(pw + %" PRId64 "));\n"
+                     "            a[3] = mirs_pack_tf32(mirs_ld(pw + %" PRId64 "));\n",
+                     tile_ctype(k, op->in[1]), SB, 4 * SB, 4 * SB + 8);
+  else
+    mirs__buf_printf(b,
+                     "            uint32_t w[4];\n"
+                     "            mirs_ldmatrix_x4_trans(w, pb + kk * %" PRId64 " + j * 16);\n"
+                     "            const uint32_t a[4] = {w[0], w[2], w[1], w[3]};\n",
+                     SB);
+  mirs__buf_printf(b, "            mirs_mma_%s(d[j], a, xf);\n          }\n        }\n", sfx);
+  if (po->acc < 0) {
+    mirs__buf_printf(b,
+                     "        MIRS_UNROLL for (int j = 0; j < %" PRId64 "; j++) {\n"
+                     "        const int nt = nt0 + j, mt = 0;\n"
+                     "        if (nt >= %" PRId64 ")\n          break;\n",
+                     q->per, q->tiles);
+    emit_frag_epilogue(k, q, op->out, "d[j]");
+    mirs__buf_puts(b, "        }\n");
+    k->pending = true;
+  }
+  mirs__buf_puts(b, "      }\n    }\n");
+}
+
 /* Emit a block matmul on tensor cores.  MMA_16: both operands are 16-bit
  * tiles in shared memory; A fragments come from ldmatrix.x4 (lane l gives
  * row l % 16, k-half l / 16), B fragments from ldmatrix.x2.trans of the
@@ -619,11 +713,16 @@ static void emit_mma(kgen *k, int32_t oi) {
   if (!tf32)
     dt = mirs__plan_tile_dtype(k->g, k->bg, op->in[0]);
   const char *sfx = tf32 ? "tf32" : dt == MIRS_BF16 ? "bf16" : "f16";
-  mirs__buf_printf(b, "    { /* %s = matmul: tensor cores (%s mma.sync m16n8k%d, %s)%s */\n",
+  mirs__buf_printf(b, "    { /* %s = matmul: tensor cores (%s mma.sync m16n8k%d, %s)%s%s */\n",
                    bg->t[op->out].name, tf32 ? "scalar loads," : "ldmatrix,", tf32 ? 8 : 16, sfx,
+                   po->swap ? ", operands swapped (C^T = B^T A^T)" : "",
                    po->acc >= 0 ? ", into the accumulator's registers" : "");
   mirs__buf_puts(b, "      const int lane = tid & 31, warp = tid >> 5, gq = lane >> 2, tq = lane & 3;\n"
                     "      (void)gq; (void)tq;\n");
+  if (po->swap) {
+    emit_mma_swapped(k, oi, &q, SA, SB, dt, sfx);
+    return;
+  }
   if (!tf32 && q.nt % q.per == 0 && q.tiles % q.per == 0) {
     emit_mma16_rows(k, oi, &q, SA, SB, dt, sfx, NULL);
     mirs__buf_puts(b, "    }\n");
@@ -1601,10 +1700,12 @@ static void emit_plan_comment(kgen *k, int32_t ki) {
     else if (pt->acc_mma)
       mirs__buf_printf(b, " *   %s: accumulator in MMA C fragments (registers)\n", bg->t[t].name);
     else if (pl->op[bg->t[t].producer].mma != MIRS__MMA_NONE)
-      mirs__buf_printf(b, " *   %s = matmul: %s\n", bg->t[t].name,
-                       pl->op[bg->t[t].producer].mma == MIRS__MMA_16
-                           ? "ldmatrix + mma.sync m16n8k16"
-                           : "mma.sync m16n8k8 tf32");
+      mirs__buf_printf(
+          b, " *   %s = matmul: %s%s\n", bg->t[t].name,
+          pl->op[bg->t[t].producer].mma != MIRS__MMA_16 ? "mma.sync m16n8k8 tf32"
+                                                        : "ldmatrix + mma.sync m16n8k16",
+          pl->op[bg->t[t].producer].swap ? ", operands swapped (16 of N per tile, M padded to 8)"
+                                         : "");
   }
   mirs__buf_puts(b, " */\n");
 }
@@ -2079,7 +2180,8 @@ static const char prelude_copy[] =
     "/* 16 bytes global -> shared, asynchronously (sm_80+, bypassing L1). */\n"
     "__device__ __forceinline__ void mirs_cp_async16(void *s, const void *g) {\n"
     "    const unsigned a = (unsigned)__cvta_generic_to_shared(s);\n"
-    "    asm volatile(\"cp.async.cg.shared.global [%0], [%1], 16;\\n\" :: \"r\"(a), \"l\"(g) : \"memory\");\n}\n"
+    "    asm volatile(\"cp.async.cg.shared.global [%0], [%1], 16;\\n\" :: \"r\"(a), \"l\"(g) : "
+    "\"memory\");\n}\n"
     "__device__ __forceinline__ void mirs_cp_async_commit(void) {\n"
     "    asm volatile(\"cp.async.commit_group;\\n\" ::: \"memory\");\n}\n"
     "/* Wait until at most N of this thread's committed groups are pending. */\n"
@@ -2089,7 +2191,13 @@ static const char prelude_copy[] =
     "__device__ __forceinline__ void mirs_ldmatrix_x4(uint32_t r[4], const void *p) {\n"
     "    const unsigned a = (unsigned)__cvta_generic_to_shared(p);\n"
     "    asm volatile(\"ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\\n\"\n"
-    "                 : \"=r\"(r[0]), \"=r\"(r[1]), \"=r\"(r[2]), \"=r\"(r[3]) : \"r\"(a) : \"memory\");\n}\n"
+    "                 : \"=r\"(r[0]), \"=r\"(r[1]), \"=r\"(r[2]), \"=r\"(r[3]) : \"r\"(a) : "
+    "\"memory\");\n}\n"
+    "/* Two of them (lanes 0-15 give the rows: the B operand of a swapped MMA). */\n"
+    "__device__ __forceinline__ void mirs_ldmatrix_x2(uint32_t r[2], const void *p) {\n"
+    "    const unsigned a = (unsigned)__cvta_generic_to_shared(p);\n"
+    "    asm volatile(\"ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];\\n\"\n"
+    "                 : \"=r\"(r[0]), \"=r\"(r[1]) : \"r\"(a) : \"memory\");\n}\n"
     "/* Two (four) 8x8 16-bit matrices, transposed (B operands from a row-major [k][n] tile). */\n"
     "__device__ __forceinline__ void mirs_ldmatrix_x2_trans(uint32_t r[2], const void *p) {\n"
     "    const unsigned a = (unsigned)__cvta_generic_to_shared(p);\n"
@@ -2097,13 +2205,16 @@ static const char prelude_copy[] =
     "                 : \"=r\"(r[0]), \"=r\"(r[1]) : \"r\"(a) : \"memory\");\n}\n"
     "__device__ __forceinline__ void mirs_ldmatrix_x4_trans(uint32_t r[4], const void *p) {\n"
     "    const unsigned a = (unsigned)__cvta_generic_to_shared(p);\n"
-    "    asm volatile(\"ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\\n\"\n"
-    "                 : \"=r\"(r[0]), \"=r\"(r[1]), \"=r\"(r[2]), \"=r\"(r[3]) : \"r\"(a) : \"memory\");\n}\n"
+    "    asm volatile(\"ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, "
+    "[%4];\\n\"\n"
+    "                 : \"=r\"(r[0]), \"=r\"(r[1]), \"=r\"(r[2]), \"=r\"(r[3]) : \"r\"(a) : "
+    "\"memory\");\n}\n"
     "#endif\n"
     "template <typename T>\n"
     "__global__ void __launch_bounds__(256) mirs_copy(const T *__restrict__ s, T *__restrict__ "
     "d, long long n) {\n"
-    "    for (long long e = blockIdx.x * 256LL + threadIdx.x; e < n; e += (long long)gridDim.x * 256)\n"
+    "    for (long long e = blockIdx.x * 256LL + threadIdx.x; e < n; e += (long long)gridDim.x * "
+    "256)\n"
     "        d[e] = s[e];\n"
     "}\n"
     "#endif\n";

@@ -13,6 +13,17 @@
  *     16 with rows of the A tile that only feed discarded output rows; a
  *     computed (f32) operand gives MMA_TF32 when K % 8 == 0 (M padded
  *     the same way); else the scalar path;
+ *     an MMA of skinny M (<= 8, one batch, N % 16 == 0, no transposed
+ *     operand) runs with its operands swapped when that does less
+ *     tensor-core work (plan_swap): C^T = B^T A^T, the B tile (a weight,
+ *     [K][N]) as the A operand (MMA_16: through ldmatrix.x4.trans), so 16
+ *     of its N columns fill the MMA's 16 rows, and the A tile's rows,
+ *     padded to 8, as the B operand (MMA_16: through ldmatrix.x2): 8*N
+ *     products per K step instead of 16*N, half the MMAs and A-fragment
+ *     loads; a tf32 swap reads the same elements its direct form reads
+ *     from each tile in the same lane pattern (rows gq, columns tq of the
+ *     A tile; rows tq, columns gq of the B tile), so the tf32 paddings of
+ *     decision 4 stay conflict-free;
  *  3. register accumulators: `accum` of an MMA matmul used nowhere else
  *     keeps the C fragments in registers across the forloop (the matmul
  *     adds into them; its tile is never stored);
@@ -152,6 +163,39 @@ static int64_t batch_numel(const mirs__shape *s) {
   return n;
 }
 
+int64_t mirs__plan_mma_tiles(const mirs__plan *pl, const mirs__bgraph *bg, int32_t i) {
+  const mirs__shape *os = &bg->t[bg->ops[i].out].shape;
+  int64_t n = os->d[os->ndim - 1];
+  if (pl->op[i].swap)
+    return n / 16;
+  return batch_numel(os) * (pl->op[i].m_pad / 16) * (n / 8);
+}
+
+/* 2. The operand swap of MMA op i (M rows): the weight-streaming
+ * variant of a skinny matmul.  Both variants read every element of the
+ * B tile from shared memory once, fed by the same 16-byte cp.async
+ * pipeline (so the bytes in flight are the same); they differ in the
+ * padded tensor-core work (16*N per 16 of K direct, 8*N swapped: the
+ * cost model prices tc flops at m_pad) and in the A fragments (each warp
+ * loads 16 rows of A direct, 8 swapped).  A warp's swapped tiles stay
+ * live all at once (cuda.c emit_mma_swapped), so at most
+ * MIRS__PLAN_MMA_CHUNK of them. */
+static void plan_swap(mirs__plan *pl, const mirs__bgraph *bg, int32_t i, int64_t m) {
+  const mirs__bop *op = &bg->ops[i];
+  const mirs__shape *os = &bg->t[op->out].shape;
+  int64_t n = os->d[os->ndim - 1];
+  if (m > 8 || n % 16 != 0 || batch_numel(os) != 1 || batch_numel(&bg->t[op->in[0]].shape) != 1 ||
+      batch_numel(&bg->t[op->in[1]].shape) != 1 || loaded_transpose(bg, op->in[0]) ||
+      loaded_transpose(bg, op->in[1]))
+    return;
+  int64_t direct = pl->op[i].m_pad * n, swapped = 8 * n;
+  int64_t per = (n / 16 + pl->nwarps - 1) / pl->nwarps;
+  if (swapped >= direct || per > MIRS__PLAN_MMA_CHUNK)
+    return;
+  pl->op[i].swap = true;
+  pl->op[i].m_pad = 8;
+}
+
 /* 2. and 3.: tensor cores and register accumulators. */
 static void plan_mma(mirs__plan *pl, const mirs_graph *g, const mirs__bgraph *bg, bool mma) {
   for (int32_t i = 0; i < bg->nops; i++) {
@@ -182,9 +226,11 @@ static void plan_mma(mirs__plan *pl, const mirs_graph *g, const mirs__bgraph *bg
       pl->op[i].mma = MIRS__MMA_16;
       pl->op[i].m_pad = (int32_t)((m + 15) / 16 * 16);
       pl->op[i].k_pad = (int32_t)((kk + 15) / 16 * 16);
+      plan_swap(pl, bg, i, m);
     } else if (kk % 8 == 0 && rows_ok) {
       pl->op[i].mma = MIRS__MMA_TF32;
       pl->op[i].m_pad = (int32_t)((m + 15) / 16 * 16);
+      plan_swap(pl, bg, i, m);
     }
   }
   /* accum(y) of an MMA matmul y used only there: C fragments in registers. */
@@ -196,9 +242,7 @@ static void plan_mma(mirs__plan *pl, const mirs_graph *g, const mirs__bgraph *bg
     if (pl->op[p].mma == MIRS__MMA_NONE || pl->t[y].uses != 1 || pl->t[y].next >= 0 ||
         bg->t[y].post)
       continue;
-    const mirs__shape *os = &bg->t[y].shape;
-    int r = os->ndim;
-    int64_t tiles = batch_numel(os) * (pl->op[p].m_pad / 16) * (os->d[r - 1] / 8);
+    int64_t tiles = mirs__plan_mma_tiles(pl, bg, p);
     int64_t per = (tiles + pl->nwarps - 1) / pl->nwarps;
     if (per * 4 > REG_ACC_MAX)
       continue;
@@ -532,9 +576,7 @@ static int32_t estimate_regs(const mirs__plan *pl, const mirs__bgraph *bg) {
       any_mma = true;
       if (pl->op[i].acc < 0 && pl->op[i].mma == MIRS__MMA_16) {
         /* A warp's tiles, chunked (cuda.c emit_mma16_rows). */
-        const mirs__shape *os = &bg->t[op->out].shape;
-        int r = os->ndim;
-        int64_t tiles = batch_numel(os) * (pl->op[i].m_pad / 16) * (os->d[r - 1] / 8);
+        int64_t tiles = mirs__plan_mma_tiles(pl, bg, i);
         int64_t per = (tiles + pl->nwarps - 1) / pl->nwarps;
         if (per > MIRS__PLAN_MMA_CHUNK)
           per = MIRS__PLAN_MMA_CHUNK;
@@ -553,8 +595,7 @@ static int32_t estimate_regs(const mirs__plan *pl, const mirs__bgraph *bg) {
       const mirs__shape *os = &bg->t[op->out].shape;
       int r = os->ndim;
       /* (a chain accumulator: of E·V, maybe through elementwise ops) */
-      int32_t p = bg->t[op->in[0]].producer;
-      int64_t tiles = batch_numel(os) * (pl->op[p].m_pad / 16) * (os->d[r - 1] / 8);
+      int64_t tiles = mirs__plan_mma_tiles(pl, bg, bg->t[op->in[0]].producer);
       if (pt->frag != MIRS__FRAG_NONE) /* the strip's tiles (partial sums when split) */
         regs += 4 * (os->d[r - 1] / 8);
       else

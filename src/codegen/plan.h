@@ -72,7 +72,9 @@ typedef struct mirs__plan_tensor {
 typedef struct mirs__plan_op {
   bool absorbed;  /* a fused op emitted inside its producer's register chain */
   int8_t mma;     /* mirs__plan_mma of a matmul */
-  int32_t m_pad;  /* MMA: rows of the output computed (M rounded up to 16) */
+  bool swap;      /* MMA_16 with the operands swapped (decision 2 of plan.c): C^T = B^T A^T,
+                   * the B tile's N columns on the 16-row side, a skinny M on the 8 side */
+  int32_t m_pad;  /* MMA: rows of the output computed (M rounded up to 16; 8 when swapped) */
   int32_t k_pad;  /* MMA: reduction length multiplied (K, or K rounded up to 16 with zeros) */
   int32_t acc;    /* MMA: accumulator whose C fragments it adds into, or -1 */
   int8_t group;   /* sum / rms_norm: lanes per reduced row (warp-shuffle tree), 1: one thread */
@@ -136,6 +138,11 @@ typedef struct mirs__plan {
   mirs__plan_tensor local_t[MIRS__PLAN_LOCAL];
   mirs__plan_op local_op[MIRS__PLAN_LOCAL];
 } mirs__plan;
+
+/* MMA output tiles of block matmul op i (a plan_op with mma set): 16x8
+ * tiles of the M-padded output, or, swapped, 16-column tiles (16 of N by
+ * the 8 padded rows), over all batches. */
+int64_t mirs__plan_mma_tiles(const mirs__plan *pl, const mirs__bgraph *bg, int32_t i);
 
 /* The last iteration + 1 that block (bx, by, bz) of a skipping plan runs
  * (F when pl does not skip). */
