@@ -260,7 +260,13 @@ static bool try_chain(mirs__plan *pl, const mirs_graph *g, const mirs__bgraph *b
   const mirs__bop *m1 = &bg->ops[i];
   const mirs__shape *ss = &bg->t[m1->out].shape;
   int r = ss->ndim;
-  int32_t strips = pl->op[i].m_pad / 16, ks = strips > 0 ? pl->nwarps / strips : 0;
+  /* A skinny S = Q·K that plan_swap swapped is planned direct in a chain
+   * (16-row strips): keeping E out of shared memory saves a store, a
+   * barrier and a load of E per iteration, where the swap saves half of a
+   * padded MMA.  The swap is undone only when the chain is taken. */
+  int32_t m_pad = pl->op[i].swap && r >= 2 ? (int32_t)((ss->d[r - 2] + 15) / 16 * 16)
+                                           : pl->op[i].m_pad;
+  int32_t strips = m_pad / 16, ks = strips > 0 ? pl->nwarps / strips : 0;
   if (m1->op != MIRS_OP_MATMUL || pl->op[i].mma == MIRS__MMA_NONE || pl->op[i].acc >= 0 ||
       bg->t[m1->out].post || r < 2 || batch_numel(ss) != 1 || ks < 1 || ks * strips != pl->nwarps ||
       ss->d[r - 1] % (16 * ks) != 0 || ss->d[r - 1] / 8 / ks * 4 > REG_ACC_MAX)
@@ -339,6 +345,9 @@ static bool try_chain(mirs__plan *pl, const mirs_graph *g, const mirs__bgraph *b
   mirs_dtype dv = loaded16(g, bg, m2->in[1]);
   bool v16 = dv != MIRS_F32 && mirs__plan_tile_dtype(g, bg, m2->in[1]) == dv;
   pl->chain.on = true;
+  pl->op[i].swap = false;
+  pl->op[i].m_pad = m_pad;
+  pl->op[mm2].swap = false;
   pl->chain.ks = ks;
   pl->chain.xoff = -1;
   pl->chain.xbytes = 0;
