@@ -26,6 +26,11 @@
 #    kernel ("N bytes of shared memory"), equals what the kernel requests:
 #    the launch's dynamic size plus the static __shared__ bytes ptxas
 #    reports.  A plan that keeps its tiles in global scratch fails;
+#  - ptxas's registers for each custom kernel are at most the plan's
+#    estimate ("~N registers per thread") + REG_SLACK (default 16): the
+#    cost model's occupancy reads that estimate, so a low one ranks a
+#    kernel as if more of its blocks fitted an SM (mqa's was 81 against
+#    128 before the register chain);
 #  - a kernel whose plan keeps a matmul -> elementwise -> matmul chain in
 #    registers ("Register chain" in the plan comment) has no st.shared
 #    between its first and last mma.sync (the intermediate E of S = Q·K,
@@ -126,6 +131,15 @@ ptx_body() {
   ' "$1"
 }
 
+# Registers ptxas reports for kernel $2 in log $1.
+ptxas_regs() {
+  awk -v name="$2" '
+    BEGIN { mangled = length(name) name }
+    /Compiling entry function/ { on = index($0, mangled) > 0 || index($0, "'"'"'" name "'"'"'") > 0 }
+    on && /Used [0-9]+ registers/ { sub(/.*Used /, ""); sub(/ registers.*/, ""); print; exit }
+  ' "$1"
+}
+
 # Static shared memory ptxas reports for kernel $2 in log $1 (0 if none).
 # A C++ name is mangled with its length in front ("12mirs_fake_k0"), so
 # kernel 1 never matches kernel 10.
@@ -197,6 +211,8 @@ for name in $names; do
       ' "$cu")
       planb=$(printf '%s\n' "$plan" | sed -n 's/.*[^0-9]\([0-9][0-9]*\) bytes of shared memory.*/\1/p')
       launch=$(sed -n "s/.*MIRS_LAUNCH($kname, dim3([^)]*), dim3([^)]*), \([0-9][0-9]*\),.*/\1/p" "$cu" | head -n 1)
+      regs=$(ptxas_regs "$log" "$kname")
+      planr=$(printf '%s\n' "$plan" | sed -n 's/.*~\([0-9][0-9]*\) registers per thread.*/\1/p')
       static=$(ptxas_smem "$log" "$kname")
       [ -n "$static" ] || static=0
       why=""
@@ -224,6 +240,11 @@ for name in $names; do
       elif [ "$planb" -ne $((launch + static)) ]; then
         why="$why; plan $planb bytes of shared memory, the kernel requests $launch dynamic + $static static"
       fi
+      if [ -z "$regs" ] || [ -z "$planr" ]; then
+        why="$why; no register count (ptxas '${regs:-?}', plan '~${planr:-?}')"
+      elif [ "$regs" -gt $((planr + ${REG_SLACK:-16})) ]; then
+        why="$why; ptxas uses $regs registers, the plan estimates ~$planr (slack ${REG_SLACK:-16})"
+      fi
       # The register chain: no shared-memory store between the two MMAs.
       chain=no
       if printf '%s\n' "$plan" | grep -q 'Register chain'; then
@@ -239,7 +260,7 @@ for name in $names; do
         *" $name "*) why="$why; no register chain in the plan (expected for $name)" ;;
         esac
       fi
-      line="$name sm_$arch $kname: chain=$chain cp.async16=$cpa bulk=$bulk mma16=$mma wgmma=$wg ldmatrix=$ldm tf32=$tf32 block-matmuls=$nmm loaded16=$nld smem plan=${planb:-?} launch=${launch:-?}+$static"
+      line="$name sm_$arch $kname: regs=${regs:-?}(plan~${planr:-?}) chain=$chain cp.async16=$cpa bulk=$bulk mma16=$mma wgmma=$wg ldmatrix=$ldm tf32=$tf32 block-matmuls=$nmm loaded16=$nld smem plan=${planb:-?} launch=${launch:-?}+$static"
       if [ -n "$why" ]; then
         fail "$line${why}"
       else
