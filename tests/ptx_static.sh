@@ -26,6 +26,11 @@
 #    kernel ("N bytes of shared memory"), equals what the kernel requests:
 #    the launch's dynamic size plus the static __shared__ bytes ptxas
 #    reports.  A plan that keeps its tiles in global scratch fails;
+#  - ptxas's registers for each custom kernel are at most the plan's
+#    estimate ("~N registers per thread") + REG_SLACK (default 16): the
+#    cost model's occupancy reads that estimate, so a low one ranks a
+#    kernel as if more of its blocks fitted an SM (mqa's was 81 against
+#    128 before the register chain);
 #  - a kernel whose plan keeps a matmul -> elementwise -> matmul chain in
 #    registers ("Register chain" in the plan comment) has no st.shared
 #    between its first and last mma.sync (the intermediate E of S = Q·K,
@@ -154,6 +159,15 @@ ptx_body() {
       on = (index($0, mangled) > 0 || index($0, " " name "(") > 0) && $0 ~ /\.entry/
     }
     on { print }
+  ' "$1"
+}
+
+# Registers ptxas reports for kernel $2 in log $1.
+ptxas_regs() {
+  awk -v name="$2" '
+    BEGIN { mangled = length(name) name }
+    /Compiling entry function/ { on = index($0, mangled) > 0 || index($0, "'"'"'" name "'"'"'") > 0 }
+    on && /Used [0-9]+ registers/ { sub(/.*Used /, ""); sub(/ registers.*/, ""); print; exit }
   ' "$1"
 }
 
@@ -292,6 +306,8 @@ for name in $names; do
       ' "$cu")
       planb=$(printf '%s\n' "$plan" | sed -n 's/.*[^0-9]\([0-9][0-9]*\) bytes of shared memory.*/\1/p')
       launch=$(sed -n "s/.*MIRS_LAUNCH($kname, dim3([^)]*), dim3([^)]*), \([0-9][0-9]*\),.*/\1/p" "$cu" | head -n 1)
+      regs=$(ptxas_regs "$log" "$kname")
+      planr=$(printf '%s\n' "$plan" | sed -n 's/.*~\([0-9][0-9]*\) registers per thread.*/\1/p')
       static=$(ptxas_smem "$log" "$kname")
       [ -n "$static" ] || static=0
       why=""
@@ -318,6 +334,11 @@ for name in $names; do
         why="$why; no launch with a literal shared-memory size"
       elif [ "$planb" -ne $((launch + static)) ]; then
         why="$why; plan $planb bytes of shared memory, the kernel requests $launch dynamic + $static static"
+      fi
+      if [ -z "$regs" ] || [ -z "$planr" ]; then
+        why="$why; no register count (ptxas '${regs:-?}', plan '~${planr:-?}')"
+      elif [ "$regs" -gt $((planr + ${REG_SLACK:-16})) ]; then
+        why="$why; ptxas uses $regs registers, the plan estimates ~$planr (slack ${REG_SLACK:-16})"
       fi
       # The register chain: no shared-memory store between the two MMAs.
       chain=no
@@ -350,7 +371,7 @@ for name in $names; do
           sline=" sass: LDGSTS.128=$sg LDG.128=$sldg bulk=$sbulk HMMA.16816=$shmma (LDSM-fed $sfed) HMMA.TF32=$stf32 LDSM=$sldsm"
         fi
       fi
-      line="$name sm_$arch $kname: chain=$chain cp.async16=$cpa bulk=$bulk mma16=$mma wgmma=$wg ldmatrix=$ldm tf32=$tf32 block-matmuls=$nmm loaded16=$nld smem plan=${planb:-?} launch=${launch:-?}+$static$sline"
+      line="$name sm_$arch $kname: regs=${regs:-?}(plan~${planr:-?}) chain=$chain cp.async16=$cpa bulk=$bulk mma16=$mma wgmma=$wg ldmatrix=$ldm tf32=$tf32 block-matmuls=$nmm loaded16=$nld smem plan=${planb:-?} launch=${launch:-?}+$static$sline"
       if [ -n "$why" ]; then
         fail "$line${why}"
       else
