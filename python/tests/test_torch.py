@@ -83,12 +83,18 @@ class FromTorchTest(unittest.TestCase):
         def rms(x, g):
             return g * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6))
         pp = mirsearch.from_torch(rms, [torch.randn(4, 32), torch.randn(32)])
-        self.assertIn("rms_norm(x)", pp.text)
+        self.assertIn("rms_norm(x, eps=1e-06)" if mfx.rules().rms_eps else "rms_norm(x)",
+                      pp.text)
         self.assertEqual(pp.program.num_ops, 2)
 
         def big_eps(x):
             return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 0.1)
-        if mfx.rules().scalars and mfx.rules().has_pow:
+        if mfx.rules().rms_eps:
+            # The library's rms_norm takes the eps: kept, whatever its size.
+            pp = mirsearch.from_torch(big_eps, [torch.randn(4, 32)])
+            self.assertIn("rms_norm(x, eps=0.1)", pp.text)
+            seeded_eval_check(self, pp, big_eps)
+        elif mfx.rules().scalars and mfx.rules().has_pow:
             # Not an rms_norm (its eps matters): written out with constants.
             pp = mirsearch.from_torch(big_eps, [torch.randn(4, 32)])
             self.assertNotIn("rms_norm", pp.text)
@@ -151,6 +157,71 @@ class FromTorchTest(unittest.TestCase):
         self.assertIn("layer_norm(x, eps=1e-05)", pp.text)
         self.assertIn("mean(x, dim=-1)", pp.text)
         seeded_eval_check(self, pp, m, module=m)
+
+    @unittest.skipUnless(mfx.rules().has_layout, "the library has no reshape and permute")
+    def test_layout(self):
+        """view/reshape/flatten/unsqueeze/squeeze become reshape (to the
+        recorded shape: sizes read at run time are folded to numbers),
+        transposes of other dims and permute become permute, the last two
+        dims' transpose and .mT transpose, contiguous nothing; the program
+        computes what PyTorch does."""
+        def f(x, w):
+            b, s, d = x.size(0), x.size(1), x.shape[-1]
+            h = (x @ w).view(b, s, 2, d // 2).transpose(1, 2).contiguous()   # [b, 2, s, d/2]
+            g = h.permute(0, 2, 3, 1).reshape(b, s, d)                       # [b, s, d]
+            u = g.unsqueeze(1).flatten(2).squeeze(1)                         # [b, s*d] -> ...
+            return u.view(b, s, d).mT @ x + w.T.T.sum(-1, keepdim=True).mT.sum(-1, keepdim=True)
+        x, w = torch.randn(2, 4, 8), torch.randn(8, 8)
+        pp = mirsearch.from_torch(f, [x, w])
+        self.assertEqual(pp.unsupported, [])
+        for op in ("reshape(matmul, shape=[2, 4, 2, 4])", "permute(view, dims=[0, 2, 1, 3])",
+                   "permute(contiguous, dims=[0, 2, 3, 1])", "transpose(", "reshape("):
+            self.assertIn(op, pp.text)
+        self.assertNotIn("size", pp.text)
+        seeded_eval_check(self, pp, f)
+
+    def test_sizes_folded(self):
+        """Sizes computed from shapes are numbers in a program: no node for
+        them, and nothing unsupported."""
+        def f(x):
+            n = x.size(-1)
+            return x * (1.0 / n) if mfx.rules().scalars else x * x
+        pp = mirsearch.from_torch(f, [torch.randn(4, 8)])
+        self.assertEqual(pp.unsupported, [])
+        self.assertNotIn("size", pp.text)
+        # The caller's GraphModule is not changed.
+        gm = torch.fx.symbolic_trace(f)
+        mirsearch.from_torch(gm, [torch.randn(4, 8)])
+        self.assertIn("size", str(gm.graph))
+
+    @unittest.skipUnless(hasattr(F, "scaled_dot_product_attention"),
+                         "torch %s has no scaled_dot_product_attention" % torch.__version__)
+    def test_sdpa(self):
+        def f(q, k, v):
+            return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        q, k, v = (torch.randn(1, 2, 8, 16) for _ in range(3))
+        pp = mirsearch.from_torch(f, [q, k, v])
+        for op in ("transpose(k)", "mul(", "causal_mask(", "max(", "exp("):
+            self.assertIn(op, pp.text)
+        seeded_eval_check(self, pp, f)
+
+    @unittest.skipUnless(mfx.rules().has_max, "the library has no max operator (issue 29)")
+    def test_softmax_module_and_identities(self):
+        class M(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.seq = torch.nn.Sequential(
+                    torch.nn.Linear(16, 8, bias=False), torch.nn.Identity(),
+                    torch.nn.Dropout(0.1), torch.nn.Softmax(dim=-1))
+
+            def forward(self, x):
+                return self.seq(x.to(torch.float32).float())
+        pp = mirsearch.from_torch(M().eval(), [torch.randn(4, 16)])
+        self.assertEqual(pp.unsupported, [])
+        self.assertEqual(pp.program.num_ops, 6)  # matmul and the five of the softmax
+        with self.assertRaises(mfx.Unsupported) as e:
+            mirsearch.from_torch(lambda x: x.double() * 2, [torch.randn(4)])
+        self.assertIn("changes the dtype", str(e.exception))
 
     def test_dtypes(self):
         x = torch.randn(4, 8).half()
