@@ -53,16 +53,19 @@ class LlamaDecoderLayer(torch.nn.Module):
 
 
 class GPT2MLP(torch.nn.Module):
-    """LayerNorm'd input in GPT-2 is outside this block: c_fc, GELU,
-    c_proj, residual."""
+    """GPT-2's MLP block: LayerNorm (ln_2), c_fc, GELU, c_proj, residual."""
 
     def __init__(self, d, ffn):
         super().__init__()
+        self.ln_2 = torch.nn.LayerNorm(d)
+        with torch.no_grad():  # not the identity of a fresh LayerNorm
+            self.ln_2.weight.copy_(1 + 0.1 * torch.randn(d))
+            self.ln_2.bias.copy_(0.1 * torch.randn(d))
         self.c_fc = torch.nn.Linear(d, ffn)
         self.c_proj = torch.nn.Linear(ffn, d)
 
     def forward(self, x):
-        return x + self.c_proj(F.gelu(self.c_fc(x)))
+        return x + self.c_proj(F.gelu(self.c_fc(self.ln_2(x))))
 
 
 # (batch, sequence, hidden, heads, ffn) of the two sizes the tests use.
