@@ -78,6 +78,14 @@ MIRS_API mirs_status mirs_graph_add_reduce(mirs_graph *g, const char *name, mirs
 MIRS_API mirs_status mirs_graph_add_const_op(mirs_graph *g, const char *name, mirs_op op,
                                              mirs_tensor x, int nconstants,
                                              const char *const *constants, mirs_tensor *out);
+/* Add a layout operator on x: MIRS_OP_RESHAPE (dims: the result shape,
+ * row-major order kept, equal element count, at most one -1 inferred) or
+ * MIRS_OP_PERMUTE (dims: a permutation of x's dims, result dim i is x's
+ * dim dims[i]; negative entries count from the end).  MIRS_SHAPE with a
+ * message when dims do not fit x; MIRS_INVALID_ARG for another op. */
+MIRS_API mirs_status mirs_graph_add_layout(mirs_graph *g, const char *name, mirs_op op,
+                                           mirs_tensor x, int ndims, const int64_t *dims,
+                                           mirs_tensor *out);
 /* Mark t as the next output. */
 MIRS_API mirs_status mirs_graph_mark_output(mirs_graph *g, mirs_tensor t);
 

