@@ -637,13 +637,22 @@ def _match_causal(n):
     return None
 
 
+VIEW_STAYS = "a reshape, permute or identity stays PyTorch code (a view there, a copy " \
+    "in a kernel)"
+
+
 class Analysis:
     """The classification of every node of an fx GraphModule:
     .ops[node] = list of Op (supported), .absorbed[node] = root node,
-    .why[node] = reason (unsupported call nodes), .meta[node] = (shape, dtype)."""
+    .why[node] = reason (unsupported call nodes), .meta[node] = (shape, dtype).
+    layout=False (the backend's): reshapes, permutes and identities stay
+    PyTorch code, where they are views (no copy, no kernel launch) while
+    in a program they are copies; the transpose of the last two dims,
+    which the search fuses into its matmuls, stays in."""
 
-    def __init__(self, gm):
+    def __init__(self, gm, layout=True):
         self.gm = gm
+        self.layout = layout
         R = rules()
         self.ops, self.absorbed, self.why, self.meta = {}, {}, {}, {}
         nodes = list(gm.graph.nodes)
@@ -673,6 +682,9 @@ class Analysis:
                 continue
             except (IndexError, AttributeError, TypeError) as e:
                 self.why[n] = "cannot read its arguments (%s)" % e
+                continue
+            if not layout and any(op.kind in ("reshape", "permute", None) for op in ops):
+                self.why[n] = VIEW_STAYS
                 continue
             self.ops[n] = ops
         # Values that may hold infinities (a -inf mask built by full_like or
@@ -787,6 +799,7 @@ class PieceProgram:
         self.name = ident(name)
         self.bindings, self.outputs = [], []
         self._in = {}
+        self._padded = {}
         self._names = set()
         lines = []
         val = {}
@@ -812,7 +825,7 @@ class PieceProgram:
                         args.append(outs[v.index])
                         continue
                     if _is_node(v) and v in node_set and v in val:
-                        args.append(val[v])
+                        args.append(self._ranked(v, val[v], op, rank or len(shape), lines))
                     else:
                         args.append(self._input(v, tr, op, 0 if op.keep_rank else
                                                 rank or len(shape), dtype, lines))
@@ -847,6 +860,23 @@ class PieceProgram:
                                               list(b.shape)))
         self.text = "\n".join(header + lines + ["output %s" % v for _n, v in self.outputs]) + "\n"
         self.program = Program.parse(self.text, self.name + ".graph")
+
+    def _ranked(self, v, name, op, rank, lines):
+        """name (the program value of node v) as an operand of an
+        elementwise op of rank `rank`: PyTorch broadcasts a lower-rank
+        operand, the program format needs equal ranks, so it is reshaped
+        with leading 1s where the library has reshape."""
+        vshape = self.an.meta[v][0]
+        if op.kind not in ("add", "sub", "mul", "div") or len(vshape) >= rank or \
+                not (rules().has_layout and self.an.layout):
+            return name
+        key = (name, rank)
+        if key not in self._padded:
+            out = self._fresh("%s_r%d" % (name, rank))
+            shape = [1] * (rank - len(vshape)) + list(vshape)
+            lines.append("%s = reshape(%s, shape=[%s])" % (out, name, ", ".join(map(str, shape))))
+            self._padded[key] = out
+        return self._padded[key]
 
     def _copy(self, v, shape, base, lines):
         """A new tensor equal to v (of shape shape), defined by an op."""

@@ -95,7 +95,7 @@ class _Importer:
         import onnx
         from onnx import numpy_helper
         self.onnx = onnx
-        model = _infer_shapes(model)
+        model = _prepare(model)
         self.g = model.graph
         self.name = ident(name)
         self.init = {t.name: numpy_helper.to_array(t) for t in self.g.initializer}
@@ -128,8 +128,6 @@ class _Importer:
         self.opset = max([o.version for o in model.opset_import if o.domain in ("", "ai.onnx")]
                          or [13])
         self.output_names = {o.name for o in self.g.output}
-        self.folded = set()  # nodes computed here from constants (no program op)
-        self._fold_constants()
         self.graph_inputs = {i.name for i in self.g.input if i.name not in self.init}
         self.lines, self.bindings, self.val = [], [], {}
         self.names = set()
@@ -147,37 +145,6 @@ class _Importer:
             return None
         import numpy as np
         return np.asarray(c)
-
-    def _fold_constants(self):
-        """Compute, in graph order, the nodes of _FOLD whose inputs are all
-        constants (the shapes exporters build with Shape/Gather/Concat, the
-        causal masks they build with Trilu/Where): their values join the
-        initializers (a tensor one an op reads becomes a program input like
-        a weight), and the nodes produce no program op."""
-        import numpy as np
-        fold = _fold_table()
-        for n in self.g.node:
-            if n.op_type not in fold or any(o in self.output_names for o in n.output):
-                continue
-            if n.op_type == "Shape":
-                dims = self.shape(n.input[0])
-                if dims is None or any(d is None for d in dims):
-                    continue
-                start, end = self.attr(n, "start", 0), self.attr(n, "end", None)
-                vals = [np.asarray(dims[start:end], dtype=np.int64)]
-            else:
-                vals = [self.const(i) if i else None for i in n.input]
-                if any(i and v is None for i, v in zip(n.input, vals)):
-                    continue
-            try:
-                out = fold[n.op_type](self, n, vals)
-            except (ValueError, TypeError, IndexError):
-                continue
-            out = np.asarray(out)
-            self.init[n.output[0]] = out
-            self.info[n.output[0]] = (list(out.shape),
-                                      {"float32": "f32", "float16": "f16"}.get(str(out.dtype)))
-            self.folded.add(id(n))
 
     def causal(self, keep, s):
         """Whether the constant boolean `keep` (True: kept) is the causal
@@ -366,7 +333,7 @@ class _Importer:
                     self.absorbed.update(id(k) for k in r[1])
                     break
         for n in self.g.node:
-            if n.op_type == "Constant" or id(n) in self.absorbed or id(n) in self.folded:
+            if n.op_type == "Constant" or id(n) in self.absorbed:
                 continue
             label = n.name or "(unnamed %s)" % n.op_type
             try:
@@ -690,6 +657,77 @@ def _infer_shapes(model):
     return model
 
 
+class _Attrs:
+    """attr(node, name, default) for the constant folding outside an importer."""
+
+    @staticmethod
+    def attr(n, name, default=None):
+        import onnx
+        for a in n.attribute:
+            if a.name == name:
+                return onnx.helper.get_attribute_value(a)
+        return default
+
+
+def _prepare(model):
+    """A copy of model with its shapes inferred and the nodes of
+    _fold_table whose inputs are all constants computed at import (the
+    shapes exporters build with Shape/Gather/Concat, the causal masks they
+    build with Trilu/Where): each becomes an initializer (a tensor that an
+    op reads is then a program input like a weight), and the inference runs
+    again, so a Reshape to a computed shape has its result's shape."""
+    import numpy as np
+    import onnx
+    from onnx import numpy_helper
+    m = onnx.ModelProto()
+    m.CopyFrom(model)
+    fold = _fold_table()
+    for _ in range(64):
+        m = _infer_shapes(m)
+        g = m.graph
+        consts = {t.name: numpy_helper.to_array(t) for t in g.initializer}
+        for n in g.node:
+            if n.op_type == "Constant" and n.attribute:
+                a = n.attribute[0]
+                v = onnx.helper.get_attribute_value(a)
+                consts[n.output[0]] = numpy_helper.to_array(v) if a.name == "value" else \
+                    np.asarray(v, dtype=np.float32 if a.name.startswith("value_float")
+                               else np.int64)
+        dims = {}
+        for vi in list(g.input) + list(g.value_info) + list(g.output):
+            tt = vi.type.tensor_type
+            if tt.HasField("shape") and all(d.HasField("dim_value") for d in tt.shape.dim):
+                dims[vi.name] = [d.dim_value for d in tt.shape.dim]
+        outputs = {o.name for o in g.output}
+        done = []
+        for n in g.node:
+            if n.op_type not in fold or outputs & set(n.output) or len(n.output) != 1:
+                continue
+            if n.op_type == "Shape":
+                if n.input[0] not in dims:
+                    continue
+                vals = [np.asarray(dims[n.input[0]][_Attrs.attr(n, "start", 0):
+                                                    _Attrs.attr(n, "end", None)],
+                                   dtype=np.int64)]
+            else:
+                vals = [consts.get(i) if i else None for i in n.input]
+                if any(i and v is None for i, v in zip(n.input, vals)):
+                    continue
+            try:
+                out = np.asarray(fold[n.op_type](_Attrs, n, vals) if fold[n.op_type]
+                                 else vals[0])
+            except (ValueError, TypeError, IndexError, KeyError):
+                continue
+            consts[n.output[0]] = out
+            done.append((n, out))
+        if not done:
+            return m
+        for n, out in done:
+            g.node.remove(n)
+            g.initializer.append(numpy_helper.from_array(out, n.output[0]))
+    return m
+
+
 def _rms_eps():
     """Whether the loaded library's rms_norm takes an eps."""
     try:
@@ -751,7 +789,7 @@ def _fold_table():
         return np.full([int(d) for d in v[0]], fill, dtype=np.asarray(fill).dtype)
 
     return {
-        "Shape": None,  # from the inferred shapes (_fold_constants)
+        "Shape": None,  # from the inferred shapes (_prepare)
         "Trilu": trilu,
         "Where": lambda imp, n, v: np.where(v[0].astype(bool), v[1], v[2]),
         "Cast": lambda imp, n, v: v[0].astype(_np_dtype(imp.attr(n, "to"))),
@@ -771,9 +809,23 @@ def _fold_table():
 
 
 def _lit(v):
-    """A number literal as the .graph format writes it (exact repr)."""
+    """A number literal as the .graph format writes it: exact, except that
+    a float32 constant (the exporters' eps, 1e-6 as float32) is written as
+    the shortest decimal that is the same float32 (1e-06), not as its
+    float64 expansion (9.999999974752427e-07)."""
     v = float(v)
-    return repr(int(v)) if v.is_integer() and abs(v) < 1e15 else repr(v)
+    if v.is_integer() and abs(v) < 1e15:
+        return repr(int(v))
+    try:
+        import numpy as np
+        f = np.float32(v)
+        if float(f) == v and np.isfinite(f):
+            return np.format_float_positional(f, unique=True, trim="-") \
+                if 1e-4 <= abs(v) < 1e15 else np.format_float_scientific(f, unique=True,
+                                                                          trim="-")
+    except ImportError:
+        pass
+    return repr(v)
 
 
 def import_onnx(model, name=None):

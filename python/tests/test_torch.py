@@ -165,17 +165,19 @@ class FromTorchTest(unittest.TestCase):
         transposes of other dims and permute become permute, the last two
         dims' transpose and .mT transpose, contiguous nothing; the program
         computes what PyTorch does."""
-        def f(x, w):
+        def f(x, w, c):
             b, s, d = x.size(0), x.size(1), x.shape[-1]
             h = (x @ w).view(b, s, 2, d // 2).transpose(1, 2).contiguous()   # [b, 2, s, d/2]
             g = h.permute(0, 2, 3, 1).reshape(b, s, d)                       # [b, s, d]
-            u = g.unsqueeze(1).flatten(2).squeeze(1)                         # [b, s*d] -> ...
-            return u.view(b, s, d).mT @ x + w.T.T.sum(-1, keepdim=True).mT.sum(-1, keepdim=True)
-        x, w = torch.randn(2, 4, 8), torch.randn(8, 8)
-        pp = mirsearch.from_torch(f, [x, w])
+            u = g.unsqueeze(1).flatten(2).squeeze(1)                         # [b, s*d]
+            # c.T.T is c; the sums are [1, 1], broadcast as PyTorch does
+            return u.view(b, s, d).mT @ x + c.T.T.sum(-1, keepdim=True).mT.sum(-1, keepdim=True)
+        x, w, c = torch.randn(2, 4, 8), torch.randn(8, 8), torch.randn(8, 8)
+        pp = mirsearch.from_torch(f, [x, w, c])
         self.assertEqual(pp.unsupported, [])
         for op in ("reshape(matmul, shape=[2, 4, 2, 4])", "permute(view, dims=[0, 2, 1, 3])",
-                   "permute(contiguous, dims=[0, 2, 3, 1])", "transpose(", "reshape("):
+                   "permute(transpose, dims=[0, 2, 3, 1])", "reshape(squeeze, shape=[2, 4, 8])",
+                   "transpose(view_1)", "reshape(sum_2, shape=[1, 1, 1])"):
             self.assertIn(op, pp.text)
         self.assertNotIn("size", pp.text)
         seeded_eval_check(self, pp, f)
