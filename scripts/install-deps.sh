@@ -22,5 +22,35 @@ if [ -n "$(dpkg --audit 2>/dev/null)" ]; then
 fi
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq $pkgs >/dev/null
-pypkgs="python3 python3-numpy python3-torch python3-onnx"
+pypkgs="python3 python3-numpy python3-torch python3-onnx python3-venv python3-pip"
 $SUDO apt-get install -y -qq --no-install-recommends $pypkgs >/dev/null
+
+# torch 2.x for the torch.compile tests (tests/python_compile.sh): Debian's
+# torch is 1.13, which has no torch.compile.  PyPI's torch wheel (CPU and
+# CUDA in one) is installed without its dependency list, which would pull
+# gigabytes of CUDA libraries the CUDA toolkit already has; only the four
+# libraries its CUDA part links that the toolkit lacks are added (cuFile,
+# cuSPARSELt, NVSHMEM, NCCL).  About 0.9 GB to download, 2.2 GB on disk,
+# a minute here.  Imports with LD_LIBRARY_PATH holding the toolkit's
+# lib64; tests/python.sh sets it.  MIRSEARCH_NO_TORCH2=1 skips this.
+TORCH2=${MIRSEARCH_TORCH2_PREFIX:-/opt/mirsearch-torch2}
+torch2_pkgs="torch==2.15.0 nvidia-cufile==1.20.0.107 nvidia-cusparselt-cu13==0.8.1
+  nvidia-nvshmem-cu13==3.7.2 nvidia-nccl-cu13==2.30.7"
+torch2_deps="filelock typing-extensions sympy networkx jinja2 fsspec numpy setuptools>=77.0.3"
+if [ -n "${MIRSEARCH_NO_TORCH2:-}" ]; then
+  echo "install-deps: torch 2.x skipped (MIRSEARCH_NO_TORCH2)"
+elif [ -f "$TORCH2/.complete" ] && [ -x "$TORCH2/bin/python" ]; then
+  : # installed by an earlier run
+else
+  $SUDO rm -rf "$TORCH2"
+  # shellcheck disable=SC2086
+  if $SUDO /usr/bin/python3 -m venv "$TORCH2" &&
+     $SUDO "$TORCH2/bin/pip" install -q --disable-pip-version-check $torch2_deps &&
+     $SUDO "$TORCH2/bin/pip" install -q --disable-pip-version-check --no-deps $torch2_pkgs; then
+    $SUDO touch "$TORCH2/.complete"
+  else
+    echo "install-deps: warning: torch 2.x could not be installed into $TORCH2;" \
+         "the torch.compile tests will be skipped" >&2
+    $SUDO rm -rf "$TORCH2"
+  fi
+fi

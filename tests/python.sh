@@ -7,7 +7,7 @@
 # $PYTHON, python3 and /usr/bin/python3 that imports them (Debian's
 # python3-torch and python3-onnx live under /usr/bin/python3, while a
 # pyenv python3 may come first on PATH).  Skip (exit 77) only when none
-# does: scripts/install-deps.sh installs them.
+# does: scripts/install-deps.sh installs them (torch 2.x in a venv).
 # Exit: 0 pass, 1 fail, 77 skipped.
 
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -19,9 +19,17 @@ if [ ! -f "$lib" ]; then
   exit 1
 fi
 
+# Last, the torch 2.x venv of scripts/install-deps.sh (torch.compile): its
+# torch's CUDA part links the CUDA toolkit's libraries (lib64 on the
+# loader's path; nothing runs on a GPU here).
+torch2=${MIRSEARCH_TORCH2_PREFIX:-/opt/mirsearch-torch2}/bin/python
+cudalib=${CUDA_HOME:-/usr/local/cuda}/lib64
 py=
-for cand in ${PYTHON:-} python3 /usr/bin/python3; do
+for cand in ${PYTHON:-} python3 /usr/bin/python3 "$torch2"; do
   command -v "$cand" >/dev/null 2>&1 || continue
+  if [ "$cand" = "$torch2" ]; then
+    LD_LIBRARY_PATH="$cudalib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"; export LD_LIBRARY_PATH
+  fi
   code="import sys; assert sys.version_info >= (3, 8)"
   for m in $PY_NEEDS; do code="$code; import $m"; done
   if "$cand" -c "$code" >/dev/null 2>&1; then

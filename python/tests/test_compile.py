@@ -1,0 +1,85 @@
+# SPDX-License-Identifier: MIT
+"""torch.compile(model, backend=...) itself, on torch 2.x: the GPT-2-style
+MLP block and the Llama-style decoder layer of models.py at their small
+size, with mirsearch's backend in host mode (each searched piece runs its
+generated kernel through the host emulator).  Outputs equal eager; after
+torch._dynamo.reset() a second compile is served from the cache (no
+search) and says so.  Debian's torch 1.13 has no torch.compile: the same
+backend is tested on fx graphs there (test_torch, test_models)."""
+
+import contextlib
+import functools
+import io
+import unittest
+
+import torch
+import torch._dynamo
+
+import mirsearch
+from models import GPT2_SIZES, LLAMA_SIZES, GPT2MLP, LlamaDecoderLayer
+from util import CacheTest, max_rel
+
+OPTS = {"time_limit": 2, "threads": 1}
+TOL = 1e-3  # f32 with tf32 tensor cores for computed operands (test_models.TOL)
+
+
+class Recorder:
+    """A backend for torch.compile: mirsearch's, in host mode, keeping the
+    report of every graph Dynamo hands it (one per graph break)."""
+
+    def __init__(self):
+        self.reports = []
+
+    def __call__(self, gm, example_inputs):
+        out = mirsearch.backend(gm, example_inputs, mode="host", options=OPTS)
+        self.reports.append(out.mirsearch_report)
+        return out
+
+
+class CompileTest(CacheTest):
+    def compile_twice(self, m, x):
+        with torch.no_grad():
+            ref = m(x)
+            torch._dynamo.reset()
+            rec = Recorder()
+            err = io.StringIO()
+            with contextlib.redirect_stderr(err):
+                got = torch.compile(m, backend=rec)(x)
+            self.assertTrue(rec.reports, "torch.compile never called the backend")
+            self.assertLess(max_rel(got, ref), TOL, err.getvalue())
+            searched = [p for r in rec.reports for p in r["pieces"] if p["replaced"]]
+            self.assertTrue(any(p["source"] != "cache" for p in searched), err.getvalue())
+
+            torch._dynamo.reset()
+            rec2 = Recorder()
+            err2 = io.StringIO()
+            with contextlib.redirect_stderr(err2):
+                got2 = torch.compile(m, backend=rec2)(x)
+            self.assertLess(max_rel(got2, ref), TOL, err2.getvalue())
+            pieces = [p for r in rec2.reports for p in r["pieces"]]
+            self.assertTrue(pieces)
+            self.assertTrue(all(p["source"] == "cache" for p in pieces if p["replaced"]),
+                            err2.getvalue())
+            self.assertIn("from the cache (no search)", err2.getvalue())
+        return rec.reports, err.getvalue()
+
+    def test_gpt2_mlp(self):
+        b, s, d, f = GPT2_SIZES[0]
+        torch.manual_seed(d)
+        reports, _ = self.compile_twice(GPT2MLP(d, f), torch.randn(b, s, d))
+        ops = [o for r in reports for p in r["pieces"] if p["replaced"] for o in p["ops"]]
+        for op in ("matmul", "gelu", "add"):
+            self.assertIn(op, ops)
+        self.assertEqual([u for r in reports for u in r["unsupported"]], [])
+
+    def test_llama_decoder_layer(self):
+        b, s, d, h, f = LLAMA_SIZES[0]
+        torch.manual_seed(d)
+        reports, log = self.compile_twice(LlamaDecoderLayer(d, h, f), torch.randn(b, s, d))
+        ops = [o for r in reports for p in r["pieces"] if p["replaced"] for o in p["ops"]]
+        for op in ("rms_norm", "matmul", "silu", "exp", "max", "causal_mask"):
+            self.assertIn(op, ops, log)
+
+
+if __name__ == "__main__":
+    unittest.main()
