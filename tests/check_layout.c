@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "cliutil.h"
+#include "verify/fingerprint.h"
 
 static void setup(void) {
   tu_scratch_make("layout");
@@ -193,6 +194,57 @@ START_TEST(test_hash_distinguishes_attributes) {
 }
 END_TEST
 
+#define X334 "program p\ninput X : f32[3, 3, 4]\n"
+
+START_TEST(test_fingerprints) {
+  const char *id = tu_put("id.graph", X334 "E = exp(X)\noutput E\n");
+  /* permute(permute(x)) with inverse dims, and reshape there and back, are x. */
+  const char *back = tu_put("back.graph", X334 "P = permute(X, dims=[2, 0, 1])\n"
+                                          "Q = permute(P, dims=[1, 2, 0])\n"
+                                          "R = reshape(Q, shape=[9, 4])\n"
+                                          "S = reshape(R, shape=[3, -1, 4])\n"
+                                          "E = exp(S)\noutput E\n");
+  ck_assert_int_eq(tu_verify_rc(id, back), 0);
+  /* A permutation that is not the identity, or a reshape that reorders
+   * nothing but a permute that does, differ. */
+  const char *swap = tu_put("swap.graph", X334 "P = permute(X, dims=[1, 0, 2])\n"
+                                          "E = exp(P)\noutput E\n");
+  ck_assert_int_eq(tu_verify_rc(id, swap), 1);
+  const char *other = tu_put("other.graph", X334 "P = permute(X, dims=[1, 0, 2])\n"
+                                            "Q = permute(P, dims=[1, 0, 2])\n"
+                                            "E = exp(Q)\noutput E\n");
+  ck_assert_int_eq(tu_verify_rc(id, other), 0);
+  ck_assert_int_eq(tu_verify_rc(swap, other), 1);
+  /* permute of the last two dims is transpose. */
+  const char *pt = tu_put("pt.graph", X334 "P = permute(X, dims=[0, 2, 1])\noutput P\n");
+  const char *tr = tu_put("tr.graph", X334 "P = transpose(X)\noutput P\n");
+  ck_assert_int_eq(tu_verify_rc(pt, tr), 0);
+}
+END_TEST
+
+START_TEST(test_rms_norm_eps_fingerprints) {
+  /* rms_norm(x, eps=e) is x / sqrt(mean(x^2) + e): the attribute and the
+   * number operand are one field element; eps=0 differs. */
+  const char *sp = tu_put("sp.graph", X334 "S = square(X)\nM = mean(S, dim=-1)\n"
+                                      "V = add(M, 1e-6)\nD = sqrt(V)\nN = div(X, D)\noutput N\n");
+  ck_assert_int_eq(tu_verify_rc(sp, tu_put("n6.graph", X334 "N = rms_norm(X, eps=1e-6)\noutput N\n")), 0);
+  ck_assert_int_eq(tu_verify_rc(sp, tu_put("n0.graph", X334 "N = rms_norm(X)\noutput N\n")), 1);
+  /* The GPU fingerprint backend has no layout or eps kernels: such graphs
+   * are fingerprinted on the CPU (mirs__fp_backend_for). */
+  mirs_context *ctx = tu_ctx(NULL);
+  mirs_graph *a = parse(ctx, X334 "N = rms_norm(X, eps=1e-6)\noutput N\n");
+  mirs_graph *b = parse(ctx, X334 "N = rms_norm(X)\noutput N\n");
+  mirs_graph *c = parse(ctx, X334 "N = permute(X, dims=[1, 0, 2])\noutput N\n");
+  ck_assert(mirs__fp_gpu_lacks(a));
+  ck_assert(!mirs__fp_gpu_lacks(b));
+  ck_assert(mirs__fp_gpu_lacks(c));
+  mirs_graph_destroy(a);
+  mirs_graph_destroy(b);
+  mirs_graph_destroy(c);
+  mirs_context_destroy(ctx);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("layout");
   TCase *tc = tcase_create("layout");
@@ -203,6 +255,8 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_builder_api);
   tcase_add_test(tc, test_interp_by_hand);
   tcase_add_test(tc, test_hash_distinguishes_attributes);
+  tcase_add_test(tc, test_fingerprints);
+  tcase_add_test(tc, test_rms_norm_eps_fingerprints);
   suite_add_tcase(s, tc);
   return s;
 }

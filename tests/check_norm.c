@@ -93,23 +93,14 @@ START_TEST(test_interp_layer_norm_equals_spelled) {
 }
 END_TEST
 
-/* `verify PROGRAM CANDIDATE`'s exit status. */
-static int verify_rc(const char *prog, const char *cand) {
-  run r;
-  run_cli(&r, "verify", prog, cand, NULL);
-  int rc = r.rc;
-  run_free(&r);
-  return rc;
-}
-
 START_TEST(test_fingerprints) {
   const char *sp = tu_put("sp.graph", SPELLED);
-  ck_assert_int_eq(verify_rc(sp, tu_put("ln0.graph", LN0)), 0);
-  ck_assert_int_eq(verify_rc(sp, tu_put("ln5.graph", LN5)), 1);
+  ck_assert_int_eq(tu_verify_rc(sp, tu_put("ln0.graph", LN0)), 0);
+  ck_assert_int_eq(tu_verify_rc(sp, tu_put("ln5.graph", LN5)), 1);
   /* eps as an attribute and as a number operand: one field element. */
   const char *sp5 = tu_put("sp5.graph", SPELLED5);
-  ck_assert_int_eq(verify_rc(sp5, tu_put("ln5b.graph", LN5)), 0);
-  ck_assert_int_eq(verify_rc(sp5, tu_put("ln0b.graph", LN0)), 1);
+  ck_assert_int_eq(tu_verify_rc(sp5, tu_put("ln5b.graph", LN5)), 0);
+  ck_assert_int_eq(tu_verify_rc(sp5, tu_put("ln0b.graph", LN0)), 1);
   /* A block-level mean, and the same µGraph with a sum in its place. */
   const char *prog = tu_put("m.graph", "program m\n" HEAD "M = mean(X, dim=1)\nC = sub(X, M)\n"
                                     "O = matmul(C, W)\noutput O\n");
@@ -120,9 +111,9 @@ START_TEST(test_fingerprints) {
       "  output(b5, omap=[0, -1, -1])\n}\noutput O\n";
   char text[1024];
   snprintf(text, sizeof text, UG, "mean");
-  ck_assert_int_eq(verify_rc(prog, tu_put("m.ugraph", text)), 0);
+  ck_assert_int_eq(tu_verify_rc(prog, tu_put("m.ugraph", text)), 0);
   snprintf(text, sizeof text, UG, "sum");
-  ck_assert_int_eq(verify_rc(prog, tu_put("s.ugraph", text)), 1);
+  ck_assert_int_eq(tu_verify_rc(prog, tu_put("s.ugraph", text)), 1);
 }
 END_TEST
 
@@ -262,7 +253,7 @@ START_TEST(test_codegen_host_run) {
                   "  b2 = mean(b0, dim=1)\n  b3 = input(Y, imap=[0, -1, -1], fmap=-1)\n"
                   "  b4 = mul(b1, b3)\n  b5 = add(b4, b2)\n  b6 = accum(b5)\n"
                   "  output(b6, omap=[0, -1, -1])\n}\noutput O\n");
-  ck_assert_int_eq(verify_rc(prog, ug), 0);
+  ck_assert_int_eq(tu_verify_rc(prog, ug), 0);
   run c;
   run_cli(&c, "codegen", ug, NULL);
   ck_assert_int_eq(c.rc, 0);

@@ -120,6 +120,15 @@ static inline void tu_assert_round_trip(const char *path, const char *const *wan
   run_free(&r2);
 }
 
+/* Exit status of `mirsearch verify PROG CAND` (0 equivalent, 1 not). */
+static inline int tu_verify_rc(const char *prog, const char *cand) {
+  run r;
+  run_cli(&r, "verify", prog, cand, NULL);
+  int rc = r.rc;
+  run_free(&r);
+  return rc;
+}
+
 /* Whether s begins with prefix. */
 static inline int starts_with(const char *s, const char *prefix) {
   return strncmp(s, prefix, strlen(prefix)) == 0;
