@@ -181,7 +181,9 @@ class Rules:
                                  "double", "clone", "detach"}
         self.identity = {torch.clone, torch.detach} if hasattr(torch, "detach") else {torch.clone}
         self.sdpa = getattr(F, "scaled_dot_product_attention", None)
-        self.rms_norm_fn = getattr(F, "rms_norm", None)
+        # F.rms_norm, and torch.rms_norm (what Dynamo records for nn.RMSNorm)
+        self.rms_norm_fns = {f for f in (getattr(F, "rms_norm", None),
+                                         getattr(torch, "rms_norm", None)) if f is not None}
         self.rms_norm_module = getattr(torch.nn, "RMSNorm", None)
 
 
@@ -436,7 +438,7 @@ def _classify_call(gm, n, R):
     if is_fn and t is F.layer_norm:
         return _layer_norm(R, n.args[0], _arg(n, 1, "normalized_shape"), _arg(n, 4, "eps", 1e-5),
                            _arg(n, 2, "weight"), _arg(n, 3, "bias"))
-    if is_fn and R.rms_norm_fn is not None and t is R.rms_norm_fn:
+    if is_fn and t in R.rms_norm_fns:
         return _rms_norm_call(R, n.args[0], _arg(n, 1, "normalized_shape"), _arg(n, 3, "eps"),
                               _arg(n, 2, "weight"))
     raise Skip("no mirsearch equivalent")

@@ -207,6 +207,34 @@ class FromTorchTest(unittest.TestCase):
             self.assertIn(op, pp.text)
         seeded_eval_check(self, pp, f)
 
+    @unittest.skipUnless(hasattr(F, "rms_norm") and hasattr(torch.nn, "RMSNorm"),
+                         "torch %s has no F.rms_norm or nn.RMSNorm" % torch.__version__)
+    def test_rms_norm_calls(self):
+        class M(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.norm = torch.nn.RMSNorm(16, eps=1e-5)
+                self.g = torch.nn.Parameter(1 + 0.1 * torch.randn(16))
+
+            def forward(self, x):
+                return F.rms_norm(self.norm(x), [16], self.g)  # eps None: the dtype's
+        pp = mirsearch.from_torch(M(), [torch.randn(4, 16)])
+        eps32 = torch.finfo(torch.float32).eps
+        self.assertIn("rms_norm(x, eps=1e-05)", pp.text)
+        self.assertIn("eps=%r" % eps32, pp.text)
+        # float64 on the seeded inputs, the eps of the float32 model spelled out
+        ins = pp.program.input_values(5)
+        v = {b.describe().split(" = ")[1].split(" ")[0]:
+             torch.tensor(ins[b.name][1], dtype=torch.float64).reshape(ins[b.name][0])
+             for b in pp.bindings}
+
+        def rms(t, eps):
+            return t / torch.sqrt(t.pow(2).mean(-1, keepdim=True) + eps)
+        ref = rms(rms(v["x"], 1e-5) * v["norm.weight"], eps32) * v["g"]
+        (shape, got), = pp.program.eval(5).values()
+        got = torch.tensor(got, dtype=torch.float64).reshape(shape)
+        self.assertLess(max_rel(got, ref), 1e-12)
+
     @unittest.skipUnless(mfx.rules().has_max, "the library has no max operator (issue 29)")
     def test_softmax_module_and_identities(self):
         class M(torch.nn.Module):
