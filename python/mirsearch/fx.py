@@ -643,6 +643,111 @@ VIEW_STAYS = "a reshape, permute or identity stays PyTorch code (a view there, a
     "in a kernel)"
 
 
+def _const_ancestors(n, root):
+    """The constant nodes (trace()'s mirs_const, get_attr, and calls on
+    them) that compute node n and feed nothing but root and each other:
+    absorbed into root with it.  None if n is not a constant."""
+    if not _is_node(n) or "mirs_const" not in n.meta:
+        return None
+    inner, stack = [], [n]
+    while stack:
+        m = stack.pop()
+        if m in inner or m.op == "placeholder":
+            continue
+        inner.append(m)
+        stack.extend(m.all_input_nodes)
+    keep = set(inner)
+    changed = True
+    while changed:  # drop the ones something outside reads
+        changed = False
+        for m in list(keep):
+            if any(u is not root and u not in keep for u in m.users):
+                keep.discard(m)
+                changed = True
+    return [m for m in inner if m in keep] if n in keep else None
+
+
+def _causal_kept(shape):
+    """The boolean pattern causal_mask keeps on the last two dims of shape
+    (m x n): column j of row i where j <= i + (n - m)."""
+    import torch
+    m, n = shape[-2], shape[-1]
+    return torch.ones(m, n, dtype=torch.bool).tril(n - m)
+
+
+def _mask_fill_ok(n, fill, rank):
+    """Whether fill (a number, a constant node or tensor) may stand for the
+    -inf that causal_mask writes where n masks: -inf itself, or a large
+    negative number (the dtype's lowest, as Hugging Face fills masks)
+    where n's value feeds nothing but a softmax over its last dim (whose
+    result is then the same)."""
+    import torch
+    if _is_node(fill):
+        if "mirs_const" not in fill.meta:
+            return False
+        fill = fill.meta["mirs_const"]
+    f = torch.as_tensor(fill, dtype=torch.float64)
+    if f.numel() and bool(torch.isneginf(f).all()):
+        return True
+    if not f.numel() or not bool((f <= -65504.0).all()) or len(n.users) != 1:
+        return False
+    u = next(iter(n.users))
+    name = u.target if isinstance(u.target, str) else getattr(u.target, "__name__", "")
+    dim = _arg(u, 1, "dim")
+    return name == "softmax" and isinstance(dim, int) and dim in (-1, rank - 1)
+
+
+def _match_const_mask(n):
+    """A causal mask applied from a constant (a registered tril buffer, a
+    slice of one, a comparison of it: nanoGPT's and Hugging Face's GPT-2
+    spellings), as s.masked_fill(C, -inf), torch.where(C, s, -inf) or
+    s + M: s, the constant's nodes, None; or None.  C (True: masked, or
+    for where True: kept) and M (0 kept, -inf masked) must equal the
+    causal pattern on s's last two dims, the same for every leading index."""
+    import torch
+    name = n.target if isinstance(n.target, str) else getattr(n.target, "__name__", "")
+    if n.op not in ("call_function", "call_method") or name not in ("masked_fill", "where",
+                                                                     "add", "__add__"):
+        return None
+    args = list(n.args) + [n.kwargs[k] for k in ("mask", "value", "other") if k in n.kwargs]
+    cands = []
+    if name == "masked_fill" and len(args) >= 3:
+        cands = [(args[0], args[1], "masked", args[2])]
+    elif name == "where" and len(args) == 3:
+        cands = [(args[1], args[0], "kept", args[2]), (args[2], args[0], "masked", args[1])]
+    elif name in ("add", "__add__") and len(args) == 2:
+        cands = [(args[0], args[1], "additive", None), (args[1], args[0], "additive", None)]
+    for s_, c, kind, fill in cands:
+        ms = meta_of(s_) if _is_node(s_) else None
+        if not ms or len(ms[0]) < 2 or not _is_node(c) or "mirs_const" not in c.meta:
+            continue
+        if kind != "additive" and not _mask_fill_ok(n, fill, len(ms[0])):
+            continue
+        cv = c.meta["mirs_const"]
+        try:
+            cv = cv.expand(ms[0])
+        except RuntimeError:
+            continue
+        kept = _causal_kept(ms[0]).expand(ms[0])
+        if kind == "additive":
+            ok = cv.is_floating_point() and bool((cv[kept] == 0).all()) and \
+                _mask_fill_ok(n, cv[~kept], len(ms[0]))
+        else:
+            ok = cv.dtype == torch.bool and torch.equal(cv, kept if kind == "kept" else ~kept)
+        if not ok:
+            continue
+        inner = _const_ancestors(c, n)
+        if inner is None:
+            continue
+        if _is_node(fill):
+            more = _const_ancestors(fill, n)
+            if more is None:
+                continue
+            inner += [m for m in more if m not in inner]
+        return s_, inner, None
+    return None
+
+
 class Analysis:
     """The classification of every node of an fx GraphModule:
     .ops[node] = list of Op (supported), .absorbed[node] = root node,
@@ -666,7 +771,7 @@ class Analysis:
             if n.op not in ("call_function", "call_method", "call_module") or n in self.absorbed:
                 continue
             rm = _match_rms(n, R)
-            cm = _match_causal(n) if R.has_mask and not rm else None
+            cm = (_match_causal(n) or _match_const_mask(n)) if R.has_mask and not rm else None
             if rm or cm:
                 x, inner, attrs = rm or cm
                 self.ops[n] = [Op("rms_norm" if rm else "causal_mask", [(x, False)], attrs=attrs)]
@@ -931,6 +1036,19 @@ _INT_OPS = {operator.getitem, operator.add, operator.sub, operator.mul, operator
             operator.truediv, operator.mod, operator.neg, operator.pow, len}
 
 
+# The largest constant tensor (no input's value flows into it) that trace()
+# keeps for the mask patterns; boolean ones are kept whatever their size.
+CONST_MAX_NUMEL = 1 << 20
+
+
+def _is_shape_of(n):
+    """Whether node n reads a tensor's shape (x.size(), x.shape, x.dim()),
+    not its values."""
+    return (n.op == "call_method" and n.target in _SIZE_METHODS) or \
+        (n.op == "call_function" and n.target is getattr and len(n.args) == 2 and
+         n.args[1] in _SIZE_ATTRS)
+
+
 def _is_size_value(v):
     if isinstance(v, bool):
         return False
@@ -952,9 +1070,7 @@ def _fold_sizes(gm, values):
         if n not in values:
             continue
         v = values[n]
-        shape_of_tensor = (n.op == "call_method" and n.target in _SIZE_METHODS) or \
-            (n.op == "call_function" and n.target is getattr and len(n.args) == 2 and
-             n.args[1] in _SIZE_ATTRS)
+        shape_of_tensor = _is_shape_of(n)
         flat = []
         torch.fx.node.map_arg((n.args, n.kwargs), flat.append)
         # Arithmetic whose operands are all numbers by now (sizes folded
@@ -986,13 +1102,30 @@ def trace(fn, example_inputs):
     if isinstance(fn, torch.fx.GraphModule):
         gm = torch.fx.GraphModule(fn, copy.deepcopy(fn.graph), class_name=type(fn).__name__)
     else:
-        gm = torch.fx.symbolic_trace(fn)
+        # Buffers as graph nodes (not values fixed at trace time), so a
+        # mask buffer sliced to the sequence length traces.
+        class Tracer(torch.fx.Tracer):
+            proxy_buffer_attributes = True
+        tracer = Tracer()
+        graph = tracer.trace(fn)
+        gm = torch.fx.GraphModule(tracer.root, graph, type(fn).__name__ if isinstance(
+            fn, torch.nn.Module) else getattr(fn, "__name__", "fn"))
     values = {}
+    dynamic = set()  # nodes whose value depends on the inputs' values (not only shapes)
 
     class Prop(ShapeProp):
         def run_node(self, n):
             r = super().run_node(n)
-            values[n] = r
+            if n.op == "placeholder" or (not _is_shape_of(n) and any(
+                    a in dynamic for a in n.all_input_nodes)):
+                dynamic.add(n)
+            if _is_size_value(r) or _finite(r):
+                values[n] = r
+            elif isinstance(r, torch.Tensor) and n not in dynamic and \
+                    (r.dtype == torch.bool or r.numel() <= CONST_MAX_NUMEL):
+                # A constant (a mask buffer, a slice of one): kept for the
+                # patterns that read constant values (_match_const_mask).
+                n.meta["mirs_const"] = r.detach()
             return r
 
     Prop(gm).propagate(*example_inputs)
