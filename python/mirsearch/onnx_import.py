@@ -91,11 +91,11 @@ class Imported:
 
 
 class _Importer:
-    def __init__(self, model, name):
+    def __init__(self, model, name, shapes=None):
         import onnx
         from onnx import numpy_helper
         self.onnx = onnx
-        model = _prepare(model)
+        model = _prepare(model, shapes)
         self.g = model.graph
         self.name = ident(name)
         self.init = {t.name: numpy_helper.to_array(t) for t in self.g.initializer}
@@ -204,8 +204,9 @@ class _Importer:
                              % (v, len(self.shape(v) or []), rank))
         dims, dt = self.info.get(v, (None, None))
         if dims is None or any(d is None for d in dims) or dt is None:
-            raise ValueError("input %s has no static shape or a dtype other than "
-                             "float16/bfloat16/float32" % v)
+            raise ValueError("input %s has no static shape (dynamic axes: give them with "
+                             "--input-shape %s=D0,D1,...) or a dtype other than "
+                             "float16/bfloat16/float32" % (v, v))
         dims = list(dims)
         if transpose:
             dims[-2], dims[-1] = dims[-1], dims[-2]
@@ -669,7 +670,29 @@ class _Attrs:
         return default
 
 
-def _prepare(model):
+def _fix_input_shapes(m, shapes):
+    """Give the graph inputs named in shapes ({name: [d0, ...]}) those
+    static dims (a model exported with dynamic axes); the shapes of the
+    values after them are then inferred again (declared ones dropped)."""
+    g = m.graph
+    inputs = {i.name: i for i in g.input}
+    for name, dims in shapes.items():
+        if name not in inputs:
+            raise ImportError_("--input-shape %s: the model has no input %s (its inputs: %s)"
+                               % (name, name, ", ".join(inputs) or "none"))
+        tt = inputs[name].type.tensor_type
+        if tt.HasField("shape") and len(tt.shape.dim) != len(dims):
+            raise ImportError_("--input-shape %s: rank %d, the model's input has rank %d"
+                               % (name, len(dims), len(tt.shape.dim)))
+        tt.ClearField("shape")
+        for d in dims:
+            tt.shape.dim.add().dim_value = int(d)
+    del g.value_info[:]
+    for o in g.output:
+        o.type.tensor_type.ClearField("shape")
+
+
+def _prepare(model, shapes=None):
     """A copy of model with its shapes inferred and the nodes of
     _fold_table whose inputs are all constants computed at import (the
     shapes exporters build with Shape/Gather/Concat, the causal masks they
@@ -681,8 +704,17 @@ def _prepare(model):
     from onnx import numpy_helper
     m = onnx.ModelProto()
     m.CopyFrom(model)
+    if shapes:
+        _fix_input_shapes(m, shapes)
     fold = _fold_table()
+    # The declared shapes that stay true when constants are folded: those
+    # without symbolic dims (an inferred one may hold a symbol that the
+    # folding then resolves: each pass infers from these again).
+    base = [vi for vi in m.graph.value_info if all(
+        d.HasField("dim_value") for d in vi.type.tensor_type.shape.dim)]
     for _ in range(64):
+        del m.graph.value_info[:]
+        m.graph.value_info.extend(base)
         m = _infer_shapes(m)
         g = m.graph
         consts = {t.name: numpy_helper.to_array(t) for t in g.initializer}
@@ -828,13 +860,28 @@ def _lit(v):
     return repr(v)
 
 
-def import_onnx(model, name=None):
-    """An Imported program from an ONNX model (a path or a ModelProto)."""
+def import_onnx(model, name=None, shapes=None):
+    """An Imported program from an ONNX model (a path or a ModelProto).
+    shapes: {input name: [d0, ...]}, static dims for inputs exported with
+    dynamic axes (a program has static shapes)."""
     import onnx
     if isinstance(model, str):
         name = name or re.sub(r"\.onnx$", "", model.rsplit("/", 1)[-1])
         model = onnx.load(model)
-    return _Importer(model, name or model.graph.name or "model").convert()
+    return _Importer(model, name or model.graph.name or "model", shapes).convert()
+
+
+def _shape_arg(text):
+    """NAME=D0,D1,... (an --input-shape) as (name, [dims])."""
+    import argparse
+    name, _, dims = text.partition("=")
+    try:
+        out = [int(d) for d in dims.split(",")]
+        if not name or any(d < 1 for d in out):
+            raise ValueError(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("%r is not NAME=D0,D1,... with dims >= 1" % text)
+    return name, out
 
 
 def main(argv=None):
@@ -844,6 +891,9 @@ def main(argv=None):
     ap.add_argument("model")
     ap.add_argument("-o", "--output", help="the .graph to write (default: stdout)")
     ap.add_argument("--name", help="program name (default: the file's)")
+    ap.add_argument("--input-shape", type=_shape_arg, action="append", default=[],
+                    metavar="NAME=D0,D1,...",
+                    help="static dims for an input exported with dynamic axes (repeatable)")
     a = ap.parse_args(argv)
     try:
         import onnx  # noqa: F401
@@ -853,7 +903,7 @@ def main(argv=None):
               file=sys.stderr)
         return 69
     try:
-        imp = import_onnx(a.model, a.name)
+        imp = import_onnx(a.model, a.name, dict(a.input_shape) or None)
     except ImportError_ as e:
         print("mirsearch import: %s: cannot import:" % a.model, file=sys.stderr)
         for b in e.unsupported:

@@ -3,6 +3,7 @@
 `mirsearch import`), evaluated like PyTorch on the same inputs; every
 unsupported op named with its node."""
 
+import copy
 import os
 import subprocess
 import unittest
@@ -125,6 +126,42 @@ class OnnxTest(CacheTest):
             with self.assertRaises(onnx_import.ImportError_) as e:
                 onnx_import.import_onnx(path)
             self.assertIn("Reshape", {t for _n, t, _w in e.exception.unsupported})
+
+    def test_dynamic_axes(self):
+        """A decoder layer exported with dynamic batch and sequence axes:
+        its shapes, masks and reshapes are computed in the graph; named
+        (the input has no static shape) until --input-shape fixes them,
+        then it imports whole and evaluates like the static export."""
+        if not (onnx_import._have_op("reshape") and onnx_import._have_op("causal_mask")):
+            self.skipTest("the library has no reshape or causal_mask")
+        torch.manual_seed(6)
+        m = LlamaDecoderLayer(32, 2, 64)
+        x = torch.randn(1, 8, 32)
+        dyn = os.path.join(self.tmp, "dyn.onnx")
+        torch.onnx.export(m, (x,), dyn, input_names=["x"], output_names=["y"], opset_version=14,
+                          dynamic_axes={"x": {0: "batch", 1: "seq"}, "y": {0: "batch", 1: "seq"}})
+        with self.assertRaises(onnx_import.ImportError_) as e:
+            onnx_import.import_onnx(dyn)
+        self.assertIn("--input-shape x=", str(e.exception))
+        imp = onnx_import.import_onnx(dyn, shapes={"x": [1, 8, 32]})
+        self.assertIn("causal_mask(", imp.text)
+        self.assertEqual(imp.program.num_ops, 32)  # as the static export's
+        from test_decoder import evaluated, onnx_reference
+        ref = onnx_reference(imp, copy.deepcopy(m), x, seed=2)
+        self.assertLess(max_rel(evaluated(imp.program, 2), ref), 1e-9)
+        self.assertEqual(onnx_import.main([dyn, "--input-shape", "x=1,8,32", "-o",
+                                           os.path.join(self.tmp, "dyn.graph")]), 0)
+        with self.assertRaises(SystemExit):
+            onnx_import.main([dyn, "--input-shape", "x=1,0"])
+        if PROG and os.path.exists(PROG):
+            out = os.path.join(self.tmp, "dyn_cli.graph")
+            r = subprocess.run([PROG, "import", dyn, "--input-shape=x=1,8,32", "-o", out],
+                               capture_output=True, text=True)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            r = subprocess.run([PROG, "import", dyn, "--input-shape=q=1,8,32"],
+                               capture_output=True, text=True)
+            self.assertEqual(r.returncode, 2)
+            self.assertIn("the model has no input q", r.stderr)
 
     def test_masks_and_layout_nodes(self):
         """Hand-built graphs as other exporters write them: a causal mask
