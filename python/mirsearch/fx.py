@@ -1037,8 +1037,20 @@ _INT_OPS = {operator.getitem, operator.add, operator.sub, operator.mul, operator
 
 
 # The largest constant tensor (no input's value flows into it) that trace()
-# keeps for the mask patterns; boolean ones are kept whatever their size.
-CONST_MAX_NUMEL = 1 << 20
+# keeps for the mask patterns.
+CONST_MAX_NUMEL = 1 << 22
+
+
+def _mask_like(t):
+    """Whether constant tensor t may be (part of) a mask, so trace() keeps
+    its value: boolean, or floating with -inf or a large negative number
+    in it (not the weights, which need not be kept)."""
+    import torch
+    if t.numel() > CONST_MAX_NUMEL or t.is_sparse:
+        return False
+    if t.dtype == torch.bool:
+        return True
+    return t.is_floating_point() and t.numel() > 0 and bool((t <= -65504.0).any())
 
 
 def _is_shape_of(n):
@@ -1121,10 +1133,10 @@ def trace(fn, example_inputs):
                 dynamic.add(n)
             if _is_size_value(r) or _finite(r):
                 values[n] = r
-            elif isinstance(r, torch.Tensor) and n not in dynamic and \
-                    (r.dtype == torch.bool or r.numel() <= CONST_MAX_NUMEL):
-                # A constant (a mask buffer, a slice of one): kept for the
-                # patterns that read constant values (_match_const_mask).
+            elif isinstance(r, torch.Tensor) and n not in dynamic and _mask_like(r):
+                # A constant mask (a buffer, a slice of one, a comparison):
+                # kept for the patterns that read its values
+                # (_match_const_mask).
                 n.meta["mirs_const"] = r.detach()
             return r
 
