@@ -6,7 +6,13 @@ becomes program ops, or it is unsupported (kept as PyTorch code by the
 backend; named by from_torch).  Patterns that span several nodes (an
 RMSNorm written out as pow/mean/add/rsqrt/mul) are matched first: their
 inner nodes are absorbed into the node that ends the pattern, which then
-emits one op (rms_norm).
+emits one op (rms_norm; causal_mask, also from a constant mask buffer).
+
+trace() records every value's shape and dtype on the example inputs; a
+program has static shapes, so the sizes the graph computes from shapes
+become numbers, and reshapes and permutes (the layout ops) are written
+with the recorded shapes.  The backend's Analysis (layout=False) keeps
+those as PyTorch code, where they are views.
 
 A program's inputs are the values a piece reads from outside, each through
 a *binding*: the fx value, then a transpose of its last two dims (a
