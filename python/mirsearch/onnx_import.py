@@ -3,10 +3,16 @@
 which runs `python3 -m mirsearch.onnx_import`).
 
 The model is read with the `onnx` package (ONNX's own reader) and its
-shapes inferred with onnx.shape_inference.  Each node maps to program ops;
+shapes inferred with onnx.shape_inference (_prepare: inputs given static
+dims with --input-shape, constant subgraphs such as Shape/Gather/Concat
+chains and Trilu masks computed here and made initializers, the
+inference run again after each fold).  Each node maps to program ops;
 patterns that exporters write out are matched first: RMSNorm
-(x * 1/sqrt(mean(x^2) + eps), eps <= 1e-4 dropped), GELU (the erf form)
-and SiLU (x * sigmoid(x)).  Graph inputs and initializers become program
+(x * 1/sqrt(mean(x^2) + eps): rms_norm(x, eps=e), or with a library whose
+rms_norm has no eps, eps <= 1e-4 dropped), GELU (the erf form) and SiLU
+(x * sigmoid(x)); an Add or Where of a constant causal mask is
+causal_mask.  Reshape/Unsqueeze/Squeeze/Flatten and Transpose become
+reshape and permute (or transpose) with resolved attributes.  Graph inputs and initializers become program
 inputs through a binding (a transpose for Gemm's transB, leading 1s so
 operands have equal rank) written as comments at the top of the .graph.
 Scalar Constants feed only those patterns and Pow's exponent 2.  Every
