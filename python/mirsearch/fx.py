@@ -305,8 +305,10 @@ def _classify_call(gm, n, R):
         for cls, op in R.unary_modules.items():
             if isinstance(mod, cls):
                 return [Op(op, [(n.args[0], False)])]
-        if isinstance(mod, torch.nn.GELU) and getattr(mod, "approximate", "none") == "none":
-            return [Op("gelu", [(n.args[0], False)])]
+        if isinstance(mod, torch.nn.GELU):
+            approx = getattr(mod, "approximate", "none")
+            return [Op("gelu", [(n.args[0], False)])] if approx == "none" else \
+                _gelu_tanh(R, n.args[0], approx)
         if R.rms_norm_module is not None and isinstance(mod, R.rms_norm_module):
             return _rms_norm_call(R, n.args[0], mod.normalized_shape, mod.eps,
                                   ParamRef(n, "weight", mod.weight) if mod.weight is not None
@@ -351,7 +353,7 @@ def _classify_call(gm, n, R):
     un = R.unary.get(t) if is_fn else R.unary_methods.get(t) if is_m else None
     if un:
         if un == "gelu" and n.kwargs.get("approximate", "none") != "none":
-            raise Skip("gelu(approximate='tanh')")
+            return _gelu_tanh(R, n.args[0], n.kwargs["approximate"])
         return [Op(un, [(n.args[0], False)])]
     if (is_fn and t in R.pow) or (is_m and t in ("pow", "__pow__")):
         if n.args[1] == 2 and _is_node(n.args[0]):
@@ -448,6 +450,23 @@ def _classify_call(gm, n, R):
         return _rms_norm_call(R, n.args[0], _arg(n, 1, "normalized_shape"), _arg(n, 3, "eps"),
                               _arg(n, 2, "weight"))
     raise Skip("no mirsearch equivalent")
+
+
+def _gelu_tanh(R, x, approx):
+    """gelu(x, approximate='tanh') (GPT-2's): 0.5 x (1 + tanh(sqrt(2/pi)
+    (x + 0.044715 x^3))), written out with tanh, pow and constants."""
+    if approx != "tanh":
+        raise Skip("gelu(approximate=%r)" % (approx,))
+    if not (R.scalars and R.has_pow and "tanh" in R.unary.values()):
+        raise Skip("gelu(approximate='tanh') needs tanh, pow and constants")
+    return [Op("pow", [(x, False), (Lit(3), False)]),
+            Op("mul", [(None, False), (Lit(0.044715), False)]),
+            Op("add", [(x, False), (None, False)]),
+            Op("mul", [(None, False), (Lit((2.0 / 3.141592653589793) ** 0.5), False)]),
+            Op("tanh", [(None, False)]),
+            Op("add", [(None, False), (Lit(1), False)]),
+            Op("mul", [(x, False), (None, False)]),
+            Op("mul", [(None, False), (Lit(0.5), False)])]
 
 
 def _rms_eps(R, eps):

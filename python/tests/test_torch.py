@@ -225,6 +225,24 @@ class FromTorchTest(unittest.TestCase):
         with self.assertRaises(mfx.Unsupported):
             mirsearch.from_torch(m, [torch.randn(2, 8, 32)])
 
+    @unittest.skipUnless(mfx.rules().scalars and mfx.rules().has_pow,
+                         "the library has no constants or pow")
+    def test_gelu_tanh(self):
+        """GPT-2's GELU (approximate='tanh'), as a call and as nn.GELU:
+        written out with tanh, pow and constants."""
+        class M(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.act = torch.nn.GELU(approximate="tanh")
+
+            def forward(self, x):
+                return self.act(x) + F.gelu(x * 2, approximate="tanh")
+        m = M()
+        pp = mirsearch.from_torch(m, [torch.randn(4, 16)])
+        self.assertIn("tanh(", pp.text)
+        self.assertNotIn("= gelu(", pp.text)
+        seeded_eval_check(self, pp, m, module=m)
+
     def test_sizes_folded(self):
         """Sizes computed from shapes are numbers in a program: no node for
         them, and nothing unsupported."""
