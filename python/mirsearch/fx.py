@@ -156,6 +156,7 @@ class Rules:
             self.unary_modules[torch.nn.Tanh] = "tanh"
         self.matmul = {torch.matmul, torch.bmm, torch.mm, operator.matmul}
         self.matmul_methods = {"matmul", "bmm", "mm", "__matmul__"}
+        self.addmm = {torch.addmm, torch.baddbmm}
         self.linear = {F.linear}
         self.sum = {torch.sum}
         self.pow = {torch.pow, operator.pow}
@@ -334,6 +335,12 @@ def _classify_call(gm, n, R):
         if b is not None:
             ops.append(Op("add", [(None, False), (b, False)]))
         return ops
+    if (is_fn and t in R.addmm) or (is_m and t in ("addmm", "baddbmm")):
+        # input + m1 @ m2 (Hugging Face GPT-2's Conv1D: addmm(bias, x, w))
+        if n.kwargs.get("beta", 1) != 1 or n.kwargs.get("alpha", 1) != 1:
+            raise Skip("%s with alpha or beta" % getattr(t, "__name__", t))
+        return [Op("matmul", [(n.args[1], False), (n.args[2], False)]),
+                Op("add", [(None, False), (n.args[0], False)])]
     if (is_fn and t in R.matmul) or (is_m and t in R.matmul_methods):
         return [Op("matmul", [(n.args[0], False), (n.args[1], False)])]
     binop = R.binary.get(t) if is_fn else R.binary_methods.get(t) if is_m else None

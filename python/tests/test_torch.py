@@ -243,6 +243,32 @@ class FromTorchTest(unittest.TestCase):
         self.assertNotIn("= gelu(", pp.text)
         seeded_eval_check(self, pp, m, module=m)
 
+    def test_addmm(self):
+        """Hugging Face GPT-2's Conv1D: addmm(bias, x.view(-1, nx), weight);
+        baddbmm likewise."""
+        from test_decoder import from_torch_reference
+
+        class Conv1D(torch.nn.Module):
+            def __init__(self, batched):
+                super().__init__()
+                self.batched = batched
+                self.weight = torch.nn.Parameter(torch.randn(16, 32))
+                self.bias = torch.nn.Parameter(torch.randn(32))
+
+            def forward(self, x):
+                if self.batched:
+                    return torch.baddbmm(self.bias, x, self.weight.unsqueeze(0))
+                return torch.addmm(self.bias, x.view(-1, x.size(-1)), self.weight)
+        for batched in (False, True) if mfx.rules().has_layout else (False,):
+            m = Conv1D(batched)
+            x = torch.randn(1, 8, 16) if batched else torch.randn(8, 16)
+            pp = mirsearch.from_torch(m, [x])
+            self.assertEqual(pp.text.count("matmul("), 1)
+            ref = from_torch_reference(pp, m, x, seed=4)
+            (shape, got), = pp.program.eval(4).values()
+            got = torch.tensor(got, dtype=torch.float64).reshape(shape)
+            self.assertLess(max_rel(got, ref), 1e-12)
+
     def test_sizes_folded(self):
         """Sizes computed from shapes are numbers in a program: no node for
         them, and nothing unsupported."""
