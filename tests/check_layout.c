@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "cliutil.h"
+#include "graph/graph.h"
 #include "verify/fingerprint.h"
 
 static void setup(void) {
@@ -245,6 +246,153 @@ START_TEST(test_rms_norm_eps_fingerprints) {
 }
 END_TEST
 
+/* Print g into a malloc'd string. */
+static char *print_graph(const mirs_graph *g) {
+  char *text = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&text, &len);
+  ck_assert_ptr_nonnull(f);
+  ck_assert_int_eq(mirs_graph_print(g, f), MIRS_OK);
+  fclose(f);
+  return text;
+}
+
+START_TEST(test_spelled_rms_norm_folds) {
+  /* div(X, sqrt(mean(square(X)) + eps)), and PyTorch's X * rsqrt(...)
+   * written mul(X, div(1, D)), fold into rms_norm(X, eps); the folded
+   * program fingerprints like the spelled one; a norm of another tensor,
+   * or one over a dim that is not the last, does not fold. */
+  static const char *const forms[] = {
+      X334 "S = square(X)\nM = mean(S, dim=2)\nV = add(M, 1e-6)\nD = sqrt(V)\n"
+           "N = div(X, D)\noutput N\n",
+      X334 "S = mul(X, X)\nM = mean(S, dim=-1)\nV = add(M, 1e-6)\nD = sqrt(V)\n"
+           "R = div(1, D)\nN = mul(R, X)\noutput N\n",
+      X334 "S = square(X)\nM = mean(S, dim=2)\nD = sqrt(M)\nN = div(X, D)\noutput N\n",
+  };
+  static const char *const want[] = {"N = rms_norm(X, eps=1e-06)\n", "N = rms_norm(X, eps=1e-06)\n",
+                                     "N = rms_norm(X)\n"};
+  mirs_context *ctx = tu_ctx(NULL);
+  for (int i = 0; i < 3; i++) {
+    mirs_graph *g = parse(ctx, forms[i]), *f = NULL;
+    ck_assert_int_eq(mirs__graph_fold_norms(g, &f), MIRS_OK);
+    ck_assert_ptr_nonnull(f);
+    char *text = print_graph(f);
+    ck_assert_msg(strstr(text, want[i]), "form %d folded to:\n%s", i, text);
+    ck_assert_int_eq(mirs_graph_num_ops(f), 1);
+    ck_assert_int_eq(tu_verify_rc(tu_put("spelled.graph", forms[i]), tu_put("folded.graph", text)), 0);
+    free(text);
+    mirs_graph_destroy(f);
+    mirs_graph_destroy(g);
+  }
+  static const char *const kept[] = {
+      "program p\ninput X : f32[3, 4]\ninput Y : f32[3, 4]\nS = square(Y)\n"
+      "M = mean(S, dim=1)\nD = sqrt(M)\nN = div(X, D)\noutput N\n",
+      "program p\ninput X : f32[4, 4]\nS = square(X)\nM = mean(S, dim=0)\nD = sqrt(M)\n"
+      "N = div(X, D)\noutput N\n",
+  };
+  for (int i = 0; i < 2; i++) {
+    mirs_graph *g = parse(ctx, kept[i]), *f = NULL;
+    ck_assert_int_eq(mirs__graph_fold_norms(g, &f), MIRS_OK);
+    ck_assert_ptr_null(f);
+    mirs_graph_destroy(g);
+  }
+  mirs_context_destroy(ctx);
+}
+END_TEST
+
+/* A program with every codegen case of the layout ops: reshapes that are
+ * views (of a graph input, of an intermediate, of a permute's result),
+ * one that is an output (a copy), permutes that keep the last dim (16-byte
+ * copies) and one that moves it (element copies). */
+static const char *const CG = "program cg\n"
+                              "input X : f16[8, 64]\ninput W : f16[64, 64]\n"
+                              "Xv = reshape(X, shape=[8, 4, 16])\n"
+                              "Xp = permute(Xv, dims=[1, 0, 2])\n"
+                              "Q = matmul(X, W)\n"
+                              "Q3 = reshape(Q, shape=[8, 4, 16])\n"
+                              "Qh = permute(Q3, dims=[1, 0, 2])\n"
+                              "Kt = permute(Q3, dims=[1, 2, 0])\n"
+                              "E = exp(Qh)\nF = add(E, Xp)\n"
+                              "R = reshape(F, shape=[4, 128])\n"
+                              "K2 = reshape(Kt, shape=[4, 128])\n"
+                              "S = add(R, K2)\n"
+                              "output S, Kt, R\n";
+
+START_TEST(test_codegen_views_and_copies) {
+  mirs_context *ctx = tu_ctx(NULL);
+  mirs_graph *g = parse(ctx, CG);
+  char *cu = NULL;
+  ck_assert_int_eq(mirs_codegen_cuda(g, "lay", &cu), MIRS_OK);
+  /* Xv, Q3 and K2 are views: no kernel, no workspace; R (an output) is a
+   * copy; Xp reads the graph input X through its view, K2 is read as Kt's
+   * buffer (out1); the workspace holds Xp, Q, Qh, E, F (1 KB each at
+   * 256-byte steps) and no view. */
+  static const char *const want[] = {
+      "/* op 0: Xv = reshape(X): a view, no kernel */",
+      "/* op 3: Q3 = reshape(Q): a view, no kernel */",
+      "/* op 9: K2 = reshape(Kt): a view, no kernel */",
+      "kernel 8: reshape -> R (a copy in order",
+      "kernel 4: permute -> Qh (16-byte copies",
+      "kernel 5: permute -> Kt (element copies",
+      "mirs_copy16(out0 + e * 8, in0 + s);",
+      "MIRS_LAUNCH(lay_k1, dim3(1), dim3(256), 0, stream, (in_X, ",
+      "MIRS_LAUNCH(lay_k10, dim3(2), dim3(256), 0, stream, (out2, out1, out0));",
+      "size_t lay_workspace_bytes(void) { return 5120; }",
+  };
+  tu_assert_contains(cu, want, sizeof want / sizeof want[0]);
+  ck_assert_ptr_null(strstr(cu, "lay_k0("));
+  /* The cost model: no launch and no bytes for a view. */
+  mirs_cost c = MIRS_COST_INIT;
+  ck_assert_int_eq(mirs_graph_cost(ctx, g, NULL, &c), MIRS_OK);
+  ck_assert_int_eq(c.kernels, 8);
+  /* Compiles warning-free as host C++ (where there is a compiler). */
+  if (system("c++ --version >/dev/null 2>&1") == 0) {
+    char path[200], hdr[200], cmd[800];
+    snprintf(path, sizeof path, "%s/lay.cu", tu_dir);
+    snprintf(hdr, sizeof hdr, "%s/mirsearch_emu.h", tu_dir);
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs(cu, f);
+    fclose(f);
+    f = fopen(hdr, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs(mirs_codegen_emulation_header(), f);
+    fclose(f);
+    snprintf(cmd, sizeof cmd,
+             "c++ -std=c++14 -O1 -Wall -Wextra -Werror -DMIRS_HOST_EMULATION -I'%s' -c -x c++ "
+             "'%s' -o '%s/lay.o' > '%s/log' 2>&1", tu_dir, path, tu_dir, tu_dir);
+    ck_assert_msg(system(cmd) == 0, "the generated code does not compile cleanly (%s/log)", tu_dir);
+  }
+  mirs_free(ctx, cu);
+  mirs_graph_destroy(g);
+  mirs_context_destroy(ctx);
+}
+END_TEST
+
+/* `mirsearch run --backend=host` of the program and of f32 and bf16
+ * variants: every output matches eval within the dtype's tolerance. */
+START_TEST(test_host_run) {
+  if (system("c++ --version >/dev/null 2>&1") != 0)
+    return; /* (no host C++ compiler: nothing to run) */
+  static const char *const dt[] = {"f16", "f32", "bf16"};
+  for (int i = 0; i < 3; i++) {
+    char text[1024], name[32];
+    snprintf(text, sizeof text, "%s", CG);
+    for (char *q = strstr(text, "f16"); q; q = strstr(q + strlen(dt[i]), "f16")) {
+      char rest[1024];
+      snprintf(rest, sizeof rest, "%s", q + 3);
+      snprintf(q, sizeof text - (size_t)(q - text), "%s%s", dt[i], rest);
+    }
+    snprintf(name, sizeof name, "cg_%s.graph", dt[i]);
+    run r;
+    run_cli(&r, "run", "--backend=host", tu_put(name, text), NULL);
+    ck_assert_msg(r.rc == 0, "%s: rc %d: %s %s", dt[i], r.rc, r.out, r.err);
+    ck_assert_ptr_nonnull(strstr(r.out, "max relative error vs float64 interpreter"));
+    run_free(&r);
+  }
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("layout");
   TCase *tc = tcase_create("layout");
@@ -257,6 +405,9 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_hash_distinguishes_attributes);
   tcase_add_test(tc, test_fingerprints);
   tcase_add_test(tc, test_rms_norm_eps_fingerprints);
+  tcase_add_test(tc, test_spelled_rms_norm_folds);
+  tcase_add_test(tc, test_codegen_views_and_copies);
+  tcase_add_test(tc, test_host_run);
   suite_add_tcase(s, tc);
   return s;
 }

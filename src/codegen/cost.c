@@ -52,6 +52,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "codegen/codegen.h"
 #include "codegen/cost.h"
 #include "codegen/plan.h"
 
@@ -892,7 +893,8 @@ mirs_status mirs__cost_kernel_op(mirs_context *ctx, const mirs__cost_device *d, 
   if (k->op != MIRS_OP_CUSTOM) {
     if (k->nin < 1 || k->nout < 1)
       return MIRS_FAIL(ctx, MIRS_INTERNAL, "kernel op %d has no input or output", (int)op);
-    cost_predefined(d, g, k, out);
+    if (!mirs__codegen_is_view(g, op)) /* (a view moves nothing and launches nothing) */
+      cost_predefined(d, g, k, out);
     return MIRS_OK;
   }
   if (!k->bg)
@@ -913,7 +915,7 @@ mirs_status mirs__cost_graph(mirs_context *ctx, const mirs__cost_device *d, cons
   for (int32_t i = 0; i < g->nops; i++) {
     mirs__cost_kernel k;
     MIRS_CHECK(ctx, mirs__cost_kernel_op(ctx, d, g, i, &k));
-    out->kernels++;
+    out->kernels += !mirs__codegen_is_view(g, i);
     out->bytes += k.bytes;
     out->flops += k.flops;
     if (k.smem > out->smem_peak)

@@ -1442,9 +1442,81 @@ static mirs_status emit_custom(const mirs_graph *g, int32_t ki, const char *enam
 
 /* ---------------------------------------------------------------- predefined ops */
 
+bool mirs__codegen_is_view(const mirs_graph *g, int32_t op) {
+  if (g->ops[op].op != MIRS_OP_RESHAPE)
+    return false;
+  for (int32_t i = 0; i < g->nout; i++)
+    if (g->outputs[i] == g->ops[op].out[0])
+      return false;
+  return true;
+}
+
+int32_t mirs__codegen_view_root(const mirs_graph *g, int32_t t) {
+  while (g->t[t].producer >= 0 && mirs__codegen_is_view(g, g->t[t].producer))
+    t = g->ops[g->t[t].producer].in[0];
+  return t;
+}
+
+/* Elements per copy of layout op ki's kernel: 16 bytes of a permute that
+ * keeps its last dim in place when whole 16-byte runs of it line up (the
+ * buffers are 16-byte aligned by the entry's contract and the workspace's
+ * 256-byte offsets), else 1. */
+static int64_t layout_vector(const mirs_graph *g, int32_t ki) {
+  const mirs__kop *op = &g->ops[ki];
+  const mirs__shape *os = &g->t[op->out[0]].shape;
+  int64_t esz = g->t[op->out[0]].dtype == MIRS_F32 ? 4 : 2, v = 16 / esz;
+  int r = os->ndim;
+  if (op->op != MIRS_OP_PERMUTE || op->lay.d[r - 1] != r - 1 || os->d[r - 1] % v != 0)
+    return 1;
+  return v;
+}
+
+/* Emit layout op ki (reshape, permute) as a grid-stride copy kernel: a
+ * reshape that is not a view copies in order; a permute writes its result
+ * in order (coalesced stores) and reads x at the permuted strides, 16
+ * bytes at a time where layout_vector allows.  Values are moved as they
+ * are stored (no conversion). */
+static void emit_layout(const mirs_graph *g, int32_t ki, const char *ename, mirs__buf *b) {
+  const mirs__kop *op = &g->ops[ki];
+  const mirs__shape *xs = &g->t[op->in[0]].shape, *os = &g->t[op->out[0]].shape;
+  const char *ct = ctype(g->t[op->out[0]].dtype);
+  int64_t v = layout_vector(g, ki), xst[MIRS_MAX_DIMS], pst[MIRS_MAX_DIMS];
+  int r = os->ndim;
+  mirs__shape vs = *os; /* the result in units of v elements along its last dim */
+  vs.d[r - 1] /= v;
+  strides(xs, xst);
+  for (int d = 0; d < r; d++) /* (a reshape: the result's own strides, in order) */
+    pst[d] = op->op == MIRS_OP_PERMUTE ? xst[op->lay.d[d]] * (d == r - 1 ? v : 1) : 0;
+  mirs__buf_printf(b, "\n/* kernel %d: %s -> %s (%s) */\n", (int)ki, mirs__graph_ops[op->op].name,
+                   g->t[op->out[0]].name,
+                   op->op == MIRS_OP_RESHAPE ? "a copy in order: the reshape of an output"
+                   : v > 1 ? "16-byte copies along the kept last dim"
+                           : "element copies, stores in order");
+  mirs__buf_printf(b, "static __global__ void __launch_bounds__(256) %s_k%d(const %s *__restrict__ in0, "
+                      "%s *__restrict__ out0) {\n", ename, (int)ki, ct, ct);
+  mirs__buf_printf(b, "    for (long long e = blockIdx.x * 256LL + threadIdx.x; e < %" PRId64
+                      "LL; e += (long long)gridDim.x * 256) {\n", mirs__shape_numel(&vs));
+  if (op->op == MIRS_OP_RESHAPE) {
+    mirs__buf_puts(b, "      out0[e] = in0[e];\n    }\n}\n");
+    return;
+  }
+  emit_coords(b, "      ", "long long", "e", &vs);
+  mirs__buf_puts(b, "      const long long s = ");
+  emit_index_st(b, &vs, pst, &vs, r);
+  if (v > 1)
+    mirs__buf_printf(b, ";\n      mirs_copy16(out0 + e * %" PRId64 ", in0 + s);\n    }\n}\n", v);
+  else
+    mirs__buf_puts(b, ";\n      out0[e] = in0[s];\n    }\n}\n");
+}
+
 /* Emit predefined kernel op ki as a grid-stride kernel. */
 static void emit_predefined(const mirs_graph *g, int32_t ki, const char *ename, mirs__buf *b) {
   const mirs__kop *op = &g->ops[ki];
+  if (mirs__op_is_layout(op->op)) {
+    if (!mirs__codegen_is_view(g, ki))
+      emit_layout(g, ki, ename, b);
+    return;
+  }
   const mirs__shape *os = &g->t[op->out[0]].shape;
   char names[2][16];
   const char *in[2] = {NULL, NULL};
@@ -1594,6 +1666,23 @@ static const char prelude_copy[] =
     "}\n"
     "#endif\n";
 
+/* The 16-byte global copy of a permute's vector path (emitted when a
+ * graph has one). */
+static const char prelude_layout[] =
+    "#ifndef MIRS_PRELUDE_LAYOUT_DEFINED\n"
+    "#define MIRS_PRELUDE_LAYOUT_DEFINED\n"
+    "/* 16 bytes global -> global, both 16-byte aligned. */\n"
+    "#ifdef MIRS_HOST_EMULATION\n"
+    "static inline void mirs_copy16(void *d, const void *s) {\n"
+    "    MIRS_EMU_CHECK_ALIGN(d, 16);\n"
+    "    MIRS_EMU_CHECK_ALIGN(s, 16);\n"
+    "    memcpy(d, s, 16);\n}\n"
+    "#else\n"
+    "__device__ __forceinline__ void mirs_copy16(void *d, const void *s) {\n"
+    "    *(uint4 *)d = *(const uint4 *)s;\n}\n"
+    "#endif\n"
+    "#endif\n";
+
 /* Grid size of a grid-stride kernel over n elements. */
 int64_t mirs__codegen_stride_blocks(int64_t n) {
   int64_t blocks = (n + 255) / 256;
@@ -1612,8 +1701,8 @@ static int64_t plan_workspace(const mirs_graph *g, int64_t *woff, int32_t *first
     if (first_out[g->outputs[i]] < 0)
       first_out[g->outputs[i]] = i;
   for (int32_t t = 0; t < g->nt; t++) {
-    if (g->t[t].producer < 0 || first_out[t] >= 0)
-      continue;
+    if (g->t[t].producer < 0 || first_out[t] >= 0 || mirs__codegen_is_view(g, g->t[t].producer))
+      continue; /* (a view uses its root's buffer: tensor_ptr) */
     woff[t] = total;
     int64_t bytes = mirs__shape_numel(&g->t[t].shape) * (g->t[t].dtype == MIRS_F32 ? 4 : 2);
     total += (bytes + 255) & ~(int64_t)255;
@@ -1624,6 +1713,7 @@ static int64_t plan_workspace(const mirs_graph *g, int64_t *woff, int32_t *first
 /* Pointer expression of kernel tensor t inside the entry point. */
 static void tensor_ptr(const mirs_graph *g, int32_t t, const int64_t *woff, const int32_t *first_out,
                        char *buf, size_t size) {
+  t = mirs__codegen_view_root(g, t); /* (a view's buffer is its root's, same dtype) */
   if (g->t[t].producer < 0)
     snprintf(buf, size, "in_%s", g->t[t].name);
   else if (first_out[t] >= 0)
@@ -1892,6 +1982,11 @@ static void emit_launches(const mirs_graph *g, const char *ename, const mirs__pl
   char ptr[400];
   for (int32_t i = 0; i < g->nops; i++) {
     const mirs__kop *op = &g->ops[i];
+    if (mirs__codegen_is_view(g, i)) {
+      mirs__buf_printf(b, "    /* op %d: %s = reshape(%s): a view, no kernel */\n", (int)i,
+                       g->t[op->out[0]].name, g->t[op->in[0]].name);
+      continue;
+    }
     if (op->op == MIRS_OP_CUSTOM) {
       const mirs__bgraph *bg = op->bg;
       int64_t smem = plans[i].smem;
@@ -1900,8 +1995,11 @@ static void emit_launches(const mirs_graph *g, const char *ename, const mirs__pl
                        ename, (int)i, bg->grid[0], bg->grid[1], bg->grid[2], bg->block[0], bg->block[1],
                        bg->block[2], smem);
     } else {
+      int64_t n = mirs__shape_numel(&g->t[op->out[0]].shape);
+      if (mirs__op_is_layout(op->op))
+        n /= layout_vector(g, i);
       mirs__buf_printf(b, "    MIRS_LAUNCH(%s_k%d, dim3(%" PRId64 "), dim3(256), 0, stream, (",
-                       ename, (int)i, mirs__codegen_stride_blocks(mirs__shape_numel(&g->t[op->out[0]].shape)));
+                       ename, (int)i, mirs__codegen_stride_blocks(n));
     }
     for (int32_t a = 0; a < op->nin; a++) {
       tensor_ptr(g, op->in[a], woff, first_out, ptr, sizeof ptr);
@@ -1959,6 +2057,11 @@ mirs_status mirs__codegen_cuda(const mirs_graph *g, const char *entry, mirs__buf
   mirs__buf_puts(b, prelude);
   mirs__buf_puts(b, prelude_mma);
   mirs__buf_puts(b, prelude_copy);
+  for (int32_t i = 0; i < g->nops; i++)
+    if (g->ops[i].op == MIRS_OP_PERMUTE && layout_vector(g, i) > 1) {
+      mirs__buf_puts(b, prelude_layout);
+      break;
+    }
   for (int32_t i = 0; s == MIRS_OK && i < g->nops; i++) {
     if (g->ops[i].op == MIRS_OP_CUSTOM)
       s = emit_custom(g, i, ename, b, &plans[i]);

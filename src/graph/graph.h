@@ -384,8 +384,9 @@ mirs_status mirs__graph_mark_output(mirs_graph *g, int32_t t);
  * them).  No-op on an empty graph. */
 void mirs__graph_pop_op(mirs_graph *g);
 /* Fold every spelled-out LayerNorm (mean, sub, square, mean, sqrt, div over
- * the last dim) into layer_norm(X, eps=0.0) (fold.c): *out is a new graph,
- * or NULL when nothing folds. */
+ * the last dim) into layer_norm(X, eps), and every spelled-out RMSNorm
+ * (square, mean, sqrt, div, or a multiply by div(1, .)) into rms_norm(X,
+ * eps) (fold.c): *out is a new graph, or NULL when nothing folds. */
 mirs_status mirs__graph_fold_norms(const mirs_graph *g, mirs_graph **out);
 /* Deep copy. */
 mirs_status mirs__graph_clone(const mirs_graph *g, mirs_graph **out);

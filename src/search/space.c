@@ -213,9 +213,10 @@ int mirs__search_op_dim(const mirs__search_space *sp, mirs_op op, int dim, const
 }
 
 /* Record op (with constants c) of the program: the ops added since the
- * LAX core are tried only when the program uses them, with its constants. */
+ * LAX core are tried only when the program uses them, with its constants;
+ * never the layout ops (reshape, permute: library calls, no moves). */
 static void space_note_op(mirs__search_space *sp, mirs_op op, const mirs__scalar *c) {
-  if (op >= MIRS_OP_NEG) {
+  if (op >= MIRS_OP_NEG && !mirs__op_is_layout(op)) {
     sp->kop[op] = true;
     sp->bop[op] = true;
   }
