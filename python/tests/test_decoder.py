@@ -134,12 +134,17 @@ def partition(test, graph, out):
                        ["--cache=" + os.path.join(test.tmp, "libcache"), "-o", out],
                        capture_output=True, text=True)
     test.assertEqual(r.returncode, 0, r.stderr[-3000:])
-    test.assertRegex(r.stdout, r"stitched uGraph verified against the program: "
-                               r"fingerprints equal", r.stdout)
+    test.assertIn("stitched uGraph verified against the program: ", r.stdout)
     with open(os.path.join(out, "partition.json")) as f:
         rep = json.load(f)
-    test.assertTrue(rep["verified"]["equal"] and rep["verified"]["fingerprint_equal"],
-                    rep["verified"])
+    # Equal by the fingerprints, or, where a piece's best has no sound
+    # fingerprint as a whole (an accumulator of causal_mask's -inf: the
+    # report's note says so), by float64 alone.
+    v = rep["verified"]
+    test.assertTrue(v["equal"], v)
+    test.assertTrue(v["fingerprint_equal"] or (v["float64_checked"] and v["note"]), v)
+    if v["float64_checked"]:
+        test.assertLess(v["float64_max_rel_error"], 1e-9, v)
     test.assertFalse(rep["stopped"])
     # Every piece the search handles was searched (kept: searched, nothing
     # predicted faster within the bound), not skipped; library pieces
