@@ -393,6 +393,58 @@ START_TEST(test_host_run) {
 }
 END_TEST
 
+START_TEST(test_rms_norm_eps_codegen) {
+  /* rms_norm(x, eps=0.5) as a predefined kernel and inside a custom
+   * kernel: the generated code matches eval (an eps this large is far
+   * outside the tolerance when left out), the block form verifies against
+   * the program and another eps does not. */
+  const char *prog = tu_put("r.graph", "program r\ninput X : f32[4, 8]\n"
+                                       "N = rms_norm(X, eps=0.5)\noutput N\n");
+  static const char *const UG = "ugraph r\ninput X : f32[4, 8]\n"
+                                "N = custom(grid=[4, 1, 1], block=[32, 1, 1], forloop=1) {\n"
+                                "  b0 = input(X, imap=[0, -1, -1], fmap=-1)\n  b1 = accum(b0)\n"
+                                "  b2 = rms_norm(b1, eps=%s)\n  output(b2, omap=[0, -1, -1])\n}\n"
+                                "output N\n";
+  char text[512];
+  snprintf(text, sizeof text, UG, "0.5");
+  const char *ug = tu_put("r.ugraph", text);
+  ck_assert_int_eq(tu_verify_rc(prog, ug), 0);
+  snprintf(text, sizeof text, UG, "0.25");
+  ck_assert_int_eq(tu_verify_rc(prog, tu_put("r2.ugraph", text)), 1);
+  if (system("c++ --version >/dev/null 2>&1") != 0)
+    return;
+  const char *files[] = {prog, ug};
+  for (int i = 0; i < 2; i++) {
+    run r;
+    run_cli(&r, "run", "--backend=host", files[i], NULL);
+    ck_assert_msg(r.rc == 0, "%s: rc %d: %s", files[i], r.rc, r.err);
+    run_free(&r);
+  }
+}
+END_TEST
+
+START_TEST(test_rms_norm_eps_search) {
+  /* The search finds rms_norm(X, eps=1e-6) . W in one kernel whose RMS
+   * accumulator carries the eps; the best verifies against the program. */
+  const char *prog = tu_put("rl.graph", "program rl\ninput X : f16[2, 128]\n"
+                                        "input W : f16[128, 256]\n"
+                                        "D = rms_norm(X, eps=1e-6)\nO = matmul(D, W)\noutput O\n");
+  char out[192], best[192];
+  snprintf(out, sizeof out, "--out=%s/rl", tu_dir);
+  snprintf(best, sizeof best, "%s/rl/best.ugraph", tu_dir);
+  run r;
+  run_cli(&r, "-q", "--threads=2", "--no-cache", "--json", out, prog, NULL);
+  ck_assert_msg(r.rc == 0, "search: %s", r.err);
+  ck_assert_ptr_nonnull(strstr(r.out, "\"complete\": true"));
+  run_free(&r);
+  run_cli(&r, "check", best, NULL);
+  ck_assert_int_eq(r.rc, 0);
+  ck_assert_msg(strstr(r.out, "eps=1e-06)"), "best without the eps:\n%s", r.out);
+  run_free(&r);
+  ck_assert_int_eq(tu_verify_rc(prog, best), 0);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("layout");
   TCase *tc = tcase_create("layout");
@@ -406,6 +458,8 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_fingerprints);
   tcase_add_test(tc, test_rms_norm_eps_fingerprints);
   tcase_add_test(tc, test_spelled_rms_norm_folds);
+  tcase_add_test(tc, test_rms_norm_eps_codegen);
+  tcase_add_test(tc, test_rms_norm_eps_search);
   tcase_add_test(tc, test_codegen_views_and_copies);
   tcase_add_test(tc, test_host_run);
   suite_add_tcase(s, tc);

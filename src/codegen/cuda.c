@@ -296,8 +296,11 @@ static void emit_value(mirs__buf *b, const char *ind, const char *ity, mirs_op o
     mirs__buf_printf(b, "%sfor (%s p = 0; p < %" PRId64 "; p++) {\n", ind, ity, last);
     mirs__buf_printf(b, "%s  const float y = mirs_ld(%s + (row + p));\n%s  ss += y * y;\n%s}\n",
                      ind, in[0], ind, ind);
-    mirs__buf_printf(b, "%sv = mirs_ld(%s + (row + c%d)) / sqrtf(ss / %" PRId64 ".0f);\n", ind,
-                     in[0], r - 1, last);
+    char e[48] = ""; /* (rms_norm's eps, when it has one) */
+    if (eps != 0.0)
+      snprintf(e, sizeof e, " + %.9ef", eps);
+    mirs__buf_printf(b, "%sv = mirs_ld(%s + (row + c%d)) / sqrtf(ss / %" PRId64 ".0f%s);\n", ind,
+                     in[0], r - 1, last, e);
     break;
   }
   }
@@ -703,8 +706,9 @@ static void emit_reduce_tree(kgen *k, int32_t oi) {
                            : "      ss += __shfl_xor_sync(0xffffffffu, ss, %d);\n",
                      m);
   char eps[48] = "";
-  if (ln) { /* the row's mean, then a second pass for the variance */
+  if (ln || op->eps != 0.0) /* (layer_norm's always, rms_norm's when it has one) */
     snprintf(eps, sizeof eps, " + %.9ef", op->eps);
+  if (ln) { /* the row's mean, then a second pass for the variance */
     mirs__buf_printf(b, "      const float mu = ss / %" PRId64 ".0f;\n      ss = 0.0f;\n", len);
     mirs__buf_printf(b, "      if (q < %" PRId64 ")\n", rows);
     mirs__buf_printf(b, "        for (int p = sub; p < %" PRId64 "; p += %d) {\n", len, grp);
