@@ -89,6 +89,14 @@ START_TEST(test_round_trip) {
       "N = rms_norm(X, eps=1e-06)\n", "Z = rms_norm(X)\n" /* eps 0 is not written */
   };
   tu_assert_round_trip(f, want, sizeof want / sizeof want[0]);
+  /* `show` writes the attributes; the reshape of an output is a kernel. */
+  run r;
+  run_cli(&r, "show", f, NULL);
+  ck_assert_int_eq(r.rc, 0);
+  static const char *const shown[] = {"reshape(X, shape=[6, 4]) -> R", "permute(X, dims=[2, 0, 1]) -> P",
+                                      "rms_norm(X, eps=1e-06) -> N", "program p: 4 kernels"};
+  tu_assert_contains(r.out, shown, sizeof shown / sizeof shown[0]);
+  run_free(&r);
 }
 END_TEST
 
@@ -113,6 +121,17 @@ START_TEST(test_builder_api) {
   ck_assert_int_eq(mirs_graph_add_layout(g, NULL, MIRS_OP_EXP, x, 2, rs, &bad), MIRS_INVALID_ARG);
   /* mirs_graph_add_op cannot make one: the attribute is required. */
   ck_assert_int_eq(mirs_graph_add_op(g, NULL, MIRS_OP_RESHAPE, 1, &x, &bad), MIRS_SHAPE);
+  /* The kernel views report the resolved attribute. */
+  mirs_kernel_view kv = MIRS_KERNEL_VIEW_INIT;
+  ck_assert_int_eq(mirs_graph_kernel(g, mirs_tensor_producer(g, r), &kv), MIRS_OK);
+  ck_assert_int_eq(kv.op, MIRS_OP_RESHAPE);
+  ck_assert_int_eq(kv.num_layout_dims, 2);
+  ck_assert(kv.layout_dims[0] == 2 && kv.layout_dims[1] == 12);
+  mirs_kernel_view pv = MIRS_KERNEL_VIEW_INIT;
+  ck_assert_int_eq(mirs_graph_kernel(g, mirs_tensor_producer(g, p), &pv), MIRS_OK);
+  ck_assert_int_eq(pv.num_layout_dims, 3);
+  ck_assert(pv.layout_dims[0] == 1 && pv.layout_dims[1] == 2 && pv.layout_dims[2] == 0);
+  ck_assert(pv.eps == 0.0);
   mirs_graph_destroy(g);
   mirs_context_destroy(ctx);
 }
@@ -445,6 +464,78 @@ START_TEST(test_rms_norm_eps_search) {
 }
 END_TEST
 
+/* Attention over 4 heads of 16 written as a model writes it: Q, K, V
+ * [T, d] split into heads by reshape and permute, merged back after. */
+static const char *const HEADS =
+    "program heads\ninput Q : f16[8, 64]\ninput K : f16[8, 64]\ninput V : f16[8, 64]\n"
+    "Q3 = reshape(Q, shape=[8, 4, 16])\nQh = permute(Q3, dims=[1, 0, 2])\n"
+    "K3 = reshape(K, shape=[8, 4, 16])\nKt = permute(K3, dims=[1, 2, 0])\n"
+    "V3 = reshape(V, shape=[8, 4, 16])\nVh = permute(V3, dims=[1, 0, 2])\n"
+    "S = matmul(Qh, Kt)\nE = exp(S)\nD = sum(E, dim=2)\nP = div(E, D)\nO = matmul(P, Vh)\n"
+    "Ot = permute(O, dims=[1, 0, 2])\nOm = reshape(Ot, shape=[8, 64])\noutput Om\n";
+/* The same in one kernel: grid.x walks the heads, each block loads its
+ * head's columns of Q, K and V (imap: dim 1 split by the grid) and stores
+ * its [T, 16] slice of the merged result (omap): the head split and merge
+ * are the tile maps, no layout op is left.  %s is the softmax's dim. */
+static const char *const HEADS_UG =
+    "ugraph heads\ninput Q : f16[8, 64]\ninput K : f16[8, 64]\ninput V : f16[8, 64]\n"
+    "Om = custom(grid=[4, 1, 1], block=[128, 1, 1], forloop=1) {\n"
+    "  q = input(Q, imap=[1, -1, -1], fmap=-1)\n  k = input(K, imap=[1, -1, -1], fmap=-1)\n"
+    "  kt = transpose(k)\n  v = input(V, imap=[1, -1, -1], fmap=-1)\n"
+    "  s = matmul(q, kt)\n  e = exp(s)\n  d = sum(e, dim=%s)\n  p = div(e, d)\n"
+    "  o = matmul(p, v)\n  a = accum(o)\n  output(a, omap=[1, -1, -1])\n}\noutput Om\n";
+
+START_TEST(test_heads_in_tile_maps) {
+  const char *prog = tu_put("heads.graph", HEADS);
+  char text[1024];
+  snprintf(text, sizeof text, HEADS_UG, "1");
+  const char *ug = tu_put("heads.ugraph", text);
+  ck_assert_int_eq(tu_verify_rc(prog, ug), 0);
+  snprintf(text, sizeof text, HEADS_UG, "0"); /* the softmax over the wrong dim */
+  ck_assert_int_eq(tu_verify_rc(prog, tu_put("heads_bad.ugraph", text)), 1);
+  if (system("c++ --version >/dev/null 2>&1") != 0)
+    return;
+  run r;
+  run_cli(&r, "run", "--backend=host", ug, NULL);
+  ck_assert_msg(r.rc == 0, "rc %d: %s", r.rc, r.err);
+  run_free(&r);
+}
+END_TEST
+
+START_TEST(test_causal_mask_through_transpose) {
+  /* Causal attention with K stored [b, n, d] and transposed in the kernel
+   * (as the decoder example's scores are): the mask's columns trace back
+   * through the transpose to K's key tiles, so the flash form is one
+   * kernel; it verifies, and a kernel that loads the wrong key tiles
+   * does not. */
+  static const char *const PROG =
+      "program cat\ninput Q : f16[2, 64, 16]\ninput K : f16[2, 64, 16]\ninput V : f16[2, 64, 16]\n"
+      "Kt = transpose(K)\nS = matmul(Q, Kt)\nM = causal_mask(S)\nE = exp(M)\n"
+      "D = sum(E, dim=2)\nP = div(E, D)\nO = matmul(P, V)\noutput O\n";
+  static const char *const UG =
+      "ugraph cat\ninput Q : f16[2, 64, 16]\ninput K : f16[2, 64, 16]\ninput V : f16[2, 64, 16]\n"
+      "O = custom(grid=[2, 4, 1], block=[128, 1, 1], forloop=%d) {\n"
+      "  q = input(Q, imap=[0, 1, -1], fmap=-1)\n  k = input(K, imap=[0, %s], fmap=%s)\n"
+      "  kt = transpose(k)\n  v = input(V, imap=[0, %s], fmap=%s)\n  s = matmul(q, kt)\n"
+      "  m = causal_mask(s, fused=1)\n  e = exp(m, fused=1)\n  y = matmul(e, v)\n"
+      "  a = accum(y)\n  d = accum_sum(e, dim=2)\n  o = div(a, d, fused=1)\n"
+      "  output(o, omap=[0, 1, -1])\n}\noutput O\n";
+  char text[1200];
+  const char *prog = tu_put("cat.graph", PROG);
+  snprintf(text, sizeof text, UG, 4, "-1, -1", "1", "-1, -1", "1");
+  const char *ug = tu_put("cat.ugraph", text);
+  ck_assert_int_eq(tu_verify_rc(prog, ug), 0);
+  snprintf(text, sizeof text, UG, 1, "1, -1", "-1", "1, -1", "-1"); /* keys of the query tile only */
+  ck_assert_int_eq(tu_verify_rc(prog, tu_put("cat_bad.ugraph", text)), 1);
+  if (system("c++ --version >/dev/null 2>&1") != 0)
+    return;
+  run r;
+  run_cli(&r, "run", "--backend=host", ug, NULL);
+  ck_assert_msg(r.rc == 0, "rc %d: %s", r.rc, r.err);
+  run_free(&r);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("layout");
   TCase *tc = tcase_create("layout");
@@ -460,6 +551,8 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_spelled_rms_norm_folds);
   tcase_add_test(tc, test_rms_norm_eps_codegen);
   tcase_add_test(tc, test_rms_norm_eps_search);
+  tcase_add_test(tc, test_heads_in_tile_maps);
+  tcase_add_test(tc, test_causal_mask_through_transpose);
   tcase_add_test(tc, test_codegen_views_and_copies);
   tcase_add_test(tc, test_host_run);
   suite_add_tcase(s, tc);

@@ -150,8 +150,14 @@ typedef struct mirs_kernel_view {
    * add/mul/div/sub (op is then MIRS_OP_ADD_SCALAR etc.), as doubles. */
   int num_constants;
   double constants[2];
+  /* Appended: layer_norm's and rms_norm's eps (else 0), and the layout
+   * ops' attribute: a reshape's result shape, a permute's dims (result
+   * dim i is input dim layout_dims[i]); num_layout_dims 0 for other ops. */
+  double eps;
+  int num_layout_dims;
+  int64_t layout_dims[MIRS_MAX_DIMS];
 } mirs_kernel_view;
-#define MIRS_KERNEL_VIEW_INIT {sizeof(mirs_kernel_view), MIRS_OP_COUNT, 0, 0, NULL, NULL, -1, NULL, {0, 0, 0}, {0, 0, 0}, 0, 0, 0, 0, {0, 0}}
+#define MIRS_KERNEL_VIEW_INIT {sizeof(mirs_kernel_view), MIRS_OP_COUNT, 0, 0, NULL, NULL, -1, NULL, {0, 0, 0}, {0, 0, 0}, 0, 0, 0, 0, {0, 0}, 0, 0, {0, 0, 0, 0, 0, 0}}
 
 typedef struct mirs_block_op_view {
   size_t struct_size;   /* set by the caller: sizeof(mirs_block_op_view) */
