@@ -503,7 +503,8 @@ typedef struct mirs__dim_origin {
 } mirs__dim_origin;
 /* The origin of dim d of block tensor t, traced through its producers to
  * the loaded tiles (matmul rows from A, columns from B; broadcast dims
- * from the operand that has them; reduced dims have none); false when it
+ * from the operand that has them; a transpose's last two from its
+ * operand's, swapped; reduced dims have none); false when it
  * is not one place (operands from different places, or a sum over the
  * forloop of differently placed tiles). */
 bool mirs__sched_dim_origin(const mirs_graph *g, const mirs__bgraph *bg, int32_t t, int d,
