@@ -9,7 +9,10 @@
 #   summary.txt       the device, the toolchain and one line per step
 #   runs.tsv          (a) generated code of every example's best run on the
 #                     GPU against the float64 interpreter, published and
-#                     small shapes (`mirsearch run --backend=cuda`)
+#                     small shapes (`mirsearch run --backend=cuda`), and
+#                     NAME@wgmma: the Hopper path's code (--codegen-wgmma=1,
+#                     sm_90a) of the bests whose plan picks wgmma (gqa, gqa_safe, mqa,
+#                     causal_attention; in --dry-run tests/codegen/wgmma_f16)
 #   device.profile    the device profile `mirsearch bench --calibrate` measured
 #                     (bandwidth, launch interval, tensor-core and f32 rates)
 #   bench.tsv         (b) `mirsearch bench` of the published examples
@@ -65,6 +68,11 @@ budget=${DEVICE_CHECK_BUDGET:-480}
 published=${DEVICE_CHECK_EXAMPLES:-"rmsnorm_linear gqa qknorm_attention lora gated_mlp ntrans mha mqa causal_attention gqa_safe mha_safe"}
 small=""
 for n in $published; do small="$small ${n}_small"; done
+# The bests whose plan picks wgmma under --codegen-wgmma=1 (docs/CODEGEN.md).
+hopper=""
+for n in $published; do
+  case " gqa gqa_safe mqa causal_attention " in *" $n "*) hopper="$hopper $n" ;; esac
+done
 
 # The program, with the bundled libraries (only for it: nvcc, python and
 # the harnesses it compiles keep the machine's own).
@@ -245,10 +253,11 @@ step_calibrate() {
 
 # One run: example $1, best $2; a TSV line on stdout.
 run_one() {
-  local name=$1 file=$2 backend=cuda line err st t0
+  local name=$1 file=$2 backend=cuda line err st t0 extra=()
   [ "$dry" -eq 1 ] && backend=host
+  case $name in *@wgmma) extra=(--codegen-wgmma=1) ;; esac
   t0=$(date +%s)
-  mirs run --backend=$backend "${cuda_opts[@]}" "$file" >"$work/run_$name.out" 2>&1
+  mirs run --backend=$backend "${cuda_opts[@]}" ${extra[@]+"${extra[@]}"} "$file" >"$work/run_$name.out" 2>&1
   st=$?
   line=$(grep '^max relative error' "$work/run_$name.out")
   err=$(echo "$line" | sed -n 's/^max relative error vs float64 interpreter: \([^ ]*\) (tolerance \([^,]*\),.*/\1\t\2/p')
@@ -269,6 +278,16 @@ step_runs() {
       [ "$dry" -eq 0 ] && total=$((total + 1))
     fi
   done
+  # The Hopper path (sm_90a wgmma): the published bests that take it; on
+  # the host (--dry-run) a small graph that does (published shapes take
+  # about a minute each there).
+  if [ "$dry" -eq 0 ]; then
+    for n in $hopper; do
+      f=$(best_of "$n") && echo "$n@wgmma $f" >>"$work/runs.list"
+    done
+  else
+    echo "wgmma_f16@wgmma $root/tests/codegen/wgmma_f16.ugraph" >>"$work/runs.list"
+  fi
   # Several at once: nvcc compiles dominate, and the machine has 16 cores.
   export -f run_one
   export CUDA_OPTS_NVCC="$nvcc"

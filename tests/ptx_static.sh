@@ -26,6 +26,15 @@
 #    kernel ("N bytes of shared memory"), equals what the kernel requests:
 #    the launch's dynamic size plus the static __shared__ bytes ptxas
 #    reports.  A plan that keeps its tiles in global scratch fails.
+# sm_90a section (the Hopper path, docs/CODEGEN.md): each best is also
+# generated with --codegen-wgmma=1; where its plan picks wgmma (the code
+# has wgmma kernels: gqa, mqa, causal_attention) that code is compiled for
+# sm_90a and checked as above, and also FAILS unless each kernel whose plan
+# says wgmma has wgmma.mma_async, wgmma.fence, wgmma.commit_group,
+# wgmma.wait_group and fence.proxy.async in its PTX, ptxas does not report
+# serialized wgmma, and (when cuobjdump is found: $CUOBJDUMP, PATH, or
+# beside nvcc; it needs nvdisasm beside it) the SASS has HGMMA.  With the
+# default names, at least one best must pick wgmma.
 # Exit 0 when all hold, 1 otherwise (each failure named), 77 without nvcc.
 #
 #   tests/ptx_static.sh [NAME...]      (default: the 8 published examples, causal_attention, gqa_safe,
@@ -54,6 +63,13 @@ if [ "${KEEP:-0}" = 1 ]; then
 else
   trap 'rm -rf "$tmp"' EXIT
 fi
+
+if [ -z "${CUOBJDUMP:-}" ]; then
+  CUOBJDUMP=$(command -v cuobjdump 2>/dev/null || true)
+  [ -n "$CUOBJDUMP" ] || [ ! -x "$(dirname "$(command -v "$NVCC")")/cuobjdump" ] ||
+    CUOBJDUMP="$(dirname "$(command -v "$NVCC")")/cuobjdump"
+fi
+wgpicked=0
 
 failures=0
 fail() {
@@ -143,16 +159,26 @@ for name in $names; do
   fi
   wide=0
   sixteen_bit "$ug" && wide=1
-  for arch in 90 80; do
+  # The Hopper path: checked for sm_90a where the plan picks wgmma.
+  archs="90 80"
+  wgcu="$tmp/$name.wg.cu"
+  if "$bin" -q codegen "$ug" --codegen-wgmma=1 -o "$wgcu" >"$tmp/$name.wg.log" 2>&1 &&
+    grep -q 'mirs_wgmma_commit();' "$wgcu"; then
+    archs="90 80 90a"
+    wgpicked=$((wgpicked + 1))
+  fi
+  for arch in $archs; do
+    src=$cu
+    [ "$arch" = 90a ] && src=$wgcu
     keep="$tmp/$name.sm$arch"
     mkdir -p "$keep"
     log="$keep/ptxas.log"
     if ! "$NVCC" -O3 -std=c++17 -arch=sm_$arch -cubin -Xptxas -v -keep -keep-dir "$keep" \
-      -o "$keep/$name.cubin" "$cu" >"$log" 2>&1; then
+      -o "$keep/$name.cubin" "$src" >"$log" 2>&1; then
       fail "$name sm_$arch: nvcc failed: $(grep -m 3 -i error "$log")"
       continue
     fi
-    ptx="$keep/$name.ptx"
+    ptx="$keep/$(basename "$src" .cu).ptx"
     [ -s "$ptx" ] || { fail "$name sm_$arch: nvcc kept no PTX ($ptx)"; continue; }
     # Spills, every function.
     spills=$(awk '
@@ -185,9 +211,9 @@ for name in $names; do
         inc { c = c " " $0 }
         /\*\// { inc = 0 }
         /__global__/ && index($0, " " name "(") > 0 { print c; exit }
-      ' "$cu")
+      ' "$src")
       planb=$(printf '%s\n' "$plan" | sed -n 's/.*[^0-9]\([0-9][0-9]*\) bytes of shared memory.*/\1/p')
-      launch=$(sed -n "s/.*MIRS_LAUNCH($kname, dim3([^)]*), dim3([^)]*), \([0-9][0-9]*\),.*/\1/p" "$cu" | head -n 1)
+      launch=$(sed -n "s/.*MIRS_LAUNCH($kname, dim3([^)]*), dim3([^)]*), \([0-9][0-9]*\),.*/\1/p" "$src" | head -n 1)
       static=$(ptxas_smem "$log" "$kname")
       [ -n "$static" ] || static=0
       why=""
@@ -204,6 +230,24 @@ for name in $names; do
         [ $((mma + wg + tf32)) -ge "$nmm" ] ||
           why="$why; $((mma + wg + tf32)) tensor-core MMA (m16n8k16/m16n8k8 tf32/wgmma) for $nmm block matmuls"
       fi
+      sass=""
+      if [ "$arch" = 90a ] && printf '%s\n' "$plan" | grep -q 'wgmma m64nNk16'; then
+        [ "$wg" -gt 0 ] || why="$why; the plan says wgmma, the PTX has no wgmma.mma_async"
+        for ins in 'wgmma\.fence' 'wgmma\.commit_group' 'wgmma\.wait_group' 'fence\.proxy\.async'; do
+          grep -q "$ins" "$body" || why="$why; no $ins in the PTX"
+        done
+        ! grep -qi 'wgmma.*serializ' "$log" || why="$why; ptxas serializes wgmma: $(grep -m 1 -i serializ "$log")"
+        if [ -n "$CUOBJDUMP" ]; then
+          hg=$(PATH="$(dirname "$CUOBJDUMP"):$PATH" "$CUOBJDUMP" -sass "$keep/$name.cubin" 2>/dev/null |
+            awk -v name="$kname" '
+              BEGIN { mangled = length(name) name }
+              /Function :/ { on = index($0, mangled) > 0 || $NF == name }
+              on && /HGMMA/ { n++ }
+              END { print n + 0 }')
+          [ "$hg" -gt 0 ] || why="$why; no HGMMA in the SASS"
+          sass=" sass-HGMMA=$hg"
+        fi
+      fi
       if [ -z "$planb" ]; then
         if printf '%s\n' "$plan" | grep -q 'global scratch'; then
           why="$why; the plan keeps its tiles in global scratch"
@@ -215,7 +259,7 @@ for name in $names; do
       elif [ "$planb" -ne $((launch + static)) ]; then
         why="$why; plan $planb bytes of shared memory, the kernel requests $launch dynamic + $static static"
       fi
-      line="$name sm_$arch $kname: cp.async16=$cpa bulk=$bulk mma16=$mma wgmma=$wg ldmatrix=$ldm tf32=$tf32 block-matmuls=$nmm loaded16=$nld smem plan=${planb:-?} launch=${launch:-?}+$static"
+      line="$name sm_$arch $kname: cp.async16=$cpa bulk=$bulk mma16=$mma wgmma=$wg$sass ldmatrix=$ldm tf32=$tf32 block-matmuls=$nmm loaded16=$nld smem plan=${planb:-?} launch=${launch:-?}+$static"
       if [ -n "$why" ]; then
         fail "$line${why}"
       else
@@ -224,6 +268,7 @@ for name in $names; do
     done <"$keep/kernels"
   done
 done
+[ $# -gt 0 ] || [ "$wgpicked" -gt 0 ] || fail "no published best picks wgmma under --codegen-wgmma=1"
 if [ "$failures" -gt 0 ]; then
   echo "ptx_static: $failures failures"
   exit 1

@@ -33,6 +33,7 @@
 #include <string.h>
 
 #include "codegen/codegen.h"
+#include "codegen/hopper.h"
 #include "codegen/plan.h"
 
 
@@ -525,24 +526,30 @@ static void emit_mma16_rows(kgen *k, int32_t oi, const mma_geo *q, int64_t SA, i
     while (q->per % ch != 0)
       ch--;
   }
-  mirs__buf_printf(b,
-                   "        const %s *const pa = t%d + ab + (mt * 16 + (lane & 15)) * %" PRId64
-                   " + (lane >> 4) * 8;\n",
-                   ctype(dt), (int)op->in[0], SA);
+  bool wg = po->mma == MIRS__MMA_WG; /* (one chunk: hopper.c) */
+  if (!wg)
+    mirs__buf_printf(b,
+                     "        const %s *const pa = t%d + ab + (mt * 16 + (lane & 15)) * %" PRId64
+                     " + (lane >> 4) * 8;\n",
+                     ctype(dt), (int)op->in[0], SA);
   mirs__buf_printf(b, "        %sfor (int c = 0; c < %" PRId64 "; c += %" PRId64 ") {\n",
                    ch < q->per ? "MIRS_NO_UNROLL " : "", q->per, ch);
   if (po->acc >= 0)
     mirs__buf_printf(b, "        float (*const d)[4] = accf%d + c;\n", (int)po->acc);
   else
     mirs__buf_printf(b, "        float d[%" PRId64 "][4] = {};\n", ch);
-  mirs__buf_printf(b,
-                   "        const %s *const pb = t%d + bb + (lane & 15) * %" PRId64
-                   " + (nt0 + c) * 8 + (lane >> 4) * 8;\n",
-                   ctype(dt), (int)op->in[1], SB);
-  mirs__buf_printf(b, "        %sfor (int kk = 0; kk < %" PRId64 "; kk += 16) {\n",
-                   ksteps <= 16 ? "MIRS_UNROLL " : "", q->kk);
-  mirs__buf_puts(b, "          uint32_t a[4];\n          mirs_ldmatrix_x4(a, pa + kk);\n");
-  for (int64_t j = 0; j + 1 < ch; j += 2) {
+  if (wg)
+    mirs__hopper_emit_kloop(b, k->g, bg, k->pl, oi, "        ");
+  else
+    mirs__buf_printf(b,
+                     "        const %s *const pb = t%d + bb + (lane & 15) * %" PRId64
+                     " + (nt0 + c) * 8 + (lane >> 4) * 8;\n",
+                     ctype(dt), (int)op->in[1], SB);
+  if (!wg)
+    mirs__buf_printf(b, "        %sfor (int kk = 0; kk < %" PRId64 "; kk += 16) {\n"
+                        "          uint32_t a[4];\n          mirs_ldmatrix_x4(a, pa + kk);\n",
+                     ksteps <= 16 ? "MIRS_UNROLL " : "", q->kk);
+  for (int64_t j = 0; !wg && j + 1 < ch; j += 2) {
     mirs__buf_printf(b, "          {\n            uint32_t bf[4];\n"
                         "            mirs_ldmatrix_x4_trans(bf, pb + kk * %" PRId64 " + %" PRId64 ");\n",
                      SB, j * 8);
@@ -550,13 +557,14 @@ static void emit_mma16_rows(kgen *k, int32_t oi, const mma_geo *q, int64_t SA, i
                         "            mirs_mma_%s(d[%" PRId64 "], a, bf + 2);\n          }\n",
                      sfx, j, sfx, j + 1);
   }
-  if (ch % 2 == 1) {
+  if (!wg && ch % 2 == 1) {
     mirs__buf_printf(b, "          {\n            uint32_t bf[2];\n"
                         "            mirs_ldmatrix_x2_trans(bf, pb + kk * %" PRId64 " + %" PRId64 ");\n"
                         "            mirs_mma_%s(d[%" PRId64 "], a, bf);\n          }\n",
                      SB, (ch - 1) * 8, sfx, ch - 1);
   }
-  mirs__buf_puts(b, "        }\n");
+  if (!wg)
+    mirs__buf_puts(b, "        }\n");
   if (po->acc < 0) {
     mirs__buf_printf(b, "        MIRS_UNROLL for (int j = 0; j < %" PRId64 "; j++) {\n"
                         "        const int nt = nt0 + c + j;\n",
@@ -594,8 +602,12 @@ static void emit_mma(kgen *k, int32_t oi) {
   if (!tf32)
     dt = mirs__plan_tile_dtype(k->g, k->bg, op->in[0]);
   const char *sfx = tf32 ? "tf32" : dt == MIRS_BF16 ? "bf16" : "f16";
-  mirs__buf_printf(b, "    { /* %s = matmul: tensor cores (%s mma.sync m16n8k%d, %s)%s */\n",
-                   bg->t[op->out].name, tf32 ? "scalar loads," : "ldmatrix,", tf32 ? 8 : 16, sfx,
+  mirs__buf_printf(b, "    { /* %s = matmul: tensor cores (%s m16n8k%d, %s)%s */\n",
+                   bg->t[op->out].name,
+                   po->mma == MIRS__MMA_WG ? "wgmma, as C fragments of"
+                   : tf32                  ? "scalar loads, mma.sync"
+                                           : "ldmatrix, mma.sync",
+                   tf32 ? 8 : 16, sfx,
                    po->acc >= 0 ? ", into the accumulator's registers" : "");
   mirs__buf_puts(b, "      const int lane = tid & 31, warp = tid >> 5, gq = lane >> 2, tq = lane & 3;\n"
                     "      (void)gq; (void)tq;\n");
@@ -1046,8 +1058,10 @@ static void emit_load_bases(kgen *k, const mirs__bop *op, int32_t src_i) {
     if (p.grid[d] >= 0)
       mirs__buf_printf(b, " + (long long)%s * %" PRId64 "LL", bidx[p.grid[d]], ts->d[d] * kst[d]);
   mirs__buf_printf(b, " + (long long)r%d * %" PRId64 "LL + q%d * %d;\n", t, v.gstep, t, v.vecel);
-  mirs__buf_printf(b, "    %s *const s%d = t%d_s + r%d * %d + q%d * %d;\n",
-                   ctype(k->g->t[op->src].dtype), t, t, t, (int)pt->stride, t, v.vecel);
+  /* (A wgmma operand's chunk (r, q) is core matrix q's row r: hopper.c.) */
+  mirs__buf_printf(b, "    %s *const s%d = t%d_s + r%d * %d + q%d * %" PRId64 ";\n",
+                   ctype(k->g->t[op->src].dtype), t, t, t, pt->core8 ? 8 : (int)pt->stride, t,
+                   pt->core8 ? v.rows * 8 : (int64_t)v.vecel);
 }
 
 /* Emit the load of input tile op->out for forloop iteration fexpr into
@@ -1070,7 +1084,7 @@ static void emit_load(kgen *k, const mirs__bop *op, int32_t src_i, const char *f
       mirs__buf_printf(b,
                        "%s    mirs_cp_async16(s%d + (%s) * %" PRId64 " + j * %" PRId64
                        ", g%d + (long long)(%s) * %" PRId64 "LL + j * %" PRId64 "LL);\n",
-                       ind, t, sexpr, se, v.rstep * pt->stride, t, fexpr, v.fstep,
+                       ind, t, sexpr, se, v.rstep * (pt->core8 ? 8 : pt->stride), t, fexpr, v.fstep,
                        v.rstep * v.gstep);
       return;
     }
@@ -1164,20 +1178,23 @@ static void emit_plan_comment(kgen *k, int32_t ki) {
   for (int32_t t = 0; t < bg->nt; t++) {
     const mirs__plan_tensor *pt = &pl->t[t];
     if (pt->input)
-      mirs__buf_printf(b, " *   %s%s: %s tile, %d rows of stride %d, %d stage%s, %s%s%s\n",
+      mirs__buf_printf(b, " *   %s%s: %s tile, %d rows of stride %d, %d stage%s, %s%s%s%s\n",
                        bg->t[t].name, mirs__shape_str(&bg->t[t].shape, dims, sizeof dims),
                        pt->elsize == 2 ? "16-bit" : "f32", (int)pt->rows, (int)pt->stride,
                        (int)pt->stages, pt->stages == 1 ? "" : "s",
                        pt->vec ? "16-byte cp.async" : "element loads",
                        pt->invariant ? ", loop-invariant (loaded once)" : "",
-                       pt->zero ? ", K padding zeroed once" : "");
+                       pt->zero ? ", K padding zeroed once" : "",
+                       pt->core8 ? ", wgmma 8x8 core matrices" : "");
     else if (pt->acc_mma)
       mirs__buf_printf(b, " *   %s: accumulator in MMA C fragments (registers)\n", bg->t[t].name);
-    else if (pl->op[bg->t[t].producer].mma != MIRS__MMA_NONE)
+    else if (pl->op[bg->t[t].producer].mma != MIRS__MMA_NONE) {
+      int v = pl->op[bg->t[t].producer].mma;
       mirs__buf_printf(b, " *   %s = matmul: %s\n", bg->t[t].name,
-                       pl->op[bg->t[t].producer].mma == MIRS__MMA_16
-                           ? "ldmatrix + mma.sync m16n8k16"
-                           : "mma.sync m16n8k8 tf32");
+                       v == MIRS__MMA_16   ? "ldmatrix + mma.sync m16n8k16"
+                       : v == MIRS__MMA_WG ? "wgmma m64nNk16 (sm_90a)"
+                                           : "mma.sync m16n8k8 tf32");
+    }
   }
   mirs__buf_puts(b, " */\n");
 }
@@ -1343,6 +1360,8 @@ static void emit_main_loop(kgen *k, const mirs__sched *sched) {
   }
   if (any_vec)
     mirs__buf_printf(b, "      mirs_cp_async_commit();\n      mirs_cp_async_wait<%d>();\n", S - 1);
+  if (pl->wgmma) /* the copies, for wgmma's async-proxy reads */
+    mirs__buf_puts(b, "      mirs_fence_proxy_async();\n");
   mirs__buf_puts(b, "      __syncthreads();\n");
   char cur[32];
   snprintf(cur, sizeof cur, "f %% %d", S);
@@ -1959,6 +1978,7 @@ mirs_status mirs__codegen_cuda(const mirs_graph *g, const char *entry, mirs__buf
   mirs__buf_puts(b, prelude);
   mirs__buf_puts(b, prelude_mma);
   mirs__buf_puts(b, prelude_copy);
+  mirs__hopper_emit_prelude(b, g, plans);
   for (int32_t i = 0; s == MIRS_OK && i < g->nops; i++) {
     if (g->ops[i].op == MIRS_OP_CUSTOM)
       s = emit_custom(g, i, ename, b, &plans[i]);
