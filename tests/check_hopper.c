@@ -51,7 +51,13 @@ START_TEST(test_emu_wgmma_against_the_isa) {
   static const struct {
     const char *mode;
     int exit;
-  } cases[] = {{"ok", 0}, {"swap", 1}, {"early", 1}, {"nofence", 3}, {"noproxy", 3}};
+    const char *says; /* in its output */
+  } cases[] = {{"ok", 0, ""},
+               {"swap", 1, "wgmma: D["},
+               {"early", 1, "wgmma: D["},
+               {"nofence", 3, "without wgmma.fence"},
+               {"noproxy", 3, "without fence.proxy.async"},
+               {"split", 3, "differs between its threads"}};
   const char *tmp = getenv("TMPDIR");
   char dir[512], cmd[9000];
   snprintf(dir, sizeof dir, "%s/mirs-wg-XXXXXX", tmp && tmp[0] ? tmp : "/tmp");
@@ -73,6 +79,9 @@ START_TEST(test_emu_wgmma_against_the_isa) {
       int rc = sh(cmd);
       ck_assert_msg(rc == cases[i].exit, "wgmma %s, seed %d: exit %d, expected %d", cases[i].mode,
                     seed * 5, rc, cases[i].exit);
+      snprintf(cmd, sizeof cmd, "grep -qF '%s' '%s/out'", cases[i].says, dir);
+      ck_assert_msg(!cases[i].says[0] || sh(cmd) == 0, "wgmma %s, seed %d: no '%s' in its output",
+                    cases[i].mode, seed * 5, cases[i].says);
     }
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
   ck_assert_int_eq(sh(cmd), 0);

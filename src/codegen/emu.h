@@ -878,7 +878,8 @@ static inline void mirs_ldmatrix_x4_trans(uint32_t r[4], const void *p) {
  *    cp.async.wait_group (the copies would not be visible to the async
  *    proxy), an operand outside the launch's shared memory, a swizzled
  *    descriptor, a wgmma still pending when its thread starts the next
- *    block. */
+ *    block, threads of one warpgroup issuing different wgmma (descriptors,
+ *    shape or type: .sync.aligned wants them warpgroup-uniform). */
 namespace mirs_emu_async {
 struct wgmma_op {
   float *d;
@@ -889,11 +890,48 @@ struct wgmma_op {
 struct wg_queue {
   std::vector<wgmma_op> q;
   int committed, proxy_waits;
+  size_t issued; /* wgmma of this thread in this block */
   bool fenced, proxied;
   unsigned bx, by, bz;
   bool used;
 };
 static wg_queue *wg_queues;
+/* Per warpgroup of the running block: the wgmma its threads issued, in
+ * order (.sync.aligned: all 128 issue the same ones). */
+struct wg_issue {
+  uint64_t da, db;
+  int n;
+  bool bf;
+};
+struct wg_group {
+  std::vector<wg_issue> log;
+  unsigned bx, by, bz;
+  bool used;
+};
+static wg_group wg_groups[MAX_THREADS / 128];
+
+/* Check that the running thread's k-th wgmma is its warpgroup's k-th. */
+static void wg_aligned(size_t k, uint64_t da, uint64_t db, int n, bool bf) {
+  wg_group *g = &wg_groups[mirs_emu::current / 128];
+  if (!g->used || g->bx != blockIdx.x || g->by != blockIdx.y || g->bz != blockIdx.z) {
+    g->log.clear();
+    g->bx = blockIdx.x;
+    g->by = blockIdx.y;
+    g->bz = blockIdx.z;
+    g->used = true;
+  }
+  if (k == g->log.size()) {
+    g->log.push_back({da, db, n, bf});
+    return;
+  }
+  const wg_issue &e = g->log[k];
+  if (e.da != da || e.db != db || e.n != n || e.bf != bf)
+    mirs_emu::fail("wgmma.mma_async.sync.aligned #%zu of warpgroup %d differs between its threads "
+                   "(descriptors 0x%llx, 0x%llx, n%d against 0x%llx, 0x%llx, n%d): the operands "
+                   "must be warpgroup-uniform",
+                   k, mirs_emu::current / 128, (unsigned long long)da, (unsigned long long)db, n,
+                   (unsigned long long)e.da, (unsigned long long)e.db, e.n);
+}
 
 static wg_queue *wg_mine(void) {
   if (!wg_queues)
@@ -906,6 +944,7 @@ static wg_queue *wg_mine(void) {
                      w->q.size(), w->bx, w->by, w->bz);
     w->q.clear();
     w->committed = 0;
+    w->issued = 0;
     w->fenced = w->proxied = false;
     w->bx = blockIdx.x;
     w->by = blockIdx.y;
@@ -982,6 +1021,7 @@ static inline void mirs_emu_wgmma(float *d, int n, uint64_t da, uint64_t db, boo
   if (!w->proxied || w->proxy_waits != mirs_emu_async::mine()->waits)
     mirs_emu::fail("wgmma.mma_async without fence.proxy.async after this thread's shared-memory "
                    "writes and its last cp.async.wait_group (not visible to wgmma's async proxy)");
+  mirs_emu_async::wg_aligned(w->issued++, da, db, n, bf);
   w->q.push_back({d, n, w->committed, da, db, bf});
   MIRS_EMU_POINT();
 }

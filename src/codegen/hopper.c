@@ -219,7 +219,9 @@ void mirs__hopper_emit_kloop(mirs__buf *b, const mirs_graph *g, const mirs__bgra
                    ", SBO 128) by t%d (N-major, "
                    "LBO 128, SBO %" PRId64 "),\n%s * 8x8 core matrices, no swizzle (hopper.c) */\n",
                    ind, n, ty, ind, ta, m * 16, tb, kk * 16, ind);
-  mirs__buf_printf(b, "%sconst int wg = tid >> 7;\n%s(void)ab;\n%s(void)bb;\n", ind, ind, ind);
+  mirs__buf_printf(
+      b, "%sconst int wg = tid >> 7;\n%s(void)ab;\n%s(void)bb;\n%s(void)mt;\n%s(void)nt0;\n", ind,
+      ind, ind, ind, ind);
   mirs__buf_printf(b, "%smirs_wgmma_n%" PRId64 "_hold(d);\n%smirs_wgmma_fence();\n", ind, n, ind);
   mirs__buf_printf(b, "%sMIRS_UNROLL for (int kk = 0; kk < %" PRId64 "; kk += 16)\n", ind, kk);
   mirs__buf_printf(b,

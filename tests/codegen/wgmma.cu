@@ -19,7 +19,8 @@
  * Modes: ok (exit 0); swap (LBO and SBO exchanged in both descriptors:
  * exit 1, wrong values); early (the accumulators read before
  * wgmma.wait_group: exit 1); nofence (no wgmma.fence: exit 3); noproxy
- * (no fence.proxy.async after the shared-memory writes: exit 3).
+ * (no fence.proxy.async after the shared-memory writes: exit 3); split
+ * (warp 3 gives B other LBO and SBO: not warpgroup-uniform, exit 3).
  * Emulator only (-DMIRS_HOST_EMULATION). */
 #ifndef MIRS_HOST_EMULATION
 #error "tests/codegen/wgmma.cu tests the host emulator: compile with -DMIRS_HOST_EMULATION"
@@ -46,7 +47,7 @@ static int b_off(int k, int n) {
   return (n % 8) + (n / 8) * 64 + (k % 8) * 8 + (k / 8) * 128;
 }
 
-static int mode; /* 0 ok, 1 swap, 2 early, 3 nofence, 4 noproxy */
+static int mode; /* 0 ok, 1 swap, 2 early, 3 nofence, 4 noproxy, 5 split */
 
 __global__ void product(float *out) {
   MIRS_SHARED_FLOATS(s);
@@ -62,6 +63,8 @@ __global__ void product(float *out) {
   float d[N / 8][4] = {};
   uint64_t da = mode == 1 ? mirs_wg_desc(sa, 256, 128) : mirs_wg_desc(sa, 128, 256);
   uint64_t db = mode == 1 ? mirs_wg_desc(sb, 128, 256) : mirs_wg_desc(sb, 256, 128);
+  if (mode == 5 && t / 32 == 3)
+    db = mirs_wg_desc(sb, 128, 256);
   if (mode != 3)
     mirs_wgmma_fence();
   mirs_emu_wgmma(&d[0][0], N, da, db, false);
@@ -77,13 +80,13 @@ __global__ void product(float *out) {
 }
 
 int main(int argc, char **argv) {
-  static const char *const modes[] = {"ok", "swap", "early", "nofence", "noproxy"};
+  static const char *const modes[] = {"ok", "swap", "early", "nofence", "noproxy", "split"};
   mode = -1;
-  for (int i = 0; i < 5; i++)
+  for (int i = 0; i < 6; i++)
     if (argc > 1 && strcmp(argv[1], modes[i]) == 0)
       mode = i;
   if (mode < 0) {
-    fprintf(stderr, "usage: wgmma ok|swap|early|nofence|noproxy\n");
+    fprintf(stderr, "usage: wgmma ok|swap|early|nofence|noproxy|split\n");
     return 2;
   }
   float *out = NULL, h[M * N];
