@@ -9,7 +9,8 @@
  *   M = 16 * warps and M % 64 == 0 (warpgroup g of the block owns rows
  *   64g..64g+63, warp w of it the 16-row band the sm_80 path gives warp
  *   4g+w), N % 8 == 0 and N <= 256 (at most MIRS__PLAN_MMA_CHUNK 8-column
- *   tiles unless accumulated, so the product is one instruction wide),
+ *   tiles unless accumulated, so the product is one instruction wide; an
+ *   accumulated one is bounded by plan.c's REG_ACC_MAX: N <= 128),
  *   K % 16 == 0 without padding, each operand tile loaded with 16-byte
  *   cp.async on the per-thread fast path and read by this matmul only.
  *
