@@ -215,6 +215,7 @@ struct attribute {
 static attribute attributes[256];
 static int nattributes;
 static long attribute_calls; /* cudaFuncSetAttribute calls (tests count them) */
+static unsigned long launches;  /* launches that ran: per-block state of stand-ins is keyed by it */
 
 } // namespace mirs_emu
 
@@ -504,6 +505,7 @@ static void launch(void (*kernel)(), dim3 grid, dim3 block, size_t dyn_smem,
     memcpy(smem_region + 4 * k, &CANARY, 4);
   smem_bytes = dyn_smem;
   nthreads = (int)n;
+  launches++;
   body = fn;
   blockDim = block;
   gridDim = grid;
@@ -892,6 +894,7 @@ struct wg_queue {
   int committed, proxy_waits;
   size_t issued; /* wgmma of this thread in this block */
   bool fenced, proxied;
+  unsigned long launch; /* the block (launch, bx, by, bz) the state is of */
   unsigned bx, by, bz;
   bool used;
 };
@@ -905,6 +908,7 @@ struct wg_issue {
 };
 struct wg_group {
   std::vector<wg_issue> log;
+  unsigned long launch;
   unsigned bx, by, bz;
   bool used;
 };
@@ -913,8 +917,10 @@ static wg_group wg_groups[MAX_THREADS / 128];
 /* Check that the running thread's k-th wgmma is its warpgroup's k-th. */
 static void wg_aligned(size_t k, uint64_t da, uint64_t db, int n, bool bf) {
   wg_group *g = &wg_groups[mirs_emu::current / 128];
-  if (!g->used || g->bx != blockIdx.x || g->by != blockIdx.y || g->bz != blockIdx.z) {
+  if (!g->used || g->launch != mirs_emu::launches || g->bx != blockIdx.x || g->by != blockIdx.y ||
+      g->bz != blockIdx.z) {
     g->log.clear();
+    g->launch = mirs_emu::launches;
     g->bx = blockIdx.x;
     g->by = blockIdx.y;
     g->bz = blockIdx.z;
@@ -937,12 +943,14 @@ static wg_queue *wg_mine(void) {
   if (!wg_queues)
     wg_queues = new wg_queue[MAX_THREADS]();
   wg_queue *w = &wg_queues[mirs_emu::current];
-  if (!w->used || w->bx != blockIdx.x || w->by != blockIdx.y || w->bz != blockIdx.z) {
+  if (!w->used || w->launch != mirs_emu::launches || w->bx != blockIdx.x || w->by != blockIdx.y ||
+      w->bz != blockIdx.z) {
     if (w->used && !w->q.empty())
       mirs_emu::fail("%zu wgmma operations never waited for (missing wgmma.wait_group) in "
                      "block (%u, %u, %u)",
                      w->q.size(), w->bx, w->by, w->bz);
     w->q.clear();
+    w->launch = mirs_emu::launches;
     w->committed = 0;
     w->issued = 0;
     w->fenced = w->proxied = false;
