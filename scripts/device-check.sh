@@ -370,7 +370,7 @@ step_ranking() {
   if [ ! -d "$src/candidates" ]; then
     [ "$dry" -eq 1 ] && src=$work/rank_src
     if [ "$dry" -eq 1 ]; then
-      mirs -q --top=4 --out="$src" "$ex/rmsnorm_linear_small.graph" >/dev/null || return 1
+      mirs -q --top=4 --measure-top=0 --out="$src" "$ex/rmsnorm_linear_small.graph" >/dev/null || return 1
     else
       echo "no ranking input (.devbundle/rank/gqa)"; return 1
     fi
@@ -496,7 +496,7 @@ step_fingerprints() {
   local s_ok=1
   if [ "$have_gpu" -eq 1 ]; then
     for v in cpu gpu; do
-      timeout 120 bash -c 'mirs "$@"' _ --verify=$v --threads=16 -q --json --out="$work/fps_$v" \
+      timeout 120 bash -c 'mirs "$@"' _ --verify=$v --threads=16 -q --json --measure-top=0 --out="$work/fps_$v" \
         "$ex/rmsnorm_linear_small.graph" >"$work/fps_$v.json" 2>&1 || s_ok=0
     done
     if [ "$s_ok" -eq 1 ] && [ "$(hashes "$work/fps_cpu.json")" = "$(hashes "$work/fps_gpu.json")" ]; then
@@ -527,7 +527,7 @@ step_scaling() {
   if [ "$dry" -eq 1 ]; then name=${SCALING_EXAMPLE:-rmsnorm_linear_small}; threads="1 2"; fi
   printf 'example\tthreads\tstates\twall_s\tstates_per_s\tspeedup\tefficiency\tresults\tsame_results\n' >"$out/scaling.tsv"
   for t in $threads; do
-    timeout 150 bash -c 'mirs "$@"' _ --threads="$t" -q --json --time-limit=140 --out="$work/scale_$t" \
+    timeout 150 bash -c 'mirs "$@"' _ --threads="$t" -q --json --measure-top=0 --time-limit=140 --out="$work/scale_$t" \
       "$ex/$name.graph" >"$work/scale_$t.json" 2>"$work/scale_$t.err"
     local st=$?
     cat "$work/scale_$t.err"

@@ -79,5 +79,37 @@ grep -q '"rank_correlation": -\{0,1\}1[,.]' "$tmp/ranked/measured.json" ||
   fail "bench --rank: not 2 measured results"
 [ -s "$tmp/ranked/best_measured.ugraph" ] || fail "bench --rank: no best_measured.ugraph"
 
+# A search that times its own top results (--measure-top): the fastest
+# checked one becomes best.ugraph, report.json has both times; the model's
+# ranks and files stay.  Without the (fake) driver nothing is timed and
+# report.json says why.
+space="--threads=1 --no-cache --grid-x=1,2 --grid-y=1 --grid-z=1 --forloop-ranges=1,2
+       --max-block-ops=6"
+# shellcheck disable=SC2086
+run --out="$tmp/s" --measure-top=2 $space "$ex/gqa_small.graph"
+expect 0 "a search with --measure-top=2"
+grep -q '"times": "measured"' "$tmp/s/report.json" || fail "search: times not measured"
+grep -q '"measurement": {"top": 2, "device": "Emulated H100", "reps": 100, "best_rank": [12],' \
+  "$tmp/s/report.json" || fail "search: no measurement of the top 2"
+[ "$(grep -c '"measured_seconds": [0-9]' "$tmp/s/report.json")" -eq 3 ] ||
+  fail "search: not 2 measured results and a measured best"
+r=$(sed -n 's/.*"best": {"hash": "[0-9a-f]*", "rank": \([0-9]*\),.*/\1/p' "$tmp/s/report.json")
+f=$(ls "$tmp/s/candidates" | sed -n "${r:-0}p")
+[ -n "$f" ] && cmp -s "$tmp/s/best.ugraph" "$tmp/s/candidates/$f" ||
+  fail "search: best.ugraph is not the measured best (rank ${r:-?})"
+grep -q "measured [0-9.]* us (rank $r of the model's top 2 timed)" "$tmp/out" ||
+  fail "search: the summary does not give the measured best"
+# shellcheck disable=SC2086
+"$prog" --out="$tmp/p" $space "$ex/gqa_small.graph" >"$tmp/out" 2>"$tmp/err"
+status=$?
+expect 0 "a search without a GPU"
+grep -q '"times": "predicted"' "$tmp/p/report.json" || fail "no GPU: times not predicted"
+grep -q '"measurement": {"skipped": "[^"]' "$tmp/p/report.json" ||
+  fail "no GPU: report.json does not say why nothing was timed"
+cmp -s "$tmp/p/best.ugraph" "$tmp/p/candidates/$(ls "$tmp/p/candidates" | head -1)" ||
+  fail "no GPU: best.ugraph is not the model's first"
+diff -r "$tmp/s/candidates" "$tmp/p/candidates" >/dev/null ||
+  fail "the measured ranking changed the results"
+
 [ "$failures" -eq 0 ] || exit 1
 exit 0

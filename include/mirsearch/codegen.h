@@ -116,6 +116,28 @@ typedef struct mirs_bench_result {
  * inputs or outputs differ from the candidate's. */
 MIRS_API mirs_status mirs_codegen_bench(const mirs_graph *candidate, const mirs_graph *program,
                                         uint64_t seed, mirs_bench_result *out);
+
+/* One candidate of mirs_codegen_rank. */
+typedef struct mirs_rank_entry {
+  double predicted_seconds; /* the cost model's time: set by the caller */
+  int checked;              /* within tolerance of the float64 interpreter: only then timed */
+  double median_us, p10_us, p90_us; /* the candidate's timing (NAN when not timed) */
+  double rank_model, rank_measured; /* 1-based among the timed (ties averaged), else NAN */
+} mirs_rank_entry;
+
+/* Time n candidates of program (NULL: each against itself) on GPU 0, each
+ * as mirs_codegen_bench does (checked first: a wrong kernel is never
+ * timed), and rank them: rows[i] gets cands[i]'s check and times and its
+ * ranks by predicted and by measured time; *best the index of the fastest
+ * checked candidate (-1: none); *rho Spearman's rank correlation of the
+ * two orders over the timed candidates (NAN under 2).  last (may be NULL)
+ * receives the last candidate's mirs_bench_result (device, reps).  The
+ * first error (no CUDA build, no device, a harness that fails) stops the
+ * ranking and is returned. */
+MIRS_API mirs_status mirs_codegen_rank(const mirs_graph *const *cands, int n,
+                                       const mirs_graph *program, uint64_t seed,
+                                       mirs_rank_entry *rows, int *best, double *rho,
+                                       mirs_bench_result *last);
 /* Write the sources mirs_codegen_bench compiles into the existing
  * directory dir (cand.cu, base.cu, bench.cu; build with `nvcc -I DIR
  * DIR/bench.cu -lcublas`): needs neither nvcc nor a GPU. */

@@ -101,6 +101,24 @@ MIRS_API mirs_status mirs_search_get_stats_sized(const mirs_search *s, mirs_sear
  * text from the context allocator: release with mirs_free. */
 MIRS_API mirs_status mirs_search_report_json(const mirs_search *s, int top, char **out,
                                              size_t *len);
+/* ---- measured ranking (docs/GPU.md).
+ * After a run, time the model's first top results on GPU 0 (top <= 0:
+ * the option measure_top), each compiled and checked against the float64
+ * interpreter of the program first (mirs_codegen_rank); the fastest
+ * checked one becomes the best (mirs_search_best), and the report gives
+ * both times, the rank correlation and "times": "measured".  Without a
+ * GPU or a CUDA build nothing is timed: MIRS_OK, the model's order stays
+ * and the report says why ("measurement": {"skipped": ...}).  Other
+ * errors (a harness that fails) are returned, and the model's order
+ * stays.  Results, their order and their files do not change. */
+MIRS_API mirs_status mirs_search_measure(mirs_search *s, int top);
+/* The index of the best result: the measured fastest after
+ * mirs_search_measure timed them, else 0 (the model's). -1: no result. */
+MIRS_API int mirs_search_best(const mirs_search *s);
+/* How many results mirs_search_measure timed (0: none), and result
+ * index's median time in microseconds (NAN: not timed, or wrong). */
+MIRS_API int mirs_search_measured(const mirs_search *s);
+MIRS_API double mirs_search_result_measured_us(const mirs_search *s, int index);
 /* ---- threads, stopping, checkpoints.
  * mirs_search_run runs on the option `threads` workers (0: the CPUs this
  * process may use); the results, their order and every result graph's

@@ -246,58 +246,8 @@ int mirs__cli_calibrate(mirs_context *ctx, FILE *out, FILE *err, const char *pat
 
 /* ---------------------------------------------------------------- measured ranking */
 
-/* One result of a ranking run. */
-typedef struct rank_row {
-  char file[300];     /* candidates/NAME */
-  double predicted_s; /* the cost model's */
-  double measured_us; /* the median; NAN when not timed */
-  double p10_us, p90_us;
-  int checked;
-  double rank_model, rank_measured; /* 1-based, ties averaged */
-} rank_row;
-
 static int cmp_str(const void *a, const void *b) {
   return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* Ranks (1-based, ties averaged) of v[0..n) into r, by value ascending. */
-static void ranks(const double *v, double *r, int n) {
-  for (int i = 0; i < n; i++) {
-    int below = 0, equal = 0;
-    for (int j = 0; j < n; j++) {
-      below += v[j] < v[i];
-      equal += v[j] == v[i];
-    }
-    r[i] = below + (equal + 1) / 2.0;
-  }
-}
-
-/* Spearman's rank correlation of the timed rows (NAN under 2). */
-static double spearman(rank_row *rows, int n) {
-  double pv[256], mv[256], pr[256], mr[256];
-  int m = 0;
-  for (int i = 0; i < n && m < 256; i++)
-    if (isfinite(rows[i].measured_us)) {
-      pv[m] = rows[i].predicted_s;
-      mv[m] = rows[i].measured_us;
-      m++;
-    }
-  if (m < 2)
-    return NAN;
-  ranks(pv, pr, m);
-  ranks(mv, mr, m);
-  double mean = (m + 1) / 2.0, sxy = 0, sxx = 0, syy = 0;
-  for (int i = 0, k = 0; i < n && k < m; i++) {
-    if (!isfinite(rows[i].measured_us))
-      continue;
-    rows[i].rank_model = pr[k];
-    rows[i].rank_measured = mr[k];
-    sxy += (pr[k] - mean) * (mr[k] - mean);
-    sxx += (pr[k] - mean) * (pr[k] - mean);
-    syy += (mr[k] - mean) * (mr[k] - mean);
-    k++;
-  }
-  return sxx > 0 && syy > 0 ? sxy / sqrt(sxx * syy) : NAN;
 }
 
 /* The sorted names of the .ugraph files in DIR/candidates (at most cap). */
@@ -320,8 +270,8 @@ static int list_candidates(const char *dir, char **names, int cap) {
 }
 
 /* measured.json: each row's predicted and measured time, the correlation. */
-static char *rank_json(const mirs_bench_result *r, const rank_row *rows, int n, int best,
-                       double rho) {
+static char *rank_json(const mirs_bench_result *r, char *const *files,
+                       const mirs_rank_entry *rows, int n, int best, double rho) {
   char *text = NULL;
   size_t len = 0;
   FILE *o = open_memstream(&text, &len);
@@ -333,17 +283,17 @@ static char *rank_json(const mirs_bench_result *r, const rank_row *rows, int n, 
   json_num(o, rho);
   fputs(",\n  \"best\": ", o);
   if (best >= 0)
-    json_str(o, rows[best].file);
+    json_str(o, files[best]);
   else
     fputs("null", o);
   fputs(",\n  \"results\": [", o);
   for (int i = 0; i < n; i++) {
     fprintf(o, "%s\n    {\"model_rank\": %d, \"file\": ", i ? "," : "", i + 1);
-    json_str(o, rows[i].file);
+    json_str(o, files[i]);
     fputs(", \"predicted_seconds\": ", o);
-    json_num(o, rows[i].predicted_s);
+    json_num(o, rows[i].predicted_seconds);
     fputs(", \"measured_seconds\": ", o);
-    json_num(o, rows[i].measured_us * 1e-6);
+    json_num(o, rows[i].median_us * 1e-6);
     fputs(", \"measured_p10_seconds\": ", o);
     json_num(o, rows[i].p10_us * 1e-6);
     fputs(", \"measured_p90_seconds\": ", o);
@@ -361,7 +311,9 @@ static char *rank_json(const mirs_bench_result *r, const rank_row *rows, int n, 
 /* See bench.h. */
 int mirs__cli_rank(mirs_context *ctx, FILE *out, FILE *err, const char *dir, long top) {
   enum { MAXC = 256 };
-  char *names[MAXC];
+  char *names[MAXC], *files[MAXC];
+  const mirs_graph *cands[MAXC];
+  mirs_graph *owned[MAXC];
   int k = top > 0 && top < MAXC ? (int)top : 16;
   int n = list_candidates(dir, names, MAXC);
   if (n <= 0) {
@@ -375,47 +327,53 @@ int mirs__cli_rank(mirs_context *ctx, FILE *out, FILE *err, const char *dir, lon
       free(names[i]);
     n = k;
   }
-  rank_row *rows = calloc((size_t)n, sizeof *rows);
+  mirs_rank_entry rows[MAXC];
   int64_t seed = 1;
   (void)mirs_option_get_int(ctx, "seed", &seed);
-  int rc = rows ? 0 : 3;
-  mirs_bench_result r = MIRS_BENCH_RESULT_INIT;
+  int rc = 0, loaded = 0;
+  for (int i = 0; i < n; i++)
+    files[i] = NULL;
   for (int i = 0; rc == 0 && i < n; i++) {
     char path[4500];
-    snprintf(rows[i].file, sizeof rows[i].file, "candidates/%s", names[i]);
-    snprintf(path, sizeof path, "%s/%s", dir, rows[i].file);
+    size_t len = strlen("candidates/") + strlen(names[i]) + 1;
+    files[i] = malloc(len);
+    if (!files[i]) {
+      rc = 3;
+      break;
+    }
+    snprintf(files[i], len, "candidates/%s", names[i]);
+    snprintf(path, sizeof path, "%s/%s", dir, files[i]);
     mirs_graph *g = NULL;
     mirs_cost c = MIRS_COST_INIT;
     mirs_status s = mirs_graph_parse_file(ctx, path, &g);
     if (s == MIRS_OK)
       s = mirs_graph_cost(ctx, g, NULL, &c);
-    if (s == MIRS_OK) {
-      rows[i].predicted_s = c.seconds;
-      mirs_bench_result one = MIRS_BENCH_RESULT_INIT;
-      s = mirs_codegen_bench(g, NULL, (uint64_t)seed, &one);
-      rows[i].checked = s == MIRS_OK && one.checked;
-      rows[i].measured_us = rows[i].checked ? one.candidate.median_us : NAN;
-      rows[i].p10_us = rows[i].checked ? one.candidate.p10_us : NAN;
-      rows[i].p90_us = rows[i].checked ? one.candidate.p90_us : NAN;
-      if (s == MIRS_OK)
-        r = one;
-    }
-    mirs_graph_destroy(g);
+    if (g)
+      owned[loaded++] = g;
     if (s != MIRS_OK) {
       const char *msg = mirs_last_error(ctx);
       fprintf(err, PROG ": error: %s: %s\n", path, msg[0] ? msg : mirs_status_str(s));
       rc = mirs_status_exit_code(s);
       rc = rc == 0 ? 3 : rc;
+      break;
+    }
+    cands[i] = g;
+    rows[i].predicted_seconds = c.seconds;
+  }
+  int best = -1;
+  double rho = NAN;
+  mirs_bench_result r = MIRS_BENCH_RESULT_INIT;
+  if (rc == 0) {
+    mirs_status s = mirs_codegen_rank(cands, n, NULL, (uint64_t)seed, rows, &best, &rho, &r);
+    if (s != MIRS_OK) {
+      const char *msg = mirs_last_error(ctx);
+      fprintf(err, PROG ": error: %s: %s\n", dir, msg[0] ? msg : mirs_status_str(s));
+      rc = mirs_status_exit_code(s);
+      rc = rc == 0 ? 3 : rc;
     }
   }
   if (rc == 0) {
-    double rho = spearman(rows, n);
-    int best = -1;
-    for (int i = 0; i < n; i++)
-      if (isfinite(rows[i].measured_us) &&
-          (best < 0 || rows[i].measured_us < rows[best].measured_us))
-        best = i;
-    char *json = rank_json(&r, rows, n, best, rho);
+    char *json = rank_json(&r, files, rows, n, best, rho);
     char path[4200];
     snprintf(path, sizeof path, "%s/measured.json", dir);
     if (!json || mirs_write_file_atomic(ctx, path, json, strlen(json)) != MIRS_OK) {
@@ -425,16 +383,11 @@ int mirs__cli_rank(mirs_context *ctx, FILE *out, FILE *err, const char *dir, lon
     free(json);
     if (rc == 0 && best >= 0) {
       /* The measured best, beside the model's best.ugraph. */
-      char src[4500];
-      snprintf(src, sizeof src, "%s/%s", dir, rows[best].file);
       snprintf(path, sizeof path, "%s/best_measured.ugraph", dir);
-      mirs_graph *g = NULL;
-      if (mirs_graph_parse_file(ctx, src, &g) != MIRS_OK ||
-          mirs_graph_write_file(g, path) != MIRS_OK) {
+      if (mirs_graph_write_file(cands[best], path) != MIRS_OK) {
         fprintf(err, PROG ": error: cannot write %s: %s\n", path, mirs_last_error(ctx));
         rc = 3;
       }
-      mirs_graph_destroy(g);
     }
     if (rc == 0) {
       fprintf(out, "ranking %s on %s: the model's top %d, timed (median of %d runs, L2 flushed)\n",
@@ -442,17 +395,20 @@ int mirs__cli_rank(mirs_context *ctx, FILE *out, FILE *err, const char *dir, lon
       fprintf(out, "%-36s %12s %12s %10s %10s\n", "result", "predicted us", "measured us",
               "model rank", "meas. rank");
       for (int i = 0; i < n; i++)
-        fprintf(out, "%-36s %12.3f %12.3f %10.1f %10.1f%s\n", rows[i].file,
-                rows[i].predicted_s * 1e6, rows[i].measured_us, rows[i].rank_model,
+        fprintf(out, "%-36s %12.3f %12.3f %10.1f %10.1f%s\n", files[i],
+                rows[i].predicted_seconds * 1e6, rows[i].median_us, rows[i].rank_model,
                 rows[i].rank_measured, rows[i].checked ? "" : "  (wrong: not timed)");
       fprintf(out, "rank correlation (Spearman): %.3f\n", rho);
       if (best >= 0)
         fprintf(out, "measured best: %s -> %s/best_measured.ugraph; %s/measured.json\n",
-                rows[best].file, dir, dir);
+                files[best], dir, dir);
     }
   }
-  for (int i = 0; i < n; i++)
+  for (int i = 0; i < loaded; i++)
+    mirs_graph_destroy(owned[i]);
+  for (int i = 0; i < n; i++) {
     free(names[i]);
-  free(rows);
+    free(files[i]);
+  }
   return rc;
 }

@@ -233,18 +233,26 @@ int mirs__outdir_write(mirs__outdir *od, mirs_context *ctx, const mirs_search *s
   snprintf(best_tmp, sizeof best_tmp, "best.ugraph.tmp.%ld", (long)getpid());
   snprintf(cu_tmp, sizeof cu_tmp, "best.cu.tmp.%ld", (long)getpid());
   int rc = OK;
-  /* best.cu: the CUDA C of the best result (synced and renamed with the rest). */
+  /* best.ugraph and best.cu: the best result (the model's first, or the
+   * measured fastest: mirs_search_best), synced and renamed with the rest. */
   if (n > 0) {
-    char *cu = NULL;
-    const mirs_graph *best = mirs_search_result(s, 0);
+    char *cu = NULL, *text = NULL;
+    const mirs_graph *best = mirs_search_result(s, mirs_search_best(s));
     if (mirs_codegen_cuda(best, NULL, &cu) != MIRS_OK) {
       snprintf(why, whysize, "best.cu: %s", mirs_last_error(ctx));
       rc = RESOURCE;
     } else if (write_new(ctx, od->dirfd, cu_tmp, cu, strlen(cu)) != 0) {
       snprintf(why, whysize, "%s: cannot write %s: %s", od->path, cu_tmp, strerror(errno));
       rc = RESOURCE;
+    } else if (mirs_graph_to_string(best, &text) != MIRS_OK) {
+      snprintf(why, whysize, "%s", mirs_last_error(ctx)[0] ? mirs_last_error(ctx) : "out of memory");
+      rc = RESOURCE;
+    } else if (write_new(ctx, od->dirfd, best_tmp, text, strlen(text)) != 0) {
+      snprintf(why, whysize, "%s: cannot write %s: %s", od->path, best_tmp, strerror(errno));
+      rc = RESOURCE;
     }
     mirs_free(mirs_graph_context(best), cu); /* the result's own context */
+    mirs_free(ctx, text);
   }
   for (int i = 0; rc == OK && i < n; i++) {
     char *text = NULL;
@@ -256,9 +264,6 @@ int mirs__outdir_write(mirs__outdir *od, mirs_context *ctx, const mirs_search *s
       rc = RESOURCE;
     } else if (write_new(ctx, cfd, name, text, strlen(text)) != 0) {
       snprintf(why, whysize, "%s/%s: cannot write %s: %s", od->path, stage, name, strerror(errno));
-      rc = RESOURCE;
-    } else if (i == 0 && write_new(ctx, od->dirfd, best_tmp, text, strlen(text)) != 0) {
-      snprintf(why, whysize, "%s: cannot write %s: %s", od->path, best_tmp, strerror(errno));
       rc = RESOURCE;
     }
     mirs_free(ctx, text);

@@ -620,6 +620,7 @@ void mirs_search_destroy(mirs_search *s) {
     return;
   mirs_context *ctx = s->ctx;
   mirs__refind_release(s);
+  mirs__measured_free(s);
   mirs__sink_free(s);
   mirs__core_free(ctx, s->ckpt_path);
   mirs__task_free_list(ctx, s->open);

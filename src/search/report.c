@@ -127,9 +127,29 @@ static mirs_status put_report(const mirs_search *s, int top, mirs__buf *b) {
   else
     mirs__buf_puts(b, "null");
   mirs__buf_printf(b, ",\n  \"full_verify_seconds\": %.6f", s->full_seconds);
-  /* Every time in the report is the cost model's on that profile: the
-   * ranking by measured GPU time (docs/GPU.md) is not done by a search. */
-  mirs__buf_puts(b, ",\n  \"times\": \"predicted\",\n  \"device_profile\": ");
+  /* The times are the cost model's on that profile, unless
+   * mirs_search_measure timed the first results on a GPU (measure.c):
+   * then those carry measured times too, and the fastest is the best. */
+  const mirs__measured *m = s->measured;
+  bool measured = m && m->n > 0 && m->best >= 0;
+  int bi = n > 0 ? mirs_search_best(s) : -1;
+  mirs__buf_printf(b, ",\n  \"times\": \"%s\",\n  \"measurement\": ",
+                   measured ? "measured" : "predicted");
+  if (!m) {
+    mirs__buf_puts(b, "null");
+  } else if (m->n == 0) {
+    mirs__buf_puts(b, "{\"skipped\": ");
+    mirs__json_str(b, m->skipped);
+    mirs__buf_puts(b, "}");
+  } else {
+    mirs__buf_printf(b, "{\"top\": %d, \"device\": ", m->n);
+    mirs__json_str(b, m->device);
+    mirs__buf_printf(b, ", \"reps\": %d, \"best_rank\": %d, \"rank_correlation\": ", m->reps,
+                     m->best + 1);
+    mirs__json_num(b, m->rho);
+    mirs__buf_puts(b, "}");
+  }
+  mirs__buf_puts(b, ",\n  \"device_profile\": ");
   mirs__json_str(b, s->profiles ? s->profiles->source : "");
   mirs__buf_puts(b, ",\n  \"options\": ");
   mirs__json_str(b, opts);
@@ -162,16 +182,19 @@ static mirs_status put_report(const mirs_search *s, int top, mirs__buf *b) {
   mirs__buf_puts(b, "},\n");
   char file[64];
   if (n > 0) {
-    mirs__buf_printf(
-        b, "  \"best\": {\"hash\": \"%016" PRIx64 "\", \"cost\": ", mirs__sink_result(s, 0)->hash);
-    mirs__json_num(b, mirs__sink_result(s, 0)->cost);
-    mirs__buf_printf(
-        b, ", \"kernels\": %" PRId32 ", \"predicted_seconds\": ", mirs__sink_result(s, 0)->kernels);
-    mirs__json_num(b, mirs__sink_result(s, 0)->cost);
+    const mirs__search_result *br = mirs__sink_result(s, (size_t)bi);
+    mirs__buf_printf(b, "  \"best\": {\"hash\": \"%016" PRIx64 "\", \"rank\": %d, \"cost\": ",
+                     br->hash, bi + 1);
+    mirs__json_num(b, br->cost);
+    mirs__buf_printf(b, ", \"kernels\": %" PRId32 ", \"predicted_seconds\": ", br->kernels);
+    mirs__json_num(b, br->cost);
     mirs__buf_puts(b, ", \"speedup_vs_unfused\": ");
-    mirs__json_num(b, base / mirs__sink_result(s, 0)->cost);
-    mirs__buf_printf(b, ", \"float64_checked\": %s",
-                     mirs__sink_result(s, 0)->float_checked ? "true" : "false");
+    mirs__json_num(b, base / br->cost);
+    if (measured) {
+      mirs__buf_puts(b, ", \"measured_seconds\": ");
+      mirs__json_num(b, m->rows[bi].median_us * 1e-6);
+    }
+    mirs__buf_printf(b, ", \"float64_checked\": %s", br->float_checked ? "true" : "false");
     mirs__buf_puts(b, ", \"file\": \"best.ugraph\"},\n");
   } else {
     mirs__buf_puts(b, "  \"best\": null,\n");
@@ -203,6 +226,16 @@ static mirs_status put_report(const mirs_search *s, int top, mirs__buf *b) {
     mirs__buf_printf(b, ", \"kernels\": %" PRId32 ", \"file\": \"candidates/%s\", \"launches\": ",
                      r->kernels, file);
     MIRS_CHECK(ctx, put_kernels(s, r->g, b));
+    if (measured && i < m->n) {
+      const mirs_rank_entry *e = &m->rows[i];
+      mirs__buf_printf(b, ", \"checked\": %s, \"measured_seconds\": ",
+                       e->checked ? "true" : "false");
+      mirs__json_num(b, e->median_us * 1e-6);
+      mirs__buf_puts(b, ", \"measured_p10_seconds\": ");
+      mirs__json_num(b, e->p10_us * 1e-6);
+      mirs__buf_puts(b, ", \"measured_p90_seconds\": ");
+      mirs__json_num(b, e->p90_us * 1e-6);
+    }
     mirs__buf_puts(b, "}");
   }
   mirs__buf_printf(b, "%s]\n}\n", listed ? "\n  " : "");

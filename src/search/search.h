@@ -42,6 +42,7 @@
 #include "codegen/cost.h"
 #include "core/core.h"
 #include "graph/graph.h"
+#include "mirsearch/codegen.h"
 #include "mirsearch/search.h"
 #include "verify/prune.h"
 #include "verify/fingerprint.h"
@@ -219,7 +220,23 @@ struct mirs_search {
   struct mirs__dist *dist;
   /* Search-tree trace (trace.c, bench/glbtrace.c): NULL when off. */
   struct mirs__trace *trace;
+  /* Measured ranking of the last mirs_search_measure (measure.c): NULL
+   * when none was asked for since the last run. */
+  struct mirs__measured *measured;
 };
+
+/* What mirs_search_measure found (measure.c; report.c prints it). */
+typedef struct mirs__measured {
+  int n;                 /* the model's first n results were timed (0: none) */
+  int best;              /* index of the fastest checked one (-1: none) */
+  double rho;            /* Spearman's rank correlation (NAN under 2 timed) */
+  int reps;              /* timed runs per result */
+  char device[128];      /* the GPU */
+  char skipped[512];     /* why nothing was timed ("": it was) */
+  mirs_rank_entry *rows; /* n of them */
+} mirs__measured;
+
+void mirs__measured_free(mirs_search *s);
 
 /* Why workers stop (bits of mirs_search.halt; the context's own stop
  * requests, mirs_interrupt and the watchdog's limits, are core.h's
