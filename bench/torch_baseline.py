@@ -33,8 +33,10 @@ import sys
 
 DTYPES = {"f16": "float16", "bf16": "bfloat16", "f32": "float32"}
 TOLERANCE = {"float16": 1e-2, "bfloat16": 6e-2, "float32": 1e-4}
-UNARY = {"exp", "square", "sqrt", "silu", "gelu", "relu", "rms_norm", "causal_mask",
+UNARY = {"exp", "square", "sqrt", "silu", "gelu", "relu", "causal_mask",
          "neg", "sigmoid", "tanh", "transpose"}
+# Layout operators: reshape(x, shape=[...]) and permute(x, dims=[...]).
+LAYOUT = {"reshape": "shape", "permute": "dims"}
 BINARY = {"add", "sub", "mul", "div", "matmul"}
 # Operators with number operands (docs/FORMATS.md "Constants"): how many numbers follow x.
 CONSTS = {"pow": 1, "clamp": 2}
@@ -87,6 +89,26 @@ def op_shape(op, shapes, dim, where):
         if len(s) < 2:
             raise GraphError(f"{where}: transpose of a rank-{len(s)} tensor")
         return s[:-2] + [s[-1], s[-2]]
+    if op == "reshape":  # dim holds the shape as written (one -1 inferred)
+        n = 1
+        for d in shapes[0]:
+            n *= d
+        known = 1
+        for d in dim:
+            known *= d if d != -1 else 1
+        out = [n // known if d == -1 else d for d in dim]
+        total = 1
+        for d in out:
+            total *= d
+        if dim.count(-1) > 1 or any(d < 1 and d != -1 for d in dim) or total != n:
+            raise GraphError(f"{where}: reshape of {list(shapes[0])} to {dim}")
+        return out
+    if op == "permute":  # dim holds the dims (result dim i is x's dim dims[i])
+        s = list(shapes[0])
+        dims = [d + len(s) if d < 0 else d for d in dim]
+        if sorted(dims) != list(range(len(s))):
+            raise GraphError(f"{where}: permute of a rank-{len(s)} tensor by {dim}")
+        return [s[d] for d in dims]
     if op in ("sum", "max", "mean"):
         s = list(shapes[0])
         d = dim + len(s) if dim < 0 else dim
@@ -139,14 +161,24 @@ def parse(path, text):
         name, op, arglist = m.groups()
         args = [a.strip() for a in arglist.split(",")] if arglist.strip() else []
         dim = None
-        if op == "layer_norm":  # (x) or (x, eps=E); dim carries eps (default PyTorch's)
+        if op in ("layer_norm", "rms_norm"):  # (x) or (x, eps=E); dim carries eps
             if len(args) == 2 and re.fullmatch(rf"eps\s*=\s*{NUMBER}", args[1]):
                 dim = float(args[1].split("=")[1])
             elif len(args) == 1:
-                dim = 1e-5
+                dim = 1e-5 if op == "layer_norm" else 0.0  # PyTorch's default; mirsearch's
             else:
-                raise GraphError(f"{where}: layer_norm takes (x) or (x, eps=E)")
+                raise GraphError(f"{where}: {op} takes (x) or (x, eps=E)")
             args = args[:1]
+        elif op in LAYOUT:  # (x, shape=[...]) / (x, dims=[...]); dim carries the list
+            lm = re.fullmatch(rf"({NAME})\s*,\s*{LAYOUT[op]}\s*=\s*\[([-\d,\s]*)\]",
+                              arglist.strip())
+            if not lm:
+                raise GraphError(f"{where}: {op} takes (x, {LAYOUT[op]}=[d0, d1, ...])")
+            try:
+                dim = [int(d) for d in lm.group(2).split(",")]
+            except ValueError:
+                raise GraphError(f"{where}: bad {LAYOUT[op]} '{lm.group(2)}'") from None
+            args = [lm.group(1)]
         elif op in ("sum", "max", "mean"):
             if len(args) != 2 or not re.fullmatch(r"dim\s*=\s*-?\d+", args[1]):
                 raise GraphError(f"{where}: {op} takes (x, dim=D)")
@@ -173,7 +205,7 @@ def parse(path, text):
                 raise GraphError(f"{where}: '{a}' is not defined")
         define(prog, name, where)
         prog.shapes[name] = op_shape(op, [prog.shapes[a] for a in tensors],
-                                     0 if op == "layer_norm" else dim or 0, where)
+                                     0 if op in ("layer_norm", "rms_norm") else dim or 0, where)
         prog.dtypes[name] = prog.dtypes[tensors[0]]
         prog.ops.append((name, op, args, dim))
     if not prog.outputs:
@@ -207,9 +239,14 @@ def statement(name, op, args, dim):
         return f"{name} = ({args[0]}) {sym} ({args[1]})"
     if op in ("silu", "gelu", "relu"):
         return f"{name} = torch.nn.functional.{op}({args[0]})"
-    if op == "rms_norm":
+    if op == "rms_norm":  # dim holds eps
         x = args[0]
-        return f"{name} = {x} / torch.sqrt(torch.mean({x} * {x}, dim=-1, keepdim=True))"
+        eps = f" + {dim!r}" if dim else ""
+        return f"{name} = {x} / torch.sqrt(torch.mean({x} * {x}, dim=-1, keepdim=True){eps})"
+    if op == "reshape":  # a view where PyTorch can make one, as in mirsearch's code
+        return f"{name} = torch.reshape({args[0]}, {tuple(dim)!r})"
+    if op == "permute":
+        return f"{name} = {args[0]}.permute{tuple(dim)!r}"
     if op == "causal_mask":  # -inf where j > i + (n - m): bottom-right aligned, as mirsearch
         x = args[0]
         keep = (f"torch.ones({x}.shape[-2], {x}.shape[-1], dtype=torch.bool, device={x}.device)"

@@ -11,8 +11,9 @@
 #                     GPU against the float64 interpreter, published and
 #                     small shapes (`mirsearch run --backend=cuda`), and
 #                     NAME@wgmma: the Hopper path's code (--codegen-wgmma=1,
-#                     sm_90a) of the bests whose plan picks wgmma (gqa, gqa_safe, mqa,
-#                     causal_attention; in --dry-run tests/codegen/wgmma_f16)
+#                     sm_90a) of tests/codegen/wgmma_f16 and wgmma_bf16 (no
+#                     published best picks wgmma since the register chain
+#                     took their Q·K; in --dry-run wgmma_f16 only)
 #   device.profile    the device profile `mirsearch bench --calibrate` measured
 #                     (bandwidth, launch interval, tensor-core and f32 rates)
 #   bench.tsv         (b) `mirsearch bench` of the published examples
@@ -68,11 +69,6 @@ budget=${DEVICE_CHECK_BUDGET:-480}
 published=${DEVICE_CHECK_EXAMPLES:-"rmsnorm_linear gqa qknorm_attention lora gated_mlp ntrans mha mqa causal_attention gqa_safe mha_safe"}
 small=""
 for n in $published; do small="$small ${n}_small"; done
-# The bests whose plan picks wgmma under --codegen-wgmma=1 (docs/CODEGEN.md).
-hopper=""
-for n in $published; do
-  case " gqa gqa_safe mqa causal_attention " in *" $n "*) hopper="$hopper $n" ;; esac
-done
 
 # The program, with the bundled libraries (only for it: nvcc, python and
 # the harnesses it compiles keep the machine's own).
@@ -278,16 +274,12 @@ step_runs() {
       [ "$dry" -eq 0 ] && total=$((total + 1))
     fi
   done
-  # The Hopper path (sm_90a wgmma): the published bests that take it; on
-  # the host (--dry-run) a small graph that does (published shapes take
-  # about a minute each there).
-  if [ "$dry" -eq 0 ]; then
-    for n in $hopper; do
-      f=$(best_of "$n") && echo "$n@wgmma $f" >>"$work/runs.list"
-    done
-  else
-    echo "wgmma_f16@wgmma $root/tests/codegen/wgmma_f16.ugraph" >>"$work/runs.list"
-  fi
+  # The Hopper path (sm_90a wgmma): no published best takes it (the
+  # register chain keeps their Q·K on mma.sync, hopper.c), so the test
+  # graphs that do; on the host (--dry-run) the f16 one only.
+  echo "wgmma_f16@wgmma $root/tests/codegen/wgmma_f16.ugraph" >>"$work/runs.list"
+  [ "$dry" -ne 0 ] ||
+    echo "wgmma_bf16@wgmma $root/tests/codegen/wgmma_bf16.ugraph" >>"$work/runs.list"
   # Several at once: nvcc compiles dominate, and the machine has 16 cores.
   export -f run_one
   export CUDA_OPTS_NVCC="$nvcc"

@@ -25,6 +25,48 @@ $SUDO apt-get install -y -qq $pkgs >/dev/null
 pypkgs="python3 python3-numpy python3-torch python3-onnx python3-venv python3-pip"
 $SUDO apt-get install -y -qq --no-install-recommends $pypkgs >/dev/null
 
+# cuobjdump (with nvdisasm, which it runs) disassembles the SASS that
+# tests/ptx_static.sh checks. Some CUDA toolkits (a minimal nvcc install)
+# lack both; NVIDIA's PyPI wheels ship them. Installed with --no-deps into
+# a fixed prefix (not into any Python's site-packages) and linked into
+# /usr/local/bin, so a second run finds cuobjdump on the PATH and does
+# nothing. Without a working `python3 -m pip` this part is skipped: the
+# SASS checks then skip themselves and the PTX checks still run.
+tools=/opt/mirsearch-cuda-tools
+if command -v cuobjdump >/dev/null 2>&1; then
+  :
+else
+  # The toolkit's major version picks the wheels' (13 when nvcc is absent).
+  major=$( (nvcc --version || /usr/local/cuda/bin/nvcc --version) 2>/dev/null |
+    sed -n 's/.*release \([0-9][0-9]*\)\..*/\1/p' | head -n 1)
+  [ -n "$major" ] || major=13
+  pip=
+  # sudo may reset PATH (secure_path): the caller's python3 by full path too.
+  for py in "$(command -v python3 2>/dev/null)" /usr/bin/python3 python3; do
+    [ -n "$py" ] || continue
+    if $SUDO "$py" -m pip --version >/dev/null 2>&1; then pip=$py; break; fi
+  done
+  if [ -z "$pip" ]; then
+    echo "install-deps: no python3 -m pip: cuobjdump not installed (the SASS checks of tests/ptx_static.sh will be skipped)"
+  else
+    bin=$(find "$tools" -path '*/bin/cuobjdump' 2>/dev/null | head -n 1)
+    if [ -z "$bin" ] &&
+       $SUDO "$pip" -m pip install -q --no-deps --disable-pip-version-check \
+         --target "$tools" "nvidia-cuda-cuobjdump==$major.*" "nvidia-cuda-nvdisasm==$major.*"; then
+      bin=$(find "$tools" -path '*/bin/cuobjdump' | head -n 1)
+    fi
+    if [ -n "$bin" ] && [ -x "$(dirname "$bin")/nvdisasm" ]; then
+      dir=$(dirname "$bin")
+      $SUDO ln -sf "$dir/cuobjdump" /usr/local/bin/cuobjdump
+      $SUDO ln -sf "$dir/nvdisasm" /usr/local/bin/nvdisasm
+      echo "install-deps: cuobjdump and nvdisasm from PyPI in $dir, linked into /usr/local/bin"
+    else
+      echo "install-deps: warning: cuobjdump/nvdisasm could not be installed into $tools;" \
+           "the SASS checks of tests/ptx_static.sh will be skipped" >&2
+    fi
+  fi
+fi
+
 # torch 2.x for the torch.compile tests (tests/python_compile.sh): Debian's
 # torch is 1.13, which has no torch.compile.  PyPI's torch wheel (CPU and
 # CUDA in one) is installed without its dependency list, which would pull

@@ -159,6 +159,12 @@ if command -v python3 >/dev/null 2>&1; then
   grep -q '^A = torch.matmul(Q, K)$' "$tmp/out" || fail "torch_baseline.py: gqa's first op"
   grep -q '^S = torch.sum(E, dim=2, keepdim=True)$' "$tmp/out" || fail "torch_baseline.py: gqa's sum"
   grep -q '^input Q float16 \[2, 256, 64\]$' "$tmp/out" || fail "torch_baseline.py: gqa's input Q"
+  printf 'input X : f32[8, 64]\nN = rms_norm(X, eps=1e-6)\nR = reshape(N, shape=[8, 4, -1])\nP = permute(R, dims=[1, 2, 0])\noutput P\n' >"$tmp/layout.graph"
+  python3 -B "$top_srcdir/bench/torch_baseline.py" --dry-run "$tmp/layout.graph" \
+    >"$tmp/out" 2>"$tmp/err" || fail "torch_baseline.py: layout ops"
+  grep -q '^R = torch.reshape(N, (8, 4, -1))$' "$tmp/out" || fail "torch_baseline.py: reshape"
+  grep -q '^P = R.permute(1, 2, 0)$' "$tmp/out" || fail "torch_baseline.py: permute"
+  grep -q '^N = .* + 1e-06)$' "$tmp/out" || fail "torch_baseline.py: rms_norm's eps"
   printf 'input X : f16[2, 3]\nY = nosuchop(X)\noutput Y\n' >"$tmp/bad.graph"
   python3 -B "$top_srcdir/bench/torch_baseline.py" --dry-run "$tmp/bad.graph" >"$tmp/out" 2>"$tmp/err"
   status=$?

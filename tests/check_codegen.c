@@ -42,6 +42,7 @@
 #include <unistd.h>
 
 #include "codegen/cost.h"
+#include "codegen/plan.h"
 #include "graph/graph.h"
 #include "testutil.h"
 
@@ -51,8 +52,10 @@ static const char *const EXAMPLES[] = {"gqa_small", "mha_small", "rmsnorm_linear
                                        "causal_attention_small"};
 #define NEXAMPLES ((int)(sizeof EXAMPLES / sizeof EXAMPLES[0]))
 
-static const char *const TESTGRAPHS[] = {"mma_f16",  "mma_pad",     "rms_bf16",    "f32_mixed",
-                                          "big_smem", "reduce_tree", "general_load", "transpose_mma"};
+static const char *const TESTGRAPHS[] = {
+    "mma_f16",     "mma_pad",          "rms_bf16",      "f32_mixed",  "big_smem",
+    "reduce_tree", "general_load",     "transpose_mma", "chain_attn", "chain_safe",
+    "chain_split", "chain_split_safe", "chain_qknorm", "mma_swap"};
 #define NTESTGRAPHS ((int)(sizeof TESTGRAPHS / sizeof TESTGRAPHS[0]))
 
 /* The search's bests at small shape (examples/best, scripts/search-bests.sh). */
@@ -524,6 +527,12 @@ static const char emu_program[] =
     "    uint32_t want = G[k0 * 24 + n] | ((uint32_t)G[(k0 + 1) * 24 + n] << 16);\n"
     "    if (b[m] != want) bad |= 8;\n"
     "  }\n"
+    "  mirs_ldmatrix_x2(b, s + (8 + (lane & 7)) * 24 + ((lane >> 3) & 1) * 8);\n"
+    "  for (int m = 0; m < 2; m++) {\n"
+    "    int row = 8 + lane / 4, col = m * 8 + 2 * (lane % 4);\n"
+    "    uint32_t want = G[row * 24 + col] | ((uint32_t)G[row * 24 + col + 1] << 16);\n"
+    "    if (b[m] != want) bad |= 32;\n"
+    "  }\n"
     "  float v = (float)(lane + 1);\n"
     "  for (int m = 16; m >= 1; m /= 2) v += __shfl_xor_sync(0xffffffffu, v, m);\n"
     "  if (v != 528.0f) bad |= 16;\n"
@@ -564,8 +573,10 @@ START_TEST(test_emu_primitives) {
   }
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
   ck_assert_int_eq(system(cmd), 0);
-  ck_assert_msg(rc == 0, "emulation check failed (bits: 1 read before commit, 2 wait_group<1>, "
-                         "4 ldmatrix.x4, 8 ldmatrix.x2.trans, 16 shuffle): %s", log);
+  ck_assert_msg(rc == 0,
+                "emulation check failed (bits: 1 read before commit, 2 wait_group<1>, "
+                "4 ldmatrix.x4, 8 ldmatrix.x2.trans, 16 shuffle, 32 ldmatrix.x2): %s",
+                log);
 }
 END_TEST
 
@@ -573,10 +584,14 @@ END_TEST
  * the generated kernel requests at launch, for the example µGraphs at
  * their published and small shapes. */
 START_TEST(test_plan_smem_matches_launch) {
-  static const char *const files[] = {"examples/rmsnorm_linear.ugraph", "examples/gqa.ugraph",
+  static const char *const files[] = {"examples/rmsnorm_linear.ugraph",
+                                      "examples/gqa.ugraph",
                                       "examples/rmsnorm_linear_small.ugraph",
-                                      "examples/gqa_small.ugraph", "examples/mha_small.ugraph",
-                                      "tests/codegen/mma_f16.ugraph", "tests/codegen/reduce_tree.ugraph"};
+                                      "examples/gqa_small.ugraph",
+                                      "examples/mha_small.ugraph",
+                                      "tests/codegen/mma_f16.ugraph",
+                                      "tests/codegen/reduce_tree.ugraph",
+                                      "tests/codegen/mma_swap.ugraph"};
   mirs_context *ctx = tu_ctx(NULL);
   mirs__cost_profiles *p = NULL;
   const mirs__cost_device *h100 = NULL;
@@ -616,6 +631,144 @@ START_TEST(test_plan_smem_matches_launch) {
 }
 END_TEST
 
+/* The register chain (plan decision 8): planned where the warps divide
+ * into the 16-row strips of S = Q·K and E·V (ks warps a strip), E gets no
+ * shared memory (a split strip's row values get an exchange of ks values
+ * per row), E·V is 16-bit when E is in [0, 1] (exp of S minus its row
+ * max) and tf32 otherwise, and the kernels compute the same bits in every
+ * thread order. */
+START_TEST(test_register_chain) {
+  static const struct {
+    const char *file;
+    bool on;
+    int mma2;
+    int32_t e;  /* E, the tensor b<e> */
+    int32_t ks; /* warps per strip */
+  } cases[] = {{"tests/codegen/chain_attn.ugraph", true, MIRS__MMA_TF32, 4, 1},
+               {"tests/codegen/chain_safe.ugraph", true, MIRS__MMA_16, 5, 1},
+               {"tests/codegen/chain_split.ugraph", true, MIRS__MMA_TF32, 4, 4},
+               {"tests/codegen/chain_split_safe.ugraph", true, MIRS__MMA_16, 5, 4},
+               {"tests/codegen/chain_qknorm.ugraph", true, MIRS__MMA_TF32, 4, 4},
+               {"examples/best/gqa.ugraph", true, MIRS__MMA_TF32, 3, 1},
+               {"examples/best/gqa_safe.ugraph", true, MIRS__MMA_16, 5, 1},
+               {"examples/best/causal_attention.ugraph", true, MIRS__MMA_TF32, 4, 1},
+               {"examples/best/mha.ugraph", true, MIRS__MMA_TF32, 3, 4},
+               {"examples/best/mha_safe.ugraph", true, MIRS__MMA_16, 5, 4},
+               /* rms_norm(Q)·K and E·rms_norm(V): tf32 with computed operands */
+               {"examples/best/qknorm_attention.ugraph", true, MIRS__MMA_TF32, 4, 4},
+               /* a strip's 8-column tiles (8) do not split over 16 warps */
+               {"tests/codegen/chain_nosplit.ugraph", false, 0, 4, 0}};
+  mirs_context *ctx = tu_ctx(NULL);
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    mirs_graph *g = load(ctx, cases[i].file);
+    int32_t ki = g->nops - 1;
+    const mirs__bgraph *bg = g->ops[ki].bg;
+    mirs__plan pl, off;
+    ck_assert_int_eq(mirs__plan_build(ctx, g, ki, MIRS__PLAN_SMEM_MAX, true, &pl), MIRS_OK);
+    ck_assert_int_eq(mirs__plan_build(ctx, g, ki, MIRS__PLAN_SMEM_MAX, false, &off), MIRS_OK);
+    ck_assert_msg(pl.chain.on == cases[i].on, "%s: chain %d", cases[i].file, (int)pl.chain.on);
+    ck_assert(!off.chain.on);
+    char name[8];
+    snprintf(name, sizeof name, "b%d", (int)cases[i].e);
+    int32_t e = 0;
+    while (e < bg->nt && strcmp(bg->t[e].name, name) != 0)
+      e++;
+    ck_assert_int_lt(e, bg->nt);
+    if (cases[i].on) {
+      ck_assert_int_eq(pl.chain.mma2, cases[i].mma2);
+      ck_assert_int_eq(pl.op[pl.chain.mm2].mma, cases[i].mma2);
+      ck_assert_int_eq(bg->ops[pl.chain.mm2].in[0], e);
+      ck_assert_int_eq(pl.t[e].frag, MIRS__FRAG_C);
+      ck_assert_int_eq(pl.chain.ks, cases[i].ks);
+      ck_assert_int_eq(pl.t[e].off, -1); /* no tile: E stays in registers */
+      if (cases[i].ks == 1)
+        ck_assert_int_lt(pl.smem, off.smem);
+    } else {
+      ck_assert_int_ge(pl.t[e].off, 0);
+    }
+    mirs__plan_free(&pl);
+    mirs__plan_free(&off);
+    mirs_graph_destroy(g);
+  }
+  /* The small chains in three thread orders: within tolerance, same bits. */
+  for (int f = 0; f < 5; f++) {
+    mirs_graph *g = load(ctx, cases[f].file);
+    mirs_eval_result *first = NULL;
+    for (int seed = 0; seed < 3; seed++) {
+      char v[16];
+      snprintf(v, sizeof v, "%d", seed * 5 + 2);
+      ck_assert_int_eq(mirs_option_set(ctx, "emu_seed", v), MIRS_OK);
+      mirs_eval_result *r = NULL;
+      double err = -1;
+      ck_assert_msg(mirs_codegen_run(g, 7, MIRS_BACKEND_HOST, &r, &err) == MIRS_OK,
+                    "%s emu_seed %s: %s", cases[f].file, v, mirs_last_error(ctx));
+      ck_assert_msg(err <= mirs_codegen_tolerance(g), "%s emu_seed %s: relative error %g",
+                    cases[f].file, v, err);
+      if (first) {
+        ck_assert_double_eq(mirs__eval_max_rel_error(first, r), 0.0);
+        mirs_eval_result_destroy(r);
+      } else {
+        first = r;
+      }
+    }
+    mirs_eval_result_destroy(first);
+    mirs_graph_destroy(g);
+  }
+  mirs_context_destroy(ctx);
+}
+END_TEST
+
+/* A skinny matmul (M <= 8) runs with its operands swapped (plan.c
+ * plan_swap): M padded to 8 rather than 16, so the cost model prices half
+ * the tensor-core work, on m16n8k16 and on tf32; M = 64 stays direct. */
+START_TEST(test_skinny_mma_swapped) {
+  mirs_context *ctx = tu_ctx(NULL);
+  mirs__cost_profiles *p = NULL;
+  const mirs__cost_device *h100 = NULL;
+  ck_assert_int_eq(mirs__cost_profiles_builtin(ctx, &p), MIRS_OK);
+  ck_assert_int_eq(mirs__cost_find(ctx, p, "H100", &h100), MIRS_OK);
+  static const struct {
+    const char *file;
+    int32_t op, matmul, mma;
+    bool swap;
+    int32_t m_pad;
+    double tc_flops; /* blocks x iterations x 2 * m_pad * N * K_pad */
+  } cases[] = {
+      /* M = 3, K = 8 padded to 16 */
+      {"tests/codegen/mma_swap.ugraph", 0, 2, MIRS__MMA_16, true, 8, 2.0 * 8 * 2 * 8 * 80 * 16},
+      {"tests/codegen/mma_swap.ugraph", 1, 2, MIRS__MMA_16, true, 8, 2.0 * 1 * 2 * 8 * 80 * 64},
+      {"tests/codegen/mma_swap.ugraph", 2, 3, MIRS__MMA_TF32, true, 8, 2.0 * 4 * 2 * 8 * 80 * 16},
+      /* M = 8, K = 4 padded to 16; tf32 at K = 32 */
+      {"tests/codegen/mma_pad.ugraph", 0, 2, MIRS__MMA_16, true, 8, 2.0 * 16 * 2 * 8 * 64 * 16},
+      {"tests/codegen/mma_pad.ugraph", 1, 3, MIRS__MMA_TF32, true, 8, 2.0 * 2 * 2 * 8 * 64 * 32},
+      /* M = 64: direct */
+      {"tests/codegen/mma_f16.ugraph", 0, 2, MIRS__MMA_16, false, 64, -1},
+      {"tests/codegen/mma_f16.ugraph", 0, 6, MIRS__MMA_TF32, false, 64, -1},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    mirs_graph *g = load(ctx, cases[i].file);
+    mirs__plan pl;
+    ck_assert_int_eq(mirs__plan_build(ctx, g, cases[i].op, MIRS__PLAN_SMEM_MAX, true, &pl),
+                     MIRS_OK);
+    ck_assert_int_eq(g->ops[cases[i].op].bg->ops[cases[i].matmul].op, MIRS_OP_MATMUL);
+    const mirs__plan_op *po = &pl.op[cases[i].matmul];
+    ck_assert_msg(po->mma == cases[i].mma && po->swap == cases[i].swap &&
+                      po->m_pad == cases[i].m_pad,
+                  "%s kernel %d: mma %d swap %d m_pad %d", cases[i].file, (int)cases[i].op,
+                  (int)po->mma, (int)po->swap, (int)po->m_pad);
+    mirs__plan_free(&pl);
+    if (cases[i].tc_flops > 0) {
+      mirs__cost_kernel kc;
+      ck_assert_int_eq(mirs__cost_kernel_op(ctx, h100, g, cases[i].op, &kc), MIRS_OK);
+      ck_assert_double_eq(kc.tc_flops, cases[i].tc_flops);
+    }
+    mirs_graph_destroy(g);
+  }
+  mirs__cost_profiles_free(p);
+  mirs_context_destroy(ctx);
+}
+END_TEST
+
 /* The test suite. */
 static Suite *suite(void) {
   Suite *s = suite_create("codegen");
@@ -625,6 +778,8 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_refused_kernels);
   tcase_add_test(tc, test_emu_primitives);
   tcase_add_test(tc, test_plan_smem_matches_launch);
+  tcase_add_test(tc, test_register_chain);
+  tcase_add_test(tc, test_skinny_mma_swapped);
   tcase_add_test(tc, test_cuda_backend_without_device);
   tcase_add_loop_test(tc, test_example_ugraphs_match_programs, 0, NEXAMPLES);
   tcase_add_loop_test(tc, test_best_ugraphs_match_programs, 0, NBESTS);

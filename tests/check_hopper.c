@@ -7,17 +7,18 @@
  *    wgmma.fence, no fence.proxy.async, accumulators read before the
  *    wait, LBO and SBO exchanged);
  *  - the plan: wgmma for the matmuls whose tiles allow it (the test graphs
- *    tests/codegen/wgmma_*.ugraph, the published gqa, mqa and
- *    causal_attention bests' Q.K), never for the others (skinny M), never
- *    without the option, and the generated code byte for byte the sm_80
- *    path's without it; the launch requests the plan's shared memory;
+ *    tests/codegen/wgmma_*.ugraph), never for the others (skinny M,
+ *    swapped operands), never for a matmul of the register chain (the
+ *    published gqa, gqa_safe, mqa and causal_attention bests' Q.K, whose
+ *    tiles allow it: they took wgmma before the chain), never without the
+ *    option, and the generated code byte for byte the sm_80 path's
+ *    without it; the launch requests the plan's shared memory;
  *  - the cost model: mma.sync at 2/3 of the peak under the option, wgmma
  *    at the peak;
  *  - generated wgmma kernels run on the host under several thread orders
  *    and equal the interpreter within tolerance AND the sm_80 path's
  *    outputs bit for bit (the emulated mma.sync and wgmma add the same 16
- *    products in the same order, so any layout error shows), including
- *    the published causal_attention best at its published shape.
+ *    products in the same order, so any layout error shows).
  * Skips (77) when there is no host C++ compiler. */
 #include "config.h"
 
@@ -90,15 +91,21 @@ END_TEST
 
 /* ---------------------------------------------------------------- plan, cost */
 
-/* MIRS__MMA_WG matmuls of g's custom kernels (plans with smem limit 227 KB). */
-static int wg_count(mirs_context *ctx, const mirs_graph *g) {
+/* MIRS__MMA_WG matmuls of g's custom kernels (plans with smem limit 227 KB);
+ * *chains (when not NULL): those kernels whose plan has the register chain
+ * (plan.c decision 8). */
+static int wg_count(mirs_context *ctx, const mirs_graph *g, int *chains) {
   int n = 0;
+  if (chains)
+    *chains = 0;
   for (int32_t i = 0; i < g->nops; i++) {
     if (g->ops[i].op != MIRS_OP_CUSTOM)
       continue;
     mirs__plan pl;
     ck_assert_int_eq(mirs__plan_build(ctx, g, i, MIRS__PLAN_SMEM_MAX, true, &pl), MIRS_OK);
     const mirs__bgraph *bg = g->ops[i].bg;
+    if (chains)
+      *chains += pl.chain.on;
     for (int32_t j = 0; j < bg->nops; j++) {
       if (pl.op[j].mma != MIRS__MMA_WG)
         continue;
@@ -116,9 +123,12 @@ static int wg_count(mirs_context *ctx, const mirs_graph *g) {
   return n;
 }
 
-static const char *const PICKED[] = {
-    "tests/codegen/wgmma_f16.ugraph", "tests/codegen/wgmma_bf16.ugraph", "examples/best/gqa.ugraph",
-    "examples/best/mqa.ugraph", "examples/best/causal_attention.ugraph"};
+static const char *const PICKED[] = {"tests/codegen/wgmma_f16.ugraph",
+                                     "tests/codegen/wgmma_bf16.ugraph"};
+/* Q.K's tiles allow wgmma, but the register chain takes it. */
+static const char *const CHAINED[] = {"examples/best/gqa.ugraph", "examples/best/gqa_safe.ugraph",
+                                      "examples/best/mqa.ugraph",
+                                      "examples/best/causal_attention.ugraph"};
 static const char *const NOT_PICKED[] = {"examples/best/mha.ugraph",
                                          "examples/best/rmsnorm_linear.ugraph",
                                          "examples/best/gated_mlp.ugraph",
@@ -136,12 +146,12 @@ START_TEST(test_plan_picks_wgmma_where_tiles_allow) {
   for (size_t i = 0; i < sizeof PICKED / sizeof *PICKED; i++) {
     mirs_graph *g = load(ctx, PICKED[i]);
     ck_assert_int_eq(mirs_option_set(ctx, "codegen_wgmma", "0"), MIRS_OK);
-    ck_assert_int_eq(wg_count(ctx, g), 0);
+    ck_assert_int_eq(wg_count(ctx, g, NULL), 0);
     char *off = NULL, *on = NULL;
     ck_assert_int_eq(mirs_codegen_cuda(g, "k", &off), MIRS_OK);
     ck_assert_ptr_null(strstr(off, "mirs_wgmma"));
     ck_assert_int_eq(mirs_option_set(ctx, "codegen_wgmma", "1"), MIRS_OK);
-    ck_assert_msg(wg_count(ctx, g) == 1, "%s: no wgmma matmul", PICKED[i]);
+    ck_assert_msg(wg_count(ctx, g, NULL) == 1, "%s: no wgmma matmul", PICKED[i]);
     ck_assert_int_eq(mirs_codegen_cuda(g, "k", &on), MIRS_OK);
     ck_assert_ptr_nonnull(strstr(on, "mirs_wgmma_commit();"));
     ck_assert_ptr_nonnull(strstr(on, "mirs_fence_proxy_async();"));
@@ -164,12 +174,17 @@ START_TEST(test_plan_picks_wgmma_where_tiles_allow) {
     mirs_free(ctx, on);
     mirs_graph_destroy(g);
   }
-  /* Skinny M (padded to 16 for mma.sync), computed operands: sm_80 path,
-   * and the same code as without the option. */
-  for (size_t i = 0; i < sizeof NOT_PICKED / sizeof *NOT_PICKED; i++) {
-    mirs_graph *g = load(ctx, NOT_PICKED[i]);
+  /* Skinny M (padded to 16 for mma.sync, or swapped), computed operands,
+   * the register chain: sm_80 path, and the same code as without the
+   * option. */
+  size_t nnot = sizeof NOT_PICKED / sizeof *NOT_PICKED, nch = sizeof CHAINED / sizeof *CHAINED;
+  for (size_t i = 0; i < nnot + nch; i++) {
+    const char *path = i < nnot ? NOT_PICKED[i] : CHAINED[i - nnot];
+    mirs_graph *g = load(ctx, path);
     ck_assert_int_eq(mirs_option_set(ctx, "codegen_wgmma", "1"), MIRS_OK);
-    ck_assert_msg(wg_count(ctx, g) == 0, "%s: wgmma picked", NOT_PICKED[i]);
+    int chains = 0;
+    ck_assert_msg(wg_count(ctx, g, &chains) == 0, "%s: wgmma picked", path);
+    ck_assert_msg(i < nnot || chains > 0, "%s: no register chain", path);
     char *on = NULL, *off = NULL;
     ck_assert_int_eq(mirs_codegen_cuda(g, "k", &on), MIRS_OK);
     ck_assert_int_eq(mirs_option_set(ctx, "codegen_wgmma", "0"), MIRS_OK);
@@ -234,8 +249,7 @@ static mirs_eval_result *run(mirs_context *ctx, const mirs_graph *g, bool on, in
 }
 
 static const char *const RUNS[] = {"tests/codegen/wgmma_f16.ugraph",
-                                   "tests/codegen/wgmma_bf16.ugraph",
-                                   "examples/best/causal_attention.ugraph"};
+                                   "tests/codegen/wgmma_bf16.ugraph"};
 
 START_TEST(test_wgmma_runs_match) {
   mirs_context *ctx = tu_ctx(NULL);
@@ -243,9 +257,7 @@ START_TEST(test_wgmma_runs_match) {
   double err = -1;
   mirs_eval_result *ref = run(ctx, g, false, 1, &err);
   ck_assert(err <= mirs_codegen_tolerance(g));
-  /* The published shape takes ~15 s a run: fewer orders there. */
-  int seeds = strstr(RUNS[_i], "best/") ? 1 : 3;
-  for (int s = 0; s < seeds; s++) {
+  for (int s = 0; s < 3; s++) {
     mirs_eval_result *r = run(ctx, g, true, 1 + 7 * s, &err);
     ck_assert_msg(err <= mirs_codegen_tolerance(g), "%s seed %d: relative error %g", RUNS[_i],
                   1 + 7 * s, err);

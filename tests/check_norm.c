@@ -17,32 +17,12 @@
 
 #include "cliutil.h"
 
-/* A scratch directory for this process's files. */
-static char dir[64];
-
-/* Write text to dir/name; returns the path (static, overwritten per call
- * slot: 4 slots). */
-static const char *put(const char *name, const char *text) {
-  static char paths[4][160];
-  static int slot;
-  char *p = paths[slot++ % 4];
-  snprintf(p, 160, "%s/%s", dir, name);
-  FILE *f = fopen(p, "w");
-  ck_assert_ptr_nonnull(f);
-  fputs(text, f);
-  ck_assert_int_eq(fclose(f), 0);
-  return p;
-}
-
 static void setup(void) {
-  snprintf(dir, sizeof dir, "/tmp/mirs_norm_XXXXXX");
-  ck_assert_ptr_nonnull(mkdtemp(dir));
+  tu_scratch_make("norm");
 }
 
 static void teardown(void) {
-  char cmd[128];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-  ck_assert_int_eq(system(cmd), 0);
+  tu_scratch_remove();
 }
 
 #define HEAD "input X : f16[2, 4]\ninput W : f16[4, 2]\n"
@@ -61,7 +41,7 @@ static const char *const SPELLED5 = "program p\n" HEAD "M = mean(X, dim=1)\nC = 
                                     "D = sqrt(E)\nN = div(C, D)\nO = matmul(N, W)\noutput O\n";
 
 START_TEST(test_parse_errors_have_positions) {
-  const char *f = put("bad.graph", "program e\n"
+  const char *f = tu_put("bad.graph", "program e\n"
                                    "input X : f16[2, 4]\n"
                                    "A = layer_norm(X, eps=-1)\n"
                                    "B = mean(X)\n"
@@ -83,36 +63,25 @@ START_TEST(test_parse_errors_have_positions) {
       ":8:23: error: eps= must be a number in [0, 1)",
       ":9:17: error: mean: dim=2 is out of range for rank 2",
   };
-  for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
-    ck_assert_msg(strstr(r.err, want[i]), "missing \"%s\" in:\n%s", want[i], r.err);
+  tu_assert_contains(r.err, want, sizeof want / sizeof want[0]);
   run_free(&r);
 }
 END_TEST
 
 START_TEST(test_eps_round_trip) {
-  const char *f = put("rt.graph", "program p\n" HEAD "N = layer_norm(X, eps=0.001)\n"
+  const char *f = tu_put("rt.graph", "program p\n" HEAD "N = layer_norm(X, eps=0.001)\n"
                                   "K = layer_norm(X)\nM = mean(N, dim=-1)\noutput M, K\n");
-  run r;
-  run_cli(&r, "check", f, NULL);
-  ck_assert_int_eq(r.rc, 0);
-  ck_assert_ptr_nonnull(strstr(r.out, "N = layer_norm(X, eps=0.001)\n"));
-  ck_assert_ptr_nonnull(strstr(r.out, "K = layer_norm(X, eps=1e-05)\n"));
-  ck_assert_ptr_nonnull(strstr(r.out, "M = mean(N, dim=1)\n"));
-  const char *g = put("rt2.graph", r.out);
-  run r2;
-  run_cli(&r2, "check", g, NULL);
-  ck_assert_int_eq(r2.rc, 0);
-  ck_assert_str_eq(r2.out, r.out);
-  run_free(&r);
-  run_free(&r2);
+  static const char *const want[] = {"N = layer_norm(X, eps=0.001)\n",
+                                     "K = layer_norm(X, eps=1e-05)\n", "M = mean(N, dim=1)\n"};
+  tu_assert_round_trip(f, want, sizeof want / sizeof want[0]);
 }
 END_TEST
 
 START_TEST(test_interp_layer_norm_equals_spelled) {
   run a, b, c;
-  run_cli(&a, "eval", put("ln0.graph", LN0), NULL);
-  run_cli(&b, "eval", put("sp.graph", SPELLED), NULL);
-  run_cli(&c, "eval", put("ln5.graph", LN5), NULL);
+  run_cli(&a, "eval", tu_put("ln0.graph", LN0), NULL);
+  run_cli(&b, "eval", tu_put("sp.graph", SPELLED), NULL);
+  run_cli(&c, "eval", tu_put("ln5.graph", LN5), NULL);
   ck_assert_int_eq(a.rc, 0);
   ck_assert_int_eq(b.rc, 0);
   ck_assert_int_eq(c.rc, 0);
@@ -124,25 +93,16 @@ START_TEST(test_interp_layer_norm_equals_spelled) {
 }
 END_TEST
 
-/* `verify PROGRAM CANDIDATE`'s exit status. */
-static int verify_rc(const char *prog, const char *cand) {
-  run r;
-  run_cli(&r, "verify", prog, cand, NULL);
-  int rc = r.rc;
-  run_free(&r);
-  return rc;
-}
-
 START_TEST(test_fingerprints) {
-  const char *sp = put("sp.graph", SPELLED);
-  ck_assert_int_eq(verify_rc(sp, put("ln0.graph", LN0)), 0);
-  ck_assert_int_eq(verify_rc(sp, put("ln5.graph", LN5)), 1);
+  const char *sp = tu_put("sp.graph", SPELLED);
+  ck_assert_int_eq(tu_verify_rc(sp, tu_put("ln0.graph", LN0)), 0);
+  ck_assert_int_eq(tu_verify_rc(sp, tu_put("ln5.graph", LN5)), 1);
   /* eps as an attribute and as a number operand: one field element. */
-  const char *sp5 = put("sp5.graph", SPELLED5);
-  ck_assert_int_eq(verify_rc(sp5, put("ln5b.graph", LN5)), 0);
-  ck_assert_int_eq(verify_rc(sp5, put("ln0b.graph", LN0)), 1);
+  const char *sp5 = tu_put("sp5.graph", SPELLED5);
+  ck_assert_int_eq(tu_verify_rc(sp5, tu_put("ln5b.graph", LN5)), 0);
+  ck_assert_int_eq(tu_verify_rc(sp5, tu_put("ln0b.graph", LN0)), 1);
   /* A block-level mean, and the same µGraph with a sum in its place. */
-  const char *prog = put("m.graph", "program m\n" HEAD "M = mean(X, dim=1)\nC = sub(X, M)\n"
+  const char *prog = tu_put("m.graph", "program m\n" HEAD "M = mean(X, dim=1)\nC = sub(X, M)\n"
                                     "O = matmul(C, W)\noutput O\n");
   static const char *const UG =
       "ugraph m\n" HEAD "O = custom(grid=[2, 1, 1], block=[128, 1, 1], forloop=1) {\n"
@@ -151,9 +111,9 @@ START_TEST(test_fingerprints) {
       "  output(b5, omap=[0, -1, -1])\n}\noutput O\n";
   char text[1024];
   snprintf(text, sizeof text, UG, "mean");
-  ck_assert_int_eq(verify_rc(prog, put("m.ugraph", text)), 0);
+  ck_assert_int_eq(tu_verify_rc(prog, tu_put("m.ugraph", text)), 0);
   snprintf(text, sizeof text, UG, "sum");
-  ck_assert_int_eq(verify_rc(prog, put("s.ugraph", text)), 1);
+  ck_assert_int_eq(tu_verify_rc(prog, tu_put("s.ugraph", text)), 1);
 }
 END_TEST
 
@@ -162,13 +122,13 @@ END_TEST
  * number of results, and the best's kernel count in *kernels. */
 static int search_hashes(const char *text, bool prune, char *hashes, size_t cap, int *kernels) {
   char out[192];
-  snprintf(out, sizeof out, "--out=%s/out_%d", dir, prune);
+  snprintf(out, sizeof out, "--out=%s/out_%d", tu_dir, prune);
   run r;
   run_cli(&r, "-q", "--threads=1", prune ? "--prune=1" : "--prune=0", "--json", "--overwrite",
           "--no-cache",
           "--set", "kernel_ops=none", "--set",
           "block_ops=mean,layer_norm,sub,mul,matmul,accum,accum_sum", "--set", "max_block_ops=7",
-          "--set", "max_custom_kernels=1", out, put("s.graph", text), NULL);
+          "--set", "max_custom_kernels=1", out, tu_put("s.graph", text), NULL);
   ck_assert_msg(r.rc == 0, "search failed (%d): %s", r.rc, r.err);
   ck_assert_ptr_nonnull(strstr(r.out, "\"complete\": true"));
   const char *k = strstr(r.out, "\"best\": {");
@@ -214,7 +174,7 @@ START_TEST(test_search_prune_on_off_equal) {
   ck_assert_int_eq(koff, 1);
   /* The best runs on the host through the generated code. */
   char best[192];
-  snprintf(best, sizeof best, "%s/out_1/best.ugraph", dir);
+  snprintf(best, sizeof best, "%s/out_1/best.ugraph", tu_dir);
   run r;
   run_cli(&r, "run", best, NULL);
   ck_assert_msg(r.rc == 0, "run failed: %s", r.err);
@@ -234,7 +194,7 @@ START_TEST(test_spelled_folds_to_layer_norm) {
   ck_assert_int_eq(n, m);
   ck_assert_str_eq(a, b);
   char best[192];
-  snprintf(best, sizeof best, "%s/out_1/best.ugraph", dir);
+  snprintf(best, sizeof best, "%s/out_1/best.ugraph", tu_dir);
   run r;
   run_cli(&r, "check", best, NULL);
   ck_assert_int_eq(r.rc, 0);
@@ -253,12 +213,12 @@ START_TEST(test_fused_layer_norm_linear) {
   /* LayerNorm+Linear in one kernel walking k: X loaded whole (its mean)
    * and by slices (the centred matmul and accum_rms with eps). */
   char out[192];
-  snprintf(out, sizeof out, "--out=%s/fused", dir);
+  snprintf(out, sizeof out, "--out=%s/fused", tu_dir);
   run r;
   run_cli(&r, "-q", "--threads=1", "--json", "--no-cache", "--set", "kernel_ops=none", "--set",
           "block_ops=mean,sub,matmul,accum,accum_rms,div", "--set", "forloop_ranges=4", "--set",
           "max_custom_kernels=1", out,
-          put("f.graph", "program f\ninput X : f16[2, 16]\ninput W : f16[16, 8]\n"
+          tu_put("f.graph", "program f\ninput X : f16[2, 16]\ninput W : f16[16, 8]\n"
                          "N = layer_norm(X)\nO = matmul(N, W)\noutput O\n"),
           NULL);
   ck_assert_msg(r.rc == 0, "search failed: %s", r.err);
@@ -266,7 +226,7 @@ START_TEST(test_fused_layer_norm_linear) {
   ck_assert_ptr_nonnull(strstr(r.out, "\"forloop\": 4"));
   run_free(&r);
   char best[192];
-  snprintf(best, sizeof best, "%s/fused/best.ugraph", dir);
+  snprintf(best, sizeof best, "%s/fused/best.ugraph", tu_dir);
   run c;
   run_cli(&c, "check", best, NULL);
   ck_assert_int_eq(c.rc, 0);
@@ -283,17 +243,17 @@ END_TEST
 START_TEST(test_codegen_host_run) {
   /* Rows of 256: the block ops reduce as warp-shuffle trees; the program
    * itself runs as predefined kernels. */
-  const char *prog = put("w.graph", "program w\ninput X : f16[4, 256]\ninput Y : f16[4, 256]\n"
+  const char *prog = tu_put("w.graph", "program w\ninput X : f16[4, 256]\ninput Y : f16[4, 256]\n"
                                     "N = layer_norm(X, eps=0.001)\nM = mean(X, dim=1)\n"
                                     "P = mul(N, Y)\nO = add(P, M)\noutput O\n");
-  const char *ug = put(
+  const char *ug = tu_put(
       "w.ugraph", "ugraph w\ninput X : f16[4, 256]\ninput Y : f16[4, 256]\n"
                   "O = custom(grid=[4, 1, 1], block=[128, 1, 1], forloop=1) {\n"
                   "  b0 = input(X, imap=[0, -1, -1], fmap=-1)\n  b1 = layer_norm(b0, eps=0.001)\n"
                   "  b2 = mean(b0, dim=1)\n  b3 = input(Y, imap=[0, -1, -1], fmap=-1)\n"
                   "  b4 = mul(b1, b3)\n  b5 = add(b4, b2)\n  b6 = accum(b5)\n"
                   "  output(b6, omap=[0, -1, -1])\n}\noutput O\n");
-  ck_assert_int_eq(verify_rc(prog, ug), 0);
+  ck_assert_int_eq(tu_verify_rc(prog, ug), 0);
   run c;
   run_cli(&c, "codegen", ug, NULL);
   ck_assert_int_eq(c.rc, 0);

@@ -60,11 +60,73 @@ static inline void run_cli(run *r, const char *first, ...) {
     free(owned[i]);
 }
 
+/* The scratch directory of the running test, /tmp/mirs_TAG_XXXXXX:
+ * made by tu_scratch_make (a checked fixture's setup), removed with its
+ * files by tu_scratch_remove (its teardown). */
+static char tu_dir[64];
+
+static inline void tu_scratch_make(const char *tag) {
+  snprintf(tu_dir, sizeof tu_dir, "/tmp/mirs_%s_XXXXXX", tag);
+  ck_assert_ptr_nonnull(mkdtemp(tu_dir));
+}
+
+static inline void tu_scratch_remove(void) {
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", tu_dir);
+  ck_assert_int_eq(system(cmd), 0);
+}
+
+/* Write text to tu_dir/name; returns the path (static, overwritten per
+ * call slot: 4 slots). */
+static inline const char *tu_put(const char *name, const char *text) {
+  static char paths[4][160];
+  static int slot;
+  char *p = paths[slot++ % 4];
+  snprintf(p, 160, "%s/%s", tu_dir, name);
+  FILE *f = fopen(p, "w");
+  ck_assert_ptr_nonnull(f);
+  fputs(text, f);
+  ck_assert_int_eq(fclose(f), 0);
+  return p;
+}
+
+/* Assert that s contains every want[0..n). */
+static inline void tu_assert_contains(const char *s, const char *const *want, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    ck_assert_msg(strstr(s, want[i]), "missing \"%s\" in:\n%s", want[i], s);
+}
+
+/* `mirsearch check` of file `path` succeeds, its canonical text holds
+ * every want[0..n), and that text checks again to itself (the round
+ * trip). */
+static inline void tu_assert_round_trip(const char *path, const char *const *want, size_t n);
+
 /* Release what run_cli allocated. */
 static inline void run_free(run *r) {
   free(r->out);
   free(r->err);
   r->out = r->err = NULL;
+}
+
+static inline void tu_assert_round_trip(const char *path, const char *const *want, size_t n) {
+  run r, r2;
+  run_cli(&r, "check", path, NULL);
+  ck_assert_msg(r.rc == 0, "%s", r.err);
+  tu_assert_contains(r.out, want, n);
+  run_cli(&r2, "check", tu_put("round_trip.graph", r.out), NULL);
+  ck_assert_int_eq(r2.rc, 0);
+  ck_assert_str_eq(r2.out, r.out);
+  run_free(&r);
+  run_free(&r2);
+}
+
+/* Exit status of `mirsearch verify PROG CAND` (0 equivalent, 1 not). */
+static inline int tu_verify_rc(const char *prog, const char *cand) {
+  run r;
+  run_cli(&r, "verify", prog, cand, NULL);
+  int rc = r.rc;
+  run_free(&r);
+  return rc;
 }
 
 /* Whether s begins with prefix. */

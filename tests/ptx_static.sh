@@ -25,20 +25,56 @@
 #  - the shared memory of each custom kernel's plan, the comment above the
 #    kernel ("N bytes of shared memory"), equals what the kernel requests:
 #    the launch's dynamic size plus the static __shared__ bytes ptxas
-#    reports.  A plan that keeps its tiles in global scratch fails.
+#    reports.  A plan that keeps its tiles in global scratch fails;
+#  - ptxas's registers for each custom kernel are at most the plan's
+#    estimate ("~N registers per thread") + REG_SLACK (default 16): the
+#    cost model's occupancy reads that estimate, so a low one ranks a
+#    kernel as if more of its blocks fitted an SM (mqa's was 81 against
+#    128 before the register chain);
+#  - a kernel whose plan keeps a matmul -> elementwise -> matmul chain in
+#    registers ("Register chain" in the plan comment) has no st.shared
+#    between its first and last mma.sync (the intermediate E of S = Q·K,
+#    E = exp(S), E·V never goes through shared memory) but the 2 per lane
+#    of each row max or sum its plan says it exchanges between the warps
+#    of a split strip ("N row values exchanged"), and the attention bests
+#    (CHAIN, default: all 7 attention bests) have
+#    such a plan.
+# Where cuobjdump (and the nvdisasm it runs) is on the PATH or beside
+# nvcc (scripts/install-deps.sh installs both), the SASS of each cubin
+# (`cuobjdump -sass`) must also show, for each arch:
+#  - no local-memory access (LDL/STL) in any function: a spill or an
+#    array ptxas could not keep in registers;
+#  - in every custom kernel, 128-bit asynchronous copies
+#    (LDGSTS.*.128, what cp.async 16 becomes) or bulk/TMA copies
+#    (UBLKCP/UTMALDG);
+#  - in a 16-bit kernel, for its block matmuls of loaded 16-bit tiles: at
+#    least as many HMMA.16816 and LDSM as such matmuls, and as many
+#    HMMA.16816 fed by an LDSM (its A or B register written by an LDSM
+#    with no other write between, read along the code twice so a fragment
+#    loaded at the end of a loop body feeds the HMMA at its top).
+# Without cuobjdump the SASS checks are skipped with a message and the
+# PTX checks still run.  A skinny matmul's GEMV mapping (M <= 8: the MMA
+# operands swapped, plan.c plan_swap) is held to the same rules: it
+# still runs on m16n8k16 fed by ldmatrix (the weight through
+# ldmatrix.x4.trans, the skinny rows through ldmatrix.x2).
 # sm_90a section (the Hopper path, docs/CODEGEN.md): each best is also
 # generated with --codegen-wgmma=1; where its plan picks wgmma (the code
-# has wgmma kernels: gqa, mqa, causal_attention) that code is compiled for
-# sm_90a and checked as above, and also FAILS unless each kernel whose plan
-# says wgmma has wgmma.mma_async, wgmma.fence, wgmma.commit_group,
-# wgmma.wait_group and fence.proxy.async in its PTX, ptxas does not report
-# serialized wgmma, and (when cuobjdump is found: $CUOBJDUMP, PATH, or
-# beside nvcc; it needs nvdisasm beside it) the SASS has HGMMA.  With the
-# default names, at least one best must pick wgmma.
+# has wgmma kernels) that code is compiled for sm_90a and checked as
+# above, and also FAILS unless each kernel whose plan says wgmma has
+# wgmma.mma_async, wgmma.fence, wgmma.commit_group, wgmma.wait_group and
+# fence.proxy.async in its PTX, ptxas does not report serialized wgmma,
+# and (with cuobjdump) the SASS has HGMMA; there HGMMA counts with
+# HMMA.16816 for the loaded 16-bit matmuls and the LDSM checks are waived
+# (wgmma reads shared memory itself).  A matmul of the register chain or
+# a swapped one never takes wgmma (hopper.c), so since the register chain
+# no published best does: the default names add the test graphs
+# tests/codegen/wgmma_f16 and wgmma_bf16 (a NAME with a slash is a
+# µGraph path under the source tree, without .ugraph), and with them at
+# least one must pick wgmma.
 # Exit 0 when all hold, 1 otherwise (each failure named), 77 without nvcc.
 #
 #   tests/ptx_static.sh [NAME...]      (default: the 8 published examples, causal_attention, gqa_safe,
-#                                       mha_safe)
+#                                       mha_safe, tests/codegen/wgmma_f16, tests/codegen/wgmma_bf16)
 #
 # NVCC picks the compiler (default: configure's, else nvcc on PATH),
 # MIRSEARCH the program (default: $top_builddir/src/mirsearch), KEEP=1
@@ -56,20 +92,29 @@ if ! "$NVCC" --version >/dev/null 2>&1; then
   exit 77
 fi
 [ -x "$bin" ] || { echo "ptx_static: FAIL: $bin is not built"; exit 1; }
-names=${*:-gated_mlp gqa lora mha mqa ntrans qknorm_attention rmsnorm_linear causal_attention gqa_safe mha_safe}
+chain_names=${CHAIN-gqa gqa_safe mqa causal_attention mha mha_safe qknorm_attention}
+# cuobjdump: $CUOBJDUMP, else the PATH, else beside nvcc.  It disassembles
+# through nvdisasm, so both must be there.
+CUOBJDUMP=${CUOBJDUMP:-$(command -v cuobjdump 2>/dev/null)}
+nvbin=$(dirname "$(command -v "$NVCC" 2>/dev/null || echo "$NVCC")")
+[ -n "$CUOBJDUMP" ] || { [ -x "$nvbin/cuobjdump" ] && CUOBJDUMP=$nvbin/cuobjdump; }
+sass=0
+if [ -n "$CUOBJDUMP" ] && { command -v nvdisasm >/dev/null 2>&1 ||
+  [ -x "$(dirname "$CUOBJDUMP")/nvdisasm" ]; }; then
+  sass=1
+  PATH=$PATH:$(dirname "$CUOBJDUMP")
+else
+  echo "ptx_static: no cuobjdump/nvdisasm: SASS checks skipped (scripts/install-deps.sh installs them), PTX checks run"
+fi
+wgpicked=0
+given=$# # (the loop below resets the positional parameters)
+names=${*:-gated_mlp gqa lora mha mqa ntrans qknorm_attention rmsnorm_linear causal_attention gqa_safe mha_safe tests/codegen/wgmma_f16 tests/codegen/wgmma_bf16}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/mirs_ptx_static.XXXXXX")
 if [ "${KEEP:-0}" = 1 ]; then
   echo "ptx_static: files kept in $tmp"
 else
   trap 'rm -rf "$tmp"' EXIT
 fi
-
-if [ -z "${CUOBJDUMP:-}" ]; then
-  CUOBJDUMP=$(command -v cuobjdump 2>/dev/null || true)
-  [ -n "$CUOBJDUMP" ] || [ ! -x "$(dirname "$(command -v "$NVCC")")/cuobjdump" ] ||
-    CUOBJDUMP="$(dirname "$(command -v "$NVCC")")/cuobjdump"
-fi
-wgpicked=0
 
 failures=0
 fail() {
@@ -133,6 +178,15 @@ ptx_body() {
   ' "$1"
 }
 
+# Registers ptxas reports for kernel $2 in log $1.
+ptxas_regs() {
+  awk -v name="$2" '
+    BEGIN { mangled = length(name) name }
+    /Compiling entry function/ { on = index($0, mangled) > 0 || index($0, "'"'"'" name "'"'"'") > 0 }
+    on && /Used [0-9]+ registers/ { sub(/.*Used /, ""); sub(/ registers.*/, ""); print; exit }
+  ' "$1"
+}
+
 # Static shared memory ptxas reports for kernel $2 in log $1 (0 if none).
 # A C++ name is mangled with its length in front ("12mirs_fake_k0"), so
 # kernel 1 never matches kernel 10.
@@ -148,8 +202,62 @@ ptxas_smem() {
   ' "$1"
 }
 
+# SASS figures of the function named $2 (plain or mangled) in the
+# `cuobjdump -sass` listing $1: "INSTRUCTIONS LDGSTS128 LDG128 BULK
+# HMMA16816 HMMA_TF32 LDSM FED" (FED: HMMA.16816 whose A or B register
+# an LDSM wrote).
+sass_stats() {
+  awk -v name="$2" '
+    function reg(s) { sub(/\.reuse$/, "", s); return (s ~ /^R[0-9]+$/) ? substr(s, 2) + 0 : -1 }
+    function opcode(line) { sub(/^@!?U?P[0-9T]+[ \t]+/, "", line); sub(/[ \t].*/, "", line); return line }
+    # One walk over the code: marks the registers an LDSM wrote, unmarks
+    # those another instruction writes; counts fed HMMAs when count is set.
+    function walk(count,   i, line, op, o, d, w, a, b) {
+      for (i = 0; i < ni; i++) {
+        line = ins[i]; sub(/^@!?U?P[0-9T]+[ \t]+/, "", line)
+        op = opcode(line)
+        sub(/^[^ \t]*[ \t]*/, "", line)
+        split(line, o, /[ \t]*,[ \t]*/)
+        d = reg(o[1])
+        if (op ~ /^LDSM/) {
+          w = (op ~ /\.4$/) ? 4 : (op ~ /\.2$/) ? 2 : 1
+          for (a = 0; a < w; a++) ldsmreg[d + a] = 1
+          continue
+        }
+        if (count && op ~ /^HMMA\.16816/) {
+          a = reg(o[2]); b = reg(o[3])
+          if ((a >= 0 && (a in ldsmreg)) || (b >= 0 && (b in ldsmreg))) fed++
+        }
+        if (d >= 0 && op !~ /^(ST|LDGSTS|RED|BAR|BRA)/) delete ldsmreg[d]
+      }
+    }
+    BEGIN { mangled = length(name) name }
+    /Function :/ { on = index($0, mangled) > 0 || $NF == name }
+    on && /^[ \t]+\/\*[0-9a-f]+\*\// {
+      line = $0; sub(/^[ \t]+\/\*[0-9a-f]+\*\/[ \t]+/, "", line); sub(/[ \t]*;.*/, "", line)
+      ins[ni++] = line
+    }
+    END {
+      for (i = 0; i < ni; i++) {
+        op = opcode(ins[i])
+        if (op ~ /^LDGSTS.*\.128$/) ldgsts++
+        if (op ~ /^LDG\..*\.128$/) ldg++
+        if (op ~ /^(UBLKCP|UTMALDG)/) bulk++
+        if (op ~ /^HMMA\.16816/) hmma++
+        if (op ~ /^HMMA\.1688\.F32\.TF32/) tf32++
+        if (op ~ /^LDSM/) ldsm++
+      }
+      walk(0); walk(1)
+      printf "%d %d %d %d %d %d %d %d\n", ni, ldgsts, ldg, bulk, hmma, tf32, ldsm, fed
+    }
+  ' "$1"
+}
+
 for name in $names; do
-  ug="$top_srcdir/examples/best/$name.ugraph"
+  case $name in
+  */*) ug="$top_srcdir/$name.ugraph" name=$(basename "$name") ;; # a test graph
+  *) ug="$top_srcdir/examples/best/$name.ugraph" ;;
+  esac
   [ -f "$ug" ] || { fail "$name: no $ug (run scripts/search-bests.sh)"; continue; }
   entry=mirs_$(sed -n 's/^ugraph[ \t]*\([A-Za-z0-9_]*\).*/\1/p' "$ug" | head -n 1)
   cu="$tmp/$name.cu"
@@ -189,6 +297,19 @@ for name in $names; do
         if (st + 0 > 0 || ld + 0 > 0) print f ": " st " bytes spill stores, " ld " bytes spill loads"
       }' "$log")
     [ -z "$spills" ] || fail "$name sm_$arch: ptxas spills: $spills"
+    sasf="$keep/$name.sass"
+    sassok=0
+    if [ "$sass" = 1 ]; then
+      if "$CUOBJDUMP" -sass "$keep/$name.cubin" >"$sasf" 2>"$keep/cuobjdump.log" && [ -s "$sasf" ]; then
+        sassok=1
+        # Local memory, every function (custom kernels and predefined ones).
+        lmem=$(awk '/Function :/ { f = $NF } /[ \t](LDL|STL)(\.[A-Z0-9.]*)?[ \t]/ { n[f]++ }
+          END { for (f in n) print f ": " n[f] " LDL/STL" }' "$sasf")
+        [ -z "$lmem" ] || fail "$name sm_$arch: local memory in the SASS: $lmem"
+      else
+        fail "$name sm_$arch: cuobjdump -sass failed: $(head -3 "$keep/cuobjdump.log")"
+      fi
+    fi
     kernels "$ug" >"$keep/kernels"
     while read -r k kind nmm nld; do
       [ "$kind" = custom ] || continue
@@ -214,6 +335,8 @@ for name in $names; do
       ' "$src")
       planb=$(printf '%s\n' "$plan" | sed -n 's/.*[^0-9]\([0-9][0-9]*\) bytes of shared memory.*/\1/p')
       launch=$(sed -n "s/.*MIRS_LAUNCH($kname, dim3([^)]*), dim3([^)]*), \([0-9][0-9]*\),.*/\1/p" "$src" | head -n 1)
+      regs=$(ptxas_regs "$log" "$kname")
+      planr=$(printf '%s\n' "$plan" | sed -n 's/.*~\([0-9][0-9]*\) registers per thread.*/\1/p')
       static=$(ptxas_smem "$log" "$kname")
       [ -n "$static" ] || static=0
       why=""
@@ -230,24 +353,6 @@ for name in $names; do
         [ $((mma + wg + tf32)) -ge "$nmm" ] ||
           why="$why; $((mma + wg + tf32)) tensor-core MMA (m16n8k16/m16n8k8 tf32/wgmma) for $nmm block matmuls"
       fi
-      sass=""
-      if [ "$arch" = 90a ] && printf '%s\n' "$plan" | grep -q 'wgmma m64nNk16'; then
-        [ "$wg" -gt 0 ] || why="$why; the plan says wgmma, the PTX has no wgmma.mma_async"
-        for ins in 'wgmma\.fence' 'wgmma\.commit_group' 'wgmma\.wait_group' 'fence\.proxy\.async'; do
-          grep -q "$ins" "$body" || why="$why; no $ins in the PTX"
-        done
-        ! grep -qi 'wgmma.*serializ' "$log" || why="$why; ptxas serializes wgmma: $(grep -m 1 -i serializ "$log")"
-        if [ -n "$CUOBJDUMP" ]; then
-          hg=$(PATH="$(dirname "$CUOBJDUMP"):$PATH" "$CUOBJDUMP" -sass "$keep/$name.cubin" 2>/dev/null |
-            awk -v name="$kname" '
-              BEGIN { mangled = length(name) name }
-              /Function :/ { on = index($0, mangled) > 0 || $NF == name }
-              on && /HGMMA/ { n++ }
-              END { print n + 0 }')
-          [ "$hg" -gt 0 ] || why="$why; no HGMMA in the SASS"
-          sass=" sass-HGMMA=$hg"
-        fi
-      fi
       if [ -z "$planb" ]; then
         if printf '%s\n' "$plan" | grep -q 'global scratch'; then
           why="$why; the plan keeps its tiles in global scratch"
@@ -259,7 +364,61 @@ for name in $names; do
       elif [ "$planb" -ne $((launch + static)) ]; then
         why="$why; plan $planb bytes of shared memory, the kernel requests $launch dynamic + $static static"
       fi
-      line="$name sm_$arch $kname: cp.async16=$cpa bulk=$bulk mma16=$mma wgmma=$wg$sass ldmatrix=$ldm tf32=$tf32 block-matmuls=$nmm loaded16=$nld smem plan=${planb:-?} launch=${launch:-?}+$static"
+      if [ -z "$regs" ] || [ -z "$planr" ]; then
+        why="$why; no register count (ptxas '${regs:-?}', plan '~${planr:-?}')"
+      elif [ "$regs" -gt $((planr + ${REG_SLACK:-16})) ]; then
+        why="$why; ptxas uses $regs registers, the plan estimates ~$planr (slack ${REG_SLACK:-16})"
+      fi
+      hg=0
+      sass90=""
+      if [ "$arch" = 90a ] && printf '%s\n' "$plan" | grep -q 'wgmma m64nNk16'; then
+        [ "$wg" -gt 0 ] || why="$why; the plan says wgmma, the PTX has no wgmma.mma_async"
+        for ins in 'wgmma\.fence' 'wgmma\.commit_group' 'wgmma\.wait_group' 'fence\.proxy\.async'; do
+          grep -q "$ins" "$body" || why="$why; no $ins in the PTX"
+        done
+        ! grep -qi 'wgmma.*serializ' "$log" || why="$why; ptxas serializes wgmma: $(grep -m 1 -i serializ "$log")"
+        if [ "$sassok" = 1 ]; then
+          hg=$(awk -v name="$kname" '
+            BEGIN { mangled = length(name) name }
+            /Function :/ { on = index($0, mangled) > 0 || $NF == name }
+            on && /HGMMA/ { n++ }
+            END { print n + 0 }' "$sasf")
+          [ "$hg" -gt 0 ] || why="$why; no HGMMA in the SASS"
+          sass90=" HGMMA=$hg"
+        fi
+      fi
+      # The register chain: no shared-memory store between the two MMAs.
+      chain=no
+      if printf '%s\n' "$plan" | grep -q 'Register chain'; then
+        between=$(awk '/mma\.sync/ { last = NR; if (!first) first = NR } { l[NR] = $0 }
+          END { n = 0; for (i = first; i <= last; i++) if (l[i] ~ /st\.shared/) n++; print n }' "$body")
+        xrows=$(printf '%s\n' "$plan" | sed -n 's/.* \([0-9][0-9]*\) row values exchanged.*/\1/p')
+        allowed=$((2 * ${xrows:-0}))
+        chain="yes,st.shared-between-mmas=$between(allowed-row-exchange=$allowed)"
+        [ "$between" -le "$allowed" ] ||
+          why="$why; $between st.shared between the register chain's MMAs, $allowed for row exchanges (the intermediate goes through shared memory)"
+      else
+        case " $chain_names " in
+        *" $name "*) why="$why; no register chain in the plan (expected for $name)" ;;
+        esac
+      fi
+      sline=""
+      if [ "$sassok" = 1 ]; then
+        set -- $(sass_stats "$sasf" "$kname")
+        if [ "$#" -ne 8 ] || [ "$1" -eq 0 ]; then
+          why="$why; no function $kname in the SASS"
+        else
+          sg=$2 sldg=$3 sbulk=$4 shmma=$5 stf32=$6 sldsm=$7 sfed=$8
+          [ $((sg + sbulk)) -gt 0 ] || why="$why; SASS: no LDGSTS.128 or bulk/TMA copy"
+          if [ "$wide" = 1 ] && [ "$nld" -gt 0 ]; then
+            [ $((shmma + hg)) -ge "$nld" ] || why="$why; SASS: $shmma HMMA.16816 + $hg HGMMA for $nld block matmuls of loaded 16-bit tiles"
+            [ "$hg" -gt 0 ] || [ "$sldsm" -ge "$nld" ] || why="$why; SASS: $sldsm LDSM for $nld block matmuls of loaded 16-bit tiles"
+            [ "$hg" -gt 0 ] || [ "$sfed" -ge "$nld" ] || why="$why; SASS: $sfed HMMA.16816 fed by LDSM for $nld block matmuls of loaded 16-bit tiles"
+          fi
+          sline=" sass: LDGSTS.128=$sg LDG.128=$sldg bulk=$sbulk HMMA.16816=$shmma (LDSM-fed $sfed) HMMA.TF32=$stf32 LDSM=$sldsm$sass90"
+        fi
+      fi
+      line="$name sm_$arch $kname: regs=${regs:-?}(plan~${planr:-?}) chain=$chain cp.async16=$cpa bulk=$bulk mma16=$mma wgmma=$wg ldmatrix=$ldm tf32=$tf32 block-matmuls=$nmm loaded16=$nld smem plan=${planb:-?} launch=${launch:-?}+$static$sline"
       if [ -n "$why" ]; then
         fail "$line${why}"
       else
@@ -268,7 +427,7 @@ for name in $names; do
     done <"$keep/kernels"
   done
 done
-[ $# -gt 0 ] || [ "$wgpicked" -gt 0 ] || fail "no published best picks wgmma under --codegen-wgmma=1"
+[ "$given" -gt 0 ] || [ "$wgpicked" -gt 0 ] || fail "no graph picks wgmma under --codegen-wgmma=1"
 if [ "$failures" -gt 0 ]; then
   echo "ptx_static: $failures failures"
   exit 1

@@ -78,6 +78,14 @@ MIRS_API mirs_status mirs_graph_add_reduce(mirs_graph *g, const char *name, mirs
 MIRS_API mirs_status mirs_graph_add_const_op(mirs_graph *g, const char *name, mirs_op op,
                                              mirs_tensor x, int nconstants,
                                              const char *const *constants, mirs_tensor *out);
+/* Add a layout operator on x: MIRS_OP_RESHAPE (dims: the result shape,
+ * row-major order kept, equal element count, at most one -1 inferred) or
+ * MIRS_OP_PERMUTE (dims: a permutation of x's dims, result dim i is x's
+ * dim dims[i]; negative entries count from the end).  MIRS_SHAPE with a
+ * message when dims do not fit x; MIRS_INVALID_ARG for another op. */
+MIRS_API mirs_status mirs_graph_add_layout(mirs_graph *g, const char *name, mirs_op op,
+                                           mirs_tensor x, int ndims, const int64_t *dims,
+                                           mirs_tensor *out);
 /* Mark t as the next output. */
 MIRS_API mirs_status mirs_graph_mark_output(mirs_graph *g, mirs_tensor t);
 
@@ -142,8 +150,14 @@ typedef struct mirs_kernel_view {
    * add/mul/div/sub (op is then MIRS_OP_ADD_SCALAR etc.), as doubles. */
   int num_constants;
   double constants[2];
+  /* Appended: layer_norm's and rms_norm's eps (else 0), and the layout
+   * ops' attribute: a reshape's result shape, a permute's dims (result
+   * dim i is input dim layout_dims[i]); num_layout_dims 0 for other ops. */
+  double eps;
+  int num_layout_dims;
+  int64_t layout_dims[MIRS_MAX_DIMS];
 } mirs_kernel_view;
-#define MIRS_KERNEL_VIEW_INIT {sizeof(mirs_kernel_view), MIRS_OP_COUNT, 0, 0, NULL, NULL, -1, NULL, {0, 0, 0}, {0, 0, 0}, 0, 0, 0, 0, {0, 0}}
+#define MIRS_KERNEL_VIEW_INIT {sizeof(mirs_kernel_view), MIRS_OP_COUNT, 0, 0, NULL, NULL, -1, NULL, {0, 0, 0}, {0, 0, 0}, 0, 0, 0, 0, {0, 0}, 0, 0, {0, 0, 0, 0, 0, 0}}
 
 typedef struct mirs_block_op_view {
   size_t struct_size;   /* set by the caller: sizeof(mirs_block_op_view) */
@@ -210,7 +224,7 @@ typedef struct mirs_cost {
   double seconds;      /* predicted; +inf when infeasible */
   double bytes;        /* device-memory bytes moved */
   double flops;
-  int kernels;         /* kernel launches (1 for one kernel op) */
+  int kernels;         /* kernel launches (1 for one kernel op, 0 for a reshape view) */
   int64_t smem_bytes;  /* shared memory per block (largest kernel's for a graph) */
   int64_t blocks;      /* thread blocks of a custom kernel (0 for predefined ops and graphs) */
   int feasible;        /* 0: e.g. shared memory over the device's limit (see reason) */

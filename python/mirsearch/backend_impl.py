@@ -182,7 +182,7 @@ def backend(gm, example_inputs, mode=None, options=None, max_ops=4, cache_dir=No
     if use_lib and not _part.library_has_partition():
         raise RuntimeError("this libmirsearch has no partition call (mirs_partition_create)")
     gm = _fx.trace(gm, example_inputs)
-    an = _fx.Analysis(gm)
+    an = _fx.Analysis(gm, layout=False)
     report = {"mode": mode, "pieces": [], "unsupported": an.unsupported(),
               "library_partition": use_lib}
     for name, what, why in report["unsupported"]:

@@ -6,7 +6,13 @@ becomes program ops, or it is unsupported (kept as PyTorch code by the
 backend; named by from_torch).  Patterns that span several nodes (an
 RMSNorm written out as pow/mean/add/rsqrt/mul) are matched first: their
 inner nodes are absorbed into the node that ends the pattern, which then
-emits one op (rms_norm).
+emits one op (rms_norm; causal_mask, also from a constant mask buffer).
+
+trace() records every value's shape and dtype on the example inputs; a
+program has static shapes, so the sizes the graph computes from shapes
+become numbers, and reshapes and permutes (the layout ops) are written
+with the recorded shapes.  The backend's Analysis (layout=False) keeps
+those as PyTorch code, where they are views.
 
 A program's inputs are the values a piece reads from outside, each through
 a *binding*: the fx value, then a transpose of its last two dims (a
@@ -26,7 +32,9 @@ import re
 from .core import Program, default_context
 
 DTYPE_OF = {"torch.float16": "f16", "torch.bfloat16": "bf16", "torch.float32": "f32"}
-EPS_MAX = 1e-4  # the largest eps an RMSNorm pattern may drop (rms_norm has none)
+# The largest eps an RMSNorm pattern may drop where the library's rms_norm
+# takes none (before rms_norm(x, eps=e)); with one, every eps is kept.
+EPS_MAX = 1e-4
 # Whether add(s, triu(full_like(s, -inf), 1)) becomes causal_mask(s) where
 # the library has it; MIRSEARCH_CAUSAL_MASK=0 keeps such masks PyTorch code
 # (needs a library whose generated code keeps -inf through max and sub:
@@ -48,6 +56,17 @@ def _have_op(name):
     L = default_context()._L
     code = ctypes.c_int(0)
     return L.mirs_op_lookup(name.encode(), ctypes.byref(code)) == 0
+
+
+def _parses(text):
+    """Whether the loaded library parses the program text (a feature probe:
+    an attribute a library from before it refuses)."""
+    from .core import Error
+    try:
+        Program.parse(text, "probe.graph")
+        return True
+    except Error:
+        return False
 
 
 def node_desc(n):
@@ -137,6 +156,7 @@ class Rules:
             self.unary_modules[torch.nn.Tanh] = "tanh"
         self.matmul = {torch.matmul, torch.bmm, torch.mm, operator.matmul}
         self.matmul_methods = {"matmul", "bmm", "mm", "__matmul__"}
+        self.addmm = {torch.addmm, torch.baddbmm}
         self.linear = {F.linear}
         self.sum = {torch.sum}
         self.pow = {torch.pow, operator.pow}
@@ -151,8 +171,27 @@ class Rules:
         self.has_mean = _have_op("mean")
         self.has_layer_norm = _have_op("layer_norm")
         self.softmax = {torch.softmax, F.softmax}
-        self.transpose = {torch.transpose}
+        self.transpose = {torch.transpose} | _targets("swapaxes", "swapdims")
         self.clamp = {torch.clamp, torch.clip}
+        # Layout: reshape(x, shape=[...]) and permute(x, dims=[...]), where
+        # the library has them; rms_norm(x, eps=e) where it takes an eps.
+        self.has_layout = _have_op("reshape") and _have_op("permute")
+        self.rms_eps = _parses("program p\ninput x : f32[2, 4]\n"
+                               "y = rms_norm(x, eps=0.001)\noutput y\n")
+        self.reshape = {torch.reshape, torch.flatten, torch.unsqueeze, torch.squeeze}
+        self.reshape_methods = {"view", "reshape", "flatten", "unsqueeze", "squeeze",
+                                "view_as", "reshape_as", "unflatten"}
+        self.permute = {torch.permute} if hasattr(torch, "permute") else set()
+        # Identities: a contiguous copy, and a dtype conversion to the dtype
+        # the value already has (checked against the recorded dtypes).
+        self.identity_methods = {"contiguous", "to", "type_as", "float", "half", "bfloat16",
+                                 "double", "clone", "detach"}
+        self.identity = {torch.clone, torch.detach} if hasattr(torch, "detach") else {torch.clone}
+        self.sdpa = getattr(F, "scaled_dot_product_attention", None)
+        # F.rms_norm, and torch.rms_norm (what Dynamo records for nn.RMSNorm)
+        self.rms_norm_fns = {f for f in (getattr(F, "rms_norm", None),
+                                         getattr(torch, "rms_norm", None)) if f is not None}
+        self.rms_norm_module = getattr(torch.nn, "RMSNorm", None)
 
 
 _rules = None
@@ -209,11 +248,14 @@ class Op:
     """One emitted program op: kind, operand values (fx nodes) with the
     binding each needs if it becomes a program input, attributes."""
 
-    def __init__(self, kind, operands, dim=None, attrs=None):
-        self.kind = kind
+    def __init__(self, kind, operands, dim=None, attrs=None, keep_rank=False):
+        self.kind = kind  # None: an identity (the operand's value, no op)
         self.operands = operands  # list of (node or ParamRef, transpose: bool)
         self.dim = dim
-        self.attrs = attrs  # extra "name=value" text (layer_norm's eps)
+        self.attrs = attrs  # extra "name=value" text (layer_norm's eps, reshape's shape)
+        # A layout op reads its operand at the operand's own rank (no
+        # leading 1s added to match the result's rank).
+        self.keep_rank = keep_rank
 
 
 class Lit:
@@ -264,8 +306,21 @@ def _classify_call(gm, n, R):
         for cls, op in R.unary_modules.items():
             if isinstance(mod, cls):
                 return [Op(op, [(n.args[0], False)])]
-        if isinstance(mod, torch.nn.GELU) and getattr(mod, "approximate", "none") == "none":
-            return [Op("gelu", [(n.args[0], False)])]
+        if isinstance(mod, torch.nn.GELU):
+            approx = getattr(mod, "approximate", "none")
+            return [Op("gelu", [(n.args[0], False)])] if approx == "none" else \
+                _gelu_tanh(R, n.args[0], approx)
+        if R.rms_norm_module is not None and isinstance(mod, R.rms_norm_module):
+            return _rms_norm_call(R, n.args[0], mod.normalized_shape, mod.eps,
+                                  ParamRef(n, "weight", mod.weight) if mod.weight is not None
+                                  else None)
+        if isinstance(mod, (torch.nn.Flatten, getattr(torch.nn, "Unflatten", torch.nn.Flatten))):
+            return _reshape(R, n, n.args[0])
+        if isinstance(mod, torch.nn.Identity) or (isinstance(mod, torch.nn.Dropout) and
+                                                  not mod.training):
+            return [Op(None, [(n.args[0], False)])]
+        if isinstance(mod, torch.nn.Softmax) and R.has_max and isinstance(mod.dim, int):
+            return _softmax_ops((n.args[0], False), 0, mod.dim)
         if isinstance(mod, torch.nn.LayerNorm):
             return _layer_norm(R, n.args[0], mod.normalized_shape, mod.eps,
                                ParamRef(n, "weight", mod.weight) if mod.weight is not None
@@ -280,6 +335,12 @@ def _classify_call(gm, n, R):
         if b is not None:
             ops.append(Op("add", [(None, False), (b, False)]))
         return ops
+    if (is_fn and t in R.addmm) or (is_m and t in ("addmm", "baddbmm")):
+        # input + m1 @ m2 (Hugging Face GPT-2's Conv1D: addmm(bias, x, w))
+        if n.kwargs.get("beta", 1) != 1 or n.kwargs.get("alpha", 1) != 1:
+            raise Skip("%s with alpha or beta" % getattr(t, "__name__", t))
+        return [Op("matmul", [(n.args[1], False), (n.args[2], False)]),
+                Op("add", [(None, False), (n.args[0], False)])]
     if (is_fn and t in R.matmul) or (is_m and t in R.matmul_methods):
         return [Op("matmul", [(n.args[0], False), (n.args[1], False)])]
     binop = R.binary.get(t) if is_fn else R.binary_methods.get(t) if is_m else None
@@ -299,7 +360,7 @@ def _classify_call(gm, n, R):
     un = R.unary.get(t) if is_fn else R.unary_methods.get(t) if is_m else None
     if un:
         if un == "gelu" and n.kwargs.get("approximate", "none") != "none":
-            raise Skip("gelu(approximate='tanh')")
+            return _gelu_tanh(R, n.args[0], n.kwargs["approximate"])
         return [Op(un, [(n.args[0], False)])]
     if (is_fn and t in R.pow) or (is_m and t in ("pow", "__pow__")):
         if n.args[1] == 2 and _is_node(n.args[0]):
@@ -316,21 +377,57 @@ def _classify_call(gm, n, R):
         if R.has_clamp and _finite(lo) and _finite(hi) and lo <= hi:
             return [Op("clamp", [(n.args[0], False), (Lit(lo), False), (Lit(hi), False)])]
         raise Skip("clamp without both finite bounds (or no clamp operator)")
-    if (is_fn and t in R.transpose) or (is_m and t == "transpose"):
+    if (is_fn and t in R.transpose) or (is_m and t in ("transpose", "swapaxes", "swapdims")):
         x = n.args[0]
         rank = len(meta_of(x)[0]) if _is_node(x) and meta_of(x) else 0
-        d0, d1 = sorted(d % rank if rank else d for d in (_arg(n, 1, "dim0"), _arg(n, 2, "dim1")))
-        if R.has_transpose and rank >= 2 and (d0, d1) == (rank - 2, rank - 1):
-            return [Op("transpose", [(x, False)])]
-        raise Skip("transpose other than of the last two dims (or no transpose operator)")
+        if rank < 2:
+            raise Skip("transpose of a value of unknown shape or rank < 2")
+        d0, d1 = (d % rank for d in (_arg(n, 1, "dim0"), _arg(n, 2, "dim1")))
+        dims = list(range(rank))
+        dims[d0], dims[d1] = d1, d0
+        return _permute(R, x, dims)
+    if (is_m and t == "t") or (is_fn and t is getattr(torch, "t", None)):
+        x = n.args[0]
+        rank = len(meta_of(x)[0]) if _is_node(x) and meta_of(x) else 0
+        return _permute(R, x, list(range(rank))[::-1])
+    if is_fn and t is getattr and len(n.args) == 2 and n.args[1] in ("T", "mT"):
+        x = n.args[0]
+        rank = len(meta_of(x)[0]) if _is_node(x) and meta_of(x) else 0
+        if rank < 2:
+            raise Skip("%s of a value of unknown shape or rank < 2" % n.args[1])
+        dims = list(range(rank))[::-1] if n.args[1] == "T" else \
+            list(range(rank - 2)) + [rank - 1, rank - 2]
+        return _permute(R, x, dims)
+    if (is_fn and t in R.permute) or (is_m and t == "permute"):
+        x = n.args[0]
+        dims = list(n.args[1:]) if len(n.args) > 1 else n.kwargs.get("dims")
+        if len(dims) == 1 and isinstance(dims[0], (list, tuple)):
+            dims = list(dims[0])
+        rank = len(meta_of(x)[0]) if _is_node(x) and meta_of(x) else 0
+        if not all(isinstance(d, int) for d in dims) or len(dims) != rank:
+            raise Skip("permute with dims that are not %d numbers" % rank)
+        return _permute(R, x, [d % rank for d in dims])
+    if (is_fn and t in R.reshape) or (is_m and t in R.reshape_methods):
+        return _reshape(R, n, n.args[0])
+    if is_m and t in R.identity_methods or is_fn and t in R.identity:
+        x = n.args[0]
+        mx, mn = meta_of(x) if _is_node(x) else None, meta_of(n)
+        if not mx or not mn or mx != mn:
+            raise Skip("%s that changes the dtype (a piece holds one dtype)" % t
+                       if mx and mn else "%s of a value of unknown shape" % t)
+        flat = []
+        torch_fx_map((n.args[1:], n.kwargs), flat.append)
+        if any(isinstance(a, (str, torch.device)) for a in flat):
+            raise Skip("%s to a device" % t)
+        return [Op(None, [(x, False)])]
+    if is_fn and R.sdpa is not None and t is R.sdpa:
+        return _sdpa(R, n)
     if (is_fn and t in R.softmax) or (is_m and t == "softmax"):
+        if n.kwargs.get("dtype") is not None:
+            raise Skip("softmax with a dtype (a piece holds one dtype)")
         dim = _arg(n, 1, "dim")
         if R.has_max and isinstance(dim, int):
-            x = n.args[0]
-            # exp(x - max(x)) / sum(exp(x - max(x))): the safe softmax.
-            return [Op("max", [(x, False)], dim=dim), Op("sub", [(x, False), (Ref(0), False)]),
-                    Op("exp", [(None, False)]), Op("sum", [(None, False)], dim=dim),
-                    Op("div", [(Ref(2), False), (None, False)])]
+            return _softmax_ops((n.args[0], False), 0, dim)
         raise Skip("softmax needs the max operator")
     if (is_fn and t in R.mean) or (is_m and t == "mean"):
         dim = _arg(n, 1, "dim")
@@ -356,17 +453,130 @@ def _classify_call(gm, n, R):
     if is_fn and t is F.layer_norm:
         return _layer_norm(R, n.args[0], _arg(n, 1, "normalized_shape"), _arg(n, 4, "eps", 1e-5),
                            _arg(n, 2, "weight"), _arg(n, 3, "bias"))
-    if is_fn and t is getattr(F, "rms_norm", None):
-        shape = _arg(n, 1, "normalized_shape")
-        eps = _arg(n, 3, "eps")
-        if len(shape) != 1 or (eps is not None and eps > EPS_MAX):
-            raise Skip("rms_norm over several dims or with eps > %g" % EPS_MAX)
-        ops = [Op("rms_norm", [(n.args[0], False)])]
-        w = _arg(n, 2, "weight")
-        if w is not None:
-            ops.append(Op("mul", [(None, False), (w, False)]))
-        return ops
+    if is_fn and t in R.rms_norm_fns:
+        return _rms_norm_call(R, n.args[0], _arg(n, 1, "normalized_shape"), _arg(n, 3, "eps"),
+                              _arg(n, 2, "weight"))
     raise Skip("no mirsearch equivalent")
+
+
+def _gelu_tanh(R, x, approx):
+    """gelu(x, approximate='tanh') (GPT-2's): 0.5 x (1 + tanh(sqrt(2/pi)
+    (x + 0.044715 x^3))), written out with tanh, pow and constants."""
+    if approx != "tanh":
+        raise Skip("gelu(approximate=%r)" % (approx,))
+    if not (R.scalars and R.has_pow and "tanh" in R.unary.values()):
+        raise Skip("gelu(approximate='tanh') needs tanh, pow and constants")
+    return [Op("pow", [(x, False), (Lit(3), False)]),
+            Op("mul", [(None, False), (Lit(0.044715), False)]),
+            Op("add", [(x, False), (None, False)]),
+            Op("mul", [(None, False), (Lit((2.0 / 3.141592653589793) ** 0.5), False)]),
+            Op("tanh", [(None, False)]),
+            Op("add", [(None, False), (Lit(1), False)]),
+            Op("mul", [(x, False), (None, False)]),
+            Op("mul", [(None, False), (Lit(0.5), False)])]
+
+
+def _rms_eps(R, eps):
+    """The attribute text of rms_norm with eps (None: none to write), or
+    Skip where the library's rms_norm takes no eps and eps is not small
+    enough to drop."""
+    if not _finite(eps) or eps < 0:
+        raise Skip("rms_norm with eps %r" % (eps,))
+    if R.rms_eps:
+        return "eps=" + Lit(eps).text if eps else None
+    if eps > EPS_MAX:
+        raise Skip("rms_norm with eps > %g (this library's rms_norm has no eps)" % EPS_MAX)
+    return None
+
+
+def _rms_norm_call(R, x, shape, eps, weight):
+    """F.rms_norm / nn.RMSNorm over the last dim, then the weight; eps None
+    is the dtype's machine epsilon, as PyTorch takes it."""
+    import torch
+    if isinstance(shape, int):
+        shape = [shape]
+    if shape is None or len(shape) != 1:
+        raise Skip("rms_norm over several dims")
+    if eps is None:
+        m = meta_of(x) if _is_node(x) else None
+        dt = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32}.get(
+            m[1] if m else None)
+        if dt is None:
+            raise Skip("rms_norm of a value of unknown dtype")
+        eps = torch.finfo(dt).eps
+    ops = [Op("rms_norm", [(x, False)], attrs=_rms_eps(R, eps))]
+    if weight is not None:
+        ops.append(Op("mul", [(None, False), (weight, False)]))
+    return ops
+
+
+def _permute(R, x, dims):
+    """x with its dims reordered (result dim i is x's dim dims[i]): nothing
+    for the identity, transpose for the last two dims, else permute."""
+    rank = len(dims)
+    if sorted(dims) != list(range(rank)):
+        raise Skip("permute dims %s are not a permutation" % dims)
+    if dims == list(range(rank)):
+        return [Op(None, [(x, False)])]
+    if R.has_transpose and dims == list(range(rank - 2)) + [rank - 1, rank - 2]:
+        return [Op("transpose", [(x, False)])]
+    if not R.has_layout:
+        raise Skip("permute of other than the last two dims (this library has no permute)")
+    return [Op("permute", [(x, False)], attrs="dims=[%s]" % ", ".join(map(str, dims)),
+               keep_rank=True)]
+
+
+def _reshape(R, n, x):
+    """view/reshape/flatten/unsqueeze/squeeze: a reshape to n's recorded
+    shape (the shape arguments, -1 and sizes read at run time included,
+    are resolved by the recorded shapes: a program has static shapes)."""
+    mn, mx = meta_of(n), (meta_of(x) if _is_node(x) else None)
+    if not mn or not mx:
+        raise Skip("reshape of a value of unknown shape")
+    if mn[0] == mx[0]:
+        return [Op(None, [(x, False)])]
+    if not R.has_layout:
+        raise Skip("reshape (this library has no reshape operator)")
+    if not mn[0]:
+        raise Skip("reshape to a scalar")
+    return [Op("reshape", [(x, False)], attrs="shape=[%s]" % ", ".join(map(str, mn[0])),
+               keep_rank=True)]
+
+
+def _sdpa(R, n):
+    """F.scaled_dot_product_attention without a mask tensor or dropout:
+    softmax(q @ k^T * scale [+ causal mask]) @ v, the softmax shifted by
+    its max as PyTorch computes it."""
+    q, k, v = n.args[:3]
+    mask, drop = _arg(n, 3, "attn_mask"), _arg(n, 4, "dropout_p", 0.0)
+    causal, scale = _arg(n, 5, "is_causal", False), _arg(n, 6, "scale")
+    if mask is not None or drop != 0 or n.kwargs.get("enable_gqa", False):
+        raise Skip("scaled_dot_product_attention with attn_mask, dropout or enable_gqa")
+    mq, mk = meta_of(q) if _is_node(q) else None, meta_of(k) if _is_node(k) else None
+    if not mq or not mk or len(mq[0]) != len(mk[0]) or not _is_node(v):
+        raise Skip("scaled_dot_product_attention of values of unknown or unequal ranks")
+    if not (R.has_max and R.has_transpose and R.scalars):
+        raise Skip("scaled_dot_product_attention needs max, transpose and constants")
+    if causal and (not R.has_mask or mq[0][-2] != mk[0][-2]):
+        # PyTorch's is_causal aligns the diagonal top-left, causal_mask
+        # bottom-right: the same only for as many queries as keys.
+        raise Skip("is_causal with other than as many queries as keys (or no causal_mask)")
+    scale = 1.0 / float(mq[0][-1]) ** 0.5 if scale is None else scale
+    ops = [Op("transpose", [(k, False)]), Op("matmul", [(q, False), (None, False)]),
+           Op("mul", [(None, False), (Lit(scale), False)])]
+    if causal:
+        ops.append(Op("causal_mask", [(None, False)]))
+    return ops + _softmax_ops((Ref(len(ops) - 1), False), len(ops), -1) + \
+        [Op("matmul", [(None, False), (v, False)])]
+
+
+def _softmax_ops(x, base, dim):
+    """exp(x - max(x)) / sum(exp(x - max(x))) over dim, the safe softmax, as
+    ops placed at index base of a node's list; x: the operand spec of the
+    input (a node, or a Ref to an earlier op of the list)."""
+    return [Op("max", [x], dim=dim), Op("sub", [x, (Ref(base), False)]),
+            Op("exp", [(None, False)]), Op("sum", [(None, False)], dim=dim),
+            Op("div", [(Ref(base + 2), False), (None, False)])]
 
 
 def _layer_norm(R, x, shape, eps, weight, bias):
@@ -385,7 +595,8 @@ def _layer_norm(R, x, shape, eps, weight, bias):
 
 def _match_rms(n, R):
     """If n ends an RMSNorm written out (x * rsqrt(mean(x^2, -1, keepdim) + eps)
-    or x / sqrt(...)), return (x, inner nodes) else None."""
+    or x / sqrt(...)), return (x, inner nodes, eps attribute text or None)
+    else None."""
     def fn_or_method(m, fns, meth):
         return m is not None and _is_node(m) and (
             (m.op == "call_function" and m.target in fns) or
@@ -409,7 +620,9 @@ def _match_rms(n, R):
         mean, eps = add.args
         if _is_node(eps):
             mean, eps = eps, mean
-        if not (_scalar(eps) and 0 <= eps <= EPS_MAX):
+        try:
+            eps_attr = _rms_eps(R, eps)
+        except Skip:
             continue
         if not fn_or_method(mean, R.mean, "mean"):
             continue
@@ -430,7 +643,7 @@ def _match_rms(n, R):
         inner = [r, add, mean, sq]
         if any(len(m.users) != 1 for m in inner):
             continue
-        return x, inner
+        return x, inner, eps_attr
     return None
 
 
@@ -454,17 +667,131 @@ def _match_causal(n):
         ms = meta_of(s_)
         if not ms or len(ms[0]) < 2 or ms[0][-1] != ms[0][-2]:
             continue  # square: the library's mask aligns the diagonal bottom-right
-        return s_, [m, f]
+        return s_, [m, f], None
+    return None
+
+
+VIEW_STAYS = "a reshape, permute or identity stays PyTorch code (a view there, a copy " \
+    "in a kernel)"
+
+
+def _const_ancestors(n, root):
+    """The constant nodes (trace()'s mirs_const, get_attr, and calls on
+    them) that compute node n and feed nothing but root and each other:
+    absorbed into root with it.  None if n is not a constant."""
+    if not _is_node(n) or "mirs_const" not in n.meta:
+        return None
+    inner, stack = [], [n]
+    while stack:
+        m = stack.pop()
+        if m in inner or m.op == "placeholder":
+            continue
+        inner.append(m)
+        stack.extend(m.all_input_nodes)
+    keep = set(inner)
+    changed = True
+    while changed:  # drop the ones something outside reads
+        changed = False
+        for m in list(keep):
+            if any(u is not root and u not in keep for u in m.users):
+                keep.discard(m)
+                changed = True
+    return [m for m in inner if m in keep] if n in keep else None
+
+
+def _causal_kept(shape):
+    """The boolean pattern causal_mask keeps on the last two dims of shape
+    (m x n): column j of row i where j <= i + (n - m)."""
+    import torch
+    m, n = shape[-2], shape[-1]
+    return torch.ones(m, n, dtype=torch.bool).tril(n - m)
+
+
+def _mask_fill_ok(n, fill, rank):
+    """Whether fill (a number, a constant node or tensor) may stand for the
+    -inf that causal_mask writes where n masks: -inf itself, or a large
+    negative number (the dtype's lowest, as Hugging Face fills masks)
+    where n's value feeds nothing but a softmax over its last dim (whose
+    result is then the same)."""
+    import torch
+    if _is_node(fill):
+        if "mirs_const" not in fill.meta:
+            return False
+        fill = fill.meta["mirs_const"]
+    f = torch.as_tensor(fill, dtype=torch.float64)
+    if f.numel() and bool(torch.isneginf(f).all()):
+        return True
+    if not f.numel() or not bool((f <= -65504.0).all()) or len(n.users) != 1:
+        return False
+    u = next(iter(n.users))
+    name = u.target if isinstance(u.target, str) else getattr(u.target, "__name__", "")
+    dim = _arg(u, 1, "dim")
+    return name == "softmax" and isinstance(dim, int) and dim in (-1, rank - 1)
+
+
+def _match_const_mask(n):
+    """A causal mask applied from a constant (a registered tril buffer, a
+    slice of one, a comparison of it: nanoGPT's and Hugging Face's GPT-2
+    spellings), as s.masked_fill(C, -inf), torch.where(C, s, -inf) or
+    s + M: s, the constant's nodes, None; or None.  C (True: masked, or
+    for where True: kept) and M (0 kept, -inf masked) must equal the
+    causal pattern on s's last two dims, the same for every leading index."""
+    import torch
+    name = n.target if isinstance(n.target, str) else getattr(n.target, "__name__", "")
+    if n.op not in ("call_function", "call_method") or name not in ("masked_fill", "where",
+                                                                     "add", "__add__"):
+        return None
+    args = list(n.args) + [n.kwargs[k] for k in ("mask", "value", "other") if k in n.kwargs]
+    cands = []
+    if name == "masked_fill" and len(args) >= 3:
+        cands = [(args[0], args[1], "masked", args[2])]
+    elif name == "where" and len(args) == 3:
+        cands = [(args[1], args[0], "kept", args[2]), (args[2], args[0], "masked", args[1])]
+    elif name in ("add", "__add__") and len(args) == 2:
+        cands = [(args[0], args[1], "additive", None), (args[1], args[0], "additive", None)]
+    for s_, c, kind, fill in cands:
+        ms = meta_of(s_) if _is_node(s_) else None
+        if not ms or len(ms[0]) < 2 or not _is_node(c) or "mirs_const" not in c.meta:
+            continue
+        if kind != "additive" and not _mask_fill_ok(n, fill, len(ms[0])):
+            continue
+        cv = c.meta["mirs_const"]
+        try:
+            cv = cv.expand(ms[0])
+        except RuntimeError:
+            continue
+        kept = _causal_kept(ms[0]).expand(ms[0])
+        if kind == "additive":
+            ok = cv.is_floating_point() and bool((cv[kept] == 0).all()) and \
+                _mask_fill_ok(n, cv[~kept], len(ms[0]))
+        else:
+            ok = cv.dtype == torch.bool and torch.equal(cv, kept if kind == "kept" else ~kept)
+        if not ok:
+            continue
+        inner = _const_ancestors(c, n)
+        if inner is None:
+            continue
+        if _is_node(fill):
+            more = _const_ancestors(fill, n)
+            if more is None:
+                continue
+            inner += [m for m in more if m not in inner]
+        return s_, inner, None
     return None
 
 
 class Analysis:
     """The classification of every node of an fx GraphModule:
     .ops[node] = list of Op (supported), .absorbed[node] = root node,
-    .why[node] = reason (unsupported call nodes), .meta[node] = (shape, dtype)."""
+    .why[node] = reason (unsupported call nodes), .meta[node] = (shape, dtype).
+    layout=False (the backend's): reshapes, permutes and identities stay
+    PyTorch code, where they are views (no copy, no kernel launch) while
+    in a program they are copies; the transpose of the last two dims,
+    which the search fuses into its matmuls, stays in."""
 
-    def __init__(self, gm):
+    def __init__(self, gm, layout=True):
         self.gm = gm
+        self.layout = layout
         R = rules()
         self.ops, self.absorbed, self.why, self.meta = {}, {}, {}, {}
         nodes = list(gm.graph.nodes)
@@ -476,10 +803,10 @@ class Analysis:
             if n.op not in ("call_function", "call_method", "call_module") or n in self.absorbed:
                 continue
             rm = _match_rms(n, R)
-            cm = _match_causal(n) if R.has_mask and not rm else None
+            cm = (_match_causal(n) or _match_const_mask(n)) if R.has_mask and not rm else None
             if rm or cm:
-                x, inner = rm or cm
-                self.ops[n] = [Op("rms_norm" if rm else "causal_mask", [(x, False)])]
+                x, inner, attrs = rm or cm
+                self.ops[n] = [Op("rms_norm" if rm else "causal_mask", [(x, False)], attrs=attrs)]
                 for m in inner:
                     self.absorbed[m] = n
         for n in nodes:
@@ -494,6 +821,9 @@ class Analysis:
                 continue
             except (IndexError, AttributeError, TypeError) as e:
                 self.why[n] = "cannot read its arguments (%s)" % e
+                continue
+            if not layout and any(op.kind in ("reshape", "permute", None) for op in ops):
+                self.why[n] = VIEW_STAYS
                 continue
             self.ops[n] = ops
         # Values that may hold infinities (a -inf mask built by full_like or
@@ -608,6 +938,7 @@ class PieceProgram:
         self.name = ident(name)
         self.bindings, self.outputs = [], []
         self._in = {}
+        self._padded = {}
         self._names = set()
         lines = []
         val = {}
@@ -633,9 +964,14 @@ class PieceProgram:
                         args.append(outs[v.index])
                         continue
                     if _is_node(v) and v in node_set and v in val:
-                        args.append(val[v])
+                        args.append(self._ranked(v, val[v], op, rank or len(shape), lines))
                     else:
-                        args.append(self._input(v, tr, op, rank or len(shape), dtype, lines))
+                        args.append(self._input(v, tr, op, 0 if op.keep_rank else
+                                                rank or len(shape), dtype, lines))
+                if op.kind is None:  # an identity: the operand's value
+                    cur = args[0]
+                    outs.append(cur)
+                    continue
                 out = self._fresh(n.name if i == len(ops) - 1 else "%s_%d" % (n.name, i))
                 if op.dim is not None:
                     lines.append("%s = %s(%s, dim=%d)" % (out, op.kind, args[0], op.dim))
@@ -649,14 +985,48 @@ class PieceProgram:
         if outputs is None:
             outputs = [n for n in self.nodes if n not in an.absorbed and
                        any(u not in node_set for u in n.users)]
+        inputs = {b.name for b in self.bindings}
         for n in outputs:
-            self.outputs.append((n, val[n]))
+            v = val[n]
+            if v in inputs or v in [w for _m, w in self.outputs]:
+                # An identity of an input, or a second output of one value:
+                # a program output is a tensor an op defines, once.
+                v = self._copy(v, an.meta[n][0], n.name, lines)
+            self.outputs.append((n, v))
         header = ["program %s" % self.name]
         for b in self.bindings:
             header.append("input %s : %s%s" % (b.name, self._dtype_of(b, dtype),
                                               list(b.shape)))
         self.text = "\n".join(header + lines + ["output %s" % v for _n, v in self.outputs]) + "\n"
         self.program = Program.parse(self.text, self.name + ".graph")
+
+    def _ranked(self, v, name, op, rank, lines):
+        """name (the program value of node v) as an operand of an
+        elementwise op of rank `rank`: PyTorch broadcasts a lower-rank
+        operand, the program format needs equal ranks, so it is reshaped
+        with leading 1s where the library has reshape."""
+        vshape = self.an.meta[v][0]
+        if op.kind not in ("add", "sub", "mul", "div") or len(vshape) >= rank or \
+                not (rules().has_layout and self.an.layout):
+            return name
+        key = (name, rank)
+        if key not in self._padded:
+            out = self._fresh("%s_r%d" % (name, rank))
+            shape = [1] * (rank - len(vshape)) + list(vshape)
+            lines.append("%s = reshape(%s, shape=[%s])" % (out, name, ", ".join(map(str, shape))))
+            self._padded[key] = out
+        return self._padded[key]
+
+    def _copy(self, v, shape, base, lines):
+        """A new tensor equal to v (of shape shape), defined by an op."""
+        out = self._fresh(base + "_copy")
+        if rules().has_layout:
+            lines.append("%s = reshape(%s, shape=[%s])" % (out, v, ", ".join(map(str, shape))))
+        elif rules().scalars:
+            lines.append("%s = mul(%s, 1)" % (out, v))
+        else:
+            raise Unsupported([(base, "value", "an output equal to an input (no op to copy it)")])
+        return out
 
     def _dtype_of(self, b, dtype):
         return dtype
@@ -692,19 +1062,118 @@ class PieceProgram:
         return nm
 
 
+_SIZE_METHODS = {"size", "dim", "numel"}
+_SIZE_ATTRS = {"shape", "ndim"}
+_INT_OPS = {operator.getitem, operator.add, operator.sub, operator.mul, operator.floordiv,
+            operator.truediv, operator.mod, operator.neg, operator.pow, len}
+
+
+# The largest constant tensor (no input's value flows into it) that trace()
+# keeps for the mask patterns.
+CONST_MAX_NUMEL = 1 << 22
+
+
+def _mask_like(t):
+    """Whether constant tensor t may be (part of) a mask, so trace() keeps
+    its value: boolean, or floating with -inf or a large negative number
+    in it (not the weights, which need not be kept)."""
+    import torch
+    if t.numel() > CONST_MAX_NUMEL or t.is_sparse:
+        return False
+    if t.dtype == torch.bool:
+        return True
+    return t.is_floating_point() and t.numel() > 0 and bool((t <= -65504.0).any())
+
+
+def _is_shape_of(n):
+    """Whether node n reads a tensor's shape (x.size(), x.shape, x.dim()),
+    not its values."""
+    return (n.op == "call_method" and n.target in _SIZE_METHODS) or \
+        (n.op == "call_function" and n.target is getattr and len(n.args) == 2 and
+         n.args[1] in _SIZE_ATTRS)
+
+
+def _is_size_value(v):
+    if isinstance(v, bool):
+        return False
+    if isinstance(v, int):
+        return True
+    return isinstance(v, (tuple, list)) and all(isinstance(d, int) and not isinstance(d, bool)
+                                                for d in v)
+
+
+def _fold_sizes(gm, values):
+    """Replace the nodes that compute sizes from shapes (x.size(), x.shape,
+    x.dim(), their items, integer arithmetic on them) by the numbers they
+    gave on the example inputs (values: node -> value): a program has
+    static shapes, and so do the graphs compiled for them.  Data-dependent
+    numbers (.item()) are not sizes and stay."""
+    import torch.fx
+    folded = 0
+    for n in list(gm.graph.nodes):
+        if n not in values:
+            continue
+        v = values[n]
+        shape_of_tensor = _is_shape_of(n)
+        flat = []
+        torch.fx.node.map_arg((n.args, n.kwargs), flat.append)
+        # Arithmetic whose operands are all numbers by now (sizes folded
+        # before it, in graph order): 1.0 / x.size(-1) too.
+        arith = n.op == "call_function" and n.target in _INT_OPS and not flat
+        if not ((shape_of_tensor and _is_size_value(v)) or
+                (arith and (_is_size_value(v) or _finite(v)))):
+            continue
+        v = values[n]
+        v = tuple(v) if isinstance(v, (tuple, list)) else v
+        for u in list(n.users):
+            u.args = torch.fx.node.map_arg(u.args, lambda m: v if m is n else m)
+            u.kwargs = torch.fx.node.map_arg(u.kwargs, lambda m: v if m is n else m)
+        gm.graph.erase_node(n)
+        folded += 1
+    if folded:
+        gm.recompile()
+
+
 def trace(fn, example_inputs):
-    """fx-trace fn (a function or nn.Module) and record each node's shape and
-    dtype by running it on example_inputs."""
+    """fx-trace fn (a function or nn.Module; a GraphModule is copied, not
+    changed) and record each node's shape and dtype by running it on
+    example_inputs; the sizes it computes from shapes become numbers."""
+    import copy
+
     import torch
     import torch.fx
     from torch.fx.passes.shape_prop import ShapeProp
     if isinstance(fn, torch.fx.GraphModule):
-        gm = fn
-    elif isinstance(fn, torch.nn.Module):
-        gm = torch.fx.symbolic_trace(fn)
+        gm = torch.fx.GraphModule(fn, copy.deepcopy(fn.graph), class_name=type(fn).__name__)
     else:
-        gm = torch.fx.symbolic_trace(fn)
-    ShapeProp(gm).propagate(*example_inputs)
+        # Buffers as graph nodes (not values fixed at trace time), so a
+        # mask buffer sliced to the sequence length traces.
+        class Tracer(torch.fx.Tracer):
+            proxy_buffer_attributes = True
+        tracer = Tracer()
+        graph = tracer.trace(fn)
+        gm = torch.fx.GraphModule(tracer.root, graph, type(fn).__name__ if isinstance(
+            fn, torch.nn.Module) else getattr(fn, "__name__", "fn"))
+    values = {}
+    dynamic = set()  # nodes whose value depends on the inputs' values (not only shapes)
+
+    class Prop(ShapeProp):
+        def run_node(self, n):
+            r = super().run_node(n)
+            if n.op == "placeholder" or (not _is_shape_of(n) and any(
+                    a in dynamic for a in n.all_input_nodes)):
+                dynamic.add(n)
+            if _is_size_value(r) or _finite(r):
+                values[n] = r
+            elif isinstance(r, torch.Tensor) and n not in dynamic and _mask_like(r):
+                # A constant mask (a buffer, a slice of one, a comparison):
+                # kept for the patterns that read its values
+                # (_match_const_mask).
+                n.meta["mirs_const"] = r.detach()
+            return r
+
+    Prop(gm).propagate(*example_inputs)
+    _fold_sizes(gm, values)
     return gm
 
 

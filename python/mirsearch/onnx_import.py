@@ -3,10 +3,16 @@
 which runs `python3 -m mirsearch.onnx_import`).
 
 The model is read with the `onnx` package (ONNX's own reader) and its
-shapes inferred with onnx.shape_inference.  Each node maps to program ops;
+shapes inferred with onnx.shape_inference (_prepare: inputs given static
+dims with --input-shape, constant subgraphs such as Shape/Gather/Concat
+chains and Trilu masks computed here and made initializers, the
+inference run again after each fold).  Each node maps to program ops;
 patterns that exporters write out are matched first: RMSNorm
-(x * 1/sqrt(mean(x^2) + eps), eps <= 1e-4 dropped), GELU (the erf form)
-and SiLU (x * sigmoid(x)).  Graph inputs and initializers become program
+(x * 1/sqrt(mean(x^2) + eps): rms_norm(x, eps=e), or with a library whose
+rms_norm has no eps, eps <= 1e-4 dropped), GELU (the erf form) and SiLU
+(x * sigmoid(x)); an Add or Where of a constant causal mask is
+causal_mask.  Reshape/Unsqueeze/Squeeze/Flatten and Transpose become
+reshape and permute (or transpose) with resolved attributes.  Graph inputs and initializers become program
 inputs through a binding (a transpose for Gemm's transB, leading 1s so
 operands have equal rank) written as comments at the top of the .graph.
 Scalar Constants feed only those patterns and Pow's exponent 2.  Every
@@ -91,14 +97,11 @@ class Imported:
 
 
 class _Importer:
-    def __init__(self, model, name):
+    def __init__(self, model, name, shapes=None):
         import onnx
         from onnx import numpy_helper
         self.onnx = onnx
-        try:
-            model = onnx.shape_inference.infer_shapes(model)
-        except Exception:  # noqa: BLE001 - shapes may still be declared
-            pass
+        model = _prepare(model, shapes)
         self.g = model.graph
         self.name = ident(name)
         self.init = {t.name: numpy_helper.to_array(t) for t in self.g.initializer}
@@ -128,6 +131,9 @@ class _Importer:
                         self.consts[n.output[0]] = a.f
         for o in self.g.output:
             self.uses[o.name] = self.uses.get(o.name, 0) + 1
+        self.opset = max([o.version for o in model.opset_import if o.domain in ("", "ai.onnx")]
+                         or [13])
+        self.output_names = {o.name for o in self.g.output}
         self.graph_inputs = {i.name for i in self.g.input if i.name not in self.init}
         self.lines, self.bindings, self.val = [], [], {}
         self.names = set()
@@ -135,6 +141,31 @@ class _Importer:
         self.failed = set()  # values of unsupported nodes and of nodes after them
         self.downstream = 0
         self.absorbed = set()
+
+    # -- constants
+    def const(self, v):
+        """The value of v as a numpy array where it is a constant (an
+        initializer, a Constant, or folded from them), else None."""
+        c = self.consts.get(v, self.init.get(v))
+        if c is None:
+            return None
+        import numpy as np
+        return np.asarray(c)
+
+    def causal(self, keep, s):
+        """Whether the constant boolean `keep` (True: kept) is the causal
+        pattern of causal_mask(s): column j kept where j <= i + (n - m),
+        the diagonal bottom-right, m x n the last two dims of s; the same
+        for every leading index (size 1 or broadcast)."""
+        import numpy as np
+        ds = self.shape(s)
+        if keep is None or ds is None or len(ds) < 2 or keep.ndim < 2 or keep.ndim > len(ds):
+            return False
+        m, n = ds[-2], ds[-1]
+        if keep.shape[-2:] != (m, n) or keep.dtype != bool:
+            return False
+        want = np.tril(np.ones((m, n), dtype=bool), n - m)
+        return all((f == want).all() for f in keep.reshape(-1, m, n))
 
     # -- helpers
     def scalar(self, v):
@@ -179,8 +210,9 @@ class _Importer:
                              % (v, len(self.shape(v) or []), rank))
         dims, dt = self.info.get(v, (None, None))
         if dims is None or any(d is None for d in dims) or dt is None:
-            raise ValueError("input %s has no static shape or a dtype other than "
-                             "float16/bfloat16/float32" % v)
+            raise ValueError("input %s has no static shape (dynamic axes: give them with "
+                             "--input-shape %s=D0,D1,...) or a dtype other than "
+                             "float16/bfloat16/float32" % (v, v))
         dims = list(dims)
         if transpose:
             dims[-2], dims[-1] = dims[-1], dims[-2]
@@ -209,7 +241,9 @@ class _Importer:
     # -- patterns
     def match_rms(self, n):
         """Mul(x, Div(1, Sqrt(Add(ReduceMean(Pow(x, 2)), eps)))) or
-        Div(x, Sqrt(...)): x and the inner nodes, or None."""
+        Div(x, Sqrt(...)): x, the inner nodes and the eps attribute text
+        (dropped where the library's rms_norm has none and eps <= EPS_MAX),
+        or None."""
         if n.op_type == "Mul":
             cands = [(n.input[0], n.input[1]), (n.input[1], n.input[0])]
         elif n.op_type == "Div":
@@ -238,7 +272,7 @@ class _Importer:
                 mean, eps = eps, mean
             e = self.scalar(eps)
             rm = self.prod(mean, "ReduceMean")
-            if e is None or not 0 <= e <= EPS_MAX or rm is None:
+            if e is None or not 0 <= e or not (e <= EPS_MAX or _rms_eps()) or rm is None:
                 continue
             axes = self.attr(rm, "axes") or ([int(a) for a in self.init.get(rm.input[1], [])]
                                              if len(rm.input) > 1 else None)
@@ -253,7 +287,7 @@ class _Importer:
             if pw is None and (mul is None or mul.input[0] != x or mul.input[1] != x):
                 continue
             inner += [sq, add, rm, pw or mul]
-            return x, inner
+            return x, inner, (", eps=" + _lit(e) if e and _rms_eps() else "")
         return None
 
     def match_gelu(self, n):
@@ -302,7 +336,7 @@ class _Importer:
                             ("silu", self.match_silu)):
                 r = m(n)
                 if r:
-                    roots[id(n)] = (kind, r[0])
+                    roots[id(n)] = (kind, r[0], r[2] if len(r) > 2 else "")
                     self.absorbed.update(id(k) for k in r[1])
                     break
         for n in self.g.node:
@@ -311,8 +345,8 @@ class _Importer:
             label = n.name or "(unnamed %s)" % n.op_type
             try:
                 if id(n) in roots:
-                    kind, x = roots[id(n)]
-                    self.emit(n.output[0], "%s(%s)" % (kind, self.operand(x)))
+                    kind, x, attrs = roots[id(n)]
+                    self.emit(n.output[0], "%s(%s%s)" % (kind, self.operand(x), attrs))
                 else:
                     self.node(n)
             except ValueError as e:
@@ -330,7 +364,14 @@ class _Importer:
         for o in self.g.output:
             if o.name not in self.val:
                 raise ImportError_("output %s is not computed by a supported node" % o.name)
-            outs.append((o.name, self.val[o.name]))
+            v = self.val[o.name]
+            if v in {b.name for b in self.bindings} or v in [w for _o, w in outs]:
+                # An input passed through (Identity, a no-op Reshape), or a
+                # second output of one value: a program output is a
+                # tensor that an op defines, once.
+                v = self.emit(o.name + "_copy", "reshape(%s, shape=[%s])" % (
+                    v, ", ".join(map(str, self.shape(o.name)))))
+            outs.append((o.name, v))
         head = ["# imported from ONNX by mirsearch import; program inputs:"]
         head += ["#   " + b.describe() for b in self.bindings]
         head.append("program %s" % self.name)
@@ -342,7 +383,9 @@ class _Importer:
         t = n.op_type
         out = n.output[0]
         rank = len(self.shape(out) or [])
-        if t in ("Add", "Sub", "Mul", "Div"):
+        if t == "Add" and self.add_mask(n):
+            pass
+        elif t in ("Add", "Sub", "Mul", "Div"):
             consts = [self.scalar(i) if i not in self.graph_inputs else None for i in n.input]
             if any(c is not None for c in consts):
                 if not _have_op("mul_scalar"):
@@ -403,7 +446,10 @@ class _Importer:
                 self.emit(out, "%s(%s, dim=%d)" % (op, x, axes[0]))
         elif t == "Softmax" and (_have_op("softmax") or _have_op("max")):
             x = self.operand(n.input[0])
-            ax = self.attr(n, "axis", -1)
+            ax = self.attr(n, "axis", -1 if self.opset >= 13 else 1)
+            if self.opset < 13 and ax not in (-1, rank - 1):
+                # Before opset 13, Softmax normalizes over all dims from axis on.
+                raise ValueError("Softmax (opset %d) over other than the last axis" % self.opset)
             if _have_op("softmax"):
                 self.emit(out, "softmax(%s, dim=%d)" % (x, ax))
             else:  # the safe softmax: exp(x - max) / sum
@@ -412,12 +458,6 @@ class _Importer:
                 e = self.emit(out + "_exp", "exp(%s)" % d)
                 s = self.emit(out + "_sum", "sum(%s, dim=%d)" % (e, ax))
                 self.emit(out, "div(%s, %s)" % (e, s))
-        elif t == "Transpose" and _have_op("transpose"):
-            perm = self.attr(n, "perm")
-            r = len(perm or [])
-            if not perm or perm[:-2] != list(range(r - 2)) or perm[-2:] != [r - 1, r - 2]:
-                raise ValueError("Transpose other than of the last two dims")
-            self.emit(out, "transpose(%s)" % self.operand(n.input[0]))
         elif t == "LayerNormalization" and _have_op("layer_norm"):
             ax = self.attr(n, "axis", -1)
             if ax not in (-1, rank - 1):
@@ -430,25 +470,424 @@ class _Importer:
             if len(n.input) > 2 and n.input[2]:
                 cur = self.emit(out + "_b", "add(%s, %s)" % (cur, self.operand(n.input[2], rank)))
             self.val[out] = cur
-        elif t == "Identity":
+        elif t in ("Identity", "Dropout") or (t == "Cast" and self.info.get(
+                n.input[0], (None, None))[1] is not None and
+                ONNX_DTYPES.get(self.attr(n, "to")) == self.info[n.input[0]][1]):
+            if t == "Dropout" and (len(n.input) > 2 and n.input[2] and
+                                   self.scalar(n.input[2]) != 0.0):
+                raise ValueError("Dropout in training mode")
             self.val[out] = self.operand(n.input[0])
+        elif t in ("Reshape", "Unsqueeze", "Squeeze", "Flatten"):
+            self.reshape(n, t)
+        elif t == "Transpose":
+            self.transpose(n)
+        elif t in ("SimplifiedLayerNormalization", "RMSNormalization"):
+            # x / sqrt(mean(x^2, last axis) + epsilon) * scale: rms_norm
+            # with eps (ONNX Runtime's fused form, ONNX's opset 23 op).
+            ax = self.attr(n, "axis", -1)
+            xs = self.shape(n.input[0])
+            if xs is None or ax not in (-1, len(xs) - 1):
+                raise ValueError("%s over other than the last axis" % t)
+            if len(n.output) > 1 and any(n.output[1:]):
+                raise ValueError("%s with its inverse std-dev output" % t)
+            eps = self.attr(n, "epsilon", 1e-5)
+            x = self.operand(n.input[0])
+            if not _rms_eps():
+                raise ValueError("%s: this library's rms_norm has no eps" % t)
+            r = self.emit(out + "_rms", "rms_norm(%s%s)" % (x, ", eps=" + _lit(eps) if eps
+                                                            else ""))
+            self.emit(out, "mul(%s, %s)" % (r, self.operand(n.input[1], len(xs))))
+        elif t == "Where":
+            self.where(n)
         else:
             raise ValueError("no mirsearch equivalent")
 
+    # -- layout and masks
+    def reshape(self, n, t):
+        """Reshape (constant shape: 0 copies the input's dim unless
+        allowzero, -1 is inferred), Unsqueeze, Squeeze, Flatten: a reshape
+        to the resolved shape (nothing where it is the input's)."""
+        import numpy as np
+        xs = self.shape(n.input[0])
+        if xs is None or any(d is None for d in xs):
+            raise ValueError("%s of a value of unknown shape" % t)
+        numel = int(np.prod(xs, dtype=np.int64))
+        if t == "Reshape":
+            sh = self.const(n.input[1])
+            if sh is None:
+                raise ValueError("Reshape to a shape that is not a constant")
+            sh = [int(d) for d in sh.reshape(-1)]
+            if not self.attr(n, "allowzero", 0):
+                sh = [xs[i] if d == 0 and i < len(xs) else d for i, d in enumerate(sh)]
+            if sh.count(-1) > 1 or any(d < -1 for d in sh):
+                raise ValueError("Reshape to %s" % sh)
+            if -1 in sh:
+                rest = int(np.prod([d for d in sh if d != -1], dtype=np.int64))
+                if rest == 0 or numel % rest:
+                    raise ValueError("Reshape of %s to %s" % (xs, sh))
+                sh[sh.index(-1)] = numel // rest
+        elif t == "Flatten":
+            ax = self.attr(n, "axis", 1)
+            ax = ax + len(xs) if ax < 0 else ax
+            sh = [int(np.prod(xs[:ax], dtype=np.int64)), int(np.prod(xs[ax:], dtype=np.int64))]
+        else:
+            axes = self.attr(n, "axes")
+            if axes is None and len(n.input) > 1 and n.input[1]:
+                a = self.const(n.input[1])
+                if a is None:
+                    raise ValueError("%s with axes that are not a constant" % t)
+                axes = [int(d) for d in a.reshape(-1)]
+            if t == "Unsqueeze":
+                r = len(xs) + len(axes or [])
+                axes = sorted(a + r if a < 0 else a for a in axes or [])
+                sh = list(xs)
+                for a in axes:
+                    sh.insert(a, 1)
+            else:
+                axes = {a + len(xs) if a < 0 else a for a in axes} if axes else \
+                    {i for i, d in enumerate(xs) if d == 1}
+                if any(xs[a] != 1 for a in axes):
+                    raise ValueError("Squeeze of a dim that is not 1")
+                sh = [d for i, d in enumerate(xs) if i not in axes]
+        if int(np.prod(sh, dtype=np.int64)) != numel or not sh:
+            raise ValueError("%s of %s to %s" % (t, xs, sh))
+        x = self.operand(n.input[0])
+        if list(sh) == list(xs):
+            self.val[n.output[0]] = x
+            return
+        if not _have_op("reshape"):
+            raise ValueError("%s: this library has no reshape operator" % t)
+        self.info[n.output[0]] = (list(sh), self.info.get(n.input[0], (None, None))[1])
+        self.emit(n.output[0], "reshape(%s, shape=[%s])" % (x, ", ".join(map(str, sh))))
+
+    def transpose(self, n):
+        """Transpose(perm): nothing for the identity, transpose for the last
+        two dims, else permute."""
+        xs = self.shape(n.input[0])
+        if xs is None:
+            raise ValueError("Transpose of a value of unknown rank")
+        r = len(xs)
+        perm = [int(p) for p in (self.attr(n, "perm") or list(range(r))[::-1])]
+        if sorted(perm) != list(range(r)):
+            raise ValueError("Transpose with perm %s" % perm)
+        x = self.operand(n.input[0])
+        if perm == list(range(r)):
+            self.val[n.output[0]] = x
+        elif r >= 2 and perm == list(range(r - 2)) + [r - 1, r - 2] and _have_op("transpose"):
+            self.emit(n.output[0], "transpose(%s)" % x)
+        elif _have_op("permute"):
+            self.emit(n.output[0], "permute(%s, dims=[%s])" % (x, ", ".join(map(str, perm))))
+        else:
+            raise ValueError("Transpose other than of the last two dims (this library has "
+                             "no permute)")
+
+    def mask_ok(self, out, fill):
+        """Whether masked entries of value `fill` (a number or array) may
+        stand for -inf: -inf itself, or a large negative number (the
+        dtype's lowest, as Hugging Face writes masks) where the masked
+        scores feed only a Softmax over the last axis."""
+        import numpy as np
+        f = np.asarray(fill)
+        if f.size and np.isneginf(f).all():
+            return True
+        users = [m for m in self.g.node if out in m.input]
+        return bool(f.size) and bool((f <= -65504.0).all()) and len(users) == 1 and \
+            users[0].op_type == "Softmax" and self.attr(users[0], "axis", -1) in (
+                -1, len(self.shape(out) or []) - 1) and out not in self.output_names
+
+    def add_mask(self, n):
+        """Add(s, M) with M a constant causal mask: causal_mask(s); True when
+        emitted."""
+        import numpy as np
+        for s_, m in ((n.input[0], n.input[1]), (n.input[1], n.input[0])):
+            c = self.const(m)
+            if c is None or c.ndim < 2 or self.const(s_) is not None or not _have_op(
+                    "causal_mask"):
+                continue
+            keep = c == 0
+            if not self.causal(keep, s_) or not self.mask_ok(n.output[0],
+                                                                              c[~keep]):
+                continue
+            if np.asarray(c).shape[-2:] != tuple(self.shape(n.output[0])[-2:]):
+                continue
+            self.emit(n.output[0], "causal_mask(%s)" % self.operand(s_))
+            return True
+        return False
+
+    def where(self, n):
+        """Where(C, s, fill) (or Where(not C, fill, s)) with C the constant
+        causal pattern and fill -inf: causal_mask(s)."""
+        c = self.const(n.input[0])
+        if c is None or not _have_op("causal_mask"):
+            raise ValueError("Where other than a constant causal mask")
+        c = c.astype(bool)
+        for s_, fill, cond in ((n.input[1], n.input[2], c), (n.input[2], n.input[1], ~c)):
+            f = self.const(fill)
+            if f is None or self.const(s_) is not None or not self.mask_ok(n.output[0], f):
+                continue
+            if self.causal(cond, s_) and \
+                    list(self.shape(s_) or []) == list(self.shape(n.output[0]) or [None]):
+                self.emit(n.output[0], "causal_mask(%s)" % self.operand(s_))
+                return
+        raise ValueError("Where other than a constant causal mask")
+
+
+# ONNX Runtime's fused ops that ONNX's shape inference does not know: their
+# output 0 has input 0's shape and dtype.
+_SAME_SHAPE = {"SimplifiedLayerNormalization", "RMSNormalization",
+               "SkipSimplifiedLayerNormalization"}
+
+
+def _infer_shapes(model):
+    """model with its shapes inferred by ONNX; where an op ONNX does not
+    know (_SAME_SHAPE) stops the inference, its output's shape is declared
+    and the inference run again, so the ops after it have shapes too."""
+    import onnx
+    for _ in range(16):
+        try:
+            model = onnx.shape_inference.infer_shapes(model)
+        except Exception:  # noqa: BLE001 - shapes may still be declared
+            return model
+        g = model.graph
+        known = {vi.name: vi for vi in list(g.input) + list(g.value_info) + list(g.output)
+                 if vi.type.tensor_type.HasField("shape")}
+        added = 0
+        for n in g.node:
+            if n.op_type in _SAME_SHAPE and n.input[0] in known and n.output[0] not in known:
+                vi = onnx.ValueInfoProto()
+                vi.CopyFrom(known[n.input[0]])
+                vi.name = n.output[0]
+                g.value_info.append(vi)
+                added += 1
+        if not added:
+            return model
+    return model
+
+
+class _Attrs:
+    """attr(node, name, default) for the constant folding outside an importer."""
+
+    @staticmethod
+    def attr(n, name, default=None):
+        import onnx
+        for a in n.attribute:
+            if a.name == name:
+                return onnx.helper.get_attribute_value(a)
+        return default
+
+
+def _fix_input_shapes(m, shapes):
+    """Give the graph inputs named in shapes ({name: [d0, ...]}) those
+    static dims (a model exported with dynamic axes); the shapes of the
+    values after them are then inferred again (declared ones dropped)."""
+    g = m.graph
+    inputs = {i.name: i for i in g.input}
+    for name, dims in shapes.items():
+        if name not in inputs:
+            raise ImportError_("--input-shape %s: the model has no input %s (its inputs: %s)"
+                               % (name, name, ", ".join(inputs) or "none"))
+        tt = inputs[name].type.tensor_type
+        if tt.HasField("shape") and len(tt.shape.dim) != len(dims):
+            raise ImportError_("--input-shape %s: rank %d, the model's input has rank %d"
+                               % (name, len(dims), len(tt.shape.dim)))
+        tt.ClearField("shape")
+        for d in dims:
+            tt.shape.dim.add().dim_value = int(d)
+    del g.value_info[:]
+    for o in g.output:
+        o.type.tensor_type.ClearField("shape")
+
+
+def _prepare(model, shapes=None):
+    """A copy of model with its shapes inferred and the nodes of
+    _fold_table whose inputs are all constants computed at import (the
+    shapes exporters build with Shape/Gather/Concat, the causal masks they
+    build with Trilu/Where): each becomes an initializer (a tensor that an
+    op reads is then a program input like a weight), and the inference runs
+    again, so a Reshape to a computed shape has its result's shape."""
+    import numpy as np
+    import onnx
+    from onnx import numpy_helper
+    m = onnx.ModelProto()
+    m.CopyFrom(model)
+    if shapes:
+        _fix_input_shapes(m, shapes)
+    fold = _fold_table()
+    # The declared shapes that stay true when constants are folded: those
+    # without symbolic dims (an inferred one may hold a symbol that the
+    # folding then resolves: each pass infers from these again).
+    base = [vi for vi in m.graph.value_info if all(
+        d.HasField("dim_value") for d in vi.type.tensor_type.shape.dim)]
+    for _ in range(64):
+        del m.graph.value_info[:]
+        m.graph.value_info.extend(base)
+        m = _infer_shapes(m)
+        g = m.graph
+        consts = {t.name: numpy_helper.to_array(t) for t in g.initializer}
+        for n in g.node:
+            if n.op_type == "Constant" and n.attribute:
+                a = n.attribute[0]
+                v = onnx.helper.get_attribute_value(a)
+                consts[n.output[0]] = numpy_helper.to_array(v) if a.name == "value" else \
+                    np.asarray(v, dtype=np.float32 if a.name.startswith("value_float")
+                               else np.int64)
+        dims = {}
+        for vi in list(g.input) + list(g.value_info) + list(g.output):
+            tt = vi.type.tensor_type
+            if tt.HasField("shape") and all(d.HasField("dim_value") for d in tt.shape.dim):
+                dims[vi.name] = [d.dim_value for d in tt.shape.dim]
+        outputs = {o.name for o in g.output}
+        done = []
+        for n in g.node:
+            if n.op_type not in fold or outputs & set(n.output) or len(n.output) != 1:
+                continue
+            if n.op_type == "Shape":
+                if n.input[0] not in dims:
+                    continue
+                vals = [np.asarray(dims[n.input[0]][_Attrs.attr(n, "start", 0):
+                                                    _Attrs.attr(n, "end", None)],
+                                   dtype=np.int64)]
+            else:
+                vals = [consts.get(i) if i else None for i in n.input]
+                if any(i and v is None for i, v in zip(n.input, vals)):
+                    continue
+            try:
+                out = np.asarray(fold[n.op_type](_Attrs, n, vals) if fold[n.op_type]
+                                 else vals[0])
+            except (ValueError, TypeError, IndexError, KeyError):
+                continue
+            consts[n.output[0]] = out
+            done.append((n, out))
+        if not done:
+            return m
+        for n, out in done:
+            g.node.remove(n)
+            g.initializer.append(numpy_helper.from_array(out, n.output[0]))
+    return m
+
+
+def _rms_eps():
+    """Whether the loaded library's rms_norm takes an eps."""
+    try:
+        from .fx import rules
+        return rules().rms_eps
+    except Exception:  # noqa: BLE001 - without torch: probe the parser directly
+        try:
+            from .fx import _parses
+            return _parses("program p\ninput x : f32[2, 4]\ny = rms_norm(x, eps=0.001)\n"
+                           "output y\n")
+        except Exception:  # noqa: BLE001 - no library: assume an old one
+            return False
+
+
+def _np_dtype(to):
+    import numpy as np
+    return {1: np.float32, 10: np.float16, 11: np.float64, 6: np.int32, 7: np.int64,
+            9: np.bool_}[to]
+
+
+def _fold_unsqueeze(imp, n, v):
+    import numpy as np
+    axes = imp.attr(n, "axes")
+    if axes is None:
+        axes = [int(a) for a in v[1].reshape(-1)]
+    x = v[0]
+    r = x.ndim + len(axes)
+    for a in sorted(a + r if a < 0 else a for a in axes):
+        x = np.expand_dims(x, a)
+    return x
+
+
+def _fold_div(a, b):
+    import numpy as np
+    if a.dtype.kind in "iu" and b.dtype.kind in "iu":
+        return (np.trunc(a / b)).astype(np.result_type(a, b))
+    return a / b
+
+
+def _fold_range():
+    import numpy as np
+    return lambda imp, n, v: np.arange(v[0].reshape(()), v[1].reshape(()), v[2].reshape(()))
+
+
+def _fold_table():
+    """ONNX ops computed at import from constant inputs: f(importer, node,
+    input values) -> value."""
+    import numpy as np
+
+    def trilu(imp, n, v):
+        k = int(v[1].reshape(())) if len(v) > 1 and v[1] is not None else 0
+        return np.triu(v[0], k) if imp.attr(n, "upper", 1) else np.tril(v[0], k)
+
+    def cofs(imp, n, v):
+        val = imp.attr(n, "value")
+        from onnx import numpy_helper
+        fill = numpy_helper.to_array(val).reshape(-1)[0] if val is not None else \
+            np.float32(0)
+        return np.full([int(d) for d in v[0]], fill, dtype=np.asarray(fill).dtype)
+
+    return {
+        "Shape": None,  # from the inferred shapes (_prepare)
+        "Trilu": trilu,
+        "Where": lambda imp, n, v: np.where(v[0].astype(bool), v[1], v[2]),
+        "Cast": lambda imp, n, v: v[0].astype(_np_dtype(imp.attr(n, "to"))),
+        "ConstantOfShape": cofs,
+        "Expand": lambda imp, n, v: v[0] * np.ones([int(d) for d in v[1]], dtype=v[0].dtype),
+        "Equal": lambda imp, n, v: np.equal(v[0], v[1]),
+        "Not": lambda imp, n, v: np.logical_not(v[0]),
+        "Gather": lambda imp, n, v: np.take(v[0], v[1], axis=imp.attr(n, "axis", 0)),
+        "Unsqueeze": _fold_unsqueeze,
+        "Concat": lambda imp, n, v: np.concatenate(v, axis=imp.attr(n, "axis", 0)),
+        "Range": _fold_range(),
+        "Add": lambda imp, n, v: v[0] + v[1],
+        "Sub": lambda imp, n, v: v[0] - v[1],
+        "Mul": lambda imp, n, v: v[0] * v[1],
+        "Div": lambda imp, n, v: _fold_div(v[0], v[1]),
+    }
+
 
 def _lit(v):
-    """A number literal as the .graph format writes it (exact repr)."""
+    """A number literal as the .graph format writes it: exact, except that
+    a float32 constant (the exporters' eps, 1e-6 as float32) is written as
+    the shortest decimal that is the same float32 (1e-06), not as its
+    float64 expansion (9.999999974752427e-07)."""
     v = float(v)
-    return repr(int(v)) if v.is_integer() and abs(v) < 1e15 else repr(v)
+    if v.is_integer() and abs(v) < 1e15:
+        return repr(int(v))
+    try:
+        import numpy as np
+        f = np.float32(v)
+        if float(f) == v and np.isfinite(f):
+            return np.format_float_positional(f, unique=True, trim="-") \
+                if 1e-4 <= abs(v) < 1e15 else np.format_float_scientific(f, unique=True,
+                                                                          trim="-")
+    except ImportError:
+        pass
+    return repr(v)
 
 
-def import_onnx(model, name=None):
-    """An Imported program from an ONNX model (a path or a ModelProto)."""
+def import_onnx(model, name=None, shapes=None):
+    """An Imported program from an ONNX model (a path or a ModelProto).
+    shapes: {input name: [d0, ...]}, static dims for inputs exported with
+    dynamic axes (a program has static shapes)."""
     import onnx
     if isinstance(model, str):
         name = name or re.sub(r"\.onnx$", "", model.rsplit("/", 1)[-1])
         model = onnx.load(model)
-    return _Importer(model, name or model.graph.name or "model").convert()
+    return _Importer(model, name or model.graph.name or "model", shapes).convert()
+
+
+def _shape_arg(text):
+    """NAME=D0,D1,... (an --input-shape) as (name, [dims])."""
+    import argparse
+    name, _, dims = text.partition("=")
+    try:
+        out = [int(d) for d in dims.split(",")]
+        if not name or any(d < 1 for d in out):
+            raise ValueError(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("%r is not NAME=D0,D1,... with dims >= 1" % text)
+    return name, out
 
 
 def main(argv=None):
@@ -458,6 +897,9 @@ def main(argv=None):
     ap.add_argument("model")
     ap.add_argument("-o", "--output", help="the .graph to write (default: stdout)")
     ap.add_argument("--name", help="program name (default: the file's)")
+    ap.add_argument("--input-shape", type=_shape_arg, action="append", default=[],
+                    metavar="NAME=D0,D1,...",
+                    help="static dims for an input exported with dynamic axes (repeatable)")
     a = ap.parse_args(argv)
     try:
         import onnx  # noqa: F401
@@ -467,7 +909,7 @@ def main(argv=None):
               file=sys.stderr)
         return 69
     try:
-        imp = import_onnx(a.model, a.name)
+        imp = import_onnx(a.model, a.name, dict(a.input_shape) or None)
     except ImportError_ as e:
         print("mirsearch import: %s: cannot import:" % a.model, file=sys.stderr)
         for b in e.unsupported:

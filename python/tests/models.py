@@ -52,17 +52,44 @@ class LlamaDecoderLayer(torch.nn.Module):
         return x + self.down_proj(F.silu(self.gate_proj(h)) * self.up_proj(h))
 
 
+class LlamaSDPA(LlamaDecoderLayer):
+    """The same layer as torch 2.x code writes it: nn.RMSNorm modules and
+    F.scaled_dot_product_attention(is_causal=True) (torch >= 2.4)."""
+
+    def __init__(self, d, heads, ffn):
+        super().__init__(d, heads, ffn)
+        self.input_norm = torch.nn.RMSNorm(d, eps=1e-6)
+        self.post_norm = torch.nn.RMSNorm(d, eps=1e-6)
+        with torch.no_grad():
+            self.input_norm.weight.copy_(1 + 0.1 * torch.randn(d))
+            self.post_norm.weight.copy_(1 + 0.1 * torch.randn(d))
+
+    def forward(self, x):
+        b, s, d = x.shape
+        hd = d // self.heads
+        h = self.input_norm(x)
+        q, k, v = (p(h).view(b, s, self.heads, hd).transpose(1, 2)
+                   for p in (self.q_proj, self.k_proj, self.v_proj))
+        o = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        x = x + self.o_proj(o.transpose(1, 2).reshape(b, s, d))
+        h = self.post_norm(x)
+        return x + self.down_proj(F.silu(self.gate_proj(h)) * self.up_proj(h))
+
+
 class GPT2MLP(torch.nn.Module):
-    """LayerNorm'd input in GPT-2 is outside this block: c_fc, GELU,
-    c_proj, residual."""
+    """GPT-2's MLP block: LayerNorm (ln_2), c_fc, GELU, c_proj, residual."""
 
     def __init__(self, d, ffn):
         super().__init__()
+        self.ln_2 = torch.nn.LayerNorm(d)
+        with torch.no_grad():  # not the identity of a fresh LayerNorm
+            self.ln_2.weight.copy_(1 + 0.1 * torch.randn(d))
+            self.ln_2.bias.copy_(0.1 * torch.randn(d))
         self.c_fc = torch.nn.Linear(d, ffn)
         self.c_proj = torch.nn.Linear(ffn, d)
 
     def forward(self, x):
-        return x + self.c_proj(F.gelu(self.c_fc(x)))
+        return x + self.c_proj(F.gelu(self.c_fc(self.ln_2(x))))
 
 
 # (batch, sequence, hidden, heads, ffn) of the two sizes the tests use.

@@ -16,8 +16,13 @@ import torch
 import torch._dynamo
 
 import mirsearch
-from models import GPT2_SIZES, LLAMA_SIZES, GPT2MLP, LlamaDecoderLayer
+from mirsearch import fx as mfx
+from models import GPT2_SIZES, LLAMA_SIZES, GPT2MLP, LlamaDecoderLayer, LlamaSDPA
 from util import CacheTest, max_rel
+# from_torch's tests again under torch 2.x, where F.scaled_dot_product_attention,
+# F.rms_norm and nn.RMSNorm exist (skipped on Debian's 1.13).
+from test_torch import FromTorchTest  # noqa: F401
+from test_decoder import from_torch_reference
 
 OPTS = {"time_limit": 2, "threads": 1}
 TOL = 1e-3  # f32 with tf32 tensor cores for computed operands (test_models.TOL)
@@ -79,6 +84,28 @@ class CompileTest(CacheTest):
         ops = [o for r in reports for p in r["pieces"] if p["replaced"] for o in p["ops"]]
         for op in ("rms_norm", "matmul", "silu", "exp", "max", "causal_mask"):
             self.assertIn(op, ops, log)
+
+
+    @unittest.skipUnless(mfx.rules().has_layout and mfx.rules().rms_eps,
+                         "the library has no reshape/permute or no rms_norm eps")
+    def test_llama_sdpa(self):
+        """The layer with nn.RMSNorm and scaled_dot_product_attention:
+        from_torch (strict) evaluates like PyTorch; torch.compile gives
+        eager's outputs and its second compile comes from the cache."""
+        b, s, d, h, f = LLAMA_SIZES[0]
+        torch.manual_seed(d)
+        m, x = LlamaSDPA(d, h, f), torch.randn(b, s, d)
+        pp = mirsearch.from_torch(m, [x])
+        for op in ("rms_norm(x, eps=1e-06)", "causal_mask(", "permute(", "reshape("):
+            self.assertIn(op, pp.text)
+        reports, log = self.compile_twice(m, x)
+        ops = [o for r in reports for p in r["pieces"] if p["replaced"] for o in p["ops"]]
+        for op in ("rms_norm", "causal_mask", "max", "exp"):
+            self.assertIn(op, ops, log)
+        ref = from_torch_reference(pp, LlamaSDPA(d, h, f), x, seed=3)
+        (_n, (shape, vals)), = pp.program.eval(3).items()
+        got = torch.tensor(vals, dtype=torch.float64).reshape(shape)
+        self.assertLess(max_rel(got, ref), 1e-9)
 
 
 if __name__ == "__main__":

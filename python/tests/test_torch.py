@@ -83,12 +83,18 @@ class FromTorchTest(unittest.TestCase):
         def rms(x, g):
             return g * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6))
         pp = mirsearch.from_torch(rms, [torch.randn(4, 32), torch.randn(32)])
-        self.assertIn("rms_norm(x)", pp.text)
+        self.assertIn("rms_norm(x, eps=1e-06)" if mfx.rules().rms_eps else "rms_norm(x)",
+                      pp.text)
         self.assertEqual(pp.program.num_ops, 2)
 
         def big_eps(x):
             return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 0.1)
-        if mfx.rules().scalars and mfx.rules().has_pow:
+        if mfx.rules().rms_eps:
+            # The library's rms_norm takes the eps: kept, whatever its size.
+            pp = mirsearch.from_torch(big_eps, [torch.randn(4, 32)])
+            self.assertIn("rms_norm(x, eps=0.1)", pp.text)
+            seeded_eval_check(self, pp, big_eps)
+        elif mfx.rules().scalars and mfx.rules().has_pow:
             # Not an rms_norm (its eps matters): written out with constants.
             pp = mirsearch.from_torch(big_eps, [torch.randn(4, 32)])
             self.assertNotIn("rms_norm", pp.text)
@@ -151,6 +157,188 @@ class FromTorchTest(unittest.TestCase):
         self.assertIn("layer_norm(x, eps=1e-05)", pp.text)
         self.assertIn("mean(x, dim=-1)", pp.text)
         seeded_eval_check(self, pp, m, module=m)
+
+    @unittest.skipUnless(mfx.rules().has_layout, "the library has no reshape and permute")
+    def test_layout(self):
+        """view/reshape/flatten/unsqueeze/squeeze become reshape (to the
+        recorded shape: sizes read at run time are folded to numbers),
+        transposes of other dims and permute become permute, the last two
+        dims' transpose and .mT transpose, contiguous nothing; the program
+        computes what PyTorch does."""
+        def f(x, w, c):
+            b, s, d = x.size(0), x.size(1), x.shape[-1]
+            h = (x @ w).view(b, s, 2, d // 2).transpose(1, 2).contiguous()   # [b, 2, s, d/2]
+            g = h.permute(0, 2, 3, 1).reshape(b, s, d)                       # [b, s, d]
+            u = g.unsqueeze(1).flatten(2).squeeze(1)                         # [b, s*d]
+            # c.T.T is c; the sums are [1, 1], broadcast as PyTorch does
+            return u.view(b, s, d).mT @ x + c.T.T.sum(-1, keepdim=True).mT.sum(-1, keepdim=True)
+        x, w, c = torch.randn(2, 4, 8), torch.randn(8, 8), torch.randn(8, 8)
+        pp = mirsearch.from_torch(f, [x, w, c])
+        self.assertEqual(pp.unsupported, [])
+        for op in ("reshape(matmul, shape=[2, 4, 2, 4])", "permute(view, dims=[0, 2, 1, 3])",
+                   "permute(transpose, dims=[0, 2, 3, 1])", "reshape(squeeze, shape=[2, 4, 8])",
+                   "transpose(view_1)", "reshape(sum_2, shape=[1, 1, 1])"):
+            self.assertIn(op, pp.text)
+        self.assertNotIn("size", pp.text)
+        seeded_eval_check(self, pp, f)
+
+    @unittest.skipUnless(mfx.rules().has_layout and mfx.rules().has_mask,
+                         "the library has no reshape/permute or causal_mask")
+    def test_constant_masks(self):
+        """Causal masks from a registered buffer, as nanoGPT
+        (masked_fill(bias[:, :, :T, :T] == 0, -inf)) and Hugging Face's
+        GPT-2 (torch.where(bias, s, finfo.min) before a softmax) write
+        them, and an additive constant mask: causal_mask, the buffer's
+        nodes absorbed (strict succeeds); the program computes PyTorch's."""
+        class Attn(torch.nn.Module):
+            def __init__(self, style, T=16):
+                super().__init__()
+                self.style = style
+                self.q, self.k, self.v = (torch.nn.Linear(32, 32, bias=False) for _ in range(3))
+                self.register_buffer("bias", torch.tril(torch.ones(T, T)).view(1, 1, T, T))
+                self.register_buffer("add_mask", torch.full((T, T), float("-inf")).triu(1))
+
+            def forward(self, x):
+                B, T, C = x.size(0), x.size(1), x.size(2)  # traceable by torch.fx
+                q, k, v = (p(x).view(B, T, 2, C // 2).transpose(1, 2)
+                           for p in (self.q, self.k, self.v))
+                att = (q @ k.transpose(-2, -1)) * (k.size(-1) ** -0.5)
+                if self.style == "nanogpt":
+                    att = att.masked_fill(self.bias[:, :, :T, :T] == 0, float("-inf"))
+                elif self.style == "hf":
+                    keep = self.bias[:, :, :T, :T].bool()
+                    att = torch.where(keep, att, torch.finfo(torch.float32).min)
+                else:
+                    att = att + self.add_mask[:T, :T]
+                y = F.softmax(att, dim=-1) @ v
+                return y.transpose(1, 2).contiguous().view(B, T, C)
+        for style in ("nanogpt", "hf", "additive"):
+            with self.subTest(style=style):
+                m = Attn(style)
+                pp = mirsearch.from_torch(m, [torch.randn(2, 8, 32)])
+                self.assertIn("causal_mask(", pp.text)
+                self.assertNotIn("bias", pp.text)
+                seeded_eval_check(self, pp, m, module=m)
+        # A constant that is not the causal pattern stays unsupported.
+        m = Attn("nanogpt")
+        m.bias[..., 0, 1] = 1
+        with self.assertRaises(mfx.Unsupported):
+            mirsearch.from_torch(m, [torch.randn(2, 8, 32)])
+
+    @unittest.skipUnless(mfx.rules().scalars and mfx.rules().has_pow,
+                         "the library has no constants or pow")
+    def test_gelu_tanh(self):
+        """GPT-2's GELU (approximate='tanh'), as a call and as nn.GELU:
+        written out with tanh, pow and constants."""
+        class M(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.act = torch.nn.GELU(approximate="tanh")
+
+            def forward(self, x):
+                return self.act(x) + F.gelu(x * 2, approximate="tanh")
+        m = M()
+        pp = mirsearch.from_torch(m, [torch.randn(4, 16)])
+        self.assertIn("tanh(", pp.text)
+        self.assertNotIn("= gelu(", pp.text)
+        seeded_eval_check(self, pp, m, module=m)
+
+    def test_addmm(self):
+        """Hugging Face GPT-2's Conv1D: addmm(bias, x.view(-1, nx), weight);
+        baddbmm likewise."""
+        from test_decoder import from_torch_reference
+
+        class Conv1D(torch.nn.Module):
+            def __init__(self, batched):
+                super().__init__()
+                self.batched = batched
+                self.weight = torch.nn.Parameter(torch.randn(16, 32))
+                self.bias = torch.nn.Parameter(torch.randn(32))
+
+            def forward(self, x):
+                if self.batched:
+                    return torch.baddbmm(self.bias, x, self.weight.unsqueeze(0))
+                return torch.addmm(self.bias, x.view(-1, x.size(-1)), self.weight)
+        for batched in (False, True) if mfx.rules().has_layout else (False,):
+            m = Conv1D(batched)
+            x = torch.randn(1, 8, 16) if batched else torch.randn(8, 16)
+            pp = mirsearch.from_torch(m, [x])
+            self.assertEqual(pp.text.count("matmul("), 1)
+            ref = from_torch_reference(pp, m, x, seed=4)
+            (shape, got), = pp.program.eval(4).values()
+            got = torch.tensor(got, dtype=torch.float64).reshape(shape)
+            self.assertLess(max_rel(got, ref), 1e-12)
+
+    def test_sizes_folded(self):
+        """Sizes computed from shapes are numbers in a program: no node for
+        them, and nothing unsupported."""
+        def f(x):
+            n = x.size(-1)
+            return x * (1.0 / n) if mfx.rules().scalars else x * x
+        pp = mirsearch.from_torch(f, [torch.randn(4, 8)])
+        self.assertEqual(pp.unsupported, [])
+        self.assertNotIn("size", pp.text)
+        # The caller's GraphModule is not changed.
+        gm = torch.fx.symbolic_trace(f)
+        mirsearch.from_torch(gm, [torch.randn(4, 8)])
+        self.assertIn("size", str(gm.graph))
+
+    @unittest.skipUnless(hasattr(F, "scaled_dot_product_attention"),
+                         "torch %s has no scaled_dot_product_attention" % torch.__version__)
+    def test_sdpa(self):
+        def f(q, k, v):
+            return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        q, k, v = (torch.randn(1, 2, 8, 16) for _ in range(3))
+        pp = mirsearch.from_torch(f, [q, k, v])
+        for op in ("transpose(k)", "mul(", "causal_mask(", "max(", "exp("):
+            self.assertIn(op, pp.text)
+        seeded_eval_check(self, pp, f)
+
+    @unittest.skipUnless(hasattr(F, "rms_norm") and hasattr(torch.nn, "RMSNorm"),
+                         "torch %s has no F.rms_norm or nn.RMSNorm" % torch.__version__)
+    def test_rms_norm_calls(self):
+        class M(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.norm = torch.nn.RMSNorm(16, eps=1e-5)
+                self.g = torch.nn.Parameter(1 + 0.1 * torch.randn(16))
+
+            def forward(self, x):
+                return F.rms_norm(self.norm(x), [16], self.g)  # eps None: the dtype's
+        pp = mirsearch.from_torch(M(), [torch.randn(4, 16)])
+        eps32 = torch.finfo(torch.float32).eps
+        self.assertIn("rms_norm(x, eps=1e-05)", pp.text)
+        self.assertIn("eps=%r" % eps32, pp.text)
+        # float64 on the seeded inputs, the eps of the float32 model spelled out
+        ins = pp.program.input_values(5)
+        v = {b.describe().split(" = ")[1].split(" ")[0]:
+             torch.tensor(ins[b.name][1], dtype=torch.float64).reshape(ins[b.name][0])
+             for b in pp.bindings}
+
+        def rms(t, eps):
+            return t / torch.sqrt(t.pow(2).mean(-1, keepdim=True) + eps)
+        ref = rms(rms(v["x"], 1e-5) * v["norm.weight"], eps32) * v["g"]
+        (shape, got), = pp.program.eval(5).values()
+        got = torch.tensor(got, dtype=torch.float64).reshape(shape)
+        self.assertLess(max_rel(got, ref), 1e-12)
+
+    @unittest.skipUnless(mfx.rules().has_max, "the library has no max operator (issue 29)")
+    def test_softmax_module_and_identities(self):
+        class M(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.seq = torch.nn.Sequential(
+                    torch.nn.Linear(16, 8, bias=False), torch.nn.Identity(),
+                    torch.nn.Dropout(0.1), torch.nn.Softmax(dim=-1))
+
+            def forward(self, x):
+                return self.seq(x.to(torch.float32).float())
+        pp = mirsearch.from_torch(M().eval(), [torch.randn(4, 16)])
+        self.assertEqual(pp.unsupported, [])
+        self.assertEqual(pp.program.num_ops, 6)  # matmul and the five of the softmax
+        with self.assertRaises(mfx.Unsupported) as e:
+            mirsearch.from_torch(lambda x: x.double() * 2, [torch.randn(4)])
+        self.assertIn("changes the dtype", str(e.exception))
 
     def test_dtypes(self):
         x = torch.randn(4, 8).half()

@@ -83,6 +83,7 @@ enum {
   OPT_RANK,
   OPT_CACHE,
   OPT_NO_CACHE,
+  OPT_INPUT_SHAPE,
   OPT_LIB = 1024
 };
 
@@ -114,6 +115,7 @@ static const struct option fixed_options[] = {
     {"rank", required_argument, NULL, OPT_RANK},
     {"cache", required_argument, NULL, OPT_CACHE},
     {"no-cache", no_argument, NULL, OPT_NO_CACHE},
+    {"input-shape", required_argument, NULL, OPT_INPUT_SHAPE},
 };
 #define NFIXED (sizeof fixed_options / sizeof fixed_options[0])
 
@@ -145,6 +147,9 @@ typedef struct cli {
   const char *calibrate;  /* bench --calibrate=FILE: measure the GPU, write a profile */
   const char *rank_dir;   /* bench --rank=DIR: time a search's top results */
   int no_cache;           /* --no-cache: no result cache (else the user's by default) */
+  /* import --input-shape=NAME=D0,D1,... (repeatable; argv's own strings) */
+  const char *input_shapes[MIRS__CLI_MAX_INPUT_SHAPES];
+  int ninput_shapes;
 } cli;
 
 /* Summary of one evaluated output, as printed by `eval`. */
@@ -455,6 +460,14 @@ static int parse_options(cli *c, int argc, char **argv) {
     case OPT_CALIBRATE:
       c->calibrate = optarg;
       break;
+    case OPT_INPUT_SHAPE:
+      if (c->ninput_shapes == MIRS__CLI_MAX_INPUT_SHAPES) {
+        cli_error(c, "more than %d --input-shape options", MIRS__CLI_MAX_INPUT_SHAPES);
+        rc = cli_hint(c);
+      } else {
+        c->input_shapes[c->ninput_shapes++] = optarg;
+      }
+      break;
     case OPT_RANK:
       c->rank_dir = optarg;
       break;
@@ -512,7 +525,7 @@ static const char *const usage_lines[] = {
     PROG " [OPTIONS] run FILE [--seed=N] [--backend=host|cuda]",
     PROG " [OPTIONS] bench FILE [--program=FILE] [--cuda-graph]",
     PROG " [OPTIONS] bench --calibrate=FILE.profile | --rank=DIR [--top=K]",
-    PROG " [OPTIONS] import MODEL.onnx [-o FILE.graph]",
+    PROG " [OPTIONS] import MODEL.onnx [-o FILE.graph] [--input-shape=...]",
 };
 
 static const char summary_text[] =
@@ -574,7 +587,9 @@ static const help_row help_rows[] = {
     {"import MODEL.onnx", "convert an ONNX model to a .graph program (on stdout, or -o "
                           "FILE.graph) with the Python importer (the onnx package; "
                           "docs/PYTHON.md): each unsupported operator is named with its node "
-                          "(exit 2); exit 3 without a Python that has onnx"},
+                          "(exit 2); exit 3 without a Python that has onnx; "
+                          "--input-shape=NAME=D0,D1,... (repeatable) gives an input exported "
+                          "with dynamic axes its dims"},
     {NULL, "Options (anywhere on the command line)"},
     {"-h, --help", "show this help and exit"},
     {"-V, --version", "show version, license and build information and exit"},
@@ -1953,7 +1968,8 @@ static int run_command(cli *c, int nargs, char **args) {
   if (cmd == 6)
     return cmd_bench(c, args[1]);
   if (cmd == 8) /* import MODEL.onnx [-o FILE.graph] (src/cli/import.c) */
-    return mirs__cli_import(c->ctx, c->out, c->err, args[1], c->output);
+    return mirs__cli_import(c->ctx, c->out, c->err, args[1], c->output, c->input_shapes,
+                            c->ninput_shapes);
   return cmd == 0 ? cmd_check(c, args[1]) : cmd_eval(c, args[1]);
 }
 

@@ -72,9 +72,16 @@ static void python_path(char *buf, size_t size) {
 /* Run python on the importer with its stderr in errpath; the exit status,
  * 127 when it could not be started. */
 static int run_importer(const char *python, const char *model, const char *outpath,
-                        const char *errpath, const char *pypath) {
+                        const char *errpath, const char *pypath, const char *const *shapes,
+                        int nshapes) {
   /* posix_spawn takes char *const argv[]: private copies of the strings. */
-  const char *args[] = {python, "-m", "mirsearch.onnx_import", model, "-o", outpath};
+  const char *args[6 + 2 * MIRS__CLI_MAX_INPUT_SHAPES] = {
+      python, "-m", "mirsearch.onnx_import", model, "-o", outpath};
+  int nargs = 6;
+  for (int i = 0; i < nshapes && i < MIRS__CLI_MAX_INPUT_SHAPES; i++) {
+    args[nargs++] = "--input-shape";
+    args[nargs++] = shapes[i];
+  }
   enum { NARGS = sizeof args / sizeof args[0] };
   char *argv[NARGS + 1] = {NULL};
   /* The environment with PYTHONPATH replaced. */
@@ -85,10 +92,10 @@ static int run_importer(const char *python, const char *model, const char *outpa
   size_t pylen = strlen(pypath) + sizeof "PYTHONPATH=";
   char *pyvar = malloc(pylen);
   int ok = envp && pyvar;
-  for (int i = 0; i < NARGS; i++)
+  for (int i = 0; i < nargs; i++)
     ok = ok && (argv[i] = strdup(args[i])) != NULL;
   if (!ok) {
-    for (int i = 0; i < NARGS; i++)
+    for (int i = 0; i < nargs; i++)
       free(argv[i]);
     free(envp);
     free(pyvar);
@@ -108,7 +115,7 @@ static int run_importer(const char *python, const char *model, const char *outpa
   pid_t pid;
   int rc = posix_spawnp(&pid, python, &fa, NULL, argv, envp);
   posix_spawn_file_actions_destroy(&fa);
-  for (int i = 0; i < NARGS; i++)
+  for (int i = 0; i < nargs; i++)
     free(argv[i]);
   free(envp);
   free(pyvar);
@@ -162,7 +169,7 @@ static int keep_program(mirs_context *ctx, FILE *out, FILE *err, const char *mod
 }
 
 int mirs__cli_import(mirs_context *ctx, FILE *out, FILE *err, const char *model,
-                     const char *output) {
+                     const char *output, const char *const *shapes, int nshapes) {
   if (access(model, R_OK) != 0) {
     fprintf(err, "mirsearch: error: %s: %s\n", model, strerror(errno));
     return EXIT_USAGE;
@@ -183,7 +190,7 @@ int mirs__cli_import(mirs_context *ctx, FILE *out, FILE *err, const char *model,
                            NULL};
   int rc = 127;
   for (int i = 0; pythons[i] && (rc == 127 || rc == EXIT_NO_ONNX); i++)
-    rc = run_importer(pythons[i], model, outpath, errpath, pypath);
+    rc = run_importer(pythons[i], model, outpath, errpath, pypath, shapes, nshapes);
   if (rc == 0) {
     rc = keep_program(ctx, out, err, model, outpath, output);
   } else if (rc == 127 || rc == EXIT_NO_ONNX) {

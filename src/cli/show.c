@@ -87,7 +87,7 @@ mirs_status mirs__cli_show_summary(FILE *o, mirs_context *ctx, const mirs_graph 
   char device[64] = "?";
   mirs_option_get(ctx, "cost_device", device, sizeof device);
   fprintf(o, "%s %s: %d kernel%s (%d custom), predicted ", ncustom ? "ugraph" : "program",
-          mirs_graph_name(g), nops, nops == 1 ? "" : "s", ncustom);
+          mirs_graph_name(g), total.kernels, total.kernels == 1 ? "" : "s", ncustom);
   put_cost(o, &total);
   fprintf(o, " on %s\n", device);
   fputs("inputs:", o);
@@ -130,6 +130,11 @@ mirs_status mirs__cli_show_summary(FILE *o, mirs_context *ctx, const mirs_graph 
       fprintf(o, ", dim=%d", kv.dim);
     for (int i = 0; i < kv.num_constants && i < 2; i++)
       fprintf(o, ", %.9g", kv.constants[i]);
+    if (kv.eps != 0.0)
+      fprintf(o, ", eps=%.9g", kv.eps);
+    for (int i = 0; i < kv.num_layout_dims; i++) /* (reshape's shape=, permute's dims=) */
+      fprintf(o, "%s%" PRId64 "%s", i ? ", " : kv.op == MIRS_OP_RESHAPE ? ", shape=[" : ", dims=[",
+              kv.layout_dims[i], i + 1 == kv.num_layout_dims ? "]" : "");
     fputs(") -> ", o);
     put_tensor(o, g, kv.outputs[0]);
     fputs(", ", o);

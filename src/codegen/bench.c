@@ -123,6 +123,7 @@ static bool on_cublas(const mirs_graph *p, const mirs__kop *o) {
 
 /* Name of program tensor t's device buffer in the harness. */
 static void base_ptr(const mirs_graph *p, int32_t t, char *buf, size_t size) {
+  t = mirs__codegen_view_root(p, t); /* (a view reads its root's buffer) */
   if (p->t[t].producer < 0) {
     snprintf(buf, size, "mb_in_%s", p->t[t].name);
     return;
@@ -148,8 +149,10 @@ static void emit_baseline(const mirs_graph *p, mirs__buf *b) {
   for (int32_t i = 0; i < p->nops; i++) {
     const mirs__kop *o = &p->ops[i];
     base_ptr(p, o->out[0], z, sizeof z);
-    mirs__buf_printf(b, "    /* op %d: %s -> %s */\n", (int)i, mirs__graph_ops[o->op].name,
-                     p->t[o->out[0]].name);
+    mirs__buf_printf(b, "    /* op %d: %s -> %s%s */\n", (int)i, mirs__graph_ops[o->op].name,
+                     p->t[o->out[0]].name, mirs__codegen_is_view(p, i) ? ", a view" : "");
+    if (mirs__codegen_is_view(p, i)) /* (as the generated entry: no kernel) */
+      continue;
     if (o->op == MIRS_OP_MATMUL && on_cublas(p, o)) {
       const mirs__shape *as = &p->t[o->in[0]].shape, *cs = &p->t[o->out[0]].shape;
       int64_t m = cs->d[cs->ndim - 2], n = cs->d[cs->ndim - 1], k = as->d[as->ndim - 1];
@@ -296,7 +299,7 @@ static void emit_harness_head(const mirs_graph *c, const mirs_graph *p, mirs__bu
   }
   for (int32_t t = 0; p && t < p->nt; t++) {
     base_ptr(p, t, x, sizeof x);
-    if (strncmp(x, "mb_bt", 5) == 0)
+    if (strncmp(x, "mb_bt", 5) == 0 && mirs__codegen_view_root(p, t) == t) /* (once a buffer) */
       mirs__buf_printf(b, "static %s *%s;\n", stype(p->t[t].dtype), x);
   }
   /* The entry point returns 0, a cudaError_t (> 0) or a broken contract
@@ -352,7 +355,7 @@ static void emit_main_setup(const mirs_graph *c, const mirs_graph *p, mirs__buf 
   }
   for (int32_t t = 0; p && t < p->nt; t++) {
     base_ptr(p, t, x, sizeof x);
-    if (strncmp(x, "mb_bt", 5) == 0)
+    if (strncmp(x, "mb_bt", 5) == 0 && mirs__codegen_view_root(p, t) == t) /* (once a buffer) */
       mirs__buf_printf(b,
                        "    mirs_h_check(cudaMalloc((void **)&%s, %" PRId64
                        " * sizeof(%s)), \"cudaMalloc\");\n",
@@ -678,7 +681,7 @@ mirs_status mirs_codegen_bench(const mirs_graph *candidate, const mirs_graph *pr
     if (o->op == MIRS_OP_MATMUL && on_cublas(program, o))
       r.baseline_cublas_calls++;
     else
-      r.baseline_kernels++;
+      r.baseline_kernels += !mirs__codegen_is_view(program, i);
   }
   char dir[900];
   MIRS_CHECK(ctx, mirs__codegen_tmpdir(ctx, "bench", dir, sizeof dir));

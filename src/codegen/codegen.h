@@ -43,6 +43,13 @@ double mirs__codegen_tolerance(mirs_dtype dt);
  * threads a block). */
 int64_t mirs__codegen_stride_blocks(int64_t n);
 
+/* Whether kernel op `op` of g is a view: a reshape whose result is not a
+ * graph output (its buffer is its input's, no kernel runs; cuda.c). */
+bool mirs__codegen_is_view(const mirs_graph *g, int32_t op);
+/* The tensor whose buffer kernel tensor t uses: t, or for a view the
+ * root of its chain of views. */
+int32_t mirs__codegen_view_root(const mirs_graph *g, int32_t t);
+
 /* ---------------------------------------------------------------- driver (run.c) */
 
 /* An argument vector built from copies (exec wants char *, literals are const). */

@@ -53,6 +53,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "codegen/codegen.h"
 #include "codegen/cost.h"
 #include "codegen/hopper.h"
 #include "codegen/plan.h"
@@ -647,6 +648,8 @@ static double elementwise_flops(mirs_op op) {
   case MIRS_OP_MUL_SCALAR:
   case MIRS_OP_RSUB_SCALAR:
   case MIRS_OP_TRANSPOSE:
+  case MIRS_OP_RESHAPE:
+  case MIRS_OP_PERMUTE:
     return 1;
   case MIRS_OP_CAUSAL_MASK: /* a compare of the global indices and a select */
   case MIRS_OP_CLAMP:
@@ -699,6 +702,7 @@ static double op_flops(mirs_op op, const mirs__shape *a, const mirs__shape *r) {
   case MIRS__KIND_UNARY:
   case MIRS__KIND_BINARY:
   case MIRS__KIND_TRANSPOSE: /* (a move per element) */
+  case MIRS__KIND_LAYOUT:
     return nr * elementwise_flops(op);
   case MIRS__KIND_CUSTOM:
   case MIRS__KIND_INPUT:
@@ -804,6 +808,7 @@ static mirs_status cost_custom(mirs_context *ctx, const mirs__cost_device *d, co
     case MIRS__KIND_INPUT:
     case MIRS__KIND_OUTPUT:
     case MIRS__KIND_CUSTOM:
+    case MIRS__KIND_LAYOUT: /* (kernel level only) */
       break;
     }
   }
@@ -896,7 +901,8 @@ mirs_status mirs__cost_kernel_op(mirs_context *ctx, const mirs__cost_device *d, 
   if (k->op != MIRS_OP_CUSTOM) {
     if (k->nin < 1 || k->nout < 1)
       return MIRS_FAIL(ctx, MIRS_INTERNAL, "kernel op %d has no input or output", (int)op);
-    cost_predefined(d, g, k, out);
+    if (!mirs__codegen_is_view(g, op)) /* (a view moves nothing and launches nothing) */
+      cost_predefined(d, g, k, out);
     return MIRS_OK;
   }
   if (!k->bg)
@@ -917,7 +923,7 @@ mirs_status mirs__cost_graph(mirs_context *ctx, const mirs__cost_device *d, cons
   for (int32_t i = 0; i < g->nops; i++) {
     mirs__cost_kernel k;
     MIRS_CHECK(ctx, mirs__cost_kernel_op(ctx, d, g, i, &k));
-    out->kernels++;
+    out->kernels += !mirs__codegen_is_view(g, i);
     out->bytes += k.bytes;
     out->flops += k.flops;
     if (k.smem > out->smem_peak)

@@ -297,8 +297,11 @@ static void emit_value(mirs__buf *b, const char *ind, const char *ity, mirs_op o
     mirs__buf_printf(b, "%sfor (%s p = 0; p < %" PRId64 "; p++) {\n", ind, ity, last);
     mirs__buf_printf(b, "%s  const float y = mirs_ld(%s + (row + p));\n%s  ss += y * y;\n%s}\n",
                      ind, in[0], ind, ind);
-    mirs__buf_printf(b, "%sv = mirs_ld(%s + (row + c%d)) / sqrtf(ss / %" PRId64 ".0f);\n", ind,
-                     in[0], r - 1, last);
+    char e[48] = ""; /* (rms_norm's eps, when it has one) */
+    if (eps != 0.0)
+      snprintf(e, sizeof e, " + %.9ef", eps);
+    mirs__buf_printf(b, "%sv = mirs_ld(%s + (row + c%d)) / sqrtf(ss / %" PRId64 ".0f%s);\n", ind,
+                     in[0], r - 1, last, e);
     break;
   }
   }
@@ -375,6 +378,31 @@ static const char *mask_pos(const kgen *k, const mirs__bop *op, char *buf, size_
   return buf;
 }
 
+/* Emit `v = f(v)` for a one-operand elementwise op f (whole, with its
+ * `;`), or the head `v = v OP ` of a two-operand one, whose second
+ * operand the caller prints, then the returned tail. */
+static const char *emit_step_head(kgen *k, const char *ind, const mirs__bop *f) {
+  mirs__buf *b = k->b;
+  if (f->nin == 1) {
+    char pos[256];
+    mirs__buf_printf(b, "%sv = ", ind);
+    emit_unary(b, f->op, f->cst, "v",
+               f->op == MIRS_OP_CAUSAL_MASK ? mask_pos(k, f, pos, sizeof pos) : NULL);
+    mirs__buf_puts(b, ";\n");
+    return "";
+  }
+  if (f->op == MIRS_OP_DIV && k->fastdiv) {
+    mirs__buf_printf(b, "%sv = __fdividef(v, ", ind);
+    return ");\n";
+  }
+  if (f->op == MIRS_OP_SUB && k->masks) {
+    mirs__buf_printf(b, "%sv = mirs_sub(v, ", ind);
+    return ");\n";
+  }
+  mirs__buf_printf(b, "%sv = v %s ", ind, binop(f->op));
+  return ";\n";
+}
+
 /* Emit the chain of fused ops from tensor t (value in `v`, coordinates
  * c0.. of t's shape, flat index `e`) and the store of the final value. */
 static void emit_chain_store(kgen *k, const char *ind, int32_t t) {
@@ -383,24 +411,10 @@ static void emit_chain_store(kgen *k, const char *ind, int32_t t) {
   const mirs__shape *s = &bg->t[t].shape;
   while (k->pl->t[t].next >= 0) {
     const mirs__bop *f = &bg->ops[k->pl->t[t].next];
-    if (f->nin == 1) {
-      char pos[256];
-      mirs__buf_printf(b, "%sv = ", ind);
-      emit_unary(b, f->op, f->cst, "v",
-                 f->op == MIRS_OP_CAUSAL_MASK ? mask_pos(k, f, pos, sizeof pos) : NULL);
-      mirs__buf_puts(b, ";\n");
-    } else if (f->op == MIRS_OP_DIV && k->fastdiv) {
-      mirs__buf_printf(b, "%sv = __fdividef(v, ", ind);
+    const char *tail = emit_step_head(k, ind, f);
+    if (f->nin > 1) {
       emit_tile_ld(k, f->in[1], s);
-      mirs__buf_puts(b, ");\n");
-    } else if (f->op == MIRS_OP_SUB && k->masks) {
-      mirs__buf_printf(b, "%sv = mirs_sub(v, ", ind);
-      emit_tile_ld(k, f->in[1], s);
-      mirs__buf_puts(b, ");\n");
-    } else {
-      mirs__buf_printf(b, "%sv = v %s ", ind, binop(f->op));
-      emit_tile_ld(k, f->in[1], s);
-      mirs__buf_puts(b, ";\n");
+      mirs__buf_puts(b, tail);
     }
     t = f->out;
   }
@@ -422,6 +436,7 @@ static void emit_chain_store(kgen *k, const char *ind, int32_t t) {
 /* MMA geometry of matmul op: output tiles of 16 x 8 (M padded to m_pad). */
 typedef struct mma_geo {
   int64_t m, n, kk, mt, nt, batches, tiles, per;
+  bool swap; /* operands swapped: tiles of 16 columns by the 8 padded rows (mt = 1) */
 } mma_geo;
 
 static mma_geo mma_geometry(const kgen *k, const mirs__bop *op, int32_t m_pad) {
@@ -435,8 +450,9 @@ static mma_geo mma_geometry(const kgen *k, const mirs__bop *op, int32_t m_pad) {
   if (k->pl->op[oi].k_pad > q.kk)
     q.kk = k->pl->op[oi].k_pad; /* zero columns of A, zero rows of B */
   q.batches = mirs__shape_numel(os) / (q.m * q.n);
-  q.mt = m_pad / 16;
-  q.nt = q.n / 8;
+  q.swap = k->pl->op[oi].swap;
+  q.mt = q.swap ? 1 : m_pad / 16;
+  q.nt = q.swap ? q.n / 16 : q.n / 8;
   q.tiles = q.batches * q.mt * q.nt;
   q.per = (q.tiles + k->pl->nwarps - 1) / k->pl->nwarps;
   return q;
@@ -465,6 +481,19 @@ static void open_warp_tiles(kgen *k, const mma_geo *q, const mirs__shape *os) {
 static void emit_frag_epilogue(kgen *k, const mma_geo *q, int32_t t, const char *D) {
   mirs__buf *b = k->b;
   mirs__buf_puts(b, "        for (int h = 0; h < 4; h++) {\n");
+  if (q->swap) { /* C^T: fragment rows are output columns, its columns output rows */
+    mirs__buf_printf(b,
+                     "          const int row = tq * 2 + (h & 1);\n"
+                     "          if (row >= %" PRId64 ")\n            continue;\n"
+                     "          const int e = row * %" PRId64 " + nt * 16 + gq + (h >> 1) * 8;\n"
+                     "          (void)mt;\n",
+                     q->m, q->n);
+    emit_coords(b, "          ", "int", "e", &k->bg->t[t].shape);
+    mirs__buf_printf(b, "          float v = %s[h];\n", D);
+    emit_chain_store(k, "          ", t);
+    mirs__buf_puts(b, "        }\n");
+    return;
+  }
   mirs__buf_puts(b, "          const int row = mt * 16 + gq + (h >> 1) * 8;\n");
   if (q->mt * 16 != q->m)
     mirs__buf_printf(b, "          if (row >= %" PRId64 ")\n            continue;\n", q->m);
@@ -493,13 +522,35 @@ static void emit_operand_bases(kgen *k, const mirs__bop *op) {
   mirs__buf_puts(k->b, ";\n");
 }
 
+/* Emit the B fragments of a k step (row `kexpr` of the [k][n] tile at
+ * `pb`, stride SB) for ch neighbouring 8-column tiles, two at a time
+ * through ldmatrix.x4.trans (lanes 16-31 address the next 8 columns; .x2
+ * for a last odd one), and the MMAs d[j] += a . b. */
+static void emit_b_frags(kgen *k, int64_t ch, int64_t SB, const char *sfx, const char *kexpr) {
+  mirs__buf *b = k->b;
+  for (int64_t j = 0; j < ch; j += 2) {
+    bool two = j + 1 < ch;
+    mirs__buf_printf(b,
+                     "          {\n            uint32_t bf[%d];\n"
+                     "            mirs_ldmatrix_x%d_trans(bf, pb + %s * %" PRId64 " + %" PRId64
+                     ");\n"
+                     "            mirs_mma_%s(d[%" PRId64 "], a, bf);\n",
+                     two ? 4 : 2, two ? 4 : 2, kexpr, SB, j * 8, sfx, j);
+    if (two)
+      mirs__buf_printf(b, "            mirs_mma_%s(d[%" PRId64 "], a, bf + 2);\n", sfx, j + 1);
+    mirs__buf_puts(b, "          }\n");
+  }
+}
+
 /* The MMA_16 body when a warp's `per` tiles lie in one row of tiles
  * (same batch and rows): A fragments are loaded once per k step for all of
  * them, B fragments of two neighbouring tiles at once (ldmatrix.x4.trans:
- * lanes 16-31 address the next 8 columns).  Opens and closes its own
- * block (the caller emitted its `{` and lane variables). */
+ * lanes 16-31 address the next 8 columns).  With `into`, the C fragments
+ * add into that [per][4] array of the register chain (no chunks, no
+ * epilogue).  The caller emitted the block's `{` and lane variables and
+ * closes it. */
 static void emit_mma16_rows(kgen *k, int32_t oi, const mma_geo *q, int64_t SA, int64_t SB,
-                            mirs_dtype dt, const char *sfx) {
+                            mirs_dtype dt, const char *sfx, const char *into) {
   const mirs__bgraph *bg = k->bg;
   const mirs__bop *op = &bg->ops[oi];
   const mirs__plan_op *po = &k->pl->op[oi];
@@ -521,7 +572,7 @@ static void emit_mma16_rows(kgen *k, int32_t oi, const mma_geo *q, int64_t SA, i
    * each, the A fragments reloaded from shared memory) bound the live
    * fragments, so a warp owning a long row of tiles does not spill. */
   int64_t ch = q->per;
-  if (po->acc < 0 && ch > MIRS__PLAN_MMA_CHUNK) {
+  if (po->acc < 0 && !into && ch > MIRS__PLAN_MMA_CHUNK) {
     ch = MIRS__PLAN_MMA_CHUNK;
     while (q->per % ch != 0)
       ch--;
@@ -534,38 +585,26 @@ static void emit_mma16_rows(kgen *k, int32_t oi, const mma_geo *q, int64_t SA, i
                      ctype(dt), (int)op->in[0], SA);
   mirs__buf_printf(b, "        %sfor (int c = 0; c < %" PRId64 "; c += %" PRId64 ") {\n",
                    ch < q->per ? "MIRS_NO_UNROLL " : "", q->per, ch);
-  if (po->acc >= 0)
+  if (into)
+    mirs__buf_printf(b, "        float (*const d)[4] = %s + c;\n", into);
+  else if (po->acc >= 0)
     mirs__buf_printf(b, "        float (*const d)[4] = accf%d + c;\n", (int)po->acc);
   else
     mirs__buf_printf(b, "        float d[%" PRId64 "][4] = {};\n", ch);
-  if (wg)
+  if (wg) {
     mirs__hopper_emit_kloop(b, k->g, bg, k->pl, oi, "        ");
-  else
+  } else {
     mirs__buf_printf(b,
                      "        const %s *const pb = t%d + bb + (lane & 15) * %" PRId64
                      " + (nt0 + c) * 8 + (lane >> 4) * 8;\n",
                      ctype(dt), (int)op->in[1], SB);
-  if (!wg)
-    mirs__buf_printf(b, "        %sfor (int kk = 0; kk < %" PRId64 "; kk += 16) {\n"
-                        "          uint32_t a[4];\n          mirs_ldmatrix_x4(a, pa + kk);\n",
+    mirs__buf_printf(b, "        %sfor (int kk = 0; kk < %" PRId64 "; kk += 16) {\n",
                      ksteps <= 16 ? "MIRS_UNROLL " : "", q->kk);
-  for (int64_t j = 0; !wg && j + 1 < ch; j += 2) {
-    mirs__buf_printf(b, "          {\n            uint32_t bf[4];\n"
-                        "            mirs_ldmatrix_x4_trans(bf, pb + kk * %" PRId64 " + %" PRId64 ");\n",
-                     SB, j * 8);
-    mirs__buf_printf(b, "            mirs_mma_%s(d[%" PRId64 "], a, bf);\n"
-                        "            mirs_mma_%s(d[%" PRId64 "], a, bf + 2);\n          }\n",
-                     sfx, j, sfx, j + 1);
-  }
-  if (!wg && ch % 2 == 1) {
-    mirs__buf_printf(b, "          {\n            uint32_t bf[2];\n"
-                        "            mirs_ldmatrix_x2_trans(bf, pb + kk * %" PRId64 " + %" PRId64 ");\n"
-                        "            mirs_mma_%s(d[%" PRId64 "], a, bf);\n          }\n",
-                     SB, (ch - 1) * 8, sfx, ch - 1);
-  }
-  if (!wg)
+    mirs__buf_puts(b, "          uint32_t a[4];\n          mirs_ldmatrix_x4(a, pa + kk);\n");
+    emit_b_frags(k, ch, SB, sfx, "kk");
     mirs__buf_puts(b, "        }\n");
-  if (po->acc < 0) {
+  }
+  if (po->acc < 0 && !into) {
     mirs__buf_printf(b, "        MIRS_UNROLL for (int j = 0; j < %" PRId64 "; j++) {\n"
                         "        const int nt = nt0 + c + j;\n",
                      ch);
@@ -575,7 +614,86 @@ static void emit_mma16_rows(kgen *k, int32_t oi, const mma_geo *q, int64_t SA, i
     mirs__buf_puts(b, "        }\n");
     k->pending = true;
   }
-  mirs__buf_puts(b, "        }\n      }\n    }\n");
+  mirs__buf_puts(b, "        }\n      }\n");
+}
+
+/* The MMA body with the operands swapped (plan.c plan_swap): C^T = B^T
+ * A^T on m16n8k16 (MMA_16) or m16n8k8 (tf32).  MMA_16: the A operand is
+ * 16 columns of the row-major [k][n] B tile through ldmatrix.x4.trans
+ * (lane l gives k-row l % 16 at column block l / 16; its matrices come
+ * out as a0, a2, a1, a3), the B operand the 8 padded rows of the A tile
+ * through ldmatrix.x2 (lane l gives row l % 8 at k-half (l / 8) % 2).
+ * tf32: the same fragments read element by element and rounded (a0..a3 =
+ * B[k + tq (+ 4)][n + gq (+ 8)], b0, b1 = A[gq][k + tq (+ 4)]).  The B
+ * operand is loaded once per k step for all of the warp's tiles.  Rows
+ * of A past M only feed fragment columns the epilogue drops.  Opens and
+ * closes its own block. */
+static void emit_mma_swapped(kgen *k, int32_t oi, const mma_geo *q, int64_t SA, int64_t SB,
+                             mirs_dtype dt, const char *sfx) {
+  const mirs__bop *op = &k->bg->ops[oi];
+  const mirs__plan_op *po = &k->pl->op[oi];
+  mirs__buf *b = k->b;
+  bool tf32 = po->mma == MIRS__MMA_TF32;
+  mirs__buf_printf(b, "      const int nt0 = warp * %" PRId64 ";\n      if (nt0 < %" PRId64 ") {\n",
+                   q->per, q->tiles);
+  if (po->acc >= 0)
+    mirs__buf_printf(b, "        float (*const d)[4] = accf%d;\n", (int)po->acc);
+  else
+    mirs__buf_printf(b, "        float d[%" PRId64 "][4] = {};\n", q->per);
+  if (tf32) {
+    mirs__buf_printf(b, "        const %s *const pa = t%d + gq * %" PRId64 " + tq;\n",
+                     tile_ctype(k, op->in[0]), (int)op->in[0], SA);
+    mirs__buf_printf(b, "        const %s *const pb = t%d + tq * %" PRId64 " + nt0 * 16 + gq;\n",
+                     tile_ctype(k, op->in[1]), (int)op->in[1], SB);
+  } else {
+    mirs__buf_printf(
+        b, "        const %s *const pa = t%d + (lane & 7) * %" PRId64 " + ((lane >> 3) & 1) * 8;\n",
+        ctype(dt), (int)op->in[0], SA);
+    mirs__buf_printf(b,
+                     "        const %s *const pb = t%d + (lane & 15) * %" PRId64
+                     " + nt0 * 16 + (lane >> 4) * 8;\n",
+                     ctype(dt), (int)op->in[1], SB);
+  }
+  int ks = tf32 ? 8 : 16;
+  mirs__buf_printf(b, "        %sfor (int kk = 0; kk < %" PRId64 "; kk += %d) {\n",
+                   q->kk / ks <= 16 ? "MIRS_UNROLL " : "", q->kk, ks);
+  if (tf32)
+    mirs__buf_puts(b, "          uint32_t xf[2];\n"
+                      "          xf[0] = mirs_pack_tf32(mirs_ld(pa + kk));\n"
+                      "          xf[1] = mirs_pack_tf32(mirs_ld(pa + kk + 4));\n");
+  else
+    mirs__buf_puts(b, "          uint32_t xf[2];\n          mirs_ldmatrix_x2(xf, pa + kk);\n");
+  mirs__buf_printf(b, "          MIRS_UNROLL for (int j = 0; j < %" PRId64 "; j++) {\n", q->per);
+  if (q->tiles % q->per != 0)
+    mirs__buf_printf(b, "            if (nt0 + j >= %" PRId64 ")\n              break;\n",
+                     q->tiles);
+  if (tf32)
+    mirs__buf_printf(b,
+                     "            const %s *const pw = pb + kk * %" PRId64 " + j * 16;\n"
+                     "            uint32_t a[4];\n"
+                     "            a[0] = mirs_pack_tf32(mirs_ld(pw));\n"
+                     "            a[1] = mirs_pack_tf32(mirs_ld(pw + 8));\n"
+                     "            a[2] = mirs_pack_tf32(mirs_ld(pw + %" PRId64 "));\n"
+                     "            a[3] = mirs_pack_tf32(mirs_ld(pw + %" PRId64 "));\n",
+                     tile_ctype(k, op->in[1]), SB, 4 * SB, 4 * SB + 8);
+  else
+    mirs__buf_printf(b,
+                     "            uint32_t w[4];\n"
+                     "            mirs_ldmatrix_x4_trans(w, pb + kk * %" PRId64 " + j * 16);\n"
+                     "            const uint32_t a[4] = {w[0], w[2], w[1], w[3]};\n",
+                     SB);
+  mirs__buf_printf(b, "            mirs_mma_%s(d[j], a, xf);\n          }\n        }\n", sfx);
+  if (po->acc < 0) {
+    mirs__buf_printf(b,
+                     "        MIRS_UNROLL for (int j = 0; j < %" PRId64 "; j++) {\n"
+                     "        const int nt = nt0 + j, mt = 0;\n"
+                     "        if (nt >= %" PRId64 ")\n          break;\n",
+                     q->per, q->tiles);
+    emit_frag_epilogue(k, q, op->out, "d[j]");
+    mirs__buf_puts(b, "        }\n");
+    k->pending = true;
+  }
+  mirs__buf_puts(b, "      }\n    }\n");
 }
 
 /* Emit a block matmul on tensor cores.  MMA_16: both operands are 16-bit
@@ -602,17 +720,22 @@ static void emit_mma(kgen *k, int32_t oi) {
   if (!tf32)
     dt = mirs__plan_tile_dtype(k->g, k->bg, op->in[0]);
   const char *sfx = tf32 ? "tf32" : dt == MIRS_BF16 ? "bf16" : "f16";
-  mirs__buf_printf(b, "    { /* %s = matmul: tensor cores (%s m16n8k%d, %s)%s */\n",
+  mirs__buf_printf(b, "    { /* %s = matmul: tensor cores (%s m16n8k%d, %s)%s%s */\n",
                    bg->t[op->out].name,
                    po->mma == MIRS__MMA_WG ? "wgmma, as C fragments of"
                    : tf32                  ? "scalar loads, mma.sync"
                                            : "ldmatrix, mma.sync",
-                   tf32 ? 8 : 16, sfx,
+                   tf32 ? 8 : 16, sfx, po->swap ? ", operands swapped (C^T = B^T A^T)" : "",
                    po->acc >= 0 ? ", into the accumulator's registers" : "");
   mirs__buf_puts(b, "      const int lane = tid & 31, warp = tid >> 5, gq = lane >> 2, tq = lane & 3;\n"
                     "      (void)gq; (void)tq;\n");
+  if (po->swap) {
+    emit_mma_swapped(k, oi, &q, SA, SB, dt, sfx);
+    return;
+  }
   if (!tf32 && q.nt % q.per == 0 && q.tiles % q.per == 0) {
-    emit_mma16_rows(k, oi, &q, SA, SB, dt, sfx);
+    emit_mma16_rows(k, oi, &q, SA, SB, dt, sfx, NULL);
+    mirs__buf_puts(b, "    }\n");
     return;
   }
   open_warp_tiles(k, &q, os);
@@ -660,6 +783,293 @@ static void emit_mma(kgen *k, int32_t oi) {
     k->pending = true;
   }
   mirs__buf_puts(b, "      }\n    }\n");
+}
+
+/* ---------------------------------------------------------------- register chain */
+/* Plan decision 8 (plan.h, mirs__plan_chain): warp w works on rows
+ * 16 strip..16 strip + 15 (strip = w / ks) of S and of E·V, and on S's
+ * 8-column tiles part * ntl .. part * ntl + ntl - 1 (part = w % ks, ntl =
+ * S's tiles / ks).  Lane (gq, tq) holds, per tile j, the C fragment
+ * elements h = 0..3 at row 16 strip + gq + 8 (h >> 1), column 8 (part ntl
+ * + j) + 2tq + (h & 1) (E·V's values: column 8j + ..., all its tiles,
+ * partial sums over the warp's keys when ks > 1): x<t>[j][h]; a row value
+ * r<t>[h >> 1] (all 4 lanes of a quad hold it, after two xor shuffles
+ * over tq, and the ks warps of the strip after an exchange). */
+
+/* Emit `strip` and `part` of this warp (needs `warp`). */
+static void chain_strip(kgen *k, const char *ind) {
+  int ks = k->pl->chain.ks;
+  mirs__buf_printf(
+      k->b, "%sconst int strip = warp / %d, part = warp %% %d;\n%s(void)strip; (void)part;\n", ind,
+      ks, ks, ind);
+}
+
+/* Whether chain tensor t is E·V or computed from it (its columns are E·V's). */
+static bool chain_o_side(const kgen *k, int32_t t) {
+  const mirs__bgraph *bg = k->bg;
+  int32_t p = bg->t[t].producer;
+  while (p != k->pl->chain.mm2 && mirs__op_is_elementwise(bg->ops[p].op))
+    p = bg->t[bg->ops[p].in[0]].producer;
+  return p == k->pl->chain.mm2;
+}
+
+/* 8-column tiles of chain tensor t a lane holds: S's part, or all of E·V's. */
+static int64_t chain_tiles(const kgen *k, int32_t t) {
+  const mirs__shape *s = &k->bg->t[t].shape;
+  return s->d[s->ndim - 1] / 8 / (chain_o_side(k, t) ? 1 : k->pl->chain.ks);
+}
+
+/* The coordinates c0.. of element (j, h) of a chain tile of shape s. */
+static void chain_coords(kgen *k, int32_t t, const char *ind) {
+  const mirs__shape *s = &k->bg->t[t].shape;
+  int r = s->ndim;
+  for (int d = 0; d + 2 < r; d++)
+    mirs__buf_printf(k->b, "%sconst int c%d = 0;\n%s(void)c%d;\n", ind, d, ind, d);
+  mirs__buf_printf(k->b,
+                   "%sconst int c%d = strip * 16 + gq + (h >> 1) * 8, c%d = (part * %" PRId64
+                   " + j) * 8 + tq * 2 + (h & 1);\n%s(void)c%d; (void)c%d;\n",
+                   ind, r - 2, r - 1, chain_o_side(k, t) ? 0 : chain_tiles(k, t), ind, r - 2,
+                   r - 1);
+}
+
+/* Emit `ss`, the max or sum of row gq + 8h of chain tile x (nt tiles): the
+ * lane's 2 * nt elements, then the quad's (xor 1, 2). */
+static void emit_row_reduce(kgen *k, int32_t x, int64_t nt, bool mx) {
+  mirs__buf *b = k->b;
+  mirs__buf_printf(b, "        float ss = %s;\n", mx ? "-INFINITY" : "0.0f");
+  mirs__buf_printf(b, "        MIRS_UNROLL for (int j = 0; j < %" PRId64 "; j++)\n", nt);
+  if (mx)
+    mirs__buf_printf(b, "          ss = fmaxf(fmaxf(ss, x%d[j][2 * h]), x%d[j][2 * h + 1]);\n",
+                     (int)x, (int)x);
+  else
+    mirs__buf_printf(b, "          ss += x%d[j][2 * h] + x%d[j][2 * h + 1];\n", (int)x, (int)x);
+  for (int m = 1; m <= 2; m *= 2)
+    mirs__buf_printf(b,
+                     mx ? "        ss = fmaxf(ss, __shfl_xor_sync(0xffffffffu, ss, %d));\n"
+                        : "        ss += __shfl_xor_sync(0xffffffffu, ss, %d);\n",
+                     m);
+}
+
+/* Emit E·V (chain op oi): A fragments from E's C fragments, B from the
+ * loaded tile V, into accumulator registers or a fresh x<out>. */
+static void emit_chain_mma(kgen *k, int32_t oi, int64_t ntl) {
+  const mirs__bgraph *bg = k->bg;
+  const mirs__bop *op = &bg->ops[oi];
+  mirs__buf *b = k->b;
+  int32_t e = op->in[0], v = op->in[1], acc = k->pl->op[oi].acc;
+  const mirs__shape *os = &bg->t[op->out].shape, *vs = &bg->t[v].shape;
+  int64_t nt2 = os->d[os->ndim - 1] / 8, sv[MIRS_MAX_DIMS];
+  tile_strides(k, v, sv);
+  int64_t SB = sv[vs->ndim - 2];
+  mirs_dtype dv = mirs__plan_tile_dtype(k->g, bg, v);
+  bool tf32 = k->pl->chain.mma2 == MIRS__MMA_TF32;
+  const char *sfx = tf32 ? "tf32" : dv == MIRS_BF16 ? "bf16" : "f16";
+  mirs__buf_printf(b, "      /* %s = matmul(%s, %s): A fragments from %s's C fragments, %s */\n",
+                   bg->t[op->out].name, bg->t[e].name, bg->t[v].name, bg->t[e].name,
+                   tf32 ? "tf32 m16n8k8 (columns 2tq, 2tq + 1 as k = tq, tq + 4)"
+                        : "16-bit m16n8k16 (E in [0, 1]), B by ldmatrix.trans");
+  if (acc >= 0)
+    mirs__buf_printf(b, "      {\n        float (*const d)[4] = accf%d;\n", (int)acc);
+  else
+    mirs__buf_printf(
+        b, "      float x%d[%" PRId64 "][4] = {};\n      {\n        float (*const d)[4] = x%d;\n",
+        (int)op->out, nt2, (int)op->out);
+  if (tf32) {
+    mirs__buf_printf(
+        b, "        const %s *const pb = t%d + (part * %" PRId64 " + 2 * tq) * %" PRId64 " + gq;\n",
+        tile_ctype(k, v), (int)v, 8 * ntl, SB);
+    mirs__buf_printf(b, "        MIRS_UNROLL for (int s = 0; s < %" PRId64 "; s++) {\n", ntl);
+    mirs__buf_printf(
+        b,
+        "          const uint32_t a[4] = {mirs_pack_tf32(x%d[s][0]), mirs_pack_tf32(x%d[s][2]),\n"
+        "                                 mirs_pack_tf32(x%d[s][1]), mirs_pack_tf32(x%d[s][3])};\n",
+        (int)e, (int)e, (int)e, (int)e);
+    mirs__buf_printf(b, "          MIRS_UNROLL for (int n = 0; n < %" PRId64 "; n++) {\n", nt2);
+    mirs__buf_printf(b,
+                     "            const uint32_t bf[2] = {mirs_pack_tf32(mirs_ld(pb + s * %" PRId64
+                     " + n * 8)),\n"
+                     "                                    mirs_pack_tf32(mirs_ld(pb + s * %" PRId64
+                     " + %" PRId64 " + n * 8))};\n",
+                     8 * SB, 8 * SB, SB);
+    mirs__buf_puts(b, "            mirs_mma_tf32(d[n], a, bf);\n          }\n        }\n      }\n");
+    return;
+  }
+  const char *pk = dv == MIRS_BF16 ? "mirs_pack_bf16" : "mirs_pack_f16";
+  mirs__buf_printf(b,
+                   "        const %s *const pb = t%d + (part * %" PRId64
+                   " + (lane & 15)) * %" PRId64 " + (lane >> 4) * 8;\n",
+                   ctype(dv), (int)v, 8 * ntl, SB);
+  mirs__buf_printf(b, "        MIRS_UNROLL for (int s = 0; s < %" PRId64 "; s++) {\n", ntl / 2);
+  mirs__buf_printf(b,
+                   "          const uint32_t a[4] = {%s(x%d[2 * s][0], x%d[2 * s][1]), %s(x%d[2 * "
+                   "s][2], x%d[2 * s][3]),\n"
+                   "                                 %s(x%d[2 * s + 1][0], x%d[2 * s + 1][1]), "
+                   "%s(x%d[2 * s + 1][2], x%d[2 * s + 1][3])};\n",
+                   pk, (int)e, (int)e, pk, (int)e, (int)e, pk, (int)e, (int)e, pk, (int)e, (int)e);
+  emit_b_frags(k, nt2, SB, sfx, "(s * 16)");
+  mirs__buf_puts(b, "        }\n      }\n");
+}
+
+/* Emit chain op oi (after S): an elementwise op over the fragments, a row
+ * max or sum, E·V, or an accumulator step in registers. */
+static void emit_chain_op(kgen *k, int32_t oi, int64_t ntl) {
+  const mirs__bgraph *bg = k->bg;
+  const mirs__bop *op = &bg->ops[oi];
+  mirs__buf *b = k->b;
+  int32_t x = op->in[0], y = op->nin > 1 ? op->in[1] : -1, o = op->out;
+  if (op->op == MIRS_OP_MATMUL) {
+    emit_chain_mma(k, oi, ntl);
+    return;
+  }
+  int64_t ntx = chain_tiles(k, x); /* x's 8-column tiles in this lane (S's or E·V's) */
+  if (mirs__op_is_elementwise(op->op)) {
+    mirs__buf_printf(b, "      /* %s = %s, in registers */\n      float x%d[%" PRId64 "][4];\n",
+                     bg->t[o].name, mirs__graph_ops[op->op].name, (int)o, ntx);
+    mirs__buf_printf(b,
+                     "      MIRS_UNROLL for (int j = 0; j < %" PRId64 "; j++)\n"
+                     "        MIRS_UNROLL for (int h = 0; h < 4; h++) {\n",
+                     ntx);
+    chain_coords(k, o, "          ");
+    mirs__buf_printf(b, "          float v = x%d[j][h];\n", (int)x);
+    const char *tail = emit_step_head(k, "          ", op);
+    if (y >= 0)
+      mirs__buf_printf(b, "r%d[h >> 1]%s", (int)y, tail);
+    mirs__buf_printf(b, "          x%d[j][h] = v;\n        }\n", (int)o);
+    return;
+  }
+  if (mirs__graph_ops[op->op].kind == MIRS__KIND_REDUCE) {
+    mirs__buf_printf(b,
+                     "      /* %s = %s over the row: quad shuffles */\n      float r%d[2];\n"
+                     "      MIRS_UNROLL for (int h = 0; h < 2; h++) {\n",
+                     bg->t[o].name, mirs__graph_ops[op->op].name, (int)o);
+    bool mx = op->op == MIRS_OP_MAX;
+    emit_row_reduce(k, x, ntl, mx);
+    mirs__buf_printf(b, "        r%d[h] = ss;\n      }\n", (int)o);
+    int ks = k->pl->chain.ks;
+    if (ks > 1) { /* the strip's ks warps: partial values through t<o>, then all of them */
+      int64_t m = k->pl->op[k->pl->chain.mm1].m_pad;
+      mirs__buf_printf(
+          b,
+          "      if (tq == 0)\n        t%d[part * %" PRId64 " + strip * 16 + gq] = r%d[0], "
+          "t%d[part * %" PRId64 " + strip * 16 + gq + 8] = r%d[1];\n      __syncthreads();\n",
+          (int)o, m, (int)o, (int)o, m, (int)o);
+      mirs__buf_printf(b,
+                       "      MIRS_UNROLL for (int h = 0; h < 2; h++) {\n        float ss = %s;\n"
+                       "        MIRS_UNROLL for (int p = 0; p < %d; p++)\n",
+                       mx ? "-INFINITY" : "0.0f", ks);
+      mirs__buf_printf(b,
+                       mx ? "          ss = fmaxf(ss, t%d[p * %" PRId64
+                            " + strip * 16 + gq + h * 8]);\n"
+                          : "          ss += t%d[p * %" PRId64 " + strip * 16 + gq + h * 8];\n",
+                       (int)o, m);
+      mirs__buf_printf(b, "        r%d[h] = ss;\n      }\n", (int)o);
+    }
+    return;
+  }
+  bool frag = k->pl->t[o].frag == MIRS__FRAG_C;
+  if (op->op == MIRS_OP_ACCUM && bg->t[x].producer == k->pl->chain.mm2 &&
+      k->pl->op[k->pl->chain.mm2].acc == o) {
+    mirs__buf_printf(b, "      /* %s = accum(%s): added by the matmul into its C fragments */\n",
+                     bg->t[o].name, bg->t[x].name);
+    return;
+  }
+  if (op->op == MIRS_OP_ACCUM) {
+    mirs__buf_printf(b,
+                     "      /* %s = accum(%s), in registers */\n"
+                     "      MIRS_UNROLL for (int j = 0; j < %" PRId64 "; j++)\n"
+                     "        MIRS_UNROLL for (int h = 0; h < 4; h++)\n"
+                     "          accf%d[j][h] += x%d[j][h];\n",
+                     bg->t[o].name, bg->t[x].name, ntx, (int)o, (int)x);
+    return;
+  }
+  mirs__buf_printf(b, "      /* %s = %s(%s%s%s), in registers */\n", bg->t[o].name,
+                   mirs__graph_ops[op->op].name, bg->t[x].name, y >= 0 ? ", " : "",
+                   y >= 0 ? bg->t[y].name : "");
+  mirs__buf_puts(b, "      MIRS_UNROLL for (int h = 0; h < 2; h++) {\n");
+  if (op->op == MIRS_OP_ACCUM_SUM) {
+    emit_row_reduce(k, x, ntl, false);
+    mirs__buf_printf(b, "        accr%d[h] += ss;\n      }\n", (int)o);
+    return;
+  }
+  /* ACCUM_ONLINE: rescale to the new running max (interp.c: a -inf
+   * shift adds nothing). */
+  mirs__buf_printf(b,
+                   "        const float mo = run%d[h], mv = r%d[h], mn = fmaxf(mo, mv);\n"
+                   "        const float so = mo == -INFINITY ? 0.0f : expf(mo - mn),\n"
+                   "                    sv = mv == -INFINITY ? 0.0f : expf(mv - mn);\n",
+                   (int)o, (int)y);
+  if (frag) {
+    int64_t nt2 = chain_tiles(k, x);
+    mirs__buf_printf(b,
+                     "        MIRS_UNROLL for (int j = 0; j < %" PRId64 "; j++)\n"
+                     "          MIRS_UNROLL for (int i = 2 * h; i < 2 * h + 2; i++)\n"
+                     "            accf%d[j][i] = accf%d[j][i] * so + x%d[j][i] * sv;\n",
+                     nt2, (int)o, (int)o, (int)x);
+  } else {
+    mirs__buf_printf(b, "        accr%d[h] = accr%d[h] * so + r%d[h] * sv;\n", (int)o, (int)o,
+                     (int)x);
+  }
+  mirs__buf_printf(b, "        run%d[h] = mn;\n      }\n", (int)o);
+}
+
+/* Emit the register chain at the step of E·V (every operand from outside
+ * the chain exists by then): S into registers, then every chain op in
+ * order (plan.h, mirs__plan_chain). */
+static void emit_chain(kgen *k) {
+  const mirs__bgraph *bg = k->bg;
+  const mirs__plan_chain *c = &k->pl->chain;
+  mirs__buf *b = k->b;
+  const mirs__bop *m1 = &bg->ops[c->mm1];
+  const mirs__shape *ss = &bg->t[m1->out].shape, *as = &bg->t[m1->in[0]].shape,
+                    *bs = &bg->t[m1->in[1]].shape;
+  int64_t ntl = ss->d[ss->ndim - 1] / 8 / c->ks;
+  sync_if_pending(k, "    ");
+  mirs__buf_printf(
+      b,
+      "    { /* register chain: %s = matmul .. %s = matmul, in the registers of the warp\n"
+      "       * owning each 16-row strip (no shared-memory round trip) */\n",
+      bg->t[m1->out].name, bg->t[bg->ops[c->mm2].out].name);
+  mirs__buf_puts(
+      b, "      const int lane = tid & 31, warp = tid >> 5, gq = lane >> 2, tq = lane & 3;\n"
+         "      (void)gq; (void)tq;\n");
+  chain_strip(k, "      ");
+  mirs__buf_printf(b, "      float x%d[%" PRId64 "][4] = {};\n", (int)m1->out, ntl);
+  int64_t sa[MIRS_MAX_DIMS], sb[MIRS_MAX_DIMS];
+  tile_strides(k, m1->in[0], sa);
+  tile_strides(k, m1->in[1], sb);
+  int64_t SA = sa[as->ndim - 2], SB = sb[bs->ndim - 2];
+  mirs_dtype dt = mirs__plan_tile_dtype(k->g, bg, m1->in[0]);
+  mma_geo q = mma_geometry(k, m1, k->pl->op[c->mm1].m_pad);
+  char into[16];
+  snprintf(into, sizeof into, "x%d", (int)m1->out);
+  if (k->pl->op[c->mm1].mma == MIRS__MMA_16) {
+    emit_mma16_rows(k, c->mm1, &q, SA, SB, dt, dt == MIRS_BF16 ? "bf16" : "f16", into);
+  } else { /* tf32 (a computed operand): elements read as emit_mma's tf32 path */
+    mirs__buf_printf(b, "      MIRS_UNROLL for (int kk = 0; kk < %" PRId64 "; kk += 8) {\n", q.kk);
+    mirs__buf_printf(
+        b, "        const %s *const pa = t%d + (strip * 16 + gq) * %" PRId64 " + kk + tq;\n",
+        tile_ctype(k, m1->in[0]), (int)m1->in[0], SA);
+    mirs__buf_printf(b,
+                     "        const uint32_t a[4] = {mirs_pack_tf32(mirs_ld(pa)), "
+                     "mirs_pack_tf32(mirs_ld(pa + %" PRId64 ")),\n"
+                     "                               mirs_pack_tf32(mirs_ld(pa + 4)), "
+                     "mirs_pack_tf32(mirs_ld(pa + %" PRId64 "))};\n",
+                     8 * SA, 8 * SA + 4);
+    mirs__buf_printf(b, "        MIRS_UNROLL for (int j = 0; j < %" PRId64 "; j++) {\n", ntl);
+    mirs__buf_printf(b,
+                     "          const %s *const pb = t%d + (kk + tq) * %" PRId64
+                     " + (part * %" PRId64 " + j) * 8 + gq;\n",
+                     tile_ctype(k, m1->in[1]), (int)m1->in[1], SB, ntl);
+    mirs__buf_printf(b,
+                     "          const uint32_t bf[2] = {mirs_pack_tf32(mirs_ld(pb)), "
+                     "mirs_pack_tf32(mirs_ld(pb + %" PRId64 "))};\n"
+                     "          mirs_mma_tf32(%s[j], a, bf);\n        }\n      }\n",
+                     4 * SB, into);
+  }
+  for (int32_t i = c->mm1 + 1; i < bg->nops; i++)
+    if (k->pl->op[i].chain)
+      emit_chain_op(k, i, ntl);
+  mirs__buf_puts(b, "    }\n");
 }
 
 /* log2 of a power of two. */
@@ -715,8 +1125,9 @@ static void emit_reduce_tree(kgen *k, int32_t oi) {
                            : "      ss += __shfl_xor_sync(0xffffffffu, ss, %d);\n",
                      m);
   char eps[48] = "";
-  if (ln) { /* the row's mean, then a second pass for the variance */
+  if (ln || op->eps != 0.0) /* (layer_norm's always, rms_norm's when it has one) */
     snprintf(eps, sizeof eps, " + %.9ef", op->eps);
+  if (ln) { /* the row's mean, then a second pass for the variance */
     mirs__buf_printf(b, "      const float mu = ss / %" PRId64 ".0f;\n      ss = 0.0f;\n", len);
     mirs__buf_printf(b, "      if (q < %" PRId64 ")\n", rows);
     mirs__buf_printf(b, "        for (int p = sub; p < %" PRId64 "; p += %d) {\n", len, grp);
@@ -786,6 +1197,14 @@ static void emit_block_compute(kgen *k, int32_t oi) {
   emit_chain_store(k, "      ", op->out);
   mirs__buf_puts(b, "    }\n");
   k->pending = true;
+}
+
+/* The matmul whose C-fragment layout accumulator op keeps (acc_mma): its
+ * operand's producer, or the chain's E·V for a chain accumulator. */
+static int32_t frag_producer(const kgen *k, const mirs__bop *op) {
+  if (k->pl->t[op->out].frag != MIRS__FRAG_NONE)
+    return k->pl->chain.mm2;
+  return k->bg->t[op->in[0]].producer;
 }
 
 /* Accumulator storage element r of accumulator tensor t. */
@@ -879,6 +1298,11 @@ static void emit_accum(kgen *k, const mirs__bop *op) {
   const mirs__bgraph *bg = k->bg;
   mirs__buf *b = k->b;
   const mirs__shape *xs = &bg->t[op->in[0]].shape, *as = &bg->t[op->out].shape;
+  if (k->pl->op[op - bg->ops].chain) {
+    mirs__buf_printf(b, "    /* %s = %s(%s): in the register chain */\n", bg->t[op->out].name,
+                     mirs__graph_ops[op->op].name, bg->t[op->in[0]].name);
+    return;
+  }
   if (k->pl->t[op->out].acc_mma) {
     mirs__buf_printf(b, "    /* %s = accum(%s): added by the matmul into its C fragments */\n",
                      bg->t[op->out].name, bg->t[op->in[0]].name);
@@ -944,14 +1368,92 @@ static void emit_accum(kgen *k, const mirs__bop *op) {
   mirs__buf_printf(b, "      %s += v;\n    }\n", ref);
 }
 
+/* Emit the write-back of a register-chain accumulator: the partial sums
+ * of a split strip (E·V's, S's row sums) added across its ks warps
+ * through the exchange at xoff, then part 0 writes the strip's values
+ * through the accumulator's chain (a row value: lane tq == 0 of the quad). */
+static void emit_chain_writeback(kgen *k, const mirs__bop *op) {
+  const mirs__bgraph *bg = k->bg;
+  const mirs__plan *pl = k->pl;
+  mirs__buf *b = k->b;
+  int32_t t = op->out;
+  bool frag = pl->t[t].frag == MIRS__FRAG_C;
+  int ks = pl->chain.ks;
+  mma_geo q = mma_geometry(k, &bg->ops[pl->chain.mm2], pl->op[pl->chain.mm2].m_pad);
+  int64_t w = frag ? 4 * q.nt : 2; /* a lane's values */
+  char v[32];
+  snprintf(v, sizeof v, frag ? "accf%d[j][h]" : "accr%d[h]", (int)t);
+  char loop[160];
+  if (frag)
+    snprintf(loop, sizeof loop,
+             "      MIRS_UNROLL for (int j = 0; j < %" PRId64 "; j++)\n"
+             "        MIRS_UNROLL for (int h = 0; h < 4; h++)\n",
+             q.nt);
+  else
+    snprintf(loop, sizeof loop, "      MIRS_UNROLL for (int h = 0; h < 2; h++)\n");
+  mirs__buf_printf(b, "    { /* %s: write back from the register chain */\n", bg->t[t].name);
+  mirs__buf_puts(
+      b, "      const int lane = tid & 31, warp = tid >> 5, gq = lane >> 2, tq = lane & 3;\n"
+         "      (void)gq; (void)tq;\n");
+  chain_strip(k, "      ");
+  /* (An accum_online of a row value completed across the strip is the
+   * same in its ks warps: part 0's is the value.) */
+  if (ks > 1 && (frag || op->op == MIRS_OP_ACCUM_SUM)) {
+    mirs__buf_printf(b,
+                     "      float *const xw = (float *)((char *)mirs_smem + %" PRId64 ") + "
+                     "(strip * %d + (part > 0 ? part - 1 : 0)) * %" PRId64 ";\n",
+                     pl->chain.xoff, ks - 1, 32 * w);
+    mirs__buf_puts(b, "      if (part > 0)\n");
+    mirs__buf_puts(b, loop);
+    mirs__buf_printf(b, "          xw[(%s) * 32 + lane] = %s;\n      __syncthreads();\n",
+                     frag ? "j * 4 + h" : "h", v);
+    mirs__buf_puts(b, "      if (part == 0)\n");
+    mirs__buf_puts(b, loop);
+    mirs__buf_printf(b,
+                     "          MIRS_UNROLL for (int p = 0; p < %d; p++)\n"
+                     "            %s += xw[(p * %" PRId64 " + %s) * 32 + lane];\n",
+                     ks - 1, v, w, frag ? "j * 4 + h" : "h");
+  }
+  if (frag) {
+    mirs__buf_printf(b,
+                     "      if (part == 0)\n        MIRS_UNROLL for (int j = 0; j < %" PRId64
+                     "; j++) {\n"
+                     "        const int bi = 0, mt = strip, nt = j;\n        (void)bi;\n",
+                     q.nt);
+    const mirs__shape *os = &bg->t[t].shape;
+    for (int d = 0; d + 2 < os->ndim; d++)
+      mirs__buf_printf(b, "        const int c%d = 0;\n        (void)c%d;\n", d, d);
+    snprintf(v, sizeof v, "accf%d[j]", (int)t);
+    emit_frag_epilogue(k, &q, t, v);
+    mirs__buf_puts(b, "      }\n    }\n");
+  } else {
+    mirs__buf_puts(
+        b, "      if (part == 0 && tq == 0)\n        MIRS_UNROLL for (int h = 0; h < 2; h++) {\n"
+           "          const int e = strip * 16 + gq + h * 8;\n");
+    mirs__buf_printf(b, "          if (e >= %" PRId64 ")\n            continue;\n",
+                     mirs__shape_numel(&bg->t[t].shape));
+    emit_coords(b, "          ", "int", "e", &bg->t[t].shape);
+    mirs__buf_printf(b, "          float v = accr%d[h];\n", (int)t);
+    emit_chain_store(k, "          ", t);
+    mirs__buf_puts(b, "        }\n    }\n");
+  }
+  if (ks > 1) /* (the exchange is reused by the next write-back) */
+    mirs__buf_puts(b, "    __syncthreads();\n");
+  k->pending = true;
+}
+
 /* Emit the write-back of accumulator op (its final value, through its chain). */
 static void emit_writeback(kgen *k, const mirs__bop *op) {
   const mirs__bgraph *bg = k->bg;
   mirs__buf *b = k->b;
   mirs__buf_printf(b, "    /* %s: write back%s */\n", bg->t[op->out].name,
                    k->pl->t[op->out].next >= 0 ? " through its fused chain" : "");
+  if (k->pl->t[op->out].frag != MIRS__FRAG_NONE) {
+    emit_chain_writeback(k, op);
+    return;
+  }
   if (k->pl->t[op->out].acc_mma) {
-    int32_t p = bg->t[op->in[0]].producer;
+    int32_t p = frag_producer(k, op);
     mma_geo q = mma_geometry(k, &bg->ops[p], k->pl->op[p].m_pad);
     char D[32];
     snprintf(D, sizeof D, "accf%d[j]", (int)op->out);
@@ -1174,10 +1676,32 @@ static void emit_plan_comment(kgen *k, int32_t ki) {
     mirs__buf_printf(b, " * Causal tile skipping: %.1f%% of the forloop's tiles are live (loaded and\n"
                         " * computed); the rest are entirely masked.\n",
                      100.0 * pl->live);
+  if (pl->chain.on)
+    mirs__buf_printf(b,
+                     " * Register chain: %s = matmul through %s = matmul (%s) in the registers of\n"
+                     " * the warps owning each 16-row strip: no shared-memory round trip of the\n"
+                     " * intermediate between the two MMAs; row maxes and sums by quad shuffles.\n",
+                     bg->t[bg->ops[pl->chain.mm1].out].name, bg->t[bg->ops[pl->chain.mm2].out].name,
+                     pl->chain.mma2 == MIRS__MMA_16 ? "16-bit m16n8k16, A packed from C fragments"
+                                                    : "tf32 m16n8k8, A = C fragments");
+  if (pl->chain.on && pl->chain.ks > 1) {
+    int nx = 0; /* row maxes / sums completed across the strip's warps */
+    for (int32_t t = 0; t < bg->nt; t++)
+      nx += pl->t[t].frag == MIRS__FRAG_ROW &&
+            mirs__graph_ops[bg->ops[bg->t[t].producer].op].kind == MIRS__KIND_REDUCE;
+    mirs__buf_printf(b,
+                     " * Split strips: %d warps per 16-row strip, each with 1/%d of S's columns;\n"
+                     " * %d row values exchanged through shared memory per iteration (2 stores\n"
+                     " * per lane each); E·V and row sums added across the warps after the loop.\n",
+                     (int)pl->chain.ks, (int)pl->chain.ks, nx);
+  }
   char dims[96];
   for (int32_t t = 0; t < bg->nt; t++) {
     const mirs__plan_tensor *pt = &pl->t[t];
-    if (pt->input)
+    if (pt->frag != MIRS__FRAG_NONE && !pt->input)
+      mirs__buf_printf(b, " *   %s: %s (registers)\n", bg->t[t].name,
+                       pt->frag == MIRS__FRAG_C ? "C fragments" : "row values");
+    else if (pt->input)
       mirs__buf_printf(b, " *   %s%s: %s tile, %d rows of stride %d, %d stage%s, %s%s%s%s\n",
                        bg->t[t].name, mirs__shape_str(&bg->t[t].shape, dims, sizeof dims),
                        pt->elsize == 2 ? "16-bit" : "f32", (int)pt->rows, (int)pt->stride,
@@ -1190,10 +1714,13 @@ static void emit_plan_comment(kgen *k, int32_t ki) {
       mirs__buf_printf(b, " *   %s: accumulator in MMA C fragments (registers)\n", bg->t[t].name);
     else if (pl->op[bg->t[t].producer].mma != MIRS__MMA_NONE) {
       int v = pl->op[bg->t[t].producer].mma;
-      mirs__buf_printf(b, " *   %s = matmul: %s\n", bg->t[t].name,
+      mirs__buf_printf(b, " *   %s = matmul: %s%s\n", bg->t[t].name,
                        v == MIRS__MMA_16   ? "ldmatrix + mma.sync m16n8k16"
                        : v == MIRS__MMA_WG ? "wgmma m64nNk16 (sm_90a)"
-                                           : "mma.sync m16n8k8 tf32");
+                                           : "mma.sync m16n8k8 tf32",
+                       pl->op[bg->t[t].producer].swap
+                           ? ", operands swapped (16 of N per tile, M padded to 8)"
+                           : "");
     }
   }
   mirs__buf_puts(b, " */\n");
@@ -1243,14 +1770,25 @@ static void emit_acc_init(kgen *k, const mirs__sched *sched) {
     int32_t t = op->out;
     int64_t n = mirs__shape_numel(&bg->t[t].shape);
     int64_t per = acc_per_thread(k, t, NULL);
+    if (pl->t[t].frag != MIRS__FRAG_NONE && op->op == MIRS_OP_ACCUM_ONLINE)
+      mirs__buf_printf(
+          b,
+          "    float run%d[2] = {-INFINITY, -INFINITY}; /* %s: running max of rows gq, gq + 8 */\n",
+          (int)t, bg->t[t].name);
     if (pl->t[t].acc_mma) {
-      int32_t p = bg->t[op->in[0]].producer;
+      int32_t p = frag_producer(k, op);
       mma_geo q = mma_geometry(k, &bg->ops[p], pl->op[p].m_pad);
+      if (pl->t[t].frag != MIRS__FRAG_NONE) /* the chain: all of the strip's tiles */
+        q.per = q.nt;
       mirs__buf_printf(b, "    float accf%d[%" PRId64 "][4]; /* %s: C fragments of this warp's tiles */\n",
                        (int)t, q.per, bg->t[t].name);
       mirs__buf_printf(b, "    MIRS_UNROLL for (int j = 0; j < %" PRId64 "; j++)\n"
                           "      accf%d[j][0] = accf%d[j][1] = accf%d[j][2] = accf%d[j][3] = 0.0f;\n",
                        q.per, (int)t, (int)t, (int)t, (int)t);
+    } else if (pl->t[t].frag == MIRS__FRAG_ROW) {
+      mirs__buf_printf(
+          b, "    float accr%d[2] = {0.0f, 0.0f}; /* %s: rows gq, gq + 8 of the warp's strip */\n",
+          (int)t, bg->t[t].name);
     } else if (pl->t[t].acc_smem) {
       mirs__buf_printf(b, "    float *const a%d = (float *)((char *)mirs_smem + %" PRId64 ");\n",
                        (int)t, pl->t[t].aoff);
@@ -1372,7 +1910,11 @@ static void emit_main_loop(kgen *k, const mirs__sched *sched) {
     const mirs__bop *op = &bg->ops[stp->op];
     if (stp->kind == MIRS__STEP_ACCUM)
       emit_accum(k, op);
-    else if (stp->kind == MIRS__STEP_COMPUTE && !pl->op[stp->op].absorbed)
+    else if (stp->kind == MIRS__STEP_COMPUTE && pl->op[stp->op].chain) {
+      /* (at E·V: V may be computed after S, e.g. rms_norm(V)) */
+      if (stp->op == pl->chain.mm2)
+        emit_chain(k);
+    } else if (stp->kind == MIRS__STEP_COMPUTE && !pl->op[stp->op].absorbed)
       emit_block_compute(k, stp->op);
   }
   mirs__buf_puts(b, "    __syncthreads();\n    }\n");
@@ -1461,9 +2003,81 @@ static mirs_status emit_custom(const mirs_graph *g, int32_t ki, const char *enam
 
 /* ---------------------------------------------------------------- predefined ops */
 
+bool mirs__codegen_is_view(const mirs_graph *g, int32_t op) {
+  if (g->ops[op].op != MIRS_OP_RESHAPE)
+    return false;
+  for (int32_t i = 0; i < g->nout; i++)
+    if (g->outputs[i] == g->ops[op].out[0])
+      return false;
+  return true;
+}
+
+int32_t mirs__codegen_view_root(const mirs_graph *g, int32_t t) {
+  while (g->t[t].producer >= 0 && mirs__codegen_is_view(g, g->t[t].producer))
+    t = g->ops[g->t[t].producer].in[0];
+  return t;
+}
+
+/* Elements per copy of layout op ki's kernel: 16 bytes of a permute that
+ * keeps its last dim in place when whole 16-byte runs of it line up (the
+ * buffers are 16-byte aligned by the entry's contract and the workspace's
+ * 256-byte offsets), else 1. */
+static int64_t layout_vector(const mirs_graph *g, int32_t ki) {
+  const mirs__kop *op = &g->ops[ki];
+  const mirs__shape *os = &g->t[op->out[0]].shape;
+  int64_t esz = g->t[op->out[0]].dtype == MIRS_F32 ? 4 : 2, v = 16 / esz;
+  int r = os->ndim;
+  if (op->op != MIRS_OP_PERMUTE || op->lay.d[r - 1] != r - 1 || os->d[r - 1] % v != 0)
+    return 1;
+  return v;
+}
+
+/* Emit layout op ki (reshape, permute) as a grid-stride copy kernel: a
+ * reshape that is not a view copies in order; a permute writes its result
+ * in order (coalesced stores) and reads x at the permuted strides, 16
+ * bytes at a time where layout_vector allows.  Values are moved as they
+ * are stored (no conversion). */
+static void emit_layout(const mirs_graph *g, int32_t ki, const char *ename, mirs__buf *b) {
+  const mirs__kop *op = &g->ops[ki];
+  const mirs__shape *xs = &g->t[op->in[0]].shape, *os = &g->t[op->out[0]].shape;
+  const char *ct = ctype(g->t[op->out[0]].dtype);
+  int64_t v = layout_vector(g, ki), xst[MIRS_MAX_DIMS], pst[MIRS_MAX_DIMS];
+  int r = os->ndim;
+  mirs__shape vs = *os; /* the result in units of v elements along its last dim */
+  vs.d[r - 1] /= v;
+  strides(xs, xst);
+  for (int d = 0; d < r; d++) /* (a reshape: the result's own strides, in order) */
+    pst[d] = op->op == MIRS_OP_PERMUTE ? xst[op->lay.d[d]] * (d == r - 1 ? v : 1) : 0;
+  mirs__buf_printf(b, "\n/* kernel %d: %s -> %s (%s) */\n", (int)ki, mirs__graph_ops[op->op].name,
+                   g->t[op->out[0]].name,
+                   op->op == MIRS_OP_RESHAPE ? "a copy in order: the reshape of an output"
+                   : v > 1 ? "16-byte copies along the kept last dim"
+                           : "element copies, stores in order");
+  mirs__buf_printf(b, "static __global__ void __launch_bounds__(256) %s_k%d(const %s *__restrict__ in0, "
+                      "%s *__restrict__ out0) {\n", ename, (int)ki, ct, ct);
+  mirs__buf_printf(b, "    for (long long e = blockIdx.x * 256LL + threadIdx.x; e < %" PRId64
+                      "LL; e += (long long)gridDim.x * 256) {\n", mirs__shape_numel(&vs));
+  if (op->op == MIRS_OP_RESHAPE) {
+    mirs__buf_puts(b, "      out0[e] = in0[e];\n    }\n}\n");
+    return;
+  }
+  emit_coords(b, "      ", "long long", "e", &vs);
+  mirs__buf_puts(b, "      const long long s = ");
+  emit_index_st(b, &vs, pst, &vs, r);
+  if (v > 1)
+    mirs__buf_printf(b, ";\n      mirs_copy16(out0 + e * %" PRId64 ", in0 + s);\n    }\n}\n", v);
+  else
+    mirs__buf_puts(b, ";\n      out0[e] = in0[s];\n    }\n}\n");
+}
+
 /* Emit predefined kernel op ki as a grid-stride kernel. */
 static void emit_predefined(const mirs_graph *g, int32_t ki, const char *ename, mirs__buf *b) {
   const mirs__kop *op = &g->ops[ki];
+  if (mirs__op_is_layout(op->op)) {
+    if (!mirs__codegen_is_view(g, ki))
+      emit_layout(g, ki, ename, b);
+    return;
+  }
   const mirs__shape *os = &g->t[op->out[0]].shape;
   char names[2][16];
   const char *in[2] = {NULL, NULL};
@@ -1584,7 +2198,8 @@ static const char prelude_copy[] =
     "/* 16 bytes global -> shared, asynchronously (sm_80+, bypassing L1). */\n"
     "__device__ __forceinline__ void mirs_cp_async16(void *s, const void *g) {\n"
     "    const unsigned a = (unsigned)__cvta_generic_to_shared(s);\n"
-    "    asm volatile(\"cp.async.cg.shared.global [%0], [%1], 16;\\n\" :: \"r\"(a), \"l\"(g) : \"memory\");\n}\n"
+    "    asm volatile(\"cp.async.cg.shared.global [%0], [%1], 16;\\n\" :: \"r\"(a), \"l\"(g) : "
+    "\"memory\");\n}\n"
     "__device__ __forceinline__ void mirs_cp_async_commit(void) {\n"
     "    asm volatile(\"cp.async.commit_group;\\n\" ::: \"memory\");\n}\n"
     "/* Wait until at most N of this thread's committed groups are pending. */\n"
@@ -1594,7 +2209,13 @@ static const char prelude_copy[] =
     "__device__ __forceinline__ void mirs_ldmatrix_x4(uint32_t r[4], const void *p) {\n"
     "    const unsigned a = (unsigned)__cvta_generic_to_shared(p);\n"
     "    asm volatile(\"ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\\n\"\n"
-    "                 : \"=r\"(r[0]), \"=r\"(r[1]), \"=r\"(r[2]), \"=r\"(r[3]) : \"r\"(a) : \"memory\");\n}\n"
+    "                 : \"=r\"(r[0]), \"=r\"(r[1]), \"=r\"(r[2]), \"=r\"(r[3]) : \"r\"(a) : "
+    "\"memory\");\n}\n"
+    "/* Two of them (lanes 0-15 give the rows: the B operand of a swapped MMA). */\n"
+    "__device__ __forceinline__ void mirs_ldmatrix_x2(uint32_t r[2], const void *p) {\n"
+    "    const unsigned a = (unsigned)__cvta_generic_to_shared(p);\n"
+    "    asm volatile(\"ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];\\n\"\n"
+    "                 : \"=r\"(r[0]), \"=r\"(r[1]) : \"r\"(a) : \"memory\");\n}\n"
     "/* Two (four) 8x8 16-bit matrices, transposed (B operands from a row-major [k][n] tile). */\n"
     "__device__ __forceinline__ void mirs_ldmatrix_x2_trans(uint32_t r[2], const void *p) {\n"
     "    const unsigned a = (unsigned)__cvta_generic_to_shared(p);\n"
@@ -1602,15 +2223,35 @@ static const char prelude_copy[] =
     "                 : \"=r\"(r[0]), \"=r\"(r[1]) : \"r\"(a) : \"memory\");\n}\n"
     "__device__ __forceinline__ void mirs_ldmatrix_x4_trans(uint32_t r[4], const void *p) {\n"
     "    const unsigned a = (unsigned)__cvta_generic_to_shared(p);\n"
-    "    asm volatile(\"ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\\n\"\n"
-    "                 : \"=r\"(r[0]), \"=r\"(r[1]), \"=r\"(r[2]), \"=r\"(r[3]) : \"r\"(a) : \"memory\");\n}\n"
+    "    asm volatile(\"ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, "
+    "[%4];\\n\"\n"
+    "                 : \"=r\"(r[0]), \"=r\"(r[1]), \"=r\"(r[2]), \"=r\"(r[3]) : \"r\"(a) : "
+    "\"memory\");\n}\n"
     "#endif\n"
     "template <typename T>\n"
     "__global__ void __launch_bounds__(256) mirs_copy(const T *__restrict__ s, T *__restrict__ "
     "d, long long n) {\n"
-    "    for (long long e = blockIdx.x * 256LL + threadIdx.x; e < n; e += (long long)gridDim.x * 256)\n"
+    "    for (long long e = blockIdx.x * 256LL + threadIdx.x; e < n; e += (long long)gridDim.x * "
+    "256)\n"
     "        d[e] = s[e];\n"
     "}\n"
+    "#endif\n";
+
+/* The 16-byte global copy of a permute's vector path (emitted when a
+ * graph has one). */
+static const char prelude_layout[] =
+    "#ifndef MIRS_PRELUDE_LAYOUT_DEFINED\n"
+    "#define MIRS_PRELUDE_LAYOUT_DEFINED\n"
+    "/* 16 bytes global -> global, both 16-byte aligned. */\n"
+    "#ifdef MIRS_HOST_EMULATION\n"
+    "static inline void mirs_copy16(void *d, const void *s) {\n"
+    "    MIRS_EMU_CHECK_ALIGN(d, 16);\n"
+    "    MIRS_EMU_CHECK_ALIGN(s, 16);\n"
+    "    memcpy(d, s, 16);\n}\n"
+    "#else\n"
+    "__device__ __forceinline__ void mirs_copy16(void *d, const void *s) {\n"
+    "    *(uint4 *)d = *(const uint4 *)s;\n}\n"
+    "#endif\n"
     "#endif\n";
 
 /* Grid size of a grid-stride kernel over n elements. */
@@ -1631,8 +2272,8 @@ static int64_t plan_workspace(const mirs_graph *g, int64_t *woff, int32_t *first
     if (first_out[g->outputs[i]] < 0)
       first_out[g->outputs[i]] = i;
   for (int32_t t = 0; t < g->nt; t++) {
-    if (g->t[t].producer < 0 || first_out[t] >= 0)
-      continue;
+    if (g->t[t].producer < 0 || first_out[t] >= 0 || mirs__codegen_is_view(g, g->t[t].producer))
+      continue; /* (a view uses its root's buffer: tensor_ptr) */
     woff[t] = total;
     int64_t bytes = mirs__shape_numel(&g->t[t].shape) * (g->t[t].dtype == MIRS_F32 ? 4 : 2);
     total += (bytes + 255) & ~(int64_t)255;
@@ -1643,6 +2284,7 @@ static int64_t plan_workspace(const mirs_graph *g, int64_t *woff, int32_t *first
 /* Pointer expression of kernel tensor t inside the entry point. */
 static void tensor_ptr(const mirs_graph *g, int32_t t, const int64_t *woff, const int32_t *first_out,
                        char *buf, size_t size) {
+  t = mirs__codegen_view_root(g, t); /* (a view's buffer is its root's, same dtype) */
   if (g->t[t].producer < 0)
     snprintf(buf, size, "in_%s", g->t[t].name);
   else if (first_out[t] >= 0)
@@ -1911,6 +2553,11 @@ static void emit_launches(const mirs_graph *g, const char *ename, const mirs__pl
   char ptr[400];
   for (int32_t i = 0; i < g->nops; i++) {
     const mirs__kop *op = &g->ops[i];
+    if (mirs__codegen_is_view(g, i)) {
+      mirs__buf_printf(b, "    /* op %d: %s = reshape(%s): a view, no kernel */\n", (int)i,
+                       g->t[op->out[0]].name, g->t[op->in[0]].name);
+      continue;
+    }
     if (op->op == MIRS_OP_CUSTOM) {
       const mirs__bgraph *bg = op->bg;
       int64_t smem = plans[i].smem;
@@ -1919,8 +2566,11 @@ static void emit_launches(const mirs_graph *g, const char *ename, const mirs__pl
                        ename, (int)i, bg->grid[0], bg->grid[1], bg->grid[2], bg->block[0], bg->block[1],
                        bg->block[2], smem);
     } else {
+      int64_t n = mirs__shape_numel(&g->t[op->out[0]].shape);
+      if (mirs__op_is_layout(op->op))
+        n /= layout_vector(g, i);
       mirs__buf_printf(b, "    MIRS_LAUNCH(%s_k%d, dim3(%" PRId64 "), dim3(256), 0, stream, (",
-                       ename, (int)i, mirs__codegen_stride_blocks(mirs__shape_numel(&g->t[op->out[0]].shape)));
+                       ename, (int)i, mirs__codegen_stride_blocks(n));
     }
     for (int32_t a = 0; a < op->nin; a++) {
       tensor_ptr(g, op->in[a], woff, first_out, ptr, sizeof ptr);
@@ -1979,6 +2629,11 @@ mirs_status mirs__codegen_cuda(const mirs_graph *g, const char *entry, mirs__buf
   mirs__buf_puts(b, prelude_mma);
   mirs__buf_puts(b, prelude_copy);
   mirs__hopper_emit_prelude(b, g, plans);
+  for (int32_t i = 0; i < g->nops; i++)
+    if (g->ops[i].op == MIRS_OP_PERMUTE && layout_vector(g, i) > 1) {
+      mirs__buf_puts(b, prelude_layout);
+      break;
+    }
   for (int32_t i = 0; s == MIRS_OK && i < g->nops; i++) {
     if (g->ops[i].op == MIRS_OP_CUSTOM)
       s = emit_custom(g, i, ename, b, &plans[i]);

@@ -853,6 +853,9 @@ static void ldmatrix(uint32_t *r, const void *p, int n, bool trans) {
 static inline void mirs_ldmatrix_x4(uint32_t r[4], const void *p) {
   mirs_emu_async::ldmatrix(r, p, 4, false);
 }
+static inline void mirs_ldmatrix_x2(uint32_t r[2], const void *p) {
+  mirs_emu_async::ldmatrix(r, p, 2, false);
+}
 static inline void mirs_ldmatrix_x2_trans(uint32_t r[2], const void *p) {
   mirs_emu_async::ldmatrix(r, p, 2, true);
 }

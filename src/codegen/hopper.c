@@ -12,7 +12,9 @@
  *   tiles unless accumulated, so the product is one instruction wide; an
  *   accumulated one is bounded by plan.c's REG_ACC_MAX: N <= 128),
  *   K % 16 == 0 without padding, each operand tile loaded with 16-byte
- *   cp.async on the per-thread fast path and read by this matmul only.
+ *   cp.async on the per-thread fast path and read by this matmul only;
+ *   not a swapped product (plan_swap) nor one of the register chain (both
+ *   rely on the sm_80 fragment code).
  *
  * Layout (no swizzle, "interleaved" in the PTX ISA): a tile of R rows and
  * C columns (16-bit) is stored as 8x8 core matrices of 128 contiguous
@@ -79,6 +81,13 @@ void mirs__hopper_plan(mirs__plan *pl, const mirs_graph *g, const mirs__bgraph *
     const mirs__bop *op = &bg->ops[i];
     mirs__plan_op *po = &pl->op[i];
     if (op->op != MIRS_OP_MATMUL || po->mma != MIRS__MMA_16)
+      continue;
+    /* Not a swapped product (its C is transposed) nor one of the register
+     * chain (its C fragments become the next product's A fragments, in
+     * registers, and it adds into the chain's arrays): both keep the
+     * sm_80 code's own fragment walk. */
+    if (po->swap || (pl->chain.on && (i == pl->chain.mm1 || i == pl->chain.mm2)) ||
+        pl->t[op->out].frag != MIRS__FRAG_NONE)
       continue;
     const mirs__shape *os = &bg->t[op->out].shape, *as = &bg->t[op->in[0]].shape;
     int r = os->ndim;

@@ -13,10 +13,22 @@
  *     16 with rows of the A tile that only feed discarded output rows; a
  *     computed (f32) operand gives MMA_TF32 when K % 8 == 0 (M padded
  *     the same way); else the scalar path;
+ *     an MMA of skinny M (<= 8, one batch, N % 16 == 0, no transposed
+ *     operand) runs with its operands swapped when that does less
+ *     tensor-core work (plan_swap): C^T = B^T A^T, the B tile (a weight,
+ *     [K][N]) as the A operand (MMA_16: through ldmatrix.x4.trans), so 16
+ *     of its N columns fill the MMA's 16 rows, and the A tile's rows,
+ *     padded to 8, as the B operand (MMA_16: through ldmatrix.x2): 8*N
+ *     products per K step instead of 16*N, half the MMAs and A-fragment
+ *     loads; a tf32 swap reads the same elements its direct form reads
+ *     from each tile in the same lane pattern (rows gq, columns tq of the
+ *     A tile; rows tq, columns gq of the B tile), so the tf32 paddings of
+ *     decision 4 stay conflict-free;
  *  2b. under codegen_wgmma, an MMA_16 matmul whose tiles allow it (one
  *     batch, M = 16 * warps a multiple of 64, N <= 256, K % 16 == 0, its
- *     operands fast-path cp.async tiles read by it only) is MMA_WG
- *     (hopper.c): wgmma m64nNk16, operand tiles in 8x8 core matrices;
+ *     operands fast-path cp.async tiles read by it only, not swapped and
+ *     not in the register chain of decision 8) is MMA_WG (hopper.c):
+ *     wgmma m64nNk16, operand tiles in 8x8 core matrices;
  *  3. register accumulators: `accum` of an MMA matmul used nowhere else
  *     keeps the C fragments in registers across the forloop (the matmul
  *     adds into them; its tile is never stored);
@@ -45,7 +57,18 @@
  *     each block stops
  *     after its last live iteration (plan.h, mirs__plan_skip): no loads,
  *     MMAs or accumulation for the masked tiles, and the traffic and flops
- *     of the loop are counted for the live iterations only (pl->live).
+ *     of the loop are counted for the live iterations only (pl->live);
+ *  8. register chain (plan.h, mirs__plan_chain): a tensor-core product S
+ *     of one batch whose 16-row strips divide the warps, followed by
+ *     elementwise ops (a row value as second operand) and max/sum over
+ *     its rows, into E, the A operand of a second product E·V (V a tile
+ *     of the iteration), whose result only feeds accum / accum_online,
+ *     runs in the registers of the strip's warp: S, E and the row values
+ *     never get a tile, and accum_sum / accum_online over them keep
+ *     per-row registers.  E·V takes 16-bit m16n8k16 when E is in [0, 1]
+ *     (exp of x minus the row max of x, a causal mask between included)
+ *     or V is bf16 (f32's range) and V is a 16-bit tile, else tf32
+ *     m16n8k8 (exp of raw logits overflows f16; a computed f32 V).
  *
  * Invariant: plans allocate nothing for block graphs of up to
  * MIRS__PLAN_LOCAL tensors and ops. */
@@ -146,6 +169,39 @@ static int64_t batch_numel(const mirs__shape *s) {
   return n;
 }
 
+int64_t mirs__plan_mma_tiles(const mirs__plan *pl, const mirs__bgraph *bg, int32_t i) {
+  const mirs__shape *os = &bg->t[bg->ops[i].out].shape;
+  int64_t n = os->d[os->ndim - 1];
+  if (pl->op[i].swap)
+    return n / 16;
+  return batch_numel(os) * (pl->op[i].m_pad / 16) * (n / 8);
+}
+
+/* 2. The operand swap of MMA op i (M rows): the weight-streaming
+ * variant of a skinny matmul.  Both variants read every element of the
+ * B tile from shared memory once, fed by the same 16-byte cp.async
+ * pipeline (so the bytes in flight are the same); they differ in the
+ * padded tensor-core work (16*N per 16 of K direct, 8*N swapped: the
+ * cost model prices tc flops at m_pad) and in the A fragments (each warp
+ * loads 16 rows of A direct, 8 swapped).  A warp's swapped tiles stay
+ * live all at once (cuda.c emit_mma_swapped), so at most
+ * MIRS__PLAN_MMA_CHUNK of them. */
+static void plan_swap(mirs__plan *pl, const mirs__bgraph *bg, int32_t i, int64_t m) {
+  const mirs__bop *op = &bg->ops[i];
+  const mirs__shape *os = &bg->t[op->out].shape;
+  int64_t n = os->d[os->ndim - 1];
+  if (m > 8 || n % 16 != 0 || batch_numel(os) != 1 || batch_numel(&bg->t[op->in[0]].shape) != 1 ||
+      batch_numel(&bg->t[op->in[1]].shape) != 1 || loaded_transpose(bg, op->in[0]) ||
+      loaded_transpose(bg, op->in[1]))
+    return;
+  int64_t direct = pl->op[i].m_pad * n, swapped = 8 * n;
+  int64_t per = (n / 16 + pl->nwarps - 1) / pl->nwarps;
+  if (swapped >= direct || per > MIRS__PLAN_MMA_CHUNK)
+    return;
+  pl->op[i].swap = true;
+  pl->op[i].m_pad = 8;
+}
+
 /* 2. and 3.: tensor cores and register accumulators. */
 static void plan_mma(mirs__plan *pl, const mirs_graph *g, const mirs__bgraph *bg, bool mma) {
   for (int32_t i = 0; i < bg->nops; i++) {
@@ -176,9 +232,11 @@ static void plan_mma(mirs__plan *pl, const mirs_graph *g, const mirs__bgraph *bg
       pl->op[i].mma = MIRS__MMA_16;
       pl->op[i].m_pad = (int32_t)((m + 15) / 16 * 16);
       pl->op[i].k_pad = (int32_t)((kk + 15) / 16 * 16);
+      plan_swap(pl, bg, i, m);
     } else if (kk % 8 == 0 && rows_ok) {
       pl->op[i].mma = MIRS__MMA_TF32;
       pl->op[i].m_pad = (int32_t)((m + 15) / 16 * 16);
+      plan_swap(pl, bg, i, m);
     }
   }
   /* accum(y) of an MMA matmul y used only there: C fragments in registers. */
@@ -190,15 +248,148 @@ static void plan_mma(mirs__plan *pl, const mirs_graph *g, const mirs__bgraph *bg
     if (pl->op[p].mma == MIRS__MMA_NONE || pl->t[y].uses != 1 || pl->t[y].next >= 0 ||
         bg->t[y].post)
       continue;
-    const mirs__shape *os = &bg->t[y].shape;
-    int r = os->ndim;
-    int64_t tiles = batch_numel(os) * (pl->op[p].m_pad / 16) * (os->d[r - 1] / 8);
+    int64_t tiles = mirs__plan_mma_tiles(pl, bg, p);
     int64_t per = (tiles + pl->nwarps - 1) / pl->nwarps;
     if (per * 4 > REG_ACC_MAX)
       continue;
     pl->op[p].acc = op->out;
     pl->t[op->out].acc_mma = true;
   }
+}
+
+/* Chain analysis (decision 8): what a tensor is in the chain. */
+enum { CH_NONE, CH_C, CH_ROW, CH_O };
+
+/* Whether the ops after matmul i form a register chain (plan.h); fills
+ * pl->chain and the tensors' and ops' marks when they do. */
+static bool try_chain(mirs__plan *pl, const mirs_graph *g, const mirs__bgraph *bg, int32_t i) {
+  const mirs__bop *m1 = &bg->ops[i];
+  const mirs__shape *ss = &bg->t[m1->out].shape;
+  int r = ss->ndim;
+  /* A skinny S = Q·K that plan_swap swapped is planned direct in a chain
+   * (16-row strips): keeping E out of shared memory saves a store, a
+   * barrier and a load of E per iteration, where the swap saves half of a
+   * padded MMA.  The swap is undone only when the chain is taken. */
+  int32_t m_pad = pl->op[i].swap && r >= 2 ? (int32_t)((ss->d[r - 2] + 15) / 16 * 16)
+                                           : pl->op[i].m_pad;
+  int32_t strips = m_pad / 16, ks = strips > 0 ? pl->nwarps / strips : 0;
+  if (m1->op != MIRS_OP_MATMUL || pl->op[i].mma == MIRS__MMA_NONE || pl->op[i].acc >= 0 ||
+      bg->t[m1->out].post || r < 2 || batch_numel(ss) != 1 || ks < 1 || ks * strips != pl->nwarps ||
+      ss->d[r - 1] % (16 * ks) != 0 || ss->d[r - 1] / 8 / ks * 4 > REG_ACC_MAX)
+    return false;
+  int8_t ch[MIRS__PLAN_LOCAL], acc[MIRS__PLAN_LOCAL];
+  int32_t maxof[MIRS__PLAN_LOCAL];                    /* a row max: the tensor it is the max of */
+  bool le0[MIRS__PLAN_LOCAL], unit[MIRS__PLAN_LOCAL]; /* <= 0 (or -inf); in [0, 1] */
+  bool in_chain[MIRS__PLAN_LOCAL];
+  for (int32_t t = 0; t < bg->nt; t++) {
+    ch[t] = acc[t] = CH_NONE;
+    maxof[t] = -1;
+    le0[t] = unit[t] = false;
+  }
+  memset(in_chain, 0, sizeof in_chain);
+  ch[m1->out] = CH_C;
+  in_chain[i] = true;
+  int32_t mm2 = -1;
+  for (int32_t j = i + 1; j < bg->nops; j++) {
+    const mirs__bop *op = &bg->ops[j];
+    bool touches = false;
+    for (int a = 0; a < op->nin && a < 2; a++)
+      touches = touches || ch[op->in[a]] != CH_NONE;
+    if (!touches)
+      continue;
+    mirs__op_kind kind = mirs__graph_ops[op->op].kind;
+    /* (An accumulator's value is a post-loop one; other chain values
+     * are not read after the loop.) */
+    if (kind == MIRS__KIND_OUTPUT || op->nin > 2 ||
+        (kind != MIRS__KIND_ACCUM && bg->t[op->out].post))
+      return false;
+    int32_t x = op->in[0], y = op->nin > 1 ? op->in[1] : -1, o = op->out;
+    in_chain[j] = true;
+    if (kind == MIRS__KIND_ACCUM) {
+      bool ok =
+          (op->op == MIRS_OP_ACCUM && ch[x] == CH_O) ||
+          (op->op == MIRS_OP_ACCUM_ONLINE && (ch[x] == CH_O || ch[x] == CH_ROW) && y >= 0 &&
+           ch[y] == CH_ROW) ||
+          (op->op == MIRS_OP_ACCUM_SUM && ch[x] == CH_C && op->dim == bg->t[x].shape.ndim - 1);
+      if (!ok)
+        return false;
+      acc[o] = ch[x] == CH_O ? CH_C : CH_ROW;
+    } else if (mirs__op_is_elementwise(op->op)) {
+      /* (over S's fragments, or E·V's: the same rows, a row value as the
+       * second operand) */
+      if ((ch[x] != CH_C && ch[x] != CH_O) || (y >= 0 && ch[y] != CH_ROW) ||
+          !mirs__shape_eq(&bg->t[o].shape, &bg->t[x].shape))
+        return false;
+      /* (Split strips: E·V's values are partial sums over the warp's keys,
+       * only scaled by a row value, then accumulated.) */
+      if (ch[x] == CH_O && ks > 1 && !(y >= 0 && (op->op == MIRS_OP_MUL || op->op == MIRS_OP_DIV)))
+        return false;
+      ch[o] = ch[x];
+      le0[o] = (op->op == MIRS_OP_SUB && y >= 0 && maxof[y] == x) ||
+               (op->op == MIRS_OP_CAUSAL_MASK && le0[x]);
+      unit[o] = op->op == MIRS_OP_EXP && le0[x];
+    } else if ((op->op == MIRS_OP_MAX || op->op == MIRS_OP_SUM) && ch[x] == CH_C &&
+               op->dim == r - 1) {
+      ch[o] = CH_ROW;
+      maxof[o] = op->op == MIRS_OP_MAX ? x : -1;
+    } else if (op->op == MIRS_OP_MATMUL && mm2 < 0 && ch[x] == CH_C && y >= 0 && ch[y] == CH_NONE &&
+               batch_numel(&bg->t[o].shape) == 1 &&
+               bg->t[o].shape.d[bg->t[o].shape.ndim - 1] % 8 == 0) {
+      mm2 = j;
+      ch[o] = CH_O;
+      if (bg->t[o].shape.d[bg->t[o].shape.ndim - 1] / 8 * 4 > REG_ACC_MAX)
+        return false;
+    } else {
+      return false;
+    }
+  }
+  if (mm2 < 0)
+    return false;
+  const mirs__bop *m2 = &bg->ops[mm2];
+  /* V: a 16-bit tile (loaded, or a loaded one transposed) takes
+   * ldmatrix; a computed f32 one is read element by element (tf32). */
+  mirs_dtype dv = loaded16(g, bg, m2->in[1]);
+  bool v16 = dv != MIRS_F32 && mirs__plan_tile_dtype(g, bg, m2->in[1]) == dv;
+  pl->chain.on = true;
+  pl->op[i].swap = false;
+  pl->op[i].m_pad = m_pad;
+  pl->op[mm2].swap = false;
+  pl->chain.ks = ks;
+  pl->chain.xoff = -1;
+  pl->chain.xbytes = 0;
+  if (ks > 1) { /* the largest partial accumulator of a lane: E·V's C fragments */
+    const mirs__shape *os = &bg->t[m2->out].shape;
+    int64_t w = 4 * (os->d[os->ndim - 1] / 8);
+    pl->chain.xbytes = al16((int64_t)(ks - 1) * strips * 32 * (w > 2 ? w : 2) * 4);
+  }
+  pl->chain.mm1 = i;
+  pl->chain.mm2 = mm2;
+  pl->chain.mma2 =
+      (int8_t)(v16 && (unit[m2->in[0]] || dv == MIRS_BF16) ? MIRS__MMA_16 : MIRS__MMA_TF32);
+  pl->op[mm2].mma = pl->chain.mma2;
+  pl->op[mm2].m_pad = pl->op[i].m_pad;
+  pl->op[mm2].k_pad = (int32_t)ss->d[r - 1];
+  for (int32_t t = 0; t < bg->nt; t++) {
+    pl->t[t].frag = (int8_t)(acc[t] != CH_NONE ? acc[t] : ch[t] == CH_O ? CH_C : ch[t]);
+    if (acc[t] == CH_C)
+      pl->t[t].acc_mma = true;
+  }
+  for (int32_t j = 0; j < bg->nops; j++) {
+    pl->op[j].chain = in_chain[j];
+    if (in_chain[j] && bg->ops[j].op == MIRS_OP_ACCUM && bg->ops[j].in[0] == m2->out &&
+        pl->t[m2->out].uses == 1)
+      pl->op[mm2].acc = bg->ops[j].out; /* E·V adds into its C fragments */
+  }
+  return true;
+}
+
+/* 8. The first register chain of the kernel, if any. */
+static void plan_chain(mirs__plan *pl, const mirs_graph *g, const mirs__bgraph *bg, bool mma) {
+  memset(&pl->chain, 0, sizeof pl->chain);
+  if (!mma || bg->nt > MIRS__PLAN_LOCAL || bg->nops > MIRS__PLAN_LOCAL)
+    return;
+  for (int32_t i = 0; i < bg->nops && !pl->chain.on; i++)
+    (void)try_chain(pl, g, bg, i);
 }
 
 /* Lanes per reduced row for rows rows of length len on the kernel's
@@ -325,7 +516,7 @@ static int64_t place(mirs__plan *pl, const mirs_graph *g, const mirs__bgraph *bg
     bool t16 = loaded_transpose(bg, t) && mirs__plan_tile_dtype(g, bg, t) != MIRS_F32;
     if (t16)
       pt->elsize = 2;
-    if (kind == MIRS__KIND_ACCUM && !pt->acc_mma &&
+    if (kind == MIRS__KIND_ACCUM && !pt->acc_mma && pt->frag == MIRS__FRAG_NONE &&
         (n + pl->nthreads - 1) / pl->nthreads > REG_ACC_MAX) {
       pt->acc_smem = true;
       pt->aoff = total;
@@ -338,7 +529,7 @@ static int64_t place(mirs__plan *pl, const mirs_graph *g, const mirs__bgraph *bg
     pt->tree = false;
     pt->group = 1;
     if ((op->op == MIRS_OP_ACCUM_SUM || op->op == MIRS_OP_ACCUM_RMS) && !pt->acc_smem &&
-        pl->nthreads % 32 == 0) {
+        pl->nthreads % 32 == 0 && pt->frag == MIRS__FRAG_NONE) {
       const mirs__shape *xs = &bg->t[op->in[0]].shape;
       int64_t len = op->op == MIRS_OP_ACCUM_SUM ? xs->d[op->dim] : xs->d[xs->ndim - 1];
       int64_t grp = tree_group(pl, n, len);
@@ -350,7 +541,15 @@ static int64_t place(mirs__plan *pl, const mirs_graph *g, const mirs__bgraph *bg
     }
     /* A matmul whose fragments go into a register accumulator has no tile. */
     bool into_acc = op->op == MIRS_OP_MATMUL && pl->op[i].acc >= 0;
-    if (pt->next < 0 && !into_acc) {
+    /* (Nor does a value of the register chain: an accumulator's final
+     * value does.) */
+    bool in_regs = pt->frag != MIRS__FRAG_NONE && kind != MIRS__KIND_ACCUM;
+    if (in_regs && pt->frag == MIRS__FRAG_ROW && pl->chain.ks > 1) {
+      /* a row max or sum completed across the strip's ks warps */
+      pt->off = total;
+      total += al16((int64_t)pl->chain.ks * pl->op[pl->chain.mm1].m_pad * 4);
+    }
+    if (pt->next < 0 && !into_acc && !in_regs) {
       const mirs__shape *ts = &bg->t[t].shape;
       int64_t last = ts->ndim > 0 ? ts->d[ts->ndim - 1] : 1;
       pt->stride = (int32_t)last;
@@ -372,6 +571,10 @@ static int64_t place(mirs__plan *pl, const mirs_graph *g, const mirs__bgraph *bg
       }
     }
   }
+  if (pl->chain.on && pl->chain.xbytes > 0) {
+    pl->chain.xoff = total;
+    total += pl->chain.xbytes;
+  }
   return total;
 }
 
@@ -388,9 +591,7 @@ static int32_t estimate_regs(const mirs__plan *pl, const mirs__bgraph *bg) {
       any_mma = true;
       if (pl->op[i].acc < 0 && pl->op[i].mma != MIRS__MMA_TF32) {
         /* A warp's tiles, chunked (cuda.c emit_mma16_rows). */
-        const mirs__shape *os = &bg->t[op->out].shape;
-        int r = os->ndim;
-        int64_t tiles = batch_numel(os) * (pl->op[i].m_pad / 16) * (os->d[r - 1] / 8);
+        int64_t tiles = mirs__plan_mma_tiles(pl, bg, i);
         int64_t per = (tiles + pl->nwarps - 1) / pl->nwarps;
         if (per > MIRS__PLAN_MMA_CHUNK)
           per = MIRS__PLAN_MMA_CHUNK;
@@ -408,15 +609,32 @@ static int32_t estimate_regs(const mirs__plan *pl, const mirs__bgraph *bg) {
     if (pt->acc_mma) {
       const mirs__shape *os = &bg->t[op->out].shape;
       int r = os->ndim;
-      int32_t p = bg->t[op->in[0]].producer;
-      int64_t tiles = batch_numel(os) * (pl->op[p].m_pad / 16) * (os->d[r - 1] / 8);
-      regs += 4 * ((tiles + pl->nwarps - 1) / pl->nwarps);
+      /* (a chain accumulator: of E·V, maybe through elementwise ops) */
+      int64_t tiles = mirs__plan_mma_tiles(pl, bg, bg->t[op->in[0]].producer);
+      if (pt->frag != MIRS__FRAG_NONE) /* the strip's tiles (partial sums when split) */
+        regs += 4 * (os->d[r - 1] / 8);
+      else
+        regs += 4 * ((tiles + pl->nwarps - 1) / pl->nwarps);
     } else { /* (accum_online: and its running max) */
       regs += (n + pl->nthreads - 1) / pl->nthreads * (op->op == MIRS_OP_ACCUM_ONLINE ? 2 : 1);
     }
   }
+  if (pl->chain.on) {
+    /* The chain keeps S (then E) of the whole strip, E·V's fragments when
+     * they do not add into an accumulator, and the row values. */
+    const mirs__bop *m1 = &bg->ops[pl->chain.mm1], *m2 = &bg->ops[pl->chain.mm2];
+    const mirs__shape *ss = &bg->t[m1->out].shape, *os = &bg->t[m2->out].shape;
+    int64_t c = 4 * (ss->d[ss->ndim - 1] / 8 / pl->chain.ks);
+    if (pl->op[pl->chain.mm2].acc < 0)
+      c += 4 * (os->d[os->ndim - 1] / 8);
+    if (c > live_c)
+      live_c = c;
+  }
+  /* C tiles, A and B fragments, ldmatrix addresses (a chain's fragments
+   * come from the C tiles it keeps: ptxas -v gives 71-80 registers for
+   * its 32 of S at the published shapes) */
   if (any_mma)
-    regs += live_c + 6 + 4; /* C tiles, A and B fragments, ldmatrix addresses */
+    regs += live_c + (pl->chain.on ? 0 : 6 + 4);
   return (int32_t)(regs > 255 ? 255 : regs);
 }
 
@@ -624,6 +842,7 @@ mirs_status mirs__plan_build(mirs_context *ctx, const mirs_graph *g, int32_t ki,
   }
   plan_chains(pl, bg);
   plan_mma(pl, g, bg, mma);
+  plan_chain(pl, g, bg, mma);
   plan_reductions(pl, bg);
   bool walked = false;
   for (int32_t i = 0; i < bg->nops; i++)

@@ -40,6 +40,13 @@ typedef enum mirs__plan_mma {
   MIRS__MMA_WG    /* sm_90a wgmma m64nNk16 from core8 tiles (codegen_wgmma; hopper.c) */
 } mirs__plan_mma;
 
+/* Where a value of the register chain lives (plan decision 8, plan.c). */
+typedef enum mirs__plan_frag {
+  MIRS__FRAG_NONE, /* a tile in shared memory, or absorbed into a producer's chain */
+  MIRS__FRAG_C,    /* C fragments of the warp's 16-row strip: float [tiles][4] per lane */
+  MIRS__FRAG_ROW   /* one value per row of the strip: float [2] per lane (rows gq, gq + 8) */
+} mirs__plan_frag;
+
 /* Where one block tensor lives. */
 typedef struct mirs__plan_tensor {
   int64_t off;         /* smem byte offset of the tile (stage 0), or -1 (no tile) */
@@ -61,16 +68,41 @@ typedef struct mirs__plan_tensor {
                         * before any load (the padding columns / rows stay 0) */
   int8_t group;        /* tree: threads (lanes) per accumulator element, a power of 2 <= 32 */
   bool core8;          /* wgmma operand: 8x8 core matrices, no swizzle (hopper.c), no padding */
+  int8_t frag;         /* mirs__plan_frag: kept in the register chain's layout (accumulators:
+                        * their running values; their final values still get a tile) */
 } mirs__plan_tensor;
 
 typedef struct mirs__plan_op {
   bool absorbed;  /* a fused op emitted inside its producer's register chain */
   int8_t mma;     /* mirs__plan_mma of a matmul */
-  int32_t m_pad;  /* MMA: rows of the output computed (M rounded up to 16) */
+  bool swap;      /* MMA_16 with the operands swapped (decision 2 of plan.c): C^T = B^T A^T,
+                   * the B tile's N columns on the 16-row side, a skinny M on the 8 side */
+  int32_t m_pad;  /* MMA: rows of the output computed (M rounded up to 16; 8 when swapped) */
   int32_t k_pad;  /* MMA: reduction length multiplied (K, or K rounded up to 16 with zeros) */
   int32_t acc;    /* MMA: accumulator whose C fragments it adds into, or -1 */
   int8_t group;   /* sum / rms_norm: lanes per reduced row (warp-shuffle tree), 1: one thread */
+  bool chain;     /* emitted by the register chain (at the chain's first matmul) */
 } mirs__plan_op;
+
+/* Register-resident chain (decision 8 of plan.c): S = A·B on tensor cores,
+ * elementwise ops and row reductions over S's rows, E·V on tensor cores
+ * with E's C fragments reused as A fragments, and the accumulators they
+ * feed, all in registers: E never goes through shared memory, row maxes
+ * and sums are quad shuffles.  Each 16-row strip belongs to ks warps
+ * (warp w: strip w / ks, part w % ks), each with 1/ks of S's columns (E·V's
+ * k range): a row max or sum over S is completed across them through a
+ * small exchange in shared memory (the reduce tensor's tile: ks values per
+ * row), the accumulators of E·V and of S's row sums are partial sums,
+ * added across the ks warps once, after the loop, through `xoff`. */
+typedef struct mirs__plan_chain {
+  bool on;
+  int32_t ks;       /* warps per 16-row strip (1: one warp owns whole rows) */
+  int64_t xoff;     /* ks > 1: smem byte offset of the after-loop partial-sum exchange */
+  int64_t xbytes;   /* its bytes */
+  int32_t mm1, mm2; /* the block matmuls S = A·B and E·V */
+  int8_t mma2;      /* E·V: MIRS__MMA_16 (E in [0, 1], or a bf16 V: A fragments packed
+                     * from two C fragments) or MIRS__MMA_TF32 (A = {d0, d2, d1, d3}) */
+} mirs__plan_chain;
 
 /* Tile skipping (decision 7 of plan.c): a forloop that walks the columns
  * of a causal mask stops, in each block, after the last iteration whose
@@ -100,6 +132,7 @@ typedef struct mirs__plan {
   bool pipelined;       /* loads of later iterations overlap compute (stages >= 2, cp.async) */
   bool wgmma;           /* some matmul is MIRS__MMA_WG: the kernel needs sm_90a */
   mirs__plan_skip skip; /* tile skipping under a causal mask */
+  mirs__plan_chain chain; /* the register-resident matmul chain, if any */
   double live;          /* iterations run / (blocks * F): 1 without skipping */
   bool feasible;
   char reason[MIRS__PLAN_REASON_SIZE];
@@ -109,6 +142,11 @@ typedef struct mirs__plan {
   mirs__plan_tensor local_t[MIRS__PLAN_LOCAL];
   mirs__plan_op local_op[MIRS__PLAN_LOCAL];
 } mirs__plan;
+
+/* MMA output tiles of block matmul op i (a plan_op with mma set): 16x8
+ * tiles of the M-padded output, or, swapped, 16-column tiles (16 of N by
+ * the 8 padded rows), over all batches. */
+int64_t mirs__plan_mma_tiles(const mirs__plan *pl, const mirs__bgraph *bg, int32_t i);
 
 /* The last iteration + 1 that block (bx, by, bz) of a skipping plan runs
  * (F when pl does not skip). */

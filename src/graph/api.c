@@ -66,6 +66,26 @@ mirs_status mirs_graph_add_op(mirs_graph *g, const char *name, mirs_op op, int n
   return MIRS_OK;
 }
 
+/* Add a layout operator (reshape, permute) with its dims. */
+mirs_status mirs_graph_add_layout(mirs_graph *g, const char *name, mirs_op op, mirs_tensor x,
+                                  int ndims, const int64_t *dims, mirs_tensor *out) {
+  if (!g)
+    return MIRS_INVALID_ARG;
+  if (!mirs__op_is_layout(op))
+    return MIRS_FAIL(g->ctx, MIRS_INVALID_ARG, "mirs_graph_add_layout: %s is not reshape or permute",
+                     mirs_op_name(op) ? mirs_op_name(op) : "?");
+  if (ndims < 1 || ndims > MIRS_MAX_DIMS || !dims)
+    return MIRS_FAIL(g->ctx, MIRS_INVALID_ARG, "%s: needs 1 to %d dims, got %d", mirs_op_name(op),
+                     MIRS_MAX_DIMS, ndims);
+  mirs__shape lay = {.ndim = ndims};
+  memcpy(lay.d, dims, sizeof(int64_t) * (size_t)ndims);
+  int32_t id;
+  MIRS_CHECK(g->ctx, mirs__graph_add_layout(g, name, op, x, &lay, &id));
+  if (out)
+    *out = id;
+  return MIRS_OK;
+}
+
 /* Add an operator with constants (decimal text, read exactly). */
 mirs_status mirs_graph_add_const_op(mirs_graph *g, const char *name, mirs_op op, mirs_tensor x,
                                     int nconstants, const char *const *constants,

@@ -1,11 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /* src/graph/fold.c - program normal forms applied before a search: a
- * LayerNorm spelled out with today's operators becomes one layer_norm op.
+ * LayerNorm or an RMSNorm spelled out with today's operators becomes one
+ * layer_norm or rms_norm op.
  *
  * The pattern, over the last dim d of X (any rank):
  *   M = mean(X, dim=d)    C = sub(X, M)    S = square(C) | mul(C, C)
  *   V = mean(S, dim=d)    D = sqrt(V) | sqrt(add(V, eps))   N = div(C, D)
- * is N = layer_norm(X, eps) (eps = 0 without the add).  The two are equal as real functions, and
+ * is N = layer_norm(X, eps) (eps = 0 without the add); without the
+ * centring (S = square(X) | mul(X, X), N = div(X, D), or mul(X, R) |
+ * mul(R, X) with R = div(1, D), PyTorch's x * rsqrt(...)) it is
+ * N = rms_norm(X, eps).  The two are equal as real functions, and
  * equal trial by trial in the field fingerprints (docs/SOUNDNESS.md: the
  * same exact mean and variance, the same keyed sqrt of the same value), so
  * a µGraph verified against the folded program is verified against the
@@ -80,6 +84,52 @@ static int32_t spelled_ln(const mirs_graph *g, int32_t i, double *eps) {
   return cc == c && mirs__shape_eq(&g->t[n->out[0]].shape, &g->t[x].shape) ? x : -1;
 }
 
+/* Whether t is square(x) or mul(x, x) of some x; *x receives x. */
+static bool is_square(const mirs_graph *g, int32_t t, int32_t *x) {
+  const mirs__kop *s = made_by(g, t, MIRS_OP_SQUARE);
+  if (!s && (s = made_by(g, t, MIRS_OP_MUL)) != NULL && s->in[0] != s->in[1])
+    s = NULL;
+  if (s)
+    *x = s->in[0];
+  return s != NULL;
+}
+
+/* If op i is the last op of a spelled-out RMSNorm (div(X, D), or mul of X
+ * and div(1, D), with D = sqrt(mean(square(X)) [+ eps]) over the last
+ * dim), its X (and *eps); else -1. */
+static int32_t spelled_rms(const mirs_graph *g, int32_t i, double *eps) {
+  const mirs__kop *n = &g->ops[i];
+  int32_t x = -1, d = -1, var, m, xs;
+  if (n->op == MIRS_OP_DIV) {
+    x = n->in[0];
+    d = n->in[1];
+  } else if (n->op == MIRS_OP_MUL) {
+    for (int a = 0; a < 2 && d < 0; a++) {
+      const mirs__kop *r = made_by(g, n->in[a], MIRS_OP_RDIV_SCALAR);
+      if (r && r->cst[0].m == 1 && r->cst[0].e == 0) {
+        x = n->in[1 - a];
+        d = r->in[0];
+      }
+    }
+  }
+  const mirs__kop *sq = d >= 0 ? made_by(g, d, MIRS_OP_SQRT) : NULL;
+  if (!sq || !variance_eps(g, sq->in[0], &var, eps) || !is_row_mean(g, var, &m) ||
+      !is_square(g, m, &xs) || xs != x)
+    return -1;
+  return mirs__shape_eq(&g->t[n->out[0]].shape, &g->t[x].shape) ? x : -1;
+}
+
+/* The norm op i ends, if any: its X, its operator (*op) and eps. */
+static int32_t spelled_norm(const mirs_graph *g, int32_t i, mirs_op *op, double *eps) {
+  int32_t x = spelled_ln(g, i, eps);
+  *op = MIRS_OP_LAYER_NORM;
+  if (x < 0) {
+    x = spelled_rms(g, i, eps);
+    *op = MIRS_OP_RMS_NORM;
+  }
+  return x;
+}
+
 /* Fold every spelled-out LayerNorm of g into layer_norm(X, eps=0.0):
  * *out is a new graph (names kept) when something folded, else NULL. */
 mirs_status mirs__graph_fold_norms(const mirs_graph *g, mirs_graph **out) {
@@ -91,7 +141,8 @@ mirs_status mirs__graph_fold_norms(const mirs_graph *g, mirs_graph **out) {
     if (g->ops[i].op == MIRS_OP_CUSTOM)
       return MIRS_OK;
     double eps;
-    any = any || spelled_ln(g, i, &eps) >= 0;
+    mirs_op nop;
+    any = any || spelled_norm(g, i, &nop, &eps) >= 0;
   }
   if (!any)
     return MIRS_OK;
@@ -111,7 +162,8 @@ mirs_status mirs__graph_fold_norms(const mirs_graph *g, mirs_graph **out) {
     if (!live[k->out[0]])
       continue;
     double eps;
-    int32_t x = spelled_ln(g, i, &eps);
+    mirs_op nop;
+    int32_t x = spelled_norm(g, i, &nop, &eps);
     if (x >= 0)
       live[x] = true;
     else
@@ -128,12 +180,12 @@ mirs_status mirs__graph_fold_norms(const mirs_graph *g, mirs_graph **out) {
     if (!live[k->out[0]])
       continue;
     double eps = 0.0;
-    int32_t x = spelled_ln(g, i, &eps), in[2];
+    mirs_op nop;
+    int32_t x = spelled_norm(g, i, &nop, &eps), in[2];
     for (int32_t a = 0; a < k->nin && a < 2; a++)
       in[a] = map[k->in[a]];
     if (x >= 0) {
-      st = mirs__graph_add_op(f, g->t[k->out[0]].name, MIRS_OP_LAYER_NORM, 1, &map[x], -1,
-                              &map[k->out[0]]);
+      st = mirs__graph_add_op(f, g->t[k->out[0]].name, nop, 1, &map[x], -1, &map[k->out[0]]);
       if (st == MIRS_OK)
         f->ops[f->nops - 1].eps = eps;
     } else {

@@ -213,6 +213,9 @@ static mirs_status reserve_op(mirs_graph *g) {
   return mirs__core_grow(g->ctx, (void **)&g->ops, &g->capops, (size_t)g->nops + 1, sizeof *g->ops);
 }
 
+static mirs_status add_kop(mirs_graph *g, const char *name, mirs_op op, int nin, const int32_t *in,
+                           int dim, const mirs__scalar *c, const mirs__shape *lay, int32_t *out);
+
 /* Add a predefined kernel op. */
 mirs_status mirs__graph_add_op(mirs_graph *g, const char *name, mirs_op op, int nin,
                                const int32_t *in, int dim, int32_t *out) {
@@ -237,7 +240,10 @@ static mirs_status check_consts(mirs_context *ctx, mirs_op op, const mirs__scala
 mirs_status mirs__graph_copy_op(mirs_graph *g, const char *name, const mirs__kop *k,
                                 const int32_t *in, int32_t *out) {
   int32_t id = -1;
-  MIRS_CHECK(g->ctx, mirs__graph_add_op_c(g, name, k->op, k->nin, in, k->dim, k->cst, &id));
+  if (mirs__op_is_layout(k->op))
+    MIRS_CHECK(g->ctx, mirs__graph_add_layout(g, name, k->op, in[0], &k->lay, &id));
+  else
+    MIRS_CHECK(g->ctx, mirs__graph_add_op_c(g, name, k->op, k->nin, in, k->dim, k->cst, &id));
   g->ops[g->nops - 1].eps = k->eps;
   if (out)
     *out = id;
@@ -246,6 +252,21 @@ mirs_status mirs__graph_copy_op(mirs_graph *g, const char *name, const mirs__kop
 
 mirs_status mirs__graph_add_op_c(mirs_graph *g, const char *name, mirs_op op, int nin,
                                  const int32_t *in, int dim, const mirs__scalar *c, int32_t *out) {
+  return add_kop(g, name, op, nin, in, dim, c, NULL, out);
+}
+
+mirs_status mirs__graph_add_layout(mirs_graph *g, const char *name, mirs_op op, int32_t x,
+                                   const mirs__shape *lay, int32_t *out) {
+  if (!mirs__op_is_layout(op) || !lay)
+    return MIRS_FAIL(g->ctx, MIRS_INVALID_ARG, "%s is not a layout operator with an attribute",
+                     (unsigned)op < MIRS_OP_COUNT ? mirs__graph_ops[op].name : "?");
+  return add_kop(g, name, op, 1, &x, -1, NULL, lay, out);
+}
+
+/* Add a predefined kernel op: the one builder behind add_op_c and
+ * add_layout (lay: a layout op's attribute as written, else NULL). */
+static mirs_status add_kop(mirs_graph *g, const char *name, mirs_op op, int nin, const int32_t *in,
+                           int dim, const mirs__scalar *c, const mirs__shape *lay, int32_t *out) {
   mirs_context *ctx = g->ctx;
   if ((unsigned)op >= MIRS_OP_COUNT)
     return MIRS_FAIL(ctx, MIRS_INVALID_ARG, "invalid operator %d", (int)op);
@@ -269,10 +290,11 @@ mirs_status mirs__graph_add_op_c(mirs_graph *g, const char *name, mirs_op op, in
     return MIRS_FAIL(ctx, MIRS_SHAPE, "%s: dtype mismatch: '%s' is %s, '%s' is %s", info->name,
                      g->t[in[0]].name, mirs_dtype_name(g->t[in[0]].dtype), g->t[in[1]].name,
                      mirs_dtype_name(g->t[in[1]].dtype));
-  mirs__shape rs;
-  int ndim;
+  mirs__shape rs, rlay = {0};
+  int ndim = -1;
   char why[512];
-  if (!mirs__shape_infer(op, nin, shapes, dim, &ndim, &rs, why, sizeof why))
+  if (lay ? !mirs__shape_layout(op, &shapes[0], lay, &rlay, &rs, why, sizeof why)
+          : !mirs__shape_infer(op, nin, shapes, dim, &ndim, &rs, why, sizeof why))
     return MIRS_FAIL(ctx, MIRS_SHAPE, "%s", why);
   char what[64];
   snprintf(what, sizeof what, "result of %s", info->name);
@@ -281,7 +303,7 @@ mirs_status mirs__graph_add_op_c(mirs_graph *g, const char *name, mirs_op op, in
   char *nm;
   MIRS_CHECK(ctx, take_name(ctx, name, "t", g->nt, g, find_k, &nm));
   mirs__kop k = {.op = op, .nin = nin, .nout = 1, .dim = ndim,
-                 .eps = mirs__op_eps_default(op)};
+                 .eps = mirs__op_eps_default(op), .lay = rlay};
   k.in = mirs__core_alloc(ctx, sizeof(int32_t) * (size_t)(nin ? nin : 1));
   k.out = mirs__core_alloc(ctx, sizeof(int32_t));
   int32_t id;

@@ -54,7 +54,8 @@ typedef enum mirs__op_kind {
   MIRS__KIND_INPUT,
   MIRS__KIND_OUTPUT,
   MIRS__KIND_ACCUM,
-  MIRS__KIND_TRANSPOSE
+  MIRS__KIND_TRANSPOSE,
+  MIRS__KIND_LAYOUT /* reshape, permute: shape from the op's attribute (mirs__kop.lay) */
 } mirs__op_kind;
 
 typedef struct mirs__opinfo {
@@ -116,19 +117,21 @@ static inline bool mirs__op_is_commutative(mirs_op op) {
 #define MIRS__LN_EPS 1e-5
 
 /* Ops that carry an eps attribute (eps= in both formats): layer_norm
- * (default MIRS__LN_EPS) and accum_rms (sqrt(mean + eps), default 0, which
- * is neither printed nor hashed: the µGraphs from before eps existed keep
- * their text and hashes). */
+ * (default MIRS__LN_EPS), rms_norm (x / sqrt(mean(x^2) + eps)) and
+ * accum_rms (sqrt(mean + eps)), both default 0, which is neither printed
+ * nor hashed: the programs and µGraphs from before eps existed keep their
+ * text and hashes. */
 static inline bool mirs__op_has_eps(mirs_op op) {
-  return op == MIRS_OP_LAYER_NORM || op == MIRS_OP_ACCUM_RMS;
+  return op == MIRS_OP_LAYER_NORM || op == MIRS_OP_ACCUM_RMS || op == MIRS_OP_RMS_NORM;
 }
 /* The default eps of op (mirs__op_has_eps). */
 static inline double mirs__op_eps_default(mirs_op op) {
   return op == MIRS_OP_LAYER_NORM ? MIRS__LN_EPS : 0.0;
 }
-/* Whether op's eps is written and hashed (not accum_rms's default 0). */
+/* Whether op's eps is written and hashed (not the default 0 of accum_rms
+ * and rms_norm). */
 static inline bool mirs__op_shows_eps(mirs_op op, double eps) {
-  return mirs__op_has_eps(op) && (op != MIRS_OP_ACCUM_RMS || eps != 0.0);
+  return mirs__op_has_eps(op) && (op == MIRS_OP_LAYER_NORM || eps != 0.0);
 }
 
 /* Whether op takes a reduced dim (`dim=`): the REDUCE kind and the
@@ -194,6 +197,10 @@ typedef struct mirs__kop {
   double eps; /* mirs__op_has_eps: the constant added to the variance; else 0 */
   mirs__bgraph *bg; /* CUSTOM only (owned) */
   mirs__scalar cst[2]; /* constants of op (mirs__op_nconst); zero otherwise */
+  /* LAYOUT ops: reshape's result shape (resolved, no -1), permute's dims
+   * (d[i] = the input dim that result dim i is); ndim 0 for other ops, so
+   * a memset or a {.op = ...} initialiser is a correct non-layout op. */
+  mirs__shape lay;
 } mirs__kop;
 
 struct mirs_graph {
@@ -287,6 +294,54 @@ void mirs__shape_bcast_strides(const mirs__shape *in, const mirs__shape *out,
         for (int64_t j_ = 0; j_ < c_; j_++)                                                        \
           (y)[b_ * r_ * c_ + j_ * r_ + i_] = (x)[b_ * r_ * c_ + i_ * c_ + j_];                     \
   } while (0)
+/* Whether op is a layout op (reshape, permute: mirs__kop.lay). */
+static inline bool mirs__op_is_layout(mirs_op op) {
+  return (unsigned)op < MIRS_OP_COUNT && mirs__graph_ops[op].kind == MIRS__KIND_LAYOUT;
+}
+/* The result shape of layout op `op` on x's shape xs with attribute lay as
+ * written (reshape: dims >= 1 and at most one -1, inferred; permute: a
+ * permutation, negative dims counted from the end).  On success *lay_out
+ * is the resolved attribute (no -1, dims non-negative) and *out the result
+ * shape; else false with a one-line reason in why (a message of the
+ * .graph error table, docs/FORMATS.md). */
+bool mirs__shape_layout(mirs_op op, const mirs__shape *xs, const mirs__shape *lay,
+                        mirs__shape *lay_out, mirs__shape *out, char *why, size_t whysize);
+/* y = op(x) for a layout op with resolved attribute lay (xs: x's shape):
+ * element e of the result is element src(e) of x, the exact index map of
+ * every evaluator (float64 interpreter, fingerprints; the element type is
+ * whatever x and y hold).  A reshape keeps the row-major order (src(e) =
+ * e); a permute walks the result in row-major order with an odometer over
+ * x's strides taken in the order of lay. */
+#define MIRS__LAYOUT_COPY(op, xs, lay, x, y)                                                       \
+  do {                                                                                             \
+    int64_t n_ = mirs__shape_numel(xs);                                                            \
+    if ((op) == MIRS_OP_RESHAPE) {                                                                 \
+      for (int64_t e_ = 0; e_ < n_; e_++)                                                          \
+        (y)[e_] = (x)[e_];                                                                         \
+      break;                                                                                       \
+    }                                                                                              \
+    int r_ = (xs)->ndim;                                                                           \
+    int64_t st_[MIRS_MAX_DIMS], ost_[MIRS_MAX_DIMS], ext_[MIRS_MAX_DIMS], c_[MIRS_MAX_DIMS];       \
+    for (int64_t d_ = r_ - 1, s_ = 1; d_ >= 0; s_ *= (xs)->d[d_], d_--)                            \
+      st_[d_] = s_;                                                                                \
+    for (int d_ = 0; d_ < r_; d_++) {                                                              \
+      ost_[d_] = st_[(lay)->d[d_]];                                                                \
+      ext_[d_] = (xs)->d[(lay)->d[d_]];                                                            \
+      c_[d_] = 0;                                                                                  \
+    }                                                                                              \
+    int64_t src_ = 0;                                                                              \
+    for (int64_t e_ = 0; e_ < n_; e_++) {                                                          \
+      (y)[e_] = (x)[src_];                                                                         \
+      for (int d_ = r_ - 1; d_ >= 0; d_--) {                                                       \
+        if (++c_[d_] < ext_[d_]) {                                                                 \
+          src_ += ost_[d_];                                                                        \
+          break;                                                                                   \
+        }                                                                                          \
+        src_ -= (ext_[d_] - 1) * ost_[d_];                                                         \
+        c_[d_] = 0;                                                                                \
+      }                                                                                            \
+    }                                                                                              \
+  } while (0)
 /* Offset of flat row `row` over dims [0, nd) of s with strides st. */
 int64_t mirs__shape_row_offset(const mirs__shape *s, int nd, const int64_t *st, int64_t row);
 /* Copy the tile of shape ts at off[] between a row-major tensor (shape ks,
@@ -314,7 +369,12 @@ mirs_status mirs__graph_add_op(mirs_graph *g, const char *name, mirs_op op, int 
  * none); mirs__graph_add_op refuses ops that take constants. */
 mirs_status mirs__graph_add_op_c(mirs_graph *g, const char *name, mirs_op op, int nin,
                                  const int32_t *in, int dim, const mirs__scalar *c, int32_t *out);
-/* Add a predefined op like k (its op, dim, constants and eps) on inputs
+/* Add layout op `op` (reshape, permute) on x with its attribute lay as
+ * written (mirs__shape_layout); the resolved attribute is kept in the
+ * op's lay.  MIRS_SHAPE with the reason as the context's message. */
+mirs_status mirs__graph_add_layout(mirs_graph *g, const char *name, mirs_op op, int32_t x,
+                                   const mirs__shape *lay, int32_t *out);
+/* Add a predefined op like k (its op, dim, constants, eps and layout) on inputs
  * in[0..k->nin): the one copy every rebuilder of a program uses, so an
  * attribute added to kernel ops is copied everywhere. */
 mirs_status mirs__graph_copy_op(mirs_graph *g, const char *name, const mirs__kop *k,
@@ -324,8 +384,9 @@ mirs_status mirs__graph_mark_output(mirs_graph *g, int32_t t);
  * them).  No-op on an empty graph. */
 void mirs__graph_pop_op(mirs_graph *g);
 /* Fold every spelled-out LayerNorm (mean, sub, square, mean, sqrt, div over
- * the last dim) into layer_norm(X, eps=0.0) (fold.c): *out is a new graph,
- * or NULL when nothing folds. */
+ * the last dim) into layer_norm(X, eps), and every spelled-out RMSNorm
+ * (square, mean, sqrt, div, or a multiply by div(1, .)) into rms_norm(X,
+ * eps) (fold.c): *out is a new graph, or NULL when nothing folds. */
 mirs_status mirs__graph_fold_norms(const mirs_graph *g, mirs_graph **out);
 /* Deep copy. */
 mirs_status mirs__graph_clone(const mirs_graph *g, mirs_graph **out);
@@ -442,7 +503,8 @@ typedef struct mirs__dim_origin {
 } mirs__dim_origin;
 /* The origin of dim d of block tensor t, traced through its producers to
  * the loaded tiles (matmul rows from A, columns from B; broadcast dims
- * from the operand that has them; reduced dims have none); false when it
+ * from the operand that has them; a transpose's last two from its
+ * operand's, swapped; reduced dims have none); false when it
  * is not one place (operands from different places, or a sum over the
  * forloop of differently placed tiles). */
 bool mirs__sched_dim_origin(const mirs_graph *g, const mirs__bgraph *bg, int32_t t, int d,

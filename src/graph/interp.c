@@ -300,8 +300,8 @@ static void ev_sumsq_last(const mirs__shape *xs, const double *x, double *y) {
   }
 }
 
-/* y = x / sqrt(mean(x^2)) over the last dim. */
-static void ev_rmsnorm(const mirs__shape *xs, const double *x, double *y) {
+/* y = x / sqrt(mean(x^2) + eps) over the last dim. */
+static void ev_rmsnorm(const mirs__shape *xs, const double *x, double eps, double *y) {
   int64_t last = xs->ndim > 0 ? xs->d[xs->ndim - 1] : 1;
   int64_t rows = numel(xs) / last;
   for (int64_t row = 0; row < rows; row++) {
@@ -310,7 +310,7 @@ static void ev_rmsnorm(const mirs__shape *xs, const double *x, double *y) {
     double s = 0.0;
     for (int64_t j = 0; j < last; j++)
       s += px[j] * px[j];
-    double rms = sqrt(s / (double)last);
+    double rms = sqrt(s / (double)last + eps);
     for (int64_t j = 0; j < last; j++)
       py[j] = px[j] / rms;
   }
@@ -372,7 +372,7 @@ static bool ev_compute(const mirs_context *ctx, mirs_op op, int dim, double eps,
     if (op == MIRS_OP_LAYER_NORM)
       ev_layernorm(ins[0], inv[0], eps, o);
     else
-      ev_rmsnorm(ins[0], inv[0], o);
+      ev_rmsnorm(ins[0], inv[0], eps, o);
     return true;
   default:
     return false;
@@ -624,6 +624,13 @@ mirs_status mirs__interp_run(const mirs_graph *g, uint64_t seed, double ***vals)
         inv[a] = v[op->in[a]];
       }
       const mirs__shape *os = &g->t[op->out[0]].shape;
+      if (mirs__op_is_layout(op->op) && !NEVER(op->nout != 1)) { /* (an index map) */
+        double *y = v[op->out[0]];
+        MIRS__LAYOUT_COPY(op->op, ins[0], &op->lay, inv[0], y);
+        MIRS_ADD(&st, elements_evaluated, numel(os));
+        MIRS_INC(&st, ops_evaluated);
+        continue;
+      }
       bool done = !mirs__core_stopping(ctx) && !NEVER(op->nout != 1) &&
                   ev_compute(ctx, op->op, op->dim, op->eps, op->cst, ins, inv, os, v[op->out[0]],
                              NULL);

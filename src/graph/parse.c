@@ -1273,6 +1273,94 @@ static void op_sem(parser *p, call *c, mirs_op op) {
   define(p, p->in_block ? &p->bs : &p->ks, &p->lhs.v[0], id, false);
 }
 
+/* Semantics of a layout op: reshape(x, shape=[...]) or permute(x,
+ * dims=[...]).  The entries that are wrong whatever x's shape (a reshape
+ * dim below 1 other than one -1; a permute entry out of x's rank range or
+ * repeated) are shown at the entry; the rest (element counts) comes from
+ * the builder, shown at the list. */
+static void layout_sem(parser *p, call *c, mirs_op op) {
+  const char *name = mirs__graph_ops[op].name;
+  const char *word = op == MIRS_OP_RESHAPE ? "shape" : "dims";
+  const char *allowed[2] = {word, NULL};
+  bool ok = check_lhs(p);
+  if (!kw_only(p, c, name, allowed))
+    ok = false;
+  int32_t x = -1;
+  if (c->npos != 1) {
+    PERR(p, c->npos > 1 ? &c->pos[1] : &c->rparen, "'%s' takes 1 argument, got %d", name,
+         c->npos);
+    ok = false;
+  } else if (resolve(p, &c->pos[0], &x) <= 0) {
+    ok = false;
+  }
+  kwarg *k = kw_get(c, word);
+  if (!k) {
+    PERR(p, &c->rparen, "'%s' requires %s=[...], like %s", name, word,
+         op == MIRS_OP_RESHAPE ? "shape=[2, 4, 16]" : "dims=[0, 2, 1, 3]");
+    ok = false;
+  } else if (!k->is_list) {
+    PERR(p, &k->vtok, "%s= takes a list of integers, like %s", word,
+         op == MIRS_OP_RESHAPE ? "shape=[2, 4, 16]" : "dims=[0, 2, 1, 3]");
+    ok = false;
+    k = NULL;
+  } else if (k->n < 1 || k->n > MIRS_MAX_DIMS) {
+    PERR(p, &k->vtok, "%s= needs 1 to %d entries, got %d", word, MIRS_MAX_DIMS, k->n);
+    ok = false;
+    k = NULL;
+  }
+  int rank = ok && x >= 0 ? p->g->t[x].shape.ndim : 0;
+  for (int i = 0; k && i < k->n; i++) {
+    int64_t v = k->lv[i];
+    if (op == MIRS_OP_RESHAPE && v < 1 && v != -1) {
+      PERR(p, &k->ltok[i], "reshape: shape= entry %" PRId64 " is not a dimension (>= 1, or -1 "
+           "for the one inferred)", v);
+      ok = false;
+      break;
+    }
+    for (int j = 0; op == MIRS_OP_RESHAPE && v == -1 && j < i; j++)
+      if (k->lv[j] == -1) {
+        PERR(p, &k->ltok[i], "reshape: shape= may hold only one -1 (the dim inferred)");
+        ok = false;
+      }
+    if (op != MIRS_OP_PERMUTE || rank == 0)
+      continue;
+    if (v < -rank || v >= rank) {
+      PERR(p, &k->ltok[i], "permute: dims= entry %" PRId64 " is out of range for rank %d "
+           "(valid: %d to %d)", v, rank, -rank, rank - 1);
+      ok = false;
+      break;
+    }
+    for (int j = 0; j < i; j++)
+      if ((k->lv[j] + rank) % rank == (v + rank) % rank) {
+        PERR(p, &k->ltok[i], "permute: dims= is not a permutation: dim %" PRId64
+             " appears twice", (v + rank) % rank);
+        ok = false;
+        break;
+      }
+    if (!ok)
+      break;
+  }
+  if (p->lhs.n > 1) {
+    PERR(p, &p->lhs.v[1], "'%s' produces one tensor, but %zu names are given before '='", name,
+         p->lhs.n);
+    ok = false;
+  }
+  if (!ok || p->fail) {
+    p->fail = true;
+    return;
+  }
+  mirs__shape lay = {.ndim = k->n};
+  memcpy(lay.d, k->lv, sizeof(int64_t) * (size_t)k->n);
+  char buf[NAME_MAX_LEN + 1];
+  int32_t id;
+  mirs_status st = mirs__graph_add_layout(p->g, tok_name(&p->lhs.v[0], buf), op, x, &lay, &id);
+  if (st != MIRS_OK) {
+    builder_err(p, &k->vtok, st);
+    return;
+  }
+  define(p, &p->ks, &p->lhs.v[0], id, false);
+}
+
 /* `A, B = op(args) [{]` at either level. */
 static bool assign_stmt(parser *p) {
   char d[128];
@@ -1367,6 +1455,8 @@ static bool assign_stmt(parser *p) {
     return true;
   if (op == MIRS_OP_INPUT)
     block_input_sem(p, &c);
+  else if (mirs__op_is_layout(op))
+    layout_sem(p, &c, op);
   else
     op_sem(p, &c, op);
   return true;

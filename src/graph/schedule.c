@@ -163,6 +163,8 @@ bool mirs__sched_dim_origin(const mirs_graph *g, const mirs__bgraph *bg, int32_t
   case MIRS__KIND_UNARY:
   case MIRS__KIND_RMSNORM:
     return mirs__sched_dim_origin(g, bg, op->in[0], d, o);
+  case MIRS__KIND_TRANSPOSE: /* dim d is the operand's with the last two swapped */
+    return mirs__sched_dim_origin(g, bg, op->in[0], d < r - 2 ? d : 2 * r - 3 - d, o);
   default:
     return false;
   }

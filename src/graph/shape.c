@@ -197,12 +197,106 @@ bool mirs__shape_infer(mirs_op op, int nin, const mirs__shape *in, int dim, int 
       *dim_out = d;
     return true;
   }
+  case MIRS__KIND_LAYOUT: /* (the shape is the attribute's: mirs__shape_layout) */
+    WHY("%s needs its %s= attribute", info->name, op == MIRS_OP_RESHAPE ? "shape" : "dims");
+    return false;
   case MIRS__KIND_CUSTOM:
   case MIRS__KIND_INPUT:
   case MIRS__KIND_OUTPUT:
     break;
   }
   WHY("%s has no shape rule of its own", info->name);
+  return false;
+}
+
+/* The shape rule of reshape: equal element counts, one -1 inferred. */
+static bool reshape_rule(const mirs__shape *xs, const mirs__shape *lay, mirs__shape *out,
+                         char *why, size_t whysize) {
+  char sa[96], sb[96];
+  int infer = -1;
+  int64_t known = 1, n = mirs__shape_numel(xs);
+  if (lay->ndim < 1 || lay->ndim > MIRS_MAX_DIMS) {
+    WHY("reshape: shape= needs 1 to %d dims, got %d", MIRS_MAX_DIMS, lay->ndim);
+    return false;
+  }
+  *out = *lay;
+  for (int i = 0; i < lay->ndim; i++) {
+    if (lay->d[i] == -1 && infer < 0) {
+      infer = i;
+    } else if (lay->d[i] == -1) {
+      WHY("reshape: shape= has more than one -1 (dims %d and %d)", infer, i);
+      return false;
+    } else if (lay->d[i] < 1) {
+      WHY("reshape: shape= dim %d is %" PRId64 "; dims must be >= 1 (or one -1, inferred)", i,
+          lay->d[i]);
+      return false;
+    } else if (known > INT64_MAX / lay->d[i]) { /* (saturates: cannot match) */
+      known = INT64_MAX;
+    } else {
+      known *= lay->d[i];
+    }
+  }
+  if (infer >= 0) {
+    if (known > n || n % known != 0) {
+      WHY("reshape: cannot infer the -1 of shape= for %s: %" PRId64
+          " elements are not a multiple of %" PRId64, mirs__shape_str(xs, sa, sizeof sa), n, known);
+      return false;
+    }
+    out->d[infer] = n / known;
+    known = n;
+  }
+  if (known != n) {
+    WHY("reshape: element count mismatch: %s has %" PRId64 " elements, shape=%s has %s%" PRId64,
+        mirs__shape_str(xs, sa, sizeof sa), n, mirs__shape_str(lay, sb, sizeof sb),
+        known == INT64_MAX ? "more than " : "", known == INT64_MAX ? n : known);
+    return false;
+  }
+  return true;
+}
+
+/* The shape rule of permute: dims= a permutation of x's dims. */
+static bool permute_rule(const mirs__shape *xs, const mirs__shape *lay, mirs__shape *lay_out,
+                         mirs__shape *out, char *why, size_t whysize) {
+  char sa[96];
+  int r = xs->ndim;
+  if (lay->ndim != r) {
+    WHY("permute: dims= has %d entries, but %s has rank %d (a permutation of 0..%d)", lay->ndim,
+        mirs__shape_str(xs, sa, sizeof sa), r, r - 1);
+    return false;
+  }
+  bool seen[MIRS_MAX_DIMS] = {false};
+  lay_out->ndim = r;
+  out->ndim = r;
+  for (int i = 0; i < r; i++) {
+    int64_t d = lay->d[i];
+    if (d < -r || d >= r) {
+      WHY("permute: dims= entry %d is %" PRId64 ", out of range for rank %d (valid: %d to %d)", i,
+          d, r, -r, r - 1);
+      return false;
+    }
+    d = d < 0 ? d + r : d;
+    if (seen[d]) {
+      WHY("permute: dims= is not a permutation: dim %" PRId64 " appears twice", d);
+      return false;
+    }
+    seen[d] = true;
+    lay_out->d[i] = d;
+    out->d[i] = xs->d[d];
+  }
+  return true;
+}
+
+bool mirs__shape_layout(mirs_op op, const mirs__shape *xs, const mirs__shape *lay,
+                        mirs__shape *lay_out, mirs__shape *out, char *why, size_t whysize) {
+  if (op == MIRS_OP_RESHAPE) {
+    if (!reshape_rule(xs, lay, out, why, whysize))
+      return false;
+    *lay_out = *out;
+    return true;
+  }
+  if (op == MIRS_OP_PERMUTE)
+    return permute_rule(xs, lay, lay_out, out, why, whysize);
+  WHY("%s is not a layout operator", (unsigned)op < MIRS_OP_COUNT ? mirs__graph_ops[op].name : "?");
   return false;
 }
 

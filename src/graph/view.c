@@ -50,6 +50,10 @@ mirs_status mirs_graph_kernel(const mirs_graph *g, int index, mirs_kernel_view *
   v.num_constants = mirs__op_nconst(k->op);
   for (int i = 0; i < v.num_constants; i++)
     v.constants[i] = k->cst[i].v;
+  v.eps = mirs__op_has_eps(k->op) ? k->eps : 0.0;
+  v.num_layout_dims = mirs__op_is_layout(k->op) ? k->lay.ndim : 0;
+  for (int i = 0; i < v.num_layout_dims; i++)
+    v.layout_dims[i] = k->lay.d[i];
   if (k->op == MIRS_OP_CUSTOM && k->bg) {
     const mirs__bgraph *bg = k->bg;
     v.block = (const mirs_block_graph *)(const void *)bg;

@@ -150,6 +150,7 @@ static void deg_rule(mirs_op op, int dim, int nd, const mirs__search_ix *a,
     break;
   }
   case MIRS__KIND_CUSTOM:
+  case MIRS__KIND_LAYOUT: /* (never reached: a program with one has no labels) */
     break;
   }
 }
@@ -347,7 +348,10 @@ mirs_status mirs__search_label_program(mirs_context *ctx, const mirs_graph *p, i
       red[a * MIRS_MAX_DIMS + k->dim] = true;
       break;
     default:
-      known = false; /* a custom kernel: no labels at all */
+      /* A custom kernel, or a reshape or permute: no labels at all (a
+       * reshape splits and merges dims, which one label per dim cannot
+       * say; docs/SOUNDNESS.md "Layout operators"). */
+      known = false;
       break;
     }
   }
@@ -484,6 +488,7 @@ bool mirs__search_label_rule(const mirs__search_space *sp, mirs_op op, int dim, 
     break;
   }
   case MIRS__KIND_CUSTOM:
+  case MIRS__KIND_LAYOUT: /* (no search move makes one: no labels) */
     break;
   }
   for (int d = 0; ok && d < nd; d++)

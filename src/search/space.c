@@ -213,9 +213,10 @@ int mirs__search_op_dim(const mirs__search_space *sp, mirs_op op, int dim, const
 }
 
 /* Record op (with constants c) of the program: the ops added since the
- * LAX core are tried only when the program uses them, with its constants. */
+ * LAX core are tried only when the program uses them, with its constants;
+ * never the layout ops (reshape, permute: library calls, no moves). */
 static void space_note_op(mirs__search_space *sp, mirs_op op, const mirs__scalar *c) {
-  if (op >= MIRS_OP_NEG) {
+  if (op >= MIRS_OP_NEG && !mirs__op_is_layout(op)) {
     sp->kop[op] = true;
     sp->bop[op] = true;
   }
@@ -294,8 +295,8 @@ void mirs__search_space_budget(mirs__search_space *sp, const mirs_graph *program
       sp->reload = sp->bop[MIRS_OP_MEAN] = sp->bop[MIRS_OP_LAYER_NORM] = true; /* when, needed */
     if ((k->op == MIRS_OP_SUB || k->op == MIRS_OP_DIV) && k->in[0] == k->in[1])
       sp->constant_ops = true; /* the program needs a constant */
-    if (mirs__op_has_eps(k->op))
-      sp->eps = k->eps;
+    if (mirs__op_has_eps(k->op) && (k->op == MIRS_OP_LAYER_NORM || k->eps != 0.0))
+      sp->eps = k->eps; /* (an rms_norm without eps leaves a layer_norm's) */
     bool mask = k->op == MIRS_OP_CAUSAL_MASK;
     for (int32_t j = 0; k->op == MIRS_OP_CUSTOM && j < k->bg->nops; j++)
       mask = mask || k->bg->ops[j].op == MIRS_OP_CAUSAL_MASK;

@@ -68,8 +68,9 @@ typedef struct mirs__search_space {
   bool bounds; /* the sink and dead-op bounds (option prune) */
   bool constant_ops; /* sub(x, x) and div(x, x) tried (option, or the program has one) */
   bool rms_useful;   /* an accum_rms can survive pruning (set by mirs_search_create) */
-  double eps;        /* the eps of every layer_norm and accum_rms the search adds: the
-                        program's first layer_norm's, else 0 (mirs__search_space_budget) */
+  double eps;        /* the eps of every layer_norm, rms_norm and accum_rms the search
+                        adds: the program's first layer_norm's or nonzero rms_norm eps,
+                        else 0 (mirs__search_space_budget) */
   bool reload;       /* a kernel tensor may be loaded twice in a custom kernel with a
                         forloop, once whole and once by slices: the program takes a
                         row mean (mean, layer_norm), which a loop over the row needs

@@ -259,16 +259,18 @@ static mirs__fp_pair fp_max(uint64_t key, mirs__fp_pair x, mirs__fp_pair y) {
   return x.a > y.a || (x.a == y.a && x.b > y.b) ? x : y;
 }
 
-/* Whether op has no kernel in the GPU backend. */
+/* Whether op has no kernel in the GPU backend (the layout ops reshape and
+ * permute: their index maps run on the CPU backend). */
 static bool gpu_lacks_op(mirs_op op) {
   return op == MIRS_OP_MAX || op == MIRS_OP_ACCUM_MAX || op == MIRS_OP_ACCUM_ONLINE ||
-         op == MIRS_OP_CAUSAL_MASK || op == MIRS_OP_MEAN || op == MIRS_OP_LAYER_NORM;
+         op == MIRS_OP_CAUSAL_MASK || op == MIRS_OP_MEAN || op == MIRS_OP_LAYER_NORM ||
+         mirs__op_is_layout(op);
 }
 
 bool mirs__fp_gpu_lacks(const mirs_graph *g) {
   for (int32_t i = 0; g && i < g->nops; i++) {
     const mirs__kop *k = &g->ops[i];
-    if (gpu_lacks_op(k->op))
+    if (gpu_lacks_op(k->op) || k->eps != 0.0) /* (rms_norm with eps) */
       return true;
     for (int32_t j = 0; k->op == MIRS_OP_CUSTOM && k->bg && j < k->bg->nops; j++)
       if (gpu_lacks_op(k->bg->ops[j].op) || k->bg->ops[j].eps != 0.0) /* (accum_rms with eps) */
@@ -282,8 +284,8 @@ void mirs__fp_backend_for(const mirs__fp_backend **backend, char *name, size_t s
   if (*backend == &mirs__fp_cpu_backend || (!mirs__fp_gpu_lacks(a) && !mirs__fp_gpu_lacks(b)))
     return;
   *backend = &mirs__fp_cpu_backend;
-  snprintf(name, size, "cpu (the GPU backend has no max/accum_online/causal_mask/mean/layer_norm "
-                      "kernels)");
+  snprintf(name, size, "cpu (the GPU backend has no max/accum_online/causal_mask/mean/layer_norm/"
+                      "reshape/permute kernels, nor an eps)");
 }
 
 /* ---------------------------------------------------------------- bound */
@@ -372,6 +374,8 @@ static bool meta_of(mirs_op op, const mirs__scalar *cst, const mirs__fp_meta *x,
   case MIRS_OP_RSUB_SCALAR:
   case MIRS_OP_RDIV_SCALAR: /* (c / x: numerator degree 0) */
   case MIRS_OP_TRANSPOSE:
+  case MIRS_OP_RESHAPE: /* (layout ops move values: nothing changes) */
+  case MIRS_OP_PERMUTE:
     break;
   case MIRS_OP_POW: {
     mirs__fp_elem e;
@@ -425,6 +429,8 @@ static bool mask_use_ok(mirs_op op, const mirs__scalar *cst, const mirs__fp_meta
   switch (op) {
   case MIRS_OP_ADD_SCALAR: /* -inf + c, -inf * c and -inf / c (c > 0) stay -inf; */
   case MIRS_OP_TRANSPOSE:  /* a transpose moves the sentinel (fp_elem, fp_transpose) */
+  case MIRS_OP_RESHAPE:    /* and so do the layout ops (MIRS__LAYOUT_COPY) */
+  case MIRS_OP_PERMUTE:
     return true;
   case MIRS_OP_MUL_SCALAR:
   case MIRS_OP_DIV_SCALAR:
@@ -1837,6 +1843,14 @@ static mirs_status cpu_op(void *state, mirs__fp_store *s, const mirs_graph *g, i
     return MIRS_OK;
   }
   int32_t out = k->out[0];
+  if (mirs__op_is_layout(k->op)) { /* the exact index map, values copied */
+    for (int j = j0; j < j1; j++) {
+      const mirs__fp_pair *x = kval(c, s, k->in[0], j);
+      mirs__fp_pair *y = kval(c, s, out, j);
+      MIRS__LAYOUT_COPY(k->op, &g->t[k->in[0]].shape, &k->lay, x, y);
+    }
+    return MIRS_OK;
+  }
   for (int j = j0; j < j1; j++) {
     const mirs__shape *ins[2] = {NULL, NULL};
     const mirs__fp_pair *inv[2] = {NULL, NULL};

@@ -1,0 +1,553 @@
+/* SPDX-License-Identifier: MIT */
+/* tests/check_layout.c - the layout operators reshape and permute, and
+ * rms_norm's eps: parse errors with their positions, the canonical round
+ * trip, the builder API, the float64 interpreter against values computed
+ * here by hand from the inputs, fingerprints (equivalent layouts verify
+ * equal, different permutations do not), and the generated code run on
+ * the host (reshape as a view, permute as a copy kernel). */
+#include "config.h"
+
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cliutil.h"
+#include "graph/graph.h"
+#include "verify/fingerprint.h"
+
+static void setup(void) {
+  tu_scratch_make("layout");
+}
+
+static void teardown(void) {
+  tu_scratch_remove();
+}
+
+/* Parse text into a graph of ctx (asserting success). */
+static mirs_graph *parse(mirs_context *ctx, const char *text) {
+  mirs_graph *g = NULL;
+  mirs_status st = mirs_graph_parse_string(ctx, text, strlen(text), "t.graph", &g);
+  ck_assert_msg(st == MIRS_OK, "parse: %s", mirs_last_error(ctx));
+  return g;
+}
+
+START_TEST(test_parse_errors_have_positions) {
+  const char *f = tu_put("bad.graph", "program e\n"
+                                   "input X : f32[2, 3, 4]\n"
+                                   "A = reshape(X, shape=[5, 4])\n"
+                                   "B = reshape(X, shape=[-1, 2, -1])\n"
+                                   "C = reshape(X, shape=[0, 24])\n"
+                                   "D = permute(X, dims=[0, 1])\n"
+                                   "E = permute(X, dims=[0, 3, 1])\n"
+                                   "F = permute(X, dims=[0, 2, -1])\n"
+                                   "G = reshape(X, shape=[-1, 5])\n"
+                                   "H = reshape(X)\n"
+                                   "I = permute(X, dims=2)\n"
+                                   "J = reshape(X, shape=[24], dim=1)\n"
+                                   "K = reshape(X, shape=[])\n"
+                                   "L = reshape(X, X, shape=[24])\n"
+                                   "M = rms_norm(X, eps=2)\n"
+                                   "N = permute(X, shape=[0, 1, 2])\n"
+                                   "output X\n");
+  run r;
+  run_cli(&r, "check", f, NULL);
+  ck_assert_int_eq(r.rc, 2);
+  static const char *const want[] = {
+      ":3:22: error: reshape: element count mismatch: [2, 3, 4] has 24 elements, shape=[5, 4] has 20",
+      ":4:30: error: reshape: shape= may hold only one -1",
+      ":5:23: error: reshape: shape= entry 0 is not a dimension",
+      ":6:21: error: permute: dims= has 2 entries, but [2, 3, 4] has rank 3",
+      ":7:25: error: permute: dims= entry 3 is out of range for rank 3 (valid: -3 to 2)",
+      ":8:28: error: permute: dims= is not a permutation: dim 2 appears twice",
+      ":9:22: error: reshape: cannot infer the -1 of shape= for [2, 3, 4]",
+      ":10:14: error: 'reshape' requires shape=[...]",
+      ":11:21: error: dims= takes a list of integers",
+      ":12:28: error: 'reshape' takes no dim= argument",
+      ":13:22: error: shape= needs 1 to 6 entries, got 0",
+      ":14:16: error: 'reshape' takes 1 argument, got 2",
+      ":15:21: error: eps= must be a number in [0, 1)",
+      ":16:16: error: unknown keyword argument 'shape' for 'permute'",
+  };
+  tu_assert_contains(r.err, want, sizeof want / sizeof want[0]);
+  run_free(&r);
+}
+END_TEST
+
+START_TEST(test_round_trip) {
+  const char *f = tu_put("rt.graph", "program p\n"
+                                  "input X : f32[2, 3, 4]\n"
+                                  "R = reshape(X, shape=[6, -1])\n"
+                                  "P = permute(X, dims=[2, 0, -2])\n"
+                                  "N = rms_norm(X, eps=1e-6)\n"
+                                  "Z = rms_norm(X)\n"
+                                  "output R, P, N, Z\n");
+  static const char *const want[] = {
+      "R = reshape(X, shape=[6, 4])\n", "P = permute(X, dims=[2, 0, 1])\n",
+      "N = rms_norm(X, eps=1e-06)\n", "Z = rms_norm(X)\n" /* eps 0 is not written */
+  };
+  tu_assert_round_trip(f, want, sizeof want / sizeof want[0]);
+  /* `show` writes the attributes; the reshape of an output is a kernel. */
+  run r;
+  run_cli(&r, "show", f, NULL);
+  ck_assert_int_eq(r.rc, 0);
+  static const char *const shown[] = {"reshape(X, shape=[6, 4]) -> R", "permute(X, dims=[2, 0, 1]) -> P",
+                                      "rms_norm(X, eps=1e-06) -> N", "program p: 4 kernels"};
+  tu_assert_contains(r.out, shown, sizeof shown / sizeof shown[0]);
+  run_free(&r);
+}
+END_TEST
+
+START_TEST(test_builder_api) {
+  mirs_context *ctx = tu_ctx(NULL);
+  mirs_graph *g = NULL;
+  ck_assert_int_eq(mirs_graph_create(ctx, "api", &g), MIRS_OK);
+  int64_t xd[] = {2, 3, 4};
+  mirs_tensor x, r, p, bad;
+  ck_assert_int_eq(mirs_graph_add_input(g, "X", MIRS_F32, 3, xd, &x), MIRS_OK);
+  int64_t rs[] = {-1, 12}, pd[] = {1, 2, 0}, dup[] = {1, 1, 0}, wrong[] = {5, 5};
+  ck_assert_int_eq(mirs_graph_add_layout(g, "R", MIRS_OP_RESHAPE, x, 2, rs, &r), MIRS_OK);
+  ck_assert_int_eq(mirs_graph_add_layout(g, "P", MIRS_OP_PERMUTE, x, 3, pd, &p), MIRS_OK);
+  int64_t dims[MIRS_MAX_DIMS];
+  ck_assert_int_eq(mirs_tensor_shape(g, r, dims), 2);
+  ck_assert(dims[0] == 2 && dims[1] == 12);
+  ck_assert_int_eq(mirs_tensor_shape(g, p, dims), 3);
+  ck_assert(dims[0] == 3 && dims[1] == 4 && dims[2] == 2);
+  ck_assert_int_eq(mirs_graph_add_layout(g, NULL, MIRS_OP_PERMUTE, x, 3, dup, &bad), MIRS_SHAPE);
+  ck_assert_ptr_nonnull(strstr(mirs_last_error(ctx), "not a permutation"));
+  ck_assert_int_eq(mirs_graph_add_layout(g, NULL, MIRS_OP_RESHAPE, x, 2, wrong, &bad), MIRS_SHAPE);
+  ck_assert_int_eq(mirs_graph_add_layout(g, NULL, MIRS_OP_EXP, x, 2, rs, &bad), MIRS_INVALID_ARG);
+  /* mirs_graph_add_op cannot make one: the attribute is required. */
+  ck_assert_int_eq(mirs_graph_add_op(g, NULL, MIRS_OP_RESHAPE, 1, &x, &bad), MIRS_SHAPE);
+  /* The kernel views report the resolved attribute. */
+  mirs_kernel_view kv = MIRS_KERNEL_VIEW_INIT;
+  ck_assert_int_eq(mirs_graph_kernel(g, mirs_tensor_producer(g, r), &kv), MIRS_OK);
+  ck_assert_int_eq(kv.op, MIRS_OP_RESHAPE);
+  ck_assert_int_eq(kv.num_layout_dims, 2);
+  ck_assert(kv.layout_dims[0] == 2 && kv.layout_dims[1] == 12);
+  mirs_kernel_view pv = MIRS_KERNEL_VIEW_INIT;
+  ck_assert_int_eq(mirs_graph_kernel(g, mirs_tensor_producer(g, p), &pv), MIRS_OK);
+  ck_assert_int_eq(pv.num_layout_dims, 3);
+  ck_assert(pv.layout_dims[0] == 1 && pv.layout_dims[1] == 2 && pv.layout_dims[2] == 0);
+  ck_assert(pv.eps == 0.0);
+  mirs_graph_destroy(g);
+  mirs_context_destroy(ctx);
+}
+END_TEST
+
+/* Output `name` of an eval of text at seed 1 (values into v[0..n)). */
+static void eval_out(const char *text, const char *name, double *v, int64_t n) {
+  mirs_context *ctx = tu_ctx(NULL);
+  mirs_graph *g = parse(ctx, text);
+  mirs_eval_result *res = NULL;
+  ck_assert_int_eq(mirs_graph_eval(g, 1, &res), MIRS_OK);
+  bool found = false;
+  for (int i = 0; i < mirs_eval_num_outputs(res); i++) {
+    if (strcmp(mirs_eval_output_name(res, i), name) != 0)
+      continue;
+    int64_t count = 0;
+    const double *o = mirs_eval_output_values(res, i, &count);
+    ck_assert_int_eq(count, n);
+    memcpy(v, o, sizeof(double) * (size_t)n);
+    found = true;
+  }
+  ck_assert(found);
+  mirs_eval_result_destroy(res);
+  mirs_graph_destroy(g);
+  mirs_context_destroy(ctx);
+}
+
+START_TEST(test_interp_by_hand) {
+  /* X[a][b][c] of shape [2, 3, 4]; the input value of element e is
+   * mirs_input_value(1, "X", e). */
+  static const char *const prog = "program p\ninput X : f32[2, 3, 4]\n"
+                                  "R = reshape(X, shape=[4, -1, 2])\n"
+                                  "P = permute(X, dims=[2, 0, 1])\n"
+                                  "Q = permute(X, dims=[1, -1, 0])\n"
+                                  "N = rms_norm(X, eps=0.25)\n"
+                                  "output R, P, Q, N\n";
+  double x[24], r[24], p[24], q[24], nrm[24];
+  for (int e = 0; e < 24; e++)
+    x[e] = mirs_input_value(1, "X", (uint64_t)e);
+  eval_out(prog, "R", r, 24);
+  eval_out(prog, "P", p, 24);
+  eval_out(prog, "Q", q, 24);
+  eval_out(prog, "N", nrm, 24);
+  for (int e = 0; e < 24; e++)
+    ck_assert(r[e] == x[e]); /* row-major order kept */
+  for (int a = 0; a < 2; a++)
+    for (int b = 0; b < 3; b++)
+      for (int c = 0; c < 4; c++) {
+        double v = x[(a * 3 + b) * 4 + c];
+        ck_assert(p[(c * 2 + a) * 3 + b] == v); /* P[c][a][b], shape [4, 2, 3] */
+        ck_assert(q[(b * 4 + c) * 2 + a] == v); /* Q[b][c][a], shape [3, 4, 2] */
+      }
+  for (int row = 0; row < 6; row++) {
+    double ss = 0;
+    for (int c = 0; c < 4; c++)
+      ss += x[row * 4 + c] * x[row * 4 + c];
+    double rms = sqrt(ss / 4 + 0.25);
+    for (int c = 0; c < 4; c++)
+      ck_assert(fabs(nrm[row * 4 + c] - x[row * 4 + c] / rms) < 1e-12);
+  }
+}
+END_TEST
+
+START_TEST(test_hash_distinguishes_attributes) {
+  mirs_context *ctx = tu_ctx(NULL);
+  const char *head = "program p\ninput X : f32[2, 3, 4]\n";
+  char a[256], b[256], c[256], d[256];
+  snprintf(a, sizeof a, "%sP = permute(X, dims=[2, 0, 1])\noutput P\n", head);
+  snprintf(b, sizeof b, "%sP = permute(X, dims=[2, 1, 0])\noutput P\n", head);
+  snprintf(c, sizeof c, "%sP = reshape(X, shape=[4, 6])\noutput P\n", head);
+  snprintf(d, sizeof d, "%sP = reshape(X, shape=[4, -1])\noutput P\n", head);
+  mirs_graph *ga = parse(ctx, a), *gb = parse(ctx, b), *gc = parse(ctx, c), *gd = parse(ctx, d);
+  ck_assert(mirs_graph_hash(ga) != mirs_graph_hash(gb));
+  ck_assert(mirs_graph_hash(gc) == mirs_graph_hash(gd)); /* the -1 is resolved */
+  mirs_graph_destroy(ga);
+  mirs_graph_destroy(gb);
+  mirs_graph_destroy(gc);
+  mirs_graph_destroy(gd);
+  mirs_context_destroy(ctx);
+}
+END_TEST
+
+#define X334 "program p\ninput X : f32[3, 3, 4]\n"
+
+START_TEST(test_fingerprints) {
+  const char *id = tu_put("id.graph", X334 "E = exp(X)\noutput E\n");
+  /* permute(permute(x)) with inverse dims, and reshape there and back, are x. */
+  const char *back = tu_put("back.graph", X334 "P = permute(X, dims=[2, 0, 1])\n"
+                                          "Q = permute(P, dims=[1, 2, 0])\n"
+                                          "R = reshape(Q, shape=[9, 4])\n"
+                                          "S = reshape(R, shape=[3, -1, 4])\n"
+                                          "E = exp(S)\noutput E\n");
+  ck_assert_int_eq(tu_verify_rc(id, back), 0);
+  /* A permutation that is not the identity, or a reshape that reorders
+   * nothing but a permute that does, differ. */
+  const char *swap = tu_put("swap.graph", X334 "P = permute(X, dims=[1, 0, 2])\n"
+                                          "E = exp(P)\noutput E\n");
+  ck_assert_int_eq(tu_verify_rc(id, swap), 1);
+  const char *other = tu_put("other.graph", X334 "P = permute(X, dims=[1, 0, 2])\n"
+                                            "Q = permute(P, dims=[1, 0, 2])\n"
+                                            "E = exp(Q)\noutput E\n");
+  ck_assert_int_eq(tu_verify_rc(id, other), 0);
+  ck_assert_int_eq(tu_verify_rc(swap, other), 1);
+  /* permute of the last two dims is transpose. */
+  const char *pt = tu_put("pt.graph", X334 "P = permute(X, dims=[0, 2, 1])\noutput P\n");
+  const char *tr = tu_put("tr.graph", X334 "P = transpose(X)\noutput P\n");
+  ck_assert_int_eq(tu_verify_rc(pt, tr), 0);
+}
+END_TEST
+
+START_TEST(test_rms_norm_eps_fingerprints) {
+  /* rms_norm(x, eps=e) is x / sqrt(mean(x^2) + e): the attribute and the
+   * number operand are one field element; eps=0 differs. */
+  const char *sp = tu_put("sp.graph", X334 "S = square(X)\nM = mean(S, dim=-1)\n"
+                                      "V = add(M, 1e-6)\nD = sqrt(V)\nN = div(X, D)\noutput N\n");
+  ck_assert_int_eq(tu_verify_rc(sp, tu_put("n6.graph", X334 "N = rms_norm(X, eps=1e-6)\noutput N\n")), 0);
+  ck_assert_int_eq(tu_verify_rc(sp, tu_put("n0.graph", X334 "N = rms_norm(X)\noutput N\n")), 1);
+  /* The GPU fingerprint backend has no layout or eps kernels: such graphs
+   * are fingerprinted on the CPU (mirs__fp_backend_for). */
+  mirs_context *ctx = tu_ctx(NULL);
+  mirs_graph *a = parse(ctx, X334 "N = rms_norm(X, eps=1e-6)\noutput N\n");
+  mirs_graph *b = parse(ctx, X334 "N = rms_norm(X)\noutput N\n");
+  mirs_graph *c = parse(ctx, X334 "N = permute(X, dims=[1, 0, 2])\noutput N\n");
+  ck_assert(mirs__fp_gpu_lacks(a));
+  ck_assert(!mirs__fp_gpu_lacks(b));
+  ck_assert(mirs__fp_gpu_lacks(c));
+  mirs_graph_destroy(a);
+  mirs_graph_destroy(b);
+  mirs_graph_destroy(c);
+  mirs_context_destroy(ctx);
+}
+END_TEST
+
+/* Print g into a malloc'd string. */
+static char *print_graph(const mirs_graph *g) {
+  char *text = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&text, &len);
+  ck_assert_ptr_nonnull(f);
+  ck_assert_int_eq(mirs_graph_print(g, f), MIRS_OK);
+  fclose(f);
+  return text;
+}
+
+START_TEST(test_spelled_rms_norm_folds) {
+  /* div(X, sqrt(mean(square(X)) + eps)), and PyTorch's X * rsqrt(...)
+   * written mul(X, div(1, D)), fold into rms_norm(X, eps); the folded
+   * program fingerprints like the spelled one; a norm of another tensor,
+   * or one over a dim that is not the last, does not fold. */
+  static const char *const forms[] = {
+      X334 "S = square(X)\nM = mean(S, dim=2)\nV = add(M, 1e-6)\nD = sqrt(V)\n"
+           "N = div(X, D)\noutput N\n",
+      X334 "S = mul(X, X)\nM = mean(S, dim=-1)\nV = add(M, 1e-6)\nD = sqrt(V)\n"
+           "R = div(1, D)\nN = mul(R, X)\noutput N\n",
+      X334 "S = square(X)\nM = mean(S, dim=2)\nD = sqrt(M)\nN = div(X, D)\noutput N\n",
+  };
+  static const char *const want[] = {"N = rms_norm(X, eps=1e-06)\n", "N = rms_norm(X, eps=1e-06)\n",
+                                     "N = rms_norm(X)\n"};
+  mirs_context *ctx = tu_ctx(NULL);
+  for (int i = 0; i < 3; i++) {
+    mirs_graph *g = parse(ctx, forms[i]), *f = NULL;
+    ck_assert_int_eq(mirs__graph_fold_norms(g, &f), MIRS_OK);
+    ck_assert_ptr_nonnull(f);
+    char *text = print_graph(f);
+    ck_assert_msg(strstr(text, want[i]), "form %d folded to:\n%s", i, text);
+    ck_assert_int_eq(mirs_graph_num_ops(f), 1);
+    ck_assert_int_eq(tu_verify_rc(tu_put("spelled.graph", forms[i]), tu_put("folded.graph", text)), 0);
+    free(text);
+    mirs_graph_destroy(f);
+    mirs_graph_destroy(g);
+  }
+  static const char *const kept[] = {
+      "program p\ninput X : f32[3, 4]\ninput Y : f32[3, 4]\nS = square(Y)\n"
+      "M = mean(S, dim=1)\nD = sqrt(M)\nN = div(X, D)\noutput N\n",
+      "program p\ninput X : f32[4, 4]\nS = square(X)\nM = mean(S, dim=0)\nD = sqrt(M)\n"
+      "N = div(X, D)\noutput N\n",
+  };
+  for (int i = 0; i < 2; i++) {
+    mirs_graph *g = parse(ctx, kept[i]), *f = NULL;
+    ck_assert_int_eq(mirs__graph_fold_norms(g, &f), MIRS_OK);
+    ck_assert_ptr_null(f);
+    mirs_graph_destroy(g);
+  }
+  mirs_context_destroy(ctx);
+}
+END_TEST
+
+/* A program with every codegen case of the layout ops: reshapes that are
+ * views (of a graph input, of an intermediate, of a permute's result),
+ * one that is an output (a copy), permutes that keep the last dim (16-byte
+ * copies) and one that moves it (element copies). */
+static const char *const CG = "program cg\n"
+                              "input X : f16[8, 64]\ninput W : f16[64, 64]\n"
+                              "Xv = reshape(X, shape=[8, 4, 16])\n"
+                              "Xp = permute(Xv, dims=[1, 0, 2])\n"
+                              "Q = matmul(X, W)\n"
+                              "Q3 = reshape(Q, shape=[8, 4, 16])\n"
+                              "Qh = permute(Q3, dims=[1, 0, 2])\n"
+                              "Kt = permute(Q3, dims=[1, 2, 0])\n"
+                              "E = exp(Qh)\nF = add(E, Xp)\n"
+                              "R = reshape(F, shape=[4, 128])\n"
+                              "K2 = reshape(Kt, shape=[4, 128])\n"
+                              "S = add(R, K2)\n"
+                              "output S, Kt, R\n";
+
+START_TEST(test_codegen_views_and_copies) {
+  mirs_context *ctx = tu_ctx(NULL);
+  mirs_graph *g = parse(ctx, CG);
+  char *cu = NULL;
+  ck_assert_int_eq(mirs_codegen_cuda(g, "lay", &cu), MIRS_OK);
+  /* Xv, Q3 and K2 are views: no kernel, no workspace; R (an output) is a
+   * copy; Xp reads the graph input X through its view, K2 is read as Kt's
+   * buffer (out1); the workspace holds Xp, Q, Qh, E, F (1 KB each at
+   * 256-byte steps) and no view. */
+  static const char *const want[] = {
+      "/* op 0: Xv = reshape(X): a view, no kernel */",
+      "/* op 3: Q3 = reshape(Q): a view, no kernel */",
+      "/* op 9: K2 = reshape(Kt): a view, no kernel */",
+      "kernel 8: reshape -> R (a copy in order",
+      "kernel 4: permute -> Qh (16-byte copies",
+      "kernel 5: permute -> Kt (element copies",
+      "mirs_copy16(out0 + e * 8, in0 + s);",
+      "MIRS_LAUNCH(lay_k1, dim3(1), dim3(256), 0, stream, (in_X, ",
+      "MIRS_LAUNCH(lay_k10, dim3(2), dim3(256), 0, stream, (out2, out1, out0));",
+      "size_t lay_workspace_bytes(void) { return 5120; }",
+  };
+  tu_assert_contains(cu, want, sizeof want / sizeof want[0]);
+  ck_assert_ptr_null(strstr(cu, "lay_k0("));
+  /* The cost model: no launch and no bytes for a view. */
+  mirs_cost c = MIRS_COST_INIT;
+  ck_assert_int_eq(mirs_graph_cost(ctx, g, NULL, &c), MIRS_OK);
+  ck_assert_int_eq(c.kernels, 8);
+  /* Compiles warning-free as host C++ (where there is a compiler). */
+  if (system("c++ --version >/dev/null 2>&1") == 0) {
+    char path[200], hdr[200], cmd[800];
+    snprintf(path, sizeof path, "%s/lay.cu", tu_dir);
+    snprintf(hdr, sizeof hdr, "%s/mirsearch_emu.h", tu_dir);
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs(cu, f);
+    fclose(f);
+    f = fopen(hdr, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs(mirs_codegen_emulation_header(), f);
+    fclose(f);
+    snprintf(cmd, sizeof cmd,
+             "c++ -std=c++14 -O1 -Wall -Wextra -Werror -DMIRS_HOST_EMULATION -I'%s' -c -x c++ "
+             "'%s' -o '%s/lay.o' > '%s/log' 2>&1", tu_dir, path, tu_dir, tu_dir);
+    ck_assert_msg(system(cmd) == 0, "the generated code does not compile cleanly (%s/log)", tu_dir);
+  }
+  mirs_free(ctx, cu);
+  mirs_graph_destroy(g);
+  mirs_context_destroy(ctx);
+}
+END_TEST
+
+/* `mirsearch run --backend=host` of path matches eval (where there is a
+ * host C++ compiler). */
+static void assert_host_run(const char *path) {
+  if (system("c++ --version >/dev/null 2>&1") != 0)
+    return;
+  run r;
+  run_cli(&r, "run", "--backend=host", path, NULL);
+  ck_assert_msg(r.rc == 0, "%s: rc %d: %s", path, r.rc, r.err);
+  run_free(&r);
+}
+
+/* `mirsearch run --backend=host` of the program and of f32 and bf16
+ * variants: every output matches eval within the dtype's tolerance. */
+START_TEST(test_host_run) {
+  static const char *const dt[] = {"f16", "f32", "bf16"};
+  for (int i = 0; i < 3; i++) {
+    char text[1024], name[32];
+    snprintf(text, sizeof text, "%s", CG);
+    for (char *q = strstr(text, "f16"); q; q = strstr(q + strlen(dt[i]), "f16")) {
+      char rest[1024];
+      snprintf(rest, sizeof rest, "%s", q + 3);
+      snprintf(q, sizeof text - (size_t)(q - text), "%s%s", dt[i], rest);
+    }
+    snprintf(name, sizeof name, "cg_%s.graph", dt[i]);
+    assert_host_run(tu_put(name, text));
+  }
+}
+END_TEST
+
+/* good verifies against prog, bad does not, and good runs on the host. */
+static void assert_verifies_and_runs(const char *prog, const char *good, const char *bad) {
+  ck_assert_int_eq(tu_verify_rc(prog, good), 0);
+  ck_assert_int_eq(tu_verify_rc(prog, bad), 1);
+  assert_host_run(good);
+}
+
+START_TEST(test_rms_norm_eps_codegen) {
+  /* rms_norm(x, eps=0.5) as a predefined kernel and inside a custom
+   * kernel: the generated code matches eval (an eps this large is far
+   * outside the tolerance when left out), the block form verifies against
+   * the program and another eps does not. */
+  const char *prog = tu_put("r.graph", "program r\ninput X : f32[4, 8]\n"
+                                       "N = rms_norm(X, eps=0.5)\noutput N\n");
+  static const char *const UG = "ugraph r\ninput X : f32[4, 8]\n"
+                                "N = custom(grid=[4, 1, 1], block=[32, 1, 1], forloop=1) {\n"
+                                "  b0 = input(X, imap=[0, -1, -1], fmap=-1)\n  b1 = accum(b0)\n"
+                                "  b2 = rms_norm(b1, eps=%s)\n  output(b2, omap=[0, -1, -1])\n}\n"
+                                "output N\n";
+  char text[512];
+  snprintf(text, sizeof text, UG, "0.5");
+  const char *ug = tu_put("r.ugraph", text);
+  snprintf(text, sizeof text, UG, "0.25");
+  assert_verifies_and_runs(prog, ug, tu_put("r2.ugraph", text));
+  assert_host_run(prog);
+}
+END_TEST
+
+START_TEST(test_rms_norm_eps_search) {
+  /* The search finds rms_norm(X, eps=1e-6) . W in one kernel whose RMS
+   * accumulator carries the eps; the best verifies against the program. */
+  const char *prog = tu_put("rl.graph", "program rl\ninput X : f16[2, 128]\n"
+                                        "input W : f16[128, 256]\n"
+                                        "D = rms_norm(X, eps=1e-6)\nO = matmul(D, W)\noutput O\n");
+  char out[192], best[192];
+  snprintf(out, sizeof out, "--out=%s/rl", tu_dir);
+  snprintf(best, sizeof best, "%s/rl/best.ugraph", tu_dir);
+  run r;
+  run_cli(&r, "-q", "--threads=2", "--no-cache", "--json", out, prog, NULL);
+  ck_assert_msg(r.rc == 0, "search: %s", r.err);
+  ck_assert_ptr_nonnull(strstr(r.out, "\"complete\": true"));
+  run_free(&r);
+  run_cli(&r, "check", best, NULL);
+  ck_assert_int_eq(r.rc, 0);
+  ck_assert_msg(strstr(r.out, "eps=1e-06)"), "best without the eps:\n%s", r.out);
+  run_free(&r);
+  ck_assert_int_eq(tu_verify_rc(prog, best), 0);
+}
+END_TEST
+
+/* Attention over 4 heads of 16 written as a model writes it: Q, K, V
+ * [T, d] split into heads by reshape and permute, merged back after. */
+static const char *const HEADS =
+    "program heads\ninput Q : f16[8, 64]\ninput K : f16[8, 64]\ninput V : f16[8, 64]\n"
+    "Q3 = reshape(Q, shape=[8, 4, 16])\nQh = permute(Q3, dims=[1, 0, 2])\n"
+    "K3 = reshape(K, shape=[8, 4, 16])\nKt = permute(K3, dims=[1, 2, 0])\n"
+    "V3 = reshape(V, shape=[8, 4, 16])\nVh = permute(V3, dims=[1, 0, 2])\n"
+    "S = matmul(Qh, Kt)\nE = exp(S)\nD = sum(E, dim=2)\nP = div(E, D)\nO = matmul(P, Vh)\n"
+    "Ot = permute(O, dims=[1, 0, 2])\nOm = reshape(Ot, shape=[8, 64])\noutput Om\n";
+/* The same in one kernel: grid.x walks the heads, each block loads its
+ * head's columns of Q, K and V (imap: dim 1 split by the grid) and stores
+ * its [T, 16] slice of the merged result (omap): the head split and merge
+ * are the tile maps, no layout op is left.  %s is the softmax's dim. */
+static const char *const HEADS_UG =
+    "ugraph heads\ninput Q : f16[8, 64]\ninput K : f16[8, 64]\ninput V : f16[8, 64]\n"
+    "Om = custom(grid=[4, 1, 1], block=[128, 1, 1], forloop=1) {\n"
+    "  q = input(Q, imap=[1, -1, -1], fmap=-1)\n  k = input(K, imap=[1, -1, -1], fmap=-1)\n"
+    "  kt = transpose(k)\n  v = input(V, imap=[1, -1, -1], fmap=-1)\n"
+    "  s = matmul(q, kt)\n  e = exp(s)\n  d = sum(e, dim=%s)\n  p = div(e, d)\n"
+    "  o = matmul(p, v)\n  a = accum(o)\n  output(a, omap=[1, -1, -1])\n}\noutput Om\n";
+
+START_TEST(test_heads_in_tile_maps) {
+  const char *prog = tu_put("heads.graph", HEADS);
+  char text[1024];
+  snprintf(text, sizeof text, HEADS_UG, "1");
+  const char *ug = tu_put("heads.ugraph", text);
+  snprintf(text, sizeof text, HEADS_UG, "0"); /* the softmax over the wrong dim */
+  assert_verifies_and_runs(prog, ug, tu_put("heads_bad.ugraph", text));
+}
+END_TEST
+
+START_TEST(test_causal_mask_through_transpose) {
+  /* Causal attention with K stored [b, n, d] and transposed in the kernel
+   * (as the decoder example's scores are): the mask's columns trace back
+   * through the transpose to K's key tiles, so the flash form is one
+   * kernel; it verifies, and a kernel that loads the wrong key tiles
+   * does not. */
+  static const char *const PROG =
+      "program cat\ninput Q : f16[2, 64, 16]\ninput K : f16[2, 64, 16]\ninput V : f16[2, 64, 16]\n"
+      "Kt = transpose(K)\nS = matmul(Q, Kt)\nM = causal_mask(S)\nE = exp(M)\n"
+      "D = sum(E, dim=2)\nP = div(E, D)\nO = matmul(P, V)\noutput O\n";
+  static const char *const UG =
+      "ugraph cat\ninput Q : f16[2, 64, 16]\ninput K : f16[2, 64, 16]\ninput V : f16[2, 64, 16]\n"
+      "O = custom(grid=[2, 4, 1], block=[128, 1, 1], forloop=%d) {\n"
+      "  q = input(Q, imap=[0, 1, -1], fmap=-1)\n  k = input(K, imap=[0, %s], fmap=%s)\n"
+      "  kt = transpose(k)\n  v = input(V, imap=[0, %s], fmap=%s)\n  s = matmul(q, kt)\n"
+      "  m = causal_mask(s, fused=1)\n  e = exp(m, fused=1)\n  y = matmul(e, v)\n"
+      "  a = accum(y)\n  d = accum_sum(e, dim=2)\n  o = div(a, d, fused=1)\n"
+      "  output(o, omap=[0, 1, -1])\n}\noutput O\n";
+  char text[1200];
+  const char *prog = tu_put("cat.graph", PROG);
+  snprintf(text, sizeof text, UG, 4, "-1, -1", "1", "-1, -1", "1");
+  const char *ug = tu_put("cat.ugraph", text);
+  snprintf(text, sizeof text, UG, 1, "1, -1", "-1", "1, -1", "-1"); /* keys of the query tile only */
+  assert_verifies_and_runs(prog, ug, tu_put("cat_bad.ugraph", text));
+}
+END_TEST
+
+static Suite *suite(void) {
+  Suite *s = suite_create("layout");
+  TCase *tc = tcase_create("layout");
+  tcase_add_checked_fixture(tc, setup, teardown);
+  tcase_set_timeout(tc, 120);
+  tcase_add_test(tc, test_parse_errors_have_positions);
+  tcase_add_test(tc, test_round_trip);
+  tcase_add_test(tc, test_builder_api);
+  tcase_add_test(tc, test_interp_by_hand);
+  tcase_add_test(tc, test_hash_distinguishes_attributes);
+  tcase_add_test(tc, test_fingerprints);
+  tcase_add_test(tc, test_rms_norm_eps_fingerprints);
+  tcase_add_test(tc, test_spelled_rms_norm_folds);
+  tcase_add_test(tc, test_rms_norm_eps_codegen);
+  tcase_add_test(tc, test_rms_norm_eps_search);
+  tcase_add_test(tc, test_heads_in_tile_maps);
+  tcase_add_test(tc, test_causal_mask_through_transpose);
+  tcase_add_test(tc, test_codegen_views_and_copies);
+  tcase_add_test(tc, test_host_run);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void) {
+  return tu_run(suite());
+}
