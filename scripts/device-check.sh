@@ -9,7 +9,11 @@
 #   summary.txt       the device, the toolchain and one line per step
 #   runs.tsv          (a) generated code of every example's best run on the
 #                     GPU against the float64 interpreter, published and
-#                     small shapes (`mirsearch run --backend=cuda`)
+#                     small shapes (`mirsearch run --backend=cuda`), and
+#                     NAME@wgmma: the Hopper path's code (--codegen-wgmma=1,
+#                     sm_90a) of tests/codegen/wgmma_f16 and wgmma_bf16 (no
+#                     published best picks wgmma since the register chain
+#                     took their Q·K; in --dry-run wgmma_f16 only)
 #   device.profile    the device profile `mirsearch bench --calibrate` measured
 #                     (bandwidth, launch interval, tensor-core and f32 rates)
 #   bench.tsv         (b) `mirsearch bench` of the published examples
@@ -245,10 +249,11 @@ step_calibrate() {
 
 # One run: example $1, best $2; a TSV line on stdout.
 run_one() {
-  local name=$1 file=$2 backend=cuda line err st t0
+  local name=$1 file=$2 backend=cuda line err st t0 extra=()
   [ "$dry" -eq 1 ] && backend=host
+  case $name in *@wgmma) extra=(--codegen-wgmma=1) ;; esac
   t0=$(date +%s)
-  mirs run --backend=$backend "${cuda_opts[@]}" "$file" >"$work/run_$name.out" 2>&1
+  mirs run --backend=$backend "${cuda_opts[@]}" ${extra[@]+"${extra[@]}"} "$file" >"$work/run_$name.out" 2>&1
   st=$?
   line=$(grep '^max relative error' "$work/run_$name.out")
   err=$(echo "$line" | sed -n 's/^max relative error vs float64 interpreter: \([^ ]*\) (tolerance \([^,]*\),.*/\1\t\2/p')
@@ -269,6 +274,12 @@ step_runs() {
       [ "$dry" -eq 0 ] && total=$((total + 1))
     fi
   done
+  # The Hopper path (sm_90a wgmma): no published best takes it (the
+  # register chain keeps their Q·K on mma.sync, hopper.c), so the test
+  # graphs that do; on the host (--dry-run) the f16 one only.
+  echo "wgmma_f16@wgmma $root/tests/codegen/wgmma_f16.ugraph" >>"$work/runs.list"
+  [ "$dry" -ne 0 ] ||
+    echo "wgmma_bf16@wgmma $root/tests/codegen/wgmma_bf16.ugraph" >>"$work/runs.list"
   # Several at once: nvcc compiles dominate, and the machine has 16 cores.
   export -f run_one
   export CUDA_OPTS_NVCC="$nvcc"

@@ -34,6 +34,7 @@ done
 grep -q '^overall: PASS$' "$tmp/out/summary.txt" || fail "summary says no overall PASS"
 grep -q '	PASS	' "$tmp/out/runs.tsv" || fail "no generated-code run passed"
 grep -q 'gqa_small	PASS	' "$tmp/out/runs.tsv" || fail "gqa_small's run did not pass"
+grep -q 'wgmma_f16@wgmma	PASS	' "$tmp/out/runs.tsv" || fail "the Hopper path's run (wgmma_f16@wgmma) did not pass"
 grep -q '	2	.*	yes$' "$tmp/out/scaling.tsv" || fail "2 threads did not give the 1-thread results"
 grep -q 'SOURCES' "$tmp/out/bench.tsv" || fail "no bench harness written"
 grep -q '^calibrate *PASS' "$tmp/out/summary.txt" || fail "the calibrate step did not pass"

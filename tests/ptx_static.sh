@@ -57,10 +57,24 @@
 # operands swapped, plan.c plan_swap) is held to the same rules: it
 # still runs on m16n8k16 fed by ldmatrix (the weight through
 # ldmatrix.x4.trans, the skinny rows through ldmatrix.x2).
+# sm_90a section (the Hopper path, docs/CODEGEN.md): each best is also
+# generated with --codegen-wgmma=1; where its plan picks wgmma (the code
+# has wgmma kernels) that code is compiled for sm_90a and checked as
+# above, and also FAILS unless each kernel whose plan says wgmma has
+# wgmma.mma_async, wgmma.fence, wgmma.commit_group, wgmma.wait_group and
+# fence.proxy.async in its PTX, ptxas does not report serialized wgmma,
+# and (with cuobjdump) the SASS has HGMMA; there HGMMA counts with
+# HMMA.16816 for the loaded 16-bit matmuls and the LDSM checks are waived
+# (wgmma reads shared memory itself).  A matmul of the register chain or
+# a swapped one never takes wgmma (hopper.c), so since the register chain
+# no published best does: the default names add the test graphs
+# tests/codegen/wgmma_f16 and wgmma_bf16 (a NAME with a slash is a
+# µGraph path under the source tree, without .ugraph), and with them at
+# least one must pick wgmma.
 # Exit 0 when all hold, 1 otherwise (each failure named), 77 without nvcc.
 #
 #   tests/ptx_static.sh [NAME...]      (default: the 8 published examples, causal_attention, gqa_safe,
-#                                       mha_safe)
+#                                       mha_safe, tests/codegen/wgmma_f16, tests/codegen/wgmma_bf16)
 #
 # NVCC picks the compiler (default: configure's, else nvcc on PATH),
 # MIRSEARCH the program (default: $top_builddir/src/mirsearch), KEEP=1
@@ -92,7 +106,9 @@ if [ -n "$CUOBJDUMP" ] && { command -v nvdisasm >/dev/null 2>&1 ||
 else
   echo "ptx_static: no cuobjdump/nvdisasm: SASS checks skipped (scripts/install-deps.sh installs them), PTX checks run"
 fi
-names=${*:-gated_mlp gqa lora mha mqa ntrans qknorm_attention rmsnorm_linear causal_attention gqa_safe mha_safe}
+wgpicked=0
+given=$# # (the loop below resets the positional parameters)
+names=${*:-gated_mlp gqa lora mha mqa ntrans qknorm_attention rmsnorm_linear causal_attention gqa_safe mha_safe tests/codegen/wgmma_f16 tests/codegen/wgmma_bf16}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/mirs_ptx_static.XXXXXX")
 if [ "${KEEP:-0}" = 1 ]; then
   echo "ptx_static: files kept in $tmp"
@@ -238,7 +254,10 @@ sass_stats() {
 }
 
 for name in $names; do
-  ug="$top_srcdir/examples/best/$name.ugraph"
+  case $name in
+  */*) ug="$top_srcdir/$name.ugraph" name=$(basename "$name") ;; # a test graph
+  *) ug="$top_srcdir/examples/best/$name.ugraph" ;;
+  esac
   [ -f "$ug" ] || { fail "$name: no $ug (run scripts/search-bests.sh)"; continue; }
   entry=mirs_$(sed -n 's/^ugraph[ \t]*\([A-Za-z0-9_]*\).*/\1/p' "$ug" | head -n 1)
   cu="$tmp/$name.cu"
@@ -248,16 +267,26 @@ for name in $names; do
   fi
   wide=0
   sixteen_bit "$ug" && wide=1
-  for arch in 90 80; do
+  # The Hopper path: checked for sm_90a where the plan picks wgmma.
+  archs="90 80"
+  wgcu="$tmp/$name.wg.cu"
+  if "$bin" -q codegen "$ug" --codegen-wgmma=1 -o "$wgcu" >"$tmp/$name.wg.log" 2>&1 &&
+    grep -q 'mirs_wgmma_commit();' "$wgcu"; then
+    archs="90 80 90a"
+    wgpicked=$((wgpicked + 1))
+  fi
+  for arch in $archs; do
+    src=$cu
+    [ "$arch" = 90a ] && src=$wgcu
     keep="$tmp/$name.sm$arch"
     mkdir -p "$keep"
     log="$keep/ptxas.log"
     if ! "$NVCC" -O3 -std=c++17 -arch=sm_$arch -cubin -Xptxas -v -keep -keep-dir "$keep" \
-      -o "$keep/$name.cubin" "$cu" >"$log" 2>&1; then
+      -o "$keep/$name.cubin" "$src" >"$log" 2>&1; then
       fail "$name sm_$arch: nvcc failed: $(grep -m 3 -i error "$log")"
       continue
     fi
-    ptx="$keep/$name.ptx"
+    ptx="$keep/$(basename "$src" .cu).ptx"
     [ -s "$ptx" ] || { fail "$name sm_$arch: nvcc kept no PTX ($ptx)"; continue; }
     # Spills, every function.
     spills=$(awk '
@@ -303,9 +332,9 @@ for name in $names; do
         inc { c = c " " $0 }
         /\*\// { inc = 0 }
         /__global__/ && index($0, " " name "(") > 0 { print c; exit }
-      ' "$cu")
+      ' "$src")
       planb=$(printf '%s\n' "$plan" | sed -n 's/.*[^0-9]\([0-9][0-9]*\) bytes of shared memory.*/\1/p')
-      launch=$(sed -n "s/.*MIRS_LAUNCH($kname, dim3([^)]*), dim3([^)]*), \([0-9][0-9]*\),.*/\1/p" "$cu" | head -n 1)
+      launch=$(sed -n "s/.*MIRS_LAUNCH($kname, dim3([^)]*), dim3([^)]*), \([0-9][0-9]*\),.*/\1/p" "$src" | head -n 1)
       regs=$(ptxas_regs "$log" "$kname")
       planr=$(printf '%s\n' "$plan" | sed -n 's/.*~\([0-9][0-9]*\) registers per thread.*/\1/p')
       static=$(ptxas_smem "$log" "$kname")
@@ -340,6 +369,24 @@ for name in $names; do
       elif [ "$regs" -gt $((planr + ${REG_SLACK:-16})) ]; then
         why="$why; ptxas uses $regs registers, the plan estimates ~$planr (slack ${REG_SLACK:-16})"
       fi
+      hg=0
+      sass90=""
+      if [ "$arch" = 90a ] && printf '%s\n' "$plan" | grep -q 'wgmma m64nNk16'; then
+        [ "$wg" -gt 0 ] || why="$why; the plan says wgmma, the PTX has no wgmma.mma_async"
+        for ins in 'wgmma\.fence' 'wgmma\.commit_group' 'wgmma\.wait_group' 'fence\.proxy\.async'; do
+          grep -q "$ins" "$body" || why="$why; no $ins in the PTX"
+        done
+        ! grep -qi 'wgmma.*serializ' "$log" || why="$why; ptxas serializes wgmma: $(grep -m 1 -i serializ "$log")"
+        if [ "$sassok" = 1 ]; then
+          hg=$(awk -v name="$kname" '
+            BEGIN { mangled = length(name) name }
+            /Function :/ { on = index($0, mangled) > 0 || $NF == name }
+            on && /HGMMA/ { n++ }
+            END { print n + 0 }' "$sasf")
+          [ "$hg" -gt 0 ] || why="$why; no HGMMA in the SASS"
+          sass90=" HGMMA=$hg"
+        fi
+      fi
       # The register chain: no shared-memory store between the two MMAs.
       chain=no
       if printf '%s\n' "$plan" | grep -q 'Register chain'; then
@@ -364,11 +411,11 @@ for name in $names; do
           sg=$2 sldg=$3 sbulk=$4 shmma=$5 stf32=$6 sldsm=$7 sfed=$8
           [ $((sg + sbulk)) -gt 0 ] || why="$why; SASS: no LDGSTS.128 or bulk/TMA copy"
           if [ "$wide" = 1 ] && [ "$nld" -gt 0 ]; then
-            [ "$shmma" -ge "$nld" ] || why="$why; SASS: $shmma HMMA.16816 for $nld block matmuls of loaded 16-bit tiles"
-            [ "$sldsm" -ge "$nld" ] || why="$why; SASS: $sldsm LDSM for $nld block matmuls of loaded 16-bit tiles"
-            [ "$sfed" -ge "$nld" ] || why="$why; SASS: $sfed HMMA.16816 fed by LDSM for $nld block matmuls of loaded 16-bit tiles"
+            [ $((shmma + hg)) -ge "$nld" ] || why="$why; SASS: $shmma HMMA.16816 + $hg HGMMA for $nld block matmuls of loaded 16-bit tiles"
+            [ "$hg" -gt 0 ] || [ "$sldsm" -ge "$nld" ] || why="$why; SASS: $sldsm LDSM for $nld block matmuls of loaded 16-bit tiles"
+            [ "$hg" -gt 0 ] || [ "$sfed" -ge "$nld" ] || why="$why; SASS: $sfed HMMA.16816 fed by LDSM for $nld block matmuls of loaded 16-bit tiles"
           fi
-          sline=" sass: LDGSTS.128=$sg LDG.128=$sldg bulk=$sbulk HMMA.16816=$shmma (LDSM-fed $sfed) HMMA.TF32=$stf32 LDSM=$sldsm"
+          sline=" sass: LDGSTS.128=$sg LDG.128=$sldg bulk=$sbulk HMMA.16816=$shmma (LDSM-fed $sfed) HMMA.TF32=$stf32 LDSM=$sldsm$sass90"
         fi
       fi
       line="$name sm_$arch $kname: regs=${regs:-?}(plan~${planr:-?}) chain=$chain cp.async16=$cpa bulk=$bulk mma16=$mma wgmma=$wg ldmatrix=$ldm tf32=$tf32 block-matmuls=$nmm loaded16=$nld smem plan=${planb:-?} launch=${launch:-?}+$static$sline"
@@ -380,6 +427,7 @@ for name in $names; do
     done <"$keep/kernels"
   done
 done
+[ "$given" -gt 0 ] || [ "$wgpicked" -gt 0 ] || fail "no graph picks wgmma under --codegen-wgmma=1"
 if [ "$failures" -gt 0 ]; then
   echo "ptx_static: $failures failures"
   exit 1

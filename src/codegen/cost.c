@@ -18,7 +18,8 @@
  * search drops it), its stages and tile bytes give the bytes each block
  * keeps in flight, its MMA choices decide which matmuls run on tensor
  * cores (m16n8k16 at the f16 peak, padded rows included; tf32 at half of
- * it; scalar-path matmuls on CUDA cores).  With B = grid.x*grid.y*grid.z:
+ * it; under codegen_wgmma, wgmma at the peak and mma.sync at 2/3 of it,
+ * hopper.c; scalar-path matmuls on CUDA cores).  With B = grid.x*grid.y*grid.z:
  *   u  = min(1, B / sms)                 compute scales with busy SMs;
  *   ub = min(1, B / (hbm_saturation*sms)) a fraction of the SMs already
  *        saturates HBM, so bandwidth is lost only below that;
@@ -54,6 +55,7 @@
 
 #include "codegen/codegen.h"
 #include "codegen/cost.h"
+#include "codegen/hopper.h"
 #include "codegen/plan.h"
 
 #define BUILTIN_NAME "<built-in devices.profile>"
@@ -761,6 +763,7 @@ static mirs_status cost_custom(mirs_context *ctx, const mirs__cost_device *d, co
   MIRS_CHECK(ctx, mirs__plan_build(ctx, g, opi, limit, ctx->opt.codegen_mma != 0, &pl));
   double F = (bg->forloop > 0 ? bg->forloop : 1) * pl.live; /* the live iterations */
   double loop_tc = 0, loop_tf32 = 0, loop_simt = 0, post_simt = 0, post_tc = 0, post_tf32 = 0;
+  double loop_slow = 0, post_slow = 0; /* peak-equivalent flops of slower MMA variants */
   for (int32_t i = 0; i < bg->nops; i++) {
     const mirs__bop *b = &bg->ops[i];
     const mirs__btensor *res = b->out >= 0 ? &bg->t[b->out] : NULL;
@@ -790,10 +793,14 @@ static mirs_status cost_custom(mirs_context *ctx, const mirs__cost_device *d, co
         const mirs__shape *as = &bg->t[b->in[0]].shape;
         f = f * (double)pl.op[i].m_pad / (double)res->shape.d[r - 2];
         f = f * (double)pl.op[i].k_pad / (double)as->d[as->ndim - 1];
-        if (pl.op[i].mma == MIRS__MMA_16)
+        /* (At rate r of the tensor-core peak: tf32 1/2, hopper.c) */
+        double rate = mirs__hopper_rate(ctx, pl.op[i].mma);
+        if (pl.op[i].mma != MIRS__MMA_TF32)
           dst = res->post ? &post_tc : &loop_tc;
         else
           dst = res->post ? &post_tf32 : &loop_tf32;
+        if (rate != 1.0 && pl.op[i].mma != MIRS__MMA_TF32)
+          *(res->post ? &post_slow : &loop_slow) += f * (1.0 / rate - 1.0);
       }
       *dst += f;
       break;
@@ -848,7 +855,8 @@ static mirs_status cost_custom(mirs_context *ctx, const mirs__cost_device *d, co
   k->mem_seconds = k->bytes / bw;
   double uu = k->utilisation;
   /* tf32 runs at half the f16/bf16 tensor-core rate. */
-  k->compute_seconds = (k->tc_flops + tf32_flops) / (d->tc_peak * uu) +
+  double slow = B * (F * loop_slow + post_slow);
+  k->compute_seconds = (k->tc_flops + tf32_flops + slow) / (d->tc_peak * uu) +
                        k->simt_flops / (d->f32_peak * uu);
   /* Without a pipeline a block waits for its loads, then computes; with
    * one, loads of later iterations overlap the compute of this one, and

@@ -33,6 +33,7 @@
 #include <string.h>
 
 #include "codegen/codegen.h"
+#include "codegen/hopper.h"
 #include "codegen/plan.h"
 
 
@@ -576,10 +577,12 @@ static void emit_mma16_rows(kgen *k, int32_t oi, const mma_geo *q, int64_t SA, i
     while (q->per % ch != 0)
       ch--;
   }
-  mirs__buf_printf(b,
-                   "        const %s *const pa = t%d + ab + (mt * 16 + (lane & 15)) * %" PRId64
-                   " + (lane >> 4) * 8;\n",
-                   ctype(dt), (int)op->in[0], SA);
+  bool wg = po->mma == MIRS__MMA_WG; /* (one chunk: hopper.c) */
+  if (!wg)
+    mirs__buf_printf(b,
+                     "        const %s *const pa = t%d + ab + (mt * 16 + (lane & 15)) * %" PRId64
+                     " + (lane >> 4) * 8;\n",
+                     ctype(dt), (int)op->in[0], SA);
   mirs__buf_printf(b, "        %sfor (int c = 0; c < %" PRId64 "; c += %" PRId64 ") {\n",
                    ch < q->per ? "MIRS_NO_UNROLL " : "", q->per, ch);
   if (into)
@@ -588,15 +591,19 @@ static void emit_mma16_rows(kgen *k, int32_t oi, const mma_geo *q, int64_t SA, i
     mirs__buf_printf(b, "        float (*const d)[4] = accf%d + c;\n", (int)po->acc);
   else
     mirs__buf_printf(b, "        float d[%" PRId64 "][4] = {};\n", ch);
-  mirs__buf_printf(b,
-                   "        const %s *const pb = t%d + bb + (lane & 15) * %" PRId64
-                   " + (nt0 + c) * 8 + (lane >> 4) * 8;\n",
-                   ctype(dt), (int)op->in[1], SB);
-  mirs__buf_printf(b, "        %sfor (int kk = 0; kk < %" PRId64 "; kk += 16) {\n",
-                   ksteps <= 16 ? "MIRS_UNROLL " : "", q->kk);
-  mirs__buf_puts(b, "          uint32_t a[4];\n          mirs_ldmatrix_x4(a, pa + kk);\n");
-  emit_b_frags(k, ch, SB, sfx, "kk");
-  mirs__buf_puts(b, "        }\n");
+  if (wg) {
+    mirs__hopper_emit_kloop(b, k->g, bg, k->pl, oi, "        ");
+  } else {
+    mirs__buf_printf(b,
+                     "        const %s *const pb = t%d + bb + (lane & 15) * %" PRId64
+                     " + (nt0 + c) * 8 + (lane >> 4) * 8;\n",
+                     ctype(dt), (int)op->in[1], SB);
+    mirs__buf_printf(b, "        %sfor (int kk = 0; kk < %" PRId64 "; kk += 16) {\n",
+                     ksteps <= 16 ? "MIRS_UNROLL " : "", q->kk);
+    mirs__buf_puts(b, "          uint32_t a[4];\n          mirs_ldmatrix_x4(a, pa + kk);\n");
+    emit_b_frags(k, ch, SB, sfx, "kk");
+    mirs__buf_puts(b, "        }\n");
+  }
   if (po->acc < 0 && !into) {
     mirs__buf_printf(b, "        MIRS_UNROLL for (int j = 0; j < %" PRId64 "; j++) {\n"
                         "        const int nt = nt0 + c + j;\n",
@@ -713,9 +720,12 @@ static void emit_mma(kgen *k, int32_t oi) {
   if (!tf32)
     dt = mirs__plan_tile_dtype(k->g, k->bg, op->in[0]);
   const char *sfx = tf32 ? "tf32" : dt == MIRS_BF16 ? "bf16" : "f16";
-  mirs__buf_printf(b, "    { /* %s = matmul: tensor cores (%s mma.sync m16n8k%d, %s)%s%s */\n",
-                   bg->t[op->out].name, tf32 ? "scalar loads," : "ldmatrix,", tf32 ? 8 : 16, sfx,
-                   po->swap ? ", operands swapped (C^T = B^T A^T)" : "",
+  mirs__buf_printf(b, "    { /* %s = matmul: tensor cores (%s m16n8k%d, %s)%s%s */\n",
+                   bg->t[op->out].name,
+                   po->mma == MIRS__MMA_WG ? "wgmma, as C fragments of"
+                   : tf32                  ? "scalar loads, mma.sync"
+                                           : "ldmatrix, mma.sync",
+                   tf32 ? 8 : 16, sfx, po->swap ? ", operands swapped (C^T = B^T A^T)" : "",
                    po->acc >= 0 ? ", into the accumulator's registers" : "");
   mirs__buf_puts(b, "      const int lane = tid & 31, warp = tid >> 5, gq = lane >> 2, tq = lane & 3;\n"
                     "      (void)gq; (void)tq;\n");
@@ -1550,8 +1560,10 @@ static void emit_load_bases(kgen *k, const mirs__bop *op, int32_t src_i) {
     if (p.grid[d] >= 0)
       mirs__buf_printf(b, " + (long long)%s * %" PRId64 "LL", bidx[p.grid[d]], ts->d[d] * kst[d]);
   mirs__buf_printf(b, " + (long long)r%d * %" PRId64 "LL + q%d * %d;\n", t, v.gstep, t, v.vecel);
-  mirs__buf_printf(b, "    %s *const s%d = t%d_s + r%d * %d + q%d * %d;\n",
-                   ctype(k->g->t[op->src].dtype), t, t, t, (int)pt->stride, t, v.vecel);
+  /* (A wgmma operand's chunk (r, q) is core matrix q's row r: hopper.c.) */
+  mirs__buf_printf(b, "    %s *const s%d = t%d_s + r%d * %d + q%d * %" PRId64 ";\n",
+                   ctype(k->g->t[op->src].dtype), t, t, t, pt->core8 ? 8 : (int)pt->stride, t,
+                   pt->core8 ? v.rows * 8 : (int64_t)v.vecel);
 }
 
 /* Emit the load of input tile op->out for forloop iteration fexpr into
@@ -1574,7 +1586,7 @@ static void emit_load(kgen *k, const mirs__bop *op, int32_t src_i, const char *f
       mirs__buf_printf(b,
                        "%s    mirs_cp_async16(s%d + (%s) * %" PRId64 " + j * %" PRId64
                        ", g%d + (long long)(%s) * %" PRId64 "LL + j * %" PRId64 "LL);\n",
-                       ind, t, sexpr, se, v.rstep * pt->stride, t, fexpr, v.fstep,
+                       ind, t, sexpr, se, v.rstep * (pt->core8 ? 8 : pt->stride), t, fexpr, v.fstep,
                        v.rstep * v.gstep);
       return;
     }
@@ -1690,22 +1702,26 @@ static void emit_plan_comment(kgen *k, int32_t ki) {
       mirs__buf_printf(b, " *   %s: %s (registers)\n", bg->t[t].name,
                        pt->frag == MIRS__FRAG_C ? "C fragments" : "row values");
     else if (pt->input)
-      mirs__buf_printf(b, " *   %s%s: %s tile, %d rows of stride %d, %d stage%s, %s%s%s\n",
+      mirs__buf_printf(b, " *   %s%s: %s tile, %d rows of stride %d, %d stage%s, %s%s%s%s\n",
                        bg->t[t].name, mirs__shape_str(&bg->t[t].shape, dims, sizeof dims),
                        pt->elsize == 2 ? "16-bit" : "f32", (int)pt->rows, (int)pt->stride,
                        (int)pt->stages, pt->stages == 1 ? "" : "s",
                        pt->vec ? "16-byte cp.async" : "element loads",
                        pt->invariant ? ", loop-invariant (loaded once)" : "",
-                       pt->zero ? ", K padding zeroed once" : "");
+                       pt->zero ? ", K padding zeroed once" : "",
+                       pt->core8 ? ", wgmma 8x8 core matrices" : "");
     else if (pt->acc_mma)
       mirs__buf_printf(b, " *   %s: accumulator in MMA C fragments (registers)\n", bg->t[t].name);
-    else if (pl->op[bg->t[t].producer].mma != MIRS__MMA_NONE)
-      mirs__buf_printf(
-          b, " *   %s = matmul: %s%s\n", bg->t[t].name,
-          pl->op[bg->t[t].producer].mma != MIRS__MMA_16 ? "mma.sync m16n8k8 tf32"
-                                                        : "ldmatrix + mma.sync m16n8k16",
-          pl->op[bg->t[t].producer].swap ? ", operands swapped (16 of N per tile, M padded to 8)"
-                                         : "");
+    else if (pl->op[bg->t[t].producer].mma != MIRS__MMA_NONE) {
+      int v = pl->op[bg->t[t].producer].mma;
+      mirs__buf_printf(b, " *   %s = matmul: %s%s\n", bg->t[t].name,
+                       v == MIRS__MMA_16   ? "ldmatrix + mma.sync m16n8k16"
+                       : v == MIRS__MMA_WG ? "wgmma m64nNk16 (sm_90a)"
+                                           : "mma.sync m16n8k8 tf32",
+                       pl->op[bg->t[t].producer].swap
+                           ? ", operands swapped (16 of N per tile, M padded to 8)"
+                           : "");
+    }
   }
   mirs__buf_puts(b, " */\n");
 }
@@ -1882,6 +1898,8 @@ static void emit_main_loop(kgen *k, const mirs__sched *sched) {
   }
   if (any_vec)
     mirs__buf_printf(b, "      mirs_cp_async_commit();\n      mirs_cp_async_wait<%d>();\n", S - 1);
+  if (pl->wgmma) /* the copies, for wgmma's async-proxy reads */
+    mirs__buf_puts(b, "      mirs_fence_proxy_async();\n");
   mirs__buf_puts(b, "      __syncthreads();\n");
   char cur[32];
   snprintf(cur, sizeof cur, "f %% %d", S);
@@ -2610,6 +2628,7 @@ mirs_status mirs__codegen_cuda(const mirs_graph *g, const char *entry, mirs__buf
   mirs__buf_puts(b, prelude);
   mirs__buf_puts(b, prelude_mma);
   mirs__buf_puts(b, prelude_copy);
+  mirs__hopper_emit_prelude(b, g, plans);
   for (int32_t i = 0; i < g->nops; i++)
     if (g->ops[i].op == MIRS_OP_PERMUTE && layout_vector(g, i) > 1) {
       mirs__buf_puts(b, prelude_layout);

@@ -37,7 +37,10 @@
  * emulate mma.sync.m16n8k16 and mirs_mma_tf32 mma.sync.m16n8k8 (row.col,
  * f32 accumulation) from the PTX fragment layouts: the lanes publish their
  * fragments, meet at a warp barrier, and each computes its four results
- * in float.  Single-threaded; a test harness, not a library.
+ * in float.  The sm_90a wgmma path (mirs_wg_desc, mirs_emu_wgmma,
+ * mirs_wgmma_fence/commit/wait, mirs_fence_proxy_async) is emulated from
+ * the PTX ISA's descriptor layouts, deferred to its wait_group (see the
+ * wgmma section below).  Single-threaded; a test harness, not a library.
  * Stand-ins for further primitives (cp.async, ldmatrix, ...) build on:
  * MIRS_EMU_POINT() (a switch point), MIRS_EMU_CHECK_ALIGN, and in
  * namespace mirs_emu warp_sync() (a warp barrier), lane_id(), warp_id(),
@@ -212,6 +215,7 @@ struct attribute {
 static attribute attributes[256];
 static int nattributes;
 static long attribute_calls; /* cudaFuncSetAttribute calls (tests count them) */
+static unsigned long launches;  /* launches that ran: per-block state of stand-ins is keyed by it */
 
 } // namespace mirs_emu
 
@@ -501,6 +505,7 @@ static void launch(void (*kernel)(), dim3 grid, dim3 block, size_t dyn_smem,
     memcpy(smem_region + 4 * k, &CANARY, 4);
   smem_bytes = dyn_smem;
   nthreads = (int)n;
+  launches++;
   body = fn;
   blockDim = block;
   gridDim = grid;
@@ -772,6 +777,7 @@ struct copy {
 struct queue {
   std::vector<copy> c;
   int committed;
+  int waits; /* cp.async.wait_group calls (a wgmma needs a proxy fence after the last) */
   unsigned bx, by, bz;
   bool used;
 };
@@ -788,6 +794,7 @@ static queue *mine(void) {
   if (!q->used || q->bx != blockIdx.x || q->by != blockIdx.y || q->bz != blockIdx.z) {
     q->c.clear();
     q->committed = 0;
+    q->waits = 0;
     q->bx = blockIdx.x;
     q->by = blockIdx.y;
     q->bz = blockIdx.z;
@@ -811,6 +818,7 @@ static inline void mirs_cp_async_commit(void) {
 template <int N> static inline void mirs_cp_async_wait(void) {
   mirs_emu_async::queue *q = mirs_emu_async::mine();
   int done = q->committed - N;
+  q->waits++;
   size_t k = 0;
   for (size_t i = 0; i < q->c.size(); i++) {
     if (q->c[i].group < done)
@@ -854,6 +862,197 @@ static inline void mirs_ldmatrix_x2_trans(uint32_t r[2], const void *p) {
 static inline void mirs_ldmatrix_x4_trans(uint32_t r[4], const void *p) {
   mirs_emu_async::ldmatrix(r, p, 4, true);
 }
+/* ---------------------------------------------------------------- wgmma (sm_90a) */
+/* Stand-ins for the warpgroup MMA of the Hopper path (codegen/hopper.c):
+ *  - mirs_wg_desc encodes a shared-memory matrix descriptor as the device
+ *    does (start address, LBO, SBO, each >> 4 in 14 bits, swizzle bits 0),
+ *    the address being the byte offset in the launch's shared memory;
+ *  - mirs_emu_wgmma queues wgmma.mma_async m64nNk16 (f32 += A.B, A
+ *    K-major, B N-major, no swizzle) for this thread; mirs_wgmma_commit
+ *    closes a group and mirs_wgmma_wait<N> performs every group but the
+ *    newest N, reading the operands from shared memory through the
+ *    descriptors then, as the PTX ISA's canonical layouts say: so reading
+ *    the accumulators before the wait, a wrong LBO/SBO or start, or
+ *    operands overwritten before the wait give wrong results;
+ *  - each thread computes its own fragment (warp w % 4 of the warpgroup
+ *    rows 16 (w % 4) + lane / 4 (+ 8), columns 8 j + 2 (lane % 4) (+ 1):
+ *    the m64nNk16 f32 accumulator layout), so no warpgroup barrier is
+ *    needed; a block must be whole warpgroups;
+ *  - checked faults: a wgmma without wgmma.fence since the thread's last
+ *    wait_group, or without fence.proxy.async since its last
+ *    cp.async.wait_group (the copies would not be visible to the async
+ *    proxy), an operand outside the launch's shared memory, a swizzled
+ *    descriptor, a wgmma still pending when its thread starts the next
+ *    block, threads of one warpgroup issuing different wgmma (descriptors,
+ *    shape or type: .sync.aligned wants them warpgroup-uniform). */
+namespace mirs_emu_async {
+struct wgmma_op {
+  float *d;
+  int n, group;
+  uint64_t da, db;
+  bool bf;
+};
+struct wg_queue {
+  std::vector<wgmma_op> q;
+  int committed, proxy_waits;
+  size_t issued; /* wgmma of this thread in this block */
+  bool fenced, proxied;
+  unsigned long launch; /* the block (launch, bx, by, bz) the state is of */
+  unsigned bx, by, bz;
+  bool used;
+};
+static wg_queue *wg_queues;
+/* Per warpgroup of the running block: the wgmma its threads issued, in
+ * order (.sync.aligned: all 128 issue the same ones). */
+struct wg_issue {
+  uint64_t da, db;
+  int n;
+  bool bf;
+};
+struct wg_group {
+  std::vector<wg_issue> log;
+  unsigned long launch;
+  unsigned bx, by, bz;
+  bool used;
+};
+static wg_group wg_groups[MAX_THREADS / 128];
+
+/* Check that the running thread's k-th wgmma is its warpgroup's k-th. */
+static void wg_aligned(size_t k, uint64_t da, uint64_t db, int n, bool bf) {
+  wg_group *g = &wg_groups[mirs_emu::current / 128];
+  if (!g->used || g->launch != mirs_emu::launches || g->bx != blockIdx.x || g->by != blockIdx.y ||
+      g->bz != blockIdx.z) {
+    g->log.clear();
+    g->launch = mirs_emu::launches;
+    g->bx = blockIdx.x;
+    g->by = blockIdx.y;
+    g->bz = blockIdx.z;
+    g->used = true;
+  }
+  if (k == g->log.size()) {
+    g->log.push_back({da, db, n, bf});
+    return;
+  }
+  const wg_issue &e = g->log[k];
+  if (e.da != da || e.db != db || e.n != n || e.bf != bf)
+    mirs_emu::fail("wgmma.mma_async.sync.aligned #%zu of warpgroup %d differs between its threads "
+                   "(descriptors 0x%llx, 0x%llx, n%d against 0x%llx, 0x%llx, n%d): the operands "
+                   "must be warpgroup-uniform",
+                   k, mirs_emu::current / 128, (unsigned long long)da, (unsigned long long)db, n,
+                   (unsigned long long)e.da, (unsigned long long)e.db, e.n);
+}
+
+static wg_queue *wg_mine(void) {
+  if (!wg_queues)
+    wg_queues = new wg_queue[MAX_THREADS]();
+  wg_queue *w = &wg_queues[mirs_emu::current];
+  if (!w->used || w->launch != mirs_emu::launches || w->bx != blockIdx.x || w->by != blockIdx.y ||
+      w->bz != blockIdx.z) {
+    if (w->used && !w->q.empty())
+      mirs_emu::fail("%zu wgmma operations never waited for (missing wgmma.wait_group) in "
+                     "block (%u, %u, %u)",
+                     w->q.size(), w->bx, w->by, w->bz);
+    w->q.clear();
+    w->launch = mirs_emu::launches;
+    w->committed = 0;
+    w->issued = 0;
+    w->fenced = w->proxied = false;
+    w->bx = blockIdx.x;
+    w->by = blockIdx.y;
+    w->bz = blockIdx.z;
+    w->used = true;
+  }
+  return w;
+}
+
+/* The 16-bit element at byte offset off of shared memory, as a float. */
+static float wg_elem(uint64_t off, bool bf) {
+  if (off + 2 > mirs_emu::smem_bytes)
+    mirs_emu::fail("wgmma operand at shared-memory byte %llu, outside the %zu bytes the launch "
+                   "requested",
+                   (unsigned long long)off, mirs_emu::smem_bytes);
+  uint16_t h;
+  memcpy(&h, (const unsigned char *)mirs_emu::smem + off, 2);
+  return bf ? __bfloat162float(__nv_bfloat16{h}) : __half2float(__half{h});
+}
+
+/* Perform one queued wgmma for the running thread. */
+static void wg_run(const wgmma_op &o) {
+  uint64_t sa = (o.da & 0x3FFFu) << 4, la = ((o.da >> 16) & 0x3FFFu) << 4,
+           ta = ((o.da >> 32) & 0x3FFFu) << 4;
+  uint64_t sb = (o.db & 0x3FFFu) << 4, lb = ((o.db >> 16) & 0x3FFFu) << 4,
+           tb = ((o.db >> 32) & 0x3FFFu) << 4;
+  if ((o.da >> 62) != 0 || (o.db >> 62) != 0)
+    mirs_emu::fail("wgmma descriptor with a swizzle mode: the emulator knows no-swizzle only");
+  int wq = (mirs_emu::current / 32) % 4, lane = mirs_emu::current % 32;
+  for (int j = 0; j < o.n / 8; j++)
+    for (int h = 0; h < 4; h++) {
+      int row = 16 * wq + lane / 4 + 8 * (h >> 1), col = 8 * j + 2 * (lane % 4) + (h & 1);
+      float s = 0.0f;
+      for (int k = 0; k < 16; k++) {
+        /* A K-major: core matrices 8 rows apart at SBO, 8 columns apart at LBO. */
+        float a = wg_elem(sa + (uint64_t)(k / 8) * la + (uint64_t)(row / 8) * ta +
+                              (uint64_t)(row % 8) * 16 + (uint64_t)(k % 8) * 2,
+                          o.bf);
+        /* B N-major: 8 columns (N) apart at SBO, 8 k-rows apart at LBO. */
+        float b = wg_elem(sb + (uint64_t)(col / 8) * tb + (uint64_t)(k / 8) * lb +
+                              (uint64_t)(k % 8) * 16 + (uint64_t)(col % 8) * 2,
+                          o.bf);
+        s += a * b;
+      }
+      o.d[j * 4 + h] += s;
+    }
+}
+} // namespace mirs_emu_async
+
+static inline uint64_t mirs_wg_desc(const void *p, unsigned lbo, unsigned sbo) {
+  const unsigned char *c = (const unsigned char *)p, *lo = (const unsigned char *)mirs_emu::smem;
+  if (c < lo || c >= lo + mirs_emu::smem_bytes || (c - lo) % 16 != 0)
+    mirs_emu::fail("wgmma descriptor of %p: not a 16-byte aligned address in the launch's shared "
+                   "memory",
+                   p);
+  uint64_t a = (uint64_t)(c - lo);
+  return ((a & 0x3FFFFu) >> 4) | ((uint64_t)((lbo & 0x3FFFFu) >> 4) << 16) |
+         ((uint64_t)((sbo & 0x3FFFFu) >> 4) << 32);
+}
+static inline void mirs_wgmma_fence(void) {
+  mirs_emu_async::wg_mine()->fenced = true;
+}
+static inline void mirs_fence_proxy_async(void) {
+  mirs_emu_async::wg_queue *w = mirs_emu_async::wg_mine();
+  w->proxied = true;
+  w->proxy_waits = mirs_emu_async::mine()->waits;
+}
+static inline void mirs_emu_wgmma(float *d, int n, uint64_t da, uint64_t db, bool bf) {
+  if (mirs_emu::nthreads % 128 != 0)
+    mirs_emu::fail("wgmma in a block of %d threads: a warpgroup is 128", mirs_emu::nthreads);
+  mirs_emu_async::wg_queue *w = mirs_emu_async::wg_mine();
+  if (!w->fenced)
+    mirs_emu::fail("wgmma.mma_async without wgmma.fence since the last wgmma.wait_group");
+  if (!w->proxied || w->proxy_waits != mirs_emu_async::mine()->waits)
+    mirs_emu::fail("wgmma.mma_async without fence.proxy.async after this thread's shared-memory "
+                   "writes and its last cp.async.wait_group (not visible to wgmma's async proxy)");
+  mirs_emu_async::wg_aligned(w->issued++, da, db, n, bf);
+  w->q.push_back({d, n, w->committed, da, db, bf});
+  MIRS_EMU_POINT();
+}
+static inline void mirs_wgmma_commit(void) {
+  mirs_emu_async::wg_mine()->committed++;
+}
+template <int N> static inline void mirs_wgmma_wait(void) {
+  mirs_emu_async::wg_queue *w = mirs_emu_async::wg_mine();
+  int done = w->committed - N;
+  size_t k = 0;
+  for (size_t i = 0; i < w->q.size(); i++) {
+    if (w->q[i].group < done)
+      mirs_emu_async::wg_run(w->q[i]);
+    else
+      w->q[k++] = w->q[i];
+  }
+  w->q.resize(k);
+  w->fenced = false;
+}
+
 /* __fdividef: the device's fast division (2 ulp); exact here. */
 static inline float __fdividef(float a, float b) {
   return a / b;

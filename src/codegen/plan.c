@@ -24,6 +24,11 @@
  *     from each tile in the same lane pattern (rows gq, columns tq of the
  *     A tile; rows tq, columns gq of the B tile), so the tf32 paddings of
  *     decision 4 stay conflict-free;
+ *  2b. under codegen_wgmma, an MMA_16 matmul whose tiles allow it (one
+ *     batch, M = 16 * warps a multiple of 64, N <= 256, K % 16 == 0, its
+ *     operands fast-path cp.async tiles read by it only, not swapped and
+ *     not in the register chain of decision 8) is MMA_WG (hopper.c):
+ *     wgmma m64nNk16, operand tiles in 8x8 core matrices;
  *  3. register accumulators: `accum` of an MMA matmul used nowhere else
  *     keeps the C fragments in registers across the forloop (the matmul
  *     adds into them; its tile is never stored);
@@ -71,6 +76,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "codegen/hopper.h"
 #include "codegen/plan.h"
 
 #define REG_ACC_MAX 64 /* accumulator elements (or MMA C registers) per thread in registers */
@@ -583,7 +589,7 @@ static int32_t estimate_regs(const mirs__plan *pl, const mirs__bgraph *bg) {
     const mirs__plan_tensor *pt = op->out >= 0 ? &pl->t[op->out] : NULL;
     if (pl->op[i].mma != MIRS__MMA_NONE) {
       any_mma = true;
-      if (pl->op[i].acc < 0 && pl->op[i].mma == MIRS__MMA_16) {
+      if (pl->op[i].acc < 0 && pl->op[i].mma != MIRS__MMA_TF32) {
         /* A warp's tiles, chunked (cuda.c emit_mma16_rows). */
         int64_t tiles = mirs__plan_mma_tiles(pl, bg, i);
         int64_t per = (tiles + pl->nwarps - 1) / pl->nwarps;
@@ -844,6 +850,8 @@ mirs_status mirs__plan_build(mirs_context *ctx, const mirs_graph *g, int32_t ki,
       plan_input(pl, g, bg, &bg->ops[i]);
       walked = walked || !pl->t[bg->ops[i].out].invariant;
     }
+  if (mma && ctx && ctx->opt.codegen_wgmma) /* 2b. Hopper: wgmma where the tiles allow */
+    mirs__hopper_plan(pl, g, bg);
   /* Enough stages that S - 1 of them in flight reach INFLIGHT_TARGET
    * bytes (at least 2, at most MIRS__PLAN_MAX_STAGES and F). */
   int64_t stage = 0;

@@ -9,10 +9,11 @@
  * pipeline depth, which matmuls run on tensor cores, the global traffic.
  *
  * Invariants: a plan is a pure function of (graph, kernel op, smem limit,
- * mma option); building one allocates nothing for block graphs of up to
- * MIRS__PLAN_LOCAL tensors and ops (the search costs kernels in its inner
- * loop); offsets are 16-byte aligned; smem == the dynamic shared memory
- * the generated kernel requests at launch. */
+ * mma option, the context's codegen_wgmma option); building one allocates
+ * nothing for block graphs of up to MIRS__PLAN_LOCAL tensors and ops (the
+ * search costs kernels in its inner loop); offsets are 16-byte aligned;
+ * smem == the dynamic shared memory the generated kernel requests at
+ * launch. */
 #ifndef MIRS_CODEGEN_PLAN_H
 #define MIRS_CODEGEN_PLAN_H
 
@@ -35,7 +36,8 @@
 typedef enum mirs__plan_mma {
   MIRS__MMA_NONE, /* scalar FMA loop */
   MIRS__MMA_16,   /* m16n8k16 f16/bf16 from 16-bit tiles through ldmatrix */
-  MIRS__MMA_TF32  /* m16n8k8 tf32 (an operand computed in f32) */
+  MIRS__MMA_TF32, /* m16n8k8 tf32 (an operand computed in f32) */
+  MIRS__MMA_WG    /* sm_90a wgmma m64nNk16 from core8 tiles (codegen_wgmma; hopper.c) */
 } mirs__plan_mma;
 
 /* Where a value of the register chain lives (plan decision 8, plan.c). */
@@ -65,6 +67,7 @@ typedef struct mirs__plan_tensor {
   bool zero;           /* input tile of a K-padded MMA: its stage buffers are zeroed once,
                         * before any load (the padding columns / rows stay 0) */
   int8_t group;        /* tree: threads (lanes) per accumulator element, a power of 2 <= 32 */
+  bool core8;          /* wgmma operand: 8x8 core matrices, no swizzle (hopper.c), no padding */
   int8_t frag;         /* mirs__plan_frag: kept in the register chain's layout (accumulators:
                         * their running values; their final values still get a tile) */
 } mirs__plan_tensor;
@@ -127,6 +130,7 @@ typedef struct mirs__plan {
   double stage_bytes;   /* bytes one forloop iteration loads (walked tiles) */
   double inflight;      /* bytes a block keeps in flight while it computes */
   bool pipelined;       /* loads of later iterations overlap compute (stages >= 2, cp.async) */
+  bool wgmma;           /* some matmul is MIRS__MMA_WG: the kernel needs sm_90a */
   mirs__plan_skip skip; /* tile skipping under a causal mask */
   mirs__plan_chain chain; /* the register-resident matmul chain, if any */
   double live;          /* iterations run / (blocks * F): 1 without skipping */

@@ -386,7 +386,7 @@ static bool cuda_libdir(const char *nvcc, char *buf, size_t size) {
 
 /* Compile dir/src with nvcc into dir/out (with -llib when lib is not
  * NULL): -std=c++17 -O2 -I dir and one -gencode per architecture of the
- * codegen_arch option.  A failure is MIRS_INTERNAL: what, then nvcc's
+ * codegen_arch option (sm_90a only under codegen_wgmma).  A failure is MIRS_INTERNAL: what, then nvcc's
  * first lines. */
 mirs_status mirs__codegen_nvcc_build(mirs_context *ctx, const char *dir, const char *src,
                                      const char *out, const char *lib, double deadline,
@@ -405,10 +405,13 @@ mirs_status mirs__codegen_nvcc_build(mirs_context *ctx, const char *dir, const c
   mirs__codegen_arg(&a, "-O2");
   snprintf(path, sizeof path, "-I%s", dir);
   mirs__codegen_arg(&a, path);
-  for (int i = 0; i < na; i++) {
+  /* The Hopper path's wgmma exists on sm_90a only (hopper.c). */
+  for (int i = 0; i < na && !ctx->opt.codegen_wgmma; i++) {
     snprintf(path, sizeof path, "-gencode=arch=compute_%d,code=sm_%d", (int)arch[i], (int)arch[i]);
     mirs__codegen_arg(&a, path);
   }
+  if (ctx->opt.codegen_wgmma)
+    mirs__codegen_arg(&a, "-gencode=arch=compute_90a,code=sm_90a");
   snprintf(path, sizeof path, "%s/%s", dir, src);
   mirs__codegen_arg(&a, path);
   mirs__codegen_arg(&a, "-o");
