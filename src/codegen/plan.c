@@ -264,6 +264,10 @@ enum { CH_NONE, CH_C, CH_ROW, CH_O };
  * pl->chain and the tensors' and ops' marks when they do. */
 static bool try_chain(mirs__plan *pl, const mirs_graph *g, const mirs__bgraph *bg, int32_t i) {
   const mirs__bop *m1 = &bg->ops[i];
+  /* (Only a tensor-core matmul starts a chain; other ops, an output's
+   * among them, may have no result tensor.) */
+  if (m1->op != MIRS_OP_MATMUL || m1->out < 0 || pl->op[i].mma == MIRS__MMA_NONE)
+    return false;
   const mirs__shape *ss = &bg->t[m1->out].shape;
   int r = ss->ndim;
   /* A skinny S = Q·K that plan_swap swapped is planned direct in a chain
