@@ -147,6 +147,16 @@ static const char prelude_wg[] =
     "#endif\n"
     "#endif\n";
 
+/* The nr accumulator registers d[i / 4][i % 4] as read-write asm
+ * operands, four to a line, the last followed by end. */
+static void acc_operands(mirs__buf *b, int nr, const char *end) {
+  for (int i = 0; i < nr; i++)
+    mirs__buf_printf(b, "\"+f\"(d[%d][%d])%s", i / 4, i % 4,
+                     i + 1 == nr  ? end
+                     : i % 4 == 3 ? ",\n                   "
+                                  : ", ");
+}
+
 /* Emit the wgmma function for width n and 16-bit type ty ("f16"/"bf16"):
  * mirs_wgmma_nN_TY(d, da, db) adds A.B (A K-major, B N-major) into d, and
  * mirs_wgmma_nN_hold(d) keeps the compiler from moving accesses of d
@@ -170,22 +180,14 @@ static void emit_wgmma_fn(mirs__buf *b, int n, const char *ty) {
                                   : ", ");
   mirs__buf_printf(b, "                 \"%%%d, %%%d, p, 1, 1, 0, 1;\\n}\\n\"\n", nr, nr + 1);
   mirs__buf_puts(b, "                 : ");
-  for (int i = 0; i < nr; i++)
-    mirs__buf_printf(b, "\"+f\"(d[%d][%d])%s", i / 4, i % 4,
-                     i + 1 == nr  ? "\n"
-                     : i % 4 == 3 ? ",\n                   "
-                                  : ", ");
+  acc_operands(b, nr, "\n");
   mirs__buf_puts(b, "                 : \"l\"(da), \"l\"(db), \"r\"(1));\n#endif\n}\n");
   mirs__buf_printf(b, "#ifndef MIRS_WGMMA_HOLD_N%d\n#define MIRS_WGMMA_HOLD_N%d\n", n, n);
   mirs__buf_printf(b,
                    "__device__ __forceinline__ void mirs_wgmma_n%d_hold(float (*d)[4]) {\n"
                    "#ifdef MIRS_HOST_EMULATION\n    (void)d;\n#else\n    asm volatile(\"\" : ",
                    n);
-  for (int i = 0; i < nr; i++)
-    mirs__buf_printf(b, "\"+f\"(d[%d][%d])%s", i / 4, i % 4,
-                     i + 1 == nr  ? ""
-                     : i % 4 == 3 ? ",\n                   "
-                                  : ", ");
+  acc_operands(b, nr, "");
   mirs__buf_puts(b, " :: \"memory\");\n#endif\n}\n#endif\n#endif\n");
 }
 
