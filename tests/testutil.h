@@ -60,4 +60,14 @@ static inline int tu_run(Suite *s) {
   return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }
 
+/* Run suite s where a host C++ compiler (c++) is present, which host runs
+ * of generated code need; else skip (77). */
+static inline int tu_run_with_cxx(Suite *s) {
+  if (system("c++ --version >/dev/null 2>&1") != 0) {
+    printf("no host C++ compiler (c++): skipped\n");
+    return 77;
+  }
+  return tu_run(s);
+}
+
 #endif
