@@ -10,9 +10,11 @@ emits one op (rms_norm; causal_mask, also from a constant mask buffer).
 
 trace() records every value's shape and dtype on the example inputs; a
 program has static shapes, so the sizes the graph computes from shapes
-become numbers, and reshapes and permutes (the layout ops) are written
-with the recorded shapes.  The backend's Analysis (layout=False) keeps
-those as PyTorch code, where they are views.
+become numbers, and reshapes, permutes and slices (the layout ops) are
+written with the recorded shapes: a getitem of split/chunk/unbind (a
+fused QKV projection's parts) is a slice of the split's input, the split
+itself absorbed.  The backend's Analysis (layout=False) keeps those as
+PyTorch code, where they are views.
 
 A program's inputs are the values a piece reads from outside, each through
 a *binding*: the fx value, then a transpose of its last two dims (a

@@ -12,7 +12,9 @@ patterns that exporters write out are matched first: RMSNorm
 rms_norm has no eps, eps <= 1e-4 dropped), GELU (the erf form) and SiLU
 (x * sigmoid(x)); an Add or Where of a constant causal mask is
 causal_mask.  Reshape/Unsqueeze/Squeeze/Flatten and Transpose become
-reshape and permute (or transpose) with resolved attributes.  Graph inputs and initializers become program
+reshape and permute (or transpose) with resolved attributes; Split (a
+fused QKV projection's) and Slice (constant bounds, steps of 1) become
+slice ops.  Graph inputs and initializers become program
 inputs through a binding (a transpose for Gemm's transB, leading 1s so
 operands have equal rank) written as comments at the top of the .graph.
 Scalar Constants feed only those patterns and Pow's exponent 2.  Every
