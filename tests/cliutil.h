@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* tests/cliutil.h - run the mirsearch command line in-process (through
- * mirs__cli_main) with temporary files standing in for stdout and stderr;
- * shared by the CLI test programs. */
+ * mirs__cli_main) with temporary files standing in for stdout and stderr,
+ * and the checks built on it (round trips, verify, a program's eval,
+ * host runs of its generated code); shared by the CLI test programs. */
 #ifndef MIRS_TESTS_CLIUTIL_H
 #define MIRS_TESTS_CLIUTIL_H
 
