@@ -97,7 +97,9 @@ typedef struct mirs__plan_op {
 typedef struct mirs__plan_chain {
   bool on;
   int32_t ks;       /* warps per 16-row strip (1: one warp owns whole rows) */
-  int64_t xoff;     /* ks > 1: smem byte offset of the after-loop partial-sum exchange */
+  int64_t xoff;     /* ks > 1: smem byte offset of the after-loop partial-sum exchange
+                     * (in walked input tiles' stage buffers, dead after the loop,
+                     * when they are large enough; else an area of its own) */
   int64_t xbytes;   /* its bytes */
   int32_t mm1, mm2; /* the block matmuls S = A·B and E·V */
   int8_t mma2;      /* E·V: MIRS__MMA_16 (E in [0, 1], or a bf16 V: A fragments packed
@@ -175,7 +177,7 @@ mirs_status mirs__plan_build(mirs_context *ctx, const mirs_graph *g, int32_t ki,
  * block graph bg (smem.c; called by mirs__plan_build). */
 void mirs__plan_smem_traffic(mirs__plan *pl, const mirs_graph *g, const mirs__bgraph *bg);
 /* Bank-conflict factor of one warp-wide shared-memory access: lane l
- * (0..31, only lanes with addr[l] >= 0) touches `width` bytes from byte
+ * (0..31, only lanes with addr[l] >= 0) touches `width` (1 to 16) bytes from byte
  * address addr[l]; the number of wavefronts it takes (32 banks of 4
  * bytes, distinct 4-byte words of one bank serialise, equal words are
  * broadcast) over the fewest any access of that many bytes takes. */

@@ -27,27 +27,32 @@
 #define BANKS 32
 
 double mirs__plan_bank_factor(const int64_t addr[32], int width) {
-  int64_t words[32 * 4];
-  int nw = 0;
+  /* Distinct words, chained per bank (a conflict-free access compares
+   * each word with the one or few others of its bank only). */
+  enum { MAXW = 32 * 5 }; /* a lane's bytes span at most 5 words (width <= 16) */
+  int64_t word[MAXW];
+  int next[MAXW], head[BANKS], count[BANKS] = {0}, nw = 0, most = 0;
+  for (int b = 0; b < BANKS; b++)
+    head[b] = -1;
+  width = width < 1 ? 1 : width > 16 ? 16 : width;
   for (int l = 0; l < 32; l++) {
     if (addr[l] < 0)
       continue;
-    for (int64_t w = addr[l] / 4; w <= (addr[l] + width - 1) / 4 && nw < 32 * 4; w++) {
-      bool seen = false;
-      for (int j = 0; j < nw && !seen; j++)
-        seen = words[j] == w;
-      if (!seen)
-        words[nw++] = w;
+    for (int64_t w = addr[l] / 4; w <= (addr[l] + width - 1) / 4 && nw < MAXW; w++) {
+      int b = (int)(w % BANKS), j = head[b];
+      while (j >= 0 && word[j] != w)
+        j = next[j];
+      if (j >= 0)
+        continue; /* the same word: broadcast */
+      word[nw] = w;
+      next[nw] = head[b];
+      head[b] = nw++;
+      if (++count[b] > most)
+        most = count[b];
     }
   }
   if (nw == 0)
     return 1;
-  int per_bank[BANKS] = {0}, most = 0;
-  for (int j = 0; j < nw; j++) {
-    int b = (int)(words[j] % BANKS);
-    if (++per_bank[b] > most)
-      most = per_bank[b];
-  }
   int ideal = (nw + BANKS - 1) / BANKS;
   return (double)most / ideal;
 }
