@@ -89,6 +89,51 @@ class CompileTest(CacheTest):
         for op in ("matmul", "layer_norm", "gelu"):
             self.assertIn(op, ops)
 
+    @unittest.skipUnless(mfx.rules().has_mask, "the library has no causal_mask")
+    def test_gpt2_mask_buffer(self):
+        """nanoGPT's masked_fill from its registered tril buffer, which
+        Dynamo hands in as a graph input: read as a constant, the masked
+        softmax becomes causal_mask and the searched ops, with the buffer
+        checked at each call.  Written in place (no mask) the call runs
+        the PyTorch code and says so; written back, the kernels again."""
+        b, s, d, h, f = GPT2_BLOCK_SIZES[0]
+        torch.manual_seed(d + 3)
+        m, x = GPT2Block(d, h, f, s), torch.randn(b, s, d)
+        mods = []
+
+        def be(gm, example_inputs):
+            out = mirsearch.make_backend(mode="host", options=OPTS)(gm, example_inputs)
+            mods.append(out)
+            return out
+        torch._dynamo.reset()
+        err = io.StringIO()
+        with torch.no_grad(), contextlib.redirect_stderr(err):
+            cm = torch.compile(m, backend=be)
+            got = cm(x)
+            self.assertLess(max_rel(got, m(x)), TOL, err.getvalue())
+            self.assertEqual(len(mods), 1, err.getvalue())
+            report = mods[0].mirsearch_report
+            ops = [o for p in report["pieces"] if p["replaced"] for o in p["ops"]]
+            for op in ("causal_mask", "max", "exp"):
+                self.assertIn(op, ops, err.getvalue())
+            for what in ("masked_fill", "softmax"):
+                self.assertEqual([u for u in report["unsupported"] if what in u[1]], [],
+                                 err.getvalue())
+            self.assertEqual(report["guarded"], ["L['self']._buffers['bias']"])
+            self.assertEqual(mods[0].fallbacks, 0)
+
+            causal = m.bias.clone()
+            m.bias.fill_(1.0)  # in place: every key attended
+            self.assertLess(max_rel(cm(x), m(x)), TOL, err.getvalue())
+            self.assertEqual(mods[0].fallbacks, 1)
+            self.assertIn("changed since compile time", err.getvalue())
+            self.assertGreater(max_rel(got, m(x)), TOL)  # the mask mattered
+
+            m.bias.copy_(causal)
+            self.assertLess(max_rel(cm(x), got), TOL)
+            self.assertEqual(mods[0].fallbacks, 1)
+            self.assertEqual(len(mods), 1, "Dynamo recompiled")
+
     def test_llama_decoder_layer(self):
         b, s, d, h, f = LLAMA_SIZES[0]
         torch.manual_seed(d)
