@@ -1280,7 +1280,9 @@ def _real_consts(gm, example_inputs, fixed, dynamic, values):
     fake mode), which hold no values: evaluate the constant nodes (no
     input's value flows into them) on the real example values of the
     pinned placeholders (fixed; copies, so an in-place op in the graph
-    writes none of them) and keep the mask-like ones, as trace() does."""
+    writes none of them; parameters over CONST_MAX_NUMEL, which no mask
+    is, are not copied and what reads them is not evaluated) and keep the
+    mask-like ones, as trace() does."""
     import torch
     import torch.fx
     try:
@@ -1293,7 +1295,7 @@ def _real_consts(gm, example_inputs, fixed, dynamic, values):
     env = interp.env
     with unset_fake_temporarily():
         for n, t in zip(places, example_inputs):
-            if n in fixed:
+            if n in fixed and t.numel() <= CONST_MAX_NUMEL:
                 env[n] = t.detach().clone()
         for n in gm.graph.nodes:
             if n.op == "placeholder" or n.op == "output" or n in dynamic:

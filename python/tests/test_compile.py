@@ -17,8 +17,9 @@ import torch._dynamo
 
 import mirsearch
 from mirsearch import fx as mfx
+from mirsearch import backend_impl
 from models import (GPT2_BLOCK_SIZES, GPT2_SIZES, LLAMA_SIZES, GPT2Block, GPT2MLP,
-                    LlamaDecoderLayer, LlamaSDPA)
+                    LlamaDecoderLayer, LlamaSDPA, MaskAttn)
 from util import CacheTest, max_rel
 # from_torch's tests again under torch 2.x, where F.scaled_dot_product_attention,
 # F.rms_norm and nn.RMSNorm exist (skipped on Debian's 1.13).
@@ -133,6 +134,35 @@ class CompileTest(CacheTest):
             self.assertLess(max_rel(cm(x), got), TOL)
             self.assertEqual(mods[0].fallbacks, 1)
             self.assertEqual(len(mods), 1, "Dynamo recompiled")
+
+    @unittest.skipUnless(mfx.rules().has_mask, "the library has no causal_mask")
+    def test_mask_buffer_spellings(self):
+        """The graphs Dynamo hands over for nanoGPT's, Hugging Face's and
+        an additive mask buffer: with the buffers pinned (as the backend
+        pins them) the mask is causal_mask; not pinned, or a buffer that
+        is not the causal pattern, it is not (no search: analysis only)."""
+        def kinds(m, pin, x):
+            found = []
+
+            def be(gm, example_inputs):
+                pinned = backend_impl._pinned(gm, example_inputs) if pin else {}
+                if pin:
+                    self.assertTrue(any("._buffers[" in v for v in pinned.values()), pinned)
+                an = mfx.Analysis(mfx.trace(gm, example_inputs, pinned=pinned), layout=False)
+                found.extend(op.kind for ops in an.ops.values() for op in ops)
+                return gm
+            torch._dynamo.reset()
+            with torch.no_grad():
+                torch.compile(m, backend=be)(x)
+            return found
+        x = torch.randn(2, 8, 32)
+        for style in ("nanogpt", "hf", "additive"):
+            with self.subTest(style=style):
+                self.assertIn("causal_mask", kinds(MaskAttn(style), True, x))
+                self.assertNotIn("causal_mask", kinds(MaskAttn(style), False, x))
+        m = MaskAttn("nanogpt")
+        m.bias[..., 0, 1] = 1
+        self.assertNotIn("causal_mask", kinds(m, True, x))
 
     def test_llama_decoder_layer(self):
         b, s, d, h, f = LLAMA_SIZES[0]
