@@ -192,19 +192,16 @@ class _BufferGuard:
         return False
 
 
-def _guards(an, replaced, pinned):
-    """A _BufferGuard per pinned placeholder that a replaced piece's
-    absorbed (constant) nodes read."""
-    guards = {}
-    places = [n for n in an.gm.graph.nodes if n.op == "placeholder"]
+def _guards(an, replaced):
+    """The positions of the pinned placeholders whose values a replaced
+    piece's absorbed (constant) nodes come from, through any path
+    (trace()'s meta["mirs_pinned"])."""
+    used = set()
     for pp, _mod in replaced:
         for n in pp.nodes:
-            if n not in an.absorbed:
-                continue
-            for a in n.all_input_nodes:
-                if a.op == "placeholder" and places.index(a) in pinned:
-                    guards[places.index(a)] = a
-    return guards
+            if n in an.absorbed:
+                used |= n.meta.get("mirs_pinned", set())
+    return used
 
 
 def _guarded(fused, plain, guards):
@@ -350,7 +347,7 @@ def backend(gm, example_inputs, mode=None, options=None, max_ops=4, cache_dir=No
         report["pieces"].append(entry)
         k += 1
     out = _stitch(gm, an, replaced) if replaced else gm
-    used = _guards(an, replaced, pinned)
+    used = _guards(an, replaced)
     report["guarded"] = [pinned[i] for i in sorted(used)]
     if used:
         args = list(example_inputs)

@@ -1320,7 +1320,9 @@ def trace(fn, example_inputs, pinned=()):
     example_inputs; the sizes it computes from shapes become numbers.
     pinned: positions of placeholders whose values count as constants
     (module buffers that Dynamo hands in as inputs): the caller must check
-    at call time that they are unchanged (backend_impl's guard)."""
+    at call time that they are unchanged (backend_impl's guard); each
+    constant node's meta["mirs_pinned"] holds the positions its value
+    comes from."""
     import copy
 
     import torch
@@ -1365,6 +1367,14 @@ def trace(fn, example_inputs, pinned=()):
             if (n.op == "placeholder" and n not in fixed) or (not _is_shape_of(n) and any(
                     a in dynamic for a in n.all_input_nodes)):
                 dynamic.add(n)
+            if n in fixed:
+                n.meta["mirs_pinned"] = {places.index(n)}
+            elif n not in dynamic and not _is_shape_of(n):
+                # The pinned inputs a constant's value comes from (through
+                # any path): what a pattern that reads it must have checked.
+                deps = set().union(*(a.meta.get("mirs_pinned", ()) for a in n.all_input_nodes))
+                if deps:
+                    n.meta["mirs_pinned"] = deps
             if _is_size_value(r) or _finite(r):
                 values[n] = r
             elif isinstance(r, torch.Tensor) and n not in dynamic and \

@@ -150,6 +150,10 @@ class CompileTest(CacheTest):
                     self.assertTrue(any("._buffers[" in v for v in pinned.values()), pinned)
                 an = mfx.Analysis(mfx.trace(gm, example_inputs, pinned=pinned), layout=False)
                 found.extend(op.kind for ops in an.ops.values() for op in ops)
+                # The buffers the absorbed nodes' values come from: what
+                # the backend checks at each call.
+                found.extend(pinned[i] for n in an.absorbed
+                             for i in n.meta.get("mirs_pinned", ()))
                 return gm
             torch._dynamo.reset()
             with torch.no_grad():
@@ -158,7 +162,11 @@ class CompileTest(CacheTest):
         x = torch.randn(2, 8, 32)
         for style in ("nanogpt", "hf", "additive"):
             with self.subTest(style=style):
-                self.assertIn("causal_mask", kinds(MaskAttn(style), True, x))
+                found = kinds(MaskAttn(style), True, x)
+                self.assertIn("causal_mask", found)
+                buf = "add_mask" if style == "additive" else "bias"
+                self.assertEqual({f for f in found if "[" in f},
+                                 {"L['self']._buffers['%s']" % buf})
                 self.assertNotIn("causal_mask", kinds(MaskAttn(style), False, x))
         m = MaskAttn("nanogpt")
         m.bias[..., 0, 1] = 1
