@@ -5,7 +5,8 @@
  * verifies against the program, a second run served from the cache (no
  * state explored), damaged and foreign cache entries ignored, library
  * pieces for operators the search does not handle, a stopped run, bad
- * arguments, and the cache under mirs_search_run. */
+ * arguments, the cache under mirs_search_run, and the note of a stitched
+ * graph checked in float64 only. */
 #define _POSIX_C_SOURCE 200809L
 #include <dirent.h>
 #include <stdio.h>
@@ -381,6 +382,67 @@ START_TEST(test_search_cache) {
 }
 END_TEST
 
+/* Programs whose stitched graph has no sound fingerprint as a whole,
+ * though each piece alone has one (pieces of at most two ops), and words
+ * of the verifier's refusal: in the first the -inf of causal_mask (piece
+ * Ss, M) reaches the accumulator that writes C out of the kernel of piece
+ * (Mx, C), where M was a finite input when that piece was searched; in
+ * the second B = exp(A) takes an exp made in the piece before. */
+static const char *const refused[][2] = {
+    {"program masked\n"
+     "input S : f32[8, 8]\n"
+     "Ss = mul(S, 0.25)\n"
+     "M = causal_mask(Ss)\n"
+     "Mx = max(M, dim=1)\n"
+     "C = sub(M, Mx)\n"
+     "E = exp(C)\n"
+     "output E\n",
+     "may hold causal_mask's -inf"},
+    {"program expexp\n"
+     "input X : f32[8, 8]\n"
+     "A = exp(X)\n"
+     "B = exp(A)\n"
+     "output B\n",
+     "B = exp(A): the argument already depends on an exp"},
+};
+
+/* Such a graph is checked in float64 only, and the note gives the
+ * verifier's own reason (not one fixed guess). */
+START_TEST(test_float64_only_note) {
+  for (size_t k = 0; k < sizeof refused / sizeof *refused; k++) {
+    tu_log l;
+    char dir[64];
+    mirs_context *ctx = part_ctx(&l, dir, sizeof dir);
+    mirs_graph *g = parse(ctx, refused[k][0]);
+    mirs_partition *p = NULL;
+    ck_assert_int_eq(mirs_partition_create(ctx, g, &p), MIRS_OK);
+    ck_assert_int_eq(mirs_partition_run(p), MIRS_OK);
+    const mirs_graph *r = mirs_partition_result(p);
+    ck_assert_ptr_nonnull(r);
+    mirs_partition_stats s;
+    ck_assert_int_eq(mirs_partition_get_stats(p, &s), MIRS_OK);
+    const mirs_verify_result *sv = &s.verify;
+    ck_assert_msg(sv->equal && sv->float_checked && !sv->fingerprint_equal && sv->trials == 0,
+                  "%s: equal %d, float64 %d, fingerprints %d", refused[k][1], sv->equal,
+                  sv->float_checked, sv->fingerprint_equal);
+    ck_assert_msg(strstr(sv->reason, refused[k][1]), "note: %s", sv->reason);
+    /* the refusal the verifier gives the stitched graph, word for word */
+    mirs_verify_result v;
+    ck_assert_int_eq(mirs_verify(ctx, g, r, &v), MIRS_UNSUPPORTED);
+    ck_assert_msg(strstr(sv->reason, mirs_last_error(ctx)), "note: %s\nverifier: %s", sv->reason,
+                  mirs_last_error(ctx));
+    char *json = NULL;
+    ck_assert_int_eq(mirs_partition_report_json(p, &json, NULL), MIRS_OK);
+    ck_assert_ptr_nonnull(strstr(json, refused[k][1]));
+    mirs_free(ctx, json);
+    mirs_partition_destroy(p);
+    mirs_graph_destroy(g);
+    mirs_context_destroy(ctx);
+    remove_dir(dir);
+  }
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("partition");
   TCase *tc = tcase_create("partition");
@@ -392,6 +454,7 @@ int main(void) {
   tcase_add_test(tc, test_stopped);
   tcase_add_test(tc, test_bad_arguments);
   tcase_add_test(tc, test_search_cache);
+  tcase_add_test(tc, test_float64_only_note);
   suite_add_tcase(s, tc);
   return tu_run(s);
 }
