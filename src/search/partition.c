@@ -333,16 +333,17 @@ static mirs_status check_stitched(mirs_partition *p, const mirs_graph *r) {
   if (st == MIRS_UNSUPPORTED) {
     /* Each piece was fingerprinted alone, its inputs random finite
      * values; the whole program may still have no sound fingerprint: an
-     * exp of an exp across two pieces, or causal_mask's -inf reaching,
-     * in a later piece, a use the field cannot take (an accumulator
-     * writing a masked tensor out).  Float64 decides, and the note says
-     * which refusal it was (the verifier's own words). */
-    char why[sizeof v->reason - 40]; /* (the note's prefix and the reason fit) */
-    snprintf(why, sizeof why, "%s", mirs_last_error(ctx));
+     * exp of an exp across two pieces, or causal_mask's -inf reaching a
+     * use the field cannot take in a piece that read it as a finite
+     * input (the cut keeps a piece from passing it on, partition_cut.c,
+     * which removes the common case).  Float64 decides, and the note
+     * says which refusal it was, in the verifier's words. */
     mirs__core_log(ctx, MIRS_LOG_WARNING,
                    "partition: the stitched µGraph cannot be fingerprinted against the whole "
                    "program (%s); it is checked in float64 only",
-                   why);
+                   mirs_last_error(ctx));
+    char why[sizeof v->reason - 40]; /* (the note's prefix and the reason fit) */
+    snprintf(why, sizeof why, "%s", mirs_last_error(ctx));
     mirs_clear_error(ctx);
     mirs_eval_result *a = NULL, *b = NULL;
     st = mirs_graph_eval(p->program, (uint64_t)ctx->opt.seed, &a);
