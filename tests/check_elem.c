@@ -258,7 +258,7 @@ START_TEST(test_attention_one_kernel) {
   for (int32_t i = 0; i < best->ops[0].bg->nops; i++)
     transposed_tile = transposed_tile || best->ops[0].bg->ops[i].op == MIRS_OP_TRANSPOSE;
   ck_assert(transposed_tile);
-  tu_assert_host_run(ctx, best, 3, mirs_codegen_tolerance(best));
+  tu_assert_codegen_run(ctx, best, 3, mirs_codegen_tolerance(best));
   mirs_search_destroy(s);
   mirs_graph_destroy(g);
   mirs_context_destroy(ctx);
@@ -271,7 +271,7 @@ START_TEST(test_codegen_host) {
   mirs_context *ctx = tu_ctx(NULL);
   mirs_graph *g;
   ck_assert_int_eq(parse(ctx, prog, &g), MIRS_OK);
-  tu_assert_host_run(ctx, g, 5, 1e-4); /* f32 storage */
+  tu_assert_codegen_run(ctx, g, 5, 1e-4); /* f32 storage */
   mirs_graph_destroy(g);
   mirs_context_destroy(ctx);
 }

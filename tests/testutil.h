@@ -55,8 +55,8 @@ static inline mirs_context *tu_ctx(tu_log *l) {
 /* The generated code of g run on the host (mirs_codegen_run) on inputs
  * of seed: it must run, within relative error tol of g's own float64
  * evaluation. */
-static inline void tu_assert_host_run(mirs_context *ctx, const mirs_graph *g, uint64_t seed,
-                                      double tol) {
+static inline void tu_assert_codegen_run(mirs_context *ctx, const mirs_graph *g, uint64_t seed,
+                                         double tol) {
   mirs_eval_result *r = NULL;
   double err = -1;
   ck_assert_msg(mirs_codegen_run(g, seed, MIRS_BACKEND_HOST, &r, &err) == MIRS_OK, "%s",

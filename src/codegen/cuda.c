@@ -2019,23 +2019,30 @@ int32_t mirs__codegen_view_root(const mirs_graph *g, int32_t t) {
 }
 
 /* Elements per copy of layout op ki's kernel: 16 bytes of a permute that
- * keeps its last dim in place when whole 16-byte runs of it line up (the
- * buffers are 16-byte aligned by the entry's contract and the workspace's
- * 256-byte offsets), else 1. */
+ * keeps its last dim in place, or of a slice, when whole 16-byte runs of
+ * it line up (the buffers are 16-byte aligned by the entry's contract and
+ * the workspace's 256-byte offsets; a slice's rows of x and its start
+ * along the last dim must keep that alignment), else 1. */
 static int64_t layout_vector(const mirs_graph *g, int32_t ki) {
   const mirs__kop *op = &g->ops[ki];
   const mirs__shape *os = &g->t[op->out[0]].shape;
   int64_t esz = g->t[op->out[0]].dtype == MIRS_F32 ? 4 : 2, v = 16 / esz;
   int r = os->ndim;
+  if (op->op == MIRS_OP_SLICE)
+    return os->d[r - 1] % v == 0 && g->t[op->in[0]].shape.d[r - 1] % v == 0 &&
+                   (op->lay.d[0] != r - 1 || op->lay.d[1] % v == 0)
+               ? v
+               : 1;
   if (op->op != MIRS_OP_PERMUTE || op->lay.d[r - 1] != r - 1 || os->d[r - 1] % v != 0)
     return 1;
   return v;
 }
 
-/* Emit layout op ki (reshape, permute) as a grid-stride copy kernel: a
- * reshape that is not a view copies in order; a permute writes its result
- * in order (coalesced stores) and reads x at the permuted strides, 16
- * bytes at a time where layout_vector allows.  Values are moved as they
+/* Emit layout op ki (reshape, permute, slice) as a grid-stride copy
+ * kernel: a reshape that is not a view copies in order; a permute writes
+ * its result in order (coalesced stores) and reads x at the permuted
+ * strides, a slice at x's own strides from its start, 16 bytes at a time
+ * where layout_vector allows.  Values are moved as they
  * are stored (no conversion). */
 static void emit_layout(const mirs_graph *g, int32_t ki, const char *ename, mirs__buf *b) {
   const mirs__kop *op = &g->ops[ki];
@@ -2047,10 +2054,15 @@ static void emit_layout(const mirs_graph *g, int32_t ki, const char *ename, mirs
   vs.d[r - 1] /= v;
   strides(xs, xst);
   for (int d = 0; d < r; d++) /* (a reshape: the result's own strides, in order) */
-    pst[d] = op->op == MIRS_OP_PERMUTE ? xst[op->lay.d[d]] * (d == r - 1 ? v : 1) : 0;
+    pst[d] = op->op == MIRS_OP_PERMUTE ? xst[op->lay.d[d]] * (d == r - 1 ? v : 1)
+             : op->op == MIRS_OP_SLICE ? xst[d] * (d == r - 1 ? v : 1)
+                                       : 0;
+  int64_t base = op->op == MIRS_OP_SLICE ? op->lay.d[1] * xst[op->lay.d[0]] : 0;
   mirs__buf_printf(b, "\n/* kernel %d: %s -> %s (%s) */\n", (int)ki, mirs__graph_ops[op->op].name,
                    g->t[op->out[0]].name,
                    op->op == MIRS_OP_RESHAPE ? "a copy in order: the reshape of an output"
+                   : op->op == MIRS_OP_SLICE ? (v > 1 ? "16-byte copies of the slice's rows"
+                                                      : "element copies of the slice, in order")
                    : v > 1 ? "16-byte copies along the kept last dim"
                            : "element copies, stores in order");
   mirs__buf_printf(b, "static __global__ void __launch_bounds__(256) %s_k%d(const %s *__restrict__ in0, "
@@ -2063,6 +2075,8 @@ static void emit_layout(const mirs_graph *g, int32_t ki, const char *ename, mirs
   }
   emit_coords(b, "      ", "long long", "e", &vs);
   mirs__buf_puts(b, "      const long long s = ");
+  if (base)
+    mirs__buf_printf(b, "%" PRId64 "LL + ", base);
   emit_index_st(b, &vs, pst, &vs, r);
   if (v > 1)
     mirs__buf_printf(b, ";\n      mirs_copy16(out0 + e * %" PRId64 ", in0 + s);\n    }\n}\n", v);
@@ -2237,7 +2251,7 @@ static const char prelude_copy[] =
     "}\n"
     "#endif\n";
 
-/* The 16-byte global copy of a permute's vector path (emitted when a
+/* The 16-byte global copy of a permute's or slice's vector path (emitted when a
  * graph has one). */
 static const char prelude_layout[] =
     "#ifndef MIRS_PRELUDE_LAYOUT_DEFINED\n"
@@ -2630,7 +2644,7 @@ mirs_status mirs__codegen_cuda(const mirs_graph *g, const char *entry, mirs__buf
   mirs__buf_puts(b, prelude_copy);
   mirs__hopper_emit_prelude(b, g, plans);
   for (int32_t i = 0; i < g->nops; i++)
-    if (g->ops[i].op == MIRS_OP_PERMUTE && layout_vector(g, i) > 1) {
+    if (mirs__op_is_layout(g->ops[i].op) && layout_vector(g, i) > 1) {
       mirs__buf_puts(b, prelude_layout);
       break;
     }
