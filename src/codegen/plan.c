@@ -663,24 +663,42 @@ static int32_t estimate_regs(const mirs__plan *pl, const mirs__bgraph *bg) {
         regs += 4 * (os->d[r - 1] / 8);
       else
         regs += 4 * ((tiles + pl->nwarps - 1) / pl->nwarps);
+    } else if (pt->frag != MIRS__FRAG_NONE) {
+      /* a row accumulator of the chain: accr[2] (accum_online: and run[2]) */
+      regs += 2 * (op->op == MIRS_OP_ACCUM_ONLINE ? 2 : 1);
     } else { /* (accum_online: and its running max) */
       regs += (n + pl->nthreads - 1) / pl->nthreads * (op->op == MIRS_OP_ACCUM_ONLINE ? 2 : 1);
     }
   }
   if (pl->chain.on) {
-    /* The chain keeps S (then E) of the whole strip, E·V's fragments when
-     * they do not add into an accumulator, and the row values. */
+    /* What emit_chain keeps live at once (cuda.c), in its two phases:
+     *  S = A·B: the strip's 4 * ntl C registers of S (ntl 8-column tiles
+     *    per warp: the key tile over 8 and the strip's ks warps), the A
+     *    fragment of a k step (4) and that step's B fragments, ntl / 2
+     *    ldmatrix.x4 of 4 (2 * ntl): independent loads, which ptxas
+     *    issues together ahead of the step's MMAs;
+     *  E·V: E's 4 * ntl registers (the row sums after it read them
+     *    all), the packed A fragment (4), the B values of a k step (2
+     *    per output tile, tf32 or ldmatrix.x4.trans alike) and, when E·V
+     *    does not add into an accumulator, its own C tiles.
+     * The accumulators and the row values (2 per lane and row value)
+     * are counted with the ops, above and here.  Without the B fragments
+     * of S's k step the estimate was 99 against ptxas's 132-142 for
+     * gqa's 128-key tiles (ntl 16). */
     const mirs__bop *m1 = &bg->ops[pl->chain.mm1], *m2 = &bg->ops[pl->chain.mm2];
     const mirs__shape *ss = &bg->t[m1->out].shape, *os = &bg->t[m2->out].shape;
-    int64_t c = 4 * (ss->d[ss->ndim - 1] / 8 / pl->chain.ks);
-    if (pl->op[pl->chain.mm2].acc < 0)
-      c += 4 * (os->d[os->ndim - 1] / 8);
+    int64_t ntl = ss->d[ss->ndim - 1] / 8 / pl->chain.ks, nt2 = os->d[os->ndim - 1] / 8;
+    int64_t s_phase = 4 * ntl + 4 + 2 * ntl;
+    int64_t ev_phase = 4 * ntl + 4 + 2 * nt2 + (pl->op[pl->chain.mm2].acc < 0 ? 4 * nt2 : 0);
+    int64_t c = s_phase > ev_phase ? s_phase : ev_phase;
+    for (int32_t i = pl->chain.mm1 + 1; i < bg->nops; i++)
+      if (pl->op[i].chain && mirs__graph_ops[bg->ops[i].op].kind == MIRS__KIND_REDUCE)
+        c += 2; /* a row max or sum: r[2] */
     if (c > live_c)
       live_c = c;
   }
   /* C tiles, A and B fragments, ldmatrix addresses (a chain's fragments
-   * come from the C tiles it keeps: ptxas -v gives 71-80 registers for
-   * its 32 of S at the published shapes) */
+   * are counted with its phases) */
   if (any_mma)
     regs += live_c + (pl->chain.on ? 0 : 6 + 4);
   return (int32_t)(regs > 255 ? 255 : regs);
