@@ -325,6 +325,43 @@ static mirs_status stitch(mirs_partition *p, mirs_graph **out) {
   return MIRS_OK;
 }
 
+/* Predicted seconds and kernel launches of the ops of g that produce
+ * the program's tensors out[0..n) (found by name). */
+static mirs_status price_ops(mirs_context *ctx, const mirs_graph *program, const mirs_graph *g,
+                             const int32_t *out, int32_t n, double *seconds, int *kernels) {
+  *seconds = 0;
+  *kernels = 0;
+  for (int32_t j = 0; j < n; j++) {
+    int32_t t = mirs__graph_find(g, program->t[out[j]].name);
+    if (t < 0 || g->t[t].producer < 0)
+      continue;
+    mirs_cost c = MIRS_COST_INIT;
+    MIRS_CHECK(ctx, mirs_graph_kernel_cost(ctx, g, g->t[t].producer, NULL, &c));
+    *seconds += c.seconds;
+    *kernels += c.kernels;
+  }
+  return MIRS_OK;
+}
+
+/* Price each library piece where it runs, in the program (before) and
+ * in the stitched graph r (after), not alone: a layout op that is a view
+ * there costs nothing and launches nothing, as the whole-program line
+ * counts it (on its own its result is an output, hence a copy). */
+static mirs_status price_library(mirs_partition *p, const mirs_graph *r) {
+  for (int32_t i = 0; i < p->npieces; i++) {
+    mirs__piece *pc = &p->piece[i];
+    if (pc->info.kind != MIRS_PIECE_LIBRARY)
+      continue;
+    int kernels;
+    MIRS_CHECK(p->ctx, price_ops(p->ctx, p->program, p->program, pc->out, pc->nout,
+                                 &pc->info.cost_before, &kernels));
+    MIRS_CHECK(p->ctx, price_ops(p->ctx, p->program, r, pc->out, pc->nout, &pc->info.cost_after,
+                                 &pc->info.kernels));
+    pc->info.speedup = pc->info.cost_after > 0 ? pc->info.cost_before / pc->info.cost_after : 1;
+  }
+  return MIRS_OK;
+}
+
 /* Verify the stitched graph r against the program and cost both. */
 static mirs_status check_stitched(mirs_partition *p, const mirs_graph *r) {
   mirs_context *ctx = p->ctx;
@@ -363,6 +400,7 @@ static mirs_status check_stitched(mirs_partition *p, const mirs_graph *r) {
   p->stats.cost_after = b.seconds;
   p->stats.speedup = b.seconds > 0 ? a.seconds / b.seconds : 1; /* (no ops: 0 / 0) */
   p->stats.kernels = b.kernels;
+  MIRS_CHECK(ctx, price_library(p, r));
   return MIRS_OK;
 }
 
