@@ -574,7 +574,8 @@ START_TEST(test_views_in_custom_kernels) {
   ck_assert_int_eq(tu_verify_rc(tu_put("hv.graph", prog), ug), 0);
   /* Load side: Qh and Vh, whose last dim is contiguous, by 16-byte
    * cp.async from Q's and V's buffers at the heads' strides (head h at
-   * 16, row t at 64); Kt, whose last dim is strided, by element loads.
+   * 16, row t at 64); Kt, whose last dim is strided, by element loads
+   * in memory order (consecutive threads along its contiguous dim 1).
    * Store side: O goes straight into the merged layout (Ot dense in its
    * buffer, the workspace's only tensor), which A reads as Om. */
   static const char *const want[] = {
@@ -587,6 +588,7 @@ START_TEST(test_views_in_custom_kernels) {
       "const __half *const g0 = in0 + (long long)blockIdx.x * 16LL + (long long)r0 * 64LL + q0 * 8;",
       "/* v: tile of Vh (cp.async 16 bytes) */",
       "/* k: tile of Kt */",
+      "const int c1 = e % 16; /* (contiguous in memory) */",
       "= in1[(c0 + (long long)blockIdx.x * 1) * 16LL + (c1) * 1LL + (c2) * 64LL];",
       "mirs_st(out0 + ((c0 + (long long)blockIdx.x * 1) * 16LL + (c1) * 64LL + (c2) * 1LL), ",
       "MIRS_LAUNCH(hv_k6, dim3(4, 1, 1), dim3(128, 1, 1), ",

@@ -1586,6 +1586,41 @@ static void emit_load_bases(kgen *k, const mirs__bop *op, int32_t src_i) {
                    pt->core8 ? v.rows * 8 : (int64_t)v.vecel);
 }
 
+/* Emit the coordinates c0.. of element e of tile shape ts of kernel
+ * tensor src: row-major, except for a view whose last dim is strided
+ * in memory and another dim f contiguous (a permute that moved the last
+ * dim), where f varies fastest so that consecutive threads read
+ * consecutive addresses. */
+static void emit_tile_coords(kgen *k, int32_t src, const char *ind, const mirs__shape *ts) {
+  int64_t kst[MIRS_MAX_DIMS];
+  storage_strides(k->g, k->views, src, kst);
+  int r = ts->ndim, f = -1;
+  for (int d = 0; d < r - 1 && ts->d[r - 1] > 1 && kst[r - 1] != 1; d++)
+    if (ts->d[d] > 1 && kst[d] == 1)
+      f = d;
+  if (f < 0) {
+    emit_coords(k->b, ind, "int", "e", ts);
+    return;
+  }
+  int64_t stride = ts->d[f];
+  mirs__buf_printf(k->b, "%sconst int c%d = e %% %" PRId64 "; /* (contiguous in memory) */\n", ind,
+                   f, ts->d[f]);
+  for (int d = r - 1; d >= 0; d--) {
+    if (d == f)
+      continue;
+    if (ts->d[d] == 1)
+      mirs__buf_printf(k->b, "%sconst int c%d = 0;\n", ind, d);
+    else
+      mirs__buf_printf(k->b, "%sconst int c%d = (e / %" PRId64 ") %% %" PRId64 ";\n", ind, d,
+                       stride, ts->d[d]);
+    stride *= ts->d[d];
+  }
+  mirs__buf_puts(k->b, ind);
+  for (int d = 0; d < r; d++)
+    mirs__buf_printf(k->b, "%s(void)c%d;", d ? " " : "", d);
+  mirs__buf_puts(k->b, "\n");
+}
+
 /* Emit the load of input tile op->out for forloop iteration fexpr into
  * stage buffer sexpr: 16-byte cp.async where the plan proved alignment,
  * element copies (stored dtype, no conversion) otherwise. */
@@ -1637,7 +1672,7 @@ static void emit_load(kgen *k, const mirs__bop *op, int32_t src_i, const char *f
                    mirs__shape_numel(ts), k->nthreads);
   char ind2[32];
   snprintf(ind2, sizeof ind2, "%s  ", ind);
-  emit_coords(b, ind2, "int", "e", ts);
+  emit_tile_coords(k, op->src, ind2, ts);
   mirs__buf_printf(b, "%s  t%d_s[(%s) * %" PRId64 " + ", ind, t, sexpr, se);
   emit_index_st(b, ts, tst, ts, ts->ndim);
   mirs__buf_printf(b, "] = in%d[", (int)src_i);
