@@ -544,6 +544,42 @@ START_TEST(test_heads_in_tile_maps) {
 }
 END_TEST
 
+/* Reshapes of a permuted view (Ap: A's heads, strides 16, 64, 1): a
+ * split of the contiguous last dim, a split of the strided dim 1 and
+ * size-1 dims added are views at the strides PyTorch's view gives; a
+ * merge of dims 1 and 2 (not contiguous: 64 != 16) is a copy kernel
+ * reading the view in order.  G's split and merge into [4, 128] cannot be
+ * stored in place either (undoing it needs G's columns at two strides):
+ * a copy.  Every output matches eval on the host. */
+static const char *const VS = "program vs\ninput X : f16[8, 64]\nA = exp(X)\n"
+                              "A3 = reshape(A, shape=[8, 4, 16])\nAp = permute(A3, dims=[1, 0, 2])\n"
+                              "B = reshape(Ap, shape=[4, 8, 4, 4])\n"
+                              "C = reshape(Ap, shape=[4, 2, 4, 16])\n"
+                              "D = reshape(Ap, shape=[1, 4, 8, 16, 1])\n"
+                              "E = reshape(Ap, shape=[4, 128])\n"
+                              "Bx = exp(B)\nCx = exp(C)\nDx = exp(D)\nEx = exp(E)\nG = exp(X)\n"
+                              "G3 = reshape(G, shape=[8, 4, 16])\nGp = permute(G3, dims=[1, 0, 2])\n"
+                              "Gm = reshape(Gp, shape=[4, 128])\nGx = exp(Gm)\n"
+                              "output Bx, Cx, Dx, Ex, Gx\n";
+
+START_TEST(test_reshape_view_rules) {
+  mirs_context *ctx = tu_ctx(NULL);
+  static const char *const want[] = {
+      "/* op 3: B = reshape(Ap): a view, no kernel */",
+      "/* op 4: C = reshape(Ap): a view, no kernel */",
+      "/* op 5: D = reshape(Ap): a view, no kernel */",
+      "kernel 6: reshape -> E (a copy in order of a strided view)",
+      "kernel 14: reshape -> Gm (a copy in order of a strided view)",
+      "mirs_ld(in0 + (c0 * 16 + c1 * 64 + c2 * 4 + c3 * 1))",
+      "mirs_ld(in0 + (c0 * 16 + c1 * 256 + c2 * 64 + c3 * 1))",
+      "mirs_ld(in0 + (c1 * 16 + c2 * 64 + c3 * 1))",
+  };
+  assert_codegen(ctx, VS, "vs", want, sizeof want / sizeof want[0], 9);
+  assert_host_run(tu_put("vs.graph", VS));
+  mirs_context_destroy(ctx);
+}
+END_TEST
+
 /* The heads program with its merged result projected (A = Om . W): the
  * µGraph below computes the attention in one custom kernel that reads
  * the head split as views of Q, K, V and whose result O the projection
@@ -659,6 +695,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_causal_mask_through_transpose);
   tcase_add_test(tc, test_codegen_views_and_copies);
   tcase_add_test(tc, test_views_in_custom_kernels);
+  tcase_add_test(tc, test_reshape_view_rules);
   tcase_add_test(tc, test_host_run);
   suite_add_tcase(s, tc);
   return s;
