@@ -50,9 +50,11 @@ int64_t mirs__codegen_stride_blocks(int64_t n);
 
 /* Where kernel tensor t's elements live in the generated code (views.c):
  * the buffer of tensor `buf` (t's own, an input's, an output's or
- * another intermediate's), element (c0, c1, ..) at sum c_d * st[d]. */
+ * another intermediate's), element (c0, c1, ..) at off + sum c_d * st[d]
+ * (kernels get the pointer buffer + off: tensor_ptr). */
 typedef struct mirs__storage {
   int32_t buf;
+  int64_t off;
   int64_t st[MIRS_MAX_DIMS];
 } mirs__storage;
 /* t's storage: with views, reshapes and permutes are strided views where
@@ -68,8 +70,8 @@ bool mirs__codegen_is_view(const mirs_graph *g, int32_t op);
  * a reshape view the root of its chain of views. */
 int32_t mirs__codegen_view_root(const mirs_graph *g, int32_t t);
 /* Whether t's storage (with views) may be read 16 bytes at a time along
- * its last dim (elements of elsize bytes): last stride 1, rows and every
- * other stride whole 16-byte multiples. */
+ * its last dim (elements of elsize bytes): last stride 1, rows, every
+ * other stride and the offset whole 16-byte multiples. */
 bool mirs__codegen_storage_vec(const mirs_graph *g, int32_t t, int elsize);
 
 /* ---------------------------------------------------------------- driver (run.c) */

@@ -2082,7 +2082,9 @@ static int64_t layout_vector(const mirs_graph *g, bool views, int32_t ki) {
   int64_t esz = g->t[op->out[0]].dtype == MIRS_F32 ? 4 : 2, v = 16 / esz, st[MIRS_MAX_DIMS];
   int r = os->ndim;
   layout_source_strides(g, views, ki, st);
-  if (op->op != MIRS_OP_PERMUTE || st[r - 1] != 1 || os->d[r - 1] % v != 0)
+  mirs__storage x;
+  mirs__codegen_storage(g, views, op->in[0], &x);
+  if (op->op != MIRS_OP_PERMUTE || st[r - 1] != 1 || os->d[r - 1] % v != 0 || x.off % v != 0)
     return 1;
   for (int d = 0; d < r - 1; d++)
     if (os->d[d] > 1 && st[d] % v != 0)
@@ -2363,12 +2365,18 @@ static void tensor_ptr(const mirs_graph *g, bool views, int32_t t, const int64_t
   mirs__storage st;
   mirs__codegen_storage(g, views, t, &st);
   t = st.buf; /* (a view's buffer is its root's, same dtype) */
+  char at[300];
   if (g->t[t].producer < 0)
-    snprintf(buf, size, "in_%s", g->t[t].name);
+    snprintf(at, sizeof at, "in_%s", g->t[t].name);
   else if (first_out[t] >= 0)
-    snprintf(buf, size, "out%d", (int)first_out[t]);
+    snprintf(at, sizeof at, "out%d", (int)first_out[t]);
   else
-    snprintf(buf, size, "(%s *)((char *)workspace + %" PRId64 ")", ctype(g->t[t].dtype), woff[t]);
+    snprintf(at, sizeof at, "(%s *)((char *)workspace + %" PRId64 ")", ctype(g->t[t].dtype),
+             woff[t]);
+  if (st.off != 0) /* (a view that starts inside its buffer) */
+    snprintf(buf, size, "(%s + %" PRId64 ")", at, st.off);
+  else
+    snprintf(buf, size, "%s", at);
 }
 
 /* ---------------------------------------------------------------- host interface */

@@ -209,6 +209,7 @@ static int32_t redirect(const mirs_graph *g, int32_t b, int64_t *inv) {
 
 void mirs__codegen_storage(const mirs_graph *g, bool views, int32_t t, mirs__storage *s) {
   s->buf = t;
+  s->off = 0;
   dense(&g->t[t].shape, s->st);
   if (g->t[t].producer < 0 || is_output(g, t))
     return; /* (the caller's buffers: dense) */
@@ -221,6 +222,7 @@ void mirs__codegen_storage(const mirs_graph *g, bool views, int32_t t, mirs__sto
     int64_t st[MIRS_MAX_DIMS];
     if (apply(g, p, x.st, st)) {
       s->buf = x.buf;
+      s->off = x.off;
       memcpy(s->st, st, sizeof st);
     }
     return;
@@ -260,7 +262,7 @@ bool mirs__codegen_storage_vec(const mirs_graph *g, int32_t t, int elsize) {
   mirs__codegen_storage(g, true, t, &s);
   const mirs__shape *sh = &g->t[t].shape;
   int r = sh->ndim;
-  if (r < 1 || s.st[r - 1] != 1 || (sh->d[r - 1] * elsize) % 16 != 0)
+  if (r < 1 || s.st[r - 1] != 1 || (sh->d[r - 1] * elsize) % 16 != 0 || (s.off * elsize) % 16 != 0)
     return false;
   for (int d = 0; d < r - 1; d++)
     if (sh->d[d] > 1 && (s.st[d] * elsize) % 16 != 0)
