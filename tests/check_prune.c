@@ -725,9 +725,13 @@ START_TEST(test_threads) {
     for (size_t q = 0; q < NQ; q++)
       ck_assert_msg(t[i].verdict[q] == ref.verdict[q], "thread %d differs on %s", i,
                     THREAD_QUERIES[q]);
-    ck_assert_uint_eq(t[i].counters.solver_contexts, 1);
+    /* A worker opens its solver context lazily, at its first cache
+     * miss: a thread scheduled after the other has proved everything
+     * opens none. */
+    ck_assert_uint_le(t[i].counters.solver_contexts, 1);
     calls += t[i].counters.solver_calls;
   }
+  ck_assert_uint_ge(t[0].counters.solver_contexts + t[1].counters.solver_contexts, 1);
   /* Every solver-decided fact was proved at most once per thread, and the
    * second pass of each thread only hit the cache. */
   ck_assert_uint_le(calls, 2 * ref.counters.solver_calls);
