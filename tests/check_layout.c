@@ -645,6 +645,18 @@ START_TEST(test_views_in_custom_kernels) {
   };
   assert_codegen(ctx, text, "hv", want2, sizeof want2 / sizeof want2[0], 3);
   assert_host_run(ug2);
+  /* Om the output: the attention kernel stores O straight into the
+   * caller's buffer in the merged layout (Ot and Om views of it). */
+  snprintf(text, sizeof text, HV_UG, "Om");
+  const char *ug3 = tu_put("hv_om.ugraph", text);
+  static const char *const want3[] = {
+      "/* op 7: Ot = permute(O): a view, no kernel */",
+      "/* op 8: Om = reshape(Ot): a view, no kernel */",
+      "(in_Q, in_K, in_V, out0));",
+      "mirs_st(out0 + ((c0 + (long long)blockIdx.x * 1) * 16LL + (c1) * 64LL + (c2) * 1LL), ",
+  };
+  assert_codegen(ctx, text, "hv", want3, sizeof want3 / sizeof want3[0], 2);
+  assert_host_run(ug3);
   mirs_context_destroy(ctx);
 }
 END_TEST
