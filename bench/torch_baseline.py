@@ -35,7 +35,8 @@ DTYPES = {"f16": "float16", "bf16": "bfloat16", "f32": "float32"}
 TOLERANCE = {"float16": 1e-2, "bfloat16": 6e-2, "float32": 1e-4}
 UNARY = {"exp", "square", "sqrt", "silu", "gelu", "relu", "causal_mask",
          "neg", "sigmoid", "tanh", "transpose"}
-# Layout operators: reshape(x, shape=[...]) and permute(x, dims=[...]).
+# Layout operators: reshape(x, shape=[...]) and permute(x, dims=[...]);
+# slice(x, dim=D, start=S, len=L) is parsed on its own.
 LAYOUT = {"reshape": "shape", "permute": "dims"}
 BINARY = {"add", "sub", "mul", "div", "matmul"}
 # Operators with number operands (docs/FORMATS.md "Constants"): how many numbers follow x.
@@ -109,6 +110,14 @@ def op_shape(op, shapes, dim, where):
         if sorted(dims) != list(range(len(s))):
             raise GraphError(f"{where}: permute of a rank-{len(s)} tensor by {dim}")
         return [s[d] for d in dims]
+    if op == "slice":  # dim holds (dim, start, len)
+        s = list(shapes[0])
+        d, start, n = dim
+        d = d + len(s) if d < 0 else d
+        if not 0 <= d < len(s) or n < 1 or start + n > s[d]:
+            raise GraphError(f"{where}: slice of {s} by dim={dim[0]}, start={start}, len={n}")
+        s[d] = n
+        return s
     if op in ("sum", "max", "mean"):
         s = list(shapes[0])
         d = dim + len(s) if dim < 0 else dim
@@ -179,6 +188,13 @@ def parse(path, text):
             except ValueError:
                 raise GraphError(f"{where}: bad {LAYOUT[op]} '{lm.group(2)}'") from None
             args = [lm.group(1)]
+        elif op == "slice":  # (x, dim=D, start=S, len=L); dim carries (D, S, L)
+            sm = re.fullmatch(rf"({NAME})\s*,\s*dim\s*=\s*(-?\d+)\s*,\s*start\s*=\s*(\d+)\s*,"
+                              rf"\s*len\s*=\s*(\d+)", arglist.strip())
+            if not sm:
+                raise GraphError(f"{where}: slice takes (x, dim=D, start=S, len=L)")
+            dim = tuple(int(v) for v in sm.groups()[1:])
+            args = [sm.group(1)]
         elif op in ("sum", "max", "mean"):
             if len(args) != 2 or not re.fullmatch(r"dim\s*=\s*-?\d+", args[1]):
                 raise GraphError(f"{where}: {op} takes (x, dim=D)")
@@ -247,6 +263,8 @@ def statement(name, op, args, dim):
         return f"{name} = torch.reshape({args[0]}, {tuple(dim)!r})"
     if op == "permute":
         return f"{name} = {args[0]}.permute{tuple(dim)!r}"
+    if op == "slice":  # a view in PyTorch (narrow), as the model's split is
+        return f"{name} = {args[0]}.narrow{tuple(dim)!r}"
     if op == "causal_mask":  # -inf where j > i + (n - m): bottom-right aligned, as mirsearch
         x = args[0]
         keep = (f"torch.ones({x}.shape[-2], {x}.shape[-1], dtype=torch.bool, device={x}.device)"

@@ -165,6 +165,9 @@ if command -v python3 >/dev/null 2>&1; then
   grep -q '^R = torch.reshape(N, (8, 4, -1))$' "$tmp/out" || fail "torch_baseline.py: reshape"
   grep -q '^P = R.permute(1, 2, 0)$' "$tmp/out" || fail "torch_baseline.py: permute"
   grep -q '^N = .* + 1e-06)$' "$tmp/out" || fail "torch_baseline.py: rms_norm's eps"
+  python3 -B "$top_srcdir/bench/torch_baseline.py" --dry-run "$ex/gpt2_block_small.graph" \
+    >"$tmp/out" 2>"$tmp/err" || fail "torch_baseline.py: the GPT-2 block"
+  grep -q '^K = QKV.narrow(1, 64, 64)$' "$tmp/out" || fail "torch_baseline.py: slice"
   printf 'input X : f16[2, 3]\nY = nosuchop(X)\noutput Y\n' >"$tmp/bad.graph"
   python3 -B "$top_srcdir/bench/torch_baseline.py" --dry-run "$tmp/bad.graph" >"$tmp/out" 2>"$tmp/err"
   status=$?

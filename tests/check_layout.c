@@ -140,28 +140,6 @@ START_TEST(test_builder_api) {
 }
 END_TEST
 
-/* Output `name` of an eval of text at seed 1 (values into v[0..n)). */
-static void eval_out(const char *text, const char *name, double *v, int64_t n) {
-  mirs_context *ctx = tu_ctx(NULL);
-  mirs_graph *g = parse(ctx, text);
-  mirs_eval_result *res = NULL;
-  ck_assert_int_eq(mirs_graph_eval(g, 1, &res), MIRS_OK);
-  bool found = false;
-  for (int i = 0; i < mirs_eval_num_outputs(res); i++) {
-    if (strcmp(mirs_eval_output_name(res, i), name) != 0)
-      continue;
-    int64_t count = 0;
-    const double *o = mirs_eval_output_values(res, i, &count);
-    ck_assert_int_eq(count, n);
-    memcpy(v, o, sizeof(double) * (size_t)n);
-    found = true;
-  }
-  ck_assert(found);
-  mirs_eval_result_destroy(res);
-  mirs_graph_destroy(g);
-  mirs_context_destroy(ctx);
-}
-
 START_TEST(test_interp_by_hand) {
   /* X[a][b][c] of shape [2, 3, 4]; the input value of element e is
    * mirs_input_value(1, "X", e). */
@@ -174,10 +152,10 @@ START_TEST(test_interp_by_hand) {
   double x[24], r[24], p[24], q[24], nrm[24];
   for (int e = 0; e < 24; e++)
     x[e] = mirs_input_value(1, "X", (uint64_t)e);
-  eval_out(prog, "R", r, 24);
-  eval_out(prog, "P", p, 24);
-  eval_out(prog, "Q", q, 24);
-  eval_out(prog, "N", nrm, 24);
+  tu_eval_output(prog, "R", r, 24);
+  tu_eval_output(prog, "P", p, 24);
+  tu_eval_output(prog, "Q", q, 24);
+  tu_eval_output(prog, "N", nrm, 24);
   for (int e = 0; e < 24; e++)
     ck_assert(r[e] == x[e]); /* row-major order kept */
   for (int a = 0; a < 2; a++)
@@ -434,32 +412,10 @@ START_TEST(test_codegen_views_and_copies) {
 }
 END_TEST
 
-/* `mirsearch run --backend=host` of path matches eval (where there is a
- * host C++ compiler). */
-static void assert_host_run(const char *path) {
-  if (system("c++ --version >/dev/null 2>&1") != 0)
-    return;
-  run r;
-  run_cli(&r, "run", "--backend=host", path, NULL);
-  ck_assert_msg(r.rc == 0, "%s: rc %d: %s", path, r.rc, r.err);
-  run_free(&r);
-}
-
 /* `mirsearch run --backend=host` of the program and of f32 and bf16
  * variants: every output matches eval within the dtype's tolerance. */
 START_TEST(test_host_run) {
-  static const char *const dt[] = {"f16", "f32", "bf16"};
-  for (int i = 0; i < 3; i++) {
-    char text[1024], name[32];
-    snprintf(text, sizeof text, "%s", CG);
-    for (char *q = strstr(text, "f16"); q; q = strstr(q + strlen(dt[i]), "f16")) {
-      char rest[1024];
-      snprintf(rest, sizeof rest, "%s", q + 3);
-      snprintf(q, sizeof text - (size_t)(q - text), "%s%s", dt[i], rest);
-    }
-    snprintf(name, sizeof name, "cg_%s.graph", dt[i]);
-    assert_host_run(tu_put(name, text));
-  }
+  tu_assert_host_runs_by_dtype(CG, "cg");
 }
 END_TEST
 
@@ -467,7 +423,7 @@ END_TEST
 static void assert_verifies_and_runs(const char *prog, const char *good, const char *bad) {
   ck_assert_int_eq(tu_verify_rc(prog, good), 0);
   ck_assert_int_eq(tu_verify_rc(prog, bad), 1);
-  assert_host_run(good);
+  tu_assert_host_run(good);
 }
 
 START_TEST(test_rms_norm_eps_codegen) {
@@ -487,7 +443,7 @@ START_TEST(test_rms_norm_eps_codegen) {
   const char *ug = tu_put("r.ugraph", text);
   snprintf(text, sizeof text, UG, "0.25");
   assert_verifies_and_runs(prog, ug, tu_put("r2.ugraph", text));
-  assert_host_run(prog);
+  tu_assert_host_run(prog);
 }
 END_TEST
 
@@ -575,7 +531,7 @@ START_TEST(test_reshape_view_rules) {
       "mirs_ld(in0 + (c1 * 16 + c2 * 64 + c3 * 1))",
   };
   assert_codegen(ctx, VS, "vs", want, sizeof want / sizeof want[0], 9);
-  assert_host_run(tu_put("vs.graph", VS));
+  tu_assert_host_run(tu_put("vs.graph", VS));
   mirs_context_destroy(ctx);
 }
 END_TEST
@@ -632,7 +588,7 @@ START_TEST(test_views_in_custom_kernels) {
       "size_t hv_workspace_bytes(void) { return 1024; }",
   };
   assert_codegen(ctx, text, "hv", want, sizeof want / sizeof want[0], 2);
-  assert_host_run(ug);
+  tu_assert_host_run(ug);
   /* Other outputs.  O too: its buffer is the caller's, dense, so the
    * merge's reshape copies the strided view Ot in order (a kernel).  Om:
    * the attention kernel stores O straight into the caller's buffer in
@@ -657,7 +613,7 @@ START_TEST(test_views_in_custom_kernels) {
     snprintf(text, sizeof text, HV_UG, cases[i].outputs);
     snprintf(name, sizeof name, "hv_%d.ugraph", i);
     assert_codegen(ctx, text, "hv", cases[i].want, 3, cases[i].kernels);
-    assert_host_run(tu_put(name, text));
+    tu_assert_host_run(tu_put(name, text));
   }
   mirs_context_destroy(ctx);
 }

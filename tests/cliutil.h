@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* tests/cliutil.h - run the mirsearch command line in-process (through
- * mirs__cli_main) with temporary files standing in for stdout and stderr;
- * shared by the CLI test programs. */
+ * mirs__cli_main) with temporary files standing in for stdout and stderr,
+ * and the checks built on it (round trips, verify, a program's eval,
+ * host runs of its generated code); shared by the CLI test programs. */
 #ifndef MIRS_TESTS_CLIUTIL_H
 #define MIRS_TESTS_CLIUTIL_H
 
@@ -140,6 +141,59 @@ static inline int count_lines(const char *s) {
   for (; *s; s++)
     n += *s == '\n';
   return n;
+}
+
+/* Output `name` of the float64 eval of program text at seed 1: its n
+ * values into v (asserting the count). */
+static inline void tu_eval_output(const char *text, const char *name, double *v, int64_t n) {
+  mirs_context *ctx = tu_ctx(NULL);
+  mirs_graph *g = NULL;
+  ck_assert_msg(mirs_graph_parse_string(ctx, text, strlen(text), "t.graph", &g) == MIRS_OK,
+                "parse: %s", mirs_last_error(ctx));
+  mirs_eval_result *res = NULL;
+  ck_assert_int_eq(mirs_graph_eval(g, 1, &res), MIRS_OK);
+  int found = 0;
+  for (int i = 0; i < mirs_eval_num_outputs(res); i++) {
+    if (strcmp(mirs_eval_output_name(res, i), name) != 0)
+      continue;
+    int64_t count = 0;
+    const double *o = mirs_eval_output_values(res, i, &count);
+    ck_assert_int_eq(count, n);
+    memcpy(v, o, sizeof(double) * (size_t)n);
+    found = 1;
+  }
+  ck_assert_msg(found, "no output %s", name);
+  mirs_eval_result_destroy(res);
+  mirs_graph_destroy(g);
+  mirs_context_destroy(ctx);
+}
+
+/* `mirsearch run --backend=host` of path matches eval (where there is a
+ * host C++ compiler). */
+static inline void tu_assert_host_run(const char *path) {
+  if (system("c++ --version >/dev/null 2>&1") != 0)
+    return;
+  run r;
+  run_cli(&r, "run", "--backend=host", path, NULL);
+  ck_assert_msg(r.rc == 0, "%s: rc %d: %s", path, r.rc, r.err);
+  run_free(&r);
+}
+
+/* tu_assert_host_run of program text (written with f16 tensors) as it
+ * is and with every f16 made f32, then bf16 (files TAG_<dtype>.graph). */
+static inline void tu_assert_host_runs_by_dtype(const char *text0, const char *tag) {
+  static const char *const dt[] = {"f16", "f32", "bf16"};
+  for (int i = 0; i < 3; i++) {
+    char text[2048], name[64];
+    snprintf(text, sizeof text, "%s", text0);
+    for (char *q = strstr(text, "f16"); q; q = strstr(q + strlen(dt[i]), "f16")) {
+      char rest[2048];
+      snprintf(rest, sizeof rest, "%s", q + 3);
+      snprintf(q, sizeof text - (size_t)(q - text), "%s%s", dt[i], rest);
+    }
+    snprintf(name, sizeof name, "%s_%s.graph", tag, dt[i]);
+    tu_assert_host_run(tu_put(name, text));
+  }
 }
 
 #endif

@@ -79,10 +79,12 @@ MIRS_API mirs_status mirs_graph_add_const_op(mirs_graph *g, const char *name, mi
                                              mirs_tensor x, int nconstants,
                                              const char *const *constants, mirs_tensor *out);
 /* Add a layout operator on x: MIRS_OP_RESHAPE (dims: the result shape,
- * row-major order kept, equal element count, at most one -1 inferred) or
+ * row-major order kept, equal element count, at most one -1 inferred),
  * MIRS_OP_PERMUTE (dims: a permutation of x's dims, result dim i is x's
- * dim dims[i]; negative entries count from the end).  MIRS_SHAPE with a
- * message when dims do not fit x; MIRS_INVALID_ARG for another op. */
+ * dim dims[i]; negative entries count from the end) or MIRS_OP_SLICE
+ * (ndims 3, dims {dim, start, len}: elements start..start+len-1 along
+ * dim, a negative dim counted from the end).  MIRS_SHAPE with a message
+ * when dims do not fit x; MIRS_INVALID_ARG for another op. */
 MIRS_API mirs_status mirs_graph_add_layout(mirs_graph *g, const char *name, mirs_op op,
                                            mirs_tensor x, int ndims, const int64_t *dims,
                                            mirs_tensor *out);
@@ -152,7 +154,8 @@ typedef struct mirs_kernel_view {
   double constants[2];
   /* Appended: layer_norm's and rms_norm's eps (else 0), and the layout
    * ops' attribute: a reshape's result shape, a permute's dims (result
-   * dim i is input dim layout_dims[i]); num_layout_dims 0 for other ops. */
+   * dim i is input dim layout_dims[i]), a slice's {dim, start, len};
+   * num_layout_dims 0 for other ops. */
   double eps;
   int num_layout_dims;
   int64_t layout_dims[MIRS_MAX_DIMS];

@@ -10,9 +10,11 @@ emits one op (rms_norm; causal_mask, also from a constant mask buffer).
 
 trace() records every value's shape and dtype on the example inputs; a
 program has static shapes, so the sizes the graph computes from shapes
-become numbers, and reshapes and permutes (the layout ops) are written
-with the recorded shapes.  The backend's Analysis (layout=False) keeps
-those as PyTorch code, where they are views.
+become numbers, and reshapes, permutes and slices (the layout ops) are
+written with the recorded shapes: a getitem of split/chunk/unbind (a
+fused QKV projection's parts) is a slice of the split's input, the split
+itself absorbed.  The backend's Analysis (layout=False) keeps those as
+PyTorch code, where they are views.
 
 A program's inputs are the values a piece reads from outside, each through
 a *binding*: the fx value, then a transpose of its last two dims (a
@@ -25,6 +27,7 @@ Invariants: a program built here parses (it is validated by the library);
 every fx value a piece produces keeps its torch shape as a program tensor,
 so outputs need no reshape; a piece holds one dtype."""
 
+import math
 import operator
 import os
 import re
@@ -182,6 +185,13 @@ class Rules:
         self.reshape_methods = {"view", "reshape", "flatten", "unsqueeze", "squeeze",
                                 "view_as", "reshape_as", "unflatten"}
         self.permute = {torch.permute} if hasattr(torch, "permute") else set()
+        # slice(x, dim=, start=, len=): basic indexing (x[..., a:b]),
+        # narrow, and the parts of split/chunk/unbind (a fused QKV
+        # projection's), where the library has it.
+        self.has_slice = _have_op("slice") and self.has_layout
+        self.split = _targets("split", "chunk", "unbind", "split_with_sizes")
+        self.split_methods = {"split", "chunk", "unbind", "split_with_sizes"}
+        self.narrow = _targets("narrow")
         # Identities: a contiguous copy, and a dtype conversion to the dtype
         # the value already has (checked against the recorded dtypes).
         self.identity_methods = {"contiguous", "to", "type_as", "float", "half", "bfloat16",
@@ -409,6 +419,16 @@ def _classify_call(gm, n, R):
         return _permute(R, x, [d % rank for d in dims])
     if (is_fn and t in R.reshape) or (is_m and t in R.reshape_methods):
         return _reshape(R, n, n.args[0])
+    if is_fn and t is operator.getitem:
+        return _getitem(R, n)
+    if (is_fn and t in R.narrow) or (is_m and t == "narrow"):
+        dim, start, length = (_arg(n, 1, "dim"), _arg(n, 2, "start"), _arg(n, 3, "length"))
+        mx = meta_of(n.args[0]) if _is_node(n.args[0]) else None
+        if not (mx and all(isinstance(v, int) for v in (dim, start, length))):
+            raise Skip("narrow with bounds that are not numbers (or of unknown shape)")
+        d = dim % len(mx[0])
+        return _slices(R, n, n.args[0], {d: slice(start, start + length) if start >= 0 else
+                                         slice(start, start + length or None)})
     if is_m and t in R.identity_methods or is_fn and t in R.identity:
         x = n.args[0]
         mx, mn = meta_of(x) if _is_node(x) else None, meta_of(n)
@@ -543,6 +563,109 @@ def _reshape(R, n, x):
                keep_rank=True)]
 
 
+def _split_parts(R, s):
+    """(x, dim, [(start, len) of each part], whether a part keeps the dim)
+    of a split/chunk/unbind node s, from the part shapes trace() recorded;
+    None when s is no such node."""
+    is_split = (s.op == "call_function" and s.target in R.split) or \
+        (s.op == "call_method" and s.target in R.split_methods)
+    if not is_split:
+        return None
+    name = s.target if isinstance(s.target, str) else s.target.__name__
+    x = s.args[0]
+    mx = meta_of(x) if _is_node(x) else None
+    tm = s.meta.get("tensor_meta", s.meta.get("example_value"))
+    if not mx or not isinstance(tm, (tuple, list)) or not all(hasattr(p, "shape") for p in tm):
+        raise Skip("%s of a value of unknown shape" % name)
+    dim = _arg(s, 1 if name == "unbind" else 2, "dim", 0)
+    if not isinstance(dim, int):
+        raise Skip("%s over a dim that is not a number" % name)
+    dim %= len(mx[0])
+    keep = name != "unbind"
+    parts, start = [], 0
+    for p in tm:
+        length = int(p.shape[dim]) if keep else 1
+        parts.append((start, length))
+        start += length
+    return x, dim, parts, keep
+
+
+def _slices(R, n, x, bounds):
+    """x narrowed by bounds ({dim: Python slice of step 1}) then reshaped to
+    n's recorded shape: a slice op per narrowed dim, a reshape where dims
+    go or come (an integer index, unbind, None); the identity where
+    nothing changes."""
+    mn, mx = meta_of(n), (meta_of(x) if _is_node(x) else None)
+    if not mn or not mx:
+        raise Skip("indexing of a value of unknown shape")
+    ops, shape = [], list(mx[0])
+    for d in sorted(bounds):
+        start, stop, step = bounds[d].indices(shape[d])
+        if step != 1:
+            raise Skip("slice with step %d (only step 1 maps to slice)" % step)
+        if stop <= start:
+            raise Skip("an empty slice")
+        if (start, stop) == (0, shape[d]):
+            continue
+        if not R.has_slice:
+            raise Skip("slice (this library has no slice operator)")
+        ops.append(Op("slice", [(x if not ops else None, False)],
+                      attrs="dim=%d, start=%d, len=%d" % (d, start, stop - start), keep_rank=True))
+        shape[d] = stop - start
+    if tuple(shape) != tuple(mn[0]):
+        if not R.has_layout or not mn[0]:
+            raise Skip("indexing that drops or adds dims (needs reshape)")
+        ops.append(Op("reshape", [(x if not ops else None, False)],
+                      attrs="shape=[%s]" % ", ".join(map(str, mn[0])), keep_rank=True))
+    return ops or [Op(None, [(x, False)])]
+
+
+def _getitem(R, n):
+    """x[idx] with basic indexing (slices of step 1, integers, ..., None),
+    or part i of a split/chunk/unbind: slice (and reshape) ops."""
+    x, idx = n.args[0], n.args[1]
+    if not _is_node(x):
+        raise Skip("indexing of a value that is not a node")
+    sp = _split_parts(R, x)
+    if sp is not None:
+        src, dim, parts, _keep = sp
+        if not isinstance(idx, int) or not -len(parts) <= idx < len(parts):
+            raise Skip("part %r of a split" % (idx,))
+        start, length = parts[idx]
+        return _slices(R, n, src, {dim: slice(start, start + length)})
+    mx = meta_of(x)
+    if not mx:
+        raise Skip("indexing of a value that is not a tensor of known shape")
+    items = list(idx) if isinstance(idx, tuple) else [idx]
+    if any(not (isinstance(i, (int, slice)) or i is None or i is Ellipsis) or
+           isinstance(i, bool) for i in items):
+        raise Skip("indexing with other than slices, integers, ... and None")
+    for i in items:
+        if isinstance(i, slice) and not all(v is None or isinstance(v, int)
+                                            for v in (i.start, i.stop, i.step)):
+            raise Skip("a slice with bounds that are not numbers")
+    rank = len(mx[0])
+    used = sum(1 for i in items if i is not None and i is not Ellipsis)
+    if items.count(Ellipsis) > 1 or used > rank:
+        raise Skip("indexing with %d indices of a rank-%d value" % (used, rank))
+    if Ellipsis in items:
+        k = items.index(Ellipsis)
+        items = items[:k] + [slice(None)] * (rank - used) + items[k + 1:]
+    bounds, d = {}, 0
+    for i in items:
+        if i is None:
+            continue
+        if isinstance(i, int):
+            j = i + mx[0][d] if i < 0 else i
+            if not 0 <= j < mx[0][d]:
+                raise Skip("index %d out of range" % i)
+            bounds[d] = slice(j, j + 1)
+        elif i != slice(None):
+            bounds[d] = i
+        d += 1
+    return _slices(R, n, x, bounds)
+
+
 def _sdpa(R, n):
     """F.scaled_dot_product_attention without a mask tensor or dropout:
     softmax(q @ k^T * scale [+ causal mask]) @ v, the softmax shifted by
@@ -671,8 +794,8 @@ def _match_causal(n):
     return None
 
 
-VIEW_STAYS = "a reshape, permute or identity stays PyTorch code (a view there, a copy " \
-    "in a kernel)"
+VIEW_STAYS = "a reshape, permute, slice or identity stays PyTorch code (a view there, a " \
+    "copy in a kernel)"
 
 
 def _const_ancestors(n, root):
@@ -815,6 +938,8 @@ class Analysis:
             if n in self.ops or n in self.absorbed:
                 continue
             try:
+                if _split_parts(R, n) is not None:
+                    continue  # (its parts' getitems read x: below)
                 ops = _classify_call(gm, n, R)
             except Skip as e:
                 self.why[n] = str(e)
@@ -822,7 +947,8 @@ class Analysis:
             except (IndexError, AttributeError, TypeError) as e:
                 self.why[n] = "cannot read its arguments (%s)" % e
                 continue
-            if not layout and any(op.kind in ("reshape", "permute", None) for op in ops):
+            if not layout and any(op.kind in ("reshape", "permute", "slice", None)
+                                  for op in ops):
                 self.why[n] = VIEW_STAYS
                 continue
             self.ops[n] = ops
@@ -874,6 +1000,19 @@ class Analysis:
                 del self.ops[n]
                 for k in [k for k, r in self.absorbed.items() if r is n]:
                     del self.absorbed[k]
+        # A split/chunk/unbind computes nothing itself: each getitem of it
+        # is a slice of its input.  Absorbed into its first part where
+        # every part maps, else it stays PyTorch code with them.
+        for n in nodes:
+            if n in self.why or n.op not in ("call_function", "call_method") or \
+                    _split_parts(R, n) is None:
+                continue
+            parts = list(n.users)
+            if parts and all(p in self.ops for p in parts):
+                self.absorbed[n] = parts[0]
+            else:
+                self.why[n] = VIEW_STAYS if not layout else \
+                    "a split whose parts are not all read by indexing that maps"
 
     def _vmeta(self, v):
         if isinstance(v, ParamRef):
@@ -1065,7 +1204,7 @@ class PieceProgram:
 _SIZE_METHODS = {"size", "dim", "numel"}
 _SIZE_ATTRS = {"shape", "ndim"}
 _INT_OPS = {operator.getitem, operator.add, operator.sub, operator.mul, operator.floordiv,
-            operator.truediv, operator.mod, operator.neg, operator.pow, len}
+            operator.truediv, operator.mod, operator.neg, operator.pow, len, math.sqrt}
 
 
 # The largest constant tensor (no input's value flows into it) that trace()
@@ -1148,8 +1287,25 @@ def trace(fn, example_inputs):
     else:
         # Buffers as graph nodes (not values fixed at trace time), so a
         # mask buffer sliced to the sequence length traces.
+        class Proxy(torch.fx.Proxy):
+            def __iter__(self):
+                # `q, k, v = qkv.split(d, -1)`: torch.fx unpacks a proxy by
+                # reading its caller's UNPACK_SEQUENCE, but finds it by an
+                # instruction index that Python 3.11's inline caches moved
+                # (torch < 2.1): look it up by its byte offset instead.
+                import dis
+                import inspect
+                frame = inspect.currentframe().f_back
+                for inst in dis.get_instructions(frame.f_code):
+                    if inst.offset == frame.f_lasti and inst.opname == "UNPACK_SEQUENCE":
+                        return (self[i] for i in range(inst.argval))
+                return self.tracer.iter(self)
+
         class Tracer(torch.fx.Tracer):
             proxy_buffer_attributes = True
+
+            def proxy(self, node):
+                return Proxy(node, self)
         tracer = Tracer()
         graph = tracer.trace(fn)
         gm = torch.fx.GraphModule(tracer.root, graph, type(fn).__name__ if isinstance(

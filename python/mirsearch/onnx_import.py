@@ -12,7 +12,9 @@ patterns that exporters write out are matched first: RMSNorm
 rms_norm has no eps, eps <= 1e-4 dropped), GELU (the erf form) and SiLU
 (x * sigmoid(x)); an Add or Where of a constant causal mask is
 causal_mask.  Reshape/Unsqueeze/Squeeze/Flatten and Transpose become
-reshape and permute (or transpose) with resolved attributes.  Graph inputs and initializers become program
+reshape and permute (or transpose) with resolved attributes; Split (a
+fused QKV projection's) and Slice (constant bounds, steps of 1) become
+slice ops.  Graph inputs and initializers become program
 inputs through a binding (a transpose for Gemm's transB, leading 1s so
 operands have equal rank) written as comments at the top of the .graph.
 Scalar Constants feed only those patterns and Pow's exponent 2.  Every
@@ -499,6 +501,10 @@ class _Importer:
             self.emit(out, "mul(%s, %s)" % (r, self.operand(n.input[1], len(xs))))
         elif t == "Where":
             self.where(n)
+        elif t == "Split":
+            self.split(n)
+        elif t == "Slice":
+            self.slice(n)
         else:
             raise ValueError("no mirsearch equivalent")
 
@@ -559,6 +565,87 @@ class _Importer:
             raise ValueError("%s: this library has no reshape operator" % t)
         self.info[n.output[0]] = (list(sh), self.info.get(n.input[0], (None, None))[1])
         self.emit(n.output[0], "reshape(%s, shape=[%s])" % (x, ", ".join(map(str, sh))))
+
+    def _static_shape(self, n, t):
+        xs = self.shape(n.input[0])
+        if xs is None or any(d is None for d in xs):
+            raise ValueError("%s of a value of unknown shape" % t)
+        if not _have_op("slice"):
+            raise ValueError("%s: this library has no slice operator" % t)
+        return list(xs)
+
+    def _ints(self, n, i, what):
+        """The constant integer input i of n as a list (None when absent)."""
+        if len(n.input) <= i or not n.input[i]:
+            return None
+        c = self.const(n.input[i])
+        if c is None:
+            raise ValueError("%s with %s that are not constants" % (n.op_type, what))
+        return [int(v) for v in c.reshape(-1)]
+
+    def split(self, n):
+        """Split along axis (sizes from the split input or attribute, else
+        equal parts, the last smaller as opset 18's num_outputs makes them):
+        a slice per output (a fused QKV projection's)."""
+        xs = self._static_shape(n, "Split")
+        ax = self.attr(n, "axis", 0)
+        ax = ax + len(xs) if ax < 0 else ax
+        if not 0 <= ax < len(xs):
+            raise ValueError("Split over axis %d of a rank-%d value" % (ax, len(xs)))
+        sizes = self.attr(n, "split")
+        sizes = self._ints(n, 1, "split sizes") if sizes is None else [int(s) for s in sizes]
+        k = len(n.output)
+        if sizes is None:
+            part = -(-xs[ax] // k)
+            sizes = [min(part, xs[ax] - i * part) for i in range(k)]
+        if len(sizes) != k or sum(sizes) != xs[ax] or min(sizes) < 1:
+            raise ValueError("Split of %d elements into %s" % (xs[ax], sizes))
+        x = self.operand(n.input[0])
+        start = 0
+        for o, size in zip(n.output, sizes):
+            sh = list(xs)
+            sh[ax] = size
+            self.info[o] = (sh, self.info.get(n.input[0], (None, None))[1])
+            if size == xs[ax]:
+                self.val[o] = x
+            elif self.uses.get(o, 0):
+                self.emit(o, "slice(%s, dim=%d, start=%d, len=%d)" % (x, ax, start, size))
+            start += size
+
+    def slice(self, n):
+        """Slice with constant starts, ends and axes and steps of 1 (bounds
+        clamped as ONNX does): a slice per axis that narrows."""
+        xs = self._static_shape(n, "Slice")
+        if self.opset < 10:
+            starts, ends = self.attr(n, "starts"), self.attr(n, "ends")
+            axes, steps = self.attr(n, "axes"), None
+        else:
+            starts, ends = self._ints(n, 1, "starts"), self._ints(n, 2, "ends")
+            axes, steps = self._ints(n, 3, "axes"), self._ints(n, 4, "steps")
+        if starts is None or ends is None or len(starts) != len(ends):
+            raise ValueError("Slice without constant starts and ends")
+        axes = list(range(len(starts))) if axes is None else list(axes)
+        if steps is not None and any(s != 1 for s in steps):
+            raise ValueError("Slice with steps %s (only steps of 1 map to slice)" % list(steps))
+        cur, sh = self.operand(n.input[0]), list(xs)
+        cuts = []
+        for a, s, e in zip(axes, starts, ends):
+            a = a + len(xs) if a < 0 else a
+            if not 0 <= a < len(xs):
+                raise ValueError("Slice over axis %d of a rank-%d value" % (a, len(xs)))
+            d = xs[a]
+            s, e = (min(max(v + d if v < 0 else v, 0), d) for v in (s, e))
+            if e <= s:
+                raise ValueError("Slice to an empty range of axis %d" % a)
+            if (s, e) != (0, d):
+                cuts.append((a, s, e - s))
+                sh[a] = e - s
+        out = n.output[0]
+        self.info[out] = (sh, self.info.get(n.input[0], (None, None))[1])
+        for i, (a, s, ln) in enumerate(cuts):
+            cur = self.emit(out if i == len(cuts) - 1 else "%s_%d" % (out, a),
+                            "slice(%s, dim=%d, start=%d, len=%d)" % (cur, a, s, ln))
+        self.val[out] = cur
 
     def transpose(self, n):
         """Transpose(perm): nothing for the identity, transpose for the last

@@ -92,6 +92,43 @@ class GPT2MLP(torch.nn.Module):
         return x + self.c_proj(F.gelu(self.c_fc(self.ln_2(x))))
 
 
+class GPT2Block(torch.nn.Module):
+    """GPT-2's block as nanoGPT writes it: ln_1, the fused QKV projection
+    c_attn split in three (qkv.split(d, dim=2)), the heads, causal
+    attention masked from a registered tril buffer, c_proj and the
+    residual, then ln_2, the MLP (c_fc, GELU, c_proj), residual.  The
+    exact GELU: an ONNX export writes the tanh form's constants in
+    float32, which alone puts it 1e-8 from PyTorch's float64 values."""
+
+    def __init__(self, d, heads, ffn, seq):
+        super().__init__()
+        self.heads, self.d = heads, d
+        self.ln_1 = torch.nn.LayerNorm(d)
+        self.c_attn = torch.nn.Linear(d, 3 * d)
+        self.c_proj = torch.nn.Linear(d, d)
+        self.ln_2 = torch.nn.LayerNorm(d)
+        self.c_fc = torch.nn.Linear(d, ffn)
+        self.mlp_proj = torch.nn.Linear(ffn, d)
+        with torch.no_grad():  # not the identity of a fresh LayerNorm
+            for ln in (self.ln_1, self.ln_2):
+                ln.weight.copy_(1 + 0.1 * torch.randn(d))
+                ln.bias.copy_(0.1 * torch.randn(d))
+        self.register_buffer("bias", torch.tril(torch.ones(seq, seq)).view(1, 1, seq, seq))
+
+    def forward(self, x):
+        b, t, c = x.size()
+        q, k, v = self.c_attn(self.ln_1(x)).split(self.d, dim=2)
+        q = q.view(b, t, self.heads, c // self.heads).transpose(1, 2)
+        k = k.view(b, t, self.heads, c // self.heads).transpose(1, 2)
+        v = v.view(b, t, self.heads, c // self.heads).transpose(1, 2)
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
+        att = att.masked_fill(self.bias[:, :, :t, :t] == 0, float("-inf"))
+        y = F.softmax(att, dim=-1) @ v
+        x = x + self.c_proj(y.transpose(1, 2).contiguous().view(b, t, c))
+        return x + self.mlp_proj(F.gelu(self.c_fc(self.ln_2(x))))
+
+
 # (batch, sequence, hidden, heads, ffn) of the two sizes the tests use.
 LLAMA_SIZES = [(1, 8, 32, 2, 64), (2, 16, 64, 4, 128)]
 GPT2_SIZES = [(1, 8, 32, 128), (2, 16, 64, 256)]
+GPT2_BLOCK_SIZES = [(1, 8, 32, 2, 128), (2, 16, 64, 4, 256)]

@@ -17,7 +17,8 @@ import torch._dynamo
 
 import mirsearch
 from mirsearch import fx as mfx
-from models import GPT2_SIZES, LLAMA_SIZES, GPT2MLP, LlamaDecoderLayer, LlamaSDPA
+from models import (GPT2_BLOCK_SIZES, GPT2_SIZES, LLAMA_SIZES, GPT2Block, GPT2MLP,
+                    LlamaDecoderLayer, LlamaSDPA)
 from util import CacheTest, max_rel
 # from_torch's tests again under torch 2.x, where F.scaled_dot_product_attention,
 # F.rms_norm and nn.RMSNorm exist (skipped on Debian's 1.13).
@@ -76,6 +77,17 @@ class CompileTest(CacheTest):
         for op in ("matmul", "gelu", "add"):
             self.assertIn(op, ops)
         self.assertEqual([u for r in reports for u in r["unsupported"]], [])
+
+    def test_gpt2_block(self):
+        """nanoGPT's block with its fused c_attn: under Dynamo the split
+        and its parts stay PyTorch views; the projections, norms and MLP
+        around them are searched."""
+        b, s, d, h, f = GPT2_BLOCK_SIZES[0]
+        torch.manual_seed(d + 2)
+        reports, _ = self.compile_twice(GPT2Block(d, h, f, s), torch.randn(b, s, d))
+        ops = [o for r in reports for p in r["pieces"] if p["replaced"] for o in p["ops"]]
+        for op in ("matmul", "layer_norm", "gelu"):
+            self.assertIn(op, ops)
 
     def test_llama_decoder_layer(self):
         b, s, d, h, f = LLAMA_SIZES[0]

@@ -132,7 +132,10 @@ mirs_status mirs__cli_show_summary(FILE *o, mirs_context *ctx, const mirs_graph 
       fprintf(o, ", %.9g", kv.constants[i]);
     if (kv.eps != 0.0)
       fprintf(o, ", eps=%.9g", kv.eps);
-    for (int i = 0; i < kv.num_layout_dims; i++) /* (reshape's shape=, permute's dims=) */
+    if (kv.op == MIRS_OP_SLICE && kv.num_layout_dims == 3) /* ({dim, start, len}) */
+      fprintf(o, ", dim=%" PRId64 ", start=%" PRId64 ", len=%" PRId64, kv.layout_dims[0],
+              kv.layout_dims[1], kv.layout_dims[2]);
+    for (int i = 0; kv.op != MIRS_OP_SLICE && i < kv.num_layout_dims; i++) /* (shape=, dims=) */
       fprintf(o, "%s%" PRId64 "%s", i ? ", " : kv.op == MIRS_OP_RESHAPE ? ", shape=[" : ", dims=[",
               kv.layout_dims[i], i + 1 == kv.num_layout_dims ? "]" : "");
     fputs(") -> ", o);

@@ -650,6 +650,7 @@ static double elementwise_flops(mirs_op op) {
   case MIRS_OP_TRANSPOSE:
   case MIRS_OP_RESHAPE:
   case MIRS_OP_PERMUTE:
+  case MIRS_OP_SLICE:
     return 1;
   case MIRS_OP_CAUSAL_MASK: /* a compare of the global indices and a select */
   case MIRS_OP_CLAMP:
@@ -736,7 +737,9 @@ static void cost_predefined(const mirs__cost_device *d, const mirs_graph *g, con
   bool half = true;
   for (int32_t i = 0; i < op->nin; i++) {
     const mirs__ktensor *t = &g->t[op->in[i]];
-    k->bytes += (double)mirs__shape_numel(&t->shape) * (double)elsize(t->dtype);
+    /* (a slice reads only the elements of x that it keeps) */
+    const mirs__shape *rd = op->op == MIRS_OP_SLICE ? &g->t[op->out[0]].shape : &t->shape;
+    k->bytes += (double)mirs__shape_numel(rd) * (double)elsize(t->dtype);
     half = half && t->dtype != MIRS_F32;
   }
   for (int32_t i = 0; i < op->nout; i++) {

@@ -2072,10 +2072,20 @@ static void layout_source_strides(const mirs_graph *g, bool views, int32_t ki,
     st[d] = op->op == MIRS_OP_PERMUTE && d < g->t[op->out[0]].shape.ndim ? xst[op->lay.d[d]] : xst[d];
 }
 
-/* Elements per copy of layout op ki's kernel: 16 bytes of a permute
- * whose result's last dim is contiguous in the input's buffer when whole
- * 16-byte runs of it line up (the buffers are 16-byte aligned by the
- * entry's contract and the workspace's 256-byte offsets), else 1. */
+/* Offset, in the input's buffer, of layout op ki's first element from
+ * the input's own: a slice's start along its dim, else 0. */
+static int64_t layout_source_offset(const mirs_graph *g, bool views, int32_t ki) {
+  const mirs__kop *op = &g->ops[ki];
+  int64_t xst[MIRS_MAX_DIMS];
+  storage_strides(g, views, op->in[0], xst);
+  return op->op == MIRS_OP_SLICE ? op->lay.d[1] * xst[op->lay.d[0]] : 0;
+}
+
+/* Elements per copy of layout op ki's kernel: 16 bytes of a permute or a
+ * slice whose result's last dim is contiguous in the input's buffer when
+ * whole 16-byte runs of it line up, from the buffer's start on (the
+ * buffers are 16-byte aligned by the entry's contract and the
+ * workspace's 256-byte offsets), else 1. */
 static int64_t layout_vector(const mirs_graph *g, bool views, int32_t ki) {
   const mirs__kop *op = &g->ops[ki];
   const mirs__shape *os = &g->t[op->out[0]].shape;
@@ -2084,7 +2094,8 @@ static int64_t layout_vector(const mirs_graph *g, bool views, int32_t ki) {
   layout_source_strides(g, views, ki, st);
   mirs__storage x;
   mirs__codegen_storage(g, views, op->in[0], &x);
-  if (op->op != MIRS_OP_PERMUTE || st[r - 1] != 1 || os->d[r - 1] % v != 0 || x.off % v != 0)
+  if ((op->op != MIRS_OP_PERMUTE && op->op != MIRS_OP_SLICE) || st[r - 1] != 1 ||
+      os->d[r - 1] % v != 0 || (x.off + layout_source_offset(g, views, ki)) % v != 0)
     return 1;
   for (int d = 0; d < r - 1; d++)
     if (os->d[d] > 1 && st[d] % v != 0)
@@ -2092,12 +2103,13 @@ static int64_t layout_vector(const mirs_graph *g, bool views, int32_t ki) {
   return v;
 }
 
-/* Emit layout op ki (reshape, permute) that is not a view as a
+/* Emit layout op ki (reshape, permute, slice) that is not a view as a
  * grid-stride copy kernel writing its (dense) result in order: a reshape
  * reads its input in row-major order through the input's view (a plain
  * copy when that is dense); a permute reads its input at the permuted
- * strides, 16 bytes at a time where layout_vector allows.  Values are
- * moved as they are stored (no conversion). */
+ * strides, a slice at the input's strides from its start, 16 bytes at a
+ * time where layout_vector allows.  Values are moved as they are stored
+ * (no conversion). */
 static void emit_layout(const mirs_graph *g, bool views, int32_t ki, const char *ename,
                         mirs__buf *b) {
   const mirs__kop *op = &g->ops[ki];
@@ -2115,6 +2127,8 @@ static void emit_layout(const mirs_graph *g, bool views, int32_t ki, const char 
                    g->t[op->out[0]].name,
                    plain ? "a copy in order: the reshape of an output"
                    : op->op == MIRS_OP_RESHAPE ? "a copy in order of a strided view"
+                   : op->op == MIRS_OP_SLICE ? (v > 1 ? "16-byte copies of the slice's rows"
+                                                      : "element copies of the slice, in order")
                    : v > 1 ? "16-byte copies along the kept last dim"
                            : "element copies, stores in order");
   mirs__buf_printf(b, "static __global__ void __launch_bounds__(256) %s_k%d(const %s *__restrict__ in0, "
@@ -2129,6 +2143,9 @@ static void emit_layout(const mirs_graph *g, bool views, int32_t ki, const char 
     vs = *xs; /* (the same order: coordinates of the input) */
   emit_coords(b, "      ", "long long", "e", &vs);
   mirs__buf_puts(b, "      const long long s = ");
+  int64_t base = layout_source_offset(g, views, ki);
+  if (base)
+    mirs__buf_printf(b, "%" PRId64 "LL + ", base);
   emit_index_st(b, &vs, pst, &vs, vs.ndim);
   if (v > 1)
     mirs__buf_printf(b, ";\n      mirs_copy16(out0 + e * %" PRId64 ", in0 + s);\n    }\n}\n", v);
@@ -2313,7 +2330,7 @@ static const char prelude_copy[] =
     "}\n"
     "#endif\n";
 
-/* The 16-byte global copy of a permute's vector path (emitted when a
+/* The 16-byte global copy of a permute's or slice's vector path (emitted when a
  * graph has one). */
 static const char prelude_layout[] =
     "#ifndef MIRS_PRELUDE_LAYOUT_DEFINED\n"
@@ -2722,7 +2739,7 @@ mirs_status mirs__codegen_cuda_views(const mirs_graph *g, const char *entry, boo
   mirs__buf_puts(b, prelude_copy);
   mirs__hopper_emit_prelude(b, g, plans);
   for (int32_t i = 0; i < g->nops; i++)
-    if (g->ops[i].op == MIRS_OP_PERMUTE && !mirs__codegen_op_is_view(g, views, i) &&
+    if (mirs__op_is_layout(g->ops[i].op) && !mirs__codegen_op_is_view(g, views, i) &&
         layout_vector(g, views, i) > 1) {
       mirs__buf_puts(b, prelude_layout);
       break;

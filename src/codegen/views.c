@@ -50,7 +50,14 @@ static bool is_output(const mirs_graph *g, int32_t t) {
 
 /* Whether op is a layout op that may be a view in this mode. */
 static bool viewable(const mirs__kop *op, bool views) {
-  return op->op == MIRS_OP_RESHAPE || (views && op->op == MIRS_OP_PERMUTE);
+  return op->op == MIRS_OP_RESHAPE ||
+         (views && (op->op == MIRS_OP_PERMUTE || op->op == MIRS_OP_SLICE));
+}
+
+/* Whether layout op op maps its input's elements one to one onto its
+ * result's (a store may be redirected through it). */
+static bool bijective(const mirs__kop *op) {
+  return op->op == MIRS_OP_RESHAPE || op->op == MIRS_OP_PERMUTE;
 }
 
 /* Strides tst of reshape result ts of x (shape xs, strides xst), when
@@ -93,16 +100,30 @@ static bool reshape_strides(const mirs__shape *xs, const int64_t *xst, const mir
   return true;
 }
 
-/* Strides of layout op op's result from its input's strides xst; false
- * when the result is not a strided view of the same buffer. */
-static bool apply(const mirs_graph *g, const mirs__kop *op, const int64_t *xst, int64_t *tst) {
+/* Strides of layout op op's result from its input's strides xst (and
+ * *off, its offset, moved to the result's: a slice starts inside its
+ * input); false when the result is not a strided view of the same
+ * buffer. */
+static bool apply_off(const mirs_graph *g, const mirs__kop *op, const int64_t *xst, int64_t *tst,
+                      int64_t *off) {
   const mirs__shape *xs = &g->t[op->in[0]].shape, *ts = &g->t[op->out[0]].shape;
+  if (op->op == MIRS_OP_SLICE) { /* lay: {dim, start, len} */
+    memcpy(tst, xst, sizeof(int64_t) * MIRS_MAX_DIMS);
+    *off += op->lay.d[1] * xst[op->lay.d[0]];
+    return true;
+  }
   if (op->op == MIRS_OP_PERMUTE) {
     for (int d = 0; d < ts->ndim; d++)
       tst[d] = xst[op->lay.d[d]];
     return true;
   }
   return op->op == MIRS_OP_RESHAPE && reshape_strides(xs, xst, ts, tst);
+}
+
+/* apply_off of a one-to-one layout op (the offset stays). */
+static bool apply(const mirs_graph *g, const mirs__kop *op, const int64_t *xst, int64_t *tst) {
+  int64_t off = 0;
+  return bijective(op) && apply_off(g, op, xst, tst, &off);
 }
 
 /* The op that reads t, when exactly one use of t exists; else -1. */
@@ -176,7 +197,7 @@ static int32_t redirect(const mirs_graph *g, int32_t b, int64_t *inv) {
   dense(&g->t[b].shape, cur);
   for (int32_t t = b; buf < 0;) {
     int32_t c = sole_consumer(g, t);
-    if (c < 0 || !viewable(&g->ops[c], true))
+    if (c < 0 || !bijective(&g->ops[c]))
       return -1;
     int32_t x = g->ops[c].out[0];
     if (!apply(g, &g->ops[c], cur, next))
@@ -219,10 +240,10 @@ void mirs__codegen_storage(const mirs_graph *g, bool views, int32_t t, mirs__sto
       return;
     mirs__storage x;
     mirs__codegen_storage(g, views, p->in[0], &x);
-    int64_t st[MIRS_MAX_DIMS];
-    if (apply(g, p, x.st, st)) {
+    int64_t st[MIRS_MAX_DIMS], off = x.off;
+    if (apply_off(g, p, x.st, st, &off)) {
       s->buf = x.buf;
-      s->off = x.off;
+      s->off = off;
       memcpy(s->st, st, sizeof st);
     }
     return;
@@ -240,11 +261,11 @@ bool mirs__codegen_op_is_view(const mirs_graph *g, bool views, int32_t op) {
   if (!mirs__op_is_layout(k->op) || !viewable(k, views))
     return false;
   mirs__storage x;
-  int64_t st[MIRS_MAX_DIMS];
+  int64_t st[MIRS_MAX_DIMS], off = 0;
   mirs__codegen_storage(g, views, k->in[0], &x);
   if (is_output(g, k->out[0])) /* (its producer chain stores into the output: redirect) */
     return x.buf == k->out[0];
-  return apply(g, k, x.st, st);
+  return apply_off(g, k, x.st, st, &off);
 }
 
 bool mirs__codegen_is_view(const mirs_graph *g, int32_t op) {

@@ -72,7 +72,8 @@ mirs_status mirs_graph_add_layout(mirs_graph *g, const char *name, mirs_op op, m
   if (!g)
     return MIRS_INVALID_ARG;
   if (!mirs__op_is_layout(op))
-    return MIRS_FAIL(g->ctx, MIRS_INVALID_ARG, "mirs_graph_add_layout: %s is not reshape or permute",
+    return MIRS_FAIL(g->ctx, MIRS_INVALID_ARG,
+                     "mirs_graph_add_layout: %s is not reshape, permute or slice",
                      mirs_op_name(op) ? mirs_op_name(op) : "?");
   if (ndims < 1 || ndims > MIRS_MAX_DIMS || !dims)
     return MIRS_FAIL(g->ctx, MIRS_INVALID_ARG, "%s: needs 1 to %d dims, got %d", mirs_op_name(op),

@@ -55,7 +55,7 @@ typedef enum mirs__op_kind {
   MIRS__KIND_OUTPUT,
   MIRS__KIND_ACCUM,
   MIRS__KIND_TRANSPOSE,
-  MIRS__KIND_LAYOUT /* reshape, permute: shape from the op's attribute (mirs__kop.lay) */
+  MIRS__KIND_LAYOUT /* reshape, permute, slice: shape from the op's attribute (mirs__kop.lay) */
 } mirs__op_kind;
 
 typedef struct mirs__opinfo {
@@ -198,7 +198,8 @@ typedef struct mirs__kop {
   mirs__bgraph *bg; /* CUSTOM only (owned) */
   mirs__scalar cst[2]; /* constants of op (mirs__op_nconst); zero otherwise */
   /* LAYOUT ops: reshape's result shape (resolved, no -1), permute's dims
-   * (d[i] = the input dim that result dim i is); ndim 0 for other ops, so
+   * (d[i] = the input dim that result dim i is), slice's {dim, start, len}
+   * (ndim 3, dim non-negative); ndim 0 for other ops, so
    * a memset or a {.op = ...} initialiser is a correct non-layout op. */
   mirs__shape lay;
 } mirs__kop;
@@ -294,24 +295,27 @@ void mirs__shape_bcast_strides(const mirs__shape *in, const mirs__shape *out,
         for (int64_t j_ = 0; j_ < c_; j_++)                                                        \
           (y)[b_ * r_ * c_ + j_ * r_ + i_] = (x)[b_ * r_ * c_ + i_ * c_ + j_];                     \
   } while (0)
-/* Whether op is a layout op (reshape, permute: mirs__kop.lay). */
+/* Whether op is a layout op (reshape, permute, slice: mirs__kop.lay). */
 static inline bool mirs__op_is_layout(mirs_op op) {
   return (unsigned)op < MIRS_OP_COUNT && mirs__graph_ops[op].kind == MIRS__KIND_LAYOUT;
 }
 /* The result shape of layout op `op` on x's shape xs with attribute lay as
  * written (reshape: dims >= 1 and at most one -1, inferred; permute: a
- * permutation, negative dims counted from the end).  On success *lay_out
- * is the resolved attribute (no -1, dims non-negative) and *out the result
- * shape; else false with a one-line reason in why (a message of the
- * .graph error table, docs/FORMATS.md). */
+ * permutation, negative dims counted from the end; slice: {dim, start,
+ * len}, dim negative from the end, 0 <= start, len >= 1, start + len <=
+ * x's size along dim).  On success *lay_out is the resolved attribute (no
+ * -1, dims non-negative) and *out the result shape; else false with a
+ * one-line reason in why (a message of the .graph error table,
+ * docs/FORMATS.md). */
 bool mirs__shape_layout(mirs_op op, const mirs__shape *xs, const mirs__shape *lay,
                         mirs__shape *lay_out, mirs__shape *out, char *why, size_t whysize);
 /* y = op(x) for a layout op with resolved attribute lay (xs: x's shape):
  * element e of the result is element src(e) of x, the exact index map of
  * every evaluator (float64 interpreter, fingerprints; the element type is
  * whatever x and y hold).  A reshape keeps the row-major order (src(e) =
- * e); a permute walks the result in row-major order with an odometer over
- * x's strides taken in the order of lay. */
+ * e); a permute and a slice walk the result in row-major order with an
+ * odometer over x's strides (a permute's taken in the order of lay, a
+ * slice's in place, from the offset of its start along its dim). */
 #define MIRS__LAYOUT_COPY(op, xs, lay, x, y)                                                       \
   do {                                                                                             \
     int64_t n_ = mirs__shape_numel(xs);                                                            \
@@ -324,12 +328,17 @@ bool mirs__shape_layout(mirs_op op, const mirs__shape *xs, const mirs__shape *la
     int64_t st_[MIRS_MAX_DIMS], ost_[MIRS_MAX_DIMS], ext_[MIRS_MAX_DIMS], c_[MIRS_MAX_DIMS];       \
     for (int64_t d_ = r_ - 1, s_ = 1; d_ >= 0; s_ *= (xs)->d[d_], d_--)                            \
       st_[d_] = s_;                                                                                \
+    int64_t src_ = 0;                                                                              \
     for (int d_ = 0; d_ < r_; d_++) {                                                              \
-      ost_[d_] = st_[(lay)->d[d_]];                                                                \
-      ext_[d_] = (xs)->d[(lay)->d[d_]];                                                            \
+      bool sl_ = (op) == MIRS_OP_SLICE;                                                            \
+      ost_[d_] = st_[sl_ ? d_ : (lay)->d[d_]];                                                     \
+      ext_[d_] = sl_ && d_ == (lay)->d[0] ? (lay)->d[2] : (xs)->d[sl_ ? d_ : (lay)->d[d_]];        \
       c_[d_] = 0;                                                                                  \
     }                                                                                              \
-    int64_t src_ = 0;                                                                              \
+    if ((op) == MIRS_OP_SLICE) {                                                                   \
+      src_ = (lay)->d[1] * st_[(lay)->d[0]];                                                       \
+      n_ = n_ / (xs)->d[(lay)->d[0]] * (lay)->d[2];                                                \
+    }                                                                                              \
     for (int64_t e_ = 0; e_ < n_; e_++) {                                                          \
       (y)[e_] = (x)[src_];                                                                         \
       for (int d_ = r_ - 1; d_ >= 0; d_--) {                                                       \
@@ -369,7 +378,7 @@ mirs_status mirs__graph_add_op(mirs_graph *g, const char *name, mirs_op op, int 
  * none); mirs__graph_add_op refuses ops that take constants. */
 mirs_status mirs__graph_add_op_c(mirs_graph *g, const char *name, mirs_op op, int nin,
                                  const int32_t *in, int dim, const mirs__scalar *c, int32_t *out);
-/* Add layout op `op` (reshape, permute) on x with its attribute lay as
+/* Add layout op `op` (reshape, permute, slice) on x with its attribute lay as
  * written (mirs__shape_layout); the resolved attribute is kept in the
  * op's lay.  MIRS_SHAPE with the reason as the context's message. */
 mirs_status mirs__graph_add_layout(mirs_graph *g, const char *name, mirs_op op, int32_t x,

@@ -222,7 +222,7 @@ static uint64_t kop_hash(const mirs_graph *g, int32_t k, const kmemo *m) {
     if (mirs__op_nconst(op->op) > 0)
       h = mirs__hash_mix(h, mirs__op_const_hash(op->op, op->cst));
     for (int d = 0; mirs__op_is_layout(op->op) && d < op->lay.ndim; d++)
-      h = mix_i(h, op->lay.d[d]); /* (a reshape's result shape, a permute's dims) */
+      h = mix_i(h, op->lay.d[d]); /* (a reshape's shape, a permute's dims, a slice's) */
     h = mix_i(h, op->nin);
     if (op->nin == 2 && mirs__op_is_commutative(op->op)) {
       uint64_t a0 = ktensor_hash(g, op->in[0], m), a1 = ktensor_hash(g, op->in[1], m);

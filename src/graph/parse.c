@@ -1361,6 +1361,54 @@ static void layout_sem(parser *p, call *c, mirs_op op) {
   define(p, &p->ks, &p->lhs.v[0], id, false);
 }
 
+/* Semantics of slice(x, dim=D, start=S, len=L).  The shape rule
+ * (mirs__shape_layout) decides; its reason is shown at the value it is
+ * about: dim= when D is out of x's range, start= when S is, else len=. */
+static void slice_sem(parser *p, call *c) {
+  const char *allowed[4] = {"dim", "start", "len", NULL};
+  bool ok = check_lhs(p);
+  if (!kw_only(p, c, "slice", allowed))
+    ok = false;
+  int32_t x = -1;
+  if (c->npos != 1) {
+    PERR(p, c->npos > 1 ? &c->pos[1] : &c->rparen, "'slice' takes 1 argument, got %d", c->npos);
+    ok = false;
+  } else if (resolve(p, &c->pos[0], &x) <= 0) {
+    ok = false;
+  }
+  kwarg *kv[3] = {NULL, NULL, NULL};
+  for (int i = 0; i < 3; i++)
+    if ((kv[i] = kw_scalar(p, c, "slice", allowed[i])) == NULL)
+      ok = false;
+  if (p->lhs.n > 1) {
+    PERR(p, &p->lhs.v[1], "'slice' produces one tensor, but %zu names are given before '='",
+         p->lhs.n);
+    ok = false;
+  }
+  if (!ok || p->fail) {
+    p->fail = true;
+    return;
+  }
+  const mirs__shape *xs = &p->g->t[x].shape;
+  mirs__shape lay = {.ndim = 3, .d = {kv[0]->v, kv[1]->v, kv[2]->v}}, rl, rs;
+  char why[512];
+  if (!mirs__shape_layout(MIRS_OP_SLICE, xs, &lay, &rl, &rs, why, sizeof why)) {
+    int64_t r = xs->ndim, d = lay.d[0] < 0 ? lay.d[0] + r : lay.d[0];
+    int at = d < 0 || d >= r ? 0 : lay.d[1] < 0 || lay.d[1] >= xs->d[d] ? 1 : 2;
+    PERR(p, &kv[at]->vtok, "%s", why);
+    return;
+  }
+  char buf[NAME_MAX_LEN + 1];
+  int32_t id;
+  mirs_status st =
+      mirs__graph_add_layout(p->g, tok_name(&p->lhs.v[0], buf), MIRS_OP_SLICE, x, &lay, &id);
+  if (st != MIRS_OK) {
+    builder_err(p, &c->op, st);
+    return;
+  }
+  define(p, &p->ks, &p->lhs.v[0], id, false);
+}
+
 /* `A, B = op(args) [{]` at either level. */
 static bool assign_stmt(parser *p) {
   char d[128];
@@ -1455,6 +1503,8 @@ static bool assign_stmt(parser *p) {
     return true;
   if (op == MIRS_OP_INPUT)
     block_input_sem(p, &c);
+  else if (op == MIRS_OP_SLICE)
+    slice_sem(p, &c);
   else if (mirs__op_is_layout(op))
     layout_sem(p, &c, op);
   else

@@ -9,7 +9,8 @@
  * result of each op, that op's statement (a custom kernel with its block,
  * indented two spaces); then one `output` line.  Reduced dims are printed
  * non-negative (the builder normalises them); `fused=1` only when set;
- * a reshape's shape= resolved (no -1), a permute's dims= non-negative. */
+ * a reshape's shape= resolved (no -1), a permute's dims= and a slice's
+ * dim= non-negative. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -159,7 +160,10 @@ static void put_kop(const mirs_graph *g, const mirs__kop *op, mirs__buf *b) {
     mirs__buf_printf(b, ", dim=%" PRId32, op->dim);
   if (mirs__op_shows_eps(op->op, op->eps))
     put_eps(b, op->eps);
-  if (mirs__op_is_layout(op->op)) {
+  if (op->op == MIRS_OP_SLICE) {
+    mirs__buf_printf(b, ", dim=%" PRId64 ", start=%" PRId64 ", len=%" PRId64, op->lay.d[0],
+                     op->lay.d[1], op->lay.d[2]);
+  } else if (mirs__op_is_layout(op->op)) {
     mirs__buf_puts(b, op->op == MIRS_OP_RESHAPE ? ", shape=" : ", dims=");
     put_dims(b, &op->lay);
   }

@@ -198,7 +198,10 @@ bool mirs__shape_infer(mirs_op op, int nin, const mirs__shape *in, int dim, int 
     return true;
   }
   case MIRS__KIND_LAYOUT: /* (the shape is the attribute's: mirs__shape_layout) */
-    WHY("%s needs its %s= attribute", info->name, op == MIRS_OP_RESHAPE ? "shape" : "dims");
+    WHY("%s needs its %s attribute", info->name,
+        op == MIRS_OP_RESHAPE   ? "shape="
+        : op == MIRS_OP_PERMUTE ? "dims="
+                                : "dim=, start=, len=");
     return false;
   case MIRS__KIND_CUSTOM:
   case MIRS__KIND_INPUT:
@@ -286,6 +289,41 @@ static bool permute_rule(const mirs__shape *xs, const mirs__shape *lay, mirs__sh
   return true;
 }
 
+/* The shape rule of slice: lay = {dim, start, len} within x's dims. */
+static bool slice_rule(const mirs__shape *xs, const mirs__shape *lay, mirs__shape *lay_out,
+                       mirs__shape *out, char *why, size_t whysize) {
+  char sa[96];
+  int r = xs->ndim;
+  if (lay->ndim != 3) {
+    WHY("slice: needs dim, start and len (3 values), got %d", lay->ndim);
+    return false;
+  }
+  int64_t d = lay->d[0], start = lay->d[1], len = lay->d[2];
+  if (d < -r || d >= r) {
+    WHY("slice: dim=%" PRId64 " is out of range for %s (valid: %d to %d)", d,
+        mirs__shape_str(xs, sa, sizeof sa), -r, r - 1);
+    return false;
+  }
+  d = d < 0 ? d + r : d;
+  int64_t size = xs->d[d];
+  if (start < 0 || start >= size) {
+    WHY("slice: start=%" PRId64 " is out of range for dim %" PRId64 " of %s (valid: 0 to %" PRId64
+        ")",
+        start, d, mirs__shape_str(xs, sa, sizeof sa), size - 1);
+    return false;
+  }
+  if (len < 1 || len > size - start) {
+    WHY("slice: len=%" PRId64 " does not fit: dim %" PRId64 " of %s has %" PRId64
+        " elements from start=%" PRId64 " (valid: 1 to %" PRId64 ")",
+        len, d, mirs__shape_str(xs, sa, sizeof sa), size - start, start, size - start);
+    return false;
+  }
+  *out = *xs;
+  out->d[d] = len;
+  *lay_out = (mirs__shape){.ndim = 3, .d = {d, start, len}};
+  return true;
+}
+
 bool mirs__shape_layout(mirs_op op, const mirs__shape *xs, const mirs__shape *lay,
                         mirs__shape *lay_out, mirs__shape *out, char *why, size_t whysize) {
   if (op == MIRS_OP_RESHAPE) {
@@ -296,6 +334,8 @@ bool mirs__shape_layout(mirs_op op, const mirs__shape *xs, const mirs__shape *la
   }
   if (op == MIRS_OP_PERMUTE)
     return permute_rule(xs, lay, lay_out, out, why, whysize);
+  if (op == MIRS_OP_SLICE)
+    return slice_rule(xs, lay, lay_out, out, why, whysize);
   WHY("%s is not a layout operator", (unsigned)op < MIRS_OP_COUNT ? mirs__graph_ops[op].name : "?");
   return false;
 }

@@ -348,7 +348,7 @@ mirs_status mirs__search_label_program(mirs_context *ctx, const mirs_graph *p, i
       red[a * MIRS_MAX_DIMS + k->dim] = true;
       break;
     default:
-      /* A custom kernel, or a reshape or permute: no labels at all (a
+      /* A custom kernel, or a layout op (reshape, permute, slice): no labels at all (a
        * reshape splits and merges dims, which one label per dim cannot
        * say; docs/SOUNDNESS.md "Layout operators"). */
       known = false;

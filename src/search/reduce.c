@@ -21,7 +21,8 @@
  * dtypes, ops and block graphs of its full graph, in the same order; only
  * shapes, grids and forloops differ.  Building one fails (MIRS_SHAPE,
  * nothing leaked) when tiles that line up at full shape do not reduced
- * (extents equal only through different partitions); the caller then
+ * (extents equal only through different partitions), or when the graph
+ * holds a slice (its start and len index the full dim); the caller then
  * fingerprints at full shape. */
 #include "config.h"
 
@@ -169,6 +170,8 @@ mirs_status mirs__reduce_push_op(mirs_graph *rg, const mirs_graph *g, int32_t op
                                  const mirs__reduce_map *m, bool names) {
   mirs_context *ctx = rg->ctx;
   const mirs__kop *k = &g->ops[op];
+  if (k->op == MIRS_OP_SLICE && !m->identity) /* (start and len index the full dim) */
+    return MIRS_FAIL(ctx, MIRS_SHAPE, "reduced instance: a slice has no reduced form");
   if (k->op != MIRS_OP_CUSTOM)
     return mirs__graph_copy_op(rg, names ? g->t[k->out[0]].name : NULL, k, k->in, NULL);
   const mirs__bgraph *bg = k->bg;

@@ -664,6 +664,7 @@ static mirs_status apply_op(mirs__abs_arena *a, mirs_op op, const mirs__abs_id *
   case MIRS_OP_TRANSPOSE:
   case MIRS_OP_RESHAPE: /* every element of the result is an element of x */
   case MIRS_OP_PERMUTE: /* (docs/SOUNDNESS.md "Layout operators") */
+  case MIRS_OP_SLICE:
     *out = in[0];
     return MIRS_OK;
   case MIRS_OP_NEG:

@@ -259,8 +259,8 @@ static mirs__fp_pair fp_max(uint64_t key, mirs__fp_pair x, mirs__fp_pair y) {
   return x.a > y.a || (x.a == y.a && x.b > y.b) ? x : y;
 }
 
-/* Whether op has no kernel in the GPU backend (the layout ops reshape and
- * permute: their index maps run on the CPU backend). */
+/* Whether op has no kernel in the GPU backend (the layout ops reshape,
+ * permute and slice: their index maps run on the CPU backend). */
 static bool gpu_lacks_op(mirs_op op) {
   return op == MIRS_OP_MAX || op == MIRS_OP_ACCUM_MAX || op == MIRS_OP_ACCUM_ONLINE ||
          op == MIRS_OP_CAUSAL_MASK || op == MIRS_OP_MEAN || op == MIRS_OP_LAYER_NORM ||
@@ -284,8 +284,9 @@ void mirs__fp_backend_for(const mirs__fp_backend **backend, char *name, size_t s
   if (*backend == &mirs__fp_cpu_backend || (!mirs__fp_gpu_lacks(a) && !mirs__fp_gpu_lacks(b)))
     return;
   *backend = &mirs__fp_cpu_backend;
-  snprintf(name, size, "cpu (the GPU backend has no max/accum_online/causal_mask/mean/layer_norm/"
-                      "reshape/permute kernels, nor an eps)");
+  snprintf(name, size,
+           "cpu (the GPU backend has no max/accum_online/causal_mask/mean/layer_norm/"
+           "reshape/permute/slice kernels, nor an eps)");
 }
 
 /* ---------------------------------------------------------------- bound */
@@ -376,6 +377,7 @@ static bool meta_of(mirs_op op, const mirs__scalar *cst, const mirs__fp_meta *x,
   case MIRS_OP_TRANSPOSE:
   case MIRS_OP_RESHAPE: /* (layout ops move values: nothing changes) */
   case MIRS_OP_PERMUTE:
+  case MIRS_OP_SLICE:
     break;
   case MIRS_OP_POW: {
     mirs__fp_elem e;
@@ -431,6 +433,7 @@ static bool mask_use_ok(mirs_op op, const mirs__scalar *cst, const mirs__fp_meta
   case MIRS_OP_TRANSPOSE:  /* a transpose moves the sentinel (fp_elem, fp_transpose) */
   case MIRS_OP_RESHAPE:    /* and so do the layout ops (MIRS__LAYOUT_COPY) */
   case MIRS_OP_PERMUTE:
+  case MIRS_OP_SLICE:
     return true;
   case MIRS_OP_MUL_SCALAR:
   case MIRS_OP_DIV_SCALAR:
