@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /* src/codegen/views.c - where each kernel tensor's elements live in the
- * generated code: which buffer, at which per-dim strides.  Layout ops
- * (reshape, permute) become strided views instead of copy kernels:
+ * generated code: which buffer, from which offset, at which per-dim
+ * strides.  Layout ops (reshape, permute, slice) become strided views
+ * instead of copy kernels:
  *  - load side: the result of a layout op on a tensor stored at strides
  *    st is a view of the same buffer when its strides can be computed
- *    (permute: the strides permuted; reshape: only dims that split or
- *    merge runs which are contiguous in the buffer, as PyTorch's view),
- *    and the kernels reading it index the buffer with those strides;
+ *    (permute: the strides permuted; slice: the same strides from the
+ *    start's offset; reshape: only dims that split or merge runs which
+ *    are contiguous in the buffer, as PyTorch's view), and the kernels
+ *    reading it index the buffer with those strides;
  *  - store side: where a reshape cannot view its input x because x is a
  *    permuted view of a tensor B (or where the chain of views from B
  *    ends in a program output), B's producer stores B straight into x's
