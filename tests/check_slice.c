@@ -273,6 +273,27 @@ START_TEST(test_partition_gpt2_block) {
                                      "stitched uGraph verified against the program: "};
   tu_assert_contains(r.out, want, sizeof want / sizeof want[0]);
   run_free(&r);
+  /* The slices, reshapes and permutes are views in best.cu: Q, K, V read
+   * at their offsets of the QKV buffer, no layout copy kernel. */
+  char cu[192];
+  snprintf(cu, sizeof cu, "%s/gpt2/best.cu", tu_dir);
+  FILE *f = fopen(cu, "r");
+  ck_assert_ptr_nonnull(f);
+  ck_assert_int_eq(fseek(f, 0, SEEK_END), 0);
+  long size = ftell(f);
+  ck_assert_int_gt(size, 0);
+  rewind(f);
+  char *code = malloc((size_t)size + 1);
+  ck_assert_ptr_nonnull(code);
+  code[fread(code, 1, (size_t)size, f)] = '\0';
+  fclose(f);
+  static const char *const views[] = {"Q = slice(QKV): a view, no kernel */",
+                                      "K = slice(QKV): a view, no kernel */",
+                                      "V = slice(QKV): a view, no kernel */"};
+  tu_assert_contains(code, views, sizeof views / sizeof views[0]);
+  ck_assert_msg(!strstr(code, ": slice -> ") && !strstr(code, ": permute -> "),
+                "best.cu of the GPT-2 block has a layout copy kernel");
+  free(code);
   tu_assert_host_run(best);
 }
 END_TEST
