@@ -28,6 +28,8 @@
 #     hbm_saturation  fraction of the SMs (0 < f <= 1) whose loads already
 #                     saturate HBM; a kernel with fewer blocks than SMs gets
 #                     bandwidth * min(1, blocks / (f * sms))          (optional, 1)
+#     smem_gbps       shared-memory bandwidth of ONE SM, 10^9 bytes/s: the cost
+#                     model's shared-memory term (absent: not priced) (optional)
 #   Errors are reported as FILE:LINE:COL: error: message (unknown key, bad
 #   number, missing field, duplicate device or key, text outside a section).
 #
@@ -35,6 +37,13 @@
 # the "with sparsity" figures) and the CUDA C++ Programming Guide, table
 # "Technical Specifications per Compute Capability" (shared memory per block:
 # 227 KB for compute capability 9.0, 163 KB for 8.0; 1 KB = 1024 bytes).
+# Shared memory: 32 banks of 4 bytes, each bank serving one 32-bit word per
+# clock (CUDA C++ Programming Guide, "Shared Memory" of compute capabilities
+# 8.x and 9.0), i.e. 128 bytes per clock per SM, times the boost clock that
+# the datasheet's FP32 peak implies (FP32 peak = SMs x FP32 lanes per SM x 2 x
+# clock: H100/H200 SXM 67 TFLOPS = 132 x 128 x 2 x 1.98 GHz; A100 19.5 TFLOPS
+# = 108 x 64 x 2 x 1.41 GHz): 128 x 1.98 = 253.4 GB/s and 128 x 1.41 = 180.5
+# GB/s per SM.
 # These are leads, not measurements: launch_us and hbm_saturation are
 # estimates, and every number should be calibrated on the device (achievable
 # bandwidth is typically 80-90% of the datasheet figure) when a GPU is present.
@@ -54,6 +63,7 @@ device H100
   l2_bytes = 52428800         # 50 MB
   max_threads_per_block = 1024
   hbm_saturation = 0.5
+  smem_gbps = 253.4            # 128 B/clock/SM x 1.98 GHz (see above)
 
 device H200
   description = NVIDIA H200 SXM 141GB (HBM3e)
@@ -70,6 +80,7 @@ device H200
   l2_bytes = 52428800         # 50 MB
   max_threads_per_block = 1024
   hbm_saturation = 0.5
+  smem_gbps = 253.4            # 128 B/clock/SM x 1.98 GHz (see above)
 
 device A100
   description = NVIDIA A100 SXM4 80GB (HBM2e)
@@ -86,3 +97,4 @@ device A100
   l2_bytes = 41943040         # 40 MB
   max_threads_per_block = 1024
   hbm_saturation = 0.5
+  smem_gbps = 180.5            # 128 B/clock/SM x 1.41 GHz (see above)

@@ -5,7 +5,8 @@
  * Covers: --help/--version, `check` round trips on every example, `eval`
  * summaries (exact numbers, seeds, program vs µGraph), parse diagnostics,
  * usage errors and their exit statuses, and repeated calls in one process
- * (getopt state is reset on each call). */
+ * (getopt state is reset on each call); searches run through it use no
+ * result cache unless they name one, also when run by hand. */
 #include "config.h"
 
 #include <dirent.h>
@@ -728,6 +729,34 @@ START_TEST(test_codegen_writes_header) {
 }
 END_TEST
 
+/* A search run through run_cli uses no result cache unless it names one,
+ * whatever the environment (a test program run by hand has neither make
+ * check's MIRSEARCH_NO_CACHE=1 nor a private cache): else a search a
+ * test stops or resumes is served complete from the user's cache. */
+START_TEST(test_runs_use_no_cache) {
+  char dir[] = "/tmp/mirs-cli-nocache-XXXXXX";
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  char xdg[300], out[300], cmd[400];
+  snprintf(xdg, sizeof xdg, "%s/xdg", dir);
+  snprintf(out, sizeof out, "%s/out", dir);
+  ck_assert_int_eq(setenv("XDG_CACHE_HOME", xdg, 1), 0); /* (the user's default cache) */
+  ck_assert_int_eq(unsetenv("MIRSEARCH_NO_CACHE"), 0);
+  char *prog = write_temp("program t\ninput X : f32[4, 8]\nO = exp(X)\noutput O\n", ".graph");
+  for (int k = 0; k < 2; k++) { /* (a second run would be a hit) */
+    run r;
+    run_cli(&r, "-q", "--json", "--overwrite", "--out", out, prog, NULL);
+    ck_assert_msg(r.rc == 0, "exit %d: %s", r.rc, r.err);
+    ck_assert_msg(strstr(r.out, "\"cache\": \"none\""), "run %d: %.400s", k, r.out);
+    run_free(&r);
+  }
+  ck_assert_int_ne(access(xdg, F_OK), 0); /* nothing written there */
+  unlink(prog);
+  free(prog);
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 START_TEST(test_twice_in_one_process) {
   /* A failing parse of the options must not leave getopt mid-way for the
    * next call, and the options of one call must not leak into the next. */
@@ -772,6 +801,7 @@ static Suite *cli_suite(void) {
   tcase_add_test(tc, test_bad_option_values);
   tcase_add_test(tc, test_verify);
   tcase_add_test(tc, test_search_outputs);
+  tcase_add_test(tc, test_runs_use_no_cache);
   tcase_add_test(tc, test_twice_in_one_process);
   tcase_add_test(tc, test_codegen_writes_header);
   suite_add_tcase(s, tc);

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "codegen/cost.h"
+#include "codegen/plan.h"
 #include "graph/graph.h"
 #include "testutil.h"
 
@@ -57,6 +58,14 @@ static const mirs__cost_device *test_dev(mirs_context *ctx, mirs__cost_profiles 
   const mirs__cost_device *d = NULL;
   ck_assert_int_eq(mirs__cost_find(ctx, *p, name, &d), MIRS_OK);
   return d;
+}
+
+/* The built-in profiles (into *p) and their H100. */
+static const mirs__cost_device *builtin_h100(mirs_context *ctx, mirs__cost_profiles **p) {
+  const mirs__cost_device *h100 = NULL;
+  ck_assert_int_eq(mirs__cost_profiles_builtin(ctx, p), MIRS_OK);
+  ck_assert_int_eq(mirs__cost_find(ctx, *p, "H100", &h100), MIRS_OK);
+  return h100;
 }
 
 /* A program with inputs a (dtype ta, shape sa) and b, and one op. */
@@ -133,6 +142,9 @@ START_TEST(test_builtin_devices) {
   ck_assert_int_eq(a100->sms, 108);
   ck_assert_int_eq(h100->l2_bytes, 50 << 20);
   ck_assert_int_eq(a100->l2_bytes, 40 << 20);
+  ck_near(h100->smem_bw, 253.4e9); /* 128 B/clock/SM x 1.98 GHz */
+  ck_near(h200->smem_bw, 253.4e9);
+  ck_near(a100->smem_bw, 180.5e9); /* x 1.41 GHz */
   for (int32_t i = 0; i < p->n; i++) {
     ck_assert(p->dev[i].launch_s > 1e-6 && p->dev[i].launch_s < 1e-5);
     ck_assert(p->dev[i].tc_peak > p->dev[i].f32_peak);
@@ -579,9 +591,7 @@ static mirs_graph *build_rmsnorm_linear(mirs_context *ctx) {
 START_TEST(test_rmsnorm_linear_fused_wins) {
   mirs_context *ctx = tu_ctx(NULL);
   mirs__cost_profiles *p;
-  const mirs__cost_device *h100;
-  ck_assert_int_eq(mirs__cost_profiles_builtin(ctx, &p), MIRS_OK);
-  ck_assert_int_eq(mirs__cost_find(ctx, p, "H100", &h100), MIRS_OK);
+  const mirs__cost_device *h100 = builtin_h100(ctx, &p);
   mirs_graph *prog = NULL, *fused = NULL;
   ck_assert_int_eq(mirs_graph_parse_file(ctx, tu_src("examples/rmsnorm_linear.graph"), &prog),
                    MIRS_OK);
@@ -601,7 +611,9 @@ START_TEST(test_rmsnorm_linear_fused_wins) {
   ck_near(rp.seconds, 8e-6 + (32768 + 16384 + 4096.0 * 6144 * 2 + 24576) / 3.35e12);
   mirs__cost_kernel kf;
   ck_assert_int_eq(mirs__cost_kernel_op(ctx, h100, fused, 0, &kf), MIRS_OK);
-  ck_near(rf.seconds, 4e-6 + rf.bytes / 3.35e12 + kf.compute_seconds / 64);
+  /* (one iteration of the on-chip time exposed: shared memory bounds it) */
+  ck_assert(kf.smem_seconds > kf.compute_seconds);
+  ck_near(rf.seconds, 4e-6 + rf.bytes / 3.35e12 + kf.smem_seconds / 64);
   ck_assert_msg(rf.seconds < rp.seconds, "fused %.3f us, program %.3f us", rf.seconds * 1e6,
                 rp.seconds * 1e6);
   ck_assert(rf.smem_peak < h100->smem_per_block);
@@ -645,9 +657,7 @@ static size_t read_text(const char *rel, char *buf, size_t size) {
 START_TEST(test_gqa_grid_ranking) {
   mirs_context *ctx = tu_ctx(NULL);
   mirs__cost_profiles *p;
-  const mirs__cost_device *h100;
-  ck_assert_int_eq(mirs__cost_profiles_builtin(ctx, &p), MIRS_OK);
-  ck_assert_int_eq(mirs__cost_find(ctx, p, "H100", &h100), MIRS_OK);
+  const mirs__cost_device *h100 = builtin_h100(ctx, &p);
   /* The example's text with grid.y 16, 4 and 2 (query tiles of 16, 64
    * and 128 rows). */
   static char text[8192];
@@ -694,9 +704,7 @@ END_TEST
 START_TEST(test_forloop_variants_latency) {
   mirs_context *ctx = tu_ctx(NULL);
   mirs__cost_profiles *p;
-  const mirs__cost_device *h100;
-  ck_assert_int_eq(mirs__cost_profiles_builtin(ctx, &p), MIRS_OK);
-  ck_assert_int_eq(mirs__cost_find(ctx, p, "H100", &h100), MIRS_OK);
+  const mirs__cost_device *h100 = builtin_h100(ctx, &p);
   static char text[8192], var[8300];
   read_text("examples/rmsnorm_linear.ugraph", text, sizeof text);
   char *at = strstr(text, "forloop=64)");
@@ -725,6 +733,137 @@ START_TEST(test_forloop_variants_latency) {
                 k[0].seconds * 1e6);
   mirs__cost_profiles_free(p);
   mirs_context_destroy(ctx);
+}
+END_TEST
+
+/* ---------------------------------------------------------------- shared memory */
+
+/* mirs__plan_bank_factor: wavefronts of one warp-wide access over the
+ * fewest possible. */
+START_TEST(test_bank_factor) {
+  int64_t a[32];
+  /* ldmatrix: 8 rows of 16 bytes */
+  static const struct {
+    int64_t stride;
+    double want;
+  } ldm[] = {{144, 1}, {128, 8}, {64, 4}, {256, 8}, {80, 1}, {96, 2}};
+  for (size_t c = 0; c < sizeof ldm / sizeof ldm[0]; c++) {
+    for (int l = 0; l < 32; l++)
+      a[l] = l < 8 ? l * ldm[c].stride : -1;
+    ck_near(mirs__plan_bank_factor(a, 16), ldm[c].want);
+  }
+  /* consecutive words: conflict-free; one word for all lanes: a broadcast */
+  for (int l = 0; l < 32; l++)
+    a[l] = 4 * l;
+  ck_near(mirs__plan_bank_factor(a, 4), 1);
+  for (int l = 0; l < 32; l++)
+    a[l] = 40;
+  ck_near(mirs__plan_bank_factor(a, 4), 1);
+  /* lane l at word 32 l: every lane in bank 0 */
+  for (int l = 0; l < 32; l++)
+    a[l] = 128 * l;
+  ck_near(mirs__plan_bank_factor(a, 4), 32);
+}
+END_TEST
+
+/* Test device S: T with a slow shared memory (1e9 B/s per SM), so the
+ * shared-memory term decides custom_mm's time. */
+static const char s_profile[] = "device S\n" T_KEYS "  smem_gbps = 1\n";
+
+/* custom_mm (4 blocks, F = 2) on S, by hand: per iteration a block fills
+ * x and w (2 x 64x64 f16 = 16 KB) and reads them through ldmatrix: each of
+ * the 4 warps owns one 16-row strip of tiles (8 of 8 columns), so x is
+ * read once (8 KB) and w once per 16-row strip (4 x 8 KB); after the
+ * loop the accumulator's f32 tile (16 KB) is written and read by the
+ * store.  Padded rows (72 elements) make ldmatrix conflict-free; dense
+ * rows of 128 bytes put the 8 rows of every ldmatrix matrix in the same
+ * banks: 8 wavefronts instead of 1. */
+START_TEST(test_smem_term_and_conflicts) {
+  mirs_context *ctx = tu_ctx(NULL);
+  mirs__cost_profiles *p;
+  ck_assert_int_eq(mirs__cost_profiles_parse(ctx, s_profile, strlen(s_profile), "s", &p), MIRS_OK);
+  const mirs__cost_device *d = &p->dev[0];
+  ck_near(d->smem_bw, 1e9);
+  mirs_graph *g = custom_mm(ctx, 4, false, false);
+  mirs__cost_kernel pad, dense;
+  ck_assert_int_eq(mirs__cost_kernel_op(ctx, d, g, 0, &pad), MIRS_OK);
+  double loop = 16384 + 8192 + 4 * 8192.0, once = 2 * 16384.0;
+  ck_near(pad.smem_bytes, 4 * (2 * loop + once));
+  ck_near(pad.smem_conflict, 1);
+  ck_near(pad.smem_seconds, pad.smem_bytes / (4 * 1e9));
+  ck_assert(pad.smem_seconds > pad.mem_seconds && pad.smem_seconds > pad.compute_seconds);
+  ck_near(pad.seconds, 5e-6 + pad.smem_seconds + pad.mem_seconds / 2);
+  ck_assert_int_eq(mirs_option_set(ctx, "codegen_smem_pad", "0"), MIRS_OK);
+  ck_assert_int_eq(mirs__cost_kernel_op(ctx, d, g, 0, &dense), MIRS_OK);
+  ck_assert_int_eq(dense.smem, 2 * (64 * 64 * 2) * 2 + 16384); /* no padding */
+  ck_near(dense.smem_conflict, 8);
+  ck_near(dense.smem_bytes, 4 * (2 * (16384 + 8 * (loop - 16384)) + once));
+  ck_assert_msg(dense.seconds > pad.seconds, "dense %.3f us, padded %.3f us", dense.seconds * 1e6,
+                pad.seconds * 1e6);
+  ck_near(dense.mem_seconds, pad.mem_seconds);
+  ck_near(dense.compute_seconds, pad.compute_seconds);
+  mirs__graph_free(g);
+  mirs__cost_profiles_free(p);
+  mirs_context_destroy(ctx);
+}
+END_TEST
+
+/* No shared memory, no term: a predefined (library) kernel on a profile
+ * with smem_gbps is priced as before; a profile without the key prices
+ * none (the hand-computed tests above use T, which has none). */
+START_TEST(test_smem_zero) {
+  mirs_context *ctx = tu_ctx(NULL);
+  mirs__cost_profiles *p;
+  const mirs__cost_device *h100 = builtin_h100(ctx, &p);
+  ck_assert(h100->smem_bw > 0);
+  mirs_graph *g =
+      one_op(ctx, MIRS_OP_MATMUL, MIRS_F16, shp(2, 64, 128, 0), MIRS_F16, shp(2, 128, 256, 0));
+  mirs__cost_kernel k;
+  ck_assert_int_eq(mirs__cost_kernel_op(ctx, h100, g, 0, &k), MIRS_OK);
+  ck_assert(!k.custom);
+  ck_assert(k.smem_bytes == 0 && k.smem_seconds == 0);
+  ck_near(k.seconds, 4e-6 + (64 * 128 + 128 * 256 + 64 * 256) * 2.0 / 3.35e12);
+  mirs__graph_free(g);
+  mirs__cost_profiles_free(p);
+  const mirs__cost_device *t = test_dev(ctx, &p, "T");
+  ck_near(t->smem_bw, 0);
+  g = custom_mm(ctx, 4, false, false);
+  ck_assert_int_eq(mirs__cost_kernel_op(ctx, t, g, 0, &k), MIRS_OK);
+  ck_assert(k.custom && k.smem_bytes > 0);
+  ck_near(k.smem_seconds, 0);
+  mirs__graph_free(g);
+  mirs__cost_profiles_free(p);
+  mirs_context_destroy(ctx);
+}
+END_TEST
+
+/* The register chain (plan decision 8) keeps S and E out of shared
+ * memory: the published bests of gqa and mha, costed with the chain and
+ * with it disabled (codegen_chain = 0: S and E stored as f32 tiles, read
+ * back by the row sum and by a tf32 E.V), on H100.  The chained plans move
+ * fewer bytes through shared memory and are predicted faster. */
+START_TEST(test_smem_chain_wins) {
+  static const char *const files[] = {"examples/best/gqa.ugraph", "examples/best/mha.ugraph"};
+  for (size_t f = 0; f < sizeof files / sizeof files[0]; f++) {
+    mirs_context *ctx = tu_ctx(NULL);
+    mirs__cost_profiles *p;
+    const mirs__cost_device *h100 = builtin_h100(ctx, &p);
+    mirs_graph *g = NULL;
+    ck_assert_msg(mirs_graph_parse_file(ctx, tu_src(files[f]), &g) == MIRS_OK, "%s",
+                  mirs_last_error(ctx));
+    mirs__cost_kernel on, off;
+    ck_assert_int_eq(mirs__cost_kernel_op(ctx, h100, g, 0, &on), MIRS_OK);
+    ck_assert_int_eq(mirs_option_set(ctx, "codegen_chain", "0"), MIRS_OK);
+    ck_assert_int_eq(mirs__cost_kernel_op(ctx, h100, g, 0, &off), MIRS_OK);
+    ck_assert(on.feasible && off.feasible);
+    ck_assert_msg(on.smem_bytes < off.smem_bytes, "%s: chained %.0f bytes, unchained %.0f", files[f],
+                  on.smem_bytes, off.smem_bytes);
+    ck_assert_msg(on.seconds < off.seconds, "%s: chained %.3f us, unchained %.3f us", files[f],
+                  on.seconds * 1e6, off.seconds * 1e6);
+    mirs_graph_destroy(g);
+    mirs__cost_profiles_free(p);
+    mirs_context_destroy(ctx);
+  }
 }
 END_TEST
 
@@ -780,6 +919,10 @@ int main(void) {
   tcase_add_test(tc, test_forloop_variants_latency);
   tcase_add_test(tc, test_rmsnorm_linear_fused_wins);
   tcase_add_test(tc, test_gqa_grid_ranking);
+  tcase_add_test(tc, test_bank_factor);
+  tcase_add_test(tc, test_smem_term_and_conflicts);
+  tcase_add_test(tc, test_smem_zero);
+  tcase_add_test(tc, test_smem_chain_wins);
   tcase_add_test(tc, test_bad_args);
   suite_add_tcase(s, tc);
   return tu_run(s);

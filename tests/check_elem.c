@@ -258,12 +258,7 @@ START_TEST(test_attention_one_kernel) {
   for (int32_t i = 0; i < best->ops[0].bg->nops; i++)
     transposed_tile = transposed_tile || best->ops[0].bg->ops[i].op == MIRS_OP_TRANSPOSE;
   ck_assert(transposed_tile);
-  mirs_eval_result *r = NULL;
-  double err = -1;
-  ck_assert_msg(mirs_codegen_run(best, 3, MIRS_BACKEND_HOST, &r, &err) == MIRS_OK, "%s",
-                mirs_last_error(ctx));
-  ck_assert_double_le(err, mirs_codegen_tolerance(best));
-  mirs_eval_result_destroy(r);
+  tu_assert_codegen_run(ctx, best, 3, mirs_codegen_tolerance(best));
   mirs_search_destroy(s);
   mirs_graph_destroy(g);
   mirs_context_destroy(ctx);
@@ -276,12 +271,7 @@ START_TEST(test_codegen_host) {
   mirs_context *ctx = tu_ctx(NULL);
   mirs_graph *g;
   ck_assert_int_eq(parse(ctx, prog, &g), MIRS_OK);
-  mirs_eval_result *r = NULL;
-  double err = -1;
-  ck_assert_msg(mirs_codegen_run(g, 5, MIRS_BACKEND_HOST, &r, &err) == MIRS_OK, "%s",
-                mirs_last_error(ctx));
-  ck_assert_double_le(err, 1e-4); /* f32 storage */
-  mirs_eval_result_destroy(r);
+  tu_assert_codegen_run(ctx, g, 5, 1e-4); /* f32 storage */
   mirs_graph_destroy(g);
   mirs_context_destroy(ctx);
 }

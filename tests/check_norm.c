@@ -41,19 +41,16 @@ static const char *const SPELLED5 = "program p\n" HEAD "M = mean(X, dim=1)\nC = 
                                     "D = sqrt(E)\nN = div(C, D)\nO = matmul(N, W)\noutput O\n";
 
 START_TEST(test_parse_errors_have_positions) {
-  const char *f = tu_put("bad.graph", "program e\n"
-                                   "input X : f16[2, 4]\n"
-                                   "A = layer_norm(X, eps=-1)\n"
-                                   "B = mean(X)\n"
-                                   "C = mean(X, dim=0.5)\n"
-                                   "D = layer_norm(X, dim=1)\n"
-                                   "E = mean(X, dim=1, eps=1e-5)\n"
-                                   "F = layer_norm(X, eps=2.5)\n"
-                                   "G = mean(X, dim=2)\n"
-                                   "output A\n");
-  run r;
-  run_cli(&r, "check", f, NULL);
-  ck_assert_int_eq(r.rc, 2);
+  static const char text[] = "program e\n"
+                             "input X : f16[2, 4]\n"
+                             "A = layer_norm(X, eps=-1)\n"
+                             "B = mean(X)\n"
+                             "C = mean(X, dim=0.5)\n"
+                             "D = layer_norm(X, dim=1)\n"
+                             "E = mean(X, dim=1, eps=1e-5)\n"
+                             "F = layer_norm(X, eps=2.5)\n"
+                             "G = mean(X, dim=2)\n"
+                             "output A\n";
   static const char *const want[] = {
       ":3:23: error: eps= must be a number in [0, 1)",
       ":4:11: error: 'mean' requires dim=",
@@ -63,8 +60,7 @@ START_TEST(test_parse_errors_have_positions) {
       ":8:23: error: eps= must be a number in [0, 1)",
       ":9:17: error: mean: dim=2 is out of range for rank 2",
   };
-  tu_assert_contains(r.err, want, sizeof want / sizeof want[0]);
-  run_free(&r);
+  tu_assert_check_errors(text, want, sizeof want / sizeof want[0]);
 }
 END_TEST
 
@@ -79,12 +75,9 @@ END_TEST
 
 START_TEST(test_interp_layer_norm_equals_spelled) {
   run a, b, c;
-  run_cli(&a, "eval", tu_put("ln0.graph", LN0), NULL);
-  run_cli(&b, "eval", tu_put("sp.graph", SPELLED), NULL);
-  run_cli(&c, "eval", tu_put("ln5.graph", LN5), NULL);
-  ck_assert_int_eq(a.rc, 0);
-  ck_assert_int_eq(b.rc, 0);
-  ck_assert_int_eq(c.rc, 0);
+  tu_cli_ok(&a, "eval", tu_put("ln0.graph", LN0), NULL);
+  tu_cli_ok(&b, "eval", tu_put("sp.graph", SPELLED), NULL);
+  tu_cli_ok(&c, "eval", tu_put("ln5.graph", LN5), NULL);
   ck_assert_str_eq(a.out, b.out);
   ck_assert_str_ne(a.out, c.out); /* eps is under the root */
   run_free(&a);
@@ -124,12 +117,10 @@ static int search_hashes(const char *text, bool prune, char *hashes, size_t cap,
   char out[192];
   snprintf(out, sizeof out, "--out=%s/out_%d", tu_dir, prune);
   run r;
-  run_cli(&r, "-q", "--threads=1", prune ? "--prune=1" : "--prune=0", "--json", "--overwrite",
-          "--no-cache",
-          "--set", "kernel_ops=none", "--set",
-          "block_ops=mean,layer_norm,sub,mul,matmul,accum,accum_sum", "--set", "max_block_ops=7",
-          "--set", "max_custom_kernels=1", out, tu_put("s.graph", text), NULL);
-  ck_assert_msg(r.rc == 0, "search failed (%d): %s", r.rc, r.err);
+  tu_cli_ok(&r, "-q", "--threads=1", prune ? "--prune=1" : "--prune=0", "--json", "--overwrite",
+            "--no-cache", "--set", "kernel_ops=none", "--set",
+            "block_ops=mean,layer_norm,sub,mul,matmul,accum,accum_sum", "--set", "max_block_ops=7",
+            "--set", "max_custom_kernels=1", out, tu_put("s.graph", text), NULL);
   ck_assert_ptr_nonnull(strstr(r.out, "\"complete\": true"));
   const char *k = strstr(r.out, "\"best\": {");
   ck_assert_ptr_nonnull(k);
@@ -176,8 +167,7 @@ START_TEST(test_search_prune_on_off_equal) {
   char best[192];
   snprintf(best, sizeof best, "%s/out_1/best.ugraph", tu_dir);
   run r;
-  run_cli(&r, "run", best, NULL);
-  ck_assert_msg(r.rc == 0, "run failed: %s", r.err);
+  tu_cli_ok(&r, "run", best, NULL);
   ck_assert_ptr_nonnull(strstr(r.out, "max relative error vs float64 interpreter"));
   run_free(&r);
 }
@@ -195,11 +185,8 @@ START_TEST(test_spelled_folds_to_layer_norm) {
   ck_assert_str_eq(a, b);
   char best[192];
   snprintf(best, sizeof best, "%s/out_1/best.ugraph", tu_dir);
-  run r;
-  run_cli(&r, "check", best, NULL);
-  ck_assert_int_eq(r.rc, 0);
-  ck_assert_ptr_nonnull(strstr(r.out, "layer_norm("));
-  run_free(&r);
+  static const char *const folded[] = {"layer_norm("};
+  tu_assert_checks(best, folded, 1);
   /* With add(V, 1e-5) under the root it folds to layer_norm(X, eps=1e-5). */
   n = search_hashes(SPELLED5, true, a, sizeof a, &ka);
   m = search_hashes(LN5, true, b, sizeof b, &kb);
@@ -215,28 +202,21 @@ START_TEST(test_fused_layer_norm_linear) {
   char out[192];
   snprintf(out, sizeof out, "--out=%s/fused", tu_dir);
   run r;
-  run_cli(&r, "-q", "--threads=1", "--json", "--no-cache", "--set", "kernel_ops=none", "--set",
-          "block_ops=mean,sub,matmul,accum,accum_rms,div", "--set", "forloop_ranges=4", "--set",
-          "max_custom_kernels=1", out,
-          tu_put("f.graph", "program f\ninput X : f16[2, 16]\ninput W : f16[16, 8]\n"
-                         "N = layer_norm(X)\nO = matmul(N, W)\noutput O\n"),
-          NULL);
-  ck_assert_msg(r.rc == 0, "search failed: %s", r.err);
+  tu_cli_ok(&r, "-q", "--threads=1", "--json", "--no-cache", "--set", "kernel_ops=none", "--set",
+            "block_ops=mean,sub,matmul,accum,accum_rms,div", "--set", "forloop_ranges=4", "--set",
+            "max_custom_kernels=1", out,
+            tu_put("f.graph", "program f\ninput X : f16[2, 16]\ninput W : f16[16, 8]\n"
+                              "N = layer_norm(X)\nO = matmul(N, W)\noutput O\n"),
+            NULL);
   ck_assert_ptr_nonnull(strstr(r.out, "\"complete\": true"));
   ck_assert_ptr_nonnull(strstr(r.out, "\"forloop\": 4"));
   run_free(&r);
   char best[192];
   snprintf(best, sizeof best, "%s/fused/best.ugraph", tu_dir);
-  run c;
-  run_cli(&c, "check", best, NULL);
-  ck_assert_int_eq(c.rc, 0);
-  ck_assert_ptr_nonnull(strstr(c.out, "accum_rms("));
-  ck_assert_ptr_nonnull(strstr(c.out, ", eps=1e-05)"));
-  ck_assert_ptr_nonnull(strstr(c.out, "forloop=4"));
-  run_free(&c);
-  run_cli(&c, "run", best, NULL);
-  ck_assert_msg(c.rc == 0, "run failed: %s", c.err);
-  run_free(&c);
+  static const char *const fused[] = {"accum_rms(", ", eps=1e-05)", "forloop=4"};
+  tu_assert_checks(best, fused, sizeof fused / sizeof fused[0]);
+  tu_cli_ok(&r, "run", best, NULL);
+  run_free(&r);
 }
 END_TEST
 
@@ -255,16 +235,14 @@ START_TEST(test_codegen_host_run) {
                   "  output(b6, omap=[0, -1, -1])\n}\noutput O\n");
   ck_assert_int_eq(tu_verify_rc(prog, ug), 0);
   run c;
-  run_cli(&c, "codegen", ug, NULL);
-  ck_assert_int_eq(c.rc, 0);
+  tu_cli_ok(&c, "codegen", ug, NULL);
   ck_assert_ptr_nonnull(strstr(c.out, "__shfl_xor_sync"));
   ck_assert_ptr_nonnull(strstr(c.out, "const float mu = ss / 256.0f;"));
   run_free(&c);
   const char *files[2] = {prog, ug};
   for (int i = 0; i < 2; i++) {
     run r;
-    run_cli(&r, "run", files[i], NULL);
-    ck_assert_msg(r.rc == 0, "run %s failed: %s", files[i], r.err);
+    tu_cli_ok(&r, "run", files[i], NULL);
     ck_assert_ptr_nonnull(strstr(r.out, "max relative error vs float64 interpreter"));
     run_free(&r);
   }

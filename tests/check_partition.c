@@ -5,7 +5,9 @@
  * verifies against the program, a second run served from the cache (no
  * state explored), damaged and foreign cache entries ignored, library
  * pieces for operators the search does not handle, a stopped run, bad
- * arguments, and the cache under mirs_search_run. */
+ * arguments, the cache under mirs_search_run, the note of a stitched
+ * graph checked in float64 only, and a cut that passes no causal_mask
+ * -inf from piece to piece. */
 #define _POSIX_C_SOURCE 200809L
 #include <dirent.h>
 #include <stdio.h>
@@ -381,6 +383,93 @@ START_TEST(test_search_cache) {
 }
 END_TEST
 
+/* A partition of a small program (pieces of at most two ops), run. */
+typedef struct small_run {
+  tu_log l;
+  char dir[64];
+  mirs_context *ctx;
+  mirs_graph *g;
+  mirs_partition *p;
+  mirs_partition_stats s;
+} small_run;
+
+/* Partition text into r; the stitched graph must compute it. */
+static void small_start(small_run *r, const char *text) {
+  r->ctx = part_ctx(&r->l, r->dir, sizeof r->dir);
+  r->g = parse(r->ctx, text);
+  ck_assert_int_eq(mirs_partition_create(r->ctx, r->g, &r->p), MIRS_OK);
+  ck_assert_int_eq(mirs_partition_run(r->p), MIRS_OK);
+  ck_assert_ptr_nonnull(mirs_partition_result(r->p));
+  ck_assert_int_eq(mirs_partition_get_stats(r->p, &r->s), MIRS_OK);
+  ck_assert_msg(r->s.verify.equal, "%s", r->s.verify.reason);
+}
+
+/* Free what small_start made, its cache directory too. */
+static void small_end(small_run *r) {
+  mirs_partition_destroy(r->p);
+  mirs_graph_destroy(r->g);
+  mirs_context_destroy(r->ctx);
+  remove_dir(r->dir);
+}
+
+/* An exp of an exp across two pieces (each piece alone has a sound
+ * fingerprint, the whole has none) is checked in float64 only, and the
+ * note gives the verifier's own refusal, word for word (it once was one
+ * fixed guess for every refusal). */
+START_TEST(test_float64_only_note) {
+  small_run r;
+  small_start(&r, "program expexp\n"
+                  "input X : f32[8, 8]\n"
+                  "A = exp(X)\n"
+                  "B = exp(A)\n"
+                  "output B\n");
+  const mirs_verify_result *sv = &r.s.verify;
+  ck_assert_int_eq(mirs_partition_num_pieces(r.p), 2);
+  ck_assert(sv->float_checked && !sv->fingerprint_equal && sv->trials == 0);
+  mirs_verify_result v;
+  ck_assert_int_eq(mirs_verify(r.ctx, r.g, mirs_partition_result(r.p), &v), MIRS_UNSUPPORTED);
+  const char *why = mirs_last_error(r.ctx);
+  ck_assert_ptr_nonnull(strstr(why, "B = exp(A): the argument already depends on an exp"));
+  ck_assert_msg(strstr(sv->reason, why), "note: %s\nverifier: %s", sv->reason, why);
+  char *json = NULL;
+  ck_assert_int_eq(mirs_partition_report_json(r.p, &json, NULL), MIRS_OK);
+  ck_assert_ptr_nonnull(strstr(json, "\"note\": \"float64 only, no sound fingerprint: B = exp(A)"));
+  mirs_free(r.ctx, json);
+  small_end(&r);
+}
+END_TEST
+
+/* A masked softmax: no piece takes causal_mask's -inf in and writes it
+ * out again (piece Mx, C would: searched with M a finite input, its best
+ * accumulates the masked C out of its kernel, which the field cannot
+ * fingerprint), so the stitched graph verifies by fingerprints. */
+START_TEST(test_mask_not_passed_on) {
+  small_run r;
+  small_start(&r, "program masked\n"
+                  "input S : f32[8, 8]\n"
+                  "Ss = mul(S, 0.25)\n"
+                  "M = causal_mask(Ss)\n"
+                  "Mx = max(M, dim=1)\n"
+                  "C = sub(M, Mx)\n"
+                  "E = exp(C)\n"
+                  "output E\n");
+  const mirs_verify_result *sv = &r.s.verify;
+  ck_assert_msg(sv->fingerprint_equal && sv->trials > 0, "note: %s", sv->reason);
+  ck_assert_str_eq(sv->reason, "");
+  int mx = -1, c = -1; /* the pieces holding Mx (op 2) and C (op 3) */
+  for (int i = 0; i < mirs_partition_num_pieces(r.p); i++)
+    for (int j = 0, op; (op = mirs_partition_piece_op(r.p, i, j)) >= 0; j++) {
+      mx = op == 2 ? i : mx;
+      c = op == 3 ? i : c;
+    }
+  ck_assert_int_ne(mx, c);
+  mirs_verify_result v;
+  ck_assert_int_eq(mirs_verify(r.ctx, r.g, mirs_partition_result(r.p), &v), MIRS_OK);
+  ck_assert(v.equal);
+  small_end(&r);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("partition");
   TCase *tc = tcase_create("partition");
@@ -392,6 +481,8 @@ int main(void) {
   tcase_add_test(tc, test_stopped);
   tcase_add_test(tc, test_bad_arguments);
   tcase_add_test(tc, test_search_cache);
+  tcase_add_test(tc, test_float64_only_note);
+  tcase_add_test(tc, test_mask_not_passed_on);
   suite_add_tcase(s, tc);
   return tu_run(s);
 }

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* tests/cliutil.h - run the mirsearch command line in-process (through
  * mirs__cli_main) with temporary files standing in for stdout and stderr,
- * and the checks built on it (round trips, verify, a program's eval,
- * host runs of its generated code); shared by the CLI test programs. */
+ * and the checks built on it (a run that must succeed, `check`'s errors
+ * and contents, round trips, verify, a program's eval, host runs of its
+ * generated code); shared by the CLI test programs. */
 #ifndef MIRS_TESTS_CLIUTIL_H
 #define MIRS_TESTS_CLIUTIL_H
 
@@ -33,18 +34,24 @@ static inline char *slurp(FILE *f) {
   return s;
 }
 
-/* Run `mirsearch ARGS...` (NULL-terminated) in-process into *r. */
-static inline void run_cli(run *r, const char *first, ...) {
+/* Run `mirsearch ARGS...` (NULL-terminated; run_cli_va: first, then
+ * those in ap) in-process into *r.  Without a cache named (--cache,
+ * --cache-dir) the run uses none, as under make check
+ * (AM_TESTS_ENVIRONMENT), also when a test program is run by hand: else
+ * a search would read and write the user's result cache
+ * (~/.cache/mirsearch; its key names the program, the options and the
+ * build, so every checkout of one commit shares it), and a search meant
+ * to stop at a limit or to resume would be served, complete, from an
+ * entry an earlier search wrote (exit 0 instead of 4). */
+static inline void run_cli_va(run *r, const char *first, va_list ap) {
+  ck_assert_int_eq(setenv("MIRSEARCH_NO_CACHE", "1", 1), 0);
   char *argv[MAX_ARGS + 2];
   int argc = 0;
   argv[argc++] = strdup("mirsearch");
-  va_list ap;
-  va_start(ap, first);
   for (const char *a = first; a; a = va_arg(ap, const char *)) {
     ck_assert_int_lt(argc, MAX_ARGS);
     argv[argc++] = strdup(a);
   }
-  va_end(ap);
   argv[argc] = NULL;
   /* getopt permutes argv; keep the originals to free them. */
   char *owned[MAX_ARGS + 2];
@@ -59,6 +66,22 @@ static inline void run_cli(run *r, const char *first, ...) {
   fclose(err);
   for (int i = 0; i < argc; i++)
     free(owned[i]);
+}
+
+static inline void run_cli(run *r, const char *first, ...) {
+  va_list ap;
+  va_start(ap, first);
+  run_cli_va(r, first, ap);
+  va_end(ap);
+}
+
+/* run_cli that must succeed (exit 0; else its stderr is the message). */
+static inline void tu_cli_ok(run *r, const char *first, ...) {
+  va_list ap;
+  va_start(ap, first);
+  run_cli_va(r, first, ap);
+  va_end(ap);
+  ck_assert_msg(r->rc == 0, "mirsearch %s ...: exit %d: %s", first, r->rc, r->err);
 }
 
 /* The scratch directory of the running test, /tmp/mirs_TAG_XXXXXX:
@@ -141,6 +164,25 @@ static inline int count_lines(const char *s) {
   for (; *s; s++)
     n += *s == '\n';
   return n;
+}
+
+/* `mirsearch check` of program text with errors exits 2, and its stderr
+ * holds every want[0..n) (FILE:LINE:COL: error: ...). */
+static inline void tu_assert_check_errors(const char *text, const char *const *want, size_t n) {
+  run r;
+  run_cli(&r, "check", tu_put("bad.graph", text), NULL);
+  ck_assert_msg(r.rc == 2, "exit %d: %s", r.rc, r.err);
+  tu_assert_contains(r.err, want, n);
+  run_free(&r);
+}
+
+/* `mirsearch check PATH` succeeds, and its canonical text holds every
+ * want[0..n). */
+static inline void tu_assert_checks(const char *path, const char *const *want, size_t n) {
+  run r;
+  tu_cli_ok(&r, "check", path, NULL);
+  tu_assert_contains(r.out, want, n);
+  run_free(&r);
 }
 
 /* Output `name` of the float64 eval of program text at seed 1: its n

@@ -12,6 +12,10 @@
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
 top_builddir=${top_builddir:-.}
 prog=$(cd "$top_builddir" && pwd)/src/mirsearch
+# As under make check, also when run by hand: no result cache, so every
+# search runs (one served from ~/.cache/mirsearch would come back
+# complete where a test stops, kills or resumes it).
+MIRSEARCH_NO_CACHE=1; export MIRSEARCH_NO_CACHE
 if [ ! -x "$prog" ]; then
   echo "device_check.sh: $prog not built" >&2
   exit 1

@@ -25,6 +25,10 @@ MPIEXEC_TIMEOUT=${MPIEXEC_TIMEOUT:-300}; export MPIEXEC_TIMEOUT
 # checks stay on for every other test; ASan's other checks stay on here.
 ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"; export ASAN_OPTIONS
 bin="$top_builddir/src/mirsearch"
+# As under make check, also when run by hand: no result cache, so every
+# search runs (one served from ~/.cache/mirsearch would come back
+# complete where a test stops, kills or resumes it).
+MIRSEARCH_NO_CACHE=1; export MIRSEARCH_NO_CACHE
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/mirs_mpi.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }

@@ -171,9 +171,10 @@ grep -q "stitched uGraph verified against the program" "$tmp/dec.out" ||
 [ "$(json "$tmp/dec/partition.json" library)" = 8 ] ||
   fail "the decoder's 8 reshapes and permutes are not 8 library pieces"
 [ "$(json "$tmp/dec/partition.json" cached)" = 0 ] || fail "MIRSEARCH_NO_CACHE=1 used a cache"
-# (A piece that ends in a masked tensor may have a best whose accumulator
-# takes causal_mask's -inf, which has no fingerprint: then the partition
-# checks the whole in float64 and says so, and verify would refuse it.)
+# (The cut passes no causal_mask -inf from piece to piece, so the whole
+# has fingerprints; a time-limited piece's best could still use the -inf
+# where the field cannot: then the partition checks the whole in float64,
+# says why, and verify would refuse it.)
 if grep -q "verified against the program: fingerprints equal" "$tmp/dec.out"; then
   $prog -q verify "$dec" "$tmp/dec/best.ugraph" >/dev/null 2>"$tmp/err" ||
     fail "the decoder's stitched uGraph does not verify against the program"

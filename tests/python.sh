@@ -13,6 +13,10 @@
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
 top_builddir=${top_builddir:-.}
 top_builddir=$(cd "$top_builddir" && pwd)
+# As under make check, also when run by hand: no result cache, so every
+# search runs (one served from ~/.cache/mirsearch would come back
+# complete where a test stops, kills or resumes it).
+MIRSEARCH_NO_CACHE=1; export MIRSEARCH_NO_CACHE
 lib=$top_builddir/.libs/libmirsearch.so
 if [ ! -f "$lib" ]; then
   echo "python.sh: $lib not built" >&2

@@ -33,6 +33,10 @@
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
 top_builddir=${top_builddir:-.}
 bin=${MIRSEARCH_TEST_BIN:-$top_builddir/src/mirsearch}
+# As under make check, also when run by hand: no result cache, so every
+# search runs (one served from ~/.cache/mirsearch would come back
+# complete where a test stops, kills or resumes it).
+MIRSEARCH_NO_CACHE=1; export MIRSEARCH_NO_CACHE
 graph=${MIRSEARCH_TEST_GRAPH:-$top_srcdir/examples/gated_mlp_small.graph}
 sbatch_script=$top_srcdir/scripts/mirsearch.sbatch
 me=slurm.sh

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* tests/testutil.h - helpers shared by the Check test programs: paths to
  * the source tree, a context whose log is captured instead of printed,
- * and running a test suite with Check's summary on stdout. */
+ * a host run of generated code, and running a test suite with Check's
+ * summary on stdout. */
 #ifndef MIRS_TESTS_TESTUTIL_H
 #define MIRS_TESTS_TESTUTIL_H
 
@@ -49,6 +50,19 @@ static inline mirs_context *tu_ctx(tu_log *l) {
     mirs_set_log_callback(ctx, tu_log_fn, l);
   }
   return ctx;
+}
+
+/* The generated code of g run on the host (mirs_codegen_run) on inputs
+ * of seed: it must run, within relative error tol of g's own float64
+ * evaluation. */
+static inline void tu_assert_codegen_run(mirs_context *ctx, const mirs_graph *g, uint64_t seed,
+                                         double tol) {
+  mirs_eval_result *r = NULL;
+  double err = -1;
+  ck_assert_msg(mirs_codegen_run(g, seed, MIRS_BACKEND_HOST, &r, &err) == MIRS_OK, "%s",
+                mirs_last_error(ctx));
+  ck_assert_double_le(err, tol);
+  mirs_eval_result_destroy(r);
 }
 
 /* Run suite s; returns the process exit status. */

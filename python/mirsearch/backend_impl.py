@@ -11,7 +11,10 @@ torch.fx.symbolic_trace).  It
   3. searches each piece or takes its best from the cache,
   4. replaces each piece whose best is predicted faster than the piece as
      written by its generated kernel (kernel.Kernel) in a new GraphModule;
-     unsupported nodes stay PyTorch code.
+     unsupported nodes stay PyTorch code.  A module buffer whose value a
+     piece assumed (a causal mask under torch.compile, which Dynamo hands
+     in as an input without guarding its value) is checked at each call;
+     where it changed the call runs the graph's PyTorch code.
 Modes (argument mode, else $MIRSEARCH_BACKEND_MODE, else "auto"):
   "cuda"  kernels compiled with load_inline, inputs on the GPU;
   "host"  kernels compiled as host C++ through the GPU emulator (a test
@@ -130,6 +133,104 @@ def _stitch(gm, an, replaced):
     return new
 
 
+def _pinned(gm, example_inputs):
+    """{position: name} of gm's placeholders that hold module state:
+    torch.compile (torch 2.x) hands a module's parameters and buffers to
+    the backend as graph inputs, each marked as a static address
+    (_dynamo_static_input_type) with its source (L['self']._buffers
+    ['bias']) in the placeholder's grapharg.  Dynamo guards none of their
+    values ("unguarded"; "guarded" guards the address alone), so a value
+    read from them at compile time holds only under _BufferGuard's
+    call-time check.  Real tensors only (no fake ones, no inference
+    tensors, which have no version counter)."""
+    import torch
+    out = {}
+    places = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    for i, (n, t) in enumerate(zip(places, example_inputs)):
+        if type(t) not in (torch.Tensor, torch.nn.Parameter) or t.is_inference():
+            continue
+        src = getattr(n.meta.get("grapharg"), "source", None)
+        name = getattr(src, "name", None)
+        name = name() if callable(name) else name
+        if getattr(t, "_dynamo_static_input_type", None) or "._buffers[" in str(name):
+            out[i] = name or n.name
+    return out
+
+
+class _BufferGuard:
+    """The call-time check for one pinned input whose value a replaced
+    piece assumed (a causal mask buffer absorbed into causal_mask): the
+    tensor handed in must have the compile-time one's storage address and
+    version counter (bumped by every in-place write), which costs two
+    attribute reads.  Where either differs its value is compared once
+    with the compile-time copy: equal re-arms the check on the new
+    tensor, different fails until the next change.  The compile-time
+    tensor is held, so its address cannot be reused by another."""
+
+    def __init__(self, pos, name, t):
+        self.pos, self.name = pos, name
+        self.value = t.detach().clone()
+        self.bad = None
+        self._arm(t)
+
+    def _arm(self, t):
+        self.ref, self.ptr, self.version = t, t.data_ptr(), t._version
+
+    def holds(self, t):
+        import torch
+        key = (t.data_ptr(), t._version)
+        if key == (self.ptr, self.version):
+            return True
+        if key == self.bad:
+            return False
+        if t.shape == self.value.shape and t.dtype == self.value.dtype and \
+                t.device == self.value.device and torch.equal(t.detach(), self.value):
+            self._arm(t)
+            self.bad = None
+            return True
+        self.bad = key
+        return False
+
+
+def _guards(an, replaced):
+    """The positions of the pinned placeholders whose values a replaced
+    piece's absorbed (constant) nodes come from, through any path
+    (trace()'s meta["mirs_pinned"])."""
+    used = set()
+    for pp, _mod in replaced:
+        for n in pp.nodes:
+            if n in an.absorbed:
+                used |= n.meta.get("mirs_pinned", set())
+    return used
+
+
+def _guarded(fused, plain, guards):
+    """fused (the stitched module) where every guard holds, else plain
+    (the graph as Dynamo handed it: PyTorch code) for that call, said
+    once."""
+    import torch
+
+    class Guarded(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fused, self.plain = fused, plain
+            self.guards = guards
+            self.fallbacks = 0
+
+        def forward(self, *args):
+            bad = [g for g in self.guards if not g.holds(args[g.pos])]
+            if not bad:
+                return self.fused(*args)
+            if not self.fallbacks:
+                _say(True, "%s changed since compile time (written in place or replaced): "
+                     "the graph runs its PyTorch code while it differs"
+                     % ", ".join(g.name for g in bad))
+            self.fallbacks += 1
+            return self.plain(*args)
+
+    return Guarded()
+
+
 def _mode(mode, example_inputs):
     mode = mode or os.environ.get("MIRSEARCH_BACKEND_MODE") or "auto"
     if mode not in ("auto", "cuda", "host", "eager"):
@@ -181,7 +282,9 @@ def backend(gm, example_inputs, mode=None, options=None, max_ops=4, cache_dir=No
         bool(library_partition)
     if use_lib and not _part.library_has_partition():
         raise RuntimeError("this libmirsearch has no partition call (mirs_partition_create)")
-    gm = _fx.trace(gm, example_inputs)
+    plain = gm
+    pinned = _pinned(gm, example_inputs)
+    gm = _fx.trace(gm, example_inputs, pinned=pinned)
     an = _fx.Analysis(gm, layout=False)
     report = {"mode": mode, "pieces": [], "unsupported": an.unsupported(),
               "library_partition": use_lib}
@@ -244,6 +347,14 @@ def backend(gm, example_inputs, mode=None, options=None, max_ops=4, cache_dir=No
         report["pieces"].append(entry)
         k += 1
     out = _stitch(gm, an, replaced) if replaced else gm
+    used = _guards(an, replaced)
+    report["guarded"] = [pinned[i] for i in sorted(used)]
+    if used:
+        args = list(example_inputs)
+        out = _guarded(out, plain, [_BufferGuard(i, pinned[i], args[i])
+                                    for i in sorted(used)])
+        _say(verbose, "%s read as constant(s): checked at each call" %
+             ", ".join(report["guarded"]))
     out.mirsearch_report = report
     last_report = report
     return out

@@ -14,7 +14,9 @@ become numbers, and reshapes, permutes and slices (the layout ops) are
 written with the recorded shapes: a getitem of split/chunk/unbind (a
 fused QKV projection's parts) is a slice of the split's input, the split
 itself absorbed.  The backend's Analysis (layout=False) keeps those as
-PyTorch code, where they are views.
+PyTorch code, where they are views.  A constant is a value no input's
+value flows into, except inputs the caller pins (module buffers that
+Dynamo hands in as inputs, which the backend checks at call time).
 
 A program's inputs are the values a piece reads from outside, each through
 a *binding*: the fx value, then a transpose of its last two dims (a
@@ -1273,10 +1275,54 @@ def _fold_sizes(gm, values):
         gm.recompile()
 
 
-def trace(fn, example_inputs):
+def _real_consts(gm, example_inputs, fixed, dynamic, values):
+    """Under Dynamo ShapeProp runs on fake tensors (its tracing context's
+    fake mode), which hold no values: evaluate the constant nodes (no
+    input's value flows into them) on the real example values of the
+    pinned placeholders (fixed; copies, so an in-place op in the graph
+    writes none of them; parameters over CONST_MAX_NUMEL, which no mask
+    is, are not copied and what reads them is not evaluated) and keep the
+    mask-like ones, as trace() does."""
+    import torch
+    import torch.fx
+    try:
+        from torch._subclasses.fake_tensor import unset_fake_temporarily
+    except ImportError:
+        import contextlib
+        unset_fake_temporarily = contextlib.nullcontext
+    places = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    interp = torch.fx.Interpreter(gm)
+    env = interp.env
+    with unset_fake_temporarily():
+        for n, t in zip(places, example_inputs):
+            if n in fixed and t.numel() <= CONST_MAX_NUMEL:
+                env[n] = t.detach().clone()
+        for n in gm.graph.nodes:
+            if n.op == "placeholder" or n.op == "output" or n in dynamic:
+                continue
+            if n in values:
+                env[n] = values[n]
+                continue
+            if any(a not in env for a in n.all_input_nodes):
+                continue
+            try:
+                r = interp.run_node(n)
+            except Exception:  # noqa: BLE001 (a value we do without)
+                continue
+            env[n] = r
+            if isinstance(r, torch.Tensor) and _mask_like(r):
+                n.meta["mirs_const"] = r.detach()
+
+
+def trace(fn, example_inputs, pinned=()):
     """fx-trace fn (a function or nn.Module; a GraphModule is copied, not
     changed) and record each node's shape and dtype by running it on
-    example_inputs; the sizes it computes from shapes become numbers."""
+    example_inputs; the sizes it computes from shapes become numbers.
+    pinned: positions of placeholders whose values count as constants
+    (module buffers that Dynamo hands in as inputs): the caller must check
+    at call time that they are unchanged (backend_impl's guard); each
+    constant node's meta["mirs_pinned"] holds the positions its value
+    comes from."""
     import copy
 
     import torch
@@ -1312,23 +1358,37 @@ def trace(fn, example_inputs):
             fn, torch.nn.Module) else getattr(fn, "__name__", "fn"))
     values = {}
     dynamic = set()  # nodes whose value depends on the inputs' values (not only shapes)
+    places = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    fixed = {places[i] for i in pinned if i < len(places)}
 
     class Prop(ShapeProp):
         def run_node(self, n):
             r = super().run_node(n)
-            if n.op == "placeholder" or (not _is_shape_of(n) and any(
+            if (n.op == "placeholder" and n not in fixed) or (not _is_shape_of(n) and any(
                     a in dynamic for a in n.all_input_nodes)):
                 dynamic.add(n)
+            if n in fixed:
+                n.meta["mirs_pinned"] = {places.index(n)}
+            elif n not in dynamic and not _is_shape_of(n):
+                # The pinned inputs a constant's value comes from (through
+                # any path): what a pattern that reads it must have checked.
+                deps = set().union(*(a.meta.get("mirs_pinned", ()) for a in n.all_input_nodes))
+                if deps:
+                    n.meta["mirs_pinned"] = deps
             if _is_size_value(r) or _finite(r):
                 values[n] = r
-            elif isinstance(r, torch.Tensor) and n not in dynamic and _mask_like(r):
+            elif isinstance(r, torch.Tensor) and n not in dynamic and \
+                    getattr(self, "fake_mode", None) is None and _mask_like(r):
                 # A constant mask (a buffer, a slice of one, a comparison):
                 # kept for the patterns that read its values
                 # (_match_const_mask).
                 n.meta["mirs_const"] = r.detach()
             return r
 
-    Prop(gm).propagate(*example_inputs)
+    prop = Prop(gm)
+    prop.propagate(*example_inputs)
+    if getattr(prop, "fake_mode", None) is not None and fixed:
+        _real_consts(gm, example_inputs, fixed, dynamic, values)
     _fold_sizes(gm, values)
     return gm
 

@@ -128,6 +128,35 @@ class GPT2Block(torch.nn.Module):
         return x + self.mlp_proj(F.gelu(self.c_fc(self.ln_2(x))))
 
 
+class MaskAttn(torch.nn.Module):
+    """Causal attention masked from registered buffers in three
+    spellings (style): nanoGPT's masked_fill(bias[:, :, :T, :T] == 0,
+    -inf), Hugging Face GPT-2's torch.where(bias.bool(), s, finfo.min)
+    and an additive -inf buffer."""
+
+    def __init__(self, style, T=16):
+        super().__init__()
+        self.style = style
+        self.q, self.k, self.v = (torch.nn.Linear(32, 32, bias=False) for _ in range(3))
+        self.register_buffer("bias", torch.tril(torch.ones(T, T)).view(1, 1, T, T))
+        self.register_buffer("add_mask", torch.full((T, T), float("-inf")).triu(1))
+
+    def forward(self, x):
+        B, T, C = x.size(0), x.size(1), x.size(2)  # traceable by torch.fx
+        q, k, v = (p(x).view(B, T, 2, C // 2).transpose(1, 2)
+                   for p in (self.q, self.k, self.v))
+        att = (q @ k.transpose(-2, -1)) * (k.size(-1) ** -0.5)
+        if self.style == "nanogpt":
+            att = att.masked_fill(self.bias[:, :, :T, :T] == 0, float("-inf"))
+        elif self.style == "hf":
+            keep = self.bias[:, :, :T, :T].bool()
+            att = torch.where(keep, att, torch.finfo(torch.float32).min)
+        else:
+            att = att + self.add_mask[:T, :T]
+        y = F.softmax(att, dim=-1) @ v
+        return y.transpose(1, 2).contiguous().view(B, T, C)
+
+
 # (batch, sequence, hidden, heads, ffn) of the two sizes the tests use.
 LLAMA_SIZES = [(1, 8, 32, 2, 64), (2, 16, 64, 4, 128)]
 GPT2_SIZES = [(1, 8, 32, 128), (2, 16, 64, 256)]

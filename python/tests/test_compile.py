@@ -17,8 +17,9 @@ import torch._dynamo
 
 import mirsearch
 from mirsearch import fx as mfx
+from mirsearch import backend_impl
 from models import (GPT2_BLOCK_SIZES, GPT2_SIZES, LLAMA_SIZES, GPT2Block, GPT2MLP,
-                    LlamaDecoderLayer, LlamaSDPA)
+                    LlamaDecoderLayer, LlamaSDPA, MaskAttn)
 from util import CacheTest, max_rel
 # from_torch's tests again under torch 2.x, where F.scaled_dot_product_attention,
 # F.rms_norm and nn.RMSNorm exist (skipped on Debian's 1.13).
@@ -88,6 +89,88 @@ class CompileTest(CacheTest):
         ops = [o for r in reports for p in r["pieces"] if p["replaced"] for o in p["ops"]]
         for op in ("matmul", "layer_norm", "gelu"):
             self.assertIn(op, ops)
+
+    @unittest.skipUnless(mfx.rules().has_mask, "the library has no causal_mask")
+    def test_gpt2_mask_buffer(self):
+        """nanoGPT's masked_fill from its registered tril buffer, which
+        Dynamo hands in as a graph input: read as a constant, the masked
+        softmax becomes causal_mask and the searched ops, with the buffer
+        checked at each call.  Written in place (no mask) the call runs
+        the PyTorch code and says so; written back, the kernels again."""
+        b, s, d, h, f = GPT2_BLOCK_SIZES[0]
+        torch.manual_seed(d + 3)
+        m, x = GPT2Block(d, h, f, s), torch.randn(b, s, d)
+        mods = []
+
+        def be(gm, example_inputs):
+            out = mirsearch.make_backend(mode="host", options=OPTS)(gm, example_inputs)
+            mods.append(out)
+            return out
+        torch._dynamo.reset()
+        err = io.StringIO()
+        with torch.no_grad(), contextlib.redirect_stderr(err):
+            cm = torch.compile(m, backend=be)
+            got = cm(x)
+            self.assertLess(max_rel(got, m(x)), TOL, err.getvalue())
+            self.assertEqual(len(mods), 1, err.getvalue())
+            report = mods[0].mirsearch_report
+            ops = [o for p in report["pieces"] if p["replaced"] for o in p["ops"]]
+            for op in ("causal_mask", "max", "exp"):
+                self.assertIn(op, ops, err.getvalue())
+            for what in ("masked_fill", "softmax"):
+                self.assertEqual([u for u in report["unsupported"] if what in u[1]], [],
+                                 err.getvalue())
+            self.assertEqual(report["guarded"], ["L['self']._buffers['bias']"])
+            self.assertEqual(mods[0].fallbacks, 0)
+
+            causal = m.bias.clone()
+            m.bias.fill_(1.0)  # in place: every key attended
+            self.assertLess(max_rel(cm(x), m(x)), TOL, err.getvalue())
+            self.assertEqual(mods[0].fallbacks, 1)
+            self.assertIn("changed since compile time", err.getvalue())
+            self.assertGreater(max_rel(got, m(x)), TOL)  # the mask mattered
+
+            m.bias.copy_(causal)
+            self.assertLess(max_rel(cm(x), got), TOL)
+            self.assertEqual(mods[0].fallbacks, 1)
+            self.assertEqual(len(mods), 1, "Dynamo recompiled")
+
+    @unittest.skipUnless(mfx.rules().has_mask, "the library has no causal_mask")
+    def test_mask_buffer_spellings(self):
+        """The graphs Dynamo hands over for nanoGPT's, Hugging Face's and
+        an additive mask buffer: with the buffers pinned (as the backend
+        pins them) the mask is causal_mask; not pinned, or a buffer that
+        is not the causal pattern, it is not (no search: analysis only)."""
+        def kinds(m, pin, x):
+            found = []
+
+            def be(gm, example_inputs):
+                pinned = backend_impl._pinned(gm, example_inputs) if pin else {}
+                if pin:
+                    self.assertTrue(any("._buffers[" in v for v in pinned.values()), pinned)
+                an = mfx.Analysis(mfx.trace(gm, example_inputs, pinned=pinned), layout=False)
+                found.extend(op.kind for ops in an.ops.values() for op in ops)
+                # The buffers the absorbed nodes' values come from: what
+                # the backend checks at each call.
+                found.extend(pinned[i] for n in an.absorbed
+                             for i in n.meta.get("mirs_pinned", ()))
+                return gm
+            torch._dynamo.reset()
+            with torch.no_grad():
+                torch.compile(m, backend=be)(x)
+            return found
+        x = torch.randn(2, 8, 32)
+        for style in ("nanogpt", "hf", "additive"):
+            with self.subTest(style=style):
+                found = kinds(MaskAttn(style), True, x)
+                self.assertIn("causal_mask", found)
+                buf = "add_mask" if style == "additive" else "bias"
+                self.assertEqual({f for f in found if "[" in f},
+                                 {"L['self']._buffers['%s']" % buf})
+                self.assertNotIn("causal_mask", kinds(MaskAttn(style), False, x))
+        m = MaskAttn("nanogpt")
+        m.bias[..., 0, 1] = 1
+        self.assertNotIn("causal_mask", kinds(m, True, x))
 
     def test_llama_decoder_layer(self):
         b, s, d, h, f = LLAMA_SIZES[0]

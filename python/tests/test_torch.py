@@ -18,6 +18,7 @@ import torch.nn.functional as F
 import mirsearch
 from mirsearch import fx as mfx
 from mirsearch import partition
+from models import MaskAttn
 from util import CacheTest, example, max_rel, seeded
 
 OPTS = {"time_limit": 2, "threads": 1}
@@ -190,37 +191,15 @@ class FromTorchTest(unittest.TestCase):
         GPT-2 (torch.where(bias, s, finfo.min) before a softmax) write
         them, and an additive constant mask: causal_mask, the buffer's
         nodes absorbed (strict succeeds); the program computes PyTorch's."""
-        class Attn(torch.nn.Module):
-            def __init__(self, style, T=16):
-                super().__init__()
-                self.style = style
-                self.q, self.k, self.v = (torch.nn.Linear(32, 32, bias=False) for _ in range(3))
-                self.register_buffer("bias", torch.tril(torch.ones(T, T)).view(1, 1, T, T))
-                self.register_buffer("add_mask", torch.full((T, T), float("-inf")).triu(1))
-
-            def forward(self, x):
-                B, T, C = x.size(0), x.size(1), x.size(2)  # traceable by torch.fx
-                q, k, v = (p(x).view(B, T, 2, C // 2).transpose(1, 2)
-                           for p in (self.q, self.k, self.v))
-                att = (q @ k.transpose(-2, -1)) * (k.size(-1) ** -0.5)
-                if self.style == "nanogpt":
-                    att = att.masked_fill(self.bias[:, :, :T, :T] == 0, float("-inf"))
-                elif self.style == "hf":
-                    keep = self.bias[:, :, :T, :T].bool()
-                    att = torch.where(keep, att, torch.finfo(torch.float32).min)
-                else:
-                    att = att + self.add_mask[:T, :T]
-                y = F.softmax(att, dim=-1) @ v
-                return y.transpose(1, 2).contiguous().view(B, T, C)
         for style in ("nanogpt", "hf", "additive"):
             with self.subTest(style=style):
-                m = Attn(style)
+                m = MaskAttn(style)
                 pp = mirsearch.from_torch(m, [torch.randn(2, 8, 32)])
                 self.assertIn("causal_mask(", pp.text)
                 self.assertNotIn("bias", pp.text)
                 seeded_eval_check(self, pp, m, module=m)
         # A constant that is not the causal pattern stays unsupported.
-        m = Attn("nanogpt")
+        m = MaskAttn("nanogpt")
         m.bias[..., 0, 1] = 1
         with self.assertRaises(mfx.Unsupported):
             mirsearch.from_torch(m, [torch.randn(2, 8, 32)])

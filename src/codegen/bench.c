@@ -756,6 +756,9 @@ static const char calibrate_main[] =
     "    printf(\"name %s\\nsms %d\\nl2_bytes %d\\nsmem_per_block %d\\nmax_threads_per_block "
     "%d\\n\",\n"
     "           p.name, p.multiProcessorCount, l2, smem, p.maxThreadsPerBlock);\n"
+    "    /* Shared memory: 32 banks of 4 bytes a clock per SM, at the peak clock. */\n"
+    "    int clk = 0;\n    CK(cudaDeviceGetAttribute(&clk, cudaDevAttrClockRate, 0));\n"
+    "    printf(\"smem_gbps %.1f\\n\", 128.0 * clk * 1e3 / 1e9);\n"
     "    /* HBM: a 1 GiB copy by a grid-stride kernel, bytes read + written. */\n"
     "    const size_t bytes = (size_t)1 << 30, n4 = bytes / 16;\n"
     "    float4 *s4, *d4;\n    CK(cudaMalloc(&s4, bytes));\n    CK(cudaMalloc(&d4, bytes));\n"
@@ -814,7 +817,7 @@ static double cal_value(const char *text, const char *key) {
  * name the GPU's name contains, for the description's context). */
 static mirs_status cal_profile(mirs_context *ctx, const char *text, mirs__buf *b) {
   static const char *const keys[] = {"hbm_gbps", "tc_f16_tflops", "f32_tflops", "launch_us",
-                                     "hbm_saturation"};
+                                     "hbm_saturation", "smem_gbps"};
   static const char *const ints[] = {"smem_per_block", "sms", "l2_bytes", "max_threads_per_block"};
   char gpu[128] = "GPU";
   const char *nl = strstr(text, "name ");
@@ -845,7 +848,8 @@ static mirs_status cal_profile(mirs_context *ctx, const char *text, mirs__buf *b
                    "# hbm_saturation (fewest eighths of the SMs reaching 90%% of it),\n"
                    "# launch_us (1000 empty kernels back to back), tc_f16_tflops (cuBLAS\n"
                    "# 8192^3 f16 product, f32 accumulation, non-zero data), f32_tflops (FMA\n"
-                   "# chains); medians of event-timed repetitions.  Read by\n"
+                   "# chains); medians of event-timed repetitions; smem_gbps is 128 bytes a\n"
+                   "# clock per SM at the peak clock the device reports.  Read by\n"
                    "# --device-profile=FILE (data/devices.profile has the format).\n"
                    "device %s\n  description = %s (measured)\n",
                    mirs_version_string(), gpu, name, gpu);

@@ -11,6 +11,11 @@
  *                                               cp.async pipeline)
  *   memory  = bytes / min(bw * ub, inflight / MEM_LATENCY_S)
  *   compute = (tc_flops + tf32_flops) / (tc_peak * u) + simt_flops / (f32_peak * u)
+ * and, for custom kernels, compute above stands for the on-chip time
+ *   on      = max(compute, smem)
+ *   smem    = B * (F * smem_loop + smem_once) / (smem_bw * min(B, sms))
+ * (smem_loop/once: the plan's bank-slot bytes per block, bank conflicts
+ * included, smem.c; smem = 0 when the profile has no smem_gbps).
  * Predefined ops are assumed to be library kernels that fill the device
  * (u = ub = 1, no latency bound).  A custom kernel is priced from its
  * kernel plan (plan.h), the one the CUDA generator emits: its shared
@@ -96,6 +101,7 @@ static const key_info keys[] = {
     {"max_threads_per_block", KEY_I32, offsetof(mirs__cost_device, max_threads_per_block), false, 1,
      1e6},
     {"hbm_saturation", KEY_NUM, offsetof(mirs__cost_device, hbm_saturation), false, 1, 1},
+    {"smem_gbps", KEY_NUM, offsetof(mirs__cost_device, smem_bw), false, 1e9, 1e9},
 };
 #define NKEYS ((int)(sizeof keys / sizeof keys[0]))
 _Static_assert(sizeof keys / sizeof keys[0] <= 32, "parser.seen has one bit per key");
@@ -756,6 +762,18 @@ static void cost_predefined(const mirs__cost_device *d, const mirs_graph *g, con
   finish_time(d, k, 1, 1);
 }
 
+/* The shared-memory term of a custom kernel: the bank-slot bytes its plan
+ * moves through shared memory per block (smem.c: per live iteration and
+ * once, bank conflicts included), over all blocks, at the shared-memory
+ * bandwidth of the SMs they occupy (blocks beyond the SMs queue). */
+static void cost_smem(const mirs__cost_device *d, const mirs__plan *pl, double F,
+                      mirs__cost_kernel *k) {
+  double B = (double)pl->blocks, busy = B < d->sms ? B : (double)d->sms;
+  k->smem_bytes = B * (F * pl->smem_loop + pl->smem_once);
+  k->smem_conflict = pl->smem_conflict;
+  k->smem_seconds = d->smem_bw > 0 && busy > 0 ? k->smem_bytes / (d->smem_bw * busy) : 0;
+}
+
 /* Custom kernel: priced from its kernel plan (plan.h), the one the CUDA
  * generator emits.  See the file comment. */
 static mirs_status cost_custom(mirs_context *ctx, const mirs__cost_device *d, const mirs_graph *g,
@@ -867,9 +885,13 @@ static mirs_status cost_custom(mirs_context *ctx, const mirs__cost_device *d, co
    * of a compute-bound kernel, the last compute of a memory-bound one):
    * of two variants that both saturate HBM, the finer pipeline wins.
    * (The latency of the first stage is in mem_seconds: Little's law.) */
-  double lo = k->mem_seconds < k->compute_seconds ? k->mem_seconds : k->compute_seconds;
-  double hi = k->mem_seconds < k->compute_seconds ? k->compute_seconds : k->mem_seconds;
-  double body = pl.pipelined ? hi + lo / F : k->mem_seconds + k->compute_seconds;
+  /* On-chip time: tensor/CUDA cores and shared memory overlap (other
+   * warps issue MMAs while one waits on ldmatrix), the larger bounds. */
+  cost_smem(d, &pl, F, k);
+  double on = k->compute_seconds > k->smem_seconds ? k->compute_seconds : k->smem_seconds;
+  double lo = k->mem_seconds < on ? k->mem_seconds : on;
+  double hi = k->mem_seconds < on ? on : k->mem_seconds;
+  double body = pl.pipelined ? hi + lo / F : k->mem_seconds + on;
   k->seconds = d->launch_s + body;
   char label[160];
   if (!pl.feasible) {
@@ -962,6 +984,9 @@ mirs_status mirs__cost_print(mirs_context *ctx, const mirs__cost_device *d, cons
       mirs__buf_printf(b, ", %lld blocks (utilisation %.2f), smem %lld bytes, %d stage%s%s",
                        (long long)k.blocks, k.utilisation, (long long)k.smem, (int)k.stages,
                        k.stages == 1 ? "" : "s", k.pipelined ? " (cp.async pipeline)" : "");
+    if (k.custom && d->smem_bw > 0)
+      mirs__buf_printf(b, ", shared memory %.3f us (%.0f bytes, bank conflicts up to %.0fx)",
+                       k.smem_seconds * 1e6, k.smem_bytes, k.smem_conflict);
     if (!k.feasible)
       mirs__buf_printf(b, ", INFEASIBLE: %s", k.reason);
     mirs__buf_puts(b, "\n");

@@ -8,11 +8,13 @@
  * from the same file compiled into the library, so the library works
  * uninstalled.  The model prices each kernel op as
  *   launch latency + max(bytes / bandwidth, flops / peak)
- * and a graph as the sum over its kernel ops.  It needs no GPU, touches no
+ * (a custom kernel: its on-chip time, max(flops / peak, shared-memory
+ * bytes / shared-memory bandwidth), in place of flops / peak) and a graph
+ * as the sum over its kernel ops.  It needs no GPU, touches no
  * clock and no random numbers: equal inputs give bit-equal results.
  *
  * Invariants: a loaded mirs__cost_profiles holds at least one device, every
- * numeric field is finite and > 0, and no two devices share a name or alias
+ * numeric field is finite and > 0 (smem_bw: or 0, not priced), and no two devices share a name or alias
  * (ignoring case).  Costing allocates nothing, so it may run in the
  * search's inner loop; a profile set is read-only after loading and may be
  * shared by threads. */
@@ -45,6 +47,8 @@ typedef struct mirs__cost_device {
   int64_t l2_bytes;
   int32_t max_threads_per_block;
   double hbm_saturation; /* fraction of SMs that saturates HBM, (0, 1] */
+  double smem_bw;        /* shared-memory bandwidth of one SM, bytes/s; 0 (the key
+                          * smem_gbps absent): shared-memory traffic is not priced */
 } mirs__cost_device;
 
 /* A set of device profiles, in file order. */
@@ -76,6 +80,10 @@ typedef struct mirs__cost_kernel {
   bool pipelined;         /* custom: loads overlap compute (cp.async stages) */
   double inflight;        /* custom: bytes in flight device-wide (resident blocks x plan) */
   double live;            /* custom: the plan's live share of forloop tiles (1: no skipping) */
+  double smem_bytes;      /* custom: bank-slot bytes through shared memory, all blocks, each
+                           * access times its bank-conflict factor (plan.h smem_loop) */
+  double smem_seconds;    /* smem_bytes / (smem_bw * SMs in use); 0 without smem_bw */
+  double smem_conflict;   /* custom: the plan's worst bank-conflict factor (1: none) */
   bool feasible;
   char reason[MIRS__COST_REASON_SIZE]; /* why infeasible; "" otherwise */
 } mirs__cost_kernel;

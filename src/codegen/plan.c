@@ -492,7 +492,9 @@ static void plan_input(mirs__plan *pl, const mirs_graph *g, const mirs__bgraph *
   }
   pt->zero = width > last || b_operand_padded(pl, bg, op->out);
   pt->stride = (int32_t)width;
-  if (mma_operand && (width * es) % 16 == 0 && ((width * es) / 16) % 2 == 0)
+  if (!pl->pad) {
+    /* dense rows (codegen_smem_pad = 0) */
+  } else if (mma_operand && (width * es) % 16 == 0 && ((width * es) / 16) % 2 == 0)
     pt->stride += 16 / es;
   else if (!mma_operand && (last * es) % 16 == 0)
     pt->stride += tf32_pad(pl, bg, op->out, last * es / 4) * 4 / es;
@@ -501,9 +503,43 @@ static void plan_input(mirs__plan *pl, const mirs_graph *g, const mirs__bgraph *
   pt->stage_bytes = al16((int64_t)pt->rows * pt->stride * es);
 }
 
+/* Whether tile t is read after the forloop (by a post op or a store). */
+static bool read_after_loop(const mirs__bgraph *bg, int32_t t) {
+  for (int32_t j = 0; j < bg->nops; j++) {
+    const mirs__bop *c = &bg->ops[j];
+    mirs__op_kind kind = mirs__graph_ops[c->op].kind;
+    bool post = kind == MIRS__KIND_OUTPUT || (kind != MIRS__KIND_ACCUM && bg->t[c->out].post);
+    for (int a = 0; a < c->nin && a < 2 && post; a++)
+      if (c->in[a] == t)
+        return true;
+  }
+  return false;
+}
+
+/* Bytes [*start, *end) of stage buffers free after the forloop: walked
+ * input tiles placed back to back that nothing reads after the loop (the
+ * last wait of the pipeline leaves no copy in flight, and the loop ends at
+ * a barrier).  Extends the current run with tile t at off, or starts a
+ * new one; best_start and best_len keep the longest. */
+static void dead_run(const mirs__bgraph *bg, const mirs__plan_tensor *pt, int32_t t, int64_t *start,
+                     int64_t *end, int64_t *best_start, int64_t *best_len) {
+  if (pt->invariant || read_after_loop(bg, t)) {
+    *start = *end = -1;
+    return;
+  }
+  if (*end != pt->off)
+    *start = pt->off;
+  *end = pt->off + pt->stage_bytes * pt->stages;
+  if (*end - *start > *best_len) {
+    *best_len = *end - *start;
+    *best_start = *start;
+  }
+}
+
 /* 4./5. Shared-memory offsets for `stages` buffers of walked tiles; returns the bytes. */
 static int64_t place(mirs__plan *pl, const mirs_graph *g, const mirs__bgraph *bg, int stages) {
   int64_t total = 0;
+  int64_t run = -1, run_end = -1, dead = -1, dead_len = 0; /* stage buffers dead after the loop */
   for (int32_t i = 0; i < bg->nops; i++) {
     const mirs__bop *op = &bg->ops[i];
     mirs__op_kind kind = mirs__graph_ops[op->op].kind;
@@ -515,8 +551,10 @@ static int64_t place(mirs__plan *pl, const mirs_graph *g, const mirs__bgraph *bg
       pt->stages = (int8_t)(pt->invariant ? 1 : stages);
       pt->off = total;
       total += pt->stage_bytes * pt->stages;
+      dead_run(bg, pt, t, &run, &run_end, &dead, &dead_len);
       continue;
     }
+    run = run_end = -1;
     int64_t n = mirs__shape_numel(&bg->t[t].shape);
     pt->elsize = 4;
     bool t16 = loaded_transpose(bg, t) && mirs__plan_tile_dtype(g, bg, t) != MIRS_F32;
@@ -563,7 +601,9 @@ static int64_t place(mirs__plan *pl, const mirs_graph *g, const mirs__bgraph *bg
       /* Running sums in shared memory are written back in place only at
        * their dense stride: a tf32 pad there would double the tile (a
        * 128x256 accumulator: 128 KB more, over the limit). */
-      if (t16 && (last * 2) % 16 == 0 && ((last * 2) / 16) % 2 == 0)
+      if (!pl->pad) {
+        /* dense rows (codegen_smem_pad = 0) */
+      } else if (t16 && (last * 2) % 16 == 0 && ((last * 2) / 16) % 2 == 0)
         pt->stride += 8; /* ldmatrix rows in distinct 16-byte bank groups (as plan_input) */
       else if (!pt->acc_smem && !t16)
         pt->stride += tf32_pad(pl, bg, t, last);
@@ -577,7 +617,11 @@ static int64_t place(mirs__plan *pl, const mirs_graph *g, const mirs__bgraph *bg
       }
     }
   }
-  if (pl->chain.on && pl->chain.xbytes > 0) {
+  /* The split strips' after-loop exchange (chain.xoff) reuses stage
+   * buffers that are dead by then, when they are large enough. */
+  if (pl->chain.on && pl->chain.xbytes > 0 && dead_len >= pl->chain.xbytes) {
+    pl->chain.xoff = dead;
+  } else if (pl->chain.on && pl->chain.xbytes > 0) {
     pl->chain.xoff = total;
     total += pl->chain.xbytes;
   }
@@ -846,9 +890,10 @@ mirs_status mirs__plan_build(mirs_context *ctx, const mirs_graph *g, int32_t ki,
     pl->t[t].off = -1;
     pl->t[t].aoff = -1;
   }
+  pl->pad = !ctx || ctx->opt.codegen_smem_pad;
   plan_chains(pl, bg);
   plan_mma(pl, g, bg, mma);
-  plan_chain(pl, g, bg, mma);
+  plan_chain(pl, g, bg, mma && (!ctx || ctx->opt.codegen_chain));
   plan_reductions(pl, bg);
   bool walked = false;
   for (int32_t i = 0; i < bg->nops; i++)
@@ -892,6 +937,7 @@ mirs_status mirs__plan_build(mirs_context *ctx, const mirs_graph *g, int32_t ki,
   pl->regs = estimate_regs(pl, bg);
   plan_skip(pl, g, bg);
   plan_totals(pl, g, kop, smem_limit);
+  mirs__plan_smem_traffic(pl, g, bg);
   return MIRS_OK;
 }
 

@@ -97,7 +97,9 @@ typedef struct mirs__plan_op {
 typedef struct mirs__plan_chain {
   bool on;
   int32_t ks;       /* warps per 16-row strip (1: one warp owns whole rows) */
-  int64_t xoff;     /* ks > 1: smem byte offset of the after-loop partial-sum exchange */
+  int64_t xoff;     /* ks > 1: smem byte offset of the after-loop partial-sum exchange
+                     * (in walked input tiles' stage buffers, dead after the loop,
+                     * when they are large enough; else an area of its own) */
   int64_t xbytes;   /* its bytes */
   int32_t mm1, mm2; /* the block matmuls S = A·B and E·V */
   int8_t mma2;      /* E·V: MIRS__MMA_16 (E in [0, 1], or a bf16 V: A fragments packed
@@ -134,6 +136,14 @@ typedef struct mirs__plan {
   mirs__plan_skip skip; /* tile skipping under a causal mask */
   mirs__plan_chain chain; /* the register-resident matmul chain, if any */
   double live;          /* iterations run / (blocks * F): 1 without skipping */
+  /* Shared-memory traffic of one block (smem.c, mirs__plan_smem_traffic):
+   * bank slots in bytes (4 per scalar element access, the bytes moved for
+   * cp.async fills and ldmatrix), each access times its bank-conflict
+   * factor (wavefronts / ideal wavefronts). */
+  double smem_loop;     /* per forloop iteration run */
+  double smem_once;     /* outside the forloop (loop-invariant fills, write-backs, post ops) */
+  double smem_conflict; /* largest bank-conflict factor of any access (1: conflict-free) */
+  bool pad;             /* staging pads strides against bank conflicts (codegen_smem_pad) */
   bool feasible;
   char reason[MIRS__PLAN_REASON_SIZE];
   mirs__plan_tensor *t; /* [nt] */
@@ -163,6 +173,15 @@ int64_t mirs__plan_fend(const mirs__plan *pl, const mirs__bgraph *bg, const int6
 mirs_dtype mirs__plan_tile_dtype(const mirs_graph *g, const mirs__bgraph *bg, int32_t t);
 mirs_status mirs__plan_build(mirs_context *ctx, const mirs_graph *g, int32_t ki,
                              int64_t smem_limit, bool mma, mirs__plan *p);
+/* Fill pl->smem_loop, smem_once and smem_conflict from a built plan of
+ * block graph bg (smem.c; called by mirs__plan_build). */
+void mirs__plan_smem_traffic(mirs__plan *pl, const mirs_graph *g, const mirs__bgraph *bg);
+/* Bank-conflict factor of one warp-wide shared-memory access: lane l
+ * (0..31, only lanes with addr[l] >= 0) touches `width` (1 to 16) bytes from byte
+ * address addr[l]; the number of wavefronts it takes (32 banks of 4
+ * bytes, distinct 4-byte words of one bank serialise, equal words are
+ * broadcast) over the fewest any access of that many bytes takes. */
+double mirs__plan_bank_factor(const int64_t addr[32], int width);
 void mirs__plan_free(mirs__plan *p);
 
 #endif

@@ -370,12 +370,19 @@ static mirs_status check_stitched(mirs_partition *p, const mirs_graph *r) {
   mirs_verify_result *v = &p->stats.verify;
   mirs_status st = mirs_verify(ctx, p->program, r, v);
   if (st == MIRS_UNSUPPORTED) {
-    /* The whole program has an exp of an exp across two pieces (each
-     * piece was fingerprinted alone): float64 decides. */
+    /* Each piece was fingerprinted alone, its inputs random finite
+     * values; the whole program may still have no sound fingerprint: an
+     * exp of an exp across two pieces, or causal_mask's -inf reaching a
+     * use the field cannot take in a piece that read it as a finite
+     * input (the cut keeps a piece from passing it on, partition_cut.c,
+     * which removes the common case).  Float64 decides, and the note
+     * says which refusal it was, in the verifier's words. */
     mirs__core_log(ctx, MIRS_LOG_WARNING,
                    "partition: the stitched µGraph cannot be fingerprinted against the whole "
                    "program (%s); it is checked in float64 only",
                    mirs_last_error(ctx));
+    char why[sizeof v->reason - 40]; /* (the note's prefix and the reason fit) */
+    snprintf(why, sizeof why, "%s", mirs_last_error(ctx));
     mirs_clear_error(ctx);
     mirs_eval_result *a = NULL, *b = NULL;
     st = mirs_graph_eval(p->program, (uint64_t)ctx->opt.seed, &a);
@@ -385,7 +392,7 @@ static mirs_status check_stitched(mirs_partition *p, const mirs_graph *r) {
       v->float_checked = 1;
       v->float_max_rel_error = mirs__eval_max_rel_error(a, b);
       v->equal = v->float_max_rel_error <= ctx->opt.float_tolerance;
-      snprintf(v->reason, sizeof v->reason, "no sound fingerprint (exp of exp): float64 only");
+      snprintf(v->reason, sizeof v->reason, "float64 only, no sound fingerprint: %s", why);
     }
     mirs_eval_result_destroy(a);
     mirs_eval_result_destroy(b);

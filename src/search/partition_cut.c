@@ -14,7 +14,9 @@
  * exp (no sound fingerprint) and stays convex: no path leaves the piece
  * and comes back to it, where a path may pass through the pieces made
  * before as through single nodes (each finished piece contracted), which
- * keeps the graph of pieces acyclic.  The pieces are then put in a
+ * keeps the graph of pieces acyclic.  A grown piece that both reads and
+ * writes out a tensor that may hold causal_mask's -inf (passes_mask) is
+ * cut back to the last size that does not.  The pieces are then put in a
  * topological order (the lowest first op among the ready ones first) and
  * each becomes a program of its own: inputs x0, x1, ... in the order its
  * ops first read them, outputs y0, y1, ... in the order its ops write
@@ -32,6 +34,7 @@
 
 #include "search/partition.h"
 #include "search/search.h"
+#include "verify/fingerprint.h"
 
 /* Scratch of the cut. */
 typedef struct cutter {
@@ -41,6 +44,7 @@ typedef struct cutter {
   int32_t *unit;          /* op -> piece, -1 while not taken */
   bool *in_s, *dexp;      /* op in the growing piece; has an exp upstream in it */
   bool *is_out;           /* tensor is a program output */
+  bool *masked;           /* tensor may hold causal_mask's -inf (fingerprint.c) */
   uint32_t *seen, *tseen; /* op and tensor stamps (epoch) */
   uint32_t epoch;
   int32_t *stack;
@@ -85,12 +89,13 @@ static mirs_status cutter_init(cutter *c, mirs_partition *p) {
   c->in_s = mirs__core_calloc(ctx, no + 1, sizeof *c->in_s);
   c->dexp = mirs__core_calloc(ctx, no + 1, sizeof *c->dexp);
   c->is_out = mirs__core_calloc(ctx, nt + 1, sizeof *c->is_out);
+  c->masked = mirs__core_calloc(ctx, nt + 1, sizeof *c->masked);
   c->seen = mirs__core_calloc(ctx, no + 1, sizeof *c->seen);
   c->tseen = mirs__core_calloc(ctx, nt + 1, sizeof *c->tseen);
   c->stack = mirs__core_calloc(ctx, ne + no + 1, sizeof *c->stack);
   c->cand = mirs__core_calloc(ctx, ne + no + 1, sizeof *c->cand);
-  if (!c->cstart || !c->cons || !c->unit || !c->in_s || !c->dexp || !c->is_out || !c->seen ||
-      !c->tseen || !c->stack || !c->cand)
+  if (!c->cstart || !c->cons || !c->unit || !c->in_s || !c->dexp || !c->is_out || !c->masked ||
+      !c->seen || !c->tseen || !c->stack || !c->cand)
     return MIRS_NOMEM;
   for (size_t k = 0; k < no; k++)
     for (int32_t i = 0; i < g->ops[k].nin; i++)
@@ -107,6 +112,7 @@ static mirs_status cutter_init(cutter *c, mirs_partition *p) {
   for (int32_t i = 0; i < g->nout; i++)
     c->is_out[g->outputs[i]] = true;
   MIRS_CHECK(ctx, supported_ops(ctx, g, c->sup));
+  MIRS_CHECK(ctx, mirs__fp_graph_masked(g, c->masked));
   return MIRS_OK;
 }
 
@@ -118,6 +124,7 @@ static void cutter_free(cutter *c) {
   mirs__core_free(ctx, c->in_s);
   mirs__core_free(ctx, c->dexp);
   mirs__core_free(ctx, c->is_out);
+  mirs__core_free(ctx, c->masked);
   mirs__core_free(ctx, c->seen);
   mirs__core_free(ctx, c->tseen);
   mirs__core_free(ctx, c->stack);
@@ -171,6 +178,28 @@ static bool exp_of_exp(cutter *c, const int32_t *S, int32_t n) {
       return true;
   }
   return false;
+}
+
+/* Whether S reads a tensor that may hold causal_mask's -inf from outside
+ * and writes one out.  Its search fingerprints it with finite inputs, so
+ * its best may use -inf where the field cannot (an accumulator writing it
+ * out of a kernel), and the stitched graph would have no sound
+ * fingerprint; a piece that makes the -inf itself (its causal_mask
+ * inside) is searched knowing it, and one that ends it (an exp, a max
+ * over rows that keep an element) writes finite values out. */
+static bool passes_mask(const cutter *c, const int32_t *S, int32_t n) {
+  const mirs_graph *g = c->g;
+  bool reads = false, writes = false;
+  for (int32_t i = 0; i < n; i++) {
+    const mirs__kop *k = &g->ops[S[i]];
+    for (int32_t a = 0; a < k->nin; a++) {
+      int32_t t = k->in[a], pr = g->t[t].producer;
+      reads = reads || (c->masked[t] && (pr < 0 || !c->in_s[pr]));
+    }
+    for (int32_t o = 0; o < k->nout; o++)
+      writes = writes || (c->masked[k->out[o]] && read_outside(c, k->out[o]));
+  }
+  return reads && writes;
 }
 
 /* Push the consumers of op v's outputs; false when one is in S (a path
@@ -294,15 +323,22 @@ static void remove_op(cutter *c, int32_t *S, int32_t n, int32_t at) {
 /* Grow the piece that starts at op k (supported, not taken) into *pc:
  * each step adds the neighbour that fits and leaves the piece the fewest
  * input and output tensors (the traffic a fused piece still has; the
- * lowest op index among equals). */
+ * lowest op index among equals); then cut back while it passes
+ * causal_mask's -inf on (passes_mask). */
 static mirs_status grow(cutter *c, int32_t k, mirs__piece *pc) {
   mirs_context *ctx = c->p->ctx;
   int32_t cap = (int32_t)c->p->ctx->opt.partition_max_ops + 1;
   int32_t *S = mirs__core_alloc(ctx, sizeof *S * (size_t)cap);
   if (!S)
     return MIRS_NOMEM;
+  int32_t *added_as = mirs__core_alloc(ctx, sizeof *added_as * (size_t)cap);
+  if (!added_as) {
+    mirs__core_free(ctx, S);
+    return MIRS_NOMEM;
+  }
   int32_t n = 0;
   S[n++] = k;
+  added_as[0] = k;
   c->in_s[k] = true;
   for (bool added = true; added && n < cap - 1;) {
     int32_t m = neighbours(c, S, n), best = -1, best_io = INT32_MAX;
@@ -320,9 +356,22 @@ static mirs_status grow(cutter *c, int32_t k, mirs__piece *pc) {
       remove_op(c, S, n, at);
     }
     added = best >= 0;
-    if (added)
+    if (added) {
+      added_as[n] = best;
       insert_op(c, S, n++, best);
+    }
   }
+  /* A piece may pass causal_mask's -inf on while it grows (softmax: max,
+   * sub, then the exp that ends it), not when done: back to the last
+   * size that did not (each one fitted when it was reached). */
+  while (n > 1 && passes_mask(c, S, n)) {
+    int32_t at = 0;
+    while (S[at] != added_as[n - 1])
+      at++;
+    n--;
+    remove_op(c, S, n, at);
+  }
+  mirs__core_free(ctx, added_as);
   for (int32_t i = 0; i < n; i++)
     c->in_s[S[i]] = false;
   pc->ops = S;

@@ -625,6 +625,40 @@ static mirs_status analyze_op(const mirs_graph *g, int32_t op, const mirs__fp_me
   return MIRS_OK;
 }
 
+/* The metadata of every tensor of g into km (g->nt entries, zeroed):
+ * analyze_op over the kernel ops in order.  With `lenient`, an op it
+ * refuses (MIRS_UNSUPPORTED) is not an error: its outputs are taken to
+ * hold -inf where an argument may. */
+static mirs_status analyze_graph(const mirs_graph *g, mirs__fp_meta *km, bool lenient) {
+  mirs_context *ctx = g->ctx;
+  mirs__fp_meta *bt = NULL;
+  size_t capbt = 0;
+  uint64_t tiles = 0;
+  mirs_status s = MIRS_OK;
+  for (int32_t i = 0; i < g->nt; i++)
+    if (g->t[i].producer < 0)
+      km[i].degree = 1;
+  for (int32_t i = 0; i < g->nops && s == MIRS_OK; i++) {
+    const mirs__kop *k = &g->ops[i];
+    if (NEVER(k->nout < 1 || k->out[0] < 0 || k->out[0] + k->nout > g->nt)) {
+      s = MIRS_FAIL(ctx, MIRS_INTERNAL, "kernel op %d has bad outputs", (int)i);
+      break;
+    }
+    s = analyze_op(g, i, km, &bt, &capbt, &tiles, &km[k->out[0]]);
+    if (s == MIRS_UNSUPPORTED && lenient) {
+      mirs_clear_error(ctx);
+      s = MIRS_OK;
+      bool m = false;
+      for (int32_t a = 0; a < k->nin; a++)
+        m = m || km[k->in[a]].masked;
+      for (int32_t o = 0; o < k->nout; o++)
+        km[k->out[o]] = (mirs__fp_meta){.degree = 1, .masked = m};
+    }
+  }
+  mirs__core_free(ctx, bt);
+  return s;
+}
+
 /* Static degree of g's outputs (see the header). */
 mirs_status mirs__fp_graph_degree(const mirs_graph *g, uint64_t *degree) {
   if (!g)
@@ -636,30 +670,39 @@ mirs_status mirs__fp_graph_degree(const mirs_graph *g, uint64_t *degree) {
   mirs__fp_meta *km = mirs__core_calloc(ctx, (size_t)g->nt + 1, sizeof *km);
   if (!km)
     return mirs__core_trace(ctx, MIRS_NOMEM, __func__, __FILE__, __LINE__);
-  mirs__fp_meta *bt = NULL;
-  size_t capbt = 0;
-  uint64_t tiles = 0;
-  mirs_status s = MIRS_OK;
-  for (int32_t i = 0; i < g->nt; i++)
-    if (g->t[i].producer < 0)
-      km[i].degree = 1;
-  for (int32_t i = 0; i < g->nops && s == MIRS_OK; i++) {
-    const mirs__kop *k = &g->ops[i];
-    if (NEVER(k->nout < 1 || k->out[0] < 0 || k->out[0] + k->nout > g->nt))
-      s = MIRS_FAIL(ctx, MIRS_INTERNAL, "kernel op %d has bad outputs", (int)i);
-    else
-      s = analyze_op(g, i, km, &bt, &capbt, &tiles, &km[k->out[0]]);
-  }
+  mirs_status s = analyze_graph(g, km, false);
   uint64_t d = 0;
   for (int32_t o = 0; s == MIRS_OK && o < g->nout; o++) {
     const mirs__fp_meta *m = &km[g->outputs[o]];
     d = umax(d, umax(m->degree, m->inner));
   }
-  mirs__core_free(ctx, bt);
   mirs__core_free(ctx, km);
   if (s != MIRS_OK)
     return mirs__core_trace(ctx, s, __func__, __FILE__, __LINE__);
   *degree = d;
+  return MIRS_OK;
+}
+
+/* Which tensors of program g may hold causal_mask's -inf as the
+ * fingerprints see it: masked[t] for each of g's g->nt tensors.  The
+ * analysis of verification, except that an op it refuses (an exp of an
+ * exp, a use of -inf the field cannot take) is taken to pass -inf on
+ * from any argument that may hold it. */
+mirs_status mirs__fp_graph_masked(const mirs_graph *g, bool *masked) {
+  if (!g)
+    return MIRS_INVALID_ARG;
+  mirs_context *ctx = g->ctx;
+  if (!masked)
+    return MIRS_FAIL(ctx, MIRS_INVALID_ARG, "mirs__fp_graph_masked: NULL masked");
+  mirs__fp_meta *km = mirs__core_calloc(ctx, (size_t)g->nt + 1, sizeof *km);
+  if (!km)
+    return mirs__core_trace(ctx, MIRS_NOMEM, __func__, __FILE__, __LINE__);
+  mirs_status s = analyze_graph(g, km, true);
+  for (int32_t i = 0; s == MIRS_OK && i < g->nt; i++)
+    masked[i] = km[i].masked;
+  mirs__core_free(ctx, km);
+  if (s != MIRS_OK)
+    return mirs__core_trace(ctx, s, __func__, __FILE__, __LINE__);
   return MIRS_OK;
 }
 

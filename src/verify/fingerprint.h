@@ -352,6 +352,9 @@ int mirs__fp_trials_for(uint64_t degree, double log2_target);
 /* Static degree of g's outputs, max over outputs of max(degree, inner), without
  * computing values; MIRS_UNSUPPORTED when g has an exp of an exp. */
 mirs_status mirs__fp_graph_degree(const mirs_graph *g, uint64_t *degree);
+/* Which of g's tensors may hold causal_mask's -inf as the fingerprints
+ * see it (masked[t] for t < g->nt); an op they refuse passes it on. */
+mirs_status mirs__fp_graph_masked(const mirs_graph *g, bool *masked);
 /* Fingerprint program and candidate from scratch with the fewest trials
  * that hold the false-accept bound of their degrees to the option
  * verify_log2_bound, and compare their outputs: *trials and *v get the
