@@ -728,6 +728,43 @@ START_TEST(test_float_check_counted) {
 }
 END_TEST
 
+START_TEST(test_float_check_beyond_work) {
+  /* A result may need many times the program's float64 work (every block
+   * and forloop iteration counts): with eval_max_work between the two, the
+   * search still ends with every result, those past the limit keeping
+   * their fingerprint verdict unchecked, instead of failing. */
+  mirs_context *c1 = tu_ctx(NULL), *c2 = tu_ctx(NULL);
+  static const char *const all[] = {"float_check_top", "1000", NULL};
+  set_opts(c1, SMALL_SPACE);
+  set_opts(c2, SMALL_SPACE);
+  mirs_search *s1 = run(c1, TINY_RMS, all);
+  int n = mirs_search_num_results(s1);
+  ck_assert_int_gt(n, 0);
+  mirs_graph *p = parse(c2, TINY_RMS);
+  uint64_t pw = mirs__graph_work(p), most = 0;
+  for (int i = 0; i < n; i++) {
+    uint64_t w = mirs__graph_work(mirs_search_result(s1, i));
+    most = w > most ? w : most;
+  }
+  ck_assert_msg(most > pw, "no result needs more work than the program (%llu): nothing tested",
+                (unsigned long long)pw);
+  char lim[32];
+  snprintf(lim, sizeof lim, "%llu", (unsigned long long)pw);
+  ck_assert_int_eq(mirs_option_set(c2, "eval_max_work", lim), MIRS_OK);
+  uint64_t before = mirs_stat_value(c2, MIRS__STAT_float_checks);
+  mirs_search *s2 = run(c2, TINY_RMS, all);
+  ck_assert_int_eq(mirs_search_num_results(s2), n);
+  for (int i = 0; i < n; i++)
+    ck_assert_uint_eq(mirs_search_result_hash(s2, i), mirs_search_result_hash(s1, i));
+  ck_assert_uint_lt(mirs_stat_value(c2, MIRS__STAT_float_checks) - before, (uint64_t)n);
+  mirs_graph_destroy(p);
+  mirs_search_destroy(s1);
+  mirs_search_destroy(s2);
+  mirs_context_destroy(c1);
+  mirs_context_destroy(c2);
+}
+END_TEST
+
 START_TEST(test_results_eval_equal) {
   mirs_context *ctx = tu_ctx(NULL);
   static const char *const kv[] = {"float_check_top", "0", NULL};
@@ -927,6 +964,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_solver_same_results);
   tcase_add_test(tc, test_grid_order_results);
   tcase_add_test(tc, test_float_check_counted);
+  tcase_add_test(tc, test_float_check_beyond_work);
   tcase_add_test(tc, test_index_same_results);
   tcase_add_test(tc, test_final_variants);
   tcase_add_test(tc, test_grid_dims);

@@ -184,6 +184,7 @@ struct mirs_search {
   double early_seconds;       /* wall seconds spent verifying new bests when found */
   mirs_eval_result *ref_eval; /* the program in float64 (float check, lazily) */
   bool ref_eval_limit;        /* ... too large for the interpreter */
+  uint64_t cand_eval_limit;   /* results too large for it: not float64-checked */
   int trials;
   int64_t reduce_tile;  /* fp_reduce_tile when the program is reduced, else 0 */
   int32_t reduce_parts; /* fp_reduce_parts */

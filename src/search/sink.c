@@ -591,7 +591,22 @@ static mirs_status float_one(mirs_search *s, const mirs_graph *r, bool *ok, bool
   }
   const mirs_eval_result *ref = s->ref_eval;
   mirs_eval_result *e;
-  MIRS_CHECK(ctx, mirs_graph_eval(r, (uint64_t)ctx->opt.seed, &e));
+  mirs_status st = mirs_graph_eval(r, (uint64_t)ctx->opt.seed, &e);
+  if (st == MIRS_LIMIT) {
+    /* A result may evaluate many times the program's work (every block
+     * and forloop iteration of its kernels counts, and a grid may
+     * recompute shared operands): past eval_max_work it keeps its
+     * fingerprint verdict, as a program too large for the check does. */
+    if (s->cand_eval_limit++ == 0)
+      mirs__core_log(ctx, MIRS_LOG_WARNING,
+                     "search: a result too large for the float64 check keeps its fingerprint "
+                     "verdict (%s)",
+                     mirs_last_error(ctx));
+    mirs_clear_error(ctx);
+    *skip = true;
+    return MIRS_OK;
+  }
+  MIRS_CHECK(ctx, st);
   double tol = ctx->opt.float_tolerance;
   for (int o = 0; *ok && o < mirs_eval_num_outputs(ref); o++) {
     int64_t n1, n2;
@@ -669,9 +684,12 @@ static mirs_status float_check(mirs_search *s) {
   if (st == MIRS_OK && s->sink.nres > 0 && !s->sink.res[0].float_checked && ctx->opt.float_check_top > 0 &&
       !s->ref_eval_limit)
     mirs__core_log(ctx, MIRS_LOG_WARNING,
-                   "search: the best result was not checked in float64 (stopped before its "
-                   "check; report.json says \"float64_checked\": false): its fingerprint "
-                   "verdict stands; mirsearch verify PROGRAM DIR/best.ugraph checks it");
+                   "search: the best result was not checked in float64 (%s; report.json says "
+                   "\"float64_checked\": false): its fingerprint verdict stands; mirsearch "
+                   "verify PROGRAM DIR/best.ugraph checks it",
+                   s->cand_eval_limit > 0 ? "stopped before its check, or too large for the "
+                                            "interpreter (eval_max_work)"
+                                          : "stopped before its check");
   return st;
 }
 
