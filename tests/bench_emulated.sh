@@ -59,6 +59,18 @@ grep -q '"baseline_cublas_calls": 2' "$tmp/out" || fail "bench: gqa_small's 2 ma
 [ "$(grep -c '"reps": 100' "$tmp/out")" -eq 4 ] || fail "bench: not 4 configurations of 100 runs"
 grep -q '"speedup": [0-9]' "$tmp/out" || fail "bench: no speedup"
 
+# Layout ops: the candidate reads the head split as strided views and
+# stores the merge in place (2 kernels, no layout copy); the baseline, the
+# program as written, keeps them dense (permute copies, its 3 matmuls on
+# cuBLAS reading dense buffers); both match float64.
+hv=$top_srcdir/tests/codegen/heads_views
+run bench --json "$hv.ugraph" --program="$hv.graph"
+expect 0 "bench of heads_views"
+grep -q '"checked": true' "$tmp/out" || fail "bench: heads_views' candidate not within tolerance"
+grep -q '"baseline_checked": true' "$tmp/out" ||
+  fail "bench: heads_views' baseline not within tolerance (dense layouts)"
+grep -q '"baseline_cublas_calls": 3' "$tmp/out" || fail "bench: heads_views' 3 matmuls not on cuBLAS"
+
 # The table, on a program whose matmul's operand is rms-normalised first.
 run bench "$ex/rmsnorm_linear_small.ugraph" --program="$ex/rmsnorm_linear_small.graph"
 expect 0 "bench of rmsnorm_linear_small"

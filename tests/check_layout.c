@@ -4,7 +4,10 @@
  * trip, the builder API, the float64 interpreter against values computed
  * here by hand from the inputs, fingerprints (equivalent layouts verify
  * equal, different permutations do not), and the generated code run on
- * the host (reshape as a view, permute as a copy kernel). */
+ * the host: reshapes and permutes as strided views read by predefined
+ * and custom kernels (16-byte cp.async where the view's last dim is
+ * contiguous), producers storing in place of a permuted view a reshape
+ * cannot read, and copy kernels where no view is possible. */
 #include "config.h"
 
 #include <math.h>
@@ -292,10 +295,14 @@ START_TEST(test_spelled_rms_norm_folds) {
 }
 END_TEST
 
-/* A program with every codegen case of the layout ops: reshapes that are
- * views (of a graph input, of an intermediate, of a permute's result),
- * one that is an output (a copy), permutes that keep the last dim (16-byte
- * copies) and one that moves it (element copies). */
+/* A program with every codegen case of the layout ops: reshapes and
+ * permutes that are views (of a graph input, of an intermediate, of an
+ * output's buffer), read at their strides by predefined kernels (E, F,
+ * G); an intermediate (F) and a permuted one (G, whose merge Gm no view
+ * can express) stored by their producer where their layout op's result
+ * lives; copies where a result is an output (R of a shared tensor, Kt
+ * moving the last dim: element copies, Xo keeping it: 16-byte copies) or
+ * a reshape cannot view a graph input's permute (Xm). */
 static const char *const CG = "program cg\n"
                               "input X : f16[8, 64]\ninput W : f16[64, 64]\n"
                               "Xv = reshape(X, shape=[8, 4, 16])\n"
@@ -308,55 +315,94 @@ static const char *const CG = "program cg\n"
                               "R = reshape(F, shape=[4, 128])\n"
                               "K2 = reshape(Kt, shape=[4, 128])\n"
                               "S = add(R, K2)\n"
-                              "output S, Kt, R\n";
+                              "Xm = reshape(Xp, shape=[8, 64])\n"
+                              "G = exp(Xp)\nGt = permute(G, dims=[1, 0, 2])\n"
+                              "Gm = reshape(Gt, shape=[8, 64])\n"
+                              "Y = matmul(Gm, W)\nZ = add(Y, Xm)\n"
+                              "Xo = permute(Xv, dims=[1, 0, 2])\n"
+                              "output S, Kt, R, Z, Xo\n";
+
+/* Every want[0..n) occurs in the generated code cu (naming the missing one). */
+static void assert_code_has(const char *cu, const char *const *want, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    ck_assert_msg(strstr(cu, want[i]), "missing in the generated code: \"%s\"", want[i]);
+}
+
+/* Number of occurrences of s in text. */
+static int count_of(const char *text, const char *s) {
+  int n = 0;
+  for (const char *p = strstr(text, s); p; p = strstr(p + 1, s))
+    n++;
+  return n;
+}
+
+/* Generated code cu (entry point entry) compiles warning-free as
+ * host C++ (where there is a compiler). */
+static void assert_compiles(const char *cu, const char *entry) {
+  if (system("c++ --version >/dev/null 2>&1") != 0)
+    return;
+  char path[200], hdr[200], cmd[800];
+  snprintf(path, sizeof path, "%s/%s.cu", tu_dir, entry);
+  snprintf(hdr, sizeof hdr, "%s/mirsearch_emu.h", tu_dir);
+  FILE *f = fopen(path, "w");
+  ck_assert_ptr_nonnull(f);
+  fputs(cu, f);
+  fclose(f);
+  f = fopen(hdr, "w");
+  ck_assert_ptr_nonnull(f);
+  fputs(mirs_codegen_emulation_header(), f);
+  fclose(f);
+  snprintf(cmd, sizeof cmd,
+           "c++ -std=c++14 -O1 -Wall -Wextra -Werror -DMIRS_HOST_EMULATION -I'%s' -c -x c++ "
+           "'%s' -o '%s/%s.o' > '%s/log' 2>&1", tu_dir, path, tu_dir, entry, tu_dir);
+  ck_assert_msg(system(cmd) == 0, "the generated code does not compile cleanly (%s/log)", tu_dir);
+}
+
+/* The generated code of graph text (entry point `entry`) holds every
+ * want[0..n), launches `kernels` kernels, as many as the cost model
+ * counts, and compiles cleanly as host C++. */
+static void assert_codegen(mirs_context *ctx, const char *text, const char *entry,
+                           const char *const *want, size_t n, int kernels) {
+  mirs_graph *g = parse(ctx, text);
+  char *cu = NULL, launch[64];
+  ck_assert_int_eq(mirs_codegen_cuda(g, entry, &cu), MIRS_OK);
+  assert_code_has(cu, want, n);
+  snprintf(launch, sizeof launch, "    MIRS_LAUNCH(%s_k", entry);
+  ck_assert_int_eq(count_of(cu, launch), kernels);
+  mirs_cost c = MIRS_COST_INIT;
+  ck_assert_int_eq(mirs_graph_cost(ctx, g, NULL, &c), MIRS_OK);
+  ck_assert_int_eq(c.kernels, kernels);
+  assert_compiles(cu, entry);
+  mirs_free(ctx, cu);
+  mirs_graph_destroy(g);
+}
 
 START_TEST(test_codegen_views_and_copies) {
   mirs_context *ctx = tu_ctx(NULL);
-  mirs_graph *g = parse(ctx, CG);
-  char *cu = NULL;
-  ck_assert_int_eq(mirs_codegen_cuda(g, "lay", &cu), MIRS_OK);
-  /* Xv, Q3 and K2 are views: no kernel, no workspace; R (an output) is a
-   * copy; Xp reads the graph input X through its view, K2 is read as Kt's
-   * buffer (out1); the workspace holds Xp, Q, Qh, E, F (1 KB each at
-   * 256-byte steps) and no view. */
+  /* The workspace holds Q, E, Xm, Gt (G's buffer) and Y (1 KB each at
+   * 256-byte steps): no view has one, F is stored in R's (out2). */
   static const char *const want[] = {
       "/* op 0: Xv = reshape(X): a view, no kernel */",
+      "/* op 1: Xp = permute(Xv): a view, no kernel */",
       "/* op 3: Q3 = reshape(Q): a view, no kernel */",
+      "/* op 4: Qh = permute(Q3): a view, no kernel */",
+      "/* op 8: R = reshape(F): a view, no kernel */",
       "/* op 9: K2 = reshape(Kt): a view, no kernel */",
-      "kernel 8: reshape -> R (a copy in order",
-      "kernel 4: permute -> Qh (16-byte copies",
+      "/* op 13: Gt = permute(G): a view, no kernel */",
+      "/* op 14: Gm = reshape(Gt): a view, no kernel */",
       "kernel 5: permute -> Kt (element copies",
+      "kernel 11: reshape -> Xm (a copy in order of a strided view)",
+      "kernel 17: permute -> Xo (16-byte copies",
       "mirs_copy16(out0 + e * 8, in0 + s);",
-      "MIRS_LAUNCH(lay_k1, dim3(1), dim3(256), 0, stream, (in_X, ",
+      /* E reads Qh at Q's strides; G stores at the strides of Gt's buffer */
+      "const float x = mirs_ld(in0 + (c0 * 16 + c1 * 64 + c2 * 1));",
+      "mirs_st(out0 + (c0 * 16 + c1 * 64 + c2 * 1), v);",
+      "MIRS_LAUNCH(lay_k7, dim3(2), dim3(256), 0, stream, ((__half *)((char *)workspace + 1024), "
+      "in_X, out2));",
       "MIRS_LAUNCH(lay_k10, dim3(2), dim3(256), 0, stream, (out2, out1, out0));",
       "size_t lay_workspace_bytes(void) { return 5120; }",
   };
-  tu_assert_contains(cu, want, sizeof want / sizeof want[0]);
-  ck_assert_ptr_null(strstr(cu, "lay_k0("));
-  /* The cost model: no launch and no bytes for a view. */
-  mirs_cost c = MIRS_COST_INIT;
-  ck_assert_int_eq(mirs_graph_cost(ctx, g, NULL, &c), MIRS_OK);
-  ck_assert_int_eq(c.kernels, 8);
-  /* Compiles warning-free as host C++ (where there is a compiler). */
-  if (system("c++ --version >/dev/null 2>&1") == 0) {
-    char path[200], hdr[200], cmd[800];
-    snprintf(path, sizeof path, "%s/lay.cu", tu_dir);
-    snprintf(hdr, sizeof hdr, "%s/mirsearch_emu.h", tu_dir);
-    FILE *f = fopen(path, "w");
-    ck_assert_ptr_nonnull(f);
-    fputs(cu, f);
-    fclose(f);
-    f = fopen(hdr, "w");
-    ck_assert_ptr_nonnull(f);
-    fputs(mirs_codegen_emulation_header(), f);
-    fclose(f);
-    snprintf(cmd, sizeof cmd,
-             "c++ -std=c++14 -O1 -Wall -Wextra -Werror -DMIRS_HOST_EMULATION -I'%s' -c -x c++ "
-             "'%s' -o '%s/lay.o' > '%s/log' 2>&1", tu_dir, path, tu_dir, tu_dir);
-    ck_assert_msg(system(cmd) == 0, "the generated code does not compile cleanly (%s/log)", tu_dir);
-  }
-  mirs_free(ctx, cu);
-  mirs_graph_destroy(g);
+  assert_codegen(ctx, CG, "lay", want, sizeof want / sizeof want[0], 10);
   mirs_context_destroy(ctx);
 }
 END_TEST
@@ -446,6 +492,125 @@ START_TEST(test_heads_in_tile_maps) {
 }
 END_TEST
 
+/* Reshapes of a permuted view (Ap: A's heads, strides 16, 64, 1): a
+ * split of the contiguous last dim, a split of the strided dim 1 and
+ * size-1 dims added are views at the strides PyTorch's view gives; a
+ * merge of dims 1 and 2 (not contiguous: 64 != 16) is a copy kernel
+ * reading the view in order.  G's split and merge into [4, 128] cannot be
+ * stored in place either (undoing it needs G's columns at two strides):
+ * a copy.  Every output matches eval on the host. */
+static const char *const VS = "program vs\ninput X : f16[8, 64]\nA = exp(X)\n"
+                              "A3 = reshape(A, shape=[8, 4, 16])\nAp = permute(A3, dims=[1, 0, 2])\n"
+                              "B = reshape(Ap, shape=[4, 8, 4, 4])\n"
+                              "C = reshape(Ap, shape=[4, 2, 4, 16])\n"
+                              "D = reshape(Ap, shape=[1, 4, 8, 16, 1])\n"
+                              "E = reshape(Ap, shape=[4, 128])\n"
+                              "Bx = exp(B)\nCx = exp(C)\nDx = exp(D)\nEx = exp(E)\nG = exp(X)\n"
+                              "G3 = reshape(G, shape=[8, 4, 16])\nGp = permute(G3, dims=[1, 0, 2])\n"
+                              "Gm = reshape(Gp, shape=[4, 128])\nGx = exp(Gm)\n"
+                              "output Bx, Cx, Dx, Ex, Gx\n";
+
+START_TEST(test_reshape_view_rules) {
+  mirs_context *ctx = tu_ctx(NULL);
+  static const char *const want[] = {
+      "/* op 3: B = reshape(Ap): a view, no kernel */",
+      "/* op 4: C = reshape(Ap): a view, no kernel */",
+      "/* op 5: D = reshape(Ap): a view, no kernel */",
+      "kernel 6: reshape -> E (a copy in order of a strided view)",
+      "kernel 14: reshape -> Gm (a copy in order of a strided view)",
+      "mirs_ld(in0 + (c0 * 16 + c1 * 64 + c2 * 4 + c3 * 1))",
+      "mirs_ld(in0 + (c0 * 16 + c1 * 256 + c2 * 64 + c3 * 1))",
+      "mirs_ld(in0 + (c1 * 16 + c2 * 64 + c3 * 1))",
+  };
+  assert_codegen(ctx, VS, "vs", want, sizeof want / sizeof want[0], 9);
+  tu_assert_host_run(tu_put("vs.graph", VS));
+  mirs_context_destroy(ctx);
+}
+END_TEST
+
+/* The heads program with its merged result projected (A = Om . W): the
+ * µGraph below computes the attention in one custom kernel that reads
+ * the head split as views of Q, K, V and whose result O the projection
+ * reads through the merge (%s: the outputs). */
+static const char *const HV_UG =
+    "ugraph hv\ninput Q : f16[8, 64]\ninput K : f16[8, 64]\ninput V : f16[8, 64]\n"
+    "input W : f16[64, 64]\n"
+    "Q3 = reshape(Q, shape=[8, 4, 16])\nQh = permute(Q3, dims=[1, 0, 2])\n"
+    "K3 = reshape(K, shape=[8, 4, 16])\nKt = permute(K3, dims=[1, 2, 0])\n"
+    "V3 = reshape(V, shape=[8, 4, 16])\nVh = permute(V3, dims=[1, 0, 2])\n"
+    "O = custom(grid=[4, 1, 1], block=[128, 1, 1], forloop=1) {\n"
+    "  q = input(Qh, imap=[0, -1, -1], fmap=-1)\n  k = input(Kt, imap=[0, -1, -1], fmap=-1)\n"
+    "  v = input(Vh, imap=[0, -1, -1], fmap=-1)\n  s = matmul(q, k)\n  e = exp(s)\n"
+    "  d = sum(e, dim=2)\n  p = div(e, d)\n  o = matmul(p, v)\n  a = accum(o)\n"
+    "  output(a, omap=[0, -1, -1])\n}\n"
+    "Ot = permute(O, dims=[1, 0, 2])\nOm = reshape(Ot, shape=[8, 64])\nA = matmul(Om, W)\n"
+    "output %s\n";
+
+START_TEST(test_views_in_custom_kernels) {
+  mirs_context *ctx = tu_ctx(NULL);
+  /* (The program: HEADS, its result projected.) */
+  char prog[1200];
+  snprintf(prog, sizeof prog, "%.*sinput W : f16[64, 64]\nA = matmul(Om, W)\noutput A\n",
+           (int)(strstr(HEADS, "output Om") - HEADS), HEADS);
+  char text[2048];
+  snprintf(text, sizeof text, HV_UG, "A");
+  const char *ug = tu_put("hv.ugraph", text);
+  ck_assert_int_eq(tu_verify_rc(tu_put("hv.graph", prog), ug), 0);
+  /* Load side: Qh and Vh, whose last dim is contiguous, by 16-byte
+   * cp.async from Q's and V's buffers at the heads' strides (head h at
+   * 16, row t at 64); Kt, whose last dim is strided, by element loads
+   * in memory order (consecutive threads along its contiguous dim 1).
+   * Store side: O goes straight into the merged layout (Ot dense in its
+   * buffer, the workspace's only tensor), which A reads as Om. */
+  static const char *const want[] = {
+      "/* op 1: Qh = permute(Q3): a view, no kernel */",
+      "/* op 3: Kt = permute(K3): a view, no kernel */",
+      "/* op 5: Vh = permute(V3): a view, no kernel */",
+      "/* op 7: Ot = permute(O): a view, no kernel */",
+      "/* op 8: Om = reshape(Ot): a view, no kernel */",
+      "/* q: tile of Qh (cp.async 16 bytes) */",
+      "const __half *const g0 = in0 + (long long)blockIdx.x * 16LL + (long long)r0 * 64LL + q0 * 8;",
+      "/* v: tile of Vh (cp.async 16 bytes) */",
+      "/* k: tile of Kt */",
+      "const int c1 = e % 16; /* (contiguous in memory) */",
+      "= in1[(c0 + (long long)blockIdx.x * 1) * 16LL + (c1) * 1LL + (c2) * 64LL];",
+      "mirs_st(out0 + ((c0 + (long long)blockIdx.x * 1) * 16LL + (c1) * 64LL + (c2) * 1LL), ",
+      "MIRS_LAUNCH(hv_k6, dim3(4, 1, 1), dim3(128, 1, 1), ",
+      "(in_Q, in_K, in_V, (__half *)((char *)workspace + 0)));",
+      "size_t hv_workspace_bytes(void) { return 1024; }",
+  };
+  assert_codegen(ctx, text, "hv", want, sizeof want / sizeof want[0], 2);
+  tu_assert_host_run(ug);
+  /* Other outputs.  O too: its buffer is the caller's, dense, so the
+   * merge's reshape copies the strided view Ot in order (a kernel).  Om:
+   * the attention kernel stores O straight into the caller's buffer in
+   * the merged layout (Ot and Om views of it).  Every output matches eval. */
+  static const char *const with_o[] = {
+      "/* op 7: Ot = permute(O): a view, no kernel */",
+      "kernel 8: reshape -> Om (a copy in order of a strided view)",
+      "      const long long s = c0 * 16 + c1 * 128 + c2 * 1;\n      out0[e] = in0[s];",
+  };
+  static const char *const om[] = {
+      "/* op 8: Om = reshape(Ot): a view, no kernel */",
+      "(in_Q, in_K, in_V, out0));",
+      "mirs_st(out0 + ((c0 + (long long)blockIdx.x * 1) * 16LL + (c1) * 64LL + (c2) * 1LL), ",
+  };
+  static const struct {
+    const char *outputs;
+    const char *const *want;
+    int kernels;
+  } cases[] = {{"A, O", with_o, 3}, {"Om", om, 2}};
+  for (int i = 0; i < 2; i++) {
+    char name[32];
+    snprintf(text, sizeof text, HV_UG, cases[i].outputs);
+    snprintf(name, sizeof name, "hv_%d.ugraph", i);
+    assert_codegen(ctx, text, "hv", cases[i].want, 3, cases[i].kernels);
+    tu_assert_host_run(tu_put(name, text));
+  }
+  mirs_context_destroy(ctx);
+}
+END_TEST
+
 START_TEST(test_causal_mask_through_transpose) {
   /* Causal attention with K stored [b, n, d] and transposed in the kernel
    * (as the decoder example's scores are): the mask's columns trace back
@@ -491,6 +656,8 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_heads_in_tile_maps);
   tcase_add_test(tc, test_causal_mask_through_transpose);
   tcase_add_test(tc, test_codegen_views_and_copies);
+  tcase_add_test(tc, test_views_in_custom_kernels);
+  tcase_add_test(tc, test_reshape_view_rules);
   tcase_add_test(tc, test_host_run);
   suite_add_tcase(s, tc);
   return s;

@@ -200,10 +200,11 @@ START_TEST(test_fingerprints) {
 }
 END_TEST
 
-/* A fused QKV projection split three ways along the last dim (16-byte
- * copies: 64 halves a row, starts at multiples of 8), a slice that keeps
- * the last dim (16-byte copies), one whose start breaks the 16-byte
- * runs (element copies) and one of a view. */
+/* A fused QKV projection split three ways along the last dim: views of
+ * Y at offsets 0, 64 and 128 (64 halves a row), read in place by A and
+ * B; slices that are outputs are copies: one that keeps the last dim
+ * (16-byte copies), one whose start breaks the 16-byte runs (element
+ * copies) and one of a view. */
 static const char *const CG = "program cg\n"
                               "input X : f16[8, 64]\ninput W : f16[64, 192]\n"
                               "Y = matmul(X, W)\n"
@@ -223,16 +224,20 @@ START_TEST(test_codegen_copies) {
   char *cu = NULL;
   ck_assert_int_eq(mirs_codegen_cuda(g, "sl", &cu), MIRS_OK);
   static const char *const want[] = {
-      "kernel 1: slice -> Q (16-byte copies of the slice's rows)",
-      "kernel 3: slice -> V (16-byte copies of the slice's rows)",
+      "/* op 1: Q = slice(Y): a view, no kernel */",
+      "/* op 2: K = slice(Y): a view, no kernel */",
+      "/* op 3: V = slice(Y): a view, no kernel */",
       "kernel 4: slice -> R (16-byte copies of the slice's rows)",
       "kernel 5: slice -> U (element copies of the slice, in order)",
       "kernel 7: slice -> Z (16-byte copies of the slice's rows)",
-      "const long long s = 64LL + c0 * 192 + c1 * 8;",  /* K: rows of 192, from 64 */
       "const long long s = 384LL + c0 * 192 + c1 * 8;", /* R: from row 2 */
       "const long long s = 3LL + c0 * 192 + c1 * 1;",   /* U: element by element */
+      "const long long s = 64LL + c0 * 192 + c2 * 8;",  /* Z: Y3's middle third */
       "mirs_copy16(out0 + e * 8, in0 + s);",
       "/* op 6: Y3 = reshape(Y): a view, no kernel */",
+      /* A = Q + K: both Y's rows of 192, K from Y's buffer + 64 */
+      "v = mirs_ld(in0 + (c0 * 192 + c1 * 1)) + mirs_ld(in1 + (c0 * 192 + c1 * 1));",
+      "(__half *)((char *)workspace + 0), ((__half *)((char *)workspace + 0) + 64), ",
   };
   tu_assert_contains(cu, want, sizeof want / sizeof want[0]);
   /* The cost model: a slice moves its result twice (read, write). */
@@ -268,6 +273,27 @@ START_TEST(test_partition_gpt2_block) {
                                      "stitched uGraph verified against the program: "};
   tu_assert_contains(r.out, want, sizeof want / sizeof want[0]);
   run_free(&r);
+  /* The slices, reshapes and permutes are views in best.cu: Q, K, V read
+   * at their offsets of the QKV buffer, no layout copy kernel. */
+  char cu[192];
+  snprintf(cu, sizeof cu, "%s/gpt2/best.cu", tu_dir);
+  FILE *f = fopen(cu, "r");
+  ck_assert_ptr_nonnull(f);
+  ck_assert_int_eq(fseek(f, 0, SEEK_END), 0);
+  long size = ftell(f);
+  ck_assert_int_gt(size, 0);
+  rewind(f);
+  char *code = malloc((size_t)size + 1);
+  ck_assert_ptr_nonnull(code);
+  code[fread(code, 1, (size_t)size, f)] = '\0';
+  fclose(f);
+  static const char *const views[] = {"Q = slice(QKV): a view, no kernel */",
+                                      "K = slice(QKV): a view, no kernel */",
+                                      "V = slice(QKV): a view, no kernel */"};
+  tu_assert_contains(code, views, sizeof views / sizeof views[0]);
+  ck_assert_msg(!strstr(code, ": slice -> ") && !strstr(code, ": permute -> "),
+                "best.cu of the GPT-2 block has a layout copy kernel");
+  free(code);
   tu_assert_host_run(best);
 }
 END_TEST

@@ -154,8 +154,13 @@ fi
 # head split and merge (reshape, permute) stay library pieces, the rest is
 # searched (each search at most 3 s: the best so far), the stitched µGraph
 # verifies against the whole program (partition fails otherwise, and
-# `verify` checks again where fingerprints apply), its reshapes are views
-# in best.cu and the generated code run on the host matches eval.
+# `verify` checks again where fingerprints apply), its 8 reshapes and
+# permutes are views in best.cu (no copy kernel: the searched kernels read
+# the heads at their strides and the attention kernel stores its result
+# in the merged layout), the table prices them as the whole-program line
+# does (nothing) and its rows add up to that line, best.cu launches the
+# kernels partition.json counts, and
+# the generated code run on the host matches eval.
 dec=$top_srcdir/examples/llama_decoder_small.graph
 MIRSEARCH_NO_CACHE=1 $prog partition --threads=2 --partition-max-ops=2 --time-limit=3 \
   -o "$tmp/dec" "$dec" >"$tmp/dec.out" 2>"$tmp/err"
@@ -174,8 +179,19 @@ if grep -q "verified against the program: fingerprints equal" "$tmp/dec.out"; th
   $prog -q verify "$dec" "$tmp/dec/best.ugraph" >/dev/null 2>"$tmp/err" ||
     fail "the decoder's stitched uGraph does not verify against the program"
 fi
-[ "$(grep -c 'a view, no kernel' "$tmp/dec/best.cu")" = 4 ] ||
-  fail "the decoder's 4 reshapes are not views in best.cu"
+[ "$(grep -c 'a view, no kernel' "$tmp/dec/best.cu")" = 8 ] ||
+  fail "the decoder's 4 reshapes and 4 permutes are not views in best.cu"
+grep -q '^/\* kernel [0-9]*: \(reshape\|permute\) ->' "$tmp/dec/best.cu" &&
+  fail "best.cu of the decoder has a layout copy kernel"
+[ "$(grep -c '^    MIRS_LAUNCH(' "$tmp/dec/best.cu")" = "$(json "$tmp/dec/partition.json" kernels)" ] ||
+  fail "best.cu of the decoder launches another number of kernels than partition.json says"
+[ "$(grep -c ' library .* 0\.000 *0\.000 ' "$tmp/dec.out")" = 8 ] ||
+  fail "the table prices the decoder's views as kernels"
+whole=$(json "$tmp/dec/partition.json" predicted_seconds_after)
+rows=$(grep -v '^  "predicted_seconds_after"' "$tmp/dec/partition.json" |
+  grep -o '"predicted_seconds_after": [^,]*' | awk '{ s += $2 } END { printf "%.9g", s }')
+awk -v a="$whole" -v b="$rows" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a > 0 && d <= 1e-6 * a) }' ||
+  fail "the decoder's piece rows add up to $rows s, not the whole-program line's $whole s"
 if command -v c++ >/dev/null 2>&1; then
   $prog run --backend=host "$tmp/dec/best.ugraph" >"$tmp/dec.run" 2>"$tmp/err" ||
     fail "host run of the decoder's stitched uGraph"

@@ -227,7 +227,7 @@ typedef struct mirs_cost {
   double seconds;      /* predicted; +inf when infeasible */
   double bytes;        /* device-memory bytes moved */
   double flops;
-  int kernels;         /* kernel launches (1 for one kernel op, 0 for a reshape view) */
+  int kernels;         /* kernel launches (1 for one kernel op, 0 for a reshape or permute view) */
   int64_t smem_bytes;  /* shared memory per block (largest kernel's for a graph) */
   int64_t blocks;      /* thread blocks of a custom kernel (0 for predefined ops and graphs) */
   int feasible;        /* 0: e.g. shared memory over the device's limit (see reason) */

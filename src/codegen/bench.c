@@ -150,8 +150,8 @@ static void emit_baseline(const mirs_graph *p, mirs__buf *b) {
     const mirs__kop *o = &p->ops[i];
     base_ptr(p, o->out[0], z, sizeof z);
     mirs__buf_printf(b, "    /* op %d: %s -> %s%s */\n", (int)i, mirs__graph_ops[o->op].name,
-                     p->t[o->out[0]].name, mirs__codegen_is_view(p, i) ? ", a view" : "");
-    if (mirs__codegen_is_view(p, i)) /* (as the generated entry: no kernel) */
+                     p->t[o->out[0]].name, mirs__codegen_op_is_view(p, false, i) ? ", a view" : "");
+    if (mirs__codegen_op_is_view(p, false, i)) /* (as the generated entry: no kernel) */
       continue;
     if (o->op == MIRS_OP_MATMUL && on_cublas(p, o)) {
       const mirs__shape *as = &p->t[o->in[0]].shape, *cs = &p->t[o->out[0]].shape;
@@ -460,7 +460,7 @@ static mirs_status write_sources(const mirs_graph *c, const mirs_graph *p, const
   mirs__buf_init(&harness, ctx);
   mirs_status s = mirs__codegen_cuda(c, CAND_ENTRY, &cand);
   if (s == MIRS_OK && p)
-    s = mirs__codegen_cuda(p, BASE_ENTRY, &base);
+    s = mirs__codegen_cuda_views(p, BASE_ENTRY, false, &base);
   if (s == MIRS_OK)
     emit_harness(c, p, &harness);
   if (s == MIRS_OK && (cand.failed || base.failed || harness.failed))
@@ -681,7 +681,7 @@ mirs_status mirs_codegen_bench(const mirs_graph *candidate, const mirs_graph *pr
     if (o->op == MIRS_OP_MATMUL && on_cublas(program, o))
       r.baseline_cublas_calls++;
     else
-      r.baseline_kernels += !mirs__codegen_is_view(program, i);
+      r.baseline_kernels += !mirs__codegen_op_is_view(program, false, i);
   }
   char dir[900];
   MIRS_CHECK(ctx, mirs__codegen_tmpdir(ctx, "bench", dir, sizeof dir));

@@ -24,6 +24,11 @@
  * kernel, when a custom kernel's plan does not fit (shared memory over
  * 227 KB, a tile of 2^31 elements or more, over 1024 threads). */
 mirs_status mirs__codegen_cuda(const mirs_graph *g, const char *entry, mirs__buf *out);
+/* The same, with layout ops as strided views (views true: what
+ * mirs__codegen_cuda emits) or only reshapes of dense tensors as views
+ * (the program as written, for the benchmark's baseline; views.c). */
+mirs_status mirs__codegen_cuda_views(const mirs_graph *g, const char *entry, bool views,
+                                     mirs__buf *out);
 /* Append the C header declaring g's generated interface (entry as above):
  * prototypes without CUDA types, the status codes and the contract. */
 mirs_status mirs__codegen_header(const mirs_graph *g, const char *entry, mirs__buf *out);
@@ -43,12 +48,31 @@ double mirs__codegen_tolerance(mirs_dtype dt);
  * threads a block). */
 int64_t mirs__codegen_stride_blocks(int64_t n);
 
-/* Whether kernel op `op` of g is a view: a reshape whose result is not a
- * graph output (its buffer is its input's, no kernel runs; cuda.c). */
+/* Where kernel tensor t's elements live in the generated code (views.c):
+ * the buffer of tensor `buf` (t's own, an input's, an output's or
+ * another intermediate's), element (c0, c1, ..) at off + sum c_d * st[d]
+ * (kernels get the pointer buffer + off: tensor_ptr). */
+typedef struct mirs__storage {
+  int32_t buf;
+  int64_t off;
+  int64_t st[MIRS_MAX_DIMS];
+} mirs__storage;
+/* t's storage: with views, reshapes and permutes are strided views where
+ * expressible (and a permuted result a reshape cannot view is stored in
+ * place by its producer); without (the benchmark's program as written)
+ * only a reshape of a dense tensor is a view. */
+void mirs__codegen_storage(const mirs_graph *g, bool views, int32_t t, mirs__storage *s);
+/* Whether kernel op `op` of g is a layout op that runs no kernel. */
+bool mirs__codegen_op_is_view(const mirs_graph *g, bool views, int32_t op);
+/* The same, with views (what the generated entry and the cost model do). */
 bool mirs__codegen_is_view(const mirs_graph *g, int32_t op);
-/* The tensor whose buffer kernel tensor t uses: t, or for a view the
- * root of its chain of views. */
+/* The tensor whose buffer kernel tensor t uses without views: t, or for
+ * a reshape view the root of its chain of views. */
 int32_t mirs__codegen_view_root(const mirs_graph *g, int32_t t);
+/* Whether t's storage (with views) may be read 16 bytes at a time along
+ * its last dim (elements of elsize bytes): last stride 1, rows, every
+ * other stride and the offset whole 16-byte multiples. */
+bool mirs__codegen_storage_vec(const mirs_graph *g, int32_t t, int elsize);
 
 /* ---------------------------------------------------------------- driver (run.c) */
 

@@ -22,6 +22,9 @@
  *    through omap in the output's dtype.  A kernel whose plan does not
  *    fit is refused (MIRS_LIMIT); there is no global-memory fallback.
  * Intermediate kernel tensors live in a caller-provided workspace.
+ * Reshapes and permutes are strided views where views.c finds one: no
+ * kernel, and every load or store of such a tensor indexes its buffer at
+ * the view's strides (storage_strides); the others are copy kernels.
  *
  * Invariants: the graph is valid (mirs__graph_validate) before emission;
  * a fused op is absorbed into its producer only where that changes no
@@ -107,6 +110,14 @@ static void strides(const mirs__shape *s, int64_t st[MIRS_MAX_DIMS]) {
     st[d] = stride;
     stride *= s->d[d];
   }
+}
+
+/* Strides of kernel tensor t in the buffer its pointer points at, the
+ * buffer it is read from or written to (dense, or its view's: views.c). */
+static void storage_strides(const mirs_graph *g, bool views, int32_t t, int64_t st[MIRS_MAX_DIMS]) {
+  mirs__storage s;
+  mirs__codegen_storage(g, views, t, &s);
+  memcpy(st, s.st, sizeof s.st);
 }
 
 /* The float expression of an op with constants cst (and neg, sigmoid,
@@ -253,12 +264,17 @@ static void emit_value(mirs__buf *b, const char *ind, const char *ity, mirs_op o
     int64_t k = ins[0]->d[ra - 1];
     mirs__buf_printf(b, "%sconst %s ia = ", ind, ity);
     emit_index_st(b, ins[0], ist[0], os, r - 2);
+    char as[32] = "", bs[32] = ""; /* (last-dim strides, when not 1: a view's) */
+    if (ist[0][ra - 1] != 1)
+      snprintf(as, sizeof as, " * %" PRId64, ist[0][ra - 1]);
+    if (ist[1][rb - 1] != 1)
+      snprintf(bs, sizeof bs, " * %" PRId64, ist[1][rb - 1]);
     mirs__buf_printf(b, " + c%d * %" PRId64 ";\n%sconst %s ib = ", r - 2, ist[0][ra - 2], ind, ity);
     emit_index_st(b, ins[1], ist[1], os, r - 2);
-    mirs__buf_printf(b, " + c%d;\n", r - 1);
+    mirs__buf_printf(b, " + c%d%s;\n", r - 1, bs);
     mirs__buf_printf(b, "%sv = 0.0f;\n%sfor (%s p = 0; p < %" PRId64 "; p++)\n", ind, ind, ity, k);
-    mirs__buf_printf(b, "%s  v += mirs_ld(%s + (ia + p)) * mirs_ld(%s + (ib + p * %" PRId64 "));\n",
-                     ind, in[0], in[1], ist[1][rb - 2]);
+    mirs__buf_printf(b, "%s  v += mirs_ld(%s + (ia + p%s)) * mirs_ld(%s + (ib + p * %" PRId64 "));\n",
+                     ind, in[0], as, in[1], ist[1][rb - 2]);
     break;
   }
   case MIRS__KIND_REDUCE: {
@@ -278,30 +294,33 @@ static void emit_value(mirs__buf *b, const char *ind, const char *ity, mirs_op o
       mirs__buf_printf(b, "%sv /= %" PRId64 ".0f;\n", ind, ins[0]->d[dim]);
     break;
   }
-  default: { /* RMSNORM over the last dim (stride 1) */
+  default: { /* RMSNORM over the last dim (stride 1 but in a view) */
     int64_t last = os->d[r - 1];
+    char ls[32] = ""; /* (the last dim's stride, when not 1) */
+    if (ist[0][ins[0]->ndim - 1] != 1)
+      snprintf(ls, sizeof ls, " * %" PRId64, ist[0][ins[0]->ndim - 1]);
     mirs__buf_printf(b, "%sconst %s row = (", ind, ity);
     emit_index_st(b, ins[0], ist[0], os, r);
-    mirs__buf_printf(b, ") - c%d;\n%sfloat ss = 0.0f;\n", r - 1, ind);
+    mirs__buf_printf(b, ") - c%d%s;\n%sfloat ss = 0.0f;\n", r - 1, ls, ind);
     if (op == MIRS_OP_LAYER_NORM) { /* two passes: the mean, then the variance */
-      mirs__buf_printf(b, "%sfor (%s p = 0; p < %" PRId64 "; p++)\n%s  ss += mirs_ld(%s + (row + p));\n",
-                       ind, ity, last, ind, in[0]);
+      mirs__buf_printf(b, "%sfor (%s p = 0; p < %" PRId64 "; p++)\n%s  ss += mirs_ld(%s + (row + p%s));\n",
+                       ind, ity, last, ind, in[0], ls);
       mirs__buf_printf(b, "%sconst float mu = ss / %" PRId64 ".0f;\n%sss = 0.0f;\n", ind, last, ind);
       mirs__buf_printf(b, "%sfor (%s p = 0; p < %" PRId64 "; p++) {\n", ind, ity, last);
-      mirs__buf_printf(b, "%s  const float y = mirs_ld(%s + (row + p)) - mu;\n%s  ss += y * y;\n%s}\n",
-                       ind, in[0], ind, ind);
-      mirs__buf_printf(b, "%sv = (mirs_ld(%s + (row + c%d)) - mu) / sqrtf(ss / %" PRId64 ".0f + %.9ef);\n",
-                       ind, in[0], r - 1, last, eps);
+      mirs__buf_printf(b, "%s  const float y = mirs_ld(%s + (row + p%s)) - mu;\n%s  ss += y * y;\n%s}\n",
+                       ind, in[0], ls, ind, ind);
+      mirs__buf_printf(b, "%sv = (mirs_ld(%s + (row + c%d%s)) - mu) / sqrtf(ss / %" PRId64 ".0f + %.9ef);\n",
+                       ind, in[0], r - 1, ls, last, eps);
       break;
     }
     mirs__buf_printf(b, "%sfor (%s p = 0; p < %" PRId64 "; p++) {\n", ind, ity, last);
-    mirs__buf_printf(b, "%s  const float y = mirs_ld(%s + (row + p));\n%s  ss += y * y;\n%s}\n",
-                     ind, in[0], ind, ind);
+    mirs__buf_printf(b, "%s  const float y = mirs_ld(%s + (row + p%s));\n%s  ss += y * y;\n%s}\n",
+                     ind, in[0], ls, ind, ind);
     char e[48] = ""; /* (rms_norm's eps, when it has one) */
     if (eps != 0.0)
       snprintf(e, sizeof e, " + %.9ef", eps);
-    mirs__buf_printf(b, "%sv = mirs_ld(%s + (row + c%d)) / sqrtf(ss / %" PRId64 ".0f%s);\n", ind,
-                     in[0], r - 1, last, e);
+    mirs__buf_printf(b, "%sv = mirs_ld(%s + (row + c%d%s)) / sqrtf(ss / %" PRId64 ".0f%s);\n", ind,
+                     in[0], r - 1, ls, last, e);
     break;
   }
   }
@@ -320,6 +339,7 @@ typedef struct kgen {
   bool fastdiv; /* every output is 16-bit: divisions in registers may be __fdividef (2 ulp) */
   bool masks;   /* the graph has a causal_mask: subtractions through mirs_sub */
   bool pending; /* shared memory written since the last barrier */
+  bool views;   /* kernel tensors are read and written through their views (views.c) */
 } kgen;
 
 /* Storage strides of block tensor t (tiles may have padded rows). */
@@ -1482,13 +1502,13 @@ static void emit_writeback(kgen *k, const mirs__bop *op) {
 /* Emit `base + (c0 + off0) * S0 + ...`: the kernel-tensor index of tile
  * element c0.. for INPUT/OUTPUT op placed by the schedule, at forloop
  * iteration fexpr. */
-static void emit_global_index(kgen *k, const mirs__bop *op, const mirs__shape *ks,
-                              const mirs__shape *ts, const char *fexpr) {
+static void emit_global_index(kgen *k, const mirs__bop *op, int32_t kt, const mirs__shape *ts,
+                              const char *fexpr) {
   static const char *const bidx[MIRS__GRID] = {"blockIdx.x", "blockIdx.y", "blockIdx.z"};
   mirs__tile_place p;
   mirs__sched_place(k->bg, op, &p);
   int64_t st[MIRS_MAX_DIMS];
-  strides(ks, st);
+  storage_strides(k->g, k->views, kt, st);
   for (int d = 0; d < ts->ndim; d++) {
     mirs__buf_printf(k->b, "%s(c%d", d ? " + " : "", d);
     if (p.grid[d] >= 0)
@@ -1511,11 +1531,11 @@ typedef struct vload {
 } vload;
 
 static vload vload_geometry(const kgen *k, const mirs__bop *op) {
-  const mirs__shape *ts = &k->bg->t[op->out].shape, *ks = &k->g->t[op->src].shape;
+  const mirs__shape *ts = &k->bg->t[op->out].shape;
   const mirs__plan_tensor *pt = &k->pl->t[op->out];
   int r = ts->ndim;
   int64_t kst[MIRS_MAX_DIMS];
-  strides(ks, kst);
+  storage_strides(k->g, k->views, op->src, kst);
   vload v;
   v.vecel = 16 / pt->elsize;
   v.cpr = ts->d[r - 1] / v.vecel;
@@ -1543,9 +1563,9 @@ static void emit_load_bases(kgen *k, const mirs__bop *op, int32_t src_i) {
   if (!v.fast)
     return;
   static const char *const bidx[MIRS__GRID] = {"blockIdx.x", "blockIdx.y", "blockIdx.z"};
-  const mirs__shape *ts = &k->bg->t[op->out].shape, *ks = &k->g->t[op->src].shape;
+  const mirs__shape *ts = &k->bg->t[op->out].shape;
   int64_t kst[MIRS_MAX_DIMS];
-  strides(ks, kst);
+  storage_strides(k->g, k->views, op->src, kst);
   mirs__tile_place p;
   mirs__sched_place(k->bg, op, &p);
   int t = (int)op->out;
@@ -1564,6 +1584,41 @@ static void emit_load_bases(kgen *k, const mirs__bop *op, int32_t src_i) {
   mirs__buf_printf(b, "    %s *const s%d = t%d_s + r%d * %d + q%d * %" PRId64 ";\n",
                    ctype(k->g->t[op->src].dtype), t, t, t, pt->core8 ? 8 : (int)pt->stride, t,
                    pt->core8 ? v.rows * 8 : (int64_t)v.vecel);
+}
+
+/* Emit the coordinates c0.. of element e of tile shape ts of kernel
+ * tensor src: row-major, except for a view whose last dim is strided
+ * in memory and another dim f contiguous (a permute that moved the last
+ * dim), where f varies fastest so that consecutive threads read
+ * consecutive addresses. */
+static void emit_tile_coords(kgen *k, int32_t src, const char *ind, const mirs__shape *ts) {
+  int64_t kst[MIRS_MAX_DIMS];
+  storage_strides(k->g, k->views, src, kst);
+  int r = ts->ndim, f = -1;
+  for (int d = 0; d < r - 1 && ts->d[r - 1] > 1 && kst[r - 1] != 1; d++)
+    if (ts->d[d] > 1 && kst[d] == 1)
+      f = d;
+  if (f < 0) {
+    emit_coords(k->b, ind, "int", "e", ts);
+    return;
+  }
+  int64_t stride = ts->d[f];
+  mirs__buf_printf(k->b, "%sconst int c%d = e %% %" PRId64 "; /* (contiguous in memory) */\n", ind,
+                   f, ts->d[f]);
+  for (int d = r - 1; d >= 0; d--) {
+    if (d == f)
+      continue;
+    if (ts->d[d] == 1)
+      mirs__buf_printf(k->b, "%sconst int c%d = 0;\n", ind, d);
+    else
+      mirs__buf_printf(k->b, "%sconst int c%d = (e / %" PRId64 ") %% %" PRId64 ";\n", ind, d,
+                       stride, ts->d[d]);
+    stride *= ts->d[d];
+  }
+  mirs__buf_puts(k->b, ind);
+  for (int d = 0; d < r; d++)
+    mirs__buf_printf(k->b, "%s(void)c%d;", d ? " " : "", d);
+  mirs__buf_puts(k->b, "\n");
 }
 
 /* Emit the load of input tile op->out for forloop iteration fexpr into
@@ -1607,7 +1662,7 @@ static void emit_load(kgen *k, const mirs__bop *op, int32_t src_i, const char *f
     mirs__buf_printf(b, "%s  mirs_cp_async16(t%d_s + (%s) * %" PRId64 " + (", ind, t, sexpr, se);
     emit_index_st(b, ts, tst, ts, ts->ndim);
     mirs__buf_printf(b, "), in%d + (", (int)src_i);
-    emit_global_index(k, op, &k->g->t[op->src].shape, ts, fexpr);
+    emit_global_index(k, op, op->src, ts, fexpr);
     mirs__buf_printf(b, "));\n%s}\n", ind);
     return;
   }
@@ -1617,11 +1672,11 @@ static void emit_load(kgen *k, const mirs__bop *op, int32_t src_i, const char *f
                    mirs__shape_numel(ts), k->nthreads);
   char ind2[32];
   snprintf(ind2, sizeof ind2, "%s  ", ind);
-  emit_coords(b, ind2, "int", "e", ts);
+  emit_tile_coords(k, op->src, ind2, ts);
   mirs__buf_printf(b, "%s  t%d_s[(%s) * %" PRId64 " + ", ind, t, sexpr, se);
   emit_index_st(b, ts, tst, ts, ts->ndim);
   mirs__buf_printf(b, "] = in%d[", (int)src_i);
-  emit_global_index(k, op, &k->g->t[op->src].shape, ts, fexpr);
+  emit_global_index(k, op, op->src, ts, fexpr);
   mirs__buf_printf(b, "];\n%s}\n", ind);
 }
 
@@ -1964,7 +2019,7 @@ static void emit_after_loop(kgen *k, const mirs__sched *sched) {
                        mirs__shape_numel(ts), k->nthreads);
       emit_coords(b, "      ", "int", "e", ts);
       mirs__buf_printf(b, "      mirs_st(out%d + (", (int)oi);
-      emit_global_index(k, op, &g->t[op->dst].shape, ts, "0");
+      emit_global_index(k, op, op->dst, ts, "0");
       mirs__buf_puts(b, "), ");
       emit_tile_ld(k, op->in[0], ts);
       mirs__buf_puts(b, ");\n    }\n");
@@ -1974,7 +2029,7 @@ static void emit_after_loop(kgen *k, const mirs__sched *sched) {
 
 /* Emit one custom kernel: kernel op ki of g, as its plan says. */
 static mirs_status emit_custom(const mirs_graph *g, int32_t ki, const char *ename, mirs__buf *b,
-                               const mirs__plan *pl) {
+                               const mirs__plan *pl, bool views) {
   mirs_context *ctx = g->ctx;
   const mirs__kop *kop = &g->ops[ki];
   const mirs__bgraph *bg = kop->bg;
@@ -1988,6 +2043,7 @@ static mirs_status emit_custom(const mirs_graph *g, int32_t ki, const char *enam
   k.nthreads = pl->nthreads;
   k.fastdiv = true;
   k.masks = graph_masks(g);
+  k.views = views;
   for (int32_t i = 0; i < kop->nout; i++)
     k.fastdiv = k.fastdiv && g->t[kop->out[i]].dtype != MIRS_F32;
   mirs__sched sched = {0};
@@ -2003,64 +2059,74 @@ static mirs_status emit_custom(const mirs_graph *g, int32_t ki, const char *enam
 
 /* ---------------------------------------------------------------- predefined ops */
 
-bool mirs__codegen_is_view(const mirs_graph *g, int32_t op) {
-  if (g->ops[op].op != MIRS_OP_RESHAPE)
-    return false;
-  for (int32_t i = 0; i < g->nout; i++)
-    if (g->outputs[i] == g->ops[op].out[0])
-      return false;
-  return true;
+/* Strides, in the input's buffer, of layout op ki's result in its own
+ * coordinates: a permute's are its input's permuted; a reshape's (a
+ * copy: its input is not a view of the same order) are taken in the
+ * input's coordinates instead (emit_layout), so these are its input's. */
+static void layout_source_strides(const mirs_graph *g, bool views, int32_t ki,
+                                  int64_t st[MIRS_MAX_DIMS]) {
+  const mirs__kop *op = &g->ops[ki];
+  int64_t xst[MIRS_MAX_DIMS];
+  storage_strides(g, views, op->in[0], xst);
+  for (int d = 0; d < MIRS_MAX_DIMS; d++)
+    st[d] = op->op == MIRS_OP_PERMUTE && d < g->t[op->out[0]].shape.ndim ? xst[op->lay.d[d]] : xst[d];
 }
 
-int32_t mirs__codegen_view_root(const mirs_graph *g, int32_t t) {
-  while (g->t[t].producer >= 0 && mirs__codegen_is_view(g, g->t[t].producer))
-    t = g->ops[g->t[t].producer].in[0];
-  return t;
+/* Offset, in the input's buffer, of layout op ki's first element from
+ * the input's own: a slice's start along its dim, else 0. */
+static int64_t layout_source_offset(const mirs_graph *g, bool views, int32_t ki) {
+  const mirs__kop *op = &g->ops[ki];
+  int64_t xst[MIRS_MAX_DIMS];
+  storage_strides(g, views, op->in[0], xst);
+  return op->op == MIRS_OP_SLICE ? op->lay.d[1] * xst[op->lay.d[0]] : 0;
 }
 
-/* Elements per copy of layout op ki's kernel: 16 bytes of a permute that
- * keeps its last dim in place, or of a slice, when whole 16-byte runs of
- * it line up (the buffers are 16-byte aligned by the entry's contract and
- * the workspace's 256-byte offsets; a slice's rows of x and its start
- * along the last dim must keep that alignment), else 1. */
-static int64_t layout_vector(const mirs_graph *g, int32_t ki) {
+/* Elements per copy of layout op ki's kernel: 16 bytes of a permute or a
+ * slice whose result's last dim is contiguous in the input's buffer when
+ * whole 16-byte runs of it line up, from the buffer's start on (the
+ * buffers are 16-byte aligned by the entry's contract and the
+ * workspace's 256-byte offsets), else 1. */
+static int64_t layout_vector(const mirs_graph *g, bool views, int32_t ki) {
   const mirs__kop *op = &g->ops[ki];
   const mirs__shape *os = &g->t[op->out[0]].shape;
-  int64_t esz = g->t[op->out[0]].dtype == MIRS_F32 ? 4 : 2, v = 16 / esz;
+  int64_t esz = g->t[op->out[0]].dtype == MIRS_F32 ? 4 : 2, v = 16 / esz, st[MIRS_MAX_DIMS];
   int r = os->ndim;
-  if (op->op == MIRS_OP_SLICE)
-    return os->d[r - 1] % v == 0 && g->t[op->in[0]].shape.d[r - 1] % v == 0 &&
-                   (op->lay.d[0] != r - 1 || op->lay.d[1] % v == 0)
-               ? v
-               : 1;
-  if (op->op != MIRS_OP_PERMUTE || op->lay.d[r - 1] != r - 1 || os->d[r - 1] % v != 0)
+  layout_source_strides(g, views, ki, st);
+  mirs__storage x;
+  mirs__codegen_storage(g, views, op->in[0], &x);
+  if ((op->op != MIRS_OP_PERMUTE && op->op != MIRS_OP_SLICE) || st[r - 1] != 1 ||
+      os->d[r - 1] % v != 0 || (x.off + layout_source_offset(g, views, ki)) % v != 0)
     return 1;
+  for (int d = 0; d < r - 1; d++)
+    if (os->d[d] > 1 && st[d] % v != 0)
+      return 1;
   return v;
 }
 
-/* Emit layout op ki (reshape, permute, slice) as a grid-stride copy
- * kernel: a reshape that is not a view copies in order; a permute writes
- * its result in order (coalesced stores) and reads x at the permuted
- * strides, a slice at x's own strides from its start, 16 bytes at a time
- * where layout_vector allows.  Values are moved as they
- * are stored (no conversion). */
-static void emit_layout(const mirs_graph *g, int32_t ki, const char *ename, mirs__buf *b) {
+/* Emit layout op ki (reshape, permute, slice) that is not a view as a
+ * grid-stride copy kernel writing its (dense) result in order: a reshape
+ * reads its input in row-major order through the input's view (a plain
+ * copy when that is dense); a permute reads its input at the permuted
+ * strides, a slice at the input's strides from its start, 16 bytes at a
+ * time where layout_vector allows.  Values are moved as they are stored
+ * (no conversion). */
+static void emit_layout(const mirs_graph *g, bool views, int32_t ki, const char *ename,
+                        mirs__buf *b) {
   const mirs__kop *op = &g->ops[ki];
   const mirs__shape *xs = &g->t[op->in[0]].shape, *os = &g->t[op->out[0]].shape;
   const char *ct = ctype(g->t[op->out[0]].dtype);
-  int64_t v = layout_vector(g, ki), xst[MIRS_MAX_DIMS], pst[MIRS_MAX_DIMS];
+  int64_t v = layout_vector(g, views, ki), dst[MIRS_MAX_DIMS], pst[MIRS_MAX_DIMS];
   int r = os->ndim;
   mirs__shape vs = *os; /* the result in units of v elements along its last dim */
   vs.d[r - 1] /= v;
-  strides(xs, xst);
-  for (int d = 0; d < r; d++) /* (a reshape: the result's own strides, in order) */
-    pst[d] = op->op == MIRS_OP_PERMUTE ? xst[op->lay.d[d]] * (d == r - 1 ? v : 1)
-             : op->op == MIRS_OP_SLICE ? xst[d] * (d == r - 1 ? v : 1)
-                                       : 0;
-  int64_t base = op->op == MIRS_OP_SLICE ? op->lay.d[1] * xst[op->lay.d[0]] : 0;
+  layout_source_strides(g, views, ki, pst);
+  pst[r - 1] *= v;
+  strides(xs, dst);
+  bool plain = op->op == MIRS_OP_RESHAPE && memcmp(pst, dst, sizeof(int64_t) * (size_t)xs->ndim) == 0;
   mirs__buf_printf(b, "\n/* kernel %d: %s -> %s (%s) */\n", (int)ki, mirs__graph_ops[op->op].name,
                    g->t[op->out[0]].name,
-                   op->op == MIRS_OP_RESHAPE ? "a copy in order: the reshape of an output"
+                   plain ? "a copy in order: the reshape of an output"
+                   : op->op == MIRS_OP_RESHAPE ? "a copy in order of a strided view"
                    : op->op == MIRS_OP_SLICE ? (v > 1 ? "16-byte copies of the slice's rows"
                                                       : "element copies of the slice, in order")
                    : v > 1 ? "16-byte copies along the kept last dim"
@@ -2069,15 +2135,18 @@ static void emit_layout(const mirs_graph *g, int32_t ki, const char *ename, mirs
                       "%s *__restrict__ out0) {\n", ename, (int)ki, ct, ct);
   mirs__buf_printf(b, "    for (long long e = blockIdx.x * 256LL + threadIdx.x; e < %" PRId64
                       "LL; e += (long long)gridDim.x * 256) {\n", mirs__shape_numel(&vs));
-  if (op->op == MIRS_OP_RESHAPE) {
+  if (plain) {
     mirs__buf_puts(b, "      out0[e] = in0[e];\n    }\n}\n");
     return;
   }
+  if (op->op == MIRS_OP_RESHAPE)
+    vs = *xs; /* (the same order: coordinates of the input) */
   emit_coords(b, "      ", "long long", "e", &vs);
   mirs__buf_puts(b, "      const long long s = ");
+  int64_t base = layout_source_offset(g, views, ki);
   if (base)
     mirs__buf_printf(b, "%" PRId64 "LL + ", base);
-  emit_index_st(b, &vs, pst, &vs, r);
+  emit_index_st(b, &vs, pst, &vs, vs.ndim);
   if (v > 1)
     mirs__buf_printf(b, ";\n      mirs_copy16(out0 + e * %" PRId64 ", in0 + s);\n    }\n}\n", v);
   else
@@ -2085,11 +2154,12 @@ static void emit_layout(const mirs_graph *g, int32_t ki, const char *ename, mirs
 }
 
 /* Emit predefined kernel op ki as a grid-stride kernel. */
-static void emit_predefined(const mirs_graph *g, int32_t ki, const char *ename, mirs__buf *b) {
+static void emit_predefined(const mirs_graph *g, bool views, int32_t ki, const char *ename,
+                            mirs__buf *b) {
   const mirs__kop *op = &g->ops[ki];
   if (mirs__op_is_layout(op->op)) {
-    if (!mirs__codegen_is_view(g, ki))
-      emit_layout(g, ki, ename, b);
+    if (!mirs__codegen_op_is_view(g, views, ki))
+      emit_layout(g, views, ki, ename, b);
     return;
   }
   const mirs__shape *os = &g->t[op->out[0]].shape;
@@ -2105,7 +2175,7 @@ static void emit_predefined(const mirs_graph *g, int32_t ki, const char *ename, 
     snprintf(names[a], sizeof names[a], "in%d", a);
     in[a] = names[a];
     ins[a] = &g->t[op->in[a]].shape;
-    strides(ins[a], st[a]);
+    storage_strides(g, views, op->in[a], st[a]); /* (a view's: the buffer is its root's) */
     mirs__buf_printf(b, "const %s *__restrict__ in%d, ", ctype(g->t[op->in[a]].dtype), a);
   }
   mirs__buf_printf(b, "%s *__restrict__ out0) {\n", ctype(g->t[op->out[0]].dtype));
@@ -2116,7 +2186,16 @@ static void emit_predefined(const mirs_graph *g, int32_t ki, const char *ename, 
   mirs__buf_puts(b, "      float v;\n");
   emit_value(b, "      ", "long long", op->op, op->dim, op->eps, op->cst, in, ins, ist, os, NULL,
              graph_masks(g));
-  mirs__buf_puts(b, "      mirs_st(out0 + e, v);\n    }\n}\n");
+  int64_t ost[MIRS_MAX_DIMS], dst[MIRS_MAX_DIMS];
+  storage_strides(g, views, op->out[0], ost);
+  strides(os, dst);
+  if (memcmp(ost, dst, sizeof(int64_t) * (size_t)os->ndim) == 0) {
+    mirs__buf_puts(b, "      mirs_st(out0 + e, v);\n    }\n}\n");
+    return;
+  }
+  mirs__buf_puts(b, "      mirs_st(out0 + ("); /* (stored in place of a permuted view: views.c) */
+  emit_index_st(b, os, ost, os, os->ndim);
+  mirs__buf_puts(b, "), v);\n    }\n}\n");
 }
 
 /* ---------------------------------------------------------------- prelude, entry */
@@ -2276,7 +2355,7 @@ int64_t mirs__codegen_stride_blocks(int64_t n) {
 
 /* Workspace layout: byte offset of each intermediate kernel tensor (-1
  * for inputs and first-listed outputs); returns the total. */
-static int64_t plan_workspace(const mirs_graph *g, int64_t *woff, int32_t *first_out) {
+static int64_t plan_workspace(const mirs_graph *g, bool views, int64_t *woff, int32_t *first_out) {
   int64_t total = 0;
   for (int32_t t = 0; t < g->nt; t++) {
     woff[t] = -1;
@@ -2286,7 +2365,9 @@ static int64_t plan_workspace(const mirs_graph *g, int64_t *woff, int32_t *first
     if (first_out[g->outputs[i]] < 0)
       first_out[g->outputs[i]] = i;
   for (int32_t t = 0; t < g->nt; t++) {
-    if (g->t[t].producer < 0 || first_out[t] >= 0 || mirs__codegen_is_view(g, g->t[t].producer))
+    mirs__storage st;
+    mirs__codegen_storage(g, views, t, &st);
+    if (g->t[t].producer < 0 || first_out[t] >= 0 || st.buf != t)
       continue; /* (a view uses its root's buffer: tensor_ptr) */
     woff[t] = total;
     int64_t bytes = mirs__shape_numel(&g->t[t].shape) * (g->t[t].dtype == MIRS_F32 ? 4 : 2);
@@ -2296,15 +2377,23 @@ static int64_t plan_workspace(const mirs_graph *g, int64_t *woff, int32_t *first
 }
 
 /* Pointer expression of kernel tensor t inside the entry point. */
-static void tensor_ptr(const mirs_graph *g, int32_t t, const int64_t *woff, const int32_t *first_out,
-                       char *buf, size_t size) {
-  t = mirs__codegen_view_root(g, t); /* (a view's buffer is its root's, same dtype) */
+static void tensor_ptr(const mirs_graph *g, bool views, int32_t t, const int64_t *woff,
+                       const int32_t *first_out, char *buf, size_t size) {
+  mirs__storage st;
+  mirs__codegen_storage(g, views, t, &st);
+  t = st.buf; /* (a view's buffer is its root's, same dtype) */
+  char at[300];
   if (g->t[t].producer < 0)
-    snprintf(buf, size, "in_%s", g->t[t].name);
+    snprintf(at, sizeof at, "in_%s", g->t[t].name);
   else if (first_out[t] >= 0)
-    snprintf(buf, size, "out%d", (int)first_out[t]);
+    snprintf(at, sizeof at, "out%d", (int)first_out[t]);
   else
-    snprintf(buf, size, "(%s *)((char *)workspace + %" PRId64 ")", ctype(g->t[t].dtype), woff[t]);
+    snprintf(at, sizeof at, "(%s *)((char *)workspace + %" PRId64 ")", ctype(g->t[t].dtype),
+             woff[t]);
+  if (st.off != 0) /* (a view that starts inside its buffer) */
+    snprintf(buf, size, "(%s + %" PRId64 ")", at, st.off);
+  else
+    snprintf(buf, size, "%s", at);
 }
 
 /* ---------------------------------------------------------------- host interface */
@@ -2560,16 +2649,17 @@ static void emit_attributes(const mirs_graph *g, const char *ename, const mirs__
 /* Emit the entry point's launches, each checked (no error was pending at
  * the start, so the first one seen is that launch's), and the copies of
  * outputs that are inputs or listed twice. */
-static void emit_launches(const mirs_graph *g, const char *ename, const mirs__plan *plans,
-                          const int64_t *woff, const int32_t *first_out, mirs__buf *b) {
+static void emit_launches(const mirs_graph *g, bool views, const char *ename,
+                          const mirs__plan *plans, const int64_t *woff, const int32_t *first_out,
+                          mirs__buf *b) {
   static const char check_launch[] = "    err = cudaGetLastError();\n"
                                      "    if (err != cudaSuccess)\n        return (int)err;\n";
   char ptr[400];
   for (int32_t i = 0; i < g->nops; i++) {
     const mirs__kop *op = &g->ops[i];
-    if (mirs__codegen_is_view(g, i)) {
-      mirs__buf_printf(b, "    /* op %d: %s = reshape(%s): a view, no kernel */\n", (int)i,
-                       g->t[op->out[0]].name, g->t[op->in[0]].name);
+    if (mirs__codegen_op_is_view(g, views, i)) {
+      mirs__buf_printf(b, "    /* op %d: %s = %s(%s): a view, no kernel */\n", (int)i,
+                       g->t[op->out[0]].name, mirs__graph_ops[op->op].name, g->t[op->in[0]].name);
       continue;
     }
     if (op->op == MIRS_OP_CUSTOM) {
@@ -2582,16 +2672,16 @@ static void emit_launches(const mirs_graph *g, const char *ename, const mirs__pl
     } else {
       int64_t n = mirs__shape_numel(&g->t[op->out[0]].shape);
       if (mirs__op_is_layout(op->op))
-        n /= layout_vector(g, i);
+        n /= layout_vector(g, views, i);
       mirs__buf_printf(b, "    MIRS_LAUNCH(%s_k%d, dim3(%" PRId64 "), dim3(256), 0, stream, (",
                        ename, (int)i, mirs__codegen_stride_blocks(n));
     }
     for (int32_t a = 0; a < op->nin; a++) {
-      tensor_ptr(g, op->in[a], woff, first_out, ptr, sizeof ptr);
+      tensor_ptr(g, views, op->in[a], woff, first_out, ptr, sizeof ptr);
       mirs__buf_printf(b, "%s%s", a ? ", " : "", ptr);
     }
     for (int32_t a = 0; a < op->nout; a++) {
-      tensor_ptr(g, op->out[a], woff, first_out, ptr, sizeof ptr);
+      tensor_ptr(g, views, op->out[a], woff, first_out, ptr, sizeof ptr);
       mirs__buf_printf(b, ", %s", ptr);
     }
     mirs__buf_puts(b, "));\n");
@@ -2603,7 +2693,7 @@ static void emit_launches(const mirs_graph *g, const char *ename, const mirs__pl
     if (first_out[t] == i && g->t[t].producer >= 0)
       continue;
     int64_t n = mirs__shape_numel(&g->t[t].shape);
-    tensor_ptr(g, t, woff, first_out, ptr, sizeof ptr);
+    tensor_ptr(g, views, t, woff, first_out, ptr, sizeof ptr);
     mirs__buf_printf(b, "    MIRS_LAUNCH(mirs_copy<%s>, dim3(%" PRId64 "), dim3(256), 0, stream, (%s, out%d, %" PRId64
                         "LL));\n",
                      ctype(g->t[t].dtype), mirs__codegen_stride_blocks(n), ptr, (int)i, n);
@@ -2611,8 +2701,13 @@ static void emit_launches(const mirs_graph *g, const char *ename, const mirs__pl
   }
 }
 
-/* Emit the CUDA C of g. */
 mirs_status mirs__codegen_cuda(const mirs_graph *g, const char *entry, mirs__buf *b) {
+  return mirs__codegen_cuda_views(g, entry, true, b);
+}
+
+/* Emit the CUDA C of g. */
+mirs_status mirs__codegen_cuda_views(const mirs_graph *g, const char *entry, bool views,
+                                     mirs__buf *b) {
   mirs_context *ctx = g->ctx;
   MIRS_CHECK(ctx, mirs__graph_validate(g));
   char ename[300];
@@ -2629,7 +2724,7 @@ mirs_status mirs__codegen_cuda(const mirs_graph *g, const char *entry, mirs__buf
     mirs__core_free(ctx, plans);
     return mirs__core_trace(ctx, MIRS_NOMEM, __func__, __FILE__, __LINE__);
   }
-  int64_t wbytes = plan_workspace(g, woff, first_out);
+  int64_t wbytes = plan_workspace(g, views, woff, first_out);
   int32_t planned = 0;
   mirs_status s = build_plans(g, plans, &planned);
   if (s != MIRS_OK)
@@ -2644,15 +2739,16 @@ mirs_status mirs__codegen_cuda(const mirs_graph *g, const char *entry, mirs__buf
   mirs__buf_puts(b, prelude_copy);
   mirs__hopper_emit_prelude(b, g, plans);
   for (int32_t i = 0; i < g->nops; i++)
-    if (mirs__op_is_layout(g->ops[i].op) && layout_vector(g, i) > 1) {
+    if (mirs__op_is_layout(g->ops[i].op) && !mirs__codegen_op_is_view(g, views, i) &&
+        layout_vector(g, views, i) > 1) {
       mirs__buf_puts(b, prelude_layout);
       break;
     }
   for (int32_t i = 0; s == MIRS_OK && i < g->nops; i++) {
     if (g->ops[i].op == MIRS_OP_CUSTOM)
-      s = emit_custom(g, i, ename, b, &plans[i]);
+      s = emit_custom(g, i, ename, b, &plans[i], views);
     else
-      emit_predefined(g, i, ename, b);
+      emit_predefined(g, views, i, ename, b);
   }
   if (s != MIRS_OK)
     goto done;
@@ -2682,7 +2778,7 @@ mirs_status mirs__codegen_cuda(const mirs_graph *g, const char *entry, mirs__buf
   mirs__buf_puts(b, "    const cudaStream_t stream = (cudaStream_t)stream_;\n"
                     "    cudaError_t err = cudaSuccess;\n");
   emit_attributes(g, ename, plans, b);
-  emit_launches(g, ename, plans, woff, first_out, b);
+  emit_launches(g, views, ename, plans, woff, first_out, b);
   mirs__buf_puts(b, "    return MIRS_GEN_OK;\n}\n");
   if (b->failed)
     s = mirs__core_trace(ctx, MIRS_NOMEM, __func__, __FILE__, __LINE__);

@@ -76,6 +76,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "codegen/codegen.h"
 #include "codegen/hopper.h"
 #include "codegen/plan.h"
 
@@ -497,7 +498,8 @@ static void plan_input(mirs__plan *pl, const mirs_graph *g, const mirs__bgraph *
     pt->stride += 16 / es;
   else if (!mma_operand && (last * es) % 16 == 0)
     pt->stride += tf32_pad(pl, bg, op->out, last * es / 4) * 4 / es;
-  pt->vec = (last * es) % 16 == 0 && (klast * es) % 16 == 0;
+  pt->vec = (last * es) % 16 == 0 && (klast * es) % 16 == 0 &&
+            mirs__codegen_storage_vec(g, op->src, es); /* (a view's strides too: views.c) */
   pt->stage_bytes = al16((int64_t)pt->rows * pt->stride * es);
 }
 

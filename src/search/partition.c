@@ -282,8 +282,10 @@ static mirs_status stitch_piece(mirs_partition *p, mirs_graph *r, int32_t i, int
         bmap[t] = tmap[pc->in[x]];
     }
   }
+  p->piece[i].r_first = r->nops;
   for (int32_t k = 0; k < b->nops && st == MIRS_OK; k++)
     st = stitch_op(p, r, i, b, &b->ops[k], bmap);
+  p->piece[i].r_end = r->nops;
   for (int32_t q = 0; q < b->nout && st == MIRS_OK; q++) {
     int32_t j = output_index(b, b->outputs[q], 'y');
     if (j < 0 || j >= pc->nout)
@@ -322,6 +324,43 @@ static mirs_status stitch(mirs_partition *p, mirs_graph **out) {
     MIRS_CHECK(ctx, st);
   }
   *out = r;
+  return MIRS_OK;
+}
+
+/* Predicted seconds and kernel launches of kernel ops [first, end) of g. */
+static mirs_status price_range(mirs_context *ctx, const mirs_graph *g, int32_t first, int32_t end,
+                               double *seconds, int *kernels) {
+  *seconds = 0;
+  *kernels = 0;
+  for (int32_t k = first; k < end; k++) {
+    mirs_cost c = MIRS_COST_INIT;
+    MIRS_CHECK(ctx, mirs_graph_kernel_cost(ctx, g, k, NULL, &c));
+    *seconds += c.seconds;
+    *kernels += c.kernels;
+  }
+  return MIRS_OK;
+}
+
+/* Price each piece where it runs, not alone: after, its ops in the
+ * stitched graph r; before, a library piece's op in the program.  There
+ * a reshape or permute that is a view costs nothing and launches
+ * nothing, and a kernel reads its inputs through their views (alone, a
+ * layout op's result is an output, hence a copy, and inputs are dense),
+ * so the rows add up to the whole-program line. */
+static mirs_status price_pieces(mirs_partition *p, const mirs_graph *r) {
+  for (int32_t i = 0; i < p->npieces; i++) {
+    mirs__piece *pc = &p->piece[i];
+    MIRS_CHECK(p->ctx, price_range(p->ctx, r, pc->r_first, pc->r_end, &pc->info.cost_after,
+                                   &pc->info.kernels));
+    if (pc->info.kind == MIRS_PIECE_LIBRARY) { /* (one op, the program's op i in order) */
+      int kernels;
+      int32_t op = pc->nops == 1 ? pc->ops[0] : -1;
+      if (op >= 0)
+        MIRS_CHECK(p->ctx, price_range(p->ctx, p->program, op, op + 1, &pc->info.cost_before,
+                                       &kernels));
+    }
+    pc->info.speedup = pc->info.cost_after > 0 ? pc->info.cost_before / pc->info.cost_after : 1;
+  }
   return MIRS_OK;
 }
 
@@ -370,6 +409,7 @@ static mirs_status check_stitched(mirs_partition *p, const mirs_graph *r) {
   p->stats.cost_after = b.seconds;
   p->stats.speedup = b.seconds > 0 ? a.seconds / b.seconds : 1; /* (no ops: 0 / 0) */
   p->stats.kernels = b.kernels;
+  MIRS_CHECK(ctx, price_pieces(p, r));
   return MIRS_OK;
 }
 

@@ -21,6 +21,7 @@ typedef struct mirs__piece {
   int32_t nout;
   mirs_graph *prog; /* the piece as a program of its own */
   mirs_graph *best; /* what the stitched graph runs for it (after run) */
+  int32_t r_first, r_end; /* its kernel ops in the stitched graph: [r_first, r_end) */
   mirs_piece_info info;
 } mirs__piece;
 

@@ -1,0 +1,294 @@
+/* SPDX-License-Identifier: MIT */
+/* src/codegen/views.c - where each kernel tensor's elements live in the
+ * generated code: which buffer, from which offset, at which per-dim
+ * strides.  Layout ops (reshape, permute, slice) become strided views
+ * instead of copy kernels:
+ *  - load side: the result of a layout op on a tensor stored at strides
+ *    st is a view of the same buffer when its strides can be computed
+ *    (permute: the strides permuted; slice: the same strides from the
+ *    start's offset; reshape: only dims that split or merge runs which
+ *    are contiguous in the buffer, as PyTorch's view), and the kernels
+ *    reading it index the buffer with those strides;
+ *  - store side: where a reshape cannot view its input x because x is a
+ *    permuted view of a tensor B (or where the chain of views from B
+ *    ends in a program output), B's producer stores B straight into x's
+ *    own (dense) buffer, or the output's, at the strides that undo the
+ *    chain, so no op of the chain runs a kernel (B, and each tensor from
+ *    B to x, has exactly one consumer, so nothing else reads B's layout);
+ *  - otherwise the layout op is a copy kernel (cuda.c's emit_layout)
+ *    reading its input through its view, and its result is dense.
+ * The graph is unchanged: only the code generation and the cost model
+ * read this (so verification, on the graph, stays as it was).
+ *
+ * Invariants: program inputs and outputs are dense in their own (the
+ * caller's) buffers, so a view never changes what the user's buffers
+ * hold; a tensor's buffer is its own exactly when its storage is dense
+ * there; in dense mode (`views` false, the benchmark's program as
+ * written) only a reshape of a dense tensor is a view, as before views
+ * existed.  Every answer is a pure function of the graph (no cache): the
+ * cost model and the emitter agree by construction. */
+#include "config.h"
+
+#include <string.h>
+
+#include "codegen/codegen.h"
+
+/* Row-major strides of shape s. */
+static void dense(const mirs__shape *s, int64_t st[MIRS_MAX_DIMS]) {
+  int64_t stride = 1;
+  for (int d = s->ndim - 1; d >= 0; d--) {
+    st[d] = stride;
+    stride *= s->d[d];
+  }
+}
+
+/* Whether tensor t is one of g's outputs. */
+static bool is_output(const mirs_graph *g, int32_t t) {
+  for (int32_t i = 0; i < g->nout; i++)
+    if (g->outputs[i] == t)
+      return true;
+  return false;
+}
+
+/* Whether op is a layout op that may be a view in this mode. */
+static bool viewable(const mirs__kop *op, bool views) {
+  return op->op == MIRS_OP_RESHAPE ||
+         (views && (op->op == MIRS_OP_PERMUTE || op->op == MIRS_OP_SLICE));
+}
+
+/* Whether layout op op maps its input's elements one to one onto its
+ * result's (a store may be redirected through it). */
+static bool bijective(const mirs__kop *op) {
+  return op->op == MIRS_OP_RESHAPE || op->op == MIRS_OP_PERMUTE;
+}
+
+/* Strides tst of reshape result ts of x (shape xs, strides xst), when
+ * every run of result dims lies inside one run of x's dims that is
+ * contiguous in the buffer (size-1 dims take part in no run).  Runs are
+ * matched from the last dim: each maximal contiguous run of x (numel n,
+ * innermost stride s) is covered by result dims whose product is n,
+ * strides s, s * d, ... */
+static bool reshape_strides(const mirs__shape *xs, const int64_t *xst, const mirs__shape *ts,
+                            int64_t *tst) {
+  int j = ts->ndim - 1;
+  int i = xs->ndim - 1;
+  while (i >= 0) {
+    if (xs->d[i] == 1) {
+      i--;
+      continue;
+    }
+    int64_t base = xst[i], run = xs->d[i]; /* a maximal contiguous run ending at dim i */
+    int top = i;
+    for (int e = i - 1; e >= 0; e--) {
+      if (xs->d[e] == 1)
+        continue;
+      if (xst[e] != run * base)
+        break;
+      run *= xs->d[e];
+      top = e;
+    }
+    int64_t have = 1;
+    while (j >= 0 && (have < run || ts->d[j] == 1)) {
+      tst[j] = have * base;
+      have *= ts->d[j];
+      j--;
+    }
+    if (have != run)
+      return false;
+    i = top - 1;
+  }
+  for (; j >= 0; j--) /* (only size-1 dims are left) */
+    tst[j] = 0;
+  return true;
+}
+
+/* Strides of layout op op's result from its input's strides xst (and
+ * *off, its offset, moved to the result's: a slice starts inside its
+ * input); false when the result is not a strided view of the same
+ * buffer. */
+static bool apply_off(const mirs_graph *g, const mirs__kop *op, const int64_t *xst, int64_t *tst,
+                      int64_t *off) {
+  const mirs__shape *xs = &g->t[op->in[0]].shape, *ts = &g->t[op->out[0]].shape;
+  if (op->op == MIRS_OP_SLICE) { /* lay: {dim, start, len} */
+    memcpy(tst, xst, sizeof(int64_t) * MIRS_MAX_DIMS);
+    *off += op->lay.d[1] * xst[op->lay.d[0]];
+    return true;
+  }
+  if (op->op == MIRS_OP_PERMUTE) {
+    for (int d = 0; d < ts->ndim; d++)
+      tst[d] = xst[op->lay.d[d]];
+    return true;
+  }
+  return op->op == MIRS_OP_RESHAPE && reshape_strides(xs, xst, ts, tst);
+}
+
+/* apply_off of a one-to-one layout op (the offset stays). */
+static bool apply(const mirs_graph *g, const mirs__kop *op, const int64_t *xst, int64_t *tst) {
+  int64_t off = 0;
+  return bijective(op) && apply_off(g, op, xst, tst, &off);
+}
+
+/* The op that reads t, when exactly one use of t exists; else -1. */
+static int32_t sole_consumer(const mirs_graph *g, int32_t t) {
+  int32_t who = -1, uses = 0;
+  for (int32_t i = 0; i < g->nops; i++)
+    for (int32_t a = 0; a < g->ops[i].nin; a++)
+      if (g->ops[i].in[a] == t) {
+        who = i;
+        uses++;
+      }
+  return uses == 1 ? who : -1;
+}
+
+/* Whether strides a and b agree on every non-unit dim of s. */
+static bool same_strides(const mirs__shape *s, const int64_t *a, const int64_t *b) {
+  for (int d = 0; d < s->ndim; d++)
+    if (s->d[d] > 1 && a[d] != b[d])
+      return false;
+  return true;
+}
+
+/* Strides of layout op op's input from its result's strides tst (the
+ * inverse step: a permute's scattered back, a reshape's as a reshape of
+ * the result); false when the input is not a strided view of that. */
+static bool unapply(const mirs_graph *g, const mirs__kop *op, const int64_t *tst, int64_t *xst) {
+  const mirs__shape *xs = &g->t[op->in[0]].shape, *ts = &g->t[op->out[0]].shape;
+  if (op->op == MIRS_OP_PERMUTE) {
+    for (int d = 0; d < ts->ndim; d++)
+      xst[op->lay.d[d]] = tst[d];
+    return true;
+  }
+  return op->op == MIRS_OP_RESHAPE && reshape_strides(ts, tst, xs, xst);
+}
+
+/* Forward from tensor b stored at strides bst, through the chain of
+ * sole-consumer layout ops that ends at tensor x: whether every step is
+ * a view and x's strides come out as xst. */
+static bool chain_reaches(const mirs_graph *g, int32_t b, const int64_t *bst, int32_t x,
+                          const int64_t *xst) {
+  int64_t cur[MIRS_MAX_DIMS], next[MIRS_MAX_DIMS];
+  memcpy(cur, bst, sizeof cur);
+  for (int32_t t = b; t != x;) {
+    int32_t c = sole_consumer(g, t);
+    if (c < 0 || !apply(g, &g->ops[c], cur, next))
+      return false;
+    memcpy(cur, next, sizeof cur);
+    t = g->ops[c].out[0];
+  }
+  return same_strides(&g->t[x].shape, cur, xst);
+}
+
+/* Longest chain of layout ops a store is redirected through. */
+#define CHAIN_MAX 16
+
+/* The store-side redirection of tensor b (produced by a computing op,
+ * not an output).  b's sole consumers form a chain of layout views
+ * b -> x1 -> ... -> xn; where it ends in
+ *  - a reshape that cannot view xn: xn is made dense in a buffer (xn's
+ *    own, or the reshape's result's when that is a program output: the
+ *    same order) and b is stored in it at the strides that make it so;
+ *  - a program output xn: b is stored in the output's buffer likewise;
+ * b's strides there come from undoing the chain from xn (dense) back to
+ * b, each step a view, and are checked by redoing it forward.  Returns
+ * the buffer's tensor and b's strides in inv, or -1 (b stays dense in
+ * its own buffer). */
+static int32_t redirect(const mirs_graph *g, int32_t b, int64_t *inv) {
+  int32_t chain[CHAIN_MAX];
+  int n = 0, buf = -1;
+  int64_t cur[MIRS_MAX_DIMS], next[MIRS_MAX_DIMS];
+  dense(&g->t[b].shape, cur);
+  for (int32_t t = b; buf < 0;) {
+    int32_t c = sole_consumer(g, t);
+    if (c < 0 || !bijective(&g->ops[c]))
+      return -1;
+    int32_t x = g->ops[c].out[0];
+    if (!apply(g, &g->ops[c], cur, next))
+      buf = is_output(g, x) ? x : t; /* (the reshape reads t dense: a view of it) */
+    else if (n == CHAIN_MAX)
+      return -1;
+    else {
+      chain[n++] = c;
+      memcpy(cur, next, sizeof cur);
+      t = x;
+      buf = is_output(g, x) ? x : -1;
+    }
+  }
+  if (n == 0)
+    return -1; /* (b itself is dense where it is read) */
+  int32_t last = g->ops[chain[n - 1]].out[0];
+  dense(&g->t[last].shape, cur);
+  for (int i = n - 1; i >= 0; i--) {
+    if (!unapply(g, &g->ops[chain[i]], cur, next))
+      return -1;
+    memcpy(cur, next, sizeof cur);
+  }
+  int64_t want[MIRS_MAX_DIMS];
+  dense(&g->t[last].shape, want);
+  if (!chain_reaches(g, b, cur, last, want))
+    return -1;
+  memcpy(inv, cur, sizeof cur);
+  return buf;
+}
+
+void mirs__codegen_storage(const mirs_graph *g, bool views, int32_t t, mirs__storage *s) {
+  s->buf = t;
+  s->off = 0;
+  dense(&g->t[t].shape, s->st);
+  if (g->t[t].producer < 0 || is_output(g, t))
+    return; /* (the caller's buffers: dense) */
+  const mirs__kop *p = &g->ops[g->t[t].producer];
+  if (mirs__op_is_layout(p->op)) {
+    if (!viewable(p, views))
+      return;
+    mirs__storage x;
+    mirs__codegen_storage(g, views, p->in[0], &x);
+    int64_t st[MIRS_MAX_DIMS], off = x.off;
+    if (apply_off(g, p, x.st, st, &off)) {
+      s->buf = x.buf;
+      s->off = off;
+      memcpy(s->st, st, sizeof st);
+    }
+    return;
+  }
+  int64_t inv[MIRS_MAX_DIMS];
+  int32_t x = views ? redirect(g, t, inv) : -1;
+  if (x >= 0) {
+    s->buf = x;
+    memcpy(s->st, inv, sizeof inv);
+  }
+}
+
+bool mirs__codegen_op_is_view(const mirs_graph *g, bool views, int32_t op) {
+  const mirs__kop *k = &g->ops[op];
+  if (!mirs__op_is_layout(k->op) || !viewable(k, views))
+    return false;
+  mirs__storage x;
+  int64_t st[MIRS_MAX_DIMS], off = 0;
+  mirs__codegen_storage(g, views, k->in[0], &x);
+  if (is_output(g, k->out[0])) /* (its producer chain stores into the output: redirect) */
+    return x.buf == k->out[0];
+  return apply_off(g, k, x.st, st, &off);
+}
+
+bool mirs__codegen_is_view(const mirs_graph *g, int32_t op) {
+  return mirs__codegen_op_is_view(g, true, op);
+}
+
+int32_t mirs__codegen_view_root(const mirs_graph *g, int32_t t) {
+  mirs__storage s;
+  mirs__codegen_storage(g, false, t, &s);
+  return s.buf;
+}
+
+bool mirs__codegen_storage_vec(const mirs_graph *g, int32_t t, int elsize) {
+  mirs__storage s;
+  mirs__codegen_storage(g, true, t, &s);
+  const mirs__shape *sh = &g->t[t].shape;
+  int r = sh->ndim;
+  if (r < 1 || s.st[r - 1] != 1 || (sh->d[r - 1] * elsize) % 16 != 0 || (s.off * elsize) % 16 != 0)
+    return false;
+  for (int d = 0; d < r - 1; d++)
+    if (sh->d[d] > 1 && (s.st[d] * elsize) % 16 != 0)
+      return false;
+  return true;
+}
