@@ -29,14 +29,6 @@ static void teardown(void) {
   tu_scratch_remove();
 }
 
-/* Parse text into a graph of ctx (asserting success). */
-static mirs_graph *parse(mirs_context *ctx, const char *text) {
-  mirs_graph *g = NULL;
-  mirs_status st = mirs_graph_parse_string(ctx, text, strlen(text), "t.graph", &g);
-  ck_assert_msg(st == MIRS_OK, "parse: %s", mirs_last_error(ctx));
-  return g;
-}
-
 START_TEST(test_parse_errors_have_positions) {
   static const char text[] = "program e\n"
                              "input X : f32[2, 3, 4]\n"
@@ -179,7 +171,7 @@ START_TEST(test_hash_distinguishes_attributes) {
   snprintf(b, sizeof b, "%sP = permute(X, dims=[2, 1, 0])\noutput P\n", head);
   snprintf(c, sizeof c, "%sP = reshape(X, shape=[4, 6])\noutput P\n", head);
   snprintf(d, sizeof d, "%sP = reshape(X, shape=[4, -1])\noutput P\n", head);
-  mirs_graph *ga = parse(ctx, a), *gb = parse(ctx, b), *gc = parse(ctx, c), *gd = parse(ctx, d);
+  mirs_graph *ga = tu_parse(ctx, a), *gb = tu_parse(ctx, b), *gc = tu_parse(ctx, c), *gd = tu_parse(ctx, d);
   ck_assert(mirs_graph_hash(ga) != mirs_graph_hash(gb));
   ck_assert(mirs_graph_hash(gc) == mirs_graph_hash(gd)); /* the -1 is resolved */
   mirs_graph_destroy(ga);
@@ -228,9 +220,9 @@ START_TEST(test_rms_norm_eps_fingerprints) {
   /* The GPU fingerprint backend has no layout or eps kernels: such graphs
    * are fingerprinted on the CPU (mirs__fp_backend_for). */
   mirs_context *ctx = tu_ctx(NULL);
-  mirs_graph *a = parse(ctx, X334 "N = rms_norm(X, eps=1e-6)\noutput N\n");
-  mirs_graph *b = parse(ctx, X334 "N = rms_norm(X)\noutput N\n");
-  mirs_graph *c = parse(ctx, X334 "N = permute(X, dims=[1, 0, 2])\noutput N\n");
+  mirs_graph *a = tu_parse(ctx, X334 "N = rms_norm(X, eps=1e-6)\noutput N\n");
+  mirs_graph *b = tu_parse(ctx, X334 "N = rms_norm(X)\noutput N\n");
+  mirs_graph *c = tu_parse(ctx, X334 "N = permute(X, dims=[1, 0, 2])\noutput N\n");
   ck_assert(mirs__fp_gpu_lacks(a));
   ck_assert(!mirs__fp_gpu_lacks(b));
   ck_assert(mirs__fp_gpu_lacks(c));
@@ -268,7 +260,7 @@ START_TEST(test_spelled_rms_norm_folds) {
                                      "N = rms_norm(X)\n"};
   mirs_context *ctx = tu_ctx(NULL);
   for (int i = 0; i < 3; i++) {
-    mirs_graph *g = parse(ctx, forms[i]), *f = NULL;
+    mirs_graph *g = tu_parse(ctx, forms[i]), *f = NULL;
     ck_assert_int_eq(mirs__graph_fold_norms(g, &f), MIRS_OK);
     ck_assert_ptr_nonnull(f);
     char *text = print_graph(f);
@@ -286,7 +278,7 @@ START_TEST(test_spelled_rms_norm_folds) {
       "N = div(X, D)\noutput N\n",
   };
   for (int i = 0; i < 2; i++) {
-    mirs_graph *g = parse(ctx, kept[i]), *f = NULL;
+    mirs_graph *g = tu_parse(ctx, kept[i]), *f = NULL;
     ck_assert_int_eq(mirs__graph_fold_norms(g, &f), MIRS_OK);
     ck_assert_ptr_null(f);
     mirs_graph_destroy(g);
@@ -363,7 +355,7 @@ static void assert_compiles(const char *cu, const char *entry) {
  * counts, and compiles cleanly as host C++. */
 static void assert_codegen(mirs_context *ctx, const char *text, const char *entry,
                            const char *const *want, size_t n, int kernels) {
-  mirs_graph *g = parse(ctx, text);
+  mirs_graph *g = tu_parse(ctx, text);
   char *cu = NULL, launch[64];
   ck_assert_int_eq(mirs_codegen_cuda(g, entry, &cu), MIRS_OK);
   assert_code_has(cu, want, n);

@@ -26,14 +26,6 @@ static void teardown(void) {
   tu_scratch_remove();
 }
 
-/* Parse text into a graph of ctx (asserting success). */
-static mirs_graph *parse(mirs_context *ctx, const char *text) {
-  mirs_graph *g = NULL;
-  mirs_status st = mirs_graph_parse_string(ctx, text, strlen(text), "t.graph", &g);
-  ck_assert_msg(st == MIRS_OK, "parse: %s", mirs_last_error(ctx));
-  return g;
-}
-
 START_TEST(test_parse_errors_have_positions) {
   const char *f = tu_put("bad.graph", "program e\n"
                                       "input X : f32[2, 3, 8]\n"
@@ -151,7 +143,7 @@ START_TEST(test_hash_distinguishes_attributes) {
   snprintf(b, sizeof b, "%sS = slice(X, dim=1, start=4, len=4)\noutput S\n", head);
   snprintf(c, sizeof c, "%sS = slice(X, dim=-1, start=4, len=4)\noutput S\n", head);
   snprintf(d, sizeof d, "%sS = slice(X, dim=0, start=0, len=4)\noutput S\n", head);
-  mirs_graph *ga = parse(ctx, a), *gb = parse(ctx, b), *gc = parse(ctx, c), *gd = parse(ctx, d);
+  mirs_graph *ga = tu_parse(ctx, a), *gb = tu_parse(ctx, b), *gc = tu_parse(ctx, c), *gd = tu_parse(ctx, d);
   ck_assert(mirs_graph_hash(ga) != mirs_graph_hash(gb));
   ck_assert(mirs_graph_hash(gb) == mirs_graph_hash(gc)); /* the dim is resolved */
   ck_assert(mirs_graph_hash(ga) != mirs_graph_hash(gd));
@@ -193,7 +185,7 @@ START_TEST(test_fingerprints) {
   ck_assert_int_eq(tu_verify_rc(id, all), 0);
   /* The GPU fingerprint backend has no slice kernel: the CPU one runs it. */
   mirs_context *ctx = tu_ctx(NULL);
-  mirs_graph *g = parse(ctx, X412 "S = slice(X, dim=1, start=6, len=3)\noutput S\n");
+  mirs_graph *g = tu_parse(ctx, X412 "S = slice(X, dim=1, start=6, len=3)\noutput S\n");
   ck_assert(mirs__fp_gpu_lacks(g));
   mirs_graph_destroy(g);
   mirs_context_destroy(ctx);
@@ -220,7 +212,7 @@ static const char *const CG = "program cg\n"
 
 START_TEST(test_codegen_copies) {
   mirs_context *ctx = tu_ctx(NULL);
-  mirs_graph *g = parse(ctx, CG);
+  mirs_graph *g = tu_parse(ctx, CG);
   char *cu = NULL;
   ck_assert_int_eq(mirs_codegen_cuda(g, "sl", &cu), MIRS_OK);
   static const char *const want[] = {

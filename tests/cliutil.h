@@ -185,13 +185,19 @@ static inline void tu_assert_checks(const char *path, const char *const *want, s
   run_free(&r);
 }
 
+/* Parse text (as "t.graph") into a graph of ctx, asserting success. */
+static inline mirs_graph *tu_parse(mirs_context *ctx, const char *text) {
+  mirs_graph *g = NULL;
+  ck_assert_msg(mirs_graph_parse_string(ctx, text, strlen(text), "t.graph", &g) == MIRS_OK,
+                "parse: %s", mirs_last_error(ctx));
+  return g;
+}
+
 /* Output `name` of the float64 eval of program text at seed 1: its n
  * values into v (asserting the count). */
 static inline void tu_eval_output(const char *text, const char *name, double *v, int64_t n) {
   mirs_context *ctx = tu_ctx(NULL);
-  mirs_graph *g = NULL;
-  ck_assert_msg(mirs_graph_parse_string(ctx, text, strlen(text), "t.graph", &g) == MIRS_OK,
-                "parse: %s", mirs_last_error(ctx));
+  mirs_graph *g = tu_parse(ctx, text);
   mirs_eval_result *res = NULL;
   ck_assert_int_eq(mirs_graph_eval(g, 1, &res), MIRS_OK);
   int found = 0;
