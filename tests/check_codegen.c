@@ -769,6 +769,87 @@ START_TEST(test_skinny_mma_swapped) {
 }
 END_TEST
 
+/* Shared memory reused across phases (plan.c place): the split strips'
+ * per-iteration row exchanges sit in tiles written only after the loop,
+ * the after-loop exchange in dead stage buffers.  Every plan of the
+ * published bests and the chain test graphs passes the lifetime check
+ * (mirs__plan_check_smem); mha_safe's and chain_split_safe's exchanges
+ * share bytes with such tiles and their plans shrink by the two
+ * exchanges (2 x 256 bytes); and the check fails once an exchange is put
+ * over data in use during the loop (a K or V stage buffer, Q, the other
+ * exchange).  The host runs of chain_split_safe in three thread orders
+ * (test_register_chain) and of mha_safe at small shape exercise the
+ * reuse itself. */
+START_TEST(test_smem_lifetimes) {
+  static const char *const files[] = {
+      "examples/best/gated_mlp.ugraph",        "examples/best/gqa.ugraph",
+      "examples/best/lora.ugraph",             "examples/best/mha.ugraph",
+      "examples/best/mqa.ugraph",              "examples/best/ntrans.ugraph",
+      "examples/best/qknorm_attention.ugraph", "examples/best/rmsnorm_linear.ugraph",
+      "examples/best/causal_attention.ugraph", "examples/best/gqa_safe.ugraph",
+      "examples/best/mha_safe.ugraph",         "tests/codegen/chain_split.ugraph",
+      "tests/codegen/chain_split_safe.ugraph", "tests/codegen/chain_qknorm.ugraph",
+      "tests/codegen/mqa_wide.ugraph",         "tests/codegen/big_smem.ugraph"};
+  mirs_context *ctx = tu_ctx(NULL);
+  char why[256];
+  for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+    mirs_graph *g = load(ctx, files[i]);
+    for (int32_t ki = 0; ki < g->nops; ki++) {
+      if (g->ops[ki].op != MIRS_OP_CUSTOM)
+        continue;
+      mirs__plan pl;
+      ck_assert_int_eq(mirs__plan_build(ctx, g, ki, MIRS__PLAN_SMEM_MAX, true, &pl), MIRS_OK);
+      ck_assert_msg(mirs__plan_check_smem(&pl, g->ops[ki].bg, why, sizeof why), "%s: %s",
+                    files[i], why);
+      mirs__plan_free(&pl);
+    }
+    mirs_graph_destroy(g);
+  }
+  static const struct {
+    const char *file;
+    int64_t smem; /* bytes per block with the exchanges in dead tiles */
+  } reuse[] = {{"examples/best/mha_safe.ugraph", 76608 - 512},
+               {"tests/codegen/chain_split_safe.ugraph", 13632 - 512}};
+  for (size_t i = 0; i < sizeof reuse / sizeof reuse[0]; i++) {
+    mirs_graph *g = load(ctx, reuse[i].file);
+    int32_t ki = g->nops - 1;
+    const mirs__bgraph *bg = g->ops[ki].bg;
+    mirs__plan pl;
+    ck_assert_int_eq(mirs__plan_build(ctx, g, ki, MIRS__PLAN_SMEM_MAX, true, &pl), MIRS_OK);
+    ck_assert(pl.chain.on && pl.chain.ks > 1);
+    ck_assert_int_eq(pl.smem, reuse[i].smem);
+    int32_t x[2], nx = 0, q = -1, kv[2], nkv = 0; /* the exchanges; Q; K and V */
+    for (int32_t t = 0; t < bg->nt; t++) {
+      if (pl.t[t].frag == MIRS__FRAG_ROW && pl.t[t].off >= 0 &&
+          mirs__graph_ops[bg->ops[bg->t[t].producer].op].kind != MIRS__KIND_ACCUM && nx < 2)
+        x[nx++] = t;
+      if (pl.t[t].input && pl.t[t].invariant)
+        q = t;
+      else if (pl.t[t].input && nkv < 2)
+        kv[nkv++] = t;
+    }
+    ck_assert_int_eq(nx, 2);
+    ck_assert_int_eq(nkv, 2);
+    ck_assert_int_ge(q, 0);
+    /* both inside the plan's tiles written after the loop */
+    ck_assert_int_lt(pl.t[x[1]].off + 256, pl.smem + 1);
+    int64_t keep = pl.t[x[0]].off;
+    int32_t over[] = {kv[0], kv[1], q, x[1]};
+    for (size_t o = 0; o < sizeof over / sizeof over[0]; o++) {
+      pl.t[x[0]].off = pl.t[over[o]].off + 16;
+      ck_assert_msg(!mirs__plan_check_smem(&pl, bg, why, sizeof why),
+                    "%s: an exchange over %s passes the lifetime check", reuse[i].file,
+                    bg->t[over[o]].name);
+    }
+    pl.t[x[0]].off = keep;
+    ck_assert(mirs__plan_check_smem(&pl, bg, why, sizeof why));
+    mirs__plan_free(&pl);
+    mirs_graph_destroy(g);
+  }
+  mirs_context_destroy(ctx);
+}
+END_TEST
+
 /* The test suite. */
 static Suite *suite(void) {
   Suite *s = suite_create("codegen");
@@ -779,6 +860,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_emu_primitives);
   tcase_add_test(tc, test_plan_smem_matches_launch);
   tcase_add_test(tc, test_register_chain);
+  tcase_add_test(tc, test_smem_lifetimes);
   tcase_add_test(tc, test_skinny_mma_swapped);
   tcase_add_test(tc, test_cuda_backend_without_device);
   tcase_add_loop_test(tc, test_example_ugraphs_match_programs, 0, NEXAMPLES);

@@ -618,8 +618,13 @@ static void emit_mma16_rows(kgen *k, int32_t oi, const mma_geo *q, int64_t SA, i
                      "        const %s *const pb = t%d + bb + (lane & 15) * %" PRId64
                      " + (nt0 + c) * 8 + (lane >> 4) * 8;\n",
                      ctype(dt), (int)op->in[1], SB);
+    /* A chunked product's k loop is unrolled by two only: fully
+     * unrolled, ptxas may issue every k step's ldmatrix ahead of the
+     * MMAs (mqa at forloop=16: 4 steps of A and 8 tiles' B fragments,
+     * 127 registers against 72-80 by two; gqa's identical loop it did
+     * not), which the plan's register estimate cannot foresee. */
     mirs__buf_printf(b, "        %sfor (int kk = 0; kk < %" PRId64 "; kk += 16) {\n",
-                     ksteps <= 16 ? "MIRS_UNROLL " : "", q->kk);
+                     ch < q->per ? "MIRS_UNROLL2 " : ksteps <= 16 ? "MIRS_UNROLL " : "", q->kk);
     mirs__buf_puts(b, "          uint32_t a[4];\n          mirs_ldmatrix_x4(a, pa + kk);\n");
     emit_b_frags(k, ch, SB, sfx, "kk");
     mirs__buf_puts(b, "        }\n");
@@ -2212,6 +2217,7 @@ static const char prelude[] =
     "#define MIRS_SHARED_FLOATS(name) extern __shared__ __align__(16) float name[]\n"
     "#define MIRS_UNROLL _Pragma(\"unroll\")\n"
     "#define MIRS_NO_UNROLL _Pragma(\"unroll 1\")\n"
+    "#define MIRS_UNROLL2 _Pragma(\"unroll 2\")\n"
     "#endif\n"
     "\n"
     "#ifndef MIRS_PRELUDE_DEFINED\n"

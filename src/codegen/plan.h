@@ -182,6 +182,14 @@ void mirs__plan_smem_traffic(mirs__plan *pl, const mirs_graph *g, const mirs__bg
  * bytes, distinct 4-byte words of one bank serialise, equal words are
  * broadcast) over the fewest any access of that many bytes takes. */
 double mirs__plan_bank_factor(const int64_t addr[32], int width);
+/* Whether no two byte ranges of pl's shared memory that are in use at the
+ * same time overlap (plan.c): every tile, stage buffer, accumulator
+ * area, the chain's row exchanges and after-loop exchange, each live
+ * before, during and/or after the forloop.  Ranges that only share bytes
+ * across phases (the after-loop exchange in dead stage buffers, the row
+ * exchanges in tiles written after the loop) pass.  On an overlap,
+ * false and a sentence in why. */
+bool mirs__plan_check_smem(const mirs__plan *pl, const mirs__bgraph *bg, char *why, size_t n);
 void mirs__plan_free(mirs__plan *p);
 
 #endif
