@@ -55,7 +55,8 @@ static const char *const EXAMPLES[] = {"gqa_small", "mha_small", "rmsnorm_linear
 static const char *const TESTGRAPHS[] = {
     "mma_f16",     "mma_pad",          "rms_bf16",      "f32_mixed",  "big_smem",
     "reduce_tree", "general_load",     "transpose_mma", "chain_attn", "chain_safe",
-    "chain_split", "chain_split_safe", "chain_qknorm", "mma_swap"};
+    "chain_split", "chain_split_safe", "chain_qknorm", "mma_swap",   "chain_chunks",
+    "chain_nochunks"};
 #define NTESTGRAPHS ((int)(sizeof TESTGRAPHS / sizeof TESTGRAPHS[0]))
 
 /* The search's bests at small shape (examples/best, scripts/search-bests.sh). */
@@ -657,7 +658,11 @@ START_TEST(test_register_chain) {
                /* rms_norm(Q)·K and E·rms_norm(V): tf32 with computed operands */
                {"examples/best/qknorm_attention.ugraph", true, MIRS__MMA_TF32, 4, 4},
                /* a strip's 8-column tiles (8) do not split over 16 warps */
-               {"tests/codegen/chain_nosplit.ugraph", false, 0, 4, 0}};
+               {"tests/codegen/chain_nosplit.ugraph", false, 0, 4, 0},
+               /* key chunks: 4 of 8 tiles a warp; none for an online softmax */
+               {"tests/codegen/chain_chunks.ugraph", true, MIRS__MMA_TF32, 4, 2},
+               {"tests/codegen/mqa_wide.ugraph", true, MIRS__MMA_TF32, 3, 1},
+               {"tests/codegen/chain_nochunks.ugraph", false, 0, 5, 0}};
   mirs_context *ctx = tu_ctx(NULL);
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     mirs_graph *g = load(ctx, cases[i].file);
@@ -680,6 +685,10 @@ START_TEST(test_register_chain) {
       ck_assert_int_eq(bg->ops[pl.chain.mm2].in[0], e);
       ck_assert_int_eq(pl.t[e].frag, MIRS__FRAG_C);
       ck_assert_int_eq(pl.chain.ks, cases[i].ks);
+      /* 8-column tiles of S a warp holds at once: at most 16 (64 registers) */
+      const mirs__shape *ss = &bg->t[bg->ops[pl.chain.mm1].out].shape;
+      int64_t ntl = ss->d[ss->ndim - 1] / 8 / pl.chain.ks;
+      ck_assert_int_eq(pl.chain.nc, ntl > 16 ? ntl / 8 : 1);
       ck_assert_int_eq(pl.t[e].off, -1); /* no tile: E stays in registers */
       if (cases[i].ks == 1)
         ck_assert_int_lt(pl.smem, off.smem);
@@ -690,8 +699,12 @@ START_TEST(test_register_chain) {
     mirs__plan_free(&off);
     mirs_graph_destroy(g);
   }
-  /* The small chains in three thread orders: within tolerance, same bits. */
-  for (int f = 0; f < 5; f++) {
+  /* The small chains (key chunks included) in three thread orders:
+   * within tolerance, same bits. */
+  static const int small[] = {0, 1, 2, 3, 4, 12};
+  ck_assert_ptr_nonnull(strstr(cases[12].file, "chain_chunks"));
+  for (size_t si = 0; si < sizeof small / sizeof small[0]; si++) {
+    int f = small[si];
     mirs_graph *g = load(ctx, cases[f].file);
     mirs_eval_result *first = NULL;
     for (int seed = 0; seed < 3; seed++) {

@@ -77,8 +77,8 @@
 #                                       mha_safe, tests/codegen/wgmma_f16, tests/codegen/wgmma_bf16,
 #                                       tests/codegen/chain_wide: gqa's register chain on 128-key
 #                                       tiles, its register estimate held to ptxas's;
-#                                       tests/codegen/mqa_wide: mqa's 256-key tiles, no chain, S in
-#                                       chunks of 8 tiles)
+#                                       tests/codegen/mqa_wide: mqa's 256-key tiles, its register
+#                                       chain in 4 key chunks of 8 tiles)
 #
 # NVCC picks the compiler (default: configure's, else nvcc on PATH),
 # MIRSEARCH the program (default: $top_builddir/src/mirsearch), KEEP=1

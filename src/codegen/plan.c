@@ -69,6 +69,8 @@
  *     (exp of x minus the row max of x, a causal mask between included)
  *     or V is bf16 (f32's range) and V is a 16-bit tile, else tf32
  *     m16n8k8 (exp of raw logits overflows f16; a computed f32 V).
+ *     A warp's part of S of more than 16 8-column tiles runs in key
+ *     chunks of 8 tiles (key_chunks) when the chain is linear.
  *
  * Invariant: plans allocate nothing for block graphs of up to
  * MIRS__PLAN_LOCAL tensors and ops. */
@@ -261,6 +263,24 @@ static void plan_mma(mirs__plan *pl, const mirs_graph *g, const mirs__bgraph *bg
 /* Chain analysis (decision 8): what a tensor is in the chain. */
 enum { CH_NONE, CH_C, CH_ROW, CH_O };
 
+/* Key chunks of a warp's ntl 8-column tiles of S (plan.h chain.nc): 1
+ * when their C fragments fit REG_ACC_MAX registers, else the fewest
+ * chunks of at most that many (an even number of tiles each: a 16-bit
+ * E·V packs two tiles a k step), 0 when none divides.  Holding a strip
+ * of 256 keys whole (mqa at forloop=16: 32 tiles, 128 C registers) took
+ * ptxas to 255 registers and 52 bytes of spill stores on sm_80; in
+ * chunks of 16 tiles the chain keeps gqa's 128-key register profile.
+ * Chunks run one after another, so they are only taken for a linear
+ * chain (plan_chain): no row max or sum of S used in the iteration, no
+ * online accumulator, E·V added straight into its accumulator, as the
+ * chunks' partial sums of E·V and of the row sums add up to the
+ * strip's. */
+static int32_t key_chunks(int64_t ntl) {
+  if (ntl * 4 <= REG_ACC_MAX)
+    return 1;
+  return ntl % MIRS__PLAN_MMA_CHUNK == 0 ? (int32_t)(ntl / MIRS__PLAN_MMA_CHUNK) : 0;
+}
+
 /* Whether the ops after matmul i form a register chain (plan.h); fills
  * pl->chain and the tensors' and ops' marks when they do. */
 static bool try_chain(mirs__plan *pl, const mirs_graph *g, const mirs__bgraph *bg, int32_t i) {
@@ -280,8 +300,12 @@ static bool try_chain(mirs__plan *pl, const mirs_graph *g, const mirs__bgraph *b
   int32_t strips = m_pad / 16, ks = strips > 0 ? pl->nwarps / strips : 0;
   if (m1->op != MIRS_OP_MATMUL || pl->op[i].mma == MIRS__MMA_NONE || pl->op[i].acc >= 0 ||
       bg->t[m1->out].post || r < 2 || batch_numel(ss) != 1 || ks < 1 || ks * strips != pl->nwarps ||
-      ss->d[r - 1] % (16 * ks) != 0 || ss->d[r - 1] / 8 / ks * 4 > REG_ACC_MAX)
+      ss->d[r - 1] % (16 * ks) != 0)
     return false;
+  int32_t nc = key_chunks(ss->d[r - 1] / 8 / ks);
+  if (nc < 1)
+    return false;
+  bool linear = true; /* what key chunks need (key_chunks) */
   int8_t ch[MIRS__PLAN_LOCAL], acc[MIRS__PLAN_LOCAL];
   int32_t maxof[MIRS__PLAN_LOCAL];                    /* a row max: the tensor it is the max of */
   bool le0[MIRS__PLAN_LOCAL], unit[MIRS__PLAN_LOCAL]; /* <= 0 (or -inf); in [0, 1] */
@@ -319,6 +343,7 @@ static bool try_chain(mirs__plan *pl, const mirs_graph *g, const mirs__bgraph *b
       if (!ok)
         return false;
       acc[o] = ch[x] == CH_O ? CH_C : CH_ROW;
+      linear = linear && op->op != MIRS_OP_ACCUM_ONLINE;
     } else if (mirs__op_is_elementwise(op->op)) {
       /* (over S's fragments, or E·V's: the same rows, a row value as the
        * second operand) */
@@ -330,6 +355,7 @@ static bool try_chain(mirs__plan *pl, const mirs_graph *g, const mirs__bgraph *b
       if (ch[x] == CH_O && ks > 1 && !(y >= 0 && (op->op == MIRS_OP_MUL || op->op == MIRS_OP_DIV)))
         return false;
       ch[o] = ch[x];
+      linear = linear && ch[x] == CH_C;
       le0[o] = (op->op == MIRS_OP_SUB && y >= 0 && maxof[y] == x) ||
                (op->op == MIRS_OP_CAUSAL_MASK && le0[x]);
       unit[o] = op->op == MIRS_OP_EXP && le0[x];
@@ -337,6 +363,7 @@ static bool try_chain(mirs__plan *pl, const mirs_graph *g, const mirs__bgraph *b
                op->dim == r - 1) {
       ch[o] = CH_ROW;
       maxof[o] = op->op == MIRS_OP_MAX ? x : -1;
+      linear = false;
     } else if (op->op == MIRS_OP_MATMUL && mm2 < 0 && ch[x] == CH_C && y >= 0 && ch[y] == CH_NONE &&
                batch_numel(&bg->t[o].shape) == 1 &&
                bg->t[o].shape.d[bg->t[o].shape.ndim - 1] % 8 == 0) {
@@ -351,6 +378,14 @@ static bool try_chain(mirs__plan *pl, const mirs_graph *g, const mirs__bgraph *b
   if (mm2 < 0)
     return false;
   const mirs__bop *m2 = &bg->ops[mm2];
+  if (nc > 1) { /* E·V straight into its accumulator, which adds the chunks' partial sums */
+    bool direct = false;
+    for (int32_t j = mm2 + 1; j < bg->nops; j++)
+      direct = direct || (in_chain[j] && bg->ops[j].op == MIRS_OP_ACCUM &&
+                          bg->ops[j].in[0] == m2->out && pl->t[m2->out].uses == 1);
+    if (!linear || !direct)
+      return false;
+  }
   /* V: a 16-bit tile (loaded, or a loaded one transposed) takes
    * ldmatrix; a computed f32 one is read element by element (tf32). */
   mirs_dtype dv = loaded16(g, bg, m2->in[1]);
@@ -360,6 +395,7 @@ static bool try_chain(mirs__plan *pl, const mirs_graph *g, const mirs__bgraph *b
   pl->op[i].m_pad = m_pad;
   pl->op[mm2].swap = false;
   pl->chain.ks = ks;
+  pl->chain.nc = nc;
   pl->chain.xoff = -1;
   pl->chain.xbytes = 0;
   if (ks > 1) { /* the largest partial accumulator of a lane: E·V's C fragments */
@@ -779,7 +815,8 @@ bool mirs__plan_check_smem(const mirs__plan *pl, const mirs__bgraph *bg, char *w
 static int64_t chain_live_regs(const mirs__plan *pl, const mirs__bgraph *bg) {
   const mirs__bop *m1 = &bg->ops[pl->chain.mm1], *m2 = &bg->ops[pl->chain.mm2];
   const mirs__shape *ss = &bg->t[m1->out].shape, *os = &bg->t[m2->out].shape;
-  int64_t ntl = ss->d[ss->ndim - 1] / 8 / pl->chain.ks, nt2 = os->d[os->ndim - 1] / 8;
+  int64_t ntl = ss->d[ss->ndim - 1] / 8 / pl->chain.ks / pl->chain.nc,
+          nt2 = os->d[os->ndim - 1] / 8;
   int64_t sb = pl->op[pl->chain.mm1].mma != MIRS__MMA_16 ? 2 * ntl : ntl > 8 ? 2 * ntl + 8 : 4;
   int64_t s_phase = 4 * ntl + 4 + sb;
   int64_t ev_phase = 4 * ntl + 2 * nt2 + (pl->chain.mma2 == MIRS__MMA_16 ? 4 : 0) +

@@ -97,6 +97,9 @@ typedef struct mirs__plan_op {
 typedef struct mirs__plan_chain {
   bool on;
   int32_t ks;       /* warps per 16-row strip (1: one warp owns whole rows) */
+  int32_t nc;       /* key chunks: a warp runs its 1/ks of S's columns in nc
+                     * chunks one after another, S through E·V for each (a
+                     * linear chain only: plan.c key_chunks); 1 for none */
   int64_t xoff;     /* ks > 1: smem byte offset of the after-loop partial-sum exchange
                      * (in walked input tiles' stage buffers, dead after the loop,
                      * when they are large enough; else an area of its own) */
