@@ -809,7 +809,9 @@ bool mirs__plan_check_smem(const mirs__plan *pl, const mirs__bgraph *bg, char *w
  *    the packed A fragment of a 16-bit step (4; tf32 rounds E in place)
  *    and, when E·V does not add into an accumulator (online softmax),
  *    its own C tiles (4 per output tile);
- *  a row max or sum: r[2] each.
+ *  a row max or sum: r[2] each;
+ *  key chunks: the chunk loop's counter and addresses (4; gqa at
+ *    forloop=16 took 80 registers on sm_80 against 76 without them).
  * Counting a whole k step's B fragments at every width (the estimate
  * before) was up to 20 over ptxas at 8 tiles per warp and fewer. */
 static int64_t chain_live_regs(const mirs__plan *pl, const mirs__bgraph *bg) {
@@ -825,6 +827,8 @@ static int64_t chain_live_regs(const mirs__plan *pl, const mirs__bgraph *bg) {
   for (int32_t i = pl->chain.mm1 + 1; i < bg->nops; i++)
     if (pl->op[i].chain && mirs__graph_ops[bg->ops[i].op].kind == MIRS__KIND_REDUCE)
       c += 2; /* a row max or sum: r[2] */
+  if (pl->chain.nc > 1)
+    c += 4; /* the key-chunk loop (not unrolled): its counter, S's and V's chunk addresses */
   return c;
 }
 
