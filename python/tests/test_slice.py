@@ -2,10 +2,12 @@
 """slice in the front-ends: a fused QKV projection's split and basic
 indexing become slice(x, dim=, start=, len=).
 
-  - fx: split, chunk, unbind and their getitems, narrow, x[..., a:b],
-    integer indices and None; each output's float64 eval equal to
-    PyTorch's on the same values; steps other than 1 refused, naming
-    the node; the backend's analysis keeps them PyTorch code (views);
+  - fx: split, chunk, unbind, tensor_split (sections and indices, odd
+    sizes) and their getitems, narrow, x[..., a:b], integer indices and
+    None; each output's float64 eval equal to PyTorch's on the same
+    values; steps other than 1 and tensor_split by a tensor refused,
+    naming the node; the backend's analysis keeps them PyTorch code
+    (views);
   - ONNX: Split (sizes as an input, as an attribute, equal parts) and
     Slice (constant bounds, negative and past-the-end ones clamped),
     each output equal to numpy's; steps other than 1 and bounds that are
@@ -49,6 +51,26 @@ class Parts(torch.nn.Module):
                 x.narrow(-1, 3, 5), s1 * 2, s2 + 1)
 
 
+class TensorSplit(torch.nn.Module):
+    """tensor_split by sections and by indices, on odd sizes (x is [3, 7,
+    10]): PyTorch's rules, not chunk's."""
+
+    def forward(self, x):
+        a, b, c = x.tensor_split(3, dim=1)               # 7 -> 3, 2, 2 (chunk: 3, 3, 1)
+        d, e, f, g = torch.tensor_split(x, 4, -1)        # 10 -> 3, 3, 2, 2
+        h, i = x.tensor_split(2)                         # dim 0: 3 -> 2, 1
+        j, k, m = torch.tensor_split(x, [1, -2], dim=2)  # 1, 7, 2
+        p, _empty, q, r = x.tensor_split((5, 2, 6), 1)   # 5, 0, 4 from 2 (not 5), 1
+        u, v = torch.tensor_split(x, sections=2, dim=2)  # 5, 5
+        return (a * 2, b + c, d + e, f * g, h, i, j, k, m, p, q, r, u - v)
+
+
+class TensorSplitByTensor(torch.nn.Module):
+    def forward(self, x):
+        a, b = torch.tensor_split(x, torch.tensor([3]), dim=-1)
+        return a + 1, b
+
+
 class Strided(torch.nn.Module):
     def forward(self, x):
         return x[..., ::2] * 2
@@ -65,20 +87,42 @@ def _outputs(pp, seed):
 class FxSliceTest(CacheTest):
     def test_parts_eval_like_pytorch(self):
         torch.manual_seed(5)
-        m, x = Parts(), torch.randn(2, 8, 16)
-        pp = mirsearch.from_torch(m, [x], name="parts")  # strict: every node maps
+        self.check_slices(Parts(), torch.randn(2, 8, 16), 9, (
+            "slice(c, dim=2, start=16, len=16)", "slice(x, dim=2, start=4, len=8)",
+            "slice(x, dim=0, start=1, len=1)", "slice(x, dim=2, start=3, len=5)",
+            "slice(x, dim=2, start=5, len=11)"))
+
+    def check_slices(self, m, x, seed, wants):
+        """from_torch(m) (strict: every node maps) holds each of wants and
+        no split, and its outputs' float64 evals at seed are PyTorch's."""
+        pp = mirsearch.from_torch(m, [x], name="parts")
         self.assertEqual(pp.unsupported, [])
-        for want in ("slice(c, dim=2, start=16, len=16)", "slice(x, dim=2, start=4, len=8)",
-                     "slice(x, dim=0, start=1, len=1)", "slice(x, dim=2, start=3, len=5)",
-                     "slice(x, dim=2, start=5, len=11)"):
+        for want in wants:
             self.assertIn(want, pp.text)
         self.assertNotIn("split", pp.text)
-        ref = from_torch_reference(pp, m, x, seed=9)
-        got = _outputs(pp, 9)
+        ref = from_torch_reference(pp, m, x, seed=seed)
+        got = _outputs(pp, seed)
         self.assertEqual(len(got), len(ref))
         for g, r in zip(got, ref):
             self.assertEqual(tuple(g.shape), tuple(r.shape))
             self.assertLess(max_rel(g, r), EXACT)
+
+    def test_tensor_split_eval_like_pytorch(self):
+        """Every part's slice bounds and float64 eval are PyTorch's; the
+        empty part nothing reads is absorbed with the split."""
+        torch.manual_seed(6)
+        self.check_slices(TensorSplit(), torch.randn(3, 7, 10), 4, (
+            "dim=1, start=0, len=3)", "dim=1, start=3, len=2)", "dim=1, start=5, len=2)",
+            "dim=2, start=6, len=2)", "dim=2, start=8, len=2)", "dim=0, start=0, len=2)",
+            "dim=0, start=2, len=1)", "dim=2, start=1, len=7)", "dim=2, start=0, len=1)",
+            "dim=1, start=2, len=4)", "dim=1, start=6, len=1)", "dim=2, start=5, len=5)"))
+
+    def test_tensor_split_by_tensor_refused(self):
+        with self.assertRaises(mfx.Unsupported) as cm:
+            mirsearch.from_torch(TensorSplitByTensor(), [torch.randn(4, 8)])
+        name, what, why = cm.exception.nodes[0]
+        self.assertEqual((name, what), ("tensor_split", "torch.tensor_split"))
+        self.assertIn("tensor of indices", why)
 
     def test_step_refused(self):
         with self.assertRaises(mfx.Unsupported) as cm:
