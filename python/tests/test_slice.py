@@ -9,9 +9,10 @@ indexing become slice(x, dim=, start=, len=).
     naming the node; the backend's analysis keeps them PyTorch code
     (views);
   - ONNX: Split (sizes as an input, as an attribute, equal parts) and
-    Slice (constant bounds, negative and past-the-end ones clamped),
-    each output equal to numpy's; steps other than 1 and bounds that are
-    not constants refused, naming the node;
+    Slice (constant bounds, negative, INT_MAX and INT64_MIN ones clamped,
+    axes omitted or negative), each output equal to numpy's; steps other
+    than 1, bounds that are not constants and a repeated axis refused,
+    naming the node (opset 18's Split: test_onnx.py);
   - a GPT-2 block with its fused c_attn (models.GPT2Block) at two sizes:
     from_torch(strict=True) and ONNX import each eval like PyTorch
     within 1e-9, and `mirsearch partition` of the small one (both
@@ -141,9 +142,10 @@ class FxSliceTest(CacheTest):
             self.assertEqual(kept.get(name), mfx.VIEW_STAYS, name)
 
 
-def _onnx_model(nodes, inputs, outputs, inits, opset, int_inputs=()):
+def _onnx_model(nodes, inputs, outputs, inits, opset, int_inputs=(), check=True):
     """A model of nodes; inputs and outputs: (name, shape) of float
-    tensors, int_inputs of int64 ones."""
+    tensors, int_inputs of int64 ones; checked by ONNX's checker unless
+    check is false (an opset newer than the installed onnx knows)."""
     import onnx
     from onnx import TensorProto, helper, numpy_helper
     g = helper.make_graph(
@@ -152,7 +154,8 @@ def _onnx_model(nodes, inputs, outputs, inits, opset, int_inputs=()):
         [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in outputs],
         [numpy_helper.from_array(np.asarray(v, dtype=np.int64), n) for n, v in inits.items()])
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
-    onnx.checker.check_model(m)
+    if check:
+        onnx.checker.check_model(m)
     return m
 
 
@@ -203,6 +206,25 @@ class OnnxSliceTest(CacheTest):
         imp = self._check(m, lambda v: [v[1:5, :, -3:]])
         self.assertIn("slice(", imp.text)
 
+    def test_slice_bounds(self):
+        """ONNX's clamping: negative bounds count from the end, INT64_MAX
+        and INT32_MAX (what exporters write for "to the end") and
+        INT64_MIN clamp to the dim; axes omitted are 0, 1, ... in order."""
+        from onnx import helper
+        big, small = 2 ** 63 - 1, -2 ** 63
+        m = _onnx_model([helper.make_node("Slice", ["x", "st", "en"], ["y"])],
+                        [("x", [4, 6, 12])], [("y", [4, 3, 10])],
+                        {"st": [small, -4, 2], "en": [big, -1, 2 ** 31 - 1]}, 13)
+        imp = self._check(m, lambda v: [v[:, 2:5, 2:]])
+        self.assertNotIn("dim=0", imp.text)
+        m = _onnx_model([helper.make_node("Slice", ["x", "st", "en"], ["y"])],
+                        [("x", [4, 12])], [("y", [3, 12])], {"st": [-3], "en": [big]}, 13)
+        self._check(m, lambda v: [v[1:]])
+        m = _onnx_model([helper.make_node("Slice", ["x", "st", "en", "ax"], ["y"])],
+                        [("x", [4, 12])], [("y", [4, 10])],
+                        {"st": [1], "en": [-1], "ax": [-1]}, 13)
+        self._check(m, lambda v: [v[:, 1:-1]])
+
     def test_refused(self):
         """Steps other than 1 and bounds that are inputs: the node named."""
         from onnx import helper
@@ -220,6 +242,13 @@ class OnnxSliceTest(CacheTest):
         with self.assertRaises(onnx_import.ImportError_) as cm:
             onnx_import.import_onnx(m)
         self.assertIn("node dyn (Slice): Slice with starts that are not constants",
+                      str(cm.exception))
+        m = _onnx_model([helper.make_node("Slice", ["x", "st", "en", "ax"], ["y"], name="rep")],
+                        [("x", [4, 12])], [("y", [4, 2])],
+                        {"st": [0, 2], "en": [6, 4], "ax": [1, -1]}, 13)
+        with self.assertRaises(onnx_import.ImportError_) as cm:
+            onnx_import.import_onnx(m)
+        self.assertIn("node rep (Slice): Slice over axes [1, -1] of a rank-2 value",
                       str(cm.exception))
 
 
