@@ -24,6 +24,7 @@ from util import CacheTest, max_rel
 # from_torch's tests again under torch 2.x, where F.scaled_dot_product_attention,
 # F.rms_norm and nn.RMSNorm exist (skipped on Debian's 1.13).
 from test_torch import FromTorchTest  # noqa: F401
+from test_slice import FxSliceTest  # noqa: F401 (tensor_split and the rest, torch 2.x)
 from test_decoder import from_torch_reference
 
 OPTS = {"time_limit": 2, "threads": 1}
@@ -186,6 +187,9 @@ class CompileTest(CacheTest):
         self.assertTrue(g.holds(t))  # blind to both
         t[0, 0, 0, 2] = 1.0  # in place through PyTorch: the version moves
         self.assertFalse(g.holds(t))
+        # "auto" off the CPU (a GPU tensor; here the meta device) is by version.
+        self.assertFalse(backend_impl._BufferGuard(0, "bias", torch.ones(2, 2, device="meta"),
+                                                   None, "auto").by_value)
         with self.assertRaises(ValueError):
             mirsearch.backend(torch.fx.symbolic_trace(GPT2MLP(8, 16)), [torch.randn(1, 2, 8)],
                               mode="eager", guard="never")
