@@ -13,8 +13,8 @@ program has static shapes, so the sizes the graph computes from shapes
 become numbers, and reshapes, permutes and slices (the layout ops) are
 written with the recorded shapes: a getitem of split/chunk/unbind/
 tensor_split (a fused QKV projection's parts) is a slice of the split's
-input, the split itself absorbed.  The backend's Analysis (layout=False) keeps those as
-PyTorch code, where they are views.  A constant is a value no input's
+input, the split itself absorbed.  The backend's Analysis (layout=False)
+keeps those as PyTorch code, where they are views.  A constant is a value no input's
 value flows into, except inputs the caller pins (module buffers that
 Dynamo hands in as inputs, which the backend checks at call time).
 
