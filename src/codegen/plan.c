@@ -792,7 +792,7 @@ bool mirs__plan_check_smem(const mirs__plan *pl, const mirs__bgraph *bg, char *w
 
 /* Registers the register chain keeps live at its peak beside the
  * accumulators and row values (counted with their ops), from what
- * emit_chain (cuda.c) holds in each of its two phases and what ptxas 12
+ * emit_chain (cuda.c) holds in each of its two phases and what ptxas 13.0
  * makes of it (bench/RESULTS.md, "Register estimates against ptxas":
  * every chained plan of the attention bests at a quarter to twice their
  * forloop and the tests/codegen chain graphs):
