@@ -762,11 +762,12 @@ earlier_steps() {
 # The follow-up call for the steps to run again (not run, failed), with a
 # budget of their NEEDs and a timeout 30 s over it.
 follow_up() {
-  local names need=0 n
-  names=$(awk -F'\t' '$4 == 1 && $1 != "toolchain" {print $1}' "$work/table")
+  local names need n
+  names=$(awk -F'\t' '$4 == 1 {print $1}' "$work/table")
   if [ -z "$names" ]; then echo "follow-up: none (every step ran; none failed)"; return; fi
-  for n in $names; do need=$((need + $(step_need "$n"))); done
-  need=$((need + $(step_need toolchain)))
+  # The toolchain step runs in every call, named or not.
+  need=$(step_need toolchain)
+  for n in $names; do [ "$n" = toolchain ] || need=$((need + $(step_need "$n"))); done
   echo "follow-up: $(echo $names | tr ' ' ',') not run or failed; on the same machine, while it is warm:"
   echo "  command:   DEVICE_CHECK_BUDGET=$need bash scripts/device-check.sh \"\$OUT\" --only=$(echo $names | tr ' ' ',')"
   echo "  carry:     [\".devbundle\"]"

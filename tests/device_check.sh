@@ -119,6 +119,8 @@ if MIRSEARCH=$tmp/broken bash "$top_srcdir/scripts/device-check.sh" "$tmp/out2" 
   fail "device-check.sh passed with a broken mirsearch"
 fi
 grep -q '^toolchain *FAIL' "$tmp/out2/summary.txt" || fail "a broken mirsearch is not a toolchain FAIL"
+grep -q 'device-check.sh "$OUT" --only=toolchain,runs$' "$tmp/out2/summary.txt" ||
+  fail "the failed steps are not the follow-up call's"
 
 [ "$failures" -eq 0 ] || exit 1
 exit 0
