@@ -19,13 +19,15 @@ The default size, 4x64x128x512 (batch, sequence, model, MLP) in f16, is
 one whose search here finds a fused piece within 8 s (at 8x128x256x1024
 the library's partition keeps its three pieces as written).
 
---dry-run needs no GPU: the same model on the CPU through the backend in
-host mode (the generated code through the project's GPU emulator) checked
-against eager, and each replaced piece's cuda-mode sources (its generated
-CUDA, compiled by nvcc with the flags load_inline adds; the extension's
-C++ wrapper, written) checked.  With DEVICE_CHECK_LOAD_INLINE=1 it also
-builds each piece's whole extension with load_inline, as cuda mode does
-(needs torch's CUDA headers; about a minute on this project's 2 cores).
+--dry-run needs no GPU: the same path on the CPU, in host mode (the
+generated code through the project's GPU emulator), 1x8x32x128 in f32,
+checked against eager and float64 and timed by the wall clock (5 runs:
+the figures mean nothing; no inductor, whose CPU compile takes a
+minute); then each replaced piece's cuda-mode sources: its generated
+CUDA compiled by nvcc with the flags load_inline adds, the extension's
+C++ wrapper written.  With DEVICE_CHECK_LOAD_INLINE=1 it also builds each
+piece's whole extension with load_inline, as cuda mode does (needs
+torch's CUDA headers; 74 s on this project's 2 loaded cores).
 
 The library comes from $MIRSEARCH_LIB (docs/PYTHON.md); the package and
 models.py from this checkout (python/, python/tests/), so nothing needs
@@ -39,6 +41,7 @@ import re
 import shutil
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import time
 
@@ -112,7 +115,6 @@ def model_and_input(torch, size, dtype, device):
 def compile_with(torch, model, backend, x):
     """torch.compile(model, backend) and its first call (the compile): the
     module, the output and the seconds."""
-    torch._dynamo.reset()
     t0 = time.time()
     c = torch.compile(model, backend=backend) if backend else torch.compile(model)
     y = c(x)
@@ -162,64 +164,63 @@ def cuda_sources_check(mirsearch, pieces, tmp):
     return problems, done
 
 
-def dry_run(torch, mirsearch, o):
-    """Host mode on the CPU against eager, and the cuda-mode sources."""
-    from torch_baseline import max_rel_error
-    size, dtype = o["size"] or [1, 8, 32, 128], o["dtype"] or "f32"
-    model, x, _m64, _x64 = model_and_input(torch, size, dtype, "cpu")
-    opts = {"time_limit": min(o["time_limit"], 2.0), "threads": o["threads"] or 1}
-    rec = Recorder(mirsearch, "host", opts)
-    with torch.no_grad():
-        ref = model(x)
-        _c, y, secs = compile_with(torch, model, rec, x)
-    err = max_rel_error([y], [ref.double()])
-    pieces = rec.replaced()
-    with tempfile.TemporaryDirectory() as tmp:
-        problems, done = cuda_sources_check(mirsearch, pieces, tmp)
-    tol = TOLERANCE[dtype]
-    if not pieces:
-        problems.append("no piece ran a generated kernel (host mode)")
-    if not err <= tol:
-        problems.append("host mode's output differs from eager: %.2e > %.0e" % (err, tol))
-    report = {"dry_run": True, "model": "gpt2_mlp", "size": size, "dtype": dtype,
-              "host_error_vs_eager": err, "tolerance": tol, "compile_seconds": secs,
-              "pieces": [{"ops": p["ops"], "source": p["source"]} for p in pieces],
-              "cuda_sources": done, "problems": problems}
-    print(json.dumps(report, indent=1))
-    for line in done + problems:
-        print(line, file=sys.stderr)
-    print("gpt2_mlp %s %s: host mode %d piece(s), error vs eager %.2e; %s" % (
-        "x".join(map(str, size)), dtype, len(pieces), err,
-        "cuda sources compiled" if not problems else "%d problem(s)" % len(problems)),
-        file=sys.stderr)
-    return 1 if problems else 0
+def wall_time_fn(torch, fn, inputs, reps, warmup, flush):
+    """time_fn's statistics from the wall clock, for the CPU (--dry-run)."""
+    from torch_baseline import stats
+    for _ in range(warmup):
+        fn(*inputs)
+    ms = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn(*inputs)
+        ms.append(1e3 * (time.perf_counter() - t0))
+    return stats(ms)
 
 
-def device_run(torch, mirsearch, o):
-    """cuda mode on the GPU: checked, then timed against eager and inductor."""
+def run(torch, mirsearch, o, dev):
+    """The model compiled by the backend (cuda mode on a GPU, host mode on
+    the CPU), checked against eager and float64 and timed with eager and,
+    on a GPU, inductor; the report and its problems (empty: passed)."""
     from torch_baseline import max_rel_error, time_fn
-    size, dtype = o["size"] or [4, 64, 128, 512], o["dtype"] or "f16"
-    dev = torch.device("cuda")
+    gpu = dev.type == "cuda"
+    mode, timer = ("cuda", time_fn) if gpu else ("host", wall_time_fn)
+    size = o["size"] or ([4, 64, 128, 512] if gpu else [1, 8, 32, 128])
+    dtype = o["dtype"] or ("f16" if gpu else "f32")
     model, x, m64, x64 = model_and_input(torch, size, dtype, dev)
-    opts = {"time_limit": o["time_limit"]}
-    if o["threads"]:
-        opts["threads"] = o["threads"]
+    opts = {"time_limit": o["time_limit"] if gpu else min(o["time_limit"], 2.0)}
+    opts["threads"] = o["threads"] or (os.cpu_count() if gpu else 1)
     tol = TOLERANCE[dtype]
-    l2 = torch.cuda.get_device_properties(dev).L2_cache_size
-    flush = torch.empty(max(2 * l2, 64 << 20), dtype=torch.uint8, device=dev)
-    rec = Recorder(mirsearch, "cuda", opts)
     report = {"model": "gpt2_mlp", "size": size, "dtype": dtype, "tolerance": tol,
-              "device": torch.cuda.get_device_name(dev), "torch": torch.__version__,
-              "configurations": []}
+              "mode": mode, "torch": torch.__version__, "configurations": []}
     problems = []
+    flush = None
+    if gpu:
+        report["device"] = torch.cuda.get_device_name(dev)
+        l2 = torch.cuda.get_device_properties(dev).L2_cache_size
+        flush = torch.empty(max(2 * l2, 64 << 20), dtype=torch.uint8, device=dev)
+        # load_inline compiles against Python.h: say so when it is missing
+        # (a Python without its development headers), before its compile fails.
+        inc = sysconfig.get_paths().get("include") or ""
+        if not os.path.exists(os.path.join(inc, "Python.h")):
+            problems.append("no Python.h in %r: load_inline cannot build" % inc)
+    rec = Recorder(mirsearch, mode, opts)
+    pieces = []
+    # Inductor only on the GPU: on the CPU it compiles C++ for a minute.
+    compilers = [("mirsearch " + mode, rec)] + ([("torch.compile", None)] if gpu else [])
+    reps, warmup = (o["reps"], o["warmup"]) if gpu else (5, 1)
+    # One reset, before both: a reset between them would make the first
+    # compile again (in its warm-up runs, and report its pieces twice).
+    torch._dynamo.reset()
     with torch.no_grad():
         ref64 = m64.to(dev)(x64.to(dev))
         eager_y = model(x)
         configs = [("eager", model, eager_y, 0.0)]
-        for name, backend in (("mirsearch cuda", rec), ("torch.compile", None)):
+        for name, backend in compilers:
             try:
                 c, y, secs = compile_with(torch, model, backend, x)
                 configs.append((name, c, y, secs))
+                if backend is rec:
+                    pieces = rec.replaced()
             except Exception as e:  # noqa: BLE001 - reported, the others still run
                 problems.append("%s: %s: %s" % (name, type(e).__name__, str(e)[-800:]))
         for name, fn, y, secs in configs:
@@ -227,35 +228,38 @@ def device_run(torch, mirsearch, o):
                    "error": max_rel_error([y], [ref64]),
                    "error_vs_eager": max_rel_error([y], [eager_y.double()])}
             row["checked"] = row["error"] <= tol or row["error_vs_eager"] <= tol
-            row.update(time_fn(torch, fn, [x], o["reps"], o["warmup"], flush))
+            row.update(timer(torch, fn, [x], reps, warmup, flush))
             report["configurations"].append(row)
-    pieces = rec.replaced()
     report["pieces"] = [{"ops": p["ops"], "source": p["source"], "cost": p["cost"],
                          "unfused": p["unfused"]} for p in pieces]
-    rows = {r["name"]: r for r in report["configurations"]}
-    ours = rows.get("mirsearch cuda")
+    ours = next((r for r in report["configurations"] if r["name"].startswith("mirsearch")), None)
     if ours is not None and not pieces:
-        problems.append("no piece ran its generated kernel: the cuda path did not run")
+        problems.append("no piece ran its generated kernel: the %s path did not run" % mode)
     if ours is not None and not ours["checked"]:
         problems.append("the backend's output is off: %.2e vs float64, %.2e vs eager (tolerance "
                         "%.0e)" % (ours["error"], ours["error_vs_eager"], tol))
+    if not gpu:
+        with tempfile.TemporaryDirectory() as tmp:
+            more, report["cuda_sources"] = cuda_sources_check(mirsearch, pieces, tmp)
+        problems += more
     report["problems"] = problems
-    print(json.dumps(report, indent=1))
-    for r in report["configurations"]:
-        print("%-15s %10.3f us  p10 %.3f  p90 %.3f  error %.2e  compile %.1f s" % (
-            r["name"], r["median_us"], r["p10_us"], r["p90_us"], r["error"],
-            r["compile_seconds"]), file=sys.stderr)
-    for p in problems:
-        print(p, file=sys.stderr)
+    return report, ours
+
+
+def summary_line(report, ours):
+    """The last line: what ran, how fast against eager and inductor."""
+    rows = {r["name"]: r for r in report["configurations"]}
     speed = ""
-    if ours is not None and "eager" in rows and "torch.compile" in rows:
-        speed = "; %.2fx eager, %.2fx inductor" % (rows["eager"]["median_us"] / ours["median_us"],
-                                                  rows["torch.compile"]["median_us"] /
-                                                  ours["median_us"])
-    print("gpt2_mlp %s %s: cuda mode %d piece(s)%s%s" % (
-        "x".join(map(str, size)), dtype, len(pieces), speed,
-        "" if not problems else "; %d problem(s)" % len(problems)), file=sys.stderr)
-    return 1 if problems else 0
+    if ours is not None and "eager" in rows:
+        speed = "; %.3gx eager" % (rows["eager"]["median_us"] / ours["median_us"])
+        if "torch.compile" in rows:
+            speed += ", %.3gx inductor" % (rows["torch.compile"]["median_us"] / ours["median_us"])
+    if report.get("cuda_sources") is not None and not report["problems"]:
+        speed += "; cuda sources compiled"
+    return "gpt2_mlp %s %s: %s mode %d piece(s)%s%s" % (
+        "x".join(map(str, report["size"])), report["dtype"], report["mode"],
+        len(report["pieces"]), speed,
+        "" if not report["problems"] else "; %d problem(s)" % len(report["problems"]))
 
 
 def main(argv):
@@ -272,11 +276,19 @@ def main(argv):
     except ImportError as e:
         return fail("no torch with torch.compile (%s): nothing run" % e, 3)
     import mirsearch
-    if o["dry"]:
-        return dry_run(torch, mirsearch, o)
-    if not torch.cuda.is_available():
+    if not o["dry"] and not torch.cuda.is_available():
         return fail("no CUDA device (torch.cuda.is_available() is False): nothing run", 3)
-    return device_run(torch, mirsearch, o)
+    report, ours = run(torch, mirsearch, o, torch.device("cpu" if o["dry"] else "cuda"))
+    report["dry_run"] = o["dry"]
+    print(json.dumps(report, indent=1))
+    for r in report["configurations"]:
+        print("%-15s %10.3f us  p10 %.3f  p90 %.3f  error %.2e  compile %.1f s" % (
+            r["name"], r["median_us"], r["p10_us"], r["p90_us"], r["error"],
+            r["compile_seconds"]), file=sys.stderr)
+    for line in report.get("cuda_sources", []) + report["problems"]:
+        print(line, file=sys.stderr)
+    print(summary_line(report, ours), file=sys.stderr)
+    return 1 if report["problems"] else 0
 
 
 if __name__ == "__main__":

@@ -211,8 +211,10 @@ this checkout; about 9 minutes of the 15 a session is lent):
   command:   bash scripts/device-check.sh "\$OUT"
   carry:     [".devbundle"]
   timeout_s: 570
-Then copy the tables from the call's files (summary.txt, runs.tsv, bench.tsv, bench.json,
-scaling.tsv, fingerprints.tsv, device.profile) into a dated section of bench/RESULTS.md
-("Device check log") with the device, the commit ($commit) and that command.
+summary.txt ends with the follow-up call (--only=...) for the steps not run or
+failed: make it at once, on the same warm machine. Then copy the tables from the
+calls' files (summary.txt, runs.tsv, bench.tsv, bench.json, scaling.tsv,
+fingerprints.tsv, device.profile) into a dated section of bench/RESULTS.md
+("Device check log") with the device, the commit ($commit) and the commands.
 EOF
 exit "$status"
