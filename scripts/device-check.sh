@@ -39,7 +39,7 @@
 # one; BOX is its time box (about twice NEED: the device is unknown).
 #   step          NEED  BOX  why that long
 #   toolchain      15    60  nvcc builds the device query (2 s here) and
-#                            the fingerprint module (7 s here; kept in
+#                            the fingerprint module (7 s here; both kept in
 #                            .devcheck-state/ for a second call); a 1 GiB
 #                            copy timed
 #   runs           45   120  24 runs, 8 at a time on 16 cores: an nvcc
@@ -264,6 +264,23 @@ step() {
 }
 # ---------------------------------------------------------------- toolchain
 
+# nvcc_once OUT SOURCE... -- ARGS: nvcc ARGS, which build OUT from the
+# SOURCEs, unless an earlier call (on this machine: the state folder)
+# built OUT from the same sources with the same nvcc.
+nvcc_once() {
+  local o=$1 srcs=() key
+  shift
+  while [ "$1" != -- ]; do srcs+=("$1"); shift; done
+  shift
+  key=$(cat "${srcs[@]}" <("$nvcc" --version) | cksum | cut -d' ' -f1)
+  if [ -f "$o" ] && [ "$(cat "$o.key" 2>/dev/null)" = "$key" ]; then
+    echo "$(basename "$o"): an earlier call's build (same sources, same nvcc)"
+    return 0
+  fi
+  rm -f "$o.key"
+  timeout 120 "$nvcc" "$@" && echo "$key" >"$o.key"
+}
+
 # The program runs; nvcc builds and runs a device query (and links cuBLAS).
 step_toolchain() {
   echo "mirsearch: $mirs_bin"
@@ -323,26 +340,18 @@ EOF
   # As mirsearch builds its harnesses: the toolkit's lib64 recorded in the program.
   local cudalib
   cudalib=$(dirname "$(dirname "$(readlink -f "$nvcc")")")/lib64
-  "$nvcc" -std=c++17 -O2 -gencode=arch=compute_90,code=sm_90 "$work/query.cu" -o "$work/query" -lcublas \
-    -Xlinker -rpath,"$cudalib" ||
+  nvcc_once "$state/query" "$work/query.cu" -- -std=c++17 -O2 -gencode=arch=compute_90,code=sm_90 \
+    "$work/query.cu" -o "$state/query" -lcublas -Xlinker -rpath,"$cudalib" ||
     { echo "nvcc cannot build the device query (with cuBLAS)"; return 1; }
-  # The fingerprint module, for --verify=gpu (step c); an earlier call's
-  # is reused when built from the same sources by the same nvcc.
-  local key
-  key=$(cat "$root/src/gpu/gpufp.cu" "$root/src/gpu/gpufp_abi.h" <("$nvcc" --version) | cksum | cut -d' ' -f1)
-  if [ -f "$gpufp_lib" ] && [ "$(cat "$gpufp_lib.key" 2>/dev/null)" = "$key" ]; then
-    echo "GPU fingerprint module: $gpufp_lib (an earlier call's: same sources and nvcc)"
-  else
-    rm -f "$gpufp_lib.key"
-    timeout 120 "$nvcc" -O3 -std=c++17 -shared -Xcompiler -fPIC,-fvisibility=hidden \
-      -gencode=arch=compute_90,code=sm_90 -I"$root/src" -o "$gpufp_lib" "$root/src/gpu/gpufp.cu" ||
-      { echo "nvcc cannot build the GPU fingerprint module (src/gpu/gpufp.cu)"; return 1; }
-    echo "$key" >"$gpufp_lib.key"
-    echo "GPU fingerprint module: $gpufp_lib"
-  fi
+  # The fingerprint module, for --verify=gpu (step c).
+  nvcc_once "$gpufp_lib" "$root/src/gpu/gpufp.cu" "$root/src/gpu/gpufp_abi.h" -- -O3 -std=c++17 -shared \
+    -Xcompiler -fPIC,-fvisibility=hidden -gencode=arch=compute_90,code=sm_90 -I"$root/src" \
+    -o "$gpufp_lib" "$root/src/gpu/gpufp.cu" ||
+    { echo "nvcc cannot build the GPU fingerprint module (src/gpu/gpufp.cu)"; return 1; }
+  echo "GPU fingerprint module: $gpufp_lib"
   if [ "$dry" -eq 1 ]; then echo "device query compiled with $nvcc (not run: dry run)"; return 0; fi
   nvidia-smi -L 2>&1 || true
-  "$work/query" | tee "$work/device.txt"
+  "$state/query" | tee "$work/device.txt"
   [ "${PIPESTATUS[0]}" -eq 0 ] || { echo "the device query failed"; return 1; }
   head -n 1 "$work/device.txt"
 }

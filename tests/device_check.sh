@@ -91,7 +91,7 @@ DEVICE_CHECK_BUDGET=1 check "$tmp/out3" --dry-run --only=scaling,runs >"$tmp/log
   fail "skipping steps for lack of time is a failure"
 [ "$(steps_of "$tmp/out3/summary.txt" | tr '\n' ' ')" = "toolchain PASS runs SKIP scaling SKIP " ] ||
   fail "--only=scaling,runs under no budget: $(steps_of "$tmp/out3/summary.txt" | tr '\n' ' ')"
-grep -q 'an earlier call' "$tmp/out3/log.txt" || fail "the second call built the fingerprint module again"
+grep -q 'libmirsearch-gpufp.so: an earlier call' "$tmp/out3/log.txt" || fail "the second call built the fingerprint module again"
 [ ! -e "$tmp/out3/runs.tsv" ] && [ ! -e "$tmp/out3/bench.json" ] || fail "a step not run wrote its file"
 again=$(sed -n 's/^  command: *DEVICE_CHECK_BUDGET=\([0-9]*\) bash scripts\/device-check.sh "$OUT" \(--only=[a-z,]*\)$/\1 \2/p' \
   "$tmp/out3/summary.txt")
