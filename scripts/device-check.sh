@@ -60,7 +60,7 @@
 #   ranking        50   120  8 gqa candidates benched like `bench`
 #   backend        80   150  bench/backend_cuda.py: a search of GPT-2's MLP
 #                            (8 s limit), its kernel built by load_inline
-#                            (51 s on 2 loaded cores here; ninja on 16),
+#                            (51-74 s on 2 loaded cores here; ninja on 16),
 #                            inductor's compile, 3 x 110 timed runs
 #   scaling        70   150  lora_small on 1, 2, 4, 8, 16 threads: 29 CPU s
 #                            single-threaded here, then about halving
@@ -675,7 +675,6 @@ step_scaling() {
   if [ "$ok" -eq 1 ]; then echo "$name on $(echo $threads | tr ' ' ','): identical results"; else echo "$name: a run failed or results differ"; fi
   [ "$ok" -eq 1 ]
 }
-
 
 # ---------------------------------------------------------------- backend
 
