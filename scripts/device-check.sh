@@ -54,7 +54,7 @@
 #   torch          90   150  11 programs: eager, and torch.compile (inductor
 #                            starts its compile workers once, then a few
 #                            seconds a program); cut short it keeps what
-#                            it timed
+#                            it timed, and a second call times the rest
 #   calibrate      15    60  calibrate.cu built (2 s), a 1 GiB copy x 9, an
 #                            8192^3 f16 product, 1000 empty launches
 #   ranking        50   120  8 gqa candidates benched like `bench`
@@ -534,12 +534,21 @@ step_torch() {
     echo "${#progs[@]} programs parsed (dry run: nothing timed)"
     return 0
   fi
-  for n in $published; do progs+=("$ex/$n.graph"); done
-  # One line a program, so a run cut short by its box keeps what it timed.
-  PYTHONUNBUFFERED=1 timeout "$((STEP_BOX - 5))" python3 -B "$root/bench/torch_baseline.py" --jsonl \
-    "${progs[@]}" >"$work/torch.jsonl"
-  local st=$?
-  python3 - "$work/torch.jsonl" "$work/part_torch_baseline.json" <<'EOF' || true
+  # One line a program, so a run cut short by its box keeps what it timed;
+  # a call cut short leaves its lines to the next on this machine (the
+  # follow-up), which times only the rest.
+  local jsonl=$state/torch.jsonl todo=() earlier=0 st=0
+  for n in $published; do
+    progs+=("$ex/$n.graph")
+    if grep -q "\"program\": \"$n\"" "$jsonl" 2>/dev/null; then earlier=$((earlier + 1)); else todo+=("$ex/$n.graph"); fi
+  done
+  [ -s "$jsonl" ] && [ -n "$(tail -c 1 "$jsonl")" ] && echo >>"$jsonl"
+  if [ "${#todo[@]}" -gt 0 ]; then
+    PYTHONUNBUFFERED=1 timeout "$((STEP_BOX - 5))" python3 -B "$root/bench/torch_baseline.py" --jsonl \
+      "${todo[@]}" >>"$jsonl"
+    st=$?
+  fi
+  python3 - "$jsonl" "$work/part_torch_baseline.json" <<'EOF' || true
 import json, sys
 rows = []
 for line in open(sys.argv[1]):
@@ -554,8 +563,10 @@ for r in rows:
               f"  p90 {c['p90_us']:.3f}  error {c['error']:.2e}{'' if c['checked'] else ' (beyond tolerance)'}")
 EOF
   local done_n
-  done_n=$(grep -c . "$work/torch.jsonl" 2>/dev/null)
-  echo "${done_n:-0}/${#progs[@]} programs timed (eager, torch.compile)$([ "$st" -eq 124 ] && echo ': the rest cut by the time box')"
+  done_n=$(grep -c . "$jsonl" 2>/dev/null)
+  [ "$st" -eq 124 ] || rm -f "$jsonl"
+  echo "${done_n:-0}/${#progs[@]} programs timed (eager, torch.compile)$([ "$earlier" -gt 0 ] &&
+    echo ", $earlier of them by an earlier call")$([ "$st" -eq 124 ] && echo ': the rest cut by the time box')"
   return "$st"
 }
 
