@@ -255,7 +255,8 @@ def summary_line(report, ours):
         if "torch.compile" in rows:
             speed += ", %.3gx inductor" % (rows["torch.compile"]["median_us"] / ours["median_us"])
     if report.get("cuda_sources") is not None and not report["problems"]:
-        speed += "; cuda sources compiled"
+        built = all("compiled" in d for d in report["cuda_sources"])
+        speed += "; cuda sources %s" % ("compiled" if built else "written (no nvcc)")
     return "gpt2_mlp %s %s: %s mode %d piece(s)%s%s" % (
         "x".join(map(str, report["size"])), report["dtype"], report["mode"],
         len(report["pieces"]), speed,
