@@ -15,7 +15,7 @@
 #                   libmirsearch.so, the same build as a shared library,
 #                   for the Python package (its torch.compile backend,
 #                   the device check's `backend` step)
-#   best/NAME.ugraph  the best µGraph of each of the 16 examples (published
+#   best/NAME.ugraph  the best µGraph of each of the 22 examples (published
 #                   and small shapes): examples/best/NAME.ugraph when the
 #                   tree has it (scripts/search-bests.sh), else searched
 #                   here (--no-search: left out; device-check.sh then
@@ -24,8 +24,10 @@
 #                   (published shape), 4 from each group of equal
 #                   predicted cost, and its report.json, for `bench --rank`
 #                   (the cost model's order against measured time)
-#   MANIFEST, COMMIT  what was built from what, when
-# Both folders are ignored by git.  At the end it prints the `run` call
+#   MANIFEST, COMMIT  what was built from what, when, and the newest
+#                   glibc/libstdc++ symbol versions it asks of the machine
+# It fails when a library is left unresolved, or would come from the
+# system without being a C or C++ runtime.  Both folders are ignored by git.  At the end it prints the `run` call
 # that starts the check.  Exit 0 when the bundle is complete and fits.
 set -eu
 
