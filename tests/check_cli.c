@@ -733,9 +733,10 @@ END_TEST
  * option table's "the CPUs this process may use"); a --device-profile
  * that is not there is bad input (exit 2, like a missing program); a
  * codegen whose code cannot be written leaves no header behind; bench
- * --source-dir=DIR creates DIR; the manual keeps option names whole
- * (no hyphenation) and names DIR/checkpoint; --help's exit status covers
- * run and bench. */
+ * --source-dir=DIR creates DIR; an option of another command is refused
+ * (it would be ignored); the manual keeps option names whole (no
+ * hyphenation) and names DIR/checkpoint; --help's exit status covers run
+ * and bench. */
 START_TEST(test_first_mistakes) {
   char *path = strdup(tu_src("examples/gqa_small.ugraph"));
   char *prog = strdup(tu_src("examples/gqa_small.graph"));
@@ -773,6 +774,23 @@ START_TEST(test_first_mistakes) {
   snprintf(buf, sizeof buf, "--source-dir=%s/nope/src", dir);
   run_cli(&r, "bench", path, "--program", prog, buf, NULL);
   assert_usage_error(&r);
+  run_free(&r);
+  /* An option of another command is refused, not ignored. */
+  const char *misplaced[][4] = {{"eval", "--program", prog, "--program"},
+                                {"run", "--header", hdr, "--header"},
+                                {"codegen", "--backend", "host", "--backend"},
+                                {"check", "--source-dir", dir, "--source-dir"},
+                                {"show", "-o", cu, "-o"}};
+  for (size_t i = 0; i < sizeof misplaced / sizeof misplaced[0]; i++) {
+    run_cli(&r, misplaced[i][0], misplaced[i][1], misplaced[i][2], path, NULL);
+    assert_usage_hint(&r);
+    ck_assert_msg(strstr(r.err, misplaced[i][3]) && strstr(r.err, misplaced[i][0]), "stderr: %s",
+                  r.err);
+    run_free(&r);
+  }
+  run_cli(&r, "-o", dir, prog, NULL); /* a search's directory is --out */
+  assert_usage_hint(&r);
+  ck_assert_ptr_nonnull(strstr(r.err, "--out=DIR"));
   run_free(&r);
   run_cli(&r, "--man", NULL);
   ck_assert_int_eq(r.rc, 0);

@@ -5,7 +5,8 @@
 # a bad value is a usage error (2); gpu refuses clearly where it cannot
 # run: built without CUDA, exit 2 saying so; with CUDA but no usable
 # device (or no module), exit 3 with a message naming the CUDA error;
-# a search with --verify=gpu refuses before searching.  On a machine with
+# a search with --verify=gpu refuses before searching, and before it
+# creates or clears its output directory.  On a machine with
 # a GPU the gpu cases must succeed instead.
 # Exit: 0 pass, 1 fail.
 
@@ -85,6 +86,8 @@ case $features in
       run 3 --verify=gpu -q --out="$tmp/s" "$P"
       grep -q "CUDA\|cuda" "$tmp/err" || fail "search: no-device message"
       [ -e "$tmp/s/report.json" ] && fail "search with --verify=gpu ran without a device"
+      [ -e "$tmp/s" ] && fail "search with --verify=gpu created its output directory"
+      nodevice=1
       # auto says it fell back, and why.
       run 0 verify --verify=auto "$P" "$C"
       grep -q '^fingerprint backend: cpu (no usable GPU: ' "$tmp/out" ||
@@ -98,6 +101,13 @@ run 0 --verify=cpu --fp-reduce-min-elements=0 --max-kernel-ops=2 --verify-early=
   --out="$tmp/r" "$ex/rmsnorm_linear_small.graph"
 grep -q '"verify_backend": "cpu"' "$tmp/r/report.json" ||
   fail "report.json does not say verify_backend cpu: $(grep verify_backend "$tmp/r/report.json")"
+# A --verify=gpu that cannot run leaves an earlier run's results as they
+# were (it is refused before the directory is cleared).
+if [ -n "${nodevice:-}" ]; then
+  run 3 --verify=gpu -q --out="$tmp/r" "$ex/rmsnorm_linear_small.graph"
+  [ -e "$tmp/r/report.json" ] && [ -e "$tmp/r/best.ugraph" ] ||
+    fail "a refused --verify=gpu search removed the earlier results in its --out"
+fi
 
 [ $failures -eq 0 ] && echo "verify_backend.sh: all passed"
 [ $failures -eq 0 ]

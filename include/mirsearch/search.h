@@ -66,7 +66,9 @@ typedef int (*mirs_search_stop_fn)(void *user);
 /* Prepare a search for program (copied; it may be destroyed afterwards).
  * MIRS_INVALID_ARG for a bad search option (the message names it) or a
  * program without outputs, MIRS_UNSUPPORTED when the program cannot be
- * fingerprinted (an exp of an exp). */
+ * fingerprinted (an exp of an exp); with the option verify=gpu, the GPU
+ * backend's error (MIRS_NO_DEVICE, or MIRS_UNSUPPORTED without CUDA)
+ * when it cannot be used. */
 MIRS_API mirs_status mirs_search_create(mirs_context *ctx, const mirs_graph *program,
                                         mirs_search **out);
 /* Install callbacks (each may be NULL) and their user pointer. */

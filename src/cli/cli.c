@@ -1929,6 +1929,38 @@ static int looks_like_file(const char *arg) {
   return strchr(arg, '/') || strchr(arg, '.') || access(arg, F_OK) == 0;
 }
 
+/* An option of other commands (bench's --program, run's --backend, ...)
+ * would be ignored silently, so it is refused, naming the commands it
+ * belongs to.  cmd indexes run_command's commands[] (-1: a search), and
+ * `what` names it. */
+static int misplaced_option(cli *c, int cmd, const char *what) {
+  /* owners: bit cmd + 1 of each command the option belongs to */
+  enum { SHOW = 1u << 4, CODEGEN = 1u << 5, RUN = 1u << 6, BENCH = 1u << 7, PART = 1u << 8 };
+  enum { IMPORT = 1u << 9 };
+  const struct {
+    int given;
+    const char *name, *of;
+    unsigned owners;
+  } own[] = {
+      {c->output != NULL, "-o", "codegen, partition and import (a search: --out=DIR)",
+       CODEGEN | PART | IMPORT},
+      {c->header != NULL, "--header", "codegen", CODEGEN},
+      {c->backend != NULL, "--backend", "run", RUN},
+      {c->dot, "--dot", "show", SHOW},
+      {c->program != NULL, "--program", "bench", BENCH},
+      {c->source_dir != NULL, "--source-dir", "bench", BENCH},
+      {c->calibrate != NULL, "--calibrate", "bench", BENCH},
+      {c->rank_dir != NULL, "--rank", "bench", BENCH},
+      {c->ninput_shapes > 0, "--input-shape", "import", IMPORT},
+  };
+  for (size_t i = 0; i < sizeof own / sizeof own[0]; i++)
+    if (own[i].given && !(own[i].owners & (1u << (cmd + 1)))) {
+      cli_error(c, "%s is an option of %s, not of %s", own[i].name, own[i].of, what);
+      return cli_hint(c);
+    }
+  return EXIT_OK;
+}
+
 /* Dispatch on the operands left after option parsing. */
 static int run_command(cli *c, int nargs, char **args) {
   static const char *const commands[] = {"check", "eval",    "verify", "show",
@@ -1947,6 +1979,8 @@ static int run_command(cli *c, int nargs, char **args) {
                 args[nargs > 1 ? 1 : 0]);
       return cli_hint(c);
     }
+    if (misplaced_option(c, -1, "a resumed search") != EXIT_OK)
+      return EXIT_USAGE;
     return cmd_search(c, nargs == 1 ? args[0] : NULL);
   }
   if (nargs == 0) {
@@ -1969,8 +2003,14 @@ static int run_command(cli *c, int nargs, char **args) {
       cli_error(c, "unexpected argument '%s'", args[1]);
       return cli_hint(c);
     }
+    if (misplaced_option(c, -1, "a search") != EXIT_OK)
+      return EXIT_USAGE;
     return cmd_search(c, args[0]);
   }
+  char what[32];
+  snprintf(what, sizeof what, "'%s'", commands[cmd]);
+  if (misplaced_option(c, cmd, what) != EXIT_OK)
+    return EXIT_USAGE;
   if (cmd == 6 && c->calibrate && nargs == 1) /* bench --calibrate: no FILE */
     return source_dir_ready(c) != EXIT_OK
                ? EXIT_USAGE

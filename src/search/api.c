@@ -125,6 +125,15 @@ mirs_status mirs_search_create(mirs_context *ctx, const mirs_graph *program, mir
   mirs_status st = search_create(ctx, program, out);
   mirs__core_watch_stop(ctx);
   MIRS_CHECK(ctx, st);
+  /* verify=gpu (or cpu) is settled here, not at run: without a usable GPU
+   * the create fails, before a caller has cleared anything for the run
+   * (the CLI clears an earlier run's results only after it); auto
+   * probes when first needed. */
+  if (strcmp(ctx->opt.verify, "auto") != 0 && (st = mirs__sink_full_backend(*out)) != MIRS_OK) {
+    mirs_search_destroy(*out);
+    *out = NULL;
+    return st;
+  }
   return MIRS_OK;
 }
 
@@ -373,7 +382,8 @@ mirs_status mirs_search_run(mirs_search *s) {
     return MIRS_FAIL(ctx, MIRS_INVALID_ARG, "mirs_search_run: called again from its own callback");
   s->threads = ctx->opt.threads > 0 ? (int)ctx->opt.threads : mirs__pool_usable_cpus();
   /* --verify=gpu without a usable GPU (or a bad value) fails before the
-   * search, not after it; auto probes when first needed. */
+   * search, not after it (normally already at create; the option may
+   * have changed since); auto probes when first needed. */
   if (strcmp(ctx->opt.verify, "auto") != 0)
     MIRS_CHECK(ctx, mirs__sink_full_backend(s));
   s->cache_state = MIRS__CACHE_NONE;
