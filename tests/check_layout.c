@@ -7,7 +7,9 @@
  * the host: reshapes and permutes as strided views read by predefined
  * and custom kernels (16-byte cp.async where the view's last dim is
  * contiguous), producers storing in place of a permuted view a reshape
- * cannot read, and copy kernels where no view is possible. */
+ * cannot read, copy kernels where no view is possible, and kernel-level
+ * transposes as views (read by predefined and custom kernels, stored
+ * into by a producer). */
 #include "config.h"
 
 #include <math.h>
@@ -18,6 +20,7 @@
 #include <unistd.h>
 
 #include "cliutil.h"
+#include "codegen/codegen.h"
 #include "graph/graph.h"
 #include "verify/fingerprint.h"
 
@@ -603,6 +606,96 @@ START_TEST(test_views_in_custom_kernels) {
 }
 END_TEST
 
+/* Kernel-level transposes as views (views.c: the permute of the last two
+ * dims): Kt, read by a predefined matmul at K's strides swapped; Et, an
+ * output, which E's producer stores into transposed; Xt, read by an
+ * elementwise kernel; and Xtt, a transpose of the view Xt (X's own
+ * strides again). */
+static const char *const TP = "program tp\n"
+                              "input Q : f16[2, 8, 16]\ninput K : f16[2, 8, 16]\n"
+                              "input X : f16[16, 8]\n"
+                              "Kt = transpose(K)\nS = matmul(Q, Kt)\nE = exp(S)\n"
+                              "Et = transpose(E)\nXt = transpose(X)\nXtt = transpose(Xt)\n"
+                              "Y = add(Xtt, X)\nZ = exp(Xt)\noutput Et, Y, Z\n";
+
+START_TEST(test_transpose_views) {
+  mirs_context *ctx = tu_ctx(NULL);
+  static const char *const want[] = {
+      "/* op 0: Kt = transpose(K): a view, no kernel */",
+      "/* op 3: Et = transpose(E): a view, no kernel */",
+      "/* op 4: Xt = transpose(X): a view, no kernel */",
+      "/* op 5: Xtt = transpose(Xt): a view, no kernel */",
+      /* S reads Kt as K [2, 8, 16] with its last two strides swapped */
+      "const long long ib = c0 * 128 + c2 * 16;",
+      "v += mirs_ld(in0 + (ia + p)) * mirs_ld(in1 + (ib + p * 1));",
+      /* E is stored straight into Et's buffer (the caller's), transposed */
+      "mirs_st(out0 + (c0 * 64 + c1 * 1 + c2 * 8), v);",
+      /* Y reads Xtt at X's own strides; Z reads Xt at X's swapped */
+      "v = mirs_ld(in0 + (c0 * 8 + c1 * 1)) + mirs_ld(in1 + (c0 * 8 + c1 * 1));",
+      "const float x = mirs_ld(in0 + (c0 * 1 + c1 * 8));",
+      "(in_Q, in_K, (__half *)((char *)workspace + 0)));",
+      "(in_X, in_X, out1));",
+  };
+  assert_codegen(ctx, TP, "tp", want, sizeof want / sizeof want[0], 4);
+  /* The program as written (the benchmark's baseline): transpose kernels. */
+  mirs_graph *g = tu_parse(ctx, TP);
+  int32_t nviews = 0;
+  for (int32_t i = 0; i < g->nops; i++)
+    nviews += mirs__codegen_op_is_view(g, false, i);
+  ck_assert_int_eq(nviews, 0);
+  mirs_graph_destroy(g);
+  tu_assert_host_runs_by_dtype(TP, "tp");
+  mirs_context_destroy(ctx);
+}
+END_TEST
+
+START_TEST(test_transpose_view_in_custom_kernel) {
+  mirs_context *ctx = tu_ctx(NULL);
+  /* Custom kernels reading the transposed view: K's tile by element
+   * loads in memory order (Kt's dim 1 is K's contiguous last dim), in a
+   * matmul (f16: tensor cores) and an elementwise kernel (f16, f32); each
+   * verifies against its program and runs on the host. */
+  static const char *const UG =
+      "ugraph tk\ninput Q : f16[2, 64, 16]\ninput K : f16[2, 64, 16]\nKt = transpose(K)\n"
+      "S = custom(grid=[2, 1, 1], block=[128, 1, 1], forloop=1) {\n"
+      "  q = input(Q, imap=[0, -1, -1], fmap=-1)\n  k = input(Kt, imap=[0, -1, -1], fmap=-1)\n"
+      "  s = matmul(q, k)\n  a = accum(s)\n  output(a, omap=[0, -1, -1])\n}\noutput S\n";
+  static const char *const want_ug[] = {
+      "/* op 0: Kt = transpose(K): a view, no kernel */",
+      "/* k: tile of Kt */",
+      "const int c1 = e % 16; /* (contiguous in memory) */",
+      "= in1[(c0 + (long long)blockIdx.x * 1) * 1024LL + (c1) * 1LL + (c2) * 16LL];",
+  };
+  assert_codegen(ctx, UG, "tk", want_ug, sizeof want_ug / sizeof want_ug[0], 1);
+  ck_assert_int_eq(tu_verify_rc(tu_put("tk.graph", "program tk\ninput Q : f16[2, 64, 16]\n"
+                                                   "input K : f16[2, 64, 16]\nKt = transpose(K)\n"
+                                                   "S = matmul(Q, Kt)\noutput S\n"),
+                                tu_put("tk.ugraph", UG)),
+                   0);
+  tu_assert_host_run(tu_put("tk.ugraph", UG));
+  static const char *const EX[] = {
+      "program te\ninput K : f16[2, 64, 16]\nKt = transpose(K)\nE = exp(Kt)\noutput E\n",
+      "ugraph te\ninput K : f16[2, 64, 16]\nKt = transpose(K)\n"
+      "E = custom(grid=[2, 2, 1], block=[128, 1, 1], forloop=1) {\n"
+      "  k = input(Kt, imap=[0, 2, -1], fmap=-1)\n  e = exp(k)\n  a = accum(e)\n"
+      "  output(a, omap=[0, 2, -1])\n}\noutput E\n"};
+  static const char *const dt[] = {"f16", "f32"};
+  for (int i = 0; i < 2; i++) {
+    char text[2][1024], name[2][32];
+    for (int j = 0; j < 2; j++) {
+      snprintf(text[j], sizeof text[j], "%s", EX[j]);
+      for (char *q = strstr(text[j], "f16"); q; q = strstr(q + 3, "f16"))
+        memcpy(q, dt[i], 3);
+      snprintf(name[j], sizeof name[j], "te_%s.%s", dt[i], j ? "ugraph" : "graph");
+    }
+    const char *ug = tu_put(name[1], text[1]);
+    ck_assert_int_eq(tu_verify_rc(tu_put(name[0], text[0]), ug), 0);
+    tu_assert_host_run(ug);
+  }
+  mirs_context_destroy(ctx);
+}
+END_TEST
+
 START_TEST(test_causal_mask_through_transpose) {
   /* Causal attention with K stored [b, n, d] and transposed in the kernel
    * (as the decoder example's scores are): the mask's columns trace back
@@ -649,6 +742,8 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_causal_mask_through_transpose);
   tcase_add_test(tc, test_codegen_views_and_copies);
   tcase_add_test(tc, test_views_in_custom_kernels);
+  tcase_add_test(tc, test_transpose_views);
+  tcase_add_test(tc, test_transpose_view_in_custom_kernel);
   tcase_add_test(tc, test_reshape_view_rules);
   tcase_add_test(tc, test_host_run);
   suite_add_tcase(s, tc);

@@ -1594,10 +1594,7 @@ static void emit_load_bases(kgen *k, const mirs__bop *op, int32_t src_i) {
 static void emit_tile_coords(kgen *k, int32_t src, const char *ind, const mirs__shape *ts) {
   int64_t kst[MIRS_MAX_DIMS];
   storage_strides(k->g, k->views, src, kst);
-  int r = ts->ndim, f = -1;
-  for (int d = 0; d < r - 1 && ts->d[r - 1] > 1 && kst[r - 1] != 1; d++)
-    if (ts->d[d] > 1 && kst[d] == 1)
-      f = d;
+  int r = ts->ndim, f = mirs__codegen_walk_dim(ts, kst); /* (the cost model's walk too) */
   if (f < 0) {
     emit_coords(k->b, ind, "int", "e", ts);
     return;
@@ -2157,6 +2154,8 @@ static void emit_layout(const mirs_graph *g, bool views, int32_t ki, const char 
 static void emit_predefined(const mirs_graph *g, bool views, int32_t ki, const char *ename,
                             mirs__buf *b) {
   const mirs__kop *op = &g->ops[ki];
+  if (op->op == MIRS_OP_TRANSPOSE && mirs__codegen_op_is_view(g, views, ki))
+    return; /* (a view: its readers take the swapped strides, views.c) */
   if (mirs__op_is_layout(op->op)) {
     if (!mirs__codegen_op_is_view(g, views, ki))
       emit_layout(g, views, ki, ename, b);

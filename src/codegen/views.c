@@ -17,8 +17,17 @@
  *    B to x, has exactly one consumer, so nothing else reads B's layout);
  *  - otherwise the layout op is a copy kernel (cuda.c's emit_layout)
  *    reading its input through its view, and its result is dense.
+ * A kernel-level `transpose` is the permute of the last two dims here
+ * (a view, a store redirected through it, or, where neither, its own
+ * grid-stride kernel: cuda.c's emit_predefined).
  * The graph is unchanged: only the code generation and the cost model
  * read this (so verification, on the graph, stays as it was).
+ *
+ * Sectors (mirs__codegen_sector_factor): global memory moves whole
+ * 32-byte sectors, so a warp whose accesses are strided moves more bytes
+ * than it uses; the cost model prices a tile load or store, and a
+ * predefined kernel's operand, at the sector bytes the walk the emitter
+ * generates moves (the walk order is decided here, for both).
  *
  * Invariants: program inputs and outputs are dense in their own (the
  * caller's) buffers, so a view never changes what the user's buffers
@@ -50,16 +59,31 @@ static bool is_output(const mirs_graph *g, int32_t t) {
   return false;
 }
 
+/* Whether op moves elements without computing: a layout op, or a
+ * kernel-level transpose (the permute of its last two dims). */
+static bool moves(mirs_op op) {
+  return mirs__op_is_layout(op) || op == MIRS_OP_TRANSPOSE;
+}
+
 /* Whether op is a layout op that may be a view in this mode. */
 static bool viewable(const mirs__kop *op, bool views) {
   return op->op == MIRS_OP_RESHAPE ||
-         (views && (op->op == MIRS_OP_PERMUTE || op->op == MIRS_OP_SLICE));
+         (views && (op->op == MIRS_OP_PERMUTE || op->op == MIRS_OP_SLICE ||
+                    op->op == MIRS_OP_TRANSPOSE));
 }
 
 /* Whether layout op op maps its input's elements one to one onto its
  * result's (a store may be redirected through it). */
 static bool bijective(const mirs__kop *op) {
-  return op->op == MIRS_OP_RESHAPE || op->op == MIRS_OP_PERMUTE;
+  return op->op == MIRS_OP_RESHAPE || op->op == MIRS_OP_PERMUTE || op->op == MIRS_OP_TRANSPOSE;
+}
+
+/* Strides of a transpose's result from its input's xst (the last two
+ * swapped); the inverse is the same swap. */
+static void swap_last(int r, const int64_t *xst, int64_t *tst) {
+  memcpy(tst, xst, sizeof(int64_t) * MIRS_MAX_DIMS);
+  tst[r - 2] = xst[r - 1];
+  tst[r - 1] = xst[r - 2];
 }
 
 /* Strides tst of reshape result ts of x (shape xs, strides xst), when
@@ -119,6 +143,10 @@ static bool apply_off(const mirs_graph *g, const mirs__kop *op, const int64_t *x
       tst[d] = xst[op->lay.d[d]];
     return true;
   }
+  if (op->op == MIRS_OP_TRANSPOSE) {
+    swap_last(ts->ndim, xst, tst);
+    return true;
+  }
   return op->op == MIRS_OP_RESHAPE && reshape_strides(xs, xst, ts, tst);
 }
 
@@ -156,6 +184,10 @@ static bool unapply(const mirs_graph *g, const mirs__kop *op, const int64_t *tst
   if (op->op == MIRS_OP_PERMUTE) {
     for (int d = 0; d < ts->ndim; d++)
       xst[op->lay.d[d]] = tst[d];
+    return true;
+  }
+  if (op->op == MIRS_OP_TRANSPOSE) {
+    swap_last(ts->ndim, tst, xst);
     return true;
   }
   return op->op == MIRS_OP_RESHAPE && reshape_strides(ts, tst, xs, xst);
@@ -237,7 +269,7 @@ void mirs__codegen_storage(const mirs_graph *g, bool views, int32_t t, mirs__sto
   if (g->t[t].producer < 0 || is_output(g, t))
     return; /* (the caller's buffers: dense) */
   const mirs__kop *p = &g->ops[g->t[t].producer];
-  if (mirs__op_is_layout(p->op)) {
+  if (moves(p->op)) {
     if (!viewable(p, views))
       return;
     mirs__storage x;
@@ -260,7 +292,7 @@ void mirs__codegen_storage(const mirs_graph *g, bool views, int32_t t, mirs__sto
 
 bool mirs__codegen_op_is_view(const mirs_graph *g, bool views, int32_t op) {
   const mirs__kop *k = &g->ops[op];
-  if (!mirs__op_is_layout(k->op) || !viewable(k, views))
+  if (!moves(k->op) || !viewable(k, views))
     return false;
   mirs__storage x;
   int64_t st[MIRS_MAX_DIMS], off = 0;
@@ -291,4 +323,126 @@ bool mirs__codegen_storage_vec(const mirs_graph *g, int32_t t, int elsize) {
     if (sh->d[d] > 1 && (s.st[d] * elsize) % 16 != 0)
       return false;
   return true;
+}
+
+int mirs__codegen_walk_dim(const mirs__shape *ts, const int64_t *st) {
+  int r = ts->ndim, f = -1;
+  for (int d = 0; d < r - 1 && ts->d[r - 1] > 1 && st[r - 1] != 1; d++)
+    if (ts->d[d] > 1 && st[d] == 1)
+      f = d;
+  return f;
+}
+
+/* Bytes of a global-memory sector: the unit DRAM and L2 move. */
+#define SECTOR 32
+/* Warps of a walk whose sectors are counted (the first ones: a walk
+ * repeats its pattern every row or so; a bounded count keeps costing
+ * independent of tile sizes). */
+#define SAMPLE_WARPS 8
+
+double mirs__codegen_sector_factor(const mirs__storage *s, const mirs__shape *ext, int elsize,
+                                   int width, int f) {
+  int r = ext->ndim, order[MIRS_MAX_DIMS], n_order = 0;
+  if (r < 1 || elsize < 1 || width < 1 || ext->d[r - 1] % width != 0)
+    return 1.0;
+  mirs__shape w = *ext; /* in accesses: the last dim in units of `width` elements */
+  w.d[r - 1] /= width;
+  if (f >= 0)
+    order[n_order++] = f;
+  for (int d = r - 1; d >= 0; d--)
+    if (d != f)
+      order[n_order++] = d;
+  int64_t n = mirs__shape_numel(&w), abytes = (int64_t)elsize * width;
+  double moved = 0, ideal = 0;
+  for (int64_t w0 = 0; w0 < n && w0 < SAMPLE_WARPS * 32; w0 += 32) {
+    int64_t sec[64]; /* distinct sectors of this warp (an access spans at most 2: width <= 16 B) */
+    int ns = 0;
+    for (int64_t j = w0; j < w0 + 32 && j < n; j++) {
+      int64_t rem = j, el = s->off;
+      for (int i = 0; i < n_order; i++) {
+        int d = order[i];
+        int64_t c = rem % w.d[d];
+        rem /= w.d[d];
+        el += c * (d == r - 1 ? width : 1) * s->st[d];
+      }
+      int64_t lo = el * elsize, hi = lo + abytes - 1;
+      for (int64_t q = lo / SECTOR; q <= hi / SECTOR && q <= lo / SECTOR + 1; q++) {
+        int k = 0;
+        while (k < ns && sec[k] != q)
+          k++;
+        if (k == ns)
+          sec[ns++] = q;
+      }
+    }
+    int64_t used = ((w0 + 32 < n ? w0 + 32 : n) - w0) * abytes;
+    moved += ns;
+    ideal += (double)((used + SECTOR - 1) / SECTOR);
+  }
+  double fct = ideal > 0 ? moved / ideal : 1.0;
+  return fct < 1.0 ? 1.0 : fct; /* (a broadcast moves no less than it uses: no L2 credit) */
+}
+
+/* Sector factor of a tile walk over storage s: 16-byte chunks in
+ * row-major order when vec (emit_load), else element accesses (a store:
+ * row-major; a load: mirs__codegen_walk_dim's order). */
+static double tile_walk(const mirs__storage *s, const mirs__shape *ts, int elsize, bool vec,
+                        bool store) {
+  if (vec)
+    return mirs__codegen_sector_factor(s, ts, elsize, 16 / elsize, -1);
+  return mirs__codegen_sector_factor(s, ts, elsize, 1,
+                                     store ? -1 : mirs__codegen_walk_dim(ts, s->st));
+}
+
+double mirs__codegen_tile_sectors(const mirs_graph *g, int32_t t, const mirs__shape *ts,
+                                  int elsize, bool vec, bool store) {
+  mirs__storage s, d = {.buf = t, .off = 0};
+  mirs__codegen_storage(g, true, t, &s);
+  dense(&g->t[t].shape, d.st);
+  /* Against the same tile of t dense (16-byte loads where its rows
+   * allow, as plan_input decides): the model's bytes of dense tiles stay
+   * as they were, a view pays the sectors its strides add. */
+  const mirs__shape *ks = &g->t[t].shape;
+  bool dvec = !store && (ts->d[ts->ndim - 1] * elsize) % 16 == 0 &&
+              (ks->d[ks->ndim - 1] * elsize) % 16 == 0;
+  double fv = tile_walk(&s, ts, elsize, vec, store), fd = tile_walk(&d, ts, elsize, dvec, store);
+  return fv > fd ? fv / fd : 1.0;
+}
+
+double mirs__codegen_operand_sectors(const mirs_graph *g, int32_t op, int32_t a) {
+  const mirs__kop *k = &g->ops[op];
+  const mirs__shape *os = &g->t[k->out[0]].shape;
+  mirs__op_kind kind = mirs__graph_ops[k->op].kind;
+  int r = os->ndim;
+  int es = g->t[k->in[a]].dtype == MIRS_F32 ? 4 : 2;
+  mirs__storage s, w;
+  mirs__codegen_storage(g, true, k->in[a], &s);
+  w = s; /* the operand's strides along the output's coordinates, the lanes' walk */
+  const mirs__shape *xs = &g->t[k->in[a]].shape;
+  if (kind == MIRS__KIND_UNARY || kind == MIRS__KIND_BINARY) {
+    if (xs->ndim != r)
+      return 1.0;
+    for (int d = 0; d < r; d++)
+      w.st[d] = xs->d[d] > 1 ? s.st[d] : 0; /* (a broadcast dim) */
+  } else if (kind == MIRS__KIND_TRANSPOSE) {
+    swap_last(r, s.st, w.st);
+  } else if (k->op == MIRS_OP_PERMUTE) {
+    for (int d = 0; d < r; d++)
+      w.st[d] = s.st[k->lay.d[d]];
+  } else if (k->op == MIRS_OP_SLICE) {
+    w.off += k->lay.d[1] * s.st[k->lay.d[0]];
+  } else if (k->op == MIRS_OP_RESHAPE) {
+    return mirs__codegen_sector_factor(&s, xs, es, 1, -1); /* (read in the input's order) */
+  } else {
+    return 1.0; /* matmul, reductions, norms: per-thread loops, not modelled */
+  }
+  return mirs__codegen_sector_factor(&w, os, es, 1, -1);
+}
+
+double mirs__codegen_result_sectors(const mirs_graph *g, int32_t op) {
+  const mirs__kop *k = &g->ops[op];
+  int32_t t = k->out[0];
+  mirs__storage s;
+  mirs__codegen_storage(g, true, t, &s);
+  return mirs__codegen_sector_factor(&s, &g->t[t].shape, g->t[t].dtype == MIRS_F32 ? 4 : 2, 1,
+                                     -1);
 }
