@@ -296,7 +296,8 @@ END_TEST
  * G); an intermediate (F) and a permuted one (G, whose merge Gm no view
  * can express) stored by their producer where their layout op's result
  * lives; copies where a result is an output (R of a shared tensor, Kt
- * moving the last dim: element copies, Xo keeping it: 16-byte copies) or
+ * moving the last dim: 32x32 tiles through shared memory, Xo keeping it:
+ * 16-byte copies) or
  * a reshape cannot view a graph input's permute (Xm). */
 static const char *const CG = "program cg\n"
                               "input X : f16[8, 64]\ninput W : f16[64, 64]\n"
@@ -385,7 +386,10 @@ START_TEST(test_codegen_views_and_copies) {
       "/* op 9: K2 = reshape(Kt): a view, no kernel */",
       "/* op 13: Gt = permute(G): a view, no kernel */",
       "/* op 14: Gm = reshape(Gt): a view, no kernel */",
-      "kernel 5: permute -> Kt (element copies",
+      "kernel 5: permute -> Kt (32x32 tiles through shared memory: reads along dim 1",
+      "          tile[j][tx] = in0[si + cf + cl * 64LL];",
+      "          out0[so + cf * 8LL + cl] = tile[tx][j];",
+      "MIRS_LAUNCH(lay_k5, dim3(4), dim3(256), 0, stream, ",
       "kernel 11: reshape -> Xm (a copy in order of a strided view)",
       "kernel 17: permute -> Xo (16-byte copies",
       "mirs_copy16(out0 + e * 8, in0 + s);",
@@ -696,6 +700,49 @@ START_TEST(test_transpose_view_in_custom_kernel) {
 }
 END_TEST
 
+/* A custom kernel reading row b of Xt = transpose(X), X f16[%d, %d]:
+ * through the view, each row is a column of X (a sector per element). */
+static const char *const CV_UG =
+    "ugraph cv\ninput X : f16[%d, %d]\nXt = transpose(X)\n"
+    "O = custom(grid=[%d, 1, 1], block=[128, 1, 1], forloop=1) {\n"
+    "  x = input(Xt, imap=[0, -1, -1], fmap=-1)\n  e = exp(x)\n  a = accum(e)\n"
+    "  output(a, omap=[0, -1, -1])\n}\noutput O\n";
+
+START_TEST(test_copy_or_view) {
+  /* Reading the transposed view moves 16x its f16 bytes (a sector per
+   * element); a tiled copy kernel first moves 2x (coalesced both ways)
+   * and a launch (13.4 MB at H100 rates), then the kernel reads dense.
+   * At 64 x 64 (8 KB) the view wins: 1 kernel; at 4096 x 4096 (32 MB)
+   * the copy does: 512 MB through the view against 109 MB. */
+  mirs_context *ctx = tu_ctx(NULL);
+  static const struct {
+    int n;
+    const char *want;
+    int kernels;
+    double copy_bytes, kernel_bytes;
+  } cases[] = {
+      {64, "/* op 0: Xt = transpose(X): a view, no kernel */", 1, 0, 16 * 8192.0 + 8192.0},
+      {4096, "kernel 0: transpose -> Xt (32x32 tiles through shared memory: reads along dim 0", 2,
+       2 * 33554432.0, 2 * 33554432.0},
+  };
+  for (int i = 0; i < 2; i++) {
+    char text[1024];
+    int n = cases[i].n;
+    snprintf(text, sizeof text, CV_UG, n, n, n);
+    const char *const want[] = {cases[i].want};
+    assert_codegen(ctx, text, "cv", want, 1, cases[i].kernels);
+    mirs_graph *g = tu_parse(ctx, text);
+    mirs_cost c = MIRS_COST_INIT;
+    ck_assert_int_eq(mirs_graph_kernel_cost(ctx, g, 0, NULL, &c), MIRS_OK);
+    ck_assert(c.bytes == cases[i].copy_bytes);
+    ck_assert_int_eq(mirs_graph_kernel_cost(ctx, g, 1, NULL, &c), MIRS_OK);
+    ck_assert_msg(c.bytes == cases[i].kernel_bytes, "%d: %.0f bytes", n, c.bytes);
+    mirs_graph_destroy(g);
+  }
+  mirs_context_destroy(ctx);
+}
+END_TEST
+
 START_TEST(test_causal_mask_through_transpose) {
   /* Causal attention with K stored [b, n, d] and transposed in the kernel
    * (as the decoder example's scores are): the mask's columns trace back
@@ -744,6 +791,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_views_in_custom_kernels);
   tcase_add_test(tc, test_transpose_views);
   tcase_add_test(tc, test_transpose_view_in_custom_kernel);
+  tcase_add_test(tc, test_copy_or_view);
   tcase_add_test(tc, test_reshape_view_rules);
   tcase_add_test(tc, test_host_run);
   suite_add_tcase(s, tc);

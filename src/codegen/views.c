@@ -15,6 +15,9 @@
  *    own (dense) buffer, or the output's, at the strides that undo the
  *    chain, so no op of the chain runs a kernel (B, and each tensor from
  *    B to x, has exactly one consumer, so nothing else reads B's layout);
+ *  - a permute or transpose whose view would have a strided last dim
+ *    stays a view only while its readers, priced in sectors, cost less
+ *    through it than a tiled copy and dense reads (copy_wins);
  *  - otherwise the layout op is a copy kernel (cuda.c's emit_layout)
  *    reading its input through its view, and its result is dense.
  * A kernel-level `transpose` is the permute of the last two dims here
@@ -262,6 +265,80 @@ static int32_t redirect(const mirs_graph *g, int32_t b, int64_t *inv) {
   return buf;
 }
 
+/* A kernel launch in bytes of HBM traffic: the H100 profile's 4 us at
+ * 3.35 TB/s (data/devices.profile), what a copy kernel costs beyond its
+ * bytes.  (The choice below is made without a device: the H200's 4 us
+ * at 4.8 TB/s would be 19.2 MB.) */
+#define LAUNCH_BYTES 13.4e6
+
+/* The tile walk's factor (below, mirs__codegen_tile_sectors). */
+static double tile_walk(const mirs__storage *s, const mirs__shape *ts, int elsize, bool vec,
+                        bool store);
+static double operand_walk(const mirs_graph *g, int32_t op, int32_t a, const mirs__storage *sp);
+
+/* Whether the result x of permute or transpose p, a view at storage v
+ * whose last dim is strided, is cheaper as a copy: a tiled copy kernel
+ * (coalesced reads and writes: 2 numel bytes and a launch) after which
+ * every reader reads x dense, against every reader reading the view, each
+ * access in the sectors its walk touches.  Readers: custom kernels' input
+ * tiles (blocks x forloop iterations when walked) and predefined ops'
+ * operands; a reader that is itself a layout op (a chain of views, maybe
+ * a store redirected through p) or x being an output keeps the view. */
+static bool copy_wins(const mirs_graph *g, const mirs__kop *p, const mirs__storage *v) {
+  int32_t x = p->out[0];
+  const mirs__shape *xs = &g->t[x].shape;
+  int r = xs->ndim, es = g->t[x].dtype == MIRS_F32 ? 4 : 2;
+  if ((p->op != MIRS_OP_PERMUTE && p->op != MIRS_OP_TRANSPOSE) || r < 2 || v->st[r - 1] == 1 ||
+      mirs__codegen_walk_dim(xs, v->st) < 0 || is_output(g, x))
+    return false;
+  mirs__storage d = {.buf = x, .off = 0};
+  dense(xs, d.st);
+  double view = 0, copy = 2.0 * (double)mirs__shape_numel(xs) * es + LAUNCH_BYTES;
+  for (int32_t i = 0; i < g->nops; i++) {
+    const mirs__kop *k = &g->ops[i];
+    for (int32_t a = 0; a < k->nin; a++) {
+      if (k->in[a] != x)
+        continue;
+      if (moves(k->op))
+        return false;
+      if (k->op != MIRS_OP_CUSTOM) {
+        double n = (double)mirs__shape_numel(xs) * es;
+        view += n * operand_walk(g, i, a, v);
+        copy += n * operand_walk(g, i, a, &d);
+        continue;
+      }
+      const mirs__bgraph *bg = k->bg;
+      double blocks = 1;
+      for (int j = 0; j < MIRS__GRID; j++)
+        blocks *= bg->grid[j] > 0 ? bg->grid[j] : 1;
+      for (int32_t j = 0; j < bg->nops; j++) {
+        const mirs__bop *b = &bg->ops[j];
+        if (b->op != MIRS_OP_INPUT || b->src != x)
+          continue;
+        const mirs__shape *ts = &bg->t[b->out].shape;
+        bool walked = b->fmap >= 0 && bg->forloop > 1;
+        double n = (double)mirs__shape_numel(ts) * es * blocks * (walked ? bg->forloop : 1);
+        bool dvec = (ts->d[ts->ndim - 1] * es) % 16 == 0 && (xs->d[r - 1] * es) % 16 == 0;
+        view += n * tile_walk(v, ts, es, false, false);
+        copy += n * tile_walk(&d, ts, es, dvec, false);
+      }
+    }
+  }
+  return copy < view;
+}
+
+/* Storage of layout op p's result as a view of its input's storage x
+ * into *s; false when it is not one (not expressible, or, with views,
+ * cheaper as a copy: copy_wins). */
+static bool view_of(const mirs_graph *g, bool views, const mirs__kop *p, const mirs__storage *x,
+                    mirs__storage *s) {
+  s->buf = x->buf;
+  s->off = x->off;
+  if (!apply_off(g, p, x->st, s->st, &s->off))
+    return false;
+  return !views || !copy_wins(g, p, s);
+}
+
 void mirs__codegen_storage(const mirs_graph *g, bool views, int32_t t, mirs__storage *s) {
   s->buf = t;
   s->off = 0;
@@ -272,14 +349,10 @@ void mirs__codegen_storage(const mirs_graph *g, bool views, int32_t t, mirs__sto
   if (moves(p->op)) {
     if (!viewable(p, views))
       return;
-    mirs__storage x;
+    mirs__storage x, v;
     mirs__codegen_storage(g, views, p->in[0], &x);
-    int64_t st[MIRS_MAX_DIMS], off = x.off;
-    if (apply_off(g, p, x.st, st, &off)) {
-      s->buf = x.buf;
-      s->off = off;
-      memcpy(s->st, st, sizeof st);
-    }
+    if (view_of(g, views, p, &x, &v))
+      *s = v;
     return;
   }
   int64_t inv[MIRS_MAX_DIMS];
@@ -294,12 +367,11 @@ bool mirs__codegen_op_is_view(const mirs_graph *g, bool views, int32_t op) {
   const mirs__kop *k = &g->ops[op];
   if (!moves(k->op) || !viewable(k, views))
     return false;
-  mirs__storage x;
-  int64_t st[MIRS_MAX_DIMS], off = 0;
+  mirs__storage x, v;
   mirs__codegen_storage(g, views, k->in[0], &x);
   if (is_output(g, k->out[0])) /* (its producer chain stores into the output: redirect) */
     return x.buf == k->out[0];
-  return apply_off(g, k, x.st, st, &off);
+  return view_of(g, views, k, &x, &v);
 }
 
 bool mirs__codegen_is_view(const mirs_graph *g, int32_t op) {
@@ -408,26 +480,29 @@ double mirs__codegen_tile_sectors(const mirs_graph *g, int32_t t, const mirs__sh
   return fv > fd ? fv / fd : 1.0;
 }
 
-double mirs__codegen_operand_sectors(const mirs_graph *g, int32_t op, int32_t a) {
+/* Sector factor of predefined op `op` reading operand a stored at s. */
+static double operand_walk(const mirs_graph *g, int32_t op, int32_t a, const mirs__storage *sp) {
   const mirs__kop *k = &g->ops[op];
   const mirs__shape *os = &g->t[k->out[0]].shape;
   mirs__op_kind kind = mirs__graph_ops[k->op].kind;
   int r = os->ndim;
   int es = g->t[k->in[a]].dtype == MIRS_F32 ? 4 : 2;
-  mirs__storage s, w;
-  mirs__codegen_storage(g, true, k->in[a], &s);
-  w = s; /* the operand's strides along the output's coordinates, the lanes' walk */
+  mirs__storage s = *sp, w = s; /* w: the operand's strides along the output's coordinates */
   const mirs__shape *xs = &g->t[k->in[a]].shape;
   if (kind == MIRS__KIND_UNARY || kind == MIRS__KIND_BINARY) {
     if (xs->ndim != r)
       return 1.0;
     for (int d = 0; d < r; d++)
       w.st[d] = xs->d[d] > 1 ? s.st[d] : 0; /* (a broadcast dim) */
-  } else if (kind == MIRS__KIND_TRANSPOSE) {
-    swap_last(r, s.st, w.st);
-  } else if (k->op == MIRS_OP_PERMUTE) {
-    for (int d = 0; d < r; d++)
-      w.st[d] = s.st[k->lay.d[d]];
+  } else if (kind == MIRS__KIND_TRANSPOSE || k->op == MIRS_OP_PERMUTE) {
+    if (kind == MIRS__KIND_TRANSPOSE)
+      swap_last(r, s.st, w.st);
+    else
+      for (int d = 0; d < r; d++)
+        w.st[d] = s.st[k->lay.d[d]];
+    /* (a copy moving the last dim reads along the dim contiguous in its
+     * input: the tiled copy, cuda.c's emit_layout) */
+    return mirs__codegen_sector_factor(&w, os, es, 1, mirs__codegen_walk_dim(os, w.st));
   } else if (k->op == MIRS_OP_SLICE) {
     w.off += k->lay.d[1] * s.st[k->lay.d[0]];
   } else if (k->op == MIRS_OP_RESHAPE) {
@@ -436,6 +511,12 @@ double mirs__codegen_operand_sectors(const mirs_graph *g, int32_t op, int32_t a)
     return 1.0; /* matmul, reductions, norms: per-thread loops, not modelled */
   }
   return mirs__codegen_sector_factor(&w, os, es, 1, -1);
+}
+
+double mirs__codegen_operand_sectors(const mirs_graph *g, int32_t op, int32_t a) {
+  mirs__storage s;
+  mirs__codegen_storage(g, true, g->ops[op].in[a], &s);
+  return operand_walk(g, op, a, &s);
 }
 
 double mirs__codegen_result_sectors(const mirs_graph *g, int32_t op) {
