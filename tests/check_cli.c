@@ -667,7 +667,7 @@ START_TEST(test_search_outputs) {
   ck_assert_ptr_nonnull(strstr(r.err, "no checkpoint"));
   run_free(&r);
   /* bad search options */
-  run_cli(&r, "--threads=0", prog, NULL);
+  run_cli(&r, "--threads=-1", prog, NULL);
   assert_usage_error(&r);
   run_free(&r);
   run_cli(&r, "--device=V100", "--out", outdir, prog, NULL);
@@ -726,6 +726,68 @@ START_TEST(test_codegen_writes_header) {
   unlink(h2);
   ck_assert_int_eq(rmdir(dir), 0);
   free(path);
+}
+END_TEST
+
+/* What a new user meets first, each as the docs say it: --threads=0 (the
+ * option table's "the CPUs this process may use"); a --device-profile
+ * that is not there is bad input (exit 2, like a missing program); a
+ * codegen whose code cannot be written leaves no header behind; bench
+ * --source-dir=DIR creates DIR; the manual keeps option names whole
+ * (no hyphenation) and names DIR/checkpoint; --help's exit status covers
+ * run and bench. */
+START_TEST(test_first_mistakes) {
+  char *path = strdup(tu_src("examples/gqa_small.ugraph"));
+  char *prog = strdup(tu_src("examples/gqa_small.graph"));
+  char dir[] = "/tmp/mirs_check_cli_first_XXXXXX";
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  char buf[512], buf2[512];
+  run r;
+  run_cli(&r, "--threads=0", "check", path, NULL);
+  ck_assert_msg(r.rc == 0, "--threads=0: exit %d: %s", r.rc, r.err);
+  run_free(&r);
+  snprintf(buf, sizeof buf, "--device-profile=%s/none.profile", dir);
+  run_cli(&r, buf, "show", path, NULL);
+  assert_usage_error(&r);
+  ck_assert_msg(strstr(r.err, "none.profile") != NULL, "stderr: %s", r.err);
+  run_free(&r);
+  snprintf(buf, sizeof buf, "--device-profile=%s", dir);
+  run_cli(&r, buf, "show", path, NULL);
+  assert_usage_error(&r);
+  run_free(&r);
+  char hdr[300], cu[300];
+  snprintf(hdr, sizeof hdr, "%s/k.h", dir);
+  snprintf(cu, sizeof cu, "%s/missing/k.cu", dir);
+  run_cli(&r, "codegen", path, "--header", hdr, "-o", cu, NULL);
+  ck_assert_int_ne(r.rc, 0);
+  ck_assert_msg(strstr(r.err, cu) != NULL, "names the file asked for: %s", r.err);
+  ck_assert_msg(strstr(r.err, ".tmp.") == NULL, "names a temp file: %s", r.err);
+  ck_assert_msg(access(hdr, F_OK) != 0, "a header without its code was left");
+  run_free(&r);
+  snprintf(buf, sizeof buf, "--source-dir=%s/src", dir);
+  run_cli(&r, "bench", path, "--program", prog, buf, NULL);
+  ck_assert_msg(r.rc == 0, "bench --source-dir: exit %d: %s", r.rc, r.err);
+  run_free(&r);
+  snprintf(buf2, sizeof buf2, "%s/src/bench.cu", dir);
+  ck_assert_int_eq(access(buf2, F_OK), 0);
+  snprintf(buf, sizeof buf, "--source-dir=%s/nope/src", dir);
+  run_cli(&r, "bench", path, "--program", prog, buf, NULL);
+  assert_usage_error(&r);
+  run_free(&r);
+  run_cli(&r, "--man", NULL);
+  ck_assert_int_eq(r.rc, 0);
+  ck_assert_ptr_nonnull(strstr(r.out, "\n.nh\n"));
+  ck_assert_ptr_nonnull(strstr(r.out, "DIR/checkpoint"));
+  run_free(&r);
+  run_cli(&r, "--help", NULL);
+  char *help = squeeze(r.out);
+  ck_assert_ptr_nonnull(strstr(help, "runandbench:thegeneratedcode'soutputsoff"));
+  free(help);
+  run_free(&r);
+  snprintf(buf, sizeof buf, "rm -rf '%s'", dir);
+  ck_assert_int_eq(system(buf), 0);
+  free(path);
+  free(prog);
 }
 END_TEST
 
@@ -804,6 +866,7 @@ static Suite *cli_suite(void) {
   tcase_add_test(tc, test_runs_use_no_cache);
   tcase_add_test(tc, test_twice_in_one_process);
   tcase_add_test(tc, test_codegen_writes_header);
+  tcase_add_test(tc, test_first_mistakes);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -176,8 +176,10 @@ START_TEST(test_builtin_matches_file) {
   if (!*mirs__cost_default_path() || access(mirs__cost_default_path(), R_OK) != 0)
     ck_assert_str_eq(d->source, "<built-in devices.profile>");
   mirs__cost_profiles_free(d);
-  /* An explicit path that does not exist is an error, not a fallback. */
-  ck_assert_int_eq(mirs__cost_profiles_load(ctx, "/nonexistent/devices.profile", &d), MIRS_IO);
+  /* An explicit path that does not exist is an error, not a fallback:
+   * bad input (exit 2), as a missing program file is. */
+  ck_assert_int_eq(mirs__cost_profiles_load(ctx, "/nonexistent/devices.profile", &d),
+                   MIRS_INVALID_ARG);
   ck_assert_ptr_null(d);
   ck_assert_int_eq(mirs_memory_current(ctx), 0);
   mirs_context_destroy(ctx);

@@ -2,9 +2,10 @@
 # SPDX-License-Identifier: MIT
 # tests/readme.sh - the README's sample outputs are what mirsearch prints:
 # the quick start's search summary (all but its wall time) and the text
-# about it, and `show` of its best µGraph.  A change of the search space
-# or of the printers that makes them stale fails here (regenerate them
-# from the commands the README shows).
+# about it, `show` of its best µGraph, and the `verify`, `run` and
+# `partition` samples of "Command line" and "Whole programs".  A change
+# of the search space, the cost model or the printers that makes them
+# stale fails here (regenerate them from the commands the README shows).
 #
 # Run by `make check` with top_srcdir and top_builddir set.
 # Exit: 0 pass, 1 fail.
@@ -56,6 +57,32 @@ session '$ src/mirsearch show rmsnorm_linear_small.out/best.ugraph' >"$tmp/want"
 cmp -s "$tmp/want" "$tmp/show" ||
   fail "README's show output differs (- README, + mirsearch):
 $(diff "$tmp/want" "$tmp/show")"
+
+# verify (all but the backend line, which names this machine's GPU or
+# why there is none), run on the host emulator, and partition (the lines
+# shown; "..." stands for the rest).
+(cd "$top_srcdir" && "$prog" verify examples/rmsnorm_linear.graph examples/rmsnorm_linear.ugraph) \
+  >"$tmp/verify" 2>"$tmp/err" || fail "verify: $(cat "$tmp/err")"
+session '$ src/mirsearch verify examples/rmsnorm_linear.graph examples/rmsnorm_linear.ugraph' |
+  grep -v '^fingerprint backend:' >"$tmp/want"
+grep -v '^fingerprint backend:' "$tmp/verify" | cmp -s "$tmp/want" - ||
+  fail "README's verify output differs (- README, + mirsearch):
+$(grep -v '^fingerprint backend:' "$tmp/verify" | diff "$tmp/want" -)"
+(cd "$top_srcdir" && "$prog" run examples/gqa_small.ugraph) >"$tmp/run" 2>"$tmp/err" ||
+  fail "run: $(cat "$tmp/err")"
+session '$ src/mirsearch run examples/gqa_small.ugraph' >"$tmp/want"
+cmp -s "$tmp/want" "$tmp/run" ||
+  fail "README's run output differs (- README, + mirsearch):
+$(diff "$tmp/want" "$tmp/run")"
+(cd "$tmp" && "$prog" partition "$top_srcdir/tests/partition_graphs/block.graph" \
+  --partition-max-ops=2) >"$tmp/part" 2>"$tmp/err" || fail "partition: $(cat "$tmp/err")"
+session '$ src/mirsearch partition tests/partition_graphs/block.graph --partition-max-ops=2' |
+  grep -v '^\.\.\.$' >"$tmp/want"
+while IFS= read -r line; do
+  grep -qxF "$line" "$tmp/part" || fail "README's partition line is not printed: $line
+(mirsearch printed:
+$(cat "$tmp/part"))"
+done <"$tmp/want"
 
 if [ $failures -ne 0 ]; then
   echo "$failures failure(s)"

@@ -13,8 +13,10 @@ torch.fx.symbolic_trace).  It
      written by its generated kernel (kernel.Kernel) in a new GraphModule;
      unsupported nodes stay PyTorch code.  A module buffer whose value a
      piece assumed (a causal mask under torch.compile, which Dynamo hands
-     in as an input without guarding its value) is checked at each call;
-     where it changed the call runs the graph's PyTorch code.
+     in as an input without guarding its value) is checked at each call
+     (guard=: by value on the CPU, by version counter on a GPU, see
+     _BufferGuard); where it changed the call runs the graph's PyTorch
+     code.
 Modes (argument mode, else $MIRSEARCH_BACKEND_MODE, else "auto"):
   "cuda"  kernels compiled with load_inline, inputs on the GPU;
   "host"  kernels compiled as host C++ through the GPU emulator (a test
@@ -25,6 +27,7 @@ What happened to each piece is printed (verbose) and kept in the returned
 module's .mirsearch_report and in last_report."""
 
 import functools
+import operator
 import os
 import sys
 
@@ -157,26 +160,80 @@ def _pinned(gm, example_inputs):
     return out
 
 
+GUARDS = ("auto", "value", "version")
+
+
+def _regions(gm, pos):
+    """The indices through which gm reads its placeholder at position pos,
+    where every reader is a getitem with constant basic indices (a mask
+    buffer sliced to the sequence: bias[:, :, :8, :8]), so a guard need
+    compare only those elements; None where anything else reads it (the
+    whole tensor is compared)."""
+    import torch.fx
+    places = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    out = []
+    for u in places[pos].users:
+        if not (u.op == "call_function" and u.target is operator.getitem and
+                len(u.args) == 2 and u.args[0] is places[pos]):
+            return None
+        idx = u.args[1]
+        flat = []
+        torch.fx.node.map_arg(idx, flat.append)
+        items = idx if isinstance(idx, tuple) else (idx,)
+        if flat or not all(i is None or i is Ellipsis or (isinstance(i, int) and
+                                                           not isinstance(i, bool)) or
+                           (isinstance(i, slice) and all(v is None or isinstance(v, int)
+                                                         for v in (i.start, i.stop, i.step)))
+                           for i in items):
+            return None
+        if idx not in out:
+            out.append(idx)
+    return out or None
+
+
 class _BufferGuard:
     """The call-time check for one pinned input whose value a replaced
-    piece assumed (a causal mask buffer absorbed into causal_mask): the
-    tensor handed in must have the compile-time one's storage address and
-    version counter (bumped by every in-place write), which costs two
-    attribute reads.  Where either differs its value is compared once
+    piece assumed (a causal mask buffer absorbed into causal_mask).
+
+    By value (guard "value", and "auto" for a CPU tensor): the elements
+    the graph reads (its regions, else the whole tensor) are compared with
+    a compile-time copy at every call, so any write shows, also one that
+    bumps no version counter (through .numpy(), a DLPack or buffer-protocol
+    view, a raw pointer).  Its cost grows with the elements read: the T x
+    T of a mask sliced to the sequence, less than the replaced kernel
+    itself reads.
+
+    By version (guard "version", and "auto" for a CUDA tensor, where a
+    compare would synchronize the stream at every call): the tensor
+    handed in must have the compile-time one's storage address and
+    version counter (bumped by every in-place write through PyTorch),
+    two attribute reads; where either differs its value is compared once
     with the compile-time copy: equal re-arms the check on the new
     tensor, different fails until the next change.  The compile-time
     tensor is held, so its address cannot be reused by another."""
 
-    def __init__(self, pos, name, t):
+    def __init__(self, pos, name, t, regions=None, guard="auto"):
         self.pos, self.name = pos, name
-        self.value = t.detach().clone()
+        self.by_value = guard == "value" or (guard == "auto" and t.device.type == "cpu")
+        t = t.detach()
+        if self.by_value:
+            self.refs = [(None, t.clone())] if regions is None else \
+                [(idx, t[idx].clone()) for idx in regions]
+            self.how = "by value: %s compared" % (
+                "the whole tensor" if regions is None else
+                " and ".join("[%s]" % _index_text(idx) for idx in regions))
+            return
+        self.value = t.clone()
         self.bad = None
         self._arm(t)
+        self.how = "by address and version counter"
 
     def _arm(self, t):
         self.ref, self.ptr, self.version = t, t.data_ptr(), t._version
 
     def holds(self, t):
+        if self.by_value:
+            return self._same(t)
         import torch
         key = (t.data_ptr(), t._version)
         if key == (self.ptr, self.version):
@@ -190,6 +247,30 @@ class _BufferGuard:
             return True
         self.bad = key
         return False
+
+    def _same(self, t):
+        import torch
+        if t.requires_grad:
+            t = t.detach()
+        try:
+            for idx, ref in self.refs:
+                v = t if idx is None else t[idx]
+                if v.dtype != ref.dtype or v.device != ref.device or not torch.equal(v, ref):
+                    return False
+        except (IndexError, RuntimeError):  # (a smaller tensor handed in)
+            return False
+        return True
+
+
+def _index_text(idx):
+    """bias[:, :, :8, :8]'s index as Python writes it: ':, :, :8, :8'."""
+    def one(i):
+        if isinstance(i, slice):
+            return "%s:%s%s" % ("" if i.start is None else i.start,
+                                "" if i.stop is None else i.stop,
+                                "" if i.step is None else ":%d" % i.step)
+        return "..." if i is Ellipsis else repr(i)
+    return ", ".join(one(i) for i in (idx if isinstance(idx, tuple) else (idx,)))
 
 
 def _guards(an, replaced):
@@ -266,15 +347,22 @@ def _how(r):
 
 
 def backend(gm, example_inputs, mode=None, options=None, max_ops=4, cache_dir=None,
-            use_cache=True, verbose=True, library_partition="auto"):
+            use_cache=True, verbose=True, library_partition="auto", guard="auto"):
     """Compile gm (an fx GraphModule) for example_inputs; see the module
     docstring.  options: mirsearch search options per piece (default
     DEFAULT_OPTIONS); max_ops: program ops per piece.  library_partition:
     "auto" hands each connected region of supported nodes to the
     library's partition call where the library has it (mirsearch/
-    partition.h), True requires it, False always cuts pieces here."""
+    partition.h), True requires it, False always cuts pieces here.
+    guard: how a module buffer read as a constant is checked at each
+    call (_BufferGuard): "value" compares the elements read, "version"
+    the address and version counter, "auto" by value on the CPU and by
+    version on a GPU."""
     global last_report
     from .kernel import Kernel
+    if guard not in GUARDS:
+        raise ValueError("mirsearch backend guard must be auto, value or version, not %r"
+                         % (guard,))
     mode = _mode(mode, example_inputs)
     opts = dict(DEFAULT_OPTIONS)
     opts.update(options or {})
@@ -351,10 +439,12 @@ def backend(gm, example_inputs, mode=None, options=None, max_ops=4, cache_dir=No
     report["guarded"] = [pinned[i] for i in sorted(used)]
     if used:
         args = list(example_inputs)
-        out = _guarded(out, plain, [_BufferGuard(i, pinned[i], args[i])
-                                    for i in sorted(used)])
-        _say(verbose, "%s read as constant(s): checked at each call" %
-             ", ".join(report["guarded"]))
+        guards = [_BufferGuard(i, pinned[i], args[i], _regions(gm, i), guard)
+                  for i in sorted(used)]
+        out = _guarded(out, plain, guards)
+        report["guard"] = {g.name: g.how for g in guards}
+        _say(verbose, "%s read as constant(s): checked at each call (%s)" % (
+            ", ".join(report["guarded"]), "; ".join(g.how for g in guards)))
     out.mirsearch_report = report
     last_report = report
     return out

@@ -11,10 +11,10 @@ emits one op (rms_norm; causal_mask, also from a constant mask buffer).
 trace() records every value's shape and dtype on the example inputs; a
 program has static shapes, so the sizes the graph computes from shapes
 become numbers, and reshapes, permutes and slices (the layout ops) are
-written with the recorded shapes: a getitem of split/chunk/unbind (a
-fused QKV projection's parts) is a slice of the split's input, the split
-itself absorbed.  The backend's Analysis (layout=False) keeps those as
-PyTorch code, where they are views.  A constant is a value no input's
+written with the recorded shapes: a getitem of split/chunk/unbind/
+tensor_split (a fused QKV projection's parts) is a slice of the split's
+input, the split itself absorbed.  The backend's Analysis (layout=False)
+keeps those as PyTorch code, where they are views.  A constant is a value no input's
 value flows into, except inputs the caller pins (module buffers that
 Dynamo hands in as inputs, which the backend checks at call time).
 
@@ -188,11 +188,11 @@ class Rules:
                                 "view_as", "reshape_as", "unflatten"}
         self.permute = {torch.permute} if hasattr(torch, "permute") else set()
         # slice(x, dim=, start=, len=): basic indexing (x[..., a:b]),
-        # narrow, and the parts of split/chunk/unbind (a fused QKV
-        # projection's), where the library has it.
+        # narrow, and the parts of split/chunk/unbind/tensor_split (a fused
+        # QKV projection's), where the library has it.
         self.has_slice = _have_op("slice") and self.has_layout
-        self.split = _targets("split", "chunk", "unbind", "split_with_sizes")
-        self.split_methods = {"split", "chunk", "unbind", "split_with_sizes"}
+        self.split = _targets("split", "chunk", "unbind", "split_with_sizes", "tensor_split")
+        self.split_methods = {"split", "chunk", "unbind", "split_with_sizes", "tensor_split"}
         self.narrow = _targets("narrow")
         # Identities: a contiguous copy, and a dtype conversion to the dtype
         # the value already has (checked against the recorded dtypes).
@@ -567,8 +567,9 @@ def _reshape(R, n, x):
 
 def _split_parts(R, s):
     """(x, dim, [(start, len) of each part], whether a part keeps the dim)
-    of a split/chunk/unbind node s, from the part shapes trace() recorded;
-    None when s is no such node."""
+    of a split/chunk/unbind/tensor_split node s, from the part shapes
+    trace() recorded (tensor_split's from its arguments, checked against
+    them); None when s is no such node."""
     is_split = (s.op == "call_function" and s.target in R.split) or \
         (s.op == "call_method" and s.target in R.split_methods)
     if not is_split:
@@ -584,12 +585,47 @@ def _split_parts(R, s):
         raise Skip("%s over a dim that is not a number" % name)
     dim %= len(mx[0])
     keep = name != "unbind"
+    if name == "tensor_split":
+        parts = _tensor_split_parts(s, mx[0][dim])
+        if [length for _s, length in parts] != [int(p.shape[dim]) for p in tm]:
+            raise Skip("tensor_split whose parts are not the recorded ones")
+        return x, dim, parts, keep
     parts, start = [], 0
     for p in tm:
         length = int(p.shape[dim]) if keep else 1
         parts.append((start, length))
         start += length
     return x, dim, parts, keep
+
+
+def _tensor_split_parts(s, size):
+    """[(start, len)] of tensor_split node s over a dim of `size`, by
+    PyTorch's rules: n sections give the first size % n parts one more
+    element than the rest (size // n; empty parts past the size); indices
+    i0 < i1 ... give x[:i0], x[i0:i1], ..., x[ik:], each a Python slice
+    (negative indices count from the end, bounds clamp, and a part whose
+    bounds decrease is empty: it does not shift the next one)."""
+    arg = _arg(s, 1, "indices_or_sections")
+    for kw in ("sections", "indices", "tensor_indices_or_sections"):
+        arg = s.kwargs.get(kw, arg)
+    if _is_node(arg) or hasattr(arg, "dtype"):
+        raise Skip("tensor_split by a tensor of indices or sections (only numbers map to "
+                   "slice: pass an int or a list of ints)")
+    if isinstance(arg, int) and not isinstance(arg, bool):
+        if arg < 1:
+            raise Skip("tensor_split into %d sections" % arg)
+        q, r = divmod(size, arg)
+        lens = [q + 1] * r + [q] * (arg - r)
+        return [(sum(lens[:i]), n) for i, n in enumerate(lens)]
+    if not isinstance(arg, (list, tuple)) or not all(
+            isinstance(i, int) and not isinstance(i, bool) for i in arg):
+        raise Skip("tensor_split by %r (only an int or a list of ints maps to slice)" % (arg,))
+    bounds = [None] + list(arg) + [None]
+    parts = []
+    for a, b in zip(bounds, bounds[1:]):
+        start, stop, _step = slice(a, b).indices(size)
+        parts.append((start, max(0, stop - start)))
+    return parts
 
 
 def _slices(R, n, x, bounds):
@@ -624,7 +660,7 @@ def _slices(R, n, x, bounds):
 
 def _getitem(R, n):
     """x[idx] with basic indexing (slices of step 1, integers, ..., None),
-    or part i of a split/chunk/unbind: slice (and reshape) ops."""
+    or part i of a split/chunk/unbind/tensor_split: slice (and reshape) ops."""
     x, idx = n.args[0], n.args[1]
     if not _is_node(x):
         raise Skip("indexing of a value that is not a node")
@@ -1002,16 +1038,25 @@ class Analysis:
                 del self.ops[n]
                 for k in [k for k, r in self.absorbed.items() if r is n]:
                     del self.absorbed[k]
-        # A split/chunk/unbind computes nothing itself: each getitem of it
-        # is a slice of its input.  Absorbed into its first part where
-        # every part maps, else it stays PyTorch code with them.
+        # A split/chunk/unbind/tensor_split computes nothing itself: each
+        # getitem of it is a slice of its input.  Absorbed into its first
+        # read part where every read part maps, else it stays PyTorch code
+        # with them.  A part nothing reads (`a, _, c = x.tensor_split([4,
+        # 2])`: the empty middle one, which no slice op can be) computes
+        # nothing either: absorbed too, whatever it is.
         for n in nodes:
             if n in self.why or n.op not in ("call_function", "call_method") or \
                     _split_parts(R, n) is None:
                 continue
             parts = list(n.users)
-            if parts and all(p in self.ops for p in parts):
-                self.absorbed[n] = parts[0]
+            live = [p for p in parts if p.users]
+            if live and all(p in self.ops for p in live):
+                self.absorbed[n] = live[0]
+                for p in parts:
+                    if not p.users:
+                        self.why.pop(p, None)
+                        self.ops.pop(p, None)
+                        self.absorbed[p] = live[0]
             else:
                 self.why[n] = VIEW_STAYS if not layout else \
                     "a split whose parts are not all read by indexing that maps"

@@ -346,6 +346,9 @@ class _Importer:
                 continue
             label = n.name or "(unnamed %s)" % n.op_type
             try:
+                for i in n.input:
+                    if i in self.failed:  # (not "unknown shape": named as after them)
+                        raise _Downstream(i)
                 if id(n) in roots:
                     kind, x, attrs = roots[id(n)]
                     self.emit(n.output[0], "%s(%s%s)" % (kind, self.operand(x), attrs))
@@ -584,9 +587,8 @@ class _Importer:
         return [int(v) for v in c.reshape(-1)]
 
     def split(self, n):
-        """Split along axis (sizes from the split input or attribute, else
-        equal parts, the last smaller as opset 18's num_outputs makes them):
-        a slice per output (a fused QKV projection's)."""
+        """Split along axis into the sizes of _split_sizes: a slice per
+        output that is read (a fused QKV projection's)."""
         xs = self._static_shape(n, "Split")
         ax = self.attr(n, "axis", 0)
         ax = ax + len(xs) if ax < 0 else ax
@@ -594,12 +596,8 @@ class _Importer:
             raise ValueError("Split over axis %d of a rank-%d value" % (ax, len(xs)))
         sizes = self.attr(n, "split")
         sizes = self._ints(n, 1, "split sizes") if sizes is None else [int(s) for s in sizes]
-        k = len(n.output)
-        if sizes is None:
-            part = -(-xs[ax] // k)
-            sizes = [min(part, xs[ax] - i * part) for i in range(k)]
-        if len(sizes) != k or sum(sizes) != xs[ax] or min(sizes) < 1:
-            raise ValueError("Split of %d elements into %s" % (xs[ax], sizes))
+        sizes = _split_sizes(self.opset, xs[ax], len(n.output), sizes,
+                             self.attr(n, "num_outputs"))
         x = self.operand(n.input[0])
         start = 0
         for o, size in zip(n.output, sizes):
@@ -609,6 +607,9 @@ class _Importer:
             if size == xs[ax]:
                 self.val[o] = x
             elif self.uses.get(o, 0):
+                if not size:
+                    raise ValueError("Split output %s is empty and read (a program has no empty "
+                                     "tensors)" % o)
                 self.emit(o, "slice(%s, dim=%d, start=%d, len=%d)" % (x, ax, start, size))
             start += size
 
@@ -627,12 +628,16 @@ class _Importer:
         axes = list(range(len(starts))) if axes is None else list(axes)
         if steps is not None and any(s != 1 for s in steps):
             raise ValueError("Slice with steps %s (only steps of 1 map to slice)" % list(steps))
+        if len(axes) != len(starts) or (steps is not None and len(steps) != len(starts)):
+            raise ValueError("Slice with %d starts and ends, %d axes, %s steps"
+                             % (len(starts), len(axes), len(steps or starts)))
+        if any(not -len(xs) <= a < len(xs) for a in axes) or \
+                len({a % len(xs) for a in axes}) != len(axes):
+            raise ValueError("Slice over axes %s of a rank-%d value" % (axes, len(xs)))
         cur, sh = self.operand(n.input[0]), list(xs)
         cuts = []
         for a, s, e in zip(axes, starts, ends):
             a = a + len(xs) if a < 0 else a
-            if not 0 <= a < len(xs):
-                raise ValueError("Slice over axis %d of a rank-%d value" % (a, len(xs)))
             d = xs[a]
             s, e = (min(max(v + d if v < 0 else v, 0), d) for v in (s, e))
             if e <= s:
@@ -725,6 +730,96 @@ _SAME_SHAPE = {"SimplifiedLayerNormalization", "RMSNormalization",
                "SkipSimplifiedLayerNormalization"}
 
 
+def _split_sizes(opset, size, k, sizes, num_outputs):
+    """The part sizes of an ONNX Split of `size` elements into k outputs,
+    as the spec says: the given sizes (the `split` input, opset 13 on, or
+    attribute), each >= 0 and summing to size; else opset 18's
+    num_outputs (equal to k): parts of ceil(size / num_outputs), the last
+    smaller, what remains (ONNX's shape inference: 9 into 4 gives 3, 3,
+    3, 0; 5 into 4 leaves -1, refused); else, before opset 18, k equal
+    parts (refused where k does not divide size; opset 18 needs one of
+    the two).  An empty part is refused where it is read (Split).
+    Raises ValueError saying which rule failed."""
+    if num_outputs is not None:
+        if opset < 18:
+            raise ValueError("Split with num_outputs, an opset-18 attribute, in an opset-%d "
+                             "model" % opset)
+        if sizes is not None:
+            raise ValueError("Split with both split sizes and num_outputs")
+        if num_outputs != k:
+            raise ValueError("Split with num_outputs=%d and %d outputs" % (num_outputs, k))
+        part = -(-size // k)
+        last = size - part * (k - 1)
+        if last < 0:
+            raise ValueError("Split of %d elements into num_outputs=%d: parts of %d (the spec's "
+                             "ceil(%d / %d)) leave %d for the last one"
+                             % (size, k, part, size, k, last))
+        return [part] * (k - 1) + [last]
+    if sizes is None:
+        if opset >= 18:
+            raise ValueError("Split (opset %d) with neither split sizes nor num_outputs" % opset)
+        if size % k:
+            raise ValueError("Split of %d elements into %d equal parts (before opset 18 they "
+                             "must divide: give sizes, or opset 18's num_outputs)" % (size, k))
+        return [size // k] * k
+    if len(sizes) != k or sum(sizes) != size or min(sizes) < 0:
+        raise ValueError("Split of %d elements into %s" % (size, sizes))
+    return list(sizes)
+
+
+def _declare_split_shapes(model):
+    """Declare the output shapes of the Splits whose input has a static
+    shape and whose outputs ONNX's inference left without one (an onnx
+    before 1.13 reads opset 18's num_outputs as an unknown attribute);
+    the number declared."""
+    from onnx import numpy_helper
+    g = model.graph
+    opset = max([o.version for o in model.opset_import if o.domain in ("", "ai.onnx")] or [13])
+    vis = {}
+    for vi in list(g.input) + list(g.value_info) + list(g.output):
+        vis.setdefault(vi.name, vi)
+
+    def dims(name):
+        vi = vis.get(name)
+        tt = vi.type.tensor_type if vi is not None else None
+        if tt is None or not tt.HasField("shape") or \
+                not all(d.HasField("dim_value") for d in tt.shape.dim):
+            return None
+        return [d.dim_value for d in tt.shape.dim]
+    inits = {t.name: t for t in g.initializer}
+    added = 0
+    for n in g.node:
+        xs = dims(n.input[0]) if n.op_type == "Split" and n.input else None
+        if xs is None or all(dims(o) is not None for o in n.output if o):
+            continue
+        ax = _Attrs.attr(n, "axis", 0)
+        ax = ax + len(xs) if ax < 0 else ax
+        sizes = _Attrs.attr(n, "split")
+        if sizes is None and len(n.input) > 1 and n.input[1]:
+            if n.input[1] not in inits:
+                continue
+            sizes = numpy_helper.to_array(inits[n.input[1]]).reshape(-1).tolist()
+        try:
+            sizes = _split_sizes(opset, xs[ax], len(n.output), sizes,
+                                 _Attrs.attr(n, "num_outputs"))
+        except (ValueError, IndexError):
+            continue  # (the importer says why)
+        for o, size in zip(n.output, sizes):
+            if not o or dims(o) is not None:
+                continue
+            vi = vis.get(o)
+            if vi is None:
+                vi = g.value_info.add()
+                vi.name = o
+                vis[o] = vi
+            vi.type.tensor_type.elem_type = vis[n.input[0]].type.tensor_type.elem_type
+            vi.type.tensor_type.ClearField("shape")
+            for i, d in enumerate(xs):
+                vi.type.tensor_type.shape.dim.add().dim_value = size if i == ax else d
+            added += 1
+    return added
+
+
 def _infer_shapes(model):
     """model with its shapes inferred by ONNX; where an op ONNX does not
     know (_SAME_SHAPE) stops the inference, its output's shape is declared
@@ -738,7 +833,7 @@ def _infer_shapes(model):
         g = model.graph
         known = {vi.name: vi for vi in list(g.input) + list(g.value_info) + list(g.output)
                  if vi.type.tensor_type.HasField("shape")}
-        added = 0
+        added = _declare_split_shapes(model)
         for n in g.node:
             if n.op_type in _SAME_SHAPE and n.input[0] in known and n.output[0] not in known:
                 vi = onnx.ValueInfoProto()

@@ -24,6 +24,7 @@ from util import CacheTest, max_rel
 # from_torch's tests again under torch 2.x, where F.scaled_dot_product_attention,
 # F.rms_norm and nn.RMSNorm exist (skipped on Debian's 1.13).
 from test_torch import FromTorchTest  # noqa: F401
+from test_slice import FxSliceTest  # noqa: F401 (tensor_split and the rest, torch 2.x)
 from test_decoder import from_torch_reference
 
 OPTS = {"time_limit": 2, "threads": 1}
@@ -96,7 +97,9 @@ class CompileTest(CacheTest):
         Dynamo hands in as a graph input: read as a constant, the masked
         softmax becomes causal_mask and the searched ops, with the buffer
         checked at each call.  Written in place (no mask) the call runs
-        the PyTorch code and says so; written back, the kernels again."""
+        the PyTorch code and says so; written back, the kernels again;
+        the same for a write through numpy, which no version counter
+        sees."""
         b, s, d, h, f = GPT2_BLOCK_SIZES[0]
         torch.manual_seed(d + 3)
         m, x = GPT2Block(d, h, f, s), torch.randn(b, s, d)
@@ -134,6 +137,62 @@ class CompileTest(CacheTest):
             self.assertLess(max_rel(cm(x), got), TOL)
             self.assertEqual(mods[0].fallbacks, 1)
             self.assertEqual(len(mods), 1, "Dynamo recompiled")
+
+            # A write that bumps no version counter (through numpy's view
+            # of the buffer): the guard compares the values read.
+            self.assertEqual(report["guard"], {"L['self']._buffers['bias']":
+                                               "by value: [:, :, :8, :8] compared"})
+            version = m.bias._version
+            m.bias.numpy()[..., 0, 1:] = 1.0  # row 0 attends every key
+            self.assertEqual(m.bias._version, version)
+            self.assertLess(max_rel(cm(x), m(x)), TOL, err.getvalue())
+            self.assertGreater(max_rel(got, m(x)), TOL)
+            self.assertEqual(mods[0].fallbacks, 2)
+            m.bias.numpy()[...] = causal.numpy()
+            self.assertLess(max_rel(cm(x), got), TOL)
+            self.assertEqual(mods[0].fallbacks, 2)
+            self.assertEqual(len(mods), 1, "Dynamo recompiled")
+
+    def test_buffer_guard(self):
+        """_BufferGuard alone: by value it sees a write through numpy or
+        .data (no version bump) in the elements read and ignores one
+        outside them; by version (the guard="version" choice, and "auto"
+        on a GPU) it sees in-place writes through PyTorch but not those
+        two: the limit docs/PYTHON.md states."""
+        idx = (slice(None), slice(None), slice(None, 4), slice(None, 4))
+        for guard, regions in (("auto", [idx]), ("value", None)):
+            with self.subTest(guard=guard, regions=regions):
+                t = torch.tril(torch.ones(8, 8)).view(1, 1, 8, 8)
+                g = backend_impl._BufferGuard(0, "bias", t, regions, guard)
+                self.assertTrue(g.by_value)
+                self.assertTrue(g.holds(t))
+                t.numpy()[0, 0, 6, 7] = 1.0  # outside [:4, :4]
+                self.assertEqual(g.holds(t), regions is not None)
+                t.numpy()[0, 0, 6, 7] = 0.0
+                t.numpy()[0, 0, 0, 3] = 1.0
+                self.assertFalse(g.holds(t))
+                t.numpy()[0, 0, 0, 3] = 0.0
+                self.assertTrue(g.holds(t))
+                t.data[0, 0, 1, 2] = 1.0  # .data has a version counter of its own
+                self.assertFalse(g.holds(t))
+                t.data[0, 0, 1, 2] = 0.0
+                self.assertTrue(g.holds(t))
+                self.assertTrue(g.holds(t.clone()))  # an equal tensor
+                self.assertFalse(g.holds(t[..., :2, :2]))  # a smaller one
+        t = torch.tril(torch.ones(8, 8)).view(1, 1, 8, 8)
+        g = backend_impl._BufferGuard(0, "bias", t, [idx], "version")
+        self.assertFalse(g.by_value)
+        t.numpy()[0, 0, 0, 3] = 1.0
+        t.data[0, 0, 1, 2] = 1.0
+        self.assertTrue(g.holds(t))  # blind to both
+        t[0, 0, 0, 2] = 1.0  # in place through PyTorch: the version moves
+        self.assertFalse(g.holds(t))
+        # "auto" off the CPU (a GPU tensor; here the meta device) is by version.
+        self.assertFalse(backend_impl._BufferGuard(0, "bias", torch.ones(2, 2, device="meta"),
+                                                   None, "auto").by_value)
+        with self.assertRaises(ValueError):
+            mirsearch.backend(torch.fx.symbolic_trace(GPT2MLP(8, 16)), [torch.randn(1, 2, 8)],
+                              mode="eager", guard="never")
 
     @unittest.skipUnless(mfx.rules().has_mask, "the library has no causal_mask")
     def test_mask_buffer_spellings(self):

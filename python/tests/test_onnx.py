@@ -254,5 +254,88 @@ class OnnxTest(CacheTest):
         self.assertIn("not a readable ONNX model", r.stderr)
 
 
+def _split18(num_outputs, outputs=3, size=11, opset=18):
+    """x [4, size] split on its last axis into `outputs` outputs with the
+    num_outputs attribute (None: without it), o0 + o1 reshaped to 1-D and
+    the rest as outputs: a model built by hand (the installed onnx may
+    stop before opset 18), not checked (onnx < 1.13's checker refuses
+    num_outputs as an unknown attribute of Split-13)."""
+    import numpy as np
+    from onnx import helper
+    from test_slice import _onnx_model
+    outs = ["o%d" % i for i in range(outputs)]
+    kw = {} if num_outputs is None else {"num_outputs": num_outputs}
+    part = -(-size // (num_outputs or outputs))
+    last = size - part * (outputs - 1)
+    return _onnx_model(
+        [helper.make_node("Split", ["x"], outs, axis=-1, name="qkv", **kw),
+         helper.make_node("Add", ["o0", "o1"], ["s"]),
+         helper.make_node("Reshape", ["s", "flat"], ["y"])],
+        [("x", [4, size])], [("y", [4 * part])] + [(o, [4, part]) for o in outs[2:-1]] +
+        [(outs[-1], [4, last])], {"flat": np.array([-1])}, opset, check=False), part, last
+
+
+class Split18Test(CacheTest):
+    """Opset 18's Split with num_outputs: parts of ceil(size / n), the
+    last smaller (ONNX's spec and shape inference); the attribute counts
+    (without it an uneven split is refused, and it must equal the number
+    of outputs)."""
+
+    def test_num_outputs(self):
+        import numpy as np
+        import onnx
+        for size, n in ((11, 3), (10, 4), (12, 3)):
+            with self.subTest(size=size, n=n):
+                m, part, last = _split18(n, n, size)
+                imp = onnx_import.import_onnx(m)
+                self.assertIn("slice(x, dim=1, start=%d, len=%d)" % (part * (n - 1), last),
+                              imp.text)
+                ins, vals = imp.program.input_values(5), imp.program.eval(5)
+                x = np.asarray(ins["x"][1]).reshape(ins["x"][0])
+                want = [(x[:, :part] + x[:, part:2 * part]).reshape(-1)]
+                want += [x[:, part * i:part * (i + 1)] for i in range(2, n - 1)]
+                want.append(x[:, part * (n - 1):])
+                self.assertEqual(len(imp.outputs), len(want))
+                for (_o, v), w in zip(imp.outputs, want):
+                    shape, got = vals[v]
+                    self.assertEqual(list(shape), list(w.shape))
+                    self.assertTrue(np.array_equal(np.asarray(got).reshape(shape), w), v)
+        if onnx.defs.onnx_opset_version() < 18:
+            # What this onnx makes of it: Split-13 reads no num_outputs.
+            with self.assertRaises(Exception):
+                onnx.checker.check_model(_split18(3)[0])
+
+    def test_refused(self):
+        """A num_outputs other than the outputs' count, a last part that
+        would be negative (5 into 4: parts of 2), no sizes and no
+        num_outputs at opset 18, an uneven split without sizes before it,
+        and num_outputs before opset 18: the node named, nothing written."""
+        for args, why in (((2, 3), "Split with num_outputs=2 and 3 outputs"),
+                          ((4, 4, 5), "leave -1 for the last one"),
+                          ((None, 3, 12), "Split (opset 18) with neither split sizes nor "
+                                          "num_outputs"),
+                          ((None, 3, 11, 13), "Split of 11 elements into 3 equal parts"),
+                          ((3, 3, 11, 13), "num_outputs, an opset-18 attribute")):
+            with self.subTest(args=args):
+                with self.assertRaises(onnx_import.ImportError_) as cm:
+                    onnx_import.import_onnx(_split18(*args)[0])
+                self.assertIn("node qkv (Split): Split ", str(cm.exception))
+                self.assertIn(why, str(cm.exception))
+
+    @unittest.skipUnless(PROG and os.path.exists(PROG), "the mirsearch program is not built")
+    def test_cli(self):
+        path, out = os.path.join(self.tmp, "s18.onnx"), os.path.join(self.tmp, "s18.graph")
+        with open(path, "wb") as f:
+            f.write(_split18(3)[0].SerializeToString())
+        r = subprocess.run([PROG, "import", path, "-o", out], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(out) as f:
+            self.assertIn("slice(x, dim=1, start=8, len=3)", f.read())
+        r = subprocess.run([PROG, "eval", out], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertRegex(r.stdout, r"(?m)^y f32\[16\] sum=")
+        self.assertRegex(r.stdout, r"(?m)^o2 f32\[4, 3\] sum=")
+
+
 if __name__ == "__main__":
     unittest.main()

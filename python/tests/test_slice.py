@@ -2,14 +2,17 @@
 """slice in the front-ends: a fused QKV projection's split and basic
 indexing become slice(x, dim=, start=, len=).
 
-  - fx: split, chunk, unbind and their getitems, narrow, x[..., a:b],
-    integer indices and None; each output's float64 eval equal to
-    PyTorch's on the same values; steps other than 1 refused, naming
-    the node; the backend's analysis keeps them PyTorch code (views);
+  - fx: split, chunk, unbind, tensor_split (sections and indices, odd
+    sizes) and their getitems, narrow, x[..., a:b], integer indices and
+    None; each output's float64 eval equal to PyTorch's on the same
+    values; steps other than 1 and tensor_split by a tensor refused,
+    naming the node; the backend's analysis keeps them PyTorch code
+    (views);
   - ONNX: Split (sizes as an input, as an attribute, equal parts) and
-    Slice (constant bounds, negative and past-the-end ones clamped),
-    each output equal to numpy's; steps other than 1 and bounds that are
-    not constants refused, naming the node;
+    Slice (constant bounds, negative, INT_MAX and INT64_MIN ones clamped,
+    axes omitted or negative), each output equal to numpy's; steps other
+    than 1, bounds that are not constants and a repeated axis refused,
+    naming the node (opset 18's Split: test_onnx.py);
   - a GPT-2 block with its fused c_attn (models.GPT2Block) at two sizes:
     from_torch(strict=True) and ONNX import each eval like PyTorch
     within 1e-9, and `mirsearch partition` of the small one (both
@@ -49,6 +52,26 @@ class Parts(torch.nn.Module):
                 x.narrow(-1, 3, 5), s1 * 2, s2 + 1)
 
 
+class TensorSplit(torch.nn.Module):
+    """tensor_split by sections and by indices, on odd sizes (x is [3, 7,
+    10]): PyTorch's rules, not chunk's."""
+
+    def forward(self, x):
+        a, b, c = x.tensor_split(3, dim=1)               # 7 -> 3, 2, 2 (chunk: 3, 3, 1)
+        d, e, f, g = torch.tensor_split(x, 4, -1)        # 10 -> 3, 3, 2, 2
+        h, i = x.tensor_split(2)                         # dim 0: 3 -> 2, 1
+        j, k, m = torch.tensor_split(x, [1, -2], dim=2)  # 1, 7, 2
+        p, _empty, q, r = x.tensor_split((5, 2, 6), 1)   # 5, 0, 4 from 2 (not 5), 1
+        u, v = torch.tensor_split(x, sections=2, dim=2)  # 5, 5
+        return (a * 2, b + c, d + e, f * g, h, i, j, k, m, p, q, r, u - v)
+
+
+class TensorSplitByTensor(torch.nn.Module):
+    def forward(self, x):
+        a, b = torch.tensor_split(x, torch.tensor([3]), dim=-1)
+        return a + 1, b
+
+
 class Strided(torch.nn.Module):
     def forward(self, x):
         return x[..., ::2] * 2
@@ -65,20 +88,42 @@ def _outputs(pp, seed):
 class FxSliceTest(CacheTest):
     def test_parts_eval_like_pytorch(self):
         torch.manual_seed(5)
-        m, x = Parts(), torch.randn(2, 8, 16)
-        pp = mirsearch.from_torch(m, [x], name="parts")  # strict: every node maps
+        self.check_slices(Parts(), torch.randn(2, 8, 16), 9, (
+            "slice(c, dim=2, start=16, len=16)", "slice(x, dim=2, start=4, len=8)",
+            "slice(x, dim=0, start=1, len=1)", "slice(x, dim=2, start=3, len=5)",
+            "slice(x, dim=2, start=5, len=11)"))
+
+    def check_slices(self, m, x, seed, wants):
+        """from_torch(m) (strict: every node maps) holds each of wants and
+        no split, and its outputs' float64 evals at seed are PyTorch's."""
+        pp = mirsearch.from_torch(m, [x], name="parts")
         self.assertEqual(pp.unsupported, [])
-        for want in ("slice(c, dim=2, start=16, len=16)", "slice(x, dim=2, start=4, len=8)",
-                     "slice(x, dim=0, start=1, len=1)", "slice(x, dim=2, start=3, len=5)",
-                     "slice(x, dim=2, start=5, len=11)"):
+        for want in wants:
             self.assertIn(want, pp.text)
         self.assertNotIn("split", pp.text)
-        ref = from_torch_reference(pp, m, x, seed=9)
-        got = _outputs(pp, 9)
+        ref = from_torch_reference(pp, m, x, seed=seed)
+        got = _outputs(pp, seed)
         self.assertEqual(len(got), len(ref))
         for g, r in zip(got, ref):
             self.assertEqual(tuple(g.shape), tuple(r.shape))
             self.assertLess(max_rel(g, r), EXACT)
+
+    def test_tensor_split_eval_like_pytorch(self):
+        """Every part's slice bounds and float64 eval are PyTorch's; the
+        empty part nothing reads is absorbed with the split."""
+        torch.manual_seed(6)
+        self.check_slices(TensorSplit(), torch.randn(3, 7, 10), 4, (
+            "dim=1, start=0, len=3)", "dim=1, start=3, len=2)", "dim=1, start=5, len=2)",
+            "dim=2, start=6, len=2)", "dim=2, start=8, len=2)", "dim=0, start=0, len=2)",
+            "dim=0, start=2, len=1)", "dim=2, start=1, len=7)", "dim=2, start=0, len=1)",
+            "dim=1, start=2, len=4)", "dim=1, start=6, len=1)", "dim=2, start=5, len=5)"))
+
+    def test_tensor_split_by_tensor_refused(self):
+        with self.assertRaises(mfx.Unsupported) as cm:
+            mirsearch.from_torch(TensorSplitByTensor(), [torch.randn(4, 8)])
+        name, what, why = cm.exception.nodes[0]
+        self.assertEqual((name, what), ("tensor_split", "torch.tensor_split"))
+        self.assertIn("tensor of indices", why)
 
     def test_step_refused(self):
         with self.assertRaises(mfx.Unsupported) as cm:
@@ -97,9 +142,10 @@ class FxSliceTest(CacheTest):
             self.assertEqual(kept.get(name), mfx.VIEW_STAYS, name)
 
 
-def _onnx_model(nodes, inputs, outputs, inits, opset, int_inputs=()):
+def _onnx_model(nodes, inputs, outputs, inits, opset, int_inputs=(), check=True):
     """A model of nodes; inputs and outputs: (name, shape) of float
-    tensors, int_inputs of int64 ones."""
+    tensors, int_inputs of int64 ones; checked by ONNX's checker unless
+    check is false (an opset newer than the installed onnx knows)."""
     import onnx
     from onnx import TensorProto, helper, numpy_helper
     g = helper.make_graph(
@@ -108,7 +154,8 @@ def _onnx_model(nodes, inputs, outputs, inits, opset, int_inputs=()):
         [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in outputs],
         [numpy_helper.from_array(np.asarray(v, dtype=np.int64), n) for n, v in inits.items()])
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
-    onnx.checker.check_model(m)
+    if check:
+        onnx.checker.check_model(m)
     return m
 
 
@@ -159,6 +206,25 @@ class OnnxSliceTest(CacheTest):
         imp = self._check(m, lambda v: [v[1:5, :, -3:]])
         self.assertIn("slice(", imp.text)
 
+    def test_slice_bounds(self):
+        """ONNX's clamping: negative bounds count from the end, INT64_MAX
+        and INT32_MAX (what exporters write for "to the end") and
+        INT64_MIN clamp to the dim; axes omitted are 0, 1, ... in order."""
+        from onnx import helper
+        big, small = 2 ** 63 - 1, -2 ** 63
+        m = _onnx_model([helper.make_node("Slice", ["x", "st", "en"], ["y"])],
+                        [("x", [4, 6, 12])], [("y", [4, 3, 10])],
+                        {"st": [small, -4, 2], "en": [big, -1, 2 ** 31 - 1]}, 13)
+        imp = self._check(m, lambda v: [v[:, 2:5, 2:]])
+        self.assertNotIn("dim=0", imp.text)
+        m = _onnx_model([helper.make_node("Slice", ["x", "st", "en"], ["y"])],
+                        [("x", [4, 12])], [("y", [3, 12])], {"st": [-3], "en": [big]}, 13)
+        self._check(m, lambda v: [v[1:]])
+        m = _onnx_model([helper.make_node("Slice", ["x", "st", "en", "ax"], ["y"])],
+                        [("x", [4, 12])], [("y", [4, 10])],
+                        {"st": [1], "en": [-1], "ax": [-1]}, 13)
+        self._check(m, lambda v: [v[:, 1:-1]])
+
     def test_refused(self):
         """Steps other than 1 and bounds that are inputs: the node named."""
         from onnx import helper
@@ -176,6 +242,13 @@ class OnnxSliceTest(CacheTest):
         with self.assertRaises(onnx_import.ImportError_) as cm:
             onnx_import.import_onnx(m)
         self.assertIn("node dyn (Slice): Slice with starts that are not constants",
+                      str(cm.exception))
+        m = _onnx_model([helper.make_node("Slice", ["x", "st", "en", "ax"], ["y"], name="rep")],
+                        [("x", [4, 12])], [("y", [4, 2])],
+                        {"st": [0, 2], "en": [6, 4], "ax": [1, -1]}, 13)
+        with self.assertRaises(onnx_import.ImportError_) as cm:
+            onnx_import.import_onnx(m)
+        self.assertIn("node rep (Slice): Slice over axes [1, -1] of a rank-2 value",
                       str(cm.exception))
 
 

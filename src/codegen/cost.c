@@ -56,10 +56,12 @@
  * costing is a pure function of (device, graph). */
 #include "config.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "codegen/codegen.h"
 #include "codegen/cost.h"
@@ -541,6 +543,15 @@ mirs_status mirs__cost_profiles_load_file(mirs_context *ctx, const char *path,
     return ctx ? MIRS_FAIL(ctx, MIRS_INVALID_ARG, "mirs__cost_profiles_load_file: NULL argument")
                : MIRS_INVALID_ARG;
   *out = NULL;
+  /* A named profile that is not there (or is a directory) is bad input,
+   * exit 2, as a missing program file is; a failing read stays MIRS_IO. */
+  struct stat st;
+  int found = stat(path, &st) == 0;
+  if (!found && (errno == ENOENT || errno == ENOTDIR))
+    return MIRS_FAIL(ctx, MIRS_INVALID_ARG, "%s: no such device profile file: %s", path,
+                     strerror(errno));
+  if (found && S_ISDIR(st.st_mode))
+    return MIRS_FAIL(ctx, MIRS_INVALID_ARG, "%s: a directory, not a device profile file", path);
   char *text;
   size_t len;
   MIRS_CHECK(ctx, mirs__core_read_file(ctx, path, &text, &len));

@@ -167,7 +167,8 @@ mirs_status mirs__core_write_atomic(mirs_context *ctx, const char *path, const v
                ? -1
                : open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) {
-    mirs_status s = MIRS_FAIL(ctx, MIRS_IO, "%s: cannot create: %s", tmp, strerror(errno));
+    /* named by the file asked for: the temp name means nothing to a user */
+    mirs_status s = MIRS_FAIL(ctx, MIRS_IO, "%s: cannot create: %s", path, strerror(errno));
     mirs__core_free(ctx, tmp);
     return s;
   }
@@ -188,7 +189,7 @@ mirs_status mirs__core_write_atomic(mirs_context *ctx, const char *path, const v
     left -= (size_t)w;
   }
   if (bad) {
-    mirs_status s = MIRS_FAIL(ctx, MIRS_IO, "%s: write error: %s", tmp, strerror(errno));
+    mirs_status s = MIRS_FAIL(ctx, MIRS_IO, "%s: write error: %s", path, strerror(errno));
     close(fd);
     unlink(tmp);
     mirs__core_free(ctx, tmp);
@@ -201,7 +202,7 @@ mirs_status mirs__core_write_atomic(mirs_context *ctx, const char *path, const v
     e = errno;
   }
   if (!synced) {
-    mirs_status s = MIRS_FAIL(ctx, MIRS_IO, "%s: cannot sync: %s", tmp, strerror(e));
+    mirs_status s = MIRS_FAIL(ctx, MIRS_IO, "%s: cannot sync: %s", path, strerror(e));
     unlink(tmp);
     mirs__core_free(ctx, tmp);
     return s;
