@@ -470,6 +470,8 @@ double mirs__codegen_tile_sectors(const mirs_graph *g, int32_t t, const mirs__sh
   mirs__storage s, d = {.buf = t, .off = 0};
   mirs__codegen_storage(g, true, t, &s);
   dense(&g->t[t].shape, d.st);
+  if (s.buf == t && s.off == 0 && same_strides(&g->t[t].shape, s.st, d.st))
+    return 1.0; /* (dense: the reference itself; the search's common case) */
   /* Against the same tile of t dense (16-byte loads where its rows
    * allow, as plan_input decides): the model's bytes of dense tiles stay
    * as they were, a view pays the sectors its strides add. */
