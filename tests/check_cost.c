@@ -924,6 +924,23 @@ START_TEST(test_view_sectors) {
   /* f32: 4 bytes used of each 32-byte sector, 8x. */
   ck_near(sector_bytes(ctx, d, "input X : f32[64, 64]\nXt = transpose(X)\n", 64, "Xt", "0"),
           8 * 64 * 256.0 + 64 * 256.0);
+  /* A predefined matmul's B: its lanes take consecutive columns, so
+   * through a transposed view each reads its own sector (16x B's bytes);
+   * dense, a row of 128 bytes.  A (a broadcast in a row) and S as before. */
+  static const char *const MM[] = {
+      "program mm\ninput A : f16[64, 64]\ninput B : f16[64, 64]\nBt = transpose(B)\n"
+      "S = matmul(A, Bt)\noutput S\n",
+      "program mm\ninput A : f16[64, 64]\ninput Bt : f16[64, 64]\nS = matmul(A, Bt)\noutput S\n"};
+  double want[] = {8192.0 + 16 * 8192.0 + 8192.0, 3 * 8192.0};
+  for (int i = 0; i < 2; i++) {
+    mirs_graph *g = NULL;
+    ck_assert_int_eq(mirs_graph_parse_string(ctx, MM[i], strlen(MM[i]), "mm.graph", &g), MIRS_OK);
+    mirs__cost_result r;
+    ck_assert_int_eq(mirs__cost_graph(ctx, d, g, &r), MIRS_OK);
+    ck_assert_int_eq(r.kernels, 1); /* (Bt: a view) */
+    ck_near(r.bytes, want[i]);
+    mirs__graph_free(g);
+  }
   /* The walk's factor directly: a warp at a 3-element f16 stride (6
    * bytes) covers 32 * 6 = 192 bytes, 6 sectors, for 64 bytes used: 3x. */
   mirs__storage s = {.buf = 0, .off = 0, .st = {3}};

@@ -99,8 +99,8 @@ double mirs__codegen_tile_sectors(const mirs_graph *g, int32_t t, const mirs__sh
                                   int elsize, bool vec, bool store);
 /* The sector factor of predefined kernel op `op` reading its operand a
  * (threads walk the result in row-major order; a reshape copy its
- * input's order); 1 for matmuls, reductions and norms (per-thread loops:
- * not modelled). */
+ * input's order; a matmul's B a row at its last stride per step); 1 for
+ * a matmul's A, reductions and norms (per-thread loops: not modelled). */
 double mirs__codegen_operand_sectors(const mirs_graph *g, int32_t op, int32_t a);
 /* The sector factor of predefined kernel op `op` writing its result (in
  * row-major order, at the result's storage strides: dense, or stored in

@@ -509,8 +509,15 @@ static double operand_walk(const mirs_graph *g, int32_t op, int32_t a, const mir
     w.off += k->lay.d[1] * s.st[k->lay.d[0]];
   } else if (k->op == MIRS_OP_RESHAPE) {
     return mirs__codegen_sector_factor(&s, xs, es, 1, -1); /* (read in the input's order) */
+  } else if (kind == MIRS__KIND_MATMUL && a == 1) {
+    /* Consecutive lanes take consecutive result columns: at each step p
+     * of their loops they read a row of B at its last dim's stride (A's
+     * element is one address for the lanes of a row: a broadcast). */
+    mirs__shape cols = {.ndim = 1, .d = {os->d[r - 1]}};
+    mirs__storage row = {.buf = s.buf, .off = s.off, .st = {s.st[xs->ndim - 1]}};
+    return mirs__codegen_sector_factor(&row, &cols, es, 1, -1);
   } else {
-    return 1.0; /* matmul, reductions, norms: per-thread loops, not modelled */
+    return 1.0; /* a matmul's A, reductions, norms: per-thread loops, not modelled */
   }
   return mirs__codegen_sector_factor(&w, os, es, 1, -1);
 }
