@@ -11,8 +11,11 @@
 #   lib/            the shared libraries it needs that are not the C and
 #                   C++ runtimes (those the machine has, newer): libz3,
 #                   libgomp, ...; device-check.sh puts them on
-#                   LD_LIBRARY_PATH for mirsearch alone
-#   best/NAME.ugraph  the best µGraph of each of the 16 examples (published
+#                   LD_LIBRARY_PATH for mirsearch alone; and
+#                   libmirsearch.so, the same build as a shared library,
+#                   for the Python package (its torch.compile backend,
+#                   the device check's `backend` step)
+#   best/NAME.ugraph  the best µGraph of each of the 22 examples (published
 #                   and small shapes): examples/best/NAME.ugraph when the
 #                   tree has it (scripts/search-bests.sh), else searched
 #                   here (--no-search: left out; device-check.sh then
@@ -21,8 +24,10 @@
 #                   (published shape), 4 from each group of equal
 #                   predicted cost, and its report.json, for `bench --rank`
 #                   (the cost model's order against measured time)
-#   MANIFEST, COMMIT  what was built from what, when
-# Both folders are ignored by git.  At the end it prints the `run` call
+#   MANIFEST, COMMIT  what was built from what, when, and the newest
+#                   glibc/libstdc++ symbol versions it asks of the machine
+# It fails when a library is left unresolved, or would come from the
+# system without being a C or C++ runtime.  Both folders are ignored by git.  At the end it prints the `run` call
 # that starts the check.  Exit 0 when the bundle is complete and fits.
 set -eu
 
@@ -53,30 +58,66 @@ done
 rm -rf "$build/tree.new"
 src=$build/src
 log=$build/make.log
+# Shared and static: the program links the static library
+# (-static-libtool-libs, so it needs no libmirsearch.so beside it), the
+# Python package loads the shared one.  A bundle build configured
+# otherwise (an older bundle script) is configured again.
+cfg="--without-mpi -q"
 {
   [ -x "$src/configure" ] || (cd "$src" && ./autogen.sh)
-  [ -f "$src/Makefile" ] || (cd "$src" && ./configure --without-mpi --disable-shared --enable-static -q)
-  make -C "$src" -j"$jobs" src/mirsearch
+  if [ ! -f "$src/Makefile" ] || [ "$(cat "$build/configure.args" 2>/dev/null)" != "$cfg" ]; then
+    (cd "$src" && ./configure $cfg) && echo "$cfg" >"$build/configure.args"
+  fi
+  make -C "$src" -j"$jobs" libmirsearch.la &&
+    make -C "$src" -j"$jobs" src/mirsearch LDFLAGS=-static-libtool-libs
 } >"$log" 2>&1 || { tail -n 30 "$log" >&2; echo "device-bundle.sh: the build failed ($log)" >&2; exit 3; }
 rm -rf "$bundle"
 mkdir -p "$bundle/bin" "$bundle/lib" "$bundle/best"
-# With --disable-shared, src/mirsearch is the program itself, not a libtool wrapper.
-cp "$src/src/mirsearch" "$bundle/bin/mirsearch"
-strip "$bundle/bin/mirsearch" 2>/dev/null || true
-
-# ---------------------------------------------------------------- libraries
-# Every resolved dependency but the C/C++ runtime and the loader.
-ldd "$bundle/bin/mirsearch" | awk '/=> \// {print $3}' | while read -r lib; do
-  case $(basename "$lib") in
-  libc.so* | libm.so* | libpthread.so* | libdl.so* | librt.so* | ld-linux* | libstdc++.so* | libgcc_s.so*) ;;
-  *) cp -L "$lib" "$bundle/lib/" ;;
-  esac
-done
-if ldd "$bundle/bin/mirsearch" | grep -q 'not found'; then
-  echo "device-bundle.sh: unresolved libraries:" >&2
-  ldd "$bundle/bin/mirsearch" | grep 'not found' >&2
+# Linked statically against libtool's libraries, src/mirsearch is the
+# program itself, not a libtool wrapper.
+if ! head -c 4 "$src/src/mirsearch" | grep -q 'ELF'; then
+  echo "device-bundle.sh: $src/src/mirsearch is not a program (a libtool wrapper?)" >&2
   exit 3
 fi
+cp "$src/src/mirsearch" "$bundle/bin/mirsearch"
+cp -L "$src/.libs/libmirsearch.so" "$bundle/lib/libmirsearch.so"
+strip "$bundle/bin/mirsearch" 2>/dev/null || true
+strip --strip-unneeded "$bundle/lib/libmirsearch.so" 2>/dev/null || true
+
+# ---------------------------------------------------------------- libraries
+# Every resolved dependency of the program and the shared library but the
+# C/C++ runtime and the loader (what every Linux machine has).
+system_lib() {
+  case $(basename "$1") in
+  libc.so* | libm.so* | libpthread.so* | libdl.so* | librt.so* | ld-linux* | libstdc++.so* | libgcc_s.so*) return 0 ;;
+  esac
+  return 1
+}
+for f in "$bundle/bin/mirsearch" "$bundle/lib/libmirsearch.so"; do
+  ldd "$f" | awk '/=> \// {print $3}' | while read -r lib; do
+    system_lib "$lib" || [ -f "$bundle/lib/$(basename "$lib")" ] || cp -L "$lib" "$bundle/lib/"
+  done
+done
+# What the device must have: nothing unresolved with lib/ alone on the
+# loader's path, and from the system only the runtimes above (at least
+# the symbol versions printed in MANIFEST).
+needs=$(LD_LIBRARY_PATH=$bundle/lib ldd "$bundle/bin/mirsearch" "$bundle"/lib/*.so* 2>&1)
+if echo "$needs" | grep -q 'not found'; then
+  echo "device-bundle.sh: unresolved libraries:" >&2
+  echo "$needs" | grep 'not found' >&2
+  exit 3
+fi
+outside=$(echo "$needs" | awk '/=> \// {print $3}' | grep -v "^$bundle/lib/" | sort -u |
+  while read -r lib; do system_lib "$lib" || echo "$lib"; done)
+if [ -n "$outside" ]; then
+  echo "device-bundle.sh: needed from the system but not in the bundle:" $outside >&2
+  exit 3
+fi
+# The newest glibc and libstdc++ symbol versions the bundle asks for (the
+# device's Ubuntu 24.04 has glibc 2.39 and GCC 14's libstdc++).
+symvers=$(objdump -T "$bundle/bin/mirsearch" "$bundle"/lib/*.so* 2>/dev/null |
+  grep -o -E '\b(GLIBC|GLIBCXX|CXXABI)_[0-9.]+' | sort -u -t_ -k1,1 -k2,2V |
+  awk -F_ '{v[$1] = $2} END {for (k in v) printf "%s_%s ", k, v[k]}')
 LD_LIBRARY_PATH=$bundle/lib "$bundle/bin/mirsearch" --version >/dev/null
 
 # ---------------------------------------------------------------- best µGraphs
@@ -93,7 +134,7 @@ for n in rmsnorm_linear gqa qknorm_attention lora gated_mlp ntrans mha mqa causa
     elif [ "$search" -eq 1 ]; then
       echo "device-bundle.sh: no examples/best/$name.ugraph: searching it (--threads=$jobs)" >&2
       rm -rf "$build/search/$name"
-      if nice "$bundle/bin/mirsearch" -q --threads="$jobs" --out="$build/search/$name" \
+      if LD_LIBRARY_PATH=$bundle/lib nice "$bundle/bin/mirsearch" -q --threads="$jobs" --out="$build/search/$name" \
         "$root/examples/$name.graph" && [ -f "$build/search/$name/best.ugraph" ]; then
         cp "$build/search/$name/best.ugraph" "$bundle/best/$name.ugraph"
         cp "$root/examples/$name.graph" "$build/search/$name/program.graph"
@@ -112,7 +153,7 @@ rank_out=$build/search/rank_gqa
 if [ ! -f "$rank_out/report.json" ] || ! cmp -s "$root/examples/gqa.graph" "$rank_out/program.graph"; then
   echo "device-bundle.sh: searching gqa for the ranking input (--top=16)" >&2
   rm -rf "$rank_out"
-  nice "$bundle/bin/mirsearch" -q --threads="$jobs" --top=16 --out="$rank_out" "$root/examples/gqa.graph" ||
+  LD_LIBRARY_PATH=$bundle/lib nice "$bundle/bin/mirsearch" -q --threads="$jobs" --top=16 --out="$rank_out" "$root/examples/gqa.graph" ||
     missing="$missing rank/gqa"
   cp "$root/examples/gqa.graph" "$rank_out/program.graph" 2>/dev/null || true
 fi
@@ -140,7 +181,8 @@ dirty=$(git -C "$root" status --porcelain --untracked-files=no 2>/dev/null | hea
 echo "$commit${dirty:+ (with uncommitted changes)}" >"$bundle/COMMIT"
 {
   echo "mirsearch device bundle of $commit${dirty:+ (with uncommitted changes)}, made $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(uname -m)"
-  "$bundle/bin/mirsearch" --version 2>/dev/null | sed 's/^/  /' || true
+  LD_LIBRARY_PATH=$bundle/lib "$bundle/bin/mirsearch" --version 2>/dev/null | sed 's/^/  /' || true
+  echo "needs from the system: the C and C++ runtimes, symbol versions up to: ${symvers:-unknown}"
   echo "files:"
   (cd "$bundle" && find . -type f ! -name MANIFEST | sort | while read -r f; do
     printf '  %-40s %10d\n' "$f" "$(stat -c %s "$f")"
@@ -171,8 +213,10 @@ this checkout; about 9 minutes of the 15 a session is lent):
   command:   bash scripts/device-check.sh "\$OUT"
   carry:     [".devbundle"]
   timeout_s: 570
-Then copy the tables from the call's files (summary.txt, runs.tsv, bench.tsv, bench.json,
-scaling.tsv, fingerprints.tsv, device.profile) into a dated section of bench/RESULTS.md
-("Device check log") with the device, the commit ($commit) and that command.
+summary.txt ends with the follow-up call (--only=...) for the steps not run or
+failed: make it at once, on the same warm machine. Then copy the tables from the
+calls' files (summary.txt, runs.tsv, bench.tsv, bench.json, scaling.tsv,
+fingerprints.tsv, device.profile) into a dated section of bench/RESULTS.md
+("Device check log") with the device, the commit ($commit) and the commands.
 EOF
 exit "$status"

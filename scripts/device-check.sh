@@ -1,12 +1,15 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# scripts/device-check.sh OUTDIR [--dry-run] - the one command run on a
-# lent GPU machine (docs/GPU.md).  It runs in a copy of the repository with
-# the bundle scripts/device-bundle.sh made (.devbundle/: a host build of
-# mirsearch, the shared libraries that machine lacks, the best µGraph of
-# every example), builds the CUDA parts with that machine's nvcc, and
-# writes to OUTDIR (at most 8 files, all a run may bring back):
-#   summary.txt       the device, the toolchain and one line per step
+# scripts/device-check.sh OUTDIR [--dry-run] [--only=STEP,...] [--skip=STEP,...]
+# scripts/device-check.sh --list
+# The one command run on a lent GPU machine (docs/GPU.md).  It runs in a
+# copy of the repository with the bundle scripts/device-bundle.sh made
+# (.devbundle/: a host build of mirsearch and libmirsearch.so, the shared
+# libraries that machine lacks, the best µGraph of every example), builds
+# the CUDA parts with that machine's nvcc, and writes to OUTDIR (at most 8
+# files, all a run may bring back):
+#   summary.txt       the device, the toolchain, one line per step, and the
+#                     exact follow-up call for the steps not run or failed
 #   runs.tsv          (a) generated code of every example's best run on the
 #                     GPU against the float64 interpreter, published and
 #                     small shapes (`mirsearch run --backend=cuda`), and
@@ -14,47 +17,132 @@
 #                     sm_90a) of tests/codegen/wgmma_f16 and wgmma_bf16 (no
 #                     published best picks wgmma since the register chain
 #                     took their Q·K; in --dry-run wgmma_f16 only)
-#   device.profile    the device profile `mirsearch bench --calibrate` measured
-#                     (bandwidth, launch interval, tensor-core and f32 rates)
-#   bench.tsv         (b) `mirsearch bench` of the published examples
-#   bench.json        {"mirsearch_bench": [its JSON per example],
-#                      "ranking": `bench --rank` of 8 of gqa's 16 best by the model:
-#                      predicted and measured time, rank correlation,
-#                      "torch_baseline": bench/torch_baseline.py's JSON:
-#                      PyTorch eager and torch.compile of the same programs}
 #   fingerprints.tsv  (c) CPU vs GPU fingerprints (`verify --verify=cpu|gpu`)
 #                     on every example, and a search with each: the same results
+#   bench.tsv         (b) `mirsearch bench` of the published examples
+#   bench.json        {"mirsearch_bench": [its JSON per example],
+#                      "torch_baseline": bench/torch_baseline.py's JSON:
+#                      PyTorch eager and torch.compile of the same programs,
+#                      "ranking": `bench --rank` of 8 of gqa's 16 best by the
+#                      model: predicted and measured time, rank correlation,
+#                      "backend": bench/backend_cuda.py's JSON: the
+#                      torch.compile backend's cuda mode on GPT-2's MLP
+#                      against eager and inductor}
+#   device.profile    the device profile `mirsearch bench --calibrate` measured
 #   scaling.tsv       (d) the search on 1, 2, 4, 8, 16 threads: states/s,
 #                     efficiency, identical results (report.json hashes)
 #   log.txt           every command and its output
-# Every step is time-boxed (`timeout`), and the whole run keeps within
-# DEVICE_CHECK_BUDGET seconds (default 480): a step that would start past
-# it is skipped, so one failure cannot eat the lease.  The exit status is
-# 0 when no step failed (a skipped step is not a failure), 1 otherwise.
+#
+# The steps, in the order they run: their value to issue 26's acceptance
+# first, so that a run cut short has done the most important ones.  NEED
+# is the time a step takes on the device as far as it can be told without
+# one; BOX is its time box (about twice NEED: the device is unknown).
+#   step          NEED  BOX  why that long
+#   toolchain      15    60  nvcc builds the device query (2 s here) and
+#                            the fingerprint module (7 s here; both kept in
+#                            .devcheck-state/ for a second call); a 1 GiB
+#                            copy timed
+#   runs           45   120  24 runs, 8 at a time on 16 cores: an nvcc
+#                            build each (1.5-5 s), the float64 reference
+#                            (< 1 s at published shapes), the run
+#   fingerprints   50   150  CPU verify of 22 bests, 8 at a time (4.5 s for
+#                            mqa, 8 s for gated_mlp here), the GPU ones one
+#                            by one (CUDA start, ~2 s each); two searches
+#   bench          80   180  11 examples one at a time (timings never
+#                            overlap): nvcc (1.5 s), two processes, 4 x 110
+#                            timed runs; nothing to share between them
+#   torch          90   150  11 programs: eager, and torch.compile (inductor
+#                            starts its compile workers once, then a few
+#                            seconds a program); cut short it keeps what
+#                            it timed, and a second call times the rest
+#   calibrate      15    60  calibrate.cu built (2 s), a 1 GiB copy x 9, an
+#                            8192^3 f16 product, 1000 empty launches
+#   ranking        50   120  8 gqa candidates benched like `bench`
+#   backend        80   150  bench/backend_cuda.py: a search of GPT-2's MLP
+#                            (8 s limit), its kernel built by load_inline
+#                            (51-74 s on 2 loaded cores here; ninja on 16),
+#                            inductor's compile, 3 x 110 timed runs
+#   scaling        70   150  lora_small on 1, 2, 4, 8, 16 threads: 29 CPU s
+#                            single-threaded here, then about halving
+# The whole run keeps within DEVICE_CHECK_BUDGET seconds (default 540, for
+# a call with timeout_s 570): a step starts only when its NEED is left,
+# and its box is cut to what is left.  The toolchain step always runs,
+# first (the device, nvcc, the fingerprint module: what the others use).
+# --only=STEP,... runs just those (in the order above, after toolchain);
+# --skip=STEP,... all but those.  A step not run for lack of time, or
+# failed, is named in the follow-up call summary.txt prints at its end: a
+# second, shorter call on the same warm machine that runs just those.
+# Given an OUTDIR that holds an earlier run's files, a run replaces only
+# the files of the steps it runs and merges the step lines of summary.txt
+# (the earlier ones marked), so both calls' tables end up side by side.
+# The exit status is 0 when no step failed (a skipped step is not a
+# failure), 1 otherwise; 2 on a usage error.
 #
 # --dry-run runs the same pipeline without a GPU (`make check` does, in
 # tests/device_check.sh): the host backend instead of CUDA, the bench
 # harness only written (its refusal checked), the PyTorch program only
-# parsed, CPU fingerprints only, 1 and 2 threads, small shapes only.
+# parsed, CPU fingerprints only, 1 and 2 threads, small shapes only, the
+# backend on GPT-2's MLP in host mode and its cuda-mode sources compiled
+# with nvcc under load_inline's flags; no budget unless
+# DEVICE_CHECK_BUDGET is set.
 #
 # Environment: MIRSEARCH (the program; default .devbundle/bin/mirsearch,
-# else src/mirsearch), DEVICE_CHECK_BUDGET, SCALING_EXAMPLE (default
-# lora_small, the small example with the longest search), NVCC.
+# else src/mirsearch), MIRSEARCH_LIB (libmirsearch.so for the Python
+# package; default the bundle's, else the build tree's), DEVICE_CHECK_BUDGET,
+# DEVICE_CHECK_PYTHON (the Python with torch; default python3),
+# DEVICE_CHECK_STATE (what a second call reuses; default .devcheck-state,
+# in --dry-run a temporary folder), SCALING_EXAMPLE (default lora_small,
+# the small example with the longest search), NVCC.
 set -u
 
+# The steps: name, NEED and BOX (seconds), as in the table above.
+STEPS="toolchain:15:60 runs:45:120 fingerprints:50:150 bench:80:180 torch:90:150
+calibrate:15:60 ranking:50:120 backend:80:150 scaling:70:150"
+step_field() { echo $STEPS | tr ' ' '\n' | awk -F: -v n="$1" -v k="$2" 'n == "" || $1 == n {print $k}'; }
+step_names() { step_field "" 1; }
+step_need() { step_field "$1" 2; }
+step_box() { step_field "$1" 3; }
+
 usage() {
-  echo "usage: scripts/device-check.sh OUTDIR [--dry-run]" >&2
+  echo "usage: scripts/device-check.sh OUTDIR [--dry-run] [--only=STEP,...] [--skip=STEP,...]" >&2
+  echo "       scripts/device-check.sh --list" >&2
+  echo "steps: $(step_names | tr '\n' ' ')" >&2
   exit 2
 }
-out= dry=0
+
+# The step names of a comma-separated list, checked; exits 2 on an unknown one.
+step_list() {
+  local n
+  for n in $(echo "$1" | tr ',' ' '); do
+    step_names | grep -qx "$n" || { echo "device-check.sh: no step '$n'" >&2; usage; }
+    echo "$n"
+  done
+}
+
+out= dry=0 only= skip=
 for a in "$@"; do
   case $a in
   --dry-run) dry=1 ;;
+  --only=*) only=$(step_list "${a#--only=}") || exit 2; [ -n "$only" ] || usage ;;
+  --skip=*) skip=$(step_list "${a#--skip=}") || exit 2 ;;
+  --list)
+    printf '%-13s %5s %5s\n' step need box
+    for s in $(step_names); do printf '%-13s %5s %5s\n' "$s" "$(step_need "$s")" "$(step_box "$s")"; done
+    exit 0 ;;
   -*) usage ;;
   *) [ -z "$out" ] || usage; out=$a ;;
   esac
 done
 [ -n "$out" ] || usage
+[ -z "$only" ] || [ -z "$skip" ] || { echo "device-check.sh: --only or --skip, not both" >&2; usage; }
+
+# selected NAME: whether this run runs step NAME (toolchain always).
+selected() {
+  [ "$1" = toolchain ] && return 0
+  if [ -n "$only" ]; then echo "$only" | grep -qx "$1"; return; fi
+  ! echo "$skip" | grep -qx "$1"
+}
+
 mkdir -p "$out" || exit 2
 out=$(cd "$out" && pwd)
 
@@ -64,7 +152,17 @@ ex=$root/examples
 work=$(mktemp -d "${TMPDIR:-/tmp}/mirs-devcheck.XXXXXX") || exit 3
 trap 'rm -rf "$work"' EXIT
 start=$(date +%s)
-budget=${DEVICE_CHECK_BUDGET:-480}
+# The budget: the device's (540 s), or in --dry-run none unless asked for.
+budget=${DEVICE_CHECK_BUDGET:-540}
+use_budget=1
+[ "$dry" -eq 1 ] && [ -z "${DEVICE_CHECK_BUDGET:-}" ] && use_budget=0
+# What a second call on the same machine reuses (the fingerprint module,
+# the calibrated profile); ignored by git, not carried.
+state=${DEVICE_CHECK_STATE:-}
+if [ -z "$state" ]; then
+  if [ "$dry" -eq 1 ]; then state=$work/state; else state=$root/.devcheck-state; fi
+fi
+mkdir -p "$state" || exit 3
 # DEVICE_CHECK_EXAMPLES: a subset of the published examples (a rerun of some).
 published=${DEVICE_CHECK_EXAMPLES:-"rmsnorm_linear gqa qknorm_attention lora gated_mlp ntrans mha mqa causal_attention gqa_safe mha_safe"}
 small=""
@@ -90,15 +188,21 @@ cuda_opts=()
 # The GPU fingerprint module (src/gpu/gpufp.cu), built by the toolchain
 # step with this machine's nvcc so that its CUDA runtime suits the
 # driver; the library loads it from MIRS_GPUFP_LIB.
-gpufp_lib=$work/libmirsearch-gpufp.so
+gpufp_lib=$state/libmirsearch-gpufp.so
 [ "$dry" -eq 0 ] && export MIRS_GPUFP_LIB=$gpufp_lib
+# The calibrated profile (this call's calibrate step or an earlier one's):
+# bench and ranking rank and report rooflines on it when it is there.
+profile=$state/device.profile
 # Commands run under `timeout` and xargs reach the program through these.
 export bundle mirs_bin work dry
 export -f mirs
 
 log=$out/log.txt
 summary=$out/summary.txt
-: >"$log"
+# An OUTDIR with an earlier run's files: keep its step lines and log.
+prev_summary=
+if [ -f "$summary" ]; then prev_summary=$work/summary.prev; cp "$summary" "$prev_summary"; fi
+[ -f "$log" ] && echo >>"$log" || : >"$log"
 : >"$work/steps"
 note() { echo "$*" | tee -a "$log"; }
 elapsed() { echo $(($(date +%s) - start)); }
@@ -120,21 +224,28 @@ kill_tree() {
   kill -TERM "$1" 2>/dev/null
 }
 
-# step NAME BOX FUNCTION: run FUNCTION under a time box of BOX seconds
-# (less when the budget has less left); its last line of output is the
-# note, its status PASS (0), FAIL, or SKIP (exit 77).
+# step_line NAME STATUS SECONDS RETRY NOTE: one line of $work/steps
+# (RETRY: 1 when the follow-up call should run it again).
+step_line() {
+  printf '%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" "$5" >>"$work/steps"
+}
+
+# step NAME: run step_NAME under its time box (cut to what the budget has
+# left; not started when less than its NEED is left); its last line of
+# output is the note, its status PASS (0), FAIL, or SKIP (exit 77).
 step() {
-  local name=$1 box=$2 fn=$3 left t0 rc noteline
+  local name=$1 box need left t0 rc noteline st=PASS retry=0
+  box=$(step_box "$name") need=$(step_need "$name")
   left=$((budget - $(elapsed)))
-  if [ "$dry" -eq 0 ] && [ "$left" -lt 20 ]; then
-    printf '%s\tSKIP\t0\tno time left in the %s s budget\n' "$name" "$budget" >>"$work/steps"
-    note "== $name: skipped, no time left"
+  if [ "$use_budget" -eq 1 ] && [ "$name" != toolchain ] && [ "$left" -lt "$need" ]; then
+    step_line "$name" SKIP 0 1 "not run: ${left} s left of the ${budget} s budget, it needs ${need} s"
+    note "== $name: not run, ${left} s left (needs ${need} s)"
     return
   fi
-  [ "$dry" -eq 0 ] && [ "$box" -gt "$left" ] && box=$left
+  [ "$use_budget" -eq 1 ] && [ "$name" != toolchain ] && [ "$box" -gt "$left" ] && box=$left
   note "== $name (time box ${box} s, at $(elapsed) s)"
   t0=$(date +%s)
-  STEP_BOX=$box "$fn" >"$work/step.out" 2>&1 &
+  STEP_BOX=$box "step_$name" >"$work/step.out" 2>&1 &
   local pid=$!
   # The box: the step's process tree, by id (each long command has its
   # own `timeout` too; this is the backstop).
@@ -146,18 +257,39 @@ step() {
   wait "$watchdog" 2>/dev/null
   cat "$work/step.out" >>"$log"
   noteline=$(grep -v '^$' "$work/step.out" | tail -n 1 | tr '\t' ' ' | cut -c1-150)
-  local st=PASS
-  if [ "$rc" -eq 77 ]; then st=SKIP; elif [ "$rc" -ne 0 ]; then st=FAIL; fi
+  if [ "$rc" -eq 77 ]; then st=SKIP; elif [ "$rc" -ne 0 ]; then st=FAIL retry=1; fi
   [ "$rc" -eq 143 ] && noteline="timed out after ${box} s; $noteline"
-  printf '%s\t%s\t%s\t%s\n' "$name" "$st" "$(($(date +%s) - t0))" "$noteline" >>"$work/steps"
+  step_line "$name" "$st" "$(($(date +%s) - t0))" "$retry" "$noteline"
   note "-- $name: $st ($(($(date +%s) - t0)) s)"
 }
-
 # ---------------------------------------------------------------- toolchain
+
+# nvcc_once OUT SOURCE... -- ARGS: nvcc ARGS, which build OUT from the
+# SOURCEs, unless an earlier call (on this machine: the state folder)
+# built OUT from the same sources with the same nvcc.
+nvcc_once() {
+  local o=$1 srcs=() key
+  shift
+  while [ "$1" != -- ]; do srcs+=("$1"); shift; done
+  shift
+  key=$(cat "${srcs[@]}" <("$nvcc" --version) | cksum | cut -d' ' -f1)
+  if [ -f "$o" ] && [ "$(cat "$o.key" 2>/dev/null)" = "$key" ]; then
+    echo "$(basename "$o"): an earlier call's build (same sources, same nvcc)"
+    return 0
+  fi
+  rm -f "$o.key"
+  timeout 120 "$nvcc" "$@" && echo "$key" >"$o.key"
+}
 
 # The program runs; nvcc builds and runs a device query (and links cuBLAS).
 step_toolchain() {
   echo "mirsearch: $mirs_bin"
+  # A library the bundle lacks and the machine too is named here, not
+  # left to a loader message in the first step that runs the program.
+  if [ "$mirs_bin" = "$bundle/bin/mirsearch" ] && command -v ldd >/dev/null 2>&1 &&
+    LD_LIBRARY_PATH=$bundle/lib ldd "$mirs_bin" 2>&1 | grep 'not found'; then
+    echo "mirsearch needs libraries neither the bundle nor this machine has (above)"; return 1
+  fi
   mirs --version || { echo "mirsearch does not run here"; return 1; }
   if [ -z "$nvcc" ]; then
     [ "$dry" -eq 1 ] && { echo "no nvcc: device query not compiled"; return 0; }
@@ -208,17 +340,18 @@ EOF
   # As mirsearch builds its harnesses: the toolkit's lib64 recorded in the program.
   local cudalib
   cudalib=$(dirname "$(dirname "$(readlink -f "$nvcc")")")/lib64
-  "$nvcc" -std=c++17 -O2 -gencode=arch=compute_90,code=sm_90 "$work/query.cu" -o "$work/query" -lcublas \
-    -Xlinker -rpath,"$cudalib" ||
+  nvcc_once "$state/query" "$work/query.cu" -- -std=c++17 -O2 -gencode=arch=compute_90,code=sm_90 \
+    "$work/query.cu" -o "$state/query" -lcublas -Xlinker -rpath,"$cudalib" ||
     { echo "nvcc cannot build the device query (with cuBLAS)"; return 1; }
   # The fingerprint module, for --verify=gpu (step c).
-  timeout 120 "$nvcc" -O3 -std=c++17 -shared -Xcompiler -fPIC,-fvisibility=hidden \
-    -gencode=arch=compute_90,code=sm_90 -I"$root/src" -o "$gpufp_lib" "$root/src/gpu/gpufp.cu" ||
+  nvcc_once "$gpufp_lib" "$root/src/gpu/gpufp.cu" "$root/src/gpu/gpufp_abi.h" -- -O3 -std=c++17 -shared \
+    -Xcompiler -fPIC,-fvisibility=hidden -gencode=arch=compute_90,code=sm_90 -I"$root/src" \
+    -o "$gpufp_lib" "$root/src/gpu/gpufp.cu" ||
     { echo "nvcc cannot build the GPU fingerprint module (src/gpu/gpufp.cu)"; return 1; }
   echo "GPU fingerprint module: $gpufp_lib"
   if [ "$dry" -eq 1 ]; then echo "device query compiled with $nvcc (not run: dry run)"; return 0; fi
   nvidia-smi -L 2>&1 || true
-  "$work/query" | tee "$work/device.txt"
+  "$state/query" | tee "$work/device.txt"
   [ "${PIPESTATUS[0]}" -eq 0 ] || { echo "the device query failed"; return 1; }
   head -n 1 "$work/device.txt"
 }
@@ -238,10 +371,11 @@ step_calibrate() {
   fi
   timeout 120 bash -c 'mirs bench "$@"' _ "${cuda_opts[@]}" --calibrate="$out/device.profile" || return 1
   cat "$out/device.profile"
-  # Rank and roofline on the measured profile from here on.
+  # Rank and roofline on the measured profile from here on (and in a
+  # second call on this machine).
   mirs --device-profile="$out/device.profile" --device="$devname" show "$ex/gqa_small.ugraph" >/dev/null ||
     { echo "the measured profile does not load"; return 1; }
-  echo "profile_opts=(--device-profile=$out/device.profile)" >"$work/profile.env"
+  cp "$out/device.profile" "$profile"
   echo "measured $devname: $(grep -E '^  (hbm_gbps|tc_f16_tflops|launch_us)' "$out/device.profile" | tr -s ' ' | tr '\n' ' ')"
 }
 
@@ -300,7 +434,7 @@ step_runs() {
 step_bench() {
   local n f pass=0 total=0 first=1 st
   printf 'example\tstatus\tcandidate_us\tcand_p10\tcand_p90\tunfused_us\tspeedup\tgraph_speedup\thbm_roofline_pct\tcand_error\tbase_error\tbase_checked\n' >"$out/bench.tsv"
-  echo "[" >"$work/bench.json"
+  echo "[" >"$work/part_mirsearch_bench.json"
   for n in $published; do
     if [ "$dry" -eq 1 ]; then
       # Here: the refusal, and the harness sources nvcc would compile.
@@ -320,7 +454,7 @@ step_bench() {
       continue
     fi
     local profile_opts=()
-    [ -f "$work/profile.env" ] && . "$work/profile.env"
+    [ -f "$profile" ] && profile_opts=(--device-profile="$profile")
     timeout 90 bash -c 'mirs bench --json --cuda-graph "$@"' _ "${cuda_opts[@]}" "${profile_opts[@]}" \
       --device="$devname" "$f" --program="$ex/$n.graph" >"$work/bench_$n.json" 2>"$work/bench_$n.err"
     st=$?
@@ -330,9 +464,9 @@ step_bench() {
       continue
     fi
     pass=$((pass + 1))
-    [ "$first" -eq 1 ] || echo "," >>"$work/bench.json"
+    [ "$first" -eq 1 ] || echo "," >>"$work/part_mirsearch_bench.json"
     first=0
-    cat "$work/bench_$n.json" >>"$work/bench.json"
+    cat "$work/bench_$n.json" >>"$work/part_mirsearch_bench.json"
     python3 - "$n" "$work/bench_$n.json" >>"$out/bench.tsv" <<'EOF'
 import json, sys
 r = json.load(open(sys.argv[2]))
@@ -346,7 +480,7 @@ print("\t".join([sys.argv[1], "PASS", f(cand.get("median_us")), f(cand.get("p10_
                  str(r.get("baseline_checked")).lower()]))
 EOF
   done
-  echo "]" >>"$work/bench.json"
+  echo "]" >>"$work/part_mirsearch_bench.json"
   column -t -s '	' "$out/bench.tsv" 2>/dev/null || cat "$out/bench.tsv"
   if [ "$dry" -eq 1 ]; then
     echo "$pass/$total harnesses written; bench refused without a GPU (exit 2 or 3)"
@@ -379,13 +513,13 @@ step_ranking() {
     return 0
   fi
   local profile_opts=()
-  [ -f "$work/profile.env" ] && . "$work/profile.env"
+  [ -f "$profile" ] && profile_opts=(--device-profile="$profile")
   timeout "$STEP_BOX" bash -c 'mirs bench "$@"' _ "${cuda_opts[@]}" "${profile_opts[@]}" --device="$devname" \
     --rank="$work/rank" --top="${RANK_TOP:-8}" >"$work/rank.out" 2>&1
   local st=$?
   cat "$work/rank.out"
   [ "$st" -eq 0 ] || return 1
-  cp "$work/rank/measured.json" "$work/ranking.json"
+  cp "$work/rank/measured.json" "$work/part_ranking.json"
   echo "gqa, model's top ${RANK_TOP:-8}: $(grep 'rank correlation' "$work/rank.out")"
 }
 
@@ -396,16 +530,25 @@ step_torch() {
     for n in $small; do progs+=("$ex/$n.graph"); done
     python3 -B "$root/bench/torch_baseline.py" --dry-run "${progs[@]}" >"$work/torch.txt" ||
       { echo "torch_baseline.py cannot parse the programs"; return 1; }
-    echo "{\"dry_run\": true, \"programs\": ${#progs[@]}}" >"$work/torch.json"
+    echo "{\"dry_run\": true, \"programs\": ${#progs[@]}}" >"$work/part_torch_baseline.json"
     echo "${#progs[@]} programs parsed (dry run: nothing timed)"
     return 0
   fi
-  for n in $published; do progs+=("$ex/$n.graph"); done
-  # One line a program, so a run cut short by its box keeps what it timed.
-  PYTHONUNBUFFERED=1 timeout "$((STEP_BOX - 5))" python3 -B "$root/bench/torch_baseline.py" --jsonl \
-    "${progs[@]}" >"$work/torch.jsonl"
-  local st=$?
-  python3 - "$work/torch.jsonl" "$work/torch.json" <<'EOF' || true
+  # One line a program, so a run cut short by its box keeps what it timed;
+  # a call cut short leaves its lines to the next on this machine (the
+  # follow-up), which times only the rest.
+  local jsonl=$state/torch.jsonl todo=() earlier=0 st=0
+  for n in $published; do
+    progs+=("$ex/$n.graph")
+    if grep -q "\"program\": \"$n\"" "$jsonl" 2>/dev/null; then earlier=$((earlier + 1)); else todo+=("$ex/$n.graph"); fi
+  done
+  [ -s "$jsonl" ] && [ -n "$(tail -c 1 "$jsonl")" ] && echo >>"$jsonl"
+  if [ "${#todo[@]}" -gt 0 ]; then
+    PYTHONUNBUFFERED=1 timeout "$((STEP_BOX - 5))" python3 -B "$root/bench/torch_baseline.py" --jsonl \
+      "${todo[@]}" >>"$jsonl"
+    st=$?
+  fi
+  python3 - "$jsonl" "$work/part_torch_baseline.json" <<'EOF' || true
 import json, sys
 rows = []
 for line in open(sys.argv[1]):
@@ -420,8 +563,10 @@ for r in rows:
               f"  p90 {c['p90_us']:.3f}  error {c['error']:.2e}{'' if c['checked'] else ' (beyond tolerance)'}")
 EOF
   local done_n
-  done_n=$(grep -c . "$work/torch.jsonl" 2>/dev/null)
-  echo "${done_n:-0}/${#progs[@]} programs timed (eager, torch.compile)$([ "$st" -eq 124 ] && echo ': the rest cut by the time box')"
+  done_n=$(grep -c . "$jsonl" 2>/dev/null)
+  [ "$st" -eq 124 ] || rm -f "$jsonl"
+  echo "${done_n:-0}/${#progs[@]} programs timed (eager, torch.compile)$([ "$earlier" -gt 0 ] &&
+    echo ", $earlier of them by an earlier call")$([ "$st" -eq 124 ] && echo ': the rest cut by the time box')"
   return "$st"
 }
 
@@ -542,49 +687,151 @@ step_scaling() {
   [ "$ok" -eq 1 ]
 }
 
+# ---------------------------------------------------------------- backend
+
+# The Python package's libmirsearch.so: MIRSEARCH_LIB, the bundle's, or
+# the build tree's beside the program.
+mirs_lib() {
+  local f
+  for f in ${MIRSEARCH_LIB:-} "$bundle/lib/libmirsearch.so" "$(dirname "$mirs_bin")/../.libs/libmirsearch.so" \
+    "$(dirname "$mirs_bin")/.libs/libmirsearch.so"; do
+    [ -f "$f" ] && { echo "$f"; return 0; }
+  done
+  return 1
+}
+
+# A folder of the bundle's libraries that this machine lacks (libz3), for
+# the Python process's loader path: not the whole of .devbundle/lib, whose
+# older libgomp would shadow the one torch was built with.
+python_libs() {
+  local d=$work/pylib f
+  mkdir -p "$d"
+  for f in "$bundle"/lib/*.so*; do
+    [ -f "$f" ] || continue
+    case $(basename "$f") in libmirsearch.so*) continue ;; esac
+    ldconfig -p 2>/dev/null | grep -q "^[[:space:]]*$(basename "$f") " || ln -sf "$f" "$d/"
+  done
+  echo "$d"
+}
+
+# The torch.compile backend's cuda mode on GPT-2's MLP (bench/backend_cuda.py):
+# checked against eager and float64, timed against eager and inductor.
+step_backend() {
+  local py=${DEVICE_CHECK_PYTHON:-python3} lib st args=()
+  if ! "$py" -c 'import torch, torch._dynamo' >/dev/null 2>&1; then
+    echo "SKIP: $py has no torch with torch.compile (DEVICE_CHECK_PYTHON names another)"
+    return 77
+  fi
+  lib=$(mirs_lib) || { echo "no libmirsearch.so for the Python package (device-bundle.sh puts one in .devbundle/lib)"; return 1; }
+  if [ "$dry" -eq 1 ]; then args=(--dry-run); else args=(--threads="$(nproc)"); fi
+  # Its search results and built extensions are kept for a second call.
+  MIRSEARCH_LIB=$lib MIRSEARCH_CACHE=$state/pycache PYTHONUNBUFFERED=1 \
+    LD_LIBRARY_PATH=$(python_libs)${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} \
+    timeout "$((STEP_BOX - 5))" "$py" -B "$root/bench/backend_cuda.py" "${args[@]}" \
+    >"$work/part_backend.json" 2>"$work/backend.err"
+  st=$?
+  grep -v -E '^W[0-9]{4} |^ *warnings.warn' "$work/backend.err"
+  [ "$st" -eq 3 ] && return 77
+  [ "$st" -eq 124 ] && echo "cut by the time box"
+  return "$st"
+}
+
 # ---------------------------------------------------------------- the run
 
-note "mirsearch device check: $(date -u +%Y-%m-%dT%H:%M:%SZ), $([ "$dry" -eq 1 ] && echo 'dry run (no GPU)' || echo device run), budget ${budget} s"
-note "commit: $(git -C "$root" rev-parse --short HEAD 2>/dev/null || cat "$bundle/COMMIT" 2>/dev/null || echo unknown)"
-[ -f "$bundle/MANIFEST" ] && note "bundle: $(head -n 1 "$bundle/MANIFEST")"
-: >"$work/device.txt"
-step toolchain 90 step_toolchain
-devname=H100
-grep -q 'H200' "$work/device.txt" 2>/dev/null && devname=H200
-step calibrate 120 step_calibrate
-step runs 150 step_runs
-step bench 200 step_bench
-step fingerprints 150 step_fingerprints
-step scaling 200 step_scaling
-step torch 150 step_torch
-step ranking 120 step_ranking
-
-# One JSON file for both benches (the tool brings back 8 files); a part
-# cut short by its time box becomes null.
-python3 - "$work/bench.json" "$work/torch.json" "$work/ranking.json" >"$out/bench.json" <<'EOF' ||
-import json, sys
-def part(path):
+# bench.json: the earlier file's parts, with those of the steps this run
+# ran replaced by what they wrote (null where a step wrote nothing).
+write_bench_json() {
+  local ran="" s
+  for s in bench:mirsearch_bench torch:torch_baseline ranking:ranking backend:backend; do
+    grep -q "^${s%%:*}	" "$work/steps" && ran="$ran ${s#*:}"
+  done
+  python3 - "$out/bench.json" "$work" $ran >"$work/bench.json.new" <<'PY' && mv "$work/bench.json.new" "$out/bench.json"
+import json, os, sys
+path, work, ran = sys.argv[1], sys.argv[2], sys.argv[3:]
+def load(p):
     try:
-        with open(path) as f:
+        with open(p) as f:
             return json.load(f)
     except (OSError, ValueError):
         return None
-print(json.dumps({"mirsearch_bench": part(sys.argv[1]), "torch_baseline": part(sys.argv[2]),
-                  "ranking": part(sys.argv[3])}, indent=1))
-EOF
-  echo '{"mirsearch_bench": null, "torch_baseline": null}' >"$out/bench.json"
-[ -f "$out/device.profile" ] || echo "# not measured (the calibrate step did not run or failed)" >"$out/device.profile"
+doc = load(path) if os.path.exists(path) else None
+doc = doc if isinstance(doc, dict) else {}
+for k in ("mirsearch_bench", "torch_baseline", "ranking", "backend"):
+    doc.setdefault(k, None)
+for k in ran:
+    doc[k] = load(os.path.join(work, "part_%s.json" % k))
+print(json.dumps(doc, indent=1))
+PY
+}
 
-{
-  echo "mirsearch device check, $(date -u +%Y-%m-%dT%H:%M:%SZ), $([ "$dry" -eq 1 ] && echo 'dry run (no GPU)' || echo 'device run')"
-  echo "commit: $(git -C "$root" rev-parse --short HEAD 2>/dev/null || cat "$bundle/COMMIT" 2>/dev/null || echo unknown)"
-  cat "$work/device.txt" 2>/dev/null
-  echo "total: $(elapsed) s of a ${budget} s budget"
-  echo
-} >"$summary"
-printf 'step\tstatus\tseconds\tnote\n' | cat - "$work/steps" >"$work/steps.tsv"
-if command -v column >/dev/null 2>&1; then column -t -s '	' "$work/steps.tsv" >>"$summary"; else cat "$work/steps.tsv" >>"$summary"; fi
-failed=$(grep -c '	FAIL	' "$work/steps")
-echo "overall: $([ "$failed" -eq 0 ] && echo PASS || echo "FAIL ($failed steps)")" >>"$summary"
+# The step lines of an earlier summary.txt in OUTDIR for the steps this
+# run did not run, as $work/steps lines (status, seconds, retry, note).
+earlier_steps() {
+  [ -n "$prev_summary" ] || return 0
+  local n
+  for n in $(step_names); do
+    grep -q "^$n	" "$work/steps" && continue
+    awk -v n="$n" '$1 == n && ($2 == "PASS" || $2 == "FAIL" || $2 == "SKIP") {
+      note = $0; sub(/^[^ ]+ +[^ ]+ +[^ ]+ +/, "", note); sub(/^\(earlier\) /, "", note)
+      retry = ($2 == "FAIL" || note ~ /^not run:/) ? 1 : 0
+      printf "%s\t%s\t%s\t%s\t(earlier) %s\n", $1, $2, $3, retry, note; exit }' "$prev_summary"
+  done
+}
+
+# The follow-up call for the steps to run again (not run, failed), with a
+# budget of their NEEDs and a timeout 30 s over it.
+follow_up() {
+  local names need n
+  names=$(awk -F'\t' '$4 == 1 {print $1}' "$work/table")
+  if [ -z "$names" ]; then echo "follow-up: none (every step ran; none failed)"; return; fi
+  # The toolchain step runs in every call, named or not.
+  need=$(step_need toolchain)
+  for n in $names; do [ "$n" = toolchain ] || need=$((need + $(step_need "$n"))); done
+  echo "follow-up: $(echo $names | tr ' ' ',') not run or failed; on the same machine, while it is warm:"
+  echo "  command:   DEVICE_CHECK_BUDGET=$need bash scripts/device-check.sh \"\$OUT\" --only=$(echo $names | tr ' ' ',')"
+  echo "  carry:     [\".devbundle\"]"
+  echo "  timeout_s: $((need + 30))   (less if status's budget_left_s is less: lower DEVICE_CHECK_BUDGET with it)"
+}
+
+write_summary() {
+  local failed
+  # This run's lines and the earlier ones, in step order.
+  { cat "$work/steps"; earlier_steps; } >"$work/table.any"
+  : >"$work/table"
+  for n in $(step_names); do grep "^$n	" "$work/table.any" | head -n 1 >>"$work/table"; done
+  failed=$(awk -F'\t' '$2 == "FAIL"' "$work/table" | wc -l)
+  {
+    echo "mirsearch device check, $(date -u +%Y-%m-%dT%H:%M:%SZ), $([ "$dry" -eq 1 ] && echo 'dry run (no GPU)' || echo 'device run')"
+    echo "commit: $commit"
+    echo "steps run: $(cut -f1 "$work/steps" | tr '\n' ' ')$([ -n "$prev_summary" ] && echo '(the rest from the earlier summary.txt here)')"
+    cat "$work/device.txt" 2>/dev/null
+    echo "total: $(elapsed) s$([ "$use_budget" -eq 1 ] && echo " of a ${budget} s budget")"
+    echo
+    printf '%-13s %-6s %7s  %s\n' step status seconds note
+    awk -F'\t' '{printf "%-13s %-6s %7s  %s\n", $1, $2, $3, $5}' "$work/table"
+    echo "overall: $([ "$failed" -eq 0 ] && echo PASS || echo "FAIL ($failed steps)")"
+    follow_up
+  } >"$summary"
+}
+
+commit=$(git -C "$root" rev-parse --short HEAD 2>/dev/null || cat "$bundle/COMMIT" 2>/dev/null || echo unknown)
+note "mirsearch device check: $(date -u +%Y-%m-%dT%H:%M:%SZ), $([ "$dry" -eq 1 ] && echo 'dry run (no GPU)' || echo device run)$([ "$use_budget" -eq 1 ] && echo ", budget ${budget} s")"
+note "commit: $commit"
+note "steps: $(for n in $(step_names); do selected "$n" && printf '%s ' "$n"; done)"
+[ -f "$bundle/MANIFEST" ] && note "bundle: $(head -n 1 "$bundle/MANIFEST")"
+: >"$work/device.txt"
+devname=H100
+for n in $(step_names); do
+  selected "$n" || continue
+  step "$n"
+  if [ "$n" = toolchain ]; then
+    grep -q 'H200' "$work/device.txt" 2>/dev/null && devname=H200
+  fi
+done
+selected bench || selected torch || selected ranking || selected backend && write_bench_json
+# The profile's file, when the calibrate step was to write it and did not.
+selected calibrate && [ ! -f "$out/device.profile" ] &&
+  echo "# not measured (the calibrate step did not run or failed)" >"$out/device.profile"
+write_summary
 cat "$summary"
-[ "$failed" -eq 0 ]
+! grep -q '	FAIL	' "$work/steps"

@@ -55,7 +55,8 @@ static const char *const EXAMPLES[] = {"gqa_small", "mha_small", "rmsnorm_linear
 static const char *const TESTGRAPHS[] = {
     "mma_f16",     "mma_pad",          "rms_bf16",      "f32_mixed",  "big_smem",
     "reduce_tree", "general_load",     "transpose_mma", "chain_attn", "chain_safe",
-    "chain_split", "chain_split_safe", "chain_qknorm", "mma_swap"};
+    "chain_split", "chain_split_safe", "chain_qknorm", "mma_swap",   "chain_chunks",
+    "chain_nochunks"};
 #define NTESTGRAPHS ((int)(sizeof TESTGRAPHS / sizeof TESTGRAPHS[0]))
 
 /* The search's bests at small shape (examples/best, scripts/search-bests.sh). */
@@ -657,7 +658,11 @@ START_TEST(test_register_chain) {
                /* rms_norm(Q)·K and E·rms_norm(V): tf32 with computed operands */
                {"examples/best/qknorm_attention.ugraph", true, MIRS__MMA_TF32, 4, 4},
                /* a strip's 8-column tiles (8) do not split over 16 warps */
-               {"tests/codegen/chain_nosplit.ugraph", false, 0, 4, 0}};
+               {"tests/codegen/chain_nosplit.ugraph", false, 0, 4, 0},
+               /* key chunks: 4 of 8 tiles a warp; none for an online softmax */
+               {"tests/codegen/chain_chunks.ugraph", true, MIRS__MMA_TF32, 4, 2},
+               {"tests/codegen/mqa_wide.ugraph", true, MIRS__MMA_TF32, 3, 1},
+               {"tests/codegen/chain_nochunks.ugraph", false, 0, 5, 0}};
   mirs_context *ctx = tu_ctx(NULL);
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     mirs_graph *g = load(ctx, cases[i].file);
@@ -680,6 +685,10 @@ START_TEST(test_register_chain) {
       ck_assert_int_eq(bg->ops[pl.chain.mm2].in[0], e);
       ck_assert_int_eq(pl.t[e].frag, MIRS__FRAG_C);
       ck_assert_int_eq(pl.chain.ks, cases[i].ks);
+      /* 8-column tiles of S a warp holds at once: at most 16 (64 registers) */
+      const mirs__shape *ss = &bg->t[bg->ops[pl.chain.mm1].out].shape;
+      int64_t ntl = ss->d[ss->ndim - 1] / 8 / pl.chain.ks;
+      ck_assert_int_eq(pl.chain.nc, ntl > 16 ? ntl / 8 : 1);
       ck_assert_int_eq(pl.t[e].off, -1); /* no tile: E stays in registers */
       if (cases[i].ks == 1)
         ck_assert_int_lt(pl.smem, off.smem);
@@ -690,8 +699,12 @@ START_TEST(test_register_chain) {
     mirs__plan_free(&off);
     mirs_graph_destroy(g);
   }
-  /* The small chains in three thread orders: within tolerance, same bits. */
-  for (int f = 0; f < 5; f++) {
+  /* The small chains (key chunks included) in three thread orders:
+   * within tolerance, same bits. */
+  static const int small[] = {0, 1, 2, 3, 4, 12};
+  ck_assert_ptr_nonnull(strstr(cases[12].file, "chain_chunks"));
+  for (size_t si = 0; si < sizeof small / sizeof small[0]; si++) {
+    int f = small[si];
     mirs_graph *g = load(ctx, cases[f].file);
     mirs_eval_result *first = NULL;
     for (int seed = 0; seed < 3; seed++) {
@@ -769,6 +782,87 @@ START_TEST(test_skinny_mma_swapped) {
 }
 END_TEST
 
+/* Shared memory reused across phases (plan.c place): the split strips'
+ * per-iteration row exchanges sit in tiles written only after the loop,
+ * the after-loop exchange in dead stage buffers.  Every plan of the
+ * published bests and the chain test graphs passes the lifetime check
+ * (mirs__plan_check_smem); mha_safe's and chain_split_safe's exchanges
+ * share bytes with such tiles and their plans shrink by the two
+ * exchanges (2 x 256 bytes); and the check fails once an exchange is put
+ * over data in use during the loop (a K or V stage buffer, Q, the other
+ * exchange).  The host runs of chain_split_safe in three thread orders
+ * (test_register_chain) and of mha_safe at small shape exercise the
+ * reuse itself. */
+START_TEST(test_smem_lifetimes) {
+  static const char *const files[] = {
+      "examples/best/gated_mlp.ugraph",        "examples/best/gqa.ugraph",
+      "examples/best/lora.ugraph",             "examples/best/mha.ugraph",
+      "examples/best/mqa.ugraph",              "examples/best/ntrans.ugraph",
+      "examples/best/qknorm_attention.ugraph", "examples/best/rmsnorm_linear.ugraph",
+      "examples/best/causal_attention.ugraph", "examples/best/gqa_safe.ugraph",
+      "examples/best/mha_safe.ugraph",         "tests/codegen/chain_split.ugraph",
+      "tests/codegen/chain_split_safe.ugraph", "tests/codegen/chain_qknorm.ugraph",
+      "tests/codegen/mqa_wide.ugraph",         "tests/codegen/big_smem.ugraph"};
+  mirs_context *ctx = tu_ctx(NULL);
+  char why[256];
+  for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+    mirs_graph *g = load(ctx, files[i]);
+    for (int32_t ki = 0; ki < g->nops; ki++) {
+      if (g->ops[ki].op != MIRS_OP_CUSTOM)
+        continue;
+      mirs__plan pl;
+      ck_assert_int_eq(mirs__plan_build(ctx, g, ki, MIRS__PLAN_SMEM_MAX, true, &pl), MIRS_OK);
+      ck_assert_msg(mirs__plan_check_smem(&pl, g->ops[ki].bg, why, sizeof why), "%s: %s",
+                    files[i], why);
+      mirs__plan_free(&pl);
+    }
+    mirs_graph_destroy(g);
+  }
+  static const struct {
+    const char *file;
+    int64_t smem; /* bytes per block with the exchanges in dead tiles */
+  } reuse[] = {{"examples/best/mha_safe.ugraph", 76608 - 512},
+               {"tests/codegen/chain_split_safe.ugraph", 13632 - 512}};
+  for (size_t i = 0; i < sizeof reuse / sizeof reuse[0]; i++) {
+    mirs_graph *g = load(ctx, reuse[i].file);
+    int32_t ki = g->nops - 1;
+    const mirs__bgraph *bg = g->ops[ki].bg;
+    mirs__plan pl;
+    ck_assert_int_eq(mirs__plan_build(ctx, g, ki, MIRS__PLAN_SMEM_MAX, true, &pl), MIRS_OK);
+    ck_assert(pl.chain.on && pl.chain.ks > 1);
+    ck_assert_int_eq(pl.smem, reuse[i].smem);
+    int32_t x[2], nx = 0, q = -1, kv[2], nkv = 0; /* the exchanges; Q; K and V */
+    for (int32_t t = 0; t < bg->nt; t++) {
+      if (pl.t[t].frag == MIRS__FRAG_ROW && pl.t[t].off >= 0 &&
+          mirs__graph_ops[bg->ops[bg->t[t].producer].op].kind != MIRS__KIND_ACCUM && nx < 2)
+        x[nx++] = t;
+      if (pl.t[t].input && pl.t[t].invariant)
+        q = t;
+      else if (pl.t[t].input && nkv < 2)
+        kv[nkv++] = t;
+    }
+    ck_assert_int_eq(nx, 2);
+    ck_assert_int_eq(nkv, 2);
+    ck_assert_int_ge(q, 0);
+    /* both inside the plan's tiles written after the loop */
+    ck_assert_int_lt(pl.t[x[1]].off + 256, pl.smem + 1);
+    int64_t keep = pl.t[x[0]].off;
+    int32_t over[] = {kv[0], kv[1], q, x[1]};
+    for (size_t o = 0; o < sizeof over / sizeof over[0]; o++) {
+      pl.t[x[0]].off = pl.t[over[o]].off + 16;
+      ck_assert_msg(!mirs__plan_check_smem(&pl, bg, why, sizeof why),
+                    "%s: an exchange over %s passes the lifetime check", reuse[i].file,
+                    bg->t[over[o]].name);
+    }
+    pl.t[x[0]].off = keep;
+    ck_assert(mirs__plan_check_smem(&pl, bg, why, sizeof why));
+    mirs__plan_free(&pl);
+    mirs_graph_destroy(g);
+  }
+  mirs_context_destroy(ctx);
+}
+END_TEST
+
 /* The test suite. */
 static Suite *suite(void) {
   Suite *s = suite_create("codegen");
@@ -779,6 +873,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_emu_primitives);
   tcase_add_test(tc, test_plan_smem_matches_launch);
   tcase_add_test(tc, test_register_chain);
+  tcase_add_test(tc, test_smem_lifetimes);
   tcase_add_test(tc, test_skinny_mma_swapped);
   tcase_add_test(tc, test_cuda_backend_without_device);
   tcase_add_loop_test(tc, test_example_ugraphs_match_programs, 0, NEXAMPLES);

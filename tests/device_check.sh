@@ -3,9 +3,14 @@
 # tests/device_check.sh - scripts/device-check.sh --dry-run: the pipeline
 # the GPU machine runs (docs/GPU.md), here without a GPU, so the script is
 # known to work before a GPU is at hand: every step passes or is skipped
-# with a note, the 8 output files are written, generated code runs on the
-# host backend within tolerance, and 1 and 2 threads give the same
-# results.  A broken program must make it fail.
+# with a note, in the order the device runs them, the 8 output files are
+# written, generated code runs on the host backend within tolerance, 1
+# and 2 threads give the same results, and the torch.compile backend's
+# step passes where a Python has torch.compile.  Then the second call a
+# device session makes: a budget too small runs no step but toolchain
+# and prints the follow-up call, whose --only runs just those steps into
+# the same folder, merged with the earlier lines; --skip; a step name
+# that does not exist.  A broken program must make it fail.
 #
 # Run by `make check` with top_srcdir and top_builddir set.  Exit: 0 pass, 1 fail.
 
@@ -29,8 +34,41 @@ fail() {
   failures=$((failures + 1))
 }
 
-MIRSEARCH=$prog bash "$top_srcdir/scripts/device-check.sh" "$tmp/out" --dry-run >"$tmp/log" 2>&1 ||
+# The backend step's Python: the first with torch.compile, as tests/python.sh
+# picks one (the torch 2.x venv's CUDA part links the toolkit's lib64).
+torch2=${MIRSEARCH_TORCH2_PREFIX:-/opt/mirsearch-torch2}/bin/python
+py=
+for cand in ${PYTHON:-} python3 /usr/bin/python3 "$torch2"; do
+  command -v "$cand" >/dev/null 2>&1 || continue
+  if [ "$cand" = "$torch2" ]; then
+    LD_LIBRARY_PATH="${CUDA_HOME:-/usr/local/cuda}/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"; export LD_LIBRARY_PATH
+  fi
+  "$cand" -c 'import torch, torch._dynamo' >/dev/null 2>&1 && { py=$cand; break; }
+done
+DEVICE_CHECK_PYTHON=${py:-python3}
+MIRSEARCH_LIB=$(cd "$top_builddir" && pwd)/.libs/libmirsearch.so
+# What a second call reuses (the fingerprint module) kept across the calls below.
+DEVICE_CHECK_STATE=$tmp/state
+export DEVICE_CHECK_PYTHON MIRSEARCH_LIB DEVICE_CHECK_STATE
+check() { MIRSEARCH=$prog bash "$top_srcdir/scripts/device-check.sh" "$@"; }
+# The step lines of a summary: "name status", one a line.
+steps_of() { sed -n '/^step  *status/,/^overall:/p' "$1" | sed '1d;$d' | awk '{print $1, $2}'; }
+
+check "$tmp/out" --dry-run >"$tmp/log" 2>&1 ||
   { fail "device-check.sh --dry-run failed"; tail -n 30 "$tmp/log" >&2; }
+# The order: correctness first (issue 26's acceptance), scaling last.
+order=$(steps_of "$tmp/out/summary.txt" | cut -d' ' -f1 | tr '\n' ' ')
+[ "$order" = "toolchain runs fingerprints bench torch calibrate ranking backend scaling " ] ||
+  fail "steps ran in the order: $order"
+grep -q '^follow-up: none' "$tmp/out/summary.txt" || fail "a full dry run left a follow-up"
+if [ -n "$py" ]; then
+  grep -q '^backend  *PASS .*cuda sources ' "$tmp/out/summary.txt" ||
+    fail "the backend step did not pass with $py"
+  "$py" -c 'import json, sys; b = json.load(open(sys.argv[1]))["backend"]; assert b["pieces"], b' \
+    "$tmp/out/bench.json" || fail "bench.json has no backend part with a replaced piece"
+else
+  grep -q '^backend  *SKIP' "$tmp/out/summary.txt" || fail "no torch.compile, yet the backend step did not skip"
+fi
 for f in summary.txt log.txt runs.tsv bench.tsv bench.json device.profile fingerprints.tsv scaling.tsv; do
   [ -s "$tmp/out/$f" ] || fail "no $f"
 done
@@ -47,13 +85,42 @@ if command -v python3 >/dev/null 2>&1; then
     fail "bench.json is not JSON"
 fi
 
+# A second call: a budget that the toolchain step alone uses up runs no
+# other step; the follow-up it prints runs just those, in step order.
+DEVICE_CHECK_BUDGET=1 check "$tmp/out3" --dry-run --only=scaling,runs >"$tmp/log3" 2>&1 ||
+  fail "skipping steps for lack of time is a failure"
+[ "$(steps_of "$tmp/out3/summary.txt" | tr '\n' ' ')" = "toolchain PASS runs SKIP scaling SKIP " ] ||
+  fail "--only=scaling,runs under no budget: $(steps_of "$tmp/out3/summary.txt" | tr '\n' ' ')"
+grep -q 'libmirsearch-gpufp.so: an earlier call' "$tmp/out3/log.txt" || fail "the second call built the fingerprint module again"
+[ ! -e "$tmp/out3/runs.tsv" ] && [ ! -e "$tmp/out3/bench.json" ] || fail "a step not run wrote its file"
+again=$(sed -n 's/^  command: *DEVICE_CHECK_BUDGET=\([0-9]*\) bash scripts\/device-check.sh "$OUT" \(--only=[a-z,]*\)$/\1 \2/p' \
+  "$tmp/out3/summary.txt")
+[ "$again" = "130 --only=runs,scaling" ] || fail "follow-up call: '$again'"
+DEVICE_CHECK_BUDGET=${again% *} check "$tmp/out3" --dry-run "${again#* }" >"$tmp/log4" 2>&1 ||
+  fail "the follow-up call failed"
+[ "$(steps_of "$tmp/out3/summary.txt" | tr '\n' ' ')" = "toolchain PASS runs PASS scaling PASS " ] ||
+  fail "after the follow-up: $(steps_of "$tmp/out3/summary.txt" | tr '\n' ' ')"
+grep -q '^follow-up: none' "$tmp/out3/summary.txt" || fail "the follow-up left a follow-up"
+# --skip into the first folder: the other steps' files and lines stay.
+cp "$tmp/out/runs.tsv" "$tmp/runs.tsv"
+check "$tmp/out" --dry-run --skip=runs,fingerprints,bench,torch,calibrate,ranking,backend >"$tmp/log5" 2>&1 ||
+  fail "--skip failed"
+cmp -s "$tmp/runs.tsv" "$tmp/out/runs.tsv" || fail "a call that skipped runs rewrote runs.tsv"
+[ "$(steps_of "$tmp/out/summary.txt" | wc -l)" -eq 9 ] || fail "the merged summary lost step lines"
+grep -q '^runs  *PASS .*(earlier) ' "$tmp/out/summary.txt" || fail "the earlier runs line is not marked"
+grep -q '^scaling  *PASS .*identical' "$tmp/out/summary.txt" || fail "scaling did not run under --skip"
+check "$tmp/out6" --only=runs,nosuchstep >/dev/null 2>&1
+[ $? -eq 2 ] || fail "an unknown step is not a usage error (exit 2)"
+
 # It can fail: a program that does not run fails the toolchain step.
 printf '#!/bin/sh\nexit 3\n' >"$tmp/broken"
 chmod +x "$tmp/broken"
-if MIRSEARCH=$tmp/broken bash "$top_srcdir/scripts/device-check.sh" "$tmp/out2" --dry-run >"$tmp/log2" 2>&1; then
+if MIRSEARCH=$tmp/broken bash "$top_srcdir/scripts/device-check.sh" "$tmp/out2" --dry-run --only=runs >"$tmp/log2" 2>&1; then
   fail "device-check.sh passed with a broken mirsearch"
 fi
 grep -q '^toolchain *FAIL' "$tmp/out2/summary.txt" || fail "a broken mirsearch is not a toolchain FAIL"
+grep -q 'device-check.sh "$OUT" --only=toolchain,runs$' "$tmp/out2/summary.txt" ||
+  fail "the failed steps are not the follow-up call's"
 
 [ "$failures" -eq 0 ] || exit 1
 exit 0

@@ -618,8 +618,13 @@ static void emit_mma16_rows(kgen *k, int32_t oi, const mma_geo *q, int64_t SA, i
                      "        const %s *const pb = t%d + bb + (lane & 15) * %" PRId64
                      " + (nt0 + c) * 8 + (lane >> 4) * 8;\n",
                      ctype(dt), (int)op->in[1], SB);
+    /* A chunked product's k loop is unrolled by two only: fully
+     * unrolled, ptxas may issue every k step's ldmatrix ahead of the
+     * MMAs (mqa at forloop=16: 4 steps of A and 8 tiles' B fragments,
+     * 127 registers against 72-80 by two; gqa's identical loop it did
+     * not), which the plan's register estimate cannot foresee. */
     mirs__buf_printf(b, "        %sfor (int kk = 0; kk < %" PRId64 "; kk += 16) {\n",
-                     ksteps <= 16 ? "MIRS_UNROLL " : "", q->kk);
+                     ch < q->per ? "MIRS_UNROLL2 " : ksteps <= 16 ? "MIRS_UNROLL " : "", q->kk);
     mirs__buf_puts(b, "          uint32_t a[4];\n          mirs_ldmatrix_x4(a, pa + kk);\n");
     emit_b_frags(k, ch, SB, sfx, "kk");
     mirs__buf_puts(b, "        }\n");
@@ -816,9 +821,9 @@ static void emit_mma(kgen *k, int32_t oi) {
  * r<t>[h >> 1] (all 4 lanes of a quad hold it, after two xor shuffles
  * over tq, and the ks warps of the strip after an exchange). */
 
-/* Emit `strip` and `part` of this warp (needs `warp`). */
-static void chain_strip(kgen *k, const char *ind) {
-  int ks = k->pl->chain.ks;
+/* Emit `strip` and `part` of this warp (needs `warp`), for ks parts a
+ * strip. */
+static void chain_strip(kgen *k, const char *ind, int ks) {
   mirs__buf_printf(
       k->b, "%sconst int strip = warp / %d, part = warp %% %d;\n%s(void)strip; (void)part;\n", ind,
       ks, ks, ind);
@@ -833,10 +838,11 @@ static bool chain_o_side(const kgen *k, int32_t t) {
   return p == k->pl->chain.mm2;
 }
 
-/* 8-column tiles of chain tensor t a lane holds: S's part, or all of E·V's. */
+/* 8-column tiles of chain tensor t a lane holds: S's part (of a key
+ * chunk), or all of E·V's. */
 static int64_t chain_tiles(const kgen *k, int32_t t) {
   const mirs__shape *s = &k->bg->t[t].shape;
-  return s->d[s->ndim - 1] / 8 / (chain_o_side(k, t) ? 1 : k->pl->chain.ks);
+  return s->d[s->ndim - 1] / 8 / (chain_o_side(k, t) ? 1 : k->pl->chain.ks * k->pl->chain.nc);
 }
 
 /* The coordinates c0.. of element (j, h) of a chain tile of shape s. */
@@ -1042,17 +1048,29 @@ static void emit_chain(kgen *k) {
   const mirs__bop *m1 = &bg->ops[c->mm1];
   const mirs__shape *ss = &bg->t[m1->out].shape, *as = &bg->t[m1->in[0]].shape,
                     *bs = &bg->t[m1->in[1]].shape;
-  int64_t ntl = ss->d[ss->ndim - 1] / 8 / c->ks;
+  int64_t ntl = ss->d[ss->ndim - 1] / 8 / c->ks / c->nc;
   sync_if_pending(k, "    ");
   mirs__buf_printf(
       b,
       "    { /* register chain: %s = matmul .. %s = matmul, in the registers of the warp\n"
       "       * owning each 16-row strip (no shared-memory round trip) */\n",
       bg->t[m1->out].name, bg->t[bg->ops[c->mm2].out].name);
-  mirs__buf_puts(
-      b, "      const int lane = tid & 31, warp = tid >> 5, gq = lane >> 2, tq = lane & 3;\n"
-         "      (void)gq; (void)tq;\n");
-  chain_strip(k, "      ");
+  /* Key chunks (plan.h): chunk kc of warp w is the part of virtual warp
+   * w * nc + kc, a strip having ks * nc of them; each adds its partial
+   * sums into the accumulators. */
+  if (c->nc > 1)
+    mirs__buf_printf(b,
+                     "    MIRS_NO_UNROLL for (int kc = 0; kc < %d; kc++) { /* key chunks of %" PRId64
+                     " keys */\n",
+                     (int)c->nc, 8 * ntl);
+  char vw[32] = "";
+  if (c->nc > 1)
+    snprintf(vw, sizeof vw, " * %d + kc", (int)c->nc);
+  mirs__buf_printf(
+      b, "      const int lane = tid & 31, warp = (tid >> 5)%s, gq = lane >> 2, tq = lane & 3;\n"
+         "      (void)gq; (void)tq;\n",
+      vw);
+  chain_strip(k, "      ", c->ks * c->nc);
   mirs__buf_printf(b, "      float x%d[%" PRId64 "][4] = {};\n", (int)m1->out, ntl);
   int64_t sa[MIRS_MAX_DIMS], sb[MIRS_MAX_DIMS];
   tile_strides(k, m1->in[0], sa);
@@ -1060,6 +1078,7 @@ static void emit_chain(kgen *k) {
   int64_t SA = sa[as->ndim - 2], SB = sb[bs->ndim - 2];
   mirs_dtype dt = mirs__plan_tile_dtype(k->g, bg, m1->in[0]);
   mma_geo q = mma_geometry(k, m1, k->pl->op[c->mm1].m_pad);
+  q.per = ntl; /* (a virtual warp's tiles: fewer than a warp's with key chunks) */
   char into[16];
   snprintf(into, sizeof into, "x%d", (int)m1->out);
   if (k->pl->op[c->mm1].mma == MIRS__MMA_16) {
@@ -1089,7 +1108,7 @@ static void emit_chain(kgen *k) {
   for (int32_t i = c->mm1 + 1; i < bg->nops; i++)
     if (k->pl->op[i].chain)
       emit_chain_op(k, i, ntl);
-  mirs__buf_puts(b, "    }\n");
+  mirs__buf_puts(b, c->nc > 1 ? "    }\n    }\n" : "    }\n");
 }
 
 /* log2 of a power of two. */
@@ -1415,7 +1434,7 @@ static void emit_chain_writeback(kgen *k, const mirs__bop *op) {
   mirs__buf_puts(
       b, "      const int lane = tid & 31, warp = tid >> 5, gq = lane >> 2, tq = lane & 3;\n"
          "      (void)gq; (void)tq;\n");
-  chain_strip(k, "      ");
+  chain_strip(k, "      ", ks);
   /* (An accum_online of a row value completed across the strip is the
    * same in its ks warps: part 0's is the value.) */
   if (ks > 1 && (frag || op->op == MIRS_OP_ACCUM_SUM)) {
@@ -1746,6 +1765,14 @@ static void emit_plan_comment(kgen *k, int32_t ki) {
                      " * %d row values exchanged through shared memory per iteration (2 stores\n"
                      " * per lane each); E·V and row sums added across the warps after the loop.\n",
                      (int)pl->chain.ks, (int)pl->chain.ks, nx);
+  }
+  if (pl->chain.on && pl->chain.nc > 1) {
+    const mirs__shape *ss = &bg->t[bg->ops[pl->chain.mm1].out].shape;
+    int64_t keys = ss->d[ss->ndim - 1] / pl->chain.ks;
+    mirs__buf_printf(b,
+                     " * Each warp runs its %" PRId64 " keys of S in %d key chunks of %" PRId64
+                     ", S through E·V\n * for each, adding their partial sums.\n",
+                     keys, (int)pl->chain.nc, keys / pl->chain.nc);
   }
   char dims[96];
   for (int32_t t = 0; t < bg->nt; t++) {
@@ -2297,6 +2324,7 @@ static const char prelude[] =
     "#define MIRS_SHARED_FLOATS(name) extern __shared__ __align__(16) float name[]\n"
     "#define MIRS_UNROLL _Pragma(\"unroll\")\n"
     "#define MIRS_NO_UNROLL _Pragma(\"unroll 1\")\n"
+    "#define MIRS_UNROLL2 _Pragma(\"unroll 2\")\n"
     "#endif\n"
     "\n"
     "#ifndef MIRS_PRELUDE_DEFINED\n"

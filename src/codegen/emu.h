@@ -73,6 +73,7 @@
 #endif
 #define MIRS_UNROLL
 #define MIRS_NO_UNROLL
+#define MIRS_UNROLL2
 #define MIRS_SHARED_FLOATS(name) float *const name = mirs_emu::smem
 
 struct dim3 {

@@ -69,6 +69,8 @@
  *     (exp of x minus the row max of x, a causal mask between included)
  *     or V is bf16 (f32's range) and V is a 16-bit tile, else tf32
  *     m16n8k8 (exp of raw logits overflows f16; a computed f32 V).
+ *     A warp's part of S of more than 16 8-column tiles runs in key
+ *     chunks of 8 tiles (key_chunks) when the chain is linear.
  *
  * Invariant: plans allocate nothing for block graphs of up to
  * MIRS__PLAN_LOCAL tensors and ops. */
@@ -261,6 +263,24 @@ static void plan_mma(mirs__plan *pl, const mirs_graph *g, const mirs__bgraph *bg
 /* Chain analysis (decision 8): what a tensor is in the chain. */
 enum { CH_NONE, CH_C, CH_ROW, CH_O };
 
+/* Key chunks of a warp's ntl 8-column tiles of S (plan.h chain.nc): 1
+ * when their C fragments fit REG_ACC_MAX registers, else the fewest
+ * chunks of at most that many (an even number of tiles each: a 16-bit
+ * E·V packs two tiles a k step), 0 when none divides.  Holding a strip
+ * of 256 keys whole (mqa at forloop=16: 32 tiles, 128 C registers) took
+ * ptxas to 255 registers and 52 bytes of spill stores on sm_80; in
+ * chunks of 16 tiles the chain keeps gqa's 128-key register profile.
+ * Chunks run one after another, so they are only taken for a linear
+ * chain (plan_chain): no row max or sum of S used in the iteration, no
+ * online accumulator, E·V added straight into its accumulator, as the
+ * chunks' partial sums of E·V and of the row sums add up to the
+ * strip's. */
+static int32_t key_chunks(int64_t ntl) {
+  if (ntl * 4 <= REG_ACC_MAX)
+    return 1;
+  return ntl % MIRS__PLAN_MMA_CHUNK == 0 ? (int32_t)(ntl / MIRS__PLAN_MMA_CHUNK) : 0;
+}
+
 /* Whether the ops after matmul i form a register chain (plan.h); fills
  * pl->chain and the tensors' and ops' marks when they do. */
 static bool try_chain(mirs__plan *pl, const mirs_graph *g, const mirs__bgraph *bg, int32_t i) {
@@ -280,8 +300,12 @@ static bool try_chain(mirs__plan *pl, const mirs_graph *g, const mirs__bgraph *b
   int32_t strips = m_pad / 16, ks = strips > 0 ? pl->nwarps / strips : 0;
   if (m1->op != MIRS_OP_MATMUL || pl->op[i].mma == MIRS__MMA_NONE || pl->op[i].acc >= 0 ||
       bg->t[m1->out].post || r < 2 || batch_numel(ss) != 1 || ks < 1 || ks * strips != pl->nwarps ||
-      ss->d[r - 1] % (16 * ks) != 0 || ss->d[r - 1] / 8 / ks * 4 > REG_ACC_MAX)
+      ss->d[r - 1] % (16 * ks) != 0)
     return false;
+  int32_t nc = key_chunks(ss->d[r - 1] / 8 / ks);
+  if (nc < 1)
+    return false;
+  bool linear = true; /* what key chunks need (key_chunks) */
   int8_t ch[MIRS__PLAN_LOCAL], acc[MIRS__PLAN_LOCAL];
   int32_t maxof[MIRS__PLAN_LOCAL];                    /* a row max: the tensor it is the max of */
   bool le0[MIRS__PLAN_LOCAL], unit[MIRS__PLAN_LOCAL]; /* <= 0 (or -inf); in [0, 1] */
@@ -319,6 +343,7 @@ static bool try_chain(mirs__plan *pl, const mirs_graph *g, const mirs__bgraph *b
       if (!ok)
         return false;
       acc[o] = ch[x] == CH_O ? CH_C : CH_ROW;
+      linear = linear && op->op != MIRS_OP_ACCUM_ONLINE;
     } else if (mirs__op_is_elementwise(op->op)) {
       /* (over S's fragments, or E·V's: the same rows, a row value as the
        * second operand) */
@@ -330,6 +355,7 @@ static bool try_chain(mirs__plan *pl, const mirs_graph *g, const mirs__bgraph *b
       if (ch[x] == CH_O && ks > 1 && !(y >= 0 && (op->op == MIRS_OP_MUL || op->op == MIRS_OP_DIV)))
         return false;
       ch[o] = ch[x];
+      linear = linear && ch[x] == CH_C;
       le0[o] = (op->op == MIRS_OP_SUB && y >= 0 && maxof[y] == x) ||
                (op->op == MIRS_OP_CAUSAL_MASK && le0[x]);
       unit[o] = op->op == MIRS_OP_EXP && le0[x];
@@ -337,6 +363,7 @@ static bool try_chain(mirs__plan *pl, const mirs_graph *g, const mirs__bgraph *b
                op->dim == r - 1) {
       ch[o] = CH_ROW;
       maxof[o] = op->op == MIRS_OP_MAX ? x : -1;
+      linear = false;
     } else if (op->op == MIRS_OP_MATMUL && mm2 < 0 && ch[x] == CH_C && y >= 0 && ch[y] == CH_NONE &&
                batch_numel(&bg->t[o].shape) == 1 &&
                bg->t[o].shape.d[bg->t[o].shape.ndim - 1] % 8 == 0) {
@@ -351,6 +378,14 @@ static bool try_chain(mirs__plan *pl, const mirs_graph *g, const mirs__bgraph *b
   if (mm2 < 0)
     return false;
   const mirs__bop *m2 = &bg->ops[mm2];
+  if (nc > 1) { /* E·V straight into its accumulator, which adds the chunks' partial sums */
+    bool direct = false;
+    for (int32_t j = mm2 + 1; j < bg->nops; j++)
+      direct = direct || (in_chain[j] && bg->ops[j].op == MIRS_OP_ACCUM &&
+                          bg->ops[j].in[0] == m2->out && pl->t[m2->out].uses == 1);
+    if (!linear || !direct)
+      return false;
+  }
   /* V: a 16-bit tile (loaded, or a loaded one transposed) takes
    * ldmatrix; a computed f32 one is read element by element (tf32). */
   mirs_dtype dv = loaded16(g, bg, m2->in[1]);
@@ -360,6 +395,7 @@ static bool try_chain(mirs__plan *pl, const mirs_graph *g, const mirs__bgraph *b
   pl->op[i].m_pad = m_pad;
   pl->op[mm2].swap = false;
   pl->chain.ks = ks;
+  pl->chain.nc = nc;
   pl->chain.xoff = -1;
   pl->chain.xbytes = 0;
   if (ks > 1) { /* the largest partial accumulator of a lane: E·V's C fragments */
@@ -536,10 +572,74 @@ static void dead_run(const mirs__bgraph *bg, const mirs__plan_tensor *pt, int32_
   }
 }
 
+/* Bytes of the per-iteration exchange of one row max or sum of a split
+ * strip: ks values per row of S (plan.h). */
+static int64_t row_exchange_bytes(const mirs__plan *pl) {
+  return al16((int64_t)pl->chain.ks * pl->op[pl->chain.mm1].m_pad * 4);
+}
+
+/* Whether the tile of op i (not an input) is first written after the
+ * forloop and never read inside it: a post op's result, or an
+ * accumulator kept in registers (or a chain's fragments) during the loop,
+ * written to its tile only by its write-back. */
+static bool written_after_loop(const mirs__plan *pl, const mirs__bgraph *bg, int32_t i) {
+  const mirs__bop *op = &bg->ops[i];
+  if (mirs__graph_ops[op->op].kind == MIRS__KIND_ACCUM)
+    return !pl->t[op->out].acc_smem;
+  return bg->t[op->out].post;
+}
+
+/* Extends the run [*start, *end) of tiles dead during the forloop with
+ * [off, end), or starts a new one; best_start and best_len keep the
+ * longest (as dead_run). */
+static void loop_dead(int64_t off, int64_t end, int64_t *start, int64_t *run_end,
+                      int64_t *best_start, int64_t *best_len) {
+  if (*run_end != off)
+    *start = off;
+  *run_end = end;
+  if (*run_end - *start > *best_len) {
+    *best_len = *run_end - *start;
+    *best_start = *start;
+  }
+}
+
+/* Offsets of the split strips' per-iteration row exchanges (the tiles of
+ * a chain's row max or sum, ks > 1), one after another from `at`: tiles
+ * that are dead during the forloop (written_after_loop, and the
+ * after-loop exchange at xoff when it has an area of its own), or, with
+ * at < 0, new bytes after `total`.  Returns the new total.
+ * Lifetime: an exchange is written (lanes tq = 0, after the warp's S),
+ * read after the __syncthreads that follows, and rewritten only in the
+ * next iteration, which begins after the loop body's closing barrier;
+ * the loop's last body also ends at that barrier, so every read of an
+ * exchange precedes the first write of a tile written after the loop
+ * (accumulator write-backs, post ops, the after-loop exchange), and no
+ * such tile is written before the loop or read inside it.  Two
+ * exchanges of one iteration get distinct bytes: a warp may write the
+ * second (the row sums) while another still reads the first (the row
+ * maxes).  mirs__plan_check_smem holds a plan to this. */
+static int64_t place_row_exchanges(mirs__plan *pl, const mirs__bgraph *bg, int64_t at,
+                                   int64_t total) {
+  int64_t off = at >= 0 ? at : total;
+  for (int32_t i = 0; i < bg->nops; i++) {
+    const mirs__bop *op = &bg->ops[i];
+    if (mirs__graph_ops[op->op].kind == MIRS__KIND_OUTPUT || op->out < 0)
+      continue;
+    mirs__plan_tensor *pt = &pl->t[op->out];
+    if (pt->frag != MIRS__FRAG_ROW || mirs__graph_ops[op->op].kind == MIRS__KIND_ACCUM)
+      continue;
+    pt->off = off;
+    off += row_exchange_bytes(pl);
+  }
+  return at >= 0 ? total : off;
+}
+
 /* 4./5. Shared-memory offsets for `stages` buffers of walked tiles; returns the bytes. */
 static int64_t place(mirs__plan *pl, const mirs_graph *g, const mirs__bgraph *bg, int stages) {
   int64_t total = 0;
   int64_t run = -1, run_end = -1, dead = -1, dead_len = 0; /* stage buffers dead after the loop */
+  int64_t drun = -1, drun_end = -1, lstart = -1, llen = 0; /* tiles dead during the loop */
+  int64_t xrow = 0; /* bytes of the split strips' per-iteration row exchanges */
   for (int32_t i = 0; i < bg->nops; i++) {
     const mirs__bop *op = &bg->ops[i];
     mirs__op_kind kind = mirs__graph_ops[op->op].kind;
@@ -588,11 +688,8 @@ static int64_t place(mirs__plan *pl, const mirs_graph *g, const mirs__bgraph *bg
     /* (Nor does a value of the register chain: an accumulator's final
      * value does.) */
     bool in_regs = pt->frag != MIRS__FRAG_NONE && kind != MIRS__KIND_ACCUM;
-    if (in_regs && pt->frag == MIRS__FRAG_ROW && pl->chain.ks > 1) {
-      /* a row max or sum completed across the strip's ks warps */
-      pt->off = total;
-      total += al16((int64_t)pl->chain.ks * pl->op[pl->chain.mm1].m_pad * 4);
-    }
+    if (in_regs && pt->frag == MIRS__FRAG_ROW && pl->chain.ks > 1)
+      xrow += row_exchange_bytes(pl); /* placed below (place_row_exchanges) */
     if (pt->next < 0 && !into_acc && !in_regs) {
       const mirs__shape *ts = &bg->t[t].shape;
       int64_t last = ts->ndim > 0 ? ts->d[ts->ndim - 1] : 1;
@@ -614,7 +711,13 @@ static int64_t place(mirs__plan *pl, const mirs_graph *g, const mirs__bgraph *bg
       } else {
         pt->off = total;
         total += al16((int64_t)pt->rows * pt->stride * pt->elsize);
+        if (written_after_loop(pl, bg, i))
+          loop_dead(pt->off, total, &drun, &drun_end, &lstart, &llen);
+        else
+          drun = drun_end = -1;
       }
+    } else {
+      drun = drun_end = -1;
     }
   }
   /* The split strips' after-loop exchange (chain.xoff) reuses stage
@@ -624,8 +727,109 @@ static int64_t place(mirs__plan *pl, const mirs_graph *g, const mirs__bgraph *bg
   } else if (pl->chain.on && pl->chain.xbytes > 0) {
     pl->chain.xoff = total;
     total += pl->chain.xbytes;
+    loop_dead(pl->chain.xoff, total, &drun, &drun_end, &lstart, &llen);
   }
+  if (xrow > 0)
+    total = place_row_exchanges(pl, bg, xrow <= llen ? lstart : -1, total);
   return total;
+}
+
+/* Phases a shared-memory range is in use (mirs__plan_check_smem). */
+enum { PH_PRE = 1, PH_LOOP = 2, PH_POST = 4, PH_ALL = 7 };
+
+typedef struct smem_range {
+  int64_t lo, hi;
+  int phases;
+  int32_t t; /* the tensor, or -1 */
+} smem_range;
+
+bool mirs__plan_check_smem(const mirs__plan *pl, const mirs__bgraph *bg, char *why, size_t n) {
+  smem_range r[2 * MIRS__PLAN_LOCAL + 1];
+  int nr = 0;
+  if (bg->nops > MIRS__PLAN_LOCAL) {
+    snprintf(why, n, "not checked: more than %d block ops", (int)MIRS__PLAN_LOCAL);
+    return false;
+  }
+  for (int32_t i = 0; i < bg->nops; i++) {
+    const mirs__bop *op = &bg->ops[i];
+    mirs__op_kind kind = mirs__graph_ops[op->op].kind;
+    if (kind == MIRS__KIND_OUTPUT || op->out < 0)
+      continue;
+    const mirs__plan_tensor *pt = &pl->t[op->out];
+    if (pt->acc_smem) /* running sums: read and written in every phase */
+      r[nr++] = (smem_range){pt->aoff,
+                             pt->aoff + al16(mirs__shape_numel(&bg->t[op->out].shape) * 4) *
+                                            (op->op == MIRS_OP_ACCUM_ONLINE ? 2 : 1),
+                             PH_ALL, op->out};
+    if (pt->off < 0 || (pt->acc_smem && pt->off == pt->aoff))
+      continue;
+    if (pt->input) {
+      /* (a walked tile no post op or store reads is dead after the loop) */
+      int ph = pt->invariant || read_after_loop(bg, op->out) ? PH_ALL : PH_PRE | PH_LOOP;
+      r[nr++] = (smem_range){pt->off, pt->off + pt->stage_bytes * pt->stages, ph, op->out};
+    } else if (pt->frag == MIRS__FRAG_ROW && kind != MIRS__KIND_ACCUM) {
+      r[nr++] = (smem_range){pt->off, pt->off + row_exchange_bytes(pl), PH_LOOP, op->out};
+    } else {
+      r[nr++] = (smem_range){pt->off, pt->off + al16((int64_t)pt->rows * pt->stride * pt->elsize),
+                             written_after_loop(pl, bg, i) ? PH_POST : PH_ALL, op->out};
+    }
+  }
+  if (pl->chain.on && pl->chain.xbytes > 0)
+    r[nr++] = (smem_range){pl->chain.xoff, pl->chain.xoff + pl->chain.xbytes, PH_POST, -1};
+  for (int a = 0; a < nr; a++)
+    for (int b = a + 1; b < nr; b++) {
+      if (!(r[a].phases & r[b].phases) || r[a].hi <= r[b].lo || r[b].hi <= r[a].lo)
+        continue;
+      snprintf(why, n,
+               "shared memory of %s [%" PRId64 ", %" PRId64 ") overlaps %s [%" PRId64 ", %" PRId64
+               ") while both are in use",
+               r[a].t >= 0 ? bg->t[r[a].t].name : "the after-loop exchange", r[a].lo, r[a].hi,
+               r[b].t >= 0 ? bg->t[r[b].t].name : "the after-loop exchange", r[b].lo, r[b].hi);
+      return false;
+    }
+  return true;
+}
+
+/* Registers the register chain keeps live at its peak beside the
+ * accumulators and row values (counted with their ops), from what
+ * emit_chain (cuda.c) holds in each of its two phases and what ptxas 13.0
+ * makes of it (bench/RESULTS.md, "Register estimates against ptxas":
+ * every chained plan of the attention bests at a quarter to twice their
+ * forloop and the tests/codegen chain graphs):
+ *  S = A·B: the strip's 4 * ntl C registers of S (ntl 8-column tiles per
+ *    warp: the key tile over 8 and the strip's ks warps) and the A
+ *    fragment of a k step (4).  Its B fragments, on ldmatrix.x4.trans:
+ *    up to 8 tiles per warp ptxas keeps one ldmatrix.x4 (4) in flight;
+ *    above 8 it issues a whole k step's ntl / 2 of them together ahead
+ *    of the MMAs, and some of the next step's A and B (2 * ntl + 8: gqa's
+ *    128-key tiles, 142 registers on sm_80).  A tf32 S reads its B
+ *    element by element, 2 per tile and step, all issued together;
+ *  E·V: E's 4 * ntl registers (the row sums read them all), the B values
+ *    of a k step (2 per output tile, tf32 or ldmatrix.x4.trans alike),
+ *    the packed A fragment of a 16-bit step (4; tf32 rounds E in place)
+ *    and, when E·V does not add into an accumulator (online softmax),
+ *    its own C tiles (4 per output tile);
+ *  a row max or sum: r[2] each;
+ *  key chunks: the chunk loop's counter and addresses (4; gqa at
+ *    forloop=16 took 80 registers on sm_80 against 76 without them).
+ * Counting a whole k step's B fragments at every width (the estimate
+ * before) was up to 20 over ptxas at 8 tiles per warp and fewer. */
+static int64_t chain_live_regs(const mirs__plan *pl, const mirs__bgraph *bg) {
+  const mirs__bop *m1 = &bg->ops[pl->chain.mm1], *m2 = &bg->ops[pl->chain.mm2];
+  const mirs__shape *ss = &bg->t[m1->out].shape, *os = &bg->t[m2->out].shape;
+  int64_t ntl = ss->d[ss->ndim - 1] / 8 / pl->chain.ks / pl->chain.nc,
+          nt2 = os->d[os->ndim - 1] / 8;
+  int64_t sb = pl->op[pl->chain.mm1].mma != MIRS__MMA_16 ? 2 * ntl : ntl > 8 ? 2 * ntl + 8 : 4;
+  int64_t s_phase = 4 * ntl + 4 + sb;
+  int64_t ev_phase = 4 * ntl + 2 * nt2 + (pl->chain.mma2 == MIRS__MMA_16 ? 4 : 0) +
+                     (pl->op[pl->chain.mm2].acc < 0 ? 4 * nt2 : 0);
+  int64_t c = s_phase > ev_phase ? s_phase : ev_phase;
+  for (int32_t i = pl->chain.mm1 + 1; i < bg->nops; i++)
+    if (pl->op[i].chain && mirs__graph_ops[bg->ops[i].op].kind == MIRS__KIND_REDUCE)
+      c += 2; /* a row max or sum: r[2] */
+  if (pl->chain.nc > 1)
+    c += 4; /* the key-chunk loop (not unrolled): its counter, S's and V's chunk addresses */
+  return c;
 }
 
 /* Registers per thread, estimated: a base for indices and addresses, the
@@ -673,29 +877,7 @@ static int32_t estimate_regs(const mirs__plan *pl, const mirs__bgraph *bg) {
     }
   }
   if (pl->chain.on) {
-    /* What emit_chain keeps live at once (cuda.c), in its two phases:
-     *  S = A·B: the strip's 4 * ntl C registers of S (ntl 8-column tiles
-     *    per warp: the key tile over 8 and the strip's ks warps), the A
-     *    fragment of a k step (4) and that step's B fragments, ntl / 2
-     *    ldmatrix.x4 of 4 (2 * ntl): independent loads, which ptxas
-     *    issues together ahead of the step's MMAs;
-     *  E·V: E's 4 * ntl registers (the row sums after it read them
-     *    all), the packed A fragment (4), the B values of a k step (2
-     *    per output tile, tf32 or ldmatrix.x4.trans alike) and, when E·V
-     *    does not add into an accumulator, its own C tiles.
-     * The accumulators and the row values (2 per lane and row value)
-     * are counted with the ops, above and here.  Without the B fragments
-     * of S's k step the estimate was 99 against ptxas's 132-142 for
-     * gqa's 128-key tiles (ntl 16). */
-    const mirs__bop *m1 = &bg->ops[pl->chain.mm1], *m2 = &bg->ops[pl->chain.mm2];
-    const mirs__shape *ss = &bg->t[m1->out].shape, *os = &bg->t[m2->out].shape;
-    int64_t ntl = ss->d[ss->ndim - 1] / 8 / pl->chain.ks, nt2 = os->d[os->ndim - 1] / 8;
-    int64_t s_phase = 4 * ntl + 4 + 2 * ntl;
-    int64_t ev_phase = 4 * ntl + 4 + 2 * nt2 + (pl->op[pl->chain.mm2].acc < 0 ? 4 * nt2 : 0);
-    int64_t c = s_phase > ev_phase ? s_phase : ev_phase;
-    for (int32_t i = pl->chain.mm1 + 1; i < bg->nops; i++)
-      if (pl->op[i].chain && mirs__graph_ops[bg->ops[i].op].kind == MIRS__KIND_REDUCE)
-        c += 2; /* a row max or sum: r[2] */
+    int64_t c = chain_live_regs(pl, bg);
     if (c > live_c)
       live_c = c;
   }

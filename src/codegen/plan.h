@@ -97,6 +97,9 @@ typedef struct mirs__plan_op {
 typedef struct mirs__plan_chain {
   bool on;
   int32_t ks;       /* warps per 16-row strip (1: one warp owns whole rows) */
+  int32_t nc;       /* key chunks: a warp runs its 1/ks of S's columns in nc
+                     * chunks one after another, S through E·V for each (a
+                     * linear chain only: plan.c key_chunks); 1 for none */
   int64_t xoff;     /* ks > 1: smem byte offset of the after-loop partial-sum exchange
                      * (in walked input tiles' stage buffers, dead after the loop,
                      * when they are large enough; else an area of its own) */
@@ -182,6 +185,14 @@ void mirs__plan_smem_traffic(mirs__plan *pl, const mirs_graph *g, const mirs__bg
  * bytes, distinct 4-byte words of one bank serialise, equal words are
  * broadcast) over the fewest any access of that many bytes takes. */
 double mirs__plan_bank_factor(const int64_t addr[32], int width);
+/* Whether no two byte ranges of pl's shared memory that are in use at the
+ * same time overlap (plan.c): every tile, stage buffer, accumulator
+ * area, the chain's row exchanges and after-loop exchange, each live
+ * before, during and/or after the forloop.  Ranges that only share bytes
+ * across phases (the after-loop exchange in dead stage buffers, the row
+ * exchanges in tiles written after the loop) pass.  On an overlap,
+ * false and a sentence in why. */
+bool mirs__plan_check_smem(const mirs__plan *pl, const mirs__bgraph *bg, char *why, size_t n);
 void mirs__plan_free(mirs__plan *p);
 
 #endif

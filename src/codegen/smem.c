@@ -171,10 +171,10 @@ static void mma_traffic(acc *s, const mirs__plan *pl, const mirs__bgraph *bg, in
   int64_t tiles = (int64_t)batches * mt * nt, per = (tiles + pl->nwarps - 1) / pl->nwarps;
   double b_bytes = (double)kk * (double)n * eb * batches; /* all of B, once */
   if (pl->chain.on && i == pl->chain.mm1) {
-    /* The ks warps of a strip each read the strip's A rows, and their
-     * 1/ks of B's columns: B once per strip. */
+    /* The ks warps of a strip each read the strip's A rows (once per key
+     * chunk), and their 1/ks of B's columns: B once per strip. */
     double strips = po->m_pad / 16;
-    add(s, loop, (double)pl->chain.ks * po->m_pad * (double)kk * ea, fa);
+    add(s, loop, (double)pl->chain.ks * pl->chain.nc * po->m_pad * (double)kk * ea, fa);
     add(s, loop, strips * b_bytes, fb);
     return;
   }
