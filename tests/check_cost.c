@@ -10,6 +10,7 @@
 #include <math.h>
 #include <unistd.h>
 
+#include "codegen/codegen.h"
 #include "codegen/cost.h"
 #include "codegen/plan.h"
 #include "graph/graph.h"
@@ -869,6 +870,89 @@ START_TEST(test_smem_chain_wins) {
 }
 END_TEST
 
+/* The custom kernel of the sector tests (after the inputs and ops in
+ * the first argument): `blocks` blocks, each reads its tile of the second
+ * (imap and omap: the third), exp, and stores it into O. */
+static const char *const SECTOR_UG =
+    "ugraph sec\n%s"
+    "O = custom(grid=[%d, 1, 1], block=[32, 1, 1], forloop=1) {\n"
+    "  x = input(%s, imap=[%s, -1, -1], fmap=-1)\n  e = exp(x)\n  a = accum(e)\n"
+    "  output(a, omap=[%s, -1, -1])\n}\noutput O\n";
+
+/* Bytes the one custom kernel of the sector graph moves (the last op). */
+static double sector_bytes(mirs_context *ctx, const mirs__cost_device *d, const char *head,
+                           int blocks, const char *src, const char *map) {
+  char text[1024];
+  snprintf(text, sizeof text, SECTOR_UG, head, blocks, src, map, map);
+  mirs_graph *g = NULL;
+  ck_assert_msg(mirs_graph_parse_string(ctx, text, strlen(text), "sec.ugraph", &g) == MIRS_OK,
+                "parse: %s", mirs_last_error(ctx));
+  mirs__cost_kernel k;
+  ck_assert_int_eq(mirs__cost_kernel_op(ctx, d, g, g->nops - 1, &k), MIRS_OK);
+  ck_assert(k.feasible);
+  mirs__graph_free(g);
+  return k.bytes;
+}
+
+START_TEST(test_view_sectors) {
+  mirs_context *ctx = tu_ctx(NULL);
+  mirs__cost_profiles *p;
+  const mirs__cost_device *d = test_dev(ctx, &p, "T");
+  /* Dense: each block loads its row, 64 f16 = 128 contiguous bytes (4
+   * sectors, all used; 16-byte cp.async), and stores 128 bytes: 64
+   * blocks, 16 KB. */
+  double dense = sector_bytes(ctx, d, "input X : f16[64, 64]\n", 64, "X", "0");
+  ck_near(dense, 64 * 128.0 + 64 * 128.0);
+  /* A contiguous view (a reshape of a dense [64, 4, 16]) costs the same. */
+  ck_near(sector_bytes(ctx, d, "input X : f16[64, 4, 16]\nXr = reshape(X, shape=[64, 64])\n", 64,
+                       "Xr", "0"),
+          dense);
+  /* The transposed view Xt = transpose(X): row b of Xt is column b of X,
+   * 64 elements 128 bytes apart.  Element loads; consecutive threads of a
+   * warp touch 32 different sectors, each moved whole (32 bytes) for the
+   * 2 it uses: 16x the load bytes. */
+  const char *xt = "input X : f16[64, 64]\nXt = transpose(X)\n";
+  ck_near(sector_bytes(ctx, d, xt, 64, "Xt", "0"), 16 * 64 * 128.0 + 64 * 128.0);
+  /* A permute that moves the last dim, the same. */
+  ck_near(sector_bytes(ctx, d, "input X : f16[64, 64]\nXt = permute(X, dims=[1, 0])\n", 64, "Xt",
+                       "0"),
+          16 * 64 * 128.0 + 64 * 128.0);
+  /* The whole of Xt in one block: the load walks Xt's dim 0, contiguous
+   * in X (a warp reads 64 consecutive bytes), so it is coalesced again:
+   * as dense. */
+  ck_near(sector_bytes(ctx, d, xt, 1, "Xt", "-1"), 8192.0 + 8192.0);
+  /* f32: 4 bytes used of each 32-byte sector, 8x. */
+  ck_near(sector_bytes(ctx, d, "input X : f32[64, 64]\nXt = transpose(X)\n", 64, "Xt", "0"),
+          8 * 64 * 256.0 + 64 * 256.0);
+  /* A predefined matmul's B: its lanes take consecutive columns, so
+   * through a transposed view each reads its own sector (16x B's bytes);
+   * dense, a row of 128 bytes.  A (a broadcast in a row) and S as before. */
+  static const char *const MM[] = {
+      "program mm\ninput A : f16[64, 64]\ninput B : f16[64, 64]\nBt = transpose(B)\n"
+      "S = matmul(A, Bt)\noutput S\n",
+      "program mm\ninput A : f16[64, 64]\ninput Bt : f16[64, 64]\nS = matmul(A, Bt)\noutput S\n"};
+  double want[] = {8192.0 + 16 * 8192.0 + 8192.0, 3 * 8192.0};
+  for (int i = 0; i < 2; i++) {
+    mirs_graph *g = NULL;
+    ck_assert_int_eq(mirs_graph_parse_string(ctx, MM[i], strlen(MM[i]), "mm.graph", &g), MIRS_OK);
+    mirs__cost_result r;
+    ck_assert_int_eq(mirs__cost_graph(ctx, d, g, &r), MIRS_OK);
+    ck_assert_int_eq(r.kernels, 1); /* (Bt: a view) */
+    ck_near(r.bytes, want[i]);
+    mirs__graph_free(g);
+  }
+  /* The walk's factor directly: a warp at a 3-element f16 stride (6
+   * bytes) covers 32 * 6 = 192 bytes, 6 sectors, for 64 bytes used: 3x. */
+  mirs__storage s = {.buf = 0, .off = 0, .st = {3}};
+  mirs__shape ext = shp(1, 32, 0, 0);
+  ck_near(mirs__codegen_sector_factor(&s, &ext, 2, 1, -1), 3.0);
+  s.st[0] = 1;
+  ck_near(mirs__codegen_sector_factor(&s, &ext, 2, 1, -1), 1.0);
+  mirs__cost_profiles_free(p);
+  mirs_context_destroy(ctx);
+}
+END_TEST
+
 START_TEST(test_bad_args) {
   mirs_context *ctx = tu_ctx(NULL);
   mirs__cost_profiles *p;
@@ -925,6 +1009,7 @@ int main(void) {
   tcase_add_test(tc, test_smem_term_and_conflicts);
   tcase_add_test(tc, test_smem_zero);
   tcase_add_test(tc, test_smem_chain_wins);
+  tcase_add_test(tc, test_view_sectors);
   tcase_add_test(tc, test_bad_args);
   suite_add_tcase(s, tc);
   return tu_run(s);

@@ -7,7 +7,9 @@
  * the host: reshapes and permutes as strided views read by predefined
  * and custom kernels (16-byte cp.async where the view's last dim is
  * contiguous), producers storing in place of a permuted view a reshape
- * cannot read, and copy kernels where no view is possible. */
+ * cannot read, copy kernels where no view is possible, and kernel-level
+ * transposes as views (read by predefined and custom kernels, stored
+ * into by a producer). */
 #include "config.h"
 
 #include <math.h>
@@ -18,6 +20,7 @@
 #include <unistd.h>
 
 #include "cliutil.h"
+#include "codegen/codegen.h"
 #include "graph/graph.h"
 #include "verify/fingerprint.h"
 
@@ -293,7 +296,8 @@ END_TEST
  * G); an intermediate (F) and a permuted one (G, whose merge Gm no view
  * can express) stored by their producer where their layout op's result
  * lives; copies where a result is an output (R of a shared tensor, Kt
- * moving the last dim: element copies, Xo keeping it: 16-byte copies) or
+ * moving the last dim: 32x32 tiles through shared memory, Xo keeping it:
+ * 16-byte copies) or
  * a reshape cannot view a graph input's permute (Xm). */
 static const char *const CG = "program cg\n"
                               "input X : f16[8, 64]\ninput W : f16[64, 64]\n"
@@ -382,7 +386,10 @@ START_TEST(test_codegen_views_and_copies) {
       "/* op 9: K2 = reshape(Kt): a view, no kernel */",
       "/* op 13: Gt = permute(G): a view, no kernel */",
       "/* op 14: Gm = reshape(Gt): a view, no kernel */",
-      "kernel 5: permute -> Kt (element copies",
+      "kernel 5: permute -> Kt (32x32 tiles through shared memory: reads along dim 1",
+      "          tile[j][tx] = in0[si + cf + cl * 64LL];",
+      "          out0[so + cf * 8LL + cl] = tile[tx][j];",
+      "MIRS_LAUNCH(lay_k5, dim3(4), dim3(256), 0, stream, ",
       "kernel 11: reshape -> Xm (a copy in order of a strided view)",
       "kernel 17: permute -> Xo (16-byte copies",
       "mirs_copy16(out0 + e * 8, in0 + s);",
@@ -603,6 +610,139 @@ START_TEST(test_views_in_custom_kernels) {
 }
 END_TEST
 
+/* Kernel-level transposes as views (views.c: the permute of the last two
+ * dims): Kt, read by a predefined matmul at K's strides swapped; Et, an
+ * output, which E's producer stores into transposed; Xt, read by an
+ * elementwise kernel; and Xtt, a transpose of the view Xt (X's own
+ * strides again). */
+static const char *const TP = "program tp\n"
+                              "input Q : f16[2, 8, 16]\ninput K : f16[2, 8, 16]\n"
+                              "input X : f16[16, 8]\n"
+                              "Kt = transpose(K)\nS = matmul(Q, Kt)\nE = exp(S)\n"
+                              "Et = transpose(E)\nXt = transpose(X)\nXtt = transpose(Xt)\n"
+                              "Y = add(Xtt, X)\nZ = exp(Xt)\noutput Et, Y, Z\n";
+
+START_TEST(test_transpose_views) {
+  mirs_context *ctx = tu_ctx(NULL);
+  static const char *const want[] = {
+      "/* op 0: Kt = transpose(K): a view, no kernel */",
+      "/* op 3: Et = transpose(E): a view, no kernel */",
+      "/* op 4: Xt = transpose(X): a view, no kernel */",
+      "/* op 5: Xtt = transpose(Xt): a view, no kernel */",
+      /* S reads Kt as K [2, 8, 16] with its last two strides swapped */
+      "const long long ib = c0 * 128 + c2 * 16;",
+      "v += mirs_ld(in0 + (ia + p)) * mirs_ld(in1 + (ib + p * 1));",
+      /* E is stored straight into Et's buffer (the caller's), transposed */
+      "mirs_st(out0 + (c0 * 64 + c1 * 1 + c2 * 8), v);",
+      /* Y reads Xtt at X's own strides; Z reads Xt at X's swapped */
+      "v = mirs_ld(in0 + (c0 * 8 + c1 * 1)) + mirs_ld(in1 + (c0 * 8 + c1 * 1));",
+      "const float x = mirs_ld(in0 + (c0 * 1 + c1 * 8));",
+      "(in_Q, in_K, (__half *)((char *)workspace + 0)));",
+      "(in_X, in_X, out1));",
+  };
+  assert_codegen(ctx, TP, "tp", want, sizeof want / sizeof want[0], 4);
+  /* The program as written (the benchmark's baseline): transpose kernels. */
+  mirs_graph *g = tu_parse(ctx, TP);
+  int32_t nviews = 0;
+  for (int32_t i = 0; i < g->nops; i++)
+    nviews += mirs__codegen_op_is_view(g, false, i);
+  ck_assert_int_eq(nviews, 0);
+  mirs_graph_destroy(g);
+  tu_assert_host_runs_by_dtype(TP, "tp");
+  mirs_context_destroy(ctx);
+}
+END_TEST
+
+START_TEST(test_transpose_view_in_custom_kernel) {
+  mirs_context *ctx = tu_ctx(NULL);
+  /* Custom kernels reading the transposed view: K's tile by element
+   * loads in memory order (Kt's dim 1 is K's contiguous last dim), in a
+   * matmul (f16: tensor cores) and an elementwise kernel (f16, f32); each
+   * verifies against its program and runs on the host. */
+  static const char *const UG =
+      "ugraph tk\ninput Q : f16[2, 64, 16]\ninput K : f16[2, 64, 16]\nKt = transpose(K)\n"
+      "S = custom(grid=[2, 1, 1], block=[128, 1, 1], forloop=1) {\n"
+      "  q = input(Q, imap=[0, -1, -1], fmap=-1)\n  k = input(Kt, imap=[0, -1, -1], fmap=-1)\n"
+      "  s = matmul(q, k)\n  a = accum(s)\n  output(a, omap=[0, -1, -1])\n}\noutput S\n";
+  static const char *const want_ug[] = {
+      "/* op 0: Kt = transpose(K): a view, no kernel */",
+      "/* k: tile of Kt */",
+      "const int c1 = e % 16; /* (contiguous in memory) */",
+      "= in1[(c0 + (long long)blockIdx.x * 1) * 1024LL + (c1) * 1LL + (c2) * 16LL];",
+  };
+  assert_codegen(ctx, UG, "tk", want_ug, sizeof want_ug / sizeof want_ug[0], 1);
+  ck_assert_int_eq(tu_verify_rc(tu_put("tk.graph", "program tk\ninput Q : f16[2, 64, 16]\n"
+                                                   "input K : f16[2, 64, 16]\nKt = transpose(K)\n"
+                                                   "S = matmul(Q, Kt)\noutput S\n"),
+                                tu_put("tk.ugraph", UG)),
+                   0);
+  tu_assert_host_run(tu_put("tk.ugraph", UG));
+  static const char *const EX[] = {
+      "program te\ninput K : f16[2, 64, 16]\nKt = transpose(K)\nE = exp(Kt)\noutput E\n",
+      "ugraph te\ninput K : f16[2, 64, 16]\nKt = transpose(K)\n"
+      "E = custom(grid=[2, 2, 1], block=[128, 1, 1], forloop=1) {\n"
+      "  k = input(Kt, imap=[0, 2, -1], fmap=-1)\n  e = exp(k)\n  a = accum(e)\n"
+      "  output(a, omap=[0, 2, -1])\n}\noutput E\n"};
+  static const char *const dt[] = {"f16", "f32"};
+  for (int i = 0; i < 2; i++) {
+    char text[2][1024], name[2][32];
+    for (int j = 0; j < 2; j++) {
+      snprintf(text[j], sizeof text[j], "%s", EX[j]);
+      for (char *q = strstr(text[j], "f16"); q; q = strstr(q + 3, "f16"))
+        memcpy(q, dt[i], 3);
+      snprintf(name[j], sizeof name[j], "te_%s.%s", dt[i], j ? "ugraph" : "graph");
+    }
+    const char *ug = tu_put(name[1], text[1]);
+    ck_assert_int_eq(tu_verify_rc(tu_put(name[0], text[0]), ug), 0);
+    tu_assert_host_run(ug);
+  }
+  mirs_context_destroy(ctx);
+}
+END_TEST
+
+/* A custom kernel reading row b of Xt = transpose(X), X f16[%d, %d]:
+ * through the view, each row is a column of X (a sector per element). */
+static const char *const CV_UG =
+    "ugraph cv\ninput X : f16[%d, %d]\nXt = transpose(X)\n"
+    "O = custom(grid=[%d, 1, 1], block=[128, 1, 1], forloop=1) {\n"
+    "  x = input(Xt, imap=[0, -1, -1], fmap=-1)\n  e = exp(x)\n  a = accum(e)\n"
+    "  output(a, omap=[0, -1, -1])\n}\noutput O\n";
+
+START_TEST(test_copy_or_view) {
+  /* Reading the transposed view moves 16x its f16 bytes (a sector per
+   * element); a tiled copy kernel first moves 2x (coalesced both ways)
+   * and a launch (13.4 MB at H100 rates), then the kernel reads dense.
+   * At 64 x 64 (8 KB) the view wins: 1 kernel; at 4096 x 4096 (32 MB)
+   * the copy does: 512 MB through the view against 109 MB. */
+  mirs_context *ctx = tu_ctx(NULL);
+  static const struct {
+    int n;
+    const char *want;
+    int kernels;
+    double copy_bytes, kernel_bytes;
+  } cases[] = {
+      {64, "/* op 0: Xt = transpose(X): a view, no kernel */", 1, 0, 16 * 8192.0 + 8192.0},
+      {4096, "kernel 0: transpose -> Xt (32x32 tiles through shared memory: reads along dim 0", 2,
+       2 * 33554432.0, 2 * 33554432.0},
+  };
+  for (int i = 0; i < 2; i++) {
+    char text[1024];
+    int n = cases[i].n;
+    snprintf(text, sizeof text, CV_UG, n, n, n);
+    const char *const want[] = {cases[i].want};
+    assert_codegen(ctx, text, "cv", want, 1, cases[i].kernels);
+    mirs_graph *g = tu_parse(ctx, text);
+    mirs_cost c = MIRS_COST_INIT;
+    ck_assert_int_eq(mirs_graph_kernel_cost(ctx, g, 0, NULL, &c), MIRS_OK);
+    ck_assert(c.bytes == cases[i].copy_bytes);
+    ck_assert_int_eq(mirs_graph_kernel_cost(ctx, g, 1, NULL, &c), MIRS_OK);
+    ck_assert_msg(c.bytes == cases[i].kernel_bytes, "%d: %.0f bytes", n, c.bytes);
+    mirs_graph_destroy(g);
+  }
+  mirs_context_destroy(ctx);
+}
+END_TEST
+
 START_TEST(test_causal_mask_through_transpose) {
   /* Causal attention with K stored [b, n, d] and transposed in the kernel
    * (as the decoder example's scores are): the mask's columns trace back
@@ -649,6 +789,9 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_causal_mask_through_transpose);
   tcase_add_test(tc, test_codegen_views_and_copies);
   tcase_add_test(tc, test_views_in_custom_kernels);
+  tcase_add_test(tc, test_transpose_views);
+  tcase_add_test(tc, test_transpose_view_in_custom_kernel);
+  tcase_add_test(tc, test_copy_or_view);
   tcase_add_test(tc, test_reshape_view_rules);
   tcase_add_test(tc, test_host_run);
   suite_add_tcase(s, tc);

@@ -232,10 +232,17 @@ START_TEST(test_codegen_copies) {
       "(__half *)((char *)workspace + 0), ((__half *)((char *)workspace + 0) + 64), ",
   };
   tu_assert_contains(cu, want, sizeof want / sizeof want[0]);
-  /* The cost model: a slice moves its result twice (read, write). */
+  /* The cost model: a slice moves its result twice (read, write), in
+   * 32-byte sectors (docs/CODEGEN.md, "Sectors in the cost model"): R's
+   * rows are whole sectors, so exactly twice; U's start 6 bytes into a
+   * sector makes each warp's 64 bytes touch 3 sectors (one warp, across
+   * two rows, 4): 25 sectors for 16 in the 8 warps counted, so its read
+   * moves 25/16 of its bytes. */
   mirs_cost c = MIRS_COST_INIT;
+  ck_assert_int_eq(mirs_graph_kernel_cost(ctx, g, 4, NULL, &c), MIRS_OK);
+  ck_assert(c.bytes == 2.0 * 4 * 192 * 2);
   ck_assert_int_eq(mirs_graph_kernel_cost(ctx, g, 5, NULL, &c), MIRS_OK);
-  ck_assert(c.bytes == 2.0 * 8 * 60 * 2);
+  ck_assert(c.bytes == 8 * 60 * 2 * (1.0 + 25.0 / 16));
   mirs_free(ctx, cu);
   mirs_graph_destroy(g);
   mirs_context_destroy(ctx);

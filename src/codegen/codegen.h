@@ -73,6 +73,39 @@ int32_t mirs__codegen_view_root(const mirs_graph *g, int32_t t);
  * its last dim (elements of elsize bytes): last stride 1, rows, every
  * other stride and the offset whole 16-byte multiples. */
 bool mirs__codegen_storage_vec(const mirs_graph *g, int32_t t, int elsize);
+/* The dim of tile shape ts that a custom kernel's element load walks
+ * fastest for a tensor stored at strides st: -1 for row-major (the last
+ * dim), or the dim contiguous in memory when the last dim is strided (a
+ * permuted or transposed view), so that consecutive threads read
+ * consecutive addresses (cuda.c's emit_tile_coords follows it). */
+int mirs__codegen_walk_dim(const mirs__shape *ts, const int64_t *st);
+/* Sector factor of a walk over region ext (from the origin of storage
+ * s): consecutive threads take consecutive accesses of `width` elements
+ * of elsize bytes (width > 1: 16-byte chunks along the last dim), dim f
+ * fastest (-1: row-major); warps of 32 threads each move every 32-byte
+ * sector their accesses touch.  Returns the sectors the warps touch over
+ * the fewest that their bytes need (ceil(bytes / 32) a warp): >= 1, 1
+ * when coalesced, counted over the walk's first 8 warps. */
+double mirs__codegen_sector_factor(const mirs__storage *s, const mirs__shape *ext, int elsize,
+                                   int width, int f);
+/* The sector factor of a custom kernel's tile of shape ts of kernel
+ * tensor t (elements of elsize bytes): a load (16-byte chunks when vec,
+ * else element loads in mirs__codegen_walk_dim's order) or, with store,
+ * its element stores (row-major), over the same walk of the tile of t
+ * stored dense (so 1 for a dense tensor or a contiguous view: a view
+ * pays the sectors its strides add).  The tile's origin is taken at t's
+ * (block offsets are whole tiles). */
+double mirs__codegen_tile_sectors(const mirs_graph *g, int32_t t, const mirs__shape *ts,
+                                  int elsize, bool vec, bool store);
+/* The sector factor of predefined kernel op `op` reading its operand a
+ * (threads walk the result in row-major order; a reshape copy its
+ * input's order; a matmul's B a row at its last stride per step); 1 for
+ * a matmul's A, reductions and norms (per-thread loops: not modelled). */
+double mirs__codegen_operand_sectors(const mirs_graph *g, int32_t op, int32_t a);
+/* The sector factor of predefined kernel op `op` writing its result (in
+ * row-major order, at the result's storage strides: dense, or stored in
+ * place of a view chain). */
+double mirs__codegen_result_sectors(const mirs_graph *g, int32_t op);
 
 /* ---------------------------------------------------------------- driver (run.c) */
 

@@ -32,7 +32,10 @@
  *        memory, threads and the plan's register estimate)) * the
  *        plan's bytes in flight per block:
  *        Little's law bounds bandwidth by inflight / latency.
- * Bytes are HBM traffic, with no credit for L2 hits: every block loads its
+ * Bytes are HBM traffic in 32-byte sectors: each global access is counted
+ * at the sectors its warps touch (views.c, mirs__codegen_sector_factor:
+ * a strided tile of a transposed view moves a sector per lane), with no
+ * credit for L2 hits: every block loads its
  * own tile of every input, so a replicated input is re-read by each block
  * (that is what makes a bad grid expensive), F times when the forloop walks
  * it (fmap >= 0) and once when it does not (the tile is loop-invariant and
@@ -748,20 +751,24 @@ static void finish_time(const mirs__cost_device *d, mirs__cost_kernel *k, double
       d->launch_s + (k->mem_seconds > k->compute_seconds ? k->mem_seconds : k->compute_seconds);
 }
 
-/* Predefined kernel op: inputs read once, outputs written once. */
-static void cost_predefined(const mirs__cost_device *d, const mirs_graph *g, const mirs__kop *op,
-                            mirs__cost_kernel *k) {
+/* Predefined kernel op: inputs read once, outputs written once, each at
+ * the sector bytes its walk moves (views.c: a strided operand of a view,
+ * a result stored in place of a view chain). */
+static void cost_predefined(const mirs__cost_device *d, const mirs_graph *g, int32_t opi,
+                            const mirs__kop *op, mirs__cost_kernel *k) {
   bool half = true;
   for (int32_t i = 0; i < op->nin; i++) {
     const mirs__ktensor *t = &g->t[op->in[i]];
     /* (a slice reads only the elements of x that it keeps) */
     const mirs__shape *rd = op->op == MIRS_OP_SLICE ? &g->t[op->out[0]].shape : &t->shape;
-    k->bytes += (double)mirs__shape_numel(rd) * (double)elsize(t->dtype);
+    k->bytes += (double)mirs__shape_numel(rd) * (double)elsize(t->dtype) *
+                mirs__codegen_operand_sectors(g, opi, i);
     half = half && t->dtype != MIRS_F32;
   }
   for (int32_t i = 0; i < op->nout; i++) {
     const mirs__ktensor *t = &g->t[op->out[i]];
-    k->bytes += (double)mirs__shape_numel(&t->shape) * (double)elsize(t->dtype);
+    k->bytes += (double)mirs__shape_numel(&t->shape) * (double)elsize(t->dtype) *
+                (i == 0 ? mirs__codegen_result_sectors(g, opi) : 1.0);
   }
   const mirs__shape *a = &g->t[op->in[0]].shape, *r = &g->t[op->out[0]].shape;
   double f = op_flops(op->op, a, r);
@@ -938,7 +945,7 @@ mirs_status mirs__cost_kernel_op(mirs_context *ctx, const mirs__cost_device *d, 
     if (k->nin < 1 || k->nout < 1)
       return MIRS_FAIL(ctx, MIRS_INTERNAL, "kernel op %d has no input or output", (int)op);
     if (!mirs__codegen_is_view(g, op)) /* (a view moves nothing and launches nothing) */
-      cost_predefined(d, g, k, out);
+      cost_predefined(d, g, op, k, out);
     return MIRS_OK;
   }
   if (!k->bg)

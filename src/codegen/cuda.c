@@ -1613,10 +1613,7 @@ static void emit_load_bases(kgen *k, const mirs__bop *op, int32_t src_i) {
 static void emit_tile_coords(kgen *k, int32_t src, const char *ind, const mirs__shape *ts) {
   int64_t kst[MIRS_MAX_DIMS];
   storage_strides(k->g, k->views, src, kst);
-  int r = ts->ndim, f = -1;
-  for (int d = 0; d < r - 1 && ts->d[r - 1] > 1 && kst[r - 1] != 1; d++)
-    if (ts->d[d] > 1 && kst[d] == 1)
-      f = d;
+  int r = ts->ndim, f = mirs__codegen_walk_dim(ts, kst); /* (the cost model's walk too) */
   if (f < 0) {
     emit_coords(k->b, ind, "int", "e", ts);
     return;
@@ -2095,8 +2092,40 @@ static void layout_source_strides(const mirs_graph *g, bool views, int32_t ki,
   const mirs__kop *op = &g->ops[ki];
   int64_t xst[MIRS_MAX_DIMS];
   storage_strides(g, views, op->in[0], xst);
+  int r = g->t[op->out[0]].shape.ndim;
   for (int d = 0; d < MIRS_MAX_DIMS; d++)
-    st[d] = op->op == MIRS_OP_PERMUTE && d < g->t[op->out[0]].shape.ndim ? xst[op->lay.d[d]] : xst[d];
+    st[d] = op->op == MIRS_OP_PERMUTE && d < r ? xst[op->lay.d[d]] : xst[d];
+  if (op->op == MIRS_OP_TRANSPOSE) { /* (the permute of the last two dims) */
+    st[r - 2] = xst[r - 1];
+    st[r - 1] = xst[r - 2];
+  }
+}
+
+/* Whether kernel op ki runs as a layout copy when it is not a view: a
+ * layout op, or a transpose (the permute of its last two dims). */
+static bool layout_copy(const mirs_graph *g, int32_t ki) {
+  return mirs__op_is_layout(g->ops[ki].op) || g->ops[ki].op == MIRS_OP_TRANSPOSE;
+}
+
+/* The dim of layout op ki's result that its copy walks in 32x32 tiles
+ * with the last dim (a permute or transpose that moves the last dim,
+ * when another dim is contiguous in the input: reads along it, writes
+ * along the last, both coalesced), or -1. */
+static int layout_tiled(const mirs_graph *g, bool views, int32_t ki) {
+  const mirs__kop *op = &g->ops[ki];
+  int64_t st[MIRS_MAX_DIMS];
+  if (op->op != MIRS_OP_PERMUTE && op->op != MIRS_OP_TRANSPOSE)
+    return -1;
+  layout_source_strides(g, views, ki, st);
+  return mirs__codegen_walk_dim(&g->t[op->out[0]].shape, st);
+}
+
+/* Number of 32x32 tiles of a tiled copy over result shape os along dims
+ * f and the last. */
+static int64_t layout_tiles(const mirs__shape *os, int f) {
+  int r = os->ndim;
+  return mirs__shape_numel(os) / (os->d[f] * os->d[r - 1]) * ((os->d[f] + 31) / 32) *
+         ((os->d[r - 1] + 31) / 32);
 }
 
 /* Offset, in the input's buffer, of layout op ki's first element from
@@ -2121,13 +2150,64 @@ static int64_t layout_vector(const mirs_graph *g, bool views, int32_t ki) {
   layout_source_strides(g, views, ki, st);
   mirs__storage x;
   mirs__codegen_storage(g, views, op->in[0], &x);
-  if ((op->op != MIRS_OP_PERMUTE && op->op != MIRS_OP_SLICE) || st[r - 1] != 1 ||
+  if ((op->op != MIRS_OP_PERMUTE && op->op != MIRS_OP_SLICE && op->op != MIRS_OP_TRANSPOSE) ||
+      st[r - 1] != 1 ||
       os->d[r - 1] % v != 0 || (x.off + layout_source_offset(g, views, ki)) % v != 0)
     return 1;
   for (int d = 0; d < r - 1; d++)
     if (os->d[d] > 1 && st[d] % v != 0)
       return 1;
   return v;
+}
+
+/* Emit layout op ki, a permute or transpose moving the last dim, as a
+ * copy in 32x32 tiles of its result's dims f and last (f contiguous in
+ * the input): 256 threads read a tile along f into shared memory (a
+ * padded row, 33), a barrier, then write it along the last dim, so both
+ * sides coalesce; blocks stride over the tiles. */
+static void emit_layout_tiled(const mirs_graph *g, bool views, int32_t ki, int f, const char *ename,
+                              mirs__buf *b) {
+  const mirs__kop *op = &g->ops[ki];
+  const mirs__shape *os = &g->t[op->out[0]].shape;
+  const char *ct = ctype(g->t[op->out[0]].dtype);
+  int r = os->ndim;
+  int64_t pst[MIRS_MAX_DIMS], dst[MIRS_MAX_DIMS], nf = os->d[f], nl = os->d[r - 1];
+  layout_source_strides(g, views, ki, pst);
+  strides(os, dst);
+  int64_t tf = (nf + 31) / 32, tl = (nl + 31) / 32;
+  mirs__buf_printf(b, "\n/* kernel %d: %s -> %s (32x32 tiles through shared memory: reads along "
+                      "dim %d, contiguous in the input, writes along the last) */\n",
+                   (int)ki, mirs__graph_ops[op->op].name, g->t[op->out[0]].name, f);
+  mirs__buf_printf(b, "static __global__ void __launch_bounds__(256) %s_k%d(const %s *__restrict__ in0, "
+                      "%s *__restrict__ out0) {\n", ename, (int)ki, ct, ct);
+  mirs__buf_printf(b, "    __shared__ %s tile[32][33];\n"
+                      "    const int tx = threadIdx.x %% 32, ty = threadIdx.x / 32;\n", ct);
+  mirs__buf_printf(b, "    for (long long t = blockIdx.x; t < %" PRId64 "LL; t += gridDim.x) {\n",
+                   layout_tiles(os, f));
+  mirs__buf_printf(b, "      const long long tl = t %% %" PRId64 ", tf = (t / %" PRId64 ") %% %" PRId64
+                      ";\n      long long si = 0, so = 0;\n",
+                   tl, tl, tf);
+  if (mirs__shape_numel(os) > nf * nl) /* (the other dims, from the tile's index) */
+    mirs__buf_printf(b, "      long long rest = t / %" PRId64 ";\n", tl * tf);
+  for (int d = r - 2; d >= 0; d--) {
+    if (d == f || os->d[d] == 1)
+      continue;
+    mirs__buf_printf(b, "      si += (rest %% %" PRId64 ") * %" PRId64 "LL; so += (rest %% %" PRId64
+                        ") * %" PRId64 "LL; rest /= %" PRId64 ";\n",
+                     os->d[d], pst[d], os->d[d], dst[d], os->d[d]);
+  }
+  mirs__buf_printf(b, "      for (int j = ty; j < 32; j += 8) {\n"
+                      "        const long long cf = tf * 32 + tx, cl = tl * 32 + j;\n"
+                      "        if (cf < %" PRId64 " && cl < %" PRId64 ")\n"
+                      "          tile[j][tx] = in0[si + cf + cl * %" PRId64 "LL];\n      }\n"
+                      "      __syncthreads();\n",
+                   nf, nl, pst[r - 1]);
+  mirs__buf_printf(b, "      for (int j = ty; j < 32; j += 8) {\n"
+                      "        const long long cl = tl * 32 + tx, cf = tf * 32 + j;\n"
+                      "        if (cf < %" PRId64 " && cl < %" PRId64 ")\n"
+                      "          out0[so + cf * %" PRId64 "LL + cl] = tile[tx][j];\n      }\n"
+                      "      __syncthreads();\n    }\n}\n",
+                   nf, nl, dst[f]);
 }
 
 /* Emit layout op ki (reshape, permute, slice) that is not a view as a
@@ -2150,6 +2230,11 @@ static void emit_layout(const mirs_graph *g, bool views, int32_t ki, const char 
   pst[r - 1] *= v;
   strides(xs, dst);
   bool plain = op->op == MIRS_OP_RESHAPE && memcmp(pst, dst, sizeof(int64_t) * (size_t)xs->ndim) == 0;
+  int f = layout_tiled(g, views, ki);
+  if (f >= 0) {
+    emit_layout_tiled(g, views, ki, f, ename, b);
+    return;
+  }
   mirs__buf_printf(b, "\n/* kernel %d: %s -> %s (%s) */\n", (int)ki, mirs__graph_ops[op->op].name,
                    g->t[op->out[0]].name,
                    plain ? "a copy in order: the reshape of an output"
@@ -2184,7 +2269,7 @@ static void emit_layout(const mirs_graph *g, bool views, int32_t ki, const char 
 static void emit_predefined(const mirs_graph *g, bool views, int32_t ki, const char *ename,
                             mirs__buf *b) {
   const mirs__kop *op = &g->ops[ki];
-  if (mirs__op_is_layout(op->op)) {
+  if (layout_copy(g, ki)) { /* (a transpose too: the permute of its last two dims) */
     if (!mirs__codegen_op_is_view(g, views, ki))
       emit_layout(g, views, ki, ename, b);
     return;
@@ -2699,7 +2784,10 @@ static void emit_launches(const mirs_graph *g, bool views, const char *ename,
                        bg->block[2], smem);
     } else {
       int64_t n = mirs__shape_numel(&g->t[op->out[0]].shape);
-      if (mirs__op_is_layout(op->op))
+      int f = layout_copy(g, i) ? layout_tiled(g, views, i) : -1;
+      if (f >= 0)
+        n = layout_tiles(&g->t[op->out[0]].shape, f) * 256; /* (a block a tile) */
+      else if (layout_copy(g, i))
         n /= layout_vector(g, views, i);
       mirs__buf_printf(b, "    MIRS_LAUNCH(%s_k%d, dim3(%" PRId64 "), dim3(256), 0, stream, (",
                        ename, (int)i, mirs__codegen_stride_blocks(n));
@@ -2767,8 +2855,8 @@ mirs_status mirs__codegen_cuda_views(const mirs_graph *g, const char *entry, boo
   mirs__buf_puts(b, prelude_copy);
   mirs__hopper_emit_prelude(b, g, plans);
   for (int32_t i = 0; i < g->nops; i++)
-    if (mirs__op_is_layout(g->ops[i].op) && !mirs__codegen_op_is_view(g, views, i) &&
-        layout_vector(g, views, i) > 1) {
+    if (layout_copy(g, i) && !mirs__codegen_op_is_view(g, views, i) &&
+        layout_tiled(g, views, i) < 0 && layout_vector(g, views, i) > 1) {
       mirs__buf_puts(b, prelude_layout);
       break;
     }

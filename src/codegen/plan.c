@@ -1002,6 +1002,13 @@ int64_t mirs__plan_fend(const mirs__plan *pl, const mirs__bgraph *bg, const int6
   return fend < 1 ? 1 : fend > bg->forloop ? bg->forloop : fend;
 }
 
+/* Sector factor of input tile pt's loads (views.c: 32-byte sectors moved
+ * per useful byte by the walk emit_load generates; 1 when coalesced). */
+static double load_sectors(const mirs_graph *g, const mirs__bgraph *bg, const mirs__bop *op,
+                           const mirs__plan_tensor *pt) {
+  return mirs__codegen_tile_sectors(g, op->src, &bg->t[op->out].shape, pt->elsize, pt->vec, false);
+}
+
 /* Global traffic, bytes in flight and the infeasibility checks. */
 static void plan_totals(mirs__plan *pl, const mirs_graph *g, const mirs__kop *kop,
                         int64_t smem_limit) {
@@ -1014,7 +1021,7 @@ static void plan_totals(mirs__plan *pl, const mirs_graph *g, const mirs__kop *ko
     if (op->op == MIRS_OP_INPUT) {
       const mirs__plan_tensor *pt = &pl->t[op->out];
       double tile = (double)mirs__shape_numel(&bg->t[op->out].shape) * pt->elsize;
-      pl->bytes += tile * (pt->invariant ? 1.0 : F) * B;
+      pl->bytes += tile * (pt->invariant ? 1.0 : F) * B * load_sectors(g, bg, op, pt);
       double scalar = (double)pl->nthreads * SCALAR_INFLIGHT * pt->elsize;
       if (!pt->invariant) {
         pl->stage_bytes += tile;
@@ -1026,8 +1033,11 @@ static void plan_totals(mirs__plan *pl, const mirs_graph *g, const mirs__kop *ko
     } else if (op->op == MIRS_OP_OUTPUT) {
       int32_t dst = nout < kop->nout ? kop->out[nout] : op->dst;
       nout++;
-      double tile = (double)mirs__shape_numel(&bg->t[op->in[0]].shape);
-      pl->bytes += tile * (dst >= 0 ? es_of(g->t[dst].dtype) : 4) * B;
+      const mirs__shape *ts = &bg->t[op->in[0]].shape;
+      double tile = (double)mirs__shape_numel(ts);
+      int es = dst >= 0 ? es_of(g->t[dst].dtype) : 4;
+      double sectors = dst >= 0 ? mirs__codegen_tile_sectors(g, dst, ts, es, false, true) : 1.0;
+      pl->bytes += tile * es * B * sectors;
     }
   }
   if (pl->inflight == 0)

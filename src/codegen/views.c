@@ -15,10 +15,22 @@
  *    own (dense) buffer, or the output's, at the strides that undo the
  *    chain, so no op of the chain runs a kernel (B, and each tensor from
  *    B to x, has exactly one consumer, so nothing else reads B's layout);
+ *  - a permute or transpose whose view would have a strided last dim
+ *    stays a view only while its readers, priced in sectors, cost less
+ *    through it than a tiled copy and dense reads (copy_wins);
  *  - otherwise the layout op is a copy kernel (cuda.c's emit_layout)
  *    reading its input through its view, and its result is dense.
+ * A kernel-level `transpose` is the permute of the last two dims here
+ * (a view, a store redirected through it, or, where neither, its own
+ * grid-stride kernel: cuda.c's emit_predefined).
  * The graph is unchanged: only the code generation and the cost model
  * read this (so verification, on the graph, stays as it was).
+ *
+ * Sectors (mirs__codegen_sector_factor): global memory moves whole
+ * 32-byte sectors, so a warp whose accesses are strided moves more bytes
+ * than it uses; the cost model prices a tile load or store, and a
+ * predefined kernel's operand, at the sector bytes the walk the emitter
+ * generates moves (the walk order is decided here, for both).
  *
  * Invariants: program inputs and outputs are dense in their own (the
  * caller's) buffers, so a view never changes what the user's buffers
@@ -50,16 +62,31 @@ static bool is_output(const mirs_graph *g, int32_t t) {
   return false;
 }
 
+/* Whether op moves elements without computing: a layout op, or a
+ * kernel-level transpose (the permute of its last two dims). */
+static bool moves(mirs_op op) {
+  return mirs__op_is_layout(op) || op == MIRS_OP_TRANSPOSE;
+}
+
 /* Whether op is a layout op that may be a view in this mode. */
 static bool viewable(const mirs__kop *op, bool views) {
   return op->op == MIRS_OP_RESHAPE ||
-         (views && (op->op == MIRS_OP_PERMUTE || op->op == MIRS_OP_SLICE));
+         (views && (op->op == MIRS_OP_PERMUTE || op->op == MIRS_OP_SLICE ||
+                    op->op == MIRS_OP_TRANSPOSE));
 }
 
 /* Whether layout op op maps its input's elements one to one onto its
  * result's (a store may be redirected through it). */
 static bool bijective(const mirs__kop *op) {
-  return op->op == MIRS_OP_RESHAPE || op->op == MIRS_OP_PERMUTE;
+  return op->op == MIRS_OP_RESHAPE || op->op == MIRS_OP_PERMUTE || op->op == MIRS_OP_TRANSPOSE;
+}
+
+/* Strides of a transpose's result from its input's xst (the last two
+ * swapped); the inverse is the same swap. */
+static void swap_last(int r, const int64_t *xst, int64_t *tst) {
+  memcpy(tst, xst, sizeof(int64_t) * MIRS_MAX_DIMS);
+  tst[r - 2] = xst[r - 1];
+  tst[r - 1] = xst[r - 2];
 }
 
 /* Strides tst of reshape result ts of x (shape xs, strides xst), when
@@ -119,6 +146,10 @@ static bool apply_off(const mirs_graph *g, const mirs__kop *op, const int64_t *x
       tst[d] = xst[op->lay.d[d]];
     return true;
   }
+  if (op->op == MIRS_OP_TRANSPOSE) {
+    swap_last(ts->ndim, xst, tst);
+    return true;
+  }
   return op->op == MIRS_OP_RESHAPE && reshape_strides(xs, xst, ts, tst);
 }
 
@@ -156,6 +187,10 @@ static bool unapply(const mirs_graph *g, const mirs__kop *op, const int64_t *tst
   if (op->op == MIRS_OP_PERMUTE) {
     for (int d = 0; d < ts->ndim; d++)
       xst[op->lay.d[d]] = tst[d];
+    return true;
+  }
+  if (op->op == MIRS_OP_TRANSPOSE) {
+    swap_last(ts->ndim, tst, xst);
     return true;
   }
   return op->op == MIRS_OP_RESHAPE && reshape_strides(ts, tst, xs, xst);
@@ -230,6 +265,80 @@ static int32_t redirect(const mirs_graph *g, int32_t b, int64_t *inv) {
   return buf;
 }
 
+/* A kernel launch in bytes of HBM traffic: the H100 profile's 4 us at
+ * 3.35 TB/s (data/devices.profile), what a copy kernel costs beyond its
+ * bytes.  (The choice below is made without a device: the H200's 4 us
+ * at 4.8 TB/s would be 19.2 MB.) */
+#define LAUNCH_BYTES 13.4e6
+
+/* The tile walk's factor (below, mirs__codegen_tile_sectors). */
+static double tile_walk(const mirs__storage *s, const mirs__shape *ts, int elsize, bool vec,
+                        bool store);
+static double operand_walk(const mirs_graph *g, int32_t op, int32_t a, const mirs__storage *sp);
+
+/* Whether the result x of permute or transpose p, a view at storage v
+ * whose last dim is strided, is cheaper as a copy: a tiled copy kernel
+ * (coalesced reads and writes: 2 numel bytes and a launch) after which
+ * every reader reads x dense, against every reader reading the view, each
+ * access in the sectors its walk touches.  Readers: custom kernels' input
+ * tiles (blocks x forloop iterations when walked) and predefined ops'
+ * operands; a reader that is itself a layout op (a chain of views, maybe
+ * a store redirected through p) or x being an output keeps the view. */
+static bool copy_wins(const mirs_graph *g, const mirs__kop *p, const mirs__storage *v) {
+  int32_t x = p->out[0];
+  const mirs__shape *xs = &g->t[x].shape;
+  int r = xs->ndim, es = g->t[x].dtype == MIRS_F32 ? 4 : 2;
+  if ((p->op != MIRS_OP_PERMUTE && p->op != MIRS_OP_TRANSPOSE) || r < 2 || v->st[r - 1] == 1 ||
+      mirs__codegen_walk_dim(xs, v->st) < 0 || is_output(g, x))
+    return false;
+  mirs__storage d = {.buf = x, .off = 0};
+  dense(xs, d.st);
+  double view = 0, copy = 2.0 * (double)mirs__shape_numel(xs) * es + LAUNCH_BYTES;
+  for (int32_t i = 0; i < g->nops; i++) {
+    const mirs__kop *k = &g->ops[i];
+    for (int32_t a = 0; a < k->nin; a++) {
+      if (k->in[a] != x)
+        continue;
+      if (moves(k->op))
+        return false;
+      if (k->op != MIRS_OP_CUSTOM) {
+        double n = (double)mirs__shape_numel(xs) * es;
+        view += n * operand_walk(g, i, a, v);
+        copy += n * operand_walk(g, i, a, &d);
+        continue;
+      }
+      const mirs__bgraph *bg = k->bg;
+      double blocks = 1;
+      for (int j = 0; j < MIRS__GRID; j++)
+        blocks *= bg->grid[j] > 0 ? bg->grid[j] : 1;
+      for (int32_t j = 0; j < bg->nops; j++) {
+        const mirs__bop *b = &bg->ops[j];
+        if (b->op != MIRS_OP_INPUT || b->src != x)
+          continue;
+        const mirs__shape *ts = &bg->t[b->out].shape;
+        bool walked = b->fmap >= 0 && bg->forloop > 1;
+        double n = (double)mirs__shape_numel(ts) * es * blocks * (walked ? bg->forloop : 1);
+        bool dvec = (ts->d[ts->ndim - 1] * es) % 16 == 0 && (xs->d[r - 1] * es) % 16 == 0;
+        view += n * tile_walk(v, ts, es, false, false);
+        copy += n * tile_walk(&d, ts, es, dvec, false);
+      }
+    }
+  }
+  return copy < view;
+}
+
+/* Storage of layout op p's result as a view of its input's storage x
+ * into *s; false when it is not one (not expressible, or, with views,
+ * cheaper as a copy: copy_wins). */
+static bool view_of(const mirs_graph *g, bool views, const mirs__kop *p, const mirs__storage *x,
+                    mirs__storage *s) {
+  s->buf = x->buf;
+  s->off = x->off;
+  if (!apply_off(g, p, x->st, s->st, &s->off))
+    return false;
+  return !views || !copy_wins(g, p, s);
+}
+
 void mirs__codegen_storage(const mirs_graph *g, bool views, int32_t t, mirs__storage *s) {
   s->buf = t;
   s->off = 0;
@@ -237,17 +346,13 @@ void mirs__codegen_storage(const mirs_graph *g, bool views, int32_t t, mirs__sto
   if (g->t[t].producer < 0 || is_output(g, t))
     return; /* (the caller's buffers: dense) */
   const mirs__kop *p = &g->ops[g->t[t].producer];
-  if (mirs__op_is_layout(p->op)) {
+  if (moves(p->op)) {
     if (!viewable(p, views))
       return;
-    mirs__storage x;
+    mirs__storage x, v;
     mirs__codegen_storage(g, views, p->in[0], &x);
-    int64_t st[MIRS_MAX_DIMS], off = x.off;
-    if (apply_off(g, p, x.st, st, &off)) {
-      s->buf = x.buf;
-      s->off = off;
-      memcpy(s->st, st, sizeof st);
-    }
+    if (view_of(g, views, p, &x, &v))
+      *s = v;
     return;
   }
   int64_t inv[MIRS_MAX_DIMS];
@@ -260,14 +365,13 @@ void mirs__codegen_storage(const mirs_graph *g, bool views, int32_t t, mirs__sto
 
 bool mirs__codegen_op_is_view(const mirs_graph *g, bool views, int32_t op) {
   const mirs__kop *k = &g->ops[op];
-  if (!mirs__op_is_layout(k->op) || !viewable(k, views))
+  if (!moves(k->op) || !viewable(k, views))
     return false;
-  mirs__storage x;
-  int64_t st[MIRS_MAX_DIMS], off = 0;
+  mirs__storage x, v;
   mirs__codegen_storage(g, views, k->in[0], &x);
   if (is_output(g, k->out[0])) /* (its producer chain stores into the output: redirect) */
     return x.buf == k->out[0];
-  return apply_off(g, k, x.st, st, &off);
+  return view_of(g, views, k, &x, &v);
 }
 
 bool mirs__codegen_is_view(const mirs_graph *g, int32_t op) {
@@ -291,4 +395,144 @@ bool mirs__codegen_storage_vec(const mirs_graph *g, int32_t t, int elsize) {
     if (sh->d[d] > 1 && (s.st[d] * elsize) % 16 != 0)
       return false;
   return true;
+}
+
+int mirs__codegen_walk_dim(const mirs__shape *ts, const int64_t *st) {
+  int r = ts->ndim, f = -1;
+  for (int d = 0; d < r - 1 && ts->d[r - 1] > 1 && st[r - 1] != 1; d++)
+    if (ts->d[d] > 1 && st[d] == 1)
+      f = d;
+  return f;
+}
+
+/* Bytes of a global-memory sector: the unit DRAM and L2 move. */
+#define SECTOR 32
+/* Warps of a walk whose sectors are counted (the first ones: a walk
+ * repeats its pattern every row or so; a bounded count keeps costing
+ * independent of tile sizes). */
+#define SAMPLE_WARPS 8
+
+double mirs__codegen_sector_factor(const mirs__storage *s, const mirs__shape *ext, int elsize,
+                                   int width, int f) {
+  int r = ext->ndim, order[MIRS_MAX_DIMS], n_order = 0;
+  if (r < 1 || elsize < 1 || width < 1 || ext->d[r - 1] % width != 0)
+    return 1.0;
+  mirs__shape w = *ext; /* in accesses: the last dim in units of `width` elements */
+  w.d[r - 1] /= width;
+  if (f >= 0)
+    order[n_order++] = f;
+  for (int d = r - 1; d >= 0; d--)
+    if (d != f)
+      order[n_order++] = d;
+  int64_t n = mirs__shape_numel(&w), abytes = (int64_t)elsize * width;
+  double moved = 0, ideal = 0;
+  for (int64_t w0 = 0; w0 < n && w0 < SAMPLE_WARPS * 32; w0 += 32) {
+    int64_t sec[64]; /* distinct sectors of this warp (an access spans at most 2: width <= 16 B) */
+    int ns = 0;
+    for (int64_t j = w0; j < w0 + 32 && j < n; j++) {
+      int64_t rem = j, el = s->off;
+      for (int i = 0; i < n_order; i++) {
+        int d = order[i];
+        int64_t c = rem % w.d[d];
+        rem /= w.d[d];
+        el += c * (d == r - 1 ? width : 1) * s->st[d];
+      }
+      int64_t lo = el * elsize, hi = lo + abytes - 1;
+      for (int64_t q = lo / SECTOR; q <= hi / SECTOR && q <= lo / SECTOR + 1; q++) {
+        int k = 0;
+        while (k < ns && sec[k] != q)
+          k++;
+        if (k == ns)
+          sec[ns++] = q;
+      }
+    }
+    int64_t used = ((w0 + 32 < n ? w0 + 32 : n) - w0) * abytes;
+    moved += ns;
+    ideal += (double)((used + SECTOR - 1) / SECTOR);
+  }
+  double fct = ideal > 0 ? moved / ideal : 1.0;
+  return fct < 1.0 ? 1.0 : fct; /* (a broadcast moves no less than it uses: no L2 credit) */
+}
+
+/* Sector factor of a tile walk over storage s: 16-byte chunks in
+ * row-major order when vec (emit_load), else element accesses (a store:
+ * row-major; a load: mirs__codegen_walk_dim's order). */
+static double tile_walk(const mirs__storage *s, const mirs__shape *ts, int elsize, bool vec,
+                        bool store) {
+  if (vec)
+    return mirs__codegen_sector_factor(s, ts, elsize, 16 / elsize, -1);
+  return mirs__codegen_sector_factor(s, ts, elsize, 1,
+                                     store ? -1 : mirs__codegen_walk_dim(ts, s->st));
+}
+
+double mirs__codegen_tile_sectors(const mirs_graph *g, int32_t t, const mirs__shape *ts,
+                                  int elsize, bool vec, bool store) {
+  mirs__storage s, d = {.buf = t, .off = 0};
+  mirs__codegen_storage(g, true, t, &s);
+  dense(&g->t[t].shape, d.st);
+  if (s.buf == t && s.off == 0 && same_strides(&g->t[t].shape, s.st, d.st))
+    return 1.0; /* (dense: the reference itself; the search's common case) */
+  /* Against the same tile of t dense (16-byte loads where its rows
+   * allow, as plan_input decides): the model's bytes of dense tiles stay
+   * as they were, a view pays the sectors its strides add. */
+  const mirs__shape *ks = &g->t[t].shape;
+  bool dvec = !store && (ts->d[ts->ndim - 1] * elsize) % 16 == 0 &&
+              (ks->d[ks->ndim - 1] * elsize) % 16 == 0;
+  double fv = tile_walk(&s, ts, elsize, vec, store), fd = tile_walk(&d, ts, elsize, dvec, store);
+  return fv > fd ? fv / fd : 1.0;
+}
+
+/* Sector factor of predefined op `op` reading operand a stored at s. */
+static double operand_walk(const mirs_graph *g, int32_t op, int32_t a, const mirs__storage *sp) {
+  const mirs__kop *k = &g->ops[op];
+  const mirs__shape *os = &g->t[k->out[0]].shape;
+  mirs__op_kind kind = mirs__graph_ops[k->op].kind;
+  int r = os->ndim;
+  int es = g->t[k->in[a]].dtype == MIRS_F32 ? 4 : 2;
+  mirs__storage s = *sp, w = s; /* w: the operand's strides along the output's coordinates */
+  const mirs__shape *xs = &g->t[k->in[a]].shape;
+  if (kind == MIRS__KIND_UNARY || kind == MIRS__KIND_BINARY) {
+    if (xs->ndim != r)
+      return 1.0;
+    for (int d = 0; d < r; d++)
+      w.st[d] = xs->d[d] > 1 ? s.st[d] : 0; /* (a broadcast dim) */
+  } else if (kind == MIRS__KIND_TRANSPOSE || k->op == MIRS_OP_PERMUTE) {
+    if (kind == MIRS__KIND_TRANSPOSE)
+      swap_last(r, s.st, w.st);
+    else
+      for (int d = 0; d < r; d++)
+        w.st[d] = s.st[k->lay.d[d]];
+    /* (a copy moving the last dim reads along the dim contiguous in its
+     * input: the tiled copy, cuda.c's emit_layout) */
+    return mirs__codegen_sector_factor(&w, os, es, 1, mirs__codegen_walk_dim(os, w.st));
+  } else if (k->op == MIRS_OP_SLICE) {
+    w.off += k->lay.d[1] * s.st[k->lay.d[0]];
+  } else if (k->op == MIRS_OP_RESHAPE) {
+    return mirs__codegen_sector_factor(&s, xs, es, 1, -1); /* (read in the input's order) */
+  } else if (kind == MIRS__KIND_MATMUL && a == 1) {
+    /* Consecutive lanes take consecutive result columns: at each step p
+     * of their loops they read a row of B at its last dim's stride (A's
+     * element is one address for the lanes of a row: a broadcast). */
+    mirs__shape cols = {.ndim = 1, .d = {os->d[r - 1]}};
+    mirs__storage row = {.buf = s.buf, .off = s.off, .st = {s.st[xs->ndim - 1]}};
+    return mirs__codegen_sector_factor(&row, &cols, es, 1, -1);
+  } else {
+    return 1.0; /* a matmul's A, reductions, norms: per-thread loops, not modelled */
+  }
+  return mirs__codegen_sector_factor(&w, os, es, 1, -1);
+}
+
+double mirs__codegen_operand_sectors(const mirs_graph *g, int32_t op, int32_t a) {
+  mirs__storage s;
+  mirs__codegen_storage(g, true, g->ops[op].in[a], &s);
+  return operand_walk(g, op, a, &s);
+}
+
+double mirs__codegen_result_sectors(const mirs_graph *g, int32_t op) {
+  const mirs__kop *k = &g->ops[op];
+  int32_t t = k->out[0];
+  mirs__storage s;
+  mirs__codegen_storage(g, true, t, &s);
+  return mirs__codegen_sector_factor(&s, &g->t[t].shape, g->t[t].dtype == MIRS_F32 ? 4 : 2, 1,
+                                     -1);
 }
