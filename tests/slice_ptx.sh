@@ -6,15 +6,8 @@
 # narrower element, and a slice whose start breaks the runs moves one
 # f16 a thread (u16), never a v4.  nvcc -ptx for sm_90; 77 without nvcc.
 set -u
-top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
-top_builddir=${top_builddir:-$top_srcdir}
-bin=$top_builddir/src/mirsearch
-nvcc=$(sed -n 's/^#define MIRS_NVCC "\(.*\)"$/\1/p' "$top_builddir/config.h" 2>/dev/null)
-nvcc=${NVCC:-${nvcc:-nvcc}}
-if ! "$nvcc" --version >/dev/null 2>&1; then
-  echo "slice_ptx: no nvcc ($nvcc): skipped"
-  exit 77
-fi
+name=slice_ptx
+. "$(cd "$(dirname "$0")" && pwd)/nvccenv.sh"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/mirs_slice_ptx.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT INT TERM
 printf 'program qkv\ninput Y : f16[8, 192]\nK = slice(Y, dim=1, start=64, len=64)\nU = slice(Y, dim=1, start=3, len=60)\noutput K, U\n' >"$tmp/p.graph"

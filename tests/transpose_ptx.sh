@@ -11,15 +11,8 @@
 # nvcc -ptx for sm_90 (SASS through cuobjdump where it is found, else
 # skipped); exits 77 without nvcc.
 set -u
-top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
-top_builddir=${top_builddir:-$top_srcdir}
-bin=$top_builddir/src/mirsearch
-nvcc=$(sed -n 's/^#define MIRS_NVCC "\(.*\)"$/\1/p' "$top_builddir/config.h" 2>/dev/null)
-nvcc=${NVCC:-${nvcc:-nvcc}}
-if ! "$nvcc" --version >/dev/null 2>&1; then
-  echo "transpose_ptx: no nvcc ($nvcc): skipped"
-  exit 77
-fi
+name=transpose_ptx
+. "$(cd "$(dirname "$0")" && pwd)/nvccenv.sh"
 cuobjdump=${CUOBJDUMP:-$(command -v cuobjdump || true)}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/mirs_transpose_ptx.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT INT TERM
