@@ -40,19 +40,24 @@
 # program, a thread count; calibrate, ranking and backend are one unit
 # each), run in the order of their value and written to OUTDIR the moment
 # each ends: a table row replaces that unit's row and the table is
-# renamed into place (a file is always complete: a write in progress has a
-# name of its own, .NAME.part), so a call killed at any point (SIGTERM,
-# SIGKILL of the tool's timeout) leaves every finished unit in its files.
-# A unit stopped by its time box gets a CUT(N s) row.  --resume=DIR reads
-# an earlier call's files (the files a `run` brought back, copied into an
-# ignored folder that the next call carries, .devresume/ by convention;
-# DIR defaults to OUTDIR), copies them into OUTDIR and skips every unit
-# they hold finished (a CUT row is not finished; a FAIL row is: to run a
-# step from scratch, --only=STEP without --resume), so the tables of both
-# calls end up merged in OUTDIR.  The result rows of the timing steps
+# renamed into place (a write in progress has a name of its own,
+# NAME.part, under OUTDIR/.partial/), so a call killed at any point
+# (SIGTERM, SIGKILL of the tool's timeout) leaves every finished unit in
+# its files and no half-written file under a real name.  A unit stopped
+# by its time box gets a CUT(N s) row.
+#
+# Resuming.  The state of a call is its 8 files and nothing else: what
+# the device tool brings back.  --resume=DIR reads an earlier call's files
+# (DIR: a folder of this checkout the next call carries, by convention
+# .devresume/, ignored by git, holding a copy of the files the earlier
+# `run` brought back; default OUTDIR), copies them into OUTDIR and skips
+# every unit they hold finished (a CUT row is not finished; a FAIL row
+# is: to run a step from scratch, --only=STEP without --resume), so the
+# tables of all the calls end up merged in the last call's OUTDIR, on a
+# fresh machine as on the same one.  The result rows of the timing steps
 # (bench, torch, calibrate, ranking, backend, scaling) are kept only when
-# the earlier call ran on the same device; nothing is kept from a call of
-# the other mode (--dry-run vs device).
+# the earlier call ran on the same device (the device query's name);
+# nothing is kept from a call of the other mode (--dry-run vs device).
 #
 # The steps, in the order they run: their value to issue 26's acceptance
 # first, so that a run cut short has done the most important ones.  NEED
@@ -280,8 +285,11 @@ export -f mirs
 log=$out/log.txt
 summary=$out/summary.txt
 OUTFILES="summary.txt log.txt runs.tsv fingerprints.tsv bench.tsv bench.json device.profile scaling.tsv"
-# A write cut by a kill leaves a .NAME.part, never a NAME: gone here.
-rm -f "$out"/.*.part
+# A write cut by a kill leaves a NAME.part in $partdir, never a NAME.
+partdir=$out/.partial/w/w
+rm -rf "$out/.partial"
+mkdir -p "$partdir" || exit 3
+trap 'rm -rf "$work" "$out/.partial"' EXIT
 # --resume=DIR: the earlier call's files become this call's, to add to.
 if [ "$resuming" -eq 1 ] && [ "$resume" != "$out" ]; then
   for f in $OUTFILES; do
@@ -341,10 +349,13 @@ with_box() {
 # ---------------------------------------------------------------- OUTDIR, atomically
 
 # publish FILE COMMAND...: COMMAND's output becomes OUTDIR/FILE, through
-# .FILE.part renamed (so FILE is the old one or the new one, whole);
-# nothing changes when COMMAND fails.
+# a FILE.part renamed (so FILE is the old one or the new one, whole);
+# nothing changes when COMMAND fails.  The .part files are three folders
+# down OUTDIR, on its file system (rename is atomic) but deeper than the
+# device tool brings back: one a kill left behind never takes one of the
+# 8 files a call returns.
 publish() {
-  local f=$out/$1 t=$out/.$1.part
+  local f=$out/$1 t=$partdir/$1.part
   shift
   if "$@" >"$t"; then mv -f "$t" "$f"; else rm -f "$t"; return 1; fi
 }
@@ -467,6 +478,9 @@ done_units() {
 pending_units() {
   "units_$1" | grep -vxF -f <(done_units "$1"; echo '<none>')
 }
+
+# The steps whose results are times of the device.
+timing_steps="bench torch calibrate ranking backend scaling"
 
 # keeps STEP: whether this call keeps the step's finished units (--resume,
 # same mode; the timing steps on the same device only).
@@ -632,6 +646,7 @@ units_note() {
   printf 'units %s/%s' "$((t - p))" "$t"
   [ "$k" -gt 0 ] && printf ', %s from an earlier call' "$k"
   [ "$f" -gt 0 ] && printf ', %s deferred (budget)' "$f"
+  [ -s "$d/failed" ] && printf ', %s failed' "$(grep -c . "$d/failed")"
   [ "$c" -gt 0 ] && printf ', %s cut by their box' "$c"
   return 0
 }
@@ -1204,7 +1219,7 @@ step_scaling() {
   if [ "$(grep -c . "$out/scaling.tsv")" -le 1 ]; then
     echo "$scale_ex: no thread count run; $(units_note scaling)"
   elif [ "$ok" -eq 1 ] && [ "$st" -eq 0 ]; then
-    echo "$scale_ex on $(display_scaling | tr '\n' ',' | sed 's/,$//'): identical results; $(units_note scaling)"
+    echo "$scale_ex on $(awk -F'\t' 'NR > 1 {print $2}' "$out/scaling.tsv" | tr '\n' ',' | sed 's/,$//'): identical results; $(units_note scaling)"
   else
     echo "$scale_ex: a run failed or results differ; $(units_note scaling)"
   fi
@@ -1282,9 +1297,11 @@ earlier_steps() {
   local n
   for n in $(step_names); do
     grep -q "^$n	" "$work/table.any" && continue
-    awk -v n="$n" '$1 == n && $2 ~ /^(PASS|FAIL|SKIP|PART|CUT|RUNNING)$/ {
+    awk -v n="$n" -v dropped="$([ "$same_device" -eq 0 ] && echo " $timing_steps " | grep -q " $n " && echo 1)" '
+      $1 == n && $2 ~ /^(PASS|FAIL|SKIP|PART|CUT|RUNNING)$/ {
       st = $2; note = $0; sub(/^[^ ]+ +[^ ]+ +[^ ]+ +/, "", note); sub(/^\(earlier\) /, "", note)
       if (st == "RUNNING") st = "CUT"
+      if (dropped) { st = "SKIP"; $3 = "-"; note = "not run: the earlier results, of another device, dropped" }
       retry = (st == "FAIL" || st == "PART" || st == "CUT" || note ~ /^not (run|reached)/) ? 1 : 0
       printf "%s\t%s\t%s\t%s\t(earlier) %s\n", $1, st, $3, retry, note; exit }' "$prev_summary"
   done
@@ -1419,6 +1436,8 @@ for n in $(step_names); do
     if [ "$prev_dev" != "$cur_dev" ]; then
       same_device=0
       note "--resume: the earlier call ran on '${prev_dev#device: }', this one on '${cur_dev#device: }': only its runs and fingerprints are kept"
+      # (All of them, run by this call or not: OUTDIR holds one device's times.)
+      for s in $timing_steps; do fresh "$s"; done
     elif [ "$dry" -eq 0 ] && done_units calibrate | grep -q .; then
       # Its measured profile: bench and ranking use it.
       cp "$out/device.profile" "$profile"

@@ -146,7 +146,7 @@ MIRSEARCH=$prog DEVICE_CHECK_KILL=runs:3 setsid -w bash "$top_srcdir/scripts/dev
 st=$?
 [ "$st" -eq 137 ] || fail "the run SIGKILLed after 3 units exited $st, not 137"
 [ "$(grep -c . "$tmp/k1/runs.tsv")" -eq 4 ] || fail "the SIGKILLed run's runs.tsv has not its 3 units: $(cat "$tmp/k1/runs.tsv")"
-[ -z "$(ls -A "$tmp/k1" | grep '\.part$')" ] || fail "the SIGKILLed run left a half-written file: $(ls -A "$tmp/k1")"
+[ -z "$(find "$tmp/k1" -name '*.part')" ] || fail "the SIGKILLed run left a half-written file: $(ls -A "$tmp/k1")"
 grep -q '^runs  *RUNNING ' "$tmp/k1/summary.txt" || fail "the SIGKILLed run's summary does not show runs RUNNING"
 grep -q '^  command: .* --resume=.devresume --only=runs,fingerprints,bench,torch,calibrate,ranking,scaling --dry-run$' \
   "$tmp/k1/summary.txt" || fail "the SIGKILLed run's summary has no follow-up for every step"
