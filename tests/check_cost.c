@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "codegen/codegen.h"
+#include "mirsearch/codegen.h"
 #include "codegen/cost.h"
 #include "codegen/plan.h"
 #include "graph/graph.h"
@@ -1011,6 +1012,55 @@ START_TEST(test_loop_sectors) {
 }
 END_TEST
 
+/* A slice Q [64, 64] of X f16 [64, W] from column `start`, read by the
+ * sector kernel a row a block: the load bytes over those of dense rows,
+ * and whether the generated code loads it with 16-byte cp.async. */
+static double slice_factor(mirs_context *ctx, const mirs__cost_device *d, int64_t w, int64_t start,
+                           bool *cp16) {
+  char head[160], text[1024];
+  snprintf(head, sizeof head, "input X : f16[64, %lld]\nQ = slice(X, dim=1, start=%lld, len=64)\n",
+           (long long)w, (long long)start);
+  double b = sector_bytes(ctx, d, head, 64, "Q", "0") - 64 * 128.0; /* (less the stores) */
+  snprintf(text, sizeof text, SECTOR_UG, head, 64, "Q", "0", "0");
+  mirs_graph *g = NULL;
+  ck_assert_int_eq(mirs_graph_parse_string(ctx, text, strlen(text), "s.ugraph", &g), MIRS_OK);
+  char *cu = NULL;
+  ck_assert_msg(mirs_codegen_cuda(g, NULL, &cu) == MIRS_OK, "codegen: %s", mirs_last_error(ctx));
+  *cp16 = strstr(cu, "(cp.async 16 bytes)") != NULL && strstr(cu, "mirs_cp_async16(") != NULL;
+  mirs_free(ctx, cu);
+  mirs__graph_free(g);
+  return b / (64 * 128.0);
+}
+
+/* Origins: a tile pays the sectors it straddles from where it starts,
+ * averaged over the tiles' origins; 16-byte cp.async exactly where every
+ * tile's origin keeps 16-byte alignment, in the plan the cost reads and
+ * in the generated code alike. */
+START_TEST(test_origin_sectors) {
+  mirs_context *ctx = tu_ctx(NULL);
+  mirs__cost_profiles *p;
+  const mirs__cost_device *d = test_dev(ctx, &p, "T");
+  bool cp16;
+  /* GPT-2's c_attn split: column 768 of [T, 2304], on a sector: as dense. */
+  ck_near(slice_factor(ctx, d, 2304, 768, &cp16), 1.0);
+  ck_assert(cp16);
+  /* Column 8 (16 bytes in): 16-byte chunks still, a row of 128 bytes
+   * over 5 sectors where 4 would do. */
+  ck_near(slice_factor(ctx, d, 2304, 8, &cp16), 1.25);
+  ck_assert(cp16);
+  /* Column 3 (6 bytes in): element loads, two warps of 64 bytes each
+   * over 3 sectors: 6 for 4. */
+  ck_near(slice_factor(ctx, d, 2304, 3, &cp16), 1.5);
+  ck_assert(!cp16);
+  /* Rows of 144 bytes: the rows' origins alternate between 16 bytes into
+   * a sector (5 sectors) and on one (4): 4.5 for 4 on average. */
+  ck_near(slice_factor(ctx, d, 72, 8, &cp16), 1.125);
+  ck_assert(cp16);
+  mirs__cost_profiles_free(p);
+  mirs_context_destroy(ctx);
+}
+END_TEST
+
 START_TEST(test_bad_args) {
   mirs_context *ctx = tu_ctx(NULL);
   mirs__cost_profiles *p;
@@ -1069,6 +1119,7 @@ int main(void) {
   tcase_add_test(tc, test_smem_chain_wins);
   tcase_add_test(tc, test_view_sectors);
   tcase_add_test(tc, test_loop_sectors);
+  tcase_add_test(tc, test_origin_sectors);
   tcase_add_test(tc, test_bad_args);
   suite_add_tcase(s, tc);
   return tu_run(s);

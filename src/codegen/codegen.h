@@ -93,8 +93,9 @@ double mirs__codegen_sector_factor(const mirs__storage *s, const mirs__shape *ex
  * else element loads in mirs__codegen_walk_dim's order) or, with store,
  * its element stores (row-major), over the same walk of the tile of t
  * stored dense (so 1 for a dense tensor or a contiguous view: a view
- * pays the sectors its strides add).  The tile's origin is taken at t's
- * (block offsets are whole tiles). */
+ * pays the sectors its strides add), averaged over the byte phases in a
+ * sector of its tiles' origins (t's offset plus whole tiles along each
+ * dim the tiles step through). */
 double mirs__codegen_tile_sectors(const mirs_graph *g, int32_t t, const mirs__shape *ts,
                                   int elsize, bool vec, bool store);
 /* The sector factor of predefined kernel op `op` reading its operand a

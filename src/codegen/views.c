@@ -487,6 +487,49 @@ static double tile_walk(const mirs__storage *s, const mirs__shape *ts, int elsiz
                                      store ? -1 : mirs__codegen_walk_dim(ts, s->st));
 }
 
+/* Tiles of shape ts of a tensor of shape ks stored at s, by the byte
+ * phase of their origin in a sector: cnt[q] of them start q bytes past a
+ * sector boundary.  A tile's origin is s->off plus k_d whole tiles along
+ * each dim d the tiles step through (ts_d < ks_d, k_d < ks_d / ts_d):
+ * blocks and forloop iterations start there (emit_global_index).  The
+ * buffer itself starts on a sector (cudaMalloc's 256 bytes, the
+ * workspace's 256-byte offsets). */
+static void tile_phases(const mirs__storage *s, const mirs__shape *ks, const mirs__shape *ts,
+                        int elsize, double cnt[SECTOR]) {
+  memset(cnt, 0, sizeof(double) * SECTOR);
+  cnt[((s->off * elsize) % SECTOR + SECTOR) % SECTOR] = 1;
+  for (int d = 0; d < ks->ndim; d++) {
+    if (ts->d[d] < 1 || ts->d[d] >= ks->d[d])
+      continue;
+    int64_t n = ks->d[d] / ts->d[d], step = (ts->d[d] * s->st[d] * elsize) % SECTOR;
+    double next[SECTOR] = {0}, per[SECTOR] = {0}; /* per[q]: the k < n with k * step = q */
+    for (int64_t k = 0; k < SECTOR && k < n; k++) /* (k * step cycles within 32 steps) */
+      per[(k * step) % SECTOR] += (double)((n - 1 - k) / SECTOR + 1);
+    for (int a = 0; a < SECTOR; a++)
+      for (int b = 0; b < SECTOR && cnt[a] > 0; b++)
+        next[(a + b) % SECTOR] += cnt[a] * per[b];
+    memcpy(cnt, next, sizeof next);
+  }
+}
+
+/* tile_walk averaged over the origins of the tiles of a tensor of shape
+ * ks stored at s (tile_phases: the count depends on the origin's byte
+ * phase in a sector only). */
+static double tiles_walk(const mirs__storage *s, const mirs__shape *ks, const mirs__shape *ts,
+                         int elsize, bool vec, bool store) {
+  double cnt[SECTOR], sum = 0, n = 0;
+  tile_phases(s, ks, ts, elsize, cnt);
+  for (int q = 0; q < SECTOR; q++) {
+    if (cnt[q] == 0)
+      continue;
+    mirs__storage at = *s;
+    at.off = q / elsize; /* (q is a multiple of elsize: every step is) */
+    sum += cnt[q] * tile_walk(&at, ts, elsize, vec, store);
+    n += cnt[q];
+  }
+  return n > 0 ? sum / n : 1.0;
+}
+
 double mirs__codegen_tile_sectors(const mirs_graph *g, int32_t t, const mirs__shape *ts,
                                   int elsize, bool vec, bool store) {
   mirs__storage s, d = {.buf = t, .off = 0};
@@ -494,13 +537,15 @@ double mirs__codegen_tile_sectors(const mirs_graph *g, int32_t t, const mirs__sh
   dense(&g->t[t].shape, d.st);
   if (s.buf == t && s.off == 0 && same_strides(&g->t[t].shape, s.st, d.st))
     return 1.0; /* (dense: the reference itself; the search's common case) */
-  /* Against the same tile of t dense (16-byte loads where its rows
+  /* Against the same tiles of t dense (16-byte loads where its rows
    * allow, as plan_input decides): the model's bytes of dense tiles stay
-   * as they were, a view pays the sectors its strides add. */
+   * as they were, a view pays what its strides and its origins add (a
+   * slice starting inside a sector straddles one more). */
   const mirs__shape *ks = &g->t[t].shape;
   bool dvec = !store && (ts->d[ts->ndim - 1] * elsize) % 16 == 0 &&
               (ks->d[ks->ndim - 1] * elsize) % 16 == 0;
-  double fv = tile_walk(&s, ts, elsize, vec, store), fd = tile_walk(&d, ts, elsize, dvec, store);
+  double fv = tiles_walk(&s, ks, ts, elsize, vec, store);
+  double fd = tiles_walk(&d, ks, ts, elsize, dvec, store);
   return fv > fd ? fv / fd : 1.0;
 }
 
