@@ -37,14 +37,16 @@
  * hold; a tensor's buffer is its own exactly when its storage is dense
  * there; in dense mode (`views` false, the benchmark's program as
  * written) only a reshape of a dense tensor is a view, as before views
- * existed.  Every answer is a pure function of the graph (no cache): the
- * cost model and the emitter agree by construction. */
+ * existed.  Every answer is a pure function of the graph and of the
+ * device its context's options select (a launch's bytes, in copy_wins):
+ * the cost model and the emitter agree by construction. */
 #include "config.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include "codegen/codegen.h"
+#include "codegen/cost.h"
 
 /* Row-major strides of shape s. */
 static void dense(const mirs__shape *s, int64_t st[MIRS_MAX_DIMS]) {
@@ -266,12 +268,6 @@ static int32_t redirect(const mirs_graph *g, int32_t b, int64_t *inv) {
   return buf;
 }
 
-/* A kernel launch in bytes of HBM traffic: the H100 profile's 4 us at
- * 3.35 TB/s (data/devices.profile), what a copy kernel costs beyond its
- * bytes.  (The choice below is made without a device: the H200's 4 us
- * at 4.8 TB/s would be 19.2 MB.) */
-#define LAUNCH_BYTES 13.4e6
-
 /* The tile walk's factor (below, mirs__codegen_tile_sectors). */
 static double tile_walk(const mirs__storage *s, const mirs__shape *ts, int elsize, bool vec,
                         bool store);
@@ -279,7 +275,8 @@ static double operand_walk(const mirs_graph *g, int32_t op, int32_t a, const mir
 
 /* Whether the result x of permute or transpose p, a view at storage v
  * whose last dim is strided, is cheaper as a copy: a tiled copy kernel
- * (coalesced reads and writes: 2 numel bytes and a launch) after which
+ * (coalesced reads and writes: 2 numel bytes and a launch, in bytes of
+ * the device g's options select: mirs__cost_launch_bytes) after which
  * every reader reads x dense, against every reader reading the view, each
  * access in the sectors its walk touches.  Readers: custom kernels' input
  * tiles (blocks x forloop iterations when walked) and predefined ops'
@@ -294,7 +291,8 @@ static bool copy_wins(const mirs_graph *g, const mirs__kop *p, const mirs__stora
     return false;
   mirs__storage d = {.buf = x, .off = 0};
   dense(xs, d.st);
-  double view = 0, copy = 2.0 * (double)mirs__shape_numel(xs) * es + LAUNCH_BYTES;
+  double view = 0, copy = 2.0 * (double)mirs__shape_numel(xs) * es +
+                         (double)mirs__cost_launch_bytes(g->ctx);
   for (int32_t i = 0; i < g->nops; i++) {
     const mirs__kop *k = &g->ops[i];
     for (int32_t a = 0; a < k->nin; a++) {
