@@ -73,6 +73,9 @@ int32_t mirs__codegen_view_root(const mirs_graph *g, int32_t t);
  * its last dim (elements of elsize bytes): last stride 1, rows, every
  * other stride and the offset whole 16-byte multiples. */
 bool mirs__codegen_storage_vec(const mirs_graph *g, int32_t t, int elsize);
+/* Whether kernel tensor t is dense in its own buffer (views on): not a
+ * view, not stored through one. */
+bool mirs__codegen_is_dense(const mirs_graph *g, int32_t t);
 /* The dim of tile shape ts that a custom kernel's element load walks
  * fastest for a tensor stored at strides st: -1 for row-major (the last
  * dim), or the dim contiguous in memory when the last dim is strided (a

@@ -528,13 +528,21 @@ static double tiles_walk(const mirs__storage *s, const mirs__shape *ks, const mi
   return n > 0 ? sum / n : 1.0;
 }
 
+bool mirs__codegen_is_dense(const mirs_graph *g, int32_t t) {
+  mirs__storage s;
+  int64_t d[MIRS_MAX_DIMS];
+  mirs__codegen_storage(g, true, t, &s);
+  dense(&g->t[t].shape, d);
+  return s.buf == t && s.off == 0 && same_strides(&g->t[t].shape, s.st, d);
+}
+
 double mirs__codegen_tile_sectors(const mirs_graph *g, int32_t t, const mirs__shape *ts,
                                   int elsize, bool vec, bool store) {
+  if (mirs__codegen_is_dense(g, t))
+    return 1.0; /* (dense: the reference itself; the search's common case) */
   mirs__storage s, d = {.buf = t, .off = 0};
   mirs__codegen_storage(g, true, t, &s);
   dense(&g->t[t].shape, d.st);
-  if (s.buf == t && s.off == 0 && same_strides(&g->t[t].shape, s.st, d.st))
-    return 1.0; /* (dense: the reference itself; the search's common case) */
   /* Against the same tiles of t dense (16-byte loads where its rows
    * allow, as plan_input decides): the model's bytes of dense tiles stay
    * as they were, a view pays what its strides and its origins add (a
