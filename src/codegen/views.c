@@ -605,13 +605,16 @@ static double loop_walk(const mirs_graph *g, const mirs__kop *k, int32_t a,
   int r = os->ndim, rx = xs->ndim, es = g->t[k->in[a]].dtype == MIRS_F32 ? 4 : 2;
   mirs__storage d = {.buf = s->buf, .off = 0};
   dense(xs, d.st);
+  if (s->off == 0 && same_strides(xs, s->st, d.st))
+    return 1.0; /* (dense: the reference itself; the search's common case) */
   int64_t lv[MIRS_MAX_DIMS] = {0}, ld[MIRS_MAX_DIMS] = {0}, pv, pd, steps;
   if (kind == MIRS__KIND_MATMUL && r >= 2 && rx >= 2) {
     /* (batch dims as indexed; A: c_{r-2} its rows, c_{r-1} a broadcast;
      * B: c_{r-1} its columns, c_{r-2} a broadcast) */
     lane_strides(xs, s->st, os, r - 2, lv);
     lane_strides(xs, d.st, os, r - 2, ld);
-    int lane = a == 0 ? r - 2 : r - 1, row = a == 0 ? rx - 2 : rx - 1, step = a == 0 ? rx - 1 : rx - 2;
+    int lane = a == 0 ? r - 2 : r - 1, row = a == 0 ? rx - 2 : rx - 1;
+    int step = a == 0 ? rx - 1 : rx - 2;
     lv[lane] = s->st[row];
     ld[lane] = d.st[row];
     pv = s->st[step];
