@@ -432,6 +432,11 @@ static mirs_status rerank(mirs_partition *p, int32_t i, const mirs_search *s, in
       if (c[j] < c[*best])
         *best = j;
     *cost = c[*best];
+    mirs__core_log(p->ctx, MIRS_LOG_INFO,
+                   "partition: piece %d reads views: its %d results priced where it runs, "
+                   "result %d the cheapest (%.3f us; result 0 %.3f us, the piece as written "
+                   "%.3f us)",
+                   (int)i, n, *best, c[*best] * 1e6, c[0] * 1e6, b * 1e6);
   }
   mirs__core_free(p->ctx, cand);
   mirs__core_free(p->ctx, c);
