@@ -397,9 +397,12 @@ static mirs_status price_in_place(mirs_partition *p, int32_t i, const mirs_graph
 mirs_status mirs__partition_in_place(mirs_partition *p, int32_t i, const mirs_graph *const *cand,
                                      int n, double *cost, double *before, bool *views) {
   *views = false;
+  p->piece[i].unranked = false;
   for (int32_t k = 0; k < i; k++)
-    if (!p->piece[k].best)
-      return MIRS_OK; /* (over MPI, another rank's piece: rank 0 ranks it again in order) */
+    if (!p->piece[k].best) {
+      p->piece[i].unranked = true; /* (over MPI, another rank's piece: rank 0 runs it again) */
+      return MIRS_OK;
+    }
   MIRS_CHECK(p->ctx, price_in_place(p, i, p->piece[i].prog, before, views));
   for (int j = 0; j < n && *views; j++)
     MIRS_CHECK(p->ctx, price_in_place(p, i, cand[j], &cost[j], NULL));
@@ -569,9 +572,14 @@ mirs_status mirs_partition_run(mirs_partition *p) {
       st = MIRS_FAIL(ctx, MIRS_MPI, "partition: another rank failed on its pieces");
     if (st == MIRS_OK && p->rank == 0 && !p->stats.stopped) {
       done = 0;
-      for (int32_t i = 0; i < p->npieces && st == MIRS_OK && !p->stats.stopped; i++)
+      for (int32_t i = 0; i < p->npieces && st == MIRS_OK && !p->stats.stopped; i++) {
+        if (p->piece[i].unranked) { /* (its own, run before the pieces ahead of it had bests) */
+          mirs__graph_free(p->piece[i].best);
+          p->piece[i].best = NULL;
+        }
         if (!p->piece[i].best)
           st = run_pieces(p, (int)i, (int)p->npieces, &done);
+      }
     }
   } else {
     st = run_pieces(p, 0, 1, &done);

@@ -22,6 +22,7 @@ typedef struct mirs__piece {
   mirs_graph *prog; /* the piece as a program of its own */
   mirs_graph *best; /* what the stitched graph runs for it (after run) */
   int32_t r_first, r_end; /* its kernel ops in the stitched graph: [r_first, r_end) */
+  bool unranked; /* its results not priced in place: a piece before it had no best (MPI) */
   mirs_piece_info info;
 } mirs__piece;
 
