@@ -3,8 +3,10 @@
  * kernels built as host C++ (tests/libgpufp-host.so, the same gpufp.cu
  * with MIRS_GPUFP_HOST and cuRAND's own device header), driven through the
  * library's real adapter (src/gpu/gpufp.c), must give values bit-identical
- * to the CPU backend's: every tensor, every trial, on every example at its
- * small shape and every committed uGraph, plus ops the examples lack.
+ * to the CPU backend's: every tensor, every trial, on every example (small
+ * and published shapes), every committed uGraph and the code generator's
+ * test kernels, plus what their outputs hide (block max and accumulator
+ * state, the mask's sentinel through every op that may take it).
  * Skipped (77) where the host module was not built (no CUDA toolkit). */
 #include "config.h"
 
@@ -74,9 +76,11 @@ static mirs_graph *load(mirs_context *ctx, const char *rel) {
   return g;
 }
 
-/* Every example: the .graph and .ugraph files of examples/ and the .ugraph
- * files of examples/best/ (paths relative to the source tree, sorted), found
- * when the suite is built so that a new example is covered unlisted. */
+/* Every example: the .graph and .ugraph files of examples/, the .ugraph
+ * files of examples/best/, and the code generator's test kernels in
+ * tests/codegen/ (views, reduction trees, chained attention, mixed
+ * precision) (paths relative to the source tree, sorted), found when the
+ * suite is built so that a new example is covered unlisted. */
 #define MAX_EXAMPLES 256
 static char *examples[MAX_EXAMPLES];
 static int nexamples;
@@ -298,18 +302,26 @@ START_TEST(test_chunked_grid) {
   mirs_graph *g = load(ctx, "examples/mha_small.ugraph");
   check_graph(ctx, g, 3, "chunked");
   mirs_graph_destroy(g);
+  /* A causal mask's frame in chunks after the first (the block of batch
+   * i is the chunk's first block plus i). */
+  g = load(ctx, "examples/best/causal_attention_small.ugraph");
+  check_graph(ctx, g, 3, "chunked mask");
+  mirs_graph_destroy(g);
   mirs_context_destroy(ctx);
 }
 END_TEST
 
 /* The search's partial pushes on the GPU backend: trial 0 first, then the
- * rest, and the corner block alone, against the CPU's. */
+ * rest, and the corner block alone, against the CPU's (a plain and a
+ * masked kernel). */
+static const char *const partial_files[] = {"examples/mha_small.ugraph",
+                                            "examples/best/causal_attention_small.ugraph"};
 START_TEST(test_partial_and_corner) {
   if (!host_module())
     return;
   setenv("MIRS_GPUFP_LIB", host_module(), 1);
   mirs_context *ctx = tu_ctx(NULL);
-  mirs_graph *g = load(ctx, "examples/mha_small.ugraph");
+  mirs_graph *g = load(ctx, partial_files[_i]);
   mirs__fp_store *s[2] = {NULL, NULL};
   const mirs__fp_backend *b[2] = {&mirs__fp_cpu_backend, &mirs__fp_gpu_backend};
   for (int i = 0; i < 2; i++) {
@@ -435,7 +447,8 @@ static Suite *gpufp_suite(void) {
   tcase_add_test(tc, test_masked_sub_refused);
   tcase_add_test(tc, test_block_state);
   tcase_add_test(tc, test_chunked_grid);
-  tcase_add_test(tc, test_partial_and_corner);
+  tcase_add_loop_test(tc, test_partial_and_corner, 0,
+                      (int)(sizeof partial_files / sizeof *partial_files));
   tcase_add_test(tc, test_input_keying);
   tcase_add_test(tc, test_choose);
   suite_add_tcase(s, tc);
@@ -445,9 +458,10 @@ static Suite *gpufp_suite(void) {
 int main(void) {
   find_examples("examples");
   find_examples("examples/best");
+  find_examples("tests/codegen");
   qsort(examples, (size_t)nexamples, sizeof *examples, by_name);
   /* (a tree without its examples would pass vacuously) */
-  if (nexamples < 40) {
+  if (nexamples < 60) {
     fprintf(stderr, "check_gpufp: only %d examples found under %s\n", nexamples,
             tu_src("examples"));
     return EXIT_FAILURE;

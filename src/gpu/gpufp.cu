@@ -22,10 +22,19 @@
  * very curand_init/curand4 the device runs: the tests compare it with the
  * CPU backend on every example without a GPU.
  *
+ * Every operator the CPU backend fingerprints has its kernel here (no
+ * graph is sent back to the CPU): max and the accumulators' running max
+ * in the keyed order (a total order, so any reduction order gives the
+ * CPU's element), causal_mask's sentinel FP_NONE with the CPU's rules
+ * (moved by loads, stores, transposes and gathers; absorbed by add/sub;
+ * exp(-inf) = 0; kept by the elementwise ops), norms with eps, and the
+ * layout ops as strided gathers.
+ *
  * Invariants: every CUDA call's status is checked where it is made (GFP_CUDA)
  * and converted once into a MIRS_GPUFP_* code with a message naming the
  * call; a handle's work runs in order on its own stream; the arena only
- * grows and keeps its contents. */
+ * grows and keeps its contents; a value is a residue pair or FP_NONE in
+ * both parts. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>

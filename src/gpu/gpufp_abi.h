@@ -16,7 +16,9 @@
  * (last_error) that names the failing call and the CUDA error; the
  * library converts the code into a mirs_status once (src/gpu/gpufp.c).
  * A device handle owns one stream: work is queued asynchronously and
- * only read, digest, compare and sync wait, so several handles (several
+ * only read, digest, compare and sync wait (and a compute of SUB where an
+ * operand may hold causal_mask's -inf: it learns whether finite - -inf
+ * occurred, MIRS_GPUFP_UNSUPPORTED), so several handles (several
  * fingerprint stores: the program and the candidates being verified)
  * have their work in flight at once.
  *
