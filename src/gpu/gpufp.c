@@ -261,6 +261,19 @@ static void tile_opnd(const mirs__fp_store *s, const mirs__bgraph *bg, int32_t b
   abi_shape(&bg->t[b].shape, &o->shape);
 }
 
+/* Whether op (arguments in[0..nin), metadata m) is a SUB whose subtrahend
+ * may hold causal_mask's -inf: finite - -inf has no fingerprint, and the
+ * module reports it at the next sync (the CPU backend at the op). */
+static bool may_inf(mirs_op op, int32_t nin, const int32_t *in, const mirs__fp_meta *m) {
+  return op == MIRS_OP_SUB && nin > 1 && m[in[1]].masked;
+}
+
+/* Wait for g's work and report a finite - -inf met since the last wait. */
+static mirs_status gpu_sync(mirs_context *ctx, gpu_state *g) {
+  GPU_TRY(ctx, g, g->abi->sync(g->dev), "waiting for a subtraction under a causal mask");
+  return MIRS_OK;
+}
+
 /* One custom kernel's evaluation over a chunk of grid blocks. */
 typedef struct gpu_custom {
   gpu_state *g;
@@ -270,6 +283,7 @@ typedef struct gpu_custom {
   int j0, trials;
   int64_t gend[MIRS__GRID];
   int64_t bfirst, nb;
+  bool may_inf; /* a SUB ran whose subtrahend may hold -inf: sync to learn */
 } gpu_custom;
 
 /* Fill the tile step of LOAD/STORE op at iteration f. */
@@ -411,6 +425,7 @@ static mirs_status run_phase(gpu_custom *u, int phase, int32_t f) {
     } else {
       mirs_gpufp_op c;
       MIRS_CHECK(ctx, block_op(u, o, kind, f, &c));
+      u->may_inf = u->may_inf || may_inf(o->op, o->nin, o->in, u->s->bt);
       GPU_TRY(ctx, g, g->abi->compute(g->dev, &c), "a block op of a custom kernel");
     }
     if (kind != MIRS__STEP_ZERO && kind != MIRS__STEP_STORE && kind != MIRS__STEP_FINISH)
@@ -425,7 +440,7 @@ static mirs_status run_phase(gpu_custom *u, int phase, int32_t f) {
 static mirs_status gpu_custom_op(gpu_state *g, mirs__fp_store *s, const mirs_graph *kg,
                                  const mirs__kop *k, int j0, int j1) {
   mirs_context *ctx = s->ctx;
-  gpu_custom u = {g, s, kg, k->bg, j0, j1 - j0, {1, 1, 1}, 0, 0};
+  gpu_custom u = {g, s, kg, k->bg, j0, j1 - j0, {1, 1, 1}, 0, 0, false};
   int64_t nblocks = 1;
   for (int a = 0; a < MIRS__GRID; a++) {
     u.gend[a] = s->corner ? 1 : k->bg->grid[a];
@@ -455,7 +470,8 @@ static mirs_status gpu_custom_op(gpu_state *g, mirs__fp_store *s, const mirs_gra
     }
     MIRS_CHECK(ctx, run_phase(&u, 2, 0));
   }
-  return MIRS_OK;
+  /* (one wait per kernel op, not per iteration: the op fails as a whole) */
+  return u.may_inf ? gpu_sync(ctx, g) : MIRS_OK;
 }
 
 /* Fingerprint kernel op `op` in trials [j0, j1): one launch, or a custom
@@ -494,7 +510,7 @@ static mirs_status gpu_op(void *state, mirs__fp_store *s, const mirs_graph *g, i
   c.out_exp = s->t[out].exp_dep;
   c.masked = s->t[k->in[0]].masked || (c.nin > 1 && s->t[k->in[1]].masked);
   GPU_TRY(ctx, gs, gs->abi->compute(gs->dev, &c), mirs__graph_ops[k->op].name);
-  return MIRS_OK;
+  return may_inf(k->op, k->nin, k->in, s->t) ? gpu_sync(ctx, gs) : MIRS_OK;
 }
 
 /* Copy values of tensor t, trial `trial`, to the host. */

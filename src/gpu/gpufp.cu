@@ -896,6 +896,8 @@ static int gfp_open(int device, mirs_gpufp_dev **out, char *msg, size_t msgsize)
 #endif
   if (r == MIRS_GPUFP_OK)
     r = mem_alloc(d, (void **)&d->word, 3 * sizeof *d->word);
+  if (r == MIRS_GPUFP_OK) /* (the flag of a SUB's finite - -inf starts clear) */
+    r = mem_zero(d, d->word + 2, sizeof *d->word);
   if (r != MIRS_GPUFP_OK) {
     snprintf(msg, msgsize, "%s", d->msg);
 #ifndef MIRS_GPUFP_HOST
@@ -976,9 +978,8 @@ static rgeo reduce_geo(const mirs_gpufp_shape *xs, int64_t dim) {
   return g;
 }
 
-/* Queue a binary op; a SUB where an operand may hold -inf waits for its
- * result to learn whether a finite value minus -inf (no fingerprint)
- * occurred. */
+/* Queue a binary op; where a finite value minus -inf (no fingerprint)
+ * occurs, k_binary sets the handle's flag that the next sync reports. */
 static int binary(mirs_gpufp_dev *d, const mirs_gpufp_op *op, opnd x, opnd z, opnd y) {
   int64_t B = op->batches;
   const mirs_gpufp_shape *os = &op->out.shape;
@@ -993,20 +994,22 @@ static int binary(mirs_gpufp_dev *d, const mirs_gpufp_op *op, opnd x, opnd z, op
     z.stride = (uint64_t)nb;
     code = MIRS_GPUFP_MUL;
   }
-  bool check = op->masked && code == MIRS_GPUFP_SUB;
-  if (check)
-    GFP_TRY(mem_zero(d, d->word + 2, sizeof *d->word));
   GFP_LAUNCH(k_binary, n, d)(n, x, z, y, v, code, op->out_exp, op->masked, d->word + 2);
-  GFP_TRY(launched(d, "k_binary"));
-  if (!check)
-    return MIRS_GPUFP_OK;
+  return launched(d, "k_binary");
+}
+
+/* Wait for the handle's queued work; report (once) a finite - -inf that a
+ * SUB met since the last call (the ABI's sync). */
+static int gfp_sync(mirs_gpufp_dev *d) {
   unsigned long long bad = 0;
   GFP_TRY(mem_copy(d, &bad, d->word + 2, sizeof bad));
   GFP_TRY(dev_sync(d));
-  return bad ? fail(d, MIRS_GPUFP_UNSUPPORTED,
-                    "sub: a finite value minus causal_mask's -inf is +inf, which has no "
-                    "finite-field fingerprint; refusing to verify this graph")
-             : MIRS_GPUFP_OK;
+  if (!bad)
+    return MIRS_GPUFP_OK;
+  GFP_TRY(mem_zero(d, d->word + 2, sizeof *d->word));
+  return fail(d, MIRS_GPUFP_UNSUPPORTED,
+              "sub: a finite value minus causal_mask's -inf is +inf, which has no "
+              "finite-field fingerprint; refusing to verify this graph");
 }
 
 /* The frame of a MASK step. */
@@ -1263,7 +1266,7 @@ static const mirs_gpufp_abi gfp_abi = {
     gfp_read,
     gfp_digest,
     gfp_compare,
-    dev_sync,
+    gfp_sync,
 };
 
 extern "C" __attribute__((visibility("default"))) const mirs_gpufp_abi *mirs_gpufp_abi_get(void) {

@@ -16,9 +16,7 @@
  * (last_error) that names the failing call and the CUDA error; the
  * library converts the code into a mirs_status once (src/gpu/gpufp.c).
  * A device handle owns one stream: work is queued asynchronously and
- * only read, digest, compare and sync wait (and a compute of SUB where an
- * operand may hold causal_mask's -inf: it learns whether finite - -inf
- * occurred, MIRS_GPUFP_UNSUPPORTED), so several handles (several
+ * only read, digest, compare and sync wait, so several handles (several
  * fingerprint stores: the program and the candidates being verified)
  * have their work in flight at once.
  *
@@ -216,7 +214,9 @@ typedef struct mirs_gpufp_abi {
    * both handles; they must be on one device). */
   int (*compare)(mirs_gpufp_dev *a, uint64_t offa, mirs_gpufp_dev *b, uint64_t offb, uint64_t count,
                  int64_t qparts, int64_t *first);
-  /* Wait for the handle's queued work. */
+  /* Wait for the handle's queued work; MIRS_GPUFP_UNSUPPORTED (once) when
+   * a SUB since the last sync met a finite value minus causal_mask's -inf
+   * (+inf: no fingerprint; the caller syncs after an op that may). */
   int (*sync)(mirs_gpufp_dev *d);
 } mirs_gpufp_abi;
 
