@@ -72,9 +72,9 @@
 #   runs           45   120  24 runs, 8 at a time on 16 cores: an nvcc
 #                            build each (1.5-5 s), the float64 reference
 #                            (< 1 s at published shapes), the run
-#   fingerprints   50   150  CPU verify of 22 bests, 8 at a time (4.5 s for
-#                            mqa, 8 s for gated_mlp here), the GPU ones one
-#                            at a time (CUDA start, ~2 s each); two searches
+#   fingerprints   60   150  CPU verify of 36 examples, 8 at a time (4.5 s
+#                            for mqa, 8 s for gated_mlp here), the GPU ones
+#                            4 at a time (CUDA start, ~2 s each); two searches
 #   bench          80   180  11 examples one at a time (timings never
 #                            overlap): nvcc (1.5 s), two processes, 4 x 110
 #                            timed runs; nothing to share between them
@@ -137,7 +137,7 @@
 set -u
 
 # The steps: name, NEED and BOX (seconds), as in the table above.
-STEPS="toolchain:15:60 runs:45:120 fingerprints:50:150 bench:80:180 torch:90:150
+STEPS="toolchain:15:60 runs:45:120 fingerprints:60:150 bench:80:180 torch:90:150
 calibrate:15:60 ranking:50:120 backend:80:150 scaling:70:150"
 step_field() { echo $STEPS | tr ' ' '\n' | awk -F: -v n="$1" -v k="$2" 'n == "" || $1 == n {print $k}'; }
 step_names() { step_field "" 1; }
@@ -312,6 +312,8 @@ if [ "$resuming" -eq 1 ] && ! head -n 1 "$prev_summary" | grep -qF "$(mode_line)
   resume_ok=0
 fi
 same_device=1
+prev_commit=
+[ "$resuming" -eq 1 ] && prev_commit=$(sed -n 's/^commit: //p' "$prev_summary" | head -n 1)
 
 # The best µGraph of example $1: the bundle's, the repository's
 # examples/best, or the annotated one in examples/.
@@ -1121,12 +1123,14 @@ unit_fingerprints() {
   esac
   f=$(best_of "$n") || f=$ex/$n.graph
   [ "$dry" -eq 0 ] && gpu_run=1
-  # The CPU run in the background; the GPU ones one at a time (a lock).
+  # The CPU run in the background; the GPU ones at most 4 at a time (a
+  # lock of 4, by the name's checksum): each starts a CUDA context, and
+  # 8 would mostly wait on each other.
   timeout 120 bash -c 'mirs --verify=cpu verify "$@"' _ "$ex/$n.graph" "$f" >"$work/fp_cpu_$n" 2>&1 &
   local cpu_pid=$!
   if [ "$gpu_run" -eq 1 ]; then
     if command -v flock >/dev/null 2>&1; then
-      flock "$work/gpu.lock" timeout 60 bash -c 'mirs --verify=gpu verify "$@"' _ "$ex/$n.graph" "$f" >"$work/fp_gpu_$n" 2>&1
+      flock "$work/gpu.lock.$(($(echo "$n" | cksum | cut -d' ' -f1) % 4))" timeout 60 bash -c 'mirs --verify=gpu verify "$@"' _ "$ex/$n.graph" "$f" >"$work/fp_gpu_$n" 2>&1
     else
       timeout 60 bash -c 'mirs --verify=gpu verify "$@"' _ "$ex/$n.graph" "$f" >"$work/fp_gpu_$n" 2>&1
     fi
@@ -1378,7 +1382,7 @@ summary_text() {
   failed=$(awk -F'\t' '$2 == "FAIL"' "$work/table" | wc -l)
   echo "mirsearch device check, $(date -u +%Y-%m-%dT%H:%M:%SZ), $(mode_line)"
   echo "commit: $commit"
-  echo "steps run: $(cut -f1 "$work/steps" | tr '\n' ' ')$([ -n "$prev_summary" ] && echo '(the rest from the earlier summary.txt here)')$([ "$resume_ok" -eq 1 ] && echo "; resumed from $resume")"
+  echo "steps run: $(cut -f1 "$work/steps" | tr '\n' ' ')$([ -n "$prev_summary" ] && echo '(the rest from the earlier summary.txt here)')$([ "$resume_ok" -eq 1 ] && echo "; resumed from $resume (files of commit $prev_commit$([ "$prev_commit" != "$commit" ] && echo ', not this one: say so where its figures go'))")"
   cat "$work/device.txt" 2>/dev/null
   echo "total: ${at} s$([ "$use_budget" -eq 1 ] && echo " of a ${budget} s budget")"
   echo
