@@ -75,6 +75,10 @@
 #   fingerprints   60   150  CPU verify of 36 examples, 8 at a time (4.5 s
 #                            for mqa, 8 s for gated_mlp here), the GPU ones
 #                            4 at a time (CUDA start, ~2 s each); two searches
+#   calibrate      15    60  calibrate.cu built (2 s), a 1 GiB copy x 9, an
+#                            8192^3 f16 product, 1000 empty launches; before
+#                            bench, so that its rooflines and the ranking
+#                            are on the measured profile from the first call
 #   bench          80   180  11 examples one at a time (timings never
 #                            overlap): nvcc (1.5 s), two processes, 4 x 110
 #                            timed runs; nothing to share between them
@@ -82,8 +86,6 @@
 #                            torch.compile (inductor starts its compile
 #                            workers once, then a few seconds a program);
 #                            each program's line is kept as it comes
-#   calibrate      15    60  calibrate.cu built (2 s), a 1 GiB copy x 9, an
-#                            8192^3 f16 product, 1000 empty launches
 #   ranking        50   120  8 gqa candidates benched like `bench` (one
 #                            unit: the rank correlation is over all 8)
 #   backend        80   150  bench/backend_cuda.py: a search of GPT-2's MLP
@@ -137,8 +139,8 @@
 set -u
 
 # The steps: name, NEED and BOX (seconds), as in the table above.
-STEPS="toolchain:15:60 runs:45:120 fingerprints:60:150 bench:80:180 torch:90:150
-calibrate:15:60 ranking:50:120 backend:80:150 scaling:70:150"
+STEPS="toolchain:15:60 runs:45:120 fingerprints:60:150 calibrate:15:60 bench:80:180
+torch:90:150 ranking:50:120 backend:80:150 scaling:70:150"
 step_field() { echo $STEPS | tr ' ' '\n' | awk -F: -v n="$1" -v k="$2" 'n == "" || $1 == n {print $k}'; }
 step_names() { step_field "" 1; }
 step_need() { step_field "$1" 2; }
@@ -1042,16 +1044,23 @@ torch_device() {
     {
       PYTHONUNBUFFERED=1 timeout "$box" python3 -B "$root/bench/torch_baseline.py" --jsonl "${todo[@]}"
       echo "exit $?"
-    } | while IFS= read -r line; do
-      case $line in
-      "exit "*) echo "${line#exit }" >"$d/rc"; continue ;;
-      esac
-      echo "$line" >"$d/line.json"
-      got=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["program"])' "$d/line.json" 2>/dev/null) ||
-        { echo "torch_baseline.py: not a result line: $line"; continue; }
-      bench_json put torch_baseline "$d/line.json" program "$got" "$work/order_torch" && echo "$got" >>"$d/done"
-      maybe_kill torch "$(grep -c . "$d/done")"
-    done
+    } | {
+      # Each program's time (after the first, which carries the start):
+      # the follow-up's estimate.
+      t_prev=$(date +%s)
+      while IFS= read -r line; do
+        case $line in
+        "exit "*) echo "${line#exit }" >"$d/rc"; continue ;;
+        esac
+        [ -s "$d/done" ] && echo "$(($(date +%s) - t_prev))" >>"$d/times"
+        t_prev=$(date +%s)
+        echo "$line" >"$d/line.json"
+        got=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["program"])' "$d/line.json" 2>/dev/null) ||
+          { echo "torch_baseline.py: not a result line: $line"; continue; }
+        bench_json put torch_baseline "$d/line.json" program "$got" "$work/order_torch" && echo "$got" >>"$d/done"
+        maybe_kill torch "$(grep -c . "$d/done")"
+      done
+    }
     st=$(cat "$d/rc" 2>/dev/null || echo 1)
     # What the process did not time (cut by its box, or failed on it).
     for n in "${todo[@]}"; do

@@ -64,7 +64,7 @@ check "$tmp/out" --dry-run >"$tmp/log" 2>&1 ||
   { fail "device-check.sh --dry-run failed"; tail -n 30 "$tmp/log" >&2; }
 # The order: correctness first (issue 26's acceptance), scaling last.
 order=$(steps_of "$tmp/out/summary.txt" | cut -d' ' -f1 | tr '\n' ' ')
-[ "$order" = "toolchain runs fingerprints bench torch calibrate ranking backend scaling " ] ||
+[ "$order" = "toolchain runs fingerprints calibrate bench torch ranking backend scaling " ] ||
   fail "steps ran in the order: $order"
 grep -q '^follow-up: none' "$tmp/out/summary.txt" || fail "a full dry run left a follow-up"
 if [ -n "$py" ]; then
@@ -148,7 +148,7 @@ st=$?
 [ "$(grep -c . "$tmp/k1/runs.tsv")" -eq 4 ] || fail "the SIGKILLed run's runs.tsv has not its 3 units: $(cat "$tmp/k1/runs.tsv")"
 [ -z "$(find "$tmp/k1" -name '*.part')" ] || fail "the SIGKILLed run left a half-written file: $(ls -A "$tmp/k1")"
 grep -q '^runs  *RUNNING ' "$tmp/k1/summary.txt" || fail "the SIGKILLed run's summary does not show runs RUNNING"
-grep -q '^  command: .* --resume=.devresume --only=runs,fingerprints,bench,torch,calibrate,ranking,scaling --dry-run$' \
+grep -q '^  command: .* --resume=.devresume --only=runs,fingerprints,calibrate,bench,torch,ranking,scaling --dry-run$' \
   "$tmp/k1/summary.txt" || fail "the SIGKILLed run's summary has no follow-up for every step"
 same_tables "$tmp/k1" "$tmp/out" && fail "same_tables finds a killed run's tables equal a whole run's"
 # The second, from a read-only copy (as they come back), SIGTERMed after 4 units of torch.
@@ -186,7 +186,7 @@ same_tables "$tmp/k4" "$tmp/out" || {
 
 # --skip into the first folder: the other steps' files and lines stay.
 cp "$tmp/out/runs.tsv" "$tmp/runs.tsv"
-check "$tmp/out" --dry-run --skip=runs,fingerprints,bench,torch,calibrate,ranking,backend >"$tmp/log5" 2>&1 ||
+check "$tmp/out" --dry-run --skip=runs,fingerprints,calibrate,bench,torch,ranking,backend >"$tmp/log5" 2>&1 ||
   fail "--skip failed"
 cmp -s "$tmp/runs.tsv" "$tmp/out/runs.tsv" || fail "a call that skipped runs rewrote runs.tsv"
 [ "$(steps_of "$tmp/out/summary.txt" | wc -l)" -eq 9 ] || fail "the merged summary lost step lines"
