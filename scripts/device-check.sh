@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 # scripts/device-check.sh OUTDIR [--dry-run] [--resume[=DIR]] [--only=STEP,...] [--skip=STEP,...]
-# scripts/device-check.sh --list
+# scripts/device-check.sh --list | --plan
 # The one command run on a lent GPU machine (docs/GPU.md).  It runs in a
 # copy of the repository with the bundle scripts/device-bundle.sh made
 # (.devbundle/: a host build of mirsearch and libmirsearch.so, the shared
@@ -95,7 +95,10 @@
 #   scaling        70   150  lora_small on 1, 16, 8, 4, 2 threads (1 and 16
 #                            first: the efficiency figure): 29 CPU s
 #                            single-threaded here, then about halving
-# The units' estimates and boxes are in UNITS below (--list prints them).
+# The units' estimates and boxes are in UNITS below (--list prints them;
+# --plan each step's units on the device and the wall time their
+# estimates add up to, and fails when that is over the budget:
+# tests/device_check.sh keeps the device run inside it).
 # The whole run keeps within DEVICE_CHECK_BUDGET seconds (default 540, for
 # a call with timeout_s 570), unit by unit: a unit starts only when its
 # estimate is left (the table's, raised to the mean time of the step's
@@ -149,14 +152,14 @@ step_box() { step_field "$1" 3; }
 # (scaling: of its 1-thread run, the others' scaled from it; torch: each
 # program's, after TORCH_START for the process), BOX its time box, and
 # how many run at once on the device and in --dry-run (2 cores here).
-UNITS="runs:10:90:8:1 fingerprints:12:130:8:2 bench:8:90:1:1 torch:6:150:1:1
+UNITS="runs:10:90:8:1 fingerprints:8:130:8:2 bench:8:90:1:1 torch:6:150:1:1
 calibrate:15:60:1:1 ranking:50:120:1:1 backend:80:150:1:1 scaling:35:150:1:1"
 TORCH_START=25
 unit_field() { echo $UNITS | tr ' ' '\n' | awk -F: -v n="$1" -v k="$2" '$1 == n {print $k}'; }
 
 usage() {
   echo "usage: scripts/device-check.sh OUTDIR [--dry-run] [--resume[=DIR]] [--only=STEP,...] [--skip=STEP,...]" >&2
-  echo "       scripts/device-check.sh --list" >&2
+  echo "       scripts/device-check.sh --list | --plan" >&2
   echo "steps: $(step_names | tr '\n' ' ')" >&2
   exit 2
 }
@@ -170,10 +173,11 @@ step_list() {
   done
 }
 
-out= dry=0 only= skip= resume= resuming=0
+out= dry=0 only= skip= resume= resuming=0 plan=0
 for a in "$@"; do
   case $a in
   --dry-run) dry=1 ;;
+  --plan) plan=1 ;;
   --resume) resuming=1 ;;
   --resume=*) resuming=1 resume=${a#--resume=}; [ -n "$resume" ] || usage ;;
   --only=*) only=$(step_list "${a#--only=}") || exit 2; [ -n "$only" ] || usage ;;
@@ -189,6 +193,12 @@ for a in "$@"; do
   *) [ -z "$out" ] || usage; out=$a ;;
   esac
 done
+# --plan: the device's units and their estimates, nothing run.
+if [ "$plan" -eq 1 ]; then
+  [ -z "$out" ] || usage
+  out=$(mktemp -d "${TMPDIR:-/tmp}/mirs-devplan.XXXXXX") || exit 3
+  trap 'rm -rf "$out"' EXIT
+fi
 [ -n "$out" ] || usage
 [ -z "$only" ] || [ -z "$skip" ] || { echo "device-check.sh: --only or --skip, not both" >&2; usage; }
 if [ -n "$resume" ] && [ ! -f "$resume/summary.txt" ]; then
@@ -291,7 +301,7 @@ OUTFILES="summary.txt log.txt runs.tsv fingerprints.tsv bench.tsv bench.json dev
 partdir=$out/.partial/w/w
 rm -rf "$out/.partial"
 mkdir -p "$partdir" || exit 3
-trap 'rm -rf "$work" "$out/.partial"' EXIT
+trap 'rm -rf "$work" "$out/.partial"; [ "$plan" -eq 0 ] || rm -rf "$out"' EXIT
 # --resume=DIR: the earlier call's files become this call's, to add to.
 if [ "$resuming" -eq 1 ] && [ "$resume" != "$out" ]; then
   for f in $OUTFILES; do
@@ -1422,6 +1432,31 @@ stopped() {
   exit 143
 }
 trap stopped TERM INT
+
+# ---------------------------------------------------------------- the plan
+
+# --plan: each selected step's units on the device, how many run at
+# once, and the wall time their estimates add up to (a parallel step's
+# units in rounds of JOBS); exit 1 when the total is over the budget.
+if [ "$plan" -eq 1 ]; then
+  dry=0 total=$(step_need toolchain)
+  printf '%-13s %6s %5s %7s\n' step units jobs est_s
+  printf '%-13s %6s %5s %7s\n' toolchain - - "$total"
+  for n in $(step_names); do
+    [ "$n" = toolchain ] && continue
+    selected "$n" || continue
+    k=$("units_$n" | grep -c .) j=$(unit_field "$n" 4)
+    case $n in
+    scaling | torch) e=$(pending_est "$n") ;;
+    *) e=$(((k + j - 1) / j * $(unit_est "$n" -))) ;;
+    esac
+    printf '%-13s %6s %5s %7s\n' "$n" "$k" "$j" "$e"
+    total=$((total + e))
+  done
+  printf 'total: %s s of estimates for a %s s budget\n' "$total" "$budget"
+  [ "$total" -le "$budget" ]
+  exit
+fi
 
 # ---------------------------------------------------------------- the run
 

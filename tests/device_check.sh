@@ -100,6 +100,12 @@ follow_up() {
   sed -n 's/^  command: *DEVICE_CHECK_BUDGET=\([0-9]*\) bash scripts\/device-check.sh "$OUT" \(--resume=.devresume --only=[a-z,]*\) --dry-run$/\1 \2/p' "$1"
 }
 
+# The device run's plan: its units' estimates fit the 540 s budget (a
+# call of 570 s), and a budget they do not fit fails.
+check --plan >"$tmp/plan" 2>&1 || { fail "the device run's units do not fit its budget"; cat "$tmp/plan" >&2; }
+grep -q '^fingerprints  *[0-9][0-9]* ' "$tmp/plan" || fail "the plan lists no fingerprint units"
+DEVICE_CHECK_BUDGET=200 check --plan >/dev/null 2>&1 && fail "the plan fits a 200 s budget"
+
 # A second call: a budget that the toolchain step alone uses up runs no
 # other step; the follow-up it prints resumes just those, in step order.
 DEVICE_CHECK_BUDGET=1 check "$tmp/out3" --dry-run --only=scaling,runs >"$tmp/log3" 2>&1 ||
