@@ -832,6 +832,58 @@ static int64_t chain_live_regs(const mirs__plan *pl, const mirs__bgraph *bg) {
   return c;
 }
 
+/* Registers a plan without the register chain keeps live across its
+ * forloop beside the base, the accumulators and the largest product's
+ * fragments: per-thread shared-memory offsets that depend on the thread
+ * and not on the iteration, which ptxas 13.0 computes once before the
+ * loop and holds (cuobjdump -sass / nvdisasm -plr at the peak of
+ * examples/best/gqa_safe at forloop=16, causal_attention at 128 and
+ * tests/codegen/chain_nochunks; bench/RESULTS.md, "Register estimates of
+ * unchained plans"):
+ *  a tf32 matmul (scalar loads): each of a warp's tiles its A and B
+ *    addresses (2; unrolled over the tiles, cuda.c emit_mma_tf32);
+ *  an accumulator in registers, thread-strided (element tid + r * NT):
+ *    per element, the offset of each operand it reads (unrolled over r:
+ *    the value's and, for accum_online, the row max's);
+ *  a 16-bit matmul in chunks with its k loop unrolled by two
+ *    (MIRS_UNROLL2): the second step's A fragment (4);
+ *  an input tile walked by the loop in 16-byte chunks that the threads
+ *    do not cover in whole rows (cuda.c emit_load's general layout: the
+ *    row of chunk tid + j * NT divides by the chunks per row): its
+ *    shared-memory offset of each pass (chain_nochunks' V, 3 chunks a
+ *    row over 64 threads: 24 passes).
+ * Chained plans keep none of these in the loop (their products stay in
+ * registers, their accumulators are C fragments and row values) and are
+ * counted by chain_live_regs. */
+static int64_t unchained_live_regs(const mirs__plan *pl, const mirs__bgraph *bg) {
+  int64_t c = 0;
+  for (int32_t i = 0; i < bg->nops; i++) {
+    const mirs__bop *op = &bg->ops[i];
+    const mirs__plan_tensor *pt = op->out >= 0 ? &pl->t[op->out] : NULL;
+    if (pl->op[i].mma == MIRS__MMA_TF32)
+      c += 2 * ((mirs__plan_mma_tiles(pl, bg, i) + pl->nwarps - 1) / pl->nwarps);
+    if (pl->op[i].mma == MIRS__MMA_16 && pl->op[i].acc < 0 && !pl->op[i].swap &&
+        (mirs__plan_mma_tiles(pl, bg, i) + pl->nwarps - 1) / pl->nwarps > MIRS__PLAN_MMA_CHUNK &&
+        pl->op[i].k_pad >= 32)
+      c += 4;
+    if (pt && pt->input && pt->vec && !pt->invariant) {
+      const mirs__shape *ts = &bg->t[op->out].shape;
+      int64_t cpr = ts->d[ts->ndim - 1] * pt->elsize / 16, rows = mirs__shape_numel(ts) / (cpr * 16 / pt->elsize);
+      int nonunit = 0;
+      for (int d = 0; d + 1 < ts->ndim; d++)
+        nonunit += ts->d[d] > 1;
+      if (nonunit > 1 || pl->nthreads % cpr != 0)
+        c += (rows * cpr + pl->nthreads - 1) / pl->nthreads;
+    }
+    if (!pt || mirs__graph_ops[op->op].kind != MIRS__KIND_ACCUM || pt->acc_smem || pt->acc_mma ||
+        pt->tree)
+      continue;
+    int64_t n = mirs__shape_numel(&bg->t[op->out].shape);
+    c += (n + pl->nthreads - 1) / pl->nthreads * op->nin;
+  }
+  return c;
+}
+
 /* Registers per thread, estimated: a base for indices and addresses, the
  * accumulators, the MMA fragments in use. */
 static int32_t estimate_regs(const mirs__plan *pl, const mirs__bgraph *bg) {
@@ -880,6 +932,8 @@ static int32_t estimate_regs(const mirs__plan *pl, const mirs__bgraph *bg) {
     int64_t c = chain_live_regs(pl, bg);
     if (c > live_c)
       live_c = c;
+  } else if (bg->forloop > 1) {
+    regs += unchained_live_regs(pl, bg);
   }
   /* C tiles, A and B fragments, ldmatrix addresses (a chain's fragments
    * are counted with its phases) */
