@@ -28,7 +28,7 @@ if [ "$#" -eq 0 ]; then
     set -- "$@" "$top_srcdir/examples/best/$n.ugraph"
   done
   for n in chain_attn chain_safe chain_split chain_qknorm chain_wide chain_chunks chain_nochunks \
-    mqa_wide unchained_online unchained_tf32; do
+    chain_heavy mqa_wide unchained_online unchained_tf32; do
     set -- "$@" "$top_srcdir/tests/codegen/$n.ugraph"
   done
 fi

@@ -378,14 +378,13 @@ static bool try_chain(mirs__plan *pl, const mirs_graph *g, const mirs__bgraph *b
   if (mm2 < 0)
     return false;
   const mirs__bop *m2 = &bg->ops[mm2];
-  if (nc > 1) { /* E·V straight into its accumulator, which adds the chunks' partial sums */
-    bool direct = false;
-    for (int32_t j = mm2 + 1; j < bg->nops; j++)
-      direct = direct || (in_chain[j] && bg->ops[j].op == MIRS_OP_ACCUM &&
-                          bg->ops[j].in[0] == m2->out && pl->t[m2->out].uses == 1);
-    if (!linear || !direct)
-      return false;
-  }
+  /* E·V straight into its accumulator, which adds the chunks' partial sums */
+  bool direct = false;
+  for (int32_t j = mm2 + 1; j < bg->nops; j++)
+    direct = direct || (in_chain[j] && bg->ops[j].op == MIRS_OP_ACCUM &&
+                        bg->ops[j].in[0] == m2->out && pl->t[m2->out].uses == 1);
+  if (nc > 1 && (!linear || !direct))
+    return false;
   /* V: a 16-bit tile (loaded, or a loaded one transposed) takes
    * ldmatrix; a computed f32 one is read element by element (tf32). */
   mirs_dtype dv = loaded16(g, bg, m2->in[1]);
@@ -396,6 +395,7 @@ static bool try_chain(mirs__plan *pl, const mirs_graph *g, const mirs__bgraph *b
   pl->op[mm2].swap = false;
   pl->chain.ks = ks;
   pl->chain.nc = nc;
+  pl->chain.chunkable = linear && direct;
   pl->chain.xoff = -1;
   pl->chain.xbytes = 0;
   if (ks > 1) { /* the largest partial accumulator of a lane: E·V's C fragments */
@@ -811,7 +811,8 @@ bool mirs__plan_check_smem(const mirs__plan *pl, const mirs__bgraph *bg, char *w
  *    its own C tiles (4 per output tile);
  *  a row max or sum: r[2] each;
  *  key chunks: the chunk loop's counter and addresses (4; gqa at
- *    forloop=16 took 80 registers on sm_80 against 76 without them).
+ *    forloop=16 took 80 registers on sm_80 against 76 without them), and
+ *    4 more with a causal mask in the chain.
  * Counting a whole k step's B fragments at every width (the estimate
  * before) was up to 20 over ptxas at 8 tiles per warp and fewer. */
 static int64_t chain_live_regs(const mirs__plan *pl, const mirs__bgraph *bg) {
@@ -829,6 +830,10 @@ static int64_t chain_live_regs(const mirs__plan *pl, const mirs__bgraph *bg) {
       c += 2; /* a row max or sum: r[2] */
   if (pl->chain.nc > 1)
     c += 4; /* the key-chunk loop (not unrolled): its counter, S's and V's chunk addresses */
+  for (int32_t i = pl->chain.mm1 + 1; i < bg->nops && pl->chain.nc > 1; i++)
+    if (pl->op[i].chain && bg->ops[i].op == MIRS_OP_CAUSAL_MASK)
+      c += 4; /* the chunk's key columns against the rows (causal_attention at forloop=8
+               * in 2 chunks: 96 registers on sm_90 against 92 without this) */
   return c;
 }
 
@@ -940,6 +945,30 @@ static int32_t estimate_regs(const mirs__plan *pl, const mirs__bgraph *bg) {
   if (any_mma)
     regs += live_c + (pl->chain.on ? 0 : 6 + 4);
   return (int32_t)(regs > 255 ? 255 : regs);
+}
+
+/* Key chunks for a register-heavy whole strip: a linear chain (plan.h
+ * chain.chunkable) whose strip fits REG_ACC_MAX C registers whole, but
+ * whose estimate exceeds REG_CHUNK_ABOVE, runs its keys in chunks of
+ * MIRS__PLAN_MMA_CHUNK tiles instead (the estimate recomputed).  ptxas
+ * 13.0 squeezes such kernels towards 128 registers (4 blocks of 128
+ * threads) and spilled there: causal_attention at forloop=8 (16 tiles
+ * of S a warp, estimate 156) took 128 registers and 8 bytes of spill
+ * stores on sm_90; in 2 chunks of 8 tiles, 94 / 96 registers (sm_80 /
+ * sm_90) and none.  The whole strips at or under the threshold compiled
+ * without a spill: gqa (144: 142 / 132 registers) and mqa (148: 127 /
+ * 137) at their published shapes (bench/RESULTS.md, "Register
+ * estimates of unchained plans"). */
+#define REG_CHUNK_ABOVE 152
+static void chunk_by_regs(mirs__plan *pl, const mirs__bgraph *bg) {
+  if (!pl->chain.on || pl->chain.nc != 1 || !pl->chain.chunkable || pl->regs <= REG_CHUNK_ABOVE)
+    return;
+  const mirs__shape *ss = &bg->t[bg->ops[pl->chain.mm1].out].shape;
+  int64_t ntl = ss->d[ss->ndim - 1] / 8 / pl->chain.ks;
+  if (ntl <= MIRS__PLAN_MMA_CHUNK || ntl % MIRS__PLAN_MMA_CHUNK != 0)
+    return;
+  pl->chain.nc = (int32_t)(ntl / MIRS__PLAN_MMA_CHUNK);
+  pl->regs = estimate_regs(pl, bg);
 }
 
 /* Tile-skipping zero analysis: what a loop-phase value is in an iteration
@@ -1199,6 +1228,7 @@ mirs_status mirs__plan_build(mirs_context *ctx, const mirs_graph *g, int32_t ki,
   pl->stages = stages;
   pl->pipelined = stages >= 2 && vec_walked;
   pl->regs = estimate_regs(pl, bg);
+  chunk_by_regs(pl, bg);
   plan_skip(pl, g, bg);
   plan_totals(pl, g, kop, smem_limit);
   mirs__plan_smem_traffic(pl, g, bg);
