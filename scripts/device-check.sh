@@ -582,8 +582,12 @@ verdict() {
 }
 
 step_fingerprints() {
-  local names="$small" n f cpu gpu st_c st_g pass=0 total=0 have_gpu=1
-  [ "$dry" -eq 0 ] && names="$published $small"
+  # Every example (the *_small ones in a dry run; DEVICE_CHECK_EXAMPLES:
+  # those and their small shapes), against its best uGraph or itself.
+  local names n f cpu gpu st_c st_g pass=0 total=0 have_gpu=1
+  names=$(cd "$ex" && for f in *.graph; do echo "${f%.graph}"; done)
+  [ -n "${DEVICE_CHECK_EXAMPLES:-}" ] && names="$published $small"
+  [ "$dry" -eq 1 ] && names=$(for n in $names; do case $n in *_small) echo "$n" ;; esac; done)
   printf 'example\tstatus\tcpu_exit\tgpu_exit\tcpu_fingerprints\tgpu_fingerprints\n' >"$out/fingerprints.tsv"
   if ! mirs --verify=cpu check "$ex/gqa_small.graph" >/dev/null 2>&1; then
     printf 'all\tSKIP\t-\t-\tthis mirsearch has no --verify option (the GPU fingerprint backend is not merged)\t-\n' \
@@ -593,12 +597,11 @@ step_fingerprints() {
   fi
   [ "$dry" -eq 1 ] && have_gpu=0
   for n in $names; do
-    f=$(best_of "$n") || continue
+    f=$(best_of "$n") || f=$ex/$n.graph
     total=$((total + 1))
     ( timeout 120 bash -c 'mirs --verify=cpu verify "$@"' _ "$ex/$n.graph" "$f" >"$work/fp_cpu_$n" 2>&1
       echo $? >"$work/fp_cpu_$n.rc" ) &
-    # (The GPU backend has no causal_mask kernels yet: masked programs are CPU only.)
-    if [ "$have_gpu" -eq 1 ] && ! grep -q 'causal_mask' "$ex/$n.graph"; then
+    if [ "$have_gpu" -eq 1 ]; then
       timeout 60 bash -c 'mirs --verify=gpu verify "$@"' _ "$ex/$n.graph" "$f" >"$work/fp_gpu_$n" 2>&1
       echo $? >"$work/fp_gpu_$n.rc"
     fi
@@ -607,13 +610,10 @@ step_fingerprints() {
   done
   wait
   for n in $names; do
-    f=$(best_of "$n") || continue
+    f=$(best_of "$n") || f=$ex/$n.graph
     st_c=$(cat "$work/fp_cpu_$n.rc" 2>/dev/null || echo -)
     cpu=$(verdict "$work/fp_cpu_$n")
-    if [ "$have_gpu" -eq 1 ] && grep -q 'causal_mask' "$ex/$n.graph"; then
-      [ "$st_c" = 0 ] && pass=$((pass + 1))
-      printf '%s\t%s\t%s\t-\t%s\t-\n' "$n" "$([ "$st_c" = 0 ] && echo CPU-ONLY || echo CPU-FAIL)" "$st_c" "$cpu"
-    elif [ "$have_gpu" -eq 1 ]; then
+    if [ "$have_gpu" -eq 1 ]; then
       st_g=$(cat "$work/fp_gpu_$n.rc" 2>/dev/null || echo -)
       gpu=$(verdict "$work/fp_gpu_$n")
       if [ "$st_c" = 0 ] && [ "$st_g" = 0 ] && [ "$cpu" = "$gpu" ]; then

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "codegen/codegen.h"
+#include "mirsearch/codegen.h"
 #include "codegen/cost.h"
 #include "codegen/plan.h"
 #include "graph/graph.h"
@@ -894,6 +895,19 @@ static double sector_bytes(mirs_context *ctx, const mirs__cost_device *d, const 
   return k.bytes;
 }
 
+/* Bytes and kernels of the predefined program text on device d. */
+static double program_bytes(mirs_context *ctx, const mirs__cost_device *d, const char *text,
+                            int kernels) {
+  mirs_graph *g = NULL;
+  ck_assert_msg(mirs_graph_parse_string(ctx, text, strlen(text), "p.graph", &g) == MIRS_OK,
+                "parse: %s", mirs_last_error(ctx));
+  mirs__cost_result r;
+  ck_assert_int_eq(mirs__cost_graph(ctx, d, g, &r), MIRS_OK);
+  ck_assert_int_eq(r.kernels, kernels);
+  mirs__graph_free(g);
+  return r.bytes;
+}
+
 START_TEST(test_view_sectors) {
   mirs_context *ctx = tu_ctx(NULL);
   mirs__cost_profiles *p;
@@ -932,15 +946,8 @@ START_TEST(test_view_sectors) {
       "S = matmul(A, Bt)\noutput S\n",
       "program mm\ninput A : f16[64, 64]\ninput Bt : f16[64, 64]\nS = matmul(A, Bt)\noutput S\n"};
   double want[] = {8192.0 + 16 * 8192.0 + 8192.0, 3 * 8192.0};
-  for (int i = 0; i < 2; i++) {
-    mirs_graph *g = NULL;
-    ck_assert_int_eq(mirs_graph_parse_string(ctx, MM[i], strlen(MM[i]), "mm.graph", &g), MIRS_OK);
-    mirs__cost_result r;
-    ck_assert_int_eq(mirs__cost_graph(ctx, d, g, &r), MIRS_OK);
-    ck_assert_int_eq(r.kernels, 1); /* (Bt: a view) */
-    ck_near(r.bytes, want[i]);
-    mirs__graph_free(g);
-  }
+  for (int i = 0; i < 2; i++)
+    ck_near(program_bytes(ctx, d, MM[i], 1), want[i]); /* (Bt: a view) */
   /* The walk's factor directly: a warp at a 3-element f16 stride (6
    * bytes) covers 32 * 6 = 192 bytes, 6 sectors, for 64 bytes used: 3x. */
   mirs__storage s = {.buf = 0, .off = 0, .st = {3}};
@@ -948,6 +955,107 @@ START_TEST(test_view_sectors) {
   ck_near(mirs__codegen_sector_factor(&s, &ext, 2, 1, -1), 3.0);
   s.st[0] = 1;
   ck_near(mirs__codegen_sector_factor(&s, &ext, 2, 1, -1), 1.0);
+  mirs__cost_profiles_free(p);
+  mirs_context_destroy(ctx);
+}
+END_TEST
+
+/* The per-thread loops of predefined kernels through a transposed view
+ * Xt of X [64, 64] f16 (8192 bytes): the worse of one step and a window
+ * of 16 steps (a sector of a dense row), against the same loop dense. */
+START_TEST(test_loop_sectors) {
+  mirs_context *ctx = tu_ctx(NULL);
+  mirs__cost_profiles *p;
+  const mirs__cost_device *d = test_dev(ctx, &p, "T");
+  /* A matmul's A: the 32 lanes of a warp share a row of A; through the
+   * view, each of its steps is a new sector (16 per window), dense one
+   * per window: 16x A's bytes.  B and S as before. */
+  ck_near(program_bytes(ctx, d,
+                        "program mm\ninput X : f16[64, 64]\ninput B : f16[64, 64]\n"
+                        "A = transpose(X)\nS = matmul(A, B)\noutput S\n",
+                        1),
+          16 * 8192.0 + 8192.0 + 8192.0);
+  /* rms_norm and layer_norm: every lane of a row reads the whole row. */
+  ck_near(program_bytes(ctx, d,
+                        "program n\ninput X : f16[64, 64]\nXt = transpose(X)\n"
+                        "Y = rms_norm(Xt)\noutput Y\n",
+                        1),
+          16 * 8192.0 + 8192.0);
+  ck_near(program_bytes(ctx, d,
+                        "program n\ninput X : f16[64, 64]\nXt = transpose(X)\n"
+                        "Y = layer_norm(Xt)\noutput Y\n",
+                        1),
+          16 * 8192.0 + 8192.0);
+  /* A sum down the columns of Xt: the lanes take consecutive columns,
+   * each a row of X, a sector each at every step (16x); along the rows
+   * of Xt the lanes read consecutive addresses: as dense. */
+  static const char *const red[] = {"sum", "max", "mean"};
+  for (int i = 0; i < 3; i++) {
+    char text[256];
+    snprintf(text, sizeof text,
+             "program r\ninput X : f16[64, 64]\nXt = transpose(X)\nY = %s(Xt, dim=0)\noutput Y\n",
+             red[i]);
+    ck_near(program_bytes(ctx, d, text, 1), 16 * 8192.0 + 128.0);
+    snprintf(text, sizeof text,
+             "program r\ninput X : f16[64, 64]\nXt = transpose(X)\nY = %s(Xt, dim=1)\noutput Y\n",
+             red[i]);
+    ck_near(program_bytes(ctx, d, text, 1), 8192.0 + 128.0);
+  }
+  /* Dense operands keep their price. */
+  ck_near(program_bytes(ctx, d,
+                        "program mm\ninput A : f16[64, 64]\ninput B : f16[64, 64]\n"
+                        "S = matmul(A, B)\nY = rms_norm(S)\nZ = sum(Y, dim=0)\noutput Z\n",
+                        3),
+          2 * 8192.0 + 8192.0 + 2 * 8192.0 + 8192.0 + 128.0);
+  mirs__cost_profiles_free(p);
+  mirs_context_destroy(ctx);
+}
+END_TEST
+
+/* A slice Q [64, 64] of X f16 [64, W] from column `start`, read by the
+ * sector kernel a row a block: the load bytes over those of dense rows,
+ * and whether the generated code loads it with 16-byte cp.async. */
+static double slice_factor(mirs_context *ctx, const mirs__cost_device *d, int64_t w, int64_t start,
+                           bool *cp16) {
+  char head[160], text[1024];
+  snprintf(head, sizeof head, "input X : f16[64, %lld]\nQ = slice(X, dim=1, start=%lld, len=64)\n",
+           (long long)w, (long long)start);
+  double b = sector_bytes(ctx, d, head, 64, "Q", "0") - 64 * 128.0; /* (less the stores) */
+  snprintf(text, sizeof text, SECTOR_UG, head, 64, "Q", "0", "0");
+  mirs_graph *g = NULL;
+  ck_assert_int_eq(mirs_graph_parse_string(ctx, text, strlen(text), "s.ugraph", &g), MIRS_OK);
+  char *cu = NULL;
+  ck_assert_msg(mirs_codegen_cuda(g, NULL, &cu) == MIRS_OK, "codegen: %s", mirs_last_error(ctx));
+  *cp16 = strstr(cu, "(cp.async 16 bytes)") != NULL && strstr(cu, "mirs_cp_async16(") != NULL;
+  mirs_free(ctx, cu);
+  mirs__graph_free(g);
+  return b / (64 * 128.0);
+}
+
+/* Origins: a tile pays the sectors it straddles from where it starts,
+ * averaged over the tiles' origins; 16-byte cp.async exactly where every
+ * tile's origin keeps 16-byte alignment, in the plan the cost reads and
+ * in the generated code alike. */
+START_TEST(test_origin_sectors) {
+  mirs_context *ctx = tu_ctx(NULL);
+  mirs__cost_profiles *p;
+  const mirs__cost_device *d = test_dev(ctx, &p, "T");
+  bool cp16;
+  /* GPT-2's c_attn split: column 768 of [T, 2304], on a sector: as dense. */
+  ck_near(slice_factor(ctx, d, 2304, 768, &cp16), 1.0);
+  ck_assert(cp16);
+  /* Column 8 (16 bytes in): 16-byte chunks still, a row of 128 bytes
+   * over 5 sectors where 4 would do. */
+  ck_near(slice_factor(ctx, d, 2304, 8, &cp16), 1.25);
+  ck_assert(cp16);
+  /* Column 3 (6 bytes in): element loads, two warps of 64 bytes each
+   * over 3 sectors: 6 for 4. */
+  ck_near(slice_factor(ctx, d, 2304, 3, &cp16), 1.5);
+  ck_assert(!cp16);
+  /* Rows of 144 bytes: the rows' origins alternate between 16 bytes into
+   * a sector (5 sectors) and on one (4): 4.5 for 4 on average. */
+  ck_near(slice_factor(ctx, d, 72, 8, &cp16), 1.125);
+  ck_assert(cp16);
   mirs__cost_profiles_free(p);
   mirs_context_destroy(ctx);
 }
@@ -1010,6 +1118,8 @@ int main(void) {
   tcase_add_test(tc, test_smem_zero);
   tcase_add_test(tc, test_smem_chain_wins);
   tcase_add_test(tc, test_view_sectors);
+  tcase_add_test(tc, test_loop_sectors);
+  tcase_add_test(tc, test_origin_sectors);
   tcase_add_test(tc, test_bad_args);
   suite_add_tcase(s, tc);
   return tu_run(s);

@@ -3,11 +3,14 @@
  * kernels built as host C++ (tests/libgpufp-host.so, the same gpufp.cu
  * with MIRS_GPUFP_HOST and cuRAND's own device header), driven through the
  * library's real adapter (src/gpu/gpufp.c), must give values bit-identical
- * to the CPU backend's: every tensor, every trial, on every example at its
- * small shape and every committed uGraph, plus ops the examples lack.
+ * to the CPU backend's: every tensor, every trial, on every example (small
+ * and published shapes), every committed uGraph and the code generator's
+ * test kernels, plus what their outputs hide (block max and accumulator
+ * state, the mask's sentinel through every op that may take it).
  * Skipped (77) where the host module was not built (no CUDA toolkit). */
 #include "config.h"
 
+#include <dirent.h>
 #include <unistd.h>
 
 #include "graph/graph.h"
@@ -73,23 +76,47 @@ static mirs_graph *load(mirs_context *ctx, const char *rel) {
   return g;
 }
 
-static const char *const examples[] = {
-    "examples/gated_mlp_small.graph",
-    "examples/gqa_small.graph",
-    "examples/lora_small.graph",
-    "examples/mha_small.graph",
-    "examples/mqa_small.graph",
-    "examples/ntrans_small.graph",
-    "examples/qknorm_attention_small.graph",
-    "examples/rmsnorm_linear_small.graph",
-    "examples/gqa_small.ugraph",
-    "examples/mha_small.ugraph",
-    "examples/rmsnorm_linear_small.ugraph",
-    "examples/rmsnorm_linear.ugraph",
-    "examples/gqa.ugraph",
-};
+/* Every example: the .graph and .ugraph files of examples/, the .ugraph
+ * files of examples/best/, and the code generator's test kernels in
+ * tests/codegen/ (views, reduction trees, chained attention, mixed
+ * precision) (paths relative to the source tree, sorted), found when the
+ * suite is built so that a new example is covered unlisted. */
+#define MAX_EXAMPLES 256
+static char *examples[MAX_EXAMPLES];
+static int nexamples;
 
-/* Every example's program (small shapes) and every committed uGraph. */
+/* Order of two example paths. */
+static int by_name(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Add the .graph and .ugraph files of source-tree folder dir. */
+static void find_examples(const char *dir) {
+  DIR *d = opendir(tu_src(dir));
+  if (!d) {
+    fprintf(stderr, "check_gpufp: cannot list %s\n", tu_src(dir));
+    exit(EXIT_FAILURE);
+  }
+  for (struct dirent *e; (e = readdir(d)) != NULL;) {
+    size_t n = strlen(e->d_name);
+    bool graph = n > 6 && strcmp(e->d_name + n - 6, ".graph") == 0;
+    bool ugraph = n > 7 && strcmp(e->d_name + n - 7, ".ugraph") == 0;
+    if (!graph && !ugraph)
+      continue;
+    if (nexamples == MAX_EXAMPLES) {
+      fprintf(stderr, "check_gpufp: more than %d examples\n", MAX_EXAMPLES);
+      exit(EXIT_FAILURE);
+    }
+    size_t len = strlen(dir) + n + 2;
+    examples[nexamples] = malloc(len);
+    if (!examples[nexamples])
+      exit(EXIT_FAILURE);
+    snprintf(examples[nexamples++], len, "%s/%s", dir, e->d_name);
+  }
+  closedir(d);
+}
+
+/* Every example's program and every committed uGraph, every tensor. */
 START_TEST(test_examples) {
   if (!host_module())
     return;
@@ -97,11 +124,13 @@ START_TEST(test_examples) {
   mirs_context *ctx = tu_ctx(NULL);
   const char *rel = examples[_i];
   mirs_graph *g = load(ctx, rel);
-  /* Full-size uGraphs are large for a host loop: one trial there. */
+  /* Published shapes are large for a host loop (inputs of up to 2^27
+   * elements, 30 s for gelu_mlp): one trial there, three (three trial
+   * keys) at the small shapes. */
   int64_t numel = 0;
   for (int32_t t = 0; t < g->nt; t++)
     numel += mirs__shape_numel(&g->t[t].shape);
-  check_graph(ctx, g, numel > (1 << 20) ? 1 : 3, rel);
+  check_graph(ctx, g, numel > (1 << 17) ? 1 : 3, rel);
   mirs_graph_destroy(g);
   mirs_context_destroy(ctx);
 }
@@ -140,6 +169,143 @@ START_TEST(test_ops) {
 }
 END_TEST
 
+/* Parse text and compare its fingerprints on both backends. */
+static void check_text(const char *text, int trials, const char *what) {
+  mirs_context *ctx = tu_ctx(NULL);
+  mirs_graph *g = NULL;
+  ck_assert_msg(mirs_graph_parse_string(ctx, text, strlen(text), what, &g) == MIRS_OK, "%s: %s",
+                what, mirs_last_error(ctx));
+  check_graph(ctx, g, trials, what);
+  mirs_graph_destroy(g);
+  mirs_context_destroy(ctx);
+}
+
+/* causal_mask's -inf through every op that may take it, at kernel level:
+ * rows the mask empties (m > n) give a -inf max, exp-dependent masked
+ * values keep their sentinel, the layout ops move it. */
+START_TEST(test_masked_ops) {
+  if (!host_module())
+    return;
+  setenv("MIRS_GPUFP_LIB", host_module(), 1);
+  check_text("input X : f32[2, 6, 4]\n"
+             "input Y : f32[2, 6, 4]\n"
+             "input Z : f32[2, 4, 6]\n"
+             "M = causal_mask(X)\n"
+             "T = transpose(Z)\n"
+             "E = exp(T)\n"
+             "F = causal_mask(E)\n"
+             "A = add(M, Y)\n"
+             "B = add(F, E)\n"
+             "C = add(A, 2)\n"
+             "D = mul(C, 3)\n"
+             "G = div(D, 5)\n"
+             "H = max(G, dim=2)\n"
+             "K = sub(G, H)\n"
+             "L = exp(K)\n"
+             "O = sum(L, dim=2)\n"
+             "N = max(B, dim=1)\n"
+             "P = permute(G, dims=[2, 0, 1])\n"
+             "R = reshape(P, shape=[4, 12])\n"
+             "S = slice(G, dim=1, start=1, len=3)\n"
+             "U = transpose(S)\n"
+             "output O, N, R, U, H\n",
+             3, "masked");
+}
+END_TEST
+
+/* finite - (-inf) = +inf has no fingerprint: both backends refuse the op
+ * that meets it (the static analysis admits masked - masked), at kernel
+ * level and inside a custom kernel, and the GPU store then goes on. */
+static const char *const sub_inf[] = {
+    "input X : f32[4, 4]\nM = causal_mask(X)\nT = transpose(M)\nS = sub(M, T)\noutput S\n",
+    "ugraph inf\ninput X : f32[4, 4]\n"
+    "Y = custom(grid=[1, 1, 1], block=[128, 1, 1], forloop=1) {\n"
+    "  x = input(X, imap=[-1, -1, -1], fmap=-1)\n  m = causal_mask(x)\n  t = transpose(m)\n"
+    "  s = sub(m, t)\n  e = exp(s)\n  a = accum(e)\n  output(a, omap=[-1, -1, -1])\n}\n"
+    "output Y\n"};
+START_TEST(test_masked_sub_refused) {
+  if (!host_module())
+    return;
+  setenv("MIRS_GPUFP_LIB", host_module(), 1);
+  mirs_context *ctx = tu_ctx(NULL);
+  mirs_graph *g = NULL, *ok = NULL;
+  ck_assert_msg(mirs_graph_parse_string(ctx, sub_inf[_i], strlen(sub_inf[_i]), "inf", &g) ==
+                    MIRS_OK,
+                "%s", mirs_last_error(ctx));
+  static const char fine[] = "input X : f32[4, 4]\nM = causal_mask(X)\nE = exp(M)\noutput E\n";
+  ck_assert_int_eq(mirs_graph_parse_string(ctx, fine, sizeof fine - 1, "fine", &ok), MIRS_OK);
+  const mirs__fp_backend *b[2] = {&mirs__fp_cpu_backend, &mirs__fp_gpu_backend};
+  uint64_t digest[2];
+  for (int i = 0; i < 2; i++) {
+    mirs__fp_store *s = NULL;
+    ck_assert_int_eq(mirs__fp_store_new(ctx, b[i], 2, 5, &s), MIRS_OK);
+    ck_assert_int_eq(mirs__fp_compute_graph(s, g), MIRS_UNSUPPORTED);
+    ck_assert_msg(strstr(mirs_last_error(ctx), "+inf") != NULL, "%s", mirs_last_error(ctx));
+    ck_assert_int_eq(mirs__fp_compute_graph(s, ok), MIRS_OK);
+    ck_assert_int_eq(mirs__fp_output_digest(s, ok, &digest[i]), MIRS_OK);
+    mirs__fp_store_free(s);
+  }
+  ck_assert(digest[0] == digest[1]);
+  mirs_graph_destroy(g);
+  mirs_graph_destroy(ok);
+  mirs_context_destroy(ctx);
+}
+END_TEST
+
+/* Block state the examples' outputs do not show (softmax cancels the
+ * choice of max): a raw accum_online accumulator (it depends on the
+ * final running max), accum_max of masked tiles over the loop, a block
+ * max and a causal_mask placed by two grid dims and the loop; and the
+ * norms with eps at both levels. */
+START_TEST(test_block_state) {
+  if (!host_module())
+    return;
+  setenv("MIRS_GPUFP_LIB", host_module(), 1);
+  check_text("ugraph state\n"
+             "input Q : f16[2, 64, 16]\n"
+             "input K : f16[2, 16, 64]\n"
+             "input V : f16[2, 64, 16]\n"
+             "A, X, W = custom(grid=[2, 4, 1], block=[128, 1, 1], forloop=4) {\n"
+             "  q = input(Q, imap=[0, 1, -1], fmap=-1)\n"
+             "  k = input(K, imap=[0, -1, -1], fmap=2)\n"
+             "  v = input(V, imap=[0, -1, -1], fmap=1)\n"
+             "  s = matmul(q, k)\n"
+             "  w = causal_mask(s)\n"
+             "  m = max(w, dim=2)\n"
+             "  c = sub(w, m)\n"
+             "  e = exp(c, fused=1)\n"
+             "  y = matmul(e, v)\n"
+             "  a = accum_online(y, m)\n"
+             "  x = accum_max(w, dim=2)\n"
+             "  n = accum_max(m, dim=2)\n"
+             "  output(a, omap=[0, 1, -1])\n"
+             "  output(x, omap=[0, 1, -1])\n"
+             "  output(n, omap=[0, 1, -1])\n"
+             "}\n"
+             "output A, X, W\n",
+             3, "online");
+  check_text("ugraph norms\n"
+             "input X : f16[4, 256]\n"
+             "input Y : f16[4, 256]\n"
+             "N = layer_norm(X, eps=0.001)\n"
+             "R = rms_norm(Y, eps=1e-6)\n"
+             "M = mean(X, dim=1)\n"
+             "O, P = custom(grid=[4, 1, 1], block=[128, 1, 1], forloop=4) {\n"
+             "  b0 = input(X, imap=[0, -1, -1], fmap=1)\n"
+             "  b1 = layer_norm(b0, eps=0.001)\n"
+             "  b2 = mean(b1, dim=1)\n"
+             "  b3 = rms_norm(b0, eps=0.25)\n"
+             "  b4 = add(b3, b2)\n"
+             "  b5 = accum(b4)\n"
+             "  b6 = accum_rms(b0, eps=1e-05)\n"
+             "  output(b5, omap=[0, -1, -1])\n"
+             "  output(b6, omap=[0, -1, -1])\n"
+             "}\n"
+             "output N, R, M, O, P\n",
+             3, "norms");
+}
+END_TEST
+
 /* A custom kernel whose tiles (all trials, all blocks) pass the tile
  * budget runs its grid in chunks (here 5 blocks, then 3): the same values. */
 START_TEST(test_chunked_grid) {
@@ -151,18 +317,26 @@ START_TEST(test_chunked_grid) {
   mirs_graph *g = load(ctx, "examples/mha_small.ugraph");
   check_graph(ctx, g, 3, "chunked");
   mirs_graph_destroy(g);
+  /* A causal mask's frame in chunks after the first (the block of batch
+   * i is the chunk's first block plus i). */
+  g = load(ctx, "examples/best/causal_attention_small.ugraph");
+  check_graph(ctx, g, 3, "chunked mask");
+  mirs_graph_destroy(g);
   mirs_context_destroy(ctx);
 }
 END_TEST
 
 /* The search's partial pushes on the GPU backend: trial 0 first, then the
- * rest, and the corner block alone, against the CPU's. */
+ * rest, and the corner block alone, against the CPU's (a plain and a
+ * masked kernel). */
+static const char *const partial_files[] = {"examples/mha_small.ugraph",
+                                            "examples/best/causal_attention_small.ugraph"};
 START_TEST(test_partial_and_corner) {
   if (!host_module())
     return;
   setenv("MIRS_GPUFP_LIB", host_module(), 1);
   mirs_context *ctx = tu_ctx(NULL);
-  mirs_graph *g = load(ctx, "examples/mha_small.ugraph");
+  mirs_graph *g = load(ctx, partial_files[_i]);
   mirs__fp_store *s[2] = {NULL, NULL};
   const mirs__fp_backend *b[2] = {&mirs__fp_cpu_backend, &mirs__fp_gpu_backend};
   for (int i = 0; i < 2; i++) {
@@ -277,12 +451,19 @@ END_TEST
 
 static Suite *gpufp_suite(void) {
   Suite *s = suite_create("gpufp");
+  TCase *ex = tcase_create("examples");
+  tcase_set_timeout(ex, 600);
+  tcase_add_loop_test(ex, test_examples, 0, nexamples);
+  suite_add_tcase(s, ex);
   TCase *tc = tcase_create("host");
   tcase_set_timeout(tc, 600);
-  tcase_add_loop_test(tc, test_examples, 0, (int)(sizeof examples / sizeof *examples));
   tcase_add_test(tc, test_ops);
+  tcase_add_test(tc, test_masked_ops);
+  tcase_add_loop_test(tc, test_masked_sub_refused, 0, (int)(sizeof sub_inf / sizeof *sub_inf));
+  tcase_add_test(tc, test_block_state);
   tcase_add_test(tc, test_chunked_grid);
-  tcase_add_test(tc, test_partial_and_corner);
+  tcase_add_loop_test(tc, test_partial_and_corner, 0,
+                      (int)(sizeof partial_files / sizeof *partial_files));
   tcase_add_test(tc, test_input_keying);
   tcase_add_test(tc, test_choose);
   suite_add_tcase(s, tc);
@@ -290,6 +471,16 @@ static Suite *gpufp_suite(void) {
 }
 
 int main(void) {
+  find_examples("examples");
+  find_examples("examples/best");
+  find_examples("tests/codegen");
+  qsort(examples, (size_t)nexamples, sizeof *examples, by_name);
+  /* (a tree without its examples would pass vacuously) */
+  if (nexamples < 60) {
+    fprintf(stderr, "check_gpufp: only %d examples found under %s\n", nexamples,
+            tu_src("examples"));
+    return EXIT_FAILURE;
+  }
   if (!host_module())
     fprintf(stderr, "check_gpufp: tests/libgpufp-host.so not built (no CUDA toolkit): the "
                     "comparisons are skipped\n");

@@ -220,19 +220,7 @@ START_TEST(test_rms_norm_eps_fingerprints) {
                                       "V = add(M, 1e-6)\nD = sqrt(V)\nN = div(X, D)\noutput N\n");
   ck_assert_int_eq(tu_verify_rc(sp, tu_put("n6.graph", X334 "N = rms_norm(X, eps=1e-6)\noutput N\n")), 0);
   ck_assert_int_eq(tu_verify_rc(sp, tu_put("n0.graph", X334 "N = rms_norm(X)\noutput N\n")), 1);
-  /* The GPU fingerprint backend has no layout or eps kernels: such graphs
-   * are fingerprinted on the CPU (mirs__fp_backend_for). */
-  mirs_context *ctx = tu_ctx(NULL);
-  mirs_graph *a = tu_parse(ctx, X334 "N = rms_norm(X, eps=1e-6)\noutput N\n");
-  mirs_graph *b = tu_parse(ctx, X334 "N = rms_norm(X)\noutput N\n");
-  mirs_graph *c = tu_parse(ctx, X334 "N = permute(X, dims=[1, 0, 2])\noutput N\n");
-  ck_assert(mirs__fp_gpu_lacks(a));
-  ck_assert(!mirs__fp_gpu_lacks(b));
-  ck_assert(mirs__fp_gpu_lacks(c));
-  mirs_graph_destroy(a);
-  mirs_graph_destroy(b);
-  mirs_graph_destroy(c);
-  mirs_context_destroy(ctx);
+  /* (the GPU backend's layout and eps kernels: tests/check_gpufp.c) */
 }
 END_TEST
 
@@ -743,6 +731,47 @@ START_TEST(test_copy_or_view) {
 }
 END_TEST
 
+/* The same choice at n = 800: the view moves 16 x 1.28 MB = 20.5 MB, the
+ * copy 3.84 MB and a launch, in bytes of the device the options select:
+ * the H100's 4 us at 3.35 TB/s (13.4 MB: a copy), the H200's at 4.8 TB/s
+ * (19.2 MB: the view), a profile file's (0.5 us at 4.8 TB/s: a copy).
+ * The generated code and the cost model follow the same choice. */
+START_TEST(test_copy_or_view_device) {
+  mirs_context *ctx = tu_ctx(NULL);
+  char text[1024], path[] = "/tmp/mirs-cv-XXXXXX";
+  snprintf(text, sizeof text, CV_UG, 800, 800, 800);
+  mirs_graph *g = tu_parse(ctx, text);
+  static const char *const copy[] = {"kernel 0: transpose -> Xt (32x32 tiles"};
+  static const char *const view[] = {"/* op 0: Xt = transpose(X): a view, no kernel */"};
+  int fd = mkstemp(path);
+  ck_assert_int_ge(fd, 0);
+  static const char prof[] = "device H200\n  hbm_gbps = 4800\n  tc_f16_tflops = 989.4\n"
+                             "  f32_tflops = 67\n  launch_us = 0.5\n  smem_per_block = 232448\n"
+                             "  sms = 132\n  l2_bytes = 52428800\n";
+  ck_assert_int_eq(write(fd, prof, sizeof prof - 1), (int)(sizeof prof - 1));
+  close(fd);
+  const struct {
+    const char *opt, *value;
+    bool view;
+  } steps[] = {{NULL, NULL, false},
+               {"cost_device", "H200", true},
+               {"device_profile", path, false},
+               {"device_profile", "", true}};
+  for (int i = 0; i < 4; i++) {
+    if (steps[i].opt)
+      ck_assert_int_eq(mirs_option_set(ctx, steps[i].opt, steps[i].value), MIRS_OK);
+    ck_assert_msg(mirs__codegen_is_view(g, 0) == steps[i].view, "step %d", i);
+    assert_codegen(ctx, text, "cv", steps[i].view ? view : copy, 1, steps[i].view ? 1 : 2);
+    mirs_cost c = MIRS_COST_INIT;
+    ck_assert_int_eq(mirs_graph_kernel_cost(ctx, g, 0, NULL, &c), MIRS_OK);
+    ck_assert_int_eq(c.kernels, steps[i].view ? 0 : 1);
+  }
+  unlink(path);
+  mirs_graph_destroy(g);
+  mirs_context_destroy(ctx);
+}
+END_TEST
+
 START_TEST(test_causal_mask_through_transpose) {
   /* Causal attention with K stored [b, n, d] and transposed in the kernel
    * (as the decoder example's scores are): the mask's columns trace back
@@ -792,6 +821,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_transpose_views);
   tcase_add_test(tc, test_transpose_view_in_custom_kernel);
   tcase_add_test(tc, test_copy_or_view);
+  tcase_add_test(tc, test_copy_or_view_device);
   tcase_add_test(tc, test_reshape_view_rules);
   tcase_add_test(tc, test_host_run);
   suite_add_tcase(s, tc);

@@ -6,15 +6,18 @@
  * state explored), damaged and foreign cache entries ignored, library
  * pieces for operators the search does not handle, a stopped run, bad
  * arguments, the cache under mirs_search_run, the note of a stitched
- * graph checked in float64 only, and a cut that passes no causal_mask
- * -inf from piece to piece. */
+ * graph checked in float64 only, a cut that passes no causal_mask
+ * -inf from piece to piece, and a piece's candidates priced where they
+ * run (reading their inputs' views: search/partition.h). */
 #define _POSIX_C_SOURCE 200809L
 #include <dirent.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "search/partition.h"
 #include "testutil.h"
 
 /* A small gated MLP after an RMSNorm: five ops, cut into pieces of at
@@ -97,6 +100,86 @@ static mirs_partition *run_ok(mirs_context *ctx, const mirs_graph *g) {
 }
 
 /* Every op in exactly one piece; every piece's inputs defined earlier. */
+/* A piece that reads a transposed view: Y = exp(Xt), Xt = permute(X) a
+ * library piece (a view where it runs).  Two candidates for the exp
+ * piece, priced alone (inputs dense, as its search ranks them) and in
+ * place: A walks rows of Xt (64 x 8 blocks of [1, 512]), B its columns
+ * (4096 blocks of [64, 1]).  Alone A is the cheaper; in place A's rows
+ * are columns of X, a sector per element, and B is. */
+static const char *const VIEW_PIECE = "program pv\ninput X : f16[4096, 64]\n"
+                                      "Xt = permute(X, dims=[1, 0])\nY = exp(Xt)\noutput Y\n";
+static const char *const VIEW_CAND =
+    "ugraph c\ninput x0 : f16[64, 4096]\n"
+    "y0 = custom(grid=[%s], block=[128, 1, 1], forloop=1) {\n"
+    "  x = input(x0, imap=[%s], fmap=-1)\n  e = exp(x)\n  a = accum(e)\n"
+    "  output(a, omap=[%s])\n}\noutput y0\n";
+
+START_TEST(test_in_place_ranking) {
+  mirs_context *ctx = tu_ctx(NULL);
+  mirs_graph *g = parse(ctx, VIEW_PIECE);
+  mirs_partition *p = NULL;
+  ck_assert_int_eq(mirs_partition_create(ctx, g, &p), MIRS_OK);
+  ck_assert_int_eq(p->npieces, 2);
+  ck_assert_int_eq(p->piece[0].info.kind, MIRS_PIECE_LIBRARY);
+  /* (piece 0 as run_piece keeps a library piece) */
+  ck_assert_int_eq(mirs__graph_clone(p->piece[0].prog, &p->piece[0].best), MIRS_OK);
+  static const char *const maps[2][2] = {{"64, 8, 1", "0, 1, -1"}, {"4096, 1, 1", "1, -1, -1"}};
+  mirs_graph *c[2];
+  double alone[2], in_place[2], before = -1;
+  for (int i = 0; i < 2; i++) {
+    char text[1024];
+    snprintf(text, sizeof text, VIEW_CAND, maps[i][0], maps[i][1], maps[i][1]);
+    c[i] = parse(ctx, text);
+    mirs_cost k = MIRS_COST_INIT;
+    ck_assert_int_eq(mirs_graph_cost(ctx, c[i], NULL, &k), MIRS_OK);
+    alone[i] = k.seconds;
+  }
+  bool views = false;
+  ck_assert_int_eq(mirs__partition_in_place(p, 1, (const mirs_graph *const *)c, 2, in_place,
+                                            &before, &views),
+                   MIRS_OK);
+  ck_assert(views);
+  ck_assert_msg(alone[0] < alone[1], "alone: %g %g", alone[0], alone[1]);
+  ck_assert_msg(in_place[1] < in_place[0], "in place: %g %g", in_place[0], in_place[1]);
+  /* B reads the view as it reads a dense input; A pays the sectors. */
+  ck_assert(fabs(in_place[1] - alone[1]) < 1e-12);
+  ck_assert(in_place[0] > 2 * alone[0]);
+  /* The piece as written (exp through the view, 16x its reads) costs
+   * more in place than alone. */
+  mirs_cost w = MIRS_COST_INIT;
+  ck_assert_int_eq(mirs_graph_cost(ctx, p->piece[1].prog, NULL, &w), MIRS_OK);
+  ck_assert(before > w.seconds);
+  /* A piece whose inputs are dense where it runs is not priced again. */
+  mirs_graph *d = parse(ctx, "program d\ninput X : f16[64, 64]\nY = exp(X)\nZ = max(Y, dim=1)\n"
+                            "W = permute(Z, dims=[1, 0])\noutput W\n");
+  mirs_partition *q = NULL;
+  ck_assert_int_eq(mirs_partition_create(ctx, d, &q), MIRS_OK);
+  ck_assert_int_eq(mirs__partition_in_place(q, 0, NULL, 0, in_place, &before, &views), MIRS_OK);
+  ck_assert(!views);
+  mirs_partition_destroy(q);
+  mirs_graph_destroy(d);
+  for (int i = 0; i < 2; i++)
+    mirs_graph_destroy(c[i]);
+  mirs_partition_destroy(p);
+  /* The whole run: the search's best alone walks Xt's rows (6.66 us in
+   * place, no better than the piece as written, which alone would be
+   * kept); ranked in place, a kernel walking its columns is taken. */
+  char dir[64];
+  mirs_context *rc = part_ctx(NULL, dir, sizeof dir);
+  mirs_partition *r = run_ok(rc, g);
+  mirs_piece_info info = {.struct_size = sizeof info};
+  ck_assert_int_eq(mirs_partition_piece(r, 1, &info), MIRS_OK);
+  ck_assert_int_eq(info.kind, MIRS_PIECE_SEARCHED);
+  ck_assert_msg(info.cost_after < 0.9 * info.cost_before, "%g us -> %g us",
+                info.cost_before * 1e6, info.cost_after * 1e6);
+  mirs_partition_destroy(r);
+  mirs_context_destroy(rc);
+  remove_dir(dir);
+  mirs_graph_destroy(g);
+  mirs_context_destroy(ctx);
+}
+END_TEST
+
 START_TEST(test_cut) {
   tu_log l;
   char dir[64];
@@ -475,6 +558,7 @@ int main(void) {
   TCase *tc = tcase_create("partition");
   tcase_set_timeout(tc, 600);
   tcase_add_test(tc, test_cut);
+  tcase_add_test(tc, test_in_place_ranking);
   tcase_add_test(tc, test_run_then_cache);
   tcase_add_test(tc, test_bad_entries);
   tcase_add_test(tc, test_library_piece);

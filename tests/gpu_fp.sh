@@ -2,14 +2,16 @@
 # SPDX-License-Identifier: MIT
 # tests/gpu_fp.sh - CPU and GPU fingerprints are identical on every
 # example: `mirsearch verify --verify=cpu` and `--verify=gpu` on each
-# program against itself and against its committed uGraph must print the
-# same verdict and the same fingerprint digest (all trials of every
-# output).  Exit 77 when no GPU is usable (--verify=gpu exits 3).
+# program against itself and against its committed uGraphs (examples/
+# and examples/best/) must print the same verdict and the same
+# fingerprint digest (all trials of every output), and the GPU run must
+# say it fingerprinted on the GPU (no graph is handed to the CPU
+# backend).  Exit 77 when no GPU is usable (--verify=gpu exits 3).
 #
 #   tests/gpu_fp.sh [small|all]   small (default): the *_small examples and
-#                                 the uGraphs whose program is small; all:
-#                                 every example at its published shape too
-#                                 (the device check; minutes of CPU).
+#                                 their uGraphs; all: every example at its
+#                                 published shape too (the device check;
+#                                 minutes of CPU).
 # With MIRS_GPUFP_LIB naming tests/libgpufp-host.so it runs the GPU code
 # path on the host emulation (tests/gpu_fp_host.sh), so it is known to
 # work before a GPU is at hand.  Run by `make check` with top_srcdir and
@@ -55,6 +57,8 @@ for p in "$ex"/*.graph; do
   esac
   pairs="$pairs $p:$p"
   [ -f "$base.ugraph" ] && pairs="$pairs $p:$base.ugraph"
+  best=$ex/best/$(basename "$base").ugraph
+  [ -f "$best" ] && pairs="$pairs $p:$best"
 done
 
 # At published shapes also a full-shape custom kernel for mha.
@@ -65,7 +69,7 @@ n=0
 for pair in $pairs; do
   p=${pair%%:*}
   c=${pair#*:}
-  name="$(basename "$p") vs $(basename "$c")"
+  name="$(basename "$p") vs ${c#"$ex"/}"
   t0=$(date +%s.%N)
   "$prog" verify --verify=cpu "$p" "$c" >"$tmp/cpu" 2>"$tmp/cpu.err"
   rc_cpu=$?
@@ -80,7 +84,11 @@ for pair in $pairs; do
   n=$((n + 1))
   dc=$(grep -E '^(fingerprints|fingerprint digest):' "$tmp/cpu")
   dg=$(grep -E '^(fingerprints|fingerprint digest):' "$tmp/gpu")
-  if [ $rc_cpu -ne $rc_gpu ] || [ "$dc" != "$dg" ] || [ -z "$dc" ]; then
+  if ! grep -q '^fingerprint backend: gpu' "$tmp/gpu"; then
+    echo "FAIL $name: --verify=gpu did not fingerprint on the GPU:" \
+      "$(grep '^fingerprint backend' "$tmp/gpu") $(cat "$tmp/gpu.err")" >&2
+    failures=$((failures + 1))
+  elif [ $rc_cpu -ne $rc_gpu ] || [ "$dc" != "$dg" ] || [ -z "$dc" ]; then
     echo "FAIL $name: cpu exit $rc_cpu, gpu exit $rc_gpu" >&2
     echo "  cpu: $dc $(cat "$tmp/cpu.err")" >&2
     echo "  gpu: $dg $(cat "$tmp/gpu.err")" >&2

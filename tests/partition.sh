@@ -146,6 +146,18 @@ if command -v mpiexec >/dev/null 2>&1 && mpiexec -n 2 true >/dev/null 2>&1 &&
   rc=$?
   [ $rc -eq 2 ] || fail "partition --mpi --no-cache: exit $rc, expected 2"
   grep -q 'result cache' "$tmp/err" || fail "partition --mpi --no-cache: no reason given"
+  # A piece reading a view, run by rank 0 before rank 1's piece ahead of
+  # it had a best: rank 0 ranks its results in place again (from the
+  # cache), so the graph is one process's.
+  printf '%s\n' 'program pv2' 'input X : f16[4096, 64]' 'input W : f16[64, 4096]' \
+    'A = add(W, W)' 'Xt = permute(X, dims=[1, 0])' 'Y = exp(Xt)' 'Z = add(Y, A)' 'output Z' \
+    >"$tmp/pv2.graph"
+  "$prog" partition --threads=1 --partition-max-ops=1 --no-cache -o "$tmp/pv1" "$tmp/pv2.graph" \
+    >/dev/null 2>&1 || fail "partition of pv2: exit $?"
+  mpiexec -n 2 "$prog" partition --mpi --threads=1 --partition-max-ops=1 --cache="$tmp/mc2" \
+    -o "$tmp/pvm" "$tmp/pv2.graph" >/dev/null 2>&1 || fail "partition --mpi of pv2: exit $?"
+  cmp -s "$tmp/pv1/best.ugraph" "$tmp/pvm/best.ugraph" ||
+    fail "partition --mpi ranked the view-reading piece otherwise than one process"
 else
   echo "partition.sh: the --mpi part skipped (no working mpiexec, or built without MPI)"
 fi

@@ -1083,38 +1083,40 @@ def main(argv=None):
                     metavar="NAME=D0,D1,...",
                     help="static dims for an input exported with dynamic axes (repeatable)")
     a = ap.parse_args(argv)
+    # Messages follow the compiler convention the rest of mirsearch uses
+    # for its input files ("FILE: error: ..."; the model is binary, so no
+    # line and column), one line per problem, so editors and scripts can
+    # pick them up; trouble that is not the model's is "mirsearch: error:".
     try:
         import onnx  # noqa: F401
     except ImportError:
-        print("mirsearch import: the Python package onnx is not installed for %s "
+        print("mirsearch: error: the Python package onnx is not installed for %s "
               "(apt-get install python3-onnx, or pip install onnx)" % sys.executable,
               file=sys.stderr)
         return 69
     try:
         imp = import_onnx(a.model, a.name, dict(a.input_shape) or None)
     except ImportError_ as e:
-        print("mirsearch import: %s: cannot import:" % a.model, file=sys.stderr)
         for b in e.unsupported:
-            print("  node %s (%s): %s" % b, file=sys.stderr)
+            print("%s: error: node %s (%s): %s" % ((a.model,) + tuple(b)), file=sys.stderr)
         tail = str(e).rsplit("; ", 1)[-1]
         if e.unsupported and tail.endswith("not converted"):
-            print("  (%s)" % tail, file=sys.stderr)
+            print("%s: note: %s" % (a.model, tail), file=sys.stderr)
         if not e.unsupported:
-            print("  " + str(e), file=sys.stderr)
+            print("%s: error: %s" % (a.model, e), file=sys.stderr)
         return 2
     except OSError as e:
-        print("mirsearch import: %s" % e, file=sys.stderr)
+        print("mirsearch: error: %s" % e, file=sys.stderr)
         return 3
     except Exception as e:  # noqa: BLE001 - a malformed model: say so, exit 2
-        print("mirsearch import: %s: not a readable ONNX model: %s" % (a.model, e),
-              file=sys.stderr)
+        print("%s: error: not a readable ONNX model: %s" % (a.model, e), file=sys.stderr)
         return 2
     if a.output:
         try:
             from .cache import write_atomic
             write_atomic(a.output, imp.text)
         except OSError as e:
-            print("mirsearch import: cannot write %s: %s" % (a.output, e), file=sys.stderr)
+            print("mirsearch: error: cannot write %s: %s" % (a.output, e), file=sys.stderr)
             return 3
     else:
         sys.stdout.write(imp.text)

@@ -73,6 +73,9 @@ int32_t mirs__codegen_view_root(const mirs_graph *g, int32_t t);
  * its last dim (elements of elsize bytes): last stride 1, rows, every
  * other stride and the offset whole 16-byte multiples. */
 bool mirs__codegen_storage_vec(const mirs_graph *g, int32_t t, int elsize);
+/* Whether kernel tensor t is dense in its own buffer (views on): not a
+ * view, not stored through one. */
+bool mirs__codegen_is_dense(const mirs_graph *g, int32_t t);
 /* The dim of tile shape ts that a custom kernel's element load walks
  * fastest for a tensor stored at strides st: -1 for row-major (the last
  * dim), or the dim contiguous in memory when the last dim is strided (a
@@ -93,8 +96,9 @@ double mirs__codegen_sector_factor(const mirs__storage *s, const mirs__shape *ex
  * else element loads in mirs__codegen_walk_dim's order) or, with store,
  * its element stores (row-major), over the same walk of the tile of t
  * stored dense (so 1 for a dense tensor or a contiguous view: a view
- * pays the sectors its strides add).  The tile's origin is taken at t's
- * (block offsets are whole tiles). */
+ * pays the sectors its strides add), averaged over the byte phases in a
+ * sector of its tiles' origins (t's offset plus whole tiles along each
+ * dim the tiles step through). */
 double mirs__codegen_tile_sectors(const mirs_graph *g, int32_t t, const mirs__shape *ts,
                                   int elsize, bool vec, bool store);
 /* The sector factor of predefined kernel op `op` reading its operand a

@@ -648,6 +648,44 @@ mirs_status mirs__cost_find(mirs_context *ctx, const mirs__cost_profiles *p, con
                    p->source);
 }
 
+/* The H100 profile's launch in bytes (4 us at 3.35 TB/s): the figure
+ * where no profile can be read. */
+#define H100_LAUNCH_BYTES 13400000
+
+void mirs__cost_note_device(mirs_context *ctx, const mirs__cost_device *d) {
+  double v = d->launch_s * d->hbm_bw;
+  atomic_store(&ctx->launch_bytes, v < 1 ? 1 : (long long)llround(v));
+}
+
+int64_t mirs__cost_launch_bytes(mirs_context *ctx) {
+  if (!ctx)
+    return H100_LAUNCH_BYTES;
+  long long v = atomic_load(&ctx->launch_bytes);
+  if (v > 0)
+    return v;
+  /* (Asked in the middle of costing or generating code: a failure here
+   * is the cost model's to report, so the error slot is left as it was.) */
+  mirs_status es = ctx->err_status;
+  char msg[MIRS__ERRMSG_SIZE], trace[MIRS__TRACE_SIZE];
+  memcpy(msg, ctx->err_msg, sizeof msg);
+  memcpy(trace, ctx->err_trace, sizeof trace);
+  mirs__cost_profiles *p = NULL;
+  const mirs__cost_device *d = NULL;
+  mirs_status st = mirs__cost_profiles_load(ctx, NULL, &p);
+  if (st == MIRS_OK)
+    st = mirs__cost_find(ctx, p, ctx->opt.cost_device, &d);
+  if (st == MIRS_OK)
+    mirs__cost_note_device(ctx, d);
+  mirs__cost_profiles_free(p);
+  if (st != MIRS_OK) {
+    ctx->err_status = es;
+    memcpy(ctx->err_msg, msg, sizeof msg);
+    memcpy(ctx->err_trace, trace, sizeof trace);
+    return H100_LAUNCH_BYTES;
+  }
+  return atomic_load(&ctx->launch_bytes);
+}
+
 /* ---------------------------------------------------------------- costing */
 
 /* Bytes per element of a dtype. */

@@ -127,6 +127,16 @@ const char *mirs__cost_default_path(void);
  * known names when there is none. */
 mirs_status mirs__cost_find(mirs_context *ctx, const mirs__cost_profiles *p, const char *name,
                             const mirs__cost_device **out);
+/* A kernel launch in bytes of HBM traffic on the device the options of
+ * ctx select (cost_device in device_profile's file or the installed or
+ * built-in profiles): launch latency x bandwidth, what a copy kernel
+ * costs beyond its bytes (views.c's view-or-copy choice).  Resolved once
+ * per context and kept (mirs_option_set of either option forgets it);
+ * where the profile cannot be read, the H100's 13.4 MB, not kept, and
+ * ctx's last error as it was. */
+int64_t mirs__cost_launch_bytes(mirs_context *ctx);
+/* Keep d's launch bytes as ctx's (d: the device its options select). */
+void mirs__cost_note_device(mirs_context *ctx, const mirs__cost_device *d);
 
 /* ---------------------------------------------------------------- costing */
 

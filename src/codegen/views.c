@@ -37,13 +37,16 @@
  * hold; a tensor's buffer is its own exactly when its storage is dense
  * there; in dense mode (`views` false, the benchmark's program as
  * written) only a reshape of a dense tensor is a view, as before views
- * existed.  Every answer is a pure function of the graph (no cache): the
- * cost model and the emitter agree by construction. */
+ * existed.  Every answer is a pure function of the graph and of the
+ * device its context's options select (a launch's bytes, in copy_wins):
+ * the cost model and the emitter agree by construction. */
 #include "config.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "codegen/codegen.h"
+#include "codegen/cost.h"
 
 /* Row-major strides of shape s. */
 static void dense(const mirs__shape *s, int64_t st[MIRS_MAX_DIMS]) {
@@ -265,12 +268,6 @@ static int32_t redirect(const mirs_graph *g, int32_t b, int64_t *inv) {
   return buf;
 }
 
-/* A kernel launch in bytes of HBM traffic: the H100 profile's 4 us at
- * 3.35 TB/s (data/devices.profile), what a copy kernel costs beyond its
- * bytes.  (The choice below is made without a device: the H200's 4 us
- * at 4.8 TB/s would be 19.2 MB.) */
-#define LAUNCH_BYTES 13.4e6
-
 /* The tile walk's factor (below, mirs__codegen_tile_sectors). */
 static double tile_walk(const mirs__storage *s, const mirs__shape *ts, int elsize, bool vec,
                         bool store);
@@ -278,7 +275,8 @@ static double operand_walk(const mirs_graph *g, int32_t op, int32_t a, const mir
 
 /* Whether the result x of permute or transpose p, a view at storage v
  * whose last dim is strided, is cheaper as a copy: a tiled copy kernel
- * (coalesced reads and writes: 2 numel bytes and a launch) after which
+ * (coalesced reads and writes: 2 numel bytes and a launch, in bytes of
+ * the device g's options select: mirs__cost_launch_bytes) after which
  * every reader reads x dense, against every reader reading the view, each
  * access in the sectors its walk touches.  Readers: custom kernels' input
  * tiles (blocks x forloop iterations when walked) and predefined ops'
@@ -293,7 +291,8 @@ static bool copy_wins(const mirs_graph *g, const mirs__kop *p, const mirs__stora
     return false;
   mirs__storage d = {.buf = x, .off = 0};
   dense(xs, d.st);
-  double view = 0, copy = 2.0 * (double)mirs__shape_numel(xs) * es + LAUNCH_BYTES;
+  double view = 0, copy = 2.0 * (double)mirs__shape_numel(xs) * es +
+                         (double)mirs__cost_launch_bytes(g->ctx);
   for (int32_t i = 0; i < g->nops; i++) {
     const mirs__kop *k = &g->ops[i];
     for (int32_t a = 0; a < k->nin; a++) {
@@ -411,12 +410,29 @@ int mirs__codegen_walk_dim(const mirs__shape *ts, const int64_t *st) {
  * repeats its pattern every row or so; a bounded count keeps costing
  * independent of tile sizes). */
 #define SAMPLE_WARPS 8
+/* Most accesses of one warp's group: 32 lanes x 16 steps of a loop. */
+#define MAX_GROUP 512
 
-double mirs__codegen_sector_factor(const mirs__storage *s, const mirs__shape *ext, int elsize,
-                                   int width, int f) {
+/* Ascending order of two sector numbers (qsort). */
+static int cmp_sector(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return (x > y) - (x < y);
+}
+
+/* Sectors moved (*moved) and the fewest the bytes used need (*ideal) by
+ * the first SAMPLE_WARPS groups of `group` consecutive accesses of a walk
+ * over ext at storage s: an access is `width` elements of the last dim
+ * (contiguous), the walk takes dim f fastest (when >= 0), then the others
+ * from the last.  A group is a warp's accesses: 32 of them, or 32 lanes
+ * times the steps of a per-thread loop (loop_factor).  False when the
+ * walk cannot be counted (then 1 is the answer). */
+static bool walk_sectors(const mirs__storage *s, const mirs__shape *ext, int elsize, int width,
+                         int f, int64_t group, double *moved, double *ideal) {
   int r = ext->ndim, order[MIRS_MAX_DIMS], n_order = 0;
-  if (r < 1 || elsize < 1 || width < 1 || ext->d[r - 1] % width != 0)
-    return 1.0;
+  *moved = *ideal = 0;
+  if (r < 1 || elsize < 1 || width < 1 || ext->d[r - 1] % width != 0 || group < 1 ||
+      group > MAX_GROUP)
+    return false;
   mirs__shape w = *ext; /* in accesses: the last dim in units of `width` elements */
   w.d[r - 1] /= width;
   if (f >= 0)
@@ -425,11 +441,10 @@ double mirs__codegen_sector_factor(const mirs__storage *s, const mirs__shape *ex
     if (d != f)
       order[n_order++] = d;
   int64_t n = mirs__shape_numel(&w), abytes = (int64_t)elsize * width;
-  double moved = 0, ideal = 0;
-  for (int64_t w0 = 0; w0 < n && w0 < SAMPLE_WARPS * 32; w0 += 32) {
-    int64_t sec[64]; /* distinct sectors of this warp (an access spans at most 2: width <= 16 B) */
+  for (int64_t w0 = 0; w0 < n && w0 < SAMPLE_WARPS * group; w0 += group) {
+    int64_t sec[2 * MAX_GROUP]; /* sectors of this group's accesses (each spans <= 2: <= 16 B) */
     int ns = 0;
-    for (int64_t j = w0; j < w0 + 32 && j < n; j++) {
+    for (int64_t j = w0; j < w0 + group && j < n; j++) {
       int64_t rem = j, el = s->off;
       for (int i = 0; i < n_order; i++) {
         int d = order[i];
@@ -438,19 +453,24 @@ double mirs__codegen_sector_factor(const mirs__storage *s, const mirs__shape *ex
         el += c * (d == r - 1 ? width : 1) * s->st[d];
       }
       int64_t lo = el * elsize, hi = lo + abytes - 1;
-      for (int64_t q = lo / SECTOR; q <= hi / SECTOR && q <= lo / SECTOR + 1; q++) {
-        int k = 0;
-        while (k < ns && sec[k] != q)
-          k++;
-        if (k == ns)
-          sec[ns++] = q;
-      }
+      for (int64_t q = lo / SECTOR; q <= hi / SECTOR && q <= lo / SECTOR + 1; q++)
+        sec[ns++] = q;
     }
-    int64_t used = ((w0 + 32 < n ? w0 + 32 : n) - w0) * abytes;
-    moved += ns;
-    ideal += (double)((used + SECTOR - 1) / SECTOR);
+    qsort(sec, (size_t)ns, sizeof sec[0], cmp_sector);
+    for (int k = 0; k < ns; k++)
+      *moved += k == 0 || sec[k] != sec[k - 1];
+    int64_t used = ((w0 + group < n ? w0 + group : n) - w0) * abytes;
+    *ideal += (double)((used + SECTOR - 1) / SECTOR);
   }
-  double fct = ideal > 0 ? moved / ideal : 1.0;
+  return *ideal > 0;
+}
+
+double mirs__codegen_sector_factor(const mirs__storage *s, const mirs__shape *ext, int elsize,
+                                   int width, int f) {
+  double moved, ideal;
+  if (!walk_sectors(s, ext, elsize, width, f, 32, &moved, &ideal))
+    return 1.0;
+  double fct = moved / ideal;
   return fct < 1.0 ? 1.0 : fct; /* (a broadcast moves no less than it uses: no L2 credit) */
 }
 
@@ -465,21 +485,165 @@ static double tile_walk(const mirs__storage *s, const mirs__shape *ts, int elsiz
                                      store ? -1 : mirs__codegen_walk_dim(ts, s->st));
 }
 
+/* Tiles of shape ts of a tensor of shape ks stored at s, by the byte
+ * phase of their origin in a sector: cnt[q] of them start q bytes past a
+ * sector boundary.  A tile's origin is s->off plus k_d whole tiles along
+ * each dim d the tiles step through (ts_d < ks_d, k_d < ks_d / ts_d):
+ * blocks and forloop iterations start there (emit_global_index).  The
+ * buffer itself starts on a sector (cudaMalloc's 256 bytes, the
+ * workspace's 256-byte offsets). */
+static void tile_phases(const mirs__storage *s, const mirs__shape *ks, const mirs__shape *ts,
+                        int elsize, double cnt[SECTOR]) {
+  memset(cnt, 0, sizeof(double) * SECTOR);
+  cnt[((s->off * elsize) % SECTOR + SECTOR) % SECTOR] = 1;
+  for (int d = 0; d < ks->ndim; d++) {
+    if (ts->d[d] < 1 || ts->d[d] >= ks->d[d])
+      continue;
+    int64_t n = ks->d[d] / ts->d[d], step = (ts->d[d] * s->st[d] * elsize) % SECTOR;
+    double next[SECTOR] = {0}, per[SECTOR] = {0}; /* per[q]: the k < n with k * step = q */
+    for (int64_t k = 0; k < SECTOR && k < n; k++) /* (k * step cycles within 32 steps) */
+      per[(k * step) % SECTOR] += (double)((n - 1 - k) / SECTOR + 1);
+    for (int a = 0; a < SECTOR; a++)
+      for (int b = 0; b < SECTOR && cnt[a] > 0; b++)
+        next[(a + b) % SECTOR] += cnt[a] * per[b];
+    memcpy(cnt, next, sizeof next);
+  }
+}
+
+/* tile_walk averaged over the origins of the tiles of a tensor of shape
+ * ks stored at s (tile_phases: the count depends on the origin's byte
+ * phase in a sector only). */
+static double tiles_walk(const mirs__storage *s, const mirs__shape *ks, const mirs__shape *ts,
+                         int elsize, bool vec, bool store) {
+  double cnt[SECTOR], sum = 0, n = 0;
+  tile_phases(s, ks, ts, elsize, cnt);
+  for (int q = 0; q < SECTOR; q++) {
+    if (cnt[q] == 0)
+      continue;
+    mirs__storage at = *s;
+    at.off = q / elsize; /* (q is a multiple of elsize: every step is) */
+    sum += cnt[q] * tile_walk(&at, ts, elsize, vec, store);
+    n += cnt[q];
+  }
+  return n > 0 ? sum / n : 1.0;
+}
+
+bool mirs__codegen_is_dense(const mirs_graph *g, int32_t t) {
+  mirs__storage s;
+  int64_t d[MIRS_MAX_DIMS];
+  mirs__codegen_storage(g, true, t, &s);
+  dense(&g->t[t].shape, d);
+  return s.buf == t && s.off == 0 && same_strides(&g->t[t].shape, s.st, d);
+}
+
 double mirs__codegen_tile_sectors(const mirs_graph *g, int32_t t, const mirs__shape *ts,
                                   int elsize, bool vec, bool store) {
+  if (mirs__codegen_is_dense(g, t))
+    return 1.0; /* (dense: the reference itself; the search's common case) */
   mirs__storage s, d = {.buf = t, .off = 0};
   mirs__codegen_storage(g, true, t, &s);
   dense(&g->t[t].shape, d.st);
-  if (s.buf == t && s.off == 0 && same_strides(&g->t[t].shape, s.st, d.st))
-    return 1.0; /* (dense: the reference itself; the search's common case) */
-  /* Against the same tile of t dense (16-byte loads where its rows
+  /* Against the same tiles of t dense (16-byte loads where its rows
    * allow, as plan_input decides): the model's bytes of dense tiles stay
-   * as they were, a view pays the sectors its strides add. */
+   * as they were, a view pays what its strides and its origins add (a
+   * slice starting inside a sector straddles one more). */
   const mirs__shape *ks = &g->t[t].shape;
   bool dvec = !store && (ts->d[ts->ndim - 1] * elsize) % 16 == 0 &&
               (ks->d[ks->ndim - 1] * elsize) % 16 == 0;
-  double fv = tile_walk(&s, ts, elsize, vec, store), fd = tile_walk(&d, ts, elsize, dvec, store);
+  double fv = tiles_walk(&s, ks, ts, elsize, vec, store);
+  double fd = tiles_walk(&d, ks, ts, elsize, dvec, store);
   return fv > fd ? fv / fd : 1.0;
+}
+
+/* Strides, along the output's dims [0, nd) of shape os, of an operand of
+ * shape xs stored at xst (ranks aligned on the right, size-1 dims
+ * broadcast: 0), as emit_index_st indexes it. */
+static void lane_strides(const mirs__shape *xs, const int64_t *xst, const mirs__shape *os, int nd,
+                         int64_t *st) {
+  for (int d = 0; d < nd; d++) {
+    int id = d - (os->ndim - xs->ndim);
+    st[d] = id < 0 || xs->d[id] == 1 ? 0 : xst[id];
+  }
+}
+
+/* Sectors a per-thread loop moves: lanes take the output os row-major,
+ * the lane at c reads base + sum c_d lst[d] + p * pst at its steps p <
+ * steps (a matmul's operands along K, a reduction along its dim, a norm
+ * along its row); a warp's group is its 32 lanes over a window of `win`
+ * steps from the first. */
+static double loop_sectors(const mirs__storage *s, const mirs__shape *os, const int64_t *lst,
+                           int64_t pst, int64_t win, int elsize) {
+  int r = os->ndim;
+  if (r + 1 > MIRS_MAX_DIMS || win < 1)
+    return 0;
+  mirs__shape ext = *os;
+  ext.ndim = r + 1;
+  ext.d[r] = win;
+  mirs__storage w = {.buf = s->buf, .off = s->off};
+  memcpy(w.st, lst, sizeof(int64_t) * (size_t)r);
+  w.st[r] = pst;
+  double moved, ideal;
+  return walk_sectors(&w, &ext, elsize, 1, r, 32 * win, &moved, &ideal) ? moved : 0;
+}
+
+/* Sector factor of predefined op k's per-thread loop over operand a (a
+ * matmul's A or B, a reduction's or a norm's input) stored at s, the
+ * worse of two counts, each taken over that of the same loop over the
+ * operand dense (so a dense operand keeps its price, factor 1, and a
+ * view pays what its strides add):
+ *  - one step (what a warp's load instruction touches: lanes reading a
+ *    row of a transposed B each take a sector);
+ *  - a window of 32 / elsize steps, the steps one sector of a contiguous
+ *    run serves from L1 (lanes sharing a row of a transposed A, or a
+ *    norm's row, take a new sector at every step where a dense row takes
+ *    one per window).
+ * 1 for other operands. */
+static double loop_walk(const mirs_graph *g, const mirs__kop *k, int32_t a,
+                        const mirs__storage *s) {
+  const mirs__shape *os = &g->t[k->out[0]].shape, *xs = &g->t[k->in[a]].shape;
+  mirs__op_kind kind = mirs__graph_ops[k->op].kind;
+  int r = os->ndim, rx = xs->ndim, es = g->t[k->in[a]].dtype == MIRS_F32 ? 4 : 2;
+  mirs__storage d = {.buf = s->buf, .off = 0};
+  dense(xs, d.st);
+  if (s->off == 0 && same_strides(xs, s->st, d.st))
+    return 1.0; /* (dense: the reference itself; the search's common case) */
+  int64_t lv[MIRS_MAX_DIMS] = {0}, ld[MIRS_MAX_DIMS] = {0}, pv, pd, steps;
+  if (kind == MIRS__KIND_MATMUL && r >= 2 && rx >= 2) {
+    /* (batch dims as indexed; A: c_{r-2} its rows, c_{r-1} a broadcast;
+     * B: c_{r-1} its columns, c_{r-2} a broadcast) */
+    lane_strides(xs, s->st, os, r - 2, lv);
+    lane_strides(xs, d.st, os, r - 2, ld);
+    int lane = a == 0 ? r - 2 : r - 1, row = a == 0 ? rx - 2 : rx - 1;
+    int step = a == 0 ? rx - 1 : rx - 2;
+    lv[lane] = s->st[row];
+    ld[lane] = d.st[row];
+    pv = s->st[step];
+    pd = d.st[step];
+    steps = xs->d[step];
+  } else if (kind == MIRS__KIND_REDUCE && a == 0 && rx == r && k->dim >= 0 && k->dim < r) {
+    lane_strides(xs, s->st, os, r, lv); /* (the reduced dim is 1 in os: 0) */
+    lane_strides(xs, d.st, os, r, ld);
+    pv = s->st[k->dim];
+    pd = d.st[k->dim];
+    steps = xs->d[k->dim];
+  } else if ((k->op == MIRS_OP_RMS_NORM || k->op == MIRS_OP_LAYER_NORM) && a == 0 && rx == r) {
+    lane_strides(xs, s->st, os, r - 1, lv); /* (every lane of a row reads the whole row) */
+    lane_strides(xs, d.st, os, r - 1, ld);
+    pv = s->st[r - 1];
+    pd = d.st[r - 1];
+    steps = xs->d[r - 1];
+  } else {
+    return 1.0;
+  }
+  double f = 1.0;
+  int64_t wins[2] = {1, SECTOR / es < steps ? SECTOR / es : steps};
+  for (int i = 0; i < 2; i++) {
+    double sv = loop_sectors(s, os, lv, pv, wins[i], es);
+    double sd = loop_sectors(&d, os, ld, pd, wins[i], es);
+    if (sd > 0 && sv / sd > f)
+      f = sv / sd;
+  }
+  return f;
 }
 
 /* Sector factor of predefined op `op` reading operand a stored at s. */
@@ -509,15 +673,8 @@ static double operand_walk(const mirs_graph *g, int32_t op, int32_t a, const mir
     w.off += k->lay.d[1] * s.st[k->lay.d[0]];
   } else if (k->op == MIRS_OP_RESHAPE) {
     return mirs__codegen_sector_factor(&s, xs, es, 1, -1); /* (read in the input's order) */
-  } else if (kind == MIRS__KIND_MATMUL && a == 1) {
-    /* Consecutive lanes take consecutive result columns: at each step p
-     * of their loops they read a row of B at its last dim's stride (A's
-     * element is one address for the lanes of a row: a broadcast). */
-    mirs__shape cols = {.ndim = 1, .d = {os->d[r - 1]}};
-    mirs__storage row = {.buf = s.buf, .off = s.off, .st = {s.st[xs->ndim - 1]}};
-    return mirs__codegen_sector_factor(&row, &cols, es, 1, -1);
   } else {
-    return 1.0; /* a matmul's A, reductions, norms: per-thread loops, not modelled */
+    return loop_walk(g, k, a, &s); /* matmuls, reductions, norms: per-thread loops */
   }
   return mirs__codegen_sector_factor(&w, os, es, 1, -1);
 }

@@ -48,6 +48,7 @@ mirs_status mirs_context_create_with_allocator(mirs_alloc_fn alloc, void *user,
   atomic_init(&ctx->mem_peak, 0);
   atomic_init(&ctx->fail_countdown, 0);
   atomic_init(&ctx->fault_steps, 0);
+  atomic_init(&ctx->launch_bytes, 0);
   mirs__core_fault_init(ctx);
   mirs__core_options_defaults(&ctx->opt);
   *out = ctx;
@@ -93,6 +94,7 @@ mirs_status mirs__core_context_child(mirs_context *parent, mirs_context **out) {
   (*out)->log_fn = parent->log_fn;
   (*out)->log_user = parent->log_user;
   (*out)->parent = parent;
+  atomic_store(&(*out)->launch_bytes, atomic_load(&parent->launch_bytes));
   return MIRS_OK;
 }
 

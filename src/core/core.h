@@ -127,6 +127,9 @@ struct mirs_context {
   /* A worker environment (mirs__core_context_child): the parent whose
    * allocator and options it copies; NULL for a user's context. */
   mirs_context *parent;
+  /* The options' device's launch in bytes (mirs__cost_launch_bytes), 0
+   * until resolved; set to 0 when cost_device or device_profile is set. */
+  atomic_llong launch_bytes;
 };
 
 /* A worker environment: a context of its own (error slot, counters,

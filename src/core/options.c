@@ -165,6 +165,8 @@ mirs_status mirs_option_set(mirs_context *ctx, const char *name, const char *val
   mirs_status st = set_value(ctx, d, value);
   if (st == MIRS_OK)
     ctx->opt_given[d - opt_table] = 1;
+  if (st == MIRS_OK && (!strcmp(d->name, "cost_device") || !strcmp(d->name, "device_profile")))
+    atomic_store(&ctx->launch_bytes, 0); /* (another device: resolved again when asked) */
   return st;
 }
 

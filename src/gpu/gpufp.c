@@ -47,10 +47,11 @@ typedef struct gpu_state {
 /* Convert a module return code into a status with its message. */
 static mirs_status gpu_fail(mirs_context *ctx, const gpu_state *g, int code, const char *what) {
   const char *msg = g && g->dev ? g->abi->last_error(g->dev) : "";
-  mirs_status s = code == MIRS_GPUFP_NO_DEVICE ? MIRS_NO_DEVICE
-                  : code == MIRS_GPUFP_NOMEM   ? MIRS_NOMEM
-                  : code == MIRS_GPUFP_CUDA    ? MIRS_CUDA
-                                               : MIRS_INTERNAL;
+  mirs_status s = code == MIRS_GPUFP_NO_DEVICE     ? MIRS_NO_DEVICE
+                  : code == MIRS_GPUFP_NOMEM       ? MIRS_NOMEM
+                  : code == MIRS_GPUFP_CUDA        ? MIRS_CUDA
+                  : code == MIRS_GPUFP_UNSUPPORTED ? MIRS_UNSUPPORTED
+                                                   : MIRS_INTERNAL;
   return MIRS_FAIL(ctx, s, "GPU fingerprints: %s: %s", what, msg);
 }
 
@@ -166,12 +167,19 @@ static void abi_shape(const mirs__shape *sh, mirs_gpufp_shape *out) {
     out->d[d] = sh->d[d];
 }
 
-/* Kind and code of a compute op (UNARY, BINARY, MATMUL, REDUCE, RMSNORM,
- * TRANSPOSE) with constants cst. */
-static bool op_code(mirs_op op, const mirs__scalar *cst, mirs_gpufp_op *o) {
+/* Kind and code of compute op `op` with constants cst and eps (UNARY,
+ * BINARY, MATMUL, REDUCE, RMSNORM, TRANSPOSE); a causal_mask's frame and
+ * a layout op's view are the caller's. */
+static bool op_code(mirs_op op, const mirs__scalar *cst, double eps, mirs_gpufp_op *o) {
   o->sqrt_op = MIRS_OP_SQRT;
-  if (op == MIRS_OP_CAUSAL_MASK) /* (position-dependent: the CPU backend only) */
-    return false;
+  o->max_op = MIRS_OP_MAX;
+  mirs__fp_pair fe = mirs__fp_real(eps);
+  o->eps.a = fe.a;
+  o->eps.b = fe.b;
+  if (op == MIRS_OP_CAUSAL_MASK) {
+    o->kind = MIRS_GPUFP_K_MASK;
+    return true;
+  }
   mirs__fp_elem e;
   if (mirs__fp_elem_of(op, cst, &e)) {
     o->kind = MIRS_GPUFP_K_ELEM;
@@ -186,6 +194,9 @@ static bool op_code(mirs_op op, const mirs__scalar *cst, mirs_gpufp_op *o) {
   switch (mirs__graph_ops[op].kind) {
   case MIRS__KIND_TRANSPOSE:
     o->kind = MIRS_GPUFP_K_TRANSPOSE;
+    return true;
+  case MIRS__KIND_LAYOUT:
+    o->kind = MIRS_GPUFP_K_GATHER;
     return true;
   case MIRS__KIND_UNARY:
     o->kind = MIRS_GPUFP_K_UNARY;
@@ -204,14 +215,32 @@ static bool op_code(mirs_op op, const mirs__scalar *cst, mirs_gpufp_op *o) {
     o->kind = MIRS_GPUFP_K_MATMUL;
     return true;
   case MIRS__KIND_REDUCE:
-    o->kind = MIRS_GPUFP_K_SUM;
-    return op == MIRS_OP_SUM; /* (max, mean: mirs__fp_backend_for keeps them on the CPU) */
+    o->kind = op == MIRS_OP_MAX ? MIRS_GPUFP_K_MAX : MIRS_GPUFP_K_SUM;
+    o->mean = op == MIRS_OP_MEAN;
+    return op == MIRS_OP_SUM || op == MIRS_OP_MEAN || op == MIRS_OP_MAX;
   case MIRS__KIND_RMSNORM:
     o->kind = MIRS_GPUFP_K_RMSNORM;
-    return op == MIRS_OP_RMS_NORM; /* (layer_norm: as mean) */
+    o->centre = op == MIRS_OP_LAYER_NORM;
+    return op == MIRS_OP_RMS_NORM || op == MIRS_OP_LAYER_NORM;
   default:
     return false;
   }
+}
+
+/* The view of layout op k (resolved attribute k->lay) on x's shape xs as
+ * out (shape os) sees it: the strided form of MIRS__LAYOUT_COPY's index
+ * map (a reshape keeps the row-major order, a permute takes x's strides
+ * in the order of lay, a slice keeps them from the offset of its start). */
+static void layout_view(const mirs__kop *k, const mirs__shape *xs, const mirs__shape *os,
+                        mirs_gpufp_op *c) {
+  int64_t st[MIRS_MAX_DIMS];
+  for (int64_t d = xs->ndim - 1, s = 1; d >= 0; s *= xs->d[d], d--)
+    st[d] = s;
+  c->gbase = k->op == MIRS_OP_SLICE ? k->lay.d[1] * st[k->lay.d[0]] : 0;
+  for (int64_t d = os->ndim - 1, s = 1; d >= 0; s *= os->d[d], d--)
+    c->gst[d] = k->op == MIRS_OP_RESHAPE  ? s
+                : k->op == MIRS_OP_PERMUTE ? st[k->lay.d[d]]
+                                           : st[d];
 }
 
 /* An arena operand: tensor t of g, trials from j0. */
@@ -232,6 +261,19 @@ static void tile_opnd(const mirs__fp_store *s, const mirs__bgraph *bg, int32_t b
   abi_shape(&bg->t[b].shape, &o->shape);
 }
 
+/* Whether op (arguments in[0..nin), metadata m) is a SUB whose subtrahend
+ * may hold causal_mask's -inf: finite - -inf has no fingerprint, and the
+ * module reports it at the next sync (the CPU backend at the op). */
+static bool may_inf(mirs_op op, int32_t nin, const int32_t *in, const mirs__fp_meta *m) {
+  return op == MIRS_OP_SUB && nin > 1 && m[in[1]].masked;
+}
+
+/* Wait for g's work and report a finite - -inf met since the last wait. */
+static mirs_status gpu_sync(mirs_context *ctx, gpu_state *g) {
+  GPU_TRY(ctx, g, g->abi->sync(g->dev), "waiting for a subtraction under a causal mask");
+  return MIRS_OK;
+}
+
 /* One custom kernel's evaluation over a chunk of grid blocks. */
 typedef struct gpu_custom {
   gpu_state *g;
@@ -241,6 +283,7 @@ typedef struct gpu_custom {
   int j0, trials;
   int64_t gend[MIRS__GRID];
   int64_t bfirst, nb;
+  bool may_inf; /* a SUB ran whose subtrahend may hold -inf: sync to learn */
 } gpu_custom;
 
 /* Fill the tile step of LOAD/STORE op at iteration f. */
@@ -280,8 +323,29 @@ static void tile_step(const gpu_custom *u, const mirs__bop *op, int32_t f, mirs_
   t->tensor_off = u->s->t[kt].off + (uint64_t)u->j0 * t->tensor_stride;
 }
 
-/* The compute op of block step o (COMPUTE, ACCUM or FINISH). */
-static mirs_status block_op(const gpu_custom *u, const mirs__bop *o, int kind, mirs_gpufp_op *c) {
+/* The frame of block causal_mask o at iteration f: block 0's, and each
+ * grid dim's shift (the frame is affine in the block coordinates). */
+static bool mask_frame(const gpu_custom *u, const mirs__bop *o, int32_t f, mirs_gpufp_op *c) {
+  int32_t b[MIRS__GRID] = {0, 0, 0};
+  if (!mirs__sched_mask_frame(u->kg, u->bg, o, b, f, c->mask_org))
+    return false;
+  for (int g = 0; g < MIRS__GRID; g++) {
+    int64_t org[4];
+    b[g] = 1;
+    if (!mirs__sched_mask_frame(u->kg, u->bg, o, b, f, org))
+      return false;
+    b[g] = 0;
+    c->mask_step[g][0] = org[0] - c->mask_org[0];
+    c->mask_step[g][1] = org[1] - c->mask_org[1];
+    c->grid_end[g] = u->gend[g];
+  }
+  c->bfirst = u->bfirst;
+  return true;
+}
+
+/* The compute op of block step o (COMPUTE, ACCUM or FINISH) at iteration f. */
+static mirs_status block_op(const gpu_custom *u, const mirs__bop *o, int kind, int32_t f,
+                            mirs_gpufp_op *c) {
   const mirs__fp_store *s = u->s;
   memset(c, 0, sizeof *c);
   c->batches = (int64_t)u->trials * u->nb;
@@ -294,16 +358,26 @@ static mirs_status block_op(const gpu_custom *u, const mirs__bop *o, int kind, m
     tile_opnd(s, u->bg, o->in[a], &c->in[a]);
   tile_opnd(s, u->bg, o->out, &c->out);
   c->in_exp = s->bt[o->in[0]].exp_dep;
+  c->masked = s->bt[o->in[0]].masked || (c->nin > 1 && s->bt[o->in[1]].masked);
+  bool known = op_code(o->op, o->cst, o->eps, c); /* (sqrt_op, max_op, eps for every step) */
   if (kind == MIRS__STEP_COMPUTE) {
-    if (!op_code(o->op, o->cst, c))
-      return MIRS_FAIL(s->ctx, MIRS_UNSUPPORTED,
-                       "%s cannot be fingerprinted on the GPU (use --verify=cpu)",
+    if (!known)
+      return MIRS_FAIL(s->ctx, MIRS_INTERNAL, "block op %s has no GPU fingerprint kernel",
                        mirs__graph_ops[o->op].name);
+    if (c->kind == MIRS_GPUFP_K_MASK && !mask_frame(u, o, f, c))
+      return MIRS_FAIL(s->ctx, MIRS_INTERNAL, "block causal_mask %s has no tile position",
+                       u->bg->t[o->out].name);
     c->dim = o->dim;
     c->out_exp = s->bt[o->out].exp_dep;
   } else if (kind == MIRS__STEP_FINISH) {
     c->kind = MIRS_GPUFP_K_FINISH;
     c->count = (uint64_t)mirs__sched_rms_count(u->bg, o);
+  } else if (o->op == MIRS_OP_ACCUM_MAX) {
+    c->kind = MIRS_GPUFP_K_MAX;
+    c->dim = o->dim;
+    c->add = 1;
+  } else if (o->op == MIRS_OP_ACCUM_ONLINE) {
+    c->kind = MIRS_GPUFP_K_ONLINE;
   } else if (o->op == MIRS_OP_ACCUM) {
     c->kind = MIRS_GPUFP_K_ACCUM;
   } else if (o->op == MIRS_OP_ACCUM_SUM) {
@@ -340,12 +414,18 @@ static mirs_status run_phase(gpu_custom *u, int phase, int32_t f) {
       t.trials = u->trials;
       t.nblocks = u->nb;
       abi_shape(&bg->t[o->out].shape, &t.tile);
+      /* (fc_zero: a running max starts below everything) */
+      t.zero_numel = mirs__sched_state_numel(bg, o->out);
+      t.none_from = o->op == MIRS_OP_ACCUM_MAX      ? 0
+                    : o->op == MIRS_OP_ACCUM_ONLINE ? u->s->bt[o->out].numel
+                                                    : t.zero_numel;
       t.tile_off = u->s->bt[o->out].off;
       t.tile_stride = u->s->tile_used;
       GPU_TRY(ctx, g, g->abi->tile(g->dev, &t), "zeroing accumulators");
     } else {
       mirs_gpufp_op c;
-      MIRS_CHECK(ctx, block_op(u, o, kind, &c));
+      MIRS_CHECK(ctx, block_op(u, o, kind, f, &c));
+      u->may_inf = u->may_inf || may_inf(o->op, o->nin, o->in, u->s->bt);
       GPU_TRY(ctx, g, g->abi->compute(g->dev, &c), "a block op of a custom kernel");
     }
     if (kind != MIRS__STEP_ZERO && kind != MIRS__STEP_STORE && kind != MIRS__STEP_FINISH)
@@ -360,7 +440,7 @@ static mirs_status run_phase(gpu_custom *u, int phase, int32_t f) {
 static mirs_status gpu_custom_op(gpu_state *g, mirs__fp_store *s, const mirs_graph *kg,
                                  const mirs__kop *k, int j0, int j1) {
   mirs_context *ctx = s->ctx;
-  gpu_custom u = {g, s, kg, k->bg, j0, j1 - j0, {1, 1, 1}, 0, 0};
+  gpu_custom u = {g, s, kg, k->bg, j0, j1 - j0, {1, 1, 1}, 0, 0, false};
   int64_t nblocks = 1;
   for (int a = 0; a < MIRS__GRID; a++) {
     u.gend[a] = s->corner ? 1 : k->bg->grid[a];
@@ -390,7 +470,8 @@ static mirs_status gpu_custom_op(gpu_state *g, mirs__fp_store *s, const mirs_gra
     }
     MIRS_CHECK(ctx, run_phase(&u, 2, 0));
   }
-  return MIRS_OK;
+  /* (one wait per kernel op, not per iteration: the op fails as a whole) */
+  return u.may_inf ? gpu_sync(ctx, g) : MIRS_OK;
 }
 
 /* Fingerprint kernel op `op` in trials [j0, j1): one launch, or a custom
@@ -405,11 +486,17 @@ static mirs_status gpu_op(void *state, mirs__fp_store *s, const mirs_graph *g, i
     return gpu_custom_op(gs, s, g, k, j0, j1);
   mirs_gpufp_op c;
   memset(&c, 0, sizeof c);
-  if (!op_code(k->op, k->cst, &c))
-    return MIRS_FAIL(ctx, MIRS_UNSUPPORTED,
-                     "%s cannot be fingerprinted on the GPU (use --verify=cpu)",
+  if (!op_code(k->op, k->cst, k->eps, &c))
+    return MIRS_FAIL(ctx, MIRS_INTERNAL, "%s has no GPU fingerprint kernel",
                      mirs__graph_ops[k->op].name);
   int32_t out = k->out[0];
+  const mirs__shape *xs = &g->t[k->in[0]].shape;
+  if (c.kind == MIRS_GPUFP_K_GATHER)
+    layout_view(k, xs, &g->t[out].shape, &c);
+  if (c.kind == MIRS_GPUFP_K_MASK) { /* the whole tensor: fp_mask's frame with org NULL */
+    c.mask_org[2] = xs->d[xs->ndim - 2];
+    c.mask_org[3] = xs->d[xs->ndim - 1];
+  }
   c.dim = k->dim;
   c.batches = j1 - j0;
   c.per_trial = 1;
@@ -421,8 +508,9 @@ static mirs_status gpu_op(void *state, mirs__fp_store *s, const mirs_graph *g, i
   arena_opnd(s, g, out, j0, &c.out);
   c.in_exp = s->t[k->in[0]].exp_dep;
   c.out_exp = s->t[out].exp_dep;
+  c.masked = s->t[k->in[0]].masked || (c.nin > 1 && s->t[k->in[1]].masked);
   GPU_TRY(ctx, gs, gs->abi->compute(gs->dev, &c), mirs__graph_ops[k->op].name);
-  return MIRS_OK;
+  return may_inf(k->op, k->nin, k->in, s->t) ? gpu_sync(ctx, gs) : MIRS_OK;
 }
 
 /* Copy values of tensor t, trial `trial`, to the host. */

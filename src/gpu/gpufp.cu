@@ -22,10 +22,19 @@
  * very curand_init/curand4 the device runs: the tests compare it with the
  * CPU backend on every example without a GPU.
  *
+ * Every operator the CPU backend fingerprints has its kernel here (no
+ * graph is sent back to the CPU): max and the accumulators' running max
+ * in the keyed order (a total order, so any reduction order gives the
+ * CPU's element), causal_mask's sentinel FP_NONE with the CPU's rules
+ * (moved by loads, stores, transposes and gathers; absorbed by add/sub;
+ * exp(-inf) = 0; kept by the elementwise ops), norms with eps, and the
+ * layout ops as strided gathers.
+ *
  * Invariants: every CUDA call's status is checked where it is made (GFP_CUDA)
  * and converted once into a MIRS_GPUFP_* code with a message naming the
  * call; a handle's work runs in order on its own stream; the arena only
- * grows and keeps its contents. */
+ * grows and keeps its contents; a value is a residue pair or FP_NONE in
+ * both parts. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,10 +50,12 @@
 #define GFP_FOR(i, n) for (int64_t i = 0; i < (n); i++)
 #define GFP_LAUNCH(k, n, d) k
 #define GFP_HD static inline
+#define GFP_UNROLL
 #else
 #define GFP_HD __host__ __device__ __forceinline__
 #define GFP_GLOBAL __global__ void
 #define GFP_DEV __device__ __forceinline__
+#define GFP_UNROLL _Pragma("unroll")
 #define GFP_FOR(i, n)                                                                    \
   for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n);             \
        i += (int64_t)gridDim.x * blockDim.x)
@@ -66,6 +77,9 @@ static unsigned gfp_blocks(int64_t n) {
 #define FP_TRIAL_MUL 0x9E3779B97F4A7C15ull
 #define FP_PRF_DOMAIN 0x4650524600000000ull
 #define FP_MAX_DIMS MIRS_GPUFP_DIMS
+/* causal_mask's -inf, and the start of a keyed running max: both parts
+ * all ones (MIRS__FP_MASKED; no residue is that large). */
+#define FP_NONE 0xFFFFFFFFu
 /* Largest multiples of P and Q not above 2^63 (lazy reduction). */
 #define FP_CP ((1ull << 63) / FP_P * FP_P)
 #define FP_CQ ((1ull << 63) / FP_Q * FP_Q)
@@ -110,6 +124,12 @@ GFP_DEV pair fp_add(pair x, pair y) {
   return r;
 }
 
+/* Pairwise difference. */
+GFP_DEV pair fp_sub(pair x, pair y) {
+  pair r = {sub_mod(x.a, y.a, FP_P), sub_mod(x.b, y.b, FP_Q)};
+  return r;
+}
+
 /* Pairwise product. */
 GFP_DEV pair fp_mul(pair x, pair y) {
   pair r = {mul_mod(x.a, y.a, FP_P), mul_mod(x.b, y.b, FP_Q)};
@@ -128,14 +148,19 @@ GFP_DEV uint64_t trial_key(uint64_t seed, int64_t t) {
 }
 
 /* The Philox block at counter `block` of subsequence sub under key, from
- * cuRAND's device API, reduced to a pair: a = (w1 w0) mod P, b = (w3 w2)
- * mod Q.  curand_init(key, sub, 4 block) puts the counter at (block, sub)
- * with output position 0, so curand4 returns that block's four words. */
-GFP_DEV pair philox_pair(uint64_t key, uint64_t sub, uint64_t block) {
+ * cuRAND's device API: curand_init(key, sub, 4 block) puts the counter at
+ * (block, sub) with output position 0, so curand4 returns that block's
+ * four words. */
+GFP_DEV uint4 philox_words(uint64_t key, uint64_t sub, uint64_t block) {
   curandStatePhilox4_32_10_t st;
   curand_init((unsigned long long)key, (unsigned long long)sub, (unsigned long long)(block * 4),
               &st);
-  uint4 w = curand4(&st);
+  return curand4(&st);
+}
+
+/* That block reduced to a pair: a = (w1 w0) mod P, b = (w3 w2) mod Q. */
+GFP_DEV pair philox_pair(uint64_t key, uint64_t sub, uint64_t block) {
+  uint4 w = philox_words(key, sub, block);
   pair r = {(uint32_t)((((uint64_t)w.y << 32) | w.x) % FP_P),
             (uint32_t)((((uint64_t)w.w << 32) | w.z) % FP_Q)};
   return r;
@@ -144,6 +169,36 @@ GFP_DEV pair philox_pair(uint64_t key, uint64_t sub, uint64_t block) {
 /* The keyed PRF of the unary op whose mirs_op value is op. */
 GFP_DEV pair fp_prf(uint64_t key, int64_t op, pair x) {
   return philox_pair(key, FP_PRF_DOMAIN | (uint64_t)op, ((uint64_t)x.b << 32) | x.a);
+}
+
+/* The keyed rank of x in max's order (mirs__fp_max_rank): words w1 w0 of
+ * the block at counter (b << 32 | a) of the PRF subsequence of MAX. */
+GFP_DEV uint64_t max_rank(uint64_t key, int64_t max_op, pair x) {
+  uint4 w = philox_words(key, FP_PRF_DOMAIN | (uint64_t)max_op, ((uint64_t)x.b << 32) | x.a);
+  return ((uint64_t)w.y << 32) | w.x;
+}
+
+/* One step of a running max x (rank *rx, unset while x is FP_NONE) with
+ * y: the larger in the keyed order (rank, then the residues) and its
+ * rank; FP_NONE loses to everything.  The value of the CPU backend's
+ * fp_max(key, x, y), computing y's rank once. */
+GFP_DEV pair max_step(uint64_t key, int64_t max_op, pair x, uint64_t *rx, pair y) {
+  if (y.a == FP_NONE || (x.a == y.a && x.b == y.b))
+    return x;
+  uint64_t ry = max_rank(key, max_op, y);
+  if (x.a != FP_NONE &&
+      (*rx > ry || (*rx == ry && (x.a > y.a || (x.a == y.a && x.b > y.b)))))
+    return x;
+  *rx = ry;
+  return y;
+}
+
+/* An op's result in canonical form: an exp-dependent value has q-part 0,
+ * except the sentinel where an operand may hold it (fp_compute). */
+GFP_DEV pair canon(pair r, int64_t out_exp, int64_t masked) {
+  if (out_exp && !(masked && r.a == FP_NONE))
+    r.b = 0;
+  return r;
 }
 
 /* mirs__hash_mix (src/core/util.c), for the digest. */
@@ -232,59 +287,62 @@ typedef struct opnd {
   uint64_t stride;
 } opnd;
 
-/* The trial key of batch `batch` (per_trial batches per trial). */
-GFP_DEV uint64_t batch_key(uint64_t seed, int64_t trial0, int64_t per_trial, int64_t batch) {
-  return trial_key(seed, trial0 + batch / per_trial);
+/* Trial keys of batches: batch i belongs to trial trial0 + i / per_trial. */
+typedef struct bkey {
+  uint64_t seed;
+  int64_t trial0, per_trial;
+} bkey;
+
+/* The trial key of batch `batch`. */
+GFP_DEV uint64_t batch_key(bkey k, int64_t batch) {
+  return trial_key(k.seed, k.trial0 + batch / k.per_trial);
 }
 
-/* UNARY: EXP, SQUARE, PRFs, elementwise over numel per batch. */
+/* UNARY: EXP, SQUARE, PRFs, elementwise over numel per batch
+ * (exp(-inf) = 0: the sentinel's exp is (0, 0)). */
 GFP_GLOBAL k_unary(int64_t n, opnd x, opnd y, int64_t numel, int64_t op, int64_t out_exp,
-                   uint64_t seed, int64_t trial0, int64_t per_trial) {
+                   int64_t masked, bkey k) {
   GFP_FOR(i, n) {
     int64_t bt = i / numel, e = i % numel;
     pair v = x.p[bt * x.stride + e], r;
     if (op == MIRS_GPUFP_EXP) {
-      r.a = pow_mod(FP_G, v.b, FP_P);
+      r.a = v.b == FP_NONE ? 0u : pow_mod(FP_G, v.b, FP_P);
       r.b = 0;
     } else if (op == MIRS_GPUFP_SQUARE) {
       r = fp_mul(v, v);
     } else {
-      r = fp_prf(batch_key(seed, trial0, per_trial, bt), op, v);
+      r = fp_prf(batch_key(k, bt), op, v);
     }
-    if (out_exp)
-      r.b = 0;
-    y.p[bt * y.stride + e] = r;
+    y.p[bt * y.stride + e] = canon(r, out_exp, masked);
   }
 }
 
-/* ELEM: the ops of fingerprint.h's MIRS__FP_E_* table, elementwise. */
+/* ELEM: the ops of fingerprint.h's MIRS__FP_E_* table, elementwise; the
+ * sentinel passes unchanged (only the ops keeping -inf take it). */
 GFP_GLOBAL k_elem(int64_t n, opnd x, opnd y, int64_t numel, int64_t op, int64_t code, pair c,
-                  uint64_t en, uint64_t ktweak, int64_t out_exp, uint64_t seed, int64_t trial0,
-                  int64_t per_trial) {
+                  uint64_t en, uint64_t ktweak, int64_t out_exp, int64_t masked, bkey k) {
   GFP_FOR(i, n) {
     int64_t bt = i / numel, e = i % numel;
     pair v = x.p[bt * x.stride + e], r;
-    if (code == 1) {
-      r.a = sub_mod(0u, v.a, FP_P);
-      r.b = sub_mod(0u, v.b, FP_Q);
+    if (v.a == FP_NONE) {
+      r = v;
+    } else if (code == 1) {
+      r = fp_sub(fp_const(0), v);
     } else if (code == 2) {
       r = fp_add(v, c);
     } else if (code == 3) {
       r = fp_mul(v, c);
     } else if (code == 4) {
-      r.a = sub_mod(c.a, v.a, FP_P);
-      r.b = sub_mod(c.b, v.b, FP_Q);
+      r = fp_sub(c, v);
     } else if (code == 5) {
       r = fp_mul(c, fp_inv(v));
     } else if (code == 6) {
       r.a = pow_mod(v.a, en, FP_P);
       r.b = pow_mod(v.b, en, FP_Q);
     } else {
-      r = fp_prf(batch_key(seed, trial0, per_trial, bt) ^ ktweak, op, v);
+      r = fp_prf(batch_key(k, bt) ^ ktweak, op, v);
     }
-    if (out_exp)
-      r.b = 0;
-    y.p[bt * y.stride + e] = r;
+    y.p[bt * y.stride + e] = canon(r, out_exp, masked);
   }
 }
 
@@ -297,6 +355,28 @@ GFP_GLOBAL k_transpose(int64_t n, opnd x, opnd y, int64_t numel, int64_t rows, i
   }
 }
 
+/* A strided view: out dims d[] read at base + sum of coordinate * st,
+ * right-aligned in FP_MAX_DIMS dims (leading ones of size 1), so that
+ * the index loop unrolls and the view stays in registers. */
+typedef struct gview {
+  int64_t base;
+  int64_t d[FP_MAX_DIMS];
+  int64_t st[FP_MAX_DIMS];
+} gview;
+
+/* GATHER (reshape, permute, slice): y[e] = x at e's place in the view. */
+GFP_GLOBAL k_gather(int64_t n, opnd x, opnd y, int64_t numel, gview g) {
+  GFP_FOR(i, n) {
+    int64_t bt = i / numel, e = i % numel, off = g.base, rest = e;
+    GFP_UNROLL
+    for (int k = FP_MAX_DIMS - 1; k >= 0; k--) {
+      off += (rest % g.d[k]) * g.st[k];
+      rest /= g.d[k];
+    }
+    y.p[bt * y.stride + e] = x.p[bt * x.stride + off];
+  }
+}
+
 /* Inverses of numel values per batch into y (dense, batch stride numel). */
 GFP_GLOBAL k_inverse(int64_t n, opnd x, pair *y, int64_t numel) {
   GFP_FOR(i, n) {
@@ -305,8 +385,11 @@ GFP_GLOBAL k_inverse(int64_t n, opnd x, pair *y, int64_t numel) {
   }
 }
 
-/* BINARY with broadcasting (DIV arrives as MUL by the inverses). */
-GFP_GLOBAL k_binary(int64_t n, opnd a, opnd b, opnd y, bview v, int64_t op, int64_t out_exp) {
+/* BINARY with broadcasting (DIV arrives as MUL by the inverses).  Where
+ * an operand may hold the sentinel (masked: ADD, SUB), -inf absorbs a
+ * finite value; finite - (-inf) = +inf has none and sets *bad. */
+GFP_GLOBAL k_binary(int64_t n, opnd a, opnd b, opnd y, bview v, int64_t op, int64_t out_exp,
+                    int64_t masked, unsigned long long *bad) {
   int64_t numel = 1;
   for (int64_t d = 0; d < v.r; d++)
     numel *= v.d[d];
@@ -320,16 +403,18 @@ GFP_GLOBAL k_binary(int64_t n, opnd a, opnd b, opnd y, bview v, int64_t op, int6
       ob += c * v.sb[d];
     }
     pair x = a.p[bt * a.stride + oa], z = b.p[bt * b.stride + ob], r;
-    if (op == MIRS_GPUFP_ADD)
+    if (masked && (x.a == FP_NONE || z.a == FP_NONE)) {
+      r = x.a == FP_NONE ? x : z;
+      if (x.a != FP_NONE && op == MIRS_GPUFP_SUB)
+        *bad = 1;
+    } else if (op == MIRS_GPUFP_ADD) {
       r = fp_add(x, z);
-    else if (op == MIRS_GPUFP_SUB) {
-      r.a = sub_mod(x.a, z.a, FP_P);
-      r.b = sub_mod(x.b, z.b, FP_Q);
-    } else
+    } else if (op == MIRS_GPUFP_SUB) {
+      r = fp_sub(x, z);
+    } else {
       r = fp_mul(x, z);
-    if (out_exp)
-      r.b = 0;
-    y.p[bt * y.stride + e] = r;
+    }
+    y.p[bt * y.stride + e] = canon(r, out_exp, masked);
   }
 }
 
@@ -360,19 +445,97 @@ GFP_GLOBAL k_matmul(int64_t n, opnd a, opnd b, opnd y, bview v, int64_t k, int64
   }
 }
 
-/* SUM over a dim (outer x red x inner), into y or added into it. */
-GFP_GLOBAL k_sum(int64_t n, opnd x, opnd y, int64_t outer, int64_t red, int64_t inner, int64_t add,
-                 int64_t out_exp) {
-  int64_t per = outer * inner;
+/* A reduction's geometry: outer x red x inner per batch, reduced over red. */
+typedef struct rgeo {
+  int64_t outer, red, inner;
+} rgeo;
+
+/* SUM over a dim, into y or added into it (add); mean: times inv(red). */
+GFP_GLOBAL k_sum(int64_t n, opnd x, opnd y, rgeo g, int64_t add, int64_t mean, int64_t out_exp) {
+  int64_t per = g.outer * g.inner;
   GFP_FOR(i, n) {
-    int64_t bt = i / per, e = i % per, o = e / inner, in = e % inner;
-    const pair *px = x.p + bt * x.stride + o * red * inner + in;
+    int64_t bt = i / per, e = i % per, o = e / g.inner, in = e % g.inner;
+    const pair *px = x.p + bt * x.stride + o * g.red * g.inner + in;
     pair s = add ? y.p[bt * y.stride + e] : fp_const(0);
-    for (int64_t r = 0; r < red; r++)
-      s = fp_add(s, px[r * inner]);
+    for (int64_t r = 0; r < g.red; r++)
+      s = fp_add(s, px[r * g.inner]);
+    if (mean)
+      s = fp_mul(s, fp_inv(fp_const((uint64_t)g.red)));
     if (out_exp)
       s.b = 0;
     y.p[bt * y.stride + e] = s;
+  }
+}
+
+/* MAX over a dim in the keyed order, into y (starting at FP_NONE) or
+ * merged into it (add: ACCUM_MAX's running max). */
+GFP_GLOBAL k_max(int64_t n, opnd x, opnd y, rgeo g, int64_t add, int64_t max_op, int64_t out_exp,
+                 int64_t masked, bkey k) {
+  int64_t per = g.outer * g.inner;
+  GFP_FOR(i, n) {
+    int64_t bt = i / per, e = i % per, o = e / g.inner, in = e % g.inner;
+    const pair *px = x.p + bt * x.stride + o * g.red * g.inner + in;
+    uint64_t key = batch_key(k, bt), rank = 0;
+    pair s = {FP_NONE, FP_NONE};
+    if (add && y.p[bt * y.stride + e].a != FP_NONE) {
+      s = y.p[bt * y.stride + e];
+      rank = max_rank(key, max_op, s);
+    }
+    for (int64_t r = 0; r < g.red; r++)
+      s = max_step(key, max_op, s, &rank, px[r * g.inner]);
+    y.p[bt * y.stride + e] = canon(s, out_exp, masked);
+  }
+}
+
+/* ONLINE (one ACCUM_ONLINE step): per element, the running max M' of M
+ * and the shift m (broadcast: v.sb), and acc = acc G^(M - M') + y G^(m -
+ * M') in the p-part (q-parts 0); a masked m adds nothing, the first
+ * iteration (M = FP_NONE) keeps no old acc.  acc's running max follows
+ * its numel values. */
+GFP_GLOBAL k_online(int64_t n, opnd y, opnd m, opnd acc, bview v, int64_t numel, int64_t max_op,
+                    bkey k) {
+  GFP_FOR(i, n) {
+    int64_t bt = i / numel, e = i % numel;
+    pair mv = m.p[bt * m.stride + row_offset(v.d, v.r, v.sb, e)];
+    pair *pa = acc.p + bt * acc.stride + e, run = pa[numel];
+    uint64_t key = batch_key(k, bt), rank = run.a == FP_NONE ? 0 : max_rank(key, max_op, run);
+    pair nm = max_step(key, max_op, run, &rank, mv);
+    uint32_t val = 0;
+    if (mv.a != FP_NONE)
+      val = mul_mod(y.p[bt * y.stride + e].a, pow_mod(FP_G, sub_mod(mv.b, nm.b, FP_Q), FP_P), FP_P);
+    if (run.a != FP_NONE)
+      val = add_mod(val, mul_mod(pa->a, pow_mod(FP_G, sub_mod(run.b, nm.b, FP_Q), FP_P), FP_P),
+                    FP_P);
+    pa->a = val;
+    pa->b = 0;
+    pa[numel] = nm;
+  }
+}
+
+/* MASK (causal_mask): y = x where the global column is at most the
+ * global row + (n - m), else the sentinel; the frame of batch i's block
+ * (mirs_gpufp_op.mask_*). */
+typedef struct mframe {
+  int64_t org[4];
+  int64_t step[3][2];
+  int64_t bfirst, ge[3];
+} mframe;
+
+GFP_GLOBAL k_mask(int64_t n, opnd x, opnd y, int64_t numel, int64_t rows, int64_t cols, mframe f,
+                  int64_t per_trial) {
+  GFP_FOR(i, n) {
+    int64_t bt = i / numel, e = i % numel;
+    int64_t L = f.bfirst + bt % per_trial;
+    int64_t bc[3] = {L % f.ge[0], (L / f.ge[0]) % f.ge[1], L / (f.ge[0] * f.ge[1])};
+    int64_t r0 = f.org[0], c0 = f.org[1];
+    for (int g = 0; g < 3; g++) {
+      r0 += bc[g] * f.step[g][0];
+      c0 += bc[g] * f.step[g][1];
+    }
+    int64_t row = (e / cols) % rows, col = e % cols;
+    pair masked = {FP_NONE, FP_NONE};
+    y.p[bt * y.stride + e] = c0 + col <= r0 + row + f.org[3] - f.org[2] ? x.p[bt * x.stride + e]
+                                                                          : masked;
   }
 }
 
@@ -388,28 +551,37 @@ GFP_GLOBAL k_sumsq(int64_t n, opnd x, opnd y, int64_t rows, int64_t last) {
   }
 }
 
-/* rms_norm, step 1: per row, inv(sqrt_prf(sum(x^2) * inv(last))) into r. */
-GFP_GLOBAL k_rms_rows(int64_t n, opnd x, pair *r, int64_t rows, int64_t last, int64_t in_exp,
-                      int64_t sqrt_op, uint64_t seed, int64_t trial0, int64_t per_trial) {
+/* rms_norm and layer_norm, step 1: per row, mu = the mean when centre
+ * (else 0) and inv(sqrt_prf(sum((x - mu)^2) * inv(last) + eps)), into r
+ * (two pairs per row: the inverse, then mu). */
+GFP_GLOBAL k_norm_rows(int64_t n, opnd x, pair *r, int64_t rows, int64_t last, int64_t centre,
+                       pair eps, int64_t in_exp, int64_t sqrt_op, bkey k) {
   GFP_FOR(i, n) {
     int64_t bt = i / rows, row = i % rows;
     const pair *px = x.p + bt * x.stride + row * last;
-    pair s = fp_const(0);
-    for (int64_t j = 0; j < last; j++)
-      s = fp_add(s, fp_mul(px[j], px[j]));
-    s = fp_mul(s, fp_inv(fp_const((uint64_t)last)));
+    pair invn = fp_inv(fp_const((uint64_t)last)), mu = fp_const(0), s = fp_const(0);
+    for (int64_t j = 0; centre && j < last; j++)
+      mu = fp_add(mu, px[j]);
+    mu = fp_mul(mu, invn);
+    for (int64_t j = 0; j < last; j++) {
+      pair d = fp_sub(px[j], mu);
+      s = fp_add(s, fp_mul(d, d));
+    }
+    s = fp_add(fp_mul(s, invn), eps);
     if (in_exp)
       s.b = 0;
-    r[i] = fp_inv(fp_prf(batch_key(seed, trial0, per_trial, bt), sqrt_op, s));
+    r[2 * i] = fp_inv(fp_prf(batch_key(k, bt), sqrt_op, s));
+    r[2 * i + 1] = mu;
   }
 }
 
-/* rms_norm, step 2: y = x * r[row]. */
-GFP_GLOBAL k_rms_scale(int64_t n, opnd x, const pair *r, opnd y, int64_t numel, int64_t last,
-                       int64_t out_exp) {
+/* rms_norm and layer_norm, step 2: y = (x - mu[row]) * r[row]. */
+GFP_GLOBAL k_norm_scale(int64_t n, opnd x, const pair *r, opnd y, int64_t numel, int64_t last,
+                        int64_t out_exp) {
   GFP_FOR(i, n) {
     int64_t bt = i / numel, e = i % numel;
-    pair o = fp_mul(x.p[bt * x.stride + e], r[bt * (numel / last) + e / last]);
+    const pair *rr = r + 2 * (bt * (numel / last) + e / last);
+    pair o = fp_mul(fp_sub(x.p[bt * x.stride + e], rr[1]), rr[0]);
     if (out_exp)
       o.b = 0;
     y.p[bt * y.stride + e] = o;
@@ -424,15 +596,15 @@ GFP_GLOBAL k_accum(int64_t n, opnd x, opnd y, int64_t numel) {
   }
 }
 
-/* FINISH of an ACCUM_RMS: y = sqrt_prf(y * inv(count)). */
-GFP_GLOBAL k_finish(int64_t n, opnd y, int64_t numel, uint64_t count, int64_t in_exp,
-                    int64_t sqrt_op, uint64_t seed, int64_t trial0, int64_t per_trial) {
+/* FINISH of an ACCUM_RMS: y = sqrt_prf(y * inv(count) + eps). */
+GFP_GLOBAL k_finish(int64_t n, opnd y, int64_t numel, uint64_t count, pair eps, int64_t in_exp,
+                    int64_t sqrt_op, bkey k) {
   GFP_FOR(i, n) {
     int64_t bt = i / numel, e = i % numel;
-    pair v = fp_mul(y.p[bt * y.stride + e], fp_inv(fp_const(count)));
+    pair v = fp_add(fp_mul(y.p[bt * y.stride + e], fp_inv(fp_const(count))), eps);
     if (in_exp)
       v.b = 0;
-    y.p[bt * y.stride + e] = fp_prf(batch_key(seed, trial0, per_trial, bt), sqrt_op, v);
+    y.p[bt * y.stride + e] = fp_prf(batch_key(k, bt), sqrt_op, v);
   }
 }
 
@@ -487,9 +659,10 @@ GFP_GLOBAL k_tile(int64_t n, pair *tiles, pair *tensor, tgeo g, int64_t store) {
 }
 
 /* ZERO: clear numel pairs of every batch's tile. */
-GFP_GLOBAL k_zero(int64_t n, pair *tiles, uint64_t stride, int64_t numel) {
+GFP_GLOBAL k_zero(int64_t n, pair *tiles, uint64_t stride, int64_t numel, int64_t none_from) {
   GFP_FOR(i, n) {
-    pair z = {0u, 0u};
+    uint32_t v = i % numel < none_from ? 0u : FP_NONE;
+    pair z = {v, v};
     tiles[(uint64_t)(i / numel) * stride + i % numel] = z;
   }
 }
@@ -542,7 +715,7 @@ struct mirs_gpufp_dev {
   int device;
   pair *buf[3]; /* arena, tile scratch, op scratch (DIV inverses, rms rows) */
   uint64_t cap[3];
-  unsigned long long *word; /* two device words: digest sum, first mismatch */
+  unsigned long long *word; /* device words: digest sum, first mismatch, a masked sub's +inf */
 #ifndef MIRS_GPUFP_HOST
   cudaStream_t stream;
   int pools; /* cudaDevAttrMemoryPoolsSupported */
@@ -722,7 +895,9 @@ static int gfp_open(int device, mirs_gpufp_dev **out, char *msg, size_t msgsize)
     r = cuda_fail(d, e, "cudaDeviceGetAttribute(cudaDevAttrMemoryPoolsSupported)");
 #endif
   if (r == MIRS_GPUFP_OK)
-    r = mem_alloc(d, (void **)&d->word, 2 * sizeof *d->word);
+    r = mem_alloc(d, (void **)&d->word, 3 * sizeof *d->word);
+  if (r == MIRS_GPUFP_OK) /* (the flag of a SUB's finite - -inf starts clear) */
+    r = mem_zero(d, d->word + 2, sizeof *d->word);
   if (r != MIRS_GPUFP_OK) {
     snprintf(msg, msgsize, "%s", d->msg);
 #ifndef MIRS_GPUFP_HOST
@@ -793,6 +968,73 @@ static int operand(mirs_gpufp_dev *d, const mirs_gpufp_operand *o, int64_t batch
   return MIRS_GPUFP_OK;
 }
 
+/* The geometry of a reduction of shape xs over dim. */
+static rgeo reduce_geo(const mirs_gpufp_shape *xs, int64_t dim) {
+  rgeo g = {1, xs->d[dim], 1};
+  for (int64_t k = 0; k < dim; k++)
+    g.outer *= xs->d[k];
+  for (int64_t k = dim + 1; k < xs->ndim; k++)
+    g.inner *= xs->d[k];
+  return g;
+}
+
+/* Queue a binary op; where a finite value minus -inf (no fingerprint)
+ * occurs, k_binary sets the handle's flag that the next sync reports. */
+static int binary(mirs_gpufp_dev *d, const mirs_gpufp_op *op, opnd x, opnd z, opnd y) {
+  int64_t B = op->batches;
+  const mirs_gpufp_shape *os = &op->out.shape;
+  bview v = make_bview(&op->in[0].shape, &op->in[1].shape, os);
+  int64_t code = op->op, n = B * shape_numel(os);
+  if (code == MIRS_GPUFP_DIV) {
+    int64_t nb = shape_numel(&op->in[1].shape);
+    GFP_TRY(gfp_reserve(d, SCRATCH, (uint64_t)(B * nb)));
+    GFP_LAUNCH(k_inverse, B * nb, d)(B * nb, z, d->buf[SCRATCH], nb);
+    GFP_TRY(launched(d, "k_inverse"));
+    z.p = d->buf[SCRATCH];
+    z.stride = (uint64_t)nb;
+    code = MIRS_GPUFP_MUL;
+  }
+  GFP_LAUNCH(k_binary, n, d)(n, x, z, y, v, code, op->out_exp, op->masked, d->word + 2);
+  return launched(d, "k_binary");
+}
+
+/* Wait for the handle's queued work; report (once) a finite - -inf that a
+ * SUB met since the last call (the ABI's sync). */
+static int gfp_sync(mirs_gpufp_dev *d) {
+  unsigned long long bad = 0;
+  GFP_TRY(mem_copy(d, &bad, d->word + 2, sizeof bad));
+  GFP_TRY(dev_sync(d));
+  if (!bad)
+    return MIRS_GPUFP_OK;
+  GFP_TRY(mem_zero(d, d->word + 2, sizeof *d->word));
+  return fail(d, MIRS_GPUFP_UNSUPPORTED,
+              "sub: a finite value minus causal_mask's -inf is +inf, which has no "
+              "finite-field fingerprint; refusing to verify this graph");
+}
+
+/* The frame of a MASK step. */
+static mframe mask_frame(const mirs_gpufp_op *op) {
+  mframe f;
+  memcpy(f.org, op->mask_org, sizeof f.org);
+  memcpy(f.step, op->mask_step, sizeof f.step);
+  f.bfirst = op->bfirst;
+  for (int g = 0; g < 3; g++)
+    f.ge[g] = op->grid_end[g] < 1 ? 1 : op->grid_end[g];
+  return f;
+}
+
+/* The strided view of a GATHER step (out's dims, right-aligned). */
+static gview gather_view(const mirs_gpufp_op *op) {
+  gview g;
+  int64_t r = op->out.shape.ndim, pad = FP_MAX_DIMS - r;
+  g.base = op->gbase;
+  for (int64_t k = 0; k < FP_MAX_DIMS; k++) {
+    g.d[k] = k < pad ? 1 : op->out.shape.d[k - pad];
+    g.st[k] = k < pad ? 0 : op->gst[k - pad];
+  }
+  return g;
+}
+
 /* Queue one compute step (the kernels of mirs_gpufp_op.kind). */
 static int gfp_compute(mirs_gpufp_dev *d, const mirs_gpufp_op *op) {
   int64_t B = op->batches;
@@ -804,94 +1046,99 @@ static int gfp_compute(mirs_gpufp_dev *d, const mirs_gpufp_op *op) {
     GFP_TRY(operand(d, &op->in[1], B, &z));
   GFP_TRY(operand(d, &op->out, B, &y));
   const mirs_gpufp_shape *xs = &op->in[0].shape, *os = &op->out.shape;
-  int64_t numel = shape_numel(os);
+  int64_t numel = shape_numel(os), n = B * numel;
   int64_t last = xs->ndim > 0 ? xs->d[xs->ndim - 1] : 1;
+  bkey k = {op->seed, op->trial0, op->per_trial};
+  pair eps = {op->eps.a, op->eps.b};
   switch (op->kind) {
-  case MIRS_GPUFP_K_UNARY: {
-    int64_t n = B * numel;
-    GFP_LAUNCH(k_unary, n, d)(n, x, y, numel, op->op, op->out_exp, op->seed, op->trial0,
-                              op->per_trial);
+  case MIRS_GPUFP_K_UNARY:
+    GFP_LAUNCH(k_unary, n, d)(n, x, y, numel, op->op, op->out_exp, op->masked, k);
     return launched(d, "k_unary");
-  }
   case MIRS_GPUFP_K_ELEM: {
-    int64_t n = B * numel;
     pair c = {op->ca, op->cb};
     GFP_LAUNCH(k_elem, n, d)(n, x, y, numel, op->op, op->ecode, c, op->en, op->ktweak,
-                             op->out_exp, op->seed, op->trial0, op->per_trial);
+                             op->out_exp, op->masked, k);
     return launched(d, "k_elem");
   }
-  case MIRS_GPUFP_K_TRANSPOSE: {
+  case MIRS_GPUFP_K_TRANSPOSE:
     if (xs->ndim < 2)
       return fail(d, MIRS_GPUFP_INVALID, "transpose of rank < 2");
-    int64_t n = B * numel;
     GFP_LAUNCH(k_transpose, n, d)(n, x, y, numel, xs->d[xs->ndim - 2], xs->d[xs->ndim - 1]);
     return launched(d, "k_transpose");
+  case MIRS_GPUFP_K_GATHER: {
+    if (os->ndim < 1 || os->ndim > FP_MAX_DIMS)
+      return fail(d, MIRS_GPUFP_INVALID, "gather of rank %lld", (long long)os->ndim);
+    gview g = gather_view(op);
+    /* The farthest element read must lie inside in[0]. */
+    int64_t far = g.base;
+    for (int64_t a = 0; a < FP_MAX_DIMS; a++)
+      far += (g.d[a] - 1) * g.st[a];
+    if (g.base < 0 || far >= shape_numel(xs))
+      return fail(d, MIRS_GPUFP_INVALID, "gather outside its operand");
+    GFP_LAUNCH(k_gather, n, d)(n, x, y, numel, g);
+    return launched(d, "k_gather");
   }
-  case MIRS_GPUFP_K_BINARY: {
+  case MIRS_GPUFP_K_MASK:
+    if (xs->ndim < 2)
+      return fail(d, MIRS_GPUFP_INVALID, "causal_mask of rank < 2");
+    GFP_LAUNCH(k_mask, n, d)(n, x, y, numel, xs->d[xs->ndim - 2], xs->d[xs->ndim - 1],
+                             mask_frame(op), op->per_trial);
+    return launched(d, "k_mask");
+  case MIRS_GPUFP_K_BINARY:
     if (op->nin != 2)
       return fail(d, MIRS_GPUFP_INVALID, "binary op with one operand");
-    bview v = make_bview(xs, &op->in[1].shape, os);
-    int64_t code = op->op;
-    if (code == MIRS_GPUFP_DIV) {
-      int64_t nb = shape_numel(&op->in[1].shape);
-      GFP_TRY(gfp_reserve(d, SCRATCH, (uint64_t)(B * nb)));
-      GFP_LAUNCH(k_inverse, B * nb, d)(B * nb, z, d->buf[SCRATCH], nb);
-      GFP_TRY(launched(d, "k_inverse"));
-      z.p = d->buf[SCRATCH];
-      z.stride = (uint64_t)nb;
-      code = MIRS_GPUFP_MUL;
-    }
-    int64_t n = B * numel;
-    GFP_LAUNCH(k_binary, n, d)(n, x, z, y, v, code, op->out_exp);
-    return launched(d, "k_binary");
-  }
+    return binary(d, op, x, z, y);
   case MIRS_GPUFP_K_MATMUL: {
     if (op->nin != 2 || os->ndim < 2)
       return fail(d, MIRS_GPUFP_INVALID, "matmul: bad operands");
     bview v = make_bview(xs, &op->in[1].shape, os);
-    int64_t n = B * numel;
     GFP_LAUNCH(k_matmul, n, d)(n, x, z, y, v, last, op->out_exp);
     return launched(d, "k_matmul");
   }
-  case MIRS_GPUFP_K_SUM: {
+  case MIRS_GPUFP_K_SUM:
+  case MIRS_GPUFP_K_MAX: {
     if (op->dim < 0 || op->dim >= xs->ndim)
-      return fail(d, MIRS_GPUFP_INVALID, "sum: bad dim");
-    int64_t outer = 1, inner = 1, red = xs->d[op->dim];
-    for (int64_t k = 0; k < op->dim; k++)
-      outer *= xs->d[k];
-    for (int64_t k = op->dim + 1; k < xs->ndim; k++)
-      inner *= xs->d[k];
-    int64_t n = B * outer * inner;
-    GFP_LAUNCH(k_sum, n, d)(n, x, y, outer, red, inner, op->add, op->out_exp);
-    return launched(d, "k_sum");
+      return fail(d, MIRS_GPUFP_INVALID, "reduction: bad dim");
+    rgeo g = reduce_geo(xs, op->dim);
+    n = B * g.outer * g.inner;
+    if (op->kind == MIRS_GPUFP_K_SUM) {
+      GFP_LAUNCH(k_sum, n, d)(n, x, y, g, op->add, op->mean, op->out_exp);
+      return launched(d, "k_sum");
+    }
+    GFP_LAUNCH(k_max, n, d)(n, x, y, g, op->add, op->max_op, op->out_exp, op->masked, k);
+    return launched(d, "k_max");
+  }
+  case MIRS_GPUFP_K_ONLINE: {
+    if (op->nin != 2 || op->in[1].shape.ndim != xs->ndim ||
+        op->out.off + (uint64_t)(B - 1) * op->out.stride + 2 * (uint64_t)numel >
+            d->cap[op->out.space])
+      return fail(d, MIRS_GPUFP_INVALID, "accum_online: bad operands");
+    bview v = make_bview(xs, &op->in[1].shape, os);
+    GFP_LAUNCH(k_online, n, d)(n, x, z, y, v, numel, op->max_op, k);
+    return launched(d, "k_online");
   }
   case MIRS_GPUFP_K_SUMSQ: {
-    int64_t rows = shape_numel(xs) / last, n = B * rows;
+    int64_t rows = shape_numel(xs) / last;
+    n = B * rows;
     GFP_LAUNCH(k_sumsq, n, d)(n, x, y, rows, last);
     return launched(d, "k_sumsq");
   }
   case MIRS_GPUFP_K_RMSNORM: {
-    int64_t rows = numel / last, n = B * rows;
-    GFP_TRY(gfp_reserve(d, SCRATCH, (uint64_t)n));
-    GFP_LAUNCH(k_rms_rows, n, d)(n, x, d->buf[SCRATCH], rows, last, op->in_exp, op->sqrt_op,
-                                 op->seed, op->trial0, op->per_trial);
-    GFP_TRY(launched(d, "k_rms_rows"));
-    n = B * numel;
-    GFP_LAUNCH(k_rms_scale, n, d)(n, x, d->buf[SCRATCH], y, numel, last, op->out_exp);
-    return launched(d, "k_rms_scale");
+    int64_t rows = numel / last;
+    GFP_TRY(gfp_reserve(d, SCRATCH, 2 * (uint64_t)(B * rows)));
+    GFP_LAUNCH(k_norm_rows, B * rows, d)(B * rows, x, d->buf[SCRATCH], rows, last, op->centre,
+                                         eps, op->in_exp, op->sqrt_op, k);
+    GFP_TRY(launched(d, "k_norm_rows"));
+    GFP_LAUNCH(k_norm_scale, n, d)(n, x, d->buf[SCRATCH], y, numel, last, op->out_exp);
+    return launched(d, "k_norm_scale");
   }
-  case MIRS_GPUFP_K_ACCUM: {
-    int64_t n = B * numel;
+  case MIRS_GPUFP_K_ACCUM:
     GFP_LAUNCH(k_accum, n, d)(n, x, y, numel);
     return launched(d, "k_accum");
-  }
-  case MIRS_GPUFP_K_FINISH: {
+  case MIRS_GPUFP_K_FINISH:
     /* The accumulator is out (in[0] names its argument, for in_exp). */
-    int64_t n = B * numel;
-    GFP_LAUNCH(k_finish, n, d)(n, y, numel, op->count, op->in_exp, op->sqrt_op, op->seed, op->trial0,
-                               op->per_trial);
+    GFP_LAUNCH(k_finish, n, d)(n, y, numel, op->count, eps, op->in_exp, op->sqrt_op, k);
     return launched(d, "k_finish");
-  }
   default:
     return fail(d, MIRS_GPUFP_INVALID, "compute: unknown kind %lld", (long long)op->kind);
   }
@@ -899,7 +1146,7 @@ static int gfp_compute(mirs_gpufp_dev *d, const mirs_gpufp_op *op) {
 
 /* Queue one tile step (LOAD, STORE or ZERO), after checking the geometry. */
 static int gfp_tile(mirs_gpufp_dev *d, const mirs_gpufp_tile *t) {
-  int64_t numel = shape_numel(&t->tile);
+  int64_t numel = t->kind == MIRS_GPUFP_T_ZERO ? t->zero_numel : shape_numel(&t->tile);
   int64_t n = t->trials * t->nblocks * numel;
   if (n <= 0)
     return MIRS_GPUFP_OK;
@@ -909,7 +1156,7 @@ static int gfp_tile(mirs_gpufp_dev *d, const mirs_gpufp_tile *t) {
     return fail(d, MIRS_GPUFP_INVALID, "tile step outside the tile scratch");
   pair *tiles = d->buf[MIRS_GPUFP_TILE] + t->tile_off;
   if (t->kind == MIRS_GPUFP_T_ZERO) {
-    GFP_LAUNCH(k_zero, n, d)(n, tiles, t->tile_stride, numel);
+    GFP_LAUNCH(k_zero, n, d)(n, tiles, t->tile_stride, numel, t->none_from);
     return launched(d, "k_zero");
   }
   tgeo g;
@@ -1019,7 +1266,7 @@ static const mirs_gpufp_abi gfp_abi = {
     gfp_read,
     gfp_digest,
     gfp_compare,
-    dev_sync,
+    gfp_sync,
 };
 
 extern "C" __attribute__((visibility("default"))) const mirs_gpufp_abi *mirs_gpufp_abi_get(void) {

@@ -38,7 +38,7 @@ extern "C" {
 #endif
 
 /* Bumped on any change of the structs or entry points below. */
-#define MIRS_GPUFP_ABI_VERSION 2
+#define MIRS_GPUFP_ABI_VERSION 3
 #define MIRS_GPUFP_DIMS 6
 /* The symbol the library looks up in the module. */
 #define MIRS_GPUFP_ABI_SYMBOL "mirs_gpufp_abi_get"
@@ -49,7 +49,8 @@ enum {
   MIRS_GPUFP_NO_DEVICE = 1, /* no driver, no device, driver too old */
   MIRS_GPUFP_CUDA = 2,      /* any other CUDA error */
   MIRS_GPUFP_NOMEM = 3,     /* device (or host) memory exhausted */
-  MIRS_GPUFP_INVALID = 4    /* a malformed request (a library bug) */
+  MIRS_GPUFP_INVALID = 4,   /* a malformed request (a library bug) */
+  MIRS_GPUFP_UNSUPPORTED = 5 /* a value with no fingerprint (finite - causal_mask's -inf) */
 };
 
 /* Buffers of a handle: the arena holds kernel tensors (all trials), the
@@ -61,13 +62,20 @@ enum {
   MIRS_GPUFP_K_UNARY = 0, /* op: EXP, SQUARE or a PRF (op = prf's mirs_op) */
   MIRS_GPUFP_K_BINARY,    /* op: ADD, SUB, MUL, DIV (size-1 broadcasting) */
   MIRS_GPUFP_K_MATMUL,    /* last two dims, batch dims broadcast */
-  MIRS_GPUFP_K_SUM,       /* over dim; add: into out */
+  MIRS_GPUFP_K_SUM,       /* over dim; add: into out; mean: times inv(the dim's size) */
   MIRS_GPUFP_K_SUMSQ,     /* row sums of x^2 over the last dim, added into out */
-  MIRS_GPUFP_K_RMSNORM,   /* x * inv(sqrt_prf(sum(x^2) * inv(count))) over the last dim */
+  MIRS_GPUFP_K_RMSNORM,   /* (x - mu) * inv(sqrt_prf(sum((x - mu)^2) * inv(count) + eps))
+                           * over the last dim; mu the row mean when centre, else 0 */
   MIRS_GPUFP_K_ACCUM,     /* out += x elementwise */
-  MIRS_GPUFP_K_FINISH,    /* out = sqrt_prf(out * inv(count)) (an ACCUM_RMS after the loop) */
+  MIRS_GPUFP_K_FINISH,    /* out = sqrt_prf(out * inv(count) + eps) (an ACCUM_RMS after the loop) */
   MIRS_GPUFP_K_ELEM,      /* ecode: a MIRS__FP_E_* op of fingerprint.h with ca/cb, en, ktweak */
-  MIRS_GPUFP_K_TRANSPOSE  /* the last two dims of in[0] swapped */
+  MIRS_GPUFP_K_TRANSPOSE, /* the last two dims of in[0] swapped */
+  MIRS_GPUFP_K_MAX,       /* keyed max over dim (rank PRF of max_op); add: merged into out */
+  MIRS_GPUFP_K_ONLINE,    /* an ACCUM_ONLINE step: in[0] y, in[1] the shift m (broadcast to
+                           * y), out the accumulator followed by its running max */
+  MIRS_GPUFP_K_MASK,      /* causal_mask of in[0] in the frame mask_* */
+  MIRS_GPUFP_K_GATHER     /* out element e = in[0] at gbase + sum over out's dims d of
+                           * (e's coordinate d) * gst[d]: reshape, permute, slice */
 };
 
 /* Elementwise op codes (mirs_gpufp_op.op for UNARY/BINARY other than PRFs). */
@@ -119,6 +127,23 @@ typedef struct mirs_gpufp_op {
   uint32_t ca, cb;  /* ELEM: the constant's pair */
   uint64_t en;      /* ELEM: the exponent of x^n */
   uint64_t ktweak;  /* ELEM PRF: XORed into the trial key (op: the PRF's mirs_op) */
+  int64_t max_op;   /* mirs_op value of MAX: the rank PRF of MAX and ONLINE */
+  int64_t masked;   /* an operand may hold the sentinel -inf (both parts all ones):
+                     * ADD/SUB absorb it, out_exp keeps its q-part */
+  int64_t mean;     /* SUM: times the field inverse of the reduced dim's size */
+  int64_t centre;   /* RMSNORM: subtract the row mean (layer_norm) */
+  mirs_gpufp_pair eps; /* RMSNORM, FINISH: added to the mean of squares */
+  /* MASK: the global row and column of the tile's element (0, 0) in
+   * block 0 of the grid, the row and column counts m and n (kept iff
+   * column <= row + n - m), and per grid dim the row and column shift
+   * of one block; batch i runs linear block bfirst + i % per_trial over
+   * grid_end (x fastest). */
+  int64_t mask_org[4];
+  int64_t mask_step[3][2];
+  int64_t bfirst;
+  int64_t grid_end[3];
+  int64_t gbase;                 /* GATHER: in[0]'s offset of out element 0 */
+  int64_t gst[MIRS_GPUFP_DIMS];  /* GATHER: in[0]'s stride per out dim */
 } mirs_gpufp_op;
 
 /* Tile movement kinds (mirs_gpufp_tile.kind). */
@@ -134,7 +159,10 @@ enum { MIRS_GPUFP_T_LOAD = 0, MIRS_GPUFP_T_STORE = 1, MIRS_GPUFP_T_ZERO = 2 };
  * tensor_stride.  A STORE is done only by blocks whose coordinate along
  * every grid dim g with need[g] >= 0 equals need[g]: the last block in
  * the schedule's order among those writing one place, whose value the
- * sequential schedule leaves there.  ZERO clears tile_numel pairs. */
+ * sequential schedule leaves there.  ZERO sets zero_numel pairs (the
+ * accumulator's state), those from none_from on to the keyed max's start
+ * (both parts all ones: ACCUM_MAX, ACCUM_ONLINE's running max), the
+ * others to zero. */
 typedef struct mirs_gpufp_tile {
   int64_t kind;
   int64_t trial0, trials;
@@ -148,6 +176,7 @@ typedef struct mirs_gpufp_tile {
   int64_t f;
   uint64_t tile_off, tile_stride;
   uint64_t tensor_off, tensor_stride;
+  int64_t zero_numel, none_from;
 } mirs_gpufp_tile;
 
 typedef struct mirs_gpufp_dev mirs_gpufp_dev;
@@ -185,7 +214,9 @@ typedef struct mirs_gpufp_abi {
    * both handles; they must be on one device). */
   int (*compare)(mirs_gpufp_dev *a, uint64_t offa, mirs_gpufp_dev *b, uint64_t offb, uint64_t count,
                  int64_t qparts, int64_t *first);
-  /* Wait for the handle's queued work. */
+  /* Wait for the handle's queued work; MIRS_GPUFP_UNSUPPORTED (once) when
+   * a SUB since the last sync met a finite value minus causal_mask's -inf
+   * (+inf: no fingerprint; the caller syncs after an op that may). */
   int (*sync)(mirs_gpufp_dev *d);
 } mirs_gpufp_abi;
 

@@ -236,6 +236,8 @@ static mirs_status search_create(mirs_context *ctx, const mirs_graph *program, m
     st = mirs__cost_find(ctx, s->profiles, ctx->opt.cost_device, &s->device);
     if (st != MIRS_OK)
       st = mirs__core_trace(ctx, st, __func__, __FILE__, __LINE__);
+    else /* (before any worker: each copies it, views.c reads it) */
+      mirs__cost_note_device(ctx, s->device);
   }
   if (st == MIRS_STOPPED && s->program) {
     /* A limit or an interrupt during the setup: the search exists but

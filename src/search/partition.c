@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "codegen/codegen.h"
 #include "mirsearch/codegen.h"
 #include "search/partition.h"
 #include "search/search.h"
@@ -135,18 +136,25 @@ static mirs_status keep_piece(mirs_partition *p, mirs__piece *pc, mirs_piece_kin
   return MIRS_OK;
 }
 
-/* Take the search's best for pc when it beats the piece as written. */
-static mirs_status take_best(mirs_partition *p, mirs__piece *pc, const mirs_search *s) {
+static mirs_status rerank(mirs_partition *p, int32_t i, const mirs_search *s, int *best,
+                          double *cost, double *before);
+
+/* Take the search's best for piece i when it beats the piece as written
+ * (both priced in place where the piece reads views: rerank). */
+static mirs_status take_best(mirs_partition *p, int32_t i, const mirs_search *s) {
+  mirs__piece *pc = &p->piece[i];
   pc->info.from_cache = mirs_search_cache_status(s) == 1;
+  int j = 0;
   double c0 = mirs_search_num_results(s) > 0 ? mirs_search_result_cost(s, 0) : INFINITY;
+  MIRS_CHECK(p->ctx, rerank(p, i, s, &j, &c0, &pc->info.cost_before));
   if (!(c0 < pc->info.cost_before))
     return keep_piece(p, pc, MIRS_PIECE_KEPT);
-  MIRS_CHECK(p->ctx, mirs__graph_clone_in(p->ctx, mirs_search_result(s, 0), &pc->best));
+  MIRS_CHECK(p->ctx, mirs__graph_clone_in(p->ctx, mirs_search_result(s, j), &pc->best));
   pc->info.kind = pc->info.from_cache ? MIRS_PIECE_CACHED : MIRS_PIECE_SEARCHED;
   pc->info.cost_after = c0;
   pc->info.speedup = pc->info.cost_before / c0;
-  pc->info.kernels = mirs_search_result_kernels(s, 0);
-  pc->info.best_hash = mirs_search_result_hash(s, 0);
+  pc->info.kernels = mirs_search_result_kernels(s, j);
+  pc->info.best_hash = mirs_search_result_hash(s, j);
   return MIRS_OK;
 }
 
@@ -190,7 +198,7 @@ static mirs_status run_piece(mirs_partition *p, int32_t i) {
                          why == MIRS_STOP_NONE || piece_should_stop(p)))
       p->stats.stopped = 1;
     else
-      st = take_best(p, pc, s);
+      st = take_best(p, i, s);
   }
   mirs_search_destroy(s);
   MIRS_CHECK(ctx, st);
@@ -261,12 +269,13 @@ static mirs_status stitch_op(mirs_partition *p, mirs_graph *r, int32_t i, const 
   return MIRS_OK;
 }
 
-/* Add piece i's µGraph to r: its inputs bound through tmap (program
- * tensor -> r's), its outputs entered in tmap. */
-static mirs_status stitch_piece(mirs_partition *p, mirs_graph *r, int32_t i, int32_t *tmap) {
+/* Add µGraph b of piece i (its best, or a candidate) to r: its inputs
+ * bound through tmap (program tensor -> r's), its outputs entered in
+ * tmap. */
+static mirs_status stitch_piece(mirs_partition *p, mirs_graph *r, int32_t i, const mirs_graph *b,
+                                int32_t *tmap) {
   mirs_context *ctx = p->ctx;
   const mirs__piece *pc = &p->piece[i];
-  const mirs_graph *b = pc->best;
   int32_t *bmap = mirs__core_calloc(ctx, (size_t)b->nt + 1, sizeof *bmap);
   if (!bmap)
     return MIRS_NOMEM;
@@ -298,8 +307,12 @@ static mirs_status stitch_piece(mirs_partition *p, mirs_graph *r, int32_t i, int
   return MIRS_OK;
 }
 
-/* The stitched µGraph of every piece's best into *out. */
-static mirs_status stitch(mirs_partition *p, mirs_graph **out) {
+/* The stitched µGraph of pieces [0, n) by their bests, then of piece n
+ * as `last` when not NULL, into *out; the program's outputs stitched by
+ * then are its outputs.  With n = npieces (and no last): the whole
+ * program's, validated. */
+static mirs_status stitch_upto(mirs_partition *p, int32_t n, const mirs_graph *last,
+                               mirs_graph **out) {
   mirs_context *ctx = p->ctx;
   const mirs_graph *g = p->program;
   mirs_graph *r;
@@ -312,11 +325,15 @@ static mirs_status stitch(mirs_partition *p, mirs_graph **out) {
     if (g->t[t].producer < 0)
       st = mirs__graph_add_input(r, g->t[t].name, g->t[t].dtype, &g->t[t].shape, &tmap[t]);
   }
-  for (int32_t i = 0; i < p->npieces && st == MIRS_OK; i++)
-    st = stitch_piece(p, r, i, tmap);
+  for (int32_t i = 0; i < n && st == MIRS_OK; i++)
+    st = stitch_piece(p, r, i, p->piece[i].best, tmap);
+  if (last && st == MIRS_OK)
+    st = stitch_piece(p, r, n, last, tmap);
+  bool whole = n == p->npieces;
   for (int32_t q = 0; q < g->nout && st == MIRS_OK; q++)
-    st = mirs__graph_mark_output(r, tmap[g->outputs[q]]);
-  if (st == MIRS_OK)
+    if (whole || tmap[g->outputs[q]] >= 0)
+      st = mirs__graph_mark_output(r, tmap[g->outputs[q]]);
+  if (st == MIRS_OK && whole)
     st = mirs__graph_validate(r);
   mirs__core_free(ctx, tmap);
   if (st != MIRS_OK) {
@@ -324,6 +341,12 @@ static mirs_status stitch(mirs_partition *p, mirs_graph **out) {
     MIRS_CHECK(ctx, st);
   }
   *out = r;
+  return MIRS_OK;
+}
+
+/* The stitched µGraph of every piece's best into *out. */
+static mirs_status stitch(mirs_partition *p, mirs_graph **out) {
+  MIRS_CHECK(p->ctx, stitch_upto(p, p->npieces, NULL, out));
   return MIRS_OK;
 }
 
@@ -338,6 +361,89 @@ static mirs_status price_range(mirs_context *ctx, const mirs_graph *g, int32_t f
     *seconds += c.seconds;
     *kernels += c.kernels;
   }
+  return MIRS_OK;
+}
+
+/* Whether a kernel op of g in [first, end) reads a tensor made outside
+ * the range that is not dense in its own buffer (a view: views.c). */
+static bool reads_views(const mirs_graph *g, int32_t first, int32_t end) {
+  for (int32_t k = first; k < end; k++)
+    for (int32_t a = 0; a < g->ops[k].nin; a++) {
+      int32_t t = g->ops[k].in[a], pr = g->t[t].producer;
+      if (pr >= first && pr < end)
+        continue;
+      if (!mirs__codegen_is_dense(g, t))
+        return true;
+    }
+  return false;
+}
+
+/* Predicted seconds of µGraph b as piece i, in place: after the pieces
+ * before it (their bests) in the stitched graph. */
+static mirs_status price_in_place(mirs_partition *p, int32_t i, const mirs_graph *b,
+                                  double *seconds, bool *views) {
+  mirs_graph *r;
+  int kernels;
+  MIRS_CHECK(p->ctx, stitch_upto(p, i, b, &r));
+  mirs__piece *pc = &p->piece[i];
+  mirs_status st = price_range(p->ctx, r, pc->r_first, pc->r_end, seconds, &kernels);
+  if (views)
+    *views = reads_views(r, pc->r_first, pc->r_end);
+  mirs__graph_free(r);
+  MIRS_CHECK(p->ctx, st);
+  return MIRS_OK;
+}
+
+mirs_status mirs__partition_in_place(mirs_partition *p, int32_t i, const mirs_graph *const *cand,
+                                     int n, double *cost, double *before, bool *views) {
+  *views = false;
+  p->piece[i].unranked = false;
+  for (int32_t k = 0; k < i; k++)
+    if (!p->piece[k].best) {
+      p->piece[i].unranked = true; /* (over MPI, another rank's piece: rank 0 runs it again) */
+      return MIRS_OK;
+    }
+  MIRS_CHECK(p->ctx, price_in_place(p, i, p->piece[i].prog, before, views));
+  for (int j = 0; j < n && *views; j++)
+    MIRS_CHECK(p->ctx, price_in_place(p, i, cand[j], &cost[j], NULL));
+  return MIRS_OK;
+}
+
+/* Where piece i reads views in place, its search's results are ranked
+ * again by their cost there (the search priced them with dense inputs),
+ * and the piece as written too: *best, *cost and *before become the
+ * cheapest result's index and cost and the piece's own cost in place;
+ * elsewhere they stay (result 0, the search's costs). */
+static mirs_status rerank(mirs_partition *p, int32_t i, const mirs_search *s, int *best,
+                          double *cost, double *before) {
+  int n = mirs_search_num_results(s);
+  if (n < 1)
+    return MIRS_OK;
+  const mirs_graph **cand = mirs__core_calloc(p->ctx, (size_t)n, sizeof *cand);
+  double *c = mirs__core_calloc(p->ctx, (size_t)n, sizeof *c);
+  mirs_status st = cand && c ? MIRS_OK : MIRS_NOMEM;
+  for (int j = 0; j < n && st == MIRS_OK; j++)
+    cand[j] = mirs_search_result(s, j);
+  bool views = false;
+  double b = *before;
+  if (st == MIRS_OK)
+    st = mirs__partition_in_place(p, i, cand, n, c, &b, &views);
+  if (st == MIRS_OK && views) {
+    *before = b;
+    *best = 0;
+    for (int j = 1; j < n; j++)
+      if (c[j] < c[*best])
+        *best = j;
+    *cost = c[*best];
+    mirs__core_log(p->ctx, MIRS_LOG_INFO,
+                   "partition: piece %d reads views: its %d results priced where it runs, "
+                   "result %d the cheapest (%.3f us; result 0 %.3f us, the piece as written "
+                   "%.3f us)",
+                   (int)i, n, *best, c[*best] * 1e6, c[0] * 1e6, b * 1e6);
+  }
+  mirs__core_free(p->ctx, cand);
+  mirs__core_free(p->ctx, c);
+  MIRS_CHECK(p->ctx, st);
   return MIRS_OK;
 }
 
@@ -466,9 +572,14 @@ mirs_status mirs_partition_run(mirs_partition *p) {
       st = MIRS_FAIL(ctx, MIRS_MPI, "partition: another rank failed on its pieces");
     if (st == MIRS_OK && p->rank == 0 && !p->stats.stopped) {
       done = 0;
-      for (int32_t i = 0; i < p->npieces && st == MIRS_OK && !p->stats.stopped; i++)
+      for (int32_t i = 0; i < p->npieces && st == MIRS_OK && !p->stats.stopped; i++) {
+        if (p->piece[i].unranked) { /* (its own, run before the pieces ahead of it had bests) */
+          mirs__graph_free(p->piece[i].best);
+          p->piece[i].best = NULL;
+        }
         if (!p->piece[i].best)
           st = run_pieces(p, (int)i, (int)p->npieces, &done);
+      }
     }
   } else {
     st = run_pieces(p, 0, 1, &done);

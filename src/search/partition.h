@@ -22,6 +22,7 @@ typedef struct mirs__piece {
   mirs_graph *prog; /* the piece as a program of its own */
   mirs_graph *best; /* what the stitched graph runs for it (after run) */
   int32_t r_first, r_end; /* its kernel ops in the stitched graph: [r_first, r_end) */
+  bool unranked; /* its results not priced in place: a piece before it had no best (MPI) */
   mirs_piece_info info;
 } mirs__piece;
 
@@ -43,6 +44,15 @@ struct mirs_partition {
 
 /* Cut p->program into ordered pieces with their programs (partition_cut.c). */
 mirs_status mirs__partition_cut(mirs_partition *p);
+
+/* Predicted seconds of candidates cand[0, n) for piece i in place (after
+ * the bests of the pieces before it, reading its inputs through the
+ * views they have there) into cost[], and of the piece as written into
+ * *before, where *views: the piece reads a tensor that is not dense in
+ * its own buffer there; else *views is false and nothing is priced (also
+ * where a piece before i has no best yet). */
+mirs_status mirs__partition_in_place(mirs_partition *p, int32_t i, const mirs_graph *const *cand,
+                                     int n, double *cost, double *before, bool *views);
 
 /* The piece kinds' names ("searched", "cached", "library", "kept", "pending"). */
 const char *mirs__piece_kind_name(mirs_piece_kind k);

@@ -280,9 +280,6 @@ mirs_status mirs__sink_full_backend(mirs_search *s) {
   mirs_context *ctx = s->ctx;
   MIRS_CHECK(ctx, mirs__fp_backend_choose(ctx, &s->full_backend, s->full_backend_name,
                                           sizeof s->full_backend_name));
-  /* (the program's operators are the only ones the search offers) */
-  mirs__fp_backend_for(&s->full_backend, s->full_backend_name, sizeof s->full_backend_name,
-                       s->program, NULL);
   mirs__core_log(ctx, MIRS_LOG_INFO, "search: results are verified at full shape on the %s",
                  s->full_backend_name);
   return MIRS_OK;

@@ -259,36 +259,6 @@ static mirs__fp_pair fp_max(uint64_t key, mirs__fp_pair x, mirs__fp_pair y) {
   return x.a > y.a || (x.a == y.a && x.b > y.b) ? x : y;
 }
 
-/* Whether op has no kernel in the GPU backend (the layout ops reshape,
- * permute and slice: their index maps run on the CPU backend). */
-static bool gpu_lacks_op(mirs_op op) {
-  return op == MIRS_OP_MAX || op == MIRS_OP_ACCUM_MAX || op == MIRS_OP_ACCUM_ONLINE ||
-         op == MIRS_OP_CAUSAL_MASK || op == MIRS_OP_MEAN || op == MIRS_OP_LAYER_NORM ||
-         mirs__op_is_layout(op);
-}
-
-bool mirs__fp_gpu_lacks(const mirs_graph *g) {
-  for (int32_t i = 0; g && i < g->nops; i++) {
-    const mirs__kop *k = &g->ops[i];
-    if (gpu_lacks_op(k->op) || k->eps != 0.0) /* (rms_norm with eps) */
-      return true;
-    for (int32_t j = 0; k->op == MIRS_OP_CUSTOM && k->bg && j < k->bg->nops; j++)
-      if (gpu_lacks_op(k->bg->ops[j].op) || k->bg->ops[j].eps != 0.0) /* (accum_rms with eps) */
-        return true;
-  }
-  return false;
-}
-
-void mirs__fp_backend_for(const mirs__fp_backend **backend, char *name, size_t size,
-                          const mirs_graph *a, const mirs_graph *b) {
-  if (*backend == &mirs__fp_cpu_backend || (!mirs__fp_gpu_lacks(a) && !mirs__fp_gpu_lacks(b)))
-    return;
-  *backend = &mirs__fp_cpu_backend;
-  snprintf(name, size,
-           "cpu (the GPU backend has no max/accum_online/causal_mask/mean/layer_norm/"
-           "reshape/permute/slice kernels, nor an eps)");
-}
-
 /* ---------------------------------------------------------------- bound */
 
 /* log2((D (1 + 2^-32) / Q)^k); 0.0 (no bound) when D >= Q. */
@@ -1549,7 +1519,7 @@ static mirs__fp_pair inv_count(cpu_state *c, uint64_t n) {
 /* The exact field element of a finite real v >= 0: v = m 2^e with an
  * integer m < 2^53 (every double is such a dyadic rational), so v maps to
  * m * inv(2)^-e in each part (P and Q are odd, 2 is a unit). */
-static mirs__fp_pair fp_real(double v) {
+mirs__fp_pair mirs__fp_real(double v) {
   if (!(v > 0.0) || !isfinite(v))
     return fp_const(0);
   /* The shortest decimal of v, as a number operand written that way is
@@ -1571,7 +1541,7 @@ static mirs__fp_pair fp_real(double v) {
 
 /* The row norms over the last dim (size n), y = (x - mu) * inv(sqrt_prf(V
  * + eps)) with V = sum((x - mu)^2) * inv(n): layer_norm (centre: mu =
- * sum(x) * inv(n), eps the exact field element of the attribute, fp_real)
+ * sum(x) * inv(n), eps the exact field element of the attribute, mirs__fp_real)
  * and rms_norm (mu = 0, eps = 0).  The mean and variance are exact in the
  * field, sqrt is the keyed PRF; the rows' inverses in one batch (scratch:
  * c->inv, 3 * rows pairs). */
@@ -1582,7 +1552,7 @@ static mirs_status fp_rownorm(mirs_context *ctx, cpu_state *c, uint64_t key,
   int64_t rows = mirs__shape_numel(xs) / last;
   MIRS_CHECK(ctx, mirs__core_grow(ctx, (void **)&c->inv, &c->invcap, 3 * (size_t)rows + 1,
                                   sizeof *c->inv));
-  mirs__fp_pair invn = inv_count(c, (uint64_t)last), fe = fp_real(eps);
+  mirs__fp_pair invn = inv_count(c, (uint64_t)last), fe = mirs__fp_real(eps);
   mirs__fp_pair *r = c->inv, *ir = c->inv + rows, *mu = c->inv + 2 * rows;
   for (int64_t row = 0; row < rows; row++) {
     const mirs__fp_pair *px = x + row * last;
@@ -1828,11 +1798,11 @@ static mirs_status fc_accum(void *user, const mirs__bop *o) {
 }
 
 /* FINISH: an RMS accumulator becomes sqrt(total / count + eps) (sqrt a
- * PRF, eps the exact field element of its attribute, fp_real). */
+ * PRF, eps the exact field element of its attribute, mirs__fp_real). */
 static mirs_status fc_finish(void *user, const mirs__bop *o) {
   fp_custom *u = user;
   uint64_t count = (uint64_t)mirs__sched_rms_count(u->bg, o);
-  mirs__fp_pair ic = inv_count(u->c, count), fe = fp_real(o->eps);
+  mirs__fp_pair ic = inv_count(u->c, count), fe = mirs__fp_real(o->eps);
   bool xexp = u->s->bt[o->in[0]].exp_dep;
   int64_t n = u->s->bt[o->out].numel;
   mirs__fp_pair *acc = u->c->tile + u->s->bt[o->out].off;

@@ -200,6 +200,10 @@ typedef struct mirs__fp_elem {
 bool mirs__fp_elem_of(mirs_op op, const mirs__scalar *c, mirs__fp_elem *out);
 /* The pair of the constant c. */
 mirs__fp_pair mirs__fp_scalar(const mirs__scalar *c);
+/* The exact field element of a finite real v >= 0 (an eps attribute):
+ * its shortest decimal as mirs__fp_scalar maps it, past the decimal
+ * range its exact binary value; 0 for v <= 0 or not finite. */
+mirs__fp_pair mirs__fp_real(double v);
 
 /* Per-store counters (the lead maps them onto stats.def). */
 typedef struct mirs__fp_stats {
@@ -277,15 +281,6 @@ extern const mirs__fp_backend mirs__fp_gpu_backend;
  * see both this interface and CUDA. */
 mirs_status mirs__fp_backend_choose(mirs_context *ctx, const mirs__fp_backend **out, char *name,
                                     size_t size);
-
-/* Whether g uses an operator the GPU backend has no kernel for (max,
- * accum_max, accum_online: their keyed order is computed on the CPU). */
-bool mirs__fp_gpu_lacks(const mirs_graph *g);
-/* *backend (chosen by mirs__fp_backend_choose), or the CPU backend when it
- * is not the CPU and a or b (either may be NULL) uses such an operator;
- * name (size bytes) is rewritten to say so. */
-void mirs__fp_backend_for(const mirs__fp_backend **backend, char *name, size_t size,
-                          const mirs_graph *a, const mirs_graph *b);
 
 struct mirs__fp_store {
   mirs_context *ctx;

@@ -176,7 +176,6 @@ static mirs_status verify_full(mirs_context *ctx, const mirs_graph *program,
   mirs__fp_verdict v;
   const mirs__fp_backend *backend;
   MIRS_CHECK(ctx, mirs__fp_backend_choose(ctx, &backend, out->backend, sizeof out->backend));
-  mirs__fp_backend_for(&backend, out->backend, sizeof out->backend, program, candidate);
   MIRS_CHECK(ctx, mirs__verify_fingerprints_on(ctx, backend, program, candidate, &trials, &v,
                                                &out->output_digest));
   out->trials = trials;
