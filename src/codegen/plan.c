@@ -846,7 +846,7 @@ static int64_t chain_live_regs(const mirs__plan *pl, const mirs__bgraph *bg) {
  * tests/codegen/chain_nochunks; bench/RESULTS.md, "Register estimates of
  * unchained plans"):
  *  a tf32 matmul (scalar loads): each of a warp's tiles its A and B
- *    addresses (2; unrolled over the tiles, cuda.c emit_mma_tf32);
+ *    addresses (2; unrolled over the tiles, cuda.c emit_mma);
  *  an accumulator in registers, thread-strided (element tid + r * NT):
  *    per element, the offset of each operand it reads (unrolled over r:
  *    the value's and, for accum_online, the row max's);
@@ -873,7 +873,8 @@ static int64_t unchained_live_regs(const mirs__plan *pl, const mirs__bgraph *bg)
       c += 4;
     if (pt && pt->input && pt->vec && !pt->invariant) {
       const mirs__shape *ts = &bg->t[op->out].shape;
-      int64_t cpr = ts->d[ts->ndim - 1] * pt->elsize / 16, rows = mirs__shape_numel(ts) / (cpr * 16 / pt->elsize);
+      int64_t cpr = ts->d[ts->ndim - 1] * pt->elsize / 16,
+              rows = mirs__shape_numel(ts) / ts->d[ts->ndim - 1];
       int nonunit = 0;
       for (int d = 0; d + 1 < ts->ndim; d++)
         nonunit += ts->d[d] > 1;
