@@ -30,7 +30,11 @@
  * 32-byte sectors, so a warp whose accesses are strided moves more bytes
  * than it uses; the cost model prices a tile load or store, and a
  * predefined kernel's operand, at the sector bytes the walk the emitter
- * generates moves (the walk order is decided here, for both).
+ * generates moves (the walk order is decided here, for both): a tile
+ * averaged over its tiles' origins (their byte phase in a sector), a
+ * per-thread loop (a matmul's operands, a reduction, a norm) over one
+ * step and over the steps a sector serves, each against the same walk
+ * of the tensor dense.
  *
  * Invariants: program inputs and outputs are dense in their own (the
  * caller's) buffers, so a view never changes what the user's buffers
