@@ -1330,8 +1330,18 @@ earlier_steps() {
 
 # pending_est STEP: the seconds its units not done should take.
 pending_est() {
-  local n e=0 k=0
-  for n in $(pending_units "$1"); do e=$((e + $(unit_est "$1" "$n"))); k=$((k + 1)); done
+  local n e=0 k=0 base cuts=
+  # (One estimate for the step's units but scaling's and those with a
+  # CUT row: summary.txt is written twice a step.)
+  [ "$1" = scaling ] || base=$(unit_est "$1" -)
+  table_of "$1" >/dev/null && [ -f "$out/$(table_of "$1")" ] &&
+    cuts=$(awk -F'\t' -v k="$(key_col "$1")" '/\tCUT\(/ {print $k}' "$out/$(table_of "$1")")
+  for n in $(pending_units "$1"); do
+    if [ "$1" = scaling ] || echo "$cuts" | grep -qxF "$n"; then e=$((e + $(unit_est "$1" "$n")))
+    else e=$((e + base))
+    fi
+    k=$((k + 1))
+  done
   [ "$1" = torch ] && [ "$dry" -eq 0 ] && [ "$k" -gt 0 ] && e=$((e + TORCH_START))
   echo "$e"
 }
