@@ -1321,7 +1321,7 @@ earlier_steps() {
     awk -v n="$n" -v dropped="$([ "$same_device" -eq 0 ] && echo " $timing_steps " | grep -q " $n " && echo 1)" '
       $1 == n && $2 ~ /^(PASS|FAIL|SKIP|PART|CUT|RUNNING)$/ {
       st = $2; note = $0; sub(/^[^ ]+ +[^ ]+ +[^ ]+ +/, "", note); sub(/^\(earlier\) /, "", note)
-      if (st == "RUNNING") st = "CUT"
+      if (st == "RUNNING") { st = "CUT"; note = "the call was stopped during this step" }
       if (dropped) { st = "SKIP"; $3 = "-"; note = "not run: the earlier results, of another device, dropped" }
       retry = (st == "FAIL" || st == "PART" || st == "CUT" || note ~ /^not (run|reached)/) ? 1 : 0
       printf "%s\t%s\t%s\t%s\t(earlier) %s\n", $1, st, $3, retry, note; exit }' "$prev_summary"
@@ -1421,10 +1421,15 @@ summary_text() {
     echo "overall: STOPPED by a signal at ${at} s${running:+, during $running}$([ "$failed" -gt 0 ] && echo "; $failed steps FAIL")"
   elif [ -n "$running" ]; then
     echo "overall: RUNNING (written as $running started: if this is the last summary.txt, the call was stopped during it)"
-  else
-    echo "overall: $([ "$failed" -eq 0 ] && echo PASS || echo "FAIL ($failed steps)")"
   fi
-  follow_up
+  follow_up >"$work/follow_up"
+  if [ -z "$running" ] && [ "$phase" != stopped ]; then
+    if [ "$failed" -gt 0 ]; then echo "overall: FAIL ($failed steps)"
+    elif grep -q '^follow-up: units not done' "$work/follow_up"; then echo "overall: PASS so far (units left: the follow-up below)"
+    else echo "overall: PASS"
+    fi
+  fi
+  cat "$work/follow_up"
 }
 write_summary() { publish summary.txt summary_text "$@"; }
 

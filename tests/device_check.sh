@@ -175,6 +175,7 @@ DEVICE_CHECK_BUDGET=400 DEVICE_CHECK_EST=scaling:900 check "$tmp/k3" --dry-run -
 grep -q '^torch  *PASS .*4 from an earlier call' "$tmp/k3/summary.txt" || fail "the third call did not keep the 4 torch units"
 grep -q '^scaling  *PART .*2 deferred' "$tmp/k3/summary.txt" || fail "scaling's units were not deferred"
 [ "$(grep -c . "$tmp/k3/scaling.tsv")" -eq 1 ] || fail "a deferred unit was run"
+grep -q '^overall: PASS so far' "$tmp/k3/summary.txt" || fail "a call with units left says it passed, not so far"
 again=$(follow_up "$tmp/k3/summary.txt")
 case $again in
 [0-9]*" --resume=.devresume --only=scaling") ;;
