@@ -147,7 +147,8 @@ for k in ("mirsearch_bench", "torch_baseline", "ranking"):
 EOF
 }
 # The first call, SIGKILLed (its whole process group) after 3 units of runs.
-MIRSEARCH=$prog DEVICE_CHECK_KILL=runs:3 setsid -w bash "$top_srcdir/scripts/device-check.sh" "$tmp/k1" --dry-run \
+# (TMPDIR: the killed run's work folder, which no trap removes, in ours.)
+MIRSEARCH=$prog DEVICE_CHECK_KILL=runs:3 TMPDIR=$tmp setsid -w bash "$top_srcdir/scripts/device-check.sh" "$tmp/k1" --dry-run \
   --skip=backend >"$tmp/logk1" 2>&1
 st=$?
 [ "$st" -eq 137 ] || fail "the run SIGKILLed after 3 units exited $st, not 137"
