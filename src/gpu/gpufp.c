@@ -460,18 +460,26 @@ static mirs_status gpu_custom_op(gpu_state *g, mirs__fp_store *s, const mirs_gra
     chunk = nblocks;
   GPU_TRY(ctx, g, g->abi->reserve(g->dev, MIRS_GPUFP_TILE, per * (uint64_t)chunk + 1),
           "allocating tiles");
-  for (u.bfirst = 0; u.bfirst < nblocks; u.bfirst += chunk) {
+  mirs_status st = MIRS_OK;
+  for (u.bfirst = 0; st == MIRS_OK && u.bfirst < nblocks; u.bfirst += chunk) {
     u.nb = nblocks - u.bfirst < chunk ? nblocks - u.bfirst : chunk;
-    MIRS_CHECK(ctx, run_phase(&u, 0, 0));
-    for (int32_t f = 0; f < k->bg->forloop; f++) {
-      if (mirs__core_stopping(ctx))
-        return mirs__core_stopped(ctx, "fingerprinting a custom kernel on the GPU");
-      MIRS_CHECK(ctx, run_phase(&u, 1, f));
-    }
-    MIRS_CHECK(ctx, run_phase(&u, 2, 0));
+    st = run_phase(&u, 0, 0);
+    for (int32_t f = 0; st == MIRS_OK && f < k->bg->forloop; f++)
+      st = mirs__core_stopping(ctx)
+               ? mirs__core_stopped(ctx, "fingerprinting a custom kernel on the GPU")
+               : run_phase(&u, 1, f);
+    if (st == MIRS_OK)
+      st = run_phase(&u, 2, 0);
   }
   /* (one wait per kernel op, not per iteration: the op fails as a whole) */
-  return u.may_inf ? gpu_sync(ctx, g) : MIRS_OK;
+  if (st == MIRS_OK)
+    return u.may_inf ? gpu_sync(ctx, g) : MIRS_OK;
+  /* An op that stops or fails after a SUB that may meet -inf was queued
+   * still drains the handle's flag (the sync clears it; its verdict is
+   * moot), so a later op on this store is not refused for this one. */
+  if (u.may_inf)
+    (void)g->abi->sync(g->dev);
+  return st;
 }
 
 /* Fingerprint kernel op `op` in trials [j0, j1): one launch, or a custom
