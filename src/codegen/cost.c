@@ -740,6 +740,8 @@ static double elementwise_flops(mirs_op op) {
   case MIRS_OP_ACCUM_RMS:
   case MIRS_OP_MAX:
   case MIRS_OP_ACCUM_MAX:
+  case MIRS_OP_MIN:
+  case MIRS_OP_ACCUM_MIN:
   case MIRS_OP_ACCUM_ONLINE:
   case MIRS_OP_COUNT:
     break;

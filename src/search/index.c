@@ -257,6 +257,7 @@ static mirs_status find_sites(mirs_context *ctx, const mirs_graph *p, const int8
       case MIRS_OP_SUM:
       case MIRS_OP_MEAN:
       case MIRS_OP_MAX:
+      case MIRS_OP_MIN:
         dout[l] = l == m ? 0 : da[l] | (k->op == MIRS_OP_MATMUL ? db[l] : 0);
         break;
       default: /* add, sub, mul */

@@ -47,6 +47,11 @@
  *                          = max(x)+c) do not hold (docs/SOUNDNESS.md).
  *                          The result keeps the argument's exp flag.
  *   ACCUM_MAX(x, dim)      the running max (same order) over dim and the loop.
+ *   min(x, dim),           the element of smallest rank along dim (max's
+ *   ACCUM_MIN(x, dim)      order reversed; running over the loop for
+ *                          ACCUM_MIN): min(x, y) + max(x, y) = x + y, and
+ *                          the min of distinct values is never their max.
+ *                          A masked (-inf) argument is refused.
  *   ACCUM_ONLINE(y, m)     running max M of m (same order, per element, m
  *                          broadcast to y) and acc = acc*exp(M - M') +
  *                          y*exp(m - M') with exp as above (G^(q-part));
