@@ -34,7 +34,7 @@ import sys
 DTYPES = {"f16": "float16", "bf16": "bfloat16", "f32": "float32"}
 TOLERANCE = {"float16": 1e-2, "bfloat16": 6e-2, "float32": 1e-4}
 UNARY = {"exp", "square", "sqrt", "silu", "gelu", "relu", "causal_mask",
-         "neg", "sigmoid", "tanh", "transpose"}
+         "neg", "sigmoid", "tanh", "transpose", "abs"}
 # Layout operators: reshape(x, shape=[...]) and permute(x, dims=[...]);
 # slice(x, dim=D, start=S, len=L) is parsed on its own.
 LAYOUT = {"reshape": "shape", "permute": "dims"}

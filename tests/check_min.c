@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* tests/check_min.c - min(x, dim) and accum_min, the mirror of max (issue
- * 29), end to end.
+/* tests/check_min.c - min(x, dim) and accum_min, the mirror of max, and
+ * abs(x), for quantization scales amax(abs(x)) (issue 29), end to end.
  *
  * Covered: parsing, printing and re-parsing; the API's reduction builder;
  * the float64 interpreter (min against a direct computation, NaN wins);
@@ -10,7 +10,12 @@
  * masked min is refused); abstract expressions (min is not max, min of
  * min is min); host runs of the generated code (tree, plain and
  * accum_min kernels against the interpreter); the search (finds a
- * one-kernel accum_min form; prune on and off give the same results). */
+ * one-kernel accum_min form; prune on and off give the same results).
+ * abs: interpreter, fingerprints (an even keyed function: abs(-x) =
+ * abs(x) and abs(a - b) = abs(b - a) are accepted; abs is not x, -x,
+ * relu(x) or sqrt(x * x)'s keyed sqrt; a masked abs is refused), the
+ * per-row scale kernel tests/codegen/absmax.ugraph (verified, host run),
+ * and a search of amax(abs(x)). */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -204,6 +209,71 @@ START_TEST(test_fingerprints) {
 }
 END_TEST
 
+START_TEST(test_abs) {
+  mirs_context *ctx = tu_ctx(NULL);
+  mirs_graph *g = parse(ctx, "input X : f32[3, 5]\nA = abs(X)\noutput A\n");
+  char *text = NULL;
+  ck_assert_int_eq(mirs_graph_to_string(g, &text), MIRS_OK);
+  ck_assert_ptr_nonnull(strstr(text, "A = abs(X)"));
+  mirs_free(ctx, text);
+  mirs_eval_result *r = NULL;
+  ck_assert_int_eq(mirs_graph_eval(g, 2, &r), MIRS_OK);
+  int64_t n = 0;
+  const double *v = mirs_eval_output_values(r, 0, &n);
+  ck_assert_int_eq(n, 15);
+  int neg = 0;
+  for (int i = 0; i < 15; i++) {
+    double x = mirs_input_value(2, "X", (uint64_t)i);
+    ck_assert_double_eq(v[i], fabs(x));
+    neg += x < 0;
+  }
+  ck_assert_int_gt(neg, 0); /* (the test sees a negative input) */
+  mirs_eval_result_destroy(r);
+  mirs_graph_destroy(g);
+  static const char A[] = "input X : f16[4, 8]\nA = abs(X)\noutput A\n";
+  /* Even: abs(-x) = abs(x), abs(a - b) = abs(b - a), in the fingerprint. */
+  ck_assert_int_eq(verify_text(ctx, A, "input X : f16[4, 8]\nN = neg(X)\nA = abs(N)\noutput A\n"),
+                   1);
+  ck_assert_int_eq(verify_text(ctx,
+                               "input X : f16[4, 8]\ninput Y : f16[4, 8]\nD = sub(X, Y)\n"
+                               "A = abs(D)\noutput A\n",
+                               "input X : f16[4, 8]\ninput Y : f16[4, 8]\nD = sub(Y, X)\n"
+                               "A = abs(D)\noutput A\n"),
+                   1);
+  /* Not the identity, neg, relu, or abs of another value. */
+  static const char *const other[] = {
+      "input X : f16[4, 8]\nA = mul(X, 1)\noutput A\n",
+      "input X : f16[4, 8]\nA = neg(X)\noutput A\n",
+      "input X : f16[4, 8]\nA = relu(X)\noutput A\n",
+      "input X : f16[4, 8]\nS = mul(X, 2)\nA = abs(S)\noutput A\n"};
+  for (int i = 0; i < 4; i++)
+    ck_assert_msg(fp_equal_text(ctx, A, other[i]) == 0, "abs(X) fingerprints like case %d", i);
+  /* A masked abs is refused (abs(-inf) = +inf has no field value). */
+  mirs_graph *p = parse(ctx, "input X : f16[4, 4]\nC = causal_mask(X)\nA = abs(C)\n"
+                             "output A\n");
+  mirs_verify_result vr;
+  memset(&vr, 0, sizeof vr);
+  ck_assert_int_eq(mirs_verify(ctx, p, p, &vr), MIRS_UNSUPPORTED);
+  mirs_graph_destroy(p);
+  /* Per-row scales amax(abs(x)) / 127 and min(abs(x)) in one kernel. */
+  p = load(ctx, "tests/codegen/absmax.graph");
+  mirs_graph *c = load(ctx, "tests/codegen/absmax.ugraph");
+  ck_assert_int_eq(verify(ctx, p, c), 1);
+  mirs_graph *wrong = parse(ctx, "ugraph w\ninput X : f16[4, 256]\n"
+                                 "S, N = custom(grid=[4, 1, 1], block=[64, 1, 1], forloop=4) {\n"
+                                 "  x = input(X, imap=[0, -1, -1], fmap=1)\n"
+                                 "  m = accum_max(x, dim=1)\n  a = abs(x)\n"
+                                 "  n = accum_min(a, dim=1)\n  s = div(m, 127)\n"
+                                 "  output(s, omap=[0, -1, -1])\n  output(n, omap=[0, -1, -1])\n"
+                                 "}\noutput S, N\n");
+  ck_assert_int_eq(verify(ctx, p, wrong), 0); /* (max(x), not max(abs(x))) */
+  mirs_graph_destroy(wrong);
+  mirs_graph_destroy(c);
+  mirs_graph_destroy(p);
+  mirs_context_destroy(ctx);
+}
+END_TEST
+
 START_TEST(test_accum_min_equals_min) {
   mirs_context *ctx = tu_ctx(NULL);
   mirs_graph *p = load(ctx, ROWMIN), *c = load(ctx, ROWMIN_U);
@@ -285,11 +355,14 @@ START_TEST(test_codegen_host_runs) {
                                "O = min(X, dim=1)\nP = min(Y, dim=0)\noutput O, P\n";
   mirs_context *ctx = tu_ctx(NULL);
   mirs_graph *tp = parse(ctx, TREE_P);
-  mirs_graph *g[3] = {load(ctx, ROWMIN_U), load(ctx, "tests/codegen/min_tree.ugraph"),
-                      load(ctx, ROWMIN)};
-  mirs_graph *ref[3] = {load(ctx, ROWMIN), tp, load(ctx, ROWMIN)};
+  mirs_graph *g[5] = {load(ctx, ROWMIN_U), load(ctx, "tests/codegen/min_tree.ugraph"),
+                      load(ctx, ROWMIN), load(ctx, "tests/codegen/absmax.ugraph"),
+                      load(ctx, "tests/codegen/absmax.graph")};
+  mirs_graph *ref[5] = {load(ctx, ROWMIN), tp, load(ctx, ROWMIN),
+                        load(ctx, "tests/codegen/absmax.graph"),
+                        load(ctx, "tests/codegen/absmax.graph")};
   ck_assert_int_eq(verify(ctx, tp, g[1]), 1);
-  for (int i = 0; i < 3; i++) {
+  for (int i = 0; i < 5; i++) {
     double err = host_err(ctx, g[i], ref[i], 4 + (uint64_t)i), tol = mirs_codegen_tolerance(g[i]);
     ck_assert_msg(err <= tol, "case %d: relative error %g > %g", i, err, tol);
   }
@@ -300,7 +373,10 @@ START_TEST(test_codegen_host_runs) {
   ck_assert_ptr_nonnull(strstr(src, "= INFINITY"));
   ck_assert_ptr_null(strstr(src, "fmaxf("));
   mirs_free(ctx, src);
-  for (int i = 0; i < 3; i++) {
+  ck_assert_msg(mirs_codegen_cuda(g[3], "absmax", &src) == MIRS_OK, "%s", mirs_last_error(ctx));
+  ck_assert_ptr_nonnull(strstr(src, "fabsf("));
+  mirs_free(ctx, src);
+  for (int i = 0; i < 5; i++) {
     mirs_graph_destroy(g[i]);
     if (i != 1)
       mirs_graph_destroy(ref[i]);
@@ -382,12 +458,18 @@ static int result_set(const char *text, const char *value, uint64_t *out, int ca
 }
 
 START_TEST(test_prune_same_results) {
+  /* A row min of exp, and the quantization scale amax(abs(x)). */
+  static const char *const programs[] = {
+      ROWMIN_T, "program absmax\ninput X : f16[4, 64]\nA = abs(X)\nM = max(A, dim=1)\n"
+                "output M\n"};
   static uint64_t h1[512], h0[512];
-  int n1 = result_set(ROWMIN_T, "true", h1, 512);
-  int n0 = result_set(ROWMIN_T, "false", h0, 512);
-  ck_assert_int_gt(n1, 0);
-  ck_assert_msg(n1 == n0, "%d results with pruning, %d without", n1, n0);
-  ck_assert_mem_eq(h1, h0, sizeof(uint64_t) * (size_t)n1);
+  for (int i = 0; i < 2; i++) {
+    int n1 = result_set(programs[i], "true", h1, 512);
+    int n0 = result_set(programs[i], "false", h0, 512);
+    ck_assert_int_gt(n1, 0);
+    ck_assert_msg(n1 == n0, "program %d: %d results with pruning, %d without", i, n1, n0);
+    ck_assert_mem_eq(h1, h0, sizeof(uint64_t) * (size_t)n1);
+  }
 }
 END_TEST
 
@@ -399,6 +481,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_api_reduce);
   tcase_add_test(tc, test_interp_min);
   tcase_add_test(tc, test_fingerprints);
+  tcase_add_test(tc, test_abs);
   tcase_add_test(tc, test_accum_min_equals_min);
   tcase_add_test(tc, test_abstract_expressions);
   tcase_add_test(tc, test_codegen_host_runs);

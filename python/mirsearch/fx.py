@@ -147,13 +147,14 @@ class Rules:
                         ("square", (torch.square,)), ("silu", (F.silu,)),
                         ("relu", (F.relu, torch.relu)), ("gelu", (F.gelu,)),
                         ("neg", (torch.neg, operator.neg)), ("sigmoid", (torch.sigmoid,)),
-                        ("tanh", (torch.tanh,))):
+                        ("tanh", (torch.tanh,)), ("abs", (torch.abs, operator.abs))):
             if _have_op(op):
                 for f in fns:
                     self.unary[f] = op
         self.unary_methods = {m: op for m, op in (
             ("exp", "exp"), ("sqrt", "sqrt"), ("square", "square"), ("relu", "relu"),
-            ("neg", "neg"), ("sigmoid", "sigmoid"), ("tanh", "tanh")) if _have_op(op)}
+            ("neg", "neg"), ("sigmoid", "sigmoid"), ("tanh", "tanh"), ("abs", "abs"),
+            ("__abs__", "abs")) if _have_op(op)}
         self.unary_modules = {torch.nn.SiLU: "silu", torch.nn.ReLU: "relu"}
         if _have_op("sigmoid"):
             self.unary_modules[torch.nn.Sigmoid] = "sigmoid"

@@ -416,7 +416,7 @@ class _Importer:
                 self.emit(out, "add(%s, %s)" % (mm, self.operand(n.input[2], 2)))
             else:
                 self.emit(out, "matmul(%s, %s)" % (a, b))
-        elif t in ("Exp", "Sqrt", "Relu", "Sigmoid", "Tanh", "Neg") and _have_op(t.lower()):
+        elif t in ("Exp", "Sqrt", "Relu", "Sigmoid", "Tanh", "Neg", "Abs") and _have_op(t.lower()):
             self.emit(out, "%s(%s)" % (t.lower(), self.operand(n.input[0])))
         elif t == "Pow":
             e = self.scalar(n.input[1])

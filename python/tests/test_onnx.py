@@ -39,11 +39,13 @@ class RMSMLP(torch.nn.Module):
 
 
 class RowRange(torch.nn.Module):
-    """A row's max minus its min (ReduceMax, ReduceMin), added to every element."""
+    """A row's largest magnitude minus its min (Abs, ReduceMax, ReduceMin),
+    added to every element."""
 
     def forward(self, x, w):
         s = x @ w
-        return s + (torch.amax(s, dim=-1, keepdim=True) - torch.amin(s, dim=-1, keepdim=True))
+        a = torch.abs(s)
+        return s + (torch.amax(a, dim=-1, keepdim=True) - torch.amin(s, dim=-1, keepdim=True))
 
 
 class Unsupported(torch.nn.Module):
@@ -88,6 +90,7 @@ class OnnxTest(CacheTest):
         imp = onnx_import.import_onnx(path)
         self.assertIn("min(", imp.text)
         self.assertIn("max(", imp.text)
+        self.assertIn("abs(", imp.text)
         ins = imp.program.input_values(seed=3)
         vals = {b.source: seeded([s for s in args[["x", "w"].index(b.source)].shape],
                                  ins[b.name], b.transpose) for b in imp.bindings}

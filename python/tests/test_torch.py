@@ -155,6 +155,18 @@ class FromTorchTest(unittest.TestCase):
         self.assertEqual(pp.text.count(" = max("), 2)
         seeded_eval_check(self, pp, f)
 
+    @unittest.skipUnless(mfx.rules().has_max and "abs" in mfx.rules().unary.values(),
+                         "the library has no max or abs operator (issue 29)")
+    def test_quant_scale(self):
+        def f(x, w):
+            s = x @ w
+            return torch.amax(torch.abs(s), dim=-1, keepdim=True) / 127.0 + s.abs()
+        pp = mirsearch.from_torch(f, [torch.randn(4, 16), torch.randn(16, 8)])
+        self.assertEqual(pp.unsupported, [])
+        self.assertEqual(pp.text.count(" = abs(matmul)"), 2)
+        self.assertRegex(pp.text, r"= max\(\w+, dim=-1\)")
+        seeded_eval_check(self, pp, f)
+
     @unittest.skipUnless(mfx.rules().has_min and mfx.rules().has_layout,
                          "the library has no min or reshape operator")
     def test_amin_dropped_dim(self):

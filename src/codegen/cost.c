@@ -701,6 +701,7 @@ static double elementwise_flops(mirs_op op) {
   case MIRS_OP_MUL:
   case MIRS_OP_SQUARE:
   case MIRS_OP_RELU:
+  case MIRS_OP_ABS:
   case MIRS_OP_NEG:
   case MIRS_OP_ADD_SCALAR:
   case MIRS_OP_MUL_SCALAR:

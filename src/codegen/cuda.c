@@ -193,6 +193,9 @@ static void emit_unary(mirs__buf *b, mirs_op op, const mirs__scalar *cst, const 
   case MIRS_OP_GELU:
     mirs__buf_printf(b, "mirs_gelu(%s)", x);
     break;
+  case MIRS_OP_ABS:
+    mirs__buf_printf(b, "fabsf(%s)", x);
+    break;
   default:
     mirs__buf_printf(b, "mirs_relu(%s)", x);
     break;

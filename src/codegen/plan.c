@@ -926,6 +926,7 @@ static int skip_value(mirs__plan *pl, const mirs_graph *g, const mirs__bgraph *b
   case MIRS_OP_SILU:
   case MIRS_OP_GELU:
   case MIRS_OP_RELU:
+  case MIRS_OP_ABS:
     return x == SK_ZERO ? SK_ZERO : SK_ANY;
   case MIRS_OP_SUM:
     return x;

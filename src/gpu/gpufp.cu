@@ -353,6 +353,9 @@ GFP_GLOBAL k_elem(int64_t n, opnd x, opnd y, int64_t numel, int64_t op, int64_t 
     } else if (code == 6) {
       r.a = pow_mod(v.a, en, FP_P);
       r.b = pow_mod(v.b, en, FP_Q);
+    } else if (code == 8) { /* EVEN: the PRF of the smaller of v and -v (a, then b) */
+      pair m = fp_sub(fp_const(0), v);
+      r = fp_prf(batch_key(k, bt) ^ ktweak, op, m.a < v.a || (m.a == v.a && m.b < v.b) ? m : v);
     } else {
       r = fp_prf(batch_key(k, bt) ^ ktweak, op, v);
     }

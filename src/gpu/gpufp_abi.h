@@ -125,7 +125,8 @@ typedef struct mirs_gpufp_op {
   int64_t nin;
   mirs_gpufp_operand in[2];
   mirs_gpufp_operand out;
-  int64_t ecode;    /* ELEM: the MIRS__FP_E_* code (1 neg, 2 x+c, 3 x*c, 4 c-x, 5 c/x, 6 x^n, 7 PRF) */
+  int64_t ecode;    /* ELEM: the MIRS__FP_E_* code (1 neg, 2 x+c, 3 x*c, 4 c-x, 5 c/x, 6 x^n, 7 PRF,
+                     * 8 even PRF) */
   uint32_t ca, cb;  /* ELEM: the constant's pair */
   uint64_t en;      /* ELEM: the exponent of x^n */
   uint64_t ktweak;  /* ELEM PRF: XORed into the trial key (op: the PRF's mirs_op) */

@@ -165,6 +165,10 @@ static void ev_unary(mirs_op op, const mirs__scalar *c, const double *x, double 
     for (int64_t i = 0; i < n; i++)
       y[i] = x[i] > 0.0 ? x[i] : 0.0;
     break;
+  case MIRS_OP_ABS:
+    for (int64_t i = 0; i < n; i++)
+      y[i] = fabs(x[i]);
+    break;
   default:
     break;
   }

@@ -240,6 +240,7 @@ static mirs_status find_sites(mirs_context *ctx, const mirs_graph *p, const int8
       case MIRS_OP_SILU:
       case MIRS_OP_GELU:
       case MIRS_OP_RELU:
+      case MIRS_OP_ABS:
       case MIRS_OP_CAUSAL_MASK:
         dout[l] = da[l] ? atoms[a] : 0; /* non-linear: nothing comes out */
         break;

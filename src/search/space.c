@@ -863,7 +863,7 @@ static int sym_maker(int k) {
       MIRS_OP_EXP,  MIRS_OP_SQRT,        MIRS_OP_SILU,    MIRS_OP_GELU,
       MIRS_OP_RELU, MIRS_OP_SUB,         MIRS_OP_MAX,     MIRS_OP_CAUSAL_MASK,
       MIRS_OP_SIGMOID, MIRS_OP_TANH,     MIRS_OP_POW,     MIRS_OP_CLAMP,
-      MIRS_OP_MIN};
+      MIRS_OP_MIN, MIRS_OP_ABS};
   for (int f = 0; f < MIRS__ABS_FN_COUNT; f++)
     if (k == MIRS__ABS_SYM_APP(f))
       return fn_op[f];

@@ -647,6 +647,8 @@ static mirs_status apply_op(mirs__abs_arena *a, mirs_op op, const mirs__abs_id *
     return mirs__abs_app(a, MIRS__ABS_GELU, in[0], out);
   case MIRS_OP_RELU:
     return mirs__abs_app(a, MIRS__ABS_RELU, in[0], out);
+  case MIRS_OP_ABS:
+    return mirs__abs_app(a, MIRS__ABS_ABS, in[0], out);
   case MIRS_OP_MAX:
   case MIRS_OP_ACCUM_MAX:
     return abs_extreme(a, MIRS__ABS_MAX, in[0], out);
@@ -879,7 +881,7 @@ bool mirs__abs_count_symbols(const mirs__abs_arena *a, const mirs__abs_id *e, in
 
 static const char *const fn_names[MIRS__ABS_FN_COUNT] = {
     "exp", "sqrt", "silu", "gelu", "relu", "neg", "max", "causal_mask", "sigmoid", "tanh", "pow", "clamp",
-    "min"};
+    "min", "abs"};
 
 static void print_node(const mirs__abs_arena *a, mirs__abs_id id, mirs__buf *b);
 

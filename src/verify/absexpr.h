@@ -83,6 +83,7 @@ typedef enum mirs__abs_fn {
   MIRS__ABS_POW, /* pow by a constant that is not a small natural (any such exponent) */
   MIRS__ABS_CLAMP, /* clamp (any bounds) */
   MIRS__ABS_MIN, /* min over a dim, extent-free like max */
+  MIRS__ABS_ABS, /* abs (uninterpreted) */
   MIRS__ABS_FN_COUNT
 } mirs__abs_fn;
 

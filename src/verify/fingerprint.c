@@ -181,6 +181,9 @@ bool mirs__fp_elem_of(mirs_op op, const mirs__scalar *c, mirs__fp_elem *out) {
     out->code = MIRS__FP_E_PRF;
     out->ktweak = mirs__op_const_hash(op, c); /* (0 for sigmoid, tanh) */
     return true;
+  case MIRS_OP_ABS: /* an even keyed function: abs(-x) = abs(x) holds as in the reals */
+    out->code = MIRS__FP_E_EVEN;
+    return true;
   default:
     return false;
   }
@@ -380,6 +383,11 @@ static bool meta_of(mirs_op op, const mirs__scalar *cst, const mirs__fp_meta *x,
   case MIRS_OP_CLAMP:
     out->degree = 1;
     out->inner = umax(x->inner, x->degree);
+    out->exp_dep = false;
+    break;
+  case MIRS_OP_ABS: /* even: arguments p, q collide where (p - q)(p + q) vanishes */
+    out->degree = 1;
+    out->inner = umax(x->inner, sat_add(x->degree, x->degree));
     out->exp_dep = false;
     break;
   case MIRS_OP_RMS_NORM:
@@ -1301,6 +1309,12 @@ static void fp_elem(const mirs__fp_elem *e, mirs_op op, uint64_t key, const mirs
       y[i].a = pow_p(v.a, e->n);
       y[i].b = pow_q(v.b, e->n);
       break;
+    case MIRS__FP_E_EVEN: { /* (the representative of {v, -v}: a, then b, smaller) */
+      mirs__fp_pair m = fp_sub(zero, v);
+      y[i] = mirs__fp_prf(key ^ e->ktweak, op,
+                          m.a < v.a || (m.a == v.a && m.b < v.b) ? m : v);
+      break;
+    }
     default:
       y[i] = mirs__fp_prf(key ^ e->ktweak, op, v);
       break;

@@ -170,7 +170,8 @@ enum {
   MIRS__FP_E_RSUBC,
   MIRS__FP_E_RDIVC,
   MIRS__FP_E_POWN,
-  MIRS__FP_E_PRF
+  MIRS__FP_E_PRF,
+  MIRS__FP_E_EVEN /* abs: the PRF of whichever of x and -x is smaller (a, then b) */
 };
 #define MIRS__FP_POW_MAX 64
 
