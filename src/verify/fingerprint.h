@@ -32,7 +32,8 @@
  *                          fingerprint, which is sound whatever the argument
  *                          (so exp(silu(exp(x))) is accepted, exp(exp(x)) not).
  *   neg, constants, pow,   see "Constants and the elementwise ops" below
- *   sigmoid, tanh, clamp,  (MIRS__FP_E_*) and docs/SOUNDNESS.md.
+ *   sigmoid, tanh, clamp,  (MIRS__FP_E_*) and docs/SOUNDNESS.md; abs is the
+ *   abs,                   keyed PRF of the smaller pair of x and -x (even).
  *   transpose
  *   sum, matmul            sums of products in each part.
  *   mean(x, dim)           = sum over dim times inv(n), n the dim's size: the
