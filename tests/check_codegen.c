@@ -632,6 +632,35 @@ START_TEST(test_plan_smem_matches_launch) {
 }
 END_TEST
 
+/* Key chunks for a heavy whole strip (plan.c chunk_by_regs): causal
+ * attention at forloop=8 (16 tiles of S a warp, within the C registers'
+ * cap) is estimated over the threshold whole and runs in 2 chunks of 8
+ * tiles; gqa and mqa at their published shapes (144 and 148) stay whole;
+ * an online softmax (gqa_safe, 150) never takes chunks. */
+START_TEST(test_chunk_by_regs) {
+  static const struct {
+    const char *file;
+    int32_t nc;
+  } cases[] = {{"tests/codegen/chain_heavy.ugraph", 2},
+               {"examples/best/gqa.ugraph", 1},
+               {"examples/best/mqa.ugraph", 1},
+               {"examples/best/gqa_safe.ugraph", 1}};
+  mirs_context *ctx = tu_ctx(NULL);
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    mirs_graph *g = load(ctx, cases[i].file);
+    mirs__plan pl;
+    ck_assert_int_eq(mirs__plan_build(ctx, g, g->nops - 1, MIRS__PLAN_SMEM_MAX, true, &pl),
+                     MIRS_OK);
+    ck_assert_msg(pl.chain.on && pl.chain.nc == cases[i].nc, "%s: chain %d, %d key chunks",
+                  cases[i].file, (int)pl.chain.on, (int)pl.chain.nc);
+    ck_assert_int_le(pl.regs, 152);
+    mirs__plan_free(&pl);
+    mirs_graph_destroy(g);
+  }
+  mirs_context_destroy(ctx);
+}
+END_TEST
+
 /* The register chain (plan decision 8): planned where the warps divide
  * into the 16-row strips of S = Q·K and E·V (ks warps a strip), E gets no
  * shared memory (a split strip's row values get an exchange of ks values
@@ -873,6 +902,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_emu_primitives);
   tcase_add_test(tc, test_plan_smem_matches_launch);
   tcase_add_test(tc, test_register_chain);
+  tcase_add_test(tc, test_chunk_by_regs);
   tcase_add_test(tc, test_smem_lifetimes);
   tcase_add_test(tc, test_skinny_mma_swapped);
   tcase_add_test(tc, test_cuda_backend_without_device);

@@ -378,14 +378,13 @@ static bool try_chain(mirs__plan *pl, const mirs_graph *g, const mirs__bgraph *b
   if (mm2 < 0)
     return false;
   const mirs__bop *m2 = &bg->ops[mm2];
-  if (nc > 1) { /* E·V straight into its accumulator, which adds the chunks' partial sums */
-    bool direct = false;
-    for (int32_t j = mm2 + 1; j < bg->nops; j++)
-      direct = direct || (in_chain[j] && bg->ops[j].op == MIRS_OP_ACCUM &&
-                          bg->ops[j].in[0] == m2->out && pl->t[m2->out].uses == 1);
-    if (!linear || !direct)
-      return false;
-  }
+  /* E·V straight into its accumulator, which adds the chunks' partial sums */
+  bool direct = false;
+  for (int32_t j = mm2 + 1; j < bg->nops; j++)
+    direct = direct || (in_chain[j] && bg->ops[j].op == MIRS_OP_ACCUM &&
+                        bg->ops[j].in[0] == m2->out && pl->t[m2->out].uses == 1);
+  if (nc > 1 && (!linear || !direct))
+    return false;
   /* V: a 16-bit tile (loaded, or a loaded one transposed) takes
    * ldmatrix; a computed f32 one is read element by element (tf32). */
   mirs_dtype dv = loaded16(g, bg, m2->in[1]);
@@ -396,6 +395,7 @@ static bool try_chain(mirs__plan *pl, const mirs_graph *g, const mirs__bgraph *b
   pl->op[mm2].swap = false;
   pl->chain.ks = ks;
   pl->chain.nc = nc;
+  pl->chain.chunkable = linear && direct;
   pl->chain.xoff = -1;
   pl->chain.xbytes = 0;
   if (ks > 1) { /* the largest partial accumulator of a lane: E·V's C fragments */
@@ -811,7 +811,8 @@ bool mirs__plan_check_smem(const mirs__plan *pl, const mirs__bgraph *bg, char *w
  *    its own C tiles (4 per output tile);
  *  a row max or sum: r[2] each;
  *  key chunks: the chunk loop's counter and addresses (4; gqa at
- *    forloop=16 took 80 registers on sm_80 against 76 without them).
+ *    forloop=16 took 80 registers on sm_80 against 76 without them), and
+ *    4 more with a causal mask in the chain.
  * Counting a whole k step's B fragments at every width (the estimate
  * before) was up to 20 over ptxas at 8 tiles per warp and fewer. */
 static int64_t chain_live_regs(const mirs__plan *pl, const mirs__bgraph *bg) {
@@ -829,6 +830,63 @@ static int64_t chain_live_regs(const mirs__plan *pl, const mirs__bgraph *bg) {
       c += 2; /* a row max or sum: r[2] */
   if (pl->chain.nc > 1)
     c += 4; /* the key-chunk loop (not unrolled): its counter, S's and V's chunk addresses */
+  for (int32_t i = pl->chain.mm1 + 1; i < bg->nops && pl->chain.nc > 1; i++)
+    if (pl->op[i].chain && bg->ops[i].op == MIRS_OP_CAUSAL_MASK)
+      c += 4; /* the chunk's key columns against the rows (causal_attention at forloop=8
+               * in 2 chunks: 96 registers on sm_90 against 92 without this) */
+  return c;
+}
+
+/* Registers a plan without the register chain keeps live across its
+ * forloop beside the base, the accumulators and the largest product's
+ * fragments: per-thread shared-memory offsets that depend on the thread
+ * and not on the iteration, which ptxas 13.0 computes once before the
+ * loop and holds (cuobjdump -sass / nvdisasm -plr at the peak of
+ * examples/best/gqa_safe at forloop=16, causal_attention at 128 and
+ * tests/codegen/chain_nochunks; bench/RESULTS.md, "Register estimates of
+ * unchained plans"):
+ *  a tf32 matmul (scalar loads): each of a warp's tiles its A and B
+ *    addresses (2; unrolled over the tiles, cuda.c emit_mma);
+ *  an accumulator in registers, thread-strided (element tid + r * NT):
+ *    per element, the offset of each operand it reads (unrolled over r:
+ *    the value's and, for accum_online, the row max's);
+ *  a 16-bit matmul in chunks with its k loop unrolled by two
+ *    (MIRS_UNROLL2): the second step's A fragment (4);
+ *  an input tile walked by the loop in 16-byte chunks that the threads
+ *    do not cover in whole rows (cuda.c emit_load's general layout: the
+ *    row of chunk tid + j * NT divides by the chunks per row): its
+ *    shared-memory offset of each pass (chain_nochunks' V, 3 chunks a
+ *    row over 64 threads: 24 passes).
+ * Chained plans keep none of these in the loop (their products stay in
+ * registers, their accumulators are C fragments and row values) and are
+ * counted by chain_live_regs. */
+static int64_t unchained_live_regs(const mirs__plan *pl, const mirs__bgraph *bg) {
+  int64_t c = 0;
+  for (int32_t i = 0; i < bg->nops; i++) {
+    const mirs__bop *op = &bg->ops[i];
+    const mirs__plan_tensor *pt = op->out >= 0 ? &pl->t[op->out] : NULL;
+    if (pl->op[i].mma == MIRS__MMA_TF32)
+      c += 2 * ((mirs__plan_mma_tiles(pl, bg, i) + pl->nwarps - 1) / pl->nwarps);
+    if (pl->op[i].mma == MIRS__MMA_16 && pl->op[i].acc < 0 && !pl->op[i].swap &&
+        (mirs__plan_mma_tiles(pl, bg, i) + pl->nwarps - 1) / pl->nwarps > MIRS__PLAN_MMA_CHUNK &&
+        pl->op[i].k_pad >= 32)
+      c += 4;
+    if (pt && pt->input && pt->vec && !pt->invariant) {
+      const mirs__shape *ts = &bg->t[op->out].shape;
+      int64_t cpr = ts->d[ts->ndim - 1] * pt->elsize / 16,
+              rows = mirs__shape_numel(ts) / ts->d[ts->ndim - 1];
+      int nonunit = 0;
+      for (int d = 0; d + 1 < ts->ndim; d++)
+        nonunit += ts->d[d] > 1;
+      if (nonunit > 1 || pl->nthreads % cpr != 0)
+        c += (rows * cpr + pl->nthreads - 1) / pl->nthreads;
+    }
+    if (!pt || mirs__graph_ops[op->op].kind != MIRS__KIND_ACCUM || pt->acc_smem || pt->acc_mma ||
+        pt->tree)
+      continue;
+    int64_t n = mirs__shape_numel(&bg->t[op->out].shape);
+    c += (n + pl->nthreads - 1) / pl->nthreads * op->nin;
+  }
   return c;
 }
 
@@ -880,12 +938,38 @@ static int32_t estimate_regs(const mirs__plan *pl, const mirs__bgraph *bg) {
     int64_t c = chain_live_regs(pl, bg);
     if (c > live_c)
       live_c = c;
+  } else if (bg->forloop > 1) {
+    regs += unchained_live_regs(pl, bg);
   }
   /* C tiles, A and B fragments, ldmatrix addresses (a chain's fragments
    * are counted with its phases) */
   if (any_mma)
     regs += live_c + (pl->chain.on ? 0 : 6 + 4);
   return (int32_t)(regs > 255 ? 255 : regs);
+}
+
+/* Key chunks for a register-heavy whole strip: a linear chain (plan.h
+ * chain.chunkable) whose strip fits REG_ACC_MAX C registers whole, but
+ * whose estimate exceeds REG_CHUNK_ABOVE, runs its keys in chunks of
+ * MIRS__PLAN_MMA_CHUNK tiles instead (the estimate recomputed).  ptxas
+ * 13.0 squeezes such kernels towards 128 registers (4 blocks of 128
+ * threads) and spilled there: causal_attention at forloop=8 (16 tiles
+ * of S a warp, estimate 156) took 128 registers and 8 bytes of spill
+ * stores on sm_90; in 2 chunks of 8 tiles, 94 / 96 registers (sm_80 /
+ * sm_90) and none.  The whole strips at or under the threshold compiled
+ * without a spill: gqa (144: 142 / 132 registers) and mqa (148: 127 /
+ * 137) at their published shapes (bench/RESULTS.md, "Register
+ * estimates of unchained plans"). */
+#define REG_CHUNK_ABOVE 152
+static void chunk_by_regs(mirs__plan *pl, const mirs__bgraph *bg) {
+  if (!pl->chain.on || pl->chain.nc != 1 || !pl->chain.chunkable || pl->regs <= REG_CHUNK_ABOVE)
+    return;
+  const mirs__shape *ss = &bg->t[bg->ops[pl->chain.mm1].out].shape;
+  int64_t ntl = ss->d[ss->ndim - 1] / 8 / pl->chain.ks;
+  if (ntl <= MIRS__PLAN_MMA_CHUNK || ntl % MIRS__PLAN_MMA_CHUNK != 0)
+    return;
+  pl->chain.nc = (int32_t)(ntl / MIRS__PLAN_MMA_CHUNK);
+  pl->regs = estimate_regs(pl, bg);
 }
 
 /* Tile-skipping zero analysis: what a loop-phase value is in an iteration
@@ -1148,6 +1232,7 @@ mirs_status mirs__plan_build(mirs_context *ctx, const mirs_graph *g, int32_t ki,
   pl->stages = stages;
   pl->pipelined = stages >= 2 && vec_walked;
   pl->regs = estimate_regs(pl, bg);
+  chunk_by_regs(pl, bg);
   plan_skip(pl, g, bg);
   plan_totals(pl, g, kop, smem_limit);
   mirs__plan_smem_traffic(pl, g, bg);

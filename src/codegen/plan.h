@@ -100,6 +100,8 @@ typedef struct mirs__plan_chain {
   int32_t nc;       /* key chunks: a warp runs its 1/ks of S's columns in nc
                      * chunks one after another, S through E·V for each (a
                      * linear chain only: plan.c key_chunks); 1 for none */
+  bool chunkable;   /* linear, E·V straight into its accumulator: chunks allowed
+                     * (plan.c chunk_by_regs takes them for a heavy whole strip) */
   int64_t xoff;     /* ks > 1: smem byte offset of the after-loop partial-sum exchange
                      * (in walked input tiles' stage buffers, dead after the loop,
                      * when they are large enough; else an area of its own) */
