@@ -213,10 +213,14 @@ this checkout; about 9 minutes of the 15 a session is lent):
   command:   bash scripts/device-check.sh "\$OUT"
   carry:     [".devbundle"]
   timeout_s: 570
-summary.txt ends with the follow-up call (--only=...) for the steps not run or
-failed: make it at once, on the same warm machine. Then copy the tables from the
-calls' files (summary.txt, runs.tsv, bench.tsv, bench.json, scaling.tsv,
-fingerprints.tsv, device.profile) into a dated section of bench/RESULTS.md
-("Device check log") with the device, the commit ($commit) and the commands.
+Every finished unit (example, program, thread count) is in the files the call
+brings back, even when its timeout kills it. summary.txt ends with the follow-up
+call for the units not done: copy this call's files into .devresume/ here (the
+"here:" line), then make that call (--resume=.devresume, carry .devresume); on a
+fresh machine as on the same one, it runs only what is left and its files hold
+the tables of both calls, merged. Then copy the last call's tables (summary.txt,
+runs.tsv, bench.tsv, bench.json, scaling.tsv, fingerprints.tsv, device.profile)
+into a dated section of bench/RESULTS.md ("Device check log") with the device,
+the commit ($commit) and the commands.
 EOF
 exit "$status"

@@ -8,9 +8,15 @@
 # and 2 threads give the same results, and the torch.compile backend's
 # step passes where a Python has torch.compile.  Then the second call a
 # device session makes: a budget too small runs no step but toolchain
-# and prints the follow-up call, whose --only runs just those steps into
-# the same folder, merged with the earlier lines; --skip; a step name
-# that does not exist.  A broken program must make it fail.
+# and prints the follow-up call (--resume of the first call's files),
+# which runs just those steps, merged with the earlier lines.  Then
+# resuming mid-step, as calls cut by the tool's timeout would: a run
+# SIGKILLed after 3 units of runs, resumed from a read-only copy of its
+# files (as they come back) and SIGTERMed after 4 units of torch, resumed
+# again with scaling deferred by the budget, and its follow-up: the
+# final tables equal the uninterrupted run's (but for timings), and a
+# killed run's do not.  --skip; a step name that does not exist.  A
+# broken program must make it fail.
 #
 # Run by `make check` with top_srcdir and top_builddir set.  Exit: 0 pass, 1 fail.
 
@@ -58,7 +64,7 @@ check "$tmp/out" --dry-run >"$tmp/log" 2>&1 ||
   { fail "device-check.sh --dry-run failed"; tail -n 30 "$tmp/log" >&2; }
 # The order: correctness first (issue 26's acceptance), scaling last.
 order=$(steps_of "$tmp/out/summary.txt" | cut -d' ' -f1 | tr '\n' ' ')
-[ "$order" = "toolchain runs fingerprints bench torch calibrate ranking backend scaling " ] ||
+[ "$order" = "toolchain runs fingerprints calibrate bench torch ranking backend scaling " ] ||
   fail "steps ran in the order: $order"
 grep -q '^follow-up: none' "$tmp/out/summary.txt" || fail "a full dry run left a follow-up"
 if [ -n "$py" ]; then
@@ -77,7 +83,7 @@ grep -q '^overall: PASS$' "$tmp/out/summary.txt" || fail "summary says no overal
 grep -q '	PASS	' "$tmp/out/runs.tsv" || fail "no generated-code run passed"
 grep -q 'gqa_small	PASS	' "$tmp/out/runs.tsv" || fail "gqa_small's run did not pass"
 grep -q 'wgmma_f16@wgmma	PASS	' "$tmp/out/runs.tsv" || fail "the Hopper path's run (wgmma_f16@wgmma) did not pass"
-grep -q '	2	.*	yes$' "$tmp/out/scaling.tsv" || fail "2 threads did not give the 1-thread results"
+grep -q '	2	.*	yes	[0-9]*$' "$tmp/out/scaling.tsv" || fail "2 threads did not give the 1-thread results"
 grep -q 'SOURCES' "$tmp/out/bench.tsv" || fail "no bench harness written"
 grep -q '^calibrate *PASS' "$tmp/out/summary.txt" || fail "the calibrate step did not pass"
 if command -v python3 >/dev/null 2>&1; then
@@ -85,25 +91,110 @@ if command -v python3 >/dev/null 2>&1; then
     fail "bench.json is not JSON"
 fi
 
+# resume_copy DIR COPY: DIR's files as a run brings them back: a copy, read-only.
+resume_copy() {
+  rm -rf "$2" && mkdir "$2" && cp "$1"/* "$2"/ && chmod a-w "$2"/*
+}
+# follow_up SUMMARY: the follow-up call's budget and options, "N --resume=... --only=..."
+follow_up() {
+  sed -n 's/^  command: *DEVICE_CHECK_BUDGET=\([0-9]*\) bash scripts\/device-check.sh "$OUT" \(--resume=.devresume --only=[a-z,]*\) --dry-run$/\1 \2/p' "$1"
+}
+
+# The device run's plan: its units' estimates fit the 540 s budget (a
+# call of 570 s), and a budget they do not fit fails.
+check --plan >"$tmp/plan" 2>&1 || { fail "the device run's units do not fit its budget"; cat "$tmp/plan" >&2; }
+grep -q '^fingerprints  *[0-9][0-9]* ' "$tmp/plan" || fail "the plan lists no fingerprint units"
+DEVICE_CHECK_BUDGET=200 check --plan >/dev/null 2>&1 && fail "the plan fits a 200 s budget"
+
 # A second call: a budget that the toolchain step alone uses up runs no
-# other step; the follow-up it prints runs just those, in step order.
+# other step; the follow-up it prints resumes just those, in step order.
 DEVICE_CHECK_BUDGET=1 check "$tmp/out3" --dry-run --only=scaling,runs >"$tmp/log3" 2>&1 ||
   fail "skipping steps for lack of time is a failure"
 [ "$(steps_of "$tmp/out3/summary.txt" | tr '\n' ' ')" = "toolchain PASS runs SKIP scaling SKIP " ] ||
   fail "--only=scaling,runs under no budget: $(steps_of "$tmp/out3/summary.txt" | tr '\n' ' ')"
 grep -q 'libmirsearch-gpufp.so: an earlier call' "$tmp/out3/log.txt" || fail "the second call built the fingerprint module again"
 [ ! -e "$tmp/out3/runs.tsv" ] && [ ! -e "$tmp/out3/bench.json" ] || fail "a step not run wrote its file"
-again=$(sed -n 's/^  command: *DEVICE_CHECK_BUDGET=\([0-9]*\) bash scripts\/device-check.sh "$OUT" \(--only=[a-z,]*\)$/\1 \2/p' \
-  "$tmp/out3/summary.txt")
-[ "$again" = "130 --only=runs,scaling" ] || fail "follow-up call: '$again'"
-DEVICE_CHECK_BUDGET=${again% *} check "$tmp/out3" --dry-run "${again#* }" >"$tmp/log4" 2>&1 ||
-  fail "the follow-up call failed"
-[ "$(steps_of "$tmp/out3/summary.txt" | tr '\n' ' ')" = "toolchain PASS runs PASS scaling PASS " ] ||
-  fail "after the follow-up: $(steps_of "$tmp/out3/summary.txt" | tr '\n' ' ')"
-grep -q '^follow-up: none' "$tmp/out3/summary.txt" || fail "the follow-up left a follow-up"
+again=$(follow_up "$tmp/out3/summary.txt")
+case $again in
+[0-9]*" --resume=.devresume --only=runs,scaling") ;;
+*) fail "follow-up call: '$again'" ;;
+esac
+resume_copy "$tmp/out3" "$tmp/devresume3"
+DEVICE_CHECK_BUDGET=${again%% *} check "$tmp/out3b" --dry-run --resume="$tmp/devresume3" --only=runs,scaling \
+  >"$tmp/log4" 2>&1 || fail "the follow-up call failed"
+[ "$(steps_of "$tmp/out3b/summary.txt" | tr '\n' ' ')" = "toolchain PASS runs PASS scaling PASS " ] ||
+  fail "after the follow-up: $(steps_of "$tmp/out3b/summary.txt" | tr '\n' ' ')"
+grep -q '^follow-up: none' "$tmp/out3b/summary.txt" || fail "the follow-up left a follow-up"
+
+# Resuming mid-step.  same_tables A B: A's tables and bench.json (but the
+# backend's part) equal B's, but for times: runs' seconds, scaling's
+# states, wall time, rate, speedup and efficiency (the search's count of
+# states on 2 threads may vary; its results may not).
+same_tables() {
+  for f in runs.tsv fingerprints.tsv bench.tsv device.profile scaling.tsv; do
+    [ -f "$1/$f" ] && [ -f "$2/$f" ] || return 1
+    case $f in runs.tsv) cols=1-4,6- ;; scaling.tsv) cols=1,2,8- ;; *) cols=1- ;; esac
+    cut -f"$cols" "$1/$f" >"$tmp/a.cut"
+    cut -f"$cols" "$2/$f" >"$tmp/b.cut"
+    cmp -s "$tmp/a.cut" "$tmp/b.cut" || return 1
+  done
+  python3 - "$1/bench.json" "$2/bench.json" <<'EOF'
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:])
+for k in ("mirsearch_bench", "torch_baseline", "ranking"):
+    if a.get(k) != b.get(k):
+        sys.exit(1)
+EOF
+}
+# The first call, SIGKILLed (its whole process group) after 3 units of runs.
+# (TMPDIR: the killed run's work folder, which no trap removes, in ours.)
+MIRSEARCH=$prog DEVICE_CHECK_KILL=runs:3 TMPDIR=$tmp setsid -w bash "$top_srcdir/scripts/device-check.sh" "$tmp/k1" --dry-run \
+  --skip=backend >"$tmp/logk1" 2>&1
+st=$?
+[ "$st" -eq 137 ] || fail "the run SIGKILLed after 3 units exited $st, not 137"
+[ "$(grep -c . "$tmp/k1/runs.tsv")" -eq 4 ] || fail "the SIGKILLed run's runs.tsv has not its 3 units: $(cat "$tmp/k1/runs.tsv")"
+[ -z "$(find "$tmp/k1" -name '*.part')" ] || fail "the SIGKILLed run left a half-written file: $(ls -A "$tmp/k1")"
+grep -q '^runs  *RUNNING ' "$tmp/k1/summary.txt" || fail "the SIGKILLed run's summary does not show runs RUNNING"
+grep -q '^  command: .* --resume=.devresume --only=runs,fingerprints,calibrate,bench,torch,ranking,scaling --dry-run$' \
+  "$tmp/k1/summary.txt" || fail "the SIGKILLed run's summary has no follow-up for every step"
+same_tables "$tmp/k1" "$tmp/out" && fail "same_tables finds a killed run's tables equal a whole run's"
+# The second, from a read-only copy (as they come back), SIGTERMed after 4 units of torch.
+resume_copy "$tmp/k1" "$tmp/k1r"
+MIRSEARCH=$prog DEVICE_CHECK_KILL=torch:4:TERM setsid -w bash "$top_srcdir/scripts/device-check.sh" "$tmp/k2" --dry-run \
+  --skip=backend --resume="$tmp/k1r" >"$tmp/logk2" 2>&1
+st=$?
+[ "$st" -eq 143 ] || fail "the run SIGTERMed after 4 units of torch exited $st, not 143"
+grep -q '^runs  *PASS .*3 from an earlier call' "$tmp/k2/summary.txt" || fail "the resumed run did not keep the 3 runs"
+grep -q '^torch  *CUT ' "$tmp/k2/summary.txt" || fail "the SIGTERMed run's summary does not show torch CUT"
+grep -q '^overall: STOPPED' "$tmp/k2/summary.txt" || fail "the SIGTERMed run's summary does not say it stopped"
+[ "$(python3 -c 'import json, sys; print(len(json.load(open(sys.argv[1]))["torch_baseline"]))' "$tmp/k2/bench.json")" = 4 ] ||
+  fail "the SIGTERMed run's bench.json has not its 4 torch units"
+# The third: scaling's units deferred (each estimated over the budget).
+resume_copy "$tmp/k2" "$tmp/k2r"
+DEVICE_CHECK_BUDGET=400 DEVICE_CHECK_EST=scaling:900 check "$tmp/k3" --dry-run --skip=backend --resume="$tmp/k2r" \
+  >"$tmp/logk3" 2>&1 || fail "the third call (scaling deferred) failed"
+grep -q '^torch  *PASS .*4 from an earlier call' "$tmp/k3/summary.txt" || fail "the third call did not keep the 4 torch units"
+grep -q '^scaling  *PART .*2 deferred' "$tmp/k3/summary.txt" || fail "scaling's units were not deferred"
+[ "$(grep -c . "$tmp/k3/scaling.tsv")" -eq 1 ] || fail "a deferred unit was run"
+grep -q '^overall: PASS so far' "$tmp/k3/summary.txt" || fail "a call with units left says it passed, not so far"
+again=$(follow_up "$tmp/k3/summary.txt")
+case $again in
+[0-9]*" --resume=.devresume --only=scaling") ;;
+*) fail "follow-up call after the deferral: '$again'" ;;
+esac
+resume_copy "$tmp/k3" "$tmp/k3r"
+DEVICE_CHECK_BUDGET=${again%% *} check "$tmp/k4" --dry-run --resume="$tmp/k3r" --only=scaling >"$tmp/logk4" 2>&1 ||
+  fail "the last follow-up failed"
+grep -q '^follow-up: none' "$tmp/k4/summary.txt" || fail "the last follow-up left a follow-up"
+grep -q '^overall: PASS$' "$tmp/k4/summary.txt" || fail "the resumed calls' summary says no overall PASS"
+same_tables "$tmp/k4" "$tmp/out" || {
+  fail "the tables of the killed and resumed calls differ from an uninterrupted run's"
+  for f in runs.tsv fingerprints.tsv bench.tsv scaling.tsv; do diff "$tmp/out/$f" "$tmp/k4/$f" >&2; done
+}
+
 # --skip into the first folder: the other steps' files and lines stay.
 cp "$tmp/out/runs.tsv" "$tmp/runs.tsv"
-check "$tmp/out" --dry-run --skip=runs,fingerprints,bench,torch,calibrate,ranking,backend >"$tmp/log5" 2>&1 ||
+check "$tmp/out" --dry-run --skip=runs,fingerprints,calibrate,bench,torch,ranking,backend >"$tmp/log5" 2>&1 ||
   fail "--skip failed"
 cmp -s "$tmp/runs.tsv" "$tmp/out/runs.tsv" || fail "a call that skipped runs rewrote runs.tsv"
 [ "$(steps_of "$tmp/out/summary.txt" | wc -l)" -eq 9 ] || fail "the merged summary lost step lines"
@@ -119,8 +210,8 @@ if MIRSEARCH=$tmp/broken bash "$top_srcdir/scripts/device-check.sh" "$tmp/out2" 
   fail "device-check.sh passed with a broken mirsearch"
 fi
 grep -q '^toolchain *FAIL' "$tmp/out2/summary.txt" || fail "a broken mirsearch is not a toolchain FAIL"
-grep -q 'device-check.sh "$OUT" --only=toolchain,runs$' "$tmp/out2/summary.txt" ||
-  fail "the failed steps are not the follow-up call's"
+grep -q 'device-check.sh "$OUT" --only=runs --dry-run$' "$tmp/out2/summary.txt" ||
+  fail "a failed toolchain's follow-up is not the call again"
 
 [ "$failures" -eq 0 ] || exit 1
 exit 0
