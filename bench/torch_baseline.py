@@ -34,7 +34,7 @@ import sys
 DTYPES = {"f16": "float16", "bf16": "bfloat16", "f32": "float32"}
 TOLERANCE = {"float16": 1e-2, "bfloat16": 6e-2, "float32": 1e-4}
 UNARY = {"exp", "square", "sqrt", "silu", "gelu", "relu", "causal_mask",
-         "neg", "sigmoid", "tanh", "transpose"}
+         "neg", "sigmoid", "tanh", "transpose", "abs"}
 # Layout operators: reshape(x, shape=[...]) and permute(x, dims=[...]);
 # slice(x, dim=D, start=S, len=L) is parsed on its own.
 LAYOUT = {"reshape": "shape", "permute": "dims"}
@@ -118,7 +118,7 @@ def op_shape(op, shapes, dim, where):
             raise GraphError(f"{where}: slice of {s} by dim={dim[0]}, start={start}, len={n}")
         s[d] = n
         return s
-    if op in ("sum", "max", "mean"):
+    if op in ("sum", "max", "min", "mean"):
         s = list(shapes[0])
         d = dim + len(s) if dim < 0 else dim
         if not 0 <= d < len(s):
@@ -195,7 +195,7 @@ def parse(path, text):
                 raise GraphError(f"{where}: slice takes (x, dim=D, start=S, len=L)")
             dim = tuple(int(v) for v in sm.groups()[1:])
             args = [sm.group(1)]
-        elif op in ("sum", "max", "mean"):
+        elif op in ("sum", "max", "min", "mean"):
             if len(args) != 2 or not re.fullmatch(r"dim\s*=\s*-?\d+", args[1]):
                 raise GraphError(f"{where}: {op} takes (x, dim=D)")
             dim = int(args[1].split("=")[1])
@@ -241,6 +241,8 @@ def statement(name, op, args, dim):
         return f"{name} = torch.sum({args[0]}, dim={dim}, keepdim=True)"
     if op == "max":
         return f"{name} = torch.amax({args[0]}, dim={dim}, keepdim=True)"
+    if op == "min":
+        return f"{name} = torch.amin({args[0]}, dim={dim}, keepdim=True)"
     if op == "mean":
         return f"{name} = torch.mean({args[0]}, dim={dim}, keepdim=True)"
     if op == "layer_norm":  # no weight or bias, over the last dim; dim holds eps

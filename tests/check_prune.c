@@ -55,7 +55,8 @@ static mirs__abs_id sx_parse(mirs__abs_arena *a, const char **p) {
   ck_assert_int_eq(**p, ')');
   (*p)++;
   static const char *const fns[MIRS__ABS_FN_COUNT] = {
-      "exp", "sqrt", "silu", "gelu", "relu", "neg", "max", "causal_mask", "sigmoid", "tanh", "pow", "clamp"};
+      "exp", "sqrt", "silu", "gelu", "relu", "neg", "max", "causal_mask", "sigmoid", "tanh", "pow", "clamp",
+      "min", "abs"};
   mirs_status s = MIRS_INTERNAL;
   if (!strcmp(tok, "add"))
     s = mirs__abs_add(a, x, y, &r);

@@ -58,14 +58,14 @@ MIRS_API mirs_status mirs_graph_add_input(mirs_graph *g, const char *name, mirs_
 /* Add a predefined kernel operator on inputs (arity per ops.def) whose
  * result is named name (NULL: a fresh name).  Shapes are checked now;
  * MIRS_SHAPE with a message on mismatch.  For a reduction (MIRS_OP_SUM,
- * MIRS_OP_MAX) use mirs_graph_add_sum or mirs_graph_add_reduce. */
+ * MIRS_OP_MAX, MIRS_OP_MIN) use mirs_graph_add_sum or mirs_graph_add_reduce. */
 MIRS_API mirs_status mirs_graph_add_op(mirs_graph *g, const char *name, mirs_op op, int ninputs,
                                        const mirs_tensor *inputs, mirs_tensor *out);
 /* Add sum(x, dim=dim); dim may be negative (counted from the end). */
 MIRS_API mirs_status mirs_graph_add_sum(mirs_graph *g, const char *name, mirs_tensor x, int dim,
                                         mirs_tensor *out);
-/* Add a reduction op(x, dim=dim) (MIRS_OP_SUM, MIRS_OP_MEAN, MIRS_OP_MAX);
- * dim may be negative.  MIRS_INVALID_ARG for an op that reduces no dim. */
+/* Add a reduction op(x, dim=dim) (MIRS_OP_SUM, MIRS_OP_MEAN, MIRS_OP_MAX,
+ * MIRS_OP_MIN); dim may be negative.  MIRS_INVALID_ARG for an op that reduces no dim. */
 MIRS_API mirs_status mirs_graph_add_reduce(mirs_graph *g, const char *name, mirs_op op,
                                            mirs_tensor x, int dim, mirs_tensor *out);
 /* Add an operator with constants on x: MIRS_OP_POW (exponent),

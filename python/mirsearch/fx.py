@@ -147,13 +147,14 @@ class Rules:
                         ("square", (torch.square,)), ("silu", (F.silu,)),
                         ("relu", (F.relu, torch.relu)), ("gelu", (F.gelu,)),
                         ("neg", (torch.neg, operator.neg)), ("sigmoid", (torch.sigmoid,)),
-                        ("tanh", (torch.tanh,))):
+                        ("tanh", (torch.tanh,)), ("abs", (torch.abs, operator.abs))):
             if _have_op(op):
                 for f in fns:
                     self.unary[f] = op
         self.unary_methods = {m: op for m, op in (
             ("exp", "exp"), ("sqrt", "sqrt"), ("square", "square"), ("relu", "relu"),
-            ("neg", "neg"), ("sigmoid", "sigmoid"), ("tanh", "tanh")) if _have_op(op)}
+            ("neg", "neg"), ("sigmoid", "sigmoid"), ("tanh", "tanh"), ("abs", "abs"),
+            ("__abs__", "abs")) if _have_op(op)}
         self.unary_modules = {torch.nn.SiLU: "silu", torch.nn.ReLU: "relu"}
         if _have_op("sigmoid"):
             self.unary_modules[torch.nn.Sigmoid] = "sigmoid"
@@ -170,6 +171,11 @@ class Rules:
         self.has_transpose = _have_op("transpose")
         self.scalars = _have_op("mul_scalar")  # number literals as operands
         self.has_max = _have_op("max")
+        self.has_min = _have_op("min")
+        # max/min over one dim: amax, amin, and the values of torch.max/min(x, dim)
+        # (a (values, indices) pair: its indices have no mirsearch equivalent).
+        self.amax, self.amin = _targets("amax"), _targets("amin")
+        self.minmax = {torch.max: "max", torch.min: "min"}
         self.has_pow = _have_op("pow")
         self.has_clamp = _have_op("clamp")
         self.has_mask = _have_op("causal_mask") and USE_CAUSAL_MASK
@@ -451,6 +457,11 @@ def _classify_call(gm, n, R):
         if R.has_max and isinstance(dim, int):
             return _softmax_ops((n.args[0], False), 0, dim)
         raise Skip("softmax needs the max operator")
+    if (is_fn and (t in R.amax or t in R.amin)) or (is_m and t in ("amax", "amin")):
+        kind = "max" if t in R.amax or t == "amax" else "min"
+        return _extreme(R, n, kind, n.args[0], _arg(n, 1, "dim"), _arg(n, 2, "keepdim", False))
+    if is_fn and t is getattr and len(n.args) == 2 and _minmax_of(R, n.args[0]) is not None:
+        return _minmax_part(R, n, n.args[0], {"values": 0, "indices": 1}.get(n.args[1], -1))
     if (is_fn and t in R.mean) or (is_m and t == "mean"):
         dim = _arg(n, 1, "dim")
         if isinstance(dim, (list, tuple)) and len(dim) == 1:
@@ -565,6 +576,54 @@ def _reshape(R, n, x):
                keep_rank=True)]
 
 
+def _extreme(R, n, kind, x, dim, keepdim):
+    """max or min (kind) of x over one dim (amax, amin, the values of
+    torch.max/min(x, dim)): the reduction, then a reshape to n's recorded
+    shape where the dim is not kept."""
+    if isinstance(dim, (list, tuple)) and len(dim) == 1:
+        dim = dim[0]
+    if not isinstance(dim, int):
+        raise Skip("%s over all dims or several dims" % kind)
+    if not (R.has_max if kind == "max" else R.has_min):
+        raise Skip("the library has no %s operator" % kind)
+    ops = [Op(kind, [(x, False)], dim=dim)]
+    if keepdim:
+        return ops
+    mn = meta_of(n)
+    if not (R.has_layout and mn and mn[0]):
+        raise Skip("%s without keepdim=True (needs reshape)" % kind)
+    return ops + [Op("reshape", [(None, False)],
+                     attrs="shape=[%s]" % ", ".join(map(str, mn[0])), keep_rank=True)]
+
+
+def _minmax_of(R, s):
+    """(kind, x, dim, keepdim) of a torch.max/min(x, dim[, keepdim]) node s
+    (Tensor.max/min too): a (values, indices) pair; None for any other
+    node, the elementwise torch.max(x, y) and the all-dims torch.max(x)."""
+    if not _is_node(s):
+        return None
+    if s.op == "call_function" and s.target in R.minmax:
+        kind = R.minmax[s.target]
+    elif s.op == "call_method" and s.target in ("max", "min"):
+        kind = s.target
+    else:
+        return None
+    dim = _arg(s, 1, "dim")
+    if not isinstance(dim, int) or isinstance(dim, bool):
+        return None
+    return kind, s.args[0], dim, _arg(s, 2, "keepdim", False)
+
+
+def _minmax_part(R, n, s, idx):
+    """n, part idx of the torch.max/min(x, dim) pair s: its values (0) are
+    the max/min over dim; its indices have no equivalent."""
+    kind, x, dim, keepdim = _minmax_of(R, s)
+    if idx != 0:
+        raise Skip("the indices of torch.%s(x, dim) (argmax/argmin: no mirsearch equivalent)"
+                   % kind)
+    return _extreme(R, n, kind, x, dim, keepdim)
+
+
 def _split_parts(R, s):
     """(x, dim, [(start, len) of each part], whether a part keeps the dim)
     of a split/chunk/unbind/tensor_split node s, from the part shapes
@@ -664,6 +723,8 @@ def _getitem(R, n):
     x, idx = n.args[0], n.args[1]
     if not _is_node(x):
         raise Skip("indexing of a value that is not a node")
+    if _minmax_of(R, x) is not None:
+        return _minmax_part(R, n, x, idx if isinstance(idx, int) else -1)
     sp = _split_parts(R, x)
     if sp is not None:
         src, dim, parts, _keep = sp
@@ -976,7 +1037,7 @@ class Analysis:
             if n in self.ops or n in self.absorbed:
                 continue
             try:
-                if _split_parts(R, n) is not None:
+                if _split_parts(R, n) is not None or _minmax_of(R, n) is not None:
                     continue  # (its parts' getitems read x: below)
                 ops = _classify_call(gm, n, R)
             except Skip as e:
@@ -1060,6 +1121,19 @@ class Analysis:
             else:
                 self.why[n] = VIEW_STAYS if not layout else \
                     "a split whose parts are not all read by indexing that maps"
+        # torch.max/min(x, dim) computes nothing itself either: its values
+        # are a max/min of x.  Absorbed where every use is its values and
+        # maps; else it stays PyTorch code (its indices are used).
+        for n in nodes:
+            if n in self.why or n.op not in ("call_function", "call_method") or \
+                    _minmax_of(R, n) is None:
+                continue
+            parts = list(n.users)
+            if parts and all(p in self.ops for p in parts):
+                self.absorbed[n] = parts[0]
+            else:
+                self.why[n] = "torch.%s(x, dim) whose indices are used, or whose values " \
+                    "do not map" % _minmax_of(R, n)[0]
 
     def _vmeta(self, v):
         if isinstance(v, ParamRef):

@@ -416,7 +416,7 @@ class _Importer:
                 self.emit(out, "add(%s, %s)" % (mm, self.operand(n.input[2], 2)))
             else:
                 self.emit(out, "matmul(%s, %s)" % (a, b))
-        elif t in ("Exp", "Sqrt", "Relu", "Sigmoid", "Tanh", "Neg") and _have_op(t.lower()):
+        elif t in ("Exp", "Sqrt", "Relu", "Sigmoid", "Tanh", "Neg", "Abs") and _have_op(t.lower()):
             self.emit(out, "%s(%s)" % (t.lower(), self.operand(n.input[0])))
         elif t == "Pow":
             e = self.scalar(n.input[1])
@@ -432,8 +432,9 @@ class _Importer:
             if lo is None or hi is None or lo > hi:
                 raise ValueError("Clip without both constant bounds")
             self.emit(out, "clamp(%s, %s, %s)" % (self.operand(n.input[0]), _lit(lo), _lit(hi)))
-        elif t in ("ReduceSum", "ReduceMean", "ReduceMax"):
-            op = {"ReduceSum": "sum", "ReduceMean": "mean", "ReduceMax": "max"}[t]
+        elif t in ("ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin"):
+            op = {"ReduceSum": "sum", "ReduceMean": "mean", "ReduceMax": "max",
+                  "ReduceMin": "min"}[t]
             via_sum = op == "mean" and not _have_op("mean") and _have_op("mul_scalar")
             if op != "sum" and not _have_op(op) and not via_sum:
                 raise ValueError("%s: the operator %s has not landed in this mirsearch" % (t, op))

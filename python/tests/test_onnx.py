@@ -38,6 +38,16 @@ class RMSMLP(torch.nn.Module):
         return self.mlp(self.norm(x))
 
 
+class RowRange(torch.nn.Module):
+    """A row's largest magnitude minus its min (Abs, ReduceMax, ReduceMin),
+    added to every element."""
+
+    def forward(self, x, w):
+        s = x @ w
+        a = torch.abs(s)
+        return s + (torch.amax(a, dim=-1, keepdim=True) - torch.amin(s, dim=-1, keepdim=True))
+
+
 class Unsupported(torch.nn.Module):
     """Two ops without an equivalent (named), one supported op after them."""
 
@@ -70,6 +80,24 @@ class OnnxTest(CacheTest):
         # Equal in float64 where the library's rms_norm keeps the eps;
         # else its dropped eps (1e-6) is all that differs.
         self.assertLess(max_rel(got, ref), 1e-9 if onnx_import._rms_eps() else 1e-5)
+
+    @unittest.skipUnless(onnx_import._have_op("min") and onnx_import._have_op("max"),
+                         "the library has no min or max operator (issue 29)")
+    def test_reduce_min_max(self):
+        path = os.path.join(self.tmp, "range.onnx")
+        args = [torch.randn(4, 16), torch.randn(16, 8)]
+        export(RowRange(), args, path, ["x", "w"])
+        imp = onnx_import.import_onnx(path)
+        self.assertIn("min(", imp.text)
+        self.assertIn("max(", imp.text)
+        self.assertIn("abs(", imp.text)
+        ins = imp.program.input_values(seed=3)
+        vals = {b.source: seeded([s for s in args[["x", "w"].index(b.source)].shape],
+                                 ins[b.name], b.transpose) for b in imp.bindings}
+        ref = RowRange()(vals["x"], vals["w"])
+        (shape, got), = imp.program.eval(seed=3).values()
+        got = torch.tensor(got, dtype=torch.float64).reshape(shape)
+        self.assertLess(max_rel(got, ref), 1e-12)
 
     def test_initializers_run_like_pytorch(self):
         torch.manual_seed(3)

@@ -141,6 +141,55 @@ class FromTorchTest(unittest.TestCase):
         self.assertIn("max(", pp.text)
         seeded_eval_check(self, pp, f)
 
+    @unittest.skipUnless(mfx.rules().has_min and mfx.rules().has_max,
+                         "the library has no min or max operator (issue 29)")
+    def test_amin_amax(self):
+        def f(x, w):
+            s = x @ w
+            return (torch.amin(s, dim=-1, keepdim=True) + s.amax(-1, keepdim=True) +
+                    torch.min(s, dim=-1, keepdim=True).values + torch.max(s, -1, True)[0] +
+                    s.amin(dim=(1,), keepdim=True))
+        pp = mirsearch.from_torch(f, [torch.randn(4, 16), torch.randn(16, 8)])
+        self.assertEqual(pp.unsupported, [])
+        self.assertEqual(pp.text.count(" = min("), 3)
+        self.assertEqual(pp.text.count(" = max("), 2)
+        seeded_eval_check(self, pp, f)
+
+    @unittest.skipUnless(mfx.rules().has_max and "abs" in mfx.rules().unary.values(),
+                         "the library has no max or abs operator (issue 29)")
+    def test_quant_scale(self):
+        def f(x, w):
+            s = x @ w
+            return torch.amax(torch.abs(s), dim=-1, keepdim=True) / 127.0 + s.abs()
+        pp = mirsearch.from_torch(f, [torch.randn(4, 16), torch.randn(16, 8)])
+        self.assertEqual(pp.unsupported, [])
+        self.assertEqual(pp.text.count(" = abs(matmul)"), 2)
+        self.assertRegex(pp.text, r"= max\(\w+, dim=-1\)")
+        seeded_eval_check(self, pp, f)
+
+    @unittest.skipUnless(mfx.rules().has_min and mfx.rules().has_layout,
+                         "the library has no min or reshape operator")
+    def test_amin_dropped_dim(self):
+        def f(x, w):
+            return torch.amin(x @ w, dim=0) * 2.0
+        pp = mirsearch.from_torch(f, [torch.randn(4, 16), torch.randn(16, 8)])
+        self.assertIn("min(matmul, dim=0)", pp.text)
+        self.assertRegex(pp.text, r"= reshape\(\w+, shape=\[8\]\)")
+        seeded_eval_check(self, pp, f)
+
+    @unittest.skipUnless(mfx.rules().has_min, "the library has no min operator (issue 29)")
+    def test_min_indices_stay(self):
+        def f(x, w):
+            v, i = torch.min(x @ w, dim=-1, keepdim=True)
+            return v * 2.0, i
+        with self.assertRaises(mfx.Unsupported) as e:
+            mirsearch.from_torch(f, [torch.randn(4, 16), torch.randn(16, 8)])
+        why = dict((n[0], n[2]) for n in e.exception.nodes)
+        self.assertIn("indices are used", why["min_1"])
+        self.assertIn("argmax/argmin", why["getitem_1"])
+        pp = mirsearch.from_torch(f, [torch.randn(4, 16), torch.randn(16, 8)], strict=False)
+        self.assertIn("min(matmul, dim=-1)", pp.text)
+
     @unittest.skipUnless(mfx.rules().has_layer_norm, "the library has no layer_norm (issue 29)")
     def test_layer_norm(self):
         class LNMLP(torch.nn.Module):

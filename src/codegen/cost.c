@@ -701,6 +701,7 @@ static double elementwise_flops(mirs_op op) {
   case MIRS_OP_MUL:
   case MIRS_OP_SQUARE:
   case MIRS_OP_RELU:
+  case MIRS_OP_ABS:
   case MIRS_OP_NEG:
   case MIRS_OP_ADD_SCALAR:
   case MIRS_OP_MUL_SCALAR:
@@ -740,6 +741,8 @@ static double elementwise_flops(mirs_op op) {
   case MIRS_OP_ACCUM_RMS:
   case MIRS_OP_MAX:
   case MIRS_OP_ACCUM_MAX:
+  case MIRS_OP_MIN:
+  case MIRS_OP_ACCUM_MIN:
   case MIRS_OP_ACCUM_ONLINE:
   case MIRS_OP_COUNT:
     break;

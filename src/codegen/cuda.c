@@ -193,6 +193,9 @@ static void emit_unary(mirs__buf *b, mirs_op op, const mirs__scalar *cst, const 
   case MIRS_OP_GELU:
     mirs__buf_printf(b, "mirs_gelu(%s)", x);
     break;
+  case MIRS_OP_ABS:
+    mirs__buf_printf(b, "fabsf(%s)", x);
+    break;
   default:
     mirs__buf_printf(b, "mirs_relu(%s)", x);
     break;
@@ -216,6 +219,21 @@ static bool graph_masks(const mirs_graph *g) {
 /* The C operator of a binary elementwise op. */
 static const char *binop(mirs_op op) {
   return op == MIRS_OP_ADD ? "+" : op == MIRS_OP_SUB ? "-" : op == MIRS_OP_MUL ? "*" : "/";
+}
+
+/* The C function that merges a value into a max or min reduction (or
+ * accumulator), NULL for a sum. */
+static const char *red_fn(mirs_op op) {
+  return op == MIRS_OP_MAX || op == MIRS_OP_ACCUM_MAX   ? "fmaxf"
+         : op == MIRS_OP_MIN || op == MIRS_OP_ACCUM_MIN ? "fminf"
+                                                        : NULL;
+}
+
+/* The start value of op's reduction or accumulator (its identity). */
+static const char *red_start(mirs_op op) {
+  return op == MIRS_OP_MAX || op == MIRS_OP_ACCUM_MAX   ? "-INFINITY"
+         : op == MIRS_OP_MIN || op == MIRS_OP_ACCUM_MIN ? "INFINITY"
+                                                        : "0.0f";
 }
 
 /* Emit statements computing `v`, element (c0..) of op's result of shape
@@ -285,11 +303,13 @@ static void emit_value(mirs__buf *b, const char *ind, const char *ity, mirs_op o
         mirs__buf_printf(b, "%sc%d * %" PRId64, any ? " + " : "", d, ist[0][d]);
         any = true;
       }
-    bool mx = op == MIRS_OP_MAX;
-    mirs__buf_printf(b, "%s;\n%sv = %s;\n", any ? "" : "0", ind, mx ? "-INFINITY" : "0.0f");
+    const char *fn = red_fn(op);
+    char merge[16] = "+=";
+    if (fn)
+      snprintf(merge, sizeof merge, "= %s(v,", fn);
+    mirs__buf_printf(b, "%s;\n%sv = %s;\n", any ? "" : "0", ind, red_start(op));
     mirs__buf_printf(b, "%sfor (%s p = 0; p < %" PRId64 "; p++)\n%s  v %s mirs_ld(%s + (ix + p * %" PRId64 "))%s;\n",
-                     ind, ity, ins[0]->d[dim], ind, mx ? "= fmaxf(v," : "+=", in[0], ist[0][dim],
-                     mx ? ")" : "");
+                     ind, ity, ins[0]->d[dim], ind, merge, in[0], ist[0][dim], fn ? ")" : "");
     if (op == MIRS_OP_MEAN)
       mirs__buf_printf(b, "%sv /= %" PRId64 ".0f;\n", ind, ins[0]->d[dim]);
     break;
@@ -1128,8 +1148,8 @@ static void emit_reduce_tree(kgen *k, int32_t oi) {
   const mirs__bop *op = &bg->ops[oi];
   mirs__buf *b = k->b;
   const mirs__shape *os = &bg->t[op->out].shape, *xs = &bg->t[op->in[0]].shape;
-  bool ln = op->op == MIRS_OP_LAYER_NORM, rms = op->op == MIRS_OP_RMS_NORM || ln,
-       mx = op->op == MIRS_OP_MAX;
+  bool ln = op->op == MIRS_OP_LAYER_NORM, rms = op->op == MIRS_OP_RMS_NORM || ln;
+  const char *fn = red_fn(op->op); /* (a max or min tree: fmaxf, fminf) */
   int r = os->ndim, dim = rms ? r - 1 : op->dim, grp = k->pl->op[oi].group;
   int64_t len = xs->d[dim], rows = mirs__shape_numel(xs) / len;
   int64_t groups = k->nthreads / grp, per = (rows + groups - 1) / groups;
@@ -1152,17 +1172,20 @@ static void emit_reduce_tree(kgen *k, int32_t oi) {
       mirs__buf_printf(b, "%sc%d * %" PRId64, any ? " + " : "", d, st[d]);
       any = true;
     }
-  mirs__buf_printf(b, "%s;\n      float ss = %s;\n", any ? "" : "0", mx ? "-INFINITY" : "0.0f");
+  mirs__buf_printf(b, "%s;\n      float ss = %s;\n", any ? "" : "0", red_start(op->op));
   mirs__buf_printf(b, "      if (q < %" PRId64 ")\n", rows);
   mirs__buf_printf(b, "        for (int p = sub; p < %" PRId64 "; p += %d) {\n", len, grp);
   mirs__buf_printf(b, "          const float y = mirs_ld(t%d + (ix + p * %" PRId64 "));\n",
                    (int)op->in[0], st[dim]);
-  mirs__buf_printf(b, "          ss %s;\n        }\n",
-                   rms && !ln ? "+= y * y" : mx ? "= fmaxf(ss, y)" : "+= y");
+  if (fn)
+    mirs__buf_printf(b, "          ss = %s(ss, y);\n        }\n", fn);
+  else
+    mirs__buf_printf(b, "          ss %s;\n        }\n", rms && !ln ? "+= y * y" : "+= y");
   for (int m = grp / 2; m >= 1; m /= 2)
-    mirs__buf_printf(b, mx ? "      ss = fmaxf(ss, __shfl_xor_sync(0xffffffffu, ss, %d));\n"
-                           : "      ss += __shfl_xor_sync(0xffffffffu, ss, %d);\n",
-                     m);
+    if (fn)
+      mirs__buf_printf(b, "      ss = %s(ss, __shfl_xor_sync(0xffffffffu, ss, %d));\n", fn, m);
+    else
+      mirs__buf_printf(b, "      ss += __shfl_xor_sync(0xffffffffu, ss, %d);\n", m);
   char eps[48] = "";
   if (ln || op->eps != 0.0) /* (layer_norm's always, rms_norm's when it has one) */
     snprintf(eps, sizeof eps, " + %.9ef", op->eps);
@@ -1371,13 +1394,15 @@ static void emit_accum(kgen *k, const mirs__bop *op) {
     mirs__buf_puts(b, "      v = ");
     emit_tile_ld(k, op->in[0], as);
     mirs__buf_puts(b, ";\n");
-  } else if (op->op == MIRS_OP_ACCUM_SUM || op->op == MIRS_OP_ACCUM_MAX) {
-    bool mx = op->op == MIRS_OP_ACCUM_MAX;
-    emit_value(b, "      ", "int", mx ? MIRS_OP_MAX : MIRS_OP_SUM, op->dim, 0.0, NULL, in, ins,
-               ist, as, NULL,
-               false);
-    if (mx) {
-      mirs__buf_printf(b, "      %s = fmaxf(%s, v);\n    }\n", ref, ref);
+  } else if (op->op == MIRS_OP_ACCUM_SUM || op->op == MIRS_OP_ACCUM_MAX ||
+             op->op == MIRS_OP_ACCUM_MIN) {
+    const char *fn = red_fn(op->op);
+    mirs_op red = op->op == MIRS_OP_ACCUM_MAX   ? MIRS_OP_MAX
+                  : op->op == MIRS_OP_ACCUM_MIN ? MIRS_OP_MIN
+                                                : MIRS_OP_SUM;
+    emit_value(b, "      ", "int", red, op->dim, 0.0, NULL, in, ins, ist, as, NULL, false);
+    if (fn) {
+      mirs__buf_printf(b, "      %s = %s(%s, v);\n    }\n", ref, fn, ref);
       return;
     }
   } else if (op->op == MIRS_OP_ACCUM_ONLINE) {
@@ -1872,7 +1897,7 @@ static void emit_acc_init(kgen *k, const mirs__sched *sched) {
       mirs__buf_printf(b, "    float *const a%d = (float *)((char *)mirs_smem + %" PRId64 ");\n",
                        (int)t, pl->t[t].aoff);
       mirs__buf_printf(b, "    for (int e = tid; e < %" PRId64 "; e += %d)\n      a%d[e] = %s;\n",
-                       n, k->nthreads, (int)t, op->op == MIRS_OP_ACCUM_MAX ? "-INFINITY" : "0.0f");
+                       n, k->nthreads, (int)t, red_start(op->op));
       if (op->op == MIRS_OP_ACCUM_ONLINE) /* the running max, after the sums */
         mirs__buf_printf(b, "    for (int e = tid; e < %" PRId64 "; e += %d)\n"
                             "      a%d[%" PRId64 " + e] = -INFINITY;\n",
@@ -1880,7 +1905,7 @@ static void emit_acc_init(kgen *k, const mirs__sched *sched) {
     } else {
       mirs__buf_printf(b, "    float acc%d[%" PRId64 "]; /* %s */\n", (int)t, per, bg->t[t].name);
       mirs__buf_printf(b, "    MIRS_UNROLL for (int r = 0; r < %" PRId64 "; r++)\n      acc%d[r] = %s;\n",
-                       per, (int)t, op->op == MIRS_OP_ACCUM_MAX ? "-INFINITY" : "0.0f");
+                       per, (int)t, red_start(op->op));
       if (op->op == MIRS_OP_ACCUM_ONLINE) {
         mirs__buf_printf(b, "    float run%d[%" PRId64 "]; /* %s: running max */\n", (int)t, per,
                          bg->t[t].name);

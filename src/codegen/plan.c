@@ -1010,6 +1010,7 @@ static int skip_value(mirs__plan *pl, const mirs_graph *g, const mirs__bgraph *b
   case MIRS_OP_SILU:
   case MIRS_OP_GELU:
   case MIRS_OP_RELU:
+  case MIRS_OP_ABS:
     return x == SK_ZERO ? SK_ZERO : SK_ANY;
   case MIRS_OP_SUM:
     return x;
@@ -1054,9 +1055,11 @@ static void plan_skip(mirs__plan *pl, const mirs_graph *g, const mirs__bgraph *b
       sk[op->out] = SK_ANY;
     else if (kind == MIRS__KIND_ACCUM) {
       /* Unchanged by the iteration: a sum of 0, a max with -inf, an online
-       * step adding 0 under a shift of -inf (the running max stays). */
+       * step adding 0 under a shift of -inf (the running max stays); a
+       * running min never (only +inf leaves it, which no mask makes). */
       int x = sk[op->in[0]], y = op->nin > 1 ? sk[op->in[1]] : SK_ANY;
-      ok = op->op == MIRS_OP_ACCUM_MAX      ? x == SK_NEGINF
+      ok = op->op == MIRS_OP_ACCUM_MIN      ? false
+           : op->op == MIRS_OP_ACCUM_MAX    ? x == SK_NEGINF
            : op->op == MIRS_OP_ACCUM_ONLINE ? x == SK_ZERO && y == SK_NEGINF
                                             : x == SK_ZERO;
       any_acc = true;

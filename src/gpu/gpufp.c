@@ -215,9 +215,11 @@ static bool op_code(mirs_op op, const mirs__scalar *cst, double eps, mirs_gpufp_
     o->kind = MIRS_GPUFP_K_MATMUL;
     return true;
   case MIRS__KIND_REDUCE:
-    o->kind = op == MIRS_OP_MAX ? MIRS_GPUFP_K_MAX : MIRS_GPUFP_K_SUM;
+    o->kind = op == MIRS_OP_MAX   ? MIRS_GPUFP_K_MAX
+              : op == MIRS_OP_MIN ? MIRS_GPUFP_K_MIN
+                                  : MIRS_GPUFP_K_SUM;
     o->mean = op == MIRS_OP_MEAN;
-    return op == MIRS_OP_SUM || op == MIRS_OP_MEAN || op == MIRS_OP_MAX;
+    return op == MIRS_OP_SUM || op == MIRS_OP_MEAN || op == MIRS_OP_MAX || op == MIRS_OP_MIN;
   case MIRS__KIND_RMSNORM:
     o->kind = MIRS_GPUFP_K_RMSNORM;
     o->centre = op == MIRS_OP_LAYER_NORM;
@@ -372,8 +374,8 @@ static mirs_status block_op(const gpu_custom *u, const mirs__bop *o, int kind, i
   } else if (kind == MIRS__STEP_FINISH) {
     c->kind = MIRS_GPUFP_K_FINISH;
     c->count = (uint64_t)mirs__sched_rms_count(u->bg, o);
-  } else if (o->op == MIRS_OP_ACCUM_MAX) {
-    c->kind = MIRS_GPUFP_K_MAX;
+  } else if (o->op == MIRS_OP_ACCUM_MAX || o->op == MIRS_OP_ACCUM_MIN) {
+    c->kind = o->op == MIRS_OP_ACCUM_MAX ? MIRS_GPUFP_K_MAX : MIRS_GPUFP_K_MIN;
     c->dim = o->dim;
     c->add = 1;
   } else if (o->op == MIRS_OP_ACCUM_ONLINE) {
@@ -414,9 +416,9 @@ static mirs_status run_phase(gpu_custom *u, int phase, int32_t f) {
       t.trials = u->trials;
       t.nblocks = u->nb;
       abi_shape(&bg->t[o->out].shape, &t.tile);
-      /* (fc_zero: a running max starts below everything) */
+      /* (fc_zero: a running max or min starts at the none value) */
       t.zero_numel = mirs__sched_state_numel(bg, o->out);
-      t.none_from = o->op == MIRS_OP_ACCUM_MAX      ? 0
+      t.none_from = o->op == MIRS_OP_ACCUM_MAX || o->op == MIRS_OP_ACCUM_MIN ? 0
                     : o->op == MIRS_OP_ACCUM_ONLINE ? u->s->bt[o->out].numel
                                                     : t.zero_numel;
       t.tile_off = u->s->bt[o->out].off;

@@ -193,6 +193,20 @@ GFP_DEV pair max_step(uint64_t key, int64_t max_op, pair x, uint64_t *rx, pair y
   return y;
 }
 
+/* The mirror of max_step for a running min: the smaller in the same
+ * keyed order; FP_NONE (min's start: its argument is never masked) loses
+ * to everything.  The value of the CPU backend's fp_min(key, x, y). */
+GFP_DEV pair min_step(uint64_t key, int64_t max_op, pair x, uint64_t *rx, pair y) {
+  if (y.a == FP_NONE || (x.a == y.a && x.b == y.b))
+    return x;
+  uint64_t ry = max_rank(key, max_op, y);
+  if (x.a != FP_NONE &&
+      (*rx < ry || (*rx == ry && (x.a < y.a || (x.a == y.a && x.b < y.b)))))
+    return x;
+  *rx = ry;
+  return y;
+}
+
 /* An op's result in canonical form: an exp-dependent value has q-part 0,
  * except the sentinel where an operand may hold it (fp_compute). */
 GFP_DEV pair canon(pair r, int64_t out_exp, int64_t masked) {
@@ -339,6 +353,9 @@ GFP_GLOBAL k_elem(int64_t n, opnd x, opnd y, int64_t numel, int64_t op, int64_t 
     } else if (code == 6) {
       r.a = pow_mod(v.a, en, FP_P);
       r.b = pow_mod(v.b, en, FP_Q);
+    } else if (code == 8) { /* EVEN: the PRF of the smaller of v and -v (a, then b) */
+      pair m = fp_sub(fp_const(0), v);
+      r = fp_prf(batch_key(k, bt) ^ ktweak, op, m.a < v.a || (m.a == v.a && m.b < v.b) ? m : v);
     } else {
       r = fp_prf(batch_key(k, bt) ^ ktweak, op, v);
     }
@@ -467,10 +484,11 @@ GFP_GLOBAL k_sum(int64_t n, opnd x, opnd y, rgeo g, int64_t add, int64_t mean, i
   }
 }
 
-/* MAX over a dim in the keyed order, into y (starting at FP_NONE) or
- * merged into it (add: ACCUM_MAX's running max). */
-GFP_GLOBAL k_max(int64_t n, opnd x, opnd y, rgeo g, int64_t add, int64_t max_op, int64_t out_exp,
-                 int64_t masked, bkey k) {
+/* MAX (MIN when least) over a dim in the keyed order, into y (starting
+ * at FP_NONE) or merged into it (add: ACCUM_MAX's running max, ACCUM_MIN's
+ * running min). */
+GFP_GLOBAL k_max(int64_t n, opnd x, opnd y, rgeo g, int64_t add, int64_t least, int64_t max_op,
+                 int64_t out_exp, int64_t masked, bkey k) {
   int64_t per = g.outer * g.inner;
   GFP_FOR(i, n) {
     int64_t bt = i / per, e = i % per, o = e / g.inner, in = e % g.inner;
@@ -482,7 +500,8 @@ GFP_GLOBAL k_max(int64_t n, opnd x, opnd y, rgeo g, int64_t add, int64_t max_op,
       rank = max_rank(key, max_op, s);
     }
     for (int64_t r = 0; r < g.red; r++)
-      s = max_step(key, max_op, s, &rank, px[r * g.inner]);
+      s = least ? min_step(key, max_op, s, &rank, px[r * g.inner])
+                : max_step(key, max_op, s, &rank, px[r * g.inner]);
     y.p[bt * y.stride + e] = canon(s, out_exp, masked);
   }
 }
@@ -1096,7 +1115,8 @@ static int gfp_compute(mirs_gpufp_dev *d, const mirs_gpufp_op *op) {
     return launched(d, "k_matmul");
   }
   case MIRS_GPUFP_K_SUM:
-  case MIRS_GPUFP_K_MAX: {
+  case MIRS_GPUFP_K_MAX:
+  case MIRS_GPUFP_K_MIN: {
     if (op->dim < 0 || op->dim >= xs->ndim)
       return fail(d, MIRS_GPUFP_INVALID, "reduction: bad dim");
     rgeo g = reduce_geo(xs, op->dim);
@@ -1105,7 +1125,8 @@ static int gfp_compute(mirs_gpufp_dev *d, const mirs_gpufp_op *op) {
       GFP_LAUNCH(k_sum, n, d)(n, x, y, g, op->add, op->mean, op->out_exp);
       return launched(d, "k_sum");
     }
-    GFP_LAUNCH(k_max, n, d)(n, x, y, g, op->add, op->max_op, op->out_exp, op->masked, k);
+    GFP_LAUNCH(k_max, n, d)(n, x, y, g, op->add, op->kind == MIRS_GPUFP_K_MIN, op->max_op,
+                            op->out_exp, op->masked, k);
     return launched(d, "k_max");
   }
   case MIRS_GPUFP_K_ONLINE: {

@@ -38,7 +38,7 @@ extern "C" {
 #endif
 
 /* Bumped on any change of the structs or entry points below. */
-#define MIRS_GPUFP_ABI_VERSION 3
+#define MIRS_GPUFP_ABI_VERSION 4
 #define MIRS_GPUFP_DIMS 6
 /* The symbol the library looks up in the module. */
 #define MIRS_GPUFP_ABI_SYMBOL "mirs_gpufp_abi_get"
@@ -74,8 +74,10 @@ enum {
   MIRS_GPUFP_K_ONLINE,    /* an ACCUM_ONLINE step: in[0] y, in[1] the shift m (broadcast to
                            * y), out the accumulator followed by its running max */
   MIRS_GPUFP_K_MASK,      /* causal_mask of in[0] in the frame mask_* */
-  MIRS_GPUFP_K_GATHER     /* out element e = in[0] at gbase + sum over out's dims d of
+  MIRS_GPUFP_K_GATHER,    /* out element e = in[0] at gbase + sum over out's dims d of
                            * (e's coordinate d) * gst[d]: reshape, permute, slice */
+  MIRS_GPUFP_K_MIN        /* keyed min over dim: K_MAX's order reversed (fp_min); add:
+                           * merged into out (ACCUM_MIN's running min) */
 };
 
 /* Elementwise op codes (mirs_gpufp_op.op for UNARY/BINARY other than PRFs). */
@@ -123,11 +125,12 @@ typedef struct mirs_gpufp_op {
   int64_t nin;
   mirs_gpufp_operand in[2];
   mirs_gpufp_operand out;
-  int64_t ecode;    /* ELEM: the MIRS__FP_E_* code (1 neg, 2 x+c, 3 x*c, 4 c-x, 5 c/x, 6 x^n, 7 PRF) */
+  int64_t ecode;    /* ELEM: the MIRS__FP_E_* code (1 neg, 2 x+c, 3 x*c, 4 c-x, 5 c/x, 6 x^n, 7 PRF,
+                     * 8 even PRF) */
   uint32_t ca, cb;  /* ELEM: the constant's pair */
   uint64_t en;      /* ELEM: the exponent of x^n */
   uint64_t ktweak;  /* ELEM PRF: XORed into the trial key (op: the PRF's mirs_op) */
-  int64_t max_op;   /* mirs_op value of MAX: the rank PRF of MAX and ONLINE */
+  int64_t max_op;   /* mirs_op value of MAX: the rank PRF of MAX, MIN and ONLINE */
   int64_t masked;   /* an operand may hold the sentinel -inf (both parts all ones):
                      * ADD/SUB absorb it, out_exp keeps its q-part */
   int64_t mean;     /* SUM: times the field inverse of the reduced dim's size */
@@ -161,7 +164,7 @@ enum { MIRS_GPUFP_T_LOAD = 0, MIRS_GPUFP_T_STORE = 1, MIRS_GPUFP_T_ZERO = 2 };
  * the schedule's order among those writing one place, whose value the
  * sequential schedule leaves there.  ZERO sets zero_numel pairs (the
  * accumulator's state), those from none_from on to the keyed max's start
- * (both parts all ones: ACCUM_MAX, ACCUM_ONLINE's running max), the
+ * (both parts all ones: ACCUM_MAX, ACCUM_MIN, ACCUM_ONLINE's running max), the
  * others to zero. */
 typedef struct mirs_gpufp_tile {
   int64_t kind;

@@ -135,10 +135,10 @@ static inline bool mirs__op_shows_eps(mirs_op op, double eps) {
 }
 
 /* Whether op takes a reduced dim (`dim=`): the REDUCE kind and the
- * accumulators that reduce along a dim (accum_sum, accum_max). */
+ * accumulators that reduce along a dim (accum_sum, accum_max, accum_min). */
 static inline bool mirs__op_has_dim(mirs_op op) {
   return mirs__graph_ops[op].kind == MIRS__KIND_REDUCE || op == MIRS_OP_ACCUM_SUM ||
-         op == MIRS_OP_ACCUM_MAX;
+         op == MIRS_OP_ACCUM_MAX || op == MIRS_OP_ACCUM_MIN;
 }
 
 /* ---------------------------------------------------------------- block level */

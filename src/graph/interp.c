@@ -22,6 +22,8 @@
  *    after the loop acc = sum_i y_i * exp(m_i - M_final).  `fused` and the
  *    block dims do not change values;
  *  - max(x, dim) is the largest element along dim (NaN if any is NaN).
+ *  - min(x, dim) the smallest (NaN if any is NaN); ACCUM_MIN starts at
+ *    +inf and keeps the min over `dim` and the loop.
  *
  * Invariants: kernel and block ops share one set of arithmetic routines
  * working on (shape, row-major buffer) pairs; all memory comes from the
@@ -163,6 +165,10 @@ static void ev_unary(mirs_op op, const mirs__scalar *c, const double *x, double 
     for (int64_t i = 0; i < n; i++)
       y[i] = x[i] > 0.0 ? x[i] : 0.0;
     break;
+  case MIRS_OP_ABS:
+    for (int64_t i = 0; i < n; i++)
+      y[i] = fabs(x[i]);
+    break;
   default:
     break;
   }
@@ -254,16 +260,18 @@ static void ev_sum(const mirs__shape *xs, const double *x, int dim, double *y, b
 }
 #undef EV_ADD
 
-/* y (x's shape with size 1 at dim) = max of x over dim, merged into y's
- * values when `add` is set (the ACCUM_MAX step), else y starts at -inf.
- * A NaN element wins, as in the frameworks' max. */
-#define EV_MAX(acc, v) ((acc) = ((v) > (acc) || (v) != (v)) ? (v) : (acc))
-static void ev_max(const mirs__shape *xs, const double *x, int dim, double *y, bool add) {
+/* y (x's shape with size 1 at dim) = max of x over dim (min when least),
+ * merged into y's values when `add` is set (the ACCUM_MAX, ACCUM_MIN
+ * step), else y starts at -inf (+inf).  A NaN element wins, as in the
+ * frameworks' max and min. */
+#define EV_MAX(acc, v) ((acc) = ((least ? (v) < (acc) : (v) > (acc)) || (v) != (v)) ? (v) : (acc))
+static void ev_max(bool least, const mirs__shape *xs, const double *x, int dim, double *y,
+                   bool add) {
   if (!add) {
     mirs__shape ys = *xs;
     ys.d[dim] = 1;
     for (int64_t i = 0, n = numel(&ys); i < n; i++)
-      y[i] = -INFINITY;
+      y[i] = least ? INFINITY : -INFINITY;
   }
   MIRS__SUM_OVER_DIM(double, xs, x, dim, y, true, EV_MAX);
 }
@@ -360,8 +368,8 @@ static bool ev_compute(const mirs_context *ctx, mirs_op op, int dim, double eps,
   case MIRS__KIND_MATMUL:
     return ev_matmul(ctx, ins[0], inv[0], ins[1], inv[1], os, o);
   case MIRS__KIND_REDUCE:
-    if (op == MIRS_OP_MAX)
-      ev_max(ins[0], inv[0], dim, o, false);
+    if (op == MIRS_OP_MAX || op == MIRS_OP_MIN)
+      ev_max(op == MIRS_OP_MIN, ins[0], inv[0], dim, o, false);
     else
       ev_sum(ins[0], inv[0], dim, o, false);
     if (op == MIRS_OP_MEAN)
@@ -408,7 +416,7 @@ static void cr_at(void *user, const int32_t b[MIRS__GRID], int32_t f) {
 }
 
 /* ZERO: an accumulator starts at zero in every block (a running max, and
- * the running max of ACCUM_ONLINE, at -inf). */
+ * the running max of ACCUM_ONLINE, at -inf; a running min at +inf). */
 static mirs_status cr_zero(void *user, const mirs__bop *op) {
   custom_run *r = user;
   int64_t n = numel(&r->bg->t[op->out].shape);
@@ -417,6 +425,9 @@ static mirs_status cr_zero(void *user, const mirs__bop *op) {
   if (op->op == MIRS_OP_ACCUM_MAX || op->op == MIRS_OP_ACCUM_ONLINE)
     for (int64_t e = 0; e < n; e++)
       acc[(op->op == MIRS_OP_ACCUM_ONLINE ? n : 0) + e] = -INFINITY;
+  if (op->op == MIRS_OP_ACCUM_MIN)
+    for (int64_t e = 0; e < n; e++)
+      acc[e] = INFINITY;
   return MIRS_OK;
 }
 
@@ -471,8 +482,8 @@ static mirs_status cr_accum(void *user, const mirs__bop *op) {
       acc[e] += x[e];
   } else if (op->op == MIRS_OP_ACCUM_SUM) {
     ev_sum(xs, x, op->dim, acc, true);
-  } else if (op->op == MIRS_OP_ACCUM_MAX) {
-    ev_max(xs, x, op->dim, acc, true);
+  } else if (op->op == MIRS_OP_ACCUM_MAX || op->op == MIRS_OP_ACCUM_MIN) {
+    ev_max(op->op == MIRS_OP_ACCUM_MIN, xs, x, op->dim, acc, true);
   } else if (op->op == MIRS_OP_ACCUM_ONLINE) {
     ev_online(xs, x, &r->bg->t[op->in[1]].shape, r->tv[op->in[1]], acc);
   } else {

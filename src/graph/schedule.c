@@ -153,7 +153,8 @@ bool mirs__sched_dim_origin(const mirs_graph *g, const mirs__bgraph *bg, int32_t
     }
     return mirs__sched_dim_origin(g, bg, op->in[0], d, o);
   case MIRS__KIND_ACCUM:
-    if (((op->op == MIRS_OP_ACCUM_SUM || op->op == MIRS_OP_ACCUM_MAX) && d == op->dim) ||
+    if (((op->op == MIRS_OP_ACCUM_SUM || op->op == MIRS_OP_ACCUM_MAX ||
+          op->op == MIRS_OP_ACCUM_MIN) && d == op->dim) ||
         (op->op == MIRS_OP_ACCUM_RMS && d == r - 1)) {
       *o = none;
       return true;

@@ -240,6 +240,7 @@ static mirs_status find_sites(mirs_context *ctx, const mirs_graph *p, const int8
       case MIRS_OP_SILU:
       case MIRS_OP_GELU:
       case MIRS_OP_RELU:
+      case MIRS_OP_ABS:
       case MIRS_OP_CAUSAL_MASK:
         dout[l] = da[l] ? atoms[a] : 0; /* non-linear: nothing comes out */
         break;
@@ -257,6 +258,7 @@ static mirs_status find_sites(mirs_context *ctx, const mirs_graph *p, const int8
       case MIRS_OP_SUM:
       case MIRS_OP_MEAN:
       case MIRS_OP_MAX:
+      case MIRS_OP_MIN:
         dout[l] = l == m ? 0 : da[l] | (k->op == MIRS_OP_MATMUL ? db[l] : 0);
         break;
       default: /* add, sub, mul */

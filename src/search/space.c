@@ -182,6 +182,8 @@ int mirs__search_op_class(mirs_op op) {
     return MIRS_OP_SUM;
   case MIRS_OP_ACCUM_MAX:
     return MIRS_OP_MAX;
+  case MIRS_OP_ACCUM_MIN:
+    return MIRS_OP_MIN;
   case MIRS_OP_ACCUM_ONLINE: /* (offered only with a max: see below) */
     return -1;
   case MIRS_OP_ACCUM_RMS:
@@ -316,6 +318,11 @@ void mirs__search_space_budget(mirs__search_space *sp, const mirs_graph *program
     sp->kop[MIRS_OP_MAX] = sp->bop[MIRS_OP_MAX] = sp->bop[MIRS_OP_ACCUM_MAX] =
         sp->bop[MIRS_OP_ACCUM_ONLINE] = false;
   sp->safe_exp = has_max && program_safe_exp(program);
+  /* min and its accumulator where the program takes a min (space_note_op
+   * noted it at the levels it appears at); accum_min is block-level only. */
+  if (sp->bop[MIRS_OP_MIN] || sp->bop[MIRS_OP_ACCUM_MIN])
+    sp->kop[MIRS_OP_MIN] = sp->bop[MIRS_OP_MIN] = sp->bop[MIRS_OP_ACCUM_MIN] = true;
+  sp->kop[MIRS_OP_ACCUM_MIN] = false;
   for (int i = 0; i < MIRS_OP_COUNT; i++)
     sp->budget[i] = slack < 0 ? INT32_MAX : (int32_t)slack;
   if (slack < 0)
@@ -405,7 +412,8 @@ bool mirs__search_tile_rule(const mirs__bgraph *bg, mirs_op op, int dim, int nin
   if (pm && op != MIRS_OP_ADD && op != MIRS_OP_SUB && op != MIRS_OP_MAX &&
       op != MIRS_OP_ACCUM_MAX && !(op == MIRS_OP_ACCUM_ONLINE && f0 != MIRS__FDEP_PMAX))
     ok = false;
-  if ((op == MIRS_OP_MAX || op == MIRS_OP_ACCUM_MAX) && f0 == MIRS__FDEP_PARTIAL)
+  if ((op == MIRS_OP_MAX || op == MIRS_OP_ACCUM_MAX || op == MIRS_OP_MIN ||
+       op == MIRS_OP_ACCUM_MIN) && f0 == MIRS__FDEP_PARTIAL)
     ok = false;
   if (op == MIRS_OP_ACCUM_ONLINE && bg->forloop > 1 &&
       (f0 != MIRS__FDEP_PARTIAL || f1 != MIRS__FDEP_PMAX))
@@ -488,6 +496,8 @@ bool mirs__search_tile_rule(const mirs__bgraph *bg, mirs_op op, int dim, int nin
       /* (a mean over one iteration's slice is no part of the row's mean) */
       if (f0 == MIRS__FDEP_PARTIAL || has_tag(in, nd, dim, MIRS__TAG_F) || op == MIRS_OP_MEAN)
         ok = false;
+      if (op == MIRS_OP_MIN) /* (a min over the loop is accum_min's, whole) */
+        ok = false;
       if (op == MIRS_OP_MAX) { /* the tile's part of a max over the loop */
         for (int d = 0; d < nd; d++)
           if (d != dim && out->tag[d] != MIRS__TAG_FULL && out->tag[d] == out->tag[dim])
@@ -516,8 +526,8 @@ bool mirs__search_tile_rule(const mirs__bgraph *bg, mirs_op op, int dim, int nin
         ok = false;
       if (op == MIRS_OP_ACCUM_RMS && f0 == MIRS__FDEP_PARTIAL)
         ok = false;
-      if ((op == MIRS_OP_ACCUM_SUM || op == MIRS_OP_ACCUM_MAX) && f0 == MIRS__FDEP_INV &&
-          bg->forloop > 1)
+      if ((op == MIRS_OP_ACCUM_SUM || op == MIRS_OP_ACCUM_MAX || op == MIRS_OP_ACCUM_MIN) &&
+          f0 == MIRS__FDEP_INV && bg->forloop > 1)
         ok = false;
       out->tag[d] = MIRS__TAG_FULL;
     }
@@ -852,7 +862,8 @@ static int sym_maker(int k) {
   static const int fn_op[MIRS__ABS_FN_COUNT] = {
       MIRS_OP_EXP,  MIRS_OP_SQRT,        MIRS_OP_SILU,    MIRS_OP_GELU,
       MIRS_OP_RELU, MIRS_OP_SUB,         MIRS_OP_MAX,     MIRS_OP_CAUSAL_MASK,
-      MIRS_OP_SIGMOID, MIRS_OP_TANH,     MIRS_OP_POW,     MIRS_OP_CLAMP};
+      MIRS_OP_SIGMOID, MIRS_OP_TANH,     MIRS_OP_POW,     MIRS_OP_CLAMP,
+      MIRS_OP_MIN, MIRS_OP_ABS};
   for (int f = 0; f < MIRS__ABS_FN_COUNT; f++)
     if (k == MIRS__ABS_SYM_APP(f))
       return fn_op[f];
@@ -1408,7 +1419,8 @@ static bool phase_canonical(const bstate *b, mirs_op op, int nin, const operand 
     return false; /* a loop-body op after the post-loop phase began */
   if (bg->forloop != 1)
     return true;
-  if (op == MIRS_OP_ACCUM_SUM || op == MIRS_OP_ACCUM_MAX) /* (accum(max(x)) likewise) */
+  if (op == MIRS_OP_ACCUM_SUM || op == MIRS_OP_ACCUM_MAX || op == MIRS_OP_ACCUM_MIN)
+    /* (accum(max(x)), accum(min(x)) likewise) */
     return false;
   if (!post || is_accum)
     return true;

@@ -532,7 +532,8 @@ static mirs_status layer_norm(mirs__abs_arena *a, int64_t n, mirs__abs_id x, mir
   return mirs__abs_div(a, c, sd, out);
 }
 
-bool mirs__abs_is_max(const mirs__abs_arena *a, mirs__abs_id x) {
+/* Whether x is APP(fn, y) alone (one term, coefficient 1, no divisor). */
+static bool is_app_of(const mirs__abs_arena *a, mirs__abs_id x, mirs__abs_fn fn) {
   if (x < 0 || x >= a->nn)
     return false;
   const mirs__abs_node *px = &a->nodes[x];
@@ -542,16 +543,22 @@ bool mirs__abs_is_max(const mirs__abs_arena *a, mirs__abs_id x) {
   if (t->kind != MIRS__ABS_TERM || t->k != 1 || t->n != 1 || t->nd != 0)
     return false;
   const mirs__abs_node *f = &a->nodes[a->kids[t->off]];
-  return f->kind == MIRS__ABS_APP && f->fn == MIRS__ABS_MAX;
+  return f->kind == MIRS__ABS_APP && f->fn == fn;
 }
 
-/* APP(max, x), except that a max of a max is that max (idempotence). */
-static mirs_status abs_max(mirs__abs_arena *a, mirs__abs_id x, mirs__abs_id *out) {
-  if (mirs__abs_is_max(a, x)) {
+bool mirs__abs_is_max(const mirs__abs_arena *a, mirs__abs_id x) {
+  return is_app_of(a, x, MIRS__ABS_MAX);
+}
+
+/* APP(fn, x) for fn max or min, except that a max of a max (a min of a
+ * min) is that max (min): idempotence.  A min of a max is a new APP. */
+static mirs_status abs_extreme(mirs__abs_arena *a, mirs__abs_fn fn, mirs__abs_id x,
+                               mirs__abs_id *out) {
+  if (is_app_of(a, x, fn)) {
     *out = x;
     return MIRS_OK;
   }
-  return mirs__abs_app(a, MIRS__ABS_MAX, x, out);
+  return mirs__abs_app(a, fn, x, out);
 }
 
 /* The body of mirs__abs_apply. */
@@ -640,9 +647,14 @@ static mirs_status apply_op(mirs__abs_arena *a, mirs_op op, const mirs__abs_id *
     return mirs__abs_app(a, MIRS__ABS_GELU, in[0], out);
   case MIRS_OP_RELU:
     return mirs__abs_app(a, MIRS__ABS_RELU, in[0], out);
+  case MIRS_OP_ABS:
+    return mirs__abs_app(a, MIRS__ABS_ABS, in[0], out);
   case MIRS_OP_MAX:
   case MIRS_OP_ACCUM_MAX:
-    return abs_max(a, in[0], out);
+    return abs_extreme(a, MIRS__ABS_MAX, in[0], out);
+  case MIRS_OP_MIN:
+  case MIRS_OP_ACCUM_MIN:
+    return abs_extreme(a, MIRS__ABS_MIN, in[0], out);
   case MIRS_OP_ACCUM_ONLINE:
     return mirs__abs_sum(a, extent, in[0], out);
   case MIRS_OP_CAUSAL_MASK:
@@ -868,7 +880,8 @@ bool mirs__abs_count_symbols(const mirs__abs_arena *a, const mirs__abs_id *e, in
 /* ================================================================ printing */
 
 static const char *const fn_names[MIRS__ABS_FN_COUNT] = {
-    "exp", "sqrt", "silu", "gelu", "relu", "neg", "max", "causal_mask", "sigmoid", "tanh", "pow", "clamp"};
+    "exp", "sqrt", "silu", "gelu", "relu", "neg", "max", "causal_mask", "sigmoid", "tanh", "pow", "clamp",
+    "min", "abs"};
 
 static void print_node(const mirs__abs_arena *a, mirs__abs_id id, mirs__buf *b);
 

@@ -82,6 +82,8 @@ typedef enum mirs__abs_fn {
   MIRS__ABS_TANH,
   MIRS__ABS_POW, /* pow by a constant that is not a small natural (any such exponent) */
   MIRS__ABS_CLAMP, /* clamp (any bounds) */
+  MIRS__ABS_MIN, /* min over a dim, extent-free like max */
+  MIRS__ABS_ABS, /* abs (uninterpreted) */
   MIRS__ABS_FN_COUNT
 } mirs__abs_fn;
 
@@ -195,6 +197,7 @@ mirs_status mirs__abs_rms(mirs__abs_arena *a, int64_t n, mirs__abs_id x, mirs__a
  * with max(max(x)) = max(x): the max of tile maxes is the max (a max
  * over a subset nested in a max over the rest is the max over the
  * union, so a tile max and the row max have one expression);
+ * min(x, dim) and accum_min(x, dim) are APP(min, x) likewise;
  * accum_online(y, m) is sum(F, y): the rescaling by exp(M_old - M_new)
  * turns the shifts exp(-m_i) of the iterations into the one shift
  * exp(-max), the program's (docs/SOUNDNESS.md, "max and online softmax").

@@ -181,6 +181,9 @@ bool mirs__fp_elem_of(mirs_op op, const mirs__scalar *c, mirs__fp_elem *out) {
     out->code = MIRS__FP_E_PRF;
     out->ktweak = mirs__op_const_hash(op, c); /* (0 for sigmoid, tanh) */
     return true;
+  case MIRS_OP_ABS: /* an even keyed function: abs(-x) = abs(x) holds as in the reals */
+    out->code = MIRS__FP_E_EVEN;
+    return true;
   default:
     return false;
   }
@@ -257,6 +260,20 @@ static mirs__fp_pair fp_max(uint64_t key, mirs__fp_pair x, mirs__fp_pair y) {
   if (rx != ry)
     return rx > ry ? x : y;
   return x.a > y.a || (x.a == y.a && x.b > y.b) ? x : y;
+}
+
+/* min(x, y): the other argument than fp_max's (max's keyed order reversed,
+ * so that min(x, y) + max(x, y) = x + y as in the reals, and a min of two
+ * distinct values never equals their max).  fp_max_none (never a value of
+ * min's argument: mask_use_ok refuses the masked sentinel) starts a
+ * running min and loses to everything. */
+static mirs__fp_pair fp_min(uint64_t key, mirs__fp_pair x, mirs__fp_pair y) {
+  if (x.a == UINT32_MAX)
+    return y;
+  if (y.a == UINT32_MAX || (x.a == y.a && x.b == y.b))
+    return x;
+  mirs__fp_pair m = fp_max(key, x, y);
+  return m.a == x.a && m.b == x.b ? y : x;
 }
 
 /* ---------------------------------------------------------------- bound */
@@ -368,6 +385,11 @@ static bool meta_of(mirs_op op, const mirs__scalar *cst, const mirs__fp_meta *x,
     out->inner = umax(x->inner, x->degree);
     out->exp_dep = false;
     break;
+  case MIRS_OP_ABS: /* even: arguments p, q collide where (p - q)(p + q) vanishes */
+    out->degree = 1;
+    out->inner = umax(x->inner, sat_add(x->degree, x->degree));
+    out->exp_dep = false;
+    break;
   case MIRS_OP_RMS_NORM:
   case MIRS_OP_LAYER_NORM:
     out->degree = sat_add(x->degree, 1);
@@ -385,7 +407,7 @@ static bool meta_of(mirs_op op, const mirs__scalar *cst, const mirs__fp_meta *x,
     out->inner = umax(out->inner, y->degree);
     out->exp_dep = true;
     break;
-  default: /* SUM, MAX, ACCUM, ACCUM_SUM, ACCUM_MAX keep the degree */
+  default: /* SUM, MAX, MIN, ACCUM, ACCUM_SUM, ACCUM_MAX, ACCUM_MIN keep the degree */
     break;
   }
   return true;
@@ -1287,6 +1309,12 @@ static void fp_elem(const mirs__fp_elem *e, mirs_op op, uint64_t key, const mirs
       y[i].a = pow_p(v.a, e->n);
       y[i].b = pow_q(v.b, e->n);
       break;
+    case MIRS__FP_E_EVEN: { /* (the representative of {v, -v}: a, then b, smaller) */
+      mirs__fp_pair m = fp_sub(zero, v);
+      y[i] = mirs__fp_prf(key ^ e->ktweak, op,
+                          m.a < v.a || (m.a == v.a && m.b < v.b) ? m : v);
+      break;
+    }
     default:
       y[i] = mirs__fp_prf(key ^ e->ktweak, op, v);
       break;
@@ -1449,11 +1477,12 @@ static void fp_sum(const mirs__shape *xs, const mirs__fp_pair *x, int dim, mirs_
 }
 #undef FP_ADD
 
-/* y (x's shape, size 1 at dim) = keyed max of x over dim, merged into y
- * when add is set (ACCUM_MAX), else y starts at fp_max_none. */
-#define FP_MAXM(acc, v) ((acc) = fp_max(key, (acc), (v)))
-static void fp_maxred(uint64_t key, const mirs__shape *xs, const mirs__fp_pair *x, int dim,
-                      mirs__fp_pair *y, bool add) {
+/* y (x's shape, size 1 at dim) = keyed max of x over dim (the keyed min,
+ * fp_min, when least), merged into y when add is set (ACCUM_MAX,
+ * ACCUM_MIN), else y starts at fp_max_none (the start of both). */
+#define FP_MAXM(acc, v) ((acc) = least ? fp_min(key, (acc), (v)) : fp_max(key, (acc), (v)))
+static void fp_maxred(uint64_t key, bool least, const mirs__shape *xs, const mirs__fp_pair *x,
+                      int dim, mirs__fp_pair *y, bool add) {
   if (!add) {
     mirs__shape ys = *xs;
     ys.d[dim] = 1;
@@ -1624,8 +1653,8 @@ static mirs_status fp_compute(mirs_context *ctx, cpu_state *c, mirs_op op, int d
     break;
   }
   case MIRS__KIND_REDUCE:
-    if (op == MIRS_OP_MAX)
-      fp_maxred(key, ins[0], inv[0], dim, o, false);
+    if (op == MIRS_OP_MAX || op == MIRS_OP_MIN)
+      fp_maxred(key, op == MIRS_OP_MIN, ins[0], inv[0], dim, o, false);
     else
       fp_sum(ins[0], inv[0], dim, o, false);
     if (op == MIRS_OP_MEAN) { /* times the exact field inverse of the count */
@@ -1736,13 +1765,13 @@ static void fc_at(void *user, const int32_t b[MIRS__GRID], int32_t f) {
 }
 
 /* ZERO: an accumulator starts at zero in every block; a running max (and
- * ACCUM_ONLINE's, after its tile) at fp_max_none. */
+ * ACCUM_ONLINE's, after its tile) and a running min at fp_max_none. */
 static mirs_status fc_zero(void *user, const mirs__bop *o) {
   fp_custom *u = user;
   int64_t n = u->s->bt[o->out].numel;
   mirs__fp_pair *acc = u->c->tile + u->s->bt[o->out].off;
   memset(acc, 0, (size_t)n * sizeof *acc);
-  if (o->op == MIRS_OP_ACCUM_MAX || o->op == MIRS_OP_ACCUM_ONLINE)
+  if (o->op == MIRS_OP_ACCUM_MAX || o->op == MIRS_OP_ACCUM_MIN || o->op == MIRS_OP_ACCUM_ONLINE)
     for (int64_t e = 0; e < n; e++)
       acc[(o->op == MIRS_OP_ACCUM_ONLINE ? n : 0) + e] = fp_max_none;
   return MIRS_OK;
@@ -1784,8 +1813,8 @@ static mirs_status fc_accum(void *user, const mirs__bop *o) {
       acc[e] = fp_add(acc[e], x[e]);
   } else if (o->op == MIRS_OP_ACCUM_SUM) {
     fp_sum(xs, x, o->dim, acc, true);
-  } else if (o->op == MIRS_OP_ACCUM_MAX) {
-    fp_maxred(u->key, xs, x, o->dim, acc, true);
+  } else if (o->op == MIRS_OP_ACCUM_MAX || o->op == MIRS_OP_ACCUM_MIN) {
+    fp_maxred(u->key, o->op == MIRS_OP_ACCUM_MIN, xs, x, o->dim, acc, true);
   } else if (o->op == MIRS_OP_ACCUM_ONLINE) {
     MIRS_CHECK(u->s->ctx, exp_tables(u->s->ctx, u->c));
     fp_online(u->key, u->c->gpow, xs, x, &u->bg->t[o->in[1]].shape,

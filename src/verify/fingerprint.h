@@ -32,7 +32,8 @@
  *                          fingerprint, which is sound whatever the argument
  *                          (so exp(silu(exp(x))) is accepted, exp(exp(x)) not).
  *   neg, constants, pow,   see "Constants and the elementwise ops" below
- *   sigmoid, tanh, clamp,  (MIRS__FP_E_*) and docs/SOUNDNESS.md.
+ *   sigmoid, tanh, clamp,  (MIRS__FP_E_*) and docs/SOUNDNESS.md; abs is the
+ *   abs,                   keyed PRF of the smaller pair of x and -x (even).
  *   transpose
  *   sum, matmul            sums of products in each part.
  *   mean(x, dim)           = sum over dim times inv(n), n the dim's size: the
@@ -47,6 +48,11 @@
  *                          = max(x)+c) do not hold (docs/SOUNDNESS.md).
  *                          The result keeps the argument's exp flag.
  *   ACCUM_MAX(x, dim)      the running max (same order) over dim and the loop.
+ *   min(x, dim),           the element of smallest rank along dim (max's
+ *   ACCUM_MIN(x, dim)      order reversed; running over the loop for
+ *                          ACCUM_MIN): min(x, y) + max(x, y) = x + y, and
+ *                          the min of distinct values is never their max.
+ *                          A masked (-inf) argument is refused.
  *   ACCUM_ONLINE(y, m)     running max M of m (same order, per element, m
  *                          broadcast to y) and acc = acc*exp(M - M') +
  *                          y*exp(m - M') with exp as above (G^(q-part));
@@ -165,7 +171,8 @@ enum {
   MIRS__FP_E_RSUBC,
   MIRS__FP_E_RDIVC,
   MIRS__FP_E_POWN,
-  MIRS__FP_E_PRF
+  MIRS__FP_E_PRF,
+  MIRS__FP_E_EVEN /* abs: the PRF of whichever of x and -x is smaller (a, then b) */
 };
 #define MIRS__FP_POW_MAX 64
 

@@ -41,7 +41,8 @@ struct mirs__z3_solver {
 };
 
 static const char *const fn_names[MIRS__ABS_FN_COUNT] = {
-    "exp", "sqrt", "silu", "gelu", "relu", "neg", "max", "causal_mask", "sigmoid", "tanh", "pow", "clamp"};
+    "exp", "sqrt", "silu", "gelu", "relu", "neg", "max", "causal_mask", "sigmoid", "tanh", "pow", "clamp",
+    "min", "abs"};
 
 /* Z3 error handler: errors are read back from the error code instead. */
 static void ignore_error(Z3_context c, Z3_error_code e) {
