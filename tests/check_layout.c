@@ -766,6 +766,25 @@ START_TEST(test_copy_or_view_device) {
     ck_assert_int_eq(mirs_graph_kernel_cost(ctx, g, 0, NULL, &c), MIRS_OK);
     ck_assert_int_eq(c.kernels, steps[i].view ? 0 : 1);
   }
+  /* A cost asked for another device than the options' chooses by that
+   * device: H200 (a view) with the options' H100, H100 (a copy) with the
+   * options' H200; and equals the cost with that device selected. */
+  static const char *const devs[2][2] = {{"H100", "H200"}, {"H200", "H100"}};
+  for (int i = 0; i < 2; i++) {
+    bool as_view = strcmp(devs[i][1], "H200") == 0;
+    ck_assert_int_eq(mirs_option_set(ctx, "cost_device", devs[i][0]), MIRS_OK);
+    mirs_cost k = MIRS_COST_INIT, w = MIRS_COST_INIT, sel = MIRS_COST_INIT;
+    ck_assert_int_eq(mirs_graph_kernel_cost(ctx, g, 0, devs[i][1], &k), MIRS_OK);
+    ck_assert_msg(k.kernels == !as_view && (k.bytes == 0) == as_view, "%s: %d kernels, %.0f bytes",
+                  devs[i][1], k.kernels, k.bytes);
+    ck_assert_int_eq(mirs_graph_cost(ctx, g, devs[i][1], &w), MIRS_OK);
+    ck_assert_int_eq(w.kernels, as_view ? 1 : 2);
+    ck_assert_int_eq(mirs__codegen_is_view(g, 0), !as_view); /* (the options' choice stays) */
+    ck_assert_int_eq(mirs_option_set(ctx, "cost_device", devs[i][1]), MIRS_OK);
+    ck_assert_int_eq(mirs_graph_cost(ctx, g, NULL, &sel), MIRS_OK);
+    ck_assert_msg(w.seconds == sel.seconds, "%s: %g, selected %g", devs[i][1], w.seconds,
+                  sel.seconds);
+  }
   unlink(path);
   mirs_graph_destroy(g);
   mirs_context_destroy(ctx);
