@@ -37,7 +37,7 @@ static const char mini[] = "program mini\n"
 /* A context for partitions with a fresh cache directory in dir. */
 static mirs_context *part_ctx(tu_log *l, char *dir, size_t size) {
   mirs_context *ctx = tu_ctx(l);
-  snprintf(dir, size, "/tmp/mirs_check_partition.XXXXXX");
+  tu_tmp(dir, size, "mirs_check_partition.XXXXXX");
   ck_assert_ptr_nonnull(mkdtemp(dir));
   ck_assert_int_eq(mirs_option_set(ctx, "cache_dir", dir), MIRS_OK);
   ck_assert_int_eq(mirs_option_set(ctx, "partition_max_ops", "2"), MIRS_OK);
@@ -171,7 +171,7 @@ START_TEST(test_in_place_ranking) {
   /* The whole run: the search's best alone walks Xt's rows (6.66 us in
    * place, no better than the piece as written, which alone would be
    * kept); ranked in place, a kernel walking its columns is taken. */
-  char dir[64];
+  char dir[512];
   mirs_context *rc = part_ctx(NULL, dir, sizeof dir);
   mirs_partition *r = run_ok(rc, g);
   mirs_piece_info info = {.struct_size = sizeof info};
@@ -206,7 +206,7 @@ static const char *const LATER_READER = "program pv3\ninput X : f16[4096, 128]\n
                                         "Z = sum(Xt, dim=1)\noutput Y\noutput Z\n";
 
 START_TEST(test_ranked_in_whole_graph) {
-  char dir[64];
+  char dir[512];
   mirs_context *ctx = part_ctx(NULL, dir, sizeof dir);
   ck_assert_int_eq(mirs_option_set(ctx, "partition_max_ops", "1"), MIRS_OK);
   mirs_graph *g = parse(ctx, LATER_READER);
@@ -263,7 +263,7 @@ END_TEST
 /* Every op in exactly one piece; every piece's inputs defined earlier. */
 START_TEST(test_cut) {
   tu_log l;
-  char dir[64];
+  char dir[512];
   mirs_context *ctx = part_ctx(&l, dir, sizeof dir);
   mirs_graph *g = parse(ctx, mini);
   mirs_partition *p;
@@ -318,7 +318,7 @@ END_TEST
 /* A run verifies; a second run takes every piece from the cache. */
 START_TEST(test_run_then_cache) {
   tu_log l;
-  char dir[64];
+  char dir[512];
   mirs_context *ctx = part_ctx(&l, dir, sizeof dir);
   mirs_graph *g = parse(ctx, mini);
   mirs_partition *p = run_ok(ctx, g);
@@ -363,7 +363,7 @@ END_TEST
 /* Damaged, truncated and foreign entries are ignored with a warning. */
 START_TEST(test_bad_entries) {
   tu_log l;
-  char dir[64], names[8][4096];
+  char dir[512], names[8][4096];
   mirs_context *ctx = part_ctx(&l, dir, sizeof dir);
   mirs_graph *g = parse(ctx, mini);
   mirs_partition_destroy(run_ok(ctx, g));
@@ -405,7 +405,7 @@ END_TEST
 /* An operator the search does not handle stays a library call. */
 START_TEST(test_library_piece) {
   tu_log l;
-  char dir[64];
+  char dir[512];
   mirs_context *ctx = part_ctx(&l, dir, sizeof dir);
   ck_assert_int_eq(mirs_option_set(ctx, "kernel_ops", "matmul,mul"), MIRS_OK);
   ck_assert_int_eq(mirs_option_set(ctx, "block_ops", "matmul,mul,rms_norm,accum,accum_rms"),
@@ -443,7 +443,7 @@ static void stop_after_first(void *user, int piece, int done, int total) {
 /* A stopped run stitches nothing; the pieces it finished are cached. */
 START_TEST(test_stopped) {
   tu_log l;
-  char dir[64];
+  char dir[512];
   mirs_context *ctx = part_ctx(&l, dir, sizeof dir);
   mirs_graph *g = parse(ctx, mini);
   mirs_partition *p;
@@ -505,7 +505,7 @@ END_TEST
 /* mirs_search_run stores a complete search and serves it again. */
 START_TEST(test_search_cache) {
   tu_log l;
-  char dir[64];
+  char dir[512];
   mirs_context *ctx = part_ctx(&l, dir, sizeof dir);
   mirs_graph *g = NULL;
   ck_assert_int_eq(mirs_graph_parse_file(ctx, tu_src("examples/rmsnorm_linear_small.graph"), &g),
@@ -521,7 +521,7 @@ START_TEST(test_search_cache) {
     ck_assert_int_eq(mirs_search_cache_status(s), round == 0 ? 2 : 1);
     if (round == 1) {
       ck_assert_uint_eq(st.states_explored, 0);
-      char ck[128];
+      char ck[600];
       snprintf(ck, sizeof ck, "%s/ckpt", dir);
       ck_assert_int_eq(mirs_search_checkpoint(s, ck), MIRS_INVALID_ARG);
     }
@@ -550,7 +550,7 @@ END_TEST
 /* A partition of a small program (pieces of at most two ops), run. */
 typedef struct small_run {
   tu_log l;
-  char dir[64];
+  char dir[512];
   mirs_context *ctx;
   mirs_graph *g;
   mirs_partition *p;
