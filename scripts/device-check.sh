@@ -135,7 +135,9 @@
 # SCALING_EXAMPLE (default lora_small, the small example with the longest
 # search), NVCC, DEVICE_CHECK_EXAMPLES (a subset of the published
 # examples), RANK_TOP, DEVICE_CHECK_EST=STEP:SECONDS,... (a unit estimate
-# instead of the table's), and for tests DEVICE_CHECK_KILL=STEP:N[:SIG]:
+# instead of the table's), DEVICE_CHECK_GPUFP_BUILT (--dry-run: the GPU
+# fingerprint module the build compiled, taken instead of a second
+# compile), and for tests DEVICE_CHECK_KILL=STEP:N[:SIG]:
 # once N units of STEP are written, SIG (default KILL) to the whole run,
 # as the tool's timeout would (the script must lead its process group:
 # run it under setsid).
@@ -797,11 +799,21 @@ EOF
   nvcc_once "$state/query" "$work/query.cu" -- -std=c++17 -O2 -gencode=arch=compute_90,code=sm_90 \
     "$work/query.cu" -o "$state/query" -lcublas -Xlinker -rpath,"$cudalib" ||
     { echo "nvcc cannot build the device query (with cuBLAS)"; return 1; }
-  # The fingerprint module, for --verify=gpu (step c).
-  nvcc_once "$gpufp_lib" "$root/src/gpu/gpufp.cu" "$root/src/gpu/gpufp_abi.h" -- -O3 -std=c++17 -shared \
-    -Xcompiler -fPIC,-fvisibility=hidden -gencode=arch=compute_90,code=sm_90 -I"$root/src" \
-    -o "$gpufp_lib" "$root/src/gpu/gpufp.cu" ||
-    { echo "nvcc cannot build the GPU fingerprint module (src/gpu/gpufp.cu)"; return 1; }
+  # The fingerprint module, for --verify=gpu (step c).  A dry run may take
+  # the one the build compiled from the same source with these flags
+  # (DEVICE_CHECK_GPUFP_BUILT: make check's, which needs no second
+  # compile of it to check this pipeline); the device builds its own.
+  local built=${DEVICE_CHECK_GPUFP_BUILT:-}
+  if [ "$dry" -eq 1 ] && [ -n "$built" ] && [ -f "$built" ] &&
+    [ "$built" -nt "$root/src/gpu/gpufp.cu" ] && [ "$built" -nt "$root/src/gpu/gpufp_abi.h" ]; then
+    cp "$built" "$gpufp_lib" && rm -f "$gpufp_lib.key" || return 1
+    echo "$(basename "$gpufp_lib"): the build's ($built)"
+  else
+    nvcc_once "$gpufp_lib" "$root/src/gpu/gpufp.cu" "$root/src/gpu/gpufp_abi.h" -- -O3 -std=c++17 -shared \
+      -Xcompiler -fPIC,-fvisibility=hidden -gencode=arch=compute_90,code=sm_90 -I"$root/src" \
+      -o "$gpufp_lib" "$root/src/gpu/gpufp.cu" ||
+      { echo "nvcc cannot build the GPU fingerprint module (src/gpu/gpufp.cu)"; return 1; }
+  fi
   echo "GPU fingerprint module: $gpufp_lib"
   if [ "$dry" -eq 1 ]; then echo "device query compiled with $nvcc (not run: dry run)"; return 0; fi
   nvidia-smi -L 2>&1 || true

@@ -6,17 +6,25 @@
 # with a note, in the order the device runs them, the 8 output files are
 # written, generated code runs on the host backend within tolerance, 1
 # and 2 threads give the same results, and the torch.compile backend's
-# step passes where a Python has torch.compile.  Then the second call a
-# device session makes: a budget too small runs no step but toolchain
-# and prints the follow-up call (--resume of the first call's files),
-# which runs just those steps, merged with the earlier lines.  Then
+# step passes where a Python has torch.compile.  Then, beside the calls
+# below, the second call a device session makes: a budget too small runs
+# no step but toolchain and prints the follow-up call (--resume of the
+# first call's files), which runs just those steps, merged with the
+# earlier lines; a step name that does not exist; a broken program must
+# make it fail.  Then
 # resuming mid-step, as calls cut by the tool's timeout would: a run
 # SIGKILLed after 3 units of runs, resumed from a read-only copy of its
 # files (as they come back) and SIGTERMed after 4 units of torch, resumed
 # again with scaling deferred by the budget, and its follow-up: the
 # final tables equal the uninterrupted run's (but for timings), and a
-# killed run's do not.  --skip; a step name that does not exist.  A
-# broken program must make it fail.
+# killed run's do not.  --skip.
+#
+# The dry runs take 5 of the 11 published examples (DEVICE_CHECK_EXAMPLES:
+# dense, attention, LoRA, causal and safe softmax): what this checks is
+# the pipeline, the same code for each example, while every published
+# best's host run against its program is check_codegen's
+# (test_best_ugraphs_match_programs) and the device plan (--plan) still
+# counts all 11.
 #
 # Run by `make check` with top_srcdir and top_builddir set.  Exit: 0 pass, 1 fail.
 
@@ -53,10 +61,21 @@ for cand in ${PYTHON:-} python3 /usr/bin/python3 "$torch2"; do
 done
 DEVICE_CHECK_PYTHON=${py:-python3}
 MIRSEARCH_LIB=$(cd "$top_builddir" && pwd)/.libs/libmirsearch.so
+# The fingerprint module the build compiled (where it did): the dry runs
+# take it rather than compile gpufp.cu once more (nvcc_once's build and
+# reuse are still checked, on the device query).
+DEVICE_CHECK_GPUFP_BUILT=$(cd "$top_builddir" && pwd)/src/gpu/libmirsearch-gpufp.so
+export DEVICE_CHECK_GPUFP_BUILT
 # What a second call reuses (the fingerprint module) kept across the calls below.
 DEVICE_CHECK_STATE=$tmp/state
 export DEVICE_CHECK_PYTHON MIRSEARCH_LIB DEVICE_CHECK_STATE
-check() { MIRSEARCH=$prog bash "$top_srcdir/scripts/device-check.sh" "$@"; }
+dry_examples="rmsnorm_linear gqa lora causal_attention mha_safe"
+check() {
+  case " $* " in
+  *" --dry-run "*) DEVICE_CHECK_EXAMPLES=$dry_examples MIRSEARCH=$prog bash "$top_srcdir/scripts/device-check.sh" "$@" ;;
+  *) MIRSEARCH=$prog bash "$top_srcdir/scripts/device-check.sh" "$@" ;;
+  esac
+}
 # The step lines of a summary: "name status", one a line.
 steps_of() { sed -n '/^step  *status/,/^overall:/p' "$1" | sed '1d;$d' | awk '{print $1, $2}'; }
 
@@ -100,6 +119,10 @@ follow_up() {
   sed -n 's/^  command: *DEVICE_CHECK_BUDGET=\([0-9]*\) bash scripts\/device-check.sh "$OUT" \(--resume=.devresume --only=[a-z,]*\) --dry-run$/\1 \2/p' "$1"
 }
 
+# Checks that share nothing with the resumed calls below but the state
+# folder (read only, after the first call), run beside them: the plan, a
+# second call and its follow-up, bad steps, a broken program.
+side_checks() {
 # The device run's plan: its units' estimates fit the 540 s budget (a
 # call of 570 s), and a budget they do not fit fails.
 check --plan >"$tmp/plan" 2>&1 || { fail "the device run's units do not fit its budget"; cat "$tmp/plan" >&2; }
@@ -108,23 +131,44 @@ DEVICE_CHECK_BUDGET=200 check --plan >/dev/null 2>&1 && fail "the plan fits a 20
 
 # A second call: a budget that the toolchain step alone uses up runs no
 # other step; the follow-up it prints resumes just those, in step order.
-DEVICE_CHECK_BUDGET=1 check "$tmp/out3" --dry-run --only=scaling,runs >"$tmp/log3" 2>&1 ||
+# (fingerprints and calibrate: the dry run's cheapest; resuming runs is
+# checked below.)
+DEVICE_CHECK_BUDGET=1 check "$tmp/out3" --dry-run --only=calibrate,fingerprints >"$tmp/log3" 2>&1 ||
   fail "skipping steps for lack of time is a failure"
-[ "$(steps_of "$tmp/out3/summary.txt" | tr '\n' ' ')" = "toolchain PASS runs SKIP scaling SKIP " ] ||
-  fail "--only=scaling,runs under no budget: $(steps_of "$tmp/out3/summary.txt" | tr '\n' ' ')"
-grep -q 'libmirsearch-gpufp.so: an earlier call' "$tmp/out3/log.txt" || fail "the second call built the fingerprint module again"
-[ ! -e "$tmp/out3/runs.tsv" ] && [ ! -e "$tmp/out3/bench.json" ] || fail "a step not run wrote its file"
+[ "$(steps_of "$tmp/out3/summary.txt" | tr '\n' ' ')" = "toolchain PASS fingerprints SKIP calibrate SKIP " ] ||
+  fail "--only=calibrate,fingerprints under no budget: $(steps_of "$tmp/out3/summary.txt" | tr '\n' ' ')"
+grep -q 'query: an earlier call' "$tmp/out3/log.txt" || fail "the second call built the device query again"
+# (device.profile is always written: "# not measured" until calibrate is)
+[ ! -e "$tmp/out3/fingerprints.tsv" ] && [ "$(grep -cv '^# not measured' "$tmp/out3/device.profile")" = 0 ] ||
+  fail "a step not run wrote its file"
 again=$(follow_up "$tmp/out3/summary.txt")
 case $again in
-[0-9]*" --resume=.devresume --only=runs,scaling") ;;
+[0-9]*" --resume=.devresume --only=fingerprints,calibrate") ;;
 *) fail "follow-up call: '$again'" ;;
 esac
 resume_copy "$tmp/out3" "$tmp/devresume3"
-DEVICE_CHECK_BUDGET=${again%% *} check "$tmp/out3b" --dry-run --resume="$tmp/devresume3" --only=runs,scaling \
+DEVICE_CHECK_BUDGET=${again%% *} check "$tmp/out3b" --dry-run --resume="$tmp/devresume3" --only=fingerprints,calibrate \
   >"$tmp/log4" 2>&1 || fail "the follow-up call failed"
-[ "$(steps_of "$tmp/out3b/summary.txt" | tr '\n' ' ')" = "toolchain PASS runs PASS scaling PASS " ] ||
+[ "$(steps_of "$tmp/out3b/summary.txt" | tr '\n' ' ')" = "toolchain PASS fingerprints PASS calibrate PASS " ] ||
   fail "after the follow-up: $(steps_of "$tmp/out3b/summary.txt" | tr '\n' ' ')"
 grep -q '^follow-up: none' "$tmp/out3b/summary.txt" || fail "the follow-up left a follow-up"
+
+check "$tmp/out6" --only=runs,nosuchstep >/dev/null 2>&1
+[ $? -eq 2 ] || fail "an unknown step is not a usage error (exit 2)"
+
+# It can fail: a program that does not run fails the toolchain step.
+printf '#!/bin/sh\nexit 3\n' >"$tmp/broken"
+chmod +x "$tmp/broken"
+if DEVICE_CHECK_EXAMPLES=$dry_examples MIRSEARCH=$tmp/broken bash "$top_srcdir/scripts/device-check.sh" "$tmp/out2" --dry-run --only=runs >"$tmp/log2" 2>&1; then
+  fail "device-check.sh passed with a broken mirsearch"
+fi
+grep -q '^toolchain *FAIL' "$tmp/out2/summary.txt" || fail "a broken mirsearch is not a toolchain FAIL"
+grep -q 'device-check.sh "$OUT" --only=runs --dry-run$' "$tmp/out2/summary.txt" ||
+  fail "a failed toolchain's follow-up is not the call again"
+  [ "$failures" -eq 0 ]
+}
+side_checks >"$tmp/side.log" 2>&1 &
+side=$!
 
 # Resuming mid-step.  same_tables A B: A's tables and bench.json (but the
 # backend's part) equal B's, but for times: runs' seconds, scaling's
@@ -148,7 +192,7 @@ EOF
 }
 # The first call, SIGKILLed (its whole process group) after 3 units of runs.
 # (TMPDIR: the killed run's work folder, which no trap removes, in ours.)
-MIRSEARCH=$prog DEVICE_CHECK_KILL=runs:3 TMPDIR=$tmp setsid -w bash "$top_srcdir/scripts/device-check.sh" "$tmp/k1" --dry-run \
+DEVICE_CHECK_EXAMPLES=$dry_examples MIRSEARCH=$prog DEVICE_CHECK_KILL=runs:3 TMPDIR=$tmp setsid -w bash "$top_srcdir/scripts/device-check.sh" "$tmp/k1" --dry-run \
   --skip=backend >"$tmp/logk1" 2>&1
 st=$?
 [ "$st" -eq 137 ] || fail "the run SIGKILLed after 3 units exited $st, not 137"
@@ -160,7 +204,7 @@ grep -q '^  command: .* --resume=.devresume --only=runs,fingerprints,calibrate,b
 same_tables "$tmp/k1" "$tmp/out" && fail "same_tables finds a killed run's tables equal a whole run's"
 # The second, from a read-only copy (as they come back), SIGTERMed after 4 units of torch.
 resume_copy "$tmp/k1" "$tmp/k1r"
-MIRSEARCH=$prog DEVICE_CHECK_KILL=torch:4:TERM setsid -w bash "$top_srcdir/scripts/device-check.sh" "$tmp/k2" --dry-run \
+DEVICE_CHECK_EXAMPLES=$dry_examples MIRSEARCH=$prog DEVICE_CHECK_KILL=torch:4:TERM setsid -w bash "$top_srcdir/scripts/device-check.sh" "$tmp/k2" --dry-run \
   --skip=backend --resume="$tmp/k1r" >"$tmp/logk2" 2>&1
 st=$?
 [ "$st" -eq 143 ] || fail "the run SIGTERMed after 4 units of torch exited $st, not 143"
@@ -194,24 +238,15 @@ same_tables "$tmp/k4" "$tmp/out" || {
 
 # --skip into the first folder: the other steps' files and lines stay.
 cp "$tmp/out/runs.tsv" "$tmp/runs.tsv"
-check "$tmp/out" --dry-run --skip=runs,fingerprints,calibrate,bench,torch,ranking,backend >"$tmp/log5" 2>&1 ||
+# (calibrate runs: in a dry run it takes no time, where scaling searches.)
+check "$tmp/out" --dry-run --skip=runs,fingerprints,bench,torch,ranking,backend,scaling >"$tmp/log5" 2>&1 ||
   fail "--skip failed"
 cmp -s "$tmp/runs.tsv" "$tmp/out/runs.tsv" || fail "a call that skipped runs rewrote runs.tsv"
 [ "$(steps_of "$tmp/out/summary.txt" | wc -l)" -eq 9 ] || fail "the merged summary lost step lines"
 grep -q '^runs  *PASS .*(earlier) ' "$tmp/out/summary.txt" || fail "the earlier runs line is not marked"
-grep -q '^scaling  *PASS .*identical' "$tmp/out/summary.txt" || fail "scaling did not run under --skip"
-check "$tmp/out6" --only=runs,nosuchstep >/dev/null 2>&1
-[ $? -eq 2 ] || fail "an unknown step is not a usage error (exit 2)"
-
-# It can fail: a program that does not run fails the toolchain step.
-printf '#!/bin/sh\nexit 3\n' >"$tmp/broken"
-chmod +x "$tmp/broken"
-if MIRSEARCH=$tmp/broken bash "$top_srcdir/scripts/device-check.sh" "$tmp/out2" --dry-run --only=runs >"$tmp/log2" 2>&1; then
-  fail "device-check.sh passed with a broken mirsearch"
-fi
-grep -q '^toolchain *FAIL' "$tmp/out2/summary.txt" || fail "a broken mirsearch is not a toolchain FAIL"
-grep -q 'device-check.sh "$OUT" --only=runs --dry-run$' "$tmp/out2/summary.txt" ||
-  fail "a failed toolchain's follow-up is not the call again"
-
+grep -q '^scaling  *PASS .*(earlier) .*identical' "$tmp/out/summary.txt" || fail "the earlier scaling line is not kept"
+grep -q '^calibrate  *PASS  *[0-9]*  *calibration refused' "$tmp/out/summary.txt" ||
+  fail "calibrate did not run under --skip"
+wait "$side" || { fail "the side checks (above)"; cat "$tmp/side.log" >&2; }
 [ "$failures" -eq 0 ] || exit 1
 exit 0
