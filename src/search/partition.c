@@ -465,7 +465,8 @@ static mirs_status price_whole(mirs_partition *p, const pricer *pr, int32_t i,
   MIRS_CHECK(p->ctx, stitch_with(p, i, alt, &r));
   mirs__cost_result c;
   mirs_status st = mirs__cost_graph(p->ctx, pr->dev, r, &c);
-  *seconds = c.seconds;
+  if (st == MIRS_OK)
+    *seconds = c.seconds;
   mirs__graph_free(r);
   MIRS_CHECK(p->ctx, st);
   return MIRS_OK;
