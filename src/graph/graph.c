@@ -495,12 +495,15 @@ mirs_status mirs__bg_add_input(mirs_graph *g, mirs__bgraph *bg, const char *name
     return MIRS_FAIL(ctx, MIRS_SHAPE, "input(%s): fmap is %" PRId32 "; want -1 or a dim in [0, %d)",
                      kt->name, fmap, nd);
   if (fmap >= 0) {
+    /* A dim both partitioned and walked (split-K): the grid picks a chunk
+     * and the forloop walks the chunk's tiles, so the chunk must divide. */
     for (int i = 0; i < MIRS__GRID; i++)
-      if (imap[i] == fmap)
+      if (imap[i] == fmap && tile.d[fmap] % bg->forloop)
         return MIRS_FAIL(ctx, MIRS_SHAPE,
-                         "input(%s): dim %" PRId32 " is both partitioned by grid.%s and walked "
-                         "by the forloop",
-                         kt->name, fmap, grid_axis[i]);
+                         "input(%s): dim %" PRId32 " (size %" PRId64 ") is partitioned by grid.%s "
+                         "= %" PRId32 " into chunks of %" PRId64 " not divisible by forloop = %" PRId32,
+                         kt->name, fmap, kt->shape.d[fmap], grid_axis[i], bg->grid[i],
+                         tile.d[fmap], bg->forloop);
     if (tile.d[fmap] % bg->forloop)
       return MIRS_FAIL(ctx, MIRS_SHAPE,
                        "input(%s): dim %" PRId32 " (size %" PRId64 ") is not divisible by forloop "
