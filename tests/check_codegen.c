@@ -157,7 +157,8 @@ static void read_closing(FILE *f, char *buf, size_t size) {
 }
 
 /* Split-K (one dim both partitioned by the grid and walked by the
- * forloop): the µGraph prints back to its own text, fingerprints equal
+ * forloop, partial sums stored f32): the µGraph prints back to its own
+ * text, fingerprints equal
  * to the program's, and its generated code, run on the host, computes
  * the program (the grid's chunk offsets are b * tile * F, not b * tile:
  * with the latter the blocks would read overlapping keys). */
@@ -173,6 +174,13 @@ START_TEST(test_splitk_matches_program) {
   rewind(m);
   read_closing(m, again, sizeof again);
   ck_assert_str_eq(again, text);
+  /* The partial sums (output dtype=f32) are written and read as float. */
+  char *cu = NULL;
+  ck_assert_int_eq(mirs_codegen_cuda(g, NULL, &cu), MIRS_OK);
+  ck_assert_ptr_nonnull(strstr(cu, "float *__restrict__ out0, float *__restrict__ out1)"));
+  ck_assert_ptr_nonnull(strstr(cu, "(const float *__restrict__ in0, const float *__restrict__ in1, "
+                                   "__half *__restrict__ out0)"));
+  mirs_free(ctx, cu);
   mirs_verify_result v;
   ck_assert_int_eq(mirs_verify(ctx, p, g, &v), MIRS_OK);
   ck_assert_msg(v.equal && v.fingerprint_equal, "%s: %s", up, v.reason);

@@ -161,6 +161,9 @@ typedef struct mirs__bop {
   int32_t fmap; /* INPUT: tensor dim walked by the forloop, -1 none */
   int32_t omap[MIRS__GRID]; /* OUTPUT: output dim per grid dim, -1 none */
   int32_t dst; /* OUTPUT: kernel tensor written (set when the kop closes) */
+  int32_t stored; /* OUTPUT: mirs_dtype the kernel tensor is stored in, or -1 for the
+                     kernel's default (its first input's dtype); never equal to the default
+                     once the kop closes, so the text and the hash have one spelling */
   bool fused; /* thread level: fused into in[0]'s producer's epilogue */
   double eps; /* mirs__op_has_eps: the constant added to the variance; else 0 */
   mirs__scalar cst[2]; /* constants of op (mirs__op_nconst); zero otherwise */
@@ -425,6 +428,11 @@ mirs_status mirs__bg_add_op_c(mirs_graph *g, mirs__bgraph *bg, const char *name,
 /* Store post tile t via omap; the kernel tensor is made by add_custom. */
 mirs_status mirs__bg_add_output(mirs_graph *g, mirs__bgraph *bg, int32_t t,
                                 const int32_t omap[MIRS__GRID]);
+/* As mirs__bg_add_output, storing the kernel tensor as `stored` (a
+ * mirs_dtype, or -1 for the kernel's default: `output(t, omap=..,
+ * dtype=f32)`, docs/FORMATS.md). */
+mirs_status mirs__bg_add_output_dt(mirs_graph *g, mirs__bgraph *bg, int32_t t,
+                                   const int32_t omap[MIRS__GRID], int32_t stored);
 void mirs__bg_pop_op(mirs_context *ctx, mirs__bgraph *bg);
 /* Deep copy of a block graph (names included). */
 mirs_status mirs__bg_clone(mirs_context *ctx, const mirs__bgraph *src, mirs__bgraph **out);
