@@ -9,6 +9,7 @@
  * in report.json, the same on 1 and 2 threads. */
 #include "config.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "graph/graph.h"
@@ -133,7 +134,11 @@ END_TEST
  * split) with split_k under `threads` threads: its result hashes, in
  * order, into h (at most cap), their count; *variants the results the
  * rewrite made (report.json's marks), each verified again here. */
-static int search(int threads, int split_k, uint64_t *h, int cap, int *variants) {
+/* Whether the last search() was served from the result cache. */
+static bool served;
+
+static int search(int threads, int split_k, const char *cache, uint64_t *h, int cap,
+                  int *variants) {
   mirs_context *ctx = tu_ctx(NULL);
   char v[16];
   static const char *const kv[][2] = {{"op_budget", "0"}, {"forloop_ranges", "4"},
@@ -144,6 +149,7 @@ static int search(int threads, int split_k, uint64_t *h, int cap, int *variants)
   ck_assert_int_eq(mirs_option_set(ctx, "threads", v), MIRS_OK);
   snprintf(v, sizeof v, "%d", split_k);
   ck_assert_int_eq(mirs_option_set(ctx, "split_k", v), MIRS_OK);
+  ck_assert_int_eq(mirs_option_set(ctx, "cache_dir", cache), MIRS_OK);
   mirs_graph *p = load(ctx, "examples/gqa_small.graph");
   mirs_search *s = NULL;
   ck_assert_int_eq(mirs_search_create(ctx, p, &s), MIRS_OK);
@@ -172,6 +178,7 @@ static int search(int threads, int split_k, uint64_t *h, int cap, int *variants)
     }
   }
   ck_assert_int_eq(strstr(json, "\"split_k_variants\"") != NULL, split_k > 0);
+  served = strstr(json, "\"cache\": \"hit\"") != NULL;
   mirs_free(ctx, json);
   mirs_search_destroy(s);
   mirs_graph_destroy(p);
@@ -184,9 +191,9 @@ static int search(int threads, int split_k, uint64_t *h, int cap, int *variants)
 START_TEST(test_search_adds_variants) {
   static uint64_t h0[4096], h1[4096], h2[4096];
   int v0, v1, v2;
-  int n0 = search(1, 0, h0, 4096, &v0);
-  int n1 = search(1, 2, h1, 4096, &v1);
-  int n2 = search(2, 2, h2, 4096, &v2);
+  int n0 = search(1, 0, "", h0, 4096, &v0);
+  int n1 = search(1, 2, "", h1, 4096, &v1);
+  int n2 = search(2, 2, "", h2, 4096, &v2);
   ck_assert_int_eq(v0, 0);
   ck_assert_int_gt(v1, 0);
   ck_assert_int_eq(n1, n0 + v1);
@@ -194,6 +201,36 @@ START_TEST(test_search_adds_variants) {
   ck_assert_int_eq(v2, v1);
   for (int i = 0; i < n1; i++)
     ck_assert_uint_eq(h1[i], h2[i]);
+}
+END_TEST
+
+/* A search served from the result cache (which stores the variants
+ * too) makes the same variants again from the results they came from,
+ * not from the cached variants: the served list (the best
+ * verify_full_max results, verified again, and their variants) is part
+ * of the searched one and has its variants. */
+START_TEST(test_cache_serves_same) {
+  char dir[] = "/tmp/mirs_splitk_cache.XXXXXX";
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  static uint64_t h1[4096], h2[4096];
+  int v1, v2;
+  int n1 = search(1, 2, dir, h1, 4096, &v1);
+  ck_assert(!served);
+  int n2 = search(1, 2, dir, h2, 4096, &v2);
+  ck_assert(served);
+  ck_assert_int_gt(v1, 0);
+  ck_assert_int_le(n2, n1);
+  ck_assert_int_eq(v2, v1);
+  for (int i = 0; i < n2; i++) {
+    bool in = false;
+    for (int j = 0; j < n1 && !in; j++)
+      in = h1[j] == h2[i];
+    ck_assert_msg(in, "served result %d (%016llx) was not searched", i,
+                  (unsigned long long)h2[i]);
+  }
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  ck_assert_int_eq(system(cmd), 0);
 }
 END_TEST
 
@@ -206,6 +243,7 @@ static Suite *splitk_suite(void) {
   tcase_add_test(tc, test_variant_runs);
   tcase_add_test(tc, test_not_split);
   tcase_add_test(tc, test_search_adds_variants);
+  tcase_add_test(tc, test_cache_serves_same);
   suite_add_tcase(s, tc);
   return s;
 }
