@@ -210,7 +210,8 @@ END_TEST
  * verify_full_max results, verified again, and their variants) is part
  * of the searched one and has its variants. */
 START_TEST(test_cache_serves_same) {
-  char dir[] = "/tmp/mirs_splitk_cache.XXXXXX";
+  char dir[4096];
+  tu_tmp(dir, sizeof dir, "mirs_splitk_cache.XXXXXX");
   ck_assert_ptr_nonnull(mkdtemp(dir));
   static uint64_t h1[4096], h2[4096];
   int v1, v2;
@@ -228,7 +229,7 @@ START_TEST(test_cache_serves_same) {
     ck_assert_msg(in, "served result %d (%016llx) was not searched", i,
                   (unsigned long long)h2[i]);
   }
-  char cmd[128];
+  char cmd[4200];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
   ck_assert_int_eq(system(cmd), 0);
 }
