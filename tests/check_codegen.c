@@ -56,7 +56,7 @@ static const char *const TESTGRAPHS[] = {
     "mma_f16",     "mma_pad",          "rms_bf16",      "f32_mixed",  "big_smem",
     "reduce_tree", "general_load",     "transpose_mma", "chain_attn", "chain_safe",
     "chain_split", "chain_split_safe", "chain_qknorm", "mma_swap",   "chain_chunks",
-    "chain_nochunks", "chain_min", "chain_split_min"};
+    "chain_nochunks", "chain_min", "chain_split_min", "splitk_gqa_small"};
 #define NTESTGRAPHS ((int)(sizeof TESTGRAPHS / sizeof TESTGRAPHS[0]))
 
 /* The search's bests at small shape (examples/best, scripts/search-bests.sh). */
@@ -144,6 +144,50 @@ START_TEST(test_codegen_graphs_match_interpreter) {
   ck_assert_int_eq(mirs_eval_num_outputs(r), g->nout);
   mirs_eval_result_destroy(r);
   mirs_graph_destroy(g);
+  mirs_context_destroy(ctx);
+}
+END_TEST
+
+/* Read stream f (not NULL) into buf as a string, and close it. */
+static void read_closing(FILE *f, char *buf, size_t size) {
+  ck_assert_ptr_nonnull(f);
+  size_t n = fread(buf, 1, size - 1, f);
+  fclose(f);
+  buf[n] = 0;
+}
+
+/* Split-K (one dim both partitioned by the grid and walked by the
+ * forloop, partial sums stored f32): the µGraph prints back to its own
+ * text, fingerprints equal
+ * to the program's, and its generated code, run on the host, computes
+ * the program (the grid's chunk offsets are b * tile * F, not b * tile:
+ * with the latter the blocks would read overlapping keys). */
+START_TEST(test_splitk_matches_program) {
+  mirs_context *ctx = tu_ctx(NULL);
+  const char *up = "tests/codegen/splitk_gqa_small.ugraph";
+  mirs_graph *g = load(ctx, up), *p = load(ctx, "examples/gqa_small.graph");
+  static char text[4096], again[4096];
+  read_closing(fopen(tu_src(up), "rb"), text, sizeof text);
+  FILE *m = tmpfile();
+  ck_assert_ptr_nonnull(m);
+  ck_assert_int_eq(mirs_graph_print(g, m), MIRS_OK);
+  rewind(m);
+  read_closing(m, again, sizeof again);
+  ck_assert_str_eq(again, text);
+  /* The partial sums (output dtype=f32) are written and read as float. */
+  char *cu = NULL;
+  ck_assert_int_eq(mirs_codegen_cuda(g, NULL, &cu), MIRS_OK);
+  ck_assert_ptr_nonnull(strstr(cu, "float *__restrict__ out0, float *__restrict__ out1)"));
+  ck_assert_ptr_nonnull(strstr(cu, "(const float *__restrict__ in0, const float *__restrict__ in1, "
+                                   "__half *__restrict__ out0)"));
+  mirs_free(ctx, cu);
+  mirs_verify_result v;
+  ck_assert_int_eq(mirs_verify(ctx, p, g, &v), MIRS_OK);
+  ck_assert_msg(v.equal && v.fingerprint_equal, "%s: %s", up, v.reason);
+  double err = run_against(ctx, g, p, 7, up);
+  ck_assert_msg(err <= mirs_codegen_tolerance(g), "%s: relative error %g", up, err);
+  mirs_graph_destroy(g);
+  mirs_graph_destroy(p);
   mirs_context_destroy(ctx);
 }
 END_TEST
@@ -914,6 +958,7 @@ static Suite *suite(void) {
   tcase_add_loop_test(tc, test_best_ugraphs_match_programs, 0, NBESTS);
   tcase_add_loop_test(tc, test_codegen_graphs_match_interpreter, 0, NTESTGRAPHS);
   tcase_add_test(tc, test_wrong_ugraph_fails);
+  tcase_add_test(tc, test_splitk_matches_program);
   tcase_add_loop_test(tc, test_search_results_match_programs, 0, NSEARCHED);
   tcase_add_test(tc, test_emu_catches_planted_race);
   tcase_add_test(tc, test_emu_device_limits_and_faults);

@@ -650,6 +650,36 @@ static size_t read_text(const char *rel, char *buf, size_t size) {
   return n;
 }
 
+/* A split-K kernel's partial sums stored f32 (output dtype=f32): the
+ * kernel writes, and its consumer reads, 4 bytes per element, not 2. */
+START_TEST(test_f32_partials_bytes) {
+  mirs_context *ctx = tu_ctx(NULL);
+  mirs__cost_profiles *p;
+  const mirs__cost_device *h100 = builtin_h100(ctx, &p);
+  static char text[4096];
+  size_t n = read_text("tests/codegen/splitk_gqa_small.ugraph", text, sizeof text);
+  mirs__cost_kernel k[2][2];
+  for (int v = 0; v < 2; v++) {
+    mirs_graph *g = NULL;
+    ck_assert_msg(mirs_graph_parse_string(ctx, text, n, "splitk.ugraph", &g) == MIRS_OK, "%s",
+                  mirs_last_error(ctx));
+    ck_assert_int_eq(g->t[3].dtype, v == 0 ? MIRS_F32 : MIRS_F16);
+    for (int op = 0; op < 2; op++)
+      ck_assert_int_eq(mirs__cost_kernel_op(ctx, h100, g, op, &k[v][op]), MIRS_OK);
+    mirs_graph_destroy(g);
+    /* The same graph with f16 partials (the default). */
+    for (char *at; (at = strstr(text, ", dtype=f32")) != NULL;)
+      memmove(at, at + 11, strlen(at + 11) + 1);
+    n = strlen(text);
+  }
+  /* N [2, 8, 64] and S [2, 8, 4]: 1088 elements, 2 more bytes each. */
+  ck_near(k[0][0].bytes - k[1][0].bytes, 1088 * 2);
+  ck_near(k[0][1].bytes - k[1][1].bytes, 1088 * 2);
+  mirs__cost_profiles_free(p);
+  mirs_context_destroy(ctx);
+}
+END_TEST
+
 /* GQA at its published shape (examples/gqa.ugraph): the hand-written
  * flash-style kernel has 32 blocks (grid 2 x 16).  Its variants with
  * 8 and 4 blocks (grid.y 4 and 2, the same forloop) move fewer bytes in
@@ -1121,6 +1151,7 @@ int main(void) {
   tcase_add_test(tc, test_loop_sectors);
   tcase_add_test(tc, test_origin_sectors);
   tcase_add_test(tc, test_bad_args);
+  tcase_add_test(tc, test_f32_partials_bytes);
   suite_add_tcase(s, tc);
   return tu_run(s);
 }

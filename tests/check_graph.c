@@ -256,8 +256,20 @@ START_TEST(test_block_rules) {
   ck_err(ctx, "imap for grid.x is 2");
   ck_assert_int_eq(mirs__bg_add_input(g, bg, NULL, X, (int32_t[]){0, 0, -1}, -1, &t), MIRS_SHAPE);
   ck_err(ctx, "grid.x and grid.y both partition dim 0");
-  ck_assert_int_eq(mirs__bg_add_input(g, bg, NULL, X, (int32_t[]){-1, 1, -1}, 1, &t), MIRS_SHAPE);
-  ck_err(ctx, "both partitioned by grid.y and walked by the forloop");
+  /* One dim both partitioned and walked (split-K): grid.y = 4 picks a
+   * chunk of dim 1, forloop = 4 walks its tiles. */
+  ck_assert_int_eq(mirs__bg_add_input(g, bg, NULL, X, (int32_t[]){-1, 1, -1}, 1, &t), MIRS_OK);
+  ck_assert_int_eq(bg->t[t].shape.d[1], xs.d[1] / 16);
+  {
+    mirs__tile_place pl;
+    mirs__sched_place(bg, &bg->ops[bg->t[t].producer], &pl);
+    ck_assert_int_eq(pl.grid[1], 1);
+    ck_assert(pl.forloop[1]);
+    ck_assert_int_eq(pl.gunit[1], xs.d[1] / 4);
+    int64_t off[MIRS_MAX_DIMS];
+    mirs__sched_offsets(bg, &bg->ops[bg->t[t].producer], (int32_t[]){0, 3, 0}, 2, off);
+    ck_assert_int_eq(off[1], 3 * (xs.d[1] / 4) + 2 * (xs.d[1] / 16));
+  }
   ck_assert_int_eq(mirs__bg_add_input(g, bg, NULL, X, (int32_t[]){-1, -1, -1}, 2, &t), MIRS_SHAPE);
   ck_err(ctx, "fmap is 2");
   ck_assert_int_eq(mirs__bg_add_input(g, bg, NULL, X, (int32_t[]){-2, -1, -1}, -1, &t), MIRS_SHAPE);
@@ -268,6 +280,13 @@ START_TEST(test_block_rules) {
   ck_err(ctx, "dim 0 (size 6) is not divisible by grid.y = 4");
   ck_assert_int_eq(mirs__bg_add_input(g, bg, NULL, Y, (int32_t[]){-1, -1, -1}, 0, &t), MIRS_SHAPE);
   ck_err(ctx, "not divisible by forloop = 4");
+  /* 24 divides by grid.y = 4 and by forloop = 4, but its chunks of 6 do
+   * not divide by the forloop: refused. */
+  mirs__shape z24 = shp(2, 2, 24, 0);
+  int32_t Z;
+  ck_assert_int_eq(mirs__graph_add_input(g, "Z", MIRS_F16, &z24, &Z), MIRS_OK);
+  ck_assert_int_eq(mirs__bg_add_input(g, bg, NULL, Z, (int32_t[]){-1, 1, -1}, 1, &t), MIRS_SHAPE);
+  ck_err(ctx, "partitioned by grid.y = 4 into chunks of 6 not divisible by forloop = 4");
   ck_assert_int_eq(mirs__bg_add_input(g, bg, "x", X, (int32_t[]){0, -1, -1}, 1, &x), MIRS_OK);
   ck_assert_int_eq(bg->t[x].shape.d[0], 4);
   ck_assert_int_eq(bg->t[x].shape.d[1], 16);

@@ -470,6 +470,54 @@ START_TEST(test_ugraph_print) {
 }
 END_TEST
 
+/* `output(t, omap=.., dtype=D)`: the kernel tensor is stored as D (f32
+ * partial sums), the text round-trips, a dtype equal to the kernel's
+ * default is the default (printed without, same hash), a different one
+ * changes the hash. */
+START_TEST(test_output_dtype) {
+  static const char base[] =
+      "ugraph u\n"
+      "input X : f16[8, 64]\n"
+      "P = custom(grid=[4, 1, 1], block=[128, 1, 1], forloop=2) {\n"
+      "  x = input(X, imap=[1, -1, -1], fmap=1)\n"
+      "  s = accum_sum(x, dim=1)\n"
+      "  output(s, omap=[1, -1, -1]%s)\n"
+      "}\n"
+      "O = custom(grid=[1, 1, 1], block=[128, 1, 1], forloop=4) {\n"
+      "  p = input(P, imap=[-1, -1, -1], fmap=1)\n"
+      "  a = accum(p)\n"
+      "  output(a, omap=[-1, -1, -1]%s)\n"
+      "}\n"
+      "output O\n";
+  static const char *const ann[][2] = {{"", ""}, {", dtype=f32", ", dtype=f16"},
+                                       {", dtype=f16", ""}, {", dtype=f32", ""}};
+  mirs_context *ctx = tu_ctx(NULL);
+  uint64_t h[4];
+  for (int i = 0; i < 4; i++) {
+    char text[1024];
+    snprintf(text, sizeof text, base, ann[i][0], ann[i][1]);
+    mirs_graph *g = NULL;
+    ck_assert_int_eq(mirs__graph_parse(ctx, text, strlen(text), "u.ugraph", &g), MIRS_OK);
+    bool p32 = strstr(ann[i][0], "f32") != NULL;
+    ck_assert_int_eq(g->t[1].dtype, p32 ? MIRS_F32 : MIRS_F16);
+    ck_assert_int_eq(g->t[2].dtype, p32 && !ann[i][1][0] ? MIRS_F32 : MIRS_F16);
+    char *t1 = print_str(g);
+    if (i != 2)
+      ck_assert_str_eq(t1, text);
+    else /* dtype=f16 on an f16 kernel: the default */
+      ck_assert_ptr_null(strstr(t1, "dtype="));
+    h[i] = mirs_graph_hash(g);
+    free(t1);
+    mirs__graph_free(g);
+  }
+  ck_assert_uint_eq(h[0], h[2]);
+  ck_assert_uint_ne(h[0], h[1]);
+  ck_assert_uint_ne(h[1], h[3]);
+  ck_assert_uint_ne(h[0], h[3]);
+  mirs_context_destroy(ctx);
+}
+END_TEST
+
 START_TEST(test_roundtrip_examples) {
   static char names[256][256];
   static const char *const sfx[] = {".graph", ".ugraph", NULL};
@@ -814,6 +862,7 @@ static Suite *parse_suite(void) {
   tcase_add_test(tc, test_large_file_linear);
   tcase_add_test(tc, test_ugraph_print);
   tcase_add_test(tc, test_roundtrip_examples);
+  tcase_add_test(tc, test_output_dtype);
   tcase_add_test(tc, test_random_bytes);
   tcase_add_test(tc, test_fuzz_mutations);
   tcase_add_test(tc, test_alloc_failure);

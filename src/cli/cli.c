@@ -1122,6 +1122,7 @@ typedef struct search_ui {
   double best;     /* best cost so far, seconds */
   double start;    /* when the search began */
   double best_at;  /* seconds from start to the best result so far */
+  bool split_k;    /* the option split_k is on: the best may be the rewrite's */
   double last_draw;
   double last_line;       /* when the last progress line was printed */
   uint64_t last_states;   /* states at that time */
@@ -1152,7 +1153,9 @@ static void progress_line(search_ui *ui, const mirs_search_stats *st, const char
   pthread_mutex_lock(&ui->lock);
   int found = ui->found;
   if (found && ui->best_at < 0)
-    snprintf(best, sizeof best, "best %.3f us (found before the resume)", ui->best * 1e6);
+    snprintf(best, sizeof best, "best %.3f us (%s)", ui->best * 1e6,
+             ui->split_k ? "found before the resume, or made by the split-K rewrite"
+                         : "found before the resume");
   else if (found)
     snprintf(best, sizeof best, "best %.3f us (found at %.1f s)", ui->best * 1e6, ui->best_at);
   pthread_mutex_unlock(&ui->lock);
@@ -1567,6 +1570,8 @@ static mirs_status search_run(cli *c, search_job *j) {
   ui->live = !c->quiet && tty && c->progress < 0;
   ui->interval = c->quiet ? 0 : c->progress >= 0 ? c->progress : tty ? 0 : 30;
   ui->last_line = ui->start;
+  int64_t split_k = 0;
+  ui->split_k = mirs_option_get_int(c->ctx, "split_k", &split_k) == MIRS_OK && split_k > 0;
   if (pthread_mutex_init(&ui->lock, NULL) != 0)
     st = MIRS_INTERNAL;
   else

@@ -409,7 +409,7 @@ static const char *mask_pos(const kgen *k, const mirs__bop *op, char *buf, size_
     n += (size_t)snprintf(buf + n, n < size ? size - n : 0, "c%d", r - 2 + a);
     if (o[a].grid >= 0)
       n += (size_t)snprintf(buf + n, n < size ? size - n : 0, " + (int)%s * %" PRId64,
-                            bidx[o[a].grid], o[a].unit);
+                            bidx[o[a].grid], o[a].gunit);
     if (o[a].forloop)
       n += (size_t)snprintf(buf + n, n < size ? size - n : 0, " + f * %" PRId64, o[a].unit);
     n += (size_t)snprintf(buf + n, n < size ? size - n : 0, ", ");
@@ -1558,7 +1558,7 @@ static void emit_global_index(kgen *k, const mirs__bop *op, int32_t kt, const mi
   for (int d = 0; d < ts->ndim; d++) {
     mirs__buf_printf(k->b, "%s(c%d", d ? " + " : "", d);
     if (p.grid[d] >= 0)
-      mirs__buf_printf(k->b, " + (long long)%s * %" PRId64, bidx[p.grid[d]], ts->d[d]);
+      mirs__buf_printf(k->b, " + (long long)%s * %" PRId64, bidx[p.grid[d]], p.gunit[d]);
     if (p.forloop[d])
       mirs__buf_printf(k->b, " + (long long)(%s) * %" PRId64, fexpr, ts->d[d]);
     mirs__buf_printf(k->b, ") * %" PRId64 "LL", st[d]);
@@ -1624,7 +1624,7 @@ static void emit_load_bases(kgen *k, const mirs__bop *op, int32_t src_i) {
   mirs__buf_printf(b, "    const %s *const g%d = in%d", ctype(k->g->t[op->src].dtype), t, (int)src_i);
   for (int d = 0; d < ts->ndim; d++)
     if (p.grid[d] >= 0)
-      mirs__buf_printf(b, " + (long long)%s * %" PRId64 "LL", bidx[p.grid[d]], ts->d[d] * kst[d]);
+      mirs__buf_printf(b, " + (long long)%s * %" PRId64 "LL", bidx[p.grid[d]], p.gunit[d] * kst[d]);
   mirs__buf_printf(b, " + (long long)r%d * %" PRId64 "LL + q%d * %d;\n", t, v.gstep, t, v.vecel);
   /* (A wgmma operand's chunk (r, q) is core matrix q's row r: hopper.c.) */
   mirs__buf_printf(b, "    %s *const s%d = t%d_s + r%d * %d + q%d * %" PRId64 ";\n",

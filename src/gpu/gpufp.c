@@ -303,6 +303,7 @@ static void tile_step(const gpu_custom *u, const mirs__bop *op, int32_t f, mirs_
   bool placed[MIRS__GRID] = {false, false, false};
   for (int d = 0; d < MIRS_MAX_DIMS; d++) {
     t->grid_of_dim[d] = p.grid[d];
+    t->grid_unit[d] = p.gunit[d];
     if (p.grid[d] >= 0)
       placed[p.grid[d]] = true;
   }

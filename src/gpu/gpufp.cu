@@ -633,6 +633,7 @@ typedef struct tgeo {
   int64_t tile[FP_MAX_DIMS];
   int64_t kst[FP_MAX_DIMS]; /* kernel tensor strides */
   int64_t gdim[FP_MAX_DIMS];
+  int64_t gunit[FP_MAX_DIMS]; /* elements per grid block along d */
   int64_t fdim, f;
   int64_t ge[3], need[3];
   int64_t bfirst, nblocks, numel;
@@ -652,7 +653,7 @@ GFP_DEV bool tile_index(const tgeo *g, int64_t L, int64_t e, bool store, int64_t
     int64_t c = rest % g->tile[d];
     rest /= g->tile[d];
     if (g->gdim[d] >= 0)
-      c += bc[g->gdim[d]] * g->tile[d];
+      c += bc[g->gdim[d]] * g->gunit[d];
     if (g->fdim == d)
       c += g->f * g->tile[d];
     off += c * g->kst[d];
@@ -1191,10 +1192,14 @@ static int gfp_tile(mirs_gpufp_dev *d, const mirs_gpufp_tile *t) {
     stride *= t->tensor.d[k];
     g.tile[k] = t->tile.d[k];
     g.gdim[k] = t->grid_of_dim[k];
+    g.gunit[k] = t->grid_unit[k];
+    if (g.gdim[k] >= 0 && g.gunit[k] < t->tile.d[k])
+      return fail(d, MIRS_GPUFP_INVALID, "a grid unit is smaller than its tile (dim %lld)",
+                  (long long)k);
     /* The farthest tile must lie inside the tensor (mirs__shape_copy_tile). */
     int64_t far = t->tile.d[k];
     if (g.gdim[k] >= 0)
-      far += (t->grid_end[g.gdim[k]] - 1) * t->tile.d[k];
+      far += (t->grid_end[g.gdim[k]] - 1) * g.gunit[k];
     if (t->forloop_dim == k)
       far += t->f * t->tile.d[k];
     if (far > t->tensor.d[k])

@@ -38,7 +38,7 @@ extern "C" {
 #endif
 
 /* Bumped on any change of the structs or entry points below. */
-#define MIRS_GPUFP_ABI_VERSION 4
+#define MIRS_GPUFP_ABI_VERSION 5
 #define MIRS_GPUFP_DIMS 6
 /* The symbol the library looks up in the module. */
 #define MIRS_GPUFP_ABI_SYMBOL "mirs_gpufp_abi_get"
@@ -156,8 +156,9 @@ enum { MIRS_GPUFP_T_LOAD = 0, MIRS_GPUFP_T_STORE = 1, MIRS_GPUFP_T_ZERO = 2 };
  * and the linear grid blocks [bfirst, bfirst + nblocks) (x fastest over
  * grid_end): batch (j, b) is tile scratch at tile_off + (j * nblocks + b)
  * * tile_stride.  LOAD/STORE move a tile of shape `tile` at element
- * offsets (per dim d) block[grid_of_dim[d]] * tile[d] (when >= 0) plus
- * f * tile[d] (when forloop_dim == d) from/to the kernel tensor of
+ * offsets (per dim d) block[grid_of_dim[d]] * grid_unit[d] (when >= 0)
+ * plus f * tile[d] (when forloop_dim == d; grid_unit[d] is tile[d], or
+ * tile[d] * F when the grid and the forloop both place dim d) from/to the kernel tensor of
  * shape `tensor` whose trial j starts at arena tensor_off + j *
  * tensor_stride.  A STORE is done only by blocks whose coordinate along
  * every grid dim g with need[g] >= 0 equals need[g]: the last block in
@@ -175,6 +176,7 @@ typedef struct mirs_gpufp_tile {
   mirs_gpufp_shape tile;
   mirs_gpufp_shape tensor;
   int64_t grid_of_dim[MIRS_GPUFP_DIMS];
+  int64_t grid_unit[MIRS_GPUFP_DIMS];
   int64_t forloop_dim;
   int64_t f;
   uint64_t tile_off, tile_stride;

@@ -456,7 +456,7 @@ static mirs__bop bop_blank(mirs_op op) {
   memset(&o, 0, sizeof o);
   o.op = op;
   o.in[0] = o.in[1] = -1;
-  o.out = o.src = o.dst = o.dim = o.fmap = -1;
+  o.out = o.src = o.dst = o.dim = o.fmap = o.stored = -1;
   for (int i = 0; i < MIRS__GRID; i++)
     o.imap[i] = o.omap[i] = -1;
   return o;
@@ -495,12 +495,15 @@ mirs_status mirs__bg_add_input(mirs_graph *g, mirs__bgraph *bg, const char *name
     return MIRS_FAIL(ctx, MIRS_SHAPE, "input(%s): fmap is %" PRId32 "; want -1 or a dim in [0, %d)",
                      kt->name, fmap, nd);
   if (fmap >= 0) {
+    /* A dim both partitioned and walked (split-K): the grid picks a chunk
+     * and the forloop walks the chunk's tiles, so the chunk must divide. */
     for (int i = 0; i < MIRS__GRID; i++)
-      if (imap[i] == fmap)
+      if (imap[i] == fmap && tile.d[fmap] % bg->forloop)
         return MIRS_FAIL(ctx, MIRS_SHAPE,
-                         "input(%s): dim %" PRId32 " is both partitioned by grid.%s and walked "
-                         "by the forloop",
-                         kt->name, fmap, grid_axis[i]);
+                         "input(%s): dim %" PRId32 " (size %" PRId64 ") is partitioned by grid.%s "
+                         "= %" PRId32 " into chunks of %" PRId64 " not divisible by forloop = %" PRId32,
+                         kt->name, fmap, kt->shape.d[fmap], grid_axis[i], bg->grid[i],
+                         tile.d[fmap], bg->forloop);
     if (tile.d[fmap] % bg->forloop)
       return MIRS_FAIL(ctx, MIRS_SHAPE,
                        "input(%s): dim %" PRId32 " (size %" PRId64 ") is not divisible by forloop "
@@ -593,7 +596,16 @@ mirs_status mirs__bg_add_op_c(mirs_graph *g, mirs__bgraph *bg, const char *name,
 /* Store post tile t via omap. */
 mirs_status mirs__bg_add_output(mirs_graph *g, mirs__bgraph *bg, int32_t t,
                                 const int32_t omap[MIRS__GRID]) {
+  return mirs__bg_add_output_dt(g, bg, t, omap, -1);
+}
+
+/* Store post tile t via omap into a kernel tensor of dtype stored (-1:
+ * the kernel's default). */
+mirs_status mirs__bg_add_output_dt(mirs_graph *g, mirs__bgraph *bg, int32_t t,
+                                   const int32_t omap[MIRS__GRID], int32_t stored) {
   mirs_context *ctx = g->ctx;
+  if (stored < -1 || stored > (int32_t)MIRS_F32)
+    return MIRS_FAIL(ctx, MIRS_INVALID_ARG, "output: invalid dtype %" PRId32, stored);
   if (t < 0 || t >= bg->nt)
     return MIRS_FAIL(ctx, MIRS_INVALID_ARG, "output: %" PRId32 " is not a tensor of this block", t);
   const mirs__btensor *bt = &bg->t[t];
@@ -623,6 +635,7 @@ mirs_status mirs__bg_add_output(mirs_graph *g, mirs__bgraph *bg, int32_t t,
   mirs__bop o = bop_blank(MIRS_OP_OUTPUT);
   o.nin = 1;
   o.in[0] = t;
+  o.stored = stored;
   memcpy(o.omap, omap, sizeof o.omap);
   return bg_push(g, bg, &o, NULL, NULL, false, NULL);
 }
@@ -689,6 +702,10 @@ mirs_status mirs__graph_add_custom(mirs_graph *g, mirs__bgraph *bg, const char *
         have_dtype = true;
       }
     } else if (o->op == MIRS_OP_OUTPUT) {
+      /* An explicit dtype equal to the default is the default: one
+       * spelling (printer) and one hash per graph. */
+      if (o->stored == (int32_t)dtype)
+        o->stored = -1;
       mirs__shape sh;
       mirs__bg_output_shape(bg, o, &sh);
       char *nm = NULL;
@@ -697,7 +714,8 @@ mirs_status mirs__graph_add_custom(mirs_graph *g, mirs__bgraph *bg, const char *
         s = take_name(ctx, names ? names[ko] : NULL, "t", g->nt, g, find_k, &nm);
       if (s == MIRS_OK) {
         int32_t id;
-        s = push_tensor(g, nm, dtype, &sh, g->nops, ko, &id);
+        s = push_tensor(g, nm, o->stored >= 0 ? (mirs_dtype)o->stored : dtype, &sh, g->nops, ko,
+                        &id);
         if (s != MIRS_OK)
           mirs__core_free(ctx, nm);
         else {

@@ -161,6 +161,9 @@ typedef struct mirs__bop {
   int32_t fmap; /* INPUT: tensor dim walked by the forloop, -1 none */
   int32_t omap[MIRS__GRID]; /* OUTPUT: output dim per grid dim, -1 none */
   int32_t dst; /* OUTPUT: kernel tensor written (set when the kop closes) */
+  int32_t stored; /* OUTPUT: mirs_dtype the kernel tensor is stored in, or -1 for the
+                     kernel's default (its first input's dtype); never equal to the default
+                     once the kop closes, so the text and the hash have one spelling */
   bool fused; /* thread level: fused into in[0]'s producer's epilogue */
   double eps; /* mirs__op_has_eps: the constant added to the variance; else 0 */
   mirs__scalar cst[2]; /* constants of op (mirs__op_nconst); zero otherwise */
@@ -425,6 +428,11 @@ mirs_status mirs__bg_add_op_c(mirs_graph *g, mirs__bgraph *bg, const char *name,
 /* Store post tile t via omap; the kernel tensor is made by add_custom. */
 mirs_status mirs__bg_add_output(mirs_graph *g, mirs__bgraph *bg, int32_t t,
                                 const int32_t omap[MIRS__GRID]);
+/* As mirs__bg_add_output, storing the kernel tensor as `stored` (a
+ * mirs_dtype, or -1 for the kernel's default: `output(t, omap=..,
+ * dtype=f32)`, docs/FORMATS.md). */
+mirs_status mirs__bg_add_output_dt(mirs_graph *g, mirs__bgraph *bg, int32_t t,
+                                   const int32_t omap[MIRS__GRID], int32_t stored);
 void mirs__bg_pop_op(mirs_context *ctx, mirs__bgraph *bg);
 /* Deep copy of a block graph (names included). */
 mirs_status mirs__bg_clone(mirs_context *ctx, const mirs__bgraph *src, mirs__bgraph **out);
@@ -489,11 +497,15 @@ static inline const mirs__step *mirs__sched_post(const mirs__sched *s) {
   return s->step + s->ninit + s->nloop;
 }
 /* How tile dim d of an INPUT op's tile (or of an OUTPUT op's stored tile)
- * is placed in its kernel tensor: offset = b[grid] * tile_d when grid >= 0,
- * plus f * tile_d when forloop is set (INPUT only). */
+ * is placed in its kernel tensor: offset = b[grid] * gunit_d when grid >=
+ * 0, plus f * tile_d when forloop is set (INPUT only).  gunit_d is tile_d,
+ * or tile_d * F when the forloop walks dim d too: the grid then picks a
+ * chunk of F tiles and the forloop walks the tiles of the chunk (split-K,
+ * docs/FORMATS.md). */
 typedef struct mirs__tile_place {
   int grid[MIRS_MAX_DIMS]; /* grid dim partitioning tensor dim d, or -1 */
   bool forloop[MIRS_MAX_DIMS];
+  int64_t gunit[MIRS_MAX_DIMS]; /* elements from one grid block to the next along d */
 } mirs__tile_place;
 void mirs__sched_place(const mirs__bgraph *bg, const mirs__bop *op, mirs__tile_place *p);
 /* Element offsets of the tile of INPUT/OUTPUT op for block b, iteration f. */
@@ -501,7 +513,7 @@ void mirs__sched_offsets(const mirs__bgraph *bg, const mirs__bop *op, const int3
                          int32_t f, int64_t off[MIRS_MAX_DIMS]);
 /* Where dim d of a block tile sits in the kernel tensor it comes from:
  * element i of the tile is element off + i of a kernel dim of `extent`
- * elements, off = b[grid] * unit (grid >= 0) + f * unit (forloop).  A
+ * elements, off = b[grid] * gunit (grid >= 0) + f * unit (forloop).  A
  * causal_mask in a block graph masks by these global positions, so it
  * computes the kernel-level mask of the tensor its tile is part of. */
 typedef struct mirs__dim_origin {
@@ -509,6 +521,7 @@ typedef struct mirs__dim_origin {
   bool forloop;   /* the forloop places it too (loop-phase tiles only) */
   int64_t unit;   /* the tile extent along it */
   int64_t extent; /* the kernel tensor's extent along it */
+  int64_t gunit;  /* elements per grid block (unit, or unit * F when both place it) */
 } mirs__dim_origin;
 /* The origin of dim d of block tensor t, traced through its producers to
  * the loaded tiles (matmul rows from A, columns from B; broadcast dims

@@ -124,6 +124,8 @@ static uint64_t bop_hash(const mirs_graph *g, const mirs__bgraph *bg, int32_t i,
     h = mirs__hash_mix(0, TAG_BOUT);
     for (int gd = 0; gd < MIRS__GRID; gd++)
       h = mix_i(h, op->omap[gd]);
+    if (op->stored >= 0) /* (absent by default: older hashes stay valid) */
+      h = mix_i(h, 0x5700 + op->stored);
     h = mirs__hash_mix(h, btensor_hash(g, bg, op->in[0], bm, m));
   } else {
     h = mirs__hash_mix(0, TAG_BOP);

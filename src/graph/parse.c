@@ -130,6 +130,7 @@ typedef struct kwarg {
   tok_t vtok;               /* the integer (or its '-') or the '[' */
   int64_t v;                /* scalar value */
   bool is_real;             /* a real literal (eps=1e-5): the value is r */
+  bool is_name;             /* a name (dtype=f32 only): the value is vtok */
   double r;                 /* the value of a real literal or an integer */
   int n;                    /* list length (saturating) */
   int64_t lv[MAX_LIST];     /* first MAX_LIST list entries */
@@ -594,6 +595,10 @@ static bool parse_call(parser *p, call *c) {
               }
             }
           }
+        } else if (p->tok.kind == MIRS__GRAPH_TOK_IDENT && mirs__graph_tok_is(&nm, "dtype")) {
+          k->is_name = true;
+          k->vtok = p->tok;
+          next(p);
         } else if (p->tok.kind == MIRS__GRAPH_TOK_NUM) {
           char lit[64];
           size_t n = p->tok.len < sizeof lit - 1 ? p->tok.len : sizeof lit - 1;
@@ -746,6 +751,22 @@ static kwarg *kw_list3(parser *p, call *c, const char *opname, const char *word,
 
 /* ---------------------------------------------------------------- statements */
 
+/* The dtype spelled by token t into *out; reports an unknown one. */
+static bool dtype_of(parser *p, const tok_t *t, mirs_dtype *out) {
+  char d[128];
+  if (mirs__graph_tok_is(t, "f16"))
+    *out = MIRS_F16;
+  else if (mirs__graph_tok_is(t, "bf16"))
+    *out = MIRS_BF16;
+  else if (mirs__graph_tok_is(t, "f32"))
+    *out = MIRS_F32;
+  else {
+    PERR(p, t, "unknown dtype %s (expected f16, bf16 or f32)", DESC(t, d));
+    return false;
+  }
+  return true;
+}
+
 /* `program NAME` / `ugraph NAME`. */
 static bool header_stmt(parser *p) {
   tok_t kw = p->tok;
@@ -861,16 +882,8 @@ static bool input_stmt(parser *p) {
   if (!check_new_name(p, &name))
     return true;
   mirs_dtype dtype;
-  if (mirs__graph_tok_is(&dt, "f16")) {
-    dtype = MIRS_F16;
-  } else if (mirs__graph_tok_is(&dt, "bf16")) {
-    dtype = MIRS_BF16;
-  } else if (mirs__graph_tok_is(&dt, "f32")) {
-    dtype = MIRS_F32;
-  } else {
-    PERR(p, &dt, "unknown dtype %s (expected f16, bf16 or f32)", DESC(&dt, d));
+  if (!dtype_of(p, &dt, &dtype))
     return true;
-  }
   if (!ensure_graph(p))
     return true;
   char buf[NAME_MAX_LEN + 1];
@@ -1529,8 +1542,22 @@ static bool block_output_stmt(parser *p) {
   }
   if (!parse_call(p, &c) || !expect_eol(p))
     return false;
-  static const char *const allowed[] = {"omap", NULL};
+  static const char *const allowed[] = {"omap", "dtype", NULL};
   bool ok = kw_only(p, &c, "output", allowed);
+  /* dtype=: how the kernel tensor is stored (default: as the kernel's
+   * first input), e.g. f32 partial sums of a split-K kernel. */
+  int32_t stored = -1;
+  kwarg *kd = kw_get(&c, "dtype");
+  if (kd && !kd->is_name) {
+    PERR(p, &kd->vtok, "dtype= takes f16, bf16 or f32");
+    ok = false;
+  } else if (kd) {
+    mirs_dtype dt;
+    if (dtype_of(p, &kd->vtok, &dt))
+      stored = (int32_t)dt;
+    else
+      ok = false;
+  }
   int32_t t = -1;
   if (c.npos != 1) {
     PERR(p, c.npos > 1 ? &c.pos[1] : &c.rparen, "'output' takes 1 block tensor, got %d", c.npos);
@@ -1557,7 +1584,7 @@ static bool block_output_stmt(parser *p) {
     p->fail = p->block_bad = true;
     return true;
   }
-  mirs_status st = mirs__bg_add_output(p->g, p->bg, t, omap);
+  mirs_status st = mirs__bg_add_output_dt(p->g, p->bg, t, omap, stored);
   if (st != MIRS_OK) {
     const tok_t *at = &c.op;
     int rank = p->bg->t[t].shape.ndim;

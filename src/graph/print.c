@@ -104,6 +104,8 @@ static void put_bop(const mirs_graph *g, const mirs__bgraph *bg, const mirs__bop
   if (op->op == MIRS_OP_OUTPUT) {
     mirs__buf_printf(b, "  output(%s, omap=", bg->t[op->in[0]].name);
     put3(b, op->omap);
+    if (op->stored >= 0)
+      mirs__buf_printf(b, ", dtype=%s", mirs_dtype_name((mirs_dtype)op->stored));
     mirs__buf_puts(b, ")\n");
     return;
   }

@@ -9,7 +9,9 @@
  * Semantics (docs/FORMATS.md, the µGraph format): for each grid block b, each
  * accumulator starts at zero; for f in [0, F) every INPUT op loads the
  * tile whose dim d starts at b_g * tile_d where imap[g] == d and at
- * f * tile_d where fmap == d (else 0), then per-iteration compute ops and
+ * f * tile_d where fmap == d (else 0); a dim both partitioned and walked
+ * starts at b_g * tile_d * F + f * tile_d (the grid picks a chunk of F
+ * tiles, the forloop walks it: split-K), then per-iteration compute ops and
  * ACCUM ops run in op order; after the loop ACCUM_RMS results are finished
  * (sqrt(total / (tile_last_dim * F))), post ops run, and each OUTPUT op
  * stores its tile at b_g * tile_d along dim omap[g].
@@ -77,17 +79,21 @@ void mirs__sched_free(mirs_context *ctx, mirs__sched *s) {
 void mirs__sched_place(const mirs__bgraph *bg, const mirs__bop *op, mirs__tile_place *p) {
   bool input = op->op == MIRS_OP_INPUT;
   int r = bg->t[input ? op->out : op->in[0]].shape.ndim;
+  const mirs__shape *ts = &bg->t[input ? op->out : op->in[0]].shape;
   for (int d = 0; d < MIRS_MAX_DIMS; d++) {
     p->grid[d] = -1;
     p->forloop[d] = false;
+    p->gunit[d] = d < r ? ts->d[d] : 1;
   }
   for (int gd = 0; gd < MIRS__GRID; gd++) {
     int32_t d = input ? op->imap[gd] : op->omap[gd];
     if (d >= 0 && d < r)
       p->grid[d] = gd;
   }
-  if (input && op->fmap >= 0 && op->fmap < r)
+  if (input && op->fmap >= 0 && op->fmap < r) {
     p->forloop[op->fmap] = true;
+    p->gunit[op->fmap] *= bg->forloop;
+  }
 }
 
 /* Element offsets of op's tile in its kernel tensor for block b, iteration f. */
@@ -101,7 +107,7 @@ void mirs__sched_offsets(const mirs__bgraph *bg, const mirs__bop *op, const int3
     if (d >= ts->ndim)
       continue;
     if (p.grid[d] >= 0)
-      off[d] += (int64_t)b[p.grid[d]] * ts->d[d];
+      off[d] += (int64_t)b[p.grid[d]] * p.gunit[d];
     if (p.forloop[d])
       off[d] += (int64_t)f * ts->d[d];
   }
@@ -121,13 +127,14 @@ bool mirs__sched_dim_origin(const mirs_graph *g, const mirs__bgraph *bg, int32_t
     return false;
   const mirs__shape *ts = &bg->t[t].shape;
   const mirs__bop *op = &bg->ops[bg->t[t].producer];
-  static const mirs__dim_origin none = {-1, false, 1, 1};
+  static const mirs__dim_origin none = {-1, false, 1, 1, 1};
   int r = ts->ndim;
   switch (mirs__graph_ops[op->op].kind) {
   case MIRS__KIND_INPUT: {
     mirs__tile_place p;
     mirs__sched_place(bg, op, &p);
-    *o = (mirs__dim_origin){p.grid[d], p.forloop[d], ts->d[d], g->t[op->src].shape.d[d]};
+    *o = (mirs__dim_origin){p.grid[d], p.forloop[d], ts->d[d], g->t[op->src].shape.d[d],
+                            p.gunit[d]};
     return true;
   }
   case MIRS__KIND_MATMUL:
@@ -144,7 +151,8 @@ bool mirs__sched_dim_origin(const mirs_graph *g, const mirs__bgraph *bg, int32_t
       return mirs__sched_dim_origin(g, bg, op->in[1], d, o);
     return mirs__sched_dim_origin(g, bg, op->in[0], d, o) &&
            mirs__sched_dim_origin(g, bg, op->in[1], d, &ob) && o->grid == ob.grid &&
-           o->forloop == ob.forloop && o->unit == ob.unit && o->extent == ob.extent;
+           o->forloop == ob.forloop && o->unit == ob.unit && o->extent == ob.extent &&
+           o->gunit == ob.gunit;
   }
   case MIRS__KIND_REDUCE:
     if (d == op->dim) {
@@ -187,7 +195,7 @@ bool mirs__sched_mask_frame(const mirs_graph *g, const mirs__bgraph *bg, const m
     mirs__dim_origin o;
     if (r < 2 || !mirs__sched_dim_origin(g, bg, x, r - 2 + k, &o))
       return false;
-    org[k] = (o.grid >= 0 ? (int64_t)b[o.grid] * o.unit : 0) +
+    org[k] = (o.grid >= 0 ? (int64_t)b[o.grid] * o.gunit : 0) +
              (o.forloop ? (int64_t)f * o.unit : 0);
     org[2 + k] = o.extent;
   }

@@ -56,6 +56,7 @@
 #include "search/cache.h"
 #include "search/checkpoint.h"
 #include "search/search.h"
+#include "search/splitk.h"
 
 #define MAGIC "mirsearch-cache 1\n"
 /* Largest entry read (K graphs of a few kilobytes each). */
@@ -265,6 +266,13 @@ static mirs_status adopt(mirs_search *s, cached *res, int nres) {
   mirs_status st = MIRS_OK;
   for (int i = 0; i < nres; i++) {
     mirs__cost_result cr;
+    if (mirs__splitk_has_split(res[i].g)) {
+      /* A split-K variant (option split_k, in the key): the rewrite at
+       * the end of mirs__sink_finish makes it again from the results it
+       * came from, so the served list is the searched one. */
+      mirs__graph_free(res[i].g);
+      continue;
+    }
     if (st == MIRS_OK) {
       res[i].g->ugraph = true;
       st = mirs__cost_graph(ctx, s->device, res[i].g, &cr);

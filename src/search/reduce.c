@@ -187,7 +187,7 @@ mirs_status mirs__reduce_push_op(mirs_graph *rg, const mirs_graph *g, int32_t op
     if (o->op == MIRS_OP_INPUT)
       st = mirs__bg_add_input(rg, nb, NULL, o->src, o->imap, o->fmap, &id);
     else if (o->op == MIRS_OP_OUTPUT)
-      st = mirs__bg_add_output(rg, nb, o->in[0], o->omap);
+      st = mirs__bg_add_output_dt(rg, nb, o->in[0], o->omap, o->stored);
     else
       st = mirs__bg_add_op_c(rg, nb, NULL, o->op, o->nin, o->in, o->dim, o->fused, o->cst, &id);
     if (st == MIRS_OK && nb->nops > 0)

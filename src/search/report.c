@@ -176,6 +176,8 @@ static mirs_status put_report(const mirs_search *s, int top, mirs__buf *b) {
   mirs__buf_printf(b, ",\n  \"cache\": \"%s\"",
                    s->cache_state >= 0 && s->cache_state <= 2 ? cache[s->cache_state] : "none");
   mirs__dist_report(s, b);
+  if (ctx->opt.split_k)
+    mirs__buf_printf(b, ",\n  \"split_k_variants\": %" PRId64, s->splitk_variants);
   mirs__buf_printf(
       b, ",\n  \"unfused\": {\"kernels\": %" PRId32 ", \"predicted_seconds\": ", unfused.kernels);
   mirs__json_num(b, base);
@@ -195,6 +197,8 @@ static mirs_status put_report(const mirs_search *s, int top, mirs__buf *b) {
       mirs__json_num(b, m->rows[bi].median_us * 1e-6);
     }
     mirs__buf_printf(b, ", \"float64_checked\": %s", br->float_checked ? "true" : "false");
+    if (br->split_k) /* (made by the split-K rewrite, option split_k) */
+      mirs__buf_puts(b, ", \"split_k\": true");
     mirs__buf_puts(b, ", \"file\": \"best.ugraph\"},\n");
   } else {
     mirs__buf_puts(b, "  \"best\": null,\n");
@@ -223,8 +227,8 @@ static mirs_status put_report(const mirs_search *s, int top, mirs__buf *b) {
         b, "%s\n    {\"rank\": %d, \"group\": %d, \"hash\": \"%016" PRIx64 "\", \"cost\": ",
         i ? "," : "", i + 1, groups, r->hash);
     mirs__json_num(b, r->cost);
-    mirs__buf_printf(b, ", \"kernels\": %" PRId32 ", \"file\": \"candidates/%s\", \"launches\": ",
-                     r->kernels, file);
+    mirs__buf_printf(b, ", \"kernels\": %" PRId32 "%s, \"file\": \"candidates/%s\", \"launches\": ",
+                     r->kernels, r->split_k ? ", \"split_k\": true" : "", file);
     MIRS_CHECK(ctx, put_kernels(s, r->g, b));
     if (measured && i < m->n) {
       const mirs_rank_entry *e = &m->rows[i];

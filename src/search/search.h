@@ -179,6 +179,7 @@ struct mirs_search {
   const mirs__fp_backend *full_backend; /* of the option verify, chosen at first use */
   char full_backend_name[384];          /* report.json "verify_backend" ("" until chosen) */
   double full_seconds;                  /* the final full-shape verification's wall time */
+  int64_t splitk_variants;              /* results the split-K rewrite added (option split_k) */
   double best_full;          /* cost of the cheapest result verified at full shape when found */
   bool have_best_full;
   double early_seconds;       /* wall seconds spent verifying new bests when found */

@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "search/search.h"
+#include "search/splitk.h"
 
 const int mirs__sink_counted[MIRS__SINK_NCOUNTED] = {
     MIRS__STAT_fp_reverified, MIRS__STAT_fp_reverify_rejects, MIRS__STAT_full_verified,
@@ -893,6 +894,109 @@ void mirs__sink_add_stats(mirs_search *s, const mirs__stats *st) {
   mirs__core_stats_add(s->ctx, st);
 }
 
+/* Whether hash h is one of the results. */
+static bool have_result(const mirs_search *s, uint64_t h) {
+  for (size_t i = 0; i < s->sink.nres; i++)
+    if (s->sink.res[i].hash == h)
+      return true;
+  return false;
+}
+
+/* Verify, check in float64, price and add split-K variant v of result
+ * `from` (takes v); dropped when it fails, costs more than nothing can
+ * run (infeasible), or is a result already. */
+static mirs_status splitk_add(mirs_search *s, mirs_graph *v, const mirs__search_result *from,
+                              int64_t *added) {
+  mirs_context *ctx = s->ctx;
+  uint64_t h = mirs_graph_hash(v);
+  mirs__cost_result cr = {.feasible = false};
+  bool eq = false, ok = false, skip = true;
+  mirs_status st = MIRS_OK;
+  if (!have_result(s, h) && find_entry(s, h) < 0)
+    st = mirs__cost_graph(ctx, s->device, v, &cr);
+  /* Only a variant predicted faster than the result it rewrites is worth
+   * its full-shape verification. */
+  bool tried = st == MIRS_OK && cr.feasible && (cr.seconds < from->cost || ctx->opt.split_k == 2);
+  if (tried)
+    st = verify_full_one(s, v, &eq);
+  if (st == MIRS_OK && tried && !eq) /* (the rewrite is exact: this is a bug) */
+    mirs__core_log(ctx, MIRS_LOG_WARNING,
+                   "search: split-K variant %016llx of result %016llx not equal at full shape; "
+                   "dropped",
+                   (unsigned long long)h, (unsigned long long)from->hash);
+  if (st == MIRS_OK && eq)
+    st = float_one(s, v, &ok, &skip);
+  if (st == MIRS_OK && eq && !ok)
+    mirs__core_log(ctx, MIRS_LOG_WARNING,
+                   "search: split-K variant %016llx of result %016llx matched by fingerprints "
+                   "but not in float64; dropped",
+                   (unsigned long long)h, (unsigned long long)from->hash);
+  if (st == MIRS_OK && eq && ok)
+    st = unique_names(v);
+  if (st == MIRS_OK && eq && ok)
+    st = mirs__core_grow(ctx, (void **)&s->sink.res, &s->sink.capres, s->sink.nres + 1,
+                         sizeof *s->sink.res);
+  if (st != MIRS_OK || !eq || !ok) {
+    mirs__graph_free(v);
+    return st;
+  }
+  v->ugraph = true;
+  s->sink.res[s->sink.nres++] = (mirs__search_result){
+      .g = v, .hash = h, .cost = cr.seconds, .kernels = cr.kernels, .verified = true,
+      .float_checked = !skip, .found_at = from->found_at, .split_k = true};
+  (*added)++;
+  return MIRS_OK;
+}
+
+/* The split-K rewrite (option split_k): each custom kernel of the best
+ * split_k_top results, split by each factor that fits (splitk.c), as new
+ * results, verified at full shape and in float64 like the others; then
+ * ranked again.  From the final, sorted list and nothing else, so the
+ * variants are the same for any threads, ranks and resumes. */
+static mirs_status splitk_results(mirs_search *s) {
+  mirs_context *ctx = s->ctx;
+  if (!ctx->opt.split_k || s->sink.nres == 0)
+    return MIRS_OK;
+  size_t top = s->sink.nres;
+  if ((int64_t)top > ctx->opt.split_k_top)
+    top = (size_t)ctx->opt.split_k_top;
+  int64_t tried = 0, added = 0;
+  mirs_status st = MIRS_OK;
+  double t0 = mirs__core_now();
+  for (size_t i = 0; st == MIRS_OK && i < top; i++) {
+    /* (res may move as variants are added: copy what is read.) */
+    mirs__search_result from = s->sink.res[i];
+    if (mirs__splitk_has_split(from.g))
+      continue;
+    for (int32_t k = 0; st == MIRS_OK && k < from.g->nops; k++)
+      for (int gs = 0; st == MIRS_OK && gs < MIRS__GRID; gs++)
+        for (int f = 0; st == MIRS_OK && f < MIRS__SPLITK_NFACTORS; f++) {
+          mirs_graph *v = NULL;
+          st = mirs__splitk_variant(ctx, from.g, k, gs, mirs__splitk_factors[f], &v);
+          if (st == MIRS_SHAPE) { /* (a variant the builder refuses: none) */
+            mirs_clear_error(ctx);
+            st = MIRS_OK;
+          }
+          if (st == MIRS_OK && v) {
+            tried++;
+            st = splitk_add(s, v, &from, &added);
+          }
+        }
+  }
+  full_stores_free(s);
+  mirs_eval_result_destroy(s->ref_eval);
+  s->ref_eval = NULL;
+  s->splitk_variants = added;
+  mirs__core_log(ctx, MIRS_LOG_INFO,
+                 "search: split-K rewrite of the best %zu results: %lld variants, %lld verified "
+                 "and added, in %.3f s",
+                 top, (long long)tried, (long long)added, mirs__core_now() - t0);
+  MIRS_CHECK(ctx, st);
+  if (added > 0)
+    qsort(s->sink.res, s->sink.nres, sizeof *s->sink.res, result_cmp);
+  return MIRS_OK;
+}
+
 /* Rank the results, verify those matched on reduced instances at full
  * shape and check the best in float64 against the program; drop failures.
  * After the workers have stopped; the entries keep every hash (a
@@ -905,6 +1009,8 @@ mirs_status mirs__sink_finish(mirs_search *s) {
     st = float_check(s);
   if (st == MIRS_OK)
     st = mirs__sink_graphs(s);
+  if (st == MIRS_OK)
+    st = splitk_results(s);
   MIRS_CHECK(s->ctx, st);
   return MIRS_OK;
 }

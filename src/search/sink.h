@@ -37,6 +37,7 @@ typedef struct mirs__search_result {
   bool reduced;  /* matched on a reduced instance: verified at full shape at the end */
   bool verified; /* ... and already verified there (the cheapest when found) */
   bool float_checked; /* checked in float64 when found */
+  bool split_k; /* made by the split-K rewrite of another result (splitk.c), not found */
   double found_at; /* seconds from the start of the search */
   /* A result another rank found, taken as sent (dist.c): its canonical
    * text, read into g only when the graph is needed (verified, checked,

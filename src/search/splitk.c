@@ -1,0 +1,313 @@
+/* SPDX-License-Identifier: MIT */
+/* src/search/splitk.c - the split-K (FlashDecoding) rewrite of a result.
+ *
+ * A custom kernel K with grid G, forloop F and only accum / accum_sum
+ * accumulators computes, per block, post(sum over f < F of x_f).  Split
+ * s ways (s | F) along grid dim gs:
+ *  - kernel 1 is K's loop with grid G[gs] = s and forloop F / s; when
+ *    G[gs] > 1 the split takes gs over (what gs partitioned, each block
+ *    now holds whole: the tiles grow G[gs] times, the cost model says
+ *    whether they fit); each walked input is partitioned by gs along
+ *    the dim it walks
+ *    (split-K load, docs/FORMATS.md: block b_gs walks chunk b_gs), each
+ *    other input is replicated along gs; it stores every accumulator as
+ *    it is after its chunk (`dtype=f32`: partial sums of an unnormalised
+ *    exp must not be rounded to 16 bits), the grid dims placed along the
+ *    accumulator tile's dims (a dim that came from grid dim g takes g,
+ *    the others any free dim, gs included);
+ *  - kernel 2 has K's grid less gs, forloop s and loads each partial tensor with
+ *    the same placement less gs, which its forloop walks instead; accum
+ *    sums the s partials back into K's accumulator tiles, K's post-loop
+ *    ops follow unchanged and its outputs are stored at their kernel
+ *    tensors' dtypes.
+ * The sum is reassociated, nothing else: the variant is equal to K over
+ * the reals and in the fingerprint field, and the sink verifies it like
+ * any result.  accum_max/min would need a max combine, accum_online
+ * and accum_rms a rescaling one: kernels with them are left alone.
+ *
+ * Invariants: the variant has g's inputs (same names, order, dtypes,
+ * shapes) and outputs (same names); tensors after K get new ids, mapped
+ * through `map`.  Nothing is allocated in g's context. */
+#include "config.h"
+
+#include <string.h>
+
+#include "search/splitk.h"
+
+const int32_t mirs__splitk_factors[MIRS__SPLITK_NFACTORS] = {2, 4, 8, 16};
+
+/* Whether g holds a load whose forloop walks a dim a grid dim partitions. */
+bool mirs__splitk_has_split(const mirs_graph *g) {
+  for (int32_t k = 0; k < g->nops; k++) {
+    const mirs__bgraph *bg = g->ops[k].op == MIRS_OP_CUSTOM ? g->ops[k].bg : NULL;
+    for (int32_t i = 0; bg && i < bg->nops; i++) {
+      const mirs__bop *o = &bg->ops[i];
+      for (int a = 0; o->op == MIRS_OP_INPUT && o->fmap >= 0 && a < MIRS__GRID; a++)
+        if (o->imap[a] == o->fmap)
+          return true;
+    }
+  }
+  return false;
+}
+
+/* How kernel bg splits: the grid dim carrying the split and, per
+ * accumulator (in op order, at most MAX_ACC), its tile's placement. */
+#define MAX_ACC 16
+typedef struct plan {
+  int gs;
+  int nacc;
+  int32_t acc[MAX_ACC];           /* block tensor of each accumulator */
+  int32_t omap[MAX_ACC][MIRS__GRID]; /* kernel 1's omap of its partial (gs included) */
+} plan;
+
+/* Place the grid dims of grid1 along the dims of accumulator tile t;
+ * false when its rank is too small. */
+static bool place(const mirs_graph *g, const mirs__bgraph *bg, int32_t t, int gs,
+                  const int32_t grid1[MIRS__GRID], int32_t omap[MIRS__GRID]) {
+  int r = bg->t[t].shape.ndim;
+  bool used[MIRS_MAX_DIMS] = {false};
+  for (int a = 0; a < MIRS__GRID; a++)
+    omap[a] = -1;
+  /* A dim the grid placed in K keeps that grid dim (its partial then
+   * holds one copy of K's tiles); one gs placed is whole now. */
+  for (int d = 0; d < r; d++) {
+    mirs__dim_origin o;
+    if (mirs__sched_dim_origin(g, bg, t, d, &o) && o.grid >= 0 && o.grid != gs &&
+        grid1[o.grid] > 1 && omap[o.grid] < 0) {
+      omap[o.grid] = d;
+      used[d] = true;
+    }
+  }
+  for (int a = 0; a < MIRS__GRID; a++) {
+    if (grid1[a] == 1 || omap[a] >= 0)
+      continue;
+    int d = 0;
+    while (d < r && used[d])
+      d++;
+    if (d == r)
+      return false;
+    omap[a] = d;
+    used[d] = true;
+  }
+  return true;
+}
+
+/* The plan of splitting kernel op k of g s ways along grid dim gs;
+ * false when it cannot. */
+static bool make_plan(const mirs_graph *g, const mirs__kop *k, int gs, int32_t s, plan *p) {
+  if (k->op != MIRS_OP_CUSTOM || s < 2 || gs < 0 || gs >= MIRS__GRID)
+    return false;
+  const mirs__bgraph *bg = k->bg;
+  if (bg->forloop % s)
+    return false;
+  p->gs = gs;
+  int32_t grid1[MIRS__GRID];
+  memcpy(grid1, bg->grid, sizeof grid1);
+  grid1[p->gs] = s;
+  p->nacc = 0;
+  for (int32_t i = 0; i < bg->nops; i++) {
+    const mirs__bop *o = &bg->ops[i];
+    if (mirs__graph_ops[o->op].kind != MIRS__KIND_ACCUM)
+      continue;
+    if ((o->op != MIRS_OP_ACCUM && o->op != MIRS_OP_ACCUM_SUM) || p->nacc == MAX_ACC)
+      return false;
+    p->acc[p->nacc] = o->out;
+    if (!place(g, bg, o->out, gs, grid1, p->omap[p->nacc]))
+      return false;
+    p->nacc++;
+  }
+  return p->nacc > 0;
+}
+
+/* Append compute or accumulator op o to nb, its operands and result
+ * mapped through bmap. */
+static mirs_status copy_bop(mirs_graph *rg, mirs__bgraph *nb, const mirs__bop *o, int32_t *bmap) {
+  int32_t in[2];
+  for (int a = 0; a < o->nin && a < 2; a++)
+    in[a] = bmap[o->in[a]];
+  MIRS_CHECK(rg->ctx, mirs__bg_add_op_c(rg, nb, NULL, o->op, o->nin, in, o->dim, o->fused, o->cst,
+                                        &bmap[o->out]));
+  nb->ops[nb->nops - 1].eps = o->eps;
+  return MIRS_OK;
+}
+
+/* The names of kernel op k's results into nm (at most 64); false when
+ * there are more. */
+#define MAX_NAMES 64
+static bool out_names(const mirs_graph *g, const mirs__kop *k, const char **nm) {
+  if (k->nout > MAX_NAMES)
+    return false;
+  for (int32_t i = 0; i < k->nout; i++)
+    nm[i] = g->t[k->out[i]].name;
+  return true;
+}
+
+/* Kernel 1 of plan p for kernel k (inputs mapped through map) into *out. */
+static mirs_status kernel1(mirs_graph *rg, const mirs__kop *k, int32_t s, const plan *p,
+                           const int32_t *map, mirs__bgraph **out) {
+  mirs_context *ctx = rg->ctx;
+  const mirs__bgraph *bg = k->bg;
+  int32_t grid1[MIRS__GRID], *bmap;
+  memcpy(grid1, bg->grid, sizeof grid1);
+  grid1[p->gs] = s;
+  mirs__bgraph *nb;
+  MIRS_CHECK(ctx, mirs__bg_new(ctx, grid1, bg->block, bg->forloop / s, &nb));
+  bmap = mirs__core_alloc(ctx, sizeof *bmap * ((size_t)bg->nt + 1));
+  mirs_status st = bmap ? MIRS_OK : MIRS_NOMEM;
+  for (int32_t i = 0; st == MIRS_OK && i < bg->nops; i++) {
+    const mirs__bop *o = &bg->ops[i];
+    if (o->op == MIRS_OP_OUTPUT || (o->out >= 0 && bg->t[o->out].post &&
+                                    mirs__graph_ops[o->op].kind != MIRS__KIND_ACCUM))
+      continue; /* (the post-loop ops and the stores are kernel 2's) */
+    if (o->op == MIRS_OP_INPUT) {
+      int32_t imap[MIRS__GRID];
+      memcpy(imap, o->imap, sizeof imap);
+      imap[p->gs] = o->fmap; /* the chunk of the walked dim, or replicated */
+      st = mirs__bg_add_input(rg, nb, NULL, map[o->src], imap, o->fmap, &bmap[o->out]);
+      continue;
+    }
+    st = copy_bop(rg, nb, o, bmap);
+  }
+  for (int j = 0; st == MIRS_OK && j < p->nacc; j++)
+    st = mirs__bg_add_output_dt(rg, nb, bmap[p->acc[j]], p->omap[j], (int32_t)MIRS_F32);
+  mirs__core_free(ctx, bmap);
+  if (st != MIRS_OK) {
+    mirs__bg_free(ctx, nb);
+    return st;
+  }
+  *out = nb;
+  return MIRS_OK;
+}
+
+/* Kernel 2 of plan p for kernel k: the partials are kernel tensors
+ * part[0..nacc), K's outputs keep their dtypes. */
+static mirs_status kernel2(mirs_graph *rg, const mirs_graph *g, const mirs__kop *k, int32_t s,
+                           const plan *p, const int32_t *part, mirs__bgraph **out) {
+  mirs_context *ctx = rg->ctx;
+  const mirs__bgraph *bg = k->bg;
+  int32_t grid2[MIRS__GRID];
+  memcpy(grid2, bg->grid, sizeof grid2);
+  grid2[p->gs] = 1;
+  mirs__bgraph *nb;
+  MIRS_CHECK(ctx, mirs__bg_new(ctx, grid2, bg->block, s, &nb));
+  int32_t *bmap = mirs__core_alloc(ctx, sizeof *bmap * ((size_t)bg->nt + 1));
+  mirs_status st = bmap ? MIRS_OK : MIRS_NOMEM;
+  for (int j = 0; st == MIRS_OK && j < p->nacc; j++) {
+    int32_t imap[MIRS__GRID], t;
+    memcpy(imap, p->omap[j], sizeof imap);
+    imap[p->gs] = -1;
+    st = mirs__bg_add_input(rg, nb, NULL, part[j], imap, p->omap[j][p->gs], &t);
+    if (st == MIRS_OK)
+      st = mirs__bg_add_op(rg, nb, NULL, MIRS_OP_ACCUM, 1, &t, -1, false, &bmap[p->acc[j]]);
+  }
+  int ko = 0;
+  for (int32_t i = 0; st == MIRS_OK && i < bg->nops; i++) {
+    const mirs__bop *o = &bg->ops[i];
+    if (o->op == MIRS_OP_OUTPUT) {
+      int32_t omap[MIRS__GRID];
+      memcpy(omap, o->omap, sizeof omap);
+      omap[p->gs] = -1; /* (each block holds what gs placed whole) */
+      st = mirs__bg_add_output_dt(rg, nb, bmap[o->in[0]], omap,
+                                  (int32_t)g->t[k->out[ko++]].dtype);
+      continue;
+    }
+    if (o->out < 0 || !bg->t[o->out].post || mirs__graph_ops[o->op].kind == MIRS__KIND_ACCUM)
+      continue;
+    st = copy_bop(rg, nb, o, bmap);
+  }
+  mirs__core_free(ctx, bmap);
+  if (st != MIRS_OK) {
+    mirs__bg_free(ctx, nb);
+    return st;
+  }
+  *out = nb;
+  return MIRS_OK;
+}
+
+/* Append kernel op k of g to rg, its kernel tensors mapped through map
+ * (and its results' ids recorded there). */
+static mirs_status copy_op(mirs_graph *rg, const mirs_graph *g, const mirs__kop *k, int32_t *map) {
+  mirs_context *ctx = rg->ctx;
+  int32_t first = rg->nt;
+  if (k->op != MIRS_OP_CUSTOM) {
+    int32_t in[8];
+    if (k->nin > 8)
+      return MIRS_FAIL(ctx, MIRS_INTERNAL, "split-K: an op of %d inputs", (int)k->nin);
+    for (int32_t a = 0; a < k->nin; a++)
+      in[a] = map[k->in[a]];
+    MIRS_CHECK(ctx, mirs__graph_copy_op(rg, g->t[k->out[0]].name, k, in, NULL));
+  } else {
+    mirs__bgraph *nb;
+    MIRS_CHECK(ctx, mirs__bg_clone(ctx, k->bg, &nb));
+    for (int32_t i = 0; i < nb->nops; i++)
+      if (nb->ops[i].op == MIRS_OP_INPUT)
+        nb->ops[i].src = map[nb->ops[i].src];
+    const char *nm[MAX_NAMES];
+    if (!out_names(g, k, nm)) {
+      mirs__bg_free(ctx, nb);
+      return MIRS_FAIL(ctx, MIRS_INTERNAL, "split-K: a kernel of %d outputs", (int)k->nout);
+    }
+    MIRS_CHECK(ctx, mirs__graph_add_custom(rg, nb, nm, NULL)); /* takes nb */
+  }
+  for (int32_t i = 0; i < k->nout; i++)
+    map[k->out[i]] = first + i;
+  return MIRS_OK;
+}
+
+/* Append kernel op k of g split by plan p to rg. */
+static mirs_status split_op(mirs_graph *rg, const mirs_graph *g, const mirs__kop *k, int32_t s,
+                            const plan *p, int32_t *map) {
+  mirs_context *ctx = rg->ctx;
+  mirs__bgraph *b1 = NULL, *b2 = NULL;
+  MIRS_CHECK(ctx, kernel1(rg, k, s, p, map, &b1));
+  int32_t first;
+  MIRS_CHECK(ctx, mirs__graph_add_custom(rg, b1, NULL, &first)); /* takes b1 */
+  int32_t part[MAX_ACC];
+  for (int j = 0; j < p->nacc; j++)
+    part[j] = first + j;
+  MIRS_CHECK(ctx, kernel2(rg, g, k, s, p, part, &b2));
+  const char *nm[MAX_NAMES];
+  if (!out_names(g, k, nm)) {
+    mirs__bg_free(ctx, b2);
+    return MIRS_FAIL(ctx, MIRS_INTERNAL, "split-K: a kernel of %d outputs", (int)k->nout);
+  }
+  first = rg->nt;
+  MIRS_CHECK(ctx, mirs__graph_add_custom(rg, b2, nm, NULL)); /* takes b2 */
+  for (int32_t i = 0; i < k->nout; i++)
+    map[k->out[i]] = first + i;
+  return MIRS_OK;
+}
+
+/* Public within the library: g with kernel op kop split s ways along gs. */
+mirs_status mirs__splitk_variant(mirs_context *ctx, const mirs_graph *g, int32_t kop, int gs,
+                                 int32_t s, mirs_graph **out) {
+  *out = NULL;
+  plan p;
+  if (kop < 0 || kop >= g->nops || !make_plan(g, &g->ops[kop], gs, s, &p))
+    return MIRS_OK;
+  mirs_graph *rg;
+  MIRS_CHECK(ctx, mirs__graph_new(ctx, g->name, &rg));
+  int32_t *map = mirs__core_alloc(ctx, sizeof *map * ((size_t)g->nt + 1));
+  mirs_status st = map ? MIRS_OK : MIRS_NOMEM;
+  for (int32_t t = 0; st == MIRS_OK && t < g->nt; t++) {
+    const mirs__ktensor *kt = &g->t[t];
+    if (kt->producer < 0)
+      st = mirs__graph_add_input(rg, kt->name, kt->dtype, &kt->shape, &map[t]);
+    else if (kt->out_index == 0 && kt->producer == kop)
+      st = split_op(rg, g, &g->ops[kop], s, &p, map);
+    else if (kt->out_index == 0)
+      st = copy_op(rg, g, &g->ops[kt->producer], map);
+  }
+  for (int32_t i = 0; st == MIRS_OK && i < g->nout; i++)
+    st = mirs__graph_mark_output(rg, map[g->outputs[i]]);
+  if (st == MIRS_OK)
+    st = mirs__graph_validate(rg);
+  mirs__core_free(ctx, map);
+  if (st != MIRS_OK) {
+    mirs__graph_free(rg);
+    return mirs__core_trace(ctx, st, __func__, __FILE__, __LINE__);
+  }
+  rg->ugraph = true;
+  *out = rg;
+  return MIRS_OK;
+}

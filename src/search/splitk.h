@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: MIT */
+/* src/search/splitk.h - the split-K rewrite of a result (splitk.c): one
+ * custom kernel whose accumulators all sum over the forloop becomes a
+ * kernel that sums a chunk of the loop per block into f32 partials and a
+ * kernel that sums the partials and applies the post-loop ops
+ * (FlashDecoding).  See docs/SEARCH.md "Split-K rewrite". */
+#ifndef MIRS_SEARCH_SPLITK_H
+#define MIRS_SEARCH_SPLITK_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "graph/graph.h"
+
+/* The split factors tried, in order (each must divide the forloop). */
+#define MIRS__SPLITK_NFACTORS 4
+extern const int32_t mirs__splitk_factors[MIRS__SPLITK_NFACTORS];
+
+/* Whether g already holds a split-K load (an input whose forloop walks a
+ * dim a grid dim partitions): a product of the rewrite, not split again. */
+bool mirs__splitk_has_split(const mirs_graph *g);
+
+/* The variant of g (in ctx) with custom kernel op kop split s ways along
+ * grid dim gs (0..2: x, y, z; one > 1 is taken over: what it partitioned
+ * each block then holds whole), into *out; *out NULL (MIRS_OK) when that
+ * kernel cannot be split so: not a custom kernel, s < 2 or not dividing
+ * its forloop, an accumulator other than accum/accum_sum, or an
+ * accumulator tile with too few dims to place every grid dim.  A graph
+ * the builder refuses (a tile that no longer divides) is an error. */
+mirs_status mirs__splitk_variant(mirs_context *ctx, const mirs_graph *g, int32_t kop, int gs,
+                                 int32_t s, mirs_graph **out);
+
+#endif

@@ -1,0 +1,255 @@
+/* SPDX-License-Identifier: MIT */
+/* tests/check_splitk.c - the split-K rewrite of a result (src/search/
+ * splitk.c): the variants of a one-kernel attention µGraph (a free grid
+ * dim, and grid dims taken over) are two kernels whose partials are f32,
+ * print and parse back to themselves, fingerprint equal to the program,
+ * and their generated code computes it on the host; kernels it must not
+ * split (a max accumulator, a split that does not divide the forloop)
+ * give no variant; a search with split_k adds verified variants marked
+ * in report.json, the same on 1 and 2 threads. */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph/graph.h"
+#include "search/splitk.h"
+#include "testutil.h"
+
+/* Parse a file of the source tree. */
+static mirs_graph *load(mirs_context *ctx, const char *rel) {
+  mirs_graph *g = NULL;
+  ck_assert_msg(mirs_graph_parse_file(ctx, tu_src(rel), &g) == MIRS_OK, "%s: %s", rel,
+                mirs_last_error(ctx));
+  return g;
+}
+
+/* The printed text of g (freed by the caller with mirs_free). */
+static char *text_of(mirs_context *ctx, const mirs_graph *g) {
+  mirs__buf b;
+  mirs__buf_init(&b, ctx);
+  mirs__graph_print(g, &b);
+  ck_assert(!b.failed);
+  return b.data;
+}
+
+static const char *const SOURCE = "tests/codegen/splitk_source_small.ugraph";
+
+/* (grid dim, factor): x is free (grid 1); y and z are taken over. */
+static const int CASES[][2] = {{0, 2}, {0, 4}, {1, 2}, {2, 4}};
+#define NCASES ((int)(sizeof CASES / sizeof CASES[0]))
+
+START_TEST(test_variants_verify) {
+  mirs_context *ctx = tu_ctx(NULL);
+  mirs_graph *g = load(ctx, SOURCE), *p = load(ctx, "examples/gqa_small.graph");
+  ck_assert(!mirs__splitk_has_split(g));
+  mirs_graph *v = NULL;
+  ck_assert_int_eq(mirs__splitk_variant(ctx, g, 0, CASES[_i][0], CASES[_i][1], &v), MIRS_OK);
+  ck_assert_ptr_nonnull(v);
+  ck_assert(mirs__splitk_has_split(v));
+  ck_assert_int_eq(v->nops, 2);
+  ck_assert_int_eq(mirs_graph_num_custom(v), 2);
+  /* Kernel 1's partials (numerators, row sums) are f32; the output keeps
+   * the program's name and dtype. */
+  for (int32_t i = 0; i < v->ops[0].nout; i++)
+    ck_assert_int_eq(v->t[v->ops[0].out[i]].dtype, MIRS_F32);
+  ck_assert_int_eq(v->ops[0].bg->grid[CASES[_i][0]], CASES[_i][1]);
+  ck_assert_int_eq(v->ops[0].bg->forloop, 4 / CASES[_i][1]);
+  ck_assert_int_eq(v->ops[1].bg->forloop, CASES[_i][1]);
+  ck_assert_int_eq(v->ops[1].bg->grid[CASES[_i][0]], 1);
+  ck_assert_int_eq(v->nout, 1);
+  ck_assert_str_eq(v->t[v->outputs[0]].name, "O");
+  ck_assert_int_eq(v->t[v->outputs[0]].dtype, MIRS_F16);
+  /* Round trip. */
+  char *t1 = text_of(ctx, v);
+  mirs_graph *r = NULL;
+  ck_assert_msg(mirs_graph_parse_string(ctx, t1, strlen(t1), "variant", &r) == MIRS_OK, "%s\n%s",
+                mirs_last_error(ctx), t1);
+  char *t2 = text_of(ctx, r);
+  ck_assert_str_eq(t1, t2);
+  ck_assert_uint_eq(mirs_graph_hash(r), mirs_graph_hash(v));
+  mirs_verify_result res;
+  ck_assert_int_eq(mirs_verify(ctx, p, v, &res), MIRS_OK);
+  ck_assert_msg(res.equal && res.fingerprint_equal, "%s: %s\n%s", SOURCE, res.reason, t1);
+  mirs_free(ctx, t1);
+  mirs_free(ctx, t2);
+  mirs_graph_destroy(r);
+  mirs_graph_destroy(v);
+  mirs_graph_destroy(g);
+  mirs_graph_destroy(p);
+  mirs_context_destroy(ctx);
+}
+END_TEST
+
+/* The generated code of a variant computes the program (host run). */
+START_TEST(test_variant_runs) {
+  mirs_context *ctx = tu_ctx(NULL);
+  mirs_graph *g = load(ctx, SOURCE), *p = load(ctx, "examples/gqa_small.graph");
+  mirs_graph *v = NULL;
+  ck_assert_int_eq(mirs__splitk_variant(ctx, g, 0, 0, 4, &v), MIRS_OK);
+  ck_assert_ptr_nonnull(v);
+  mirs_eval_result *r = NULL, *e = NULL;
+  double self = -1;
+  ck_assert_msg(mirs_codegen_run(v, 9, MIRS_BACKEND_HOST, &r, &self) == MIRS_OK, "%s",
+                mirs_last_error(ctx));
+  ck_assert_int_eq(mirs_graph_eval(p, 9, &e), MIRS_OK);
+  double err = mirs__eval_max_rel_error(e, r);
+  ck_assert_msg(err <= mirs_codegen_tolerance(v) && self <= mirs_codegen_tolerance(v),
+                "relative error %g (against itself %g)", err, self);
+  mirs_eval_result_destroy(r);
+  mirs_eval_result_destroy(e);
+  mirs_graph_destroy(v);
+  mirs_graph_destroy(g);
+  mirs_graph_destroy(p);
+  mirs_context_destroy(ctx);
+}
+END_TEST
+
+/* No variant where the rewrite would be wrong or meaningless. */
+START_TEST(test_not_split) {
+  mirs_context *ctx = tu_ctx(NULL);
+  mirs_graph *g = load(ctx, SOURCE);
+  mirs_graph *v = (mirs_graph *)1;
+  ck_assert_int_eq(mirs__splitk_variant(ctx, g, 0, 0, 8, &v), MIRS_OK); /* 8 does not divide 4 */
+  ck_assert_ptr_null(v);
+  ck_assert_int_eq(mirs__splitk_variant(ctx, g, 0, 0, 1, &v), MIRS_OK);
+  ck_assert_ptr_null(v);
+  ck_assert_int_eq(mirs__splitk_variant(ctx, g, 1, 0, 2, &v), MIRS_OK); /* no such op */
+  ck_assert_ptr_null(v);
+  ck_assert_int_eq(mirs__splitk_variant(ctx, g, 0, 3, 2, &v), MIRS_OK); /* no such grid dim */
+  ck_assert_ptr_null(v);
+  mirs_graph_destroy(g);
+  /* A running max (online softmax) needs a rescaling combine: left alone. */
+  g = load(ctx, "tests/codegen/online_softmax.ugraph");
+  for (int gs = 0; gs < MIRS__GRID; gs++) {
+    ck_assert_int_eq(mirs__splitk_variant(ctx, g, 0, gs, 2, &v), MIRS_OK);
+    ck_assert_ptr_null(v);
+  }
+  mirs_graph_destroy(g);
+  mirs_context_destroy(ctx);
+}
+END_TEST
+
+/* A search of gqa_small (forloop 4 only, so the results have loops to
+ * split) with split_k under `threads` threads: its result hashes, in
+ * order, into h (at most cap), their count; *variants the results the
+ * rewrite made (report.json's marks), each verified again here. */
+/* Whether the last search() was served from the result cache. */
+static bool served;
+
+static int search(int threads, int split_k, const char *cache, uint64_t *h, int cap,
+                  int *variants) {
+  mirs_context *ctx = tu_ctx(NULL);
+  char v[16];
+  static const char *const kv[][2] = {{"op_budget", "0"}, {"forloop_ranges", "4"},
+                                      {"log_level", "1"}};
+  for (size_t i = 0; i < sizeof kv / sizeof kv[0]; i++)
+    ck_assert_int_eq(mirs_option_set(ctx, kv[i][0], kv[i][1]), MIRS_OK);
+  snprintf(v, sizeof v, "%d", threads);
+  ck_assert_int_eq(mirs_option_set(ctx, "threads", v), MIRS_OK);
+  snprintf(v, sizeof v, "%d", split_k);
+  ck_assert_int_eq(mirs_option_set(ctx, "split_k", v), MIRS_OK);
+  ck_assert_int_eq(mirs_option_set(ctx, "cache_dir", cache), MIRS_OK);
+  mirs_graph *p = load(ctx, "examples/gqa_small.graph");
+  mirs_search *s = NULL;
+  ck_assert_int_eq(mirs_search_create(ctx, p, &s), MIRS_OK);
+  ck_assert_msg(mirs_search_run(s) == MIRS_OK, "%s", mirs_last_error(ctx));
+  int n = mirs_search_num_results(s);
+  ck_assert_int_le(n, cap);
+  char *json = NULL;
+  ck_assert_int_eq(mirs_search_report_json(s, 0, &json, NULL), MIRS_OK);
+  *variants = 0;
+  for (int i = 0; i < n; i++) {
+    h[i] = mirs_search_result_hash(s, i);
+    char mark[64];
+    snprintf(mark, sizeof mark, "\"hash\": \"%016llx\"", (unsigned long long)h[i]);
+    const char *at = strstr(json, mark);
+    ck_assert_ptr_nonnull(at);
+    const char *end = strchr(at, '}');
+    const char *sk = strstr(at, "\"split_k\": true");
+    if (sk && sk < end) {
+      const mirs_graph *g = mirs_search_result(s, i);
+      ck_assert(mirs__splitk_has_split(g));
+      if ((*variants)++ < 2) { /* (two of them verified again) */
+        mirs_verify_result r;
+        ck_assert_int_eq(mirs_verify(ctx, p, g, &r), MIRS_OK);
+        ck_assert_msg(r.equal, "%016llx: %s", (unsigned long long)h[i], r.reason);
+      }
+    }
+  }
+  ck_assert_int_eq(strstr(json, "\"split_k_variants\"") != NULL, split_k > 0);
+  served = strstr(json, "\"cache\": \"hit\"") != NULL;
+  mirs_free(ctx, json);
+  mirs_search_destroy(s);
+  mirs_graph_destroy(p);
+  mirs_context_destroy(ctx);
+  return n;
+}
+
+/* The rewrite adds verified, marked results, the same on 1 and 2
+ * threads; split_k=0 adds none. */
+START_TEST(test_search_adds_variants) {
+  static uint64_t h0[4096], h1[4096], h2[4096];
+  int v0, v1, v2;
+  int n0 = search(1, 0, "", h0, 4096, &v0);
+  int n1 = search(1, 2, "", h1, 4096, &v1);
+  int n2 = search(2, 2, "", h2, 4096, &v2);
+  ck_assert_int_eq(v0, 0);
+  ck_assert_int_gt(v1, 0);
+  ck_assert_int_eq(n1, n0 + v1);
+  ck_assert_int_eq(n2, n1);
+  ck_assert_int_eq(v2, v1);
+  for (int i = 0; i < n1; i++)
+    ck_assert_uint_eq(h1[i], h2[i]);
+}
+END_TEST
+
+/* A search served from the result cache (which stores the variants
+ * too) makes the same variants again from the results they came from,
+ * not from the cached variants: the served list (the best
+ * verify_full_max results, verified again, and their variants) is part
+ * of the searched one and has its variants. */
+START_TEST(test_cache_serves_same) {
+  char dir[4096];
+  tu_tmp(dir, sizeof dir, "mirs_splitk_cache.XXXXXX");
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  static uint64_t h1[4096], h2[4096];
+  int v1, v2;
+  int n1 = search(1, 2, dir, h1, 4096, &v1);
+  ck_assert(!served);
+  int n2 = search(1, 2, dir, h2, 4096, &v2);
+  ck_assert(served);
+  ck_assert_int_gt(v1, 0);
+  ck_assert_int_le(n2, n1);
+  ck_assert_int_eq(v2, v1);
+  for (int i = 0; i < n2; i++) {
+    bool in = false;
+    for (int j = 0; j < n1 && !in; j++)
+      in = h1[j] == h2[i];
+    ck_assert_msg(in, "served result %d (%016llx) was not searched", i,
+                  (unsigned long long)h2[i]);
+  }
+  char cmd[4200];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
+/* Suite of the split-K tests. */
+static Suite *splitk_suite(void) {
+  Suite *s = suite_create("splitk");
+  TCase *tc = tcase_create("rewrite");
+  tcase_set_timeout(tc, 300);
+  tcase_add_loop_test(tc, test_variants_verify, 0, NCASES);
+  tcase_add_test(tc, test_variant_runs);
+  tcase_add_test(tc, test_not_split);
+  tcase_add_test(tc, test_search_adds_variants);
+  tcase_add_test(tc, test_cache_serves_same);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+/* Run the split-K suite. */
+int main(void) {
+  return tu_run(splitk_suite());
+}
