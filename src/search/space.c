@@ -1477,24 +1477,39 @@ static bool recomputes_kop(const bstate *b, mirs_op op, int nin, const operand *
  * the ops left cannot complete the kernel after it.  consumed_sinks,
  * consumed_lsinks: the sinks (loop-body sinks) its operands consume;
  * rpost: its result is post-loop. */
+/* The budget part of bop_bounded: true when a block op loading nload
+ * new tiles, consuming consumed_sinks sinks (consumed_lsinks of them
+ * loop-body ones), leaving kfree free kernel tensors and with a post-loop
+ * result (rpost) leaves too few ops to consume every sink and close the
+ * kernel.  Counts nothing. */
+static inline bool budget_short(const bstate *b, int nload, int consumed_sinks, int consumed_lsinks,
+                         bool rpost, int kfree) {
+  int s2 = b->sinks - consumed_sinks + 1, l2 = b->lsinks - consumed_lsinks + (rpost ? 0 : 1);
+  int need = (s2 > b->cout ? s2 - b->cout : 0) + (l2 > 0 ? 1 : 0) + 1;
+  /* A last kernel loads every kernel tensor left to consume, two per op
+   * at most, within max_custom_inputs. */
+  if (b->must_load && (kfree + 1) / 2 + 1 > need)
+    need = (kfree + 1) / 2 + 1;
+  return b->remaining - nload - 1 < need ||
+         (b->must_load && b->ninputs + nload + kfree > b->max_cin);
+}
+
+/* kfree less one when a tile of kernel tensor src is loaded. */
+static inline int kfree_after(const bstate *b, int kfree, int32_t src) {
+  return src < 64 && ((b->kmask >> src) & 1) ? kfree - 1 : kfree;
+}
+
 static bool bop_bounded(bstate *b, mirs_op op, int nin, const mirs__search_move *m,
                         int consumed_sinks, int consumed_lsinks, bool rpost) {
   const mirs__bgraph *bg = b->bg;
   mirs__search_worker *w = b->w;
   /* Budget: the ops left must consume every sink and close the kernel. */
-  int s2 = b->sinks - consumed_sinks + 1, l2 = b->lsinks - consumed_lsinks + (rpost ? 0 : 1);
-  int need = (s2 > b->cout ? s2 - b->cout : 0) + (l2 > 0 ? 1 : 0) + 1;
-  /* A last kernel loads every kernel tensor left to consume, two per op
-   * at most, within max_custom_inputs. */
   int kfree = b->kfree;
   for (int k = 0; k < m->nload; k++)
-    if (m->load[k].src < 64 && ((b->kmask >> m->load[k].src) & 1))
-      kfree--;
-  if (b->must_load && (kfree + 1) / 2 + 1 > need)
-    need = (kfree + 1) / 2 + 1;
-  if (b->remaining - m->nload - 1 < need ||
-      (b->must_load && b->ninputs + m->nload + kfree > b->max_cin))
+    kfree = kfree_after(b, kfree, m->load[k].src);
+  if (budget_short(b, m->nload, consumed_sinks, consumed_lsinks, rpost, kfree))
     return false;
+  int s2 = b->sinks - consumed_sinks + 1;
   /* Sink bound (merges_left): a binary op uses a merge (a div by an
    * accum_rms result only at that result's first use). */
   if (s2 + kfree > b->phicap && b->merges != INT64_MAX) {
@@ -1529,13 +1544,14 @@ static bool bop_in_order(bstate *b, mirs_op op, int nin, const operand *x, bool 
     MIRS_INC(&w->stats, canonical_skips);
     return false;
   }
-  /* Never the same op on the same existing operands twice. */
+  /* Never the same op on the same existing operands twice.  (The dim key
+   * last: it may search the constants table.) */
   if (m->nload == 0)
     for (int32_t i = 0; i < bg->nops; i++) {
       const mirs__bop *o = &bg->ops[i];
-      if (o->op == op && o->nin == nin &&
-          mirs__search_op_dim(b->sp, o->op, o->dim, o->cst) == m->dim && o->in[0] == m->in[0] &&
-          (nin < 2 || o->in[1] == m->in[1])) {
+      if (o->op == op && o->in[0] == m->in[0] && o->nin == nin &&
+          (nin < 2 || o->in[1] == m->in[1]) &&
+          mirs__search_op_dim(b->sp, o->op, o->dim, o->cst) == m->dim) {
         MIRS_INC(&w->stats, canonical_skips);
         return false;
       }
@@ -1905,6 +1921,27 @@ static void block_final_bounds(bstate *b) {
   }
 }
 
+/* Whether every block op `op` of nin operands, the first x0, fails the budget test
+ * of bop_bounded, whatever its second operand: that test is run with the
+ * best second operand there could be, an existing loop-body sink (a new
+ * tile adds a load, which costs at least as much as it frees).  Most
+ * candidates of a state near its op budget end there, so the loop over
+ * second operands is skipped for them. */
+static bool bops_short(const bstate *b, mirs_op op, int nin, operand x0) {
+  bool is_accum = mirs__graph_ops[op].kind == MIRS__KIND_ACCUM;
+  int nload = 0, cs = nin > 1 ? 1 : 0, kfree = b->kfree;
+  bool post = false;
+  if (x0 < 0) {
+    nload = 1;
+    kfree = kfree_after(b, kfree, b->w->loads[~x0].src);
+  } else {
+    post = b->bg->t[x0].post;
+    cs += b->w->bt[x0].uses == 0;
+  }
+  int lcs = cs - (x0 >= 0 && b->w->bt[x0].uses == 0 && post);
+  return budget_short(b, nload, cs, lcs, is_accum || post, kfree);
+}
+
 /* The block ops of the open block graph on its operands: existing
  * tensors 0..nt-1, then the nl loads ~0..~(nl-1) (gen_block). */
 static mirs_status gen_bops(bstate *b, size_t nl) {
@@ -1912,12 +1949,23 @@ static mirs_status gen_bops(bstate *b, size_t nl) {
   const mirs__bgraph *bg = b->bg;
   mirs_context *ctx = w->ctx;
   int32_t nops = bg->nt + (int32_t)nl;
+  /* Candidates whose budget is short (bops_short) are not tried: try_bop
+   * would refuse them without counting anything, since the only counted
+   * filter before its budget test, phase_canonical, refuses nothing that
+   * the loop below does not skip first unless the forloop range is 1. */
+  bool skip_short = !(b->sp->phase_canonical && bg->forloop == 1);
 #define OPERAND(i) ((i) < bg->nt ? (operand)(i) : (operand) ~((i)-bg->nt))
   for (int op = 0; op < MIRS_OP_COUNT; op++) {
     if (!b->sp->bop[op] || (!within_budget(w, (mirs_op)op) && op != MIRS_OP_DIV))
       continue; /* (a div by an accum_rms result is outside the budget) */
     mirs__op_kind kind = mirs__graph_ops[op].kind;
     bool is_accum = kind == MIRS__KIND_ACCUM;
+    /* (The operands the branches below give the op.) */
+    bool unary = mirs__op_nconst((mirs_op)op) > 0 || kind == MIRS__KIND_UNARY ||
+                 kind == MIRS__KIND_RMSNORM || kind == MIRS__KIND_TRANSPOSE ||
+                 op == MIRS_OP_ACCUM || op == MIRS_OP_ACCUM_RMS ||
+                 (op != MIRS_OP_ACCUM_ONLINE && mirs__op_has_dim((mirs_op)op));
+    int nin = unary ? 1 : 2;
     for (int32_t i = 0; i < nops; i++) {
       /* (What try_bop refuses for any second operand: an accumulator of a
        * post-loop value, a loop-body op once the post-loop phase began.) */
@@ -1926,6 +1974,8 @@ static mirs_status gen_bops(bstate *b, size_t nl) {
           (b->sp->phase_canonical && b->post_started && !is_accum && !post_i))
         continue;
       operand x[2] = {OPERAND(i), 0};
+      if (skip_short && bops_short(b, (mirs_op)op, nin, x[0]))
+        continue;
       mirs__shape sh0;
       mirs__search_btinfo inf0;
       operand_info(b, x[0], &sh0, &inf0);
