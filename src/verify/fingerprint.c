@@ -1406,6 +1406,37 @@ static void fp_binary(mirs_op op, const mirs__shape *as, const mirs__fp_pair *a,
   }
 }
 
+/* x mod P and x mod Q for any 64-bit x without a division, from P =
+ * 2^31 - 69 and Q = 2^30 - 35: folding the high part (2^31 = 69 mod P)
+ * twice leaves x below 2P (below 2Q), then one subtraction.  Plain shifts,
+ * multiplies by small constants and adds, so a loop of them vectorises. */
+_Static_assert(P == (UINT32_C(1) << 31) - 69 && Q == (UINT32_C(1) << 30) - 35,
+               "fold_p and fold_q assume the moduli's form");
+static inline uint32_t fold_p(uint64_t x) {
+  x = (x >> 31) * 69 + (x & 0x7fffffff); /* < 2^40 */
+  x = (x >> 31) * 69 + (x & 0x7fffffff); /* < 2^31 + 35328 < 2P */
+  return (uint32_t)(x >= P ? x - P : x);
+}
+static inline uint32_t fold_q(uint64_t x) {
+  x = (x >> 30) * 35 + (x & 0x3fffffff); /* < 2^40 */
+  x = (x >> 30) * 35 + (x & 0x3fffffff); /* < 2^30 + 35840 < 2Q */
+  return (uint32_t)(x >= Q ? x - Q : x);
+}
+
+/* A pair read as one 64-bit word (so a loop over pairs vectorises over
+ * 64-bit lanes, four to an AVX2 register, and small tiles still fill
+ * one) and its two parts. */
+_Static_assert(sizeof(mirs__fp_pair) == sizeof(uint64_t), "a pair is two packed 32-bit parts");
+/* (Each part cast through uint32_t: the compiler then multiplies it
+ * 32x32->64 bits, one instruction per four lanes.) */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+#define PAIR_A(v) ((uint64_t)(uint32_t)((v) >> 32))
+#define PAIR_B(v) ((uint64_t)(uint32_t)(v))
+#else
+#define PAIR_A(v) ((uint64_t)(uint32_t)(v))
+#define PAIR_B(v) ((uint64_t)(uint32_t)((v) >> 32))
+#endif
+
 /* One output row of a matmul: orow[j] = sum over p < k of arow[p] *
  * b[p][j] (b row-major k x n), in both fields.  acc holds 2n accumulators,
  * lazily reduced: each stays below 2^63 by subtracting CP or CQ (a
@@ -1432,14 +1463,16 @@ static void fp_matmul_row(const mirs__fp_pair *restrict arow, const mirs__fp_pai
     uint64_t xa = arow[p].a, xb = arow[p].b;
     const mirs__fp_pair *restrict br = b + p * n;
     for (int64_t j = 0; j < n; j++) {
-      uint64_t ta = acca[j] + xa * br[j].a, tb = accb[j] + xb * br[j].b;
+      uint64_t v;
+      memcpy(&v, &br[j], sizeof v);
+      uint64_t ta = acca[j] + xa * PAIR_A(v), tb = accb[j] + xb * PAIR_B(v);
       acca[j] = ta - ((0 - (ta >> 63)) & CP);
       accb[j] = tb - ((0 - (tb >> 63)) & CQ);
     }
   }
   for (int64_t j = 0; j < n; j++) {
-    orow[j].a = (uint32_t)(acca[j] % P);
-    orow[j].b = (uint32_t)(accb[j] % Q);
+    orow[j].a = fold_p(acca[j]);
+    orow[j].b = fold_q(accb[j]);
   }
 }
 
