@@ -699,6 +699,7 @@ void mirs__search_worker_free(mirs__search_worker *w) {
   mirs__core_free(ctx, w->clsmem);
   mirs__core_free(ctx, w->clsoff);
   mirs__core_free(ctx, w->clsrep);
+  mirs__core_free(ctx, w->firsts);
   mirs__core_free(ctx, w->clsfit);
   mirs__core_free(ctx, w->shp);
   mirs__core_free(ctx, w->shtab);

@@ -125,6 +125,10 @@ struct mirs__search_worker {
   uint8_t *clsfit;
   int32_t ncls;
   size_t capopcls, capclsmem, capclsoff, capclsrep, capclsfit;
+  /* Scratch: the first operands worth trying (gen_bops), one list per
+   * (arity, accumulator or not), nops entries each. */
+  int32_t *firsts;
+  size_t capfirsts;
   /* Shapes interned across states (operand classes): the shapes, an
    * open-addressing table of id + 1, per id the local class of the state
    * being listed (-1 between states, one per phase), and a memo of which

@@ -1921,14 +1921,13 @@ static void block_final_bounds(bstate *b) {
   }
 }
 
-/* Whether every block op `op` of nin operands, the first x0, fails the budget test
- * of bop_bounded, whatever its second operand: that test is run with the
- * best second operand there could be, an existing loop-body sink (a new
- * tile adds a load, which costs at least as much as it frees).  Most
- * candidates of a state near its op budget end there, so the loop over
- * second operands is skipped for them. */
-static bool bops_short(const bstate *b, mirs_op op, int nin, operand x0) {
-  bool is_accum = mirs__graph_ops[op].kind == MIRS__KIND_ACCUM;
+/* Whether every block op of nin operands (an accumulator or not) with
+ * first operand x0 fails the budget test of bop_bounded, whatever its
+ * second operand: that test is run with the best second operand there
+ * could be, an existing loop-body sink (a new tile adds a load, which
+ * costs at least as much as it frees).  Most candidates of a state near
+ * its op budget end there, so gen_bops does not try them at all. */
+static bool bops_short(const bstate *b, bool is_accum, int nin, operand x0) {
   int nload = 0, cs = nin > 1 ? 1 : 0, kfree = b->kfree;
   bool post = false;
   if (x0 < 0) {
@@ -1952,9 +1951,20 @@ static mirs_status gen_bops(bstate *b, size_t nl) {
   /* Candidates whose budget is short (bops_short) are not tried: try_bop
    * would refuse them without counting anything, since the only counted
    * filter before its budget test, phase_canonical, refuses nothing that
-   * the loop below does not skip first unless the forloop range is 1. */
+   * the loop below does not skip first unless the forloop range is 1.
+   * The first operands left, per (arity, accumulator), in firsts[c]
+   * (ascending, as the loop takes them). */
   bool skip_short = !(b->sp->phase_canonical && bg->forloop == 1);
 #define OPERAND(i) ((i) < bg->nt ? (operand)(i) : (operand) ~((i)-bg->nt))
+  MIRS_CHECK(ctx, mirs__core_grow(ctx, (void **)&w->firsts, &w->capfirsts,
+                                  4 * (size_t)nops + 1, sizeof *w->firsts));
+  int32_t *firsts[4], nfirsts[4] = {0, 0, 0, 0};
+  for (int c = 0; c < 4; c++) {
+    firsts[c] = w->firsts + (size_t)c * (size_t)nops;
+    for (int32_t i = 0; i < nops; i++)
+      if (!skip_short || !bops_short(b, c >> 1, 1 + (c & 1), OPERAND(i)))
+        firsts[c][nfirsts[c]++] = i;
+  }
   for (int op = 0; op < MIRS_OP_COUNT; op++) {
     if (!b->sp->bop[op] || (!within_budget(w, (mirs_op)op) && op != MIRS_OP_DIV))
       continue; /* (a div by an accum_rms result is outside the budget) */
@@ -1965,8 +1975,9 @@ static mirs_status gen_bops(bstate *b, size_t nl) {
                  kind == MIRS__KIND_RMSNORM || kind == MIRS__KIND_TRANSPOSE ||
                  op == MIRS_OP_ACCUM || op == MIRS_OP_ACCUM_RMS ||
                  (op != MIRS_OP_ACCUM_ONLINE && mirs__op_has_dim((mirs_op)op));
-    int nin = unary ? 1 : 2;
-    for (int32_t i = 0; i < nops; i++) {
+    int nin = unary ? 1 : 2, kc = (is_accum ? 2 : 0) + nin - 1;
+    for (int32_t f = 0; f < nfirsts[kc]; f++) {
+      int32_t i = firsts[kc][f];
       /* (What try_bop refuses for any second operand: an accumulator of a
        * post-loop value, a loop-body op once the post-loop phase began.) */
       bool post_i = i < bg->nt && bg->t[i].post;
@@ -1974,8 +1985,6 @@ static mirs_status gen_bops(bstate *b, size_t nl) {
           (b->sp->phase_canonical && b->post_started && !is_accum && !post_i))
         continue;
       operand x[2] = {OPERAND(i), 0};
-      if (skip_short && bops_short(b, (mirs_op)op, nin, x[0]))
-        continue;
       mirs__shape sh0;
       mirs__search_btinfo inf0;
       operand_info(b, x[0], &sh0, &inf0);
