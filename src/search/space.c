@@ -1085,7 +1085,14 @@ typedef struct bstate {
   int phicap;                /* sinks + kfree at the end (merges_left) */
   bool must_load;            /* a last kernel: the kfree tensors must be loaded here */
   size_t nloads;
+  uint64_t opseen[4];        /* bit op_bit(op, in[0]) set for each block op (gen_bops): most
+                                candidates match no op, and skip bop_in_order's scan */
 } bstate;
+
+/* The bit of a block op with first operand in0 in bstate.opseen. */
+static inline unsigned op_bit(int op, int32_t in0) {
+  return ((uint32_t)op * UINT32_C(0x9E3779B1) ^ (uint32_t)in0 * UINT32_C(0x85EBCA6B)) >> 24;
+}
 
 /* Append load candidate l to the worker's scratch list. */
 static mirs_status add_load(mirs__search_worker *w, size_t *n, const mirs__search_load *l) {
@@ -1546,7 +1553,8 @@ static bool bop_in_order(bstate *b, mirs_op op, int nin, const operand *x, bool 
   }
   /* Never the same op on the same existing operands twice.  (The dim key
    * last: it may search the constants table.) */
-  if (m->nload == 0)
+  unsigned bit = op_bit(op, m->in[0]);
+  if (m->nload == 0 && ((b->opseen[bit >> 6] >> (bit & 63)) & 1))
     for (int32_t i = 0; i < bg->nops; i++) {
       const mirs__bop *o = &bg->ops[i];
       if (o->op == op && o->in[0] == m->in[0] && o->nin == nin &&
@@ -1956,6 +1964,10 @@ static mirs_status gen_bops(bstate *b, size_t nl) {
    * (ascending, as the loop takes them). */
   bool skip_short = !(b->sp->phase_canonical && bg->forloop == 1);
 #define OPERAND(i) ((i) < bg->nt ? (operand)(i) : (operand) ~((i)-bg->nt))
+  for (int32_t i = 0; i < bg->nops; i++) {
+    unsigned bit = op_bit(bg->ops[i].op, bg->ops[i].in[0]);
+    b->opseen[bit >> 6] |= UINT64_C(1) << (bit & 63);
+  }
   MIRS_CHECK(ctx, mirs__core_grow(ctx, (void **)&w->firsts, &w->capfirsts,
                                   4 * (size_t)nops + 1, sizeof *w->firsts));
   int32_t *firsts[4], nfirsts[4] = {0, 0, 0, 0};
