@@ -106,6 +106,14 @@ struct mirs__search_worker {
   int32_t *nmatch;         /* tensors matching each program output */
   mirs__search_btinfo *bt; /* per block tensor of the open block graph */
   size_t capbt;
+  /* Serial numbers, never reused by a worker: per block tensor of the
+   * open block graph (given when the tensor is made) and per block graph
+   * (when it is opened).  They name a tensor's or a block's content in
+   * the keys of the chain memo (space.c). */
+  uint64_t serial;
+  uint64_t *tser, *bgser;
+  size_t captser, capbgser;
+  struct mirs__search_cmemo *cmemo; /* the chain memo (space.c), allocated on first use */
   mirs__search_frame *frames;
   int32_t depth;
   size_t capframes;

@@ -1586,6 +1586,107 @@ static bool bop_in_order(bstate *b, mirs_op op, int nin, const operand *x, bool 
   return true;
 }
 
+/* The filters of a block op candidate after the order rules: shapes,
+ * tiles, reuse of a kernel op, index labels, transpose placement.  Their
+ * verdict depends only on the op, its dims and its operands' contents
+ * (shapes, tile analyses, labels, expressions, producers) in the open
+ * block graph, so it is kept in the chain memo. */
+enum {
+  CHAIN_PASS = 1,
+  CHAIN_SHAPE,     /* the shapes do not fit (not counted) */
+  CHAIN_TILE,      /* tile_skips */
+  CHAIN_REUSE,     /* recomputes a kernel op: canonical_skips */
+  CHAIN_INDEX,     /* index_skips */
+  CHAIN_TRANSPOSE  /* canonical_skips */
+};
+
+/* Count verdict v as the filter that gave it does. */
+static void chain_count(mirs__search_worker *w, int v) {
+  if (v == CHAIN_TILE)
+    MIRS_INC(&w->stats, tile_skips);
+  else if (v == CHAIN_REUSE || v == CHAIN_TRANSPOSE)
+    MIRS_INC(&w->stats, canonical_skips);
+  else if (v == CHAIN_INDEX)
+    MIRS_INC(&w->stats, index_skips);
+}
+
+/* Run the chain on op (dim as listed, mdim its key) with operands x. */
+static int chain_run(bstate *b, mirs_op op, int nin, const operand *x, int dim, int mdim) {
+  const mirs__bgraph *bg = b->bg;
+  mirs__search_worker *w = b->w;
+  mirs__shape sh[2];
+  mirs__search_btinfo info[2];
+  for (int i = 0; i < nin; i++)
+    operand_info(b, x[i], &sh[i], &info[i]);
+  mirs__shape rs;
+  int nd;
+  if (!mirs__shape_infer(op, nin, sh, dim, &nd, &rs, NULL, 0))
+    return CHAIN_SHAPE;
+  mirs__search_btinfo out;
+  if (!mirs__search_tile_rule(bg, op, mdim, nin, info, sh, &out) && b->sp->tile_check)
+    return CHAIN_TILE;
+  if (b->sp->reuse_kops && b->sp->tile_check && b->g->nops > 0 &&
+      recomputes_kop(b, op, nin, x, &out))
+    return CHAIN_REUSE;
+  if (b->sp->index_check &&
+      !mirs__search_bop_labels(b->sp, op, mdim, nin, sh[0].ndim, info, &out))
+    return CHAIN_INDEX;
+  mirs__abs_id e0 = x[0] >= 0 ? w->bexpr[x[0]] : w->kexpr[w->loads[~x[0]].src];
+  if (op == MIRS_OP_TRANSPOSE &&
+      !transpose_ok(w, e0, x[0] >= 0 ? bg->ops[bg->t[x[0]].producer].op : MIRS_OP_INPUT))
+    return CHAIN_TRANSPOSE;
+  return CHAIN_PASS;
+}
+
+/* The chain memo: a direct-mapped table per worker.  A key names the op,
+ * its dims, its arity and its operands exactly: an existing block tensor
+ * by its serial (w->tser), a new tile by its kernel tensor, imaps and
+ * fmap together with the open block graph's serial (w->bgser), which
+ * also stands for everything else the chain reads (the grid, the forloop
+ * range, the kernel ops before the block).  Serials are never reused, so
+ * an entry is never stale; a collision in the table only replaces an
+ * entry.  Most candidates of a block state were candidates of its parent
+ * too, with the same verdict. */
+#define CHAIN_MEMO_SIZE ((size_t)1 << 14)
+_Static_assert(MIRS_OP_COUNT <= 256, "an op fits the memo key's byte");
+typedef struct mirs__search_cmemo {
+  uint64_t k0, k1, blk;
+  uint32_t opk; /* 0: an empty entry */
+  int8_t verdict;
+} mirs__search_cmemo;
+
+/* The key part of operand x. */
+static uint64_t chain_operand(const bstate *b, operand x) {
+  if (x >= 0)
+    return b->w->tser[x];
+  const mirs__search_load *l = &b->w->loads[~x];
+  return (uint64_t)(uint32_t)l->src << 32 | (uint64_t)(uint8_t)l->imap[0] << 24 |
+         (uint64_t)(uint8_t)l->imap[1] << 16 | (uint64_t)(uint8_t)l->imap[2] << 8 |
+         (uint64_t)(uint8_t)l->fmap;
+}
+
+/* The chain's verdict on a candidate, from the memo or run (and kept). */
+static int chain_verdict(bstate *b, mirs_op op, int nin, const operand *x, int dim, int mdim) {
+  mirs__search_worker *w = b->w;
+  if (!w->cmemo) {
+    w->cmemo = mirs__core_calloc(w->ctx, CHAIN_MEMO_SIZE, sizeof *w->cmemo);
+    if (!w->cmemo) /* (no memory for the memo: the chain runs each time) */
+      return chain_run(b, op, nin, x, dim, mdim);
+  }
+  uint32_t opk = 1u | (uint32_t)(uint8_t)op << 1 | (uint32_t)(uint8_t)dim << 9 |
+                 (uint32_t)(uint8_t)mdim << 17 | (uint32_t)(nin - 1) << 25 |
+                 (uint32_t)(x[0] < 0) << 26 | (uint32_t)(nin > 1 && x[1] < 0) << 27;
+  uint64_t k0 = chain_operand(b, x[0]), k1 = nin > 1 ? chain_operand(b, x[1]) : 0,
+           blk = w->bgser[w->nbg - 1];
+  uint64_t h = mirs__hash_mix(mirs__hash_mix(mirs__hash_mix(opk, k0), k1), blk);
+  mirs__search_cmemo *e = &w->cmemo[h & (CHAIN_MEMO_SIZE - 1)];
+  if (e->opk == opk && e->k0 == k0 && e->k1 == k1 && e->blk == blk)
+    return e->verdict;
+  int v = chain_run(b, op, nin, x, dim, mdim);
+  *e = (mirs__search_cmemo){k0, k1, blk, opk, (int8_t)v};
+  return v;
+}
+
 static mirs_status try_bop(bstate *b, mirs_op op, int nin, const operand *x, int dim) {
   const mirs__bgraph *bg = b->bg;
   mirs__search_worker *w = b->w;
@@ -1658,40 +1759,20 @@ static mirs_status try_bop(bstate *b, mirs_op op, int nin, const operand *x, int
   if (!bop_in_order(b, op, nin, x, is_accum, &m))
     return MIRS_OK;
   /* (gen_block lists only pairs in one phase whose shapes may fit.) */
-  mirs__shape sh[2];
-  mirs__search_btinfo info[2];
-  for (int i = 0; i < nin; i++)
-    operand_info(b, x[i], &sh[i], &info[i]);
-  mirs__shape rs;
-  int nd;
-  if (!mirs__shape_infer(op, nin, sh, dim, &nd, &rs, NULL, 0))
-    return MIRS_OK;
-  mirs__search_btinfo out;
-  if (!mirs__search_tile_rule(bg, op, m.dim, nin, info, sh, &out) && b->sp->tile_check) {
-    MIRS_INC(&w->stats, tile_skips);
-    return MIRS_OK;
-  }
-  if (b->sp->reuse_kops && b->sp->tile_check && b->g->nops > 0 &&
-      recomputes_kop(b, op, nin, x, &out)) {
-    MIRS_INC(&w->stats, canonical_skips);
-    return MIRS_OK;
-  }
-  if (b->sp->index_check &&
-      !mirs__search_bop_labels(b->sp, op, m.dim, nin, sh[0].ndim, info, &out)) {
-    MIRS_INC(&w->stats, index_skips);
+  int verdict = chain_verdict(b, op, nin, x, dim, m.dim);
+  if (verdict != CHAIN_PASS) {
+    chain_count(w, verdict);
     return MIRS_OK;
   }
   /* Pruning by abstract expressions, before the move is listed. */
+  mirs__shape sh0;
+  mirs__search_btinfo inf0;
+  operand_info(b, x[0], &sh0, &inf0);
   mirs__abs_id e[2];
   for (int i = 0; i < nin; i++)
     e[i] = x[i] >= 0 ? w->bexpr[x[i]] : w->kexpr[w->loads[~x[i]].src];
-  if (op == MIRS_OP_TRANSPOSE &&
-      !transpose_ok(w, e[0], x[0] >= 0 ? bg->ops[bg->t[x[0]].producer].op : MIRS_OP_INPUT)) {
-    MIRS_INC(&w->stats, canonical_skips);
-    return MIRS_OK;
-  }
   bool keep;
-  MIRS_CHECK(w->ctx, mirs__search_bop_keep(w, op, m.dim, nin, e, &sh[0], &keep));
+  MIRS_CHECK(w->ctx, mirs__search_bop_keep(w, op, m.dim, nin, e, &sh0, &keep));
   if (!keep)
     return MIRS_OK;
   mirs__search_move full;
