@@ -21,9 +21,10 @@
 /* Write text to a fresh temporary file ending in suffix; returns its
  * path (malloc'd; the caller unlinks and frees it). */
 static char *write_temp(const char *text, const char *suffix) {
-  char *path = malloc(256);
+  char *path = malloc(600), name[64];
   ck_assert_ptr_nonnull(path);
-  snprintf(path, 256, "/tmp/mirs_check_cli_XXXXXX%s", suffix);
+  snprintf(name, sizeof name, "mirs_check_cli_XXXXXX%s", suffix);
+  tu_tmp(path, 600, name);
   int fd = mkstemps(path, (int)strlen(suffix));
   ck_assert_int_ge(fd, 0);
   FILE *f = fdopen(fd, "w");
@@ -591,9 +592,9 @@ static char *read_text(const char *path) {
 }
 
 START_TEST(test_search_outputs) {
-  char dir[] = "/tmp/mirs-cli-search-XXXXXX";
-  ck_assert_ptr_nonnull(mkdtemp(dir));
-  char outdir[256], report[300], best[300];
+  char dir[512];
+  ck_assert_ptr_nonnull(mkdtemp(tu_tmp(dir, sizeof dir, "mirs-cli-search-XXXXXX")));
+  char outdir[600], report[700], best[700];
   snprintf(outdir, sizeof outdir, "%s/out", dir);
   snprintf(report, sizeof report, "%s/report.json", outdir);
   snprintf(best, sizeof best, "%s/best.ugraph", outdir);
@@ -624,7 +625,7 @@ START_TEST(test_search_outputs) {
   free(rep);
   run_free(&r);
   /* a state limit stops early, says so, keeps a checkpoint and exits 4 */
-  char ckpt[300];
+  char ckpt[800];
   snprintf(ckpt, sizeof ckpt, "%s/checkpoint", outdir);
   run_cli(&r, "--out", outdir, "--max-states=5", prog, NULL);
   ck_assert_msg(r.rc == 4, "rc %d: %s", r.rc, r.err);
@@ -638,7 +639,7 @@ START_TEST(test_search_outputs) {
   /* resuming it completes the search with the uninterrupted results */
   char *full = NULL;
   {
-    char outdir2[300], report2[320];
+    char outdir2[800], report2[900];
     snprintf(outdir2, sizeof outdir2, "%s/full", dir);
     snprintf(report2, sizeof report2, "%s/report.json", outdir2);
     run_cli(&r, "-q", "--out", outdir2, "--threads=1", prog, NULL);
@@ -647,7 +648,7 @@ START_TEST(test_search_outputs) {
     full = read_text(report2);
     ck_assert_ptr_nonnull(full);
   }
-  char resume_arg[320];
+  char resume_arg[700];
   snprintf(resume_arg, sizeof resume_arg, "--resume=%s", outdir);
   run_cli(&r, "-q", resume_arg, "--threads=2", NULL);
   ck_assert_msg(r.rc == 0, "resume rc %d: %s", r.rc, r.err);
@@ -681,7 +682,7 @@ START_TEST(test_search_outputs) {
   run_free(&r);
   unlink(prog);
   free(prog);
-  char cmd[400];
+  char cmd[800];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
   ck_assert_int_eq(system(cmd), 0);
 }
@@ -689,9 +690,9 @@ END_TEST
 
 START_TEST(test_codegen_writes_header) {
   char *path = strdup(tu_src("examples/gqa_small.ugraph"));
-  char dir[] = "/tmp/mirs_check_cli_cg_XXXXXX";
-  ck_assert_ptr_nonnull(mkdtemp(dir));
-  char cu[128], h[128], h2[128];
+  char dir[512];
+  ck_assert_ptr_nonnull(mkdtemp(tu_tmp(dir, sizeof dir, "mirs_check_cli_cg_XXXXXX")));
+  char cu[600], h[600], h2[600];
   snprintf(cu, sizeof cu, "%s/attn.cu", dir);
   snprintf(h, sizeof h, "%s/attn.h", dir);
   snprintf(h2, sizeof h2, "%s/other.h", dir);
@@ -740,9 +741,9 @@ END_TEST
 START_TEST(test_first_mistakes) {
   char *path = strdup(tu_src("examples/gqa_small.ugraph"));
   char *prog = strdup(tu_src("examples/gqa_small.graph"));
-  char dir[] = "/tmp/mirs_check_cli_first_XXXXXX";
-  ck_assert_ptr_nonnull(mkdtemp(dir));
-  char buf[512], buf2[512];
+  char dir[512];
+  ck_assert_ptr_nonnull(mkdtemp(tu_tmp(dir, sizeof dir, "mirs_check_cli_first_XXXXXX")));
+  char buf[700], buf2[700];
   run r;
   run_cli(&r, "--threads=0", "check", path, NULL);
   ck_assert_msg(r.rc == 0, "--threads=0: exit %d: %s", r.rc, r.err);
@@ -756,7 +757,7 @@ START_TEST(test_first_mistakes) {
   run_cli(&r, buf, "show", path, NULL);
   assert_usage_error(&r);
   run_free(&r);
-  char hdr[300], cu[300];
+  char hdr[800], cu[800];
   snprintf(hdr, sizeof hdr, "%s/k.h", dir);
   snprintf(cu, sizeof cu, "%s/missing/k.cu", dir);
   run_cli(&r, "codegen", path, "--header", hdr, "-o", cu, NULL);
@@ -814,9 +815,9 @@ END_TEST
  * check's MIRSEARCH_NO_CACHE=1 nor a private cache): else a search a
  * test stops or resumes is served complete from the user's cache. */
 START_TEST(test_runs_use_no_cache) {
-  char dir[] = "/tmp/mirs-cli-nocache-XXXXXX";
-  ck_assert_ptr_nonnull(mkdtemp(dir));
-  char xdg[300], out[300], cmd[400];
+  char dir[512];
+  ck_assert_ptr_nonnull(mkdtemp(tu_tmp(dir, sizeof dir, "mirs-cli-nocache-XXXXXX")));
+  char xdg[600], out[600], cmd[800];
   snprintf(xdg, sizeof xdg, "%s/xdg", dir);
   snprintf(out, sizeof out, "%s/out", dir);
   ck_assert_int_eq(setenv("XDG_CACHE_HOME", xdg, 1), 0); /* (the user's default cache) */

@@ -56,7 +56,7 @@ static const char *const TESTGRAPHS[] = {
     "mma_f16",     "mma_pad",          "rms_bf16",      "f32_mixed",  "big_smem",
     "reduce_tree", "general_load",     "transpose_mma", "chain_attn", "chain_safe",
     "chain_split", "chain_split_safe", "chain_qknorm", "mma_swap",   "chain_chunks",
-    "chain_nochunks"};
+    "chain_nochunks", "chain_min", "chain_split_min"};
 #define NTESTGRAPHS ((int)(sizeof TESTGRAPHS / sizeof TESTGRAPHS[0]))
 
 /* The search's bests at small shape (examples/best, scripts/search-bests.sh). */
@@ -691,7 +691,10 @@ START_TEST(test_register_chain) {
                /* key chunks: 4 of 8 tiles a warp; none for an online softmax */
                {"tests/codegen/chain_chunks.ugraph", true, MIRS__MMA_TF32, 4, 2},
                {"tests/codegen/mqa_wide.ugraph", true, MIRS__MMA_TF32, 3, 1},
-               {"tests/codegen/chain_nochunks.ugraph", false, 0, 5, 0}};
+               {"tests/codegen/chain_nochunks.ugraph", false, 0, 5, 0},
+               /* a row min, as a row max: quad shuffles (and the strip's exchange) */
+               {"tests/codegen/chain_min.ugraph", true, MIRS__MMA_TF32, 4, 1},
+               {"tests/codegen/chain_split_min.ugraph", true, MIRS__MMA_TF32, 4, 4}};
   mirs_context *ctx = tu_ctx(NULL);
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     mirs_graph *g = load(ctx, cases[i].file);
@@ -730,8 +733,9 @@ START_TEST(test_register_chain) {
   }
   /* The small chains (key chunks included) in three thread orders:
    * within tolerance, same bits. */
-  static const int small[] = {0, 1, 2, 3, 4, 12};
+  static const int small[] = {0, 1, 2, 3, 4, 12, 15, 16};
   ck_assert_ptr_nonnull(strstr(cases[12].file, "chain_chunks"));
+  ck_assert_ptr_nonnull(strstr(cases[15].file, "chain_min"));
   for (size_t si = 0; si < sizeof small / sizeof small[0]; si++) {
     int f = small[si];
     mirs_graph *g = load(ctx, cases[f].file);

@@ -225,9 +225,9 @@ END_TEST
 
 START_TEST(test_atomic_write) {
   mirs_context *ctx = tu_ctx(NULL);
-  char dir[] = "/tmp/mirs-core-XXXXXX";
-  ck_assert_ptr_nonnull(mkdtemp(dir));
-  char path[256];
+  char dir[512];
+  ck_assert_ptr_nonnull(mkdtemp(tu_tmp(dir, sizeof dir, "mirs-core-XXXXXX")));
+  char path[600];
   snprintf(path, sizeof path, "%s/out.txt", dir);
   ck_assert_int_eq(mirs__core_write_atomic(ctx, path, "hello\n", 6), MIRS_OK);
   char *text;
@@ -237,7 +237,7 @@ START_TEST(test_atomic_write) {
   ck_assert_str_eq(text, "hello\n");
   mirs__core_free(ctx, text);
   /* A write into a missing directory fails and leaves nothing behind. */
-  char bad[300];
+  char bad[700];
   snprintf(bad, sizeof bad, "%s/missing/out.txt", dir);
   ck_assert_int_eq(mirs__core_write_atomic(ctx, bad, "x", 1), MIRS_IO);
   ck_assert_int_eq(mirs__core_read_file(ctx, bad, &text, &len), MIRS_IO);

@@ -325,7 +325,7 @@ static int count_of(const char *text, const char *s) {
 static void assert_compiles(const char *cu, const char *entry) {
   if (system("c++ --version >/dev/null 2>&1") != 0)
     return;
-  char path[200], hdr[200], cmd[800];
+  char path[700], hdr[700], cmd[3000];
   snprintf(path, sizeof path, "%s/%s.cu", tu_dir, entry);
   snprintf(hdr, sizeof hdr, "%s/mirsearch_emu.h", tu_dir);
   FILE *f = fopen(path, "w");
@@ -435,7 +435,7 @@ START_TEST(test_rms_norm_eps_search) {
   const char *prog = tu_put("rl.graph", "program rl\ninput X : f16[2, 128]\n"
                                         "input W : f16[128, 256]\n"
                                         "D = rms_norm(X, eps=1e-6)\nO = matmul(D, W)\noutput O\n");
-  char out[192], best[192];
+  char out[700], best[700];
   snprintf(out, sizeof out, "--out=%s/rl", tu_dir);
   snprintf(best, sizeof best, "%s/rl/best.ugraph", tu_dir);
   run r;
@@ -738,7 +738,8 @@ END_TEST
  * The generated code and the cost model follow the same choice. */
 START_TEST(test_copy_or_view_device) {
   mirs_context *ctx = tu_ctx(NULL);
-  char text[1024], path[] = "/tmp/mirs-cv-XXXXXX";
+  char text[1024], path[512];
+  tu_tmp(path, sizeof path, "mirs-cv-XXXXXX");
   snprintf(text, sizeof text, CV_UG, 800, 800, 800);
   mirs_graph *g = tu_parse(ctx, text);
   static const char *const copy[] = {"kernel 0: transpose -> Xt (32x32 tiles"};
@@ -765,6 +766,25 @@ START_TEST(test_copy_or_view_device) {
     mirs_cost c = MIRS_COST_INIT;
     ck_assert_int_eq(mirs_graph_kernel_cost(ctx, g, 0, NULL, &c), MIRS_OK);
     ck_assert_int_eq(c.kernels, steps[i].view ? 0 : 1);
+  }
+  /* A cost asked for another device than the options' chooses by that
+   * device: H200 (a view) with the options' H100, H100 (a copy) with the
+   * options' H200; and equals the cost with that device selected. */
+  static const char *const devs[2][2] = {{"H100", "H200"}, {"H200", "H100"}};
+  for (int i = 0; i < 2; i++) {
+    bool as_view = strcmp(devs[i][1], "H200") == 0;
+    ck_assert_int_eq(mirs_option_set(ctx, "cost_device", devs[i][0]), MIRS_OK);
+    mirs_cost k = MIRS_COST_INIT, w = MIRS_COST_INIT, sel = MIRS_COST_INIT;
+    ck_assert_int_eq(mirs_graph_kernel_cost(ctx, g, 0, devs[i][1], &k), MIRS_OK);
+    ck_assert_msg(k.kernels == !as_view && (k.bytes == 0) == as_view, "%s: %d kernels, %.0f bytes",
+                  devs[i][1], k.kernels, k.bytes);
+    ck_assert_int_eq(mirs_graph_cost(ctx, g, devs[i][1], &w), MIRS_OK);
+    ck_assert_int_eq(w.kernels, as_view ? 1 : 2);
+    ck_assert_int_eq(mirs__codegen_is_view(g, 0), !as_view); /* (the options' choice stays) */
+    ck_assert_int_eq(mirs_option_set(ctx, "cost_device", devs[i][1]), MIRS_OK);
+    ck_assert_int_eq(mirs_graph_cost(ctx, g, NULL, &sel), MIRS_OK);
+    ck_assert_msg(w.seconds == sel.seconds, "%s: %g, selected %g", devs[i][1], w.seconds,
+                  sel.seconds);
   }
   unlink(path);
   mirs_graph_destroy(g);
@@ -821,10 +841,15 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_transpose_views);
   tcase_add_test(tc, test_transpose_view_in_custom_kernel);
   tcase_add_test(tc, test_copy_or_view);
-  tcase_add_test(tc, test_copy_or_view_device);
   tcase_add_test(tc, test_reshape_view_rules);
   tcase_add_test(tc, test_host_run);
   suite_add_tcase(s, tc);
+  /* (a case of its own: tests/tmpdir.sh runs it with /tmp read-only) */
+  TCase *dev = tcase_create("copy_or_view_device");
+  tcase_add_checked_fixture(dev, setup, teardown);
+  tcase_set_timeout(dev, 120);
+  tcase_add_test(dev, test_copy_or_view_device);
+  suite_add_tcase(s, dev);
   return s;
 }
 

@@ -114,7 +114,7 @@ END_TEST
  * thread) with pruning on or off, into hashes (space-separated); the
  * number of results, and the best's kernel count in *kernels. */
 static int search_hashes(const char *text, bool prune, char *hashes, size_t cap, int *kernels) {
-  char out[192];
+  char out[700];
   snprintf(out, sizeof out, "--out=%s/out_%d", tu_dir, prune);
   run r;
   tu_cli_ok(&r, "-q", "--threads=1", prune ? "--prune=1" : "--prune=0", "--json", "--overwrite",
@@ -164,7 +164,7 @@ START_TEST(test_search_prune_on_off_equal) {
   ck_assert_int_eq(kon, 1);
   ck_assert_int_eq(koff, 1);
   /* The best runs on the host through the generated code. */
-  char best[192];
+  char best[700];
   snprintf(best, sizeof best, "%s/out_1/best.ugraph", tu_dir);
   run r;
   tu_cli_ok(&r, "run", best, NULL);
@@ -183,7 +183,7 @@ START_TEST(test_spelled_folds_to_layer_norm) {
   ck_assert_int_ge(n, 1);
   ck_assert_int_eq(n, m);
   ck_assert_str_eq(a, b);
-  char best[192];
+  char best[700];
   snprintf(best, sizeof best, "%s/out_1/best.ugraph", tu_dir);
   static const char *const folded[] = {"layer_norm("};
   tu_assert_checks(best, folded, 1);
@@ -199,7 +199,7 @@ END_TEST
 START_TEST(test_fused_layer_norm_linear) {
   /* LayerNorm+Linear in one kernel walking k: X loaded whole (its mean)
    * and by slices (the centred matmul and accum_rms with eps). */
-  char out[192];
+  char out[700];
   snprintf(out, sizeof out, "--out=%s/fused", tu_dir);
   run r;
   tu_cli_ok(&r, "-q", "--threads=1", "--json", "--no-cache", "--set", "kernel_ops=none", "--set",
@@ -211,7 +211,7 @@ START_TEST(test_fused_layer_norm_linear) {
   ck_assert_ptr_nonnull(strstr(r.out, "\"complete\": true"));
   ck_assert_ptr_nonnull(strstr(r.out, "\"forloop\": 4"));
   run_free(&r);
-  char best[192];
+  char best[700];
   snprintf(best, sizeof best, "%s/fused/best.ugraph", tu_dir);
   static const char *const fused[] = {"accum_rms(", ", eps=1e-05)", "forloop=4"};
   tu_assert_checks(best, fused, sizeof fused / sizeof fused[0]);

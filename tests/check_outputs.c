@@ -20,11 +20,11 @@ static const char tiny[] = "program tiny\ninput X : f32[4, 8]\ninput W : f32[8, 
 
 /* A scratch directory with the tiny program in it. */
 typedef struct scratch {
-  char dir[64], prog[160], out[160];
+  char dir[512], prog[600], out[600];
 } scratch;
 
 static void scratch_make(scratch *s) {
-  snprintf(s->dir, sizeof s->dir, "/tmp/mirs-outputs-XXXXXX");
+  tu_tmp(s->dir, sizeof s->dir, "mirs-outputs-XXXXXX");
   ck_assert_ptr_nonnull(mkdtemp(s->dir));
   snprintf(s->prog, sizeof s->prog, "%s/tiny.graph", s->dir);
   snprintf(s->out, sizeof s->out, "%s/out", s->dir);
@@ -35,7 +35,7 @@ static void scratch_make(scratch *s) {
 }
 
 static void scratch_free(scratch *s) {
-  char cmd[200];
+  char cmd[1100];
   snprintf(cmd, sizeof cmd, "chmod -R u+w '%s'; rm -rf '%s'", s->dir, s->dir);
   ck_assert_int_eq(system(cmd), 0);
 }
@@ -57,14 +57,14 @@ static int count_entries(const char *path, const char *suffix) {
 }
 
 static int exists(const char *dir, const char *name) {
-  char p[512];
+  char p[800];
   snprintf(p, sizeof p, "%s/%s", dir, name);
   struct stat st;
   return stat(p, &st) == 0;
 }
 
 static void touch(const char *dir, const char *name) {
-  char p[512];
+  char p[800];
   snprintf(p, sizeof p, "%s/%s", dir, name);
   FILE *f = fopen(p, "w");
   ck_assert_ptr_nonnull(f);
@@ -73,7 +73,7 @@ static void touch(const char *dir, const char *name) {
 }
 
 static char *read_file(const char *dir, const char *name) {
-  char p[512];
+  char p[800];
   snprintf(p, sizeof p, "%s/%s", dir, name);
   FILE *f = fopen(p, "rb");
   if (!f)
@@ -117,14 +117,14 @@ START_TEST(test_top_and_second_run) {
   run_cli(&r, "-q", "--out", s.out, s.prog, NULL);
   ck_assert_int_eq(r.rc, 0);
   run_free(&r);
-  char cand[256];
+  char cand[700];
   snprintf(cand, sizeof cand, "%s/candidates", s.out);
   int all = count_entries(cand, ".ugraph");
   ck_assert_int_gt(all, 2);
   touch(cand, "9999-0123456789abcdef.ugraph");
   touch(s.out, "report.json.tmp.4242");
   touch(s.out, "best.ugraph.tmp.17");
-  ck_assert_int_eq(mkdir(strcat(strcpy((char[300]){0}, s.out), "/candidates.tmp"), 0755), 0);
+  ck_assert_int_eq(mkdir(strcat(strcpy((char[700]){0}, s.out), "/candidates.tmp"), 0755), 0);
   touch(s.out, "notes.txt"); /* not ours: kept */
   run_cli(&r, "-q", "--top=2", "--out", s.out, s.prog, NULL);
   ck_assert_msg(r.rc == 0, "rc %d: %s", r.rc, r.err);
@@ -163,7 +163,7 @@ END_TEST
 START_TEST(test_bad_out_before_search) {
   scratch s;
   scratch_make(&s);
-  char missing[256], longp[5000];
+  char missing[700], longp[5000];
   snprintf(missing, sizeof missing, "%s/no/such/dir", s.dir);
   memset(longp, 'a', sizeof longp - 1);
   longp[0] = '/';
@@ -189,7 +189,7 @@ START_TEST(test_bad_out_before_search) {
     run_free(&r);
   }
   if (geteuid() != 0) { /* root writes anywhere */
-    char ro[256];
+    char ro[700];
     snprintf(ro, sizeof ro, "%s/ro", s.dir);
     ck_assert_int_eq(mkdir(ro, 0555), 0);
     run r;
@@ -211,7 +211,7 @@ START_TEST(test_lock) {
   run_cli(&r, "-q", "--out", s.out, s.prog, NULL);
   ck_assert_int_eq(r.rc, 0);
   run_free(&r);
-  char lock[256];
+  char lock[700];
   snprintf(lock, sizeof lock, "%s/.lock", s.out);
   int fd = open(lock, O_RDWR);
   ck_assert_int_ge(fd, 0);
@@ -242,7 +242,7 @@ START_TEST(test_resume_checks_program_and_options) {
   run_cli(&r, "-q", "--max-states=60", "--max-kernel-ops=4", "--out", s.out, prog, NULL);
   ck_assert_msg(r.rc == 4, "rc %d: %s", r.rc, r.err);
   run_free(&r);
-  char ckpt[600];
+  char ckpt[800];
   snprintf(ckpt, sizeof ckpt, "%s/checkpoint", s.out);
   struct stat before, after;
   ck_assert_int_eq(stat(ckpt, &before), 0);
@@ -277,7 +277,7 @@ START_TEST(test_checkpoint_fifo_and_large) {
   scratch s;
   scratch_make(&s);
   run r;
-  char path[600];
+  char path[800];
   snprintf(path, sizeof path, "%s/checkpoint", s.out);
   ck_assert_int_eq(mkdir(s.out, 0777), 0);
   ck_assert_int_eq(mkfifo(path, 0600), 0);

@@ -254,7 +254,7 @@ START_TEST(test_partition_gpt2_block) {
   /* The GPT-2 block with its fused c_attn: the three slices are library
    * pieces, the rest is searched (bounded), the stitched µGraph verifies
    * against the whole program and its code runs on the host like eval. */
-  char out[192], best[192];
+  char out[700], best[700];
   snprintf(out, sizeof out, "%s/gpt2", tu_dir);
   snprintf(best, sizeof best, "%s/gpt2/best.ugraph", tu_dir);
   ck_assert_int_eq(setenv("MIRSEARCH_NO_CACHE", "1", 1), 0);
@@ -269,7 +269,7 @@ START_TEST(test_partition_gpt2_block) {
   run_free(&r);
   /* The slices, reshapes and permutes are views in best.cu: Q, K, V read
    * at their offsets of the QKV buffer, no layout copy kernel. */
-  char cu[192];
+  char cu[700];
   snprintf(cu, sizeof cu, "%s/gpt2/best.cu", tu_dir);
   FILE *f = fopen(cu, "r");
   ck_assert_ptr_nonnull(f);

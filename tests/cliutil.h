@@ -84,18 +84,20 @@ static inline void tu_cli_ok(run *r, const char *first, ...) {
   ck_assert_msg(r->rc == 0, "mirsearch %s ...: exit %d: %s", first, r->rc, r->err);
 }
 
-/* The scratch directory of the running test, /tmp/mirs_TAG_XXXXXX:
+/* The scratch directory of the running test, $TMPDIR/mirs_TAG_XXXXXX:
  * made by tu_scratch_make (a checked fixture's setup), removed with its
  * files by tu_scratch_remove (its teardown). */
-static char tu_dir[64];
+static char tu_dir[512];
 
 static inline void tu_scratch_make(const char *tag) {
-  snprintf(tu_dir, sizeof tu_dir, "/tmp/mirs_%s_XXXXXX", tag);
+  char name[64];
+  snprintf(name, sizeof name, "mirs_%s_XXXXXX", tag);
+  tu_tmp(tu_dir, sizeof tu_dir, name);
   ck_assert_ptr_nonnull(mkdtemp(tu_dir));
 }
 
 static inline void tu_scratch_remove(void) {
-  char cmd[128];
+  char cmd[600];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", tu_dir);
   ck_assert_int_eq(system(cmd), 0);
 }
@@ -103,10 +105,10 @@ static inline void tu_scratch_remove(void) {
 /* Write text to tu_dir/name; returns the path (static, overwritten per
  * call slot: 4 slots). */
 static inline const char *tu_put(const char *name, const char *text) {
-  static char paths[4][160];
+  static char paths[4][700];
   static int slot;
   char *p = paths[slot++ % 4];
-  snprintf(p, 160, "%s/%s", tu_dir, name);
+  snprintf(p, 700, "%s/%s", tu_dir, name);
   FILE *f = fopen(p, "w");
   ck_assert_ptr_nonnull(f);
   fputs(text, f);

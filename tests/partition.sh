@@ -8,6 +8,8 @@
 # uses the cache too; two processes writing one cache directory at once
 # leave it valid; damaged entries are ignored; a stopped partition exits
 # 4 and writes nothing; bad input gives a clear message and exit 2; a
+# piece at a permute is ranked in the whole stitched graph (the table,
+# partition.json and `mirsearch show` agree; over MPI too); a
 # Llama-style decoder layer with head splits (reshape, permute) is cut,
 # stitched, verified and run.
 #
@@ -128,7 +130,28 @@ bad "empty --cache" "--cache needs" partition --cache= "$mlp"
 bad "bad max ops" "partition_max_ops" partition --partition-max-ops=0 "$mlp"
 bad "a uGraph" "custom kernel" partition -o "$tmp/u" "$top_srcdir/examples/rmsnorm_linear_small.ugraph"
 
-# 8. Over MPI (where mpiexec starts ranks and mirsearch has MPI): the
+# 8. Xt = permute(X) read by exp and by a later sum, each a piece: the
+# exp as written makes the permute a copy kernel, one of its results
+# (walking Xt's columns) keeps it a view for both readers; ranked in the
+# whole stitched graph that result is taken (2 kernels, not 3), and the
+# table's whole-program line and partition.json say what `mirsearch
+# show` of best.ugraph says.
+pv3=$tmp/pv3.graph
+printf '%s\n' 'program pv3' 'input X : f16[4096, 128]' 'Xt = permute(X, dims=[1, 0])' \
+  'Y = exp(Xt)' 'Z = sum(Xt, dim=1)' 'output Y' 'output Z' >"$pv3"
+"$prog" partition --threads=1 --partition-max-ops=1 --no-cache -o "$tmp/pv3" "$pv3" \
+  >"$tmp/pv3.out" 2>"$tmp/err" || fail "partition of pv3: exit $?"
+shown=$("$prog" show "$tmp/pv3/best.ugraph" 2>/dev/null |
+  sed -n 's/.*: \([0-9]*\) kernels* .*predicted \([0-9.]*\) us on.*/\1 \2/p')
+table=$(sed -n 's/^whole program: predicted .* -> \([0-9.]*\) us .*, \([0-9]*\) kernels*$/\2 \1/p' \
+  "$tmp/pv3.out")
+js=$(awk -v k="$(json "$tmp/pv3/partition.json" kernels)" \
+  -v s="$(json "$tmp/pv3/partition.json" predicted_seconds_after)" 'BEGIN { printf "%s %.3f", k, s * 1e6 }')
+[ -n "$shown" ] && [ "$shown" = "$table" ] && [ "$shown" = "$js" ] ||
+  fail "pv3: show says '$shown', the table '$table', partition.json '$js'"
+[ "${shown%% *}" = 2 ] || fail "pv3: the permute is not a view read by both (show: '$shown')"
+
+# 9. Over MPI (where mpiexec starts ranks and mirsearch has MPI): the
 # pieces spread over 2 ranks through the shared cache give the stitched
 # graph one process gave; without a cache --mpi is refused.
 if command -v mpiexec >/dev/null 2>&1 && mpiexec -n 2 true >/dev/null 2>&1 &&
@@ -158,11 +181,17 @@ if command -v mpiexec >/dev/null 2>&1 && mpiexec -n 2 true >/dev/null 2>&1 &&
     -o "$tmp/pvm" "$tmp/pv2.graph" >/dev/null 2>&1 || fail "partition --mpi of pv2: exit $?"
   cmp -s "$tmp/pv1/best.ugraph" "$tmp/pvm/best.ugraph" ||
     fail "partition --mpi ranked the view-reading piece otherwise than one process"
+  # A later reader decides whether the permute is a view (section 8's
+  # program): rank 0 ranks in the whole stitched graph as one process.
+  mpiexec -n 2 "$prog" partition --mpi --threads=1 --partition-max-ops=1 --cache="$tmp/mc3" \
+    -o "$tmp/pv3m" "$pv3" >/dev/null 2>&1 || fail "partition --mpi of pv3: exit $?"
+  cmp -s "$tmp/pv3/best.ugraph" "$tmp/pv3m/best.ugraph" ||
+    fail "partition --mpi ranked pv3's pieces otherwise than one process"
 else
   echo "partition.sh: the --mpi part skipped (no working mpiexec, or built without MPI)"
 fi
 
-# 9. A Llama-style decoder layer (examples/llama_decoder_small.graph): its
+# 10. A Llama-style decoder layer (examples/llama_decoder_small.graph): its
 # head split and merge (reshape, permute) stay library pieces, the rest is
 # searched (each search at most 3 s: the best so far), the stitched µGraph
 # verifies against the whole program (partition fails otherwise, and

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* tests/testutil.h - helpers shared by the Check test programs: paths to
- * the source tree, a context whose log is captured instead of printed,
+ * the source tree, temporary paths under $TMPDIR, a context whose log is
+ * captured instead of printed,
  * a host run of generated code, and running a test suite with Check's
  * summary on stdout. */
 #ifndef MIRS_TESTS_TESTUTIL_H
@@ -19,6 +20,16 @@ static inline const char *tu_src(const char *rel) {
   static char buf[4096];
   const char *top = getenv("top_srcdir");
   snprintf(buf, sizeof buf, "%s/%s", top ? top : ".", rel);
+  return buf;
+}
+
+/* $TMPDIR/name into buf (/tmp where TMPDIR is unset or empty): where a
+ * test's mkstemp/mkdtemp templates go, so its temporary files are where
+ * the caller says (tests/tmpdir.sh runs one with /tmp read-only). */
+static inline char *tu_tmp(char *buf, size_t size, const char *name) {
+  const char *dir = getenv("TMPDIR");
+  int n = snprintf(buf, size, "%s/%s", dir && *dir ? dir : "/tmp", name);
+  ck_assert_msg(n > 0 && (size_t)n < size, "$TMPDIR too long for %s", name);
   return buf;
 }
 

@@ -29,6 +29,7 @@ Invariants: a program built here parses (it is validated by the library);
 every fx value a piece produces keeps its torch shape as a program tensor,
 so outputs need no reshape; a piece holds one dtype."""
 
+import builtins
 import math
 import operator
 import os
@@ -147,7 +148,8 @@ class Rules:
                         ("square", (torch.square,)), ("silu", (F.silu,)),
                         ("relu", (F.relu, torch.relu)), ("gelu", (F.gelu,)),
                         ("neg", (torch.neg, operator.neg)), ("sigmoid", (torch.sigmoid,)),
-                        ("tanh", (torch.tanh,)), ("abs", (torch.abs, operator.abs))):
+                        ("tanh", (torch.tanh,)),
+                        ("abs", (torch.abs, operator.abs, builtins.abs))):
             if _have_op(op):
                 for f in fns:
                     self.unary[f] = op
@@ -1465,6 +1467,11 @@ def trace(fn, example_inputs, pinned=()):
                     if inst.offset == frame.f_lasti and inst.opname == "UNPACK_SEQUENCE":
                         return (self[i] for i in range(inst.argval))
                 return self.tracer.iter(self)
+
+            def __abs__(self):
+                # Python's abs(x): recorded as operator.abs, as torch.fx
+                # 2.x does (1.13's Proxy has no __abs__: a TypeError).
+                return self.tracer.create_proxy("call_function", operator.abs, (self,), {})
 
         class Tracer(torch.fx.Tracer):
             proxy_buffer_attributes = True

@@ -167,6 +167,32 @@ class FromTorchTest(unittest.TestCase):
         self.assertRegex(pp.text, r"= max\(\w+, dim=-1\)")
         seeded_eval_check(self, pp, f)
 
+    @unittest.skipUnless("abs" in mfx.rules().unary.values(),
+                         "the library has no abs operator (issue 29)")
+    def test_builtin_abs(self):
+        """Python's abs(x) traces (as operator.abs, on torch 1.13 too) and
+        converts; a graph built by hand that calls builtins.abs or
+        operator.abs converts too."""
+        import builtins
+        import operator
+
+        def f(x, w):
+            return abs(x @ w) * 2.0
+        pp = mirsearch.from_torch(f, [torch.randn(4, 16), torch.randn(16, 8)])
+        self.assertEqual(pp.unsupported, [])
+        self.assertEqual(pp.text.count(" = abs(matmul)"), 1)
+        seeded_eval_check(self, pp, f)
+        for target in (builtins.abs, operator.abs):
+            g = torch.fx.Graph()
+            x, w = g.placeholder("x"), g.placeholder("w")
+            s = g.call_function(torch.matmul, (x, w))
+            g.output(g.call_function(target, (s,)))
+            gm = torch.fx.GraphModule(torch.nn.Module(), g)
+            pp = mirsearch.from_torch(gm, [torch.randn(4, 16), torch.randn(16, 8)])
+            self.assertEqual(pp.unsupported, [], target)
+            self.assertEqual(pp.text.count(" = abs(matmul)"), 1, pp.text)
+            seeded_eval_check(self, pp, lambda x, w: torch.abs(x @ w))
+
     @unittest.skipUnless(mfx.rules().has_min and mfx.rules().has_layout,
                          "the library has no min or reshape operator")
     def test_amin_dropped_dim(self):

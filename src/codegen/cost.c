@@ -652,9 +652,14 @@ mirs_status mirs__cost_find(mirs_context *ctx, const mirs__cost_profiles *p, con
  * where no profile can be read. */
 #define H100_LAUNCH_BYTES 13400000
 
-void mirs__cost_note_device(mirs_context *ctx, const mirs__cost_device *d) {
+/* Device d's launch in bytes: its launch latency at its bandwidth. */
+static long long launch_bytes_of(const mirs__cost_device *d) {
   double v = d->launch_s * d->hbm_bw;
-  atomic_store(&ctx->launch_bytes, v < 1 ? 1 : (long long)llround(v));
+  return v < 1 ? 1 : (long long)llround(v);
+}
+
+void mirs__cost_note_device(mirs_context *ctx, const mirs__cost_device *d) {
+  atomic_store(&ctx->launch_bytes, launch_bytes_of(d));
 }
 
 int64_t mirs__cost_launch_bytes(mirs_context *ctx) {
@@ -969,6 +974,36 @@ static mirs_status cost_custom(mirs_context *ctx, const mirs__cost_device *d, co
   return MIRS_OK;
 }
 
+/* g as views.c must see it to cost it on device d: which layout op is
+ * a view and which a copy kernel weighs a launch in bytes of the device
+ * g's own context selects (copy_wins), so where that is not d's (a cost
+ * asked for another device than the options', or by another context), a
+ * copy of g held by a child of ctx noted with d, into *copy (released by
+ * off_device); else g itself and *copy NULL.  The search costs with the
+ * options' device: no copy there. */
+static mirs_status on_device(mirs_context *ctx, const mirs__cost_device *d, const mirs_graph *g,
+                             mirs_context **child, mirs_graph **copy) {
+  *child = NULL;
+  *copy = NULL;
+  if (mirs__cost_launch_bytes(g->ctx) == launch_bytes_of(d))
+    return MIRS_OK;
+  MIRS_CHECK(ctx, mirs__core_context_child(ctx, child));
+  mirs__cost_note_device(*child, d);
+  mirs_status st = mirs__graph_clone_in(*child, g, copy);
+  if (st != MIRS_OK) {
+    mirs__core_context_merge(*child);
+    *child = NULL;
+    MIRS_CHECK(ctx, st);
+  }
+  return MIRS_OK;
+}
+
+/* Release on_device's copy and its context. */
+static void off_device(mirs_context *child, mirs_graph *copy) {
+  mirs__graph_free(copy);
+  mirs__core_context_merge(child);
+}
+
 /* Cost of one kernel op. */
 mirs_status mirs__cost_kernel_op(mirs_context *ctx, const mirs__cost_device *d, const mirs_graph *g,
                                  int32_t op, mirs__cost_kernel *out) {
@@ -978,6 +1013,15 @@ mirs_status mirs__cost_kernel_op(mirs_context *ctx, const mirs__cost_device *d, 
   if (op < 0 || op >= g->nops)
     return MIRS_FAIL(ctx, MIRS_INVALID_ARG, "kernel op %d does not exist (%d ops)", (int)op,
                      (int)g->nops);
+  mirs_context *child;
+  mirs_graph *copy;
+  MIRS_CHECK(ctx, on_device(ctx, d, g, &child, &copy));
+  if (copy) {
+    mirs_status st = mirs__cost_kernel_op(ctx, d, copy, op, out);
+    off_device(child, copy);
+    MIRS_CHECK(ctx, st);
+    return MIRS_OK;
+  }
   memset(out, 0, sizeof *out);
   out->op = op;
   out->feasible = true;
@@ -985,7 +1029,8 @@ mirs_status mirs__cost_kernel_op(mirs_context *ctx, const mirs__cost_device *d, 
   if (k->op != MIRS_OP_CUSTOM) {
     if (k->nin < 1 || k->nout < 1)
       return MIRS_FAIL(ctx, MIRS_INTERNAL, "kernel op %d has no input or output", (int)op);
-    if (!mirs__codegen_is_view(g, op)) /* (a view moves nothing and launches nothing) */
+    out->view = mirs__codegen_is_view(g, op);
+    if (!out->view) /* (a view moves nothing and launches nothing) */
       cost_predefined(d, g, op, k, out);
     return MIRS_OK;
   }
@@ -1002,12 +1047,21 @@ mirs_status mirs__cost_graph(mirs_context *ctx, const mirs__cost_device *d, cons
   if (!ctx || !d || !g || !out)
     return ctx ? MIRS_FAIL(ctx, MIRS_INVALID_ARG, "mirs__cost_graph: NULL argument")
                : MIRS_INVALID_ARG;
+  mirs_context *child;
+  mirs_graph *copy;
+  MIRS_CHECK(ctx, on_device(ctx, d, g, &child, &copy));
+  if (copy) {
+    mirs_status st = mirs__cost_graph(ctx, d, copy, out);
+    off_device(child, copy);
+    MIRS_CHECK(ctx, st);
+    return MIRS_OK;
+  }
   memset(out, 0, sizeof *out);
   out->feasible = true;
   for (int32_t i = 0; i < g->nops; i++) {
     mirs__cost_kernel k;
     MIRS_CHECK(ctx, mirs__cost_kernel_op(ctx, d, g, i, &k));
-    out->kernels += !mirs__codegen_is_view(g, i);
+    out->kernels += !k.view;
     out->bytes += k.bytes;
     out->flops += k.flops;
     if (k.smem > out->smem_peak)

@@ -84,6 +84,7 @@ typedef struct mirs__cost_kernel {
                            * access times its bank-conflict factor (plan.h smem_loop) */
   double smem_seconds;    /* smem_bytes / (smem_bw * SMs in use); 0 without smem_bw */
   double smem_conflict;   /* custom: the plan's worst bank-conflict factor (1: none) */
+  bool view;              /* a layout op that is a view: no kernel, nothing moved */
   bool feasible;
   char reason[MIRS__COST_REASON_SIZE]; /* why infeasible; "" otherwise */
 } mirs__cost_kernel;

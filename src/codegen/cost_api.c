@@ -53,7 +53,7 @@ static mirs_status cost_query(mirs_context *ctx, const mirs_graph *g, int op, co
       full.seconds = k.feasible ? k.seconds : INFINITY;
       full.bytes = k.bytes;
       full.flops = k.flops;
-      full.kernels = !mirs__codegen_is_view(g, op); /* (a view launches nothing) */
+      full.kernels = !k.view; /* (a view launches nothing) */
       full.smem_bytes = k.smem;
       full.blocks = k.blocks;
       full.live = k.custom ? k.live : 1;

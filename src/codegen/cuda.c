@@ -878,22 +878,23 @@ static void chain_coords(kgen *k, int32_t t, const char *ind) {
                    r - 1);
 }
 
-/* Emit `ss`, the max or sum of row gq + 8h of chain tile x (nt tiles): the
- * lane's 2 * nt elements, then the quad's (xor 1, 2). */
-static void emit_row_reduce(kgen *k, int32_t x, int64_t nt, bool mx) {
+/* Emit `ss`, the max, min or sum (red) of row gq + 8h of chain tile x (nt
+ * tiles): the lane's 2 * nt elements, then the quad's (xor 1, 2). */
+static void emit_row_reduce(kgen *k, int32_t x, int64_t nt, mirs_op red) {
   mirs__buf *b = k->b;
-  mirs__buf_printf(b, "        float ss = %s;\n", mx ? "-INFINITY" : "0.0f");
+  const char *fn = red_fn(red);
+  mirs__buf_printf(b, "        float ss = %s;\n", red_start(red));
   mirs__buf_printf(b, "        MIRS_UNROLL for (int j = 0; j < %" PRId64 "; j++)\n", nt);
-  if (mx)
-    mirs__buf_printf(b, "          ss = fmaxf(fmaxf(ss, x%d[j][2 * h]), x%d[j][2 * h + 1]);\n",
+  if (fn)
+    mirs__buf_printf(b, "          ss = %s(%s(ss, x%d[j][2 * h]), x%d[j][2 * h + 1]);\n", fn, fn,
                      (int)x, (int)x);
   else
     mirs__buf_printf(b, "          ss += x%d[j][2 * h] + x%d[j][2 * h + 1];\n", (int)x, (int)x);
   for (int m = 1; m <= 2; m *= 2)
-    mirs__buf_printf(b,
-                     mx ? "        ss = fmaxf(ss, __shfl_xor_sync(0xffffffffu, ss, %d));\n"
-                        : "        ss += __shfl_xor_sync(0xffffffffu, ss, %d);\n",
-                     m);
+    if (fn)
+      mirs__buf_printf(b, "        ss = %s(ss, __shfl_xor_sync(0xffffffffu, ss, %d));\n", fn, m);
+    else
+      mirs__buf_printf(b, "        ss += __shfl_xor_sync(0xffffffffu, ss, %d);\n", m);
 }
 
 /* Emit E·V (chain op oi): A fragments from E's C fragments, B from the
@@ -957,7 +958,7 @@ static void emit_chain_mma(kgen *k, int32_t oi, int64_t ntl) {
 }
 
 /* Emit chain op oi (after S): an elementwise op over the fragments, a row
- * max or sum, E·V, or an accumulator step in registers. */
+ * max, min or sum, E·V, or an accumulator step in registers. */
 static void emit_chain_op(kgen *k, int32_t oi, int64_t ntl) {
   const mirs__bgraph *bg = k->bg;
   const mirs__bop *op = &bg->ops[oi];
@@ -988,8 +989,8 @@ static void emit_chain_op(kgen *k, int32_t oi, int64_t ntl) {
                      "      /* %s = %s over the row: quad shuffles */\n      float r%d[2];\n"
                      "      MIRS_UNROLL for (int h = 0; h < 2; h++) {\n",
                      bg->t[o].name, mirs__graph_ops[op->op].name, (int)o);
-    bool mx = op->op == MIRS_OP_MAX;
-    emit_row_reduce(k, x, ntl, mx);
+    const char *fn = red_fn(op->op);
+    emit_row_reduce(k, x, ntl, op->op);
     mirs__buf_printf(b, "        r%d[h] = ss;\n      }\n", (int)o);
     int ks = k->pl->chain.ks;
     if (ks > 1) { /* the strip's ks warps: partial values through t<o>, then all of them */
@@ -1002,12 +1003,13 @@ static void emit_chain_op(kgen *k, int32_t oi, int64_t ntl) {
       mirs__buf_printf(b,
                        "      MIRS_UNROLL for (int h = 0; h < 2; h++) {\n        float ss = %s;\n"
                        "        MIRS_UNROLL for (int p = 0; p < %d; p++)\n",
-                       mx ? "-INFINITY" : "0.0f", ks);
-      mirs__buf_printf(b,
-                       mx ? "          ss = fmaxf(ss, t%d[p * %" PRId64
-                            " + strip * 16 + gq + h * 8]);\n"
-                          : "          ss += t%d[p * %" PRId64 " + strip * 16 + gq + h * 8];\n",
-                       (int)o, m);
+                       red_start(op->op), ks);
+      if (fn)
+        mirs__buf_printf(b, "          ss = %s(ss, t%d[p * %" PRId64 " + strip * 16 + gq + h * 8]);\n",
+                         fn, (int)o, m);
+      else
+        mirs__buf_printf(b, "          ss += t%d[p * %" PRId64 " + strip * 16 + gq + h * 8];\n",
+                         (int)o, m);
       mirs__buf_printf(b, "        r%d[h] = ss;\n      }\n", (int)o);
     }
     return;
@@ -1033,7 +1035,7 @@ static void emit_chain_op(kgen *k, int32_t oi, int64_t ntl) {
                    y >= 0 ? bg->t[y].name : "");
   mirs__buf_puts(b, "      MIRS_UNROLL for (int h = 0; h < 2; h++) {\n");
   if (op->op == MIRS_OP_ACCUM_SUM) {
-    emit_row_reduce(k, x, ntl, false);
+    emit_row_reduce(k, x, ntl, MIRS_OP_SUM);
     mirs__buf_printf(b, "        accr%d[h] += ss;\n      }\n", (int)o);
     return;
   }

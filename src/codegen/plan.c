@@ -359,8 +359,8 @@ static bool try_chain(mirs__plan *pl, const mirs_graph *g, const mirs__bgraph *b
       le0[o] = (op->op == MIRS_OP_SUB && y >= 0 && maxof[y] == x) ||
                (op->op == MIRS_OP_CAUSAL_MASK && le0[x]);
       unit[o] = op->op == MIRS_OP_EXP && le0[x];
-    } else if ((op->op == MIRS_OP_MAX || op->op == MIRS_OP_SUM) && ch[x] == CH_C &&
-               op->dim == r - 1) {
+    } else if ((op->op == MIRS_OP_MAX || op->op == MIRS_OP_MIN || op->op == MIRS_OP_SUM) &&
+               ch[x] == CH_C && op->dim == r - 1) {
       ch[o] = CH_ROW;
       maxof[o] = op->op == MIRS_OP_MAX ? x : -1;
       linear = false;

@@ -87,10 +87,10 @@ typedef struct mirs__plan_op {
 /* Register-resident chain (decision 8 of plan.c): S = A·B on tensor cores,
  * elementwise ops and row reductions over S's rows, E·V on tensor cores
  * with E's C fragments reused as A fragments, and the accumulators they
- * feed, all in registers: E never goes through shared memory, row maxes
- * and sums are quad shuffles.  Each 16-row strip belongs to ks warps
+ * feed, all in registers: E never goes through shared memory, row maxes,
+ * mins and sums are quad shuffles.  Each 16-row strip belongs to ks warps
  * (warp w: strip w / ks, part w % ks), each with 1/ks of S's columns (E·V's
- * k range): a row max or sum over S is completed across them through a
+ * k range): a row max, min or sum over S is completed across them through a
  * small exchange in shared memory (the reduce tensor's tile: ks values per
  * row), the accumulators of E·V and of S's row sums are partial sums,
  * added across the ks warps once, after the loop, through `xoff`. */

@@ -42,7 +42,8 @@
  * there; in dense mode (`views` false, the benchmark's program as
  * written) only a reshape of a dense tensor is a view, as before views
  * existed.  Every answer is a pure function of the graph and of the
- * device its context's options select (a launch's bytes, in copy_wins):
+ * device its context stands for (a launch's bytes, in copy_wins: the
+ * options' device, or the one a cost is asked for, cost.c's on_device):
  * the cost model and the emitter agree by construction. */
 #include "config.h"
 
@@ -280,7 +281,8 @@ static double operand_walk(const mirs_graph *g, int32_t op, int32_t a, const mir
 /* Whether the result x of permute or transpose p, a view at storage v
  * whose last dim is strided, is cheaper as a copy: a tiled copy kernel
  * (coalesced reads and writes: 2 numel bytes and a launch, in bytes of
- * the device g's options select: mirs__cost_launch_bytes) after which
+ * the device g's context stands for, mirs__cost_launch_bytes: its
+ * options', or the one a cost is asked for, cost.c's on_device) after which
  * every reader reads x dense, against every reader reading the view, each
  * access in the sectors its walk touches.  Readers: custom kernels' input
  * tiles (blocks x forloop iterations when walked) and predefined ops'

@@ -18,6 +18,12 @@
  * (mirs_mpi_agree), rank 0 takes every piece from the cache (verifying
  * each again, as a hit always is), stitches and verifies.
  *
+ * A piece next to a layout op of another piece (reading its result or
+ * writing its input) keeps its search's best results: once every piece
+ * has a best, each such piece takes the option that makes the whole
+ * stitched µGraph cheapest (rank_in_place), since whether a layout op is
+ * a view or a copy kernel depends on all its readers (views.c).
+ *
  * Invariants: a stopped run stitches nothing (mirs_partition_result is
  * NULL) and leaves the pieces it finished in the cache; every piece's
  * best is owned by p; the stitched graph is reported only after it
@@ -31,7 +37,9 @@
 #include <string.h>
 
 #include "codegen/codegen.h"
+#include "codegen/cost.h"
 #include "mirsearch/codegen.h"
+#include "search/cache.h"
 #include "search/partition.h"
 #include "search/search.h"
 
@@ -41,6 +49,34 @@ const char *mirs__piece_kind_name(mirs_piece_kind k) {
 }
 
 /* ---------------------------------------------------------------- create */
+
+/* Whether program op k moves elements without computing (a layout op or
+ * a transpose: views.c may make it a view, or store through it). */
+static bool moves_op(const mirs_graph *g, int32_t k) {
+  return k >= 0 && (mirs__op_is_layout(g->ops[k].op) || g->ops[k].op == MIRS_OP_TRANSPOSE);
+}
+
+/* Mark the pieces at a layout op of another piece: those reading its
+ * result (maybe a view, read at its strides) or writing its input (maybe
+ * stored through it).  How such a piece's kernels read and write, and
+ * whether the layout op is a view or a copy kernel, depend on one
+ * another and on every other reader (views.c), so its candidates are
+ * ranked again in the whole stitched µGraph (rank_in_place). */
+static void mark_at_layout(mirs_partition *p) {
+  const mirs_graph *g = p->program;
+  for (int32_t i = 0; i < p->npieces; i++) {
+    mirs__piece *pc = &p->piece[i];
+    for (int32_t x = 0; x < pc->nin && !pc->at_layout; x++)
+      pc->at_layout = moves_op(g, g->t[pc->in[x]].producer);
+    for (int32_t y = 0; y < pc->nout && !pc->at_layout; y++)
+      for (int32_t k = 0; k < g->nops && !pc->at_layout; k++)
+        for (int32_t a = 0; a < g->ops[k].nin; a++)
+          if (g->ops[k].in[a] == pc->out[y] && moves_op(g, k))
+            pc->at_layout = true;
+    pc->at_layout = pc->at_layout && pc->info.kind != MIRS_PIECE_LIBRARY;
+    pc->choice = -1;
+  }
+}
 
 mirs_status mirs_partition_create(mirs_context *ctx, const mirs_graph *program,
                                   mirs_partition **out) {
@@ -71,6 +107,7 @@ mirs_status mirs_partition_create(mirs_context *ctx, const mirs_graph *program,
     mirs_partition_destroy(p);
     MIRS_CHECK(ctx, st);
   }
+  mark_at_layout(p);
   p->stats.pieces = p->npieces;
   for (int32_t i = 0; i < p->npieces; i++)
     if (p->piece[i].info.kind == MIRS_PIECE_LIBRARY)
@@ -133,28 +170,71 @@ static mirs_status keep_piece(mirs_partition *p, mirs__piece *pc, mirs_piece_kin
   pc->info.cost_after = pc->info.cost_before;
   pc->info.speedup = 1;
   pc->info.best_hash = pc->info.program_hash;
+  pc->choice = -1;
   return MIRS_OK;
 }
 
-static mirs_status rerank(mirs_partition *p, int32_t i, const mirs_search *s, int *best,
-                          double *cost, double *before);
+/* Make option k of piece pc its best: candidate k, or the piece as
+ * written (k = -1, kept). */
+static mirs_status use_option(mirs_partition *p, mirs__piece *pc, int k) {
+  mirs_graph *b;
+  MIRS_CHECK(p->ctx, mirs__graph_clone_in(p->ctx, k < 0 ? pc->prog : pc->cand[k], &b));
+  mirs__graph_free(pc->best);
+  pc->best = b;
+  pc->choice = k;
+  pc->info.kind = k < 0                ? MIRS_PIECE_KEPT
+                  : pc->info.from_cache ? MIRS_PIECE_CACHED
+                                        : MIRS_PIECE_SEARCHED;
+  pc->info.best_hash = k < 0 ? pc->info.program_hash : pc->cand_hash[k];
+  return MIRS_OK;
+}
 
-/* Take the search's best for piece i when it beats the piece as written
- * (both priced in place where the piece reads views: rerank). */
+/* Keep the best results of search s as piece pc's candidates: at most
+ * MIRS__CACHE_RESULTS, what a cache entry keeps, so a piece served from
+ * the cache (over MPI, another rank's) is ranked among the same results
+ * as one searched here. */
+static mirs_status keep_candidates(mirs_partition *p, mirs__piece *pc, const mirs_search *s) {
+  for (int k = 0; k < pc->ncand; k++) /* (none: each piece runs once) */
+    mirs__graph_free(pc->cand[k]);
+  mirs__core_free(p->ctx, pc->cand);
+  mirs__core_free(p->ctx, pc->cand_hash);
+  pc->cand = NULL;
+  pc->cand_hash = NULL;
+  pc->ncand = 0;
+  int n = mirs_search_num_results(s);
+  n = n < MIRS__CACHE_RESULTS ? n : MIRS__CACHE_RESULTS;
+  if (n < 1)
+    return MIRS_OK;
+  pc->cand = mirs__core_calloc(p->ctx, (size_t)n, sizeof *pc->cand);
+  pc->cand_hash = mirs__core_calloc(p->ctx, (size_t)n, sizeof *pc->cand_hash);
+  if (!pc->cand || !pc->cand_hash)
+    return MIRS_NOMEM;
+  for (; pc->ncand < n; pc->ncand++) {
+    MIRS_CHECK(p->ctx,
+               mirs__graph_clone_in(p->ctx, mirs_search_result(s, pc->ncand), &pc->cand[pc->ncand]));
+    pc->cand_hash[pc->ncand] = mirs_search_result_hash(s, pc->ncand);
+  }
+  return MIRS_OK;
+}
+
+/* Take the search's best for piece i when it beats the piece as written,
+ * both priced alone (a piece at a layout op keeps its candidates, ranked
+ * again in place once every piece has a best: rank_in_place). */
 static mirs_status take_best(mirs_partition *p, int32_t i, const mirs_search *s) {
   mirs__piece *pc = &p->piece[i];
   pc->info.from_cache = mirs_search_cache_status(s) == 1;
-  int j = 0;
+  if (pc->at_layout)
+    MIRS_CHECK(p->ctx, keep_candidates(p, pc, s));
   double c0 = mirs_search_num_results(s) > 0 ? mirs_search_result_cost(s, 0) : INFINITY;
-  MIRS_CHECK(p->ctx, rerank(p, i, s, &j, &c0, &pc->info.cost_before));
   if (!(c0 < pc->info.cost_before))
     return keep_piece(p, pc, MIRS_PIECE_KEPT);
-  MIRS_CHECK(p->ctx, mirs__graph_clone_in(p->ctx, mirs_search_result(s, j), &pc->best));
+  MIRS_CHECK(p->ctx, mirs__graph_clone_in(p->ctx, mirs_search_result(s, 0), &pc->best));
+  pc->choice = 0;
   pc->info.kind = pc->info.from_cache ? MIRS_PIECE_CACHED : MIRS_PIECE_SEARCHED;
   pc->info.cost_after = c0;
   pc->info.speedup = pc->info.cost_before / c0;
-  pc->info.kernels = mirs_search_result_kernels(s, j);
-  pc->info.best_hash = mirs_search_result_hash(s, j);
+  pc->info.kernels = mirs_search_result_kernels(s, 0);
+  pc->info.best_hash = mirs_search_result_hash(s, 0);
   return MIRS_OK;
 }
 
@@ -307,11 +387,9 @@ static mirs_status stitch_piece(mirs_partition *p, mirs_graph *r, int32_t i, con
   return MIRS_OK;
 }
 
-/* The stitched µGraph of pieces [0, n) by their bests, then of piece n
- * as `last` when not NULL, into *out; the program's outputs stitched by
- * then are its outputs.  With n = npieces (and no last): the whole
- * program's, validated. */
-static mirs_status stitch_upto(mirs_partition *p, int32_t n, const mirs_graph *last,
+/* The stitched µGraph of every piece's best into *out, validated; with
+ * alt, piece i's µGraph is alt instead (a candidate priced in place). */
+static mirs_status stitch_with(mirs_partition *p, int32_t i, const mirs_graph *alt,
                                mirs_graph **out) {
   mirs_context *ctx = p->ctx;
   const mirs_graph *g = p->program;
@@ -325,15 +403,11 @@ static mirs_status stitch_upto(mirs_partition *p, int32_t n, const mirs_graph *l
     if (g->t[t].producer < 0)
       st = mirs__graph_add_input(r, g->t[t].name, g->t[t].dtype, &g->t[t].shape, &tmap[t]);
   }
-  for (int32_t i = 0; i < n && st == MIRS_OK; i++)
-    st = stitch_piece(p, r, i, p->piece[i].best, tmap);
-  if (last && st == MIRS_OK)
-    st = stitch_piece(p, r, n, last, tmap);
-  bool whole = n == p->npieces;
+  for (int32_t k = 0; k < p->npieces && st == MIRS_OK; k++)
+    st = stitch_piece(p, r, k, alt && k == i ? alt : p->piece[k].best, tmap);
   for (int32_t q = 0; q < g->nout && st == MIRS_OK; q++)
-    if (whole || tmap[g->outputs[q]] >= 0)
-      st = mirs__graph_mark_output(r, tmap[g->outputs[q]]);
-  if (st == MIRS_OK && whole)
+    st = mirs__graph_mark_output(r, tmap[g->outputs[q]]);
+  if (st == MIRS_OK)
     st = mirs__graph_validate(r);
   mirs__core_free(ctx, tmap);
   if (st != MIRS_OK) {
@@ -346,7 +420,7 @@ static mirs_status stitch_upto(mirs_partition *p, int32_t n, const mirs_graph *l
 
 /* The stitched µGraph of every piece's best into *out. */
 static mirs_status stitch(mirs_partition *p, mirs_graph **out) {
-  MIRS_CHECK(p->ctx, stitch_upto(p, p->npieces, NULL, out));
+  MIRS_CHECK(p->ctx, stitch_with(p, -1, NULL, out));
   return MIRS_OK;
 }
 
@@ -364,86 +438,132 @@ static mirs_status price_range(mirs_context *ctx, const mirs_graph *g, int32_t f
   return MIRS_OK;
 }
 
-/* Whether a kernel op of g in [first, end) reads a tensor made outside
- * the range that is not dense in its own buffer (a view: views.c). */
-static bool reads_views(const mirs_graph *g, int32_t first, int32_t end) {
-  for (int32_t k = first; k < end; k++)
-    for (int32_t a = 0; a < g->ops[k].nin; a++) {
-      int32_t t = g->ops[k].in[a], pr = g->t[t].producer;
-      if (pr >= first && pr < end)
-        continue;
-      if (!mirs__codegen_is_dense(g, t))
-        return true;
-    }
-  return false;
+/* The options' device, loaded once for a ranking in place. */
+typedef struct pricer {
+  mirs__cost_profiles *prof;
+  const mirs__cost_device *dev;
+} pricer;
+
+static mirs_status pricer_open(mirs_context *ctx, pricer *pr) {
+  pr->prof = NULL;
+  pr->dev = NULL;
+  mirs_status st = mirs__cost_profiles_load(ctx, NULL, &pr->prof);
+  if (st == MIRS_OK)
+    st = mirs__cost_find(ctx, pr->prof, ctx->opt.cost_device, &pr->dev);
+  if (st != MIRS_OK)
+    mirs__cost_profiles_free(pr->prof);
+  MIRS_CHECK(ctx, st);
+  return MIRS_OK;
 }
 
-/* Predicted seconds of µGraph b as piece i, in place: after the pieces
- * before it (their bests) in the stitched graph. */
-static mirs_status price_in_place(mirs_partition *p, int32_t i, const mirs_graph *b,
-                                  double *seconds, bool *views) {
+/* Predicted seconds of the whole stitched µGraph, piece i's µGraph
+ * replaced by alt when not NULL: what `mirsearch show` of best.ugraph
+ * would say were alt taken. */
+static mirs_status price_whole(mirs_partition *p, const pricer *pr, int32_t i,
+                               const mirs_graph *alt, double *seconds) {
   mirs_graph *r;
-  int kernels;
-  MIRS_CHECK(p->ctx, stitch_upto(p, i, b, &r));
-  mirs__piece *pc = &p->piece[i];
-  mirs_status st = price_range(p->ctx, r, pc->r_first, pc->r_end, seconds, &kernels);
-  if (views)
-    *views = reads_views(r, pc->r_first, pc->r_end);
+  MIRS_CHECK(p->ctx, stitch_with(p, i, alt, &r));
+  mirs__cost_result c;
+  mirs_status st = mirs__cost_graph(p->ctx, pr->dev, r, &c);
+  *seconds = c.seconds;
   mirs__graph_free(r);
   MIRS_CHECK(p->ctx, st);
   return MIRS_OK;
 }
 
 mirs_status mirs__partition_in_place(mirs_partition *p, int32_t i, const mirs_graph *const *cand,
-                                     int n, double *cost, double *before, bool *views) {
-  *views = false;
-  p->piece[i].unranked = false;
-  for (int32_t k = 0; k < i; k++)
-    if (!p->piece[k].best) {
-      p->piece[i].unranked = true; /* (over MPI, another rank's piece: rank 0 runs it again) */
-      return MIRS_OK;
-    }
-  MIRS_CHECK(p->ctx, price_in_place(p, i, p->piece[i].prog, before, views));
-  for (int j = 0; j < n && *views; j++)
-    MIRS_CHECK(p->ctx, price_in_place(p, i, cand[j], &cost[j], NULL));
+                                     int n, double *cost, double *before) {
+  pricer pr;
+  MIRS_CHECK(p->ctx, pricer_open(p->ctx, &pr));
+  mirs_status st = price_whole(p, &pr, i, p->piece[i].prog, before);
+  for (int j = 0; j < n && st == MIRS_OK; j++)
+    st = price_whole(p, &pr, i, cand[j], &cost[j]);
+  mirs__cost_profiles_free(pr.prof);
+  MIRS_CHECK(p->ctx, st);
   return MIRS_OK;
 }
 
-/* Where piece i reads views in place, its search's results are ranked
- * again by their cost there (the search priced them with dense inputs),
- * and the piece as written too: *best, *cost and *before become the
- * cheapest result's index and cost and the piece's own cost in place;
- * elsewhere they stay (result 0, the search's costs). */
-static mirs_status rerank(mirs_partition *p, int32_t i, const mirs_search *s, int *best,
-                          double *cost, double *before) {
-  int n = mirs_search_num_results(s);
-  if (n < 1)
-    return MIRS_OK;
-  const mirs_graph **cand = mirs__core_calloc(p->ctx, (size_t)n, sizeof *cand);
-  double *c = mirs__core_calloc(p->ctx, (size_t)n, sizeof *c);
-  mirs_status st = cand && c ? MIRS_OK : MIRS_NOMEM;
-  for (int j = 0; j < n && st == MIRS_OK; j++)
-    cand[j] = mirs_search_result(s, j);
-  bool views = false;
-  double b = *before;
-  if (st == MIRS_OK)
-    st = mirs__partition_in_place(p, i, cand, n, c, &b, &views);
-  if (st == MIRS_OK && views) {
-    *before = b;
-    *best = 0;
-    for (int j = 1; j < n; j++)
-      if (c[j] < c[*best])
-        *best = j;
-    *cost = c[*best];
-    mirs__core_log(p->ctx, MIRS_LOG_INFO,
-                   "partition: piece %d reads views: its %d results priced where it runs, "
-                   "result %d the cheapest (%.3f us; result 0 %.3f us, the piece as written "
-                   "%.3f us)",
-                   (int)i, n, *best, c[*best] * 1e6, c[0] * 1e6, b * 1e6);
+/* Passes over the pieces at layout ops at most (each one that changes a
+ * choice lowers the whole program's cost; two or three settle it). */
+#define RANK_PASSES 4
+
+/* Choose piece i's option (a candidate or the piece as written) that
+ * makes the whole stitched µGraph cheapest, the other pieces as they
+ * are; *cur is the whole program's cost now, and after.  A change needs
+ * a strictly lower cost (the first such option in order, the piece as
+ * written first), so the passes end. */
+static mirs_status rank_piece(mirs_partition *p, const pricer *pr, int32_t i, double *cur,
+                              bool *changed) {
+  mirs__piece *pc = &p->piece[i];
+  int best = pc->choice;
+  double low = *cur;
+  for (int k = -1; k < pc->ncand; k++) {
+    if (k == pc->choice)
+      continue;
+    double c;
+    MIRS_CHECK(p->ctx, price_whole(p, pr, i, k < 0 ? pc->prog : pc->cand[k], &c));
+    if (c < low) {
+      low = c;
+      best = k;
+    }
   }
-  mirs__core_free(p->ctx, cand);
-  mirs__core_free(p->ctx, c);
-  MIRS_CHECK(p->ctx, st);
+  if (best != pc->choice) {
+    MIRS_CHECK(p->ctx, use_option(p, pc, best));
+    *cur = low;
+    *changed = true;
+  }
+  return MIRS_OK;
+}
+
+/* Rank the pieces at layout ops where they run (mark_at_layout): whether
+ * a layout op is a view or a copy kernel, and what a kernel reading or
+ * writing it through its view costs, depend on every reader in the whole
+ * program (views.c), so each such piece's options (its candidates, the
+ * piece as written) are priced by the whole stitched µGraph's cost with
+ * the other pieces' bests, the cheapest taken, piece after piece, until
+ * a pass changes nothing.  The bests stitched are then what was priced:
+ * the table's whole-program line is `mirsearch show` of best.ugraph.
+ * Each such piece's `before` is the piece as written where it runs. */
+static mirs_status rank_in_place(mirs_partition *p) {
+  mirs_context *ctx = p->ctx;
+  int n = 0;
+  for (int32_t i = 0; i < p->npieces; i++)
+    n += p->piece[i].at_layout;
+  if (n == 0)
+    return MIRS_OK;
+  pricer pr;
+  MIRS_CHECK(ctx, pricer_open(ctx, &pr));
+  double cur;
+  mirs_status st = price_whole(p, &pr, -1, NULL, &cur);
+  bool changed = true;
+  for (int pass = 0; pass < RANK_PASSES && changed && st == MIRS_OK; pass++) {
+    changed = false;
+    for (int32_t i = 0; i < p->npieces && st == MIRS_OK; i++)
+      if (p->piece[i].at_layout && p->piece[i].ncand > 0)
+        st = rank_piece(p, &pr, i, &cur, &changed);
+  }
+  mirs__cost_profiles_free(pr.prof);
+  for (int32_t i = 0; i < p->npieces && st == MIRS_OK; i++) {
+    mirs__piece *pc = &p->piece[i];
+    if (!pc->at_layout)
+      continue;
+    mirs_graph *r;
+    int kernels;
+    st = stitch_with(p, i, pc->prog, &r);
+    if (st == MIRS_OK)
+      st = price_range(ctx, r, pc->r_first, pc->r_end, &pc->info.cost_before, &kernels);
+    mirs__graph_free(r);
+    char what[32] = "the piece as written";
+    if (pc->choice >= 0)
+      snprintf(what, sizeof what, "result %d", pc->choice);
+    if (st == MIRS_OK && pc->ncand > 0)
+      mirs__core_log(ctx, MIRS_LOG_INFO,
+                     "partition: piece %d is at a layout op: its %d results and the piece as "
+                     "written priced in the whole stitched µGraph; %s taken (whole program "
+                     "%.3f us)",
+                     (int)i, pc->ncand, what, cur * 1e6);
+  }
+  MIRS_CHECK(ctx, st);
   return MIRS_OK;
 }
 
@@ -572,18 +692,15 @@ mirs_status mirs_partition_run(mirs_partition *p) {
       st = MIRS_FAIL(ctx, MIRS_MPI, "partition: another rank failed on its pieces");
     if (st == MIRS_OK && p->rank == 0 && !p->stats.stopped) {
       done = 0;
-      for (int32_t i = 0; i < p->npieces && st == MIRS_OK && !p->stats.stopped; i++) {
-        if (p->piece[i].unranked) { /* (its own, run before the pieces ahead of it had bests) */
-          mirs__graph_free(p->piece[i].best);
-          p->piece[i].best = NULL;
-        }
+      for (int32_t i = 0; i < p->npieces && st == MIRS_OK && !p->stats.stopped; i++)
         if (!p->piece[i].best)
           st = run_pieces(p, (int)i, (int)p->npieces, &done);
-      }
     }
   } else {
     st = run_pieces(p, 0, 1, &done);
   }
+  if (st == MIRS_OK && !p->stats.stopped && p->rank == 0)
+    st = rank_in_place(p);
   count_kinds(p);
   if (st == MIRS_OK && !p->stats.stopped && p->rank == 0) {
     mirs_graph *r = NULL;
@@ -682,6 +799,10 @@ void mirs_partition_destroy(mirs_partition *p) {
     mirs__core_free(ctx, p->piece[i].out);
     mirs__graph_free(p->piece[i].prog);
     mirs__graph_free(p->piece[i].best);
+    for (int k = 0; k < p->piece[i].ncand; k++)
+      mirs__graph_free(p->piece[i].cand[k]);
+    mirs__core_free(ctx, p->piece[i].cand);
+    mirs__core_free(ctx, p->piece[i].cand_hash);
   }
   mirs__core_free(ctx, p->piece);
   mirs__graph_free(p->result);

@@ -22,7 +22,11 @@ typedef struct mirs__piece {
   mirs_graph *prog; /* the piece as a program of its own */
   mirs_graph *best; /* what the stitched graph runs for it (after run) */
   int32_t r_first, r_end; /* its kernel ops in the stitched graph: [r_first, r_end) */
-  bool unranked; /* its results not priced in place: a piece before it had no best (MPI) */
+  bool at_layout; /* reads a layout op's result or writes one's input (partition.c) */
+  mirs_graph **cand;   /* at_layout: its search's best results, ranked again in place */
+  uint64_t *cand_hash; /* their canonical hashes */
+  int ncand;
+  int choice; /* what best is: cand[choice], or the piece as written (-1) */
   mirs_piece_info info;
 } mirs__piece;
 
@@ -45,14 +49,12 @@ struct mirs_partition {
 /* Cut p->program into ordered pieces with their programs (partition_cut.c). */
 mirs_status mirs__partition_cut(mirs_partition *p);
 
-/* Predicted seconds of candidates cand[0, n) for piece i in place (after
- * the bests of the pieces before it, reading its inputs through the
- * views they have there) into cost[], and of the piece as written into
- * *before, where *views: the piece reads a tensor that is not dense in
- * its own buffer there; else *views is false and nothing is priced (also
- * where a piece before i has no best yet). */
+/* Predicted seconds of the whole stitched µGraph with candidate cand[j]
+ * for piece i and every other piece's best into cost[j] (j < n), and
+ * with piece i as written into *before: what the in-place ranking of a
+ * piece at a layout op compares.  Every other piece must have a best. */
 mirs_status mirs__partition_in_place(mirs_partition *p, int32_t i, const mirs_graph *const *cand,
-                                     int n, double *cost, double *before, bool *views);
+                                     int n, double *cost, double *before);
 
 /* The piece kinds' names ("searched", "cached", "library", "kept", "pending"). */
 const char *mirs__piece_kind_name(mirs_piece_kind k);
