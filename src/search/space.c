@@ -1478,19 +1478,13 @@ static bool recomputes_kop(const bstate *b, mirs_op op, int nin, const operand *
   return false;
 }
 
-/* List block op `op` on operands x[0..nin) (reduced dim `dim`) if it passes
- * the phase, shape, budget, tile and canonical filters. */
-/* The budget, sink and node bounds of BOP move m (try_bop): false when
- * the ops left cannot complete the kernel after it.  consumed_sinks,
- * consumed_lsinks: the sinks (loop-body sinks) its operands consume;
- * rpost: its result is post-loop. */
 /* The budget part of bop_bounded: true when a block op loading nload
  * new tiles, consuming consumed_sinks sinks (consumed_lsinks of them
  * loop-body ones), leaving kfree free kernel tensors and with a post-loop
  * result (rpost) leaves too few ops to consume every sink and close the
  * kernel.  Counts nothing. */
-static inline bool budget_short(const bstate *b, int nload, int consumed_sinks, int consumed_lsinks,
-                         bool rpost, int kfree) {
+static inline bool budget_short(const bstate *b, int nload, int consumed_sinks,
+                                int consumed_lsinks, bool rpost, int kfree) {
   int s2 = b->sinks - consumed_sinks + 1, l2 = b->lsinks - consumed_lsinks + (rpost ? 0 : 1);
   int need = (s2 > b->cout ? s2 - b->cout : 0) + (l2 > 0 ? 1 : 0) + 1;
   /* A last kernel loads every kernel tensor left to consume, two per op
@@ -1506,6 +1500,10 @@ static inline int kfree_after(const bstate *b, int kfree, int32_t src) {
   return src < 64 && ((b->kmask >> src) & 1) ? kfree - 1 : kfree;
 }
 
+/* The budget, sink and node bounds of BOP move m (try_bop): false when
+ * the ops left cannot complete the kernel after it.  consumed_sinks,
+ * consumed_lsinks: the sinks (loop-body sinks) its operands consume;
+ * rpost: its result is post-loop. */
 static bool bop_bounded(bstate *b, mirs_op op, int nin, const mirs__search_move *m,
                         int consumed_sinks, int consumed_lsinks, bool rpost) {
   const mirs__bgraph *bg = b->bg;
@@ -1687,6 +1685,8 @@ static int chain_verdict(bstate *b, mirs_op op, int nin, const operand *x, int d
   return v;
 }
 
+/* List block op `op` on operands x[0..nin) (reduced dim `dim`) if it passes
+ * the phase, shape, budget, tile and canonical filters. */
 static mirs_status try_bop(bstate *b, mirs_op op, int nin, const operand *x, int dim) {
   const mirs__bgraph *bg = b->bg;
   mirs__search_worker *w = b->w;
