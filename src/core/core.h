@@ -297,7 +297,22 @@ mirs_status mirs__core_read_file_limit(mirs_context *ctx, const char *path, size
 
 /* 64-bit mixing helpers for canonical hashes (stable across runs and
  * platforms: never seeded from addresses or time). */
-uint64_t mirs__hash_mix(uint64_t h, uint64_t v);
+/* splitmix64's finaliser: spreads the bits of x. */
+static inline uint64_t mirs__hash_fin(uint64_t x) {
+  x ^= x >> 30;
+  x *= UINT64_C(0xBF58476D1CE4E5B9);
+  x ^= x >> 27;
+  x *= UINT64_C(0x94D049BB133111EB);
+  x ^= x >> 31;
+  return x;
+}
+
+/* Mix one 64-bit value into h (a splitmix64-style finaliser on h ^ v).
+ * Inline: the search mixes for every block op it lists (the prune memo's
+ * key) and every fingerprint digest. */
+static inline uint64_t mirs__hash_mix(uint64_t h, uint64_t v) {
+  return mirs__hash_fin(h ^ (v + UINT64_C(0x9E3779B97F4A7C15) + (h << 6) + (h >> 2)));
+}
 uint64_t mirs__hash_bytes(uint64_t h, const void *data, size_t len);
 uint64_t mirs__hash_str(uint64_t h, const char *s);
 

@@ -241,17 +241,6 @@ mirs_status mirs_write_file_atomic(mirs_context *ctx, const char *path, const vo
 
 /* ---------------------------------------------------------------- hashing */
 
-/* Mix one 64-bit value into h (a splitmix64-style finaliser on h ^ v). */
-uint64_t mirs__hash_mix(uint64_t h, uint64_t v) {
-  uint64_t x = h ^ (v + UINT64_C(0x9E3779B97F4A7C15) + (h << 6) + (h >> 2));
-  x ^= x >> 30;
-  x *= UINT64_C(0xBF58476D1CE4E5B9);
-  x ^= x >> 27;
-  x *= UINT64_C(0x94D049BB133111EB);
-  x ^= x >> 31;
-  return x;
-}
-
 /* Mix len bytes into h, eight at a time, length included. */
 uint64_t mirs__hash_bytes(uint64_t h, const void *data, size_t len) {
   const unsigned char *p = data;

@@ -69,12 +69,7 @@ static uint64_t mix_eps(uint64_t h, double eps) {
 
 /* splitmix64's finaliser: spreads one element hash before multiset sums. */
 static uint64_t fin(uint64_t x) {
-  x ^= x >> 30;
-  x *= UINT64_C(0xbf58476d1ce4e5b9);
-  x ^= x >> 27;
-  x *= UINT64_C(0x94d049bb133111eb);
-  x ^= x >> 31;
-  return x;
+  return mirs__hash_fin(x);
 }
 
 /* Never 0, so 0 can mark an empty memo entry. */

@@ -202,60 +202,83 @@ bool mirs__sched_mask_frame(const mirs_graph *g, const mirs__bgraph *bg, const m
   return true;
 }
 
-/* Run the steps of phase (0 init, 1 loop, 2 post) with the callbacks of x. */
-static mirs_status run_phase(const mirs__bgraph *bg, int phase, const mirs__sched_exec *x,
-                             void *user, const int32_t b[MIRS__GRID], int32_t f) {
-  if (x->at)
-    x->at(user, b, f);
-  for (int32_t i = 0; i < bg->nops; i++) {
-    int kind = mirs__sched_classify(bg, i, phase);
-    if (kind < 0)
-      continue;
-    const mirs__bop *op = &bg->ops[i];
-    int64_t off[MIRS_MAX_DIMS];
-    mirs_status s = MIRS_OK;
-    switch ((mirs__step_kind)kind) {
-    case MIRS__STEP_ZERO:
-      s = x->zero(user, op);
-      break;
-    case MIRS__STEP_LOAD:
-      mirs__sched_offsets(bg, op, b, f, off);
-      s = x->load(user, op, off);
-      break;
-    case MIRS__STEP_COMPUTE:
-      s = x->compute(user, op);
-      break;
-    case MIRS__STEP_ACCUM:
-      s = x->accum(user, op);
-      break;
-    case MIRS__STEP_FINISH:
-      s = x->finish(user, op);
-      break;
-    case MIRS__STEP_STORE:
-      mirs__sched_offsets(bg, op, b, 0, off);
-      s = x->store(user, op, off);
-      break;
-    }
-    if (s != MIRS_OK)
-      return s;
+/* Run step kind `kind` of block op i (block b, iteration f) with the
+ * callbacks of x. */
+static mirs_status run_step(const mirs__bgraph *bg, int kind, int32_t i,
+                            const mirs__sched_exec *x, void *user, const int32_t b[MIRS__GRID],
+                            int32_t f) {
+  const mirs__bop *op = &bg->ops[i];
+  int64_t off[MIRS_MAX_DIMS];
+  switch ((mirs__step_kind)kind) {
+  case MIRS__STEP_ZERO:
+    return x->zero(user, op);
+  case MIRS__STEP_LOAD:
+    mirs__sched_offsets(bg, op, b, f, off);
+    return x->load(user, op, off);
+  case MIRS__STEP_COMPUTE:
+    return x->compute(user, op);
+  case MIRS__STEP_ACCUM:
+    return x->accum(user, op);
+  case MIRS__STEP_FINISH:
+    return x->finish(user, op);
+  case MIRS__STEP_STORE:
+    mirs__sched_offsets(bg, op, b, 0, off);
+    return x->store(user, op, off);
   }
   return MIRS_OK;
 }
+
+/* Run the steps of phase (0 init, 1 loop, 2 post) with the callbacks of
+ * x: the n steps listed in steps, or, when steps is NULL, each op that
+ * has one in this phase. */
+static mirs_status run_phase(const mirs__bgraph *bg, int phase, const mirs__step *steps,
+                             int32_t n, const mirs__sched_exec *x, void *user,
+                             const int32_t b[MIRS__GRID], int32_t f) {
+  if (x->at)
+    x->at(user, b, f);
+  mirs_status s = MIRS_OK;
+  if (steps) {
+    for (int32_t k = 0; k < n && s == MIRS_OK; k++)
+      s = run_step(bg, steps[k].kind, steps[k].op, x, user, b, f);
+    return s;
+  }
+  for (int32_t i = 0; i < bg->nops && s == MIRS_OK; i++) {
+    int kind = mirs__sched_classify(bg, i, phase);
+    if (kind >= 0)
+      s = run_step(bg, kind, i, x, user, b, f);
+  }
+  return s;
+}
+
+/* Block graphs of at most this many ops have their steps listed once per
+ * mirs__sched_run, on the stack (the fingerprints run a custom kernel's
+ * phases once per block and iteration, for every candidate kernel);
+ * larger ones are classified as they run. */
+#define SCHED_LISTED 64
 
 /* Run the schedule over the grid blocks below grid_end (NULL: the whole
  * grid; x fastest) and every forloop iteration.  Allocates nothing. */
 mirs_status mirs__sched_run(const mirs__bgraph *bg, const int32_t *grid_end,
                             const mirs__sched_exec *x, void *user) {
   const int32_t *end = grid_end ? grid_end : bg->grid;
+  mirs__step steps[3][SCHED_LISTED];
+  int32_t n[3] = {0, 0, 0};
+  bool listed = bg->nops <= SCHED_LISTED;
+  for (int phase = 0; listed && phase < 3; phase++)
+    for (int32_t i = 0; i < bg->nops; i++) {
+      int kind = mirs__sched_classify(bg, i, phase);
+      if (kind >= 0)
+        steps[phase][n[phase]++] = (mirs__step){(mirs__step_kind)kind, i};
+    }
   int32_t b[MIRS__GRID];
   for (b[2] = 0; b[2] < end[2]; b[2]++)
     for (b[1] = 0; b[1] < end[1]; b[1]++)
       for (b[0] = 0; b[0] < end[0]; b[0]++) {
-        mirs_status st = run_phase(bg, 0, x, user, b, 0);
+        mirs_status st = run_phase(bg, 0, listed ? steps[0] : NULL, n[0], x, user, b, 0);
         for (int32_t f = 0; st == MIRS_OK && f < bg->forloop; f++)
-          st = run_phase(bg, 1, x, user, b, f);
+          st = run_phase(bg, 1, listed ? steps[1] : NULL, n[1], x, user, b, f);
         if (st == MIRS_OK)
-          st = run_phase(bg, 2, x, user, b, 0);
+          st = run_phase(bg, 2, listed ? steps[2] : NULL, n[2], x, user, b, 0);
         if (st != MIRS_OK)
           return st;
       }

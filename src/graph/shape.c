@@ -368,7 +368,11 @@ int64_t mirs__shape_row_offset(const mirs__shape *s, int nd, const int64_t *st, 
 
 /* Copy the tile of shape ts at off[] between a row-major tensor (shape ks,
  * buffer k) and a dense tile buffer t, elements of elem bytes: load
- * (tensor -> tile) or store.  False when the tile does not lie inside. */
+ * (tensor -> tile) or store.  False when the tile does not lie inside.
+ * Hot in the fingerprints of custom kernels (one call per tile and block),
+ * where tiles are small: inner tile dims that span the whole tensor dim
+ * are merged into one contiguous run, and the outer dims are walked by an
+ * odometer rather than a division per run. */
 bool mirs__shape_copy_tile(const mirs__shape *ks, void *k, const mirs__shape *ts, void *t,
                            const int64_t off[MIRS_MAX_DIMS], size_t elem, bool store) {
   int r = ts->ndim;
@@ -378,22 +382,34 @@ bool mirs__shape_copy_tile(const mirs__shape *ks, void *k, const mirs__shape *ts
     if (off[d] < 0 || off[d] + ts->d[d] > ks->d[d])
       return false;
   int64_t kst[MIRS_MAX_DIMS];
-  int64_t stride = 1;
+  int64_t stride = 1, base = 0;
   for (int d = r - 1; d >= 0; d--) {
     kst[d] = stride;
     stride *= ks->d[d];
-  }
-  int64_t last = r > 0 ? ts->d[r - 1] : 1, base = 0;
-  for (int d = 0; d < r; d++)
     base += off[d] * kst[d];
-  int64_t rows = mirs__shape_numel(ts) / last;
-  for (int64_t row = 0; row < rows; row++) {
-    int64_t ko = base + (r > 1 ? mirs__shape_row_offset(ts, r - 1, kst, row) : 0);
-    char *pk = (char *)k + (size_t)ko * elem, *pt = (char *)t + (size_t)(row * last) * elem;
+  }
+  /* The run: dims [outer, r) are contiguous in the tensor, since every
+   * dim inside dim `outer` is whole. */
+  int outer = r > 0 ? r - 1 : 0;
+  int64_t run = r > 0 ? ts->d[r - 1] : 1;
+  while (outer > 0 && ts->d[outer] == ks->d[outer])
+    run *= ts->d[--outer];
+  size_t bytes = (size_t)run * elem;
+  int64_t idx[MIRS_MAX_DIMS] = {0}, rows = mirs__shape_numel(ts) / run, ko = base;
+  char *pt = t;
+  for (int64_t row = 0; row < rows; row++, pt += bytes) {
+    char *pk = (char *)k + (size_t)ko * elem;
     if (store)
-      memcpy(pk, pt, (size_t)last * elem);
+      memcpy(pk, pt, bytes);
     else
-      memcpy(pt, pk, (size_t)last * elem);
+      memcpy(pt, pk, bytes);
+    for (int d = outer - 1; d >= 0; d--) { /* next run: the odometer over dims [0, outer) */
+      ko += kst[d];
+      if (++idx[d] < ts->d[d])
+        break;
+      ko -= idx[d] * kst[d];
+      idx[d] = 0;
+    }
   }
   return true;
 }

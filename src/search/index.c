@@ -45,47 +45,70 @@ static bool holds(const mirs_graph *p, const int8_t *plab, int32_t t, int8_t l) 
 /* Multiplicities are 16 nibbles, one per input (see search.h); a nibble
  * of MIRS__DEG_INF absorbs everything, a finite sum saturates to it (a
  * finite degree past 14 then bounds less, never more). */
-#define NIB(x, i) (((x) >> (4 * (i))) & 15u)
+_Static_assert(MIRS__DEG_INF == 15 && MIRS__DEG_ATOMS == 16,
+               "the nibble rules assume 16 nibbles with 15 as infinity");
+
+/* The nibble-wise rules below work on eight nibbles at a time, each
+ * widened to a byte (the even nibbles, then the odd ones), so that a sum
+ * of two nibbles (at most 30) or a difference plus 128 never carries into
+ * the next byte: no loop over the 16 inputs in the candidates' hot path
+ * (every block op listed runs them).  LO4 picks the low nibble of each
+ * byte, HI8 the top bit. */
+#define LO4 UINT64_C(0x0F0F0F0F0F0F0F0F)
+#define HI8 UINT64_C(0x8080808080808080)
+
+/* 0xFF in each byte whose top bit is set in bit7 (only top bits set). */
+static inline uint64_t byte_mask(uint64_t bit7) {
+  return (bit7 >> 7) * 0xFF;
+}
+
+/* Each byte of x (at most 30) capped at MIRS__DEG_INF (15): bytes of 16
+ * and more are those that reach 128 when 112 is added. */
+static inline uint64_t sat_bytes(uint64_t x) {
+  uint64_t m = byte_mask((x + UINT64_C(0x7070707070707070)) & HI8);
+  return (x & ~m) | (LO4 & m);
+}
+
+/* Bytewise max of x and y (bytes at most 15): x >= y where x + 128 - y
+ * keeps its top bit. */
+static inline uint64_t max_bytes(uint64_t x, uint64_t y) {
+  uint64_t m = byte_mask(((x | HI8) - y) & HI8);
+  return (x & m) | (y & ~m);
+}
+
+/* Whether each byte of x is at most y's (bytes at most 15). */
+static inline bool le_bytes(uint64_t x, uint64_t y) {
+  return (((y | HI8) - x) & HI8) == HI8;
+}
 
 /* Nibble-wise a + b (a mul's operands). */
 static uint64_t deg_add(uint64_t a, uint64_t b) {
-  uint64_t r = 0;
-  for (int i = 0; i < MIRS__DEG_ATOMS && (a | b) >> (4 * i); i++) {
-    uint64_t s = NIB(a, i) + NIB(b, i);
-    r |= (s > MIRS__DEG_INF ? MIRS__DEG_INF : s) << (4 * i);
-  }
-  return r;
+  return sat_bytes((a & LO4) + (b & LO4)) | sat_bytes(((a >> 4) & LO4) + ((b >> 4) & LO4)) << 4;
 }
 
 /* Nibble-wise max (an add's operands). */
 static uint64_t deg_max(uint64_t a, uint64_t b) {
-  uint64_t r = 0;
-  for (int i = 0; i < MIRS__DEG_ATOMS && (a | b) >> (4 * i); i++) {
-    uint64_t x = NIB(a, i), y = NIB(b, i);
-    r |= (x > y ? x : y) << (4 * i);
-  }
-  return r;
+  return max_bytes(a & LO4, b & LO4) | max_bytes((a >> 4) & LO4, (b >> 4) & LO4) << 4;
 }
 
 /* MIRS__DEG_INF for every tracked input of `atoms`: they sit inside a
  * non-linear function of a value that holds the instance. */
 static uint64_t deg_inf(uint64_t atoms) {
-  uint64_t r = 0;
-  for (int i = 0; i < MIRS__DEG_ATOMS; i++)
-    if ((atoms >> i) & 1)
-      r |= (uint64_t)MIRS__DEG_INF << (4 * i);
-  return r;
+  /* Bit i of the 16 tracked inputs moves to bit 4i (halving the distance
+   * between the groups each step), then each 1 becomes a nibble of 15. */
+  uint64_t x = atoms & 0xFFFF;
+  x = (x | x << 24) & UINT64_C(0x000000FF000000FF);
+  x = (x | x << 12) & UINT64_C(0x000F000F000F000F);
+  x = (x | x << 6) & UINT64_C(0x0303030303030303);
+  x = (x | x << 3) & UINT64_C(0x1111111111111111);
+  return x * MIRS__DEG_INF;
 }
 
 /* Whether multiplicities a are bounded by b: each finite nibble of a at
- * most b's, an infinite one only by an infinite one. */
+ * most b's, an infinite one only by an infinite one.  (MIRS__DEG_INF is
+ * the largest nibble, so both say: each nibble of a at most b's.) */
 static bool deg_le(uint64_t a, uint64_t b) {
-  for (int i = 0; i < MIRS__DEG_ATOMS && a >> (4 * i); i++) {
-    uint64_t x = NIB(a, i), y = NIB(b, i);
-    if (y != MIRS__DEG_INF && (x == MIRS__DEG_INF || x > y))
-      return false;
-  }
-  return true;
+  return le_bytes(a & LO4, b & LO4) && le_bytes((a >> 4) & LO4, (b >> 4) & LO4);
 }
 
 /* Multiplicities of op's result (rank nd) from its operands' (a, b; b = a

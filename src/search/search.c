@@ -61,6 +61,8 @@ static mirs_status ensure_b(mirs__search_worker *w, size_t n) {
     MIRS_CHECK(ctx, mirs__core_grow(ctx, (void **)&w->bt, &w->capbt, n, sizeof *w->bt));
   if (n > w->capbexpr)
     MIRS_CHECK(ctx, mirs__core_grow(ctx, (void **)&w->bexpr, &w->capbexpr, n, sizeof *w->bexpr));
+  if (n > w->captser)
+    MIRS_CHECK(ctx, mirs__core_grow(ctx, (void **)&w->tser, &w->captser, n, sizeof *w->tser));
   return MIRS_OK;
 }
 
@@ -428,6 +430,7 @@ static mirs_status apply_bop(mirs__search_worker *w, const mirs__search_move *m,
     st = mirs__bg_add_input(g, bg, NULL, l->src, imap, l->fmap, &id);
     if (st == MIRS_OK) {
       added++;
+      w->tser[id] = ++w->serial;
       mirs__search_load_info(bg, l, &w->klab[(size_t)l->src * MIRS_MAX_DIMS],
                              w->katoms[l->src], &w->kdeg[(size_t)l->src * MIRS_MAX_DIMS],
                              &w->bt[id]);
@@ -450,6 +453,7 @@ static mirs_status apply_bop(mirs__search_worker *w, const mirs__search_move *m,
       info[i] = w->bt[m->in[i]];
       sh[i] = bg->t[m->in[i]].shape;
     }
+    w->tser[out] = ++w->serial;
     (void)mirs__search_tile_rule(bg, m->op, m->dim, m->nin, info, sh, &w->bt[out]);
     (void)mirs__search_bop_labels(&w->s->space, m->op, m->dim, m->nin, sh[0].ndim, info,
                                   &w->bt[out]);
@@ -539,9 +543,13 @@ static mirs_status apply_move(mirs__search_worker *w, const mirs__search_move *m
     if ((size_t)w->nbg >= w->capbgs)
       MIRS_CHECK(ctx, mirs__core_grow(ctx, (void **)&w->bgs, &w->capbgs, (size_t)w->nbg + 1,
                                       sizeof *w->bgs));
+    if ((size_t)w->nbg >= w->capbgser)
+      MIRS_CHECK(ctx, mirs__core_grow(ctx, (void **)&w->bgser, &w->capbgser, (size_t)w->nbg + 1,
+                                      sizeof *w->bgser));
     mirs_status st = mirs__bg_new(ctx, m->grid, block, m->forloop, &bg);
     if (st != MIRS_OK)
       return mirs__search_refused(w, st, MIRS__STAT_moves_failed);
+    w->bgser[w->nbg] = ++w->serial;
     w->bgs[w->nbg++] = bg;
     w->open = true;
     if (m->final)
@@ -699,6 +707,10 @@ void mirs__search_worker_free(mirs__search_worker *w) {
   mirs__core_free(ctx, w->clsmem);
   mirs__core_free(ctx, w->clsoff);
   mirs__core_free(ctx, w->clsrep);
+  mirs__core_free(ctx, w->firsts);
+  mirs__core_free(ctx, w->tser);
+  mirs__core_free(ctx, w->bgser);
+  mirs__core_free(ctx, w->cmemo);
   mirs__core_free(ctx, w->clsfit);
   mirs__core_free(ctx, w->shp);
   mirs__core_free(ctx, w->shtab);

@@ -106,6 +106,14 @@ struct mirs__search_worker {
   int32_t *nmatch;         /* tensors matching each program output */
   mirs__search_btinfo *bt; /* per block tensor of the open block graph */
   size_t capbt;
+  /* Serial numbers, never reused by a worker: per block tensor of the
+   * open block graph (given when the tensor is made) and per block graph
+   * (when it is opened).  They name a tensor's or a block's content in
+   * the keys of the chain memo (space.c). */
+  uint64_t serial;
+  uint64_t *tser, *bgser;
+  size_t captser, capbgser;
+  struct mirs__search_cmemo *cmemo; /* the chain memo (space.c), allocated on first use */
   mirs__search_frame *frames;
   int32_t depth;
   size_t capframes;
@@ -125,6 +133,10 @@ struct mirs__search_worker {
   uint8_t *clsfit;
   int32_t ncls;
   size_t capopcls, capclsmem, capclsoff, capclsrep, capclsfit;
+  /* Scratch: the first operands worth trying (gen_bops), one list per
+   * (arity, accumulator or not), nops entries each. */
+  int32_t *firsts;
+  size_t capfirsts;
   /* Shapes interned across states (operand classes): the shapes, an
    * open-addressing table of id + 1, per id the local class of the state
    * being listed (-1 between states, one per phase), and a memo of which

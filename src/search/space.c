@@ -1085,7 +1085,14 @@ typedef struct bstate {
   int phicap;                /* sinks + kfree at the end (merges_left) */
   bool must_load;            /* a last kernel: the kfree tensors must be loaded here */
   size_t nloads;
+  uint64_t opseen[4];        /* bit op_bit(op, in[0]) set for each block op (gen_bops): most
+                                candidates match no op, and skip bop_in_order's scan */
 } bstate;
+
+/* The bit of a block op with first operand in0 in bstate.opseen. */
+static inline unsigned op_bit(int op, int32_t in0) {
+  return ((uint32_t)op * UINT32_C(0x9E3779B1) ^ (uint32_t)in0 * UINT32_C(0x85EBCA6B)) >> 24;
+}
 
 /* Append load candidate l to the worker's scratch list. */
 static mirs_status add_load(mirs__search_worker *w, size_t *n, const mirs__search_load *l) {
@@ -1471,8 +1478,28 @@ static bool recomputes_kop(const bstate *b, mirs_op op, int nin, const operand *
   return false;
 }
 
-/* List block op `op` on operands x[0..nin) (reduced dim `dim`) if it passes
- * the phase, shape, budget, tile and canonical filters. */
+/* The budget part of bop_bounded: true when a block op loading nload
+ * new tiles, consuming consumed_sinks sinks (consumed_lsinks of them
+ * loop-body ones), leaving kfree free kernel tensors and with a post-loop
+ * result (rpost) leaves too few ops to consume every sink and close the
+ * kernel.  Counts nothing. */
+static inline bool budget_short(const bstate *b, int nload, int consumed_sinks,
+                                int consumed_lsinks, bool rpost, int kfree) {
+  int s2 = b->sinks - consumed_sinks + 1, l2 = b->lsinks - consumed_lsinks + (rpost ? 0 : 1);
+  int need = (s2 > b->cout ? s2 - b->cout : 0) + (l2 > 0 ? 1 : 0) + 1;
+  /* A last kernel loads every kernel tensor left to consume, two per op
+   * at most, within max_custom_inputs. */
+  if (b->must_load && (kfree + 1) / 2 + 1 > need)
+    need = (kfree + 1) / 2 + 1;
+  return b->remaining - nload - 1 < need ||
+         (b->must_load && b->ninputs + nload + kfree > b->max_cin);
+}
+
+/* kfree less one when a tile of kernel tensor src is loaded. */
+static inline int kfree_after(const bstate *b, int kfree, int32_t src) {
+  return src < 64 && ((b->kmask >> src) & 1) ? kfree - 1 : kfree;
+}
+
 /* The budget, sink and node bounds of BOP move m (try_bop): false when
  * the ops left cannot complete the kernel after it.  consumed_sinks,
  * consumed_lsinks: the sinks (loop-body sinks) its operands consume;
@@ -1482,19 +1509,12 @@ static bool bop_bounded(bstate *b, mirs_op op, int nin, const mirs__search_move 
   const mirs__bgraph *bg = b->bg;
   mirs__search_worker *w = b->w;
   /* Budget: the ops left must consume every sink and close the kernel. */
-  int s2 = b->sinks - consumed_sinks + 1, l2 = b->lsinks - consumed_lsinks + (rpost ? 0 : 1);
-  int need = (s2 > b->cout ? s2 - b->cout : 0) + (l2 > 0 ? 1 : 0) + 1;
-  /* A last kernel loads every kernel tensor left to consume, two per op
-   * at most, within max_custom_inputs. */
   int kfree = b->kfree;
   for (int k = 0; k < m->nload; k++)
-    if (m->load[k].src < 64 && ((b->kmask >> m->load[k].src) & 1))
-      kfree--;
-  if (b->must_load && (kfree + 1) / 2 + 1 > need)
-    need = (kfree + 1) / 2 + 1;
-  if (b->remaining - m->nload - 1 < need ||
-      (b->must_load && b->ninputs + m->nload + kfree > b->max_cin))
+    kfree = kfree_after(b, kfree, m->load[k].src);
+  if (budget_short(b, m->nload, consumed_sinks, consumed_lsinks, rpost, kfree))
     return false;
+  int s2 = b->sinks - consumed_sinks + 1;
   /* Sink bound (merges_left): a binary op uses a merge (a div by an
    * accum_rms result only at that result's first use). */
   if (s2 + kfree > b->phicap && b->merges != INT64_MAX) {
@@ -1529,13 +1549,15 @@ static bool bop_in_order(bstate *b, mirs_op op, int nin, const operand *x, bool 
     MIRS_INC(&w->stats, canonical_skips);
     return false;
   }
-  /* Never the same op on the same existing operands twice. */
-  if (m->nload == 0)
+  /* Never the same op on the same existing operands twice.  (The dim key
+   * last: it may search the constants table.) */
+  unsigned bit = op_bit(op, m->in[0]);
+  if (m->nload == 0 && ((b->opseen[bit >> 6] >> (bit & 63)) & 1))
     for (int32_t i = 0; i < bg->nops; i++) {
       const mirs__bop *o = &bg->ops[i];
-      if (o->op == op && o->nin == nin &&
-          mirs__search_op_dim(b->sp, o->op, o->dim, o->cst) == m->dim && o->in[0] == m->in[0] &&
-          (nin < 2 || o->in[1] == m->in[1])) {
+      if (o->op == op && o->in[0] == m->in[0] && o->nin == nin &&
+          (nin < 2 || o->in[1] == m->in[1]) &&
+          mirs__search_op_dim(b->sp, o->op, o->dim, o->cst) == m->dim) {
         MIRS_INC(&w->stats, canonical_skips);
         return false;
       }
@@ -1562,6 +1584,109 @@ static bool bop_in_order(bstate *b, mirs_op op, int nin, const operand *x, bool 
   return true;
 }
 
+/* The filters of a block op candidate after the order rules: shapes,
+ * tiles, reuse of a kernel op, index labels, transpose placement.  Their
+ * verdict depends only on the op, its dims and its operands' contents
+ * (shapes, tile analyses, labels, expressions, producers) in the open
+ * block graph, so it is kept in the chain memo. */
+enum {
+  CHAIN_PASS = 1,
+  CHAIN_SHAPE,     /* the shapes do not fit (not counted) */
+  CHAIN_TILE,      /* tile_skips */
+  CHAIN_REUSE,     /* recomputes a kernel op: canonical_skips */
+  CHAIN_INDEX,     /* index_skips */
+  CHAIN_TRANSPOSE  /* canonical_skips */
+};
+
+/* Count verdict v as the filter that gave it does. */
+static void chain_count(mirs__search_worker *w, int v) {
+  if (v == CHAIN_TILE)
+    MIRS_INC(&w->stats, tile_skips);
+  else if (v == CHAIN_REUSE || v == CHAIN_TRANSPOSE)
+    MIRS_INC(&w->stats, canonical_skips);
+  else if (v == CHAIN_INDEX)
+    MIRS_INC(&w->stats, index_skips);
+}
+
+/* Run the chain on op (dim as listed, mdim its key) with operands x. */
+static int chain_run(bstate *b, mirs_op op, int nin, const operand *x, int dim, int mdim) {
+  const mirs__bgraph *bg = b->bg;
+  mirs__search_worker *w = b->w;
+  mirs__shape sh[2];
+  mirs__search_btinfo info[2];
+  for (int i = 0; i < nin; i++)
+    operand_info(b, x[i], &sh[i], &info[i]);
+  mirs__shape rs;
+  int nd;
+  if (!mirs__shape_infer(op, nin, sh, dim, &nd, &rs, NULL, 0))
+    return CHAIN_SHAPE;
+  mirs__search_btinfo out;
+  if (!mirs__search_tile_rule(bg, op, mdim, nin, info, sh, &out) && b->sp->tile_check)
+    return CHAIN_TILE;
+  if (b->sp->reuse_kops && b->sp->tile_check && b->g->nops > 0 &&
+      recomputes_kop(b, op, nin, x, &out))
+    return CHAIN_REUSE;
+  if (b->sp->index_check &&
+      !mirs__search_bop_labels(b->sp, op, mdim, nin, sh[0].ndim, info, &out))
+    return CHAIN_INDEX;
+  mirs__abs_id e0 = x[0] >= 0 ? w->bexpr[x[0]] : w->kexpr[w->loads[~x[0]].src];
+  if (op == MIRS_OP_TRANSPOSE &&
+      !transpose_ok(w, e0, x[0] >= 0 ? bg->ops[bg->t[x[0]].producer].op : MIRS_OP_INPUT))
+    return CHAIN_TRANSPOSE;
+  return CHAIN_PASS;
+}
+
+/* The chain memo: a direct-mapped table per worker.  A key names the op,
+ * its dims, its arity and its operands exactly: an existing block tensor
+ * by its serial (w->tser), a new tile by its kernel tensor, imaps and
+ * fmap together with the open block graph's serial (w->bgser), which
+ * also stands for everything else the chain reads (the grid, the forloop
+ * range, the kernel ops before the block).  Serials are never reused, so
+ * an entry is never stale; a collision in the table only replaces an
+ * entry.  Most candidates of a block state were candidates of its parent
+ * too, with the same verdict. */
+#define CHAIN_MEMO_SIZE ((size_t)1 << 14)
+_Static_assert(MIRS_OP_COUNT <= 256, "an op fits the memo key's byte");
+typedef struct mirs__search_cmemo {
+  uint64_t k0, k1, blk;
+  uint32_t opk; /* 0: an empty entry */
+  int8_t verdict;
+} mirs__search_cmemo;
+
+/* The key part of operand x. */
+static uint64_t chain_operand(const bstate *b, operand x) {
+  if (x >= 0)
+    return b->w->tser[x];
+  const mirs__search_load *l = &b->w->loads[~x];
+  return (uint64_t)(uint32_t)l->src << 32 | (uint64_t)(uint8_t)l->imap[0] << 24 |
+         (uint64_t)(uint8_t)l->imap[1] << 16 | (uint64_t)(uint8_t)l->imap[2] << 8 |
+         (uint64_t)(uint8_t)l->fmap;
+}
+
+/* The chain's verdict on a candidate, from the memo or run (and kept). */
+static int chain_verdict(bstate *b, mirs_op op, int nin, const operand *x, int dim, int mdim) {
+  mirs__search_worker *w = b->w;
+  if (!w->cmemo) {
+    w->cmemo = mirs__core_calloc(w->ctx, CHAIN_MEMO_SIZE, sizeof *w->cmemo);
+    if (!w->cmemo) /* (no memory for the memo: the chain runs each time) */
+      return chain_run(b, op, nin, x, dim, mdim);
+  }
+  uint32_t opk = 1u | (uint32_t)(uint8_t)op << 1 | (uint32_t)(uint8_t)dim << 9 |
+                 (uint32_t)(uint8_t)mdim << 17 | (uint32_t)(nin - 1) << 25 |
+                 (uint32_t)(x[0] < 0) << 26 | (uint32_t)(nin > 1 && x[1] < 0) << 27;
+  uint64_t k0 = chain_operand(b, x[0]), k1 = nin > 1 ? chain_operand(b, x[1]) : 0,
+           blk = w->bgser[w->nbg - 1];
+  uint64_t h = mirs__hash_mix(mirs__hash_mix(mirs__hash_mix(opk, k0), k1), blk);
+  mirs__search_cmemo *e = &w->cmemo[h & (CHAIN_MEMO_SIZE - 1)];
+  if (e->opk == opk && e->k0 == k0 && e->k1 == k1 && e->blk == blk)
+    return e->verdict;
+  int v = chain_run(b, op, nin, x, dim, mdim);
+  *e = (mirs__search_cmemo){k0, k1, blk, opk, (int8_t)v};
+  return v;
+}
+
+/* List block op `op` on operands x[0..nin) (reduced dim `dim`) if it passes
+ * the phase, shape, budget, tile and canonical filters. */
 static mirs_status try_bop(bstate *b, mirs_op op, int nin, const operand *x, int dim) {
   const mirs__bgraph *bg = b->bg;
   mirs__search_worker *w = b->w;
@@ -1634,40 +1759,20 @@ static mirs_status try_bop(bstate *b, mirs_op op, int nin, const operand *x, int
   if (!bop_in_order(b, op, nin, x, is_accum, &m))
     return MIRS_OK;
   /* (gen_block lists only pairs in one phase whose shapes may fit.) */
-  mirs__shape sh[2];
-  mirs__search_btinfo info[2];
-  for (int i = 0; i < nin; i++)
-    operand_info(b, x[i], &sh[i], &info[i]);
-  mirs__shape rs;
-  int nd;
-  if (!mirs__shape_infer(op, nin, sh, dim, &nd, &rs, NULL, 0))
-    return MIRS_OK;
-  mirs__search_btinfo out;
-  if (!mirs__search_tile_rule(bg, op, m.dim, nin, info, sh, &out) && b->sp->tile_check) {
-    MIRS_INC(&w->stats, tile_skips);
-    return MIRS_OK;
-  }
-  if (b->sp->reuse_kops && b->sp->tile_check && b->g->nops > 0 &&
-      recomputes_kop(b, op, nin, x, &out)) {
-    MIRS_INC(&w->stats, canonical_skips);
-    return MIRS_OK;
-  }
-  if (b->sp->index_check &&
-      !mirs__search_bop_labels(b->sp, op, m.dim, nin, sh[0].ndim, info, &out)) {
-    MIRS_INC(&w->stats, index_skips);
+  int verdict = chain_verdict(b, op, nin, x, dim, m.dim);
+  if (verdict != CHAIN_PASS) {
+    chain_count(w, verdict);
     return MIRS_OK;
   }
   /* Pruning by abstract expressions, before the move is listed. */
+  mirs__shape sh0;
+  mirs__search_btinfo inf0;
+  operand_info(b, x[0], &sh0, &inf0);
   mirs__abs_id e[2];
   for (int i = 0; i < nin; i++)
     e[i] = x[i] >= 0 ? w->bexpr[x[i]] : w->kexpr[w->loads[~x[i]].src];
-  if (op == MIRS_OP_TRANSPOSE &&
-      !transpose_ok(w, e[0], x[0] >= 0 ? bg->ops[bg->t[x[0]].producer].op : MIRS_OP_INPUT)) {
-    MIRS_INC(&w->stats, canonical_skips);
-    return MIRS_OK;
-  }
   bool keep;
-  MIRS_CHECK(w->ctx, mirs__search_bop_keep(w, op, m.dim, nin, e, &sh[0], &keep));
+  MIRS_CHECK(w->ctx, mirs__search_bop_keep(w, op, m.dim, nin, e, &sh0, &keep));
   if (!keep)
     return MIRS_OK;
   mirs__search_move full;
@@ -1905,6 +2010,26 @@ static void block_final_bounds(bstate *b) {
   }
 }
 
+/* Whether every block op of nin operands (an accumulator or not) with
+ * first operand x0 fails the budget test of bop_bounded, whatever its
+ * second operand: that test is run with the best second operand there
+ * could be, an existing loop-body sink (a new tile adds a load, which
+ * costs at least as much as it frees).  Most candidates of a state near
+ * its op budget end there, so gen_bops does not try them at all. */
+static bool bops_short(const bstate *b, bool is_accum, int nin, operand x0) {
+  int nload = 0, cs = nin > 1 ? 1 : 0, kfree = b->kfree;
+  bool post = false;
+  if (x0 < 0) {
+    nload = 1;
+    kfree = kfree_after(b, kfree, b->w->loads[~x0].src);
+  } else {
+    post = b->bg->t[x0].post;
+    cs += b->w->bt[x0].uses == 0;
+  }
+  int lcs = cs - (x0 >= 0 && b->w->bt[x0].uses == 0 && post);
+  return budget_short(b, nload, cs, lcs, is_accum || post, kfree);
+}
+
 /* The block ops of the open block graph on its operands: existing
  * tensors 0..nt-1, then the nl loads ~0..~(nl-1) (gen_block). */
 static mirs_status gen_bops(bstate *b, size_t nl) {
@@ -1912,13 +2037,40 @@ static mirs_status gen_bops(bstate *b, size_t nl) {
   const mirs__bgraph *bg = b->bg;
   mirs_context *ctx = w->ctx;
   int32_t nops = bg->nt + (int32_t)nl;
+  /* Candidates whose budget is short (bops_short) are not tried: try_bop
+   * would refuse them without counting anything, since the only counted
+   * filter before its budget test, phase_canonical, refuses nothing that
+   * the loop below does not skip first unless the forloop range is 1.
+   * The first operands left, per (arity, accumulator), in firsts[c]
+   * (ascending, as the loop takes them). */
+  bool skip_short = !(b->sp->phase_canonical && bg->forloop == 1);
 #define OPERAND(i) ((i) < bg->nt ? (operand)(i) : (operand) ~((i)-bg->nt))
+  for (int32_t i = 0; i < bg->nops; i++) {
+    unsigned bit = op_bit(bg->ops[i].op, bg->ops[i].in[0]);
+    b->opseen[bit >> 6] |= UINT64_C(1) << (bit & 63);
+  }
+  MIRS_CHECK(ctx, mirs__core_grow(ctx, (void **)&w->firsts, &w->capfirsts,
+                                  4 * (size_t)nops + 1, sizeof *w->firsts));
+  int32_t *firsts[4], nfirsts[4] = {0, 0, 0, 0};
+  for (int c = 0; c < 4; c++) {
+    firsts[c] = w->firsts + (size_t)c * (size_t)nops;
+    for (int32_t i = 0; i < nops; i++)
+      if (!skip_short || !bops_short(b, c >> 1, 1 + (c & 1), OPERAND(i)))
+        firsts[c][nfirsts[c]++] = i;
+  }
   for (int op = 0; op < MIRS_OP_COUNT; op++) {
     if (!b->sp->bop[op] || (!within_budget(w, (mirs_op)op) && op != MIRS_OP_DIV))
       continue; /* (a div by an accum_rms result is outside the budget) */
     mirs__op_kind kind = mirs__graph_ops[op].kind;
     bool is_accum = kind == MIRS__KIND_ACCUM;
-    for (int32_t i = 0; i < nops; i++) {
+    /* (The operands the branches below give the op.) */
+    bool unary = mirs__op_nconst((mirs_op)op) > 0 || kind == MIRS__KIND_UNARY ||
+                 kind == MIRS__KIND_RMSNORM || kind == MIRS__KIND_TRANSPOSE ||
+                 op == MIRS_OP_ACCUM || op == MIRS_OP_ACCUM_RMS ||
+                 (op != MIRS_OP_ACCUM_ONLINE && mirs__op_has_dim((mirs_op)op));
+    int nin = unary ? 1 : 2, kc = (is_accum ? 2 : 0) + nin - 1;
+    for (int32_t f = 0; f < nfirsts[kc]; f++) {
+      int32_t i = firsts[kc][f];
       /* (What try_bop refuses for any second operand: an accumulator of a
        * post-loop value, a loop-body op once the post-loop phase began.) */
       bool post_i = i < bg->nt && bg->t[i].post;

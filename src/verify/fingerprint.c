@@ -1232,7 +1232,7 @@ typedef struct cpu_state {
   size_t tilecap;
   mirs__fp_pair *inv; /* inverted denominators of div */
   size_t invcap;
-  uint64_t *acc; /* matmul row accumulators (2 per column), then b split by lane */
+  uint64_t *acc; /* matmul row accumulators (2 per column) */
   size_t acccap;
   uint32_t *gpow;         /* G^i and G^(i * EXP_SPLIT), i < EXP_SPLIT (lazily built) */
   uint64_t inv_memo_n[INV_MEMO]; /* inv_count: n of each slot (0: empty) */
@@ -1406,28 +1406,78 @@ static void fp_binary(mirs_op op, const mirs__shape *as, const mirs__fp_pair *a,
   }
 }
 
-/* acc[j] += x * r[j] for j < n, lazily reduced: each acc[j] stays below
- * 2^63 by subtracting c, a multiple of the lane's modulus, when it reaches
- * it (x, r[j] < 2^31, so a product is below 2^62).  Written to vectorise:
- * a 32x32->64-bit multiply per element; on x86-64 with GCC an AVX2 clone
- * is picked at load time.  Not under ThreadSanitizer: the clone's
- * resolver runs while the program is relocated, before the TSan runtime
- * is up, and its instrumented code crashes there. */
+/* x mod P and x mod Q for any 64-bit x without a division, from P =
+ * 2^31 - 69 and Q = 2^30 - 35: folding the high part (2^31 = 69 mod P)
+ * twice leaves x below 2P (below 2Q), then one subtraction.  Plain shifts,
+ * multiplies by small constants and adds, so a loop of them vectorises. */
+_Static_assert(P == (UINT32_C(1) << 31) - 69 && Q == (UINT32_C(1) << 30) - 35,
+               "fold_p and fold_q assume the moduli's form");
+static inline uint32_t fold_p(uint64_t x) {
+  x = (x >> 31) * 69 + (x & 0x7fffffff); /* < 2^40 */
+  x = (x >> 31) * 69 + (x & 0x7fffffff); /* < 2^31 + 35328 < 2P */
+  return (uint32_t)(x >= P ? x - P : x);
+}
+static inline uint32_t fold_q(uint64_t x) {
+  x = (x >> 30) * 35 + (x & 0x3fffffff); /* < 2^40 */
+  x = (x >> 30) * 35 + (x & 0x3fffffff); /* < 2^30 + 35840 < 2Q */
+  return (uint32_t)(x >= Q ? x - Q : x);
+}
+
+/* A pair read as one 64-bit word (so a loop over pairs vectorises over
+ * 64-bit lanes, four to an AVX2 register, and small tiles still fill
+ * one) and its two parts. */
+_Static_assert(sizeof(mirs__fp_pair) == sizeof(uint64_t), "a pair is two packed 32-bit parts");
+/* (Each part cast through uint32_t: the compiler then multiplies it
+ * 32x32->64 bits, one instruction per four lanes.) */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+#define PAIR_A(v) ((uint64_t)(uint32_t)((v) >> 32))
+#define PAIR_B(v) ((uint64_t)(uint32_t)(v))
+#else
+#define PAIR_A(v) ((uint64_t)(uint32_t)(v))
+#define PAIR_B(v) ((uint64_t)(uint32_t)((v) >> 32))
+#endif
+
+/* One output row of a matmul: orow[j] = sum over p < k of arow[p] *
+ * b[p][j] (b row-major k x n), in both fields.  acc holds 2n accumulators,
+ * lazily reduced: each stays below 2^63 by subtracting CP or CQ (a
+ * multiple of its modulus) when it reaches it (factors are below 2^31, so
+ * a product is below 2^62); the final remainder is the same whatever the
+ * order of the additions.  One call per row, both fields in one pass over
+ * b's pairs, so small tiles pay no per-(row, p) call or a split copy of b.
+ * Written to vectorise (a 32x32->64-bit multiply per element); on x86-64
+ * with GCC an AVX2 clone is picked at load time.  Not under
+ * ThreadSanitizer: the clone's resolver runs while the program is
+ * relocated, before the TSan runtime is up, and its instrumented code
+ * crashes there. */
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__) &&     \
     !defined(__SANITIZE_THREAD__)
 __attribute__((target_clones("avx2", "default"), optimize("tree-vectorize")))
 #endif
-static void fp_lane_mac(uint64_t *restrict acc, const uint32_t *restrict r, uint64_t x, int64_t n,
-                        uint64_t c) {
+static void fp_matmul_row(const mirs__fp_pair *restrict arow, const mirs__fp_pair *restrict b,
+                          mirs__fp_pair *restrict orow, int64_t k, int64_t n,
+                          uint64_t *restrict acc) {
+  uint64_t *restrict acca = acc, *restrict accb = acc + n;
+  for (int64_t j = 0; j < 2 * n; j++)
+    acc[j] = 0;
+  for (int64_t p = 0; p < k; p++) {
+    uint64_t xa = arow[p].a, xb = arow[p].b;
+    const mirs__fp_pair *restrict br = b + p * n;
+    for (int64_t j = 0; j < n; j++) {
+      uint64_t v;
+      memcpy(&v, &br[j], sizeof v);
+      uint64_t ta = acca[j] + xa * PAIR_A(v), tb = accb[j] + xb * PAIR_B(v);
+      acca[j] = ta - ((0 - (ta >> 63)) & CP);
+      accb[j] = tb - ((0 - (tb >> 63)) & CQ);
+    }
+  }
   for (int64_t j = 0; j < n; j++) {
-    uint64_t t = acc[j] + x * r[j];
-    acc[j] = t - ((0 - (t >> 63)) & c);
+    orow[j].a = fold_p(acca[j]);
+    orow[j].b = fold_q(accb[j]);
   }
 }
 
 /* o = a @ b over the last two dims, batch dims broadcast; acc holds 2n
- * lazily reduced accumulators, then b's p- and q-parts split into two
- * k x n arrays (2kn 32-bit values) so each lane is one contiguous row. */
+ * scratch accumulators (fp_matmul_row). */
 static bool fp_matmul(const mirs_context *ctx, const mirs__shape *as, const mirs__fp_pair *a,
                       const mirs__shape *bs, const mirs__fp_pair *b, const mirs__shape *os,
                       mirs__fp_pair *o, uint64_t *acc) {
@@ -1437,32 +1487,14 @@ static bool fp_matmul(const mirs_context *ctx, const mirs__shape *as, const mirs
   mirs__shape_bcast_strides(as, os, sa);
   mirs__shape_bcast_strides(bs, os, sb);
   int64_t batches = mirs__shape_numel(os) / (m * n);
-  uint64_t *acca = acc, *accb = acc + n;
-  uint32_t *ba = (uint32_t *)(acc + 2 * n), *bb = ba + k * n;
-  const mirs__fp_pair *split = NULL; /* the b matrix in ba/bb (a broadcast b is split once) */
   for (int64_t bi = 0; bi < batches; bi++) {
     const mirs__fp_pair *pa = a + mirs__shape_row_offset(os, r - 2, sa, bi);
     const mirs__fp_pair *pb = b + mirs__shape_row_offset(os, r - 2, sb, bi);
     mirs__fp_pair *po = o + bi * m * n;
-    for (int64_t e = 0; pb != split && e < k * n; e++) {
-      ba[e] = pb[e].a;
-      bb[e] = pb[e].b;
-    }
-    split = pb;
     for (int64_t i = 0; i < m; i++) {
       if (mirs__core_stopping(ctx)) /* (one load per output row) */
         return false;
-      memset(acc, 0, sizeof *acc * 2 * (size_t)n);
-      const mirs__fp_pair *arow = pa + i * k;
-      for (int64_t p = 0; p < k; p++) {
-        fp_lane_mac(acca, ba + p * n, arow[p].a, n, CP);
-        fp_lane_mac(accb, bb + p * n, arow[p].b, n, CQ);
-      }
-      mirs__fp_pair *orow = po + i * n;
-      for (int64_t j = 0; j < n; j++) {
-        orow[j].a = (uint32_t)(acca[j] % P);
-        orow[j].b = (uint32_t)(accb[j] % Q);
-      }
+      fp_matmul_row(pa + i * k, pb, po + i * n, k, n, acc);
     }
   }
   return true;
@@ -1645,9 +1677,8 @@ static mirs_status fp_compute(mirs_context *ctx, cpu_state *c, mirs_op op, int d
     }
     break;
   case MIRS__KIND_MATMUL: {
-    size_t nn = (size_t)os->d[os->ndim - 1], kk = (size_t)ins[0]->d[ins[0]->ndim - 1];
-    MIRS_CHECK(ctx, mirs__core_grow(ctx, (void **)&c->acc, &c->acccap, 2 * nn + kk * nn + 1,
-                                    sizeof *c->acc));
+    size_t nn = (size_t)os->d[os->ndim - 1];
+    MIRS_CHECK(ctx, mirs__core_grow(ctx, (void **)&c->acc, &c->acccap, 2 * nn + 1, sizeof *c->acc));
     if (!fp_matmul(ctx, ins[0], inv[0], ins[1], inv[1], os, o, c->acc))
       return mirs__core_stopped(ctx, "fingerprinting a matmul");
     break;
