@@ -105,6 +105,37 @@ START_TEST(test_variant_runs) {
 }
 END_TEST
 
+/* A kernel whose results are intermediates named as the builder names
+ * fresh tensors (t<id>), followed by a tensor named as a partial would
+ * be: the variant names its partials apart from every tensor of the
+ * result, verifies and prints back to itself. */
+START_TEST(test_variant_names) {
+  mirs_context *ctx = tu_ctx(NULL);
+  mirs_graph *g = load(ctx, "tests/codegen/splitk_source_named.ugraph");
+  mirs_graph *v = NULL;
+  ck_assert_msg(mirs__splitk_variant(ctx, g, 0, 0, 2, &v) == MIRS_OK, "%s", mirs_last_error(ctx));
+  ck_assert_ptr_nonnull(v);
+  ck_assert_int_eq(v->nops, 4);
+  for (int32_t i = 0; i < v->ops[0].nout; i++) {
+    const char *nm = v->t[v->ops[0].out[i]].name;
+    ck_assert_msg(mirs__graph_find(g, nm) < 0, "partial %s is a name of the result", nm);
+  }
+  ck_assert_str_eq(v->t[v->ops[1].out[0]].name, "t3");
+  char *t1 = text_of(ctx, v);
+  mirs_graph *r = NULL;
+  ck_assert_msg(mirs_graph_parse_string(ctx, t1, strlen(t1), "variant", &r) == MIRS_OK, "%s\n%s",
+                mirs_last_error(ctx), t1);
+  mirs_verify_result res;
+  ck_assert_int_eq(mirs_verify(ctx, g, v, &res), MIRS_OK);
+  ck_assert_msg(res.equal, "%s\n%s", res.reason, t1);
+  mirs_free(ctx, t1);
+  mirs_graph_destroy(r);
+  mirs_graph_destroy(v);
+  mirs_graph_destroy(g);
+  mirs_context_destroy(ctx);
+}
+END_TEST
+
 /* No variant where the rewrite would be wrong or meaningless. */
 START_TEST(test_not_split) {
   mirs_context *ctx = tu_ctx(NULL);
@@ -242,6 +273,7 @@ static Suite *splitk_suite(void) {
   tcase_set_timeout(tc, 300);
   tcase_add_loop_test(tc, test_variants_verify, 0, NCASES);
   tcase_add_test(tc, test_variant_runs);
+  tcase_add_test(tc, test_variant_names);
   tcase_add_test(tc, test_not_split);
   tcase_add_test(tc, test_search_adds_variants);
   tcase_add_test(tc, test_cache_serves_same);
