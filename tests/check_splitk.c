@@ -266,6 +266,28 @@ START_TEST(test_cache_serves_same) {
 }
 END_TEST
 
+/* A search stopped by its time limit keeps its results: the rewrite,
+ * which runs in the last part of the limit (after the search phase),
+ * ends there instead of failing the search on the stop (it used to fail
+ * with "time limit reached" and no result). */
+START_TEST(test_time_limit_keeps_results) {
+  mirs_context *ctx = tu_ctx(NULL);
+  static const char *const kv[][2] = {{"forloop_ranges", "4"}, {"log_level", "1"},
+                                      {"threads", "1"},        {"split_k", "2"},
+                                      {"cache_dir", ""},       {"time_limit", "1"}};
+  for (size_t i = 0; i < sizeof kv / sizeof kv[0]; i++)
+    ck_assert_int_eq(mirs_option_set(ctx, kv[i][0], kv[i][1]), MIRS_OK);
+  mirs_graph *p = load(ctx, "examples/gqa_small.graph");
+  mirs_search *s = NULL;
+  ck_assert_int_eq(mirs_search_create(ctx, p, &s), MIRS_OK);
+  ck_assert_msg(mirs_search_run(s) == MIRS_OK, "%s", mirs_last_error(ctx));
+  ck_assert_int_gt(mirs_search_num_results(s), 0); /* (the first come within 0.3 s) */
+  mirs_search_destroy(s);
+  mirs_graph_destroy(p);
+  mirs_context_destroy(ctx);
+}
+END_TEST
+
 /* Suite of the split-K tests. */
 static Suite *splitk_suite(void) {
   Suite *s = suite_create("splitk");
@@ -277,6 +299,7 @@ static Suite *splitk_suite(void) {
   tcase_add_test(tc, test_not_split);
   tcase_add_test(tc, test_search_adds_variants);
   tcase_add_test(tc, test_cache_serves_same);
+  tcase_add_test(tc, test_time_limit_keeps_results);
   suite_add_tcase(s, tc);
   return s;
 }
