@@ -105,6 +105,39 @@ START_TEST(test_variant_runs) {
 }
 END_TEST
 
+/* Causal attention split along the keys: a block's mask positions are
+ * those of its chunk (b * tile * F + f * tile), in the fingerprints and
+ * in the generated code (host run), for a free grid dim and one taken
+ * over. */
+START_TEST(test_causal_variants) {
+  static const int cases[][2] = {{2, 2}, {2, 4}, {1, 2}, {0, 4}};
+  mirs_context *ctx = tu_ctx(NULL);
+  mirs_graph *g = load(ctx, "tests/codegen/splitk_causal_source_small.ugraph");
+  mirs_graph *p = load(ctx, "examples/causal_attention_small.graph");
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    mirs_graph *v = NULL;
+    ck_assert_int_eq(mirs__splitk_variant(ctx, g, 0, cases[i][0], cases[i][1], &v), MIRS_OK);
+    ck_assert_ptr_nonnull(v);
+    mirs_verify_result res;
+    ck_assert_int_eq(mirs_verify(ctx, p, v, &res), MIRS_OK);
+    ck_assert_msg(res.equal && res.fingerprint_equal, "case %zu: %s", i, res.reason);
+    mirs_eval_result *r = NULL, *e = NULL;
+    double self = -1;
+    ck_assert_msg(mirs_codegen_run(v, 5, MIRS_BACKEND_HOST, &r, &self) == MIRS_OK, "%s",
+                  mirs_last_error(ctx));
+    ck_assert_int_eq(mirs_graph_eval(p, 5, &e), MIRS_OK);
+    double err = mirs__eval_max_rel_error(e, r);
+    ck_assert_msg(err <= mirs_codegen_tolerance(v), "case %zu: relative error %g", i, err);
+    mirs_eval_result_destroy(r);
+    mirs_eval_result_destroy(e);
+    mirs_graph_destroy(v);
+  }
+  mirs_graph_destroy(g);
+  mirs_graph_destroy(p);
+  mirs_context_destroy(ctx);
+}
+END_TEST
+
 /* A kernel whose results are intermediates named as the builder names
  * fresh tensors (t<id>), followed by a tensor named as a partial would
  * be: the variant names its partials apart from every tensor of the
@@ -296,6 +329,7 @@ static Suite *splitk_suite(void) {
   tcase_add_loop_test(tc, test_variants_verify, 0, NCASES);
   tcase_add_test(tc, test_variant_runs);
   tcase_add_test(tc, test_variant_names);
+  tcase_add_test(tc, test_causal_variants);
   tcase_add_test(tc, test_not_split);
   tcase_add_test(tc, test_search_adds_variants);
   tcase_add_test(tc, test_cache_serves_same);
