@@ -81,6 +81,21 @@ START_TEST(test_variants_verify) {
 }
 END_TEST
 
+/* The generated code of variant v, run on the host with inputs of seed,
+ * computes program p within v's tolerance (and agrees with itself). */
+static void expect_runs(mirs_context *ctx, const mirs_graph *v, const mirs_graph *p, int seed) {
+  mirs_eval_result *r = NULL, *e = NULL;
+  double self = -1;
+  ck_assert_msg(mirs_codegen_run(v, (uint64_t)seed, MIRS_BACKEND_HOST, &r, &self) == MIRS_OK, "%s",
+                mirs_last_error(ctx));
+  ck_assert_int_eq(mirs_graph_eval(p, (uint64_t)seed, &e), MIRS_OK);
+  double err = mirs__eval_max_rel_error(e, r);
+  ck_assert_msg(err <= mirs_codegen_tolerance(v) && self <= mirs_codegen_tolerance(v),
+                "relative error %g (against itself %g)", err, self);
+  mirs_eval_result_destroy(r);
+  mirs_eval_result_destroy(e);
+}
+
 /* The generated code of a variant computes the program (host run). */
 START_TEST(test_variant_runs) {
   mirs_context *ctx = tu_ctx(NULL);
@@ -88,16 +103,7 @@ START_TEST(test_variant_runs) {
   mirs_graph *v = NULL;
   ck_assert_int_eq(mirs__splitk_variant(ctx, g, 0, 0, 4, &v), MIRS_OK);
   ck_assert_ptr_nonnull(v);
-  mirs_eval_result *r = NULL, *e = NULL;
-  double self = -1;
-  ck_assert_msg(mirs_codegen_run(v, 9, MIRS_BACKEND_HOST, &r, &self) == MIRS_OK, "%s",
-                mirs_last_error(ctx));
-  ck_assert_int_eq(mirs_graph_eval(p, 9, &e), MIRS_OK);
-  double err = mirs__eval_max_rel_error(e, r);
-  ck_assert_msg(err <= mirs_codegen_tolerance(v) && self <= mirs_codegen_tolerance(v),
-                "relative error %g (against itself %g)", err, self);
-  mirs_eval_result_destroy(r);
-  mirs_eval_result_destroy(e);
+  expect_runs(ctx, v, p, 9);
   mirs_graph_destroy(v);
   mirs_graph_destroy(g);
   mirs_graph_destroy(p);
@@ -121,15 +127,7 @@ START_TEST(test_causal_variants) {
     mirs_verify_result res;
     ck_assert_int_eq(mirs_verify(ctx, p, v, &res), MIRS_OK);
     ck_assert_msg(res.equal && res.fingerprint_equal, "case %zu: %s", i, res.reason);
-    mirs_eval_result *r = NULL, *e = NULL;
-    double self = -1;
-    ck_assert_msg(mirs_codegen_run(v, 5, MIRS_BACKEND_HOST, &r, &self) == MIRS_OK, "%s",
-                  mirs_last_error(ctx));
-    ck_assert_int_eq(mirs_graph_eval(p, 5, &e), MIRS_OK);
-    double err = mirs__eval_max_rel_error(e, r);
-    ck_assert_msg(err <= mirs_codegen_tolerance(v), "case %zu: relative error %g", i, err);
-    mirs_eval_result_destroy(r);
-    mirs_eval_result_destroy(e);
+    expect_runs(ctx, v, p, 5);
     mirs_graph_destroy(v);
   }
   mirs_graph_destroy(g);
