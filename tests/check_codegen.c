@@ -56,7 +56,8 @@ static const char *const TESTGRAPHS[] = {
     "mma_f16",     "mma_pad",          "rms_bf16",      "f32_mixed",  "big_smem",
     "reduce_tree", "general_load",     "transpose_mma", "chain_attn", "chain_safe",
     "chain_split", "chain_split_safe", "chain_qknorm", "mma_swap",   "chain_chunks",
-    "chain_nochunks", "chain_min", "chain_split_min", "splitk_gqa_small"};
+    "chain_nochunks", "chain_min", "chain_split_min", "splitk_gqa_small",
+    "splitk_causal_small"};
 #define NTESTGRAPHS ((int)(sizeof TESTGRAPHS / sizeof TESTGRAPHS[0]))
 
 /* The search's bests at small shape (examples/best, scripts/search-bests.sh). */

@@ -81,6 +81,21 @@ START_TEST(test_variants_verify) {
 }
 END_TEST
 
+/* The generated code of variant v, run on the host with inputs of seed,
+ * computes program p within v's tolerance (and agrees with itself). */
+static void expect_runs(mirs_context *ctx, const mirs_graph *v, const mirs_graph *p, int seed) {
+  mirs_eval_result *r = NULL, *e = NULL;
+  double self = -1;
+  ck_assert_msg(mirs_codegen_run(v, (uint64_t)seed, MIRS_BACKEND_HOST, &r, &self) == MIRS_OK, "%s",
+                mirs_last_error(ctx));
+  ck_assert_int_eq(mirs_graph_eval(p, (uint64_t)seed, &e), MIRS_OK);
+  double err = mirs__eval_max_rel_error(e, r);
+  ck_assert_msg(err <= mirs_codegen_tolerance(v) && self <= mirs_codegen_tolerance(v),
+                "relative error %g (against itself %g)", err, self);
+  mirs_eval_result_destroy(r);
+  mirs_eval_result_destroy(e);
+}
+
 /* The generated code of a variant computes the program (host run). */
 START_TEST(test_variant_runs) {
   mirs_context *ctx = tu_ctx(NULL);
@@ -88,19 +103,66 @@ START_TEST(test_variant_runs) {
   mirs_graph *v = NULL;
   ck_assert_int_eq(mirs__splitk_variant(ctx, g, 0, 0, 4, &v), MIRS_OK);
   ck_assert_ptr_nonnull(v);
-  mirs_eval_result *r = NULL, *e = NULL;
-  double self = -1;
-  ck_assert_msg(mirs_codegen_run(v, 9, MIRS_BACKEND_HOST, &r, &self) == MIRS_OK, "%s",
-                mirs_last_error(ctx));
-  ck_assert_int_eq(mirs_graph_eval(p, 9, &e), MIRS_OK);
-  double err = mirs__eval_max_rel_error(e, r);
-  ck_assert_msg(err <= mirs_codegen_tolerance(v) && self <= mirs_codegen_tolerance(v),
-                "relative error %g (against itself %g)", err, self);
-  mirs_eval_result_destroy(r);
-  mirs_eval_result_destroy(e);
+  expect_runs(ctx, v, p, 9);
   mirs_graph_destroy(v);
   mirs_graph_destroy(g);
   mirs_graph_destroy(p);
+  mirs_context_destroy(ctx);
+}
+END_TEST
+
+/* Causal attention split along the keys: a block's mask positions are
+ * those of its chunk (b * tile * F + f * tile), in the fingerprints and
+ * in the generated code (host run), for a free grid dim and one taken
+ * over. */
+START_TEST(test_causal_variants) {
+  static const int cases[][2] = {{2, 2}, {2, 4}, {1, 2}, {0, 4}};
+  mirs_context *ctx = tu_ctx(NULL);
+  mirs_graph *g = load(ctx, "tests/codegen/splitk_causal_source_small.ugraph");
+  mirs_graph *p = load(ctx, "examples/causal_attention_small.graph");
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    mirs_graph *v = NULL;
+    ck_assert_int_eq(mirs__splitk_variant(ctx, g, 0, cases[i][0], cases[i][1], &v), MIRS_OK);
+    ck_assert_ptr_nonnull(v);
+    mirs_verify_result res;
+    ck_assert_int_eq(mirs_verify(ctx, p, v, &res), MIRS_OK);
+    ck_assert_msg(res.equal && res.fingerprint_equal, "case %zu: %s", i, res.reason);
+    expect_runs(ctx, v, p, 5);
+    mirs_graph_destroy(v);
+  }
+  mirs_graph_destroy(g);
+  mirs_graph_destroy(p);
+  mirs_context_destroy(ctx);
+}
+END_TEST
+
+/* A kernel whose results are intermediates named as the builder names
+ * fresh tensors (t<id>), followed by a tensor named as a partial would
+ * be: the variant names its partials apart from every tensor of the
+ * result, verifies and prints back to itself. */
+START_TEST(test_variant_names) {
+  mirs_context *ctx = tu_ctx(NULL);
+  mirs_graph *g = load(ctx, "tests/codegen/splitk_source_named.ugraph");
+  mirs_graph *v = NULL;
+  ck_assert_msg(mirs__splitk_variant(ctx, g, 0, 0, 2, &v) == MIRS_OK, "%s", mirs_last_error(ctx));
+  ck_assert_ptr_nonnull(v);
+  ck_assert_int_eq(v->nops, 4);
+  for (int32_t i = 0; i < v->ops[0].nout; i++) {
+    const char *nm = v->t[v->ops[0].out[i]].name;
+    ck_assert_msg(mirs__graph_find(g, nm) < 0, "partial %s is a name of the result", nm);
+  }
+  ck_assert_str_eq(v->t[v->ops[1].out[0]].name, "t3");
+  char *t1 = text_of(ctx, v);
+  mirs_graph *r = NULL;
+  ck_assert_msg(mirs_graph_parse_string(ctx, t1, strlen(t1), "variant", &r) == MIRS_OK, "%s\n%s",
+                mirs_last_error(ctx), t1);
+  mirs_verify_result res;
+  ck_assert_int_eq(mirs_verify(ctx, g, v, &res), MIRS_OK);
+  ck_assert_msg(res.equal, "%s\n%s", res.reason, t1);
+  mirs_free(ctx, t1);
+  mirs_graph_destroy(r);
+  mirs_graph_destroy(v);
+  mirs_graph_destroy(g);
   mirs_context_destroy(ctx);
 }
 END_TEST
@@ -235,6 +297,28 @@ START_TEST(test_cache_serves_same) {
 }
 END_TEST
 
+/* A search stopped by its time limit keeps its results: the rewrite,
+ * which runs in the last part of the limit (after the search phase),
+ * ends there instead of failing the search on the stop (it used to fail
+ * with "time limit reached" and no result). */
+START_TEST(test_time_limit_keeps_results) {
+  mirs_context *ctx = tu_ctx(NULL);
+  static const char *const kv[][2] = {{"forloop_ranges", "4"}, {"log_level", "1"},
+                                      {"threads", "1"},        {"split_k", "2"},
+                                      {"cache_dir", ""},       {"time_limit", "1"}};
+  for (size_t i = 0; i < sizeof kv / sizeof kv[0]; i++)
+    ck_assert_int_eq(mirs_option_set(ctx, kv[i][0], kv[i][1]), MIRS_OK);
+  mirs_graph *p = load(ctx, "examples/gqa_small.graph");
+  mirs_search *s = NULL;
+  ck_assert_int_eq(mirs_search_create(ctx, p, &s), MIRS_OK);
+  ck_assert_msg(mirs_search_run(s) == MIRS_OK, "%s", mirs_last_error(ctx));
+  ck_assert_int_gt(mirs_search_num_results(s), 0); /* (the first come within 0.3 s) */
+  mirs_search_destroy(s);
+  mirs_graph_destroy(p);
+  mirs_context_destroy(ctx);
+}
+END_TEST
+
 /* Suite of the split-K tests. */
 static Suite *splitk_suite(void) {
   Suite *s = suite_create("splitk");
@@ -242,9 +326,12 @@ static Suite *splitk_suite(void) {
   tcase_set_timeout(tc, 300);
   tcase_add_loop_test(tc, test_variants_verify, 0, NCASES);
   tcase_add_test(tc, test_variant_runs);
+  tcase_add_test(tc, test_variant_names);
+  tcase_add_test(tc, test_causal_variants);
   tcase_add_test(tc, test_not_split);
   tcase_add_test(tc, test_search_adds_variants);
   tcase_add_test(tc, test_cache_serves_same);
+  tcase_add_test(tc, test_time_limit_keeps_results);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -952,7 +952,10 @@ static mirs_status splitk_add(mirs_search *s, mirs_graph *v, const mirs__search_
  * split_k_top results, split by each factor that fits (splitk.c), as new
  * results, verified at full shape and in float64 like the others; then
  * ranked again.  From the final, sorted list and nothing else, so the
- * variants are the same for any threads, ranks and resumes. */
+ * variants are the same for any threads, ranks and resumes.  Past the
+ * time limit, or stopped (signal, limit), the rewrite ends where it is
+ * and the results it has are kept, as the full-shape verification and
+ * the float64 check do: a stop must not lose the search's results. */
 static mirs_status splitk_results(mirs_search *s) {
   mirs_context *ctx = s->ctx;
   if (!ctx->opt.split_k || s->sink.nres == 0)
@@ -962,15 +965,24 @@ static mirs_status splitk_results(mirs_search *s) {
     top = (size_t)ctx->opt.split_k_top;
   int64_t tried = 0, added = 0;
   mirs_status st = MIRS_OK;
+  bool cut = false;
   double t0 = mirs__core_now();
-  for (size_t i = 0; st == MIRS_OK && i < top; i++) {
+  for (size_t i = 0; st == MIRS_OK && !cut && i < top; i++) {
     /* (res may move as variants are added: copy what is read.) */
     mirs__search_result from = s->sink.res[i];
     if (mirs__splitk_has_split(from.g))
       continue;
-    for (int32_t k = 0; st == MIRS_OK && k < from.g->nops; k++)
-      for (int gs = 0; st == MIRS_OK && gs < MIRS__GRID; gs++)
-        for (int f = 0; st == MIRS_OK && f < MIRS__SPLITK_NFACTORS; f++) {
+    for (int32_t k = 0; st == MIRS_OK && !cut && k < from.g->nops; k++)
+      for (int gs = 0; st == MIRS_OK && !cut && gs < MIRS__GRID; gs++)
+        for (int f = 0; st == MIRS_OK && !cut && f < MIRS__SPLITK_NFACTORS; f++) {
+          if (time_up(s)) {
+            mirs__core_log(ctx, MIRS_LOG_INFO,
+                           "search: split-K rewrite stopped at the time limit after %zu of %zu "
+                           "results",
+                           i, top);
+            cut = true;
+            break;
+          }
           mirs_graph *v = NULL;
           st = mirs__splitk_variant(ctx, from.g, k, gs, mirs__splitk_factors[f], &v);
           if (st == MIRS_SHAPE) { /* (a variant the builder refuses: none) */
@@ -980,6 +992,14 @@ static mirs_status splitk_results(mirs_search *s) {
           if (st == MIRS_OK && v) {
             tried++;
             st = splitk_add(s, v, &from, &added);
+          }
+          if (st == MIRS_STOPPED) {
+            mirs__core_log(ctx, MIRS_LOG_WARNING, "search: split-K rewrite stopped (%s)",
+                           mirs_last_error(ctx));
+            mirs_clear_error(ctx);
+            s->complete = false;
+            st = MIRS_OK;
+            cut = true;
           }
         }
   }

@@ -30,6 +30,7 @@
  * through `map`.  Nothing is allocated in g's context. */
 #include "config.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "search/splitk.h"
@@ -254,14 +255,38 @@ static mirs_status copy_op(mirs_graph *rg, const mirs_graph *g, const mirs__kop 
   return MIRS_OK;
 }
 
+/* Names of the nacc partials of kernel k into buf/nm: `<k's first
+ * result>_part<j>`, suffixed until no tensor of g or rg has it.  Fresh
+ * names (t<id>) would not do: the tensors of g copied after the partials
+ * keep their names, and g's own t<id> names sit at those very ids. */
+#define PART_NAME 48
+static void part_names(const mirs_graph *g, const mirs_graph *rg, const mirs__kop *k, int nacc,
+                       char buf[][PART_NAME], const char **nm) {
+  const char *base = g->t[k->out[0]].name;
+  for (int j = 0; j < nacc; j++) {
+    for (int n = 0;; n++) {
+      snprintf(buf[j], PART_NAME, n ? "%.24s_part%d_%d" : "%.24s_part%d", base, j, n);
+      bool taken = mirs__graph_find(g, buf[j]) >= 0 || mirs__graph_find(rg, buf[j]) >= 0;
+      for (int i = 0; i < j && !taken; i++)
+        taken = !strcmp(buf[i], buf[j]);
+      if (!taken)
+        break;
+    }
+    nm[j] = buf[j];
+  }
+}
+
 /* Append kernel op k of g split by plan p to rg. */
 static mirs_status split_op(mirs_graph *rg, const mirs_graph *g, const mirs__kop *k, int32_t s,
                             const plan *p, int32_t *map) {
   mirs_context *ctx = rg->ctx;
   mirs__bgraph *b1 = NULL, *b2 = NULL;
   MIRS_CHECK(ctx, kernel1(rg, k, s, p, map, &b1));
+  char pbuf[MAX_ACC][PART_NAME];
+  const char *pnm[MAX_ACC];
+  part_names(g, rg, k, p->nacc, pbuf, pnm);
   int32_t first;
-  MIRS_CHECK(ctx, mirs__graph_add_custom(rg, b1, NULL, &first)); /* takes b1 */
+  MIRS_CHECK(ctx, mirs__graph_add_custom(rg, b1, pnm, &first)); /* takes b1 */
   int32_t part[MAX_ACC];
   for (int j = 0; j < p->nacc; j++)
     part[j] = first + j;
