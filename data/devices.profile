@@ -44,9 +44,11 @@
 # clock: H100/H200 SXM 67 TFLOPS = 132 x 128 x 2 x 1.98 GHz; A100 19.5 TFLOPS
 # = 108 x 64 x 2 x 1.41 GHz): 128 x 1.98 = 253.4 GB/s and 128 x 1.41 = 180.5
 # GB/s per SM.
-# These are leads, not measurements: launch_us and hbm_saturation are
-# estimates, and every number should be calibrated on the device (achievable
-# bandwidth is typically 80-90% of the datasheet figure) when a GPU is present.
+# The H200's numbers are measured (its section says how and when); the
+# others are leads, not measurements: launch_us and hbm_saturation are
+# estimates, and every number should be calibrated on the device (the H200
+# reached 81% of its datasheet bandwidth and 76% of its tensor-core peak)
+# when a GPU is present.
 
 device H100
   description = NVIDIA H100 SXM5 80GB (HBM3)
@@ -66,20 +68,28 @@ device H100
   smem_gbps = 253.4            # 128 B/clock/SM x 1.98 GHz (see above)
 
 device H200
-  description = NVIDIA H200 SXM 141GB (HBM3e)
+  description = NVIDIA H200 SXM 141GB (HBM3e), calibrated
   aliases = h200-sxm, h200_sxm
-  # NVIDIA H200 Tensor Core GPU datasheet (SXM column): 4.8 TB/s HBM3e,
-  # FP16/BF16 tensor 1,979 TFLOPS with sparsity -> 989.4 dense, FP32 67 TFLOPS.
-  # Same GH100 die as the H100 SXM5: 132 SMs, 50 MB L2, 227 KB per block.
-  hbm_gbps = 4800
-  tc_f16_tflops = 989.4
-  f32_tflops = 67
-  launch_us = 4
+  # Calibrated on an NVIDIA H200 (132 SMs, sm_90) on 2026-11-27 by
+  # `mirsearch bench --calibrate` in scripts/device-check.sh (bundle of
+  # commit cdbb0bb; bench/RESULTS.md, "Device check log"): a 1 GiB
+  # grid-stride copy (bytes read + written) 3889.5 GB/s, 81% of the
+  # datasheet's 4.8 TB/s; a cuBLAS 8192^3 f16 product on non-zero data
+  # 756.5 TFLOPS, 76% of the datasheet's 989.4 dense; FMA chains 55.9
+  # TFLOPS; 1000 empty launches back to back 4.62 us each; 99 of the 132
+  # SMs (three quarters) already reach 90% of the copy bandwidth.  The
+  # device reports a 60 MiB L2 (62914560 B) where the whitepaper's GH100
+  # has 50 MB.  Shared-memory bandwidth is not measured: the datasheet's
+  # clock, as for the H100.
+  hbm_gbps = 3889.5
+  tc_f16_tflops = 756.5
+  f32_tflops = 55.9
+  launch_us = 4.62
   smem_per_block = 232448     # 227 KB, compute capability 9.0
   sms = 132
-  l2_bytes = 52428800         # 50 MB
+  l2_bytes = 62914560         # as the device reports it
   max_threads_per_block = 1024
-  hbm_saturation = 0.5
+  hbm_saturation = 0.75
   smem_gbps = 253.4            # 128 B/clock/SM x 1.98 GHz (see above)
 
 device A100

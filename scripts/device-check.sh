@@ -266,6 +266,14 @@ published=${DEVICE_CHECK_EXAMPLES:-"rmsnorm_linear gqa qknorm_attention lora gat
 small=""
 for n in $published; do small="$small ${n}_small"; done
 
+# No result cache: every search here must run, not be served from the
+# cache an earlier search of the same program filled (on the device, the
+# scaling runs after the first and the --verify=gpu search after the
+# --verify=cpu one were served from it in the first call, 2026-11-27,
+# and compared nothing), and the check must not fill the user's cache.
+MIRSEARCH_NO_CACHE=1
+export MIRSEARCH_NO_CACHE
+
 # The program, with the bundled libraries (only for it: nvcc, python and
 # the harnesses it compiles keep the machine's own).
 mirs_bin=${MIRSEARCH:-}

@@ -31,10 +31,11 @@
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
 top_builddir=${top_builddir:-.}
 prog=$(cd "$top_builddir" && pwd)/src/mirsearch
-# As under make check, also when run by hand: no result cache, so every
-# search runs (one served from ~/.cache/mirsearch would come back
-# complete where a test stops, kills or resumes it).
-MIRSEARCH_NO_CACHE=1; export MIRSEARCH_NO_CACHE
+# The result cache on, in a folder of this test's own: device-check.sh
+# must turn it off itself (its scaling and --verify=gpu searches would
+# otherwise be served from its first search's entry, as they were on the
+# first device run), and its runs must leave the folder empty.
+unset MIRSEARCH_NO_CACHE
 if [ ! -x "$prog" ]; then
   echo "device_check.sh: $prog not built" >&2
   exit 1
@@ -42,6 +43,7 @@ fi
 command -v bash >/dev/null 2>&1 || { echo "device_check.sh: no bash" >&2; exit 77; }
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/mirs_devcheck_sh.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT INT TERM
+XDG_CACHE_HOME=$tmp/xdg-cache; export XDG_CACHE_HOME
 failures=0
 fail() {
   echo "FAIL: $1" >&2
@@ -248,5 +250,7 @@ grep -q '^scaling  *PASS .*(earlier) .*identical' "$tmp/out/summary.txt" || fail
 grep -q '^calibrate  *PASS  *[0-9]*  *calibration refused' "$tmp/out/summary.txt" ||
   fail "calibrate did not run under --skip"
 wait "$side" || { fail "the side checks (above)"; cat "$tmp/side.log" >&2; }
+[ -z "$(find "$tmp/xdg-cache" -type f 2>/dev/null)" ] ||
+  fail "device-check.sh wrote to the result cache: $(find "$tmp/xdg-cache" -type f | head -n 3)"
 [ "$failures" -eq 0 ] || exit 1
 exit 0
