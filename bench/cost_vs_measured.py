@@ -175,6 +175,8 @@ def main():
     summary("all", kept)
     summary("fit (best+rank_gqa)", [t for t in kept if t[1] in ("best", "rank_gqa")])
     summary("held out (splitk)", [t for t in kept if t[1].startswith("splitk/")])
+    summary("held out, no qknorm", [t for t in kept if t[1].startswith("splitk/")
+                                     and t[1] != "splitk/qknorm_attention"])
     for grp in sorted({t[1] for t in kept if t[1] != "best"}):
         summary("within " + grp, [t for t in kept if t[1] == grp])
 
