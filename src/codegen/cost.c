@@ -26,7 +26,11 @@
  *           iteration, smem_once outside, smem.c, bank conflicts
  *           included), CUDA-core work follows them (it reads their
  *           results), each special function at SFU_FLOPS
- *   on    = n * block / eta + waves * F * ITER_SYNC_S
+ *   on    = n * block / eta + waves * F * (1 + x) * ITER_SYNC_S
+ *           (x: row values a split strip of the register chain exchanges
+ *           through shared memory per iteration, each behind a barrier)
+ *           (F: the live iterations; under causal tile skipping in one
+ *           wave, the longest block's, which sets the kernel's end)
  * (no smem part when the profile has no smem_gbps).  The reported
  * smem_seconds stays the grid's bank-slot bytes over the busy SMs'
  * shared-memory bandwidth, B * (F * smem_loop + smem_once) / (smem_bw *
@@ -1009,10 +1013,30 @@ static mirs_status cost_custom(mirs_context *ctx, const mirs__cost_device *d, co
   double once_tc = (post_tc + 2.0 * post_tf32 + post_slow) / tc_sm;
   double once_smem = d->smem_bw > 0 ? pl.smem_once / d->smem_bw : 0;
   double once_simt = (post_simt + sfu_extra * post_sfu) / f32_sm;
-  double block = F * ((it_tc > it_smem ? it_tc : it_smem) + it_simt) +
+  /* Under causal tile skipping blocks run different numbers of
+   * iterations; when all are resident at once (one wave) the kernel lasts
+   * as long as the longest, the block of the last query rows, not the
+   * average the bytes and flops use. */
+  double Fb = F;
+  if (pl.skip.on && waves <= 1) {
+    int64_t last[MIRS__GRID];
+    for (int dd = 0; dd < MIRS__GRID; dd++)
+      last[dd] = bg->grid[dd] > 0 ? bg->grid[dd] - 1 : 0;
+    Fb = (double)mirs__plan_fend(&pl, bg, last);
+  }
+  double block = Fb * ((it_tc > it_smem ? it_tc : it_smem) + it_simt) +
                  (once_tc > once_smem ? once_tc : once_smem) + once_simt;
   cost_smem(d, &pl, F, k);
-  double on = eta > 0 ? nsm * block / eta + waves * F * ITER_SYNC_S : 0;
+  /* Split strips of the register chain complete each row max or sum the
+   * iteration needs across the strip's warps through shared memory: one
+   * more barrier-separated hand-over per such value (as cuda.c counts them
+   * in the kernel's comment). */
+  double hand_overs = 1;
+  if (pl.chain.on && pl.chain.ks > 1)
+    for (int32_t t = 0; t < bg->nt; t++)
+      hand_overs += pl.t[t].frag == MIRS__FRAG_ROW && bg->t[t].producer >= 0 &&
+                    mirs__graph_ops[bg->ops[bg->t[t].producer].op].kind == MIRS__KIND_REDUCE;
+  double on = eta > 0 ? nsm * block / eta + waves * Fb * hand_overs * ITER_SYNC_S : 0;
   k->compute_seconds = on;
   /* Without a pipeline a block waits for its loads, then computes; with
    * one, loads of later iterations overlap the compute of this one, and
