@@ -317,7 +317,8 @@ START_TEST(test_matmul) {
   double flops = 2.0 * 64 * 256 * 128;                    /* 4194304 */
   ck_near(r.bytes, bytes);
   ck_near(r.flops, flops);
-  ck_near(r.seconds, 5e-6 + MIRS__COST_KERNEL_FIXED_S + bytes / 1e12); /* 1.147e-7 s memory > 4.19e-8 s compute */
+  ck_near(r.seconds, 5e-6 + MIRS__COST_KERNEL_FIXED_S +
+                         bytes / 1e12); /* 1.147e-7 s memory > 4.19e-8 s compute */
   ck_assert_int_eq(r.kernels, 1);
   ck_assert(r.feasible);
   ck_assert_int_eq(r.smem_peak, 0);
@@ -472,8 +473,8 @@ START_TEST(test_utilisation) {
   ck_near(k.mem_seconds, 163840 / fmin(1e12 * 0.5, k.inflight / 0.7e-6));
   /* (one block per busy SM: its work at one SM's peak, 1e14 / 16, over
    * the share of it one block's warps reach, as on T) */
-  ck_near(k.compute_seconds, 2 * 2.0 * 64 * 64 * 64 / (1e14 / 16) / k.eta +
-                                 2 * MIRS__COST_ITER_SYNC_S);
+  ck_near(k.compute_seconds,
+          2 * 2.0 * 64 * 64 * 64 / (1e14 / 16) / k.eta + 2 * MIRS__COST_ITER_SYNC_S);
   ck_near(k.seconds, 5e-6 + MIRS__COST_KERNEL_FIXED_S + fmax(k.mem_seconds, k.compute_seconds) +
                          fmin(k.mem_seconds, k.compute_seconds) / 2);
   mirs__graph_free(g);
@@ -486,6 +487,45 @@ START_TEST(test_utilisation) {
   ck_near(k.utilisation, 1);
   mirs__graph_free(g);
   mirs__cost_profiles_free(q);
+  mirs__cost_profiles_free(p);
+  mirs_context_destroy(ctx);
+}
+END_TEST
+
+/* The latency terms (cost.h): on T's 4 SMs, 4 blocks of 4 warps put one
+ * warp in each sub-partition (eta 1/2); 8 blocks of half the work put two
+ * blocks on each SM, whose warps hide each other's latency (eta 1): half
+ * the on-chip time, the same stage hand-overs.  With shared memory for
+ * only one block per SM, the second block waits: two waves, at eta 1/2. */
+START_TEST(test_latency_terms) {
+  mirs_context *ctx = tu_ctx(NULL);
+  mirs__cost_profiles *p;
+  const mirs__cost_device *t = test_dev(ctx, &p, "T");
+  mirs_graph *g4 = custom_mm(ctx, 4, false, false), *g8 = custom_mm(ctx, 8, false, false);
+  mirs__cost_kernel k4, k8, k8w;
+  ck_assert_int_eq(mirs__cost_kernel_op(ctx, t, g8, 0, &k8), MIRS_OK);
+  mirs__cost_device two = *t; /* shared memory for two of g8's blocks per SM */
+  two.smem_per_block = 2 * k8.smem;
+  ck_assert_int_eq(mirs__cost_kernel_op(ctx, &two, g8, 0, &k8), MIRS_OK);
+  ck_assert_int_eq(mirs__cost_kernel_op(ctx, &two, g4, 0, &k4), MIRS_OK);
+  ck_assert(k4.feasible && k8.feasible && 2 * k8.smem <= two.smem_per_block);
+  double sync = 2 * MIRS__COST_ITER_SYNC_S;     /* F = 2 iterations */
+  double block8 = k8.tc_flops / 8 / (1e14 / 4); /* one block's MMAs at one SM's peak */
+  ck_near(k4.tc_flops, k8.tc_flops);            /* (the same matmul, split over more blocks) */
+  ck_near(k4.eta, 0.5);
+  ck_near(k8.eta, 1);
+  ck_near(k8.compute_seconds, 2 * block8 + sync);
+  ck_near(k4.compute_seconds, 2 * block8 / 0.5 + sync);
+  mirs__cost_device one = two;
+  one.smem_per_block = k8.smem; /* one block per SM */
+  ck_assert_int_eq(mirs__cost_kernel_op(ctx, &one, g8, 0, &k8w), MIRS_OK);
+  ck_assert(k8w.feasible);
+  ck_near(k8w.eta, 0.5);
+  ck_near(k8w.compute_seconds, 2 * block8 / 0.5 + 2 * sync);
+  /* Every kernel, custom or not, pays the fixed cost on top of launch_us. */
+  ck_assert(k8.seconds >= t->launch_s + MIRS__COST_KERNEL_FIXED_S + k8.compute_seconds);
+  mirs__graph_free(g4);
+  mirs__graph_free(g8);
   mirs__cost_profiles_free(p);
   mirs_context_destroy(ctx);
 }
@@ -624,7 +664,8 @@ START_TEST(test_rmsnorm_linear_fused_wins) {
   ck_assert_int_eq(rf.kernels, 1);
   ck_near(rp.bytes, (8192 * 2.0) * 2 + 8192 * 2.0 + 4096.0 * 6144 * 2 + 2 * 6144 * 2.0);
   ck_near(rf.bytes, 256.0 * 64 * 96 + 8192.0 * 64 * 96 + 256.0 * 96);
-  ck_near(rp.seconds, 8e-6 + 2 * MIRS__COST_KERNEL_FIXED_S + (32768 + 16384 + 4096.0 * 6144 * 2 + 24576) / 3.35e12);
+  ck_near(rp.seconds, 8e-6 + 2 * MIRS__COST_KERNEL_FIXED_S +
+                          (32768 + 16384 + 4096.0 * 6144 * 2 + 24576) / 3.35e12);
   mirs__cost_kernel kf;
   ck_assert_int_eq(mirs__cost_kernel_op(ctx, h100, fused, 0, &kf), MIRS_OK);
   /* (pipelined over 64 iterations: the larger of HBM and on-chip time,
@@ -850,7 +891,8 @@ START_TEST(test_smem_term_and_conflicts) {
    * (the MMAs take far less), and bounds the kernel. */
   ck_near(pad.compute_seconds, (2 * loop + once) / 1e9 / pad.eta + 2 * MIRS__COST_ITER_SYNC_S);
   ck_assert(pad.compute_seconds > pad.mem_seconds);
-  ck_near(pad.seconds, 5e-6 + MIRS__COST_KERNEL_FIXED_S + pad.compute_seconds + pad.mem_seconds / 2);
+  ck_near(pad.seconds,
+          5e-6 + MIRS__COST_KERNEL_FIXED_S + pad.compute_seconds + pad.mem_seconds / 2);
   ck_assert_int_eq(mirs_option_set(ctx, "codegen_smem_pad", "0"), MIRS_OK);
   ck_assert_int_eq(mirs__cost_kernel_op(ctx, d, g, 0, &dense), MIRS_OK);
   ck_assert_int_eq(dense.smem, 2 * (64 * 64 * 2) * 2 + 16384); /* no padding */
@@ -880,7 +922,8 @@ START_TEST(test_smem_zero) {
   ck_assert_int_eq(mirs__cost_kernel_op(ctx, h100, g, 0, &k), MIRS_OK);
   ck_assert(!k.custom);
   ck_assert(k.smem_bytes == 0 && k.smem_seconds == 0);
-  ck_near(k.seconds, 4e-6 + MIRS__COST_KERNEL_FIXED_S + (64 * 128 + 128 * 256 + 64 * 256) * 2.0 / 3.35e12);
+  ck_near(k.seconds,
+          4e-6 + MIRS__COST_KERNEL_FIXED_S + (64 * 128 + 128 * 256 + 64 * 256) * 2.0 / 3.35e12);
   mirs__graph_free(g);
   mirs__cost_profiles_free(p);
   const mirs__cost_device *t = test_dev(ctx, &p, "T");
@@ -1163,6 +1206,7 @@ int main(void) {
   tcase_add_test(tc, test_elementwise_and_reductions);
   tcase_add_test(tc, test_custom_kernel);
   tcase_add_test(tc, test_utilisation);
+  tcase_add_test(tc, test_latency_terms);
   tcase_add_test(tc, test_smem_limit_and_fusion);
   tcase_add_test(tc, test_forloop_variants_latency);
   tcase_add_test(tc, test_rmsnorm_linear_fused_wins);

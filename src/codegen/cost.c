@@ -840,7 +840,7 @@ static void finish_time(const mirs__cost_device *d, mirs__cost_kernel *k, double
   k->mem_seconds = k->bytes / (d->hbm_bw * ub);
   k->compute_seconds = k->tc_flops / (d->tc_peak * u) + k->simt_flops / (d->f32_peak * u);
   k->seconds = d->launch_s + KERNEL_FIXED_S +
-              (k->mem_seconds > k->compute_seconds ? k->mem_seconds : k->compute_seconds);
+               (k->mem_seconds > k->compute_seconds ? k->mem_seconds : k->compute_seconds);
 }
 
 /* Predefined kernel op: inputs read once, outputs written once, each at
@@ -906,9 +906,9 @@ static mirs_status cost_custom(mirs_context *ctx, const mirs__cost_device *d, co
       if (b->op == MIRS_OP_ACCUM_ONLINE) { /* a max, two exps, a multiply-add */
         loop_simt += (2.0 * SPECIAL_FLOPS + 3.0) * nin;
         loop_sfu += 2.0 * nin;
-      }
-      else if (!pl.t[b->out].acc_mma) /* else the MMA adds into the C fragments */
+      } else if (!pl.t[b->out].acc_mma) { /* else the MMA adds into the C fragments */
         loop_simt += b->op == MIRS_OP_ACCUM_RMS ? 2.0 * nin : nin;
+      }
       if (b->op == MIRS_OP_ACCUM_RMS) {
         post_simt += (1.0 + SPECIAL_FLOPS) * nres;
         post_sfu += nres;
