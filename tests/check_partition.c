@@ -177,7 +177,9 @@ START_TEST(test_in_place_ranking) {
   mirs_piece_info info = {.struct_size = sizeof info};
   ck_assert_int_eq(mirs_partition_piece(r, 1, &info), MIRS_OK);
   ck_assert_int_eq(info.kind, MIRS_PIECE_SEARCHED);
-  ck_assert_msg(info.cost_after < 0.9 * info.cost_before, "%g us -> %g us",
+  /* (at least 0.5 us saved: a share of the total no longer says it, since
+   * each kernel's fixed cost, cost.h MIRS__COST_KERNEL_FIXED_S, is in both) */
+  ck_assert_msg(info.cost_before - info.cost_after > 0.5e-6, "%g us -> %g us",
                 info.cost_before * 1e6, info.cost_after * 1e6);
   mirs_partition_destroy(r);
   mirs_context_destroy(rc);

@@ -2,22 +2,41 @@
 /* src/codegen/cost.c - device profiles (parser, built-in table, lookup) and
  * the analytic cost model that ranks µGraphs without a GPU.
  *
- * Model (docs/SEARCH.md "Cost model").  Per kernel op:
- *   time = launch + max(memory, compute)       (predefined ops)
- *   time = launch + max(memory, compute)       (pipelined custom kernels
- *          + min(memory, compute) / F           over F iterations: one
+ * Model (docs/SEARCH.md "Cost model").  Per kernel op, with
+ * fixed = launch (the profile's launch_us) + KERNEL_FIXED_S (cost.h):
+ *   time = fixed + max(memory, compute)        (predefined ops)
+ *   time = fixed + max(memory, on)             (pipelined custom kernels
+ *          + min(memory, on) / F                over F iterations: one
  *                                               iteration is exposed)
- *   time = launch + memory + compute           (custom kernels without a
+ *   time = fixed + memory + on                 (custom kernels without a
  *                                               cp.async pipeline)
  *   memory  = bytes / min(bw * ub, inflight / MEM_LATENCY_S)
- *   compute = (tc_flops + tf32_flops) / (tc_peak * u) + simt_flops / (f32_peak * u)
- * and, for custom kernels, compute above stands for the on-chip time
- *   on      = max(compute, smem)
- *   smem    = B * (F * smem_loop + smem_once) / (smem_bw * min(B, sms))
- * (smem_loop/once: the plan's bank-slot bytes per block, bank conflicts
- * included, smem.c; smem = 0 when the profile has no smem_gbps).
+ *   compute = (tc_flops + tf32_flops) / tc_peak + simt_flops / f32_peak
+ * and, for custom kernels, the on-chip time of the busiest SM (the
+ * latency terms, calibrated on the first H200 measurements; cost.h):
+ *   n     = ceil(B / sms) blocks on it, r = min(n, occupancy) resident,
+ *           waves = ceil(n / occupancy)
+ *   eta   = min(1, r * warps per block / 4 / WARPS_TO_SATURATE): the share
+ *           of the SM's peak rates its resident warps reach (4 sub-
+ *           partitions; with one warp in each, a warp's dependent chain
+ *           of ldmatrix, mma, exp and shuffles is exposed)
+ *   block = F * (max(tc_it, smem_it) + simt_it) + max(tc_1, smem_1) + simt_1
+ *           one block's work at one SM's peaks: tensor cores (tf32 at half
+ *           rate) overlap its shared-memory traffic (smem_loop per
+ *           iteration, smem_once outside, smem.c, bank conflicts
+ *           included), CUDA-core work follows them (it reads their
+ *           results), each special function at SFU_FLOPS
+ *   on    = n * block / eta + waves * F * (1 + x) * ITER_SYNC_S
+ *           (x: row values a split strip of the register chain exchanges
+ *           through shared memory per iteration, each behind a barrier)
+ *           (F: the live iterations; under causal tile skipping in one
+ *           wave, the longest block's, which sets the kernel's end)
+ * (no smem part when the profile has no smem_gbps).  The reported
+ * smem_seconds stays the grid's bank-slot bytes over the busy SMs'
+ * shared-memory bandwidth, B * (F * smem_loop + smem_once) / (smem_bw *
+ * min(B, sms)), for comparison.
  * Predefined ops are assumed to be library kernels that fill the device
- * (u = ub = 1, no latency bound).  A custom kernel is priced from its
+ * (ub = 1, full peaks, no latency bound).  A custom kernel is priced from its
  * kernel plan (plan.h), the one the CUDA generator emits: its shared
  * memory decides feasibility (over the device's limit: infeasible, so the
  * search drops it), its stages and tile bytes give the bytes each block
@@ -25,7 +44,7 @@
  * cores (m16n8k16 at the f16 peak, padded rows included; tf32 at half of
  * it; under codegen_wgmma, wgmma at the peak and mma.sync at 2/3 of it,
  * hopper.c; scalar-path matmuls on CUDA cores).  With B = grid.x*grid.y*grid.z:
- *   u  = min(1, B / sms)                 compute scales with busy SMs;
+ *   u  = min(1, B / sms)                 the busy share of the SMs (reported);
  *   ub = min(1, B / (hbm_saturation*sms)) a fraction of the SMs already
  *        saturates HBM, so bandwidth is lost only below that;
  *   inflight = resident blocks (min(B, sms * blocks per SM by shared
@@ -73,6 +92,12 @@
 #define MEM_LATENCY_S 0.7e-6    /* loaded HBM latency: bytes in flight / latency bounds bandwidth */
 #define MAX_THREADS_PER_SM 2048 /* resident threads per SM (sm_80, sm_90) */
 #define REGS_PER_SM 65536       /* 32-bit registers per SM (sm_80, sm_90) */
+/* The latency terms (WARPS_TO_SATURATE, ITER_SYNC_S, KERNEL_FIXED_S,
+ * SFU_FLOPS) are in cost.h, where the tests read them. */
+#define WARPS_TO_SATURATE MIRS__COST_WARPS_TO_SATURATE
+#define ITER_SYNC_S MIRS__COST_ITER_SYNC_S
+#define KERNEL_FIXED_S MIRS__COST_KERNEL_FIXED_S
+#define SFU_FLOPS MIRS__COST_SFU_FLOPS
 
 /* The profile file, one C string per line, generated at build time from
  * data/devices.profile (see Makefile.am). */
@@ -755,6 +780,27 @@ static double elementwise_flops(mirs_op op) {
   return 1;
 }
 
+/* Special-function results (SFU) per element of op: the exps, square
+ * roots and divisions elementwise_flops prices at SPECIAL_FLOPS each. */
+static double special_functions(mirs_op op) {
+  switch (op) {
+  case MIRS_OP_DIV:
+  case MIRS_OP_EXP:
+  case MIRS_OP_SQRT:
+  case MIRS_OP_DIV_SCALAR:
+  case MIRS_OP_RDIV_SCALAR:
+  case MIRS_OP_GELU:
+    return 1;
+  case MIRS_OP_SIGMOID:
+  case MIRS_OP_TANH:
+  case MIRS_OP_POW:
+  case MIRS_OP_SILU:
+    return 2;
+  default:
+    return 0;
+  }
+}
+
 /* Flops of a compute op (not INPUT/OUTPUT/ACCUM*) with argument shapes
  * a (and b for binary ops) and result shape r. */
 static double op_flops(mirs_op op, const mirs__shape *a, const mirs__shape *r) {
@@ -793,8 +839,8 @@ static void finish_time(const mirs__cost_device *d, mirs__cost_kernel *k, double
   k->flops = k->tc_flops + k->simt_flops;
   k->mem_seconds = k->bytes / (d->hbm_bw * ub);
   k->compute_seconds = k->tc_flops / (d->tc_peak * u) + k->simt_flops / (d->f32_peak * u);
-  k->seconds =
-      d->launch_s + (k->mem_seconds > k->compute_seconds ? k->mem_seconds : k->compute_seconds);
+  k->seconds = d->launch_s + KERNEL_FIXED_S +
+               (k->mem_seconds > k->compute_seconds ? k->mem_seconds : k->compute_seconds);
 }
 
 /* Predefined kernel op: inputs read once, outputs written once, each at
@@ -849,6 +895,7 @@ static mirs_status cost_custom(mirs_context *ctx, const mirs__cost_device *d, co
   double F = (bg->forloop > 0 ? bg->forloop : 1) * pl.live; /* the live iterations */
   double loop_tc = 0, loop_tf32 = 0, loop_simt = 0, post_simt = 0, post_tc = 0, post_tf32 = 0;
   double loop_slow = 0, post_slow = 0; /* peak-equivalent flops of slower MMA variants */
+  double loop_sfu = 0, post_sfu = 0;   /* special-function results (SFU_FLOPS each) */
   for (int32_t i = 0; i < bg->nops; i++) {
     const mirs__bop *b = &bg->ops[i];
     const mirs__btensor *res = b->out >= 0 ? &bg->t[b->out] : NULL;
@@ -856,12 +903,16 @@ static mirs_status cost_custom(mirs_context *ctx, const mirs__cost_device *d, co
     case MIRS__KIND_ACCUM: {
       double nin = (double)mirs__shape_numel(&bg->t[b->in[0]].shape);
       double nres = (double)mirs__shape_numel(&res->shape);
-      if (b->op == MIRS_OP_ACCUM_ONLINE) /* a max, two exps, a multiply-add */
+      if (b->op == MIRS_OP_ACCUM_ONLINE) { /* a max, two exps, a multiply-add */
         loop_simt += (2.0 * SPECIAL_FLOPS + 3.0) * nin;
-      else if (!pl.t[b->out].acc_mma) /* else the MMA adds into the C fragments */
+        loop_sfu += 2.0 * nin;
+      } else if (!pl.t[b->out].acc_mma) { /* else the MMA adds into the C fragments */
         loop_simt += b->op == MIRS_OP_ACCUM_RMS ? 2.0 * nin : nin;
-      if (b->op == MIRS_OP_ACCUM_RMS)
+      }
+      if (b->op == MIRS_OP_ACCUM_RMS) {
         post_simt += (1.0 + SPECIAL_FLOPS) * nres;
+        post_sfu += nres;
+      }
       break;
     }
     case MIRS__KIND_UNARY:
@@ -872,6 +923,8 @@ static mirs_status cost_custom(mirs_context *ctx, const mirs__cost_device *d, co
     case MIRS__KIND_TRANSPOSE: {
       double f = op_flops(b->op, &bg->t[b->in[0]].shape, &res->shape);
       double *dst = res->post ? &post_simt : &loop_simt;
+      *(res->post ? &post_sfu : &loop_sfu) +=
+          (double)mirs__shape_numel(&res->shape) * special_functions(b->op);
       if (pl.op[i].mma != MIRS__MMA_NONE) {
         /* Tensor cores compute the padded rows and K columns too. */
         int r = res->shape.ndim;
@@ -938,25 +991,63 @@ static mirs_status cost_custom(mirs_context *ctx, const mirs__cost_device *d, co
     bw = latency_bw;
   k->flops = k->tc_flops + k->simt_flops;
   k->mem_seconds = k->bytes / bw;
-  double uu = k->utilisation;
-  /* tf32 runs at half the f16/bf16 tensor-core rate. */
-  double slow = B * (F * loop_slow + post_slow);
-  k->compute_seconds = (k->tc_flops + tf32_flops + slow) / (d->tc_peak * uu) +
-                       k->simt_flops / (d->f32_peak * uu);
+  /* On-chip time of the blocks one SM runs (latency terms, file comment
+   * and docs/SEARCH.md): each block's work at the SM's peak rates, tensor
+   * cores (tf32 at half rate, slower MMA variants at theirs) and shared
+   * memory overlapping within an iteration (ldmatrix of the next k-step
+   * under the MMAs of this one) and the CUDA-core work after them (it
+   * depends on their results); divided by the share of the peak the SM's
+   * resident warps reach; plus each iteration's stage hand-over. */
+  double nsm = ceil(B / d->sms); /* blocks on the busiest SM */
+  double res_sm = nsm < (double)occ ? nsm : (double)occ, waves = ceil(nsm / (double)occ);
+  double warps_sub = res_sm * (double)pl.nwarps / 4.0; /* per sub-partition */
+  double eta = warps_sub / WARPS_TO_SATURATE;
+  if (eta > 1)
+    eta = 1;
+  k->eta = eta;
+  double tc_sm = d->tc_peak / d->sms, f32_sm = d->f32_peak / d->sms;
+  double sfu_extra = SFU_FLOPS - SPECIAL_FLOPS; /* (simt flops count SPECIAL_FLOPS of each) */
+  double it_tc = (loop_tc + 2.0 * loop_tf32 + loop_slow) / tc_sm;
+  double it_smem = d->smem_bw > 0 ? pl.smem_loop / d->smem_bw : 0;
+  double it_simt = (loop_simt + sfu_extra * loop_sfu) / f32_sm;
+  double once_tc = (post_tc + 2.0 * post_tf32 + post_slow) / tc_sm;
+  double once_smem = d->smem_bw > 0 ? pl.smem_once / d->smem_bw : 0;
+  double once_simt = (post_simt + sfu_extra * post_sfu) / f32_sm;
+  /* Under causal tile skipping blocks run different numbers of
+   * iterations; when all are resident at once (one wave) the kernel lasts
+   * as long as the longest, the block of the last query rows, not the
+   * average the bytes and flops use. */
+  double Fb = F;
+  if (pl.skip.on && waves <= 1) {
+    int64_t last[MIRS__GRID];
+    for (int dd = 0; dd < MIRS__GRID; dd++)
+      last[dd] = bg->grid[dd] > 0 ? bg->grid[dd] - 1 : 0;
+    Fb = (double)mirs__plan_fend(&pl, bg, last);
+  }
+  double block = Fb * ((it_tc > it_smem ? it_tc : it_smem) + it_simt) +
+                 (once_tc > once_smem ? once_tc : once_smem) + once_simt;
+  cost_smem(d, &pl, F, k);
+  /* Split strips of the register chain complete each row max or sum the
+   * iteration needs across the strip's warps through shared memory: one
+   * more barrier-separated hand-over per such value (as cuda.c counts them
+   * in the kernel's comment). */
+  double hand_overs = 1;
+  if (pl.chain.on && pl.chain.ks > 1)
+    for (int32_t t = 0; t < bg->nt; t++)
+      hand_overs += pl.t[t].frag == MIRS__FRAG_ROW && bg->t[t].producer >= 0 &&
+                    mirs__graph_ops[bg->ops[bg->t[t].producer].op].kind == MIRS__KIND_REDUCE;
+  double on = eta > 0 ? nsm * block / eta + waves * Fb * hand_overs * ITER_SYNC_S : 0;
+  k->compute_seconds = on;
   /* Without a pipeline a block waits for its loads, then computes; with
    * one, loads of later iterations overlap the compute of this one, and
    * only one iteration of the shorter side is exposed (the first loads
    * of a compute-bound kernel, the last compute of a memory-bound one):
    * of two variants that both saturate HBM, the finer pipeline wins.
    * (The latency of the first stage is in mem_seconds: Little's law.) */
-  /* On-chip time: tensor/CUDA cores and shared memory overlap (other
-   * warps issue MMAs while one waits on ldmatrix), the larger bounds. */
-  cost_smem(d, &pl, F, k);
-  double on = k->compute_seconds > k->smem_seconds ? k->compute_seconds : k->smem_seconds;
   double lo = k->mem_seconds < on ? k->mem_seconds : on;
   double hi = k->mem_seconds < on ? on : k->mem_seconds;
   double body = pl.pipelined ? hi + lo / F : k->mem_seconds + on;
-  k->seconds = d->launch_s + body;
+  k->seconds = d->launch_s + KERNEL_FIXED_S + body;
   char label[160];
   if (!pl.feasible) {
     k->feasible = false;

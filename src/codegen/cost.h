@@ -61,12 +61,37 @@ typedef struct mirs__cost_profiles {
 } mirs__cost_profiles;
 
 /* Cost of one kernel op.  Seconds are +inf when infeasible. */
+/* Latency terms of the model, calibrated on the first device measurements
+ * (H200, bench/device/2026-11-27-h200, bench/cost_vs_measured.py;
+ * docs/SEARCH.md "Latency terms").  Global to the model, not per example
+ * or device:
+ * WARPS_TO_SATURATE: resident warps per SM sub-partition (4 per SM) at
+ *   which the tensor, CUDA-core and shared-memory pipes reach their peak;
+ *   with fewer, a warp's dependent chain (ldmatrix -> mma -> exp -> mma,
+ *   shuffles) is exposed and the SM runs at warps / this of its peak.
+ * ITER_SYNC_S: per forloop iteration of a block, the cp.async wait and the
+ *   __syncthreads that hand a stage from the loads to the compute, paid
+ *   by every block in turn (blocks resident together overlap theirs).
+ * KERNEL_FIXED_S: what a kernel costs, event to event with L2 flushed,
+ *   beyond the profile's launch_us (back-to-back launch throughput): the
+ *   start-up of its blocks, the first loads from a cold L2 and TLB, the
+ *   drain of its last stores.
+ * SFU_FLOPS: a special function (exp, sqrt, division) on the SFU: 16
+ *   results per clock per SM against 128 FMA lanes (256 flops), so one
+ *   costs 16 flops of the f32 peak in the on-chip time (the flop count,
+ *   `flops`, still says 4). */
+#define MIRS__COST_WARPS_TO_SATURATE 2.0
+#define MIRS__COST_ITER_SYNC_S 0.1e-6
+#define MIRS__COST_KERNEL_FIXED_S 4.0e-6
+#define MIRS__COST_SFU_FLOPS 16.0
+
 typedef struct mirs__cost_kernel {
   int32_t op; /* kernel op index */
   bool custom;
-  double seconds;         /* launch + max(memory, compute) */
+  double seconds;         /* launch + KERNEL_FIXED_S + max(memory, compute) and more: cost.c */
   double mem_seconds;     /* bytes / effective bandwidth */
-  double compute_seconds; /* tc_flops / tc peak + simt_flops / f32 peak (effective) */
+  double compute_seconds; /* predefined: tc_flops / tc peak + simt_flops / f32 peak; custom:
+                           * the on-chip time of the busiest SM (latency terms, cost.c) */
   double bytes;           /* HBM bytes moved */
   double flops;           /* tc_flops + simt_flops */
   double tc_flops;        /* on tensor cores (f16/bf16 and tf32 MMA, padded rows included) */
@@ -80,6 +105,7 @@ typedef struct mirs__cost_kernel {
   bool pipelined;         /* custom: loads overlap compute (cp.async stages) */
   double inflight;        /* custom: bytes in flight device-wide (resident blocks x plan) */
   double live;            /* custom: the plan's live share of forloop tiles (1: no skipping) */
+  double eta;             /* custom: share of the SM's peak rates its resident warps reach */
   double smem_bytes;      /* custom: bank-slot bytes through shared memory, all blocks, each
                            * access times its bank-conflict factor (plan.h smem_loop) */
   double smem_seconds;    /* smem_bytes / (smem_bw * SMs in use); 0 without smem_bw */
