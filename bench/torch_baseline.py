@@ -11,8 +11,10 @@ times generated code (docs/GPU.md): the same shapes and dtypes, inputs
 uniform in [-1, 1) (seeded; not mirsearch's Philox values: any real data
 will do for timing), warm-up runs, then each run between two CUDA events
 after a write of a buffer twice the L2 size that evicts L2, the median,
-p10 and p90 of --reps runs (at least 100).  Two configurations: eager and
-torch.compile (default mode).  Each is first checked against the same
+p10 and p90 of --reps runs (at least 100).  Four configurations: eager
+and torch.compile (default mode) called from Python, and each captured
+in a CUDA graph and replayed (eager+graph, torch.compile+graph: the GPU's
+time without Python's launch overhead).  Each is first checked against the same
 program in float64 on the inputs upcast (max |x - ref| / max |ref|, the
 tolerance of the storage dtype).  These are baselines, the program as
 written: one beyond tolerance (f16 intermediates overflow in attention's
@@ -332,8 +334,41 @@ def max_rel_error(got, ref):
     return worst
 
 
+def graphed(torch, fn, inputs):
+    """fn captured once in a CUDA graph (after warm-up runs on a side
+    stream, as capture requires): a function replaying it, whose outputs
+    are the captured output tensors, rewritten by each replay."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            fn(*inputs)
+    torch.cuda.current_stream().wait_stream(side)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        outs = fn(*inputs)
+
+    def replay(*_):
+        graph.replay()
+        return outs
+    return replay
+
+
 def bench(torch, prog, reps, warmup, compile_too):
-    """Check and time one program; a dict for the report."""
+    """Check and time one program; a dict for the report.
+
+    Four configurations: eager and torch.compile called from Python, as a
+    user would (each operator's or the compiled code's launch and guard
+    overhead lands between the events when the GPU waits for it), and
+    each captured in a CUDA graph and replayed, which leaves the GPU's own
+    time (compare `mirsearch bench`'s cuda_graph configuration).  Each
+    program's torch.compile starts from a reset of dynamo's caches: the
+    programs' functions share one generated code shape, and without the
+    reset dynamo hit its recompile limit after 8 programs and ran the rest
+    eagerly (first device run, 2026-11-27).  A configuration that fails
+    (capture refused, a compile error) is reported with "failed" and the
+    others still run."""
     dev = torch.device("cuda")
     gen = torch.Generator(device=dev).manual_seed(1)
     inputs = [(torch.rand(shape, generator=gen, device=dev, dtype=torch.float32) * 2 - 1)
@@ -343,15 +378,25 @@ def bench(torch, prog, reps, warmup, compile_too):
     tol = max(TOLERANCE[prog.dtypes[n]] for n in prog.outputs)
     l2 = torch.cuda.get_device_properties(dev).L2_cache_size
     flush = torch.empty(max(2 * l2, 64 << 20), dtype=torch.uint8, device=dev)
-    configs = [("eager", fn)]
+    compiled = None
     if compile_too:
-        configs.append(("torch.compile", torch.compile(fn)))
+        torch._dynamo.reset()
+        compiled = torch.compile(fn)
+    configs = [("eager", lambda: fn), ("eager+graph", lambda: graphed(torch, fn, inputs))]
+    if compiled is not None:
+        configs += [("torch.compile", lambda: compiled),
+                    ("torch.compile+graph", lambda: graphed(torch, compiled, inputs))]
     out = {"program": prog.name, "device": torch.cuda.get_device_name(dev),
            "torch": torch.__version__, "tolerance": tol, "configurations": []}
-    for name, f in configs:
-        err = max_rel_error(f(*inputs), ref)
-        row = {"name": name, "error": err, "checked": err <= tol}
-        row.update(time_fn(torch, f, inputs, reps, warmup, flush))
+    for name, make in configs:
+        try:
+            f = make()
+            err = max_rel_error(f(*inputs), ref)
+            row = {"name": name, "error": err, "checked": err <= tol}
+            row.update(time_fn(torch, f, inputs, reps, warmup, flush))
+        except Exception as e:  # noqa: BLE001 - reported, the other configurations go on
+            torch.cuda.synchronize()
+            row = {"name": name, "failed": f"{type(e).__name__}: {e}"[:300], "checked": False}
         out["configurations"].append(row)
     return out
 
@@ -424,6 +469,9 @@ def main(argv):
               f"{'p10 us':>10} {'p90 us':>10} {'error':>10}")
         for r in results:
             for c in r["configurations"]:
+                if "failed" in c:
+                    print(f"{r['program']:<26} {c['name']:<14} failed: {c['failed']}")
+                    continue
                 flag = "" if c["checked"] else f" (beyond {r['tolerance']})"
                 print(f"{r['program']:<26} {c['name']:<14} {c['reps']:>5} "
                       f"{c['median_us']:>10.3f} {c['p10_us']:>10.3f} {c['p90_us']:>10.3f} "

@@ -1103,11 +1103,14 @@ torch_device() {
 import json, sys
 for r in json.load(open(sys.argv[1])).get("torch_baseline") or []:
     for c in r["configurations"]:
-        print(f"{r['program']:<18} {c['name']:<14} {c['median_us']:>10.3f} us  p10 {c['p10_us']:.3f}"
+        if "failed" in c:
+            print(f"{r['program']:<18} {c['name']:<19} failed: {c['failed']}")
+            continue
+        print(f"{r['program']:<18} {c['name']:<19} {c['median_us']:>10.3f} us  p10 {c['p10_us']:.3f}"
               f"  p90 {c['p90_us']:.3f}  error {c['error']:.2e}{'' if c['checked'] else ' (beyond tolerance)'}")
 EOF
   done_n=$(cat "$d/kept" "$d/done" | grep -c .)
-  echo "$done_n/$(grep -c . "$d/all") programs timed (eager, torch.compile)$([ "$st" -eq 124 ] && echo ', the rest cut by the box'); $(units_note torch)"
+  echo "$done_n/$(grep -c . "$d/all") programs timed (eager, torch.compile, each also as a CUDA graph)$([ "$st" -eq 124 ] && echo ', the rest cut by the box'); $(units_note torch)"
   [ ! -s "$d/failed" ]
 }
 step_torch() {

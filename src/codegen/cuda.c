@@ -1141,6 +1141,21 @@ static int ilog2(int x) {
   return l;
 }
 
+/* The loop over a lane's elements of row q in emit_reduce_tree: lane sub
+ * takes p = sub + G m for m < J = ceil(len / G), starting at m = q mod J.
+ * The rotation puts the rows a warp reads at once on different banks:
+ * without it, G lanes of 32 / G rows at a row stride of a multiple of 32
+ * words (an unpadded 64-wide f32 tile) all hit the same G banks, a
+ * (32 / G)-way conflict on every load.  Each lane still reads each of
+ * its elements once; only the order of its partial sum changes. */
+static void emit_tree_loop(mirs__buf *b, int64_t len, int grp) {
+  int64_t J = (len + grp - 1) / grp;
+  mirs__buf_printf(b, "        for (int m = 0; m < %" PRId64 "; m++) {\n", J);
+  mirs__buf_printf(b, "          const int p = sub + %d * (int)((unsigned)(m + q) %% %" PRId64 "u);\n", grp, J);
+  if (len % grp != 0)
+    mirs__buf_printf(b, "          if (p >= %" PRId64 ")\n            continue;\n", len);
+}
+
 /* Emit a block sum or rms_norm as a tree: G lanes per reduced row each
  * take every G-th element, a __shfl_xor_sync butterfly gives all of them
  * the row's total; then lane 0 stores the sum (sum), or every lane
@@ -1176,7 +1191,7 @@ static void emit_reduce_tree(kgen *k, int32_t oi) {
     }
   mirs__buf_printf(b, "%s;\n      float ss = %s;\n", any ? "" : "0", red_start(op->op));
   mirs__buf_printf(b, "      if (q < %" PRId64 ")\n", rows);
-  mirs__buf_printf(b, "        for (int p = sub; p < %" PRId64 "; p += %d) {\n", len, grp);
+  emit_tree_loop(b, len, grp);
   mirs__buf_printf(b, "          const float y = mirs_ld(t%d + (ix + p * %" PRId64 "));\n",
                    (int)op->in[0], st[dim]);
   if (fn)
@@ -1194,7 +1209,7 @@ static void emit_reduce_tree(kgen *k, int32_t oi) {
   if (ln) { /* the row's mean, then a second pass for the variance */
     mirs__buf_printf(b, "      const float mu = ss / %" PRId64 ".0f;\n      ss = 0.0f;\n", len);
     mirs__buf_printf(b, "      if (q < %" PRId64 ")\n", rows);
-    mirs__buf_printf(b, "        for (int p = sub; p < %" PRId64 "; p += %d) {\n", len, grp);
+    emit_tree_loop(b, len, grp);
     mirs__buf_printf(b, "          const float y = mirs_ld(t%d + (ix + p)) - mu;\n", (int)op->in[0]);
     mirs__buf_puts(b, "          ss += y * y;\n        }\n");
     for (int m = grp / 2; m >= 1; m /= 2)
@@ -1214,7 +1229,7 @@ static void emit_reduce_tree(kgen *k, int32_t oi) {
   else
     mirs__buf_printf(b, "      const float rms = sqrtf(ss / %" PRId64 ".0f%s);\n", len, eps);
   mirs__buf_printf(b, "      if (q < %" PRId64 ")\n", rows);
-  mirs__buf_printf(b, "        for (int p = sub; p < %" PRId64 "; p += %d) {\n", len, grp);
+  emit_tree_loop(b, len, grp);
   mirs__buf_printf(b, "          const int c%d = p, e = q * %" PRId64 " + p;\n          (void)c%d; (void)e;\n",
                    r - 1, len, r - 1);
   mirs__buf_printf(b, "          float v = (mirs_ld(t%d + (ix + p))%s) %s;\n", (int)op->in[0],
@@ -1233,8 +1248,8 @@ static void emit_block_compute(kgen *k, int32_t oi) {
     emit_mma(k, oi);
     return;
   }
-  if (k->pl->op[oi].group > 1) {
-    emit_reduce_tree(k, oi);
+  if (k->pl->op[oi].group > 1 || mirs__graph_ops[op->op].kind == MIRS__KIND_RMSNORM) {
+    emit_reduce_tree(k, oi); /* (rms_norm, layer_norm: on any threads, plan.c) */
     k->pending = true;
     return;
   }

@@ -435,17 +435,26 @@ static void plan_chain(mirs__plan *pl, const mirs_graph *g, const mirs__bgraph *
 
 /* Lanes per reduced row for rows rows of length len on the kernel's
  * threads: a power of 2 up to 32, no more than the row is long, every row
- * still owned by a group; 1 when the block is not whole warps. */
-static int8_t tree_group(const mirs__plan *pl, int64_t rows, int64_t len) {
+ * still owned by a group while they fit, and at least min lanes (a group
+ * then takes several rows in turn); 1 when the block is not whole warps. */
+static int8_t tree_group(const mirs__plan *pl, int64_t rows, int64_t len, int64_t min) {
   if (pl->nthreads % 32 != 0 || pl->nthreads > 1024)
     return 1;
   int64_t grp = 1;
-  while (grp * 2 <= 32 && rows * grp * 2 <= pl->nthreads && grp * 2 <= len)
+  while (grp * 2 <= 32 && (rows * grp * 2 <= pl->nthreads || grp < min) && grp * 2 <= len)
     grp *= 2;
   return (int8_t)grp;
 }
 
-/* Block reductions (sum, rms_norm) as trees over lane groups. */
+/* Block reductions (sum, rms_norm) as trees over lane groups.  rms_norm
+ * and layer_norm always go through the tree (cuda.c emit_reduce_tree: a
+ * row's sum of squares once, then its elements scaled), with at least 4
+ * lanes a row when the rows outnumber the threads: each lane then reads 4
+ * consecutive words of 8 rows a warp, and the shuffles stay 2 per row.
+ * The element-wise form would sum the whole row again for every element
+ * (len times the work: qknorm_attention's best, normalising a 256 x 64
+ * tile of V each iteration, ran 20 times the model's time on an H200,
+ * bench/RESULTS.md "Device check log"). */
 static void plan_reductions(mirs__plan *pl, const mirs__bgraph *bg) {
   for (int32_t i = 0; i < bg->nops; i++) {
     const mirs__bop *op = &bg->ops[i];
@@ -455,7 +464,8 @@ static void plan_reductions(mirs__plan *pl, const mirs__bgraph *bg) {
       continue;
     const mirs__shape *xs = &bg->t[op->in[0]].shape;
     int64_t len = kind == MIRS__KIND_REDUCE ? xs->d[op->dim] : xs->d[xs->ndim - 1];
-    pl->op[i].group = tree_group(pl, mirs__shape_numel(xs) / len, len);
+    pl->op[i].group =
+        tree_group(pl, mirs__shape_numel(xs) / len, len, kind == MIRS__KIND_RMSNORM ? 4 : 1);
   }
 }
 
@@ -676,7 +686,7 @@ static int64_t place(mirs__plan *pl, const mirs_graph *g, const mirs__bgraph *bg
         pl->nthreads % 32 == 0 && pt->frag == MIRS__FRAG_NONE) {
       const mirs__shape *xs = &bg->t[op->in[0]].shape;
       int64_t len = op->op == MIRS_OP_ACCUM_SUM ? xs->d[op->dim] : xs->d[xs->ndim - 1];
-      int64_t grp = tree_group(pl, n, len);
+      int64_t grp = tree_group(pl, n, len, 1);
       int64_t per = (n + pl->nthreads / grp - 1) / (pl->nthreads / grp);
       if (grp >= 2 && per <= REG_ACC_MAX) {
         pt->tree = true;
