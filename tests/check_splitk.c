@@ -9,7 +9,8 @@
  * whole chunks); kernels it must not split (a max accumulator, a shift
  * with no extent-1 dim left, a split that does not divide the forloop)
  * give no variant; a search with split_k adds verified variants marked
- * in report.json, the same on 1 and 2 threads. */
+ * in report.json (of online-softmax results too), the same on 1 and 2
+ * threads. */
 #include "config.h"
 
 #include <stdlib.h>
@@ -357,11 +358,13 @@ END_TEST
  * split) with split_k under `threads` threads: its result hashes, in
  * order, into h (at most cap), their count; *variants the results the
  * rewrite made (report.json's marks), each verified again here. */
-/* Whether the last search() was served from the result cache. */
+/* Whether the last search() was served from the result cache; how
+ * many of its variants' kernels store a running max (online softmax). */
 static bool served;
+static int online;
 
-static int search(int threads, int split_k, const char *cache, uint64_t *h, int cap,
-                  int *variants) {
+static int search_of(const char *prog, int threads, int split_k, const char *cache, uint64_t *h,
+                     int cap, int *variants) {
   mirs_context *ctx = tu_ctx(NULL);
   char v[16];
   static const char *const kv[][2] = {{"op_budget", "0"}, {"forloop_ranges", "4"},
@@ -373,11 +376,12 @@ static int search(int threads, int split_k, const char *cache, uint64_t *h, int 
   snprintf(v, sizeof v, "%d", split_k);
   ck_assert_int_eq(mirs_option_set(ctx, "split_k", v), MIRS_OK);
   ck_assert_int_eq(mirs_option_set(ctx, "cache_dir", cache), MIRS_OK);
-  mirs_graph *p = load(ctx, "examples/gqa_small.graph");
+  mirs_graph *p = load(ctx, prog);
   mirs_search *s = NULL;
   ck_assert_int_eq(mirs_search_create(ctx, p, &s), MIRS_OK);
   ck_assert_msg(mirs_search_run(s) == MIRS_OK, "%s", mirs_last_error(ctx));
   int n = mirs_search_num_results(s);
+  online = 0;
   ck_assert_int_le(n, cap);
   char *json = NULL;
   ck_assert_int_eq(mirs_search_report_json(s, 0, &json, NULL), MIRS_OK);
@@ -393,6 +397,9 @@ static int search(int threads, int split_k, const char *cache, uint64_t *h, int 
     if (sk && sk < end) {
       const mirs_graph *g = mirs_search_result(s, i);
       ck_assert(mirs__splitk_has_split(g));
+      for (int32_t k = 0; k < g->nops; k++) /* (a split online kernel stores its max) */
+        online += g->ops[k].op == MIRS_OP_CUSTOM &&
+                  count_ops(g->ops[k].bg, MIRS_OP_ACCUM_MAX) > 0;
       if ((*variants)++ < 2) { /* (two of them verified again) */
         mirs_verify_result r;
         ck_assert_int_eq(mirs_verify(ctx, p, g, &r), MIRS_OK);
@@ -409,6 +416,12 @@ static int search(int threads, int split_k, const char *cache, uint64_t *h, int 
   return n;
 }
 
+/* search_of gqa_small. */
+static int search(int threads, int split_k, const char *cache, uint64_t *h, int cap,
+                  int *variants) {
+  return search_of("examples/gqa_small.graph", threads, split_k, cache, h, cap, variants);
+}
+
 /* The rewrite adds verified, marked results, the same on 1 and 2
  * threads; split_k=0 adds none. */
 START_TEST(test_search_adds_variants) {
@@ -420,6 +433,25 @@ START_TEST(test_search_adds_variants) {
   ck_assert_int_eq(v0, 0);
   ck_assert_int_gt(v1, 0);
   ck_assert_int_eq(n1, n0 + v1);
+  ck_assert_int_eq(n2, n1);
+  ck_assert_int_eq(v2, v1);
+  for (int i = 0; i < n1; i++)
+    ck_assert_uint_eq(h1[i], h2[i]);
+}
+END_TEST
+
+/* A search of gqa_safe_small (its results online-softmax kernels)
+ * with split_k adds split variants of them, each storing its chunks'
+ * running max, verified and marked, the same on 1 and 2 threads. */
+START_TEST(test_search_adds_online_variants) {
+  static uint64_t h1[4096], h2[4096];
+  int v1, v2;
+  int n1 = search_of("examples/gqa_safe_small.graph", 1, 2, "", h1, 4096, &v1);
+  int o1 = online;
+  int n2 = search_of("examples/gqa_safe_small.graph", 2, 2, "", h2, 4096, &v2);
+  ck_assert_int_gt(v1, 0);
+  ck_assert_int_gt(o1, 0);
+  ck_assert_int_eq(online, o1);
   ck_assert_int_eq(n2, n1);
   ck_assert_int_eq(v2, v1);
   for (int i = 0; i < n1; i++)
@@ -493,6 +525,7 @@ static Suite *splitk_suite(void) {
   tcase_add_test(tc, test_online_rules_matter);
   tcase_add_test(tc, test_not_split);
   tcase_add_test(tc, test_search_adds_variants);
+  tcase_add_test(tc, test_search_adds_online_variants);
   tcase_add_test(tc, test_cache_serves_same);
   tcase_add_test(tc, test_time_limit_keeps_results);
   suite_add_tcase(s, tc);
