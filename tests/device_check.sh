@@ -88,6 +88,8 @@ order=$(steps_of "$tmp/out/summary.txt" | cut -d' ' -f1 | tr '\n' ' ')
 [ "$order" = "toolchain runs fingerprints calibrate bench torch ranking backend scaling " ] ||
   fail "steps ran in the order: $order"
 grep -q '^follow-up: none' "$tmp/out/summary.txt" || fail "a full dry run left a follow-up"
+grep -Eq '^fullverify:rmsnorm_linear_small	TIMED	-	0	[0-9]+ results verified at full shape \(cpu\)	[0-9.e+-]+ s$' \
+  "$tmp/out/fingerprints.tsv" || fail "fingerprints.tsv has no full-verification time"
 if [ -n "$py" ]; then
   grep -q '^backend  *PASS .*cuda sources ' "$tmp/out/summary.txt" ||
     fail "the backend step did not pass with $py"
@@ -180,8 +182,9 @@ same_tables() {
   for f in runs.tsv fingerprints.tsv bench.tsv device.profile scaling.tsv; do
     [ -f "$1/$f" ] && [ -f "$2/$f" ] || return 1
     case $f in runs.tsv) cols=1-4,6- ;; scaling.tsv) cols=1,2,8- ;; *) cols=1- ;; esac
-    cut -f"$cols" "$1/$f" >"$tmp/a.cut"
-    cut -f"$cols" "$2/$f" >"$tmp/b.cut"
+    # (fullverify's last column is a time.)
+    cut -f"$cols" "$1/$f" | awk -F '\t' -v OFS='\t' '$1 ~ /^fullverify:/ {$6 = "-"} 1' >"$tmp/a.cut"
+    cut -f"$cols" "$2/$f" | awk -F '\t' -v OFS='\t' '$1 ~ /^fullverify:/ {$6 = "-"} 1' >"$tmp/b.cut"
     cmp -s "$tmp/a.cut" "$tmp/b.cut" || return 1
   done
   python3 - "$1/bench.json" "$2/bench.json" <<'EOF'

@@ -246,11 +246,16 @@ static uint64_t reserve(pool *p) {
   int64_t left = atomic_load(&p->left);
   for (;;) {
     while (left > 0) {
+      /* Held before taken: a reservation is never in neither count, so a
+       * worker that reads left, then held, both 0 (below) knows no other
+       * is about to enter states.  (Taken first, the other order let a
+       * worker halt the pool between another's take and its hold; that
+       * one then stopped short, and a run entered 392 of 400 states.) */
       int64_t take = left < POLL_STEPS ? left : POLL_STEPS;
-      if (atomic_compare_exchange_weak(&p->left, &left, left - take)) {
-        atomic_fetch_add(&p->held, take);
+      atomic_fetch_add(&p->held, take);
+      if (atomic_compare_exchange_weak(&p->left, &left, left - take))
         return (uint64_t)take;
-      }
+      atomic_fetch_sub(&p->held, take);
     }
     if (atomic_load(&p->held) != 0)
       return 0;
