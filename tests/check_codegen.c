@@ -57,7 +57,7 @@ static const char *const TESTGRAPHS[] = {
     "reduce_tree", "general_load",     "transpose_mma", "chain_attn", "chain_safe",
     "chain_split", "chain_split_safe", "chain_qknorm", "mma_swap",   "chain_chunks",
     "chain_nochunks", "chain_min", "chain_split_min", "splitk_gqa_small",
-    "splitk_causal_small"};
+    "splitk_causal_small", "splitk_gqa_safe_small"};
 #define NTESTGRAPHS ((int)(sizeof TESTGRAPHS / sizeof TESTGRAPHS[0]))
 
 /* The search's bests at small shape (examples/best, scripts/search-bests.sh). */

@@ -3,10 +3,14 @@
  * splitk.c): the variants of a one-kernel attention µGraph (a free grid
  * dim, and grid dims taken over) are two kernels whose partials are f32,
  * print and parse back to themselves, fingerprint equal to the program,
- * and their generated code computes it on the host; kernels it must not
- * split (a max accumulator, a split that does not divide the forloop)
+ * and their generated code computes it on the host; online softmax
+ * (accum_online) splits into partials relative to each chunk's running
+ * max, stored too, that kernel 2 rescales (with a causal mask emptying
+ * whole chunks); kernels it must not split (a max accumulator, a shift
+ * with no extent-1 dim left, a split that does not divide the forloop)
  * give no variant; a search with split_k adds verified variants marked
- * in report.json, the same on 1 and 2 threads. */
+ * in report.json (of online-softmax results too), the same on 1 and 2
+ * threads. */
 #include "config.h"
 
 #include <stdlib.h>
@@ -31,6 +35,25 @@ static char *text_of(mirs_context *ctx, const mirs_graph *g) {
   mirs__graph_print(g, &b);
   ck_assert(!b.failed);
   return b.data;
+}
+
+/* Variant v prints and parses back to itself (text and hash) and
+ * fingerprints equal to program p (what: its source, for messages). */
+static void expect_round_trip_verifies(mirs_context *ctx, const mirs_graph *v, const mirs_graph *p,
+                                       const char *what) {
+  char *t1 = text_of(ctx, v);
+  mirs_graph *r = NULL;
+  ck_assert_msg(mirs_graph_parse_string(ctx, t1, strlen(t1), "variant", &r) == MIRS_OK, "%s\n%s",
+                mirs_last_error(ctx), t1);
+  char *t2 = text_of(ctx, r);
+  ck_assert_str_eq(t1, t2);
+  ck_assert_uint_eq(mirs_graph_hash(r), mirs_graph_hash(v));
+  mirs_verify_result res;
+  ck_assert_int_eq(mirs_verify(ctx, p, v, &res), MIRS_OK);
+  ck_assert_msg(res.equal && res.fingerprint_equal, "%s: %s\n%s", what, res.reason, t1);
+  mirs_free(ctx, t1);
+  mirs_free(ctx, t2);
+  mirs_graph_destroy(r);
 }
 
 static const char *const SOURCE = "tests/codegen/splitk_source_small.ugraph";
@@ -60,20 +83,7 @@ START_TEST(test_variants_verify) {
   ck_assert_int_eq(v->nout, 1);
   ck_assert_str_eq(v->t[v->outputs[0]].name, "O");
   ck_assert_int_eq(v->t[v->outputs[0]].dtype, MIRS_F16);
-  /* Round trip. */
-  char *t1 = text_of(ctx, v);
-  mirs_graph *r = NULL;
-  ck_assert_msg(mirs_graph_parse_string(ctx, t1, strlen(t1), "variant", &r) == MIRS_OK, "%s\n%s",
-                mirs_last_error(ctx), t1);
-  char *t2 = text_of(ctx, r);
-  ck_assert_str_eq(t1, t2);
-  ck_assert_uint_eq(mirs_graph_hash(r), mirs_graph_hash(v));
-  mirs_verify_result res;
-  ck_assert_int_eq(mirs_verify(ctx, p, v, &res), MIRS_OK);
-  ck_assert_msg(res.equal && res.fingerprint_equal, "%s: %s\n%s", SOURCE, res.reason, t1);
-  mirs_free(ctx, t1);
-  mirs_free(ctx, t2);
-  mirs_graph_destroy(r);
+  expect_round_trip_verifies(ctx, v, p, SOURCE);
   mirs_graph_destroy(v);
   mirs_graph_destroy(g);
   mirs_graph_destroy(p);
@@ -167,6 +177,148 @@ START_TEST(test_variant_names) {
 }
 END_TEST
 
+/* The ops of block graph bg of kind op. */
+static int count_ops(const mirs__bgraph *bg, mirs_op op) {
+  int n = 0;
+  for (int32_t i = 0; i < bg->nops; i++)
+    n += bg->ops[i].op == op;
+  return n;
+}
+
+/* Online softmax split s ways along grid dim gs (free or taken over):
+ * kernel 1 stores the two accum_online partials and, once, the chunk's
+ * running max of their shared shift (accum_max over its extent-1 dim),
+ * all f32; kernel 2 combines both with accum_online on that max; the
+ * variant prints back to itself, fingerprints equal to the program and
+ * its generated code computes it on the host.  With a causal mask, the
+ * chunks above the diagonal have a -inf running max. */
+static const struct {
+  const char *src, *prog;
+  int gs, s;
+} ONLINE[] = {
+    {"tests/codegen/online_softmax.ugraph", "examples/gqa_safe_small.graph", 2, 2},
+    {"tests/codegen/online_softmax.ugraph", "examples/gqa_safe_small.graph", 2, 4},
+    {"tests/codegen/online_softmax.ugraph", "examples/gqa_safe_small.graph", 0, 2},
+    {"tests/codegen/online_softmax.ugraph", "examples/gqa_safe_small.graph", 1, 4},
+    {"tests/codegen/splitk_causal_safe_source_small.ugraph",
+     "examples/causal_attention_safe_small.graph", 2, 4},
+    {"tests/codegen/splitk_causal_safe_source_small.ugraph",
+     "examples/causal_attention_safe_small.graph", 1, 2},
+};
+#define NONLINE ((int)(sizeof ONLINE / sizeof ONLINE[0]))
+
+START_TEST(test_online_variants) {
+  mirs_context *ctx = tu_ctx(NULL);
+  mirs_graph *g = load(ctx, ONLINE[_i].src), *p = load(ctx, ONLINE[_i].prog);
+  mirs_graph *v = NULL;
+  ck_assert_msg(mirs__splitk_variant(ctx, g, 0, ONLINE[_i].gs, ONLINE[_i].s, &v) == MIRS_OK, "%s",
+                mirs_last_error(ctx));
+  ck_assert_ptr_nonnull(v);
+  ck_assert_int_eq(v->nops, 2);
+  const mirs__bgraph *k1 = v->ops[0].bg, *k2 = v->ops[1].bg;
+  ck_assert_int_eq(v->ops[0].nout, 3);
+  for (int32_t i = 0; i < v->ops[0].nout; i++)
+    ck_assert_int_eq(v->t[v->ops[0].out[i]].dtype, MIRS_F32);
+  ck_assert_int_eq(count_ops(k1, MIRS_OP_ACCUM_ONLINE), 2);
+  ck_assert_int_eq(count_ops(k1, MIRS_OP_ACCUM_MAX), 1);
+  for (int32_t i = 0; i < k1->nops; i++) /* (the max's dim has extent 1: a max over the loop) */
+    if (k1->ops[i].op == MIRS_OP_ACCUM_MAX)
+      ck_assert_int_eq(k1->t[k1->ops[i].in[0]].shape.d[k1->ops[i].dim], 1);
+  ck_assert_int_eq(k1->grid[ONLINE[_i].gs], ONLINE[_i].s);
+  ck_assert_int_eq(k2->forloop, ONLINE[_i].s);
+  ck_assert_int_eq(count_ops(k2, MIRS_OP_ACCUM_ONLINE), 2);
+  ck_assert_int_eq(count_ops(k2, MIRS_OP_ACCUM), 0);
+  for (int32_t i = 0; i < k2->nops; i++) /* (both rescaled by the same stored max) */
+    if (k2->ops[i].op == MIRS_OP_ACCUM_ONLINE) {
+      const mirs__bop *m = &k2->ops[k2->t[k2->ops[i].in[1]].producer];
+      ck_assert_int_eq(m->op, MIRS_OP_INPUT);
+      ck_assert_int_eq(m->src, v->ops[0].out[2]);
+    }
+  ck_assert_int_eq(v->t[v->outputs[0]].dtype, MIRS_F16);
+  expect_round_trip_verifies(ctx, v, p, ONLINE[_i].src);
+  expect_runs(ctx, v, p, 7);
+  mirs_graph_destroy(v);
+  mirs_graph_destroy(g);
+  mirs_graph_destroy(p);
+  mirs_context_destroy(ctx);
+}
+END_TEST
+
+/* Text t with the first occurrence of `from` replaced by `to` (malloc'd). */
+static char *replaced(const char *t, const char *from, const char *to) {
+  const char *at = strstr(t, from);
+  ck_assert_msg(at != NULL, "no %s in\n%s", from, t);
+  size_t n = strlen(t) - strlen(from) + strlen(to) + 1;
+  char *w = malloc(n);
+  ck_assert_ptr_nonnull(w);
+  snprintf(w, n, "%.*s%s%s", (int)(at - t), t, to, at + strlen(from));
+  return w;
+}
+
+/* Whether text w parses to a µGraph that verifies against p. */
+static bool verifies(mirs_context *ctx, const mirs_graph *p, const char *w) {
+  mirs_graph *m = NULL;
+  ck_assert_msg(mirs_graph_parse_string(ctx, w, strlen(w), "mutant", &m) == MIRS_OK, "%s\n%s",
+                mirs_last_error(ctx), w);
+  mirs_verify_result res;
+  ck_assert_int_eq(mirs_verify(ctx, p, m, &res), MIRS_OK);
+  mirs_graph_destroy(m);
+  return res.equal;
+}
+
+/* Each rule is needed: kernel 2 summing the online partials with accum
+ * instead of rescaling them, or kernel 1 storing the chunk's running
+ * min of the shift instead of its max, is not the program (the
+ * fingerprints tell; kernel 1 runs 2 iterations, so min and max differ). */
+START_TEST(test_online_rules_matter) {
+  mirs_context *ctx = tu_ctx(NULL);
+  mirs_graph *g = load(ctx, "tests/codegen/online_softmax.ugraph");
+  mirs_graph *p = load(ctx, "examples/gqa_safe_small.graph");
+  mirs_graph *v = NULL;
+  ck_assert_int_eq(mirs__splitk_variant(ctx, g, 0, 2, 2, &v), MIRS_OK);
+  ck_assert_ptr_nonnull(v);
+  char *t = text_of(ctx, v);
+  ck_assert(verifies(ctx, p, t));
+  /* Kernel 2's combines (after kernel 1's text) summed. */
+  const mirs__bgraph *k2 = v->ops[1].bg;
+  const char *k2text = strstr(strstr(t, "custom(") + 1, "custom(");
+  ck_assert_ptr_nonnull(k2text);
+  char *w = malloc(strlen(t) + 1);
+  ck_assert_ptr_nonnull(w);
+  strcpy(w, t);
+  int n = 0;
+  for (int32_t i = 0; i < k2->nops; i++) {
+    const mirs__bop *o = &k2->ops[i];
+    if (o->op != MIRS_OP_ACCUM_ONLINE)
+      continue;
+    char from[128], to[128];
+    snprintf(from, sizeof from, "%s = accum_online(%s, %s)", k2->t[o->out].name,
+             k2->t[o->in[0]].name, k2->t[o->in[1]].name);
+    snprintf(to, sizeof to, "%s = accum(%s)", k2->t[o->out].name, k2->t[o->in[0]].name);
+    size_t head = (size_t)(k2text - t); /* (kernel 2's names are kernel 1's too) */
+    char *x = replaced(w + head, from, to);
+    char *y = malloc(head + strlen(x) + 1);
+    ck_assert_ptr_nonnull(y);
+    snprintf(y, head + strlen(x) + 1, "%.*s%s", (int)head, w, x);
+    free(x);
+    free(w);
+    w = y;
+    n++;
+  }
+  ck_assert_int_eq(n, 2);
+  ck_assert_msg(!verifies(ctx, p, w), "summed partials verified:\n%s", w);
+  free(w);
+  w = replaced(t, "accum_max(", "accum_min(");
+  ck_assert_msg(!verifies(ctx, p, w), "running min verified:\n%s", w);
+  free(w);
+  mirs_free(ctx, t);
+  mirs_graph_destroy(v);
+  mirs_graph_destroy(g);
+  mirs_graph_destroy(p);
+  mirs_context_destroy(ctx);
+}
+END_TEST
+
 /* No variant where the rewrite would be wrong or meaningless. */
 START_TEST(test_not_split) {
   mirs_context *ctx = tu_ctx(NULL);
@@ -181,12 +333,22 @@ START_TEST(test_not_split) {
   ck_assert_int_eq(mirs__splitk_variant(ctx, g, 0, 3, 2, &v), MIRS_OK); /* no such grid dim */
   ck_assert_ptr_null(v);
   mirs_graph_destroy(g);
-  /* A running max (online softmax) needs a rescaling combine: left alone. */
-  g = load(ctx, "tests/codegen/online_softmax.ugraph");
+  /* A running max (accum_max) needs a max combine: left alone. */
+  g = load(ctx, "tests/codegen/accum_max.ugraph");
   for (int gs = 0; gs < MIRS__GRID; gs++) {
     ck_assert_int_eq(mirs__splitk_variant(ctx, g, 0, gs, 2, &v), MIRS_OK);
     ck_assert_ptr_null(v);
   }
+  mirs_graph_destroy(g);
+  /* An online shift whose only extent-1 dim grows when the split takes
+   * its grid dim over has no running max to store: no variant there,
+   * one where the split takes a free grid dim. */
+  g = load(ctx, "tests/codegen/splitk_online_noshift.ugraph");
+  ck_assert_int_eq(mirs__splitk_variant(ctx, g, 0, 0, 2, &v), MIRS_OK);
+  ck_assert_ptr_null(v);
+  ck_assert_int_eq(mirs__splitk_variant(ctx, g, 0, 1, 2, &v), MIRS_OK);
+  ck_assert_ptr_nonnull(v);
+  mirs_graph_destroy(v);
   mirs_graph_destroy(g);
   mirs_context_destroy(ctx);
 }
@@ -196,11 +358,13 @@ END_TEST
  * split) with split_k under `threads` threads: its result hashes, in
  * order, into h (at most cap), their count; *variants the results the
  * rewrite made (report.json's marks), each verified again here. */
-/* Whether the last search() was served from the result cache. */
+/* Whether the last search() was served from the result cache; how
+ * many of its variants' kernels store a running max (online softmax). */
 static bool served;
+static int online;
 
-static int search(int threads, int split_k, const char *cache, uint64_t *h, int cap,
-                  int *variants) {
+static int search_of(const char *prog, int threads, int split_k, const char *cache, uint64_t *h,
+                     int cap, int *variants) {
   mirs_context *ctx = tu_ctx(NULL);
   char v[16];
   static const char *const kv[][2] = {{"op_budget", "0"}, {"forloop_ranges", "4"},
@@ -212,11 +376,12 @@ static int search(int threads, int split_k, const char *cache, uint64_t *h, int 
   snprintf(v, sizeof v, "%d", split_k);
   ck_assert_int_eq(mirs_option_set(ctx, "split_k", v), MIRS_OK);
   ck_assert_int_eq(mirs_option_set(ctx, "cache_dir", cache), MIRS_OK);
-  mirs_graph *p = load(ctx, "examples/gqa_small.graph");
+  mirs_graph *p = load(ctx, prog);
   mirs_search *s = NULL;
   ck_assert_int_eq(mirs_search_create(ctx, p, &s), MIRS_OK);
   ck_assert_msg(mirs_search_run(s) == MIRS_OK, "%s", mirs_last_error(ctx));
   int n = mirs_search_num_results(s);
+  online = 0;
   ck_assert_int_le(n, cap);
   char *json = NULL;
   ck_assert_int_eq(mirs_search_report_json(s, 0, &json, NULL), MIRS_OK);
@@ -232,6 +397,9 @@ static int search(int threads, int split_k, const char *cache, uint64_t *h, int 
     if (sk && sk < end) {
       const mirs_graph *g = mirs_search_result(s, i);
       ck_assert(mirs__splitk_has_split(g));
+      for (int32_t k = 0; k < g->nops; k++) /* (a split online kernel stores its max) */
+        online += g->ops[k].op == MIRS_OP_CUSTOM &&
+                  count_ops(g->ops[k].bg, MIRS_OP_ACCUM_MAX) > 0;
       if ((*variants)++ < 2) { /* (two of them verified again) */
         mirs_verify_result r;
         ck_assert_int_eq(mirs_verify(ctx, p, g, &r), MIRS_OK);
@@ -248,6 +416,12 @@ static int search(int threads, int split_k, const char *cache, uint64_t *h, int 
   return n;
 }
 
+/* search_of gqa_small. */
+static int search(int threads, int split_k, const char *cache, uint64_t *h, int cap,
+                  int *variants) {
+  return search_of("examples/gqa_small.graph", threads, split_k, cache, h, cap, variants);
+}
+
 /* The rewrite adds verified, marked results, the same on 1 and 2
  * threads; split_k=0 adds none. */
 START_TEST(test_search_adds_variants) {
@@ -259,6 +433,25 @@ START_TEST(test_search_adds_variants) {
   ck_assert_int_eq(v0, 0);
   ck_assert_int_gt(v1, 0);
   ck_assert_int_eq(n1, n0 + v1);
+  ck_assert_int_eq(n2, n1);
+  ck_assert_int_eq(v2, v1);
+  for (int i = 0; i < n1; i++)
+    ck_assert_uint_eq(h1[i], h2[i]);
+}
+END_TEST
+
+/* A search of gqa_safe_small (its results online-softmax kernels)
+ * with split_k adds split variants of them, each storing its chunks'
+ * running max, verified and marked, the same on 1 and 2 threads. */
+START_TEST(test_search_adds_online_variants) {
+  static uint64_t h1[4096], h2[4096];
+  int v1, v2;
+  int n1 = search_of("examples/gqa_safe_small.graph", 1, 2, "", h1, 4096, &v1);
+  int o1 = online;
+  int n2 = search_of("examples/gqa_safe_small.graph", 2, 2, "", h2, 4096, &v2);
+  ck_assert_int_gt(v1, 0);
+  ck_assert_int_gt(o1, 0);
+  ck_assert_int_eq(online, o1);
   ck_assert_int_eq(n2, n1);
   ck_assert_int_eq(v2, v1);
   for (int i = 0; i < n1; i++)
@@ -328,8 +521,11 @@ static Suite *splitk_suite(void) {
   tcase_add_test(tc, test_variant_runs);
   tcase_add_test(tc, test_variant_names);
   tcase_add_test(tc, test_causal_variants);
+  tcase_add_loop_test(tc, test_online_variants, 0, NONLINE);
+  tcase_add_test(tc, test_online_rules_matter);
   tcase_add_test(tc, test_not_split);
   tcase_add_test(tc, test_search_adds_variants);
+  tcase_add_test(tc, test_search_adds_online_variants);
   tcase_add_test(tc, test_cache_serves_same);
   tcase_add_test(tc, test_time_limit_keeps_results);
   suite_add_tcase(s, tc);

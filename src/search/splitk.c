@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* src/search/splitk.c - the split-K (FlashDecoding) rewrite of a result.
  *
- * A custom kernel K with grid G, forloop F and only accum / accum_sum
- * accumulators computes, per block, post(sum over f < F of x_f).  Split
- * s ways (s | F) along grid dim gs:
+ * A custom kernel K with grid G, forloop F and only accum, accum_sum
+ * and accum_online accumulators computes, per block, post(acc), each acc
+ * a sum over f < F (accum_online's relative to the running max of its
+ * shift).  Split s ways (s | F) along grid dim gs:
  *  - kernel 1 is K's loop with grid G[gs] = s and forloop F / s; when
  *    G[gs] > 1 the split takes gs over (what gs partitioned, each block
  *    now holds whole: the tiles grow G[gs] times, the cost model says
@@ -12,17 +13,26 @@
  *    (split-K load, docs/FORMATS.md: block b_gs walks chunk b_gs), each
  *    other input is replicated along gs; it stores every accumulator as
  *    it is after its chunk (`dtype=f32`: partial sums of an unnormalised
- *    exp must not be rounded to 16 bits), the grid dims placed along the
- *    accumulator tile's dims (a dim that came from grid dim g takes g,
- *    the others any free dim, gs included);
+ *    exp must not be rounded to 16 bits) and, for each distinct shift m
+ *    of an accum_online, the chunk's running max of m: accum_max(m) over
+ *    a dim where m's tile has extent 1 (a max over one element and the
+ *    loop: exactly accum_online's running max, NaN and -inf included),
+ *    stored f32; the grid dims placed along each tile's dims (a dim that
+ *    came from grid dim g takes g, the others any free dim, gs included);
  *  - kernel 2 has K's grid less gs, forloop s and loads each partial tensor with
  *    the same placement less gs, which its forloop walks instead; accum
- *    sums the s partials back into K's accumulator tiles, K's post-loop
- *    ops follow unchanged and its outputs are stored at their kernel
- *    tensors' dtypes.
- * The sum is reassociated, nothing else: the variant is equal to K over
- * the reals and in the fingerprint field, and the sink verifies it like
- * any result.  accum_max/min would need a max combine, accum_online
+ *    sums the s partials of an accum / accum_sum back into K's
+ *    accumulator tiles, and accum_online(acc_i, M_i) combines those of
+ *    an accum_online: its running max becomes M = max M_i and its value
+ *    sum_i acc_i exp(M_i - M) = sum over the whole loop of y exp(m - M),
+ *    K's value (a chunk whose max is -inf adds nothing, as in K); K's
+ *    post-loop ops follow unchanged and its outputs are stored at their
+ *    kernel tensors' dtypes.
+ * The sums are reassociated and the maxes taken in two steps, nothing
+ * else: the variant is equal to K over the reals and in the fingerprint
+ * field (a max of tile maxes is the max in its keyed order, and exp is a
+ * homomorphism there, so the rescaled sum is exact), and the sink
+ * verifies it like any result.  accum_max/min would need a max combine
  * and accum_rms a rescaling one: kernels with them are left alone.
  *
  * Invariants: the variant has g's inputs (same names, order, dtypes,
@@ -51,18 +61,25 @@ bool mirs__splitk_has_split(const mirs_graph *g) {
   return false;
 }
 
-/* How kernel bg splits: the grid dim carrying the split and, per
- * accumulator (in op order, at most MAX_ACC), its tile's placement. */
+/* How kernel bg splits: the grid dim carrying the split, per
+ * accumulator (in op order, at most MAX_ACC) its tile's placement, and
+ * per distinct shift of its accum_onlines the running max kernel 1
+ * stores (after the accumulators' partials). */
 #define MAX_ACC 16
 typedef struct plan {
   int gs;
   int nacc;
-  int32_t acc[MAX_ACC];           /* block tensor of each accumulator */
+  int32_t acc[MAX_ACC];              /* block tensor of each accumulator */
   int32_t omap[MAX_ACC][MIRS__GRID]; /* kernel 1's omap of its partial (gs included) */
+  int32_t shift[MAX_ACC];            /* accum_online: index of its shift in mx, else -1 */
+  int nmx;
+  int32_t mx[MAX_ACC];               /* block tensor of each distinct shift */
+  int32_t mdim[MAX_ACC];             /* the dim its accum_max takes (extent 1 in kernel 1) */
+  int32_t momap[MAX_ACC][MIRS__GRID]; /* kernel 1's omap of its running max */
 } plan;
 
-/* Place the grid dims of grid1 along the dims of accumulator tile t;
- * false when its rank is too small. */
+/* Place the grid dims of grid1 along the dims of block tensor t; false
+ * when its rank is too small. */
 static bool place(const mirs_graph *g, const mirs__bgraph *bg, int32_t t, int gs,
                   const int32_t grid1[MIRS__GRID], int32_t omap[MIRS__GRID]) {
   int r = bg->t[t].shape.ndim;
@@ -93,6 +110,43 @@ static bool place(const mirs_graph *g, const mirs__bgraph *bg, int32_t t, int gs
   return true;
 }
 
+/* The last dim of shift tile m that keeps extent 1 in kernel 1 (of grid
+ * G[gs] = s), or -1: a dim gs placed in K grows G[gs] times when the
+ * split takes gs over, the others keep their extents (a walked dim's
+ * tile is extent / F either way). */
+static int unit_dim(const mirs_graph *g, const mirs__bgraph *bg, int32_t m, int gs) {
+  for (int d = bg->t[m].shape.ndim - 1; d >= 0; d--) {
+    mirs__dim_origin o;
+    bool grows = bg->grid[gs] > 1 &&
+                 (!mirs__sched_dim_origin(g, bg, m, d, &o) || o.grid == gs);
+    if (bg->t[m].shape.d[d] == 1 && !grows)
+      return d;
+  }
+  return -1;
+}
+
+/* Record the shift of accum_online o in p (once per distinct tensor),
+ * with its placement and the dim its running max reduces; false when it
+ * cannot be stored so. */
+static bool plan_shift(const mirs_graph *g, const mirs__bgraph *bg, const mirs__bop *o,
+                       const int32_t grid1[MIRS__GRID], plan *p) {
+  int32_t m = o->in[1];
+  for (int j = 0; j < p->nmx; j++)
+    if (p->mx[j] == m) {
+      p->shift[p->nacc] = j;
+      return true;
+    }
+  if (p->nmx == MAX_ACC)
+    return false;
+  int d = unit_dim(g, bg, m, p->gs);
+  if (d < 0 || !place(g, bg, m, p->gs, grid1, p->momap[p->nmx]))
+    return false;
+  p->mx[p->nmx] = m;
+  p->mdim[p->nmx] = d;
+  p->shift[p->nacc] = p->nmx++;
+  return true;
+}
+
 /* The plan of splitting kernel op k of g s ways along grid dim gs;
  * false when it cannot. */
 static bool make_plan(const mirs_graph *g, const mirs__kop *k, int gs, int32_t s, plan *p) {
@@ -106,18 +160,24 @@ static bool make_plan(const mirs_graph *g, const mirs__kop *k, int gs, int32_t s
   memcpy(grid1, bg->grid, sizeof grid1);
   grid1[p->gs] = s;
   p->nacc = 0;
+  p->nmx = 0;
   for (int32_t i = 0; i < bg->nops; i++) {
     const mirs__bop *o = &bg->ops[i];
     if (mirs__graph_ops[o->op].kind != MIRS__KIND_ACCUM)
       continue;
-    if ((o->op != MIRS_OP_ACCUM && o->op != MIRS_OP_ACCUM_SUM) || p->nacc == MAX_ACC)
+    if ((o->op != MIRS_OP_ACCUM && o->op != MIRS_OP_ACCUM_SUM && o->op != MIRS_OP_ACCUM_ONLINE) ||
+        p->nacc == MAX_ACC)
       return false;
     p->acc[p->nacc] = o->out;
+    p->shift[p->nacc] = -1;
+    if (o->op == MIRS_OP_ACCUM_ONLINE && !plan_shift(g, bg, o, grid1, p))
+      return false;
     if (!place(g, bg, o->out, gs, grid1, p->omap[p->nacc]))
       return false;
     p->nacc++;
   }
-  return p->nacc > 0;
+  /* (every partial a named kernel tensor of kernel 1) */
+  return p->nacc > 0 && p->nacc + p->nmx <= MAX_ACC;
 }
 
 /* Append compute or accumulator op o to nb, its operands and result
@@ -169,8 +229,21 @@ static mirs_status kernel1(mirs_graph *rg, const mirs__kop *k, int32_t s, const 
     }
     st = copy_bop(rg, nb, o, bmap);
   }
+  /* The chunk's running max of each shift (docs/SEARCH.md). */
+  int32_t run[MAX_ACC];
+  for (int j = 0; st == MIRS_OK && j < p->nmx; j++) {
+    if (NEVER(nb->t[bmap[p->mx[j]]].shape.d[p->mdim[j]] != 1))
+      st = MIRS_FAIL(ctx, MIRS_SHAPE, "split-K: shift %s has extent %lld along dim %d",
+                     bg->t[p->mx[j]].name, (long long)nb->t[bmap[p->mx[j]]].shape.d[p->mdim[j]],
+                     (int)p->mdim[j]);
+    else
+      st = mirs__bg_add_op(rg, nb, NULL, MIRS_OP_ACCUM_MAX, 1, &bmap[p->mx[j]], p->mdim[j], false,
+                           &run[j]);
+  }
   for (int j = 0; st == MIRS_OK && j < p->nacc; j++)
     st = mirs__bg_add_output_dt(rg, nb, bmap[p->acc[j]], p->omap[j], (int32_t)MIRS_F32);
+  for (int j = 0; st == MIRS_OK && j < p->nmx; j++)
+    st = mirs__bg_add_output_dt(rg, nb, run[j], p->momap[j], (int32_t)MIRS_F32);
   mirs__core_free(ctx, bmap);
   if (st != MIRS_OK) {
     mirs__bg_free(ctx, nb);
@@ -180,8 +253,20 @@ static mirs_status kernel1(mirs_graph *rg, const mirs__kop *k, int32_t s, const 
   return MIRS_OK;
 }
 
+/* Load partial kernel tensor part, stored by kernel 1 with omap, into
+ * kernel 2 nb as tile *t: the same placement less gs, whose dim the
+ * forloop walks. */
+static mirs_status load_partial(mirs_graph *rg, mirs__bgraph *nb, int32_t part,
+                                const int32_t omap[MIRS__GRID], int gs, int32_t *t) {
+  int32_t imap[MIRS__GRID];
+  memcpy(imap, omap, sizeof imap);
+  imap[gs] = -1;
+  return mirs__bg_add_input(rg, nb, NULL, part, imap, omap[gs], t);
+}
+
 /* Kernel 2 of plan p for kernel k: the partials are kernel tensors
- * part[0..nacc), K's outputs keep their dtypes. */
+ * part[0..nacc) and the running maxes part[nacc..nacc+nmx), K's outputs
+ * keep their dtypes. */
 static mirs_status kernel2(mirs_graph *rg, const mirs_graph *g, const mirs__kop *k, int32_t s,
                            const plan *p, const int32_t *part, mirs__bgraph **out) {
   mirs_context *ctx = rg->ctx;
@@ -193,13 +278,22 @@ static mirs_status kernel2(mirs_graph *rg, const mirs_graph *g, const mirs__kop 
   MIRS_CHECK(ctx, mirs__bg_new(ctx, grid2, bg->block, s, &nb));
   int32_t *bmap = mirs__core_alloc(ctx, sizeof *bmap * ((size_t)bg->nt + 1));
   mirs_status st = bmap ? MIRS_OK : MIRS_NOMEM;
+  /* The running maxes first (accum_online takes them), then each
+   * accumulator's partials, combined by its rule. */
+  int32_t run[MAX_ACC];
+  for (int j = 0; st == MIRS_OK && j < p->nmx; j++)
+    st = load_partial(rg, nb, part[p->nacc + j], p->momap[j], p->gs, &run[j]);
   for (int j = 0; st == MIRS_OK && j < p->nacc; j++) {
-    int32_t imap[MIRS__GRID], t;
-    memcpy(imap, p->omap[j], sizeof imap);
-    imap[p->gs] = -1;
-    st = mirs__bg_add_input(rg, nb, NULL, part[j], imap, p->omap[j][p->gs], &t);
-    if (st == MIRS_OK)
-      st = mirs__bg_add_op(rg, nb, NULL, MIRS_OP_ACCUM, 1, &t, -1, false, &bmap[p->acc[j]]);
+    int32_t t[2];
+    st = load_partial(rg, nb, part[j], p->omap[j], p->gs, &t[0]);
+    if (st != MIRS_OK)
+      break;
+    if (p->shift[j] >= 0) {
+      t[1] = run[p->shift[j]];
+      st = mirs__bg_add_op(rg, nb, NULL, MIRS_OP_ACCUM_ONLINE, 2, t, -1, false, &bmap[p->acc[j]]);
+    } else {
+      st = mirs__bg_add_op(rg, nb, NULL, MIRS_OP_ACCUM, 1, t, -1, false, &bmap[p->acc[j]]);
+    }
   }
   int ko = 0;
   for (int32_t i = 0; st == MIRS_OK && i < bg->nops; i++) {
@@ -284,11 +378,11 @@ static mirs_status split_op(mirs_graph *rg, const mirs_graph *g, const mirs__kop
   MIRS_CHECK(ctx, kernel1(rg, k, s, p, map, &b1));
   char pbuf[MAX_ACC][PART_NAME];
   const char *pnm[MAX_ACC];
-  part_names(g, rg, k, p->nacc, pbuf, pnm);
+  part_names(g, rg, k, p->nacc + p->nmx, pbuf, pnm);
   int32_t first;
   MIRS_CHECK(ctx, mirs__graph_add_custom(rg, b1, pnm, &first)); /* takes b1 */
   int32_t part[MAX_ACC];
-  for (int j = 0; j < p->nacc; j++)
+  for (int j = 0; j < p->nacc + p->nmx; j++)
     part[j] = first + j;
   MIRS_CHECK(ctx, kernel2(rg, g, k, s, p, part, &b2));
   const char *nm[MAX_NAMES];

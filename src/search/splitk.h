@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* src/search/splitk.h - the split-K rewrite of a result (splitk.c): one
- * custom kernel whose accumulators all sum over the forloop becomes a
- * kernel that sums a chunk of the loop per block into f32 partials and a
- * kernel that sums the partials and applies the post-loop ops
- * (FlashDecoding).  See docs/SEARCH.md "Split-K rewrite". */
+ * custom kernel whose accumulators all sum over the forloop (accum,
+ * accum_sum, accum_online) becomes a kernel that sums a chunk of the loop
+ * per block into f32 partials (an online sum's relative to the chunk's
+ * running max, stored too) and a kernel that combines the partials
+ * (adding them, or rescaling them to the overall max) and applies the
+ * post-loop ops (FlashDecoding).  See docs/SEARCH.md "Split-K rewrite". */
 #ifndef MIRS_SEARCH_SPLITK_H
 #define MIRS_SEARCH_SPLITK_H
 
@@ -24,8 +26,9 @@ bool mirs__splitk_has_split(const mirs_graph *g);
  * grid dim gs (0..2: x, y, z; one > 1 is taken over: what it partitioned
  * each block then holds whole), into *out; *out NULL (MIRS_OK) when that
  * kernel cannot be split so: not a custom kernel, s < 2 or not dividing
- * its forloop, an accumulator other than accum/accum_sum, or an
- * accumulator tile with too few dims to place every grid dim.  A graph
+ * its forloop, an accumulator other than accum/accum_sum/accum_online,
+ * an accum_online shift with no dim of extent 1 in the split kernel, or
+ * an accumulator tile with too few dims to place every grid dim.  A graph
  * the builder refuses (a tile that no longer divides) is an error. */
 mirs_status mirs__splitk_variant(mirs_context *ctx, const mirs_graph *g, int32_t kop, int gs,
                                  int32_t s, mirs_graph **out);
