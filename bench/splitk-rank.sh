@@ -1,10 +1,10 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 # bench/splitk-rank.sh [--prepare OUT SEARCHDIR...] | [DIR...]
-# The split-K results of `--split-k=1` searches against the one-kernel
+# The split-K results of searches (split-K on, the default) against the one-kernel
 # best, timed on a GPU (bench/RESULTS.md, "Split-K on the device").
 #   --prepare OUT SEARCHDIR...  here: for each search output directory
-#       (a `--split-k=1` search of examples/NAME.graph), OUT/NAME/candidates
+#       (a search of examples/NAME.graph with split-K on, the default), OUT/NAME/candidates
 #       gets the model's best 5 split-K results and its best one-kernel
 #       result, under their report.json ranks, so that a name sorts in
 #       the model's order
@@ -29,7 +29,7 @@ for d in sys.argv[2:]:
     split = [x for x in r["results"] if x.get("split_k")][:5]
     one = [x for x in r["results"] if not x.get("split_k")][:1]
     if not split or not one:
-        sys.exit("%s: no split-K result or no one-kernel result (a --split-k=1 search?)" % d)
+        sys.exit("%s: no split-K result or no one-kernel result (a search with --split-k=0?)" % d)
     c = os.path.join(out, name, "candidates")
     shutil.rmtree(os.path.join(out, name), ignore_errors=True)
     os.makedirs(c)
