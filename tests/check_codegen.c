@@ -681,15 +681,16 @@ END_TEST
  * attention at forloop=8 (16 tiles of S a warp, within the C registers'
  * cap) is estimated over the threshold whole and runs in 2 chunks of 8
  * tiles; gqa and mqa at their published shapes (144 and 148) stay whole;
- * an online softmax (gqa_safe, 150) never takes chunks. */
+ * an online softmax (gqa_safe, 150) never takes chunks.  (The published
+ * one-kernel bests as they were before split-K by default: tests/codegen/prev_*.) */
 START_TEST(test_chunk_by_regs) {
   static const struct {
     const char *file;
     int32_t nc;
   } cases[] = {{"tests/codegen/chain_heavy.ugraph", 2},
-               {"examples/best/gqa.ugraph", 1},
-               {"examples/best/mqa.ugraph", 1},
-               {"examples/best/gqa_safe.ugraph", 1}};
+               {"tests/codegen/prev_gqa.ugraph", 1},
+               {"tests/codegen/prev_mqa.ugraph", 1},
+               {"tests/codegen/prev_gqa_safe.ugraph", 1}};
   mirs_context *ctx = tu_ctx(NULL);
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     mirs_graph *g = load(ctx, cases[i].file);
@@ -724,13 +725,13 @@ START_TEST(test_register_chain) {
                {"tests/codegen/chain_split.ugraph", true, MIRS__MMA_TF32, 4, 4},
                {"tests/codegen/chain_split_safe.ugraph", true, MIRS__MMA_16, 5, 4},
                {"tests/codegen/chain_qknorm.ugraph", true, MIRS__MMA_TF32, 4, 4},
-               {"examples/best/gqa.ugraph", true, MIRS__MMA_TF32, 3, 1},
-               {"examples/best/gqa_safe.ugraph", true, MIRS__MMA_16, 5, 1},
-               {"examples/best/causal_attention.ugraph", true, MIRS__MMA_TF32, 4, 1},
-               {"examples/best/mha.ugraph", true, MIRS__MMA_TF32, 3, 4},
-               {"examples/best/mha_safe.ugraph", true, MIRS__MMA_16, 5, 4},
+               {"tests/codegen/prev_gqa.ugraph", true, MIRS__MMA_TF32, 3, 1},
+               {"tests/codegen/prev_gqa_safe.ugraph", true, MIRS__MMA_16, 5, 1},
+               {"tests/codegen/prev_causal_attention.ugraph", true, MIRS__MMA_TF32, 4, 1},
+               {"tests/codegen/prev_mha.ugraph", true, MIRS__MMA_TF32, 3, 4},
+               {"tests/codegen/prev_mha_safe.ugraph", true, MIRS__MMA_16, 5, 4},
                /* rms_norm(Q)·K and E·rms_norm(V): tf32 with computed operands */
-               {"examples/best/qknorm_attention.ugraph", true, MIRS__MMA_TF32, 4, 4},
+               {"tests/codegen/prev_qknorm_attention.ugraph", true, MIRS__MMA_TF32, 4, 4},
                /* a strip's 8-column tiles (8) do not split over 16 warps */
                {"tests/codegen/chain_nosplit.ugraph", false, 0, 4, 0},
                /* key chunks: 4 of 8 tiles a warp; none for an online softmax */
@@ -899,7 +900,7 @@ START_TEST(test_smem_lifetimes) {
   static const struct {
     const char *file;
     int64_t smem; /* bytes per block with the exchanges in dead tiles */
-  } reuse[] = {{"examples/best/mha_safe.ugraph", 76608 - 512},
+  } reuse[] = {{"tests/codegen/prev_mha_safe.ugraph", 76608 - 512},
                {"tests/codegen/chain_split_safe.ugraph", 13632 - 512}};
   for (size_t i = 0; i < sizeof reuse / sizeof reuse[0]; i++) {
     mirs_graph *g = load(ctx, reuse[i].file);
