@@ -1210,7 +1210,8 @@ static void emit_reduce_tree(kgen *k, int32_t oi) {
     mirs__buf_printf(b, "      const float mu = ss / %" PRId64 ".0f;\n      ss = 0.0f;\n", len);
     mirs__buf_printf(b, "      if (q < %" PRId64 ")\n", rows);
     emit_tree_loop(b, len, grp);
-    mirs__buf_printf(b, "          const float y = mirs_ld(t%d + (ix + p)) - mu;\n", (int)op->in[0]);
+    mirs__buf_printf(b, "          const float y = mirs_ld(t%d + (ix + p * %" PRId64 ")) - mu;\n",
+                     (int)op->in[0], st[dim]);
     mirs__buf_puts(b, "          ss += y * y;\n        }\n");
     for (int m = grp / 2; m >= 1; m /= 2)
       mirs__buf_printf(b, "      ss += __shfl_xor_sync(0xffffffffu, ss, %d);\n", m);
@@ -1232,8 +1233,9 @@ static void emit_reduce_tree(kgen *k, int32_t oi) {
   emit_tree_loop(b, len, grp);
   mirs__buf_printf(b, "          const int c%d = p, e = q * %" PRId64 " + p;\n          (void)c%d; (void)e;\n",
                    r - 1, len, r - 1);
-  mirs__buf_printf(b, "          float v = (mirs_ld(t%d + (ix + p))%s) %s;\n", (int)op->in[0],
-                   ln ? " - mu" : "", k->fastdiv ? "* inv" : "/ rms");
+  /* (every pass at the reduced dim's tile stride, as the first) */
+  mirs__buf_printf(b, "          float v = (mirs_ld(t%d + (ix + p * %" PRId64 "))%s) %s;\n",
+                   (int)op->in[0], st[dim], ln ? " - mu" : "", k->fastdiv ? "* inv" : "/ rms");
   emit_chain_store(k, "          ", op->out);
   mirs__buf_puts(b, "        }\n    }\n");
 }

@@ -76,9 +76,11 @@ typedef struct mirs__pool {
   void *mem;
   _Alignas(MIRS__CACHE_LINE) _Atomic uint64_t total; /* states entered, all workers */
   /* States the workers may still enter under max_states (reserved a few
-   * at a time, what is left unused given back, so the limit is exact). */
-  _Alignas(MIRS__CACHE_LINE) _Atomic int64_t left;
-  _Atomic int64_t held; /* reserved and not yet settled */
+   * at a time, what is left unused given back, so the limit is exact),
+   * and those reserved and not yet settled: both under quota_lock, so
+   * that "none left and none held" is one observation (quota_get). */
+  _Alignas(MIRS__CACHE_LINE) atomic_flag quota_lock;
+  int64_t left, held;
   _Alignas(MIRS__CACHE_LINE) _Atomic int64_t pending;
   _Alignas(MIRS__CACHE_LINE) _Atomic int idle;
   _Atomic int gen, done;
@@ -233,37 +235,40 @@ static void poll_limits(pool *p, slot *me) {
     halt(s, MIRS__HALT_LIMIT, MIRS_STOP_TIME);
 }
 
+/* quota_lock, held for a few instructions: spin, yielding the CPU to a
+ * holder that was descheduled (more workers than cores). */
+static void quota_lock(pool *p) {
+  while (atomic_flag_test_and_set_explicit(&p->quota_lock, memory_order_acquire))
+    sched_yield();
+}
+static void quota_unlock(pool *p) {
+  atomic_flag_clear_explicit(&p->quota_lock, memory_order_release);
+}
+
 /* States a worker may enter before its next poll: up to POLL_STEPS, taken
  * from what max_states leaves (UINT64_MAX without it).  0 when none is
  * left; the pool halts once no worker holds any either (a worker that
  * holds some may give part back, which another then takes), so the run
- * enters exactly max_states states.  Sequentially consistent: settle()
- * gives back before it releases, so a reader that sees nothing held sees
- * what was given back. */
+ * enters exactly max_states states.  left and held are read and changed
+ * together under the lock: with separate atomics a worker could read left
+ * 0, then held 0 while another's reservation was between the two, and
+ * halt the pool under it; that worker then stopped short (CI saw a run
+ * enter 392 of 400 states). */
 static uint64_t reserve(pool *p) {
   if (p->s->ctx->opt.max_states <= 0)
     return UINT64_MAX;
-  int64_t left = atomic_load(&p->left);
-  for (;;) {
-    while (left > 0) {
-      /* Held before taken: a reservation is never in neither count, so a
-       * worker that reads left, then held, both 0 (below) knows no other
-       * is about to enter states.  (Taken first, the other order let a
-       * worker halt the pool between another's take and its hold; that
-       * one then stopped short, and a run entered 392 of 400 states.) */
-      int64_t take = left < POLL_STEPS ? left : POLL_STEPS;
-      atomic_fetch_add(&p->held, take);
-      if (atomic_compare_exchange_weak(&p->left, &left, left - take))
-        return (uint64_t)take;
-      atomic_fetch_sub(&p->held, take);
-    }
-    if (atomic_load(&p->held) != 0)
-      return 0;
-    left = atomic_load(&p->left);
-    if (left <= 0)
-      break;
+  quota_lock(p);
+  int64_t take = p->left < POLL_STEPS ? p->left : POLL_STEPS;
+  bool none = take <= 0 && p->held == 0;
+  if (take > 0) {
+    p->left -= take;
+    p->held += take;
   }
-  halt(p->s, MIRS__HALT_LIMIT, MIRS_STOP_STATES);
+  quota_unlock(p);
+  if (take > 0)
+    return (uint64_t)take;
+  if (none)
+    halt(p->s, MIRS__HALT_LIMIT, MIRS_STOP_STATES);
   return 0;
 }
 
@@ -271,8 +276,10 @@ static uint64_t reserve(pool *p) {
 static void settle(pool *p, uint64_t quota, uint64_t used) {
   if (quota == UINT64_MAX)
     return;
-  atomic_fetch_add(&p->left, (int64_t)(quota - used));
-  atomic_fetch_sub(&p->held, (int64_t)quota);
+  quota_lock(p);
+  p->left += (int64_t)(quota - used);
+  p->held -= (int64_t)quota;
+  quota_unlock(p);
 }
 
 /* A task from another worker, or NULL. */
@@ -532,9 +539,9 @@ mirs_status mirs__pool_run(mirs_search *s, const mirs__pool_hooks *hooks) {
   atomic_init(&p.pending, 0);
   atomic_init(&p.total, s->stats.v[MIRS__STAT_states_explored]);
   int64_t done_states = (int64_t)s->stats.v[MIRS__STAT_states_explored];
-  atomic_init(&p.left, s->ctx->opt.max_states > done_states ? s->ctx->opt.max_states - done_states
-                                                            : 0);
-  atomic_init(&p.held, 0);
+  atomic_flag_clear(&p.quota_lock);
+  p.left = s->ctx->opt.max_states > done_states ? s->ctx->opt.max_states - done_states : 0;
+  p.held = 0;
   atomic_init(&p.idle, 0);
   atomic_init(&p.gen, 0);
   atomic_init(&p.done, 0);
