@@ -909,11 +909,30 @@ static int64_t unchained_live_regs(const mirs__plan *pl, const mirs__bgraph *bg)
  * accumulators, the MMA fragments in use. */
 static int32_t estimate_regs(const mirs__plan *pl, const mirs__bgraph *bg) {
   int64_t regs = 24;
-  bool any_mma = false;
+  bool any_mma = false, any_matmul = false;
   int64_t live_c = 4; /* C registers of the largest product not accumulated */
+  /* A row tree of rms_norm / layer_norm (emit_reduce_tree) where a lane
+   * group takes rows in turn: the lane's elements of a row, its loop
+   * unrolled and the loads issued ahead (up to 16: qknorm_attention's
+   * split-K kernel 1, 16 a lane of V's rows, took 114 registers on sm_90
+   * against 92 with the element-wise form; a tree of one row a group,
+   * ntrans's, keeps its loop rolled: 46 registers).
+   * A kernel without a matmul whose accumulators stay in registers (split-K's
+   * combining kernel): its epilogue, unrolled over the thread's elements,
+   * holds an output address of each (2, up to 16: gqa's, 9 elements, took
+   * 64 on sm_80 against an estimate of 46 without it). */
+  int64_t ahead = 0, epilogue = 0;
   for (int32_t i = 0; i < bg->nops; i++) {
     const mirs__bop *op = &bg->ops[i];
     const mirs__plan_tensor *pt = op->out >= 0 ? &pl->t[op->out] : NULL;
+    any_matmul |= mirs__graph_ops[op->op].kind == MIRS__KIND_MATMUL;
+    if (mirs__graph_ops[op->op].kind == MIRS__KIND_RMSNORM) {
+      const mirs__shape *xs = &bg->t[op->in[0]].shape;
+      int64_t len = xs->d[xs->ndim - 1], g = pl->op[i].group > 0 ? pl->op[i].group : 1;
+      int64_t rows = mirs__shape_numel(xs) / len, j = (len + g - 1) / g;
+      if (rows > pl->nthreads / g && j > ahead)
+        ahead = j < 16 ? j : 16;
+    }
     if (pl->op[i].mma != MIRS__MMA_NONE) {
       any_mma = true;
       if (pl->op[i].acc < 0 && pl->op[i].mma != MIRS__MMA_TF32) {
@@ -946,38 +965,13 @@ static int32_t estimate_regs(const mirs__plan *pl, const mirs__bgraph *bg) {
       /* a row accumulator of the chain: accr[2] (accum_online: and run[2]) */
       regs += 2 * (op->op == MIRS_OP_ACCUM_ONLINE ? 2 : 1);
     } else { /* (accum_online: and its running max) */
-      regs += (n + pl->nthreads - 1) / pl->nthreads * (op->op == MIRS_OP_ACCUM_ONLINE ? 2 : 1);
+      int64_t per = (n + pl->nthreads - 1) / pl->nthreads;
+      regs += per * (op->op == MIRS_OP_ACCUM_ONLINE ? 2 : 1);
+      if (!pt->tree)
+        epilogue += 2 * per;
     }
   }
-  /* A row tree of rms_norm / layer_norm (emit_reduce_tree): the lane's
-   * elements of a row, its loop unrolled and the loads issued ahead (up
-   * to 16: qknorm_attention's split-K kernel 1, 16 a lane of V's rows,
-   * took 114 registers on sm_90 against 92 with the element-wise form).
-   * A kernel without a matmul whose accumulators stay in registers (split-K's
-   * combining kernel): its epilogue, unrolled over the thread's elements,
-   * holds an output address of each (2, up to 16: gqa's, 9 elements, took
-   * 64 on sm_80 against an estimate of 46 without it). */
-  int64_t epilogue = 0, ahead = 0;
-  bool any_matmul = false;
-  for (int32_t i = 0; i < bg->nops; i++)
-    any_matmul |= mirs__graph_ops[bg->ops[i].op].kind == MIRS__KIND_MATMUL;
-  for (int32_t i = 0; i < bg->nops; i++) {
-    const mirs__bop *op = &bg->ops[i];
-    if (mirs__graph_ops[op->op].kind == MIRS__KIND_RMSNORM) {
-      /* (only where a lane group takes rows in turn: a tree of one row a
-       * group, ntrans's, keeps its loop rolled: 46 registers) */
-      const mirs__shape *xs = &bg->t[op->in[0]].shape;
-      int64_t len = xs->d[xs->ndim - 1], g = pl->op[i].group > 0 ? pl->op[i].group : 1;
-      int64_t rows = mirs__shape_numel(xs) / len, j = (len + g - 1) / g;
-      if (rows > pl->nthreads / g && j > ahead)
-        ahead = j < 16 ? j : 16;
-    }
-    const mirs__plan_tensor *pt = op->out >= 0 ? &pl->t[op->out] : NULL;
-    if (!any_matmul && pt && mirs__graph_ops[op->op].kind == MIRS__KIND_ACCUM && !pt->acc_smem &&
-        !pt->acc_mma && pt->frag == MIRS__FRAG_NONE && !pt->tree)
-      epilogue += 2 * ((mirs__shape_numel(&bg->t[op->out].shape) + pl->nthreads - 1) / pl->nthreads);
-  }
-  regs += ahead + (epilogue < 16 ? epilogue : 16);
+  regs += ahead + (any_matmul ? 0 : epilogue < 16 ? epilogue : 16);
   if (pl->chain.on) {
     int64_t c = chain_live_regs(pl, bg);
     if (c > live_c)
