@@ -13,6 +13,8 @@
  * threads. */
 #include "config.h"
 
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -512,6 +514,88 @@ START_TEST(test_time_limit_keeps_results) {
 }
 END_TEST
 
+/* An allocator that fails one allocation: the `at`-th after it is armed
+ * (by the log line that opens the split-K rewrite), then none. */
+typedef struct {
+  atomic_long armed, count, at, fired;
+  atomic_int warned;
+} fail_alloc;
+
+static void *failing_alloc(void *user, void *ptr, size_t osize, size_t nsize) {
+  fail_alloc *fa = user;
+  (void)osize;
+  if (nsize == 0) {
+    free(ptr);
+    return NULL;
+  }
+  if (atomic_load(&fa->armed) && atomic_fetch_add(&fa->count, 1) + 1 == atomic_load(&fa->at)) {
+    atomic_fetch_add(&fa->fired, 1);
+    return NULL;
+  }
+  return realloc(ptr, nsize);
+}
+
+static void arm_on_rewrite(void *user, mirs_log_level level, const char *msg) {
+  fail_alloc *fa = user;
+  (void)level;
+  if (strstr(msg, "split-K rewrite of the best") && strstr(msg, "begins"))
+    atomic_store(&fa->armed, 1);
+  if (strstr(msg, "split-K variant of result") && strstr(msg, "failed: out of memory"))
+    atomic_store(&fa->warned, 1);
+}
+
+/* Out of memory in the rewrite (the 1st, 40th, 400th, 4000th allocation
+ * after it begins) is said and ends it: the search succeeds with all the
+ * results of a search without the rewrite (it used to fail the whole
+ * search, losing them), and its report is written. */
+START_TEST(test_rewrite_failure_keeps_results) {
+  static uint64_t h0[4096];
+  int v0;
+  int n0 = search(1, 0, "", h0, 4096, &v0);
+  static const long AT[] = {1, 40, 400, 4000};
+  int warned = 0;
+  for (size_t a = 0; a < sizeof AT / sizeof AT[0]; a++) {
+    fail_alloc fa;
+    atomic_init(&fa.armed, 0);
+    atomic_init(&fa.count, 0);
+    atomic_init(&fa.at, AT[a]);
+    atomic_init(&fa.fired, 0);
+    atomic_init(&fa.warned, 0);
+    mirs_context *ctx = NULL;
+    ck_assert_int_eq(mirs_context_create_with_allocator(failing_alloc, &fa, &ctx), MIRS_OK);
+    mirs_set_log_callback(ctx, arm_on_rewrite, &fa);
+    static const char *const kv[][2] = {{"op_budget", "0"}, {"forloop_ranges", "4"},
+                                        {"log_level", "3"}, {"threads", "1"},
+                                        {"split_k", "2"},   {"cache_dir", ""}};
+    for (size_t i = 0; i < sizeof kv / sizeof kv[0]; i++)
+      ck_assert_int_eq(mirs_option_set(ctx, kv[i][0], kv[i][1]), MIRS_OK);
+    mirs_graph *p = load(ctx, "examples/gqa_small.graph");
+    mirs_search *s = NULL;
+    ck_assert_int_eq(mirs_search_create(ctx, p, &s), MIRS_OK);
+    ck_assert_msg(mirs_search_run(s) == MIRS_OK, "at %ld: %s", AT[a], mirs_last_error(ctx));
+    ck_assert_int_eq(atomic_load(&fa.armed), 1);
+    ck_assert_int_eq(atomic_load(&fa.fired), 1);
+    warned += atomic_load(&fa.warned);
+    int n = mirs_search_num_results(s);
+    for (int i = 0; i < n0; i++) {
+      bool in = false;
+      for (int j = 0; j < n && !in; j++)
+        in = mirs_search_result_hash(s, j) == h0[i];
+      ck_assert_msg(in, "at %ld: result %016llx of the search lost", AT[a],
+                    (unsigned long long)h0[i]);
+    }
+    char *json = NULL;
+    ck_assert_int_eq(mirs_search_report_json(s, 0, &json, NULL), MIRS_OK);
+    ck_assert_ptr_nonnull(strstr(json, "\"split_k_variants\""));
+    mirs_free(ctx, json);
+    mirs_search_destroy(s);
+    mirs_graph_destroy(p);
+    mirs_context_destroy(ctx);
+  }
+  ck_assert_int_gt(warned, 0); /* (some failure was one of a variant's own) */
+}
+END_TEST
+
 /* Suite of the split-K tests. */
 static Suite *splitk_suite(void) {
   Suite *s = suite_create("splitk");
@@ -528,6 +612,7 @@ static Suite *splitk_suite(void) {
   tcase_add_test(tc, test_search_adds_online_variants);
   tcase_add_test(tc, test_cache_serves_same);
   tcase_add_test(tc, test_time_limit_keeps_results);
+  tcase_add_test(tc, test_rewrite_failure_keeps_results);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -955,7 +955,10 @@ static mirs_status splitk_add(mirs_search *s, mirs_graph *v, const mirs__search_
  * variants are the same for any threads, ranks and resumes.  Past the
  * time limit, or stopped (signal, limit), the rewrite ends where it is
  * and the results it has are kept, as the full-shape verification and
- * the float64 check do: a stop must not lose the search's results. */
+ * the float64 check do: a stop must not lose the search's results.  Nor
+ * must a variant that fails to build, verify or price (an error, not a
+ * verdict): it is skipped with a warning, and out of memory ends the
+ * rewrite with the variants it has. */
 static mirs_status splitk_results(mirs_search *s) {
   mirs_context *ctx = s->ctx;
   if (!ctx->opt.split_k || s->sink.nres == 0)
@@ -963,10 +966,12 @@ static mirs_status splitk_results(mirs_search *s) {
   size_t top = s->sink.nres;
   if ((int64_t)top > ctx->opt.split_k_top)
     top = (size_t)ctx->opt.split_k_top;
-  int64_t tried = 0, added = 0;
+  int64_t tried = 0, added = 0, failed = 0;
   mirs_status st = MIRS_OK;
   bool cut = false;
   double t0 = mirs__core_now();
+  mirs__core_log(ctx, MIRS_LOG_DEBUG, "search: split-K rewrite of the best %zu results begins",
+                 top);
   for (size_t i = 0; st == MIRS_OK && !cut && i < top; i++) {
     /* (res may move as variants are added: copy what is read.) */
     mirs__search_result from = s->sink.res[i];
@@ -993,6 +998,23 @@ static mirs_status splitk_results(mirs_search *s) {
             tried++;
             st = splitk_add(s, v, &from, &added);
           }
+          if (st != MIRS_OK && st != MIRS_STOPPED) {
+            /* A variant is optional: one that cannot be built, verified
+             * or priced is skipped (said), the search's results and the
+             * variants added so far kept.  Out of memory ends the rewrite
+             * (the next variant would fail alike). */
+            failed++;
+            mirs__core_log(ctx, MIRS_LOG_WARNING,
+                           "search: split-K variant of result %016llx (kernel %d, grid dim %d, "
+                           "%d ways) failed: %s; %s",
+                           (unsigned long long)from.hash, (int)k, gs, mirs__splitk_factors[f],
+                           mirs_last_error(ctx),
+                           st == MIRS_NOMEM ? "the rewrite ends here, its variants kept"
+                                            : "skipped");
+            mirs_clear_error(ctx);
+            cut = st == MIRS_NOMEM;
+            st = MIRS_OK;
+          }
           if (st == MIRS_STOPPED) {
             mirs__core_log(ctx, MIRS_LOG_WARNING, "search: split-K rewrite stopped (%s)",
                            mirs_last_error(ctx));
@@ -1009,8 +1031,9 @@ static mirs_status splitk_results(mirs_search *s) {
   s->splitk_variants = added;
   mirs__core_log(ctx, MIRS_LOG_INFO,
                  "search: split-K rewrite of the best %zu results: %lld variants, %lld verified "
-                 "and added, in %.3f s",
-                 top, (long long)tried, (long long)added, mirs__core_now() - t0);
+                 "and added, %lld failed, in %.3f s",
+                 top, (long long)tried, (long long)added, (long long)failed,
+                 mirs__core_now() - t0);
   MIRS_CHECK(ctx, st);
   if (added > 0)
     qsort(s->sink.res, s->sink.nres, sizeof *s->sink.res, result_cmp);
