@@ -13,7 +13,12 @@ It checks the compiled model against eager and against the same model in
 float64 (max |x - ref| / max |ref|, within the dtype's tolerance), requires
 that at least one piece ran its generated kernel, and times eager,
 torch.compile (inductor) and the backend the way bench/torch_baseline.py
-does (L2 evicted before each run, CUDA events, median of at least 100).
+does (L2 evicted before each run, CUDA events, median of at least 100),
+each also captured in a CUDA graph and replayed ("+graph": the GPU's own
+time); and profiles 20 back-to-back calls of each (torch.profiler: the
+host's time per call, the kernels' device time per call, how many
+kernels, the five longest), which says whether a call is bound by its
+kernels or by its Python and launch overhead.
 It prints one JSON object on stdout and a line a configuration on stderr.
 The default size, 4x64x128x512 (batch, sequence, model, MLP) in f16, is
 one whose search here finds a fused piece within 8 s (at 8x128x256x1024
@@ -177,6 +182,50 @@ def wall_time_fn(torch, fn, inputs, reps, warmup, flush):
     return stats(ms)
 
 
+def profile_fn(torch, fn, inputs, calls=20):
+    """Where one call's time goes: `calls` calls back to back (no L2
+    flush, one synchronize at the end) under torch.profiler.  host_us: the
+    wall time per call of that pipelined loop (the host's pace when the
+    GPU keeps up); on a GPU also gpu_us, the kernels' summed device time
+    per call (memcpy and memset included), kernels (launches per call) and
+    the five kernels that take the most, in us per call.  Where host_us is
+    far above gpu_us the call is bound by its Python and launch overhead,
+    not by the kernels."""
+    from torch.profiler import ProfilerActivity, profile
+    gpu = inputs[0].is_cuda
+    acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if gpu else [])
+    for _ in range(3):
+        fn(*inputs)
+    if gpu:
+        torch.cuda.synchronize()
+    with profile(activities=acts) as prof:
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            fn(*inputs)
+        if gpu:
+            torch.cuda.synchronize()
+        host = time.perf_counter() - t0
+    out = {"calls": calls, "host_us": 1e6 * host / calls}
+    if not gpu:
+        return out
+    dev_type = torch.autograd.DeviceType.CUDA
+    per = {}
+    for e in prof.events():
+        if getattr(e, "device_type", None) != dev_type:
+            continue
+        t = getattr(e, "device_time", None)
+        if t is None:
+            t = getattr(e, "cuda_time", 0.0)
+        n, us = per.get(e.name, (0, 0.0))
+        per[e.name] = (n + 1, us + t)
+    out["gpu_us"] = sum(us for _n, us in per.values()) / calls
+    out["kernels"] = sum(n for n, _us in per.values()) / calls
+    top = sorted(per.items(), key=lambda kv: -kv[1][1])[:5]
+    out["top"] = [{"name": k[:120], "us": us / calls, "per_call": n / calls}
+                  for k, (n, us) in top]
+    return out
+
+
 def run(torch, mirsearch, o, dev):
     """The model compiled by the backend (cuda mode on a GPU, host mode on
     the CPU), checked against eager and float64 and timed with eager and,
@@ -223,16 +272,35 @@ def run(torch, mirsearch, o, dev):
                     pieces = rec.replaced()
             except Exception as e:  # noqa: BLE001 - reported, the others still run
                 problems.append("%s: %s: %s" % (name, type(e).__name__, str(e)[-800:]))
+        if gpu:
+            # Each also captured in a CUDA graph and replayed: the GPU's own
+            # time, without the Python and launch overhead of a call.
+            from torch_baseline import graphed
+            for name, fn, _y, secs in list(configs):
+                try:
+                    g = graphed(torch, fn, [x])
+                    configs.append((name + "+graph", g, g(x), secs))
+                except Exception as e:  # noqa: BLE001 - a refused capture is a finding
+                    torch.cuda.synchronize()
+                    report["configurations"].append(
+                        {"name": name + "+graph", "checked": False,
+                         "failed": ("%s: %s" % (type(e).__name__, e))[:300]})
         for name, fn, y, secs in configs:
             row = {"name": name, "compile_seconds": secs,
                    "error": max_rel_error([y], [ref64]),
                    "error_vs_eager": max_rel_error([y], [eager_y.double()])}
             row["checked"] = row["error"] <= tol or row["error_vs_eager"] <= tol
             row.update(timer(torch, fn, [x], reps, warmup, flush))
+            if not name.endswith("+graph"):
+                try:
+                    row["profile"] = profile_fn(torch, fn, [x])
+                except Exception as e:  # noqa: BLE001 - the timing stands without it
+                    row["profile"] = {"failed": ("%s: %s" % (type(e).__name__, e))[:300]}
             report["configurations"].append(row)
     report["pieces"] = [{"ops": p["ops"], "source": p["source"], "cost": p["cost"],
                          "unfused": p["unfused"]} for p in pieces]
-    ours = next((r for r in report["configurations"] if r["name"].startswith("mirsearch")), None)
+    ours = next((r for r in report["configurations"]
+                 if r["name"].startswith("mirsearch") and "+graph" not in r["name"]), None)
     if ours is not None and not pieces:
         problems.append("no piece ran its generated kernel: the %s path did not run" % mode)
     if ours is not None and not ours["checked"]:
@@ -254,6 +322,10 @@ def summary_line(report, ours):
         speed = "; %.3gx eager" % (rows["eager"]["median_us"] / ours["median_us"])
         if "torch.compile" in rows:
             speed += ", %.3gx inductor" % (rows["torch.compile"]["median_us"] / ours["median_us"])
+        g, eg = rows.get(ours["name"] + "+graph", {}), rows.get("eager+graph", {})
+        if "median_us" in g and "median_us" in eg:
+            speed += "; in CUDA graphs %.3gx eager (%.1f vs %.1f us)" % (
+                eg["median_us"] / g["median_us"], g["median_us"], eg["median_us"])
     if report.get("cuda_sources") is not None and not report["problems"]:
         built = all("compiled" in d for d in report["cuda_sources"])
         speed += "; cuda sources %s" % ("compiled" if built else "written (no nvcc)")
@@ -283,9 +355,18 @@ def main(argv):
     report["dry_run"] = o["dry"]
     print(json.dumps(report, indent=1))
     for r in report["configurations"]:
-        print("%-15s %10.3f us  p10 %.3f  p90 %.3f  error %.2e  compile %.1f s" % (
+        if "failed" in r:
+            print("%-21s failed: %s" % (r["name"], r["failed"]), file=sys.stderr)
+            continue
+        pr = r.get("profile") or {}
+        where = ""
+        if "host_us" in pr:
+            where = "  host %.1f us/call" % pr["host_us"]
+            if "gpu_us" in pr:
+                where += ", gpu %.1f us/call in %.1f kernels" % (pr["gpu_us"], pr["kernels"])
+        print("%-21s %10.3f us  p10 %.3f  p90 %.3f  error %.2e  compile %.1f s%s" % (
             r["name"], r["median_us"], r["p10_us"], r["p90_us"], r["error"],
-            r["compile_seconds"]), file=sys.stderr)
+            r["compile_seconds"], where), file=sys.stderr)
     for line in report.get("cuda_sources", []) + report["problems"]:
         print(line, file=sys.stderr)
     print(summary_line(report, ours), file=sys.stderr)
