@@ -3,7 +3,9 @@
  *
  * Compile the generated source as C++ with -DMIRS_HOST_EMULATION and this
  * header on the include path.  A launch runs the grid's blocks one after
- * another; the threads of a block are cooperative coroutines (ucontext),
+ * another, in an order drawn from the seed below (index order under seed
+ * 0), so code that depends on which block of a launch runs first or last
+ * runs in many orders; the threads of a block are cooperative coroutines (ucontext),
  * each with its own stack.  The emulator is meant to catch what the
  * hardware would, so a test passes here only if it would pass there:
  *  - thread order: which runnable thread runs next is drawn from a seeded
@@ -510,17 +512,32 @@ static void launch(void (*kernel)(), dim3 grid, dim3 block, size_t dyn_smem,
   body = fn;
   blockDim = block;
   gridDim = grid;
+  /* Block order: a permutation of the grid drawn from the seed (index
+   * order under seed 0), since blocks of a launch run in no set order on
+   * the device: code that depends on it (which block of a group arrives
+   * last) runs in many orders over the seeds. */
+  std::vector<dim3> order;
+  order.reserve((size_t)grid.x * grid.y * grid.z);
   for (unsigned z = 0; z < grid.z; z++)
     for (unsigned y = 0; y < grid.y; y++)
-      for (unsigned x = 0; x < grid.x; x++) {
-        blockIdx = dim3(x, y, z);
-        /* Fresh shared memory holds garbage on a GPU: poison it so a read
-         * before a write shows up as NaN, read as f32, f16 or bf16. */
-        for (size_t i = 0; i < dyn_smem / 4; i++)
-          memcpy((unsigned char *)smem + 4 * i, &POISON, 4);
-        run_block();
-        check_guards();
-      }
+      for (unsigned x = 0; x < grid.x; x++)
+        order.push_back(dim3(x, y, z));
+  if (!in_order)
+    for (size_t i = order.size(); i > 1; i--) {
+      size_t j = (size_t)(next_random() % i);
+      dim3 t = order[i - 1];
+      order[i - 1] = order[j];
+      order[j] = t;
+    }
+  for (const dim3 &bi : order) {
+    blockIdx = bi;
+    /* Fresh shared memory holds garbage on a GPU: poison it so a read
+     * before a write shows up as NaN, read as f32, f16 or bf16. */
+    for (size_t i = 0; i < dyn_smem / 4; i++)
+      memcpy((unsigned char *)smem + 4 * i, &POISON, 4);
+    run_block();
+    check_guards();
+  }
   body = nullptr;
   smem_bytes = 0;
 }
@@ -617,6 +634,23 @@ static inline int atomicAdd(int *p, int v) {
   int old = *p;
   *p = old + v;
   return old;
+}
+static inline unsigned atomicAdd(unsigned *p, unsigned v) {
+  MIRS_EMU_CHECK_ALIGN(p, sizeof *p);
+  unsigned old = *p;
+  *p = old + v;
+  return old;
+}
+/* Blocks run one after another, so a block's stores are visible to the
+ * next before it starts: a fence is only a point where another thread of
+ * the block may run. */
+static inline void __threadfence(void) {
+  mirs_emu::point();
+}
+/* A global load through L2 (ld.global.cg): a checked load here. */
+template <typename T> static inline T __ldcg(const T *p) {
+  mirs_emu::access(p, "load");
+  return *p;
 }
 
 /* Global and shared loads and stores of the generated code (the device
@@ -1166,6 +1200,11 @@ static inline cudaError_t cudaMemcpy(void *d, const void *s, size_t n, cudaMemcp
   return cudaSuccess;
 }
 static inline cudaError_t cudaMemset(void *d, int v, size_t n) {
+  memset(d, v, n);
+  return cudaSuccess;
+}
+/* Stream order is call order here: done at once. */
+static inline cudaError_t cudaMemsetAsync(void *d, int v, size_t n, cudaStream_t) {
   memset(d, v, n);
   return cudaSuccess;
 }
