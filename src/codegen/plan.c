@@ -75,6 +75,7 @@
  * Invariant: plans allocate nothing for block graphs of up to
  * MIRS__PLAN_LOCAL tensors and ops. */
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -1285,4 +1286,145 @@ void mirs__plan_free(mirs__plan *p) {
   p->ctx = NULL;
   p->t = NULL;
   p->op = NULL;
+}
+
+/* ---------------------------------------------------------------- split-K pairs */
+
+/* Write a reason into why (when given) and return false. */
+static bool pair_fail(char *why, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static bool pair_fail(char *why, size_t n, const char *fmt, ...) {
+  if (why && n > 0) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, n, fmt, ap);
+    va_end(ap);
+  }
+  return false;
+}
+
+/* The OUTPUT op of k1's block graph that writes kernel tensor t, or NULL. */
+static const mirs__bop *writer_of(const mirs__bgraph *bg, int32_t t) {
+  for (int32_t i = 0; i < bg->nops; i++)
+    if (bg->ops[i].op == MIRS_OP_OUTPUT && bg->ops[i].dst == t)
+      return &bg->ops[i];
+  return NULL;
+}
+
+/* Whether k2's INPUT op r reads, at iteration f of block b (gs component
+ * 0), exactly the tile that k1's OUTPUT op w wrote from block b with gs
+ * component f: the same tile shape, tensor dim D = r->fmap placed by gs in
+ * k1 (one tile per block) and walked by k2's forloop (one tile per
+ * iteration, not also by a grid dim), every other dim placed by the same
+ * grid dim with the same unit in both, or by none; and every grid dim of
+ * k1 with more than one block places a dim with a unit of one tile, so
+ * that k1's blocks write disjoint tiles (no block of another group
+ * writes what this group's combine reads). */
+static bool partial_matches(const mirs__bgraph *bg1, const mirs__bop *w, const mirs__bgraph *bg2,
+                            const mirs__bop *r, int32_t gs, char *why, size_t n) {
+  const mirs__shape *s1 = &bg1->t[w->in[0]].shape, *s2 = &bg2->t[r->out].shape;
+  if (!mirs__shape_eq(s1, s2))
+    return pair_fail(why, n, "a partial's tile shapes differ between the kernels");
+  int32_t D = r->fmap;
+  if (D < 0 || D >= s2->ndim)
+    return pair_fail(why, n, "the second kernel does not walk a partial with its forloop");
+  mirs__tile_place p1, p2;
+  mirs__sched_place(bg1, w, &p1);
+  mirs__sched_place(bg2, r, &p2);
+  if (p1.grid[D] != gs || p1.gunit[D] != s1->d[D] || !p2.forloop[D] || p2.grid[D] >= 0)
+    return pair_fail(why, n, "a partial is not split along the dim the second kernel walks");
+  bool placed[MIRS__GRID] = {false, false, false};
+  for (int d = 0; d < s1->ndim; d++) {
+    if (d != D && p2.forloop[d])
+      return pair_fail(why, n, "the second kernel walks a partial along two dims");
+    if (d != D && (p1.grid[d] != p2.grid[d] || (p1.grid[d] >= 0 && p1.gunit[d] != p2.gunit[d])))
+      return pair_fail(why, n, "a partial is placed differently by the two grids");
+    if (p1.grid[d] >= 0 && p1.gunit[d] == s1->d[d])
+      placed[p1.grid[d]] = true;
+  }
+  for (int gd = 0; gd < MIRS__GRID; gd++)
+    if (bg1->grid[gd] > 1 && !placed[gd])
+      return pair_fail(why, n, "the first kernel's blocks along grid dim %d write the same partial",
+                       gd);
+  return true;
+}
+
+bool mirs__plan_splitk_pair(const mirs_graph *g, int32_t k1, mirs__splitk_pair *info, char *why,
+                            size_t n) {
+  if (why && n > 0)
+    why[0] = '\0';
+  if (k1 < 0 || k1 + 1 >= g->nops)
+    return pair_fail(why, n, "no kernel follows kernel %d", (int)k1);
+  const mirs__kop *o1 = &g->ops[k1], *o2 = &g->ops[k1 + 1];
+  if (o1->op != MIRS_OP_CUSTOM || o2->op != MIRS_OP_CUSTOM || !o1->bg || !o2->bg)
+    return pair_fail(why, n, "not two custom kernels");
+  const mirs__bgraph *bg1 = o1->bg, *bg2 = o2->bg;
+  int32_t gs = -1;
+  for (int d = 0; d < MIRS__GRID; d++) {
+    if (bg1->block[d] != bg2->block[d])
+      return pair_fail(why, n, "the thread blocks differ");
+    if (bg1->grid[d] != bg2->grid[d]) {
+      if (gs >= 0)
+        return pair_fail(why, n, "the grids differ in more than one dim");
+      gs = d;
+    }
+  }
+  if (gs < 0 || bg2->grid[gs] != 1 || bg1->grid[gs] < 2)
+    return pair_fail(why, n, "the second grid is not the first with one dim set to 1");
+  if (bg2->forloop != bg1->grid[gs])
+    return pair_fail(why, n, "the second kernel's forloop (%d) is not the split (%d)",
+                     (int)bg2->forloop, (int)bg1->grid[gs]);
+  /* k1's results: read by k2 only, never graph outputs. */
+  for (int32_t j = 0; j < o1->nout; j++) {
+    int32_t t = o1->out[j];
+    for (int32_t i = 0; i < g->nout; i++)
+      if (g->outputs[i] == t)
+        return pair_fail(why, n, "a partial is a graph output");
+    for (int32_t i = 0; i < g->nops; i++) {
+      if (i == k1 + 1)
+        continue;
+      for (int32_t a = 0; a < g->ops[i].nin; a++)
+        if (g->ops[i].in[a] == t)
+          return pair_fail(why, n, "a partial is read by kernel %d too", (int)i);
+    }
+  }
+  /* Every read of a partial in k2 walks it as k1 wrote it. */
+  int32_t reads = 0;
+  for (int32_t i = 0; i < bg2->nops; i++) {
+    const mirs__bop *r = &bg2->ops[i];
+    if (r->op != MIRS_OP_INPUT || g->t[r->src].producer != k1)
+      continue;
+    const mirs__bop *w = writer_of(bg1, r->src);
+    if (!w)
+      return pair_fail(why, n, "a partial has no writer in the first kernel");
+    if (!partial_matches(bg1, w, bg2, r, gs, why, n))
+      return false;
+    reads++;
+  }
+  if (reads == 0)
+    return pair_fail(why, n, "the second kernel reads nothing the first writes");
+  if (info) {
+    info->k1 = k1;
+    info->k2 = k1 + 1;
+    info->gs = gs;
+    info->s = bg1->grid[gs];
+    info->groups = (int64_t)bg2->grid[0] * bg2->grid[1] * bg2->grid[2];
+  }
+  return true;
+}
+
+int mirs__plan_splitk_role(const mirs_context *ctx, const mirs_graph *g, int32_t op,
+                           mirs__splitk_pair *info) {
+  if (!ctx || !ctx->opt.codegen_fuse_split_k || op < 0 || op >= g->nops ||
+      g->ops[op].op != MIRS_OP_CUSTOM)
+    return MIRS__SPLITK_NONE;
+  /* Pairs are taken left to right, a kernel at most in one: op is the
+   * second of a pair when an odd number of kernels before it, one after
+   * another, each start one (the first of them does, the next is its
+   * second, ...). */
+  int32_t run = 0;
+  for (int32_t j = op - 1; j >= 0 && mirs__plan_splitk_pair(g, j, NULL, NULL, 0); j--)
+    run++;
+  if (run % 2 == 1)
+    return mirs__plan_splitk_pair(g, op - 1, info, NULL, 0) ? MIRS__SPLITK_TAIL : MIRS__SPLITK_NONE;
+  return mirs__plan_splitk_pair(g, op, info, NULL, 0) ? MIRS__SPLITK_HEAD : MIRS__SPLITK_NONE;
 }

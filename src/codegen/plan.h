@@ -197,4 +197,40 @@ double mirs__plan_bank_factor(const int64_t addr[32], int width);
 bool mirs__plan_check_smem(const mirs__plan *pl, const mirs__bgraph *bg, char *why, size_t n);
 void mirs__plan_free(mirs__plan *p);
 
+/* A split-K pair (src/search/splitk.c) that runs as one launch (cuda.c,
+ * docs/CODEGEN.md "Split-K pairs"): kernel k1 stores f32 partials with
+ * grid[gs] = s, kernel k2 = k1 + 1 runs on k1's grid with grid[gs] = 1
+ * and forloop s and walks them.  The fused kernel runs k1's body; the
+ * last of the s blocks of a group (the blocks that differ only in gs) to
+ * arrive, counted by an atomic counter per group in the workspace, then
+ * runs k2's body as k2's block (x, y, z with gs's component 0). */
+typedef struct mirs__splitk_pair {
+  int32_t k1, k2; /* the kernel ops (k2 == k1 + 1) */
+  int32_t gs;     /* the grid dim of k1 that splits k2's loop */
+  int32_t s;      /* k1's grid[gs] == k2's forloop */
+  int64_t groups; /* k2's blocks: one 32-bit arrival counter each */
+} mirs__splitk_pair;
+
+/* Whether kernels k1 and k1 + 1 of g form a split-K pair that is safe to
+ * run as one launch, checked from the µGraph's structure (not its names):
+ * two custom kernels with equal thread blocks, k2's grid equal to k1's
+ * but for one dim gs where k2 has 1 and k1 s >= 2 blocks, k2's forloop s;
+ * k1's results read by k2 only (no other kernel, not graph outputs); and
+ * each of k2's reads of a partial walks it, one tile per iteration, along
+ * the tensor dim k1's gs places it on (one tile per block), every other
+ * dim placed alike by both grids, and k1's blocks writing disjoint tiles,
+ * so that k2's block (x, y, z) with gs's component 0 reads exactly what
+ * k1's blocks (x, y, z) with any gs component wrote.  On true *info is
+ * filled (when given); on false a sentence in why (when given). */
+bool mirs__plan_splitk_pair(const mirs_graph *g, int32_t k1, mirs__splitk_pair *info, char *why,
+                            size_t n);
+/* What kernel op `op` of g is under ctx's option codegen_fuse_split_k
+ * (0: none): the first (HEAD) or second (TAIL) kernel of a pair that runs
+ * as one launch, pairs taken left to right, a kernel in one at most; the
+ * pair in *info (when given).  The generator and the cost model both ask
+ * this, so the model prices what is emitted. */
+enum { MIRS__SPLITK_NONE, MIRS__SPLITK_HEAD, MIRS__SPLITK_TAIL };
+int mirs__plan_splitk_role(const mirs_context *ctx, const mirs_graph *g, int32_t op,
+                           mirs__splitk_pair *info);
+
 #endif
