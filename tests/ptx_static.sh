@@ -321,6 +321,17 @@ for name in $names; do
     while read -r k kind nmm nld; do
       [ "$kind" = custom ] || continue
       kname=${entry}_k$k
+      # A split-K pair run as one launch: the second kernel's body is in
+      # the first's (checked there); a combining kernel has no matmul.
+      inside=$(sed -n "s|^/\* kernel $k runs inside \([A-Za-z0-9_]*\): a split-K pair.*|\1|p" "$src" | head -n 1)
+      if [ -n "$inside" ]; then
+        if [ "$nmm" -gt 0 ]; then
+          fail "$name sm_$arch $kname: fused into $inside with $nmm block matmuls (not checked there)"
+        else
+          echo "ptx_static: ok: $name sm_$arch $kname: runs inside $inside (split-K pair, one launch)"
+        fi
+        continue
+      fi
       body="$keep/$kname.ptx"
       ptx_body "$ptx" "$kname" >"$body"
       if [ ! -s "$body" ]; then
@@ -394,6 +405,31 @@ for name in $names; do
           sass90=" HGMMA=$hg"
         fi
       fi
+      # A fused split-K pair: fences, the arrival atomic, and after it (the
+      # combine) no read of the partials through the read-only path.
+      fused=""
+      if printf '%s\n' "$plan" | grep -q 'a split-K pair run as one launch'; then
+        nfence=$(grep -c 'membar\.gl\|fence\.sc\.gpu\|fence\.acq_rel\.gpu' "$body")
+        natom=$(grep -c 'atom\.global\.add\.u32\|atom\.add\.u32\|red\.global\.add\.u32' "$body")
+        ncnc=$(awk '/atom\.(global\.)?add\.u32/ { on = 1 } on && /ld\.global\.nc/ { n++ } END { print n + 0 }' "$body")
+        [ "$nfence" -ge 2 ] || why="$why; fused split-K pair: $nfence fences (membar.gl), 2 needed"
+        [ "$natom" -ge 1 ] || why="$why; fused split-K pair: no atomic add of the arrival counter"
+        [ "$ncnc" -eq 0 ] || why="$why; fused split-K pair: $ncnc ld.global.nc after the arrival (partials through the read-only path)"
+        fused=" fused-pair:fences=$nfence,atomics=$natom,ld.nc-after=$ncnc"
+        if [ "$sassok" = 1 ]; then
+          set -- $(awk -v name="$kname" '
+            BEGIN { mangled = length(name) name }
+            /Function :/ { on = index($0, mangled) > 0 || $NF == name }
+            on && /MEMBAR/ { m++ }
+            on && /[ \t](ATOMG|ATOM|RED)[.A-Z0-9]*[ \t]/ { a++; after = 1 }
+            on && after && /LDG[.A-Z0-9]*CONSTANT/ { c++ }
+            END { print m + 0, a + 0, c + 0 }' "$sasf")
+          [ "$1" -ge 1 ] || why="$why; fused split-K pair: no MEMBAR in the SASS"
+          [ "$2" -ge 1 ] || why="$why; fused split-K pair: no ATOMG in the SASS"
+          [ "$3" -eq 0 ] || why="$why; fused split-K pair: $3 LDG...CONSTANT after the arrival in the SASS"
+          fused="$fused sass:MEMBAR=$1,ATOM=$2,LDG.CONSTANT-after=$3"
+        fi
+      fi
       # The register chain: no shared-memory store between the two MMAs.
       chain=no
       if printf '%s\n' "$plan" | grep -q 'Register chain'; then
@@ -427,7 +463,7 @@ for name in $names; do
           sline=" sass: LDGSTS.128=$sg LDG.128=$sldg bulk=$sbulk HMMA.16816=$shmma (LDSM-fed $sfed) HMMA.TF32=$stf32 LDSM=$sldsm$sass90"
         fi
       fi
-      line="$name sm_$arch $kname: regs=${regs:-?}(plan~${planr:-?}) chain=$chain cp.async16=$cpa bulk=$bulk mma16=$mma wgmma=$wg ldmatrix=$ldm tf32=$tf32 block-matmuls=$nmm loaded16=$nld smem plan=${planb:-?} launch=${launch:-?}+$static$sline"
+      line="$name sm_$arch $kname: regs=${regs:-?}(plan~${planr:-?}) chain=$chain cp.async16=$cpa bulk=$bulk mma16=$mma wgmma=$wg ldmatrix=$ldm tf32=$tf32 block-matmuls=$nmm loaded16=$nld smem plan=${planb:-?} launch=${launch:-?}+$static$sline$fused"
       if [ -n "$why" ]; then
         fail "$line${why}"
       else

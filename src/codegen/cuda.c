@@ -360,7 +360,17 @@ typedef struct kgen {
   bool masks;   /* the graph has a causal_mask: subtractions through mirs_sub */
   bool pending; /* shared memory written since the last barrier */
   bool views;   /* kernel tensors are read and written through their views (views.c) */
+  const char *bidx[MIRS__GRID]; /* the block index: blockIdx's components, or a body's parameters */
+  const mirs__splitk_pair *pair; /* emitting a body of this split-K pair (one launch), else NULL */
+  bool tail;    /* the pair's second body: it reads partials other blocks of the launch wrote */
 } kgen;
+
+/* Whether input i of the kernel being emitted is a partial of its
+ * split-K pair, written by other blocks of the same launch: read through
+ * L2 only (cp.async.cg or __ldcg), never through the read-only path. */
+static bool coherent_input(const kgen *k, int32_t i) {
+  return k->tail && k->g->t[k->kop->in[i]].producer == k->pair->k1;
+}
 
 /* Storage strides of block tensor t (tiles may have padded rows). */
 static void tile_strides(const kgen *k, int32_t t, int64_t st[MIRS_MAX_DIMS]) {
@@ -398,7 +408,7 @@ static void sync_if_pending(kgen *k, const char *ind) {
  * causal_mask op's tile into buf: the origins of its rows and columns
  * (graph/schedule.c) as blockIdx and forloop (`f`) offsets. */
 static const char *mask_pos(const kgen *k, const mirs__bop *op, char *buf, size_t size) {
-  static const char *const bidx[MIRS__GRID] = {"blockIdx.x", "blockIdx.y", "blockIdx.z"};
+  const char *const *bidx = k->bidx;
   int r = k->bg->t[op->in[0]].shape.ndim;
   mirs__dim_origin o[2];
   size_t n = 0;
@@ -1567,7 +1577,7 @@ static void emit_writeback(kgen *k, const mirs__bop *op) {
  * iteration fexpr. */
 static void emit_global_index(kgen *k, const mirs__bop *op, int32_t kt, const mirs__shape *ts,
                               const char *fexpr) {
-  static const char *const bidx[MIRS__GRID] = {"blockIdx.x", "blockIdx.y", "blockIdx.z"};
+  const char *const *bidx = k->bidx;
   mirs__tile_place p;
   mirs__sched_place(k->bg, op, &p);
   int64_t st[MIRS_MAX_DIMS];
@@ -1625,7 +1635,7 @@ static void emit_load_bases(kgen *k, const mirs__bop *op, int32_t src_i) {
   vload v = vload_geometry(k, op);
   if (!v.fast)
     return;
-  static const char *const bidx[MIRS__GRID] = {"blockIdx.x", "blockIdx.y", "blockIdx.z"};
+  const char *const *bidx = k->bidx;
   const mirs__shape *ts = &k->bg->t[op->out].shape;
   int64_t kst[MIRS_MAX_DIMS];
   storage_strides(k->g, k->views, op->src, kst);
@@ -1735,9 +1745,10 @@ static void emit_load(kgen *k, const mirs__bop *op, int32_t src_i, const char *f
   emit_tile_coords(k, op->src, ind2, ts);
   mirs__buf_printf(b, "%s  t%d_s[(%s) * %" PRId64 " + ", ind, t, sexpr, se);
   emit_index_st(b, ts, tst, ts, ts->ndim);
-  mirs__buf_printf(b, "] = in%d[", (int)src_i);
+  bool l2 = coherent_input(k, src_i);
+  mirs__buf_printf(b, l2 ? "] = __ldcg(in%d + (" : "] = in%d[", (int)src_i);
   emit_global_index(k, op, op->src, ts, fexpr);
-  mirs__buf_printf(b, "];\n%s}\n", ind);
+  mirs__buf_printf(b, "%s;\n%s}\n", l2 ? "))" : "]", ind);
 }
 
 /* Index of kernel op input tensor src among kop's inputs. */
@@ -1858,13 +1869,23 @@ static void emit_kernel_head(kgen *k, int32_t ki, const char *ename) {
   const mirs__plan *pl = k->pl;
   mirs__buf *b = k->b;
   emit_plan_comment(k, ki);
-  mirs__buf_printf(b, "static __global__ void __launch_bounds__(%d) %s_k%d(", k->nthreads, ename,
-                   (int)ki);
+  if (k->pair) /* a body of a split-K pair: the fused kernel calls it (emit_fused) */
+    mirs__buf_printf(b,
+                     "static __device__ __forceinline__ void %s_k%d_body(const unsigned bx, "
+                     "const unsigned by, const unsigned bz, ",
+                     ename, (int)ki);
+  else
+    mirs__buf_printf(b, "static __global__ void __launch_bounds__(%d) %s_k%d(", k->nthreads, ename,
+                     (int)ki);
+  /* (No const __restrict__ on the partials the second body reads, nor
+   * __restrict__ on those the first writes: other blocks of the launch
+   * write what the tail reads.) */
   for (int32_t i = 0; i < kop->nin; i++)
-    mirs__buf_printf(b, "%sconst %s *__restrict__ in%d", i ? ", " : "",
-                     ctype(g->t[kop->in[i]].dtype), (int)i);
+    mirs__buf_printf(b, "%sconst %s *%sin%d", i ? ", " : "", ctype(g->t[kop->in[i]].dtype),
+                     coherent_input(k, i) ? "" : "__restrict__ ", (int)i);
   for (int32_t i = 0; i < kop->nout; i++)
-    mirs__buf_printf(b, ", %s *__restrict__ out%d", ctype(g->t[kop->out[i]].dtype), (int)i);
+    mirs__buf_printf(b, ", %s *%sout%d", ctype(g->t[kop->out[i]].dtype),
+                     k->pair && !k->tail ? "" : "__restrict__ ", (int)i);
   mirs__buf_puts(b, ") {\n    MIRS_SHARED_FLOATS(mirs_smem);\n");
   mirs__buf_puts(b, "    const int tid = (int)(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * "
                     "threadIdx.z));\n");
@@ -1979,7 +2000,7 @@ static void emit_main_loop(kgen *k, const mirs__sched *sched) {
   char fend[32];
   snprintf(fend, sizeof fend, "%d", F);
   if (pl->skip.on) {
-    static const char *const bidx[MIRS__GRID] = {"blockIdx.x", "blockIdx.y", "blockIdx.z"};
+    const char *const *bidx = k->bidx;
     mirs__buf_printf(b, "    /* causal tile skipping: key tiles past the block's last query row\n"
                         "     * (+ n - m = %" PRId64 ") are entirely masked: never loaded or computed */\n",
                      pl->skip.diag);
@@ -2097,7 +2118,7 @@ static void emit_after_loop(kgen *k, const mirs__sched *sched) {
 
 /* Emit one custom kernel: kernel op ki of g, as its plan says. */
 static mirs_status emit_custom(const mirs_graph *g, int32_t ki, const char *ename, mirs__buf *b,
-                               const mirs__plan *pl, bool views) {
+                               const mirs__plan *pl, bool views, const mirs__splitk_pair *pair) {
   mirs_context *ctx = g->ctx;
   const mirs__kop *kop = &g->ops[ki];
   const mirs__bgraph *bg = kop->bg;
@@ -2112,6 +2133,12 @@ static mirs_status emit_custom(const mirs_graph *g, int32_t ki, const char *enam
   k.fastdiv = true;
   k.masks = graph_masks(g);
   k.views = views;
+  k.pair = pair;
+  k.tail = pair && pair->k2 == ki;
+  static const char *const builtin[MIRS__GRID] = {"blockIdx.x", "blockIdx.y", "blockIdx.z"};
+  static const char *const params[MIRS__GRID] = {"bx", "by", "bz"};
+  for (int d = 0; d < MIRS__GRID; d++)
+    k.bidx[d] = pair ? params[d] : builtin[d];
   for (int32_t i = 0; i < kop->nout; i++)
     k.fastdiv = k.fastdiv && g->t[kop->out[i]].dtype != MIRS_F32;
   mirs__sched sched = {0};
@@ -2122,6 +2149,121 @@ static mirs_status emit_custom(const mirs_graph *g, int32_t ki, const char *enam
   emit_after_loop(&k, &sched);
   mirs__buf_puts(b, "}\n");
   mirs__sched_free(ctx, &sched);
+  return MIRS_OK;
+}
+
+/* Dynamic shared memory of the fused kernel of a split-K pair: the
+ * larger body's, at least the arrival flag's word (emit_fused). */
+static int64_t fused_smem(const mirs__plan *plans, const mirs__splitk_pair *pair) {
+  int64_t a = plans[pair->k1].smem, b = plans[pair->k2].smem;
+  int64_t m = a > b ? a : b;
+  return m < 16 ? 16 : m;
+}
+
+/* Row maxes / sums a split strip of pl's register chain exchanges
+ * through shared memory per iteration (as emit_plan_comment counts). */
+static int chain_row_exchanges(const mirs__plan *pl, const mirs__bgraph *bg) {
+  int nx = 0;
+  for (int32_t t = 0; t < bg->nt; t++)
+    nx += pl->t[t].frag == MIRS__FRAG_ROW && bg->t[t].producer >= 0 &&
+          mirs__graph_ops[bg->ops[bg->t[t].producer].op].kind == MIRS__KIND_REDUCE;
+  return nx;
+}
+
+/* Emit split-K pair `pair` as one kernel (docs/CODEGEN.md "Split-K
+ * pairs"): both bodies as device functions of the block index, then the
+ * kernel, named after the first, that runs the first body in every block
+ * and the second in the last block of each group to arrive. */
+static mirs_status emit_fused(const mirs_graph *g, const mirs__splitk_pair *pair, const char *ename,
+                              mirs__buf *b, const mirs__plan *plans, bool views) {
+  const mirs__kop *o1 = &g->ops[pair->k1], *o2 = &g->ops[pair->k2];
+  const mirs__bgraph *bg1 = o1->bg, *bg2 = o2->bg;
+  const mirs__plan *p1 = &plans[pair->k1], *p2 = &plans[pair->k2];
+  MIRS_CHECK(g->ctx, emit_custom(g, pair->k1, ename, b, p1, views, pair));
+  MIRS_CHECK(g->ctx, emit_custom(g, pair->k2, ename, b, p2, views, pair));
+  static const char *const axis = "xyz";
+  int k1 = (int)pair->k1, k2 = (int)pair->k2;
+  int32_t regs = p1->regs > p2->regs ? p1->regs : p2->regs;
+  mirs__buf_printf(b,
+                   "\n/* kernels %d and %d: a split-K pair run as one launch, grid [%d, %d, %d], "
+                   "block [%d, %d, %d].\n",
+                   k1, k2, bg1->grid[0], bg1->grid[1], bg1->grid[2], bg1->block[0], bg1->block[1],
+                   bg1->block[2]);
+  mirs__buf_printf(b,
+                   " * Plan: %" PRId64 " bytes of shared memory (the larger body's), ~%d registers "
+                   "per thread\n * (the larger body's).\n",
+                   fused_smem(plans, pair), (int)regs);
+  if (p1->chain.on)
+    mirs__buf_printf(b, " * Register chain in kernel %d's body; %d row values exchanged per iteration.\n",
+                     k1, p1->chain.ks > 1 ? chain_row_exchanges(p1, bg1) : 0);
+  mirs__buf_printf(
+      b,
+      " * Every block runs kernel %d's body (its f32 partials stored), then its threads fence\n"
+      " * their stores (__threadfence: visible device-wide before the arrival is counted), meet\n"
+      " * at a barrier, and thread 0 adds 1 to its group's 32-bit arrival counter (atomicAdd;\n"
+      " * the group: the %d blocks that differ only in blockIdx.%c, one counter per block of\n"
+      " * kernel %d).  The block that gets %d is the last of its group; the others exit.  The\n"
+      " * last fences again (the other blocks' partials, published before their adds, are then\n"
+      " * visible to it), and runs kernel %d's body as its block (x, y, z with %c = 0; its\n"
+      " * gridDim would have %c = 1, which no body reads).  That body reads the partials\n"
+      " * through L2 only: no const __restrict__ on them, cp.async.cg or __ldcg, never the\n"
+      " * read-only path (other blocks of this launch wrote them).  Shared memory is reused:\n"
+      " * the flag in its first word between the bodies, each followed by a barrier.  The\n"
+      " * entry point zeroes the counters (cudaMemsetAsync on the stream) before each launch.\n"
+      " */\n",
+      k1, (int)pair->s, axis[pair->gs], k2, (int)pair->s - 1, k2, axis[pair->gs], axis[pair->gs]);
+  mirs__buf_printf(b, "static __global__ void __launch_bounds__(%d) %s_k%d(", (int)p1->nthreads,
+                   ename, k1);
+  for (int32_t i = 0; i < o1->nin; i++)
+    mirs__buf_printf(b, "%sconst %s *__restrict__ in%d", i ? ", " : "",
+                     ctype(g->t[o1->in[i]].dtype), (int)i);
+  for (int32_t i = 0; i < o1->nout; i++)
+    mirs__buf_printf(b, ", %s *out%d", ctype(g->t[o1->out[i]].dtype), (int)i);
+  for (int32_t i = 0; i < o2->nin; i++)
+    if (g->t[o2->in[i]].producer != pair->k1)
+      mirs__buf_printf(b, ", const %s *__restrict__ cin%d", ctype(g->t[o2->in[i]].dtype), (int)i);
+  for (int32_t i = 0; i < o2->nout; i++)
+    mirs__buf_printf(b, ", %s *__restrict__ cout%d", ctype(g->t[o2->out[i]].dtype), (int)i);
+  mirs__buf_puts(b, ", unsigned *__restrict__ arrivals) {\n    MIRS_SHARED_FLOATS(mirs_smem);\n");
+  mirs__buf_puts(b, "    const int tid = (int)(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * "
+                    "threadIdx.z));\n");
+  mirs__buf_printf(b, "    %s_k%d_body(blockIdx.x, blockIdx.y, blockIdx.z", ename, k1);
+  for (int32_t i = 0; i < o1->nin; i++)
+    mirs__buf_printf(b, ", in%d", (int)i);
+  for (int32_t i = 0; i < o1->nout; i++)
+    mirs__buf_printf(b, ", out%d", (int)i);
+  mirs__buf_puts(b, ");\n");
+  /* The group: kernel 2's block index, gs's component 0. */
+  char bi[MIRS__GRID][16];
+  for (int d = 0; d < MIRS__GRID; d++)
+    snprintf(bi[d], sizeof bi[d], d == pair->gs ? "0u" : "blockIdx.%c", axis[d]);
+  mirs__buf_printf(b,
+                   "    __threadfence(); /* this thread's partials, device-wide, before the arrival */\n"
+                   "    __syncthreads(); /* every thread stored and fenced; shared memory is free */\n"
+                   "    unsigned *const arrived = (unsigned *)mirs_smem;\n"
+                   "    if (tid == 0)\n"
+                   "        *arrived = atomicAdd(arrivals + (%s + %du * (%s + %du * %s)), 1u);\n"
+                   "    __syncthreads();\n"
+                   "    if (*arrived != %uu)\n"
+                   "        return; /* not the last of its group */\n"
+                   "    __syncthreads(); /* every thread has read the flag before the combine reuses it */\n"
+                   "    __threadfence(); /* the group's partials, published before their adds */\n",
+                   bi[0], (int)bg2->grid[0], bi[1], (int)bg2->grid[1], bi[2],
+                   (unsigned)(pair->s - 1));
+  mirs__buf_printf(b, "    %s_k%d_body(%s, %s, %s", ename, k2, bi[0], bi[1], bi[2]);
+  for (int32_t i = 0; i < o2->nin; i++) {
+    int32_t t = o2->in[i], j = 0;
+    if (g->t[t].producer != pair->k1) {
+      mirs__buf_printf(b, ", cin%d", (int)i);
+      continue;
+    }
+    while (j < o1->nout && o1->out[j] != t)
+      j++;
+    mirs__buf_printf(b, ", out%d", (int)j);
+  }
+  for (int32_t i = 0; i < o2->nout; i++)
+    mirs__buf_printf(b, ", cout%d", (int)i);
+  mirs__buf_puts(b, ");\n}\n");
   return MIRS_OK;
 }
 
@@ -2511,8 +2653,12 @@ int64_t mirs__codegen_stride_blocks(int64_t n) {
 }
 
 /* Workspace layout: byte offset of each intermediate kernel tensor (-1
- * for inputs and first-listed outputs); returns the total. */
-static int64_t plan_workspace(const mirs_graph *g, bool views, int64_t *woff, int32_t *first_out) {
+ * for inputs and first-listed outputs), then, for each split-K pair run as
+ * one launch (roles[i] == MIRS__SPLITK_HEAD), its arrival counters (one
+ * unsigned per group) at coff[i] (-1 for other ops); returns the total. */
+static int64_t plan_workspace(const mirs_graph *g, bool views, const int8_t *roles,
+                              const mirs__splitk_pair *pairs, int64_t *woff, int32_t *first_out,
+                              int64_t *coff) {
   int64_t total = 0;
   for (int32_t t = 0; t < g->nt; t++) {
     woff[t] = -1;
@@ -2529,6 +2675,13 @@ static int64_t plan_workspace(const mirs_graph *g, bool views, int64_t *woff, in
     woff[t] = total;
     int64_t bytes = mirs__shape_numel(&g->t[t].shape) * (g->t[t].dtype == MIRS_F32 ? 4 : 2);
     total += (bytes + 255) & ~(int64_t)255;
+  }
+  for (int32_t i = 0; i < g->nops; i++) {
+    coff[i] = -1;
+    if (roles[i] != MIRS__SPLITK_HEAD)
+      continue;
+    coff[i] = total;
+    total += (pairs[i].groups * 4 + 255) & ~(int64_t)255;
   }
   return total;
 }
@@ -2774,11 +2927,11 @@ static mirs_status build_plans(const mirs_graph *g, mirs__plan *plans, int32_t *
 /* Emit the entry point's setting of each kernel's dynamic shared-memory
  * limit above 48 KB: once per device (setting one twice is harmless, so
  * two threads racing on the first call only repeat the work). */
-static void emit_attributes(const mirs_graph *g, const char *ename, const mirs__plan *plans,
+static void emit_attributes(const mirs_graph *g, const char *ename, const int64_t *smem,
                             mirs__buf *b) {
   bool attrs = false;
   for (int32_t i = 0; i < g->nops; i++)
-    attrs = attrs || (g->ops[i].op == MIRS_OP_CUSTOM && plans[i].smem > 48 * 1024);
+    attrs = attrs || (g->ops[i].op == MIRS_OP_CUSTOM && smem[i] > 48 * 1024);
   if (attrs) {
     mirs__buf_puts(b, "    /* Kernels above 48 KB of shared memory: their limit, once per device. */\n"
                       "    static std::atomic<unsigned char> attrs_set[MIRS_GEN_MAX_DEVICES];\n"
@@ -2790,14 +2943,14 @@ static void emit_attributes(const mirs_graph *g, const char *ename, const mirs__
                       "    const bool flagged = dev >= 0 && dev < MIRS_GEN_MAX_DEVICES;\n"
                       "    if (!flagged || !attrs_set[dev].load(std::memory_order_acquire)) {\n");
     for (int32_t i = 0; i < g->nops; i++)
-      if (g->ops[i].op == MIRS_OP_CUSTOM && plans[i].smem > 48 * 1024)
+      if (g->ops[i].op == MIRS_OP_CUSTOM && smem[i] > 48 * 1024)
         mirs__buf_printf(b,
                          "        err = cudaFuncSetAttribute(%s_k%d, "
                          "cudaFuncAttributeMaxDynamicSharedMemorySize, %" PRId64 ");\n"
                          "        if (err != cudaSuccess) {\n"
                          "            (void)cudaGetLastError();\n"
                          "            return (int)err;\n        }\n",
-                         ename, (int)i, plans[i].smem);
+                         ename, (int)i, smem[i]);
     mirs__buf_puts(b, "        if (flagged)\n"
                       "            attrs_set[dev].store(1, std::memory_order_release);\n    }\n");
   }
@@ -2806,26 +2959,40 @@ static void emit_attributes(const mirs_graph *g, const char *ename, const mirs__
 /* Emit the entry point's launches, each checked (no error was pending at
  * the start, so the first one seen is that launch's), and the copies of
  * outputs that are inputs or listed twice. */
-static void emit_launches(const mirs_graph *g, bool views, const char *ename,
-                          const mirs__plan *plans, const int64_t *woff, const int32_t *first_out,
-                          mirs__buf *b) {
+static void emit_launches(const mirs_graph *g, bool views, const char *ename, const int64_t *smem,
+                          const int8_t *roles, const mirs__splitk_pair *pairs, const int64_t *coff,
+                          const int64_t *woff, const int32_t *first_out, mirs__buf *b) {
   static const char check_launch[] = "    err = cudaGetLastError();\n"
                                      "    if (err != cudaSuccess)\n        return (int)err;\n";
   char ptr[400];
   for (int32_t i = 0; i < g->nops; i++) {
     const mirs__kop *op = &g->ops[i];
+    if (roles[i] == MIRS__SPLITK_TAIL) {
+      mirs__buf_printf(b, "    /* op %d: %s = custom: runs in %s_k%d's launch (its last blocks) */\n",
+                       (int)i, g->t[op->out[0]].name, ename, (int)pairs[i].k1);
+      continue;
+    }
     if (mirs__codegen_op_is_view(g, views, i)) {
       mirs__buf_printf(b, "    /* op %d: %s = %s(%s): a view, no kernel */\n", (int)i,
                        g->t[op->out[0]].name, mirs__graph_ops[op->op].name, g->t[op->in[0]].name);
       continue;
     }
+    if (roles[i] == MIRS__SPLITK_HEAD)
+      mirs__buf_printf(b,
+                       "    /* ops %d and %d: a split-K pair, one launch; its arrival counters "
+                       "start at 0 */\n"
+                       "    err = cudaMemsetAsync((char *)workspace + %" PRId64 ", 0, %" PRId64
+                       ", stream);\n"
+                       "    if (err != cudaSuccess) {\n"
+                       "        (void)cudaGetLastError(); /* returned: not left pending */\n"
+                       "        return (int)err;\n    }\n",
+                       (int)i, (int)pairs[i].k2, coff[i], pairs[i].groups * 4);
     if (op->op == MIRS_OP_CUSTOM) {
       const mirs__bgraph *bg = op->bg;
-      int64_t smem = plans[i].smem;
       mirs__buf_printf(b, "    MIRS_LAUNCH(%s_k%d, dim3(%d, %d, %d), dim3(%d, %d, %d), %" PRId64
                           ", stream, (",
                        ename, (int)i, bg->grid[0], bg->grid[1], bg->grid[2], bg->block[0], bg->block[1],
-                       bg->block[2], smem);
+                       bg->block[2], smem[i]);
     } else {
       int64_t n = mirs__shape_numel(&g->t[op->out[0]].shape);
       int f = layout_copy(g, i) ? layout_tiled(g, views, i) : -1;
@@ -2843,6 +3010,19 @@ static void emit_launches(const mirs_graph *g, bool views, const char *ename,
     for (int32_t a = 0; a < op->nout; a++) {
       tensor_ptr(g, views, op->out[a], woff, first_out, ptr, sizeof ptr);
       mirs__buf_printf(b, ", %s", ptr);
+    }
+    if (roles[i] == MIRS__SPLITK_HEAD) { /* the second kernel's (emit_fused), the counters */
+      const mirs__kop *o2 = &g->ops[pairs[i].k2];
+      for (int32_t a = 0; a < o2->nin; a++)
+        if (g->t[o2->in[a]].producer != i) {
+          tensor_ptr(g, views, o2->in[a], woff, first_out, ptr, sizeof ptr);
+          mirs__buf_printf(b, ", %s", ptr);
+        }
+      for (int32_t a = 0; a < o2->nout; a++) {
+        tensor_ptr(g, views, o2->out[a], woff, first_out, ptr, sizeof ptr);
+        mirs__buf_printf(b, ", %s", ptr);
+      }
+      mirs__buf_printf(b, ", (unsigned *)((char *)workspace + %" PRId64 ")", coff[i]);
     }
     mirs__buf_puts(b, "));\n");
     mirs__buf_puts(b, check_launch);
@@ -2878,17 +3058,28 @@ mirs_status mirs__codegen_cuda_views(const mirs_graph *g, const char *entry, boo
   int64_t *woff = mirs__core_calloc(ctx, (size_t)g->nt + 1, sizeof *woff);
   int32_t *first_out = mirs__core_calloc(ctx, (size_t)g->nt + 1, sizeof *first_out);
   mirs__plan *plans = mirs__core_calloc(ctx, (size_t)g->nops + 1, sizeof *plans);
-  if (!woff || !first_out || !plans) {
-    mirs__core_free(ctx, woff);
-    mirs__core_free(ctx, first_out);
-    mirs__core_free(ctx, plans);
-    return mirs__core_trace(ctx, MIRS_NOMEM, __func__, __FILE__, __LINE__);
-  }
-  int64_t wbytes = plan_workspace(g, views, woff, first_out);
+  /* Per op: split-K pair role and pair, counters' offset, launch's smem. */
+  int8_t *roles = mirs__core_calloc(ctx, (size_t)g->nops + 1, sizeof *roles);
+  mirs__splitk_pair *pairs = mirs__core_calloc(ctx, (size_t)g->nops + 1, sizeof *pairs);
+  int64_t *coff = mirs__core_calloc(ctx, (size_t)g->nops + 1, sizeof *coff);
+  int64_t *smem = mirs__core_calloc(ctx, (size_t)g->nops + 1, sizeof *smem);
   int32_t planned = 0;
-  mirs_status s = build_plans(g, plans, &planned);
+  int64_t wbytes = 0;
+  mirs_status s = MIRS_OK;
+  if (!woff || !first_out || !plans || !roles || !pairs || !coff || !smem) {
+    s = mirs__core_trace(ctx, MIRS_NOMEM, __func__, __FILE__, __LINE__);
+    goto done;
+  }
+  for (int32_t i = 0; i < g->nops; i++)
+    roles[i] = (int8_t)mirs__plan_splitk_role(ctx, g, i, &pairs[i]);
+  wbytes = plan_workspace(g, views, roles, pairs, woff, first_out, coff);
+  s = build_plans(g, plans, &planned);
   if (s != MIRS_OK)
     goto done;
+  for (int32_t i = 0; i < g->nops; i++)
+    smem[i] = roles[i] == MIRS__SPLITK_HEAD ? fused_smem(plans, &pairs[i])
+              : roles[i] == MIRS__SPLITK_TAIL ? 0
+                                              : plans[i].smem;
   mirs__buf_printf(b, "/* CUDA C for the µGraph %s, generated by mirsearch %s.\n", g->name,
                    mirs_version_string());
   mirs__buf_puts(b, " * Compiles with nvcc (sm_80 and later) or, with -DMIRS_HOST_EMULATION and\n"
@@ -2905,8 +3096,13 @@ mirs_status mirs__codegen_cuda_views(const mirs_graph *g, const char *entry, boo
       break;
     }
   for (int32_t i = 0; s == MIRS_OK && i < g->nops; i++) {
-    if (g->ops[i].op == MIRS_OP_CUSTOM)
-      s = emit_custom(g, i, ename, b, &plans[i], views);
+    if (roles[i] == MIRS__SPLITK_HEAD)
+      s = emit_fused(g, &pairs[i], ename, b, plans, views);
+    else if (roles[i] == MIRS__SPLITK_TAIL)
+      mirs__buf_printf(b, "\n/* kernel %d runs inside %s_k%d: a split-K pair, one launch */\n",
+                       (int)i, ename, (int)pairs[i].k1);
+    else if (g->ops[i].op == MIRS_OP_CUSTOM)
+      s = emit_custom(g, i, ename, b, &plans[i], views, NULL);
     else
       emit_predefined(g, views, i, ename, b);
   }
@@ -2937,16 +3133,20 @@ mirs_status mirs__codegen_cuda_views(const mirs_graph *g, const char *entry, boo
   }
   mirs__buf_puts(b, "    const cudaStream_t stream = (cudaStream_t)stream_;\n"
                     "    cudaError_t err = cudaSuccess;\n");
-  emit_attributes(g, ename, plans, b);
-  emit_launches(g, views, ename, plans, woff, first_out, b);
+  emit_attributes(g, ename, smem, b);
+  emit_launches(g, views, ename, smem, roles, pairs, coff, woff, first_out, b);
   mirs__buf_puts(b, "    return MIRS_GEN_OK;\n}\n");
   if (b->failed)
     s = mirs__core_trace(ctx, MIRS_NOMEM, __func__, __FILE__, __LINE__);
 done:
   mirs__core_free(ctx, woff);
   mirs__core_free(ctx, first_out);
-  for (int32_t i = 0; i < planned; i++)
+  for (int32_t i = 0; plans && i < planned; i++)
     mirs__plan_free(&plans[i]);
   mirs__core_free(ctx, plans);
+  mirs__core_free(ctx, roles);
+  mirs__core_free(ctx, pairs);
+  mirs__core_free(ctx, coff);
+  mirs__core_free(ctx, smem);
   return s;
 }
