@@ -234,8 +234,13 @@ typedef struct mirs_cost {
   char reason[256];
   double live;         /* custom kernel: share of its forloop tiles run (below 1 when
                         * causal tile skipping leaves out masked key tiles); else 1 */
+  int split_k_pair;    /* kernel op of a split-K pair run as one launch (option
+                        * codegen_fuse_split_k, docs/CODEGEN.md): 1 the first kernel (its
+                        * launch runs the second too; seconds include the counters' memset),
+                        * 2 the second (no launch of its own: kernels 0, seconds its tail,
+                        * one block's combine); 0 otherwise and for graphs */
 } mirs_cost;
-#define MIRS_COST_INIT {sizeof(mirs_cost), 0, 0, 0, 0, 0, 0, 0, "", 0}
+#define MIRS_COST_INIT {sizeof(mirs_cost), 0, 0, 0, 0, 0, 0, 0, "", 0, 0}
 
 /* Cost of g on device (a profile name like "H100"; NULL: the context's
  * cost_device option).  MIRS_INVALID_ARG naming the known devices when

@@ -114,6 +114,10 @@ mirs_status mirs__cli_show_summary(FILE *o, mirs_context *ctx, const mirs_graph 
       if (kc.live < 1) /* causal tile skipping (docs/CODEGEN.md) */
         fprintf(o, "%.0f%% of the tiles live, ", 100.0 * kc.live);
       put_cost(o, &kc);
+      if (kc.split_k_pair == 1) /* (docs/CODEGEN.md "Split-K pairs") */
+        fprintf(o, ", one launch with kernel %d (split-K pair; counters zeroed first)", k + 2);
+      else if (kc.split_k_pair == 2)
+        fprintf(o, " (in kernel %d's launch: the last block of each group combines)", k);
       fputc('\n', o);
       for (int b = 0; b < kv.num_block_ops; b++) {
         mirs_block_op_view bv = MIRS_BLOCK_OP_VIEW_INIT;

@@ -887,7 +887,7 @@ static void cost_smem(const mirs__cost_device *d, const mirs__plan *pl, double F
 /* Custom kernel: priced from its kernel plan (plan.h), the one the CUDA
  * generator emits.  See the file comment. */
 static mirs_status cost_custom(mirs_context *ctx, const mirs__cost_device *d, const mirs_graph *g,
-                               int32_t opi, const mirs__kop *op, mirs__cost_kernel *k) {
+                               int32_t opi, const mirs__kop *op, bool tail, mirs__cost_kernel *k) {
   const mirs__bgraph *bg = op->bg;
   int64_t limit = d->smem_per_block < MIRS__PLAN_SMEM_MAX ? d->smem_per_block : MIRS__PLAN_SMEM_MAX;
   mirs__plan pl;
@@ -951,6 +951,9 @@ static mirs_status cost_custom(mirs_context *ctx, const mirs__cost_device *d, co
     }
   }
   double B = (double)pl.blocks;
+  /* The blocks the time is for: the grid, or one block for the second
+   * kernel of a split-K pair run as one launch (mirs__cost_kernel_op). */
+  double Bt = tail ? 1.0 : B;
   k->bytes = pl.bytes;
   k->tc_flops = B * (F * (loop_tc + loop_tf32) + post_tc + post_tf32);
   k->simt_flops = B * (F * loop_simt + post_simt);
@@ -962,8 +965,8 @@ static mirs_status cost_custom(mirs_context *ctx, const mirs__cost_device *d, co
   k->regs = pl.regs;
   k->pipelined = pl.pipelined;
   k->live = pl.live;
-  double u = B / d->sms;
-  double ub = B / (d->hbm_saturation * d->sms);
+  double u = Bt / d->sms;
+  double ub = Bt / (d->hbm_saturation * d->sms);
   k->utilisation = u < 1 ? u : 1;
   /* Latency-bound loads (Little's law): the blocks resident at once keep
    * pl.inflight bytes each in flight; bandwidth is at most that over the
@@ -982,15 +985,15 @@ static mirs_status cost_custom(mirs_context *ctx, const mirs__cost_device *d, co
   if (occ < 1)
     occ = 1;
   double resident = (double)d->sms * (double)occ;
-  if (resident > B)
-    resident = B;
+  if (resident > Bt)
+    resident = Bt;
   k->inflight = resident * pl.inflight;
   double bw = d->hbm_bw * (ub < 1 ? ub : 1);
   double latency_bw = k->inflight / MEM_LATENCY_S;
   if (k->inflight > 0 && latency_bw < bw)
     bw = latency_bw;
   k->flops = k->tc_flops + k->simt_flops;
-  k->mem_seconds = k->bytes / bw;
+  k->mem_seconds = k->bytes * (Bt / B) / bw;
   /* On-chip time of the blocks one SM runs (latency terms, file comment
    * and docs/SEARCH.md): each block's work at the SM's peak rates, tensor
    * cores (tf32 at half rate, slower MMA variants at theirs) and shared
@@ -998,7 +1001,7 @@ static mirs_status cost_custom(mirs_context *ctx, const mirs__cost_device *d, co
    * under the MMAs of this one) and the CUDA-core work after them (it
    * depends on their results); divided by the share of the peak the SM's
    * resident warps reach; plus each iteration's stage hand-over. */
-  double nsm = ceil(B / d->sms); /* blocks on the busiest SM */
+  double nsm = ceil(Bt / d->sms); /* blocks on the busiest SM */
   double res_sm = nsm < (double)occ ? nsm : (double)occ, waves = ceil(nsm / (double)occ);
   double warps_sub = res_sm * (double)pl.nwarps / 4.0; /* per sub-partition */
   double eta = warps_sub / WARPS_TO_SATURATE;
@@ -1047,7 +1050,7 @@ static mirs_status cost_custom(mirs_context *ctx, const mirs__cost_device *d, co
   double lo = k->mem_seconds < on ? k->mem_seconds : on;
   double hi = k->mem_seconds < on ? on : k->mem_seconds;
   double body = pl.pipelined ? hi + lo / F : k->mem_seconds + on;
-  k->seconds = d->launch_s + KERNEL_FIXED_S + body;
+  k->seconds = (tail ? 0 : d->launch_s + KERNEL_FIXED_S) + body;
   char label[160];
   if (!pl.feasible) {
     k->feasible = false;
@@ -1128,7 +1131,20 @@ mirs_status mirs__cost_kernel_op(mirs_context *ctx, const mirs__cost_device *d, 
   if (!k->bg)
     return MIRS_FAIL(ctx, MIRS_INVALID_ARG, "custom kernel op %d has no block graph", (int)op);
   out->custom = true;
-  MIRS_CHECK(ctx, cost_custom(ctx, d, g, op, k, out));
+  /* A split-K pair run as one launch (codegen_fuse_split_k, plan.h): the
+   * first kernel is priced as itself plus the cudaMemsetAsync that zeroes
+   * the arrival counters before it (a launch_s, honestly: it is one more
+   * operation on the stream); the second only as its tail: the combine of
+   * the group whose last block arrives last, one block's on-chip and
+   * memory time (no launch, no KERNEL_FIXED_S, no wave of the grid).  The
+   * other groups' combines run while the first kernel's later blocks
+   * still run (their bytes and flops are counted, not their time): the
+   * tail is what the launch lasts beyond the first kernel. */
+  mirs__splitk_pair pair;
+  out->split_k = (int8_t)mirs__plan_splitk_role(ctx, g, op, &pair);
+  MIRS_CHECK(ctx, cost_custom(ctx, d, g, op, k, out->split_k == MIRS__SPLITK_TAIL, out));
+  if (out->split_k == MIRS__SPLITK_HEAD && out->feasible)
+    out->seconds += d->launch_s;
   return MIRS_OK;
 }
 
@@ -1152,7 +1168,7 @@ mirs_status mirs__cost_graph(mirs_context *ctx, const mirs__cost_device *d, cons
   for (int32_t i = 0; i < g->nops; i++) {
     mirs__cost_kernel k;
     MIRS_CHECK(ctx, mirs__cost_kernel_op(ctx, d, g, i, &k));
-    out->kernels += !k.view;
+    out->kernels += !k.view && k.split_k != MIRS__SPLITK_TAIL; /* (launches) */
     out->bytes += k.bytes;
     out->flops += k.flops;
     if (k.smem > out->smem_peak)
@@ -1191,6 +1207,11 @@ mirs_status mirs__cost_print(mirs_context *ctx, const mirs__cost_device *d, cons
     if (k.custom && d->smem_bw > 0)
       mirs__buf_printf(b, ", shared memory %.3f us (%.0f bytes, bank conflicts up to %.0fx)",
                        k.smem_seconds * 1e6, k.smem_bytes, k.smem_conflict);
+    if (k.split_k == MIRS__SPLITK_HEAD)
+      mirs__buf_printf(b, ", one launch with kernel %d (split-K pair; + %.3f us counter memset)",
+                       (int)i + 1, d->launch_s * 1e6);
+    else if (k.split_k == MIRS__SPLITK_TAIL)
+      mirs__buf_printf(b, ", runs in kernel %d's launch (one block's combine)", (int)i - 1);
     if (!k.feasible)
       mirs__buf_printf(b, ", INFEASIBLE: %s", k.reason);
     mirs__buf_puts(b, "\n");

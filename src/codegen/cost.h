@@ -111,6 +111,8 @@ typedef struct mirs__cost_kernel {
   double smem_seconds;    /* smem_bytes / (smem_bw * SMs in use); 0 without smem_bw */
   double smem_conflict;   /* custom: the plan's worst bank-conflict factor (1: none) */
   bool view;              /* a layout op that is a view: no kernel, nothing moved */
+  int8_t split_k;         /* MIRS__SPLITK_HEAD / TAIL: a kernel of a split-K pair run as one
+                           * launch (plan.h; the tail is no launch), else MIRS__SPLITK_NONE */
   bool feasible;
   char reason[MIRS__COST_REASON_SIZE]; /* why infeasible; "" otherwise */
 } mirs__cost_kernel;

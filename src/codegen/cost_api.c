@@ -14,6 +14,7 @@
 
 #include "codegen/codegen.h"
 #include "codegen/cost.h"
+#include "codegen/plan.h"
 
 /* Fill the caller's struct from a full one, at most its struct_size. */
 static mirs_status cost_copy(mirs_context *ctx, mirs_cost *out, const mirs_cost *full) {
@@ -53,7 +54,9 @@ static mirs_status cost_query(mirs_context *ctx, const mirs_graph *g, int op, co
       full.seconds = k.feasible ? k.seconds : INFINITY;
       full.bytes = k.bytes;
       full.flops = k.flops;
-      full.kernels = !k.view; /* (a view launches nothing) */
+      /* (a view launches nothing, nor the second kernel of a fused split-K pair) */
+      full.kernels = !k.view && k.split_k != MIRS__SPLITK_TAIL;
+      full.split_k_pair = k.split_k;
       full.smem_bytes = k.smem;
       full.blocks = k.blocks;
       full.live = k.custom ? k.live : 1;
