@@ -942,6 +942,196 @@ START_TEST(test_smem_lifetimes) {
 }
 END_TEST
 
+/* Split-K pairs run as one launch (docs/CODEGEN.md "Split-K pairs"): the
+ * published split-K bests and test graphs (accum and accum_online
+ * combines, a causal one) fuse, and their fused code, run on the host in
+ * several block orders (emu_seed permutes the blocks, so which block of a
+ * group arrives last varies; 0 runs them in index order), computes the
+ * float64 interpreter's outputs.  The full-shape bests take 30-90 s a
+ * run on the emulator, so they get one or two orders, the small graphs
+ * four. */
+static const struct {
+  const char *file;
+  const char *seeds[4];
+} FUSED[] = {
+    {"tests/codegen/splitk_gqa_safe_small.ugraph", {"0", "1", "2", "9"}},
+    {"tests/codegen/splitk_causal_small.ugraph", {"0", "3", "4", "11"}},
+    {"tests/codegen/splitk_gqa_safe.ugraph", {"5", "6"}},
+    {"examples/best/gqa.ugraph", {"7", "8"}},
+    {"examples/best/mha.ugraph", {"12"}},
+    {"examples/best/mqa.ugraph", {"13"}},
+    {"examples/best/qknorm_attention.ugraph", {"14"}}};
+#define NFUSED ((int)(sizeof FUSED / sizeof FUSED[0]))
+
+/* Occurrences of needle in hay. */
+static int count_str(const char *hay, const char *needle) {
+  int n = 0;
+  for (const char *p = strstr(hay, needle); p; p = strstr(p + 1, needle))
+    n++;
+  return n;
+}
+
+START_TEST(test_splitk_fused_runs) {
+  mirs_context *ctx = tu_ctx(NULL);
+  mirs_graph *g = load(ctx, FUSED[_i].file);
+  mirs__splitk_pair pair;
+  ck_assert_int_eq(mirs__plan_splitk_role(ctx, g, g->nops - 2, &pair), MIRS__SPLITK_HEAD);
+  char *cu = NULL;
+  ck_assert_int_eq(mirs_codegen_cuda(g, NULL, &cu), MIRS_OK);
+  ck_assert_int_eq(count_str(cu, "    MIRS_LAUNCH("), 1);
+  ck_assert_int_eq(count_str(cu, "cudaMemsetAsync((char *)workspace"), 1);
+  ck_assert_int_eq(count_str(cu, "atomicAdd(arrivals + "), 1);
+  mirs_free(ctx, cu);
+  for (int s = 0; s < 4 && FUSED[_i].seeds[s]; s++) {
+    ck_assert_int_eq(mirs_option_set(ctx, "emu_seed", FUSED[_i].seeds[s]), MIRS_OK);
+    mirs_eval_result *r = NULL;
+    double err = -1;
+    ck_assert_msg(mirs_codegen_run(g, 3, MIRS_BACKEND_HOST, &r, &err) == MIRS_OK,
+                  "%s emu_seed %s: %s", FUSED[_i].file, FUSED[_i].seeds[s], mirs_last_error(ctx));
+    ck_assert_msg(err >= 0 && err <= mirs_codegen_tolerance(g), "%s emu_seed %s: relative error %g",
+                  FUSED[_i].file, FUSED[_i].seeds[s], err);
+    mirs_eval_result_destroy(r);
+  }
+  mirs_graph_destroy(g);
+  mirs_context_destroy(ctx);
+}
+END_TEST
+
+/* Expect mirs__plan_splitk_pair to reject kernels 0 and 1 of g with a
+ * reason containing `reason`. */
+static void expect_rejected(const mirs_graph *g, const char *reason) {
+  char why[256];
+  ck_assert_msg(!mirs__plan_splitk_pair(g, 0, NULL, why, sizeof why), "accepted; expected: %s",
+                reason);
+  ck_assert_msg(strstr(why, reason) != NULL, "rejected with \"%s\", expected \"%s\"", why, reason);
+}
+
+/* The pair predicate: gqa's best is a pair (gs = z, s = 4, a counter per
+ * block of the 16 x 2 combine), and each condition broken in turn (the
+ * graph edited in place, then restored) is a rejection with its reason;
+ * a plain program has no pair. */
+START_TEST(test_splitk_pair_predicate) {
+  mirs_context *ctx = tu_ctx(NULL);
+  mirs_graph *g = load(ctx, "examples/best/gqa.ugraph");
+  mirs__splitk_pair pair;
+  char why[256];
+  ck_assert_msg(mirs__plan_splitk_pair(g, 0, &pair, why, sizeof why), "%s", why);
+  ck_assert_int_eq(pair.k1, 0);
+  ck_assert_int_eq(pair.k2, 1);
+  ck_assert_int_eq(pair.gs, 2);
+  ck_assert_int_eq(pair.s, 4);
+  ck_assert_int_eq(pair.groups, 32);
+  ck_assert_int_eq(mirs__plan_splitk_role(ctx, g, 0, NULL), MIRS__SPLITK_HEAD);
+  ck_assert_int_eq(mirs__plan_splitk_role(ctx, g, 1, NULL), MIRS__SPLITK_TAIL);
+  ck_assert(!mirs__plan_splitk_pair(g, 1, NULL, NULL, 0));
+  mirs__bgraph *b1 = g->ops[0].bg, *b2 = g->ops[1].bg;
+  /* k2's read of O_part0 and k1's write of it */
+  mirs__bop *r = NULL, *w = NULL;
+  for (int32_t i = 0; i < b2->nops; i++)
+    if (b2->ops[i].op == MIRS_OP_INPUT && !r)
+      r = &b2->ops[i];
+  for (int32_t i = 0; i < b1->nops; i++)
+    if (b1->ops[i].op == MIRS_OP_OUTPUT && b1->ops[i].dst == r->src)
+      w = &b1->ops[i];
+  ck_assert_ptr_nonnull(w);
+  b2->block[0] = 64;
+  expect_rejected(g, "thread blocks differ");
+  b2->block[0] = 128;
+  b2->forloop = 2;
+  expect_rejected(g, "forloop (2) is not the split (4)");
+  b2->forloop = 4;
+  b2->grid[0] = 8;
+  expect_rejected(g, "more than one dim");
+  b2->grid[0] = 16;
+  b2->grid[2] = 2;
+  expect_rejected(g, "not the first with one dim set to 1");
+  b2->grid[2] = 1;
+  int32_t out0 = g->outputs[0];
+  g->outputs[0] = r->src;
+  expect_rejected(g, "graph output");
+  g->outputs[0] = out0;
+  r->fmap = 1; /* walked along a dim k1's grid does not split it on */
+  expect_rejected(g, "not split along the dim");
+  r->fmap = 2;
+  w->omap[2] = -1; /* k1's z blocks all write the same tile */
+  expect_rejected(g, "not split along the dim");
+  w->omap[2] = 2;
+  w->omap[1] = -1; /* k1's y blocks write one tile, k2 reads it by y */
+  expect_rejected(g, "placed differently");
+  r->imap[1] = -1; /* both replicate along y: another group's blocks write the same */
+  expect_rejected(g, "grid dim 1 write the same partial");
+  r->imap[1] = 0;
+  w->omap[1] = 0;
+  b2->t[r->out].shape.d[2] = 32;
+  expect_rejected(g, "tile shapes differ");
+  b2->t[r->out].shape.d[2] = 64;
+  ck_assert_msg(mirs__plan_splitk_pair(g, 0, NULL, why, sizeof why), "restored: %s", why);
+  /* Another kernel reads a partial. */
+  mirs_tensor x = r->src, y = -1;
+  ck_assert_int_eq(mirs_graph_add_op(g, "E", MIRS_OP_EXP, 1, &x, &y), MIRS_OK);
+  ck_assert_int_eq(mirs_graph_mark_output(g, y), MIRS_OK);
+  expect_rejected(g, "read by kernel 2");
+  mirs_graph_destroy(g);
+  g = load(ctx, "examples/gqa.graph");
+  expect_rejected(g, "not two custom kernels");
+  mirs_graph_destroy(g);
+  mirs_context_destroy(ctx);
+}
+END_TEST
+
+/* codegen_fuse_split_k=0 keeps the two launches (and no counters), and
+ * the cost model prices what is emitted: fused, one launch, the first
+ * kernel plus a launch_s for the memset plus the tail; unfused, the two
+ * kernels as before. */
+START_TEST(test_splitk_fuse_option) {
+  mirs_context *ctx = tu_ctx(NULL);
+  mirs_graph *g = load(ctx, "examples/best/gqa.ugraph");
+  mirs__cost_profiles *p = NULL;
+  const mirs__cost_device *d = NULL;
+  ck_assert_int_eq(mirs__cost_profiles_builtin(ctx, &p), MIRS_OK);
+  ck_assert_int_eq(mirs__cost_find(ctx, p, "H200", &d), MIRS_OK);
+  mirs__cost_result fused, apart;
+  mirs__cost_kernel h1, t1, h0, t0;
+  ck_assert_int_eq(mirs__cost_graph(ctx, d, g, &fused), MIRS_OK);
+  ck_assert_int_eq(mirs__cost_kernel_op(ctx, d, g, 0, &h1), MIRS_OK);
+  ck_assert_int_eq(mirs__cost_kernel_op(ctx, d, g, 1, &t1), MIRS_OK);
+  char *cu = NULL;
+  ck_assert_int_eq(mirs_codegen_cuda(g, NULL, &cu), MIRS_OK);
+  ck_assert_int_eq(count_str(cu, "    MIRS_LAUNCH("), 1);
+  ck_assert_ptr_nonnull(strstr(cu, "__ldcg(in1 + "));
+  mirs_free(ctx, cu);
+  ck_assert_int_eq(mirs_option_set(ctx, "codegen_fuse_split_k", "0"), MIRS_OK);
+  ck_assert_int_eq(mirs__plan_splitk_role(ctx, g, 0, NULL), MIRS__SPLITK_NONE);
+  ck_assert_int_eq(mirs__plan_splitk_role(ctx, g, 1, NULL), MIRS__SPLITK_NONE);
+  ck_assert_int_eq(mirs_codegen_cuda(g, NULL, &cu), MIRS_OK);
+  ck_assert_int_eq(count_str(cu, "    MIRS_LAUNCH("), 2);
+  ck_assert_ptr_null(strstr(cu, "arrivals"));
+  ck_assert_ptr_null(strstr(cu, "cudaMemsetAsync"));
+  ck_assert_ptr_null(strstr(cu, "__ldcg"));
+  mirs_free(ctx, cu);
+  ck_assert_int_eq(mirs__cost_graph(ctx, d, g, &apart), MIRS_OK);
+  ck_assert_int_eq(mirs__cost_kernel_op(ctx, d, g, 0, &h0), MIRS_OK);
+  ck_assert_int_eq(mirs__cost_kernel_op(ctx, d, g, 1, &t0), MIRS_OK);
+  ck_assert_int_eq(fused.kernels, 1);
+  ck_assert_int_eq(apart.kernels, 2);
+  ck_assert_int_eq(h1.split_k, MIRS__SPLITK_HEAD);
+  ck_assert_int_eq(t1.split_k, MIRS__SPLITK_TAIL);
+  ck_assert_int_eq(h0.split_k, MIRS__SPLITK_NONE);
+  ck_assert_double_eq_tol(h1.seconds, h0.seconds + d->launch_s, 1e-12);
+  ck_assert_double_eq_tol(apart.seconds, h0.seconds + t0.seconds, 1e-12);
+  ck_assert_double_eq_tol(fused.seconds, h1.seconds + t1.seconds, 1e-12);
+  /* the tail: no launch or fixed cost, one block (gqa's 32 combining
+   * blocks are one wave of latency-bound loads: the same time as one) */
+  ck_assert(t1.seconds > 0 &&
+            t1.seconds <= t0.seconds - d->launch_s - MIRS__COST_KERNEL_FIXED_S + 1e-12);
+  ck_assert_double_eq_tol(t1.bytes, t0.bytes, 1e-6);
+  ck_assert(fused.seconds < apart.seconds);
+  mirs__cost_profiles_free(p);
+  mirs_graph_destroy(g);
+  mirs_context_destroy(ctx);
+}
+END_TEST
+
 /* The test suite. */
 static Suite *suite(void) {
   Suite *s = suite_create("codegen");
@@ -961,6 +1151,9 @@ static Suite *suite(void) {
   tcase_add_loop_test(tc, test_codegen_graphs_match_interpreter, 0, NTESTGRAPHS);
   tcase_add_test(tc, test_wrong_ugraph_fails);
   tcase_add_test(tc, test_splitk_matches_program);
+  tcase_add_test(tc, test_splitk_pair_predicate);
+  tcase_add_test(tc, test_splitk_fuse_option);
+  tcase_add_loop_test(tc, test_splitk_fused_runs, 0, NFUSED);
   tcase_add_loop_test(tc, test_search_results_match_programs, 0, NSEARCHED);
   tcase_add_test(tc, test_emu_catches_planted_race);
   tcase_add_test(tc, test_emu_device_limits_and_faults);

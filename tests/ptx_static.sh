@@ -39,6 +39,13 @@
 #    of a split strip ("N row values exchanged"), and the attention bests
 #    (CHAIN, default: all 7 attention bests) have
 #    such a plan.
+#  - a split-K pair run as one launch (docs/CODEGEN.md): its second kernel
+#    has no entry of its own (its body is in the first's, checked there;
+#    it must have no block matmul); the fused entry has at least 2
+#    fences (membar.gl: before the arrival and before the combine), the
+#    arrival counter's atomic add, and no ld.global.nc after the add (the
+#    partials are read through L2); with cuobjdump, MEMBAR and ATOMG in
+#    its SASS and no LDG...CONSTANT after the ATOMG.
 # Where cuobjdump (and the nvdisasm it runs) is on the PATH or beside
 # nvcc (scripts/install-deps.sh installs both), the SASS of each cubin
 # (`cuobjdump -sass`) must also show, for each arch:
