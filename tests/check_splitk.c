@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "codegen/plan.h"
 #include "graph/graph.h"
 #include "search/splitk.h"
 #include "testutil.h"
@@ -364,6 +365,7 @@ END_TEST
  * many of its variants' kernels store a running max (online softmax). */
 static bool served;
 static int online;
+static int fused; /* variants whose pair runs as one launch (codegen_fuse_split_k) */
 
 static int search_of(const char *prog, int threads, int split_k, const char *cache, uint64_t *h,
                      int cap, int *variants) {
@@ -384,6 +386,7 @@ static int search_of(const char *prog, int threads, int split_k, const char *cac
   ck_assert_msg(mirs_search_run(s) == MIRS_OK, "%s", mirs_last_error(ctx));
   int n = mirs_search_num_results(s);
   online = 0;
+  fused = 0;
   ck_assert_int_le(n, cap);
   char *json = NULL;
   ck_assert_int_eq(mirs_search_report_json(s, 0, &json, NULL), MIRS_OK);
@@ -402,6 +405,14 @@ static int search_of(const char *prog, int threads, int split_k, const char *cac
       for (int32_t k = 0; k < g->nops; k++) /* (a split online kernel stores its max) */
         online += g->ops[k].op == MIRS_OP_CUSTOM &&
                   count_ops(g->ops[k].bg, MIRS_OP_ACCUM_MAX) > 0;
+      /* A pair run as one launch is marked so in the report's launches. */
+      bool pair = false;
+      for (int32_t k = 0; k < g->nops; k++)
+        pair = pair || mirs__plan_splitk_role(ctx, g, k, NULL) == MIRS__SPLITK_HEAD;
+      const char *next = strstr(at + 1, "\"hash\": \"");
+      const char *in = strstr(at, "\"in_launch_of\": ");
+      ck_assert_int_eq(in != NULL && (!next || in < next), pair);
+      fused += pair;
       if ((*variants)++ < 2) { /* (two of them verified again) */
         mirs_verify_result r;
         ck_assert_int_eq(mirs_verify(ctx, p, g, &r), MIRS_OK);
@@ -449,10 +460,11 @@ START_TEST(test_search_adds_online_variants) {
   static uint64_t h1[4096], h2[4096];
   int v1, v2;
   int n1 = search_of("examples/gqa_safe_small.graph", 1, 2, "", h1, 4096, &v1);
-  int o1 = online;
+  int o1 = online, f1 = fused;
   int n2 = search_of("examples/gqa_safe_small.graph", 2, 2, "", h2, 4096, &v2);
   ck_assert_int_gt(v1, 0);
   ck_assert_int_gt(o1, 0);
+  ck_assert_int_gt(f1, 0);
   ck_assert_int_eq(online, o1);
   ck_assert_int_eq(n2, n1);
   ck_assert_int_eq(v2, v1);

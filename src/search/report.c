@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "codegen/plan.h"
 #include "search/search.h"
 
 /* A JSON string literal for s. */
@@ -74,6 +75,12 @@ static mirs_status put_kernels(const mirs_search *s, const mirs_graph *g, mirs__
                        bg->grid[0], bg->grid[1], bg->grid[2], bg->block[0], bg->block[1],
                        bg->block[2], bg->forloop, bg->nops, kc.smem);
     }
+    /* A split-K pair run as one launch (docs/CODEGEN.md): the second
+     * kernel's entry is its combine inside the first's launch. */
+    if (kc.split_k == MIRS__SPLITK_HEAD)
+      mirs__buf_printf(b, ", \"fused_with\": %" PRId32, k + 1);
+    else if (kc.split_k == MIRS__SPLITK_TAIL)
+      mirs__buf_printf(b, ", \"in_launch_of\": %" PRId32, k - 1);
     mirs__buf_puts(b, ", \"predicted_seconds\": ");
     mirs__json_num(b, kc.feasible ? kc.seconds : INFINITY);
     mirs__buf_puts(b, "}");
