@@ -390,6 +390,8 @@ START_TEST(test_emu_device_limits_and_faults) {
       {"oob-write", 3, "shared-memory store at byte 1024, past the 1024 bytes"},
       {"misalign", 3, "misaligned address: a 16-byte access"},
       {"deadlock", 3, "32 of 64 wait there, 32 returned"},
+      {"pdl", 0, ""},
+      {"pdl-early", 3, "a global-memory load before mirs_pdl_wait"},
   };
   char dir[512];
   emu_dir(dir, sizeof dir);
