@@ -28,7 +28,12 @@
  *    from earlier work is returned as such and left pending
  *    (tests/codegen/pending.cu); kernel attributes are set once per
  *    device and a refused launch's error is returned (tests/codegen/
- *    attrs.cu on tests/codegen/big_smem.ugraph).
+ *    attrs.cu on tests/codegen/big_smem.ugraph);
+ *  - programmatic dependent launch (codegen_pdl): the kernels' prologues,
+ *    the launches through cudaLaunchKernelEx on compute capability 9.0
+ *    and plain ones below, with the same results (tests/codegen/pdl.cu on
+ *    tests/codegen/f32_mixed.ugraph), none of it under codegen_pdl = 0;
+ *    the emulator faults a global load before the wait (emu_faults.cu).
  * Skips (77) when there is no host C++ compiler. */
 #include "config.h"
 
@@ -390,6 +395,8 @@ START_TEST(test_emu_device_limits_and_faults) {
       {"oob-write", 3, "shared-memory store at byte 1024, past the 1024 bytes"},
       {"misalign", 3, "misaligned address: a 16-byte access"},
       {"deadlock", 3, "32 of 64 wait there, 32 returned"},
+      {"pdl", 0, ""},
+      {"pdl-early", 3, "a global-memory load before mirs_pdl_wait"},
   };
   char dir[512];
   emu_dir(dir, sizeof dir);
@@ -502,6 +509,137 @@ START_TEST(test_c_caller_of_generated_interface) {
   ck_assert_int_eq(rc, 0);
   ck_assert(emu_said(dir, "set once per device"));
   emu_clean(dir);
+  mirs_graph_destroy(g);
+  mirs_context_destroy(ctx);
+}
+END_TEST
+
+/* The statements that open kernel `name`'s body in generated source cu
+ * (after its signature's "{\n"), or NULL without that kernel. */
+static const char *kernel_body(const char *cu, const char *name) {
+  char sig[200];
+  snprintf(sig, sizeof sig, " %s(", name);
+  const char *k = strstr(cu, sig);
+  const char *open = k ? strstr(k, ") {\n") : NULL;
+  return open ? open + 4 : NULL;
+}
+
+/* Whether kernel `name` of cu opens with the PDL wait (wait), the
+ * trigger (trigger), both (the wait first) or neither. */
+static void check_prologue(const char *cu, const char *name, bool wait, bool trigger) {
+  const char *body = kernel_body(cu, name);
+  ck_assert_msg(body != NULL, "no kernel %s", name);
+  const char *w = "    mirs_pdl_wait();", *t = "    mirs_pdl_trigger();";
+  if (wait) {
+    ck_assert_msg(strncmp(body, w, strlen(w)) == 0, "%s does not open with the wait", name);
+    body = strchr(body, '\n') + 1;
+  }
+  ck_assert_msg((strncmp(body, t, strlen(t)) == 0) == trigger, "%s: trigger %s", name,
+                trigger ? "missing" : "where no launch follows");
+  if (trigger)
+    body = strchr(body, '\n') + 1;
+  ck_assert_msg(strncmp(body, w, strlen(w)) != 0, "%s: a wait after the prologue", name);
+}
+
+/* dir/out's first line (the harness's report) into buf. */
+static void emu_line(const char *dir, char *buf, size_t size) {
+  char path[700];
+  snprintf(path, sizeof path, "%s/out", dir);
+  FILE *f = fopen(path, "r");
+  ck_assert_ptr_nonnull(f);
+  ck_assert_ptr_nonnull(fgets(buf, (int)size, f));
+  fclose(f);
+}
+
+/* Programmatic dependent launch (codegen_pdl): every kernel after the
+ * first of an entry opens with the wait, every kernel a launch follows
+ * triggers, the launches after the first go through MIRS_PDL
+ * (cudaLaunchKernelEx with the attribute on compute capability 9.0, a
+ * plain launch below: tests/codegen/pdl.cu counts them, same results);
+ * codegen_pdl = 0 and one-kernel entries have no griddepcontrol at all. */
+START_TEST(test_programmatic_dependent_launch) {
+  mirs_context *ctx = tu_ctx(NULL);
+  mirs_graph *g = load(ctx, "tests/codegen/f32_mixed.ugraph");
+  char *cu = NULL;
+  ck_assert_int_eq(mirs_codegen_cuda(g, NULL, &cu), MIRS_OK);
+  /* Six kernels (custom k1, predefined others) and an output copy. */
+  check_prologue(cu, "mirs_f32_mixed_k0", false, true);
+  for (int k = 1; k <= 5; k++) {
+    char name[64];
+    snprintf(name, sizeof name, "mirs_f32_mixed_k%d", k);
+    check_prologue(cu, name, true, true);
+  }
+  ck_assert_ptr_nonnull(strstr(cu, "griddepcontrol.wait;"));
+  ck_assert_ptr_nonnull(strstr(cu, "griddepcontrol.launch_dependents;"));
+  ck_assert_ptr_nonnull(strstr(cu, "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900\n"
+                                   "    asm volatile(\"griddepcontrol.wait;"));
+  ck_assert_ptr_nonnull(strstr(cu, "\n    MIRS_LAUNCH(mirs_f32_mixed_k0, "));
+  ck_assert_ptr_nonnull(strstr(cu, "\n    err = MIRS_PDL(pdl, MIRS_LAUNCH(mirs_f32_mixed_k1, "));
+  ck_assert_ptr_nonnull(strstr(cu, "\n    err = MIRS_PDL(pdl, MIRS_LAUNCH(mirs_f32_mixed_k5, "));
+  ck_assert_ptr_nonnull(strstr(cu, "\n    err = MIRS_PDL(pdl, MIRS_LAUNCH(mirs_copy_pdl<float>, "
+                                   "dim3(1), dim3(256), 0, stream, (in_A, out3, 128LL, false)));"));
+  ck_assert_ptr_nonnull(strstr(cu, "cudaLaunchAttributeProgrammaticStreamSerialization"));
+  ck_assert_ptr_nonnull(strstr(cu, "cudaDevAttrComputeCapabilityMajor"));
+  /* Run: the PDL path on an emulated sm_90, the plain one on sm_80. */
+  char dir[512], line[2][256];
+  emu_dir(dir, sizeof dir);
+  put(dir, "f32_mixed.cu", cu);
+  mirs_free(ctx, cu);
+  emu_build(dir, "tests/codegen/pdl.cu", "", "pdl");
+  static const char *const major[2] = {"9", "8"};
+  static const char *const launches[2] = {"pdl: 12 programmatic launches, ",
+                                          "pdl: 0 programmatic launches, "};
+  for (int i = 0; i < 2; i++) {
+    ck_assert_int_eq(emu_exec(dir, "pdl", major[i], 3 + (uint64_t)i), 0);
+    emu_line(dir, line[i], sizeof line[i]);
+    ck_assert_msg(strncmp(line[i], launches[i], strlen(launches[i])) == 0, "compute %s.0: %s",
+                  major[i], line[i]);
+  }
+  ck_assert_str_eq(strstr(line[0], "checksum"), strstr(line[1], "checksum"));
+  emu_clean(dir);
+  /* codegen_pdl = 0: none of it. */
+  ck_assert_int_eq(mirs_option_set(ctx, "codegen_pdl", "0"), MIRS_OK);
+  ck_assert_int_eq(mirs_codegen_cuda(g, NULL, &cu), MIRS_OK);
+  ck_assert_ptr_null(strstr(cu, "griddepcontrol"));
+  ck_assert_ptr_null(strstr(cu, "pdl"));
+  ck_assert_ptr_null(strstr(cu, "PDL"));
+  ck_assert_ptr_nonnull(strstr(cu, "\n    MIRS_LAUNCH(mirs_f32_mixed_k1, "));
+  mirs_free(ctx, cu);
+  mirs_graph_destroy(g);
+  /* gqa's best as two launches (its split-K pair not fused): the first
+   * triggers, the second waits; fused, one launch and no PDL. */
+  ck_assert_int_eq(mirs_option_set(ctx, "codegen_pdl", "1"), MIRS_OK);
+  ck_assert_int_eq(mirs_option_set(ctx, "codegen_fuse_split_k", "0"), MIRS_OK);
+  g = load(ctx, "examples/best/gqa.ugraph");
+  ck_assert_int_eq(mirs_codegen_cuda(g, NULL, &cu), MIRS_OK);
+  check_prologue(cu, "mirs_gqa_k0", false, true);
+  check_prologue(cu, "mirs_gqa_k1", true, false);
+  ck_assert_ptr_nonnull(strstr(cu, "\n    err = MIRS_PDL(pdl, MIRS_LAUNCH(mirs_gqa_k1, "));
+  mirs_free(ctx, cu);
+  ck_assert_int_eq(mirs_option_set(ctx, "codegen_fuse_split_k", "1"), MIRS_OK);
+  ck_assert_int_eq(mirs_codegen_cuda(g, NULL, &cu), MIRS_OK);
+  ck_assert_ptr_null(strstr(cu, "griddepcontrol"));
+  ck_assert_ptr_null(strstr(cu, "MIRS_PDL"));
+  mirs_free(ctx, cu);
+  mirs_graph_destroy(g);
+  /* Two output copies after a kernel: the first triggers, the last not. */
+  static const char cp[] = "program cp\ninput X : f32[4]\ninput Z : f16[8]\nY = exp(X)\n"
+                           "output Y, X, Z\n";
+  ck_assert_int_eq(mirs_graph_parse_string(ctx, cp, strlen(cp), "cp.graph", &g), MIRS_OK);
+  ck_assert_int_eq(mirs_codegen_cuda(g, NULL, &cu), MIRS_OK);
+  check_prologue(cu, "mirs_cp_k0", false, true);
+  ck_assert_ptr_nonnull(strstr(cu, "MIRS_LAUNCH(mirs_copy_pdl<float>, dim3(1), dim3(256), 0, "
+                                   "stream, (in_X, out1, 4LL, true)));"));
+  ck_assert_ptr_nonnull(strstr(cu, "MIRS_LAUNCH(mirs_copy_pdl<__half>, dim3(1), dim3(256), 0, "
+                                   "stream, (in_Z, out2, 8LL, false)));"));
+  mirs_free(ctx, cu);
+  mirs_graph_destroy(g);
+  /* One kernel: nothing to overlap. */
+  g = load(ctx, "examples/best/gqa_small.ugraph");
+  ck_assert_int_eq(mirs_codegen_cuda(g, NULL, &cu), MIRS_OK);
+  ck_assert_ptr_null(strstr(cu, "griddepcontrol"));
+  ck_assert_ptr_null(strstr(cu, "MIRS_PDL"));
+  mirs_free(ctx, cu);
   mirs_graph_destroy(g);
   mirs_context_destroy(ctx);
 }
@@ -996,6 +1134,42 @@ START_TEST(test_splitk_fused_runs) {
 }
 END_TEST
 
+/* A split-K pair between two other launches (codegen_pdl and
+ * codegen_fuse_split_k together): the pair's counters are zeroed before
+ * the first launch, so no memset comes between two programmatic
+ * dependent launches; the fused kernel waits for the kernel before it
+ * and triggers the one after it, its bodies have no prologue of their
+ * own; the code computes the graph in several block orders (the
+ * emulator faults on a global access before the wait of a dependent). */
+START_TEST(test_splitk_fused_pdl) {
+  mirs_context *ctx = tu_ctx(NULL);
+  mirs_graph *g = load(ctx, "tests/codegen/splitk_pdl_small.ugraph");
+  char *cu = NULL;
+  ck_assert_int_eq(mirs_codegen_cuda(g, NULL, &cu), MIRS_OK);
+  const char *memset = strstr(cu, "    err = cudaMemsetAsync((char *)workspace");
+  const char *first = strstr(cu, "\n    MIRS_LAUNCH(mirs_splitk_pdl_small_k0, ");
+  ck_assert_ptr_nonnull(memset);
+  ck_assert_ptr_nonnull(first);
+  ck_assert(memset < first);
+  ck_assert_int_eq(count_str(cu, "cudaMemsetAsync("), 1);
+  ck_assert_ptr_nonnull(strstr(cu, "\n    err = MIRS_PDL(pdl, MIRS_LAUNCH(mirs_splitk_pdl_small_k1, "));
+  ck_assert_ptr_nonnull(strstr(cu, "\n    err = MIRS_PDL(pdl, MIRS_LAUNCH(mirs_splitk_pdl_small_k3, "));
+  ck_assert_int_eq(count_str(cu, "MIRS_LAUNCH(mirs_splitk_pdl_small_k2"), 0);
+  check_prologue(cu, "mirs_splitk_pdl_small_k0", false, true);
+  check_prologue(cu, "mirs_splitk_pdl_small_k1", true, true);
+  check_prologue(cu, "mirs_splitk_pdl_small_k3", true, false);
+  ck_assert_int_eq(count_str(cu, "    mirs_pdl_wait(); /*"), 2);
+  mirs_free(ctx, cu);
+  static const char *const seeds[] = {"0", "3", "8"};
+  for (int s = 0; s < 3; s++) {
+    ck_assert_int_eq(mirs_option_set(ctx, "emu_seed", seeds[s]), MIRS_OK);
+    tu_assert_codegen_run(ctx, g, 3, mirs_codegen_tolerance(g));
+  }
+  mirs_graph_destroy(g);
+  mirs_context_destroy(ctx);
+}
+END_TEST
+
 /* Expect mirs__plan_splitk_pair to reject kernels 0 and 1 of g with a
  * reason containing `reason`. */
 static void expect_rejected(const mirs_graph *g, const char *reason) {
@@ -1096,14 +1270,14 @@ START_TEST(test_splitk_fuse_option) {
   ck_assert_int_eq(mirs__cost_kernel_op(ctx, d, g, 1, &t1), MIRS_OK);
   char *cu = NULL;
   ck_assert_int_eq(mirs_codegen_cuda(g, NULL, &cu), MIRS_OK);
-  ck_assert_int_eq(count_str(cu, "    MIRS_LAUNCH("), 1);
+  ck_assert_int_eq(count_str(cu, "MIRS_LAUNCH(mirs_"), 1);
   ck_assert_ptr_nonnull(strstr(cu, "__ldcg(in1 + "));
   mirs_free(ctx, cu);
   ck_assert_int_eq(mirs_option_set(ctx, "codegen_fuse_split_k", "0"), MIRS_OK);
   ck_assert_int_eq(mirs__plan_splitk_role(ctx, g, 0, NULL), MIRS__SPLITK_NONE);
   ck_assert_int_eq(mirs__plan_splitk_role(ctx, g, 1, NULL), MIRS__SPLITK_NONE);
   ck_assert_int_eq(mirs_codegen_cuda(g, NULL, &cu), MIRS_OK);
-  ck_assert_int_eq(count_str(cu, "    MIRS_LAUNCH("), 2);
+  ck_assert_int_eq(count_str(cu, "MIRS_LAUNCH(mirs_"), 2); /* (the second a PDL one) */
   ck_assert_ptr_null(strstr(cu, "arrivals"));
   ck_assert_ptr_null(strstr(cu, "cudaMemsetAsync"));
   ck_assert_ptr_null(strstr(cu, "__ldcg"));
@@ -1158,6 +1332,8 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_emu_device_limits_and_faults);
   tcase_add_test(tc, test_generated_code_in_random_orders);
   tcase_add_test(tc, test_c_caller_of_generated_interface);
+  tcase_add_test(tc, test_programmatic_dependent_launch);
+  tcase_add_test(tc, test_splitk_fused_pdl);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -59,6 +59,16 @@
 #    HMMA.16816 fed by an LDSM (its A or B register written by an LDSM
 #    with no other write between, read along the code twice so a fragment
 #    loaded at the end of a loop body feeds the HMMA at its top).
+# Programmatic dependent launch (--codegen-pdl, the default; docs/CODEGEN.md):
+#  - an sm_80 build has no griddepcontrol in its PTX and no ACQBULK or
+#    PREEXIT (what griddepcontrol.wait / .launch_dependents become) in its
+#    SASS, in any function;
+#  - on sm_90 (and sm_90a), a custom kernel launched as a programmatic
+#    dependent (MIRS_PDL in the entry) has griddepcontrol.wait in its PTX
+#    and, with cuobjdump, an ACQBULK in its SASS before any global-memory
+#    instruction (LDG, LDGSTS, STG, RED, ATOM, bulk/TMA copies); one that
+#    is not has none; a kernel that opens with mirs_pdl_trigger has
+#    griddepcontrol.launch_dependents and PREEXIT, the others none.
 # Without cuobjdump the SASS checks are skipped with a message and the
 # PTX checks still run.  A skinny matmul's GEMV mapping (M <= 8: the MMA
 # operands swapped, plan.c plan_swap) is held to the same rules: it
@@ -267,6 +277,24 @@ sass_stats() {
   ' "$1"
 }
 
+# PDL figures of the function named $2 in the SASS listing $1: "ACQBULK
+# PREEXIT FIRST_ACQBULK FIRST_GLOBAL" (instruction indices, -1 if none).
+sass_pdl() {
+  awk -v name="$2" '
+    BEGIN { mangled = length(name) name; fa = -1; fg = -1 }
+    /Function :/ { on = index($0, mangled) > 0 || $NF == name }
+    on && /^[ \t]+\/\*[0-9a-f]+\*\// {
+      line = $0; sub(/^[ \t]+\/\*[0-9a-f]+\*\/[ \t]+/, "", line); sub(/^@!?U?P[0-9T]+[ \t]+/, "", line)
+      sub(/[ \t;].*/, "", line)
+      if (line == "ACQBULK") { acq++; if (fa < 0) fa = n }
+      if (line == "PREEXIT") pre++
+      if (fg < 0 && line ~ /^(LDG|LDGSTS|STG|RED|ATOM|ATOMG|UBLKCP|UTMALDG)([.]|$)/) fg = n
+      n++
+    }
+    END { printf "%d %d %d %d\n", acq, pre, fa, fg }
+  ' "$1"
+}
+
 for name in $names; do
   case $name in
   */*) ug="$top_srcdir/$name.ugraph" name=$(basename "$name") ;; # a test graph
@@ -320,10 +348,16 @@ for name in $names; do
         lmem=$(awk '/Function :/ { f = $NF } /[ \t](LDL|STL)(\.[A-Z0-9.]*)?[ \t]/ { n[f]++ }
           END { for (f in n) print f ": " n[f] " LDL/STL" }' "$sasf")
         [ -z "$lmem" ] || fail "$name sm_$arch: local memory in the SASS: $lmem"
+        if [ "$arch" = 80 ]; then
+          gdc=$(grep -Ec '[[:space:]](ACQBULK|PREEXIT)[[:space:]]*;' "$sasf")
+          [ "$gdc" -eq 0 ] || fail "$name sm_80: $gdc ACQBULK/PREEXIT in the SASS (PDL is sm_90 only)"
+        fi
       else
         fail "$name sm_$arch: cuobjdump -sass failed: $(head -3 "$keep/cuobjdump.log")"
       fi
     fi
+    [ "$arch" != 80 ] || ! grep -q griddepcontrol "$ptx" ||
+      fail "$name sm_80: griddepcontrol in the PTX (PDL is sm_90 only)"
     kernels "$ug" >"$keep/kernels"
     while read -r k kind nmm nld; do
       [ "$kind" = custom ] || continue
@@ -470,7 +504,32 @@ for name in $names; do
           sline=" sass: LDGSTS.128=$sg LDG.128=$sldg bulk=$sbulk HMMA.16816=$shmma (LDSM-fed $sfed) HMMA.TF32=$stf32 LDSM=$sldsm$sass90"
         fi
       fi
-      line="$name sm_$arch $kname: regs=${regs:-?}(plan~${planr:-?}) chain=$chain cp.async16=$cpa bulk=$bulk mma16=$mma wgmma=$wg ldmatrix=$ldm tf32=$tf32 block-matmuls=$nmm loaded16=$nld smem plan=${planb:-?} launch=${launch:-?}+$static$sline$fused"
+      # Programmatic dependent launch (sm_90, sm_90a).
+      pline=""
+      if [ "$arch" != 80 ]; then
+        dep=0 trig=0
+        grep -q "MIRS_PDL(pdl, MIRS_LAUNCH($kname, " "$src" && dep=1
+        sed -n "/ $kname(.*) {\$/{n;p;n;p;}" "$src" | grep -q '^    mirs_pdl_trigger();' && trig=1
+        pw=$(grep -c 'griddepcontrol\.wait' "$body")
+        pt=$(grep -c 'griddepcontrol\.launch_dependents' "$body")
+        [ "$dep" = 0 ] || [ "$pw" -gt 0 ] || why="$why; launched as a programmatic dependent, no griddepcontrol.wait in the PTX"
+        [ "$dep" = 1 ] || [ "$pw" -eq 0 ] || why="$why; griddepcontrol.wait in a kernel not launched as a programmatic dependent"
+        [ "$trig" = 0 ] || [ "$pt" -gt 0 ] || why="$why; mirs_pdl_trigger in the source, no griddepcontrol.launch_dependents in the PTX"
+        [ "$trig" = 1 ] || [ "$pt" -eq 0 ] || why="$why; griddepcontrol.launch_dependents without mirs_pdl_trigger"
+        pline=" pdl: dependent=$dep trigger=$trig"
+        if [ "$sassok" = 1 ]; then
+          set -- $(sass_pdl "$sasf" "$kname")
+          acq=$1 pre=$2 fa=$3 fg=$4
+          [ "$dep" = 0 ] || [ "$acq" -gt 0 ] || why="$why; SASS: no ACQBULK (griddepcontrol.wait) in a programmatic dependent"
+          [ "$dep" = 0 ] || [ "$fg" -lt 0 ] || [ "$fa" -ge 0 -a "$fa" -lt "$fg" ] ||
+            why="$why; SASS: a global-memory instruction (index $fg) before the first ACQBULK (index $fa)"
+          [ "$dep" = 1 ] || [ "$acq" -eq 0 ] || why="$why; SASS: ACQBULK in a kernel not launched as a programmatic dependent"
+          [ "$trig" = 0 ] || [ "$pre" -gt 0 ] || why="$why; SASS: no PREEXIT (launch_dependents) where the source triggers"
+          [ "$trig" = 1 ] || [ "$pre" -eq 0 ] || why="$why; SASS: PREEXIT without mirs_pdl_trigger"
+          pline="$pline ACQBULK=$acq(at $fa, first global at $fg) PREEXIT=$pre"
+        fi
+      fi
+      line="$name sm_$arch $kname: regs=${regs:-?}(plan~${planr:-?}) chain=$chain cp.async16=$cpa bulk=$bulk mma16=$mma wgmma=$wg ldmatrix=$ldm tf32=$tf32 block-matmuls=$nmm loaded16=$nld smem plan=${planb:-?} launch=${launch:-?}+$static$sline$fused$pline"
       if [ -n "$why" ]; then
         fail "$line${why}"
       else

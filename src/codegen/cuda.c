@@ -2,7 +2,10 @@
 /* src/codegen/cuda.c - CUDA C for a µGraph.
  *
  * Every kernel op becomes one `static __global__` function, launched in
- * op order on the caller's stream by an `extern "C"` entry point:
+ * op order on the caller's stream by an `extern "C"` entry point (under
+ * codegen_pdl, on compute capability 9.0 and later, each launch after the
+ * first is a programmatic dependent launch: the kernel opens with
+ * griddepcontrol.wait, and one a launch follows with launch_dependents):
  *  - a predefined op is a simple grid-stride kernel, one thread per output
  *    element, computing in float from its stored (f16/bf16/f32) operands;
  *  - a custom op is one kernel with the block graph's schedule
@@ -346,6 +349,27 @@ static void emit_value(mirs__buf *b, const char *ind, const char *ity, mirs_op o
   }
 }
 
+/* ---------------------------------------------------------------- programmatic dependent launch */
+
+/* A kernel's part in the programmatic dependent launches of its entry
+ * point (codegen_pdl, entries of two launches or more): */
+enum {
+  PDL_WAIT = 1,   /* a launch precedes it: it waits (mirs_pdl_wait) before any memory access */
+  PDL_TRIGGER = 2 /* a launch follows it: it lets that one be scheduled (mirs_pdl_trigger) */
+};
+
+/* Emit the first statements of a kernel with PDL role `pdl`: the wait
+ * before anything else (no prefix of a kernel is proved independent of
+ * the kernels before it), then the trigger (where and why: the comment
+ * on mirs_pdl_trigger in prelude_pdl). */
+static void emit_pdl_prologue(mirs__buf *b, unsigned pdl) {
+  if (pdl & PDL_WAIT)
+    mirs__buf_puts(b, "    mirs_pdl_wait(); /* the earlier kernels' results are visible past "
+                      "here */\n");
+  if (pdl & PDL_TRIGGER)
+    mirs__buf_puts(b, "    mirs_pdl_trigger(); /* the next kernel may be scheduled */\n");
+}
+
 /* ---------------------------------------------------------------- custom kernels */
 
 /* The generator's state for one custom kernel; every decision is in pl. */
@@ -363,6 +387,7 @@ typedef struct kgen {
   const char *bidx[MIRS__GRID]; /* the block index: blockIdx's components, or a body's parameters */
   const mirs__splitk_pair *pair; /* emitting a body of this split-K pair (one launch), else NULL */
   bool tail;    /* the pair's second body: it reads partials other blocks of the launch wrote */
+  unsigned pdl; /* PDL_WAIT | PDL_TRIGGER: its part in programmatic dependent launches */
 } kgen;
 
 /* Whether input i of the kernel being emitted is a partial of its
@@ -1870,10 +1895,15 @@ static void emit_kernel_head(kgen *k, int32_t ki, const char *ename) {
   mirs__buf *b = k->b;
   emit_plan_comment(k, ki);
   if (k->pair) /* a body of a split-K pair: the fused kernel calls it (emit_fused) */
+    /* (The second body, run by one block of each group, is not inlined:
+     * ptxas then allocates the two bodies' registers apart, and the
+     * fused kernel needs no more than the larger body; inlined, it hoists
+     * the second body's address arithmetic across the first and took up
+     * to 23 more, mqa's best on sm_80.) */
     mirs__buf_printf(b,
-                     "static __device__ __forceinline__ void %s_k%d_body(const unsigned bx, "
+                     "static __device__ %s void %s_k%d_body(const unsigned bx, "
                      "const unsigned by, const unsigned bz, ",
-                     ename, (int)ki);
+                     k->tail ? "MIRS_NOINLINE" : "__forceinline__", ename, (int)ki);
   else
     mirs__buf_printf(b, "static __global__ void __launch_bounds__(%d) %s_k%d(", k->nthreads, ename,
                      (int)ki);
@@ -1886,7 +1916,9 @@ static void emit_kernel_head(kgen *k, int32_t ki, const char *ename) {
   for (int32_t i = 0; i < kop->nout; i++)
     mirs__buf_printf(b, ", %s *%sout%d", ctype(g->t[kop->out[i]].dtype),
                      k->pair && !k->tail ? "" : "__restrict__ ", (int)i);
-  mirs__buf_puts(b, ") {\n    MIRS_SHARED_FLOATS(mirs_smem);\n");
+  mirs__buf_puts(b, ") {\n");
+  emit_pdl_prologue(b, k->pdl); /* (0 in a split-K pair's bodies: emit_fused's kernel has it) */
+  mirs__buf_puts(b, "    MIRS_SHARED_FLOATS(mirs_smem);\n");
   mirs__buf_puts(b, "    const int tid = (int)(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * "
                     "threadIdx.z));\n");
   for (int32_t t = 0; t < bg->nt; t++) {
@@ -2118,7 +2150,8 @@ static void emit_after_loop(kgen *k, const mirs__sched *sched) {
 
 /* Emit one custom kernel: kernel op ki of g, as its plan says. */
 static mirs_status emit_custom(const mirs_graph *g, int32_t ki, const char *ename, mirs__buf *b,
-                               const mirs__plan *pl, bool views, const mirs__splitk_pair *pair) {
+                               const mirs__plan *pl, bool views, const mirs__splitk_pair *pair,
+                               unsigned pdl) {
   mirs_context *ctx = g->ctx;
   const mirs__kop *kop = &g->ops[ki];
   const mirs__bgraph *bg = kop->bg;
@@ -2139,6 +2172,7 @@ static mirs_status emit_custom(const mirs_graph *g, int32_t ki, const char *enam
   static const char *const params[MIRS__GRID] = {"bx", "by", "bz"};
   for (int d = 0; d < MIRS__GRID; d++)
     k.bidx[d] = pair ? params[d] : builtin[d];
+  k.pdl = pdl;
   for (int32_t i = 0; i < kop->nout; i++)
     k.fastdiv = k.fastdiv && g->t[kop->out[i]].dtype != MIRS_F32;
   mirs__sched sched = {0};
@@ -2175,12 +2209,12 @@ static int chain_row_exchanges(const mirs__plan *pl, const mirs__bgraph *bg) {
  * kernel, named after the first, that runs the first body in every block
  * and the second in the last block of each group to arrive. */
 static mirs_status emit_fused(const mirs_graph *g, const mirs__splitk_pair *pair, const char *ename,
-                              mirs__buf *b, const mirs__plan *plans, bool views) {
+                              mirs__buf *b, const mirs__plan *plans, bool views, unsigned pdl) {
   const mirs__kop *o1 = &g->ops[pair->k1], *o2 = &g->ops[pair->k2];
   const mirs__bgraph *bg1 = o1->bg, *bg2 = o2->bg;
   const mirs__plan *p1 = &plans[pair->k1], *p2 = &plans[pair->k2];
-  MIRS_CHECK(g->ctx, emit_custom(g, pair->k1, ename, b, p1, views, pair));
-  MIRS_CHECK(g->ctx, emit_custom(g, pair->k2, ename, b, p2, views, pair));
+  MIRS_CHECK(g->ctx, emit_custom(g, pair->k1, ename, b, p1, views, pair, 0u));
+  MIRS_CHECK(g->ctx, emit_custom(g, pair->k2, ename, b, p2, views, pair, 0u));
   static const char *const axis = "xyz";
   int k1 = (int)pair->k1, k2 = (int)pair->k2;
   int32_t regs = p1->regs > p2->regs ? p1->regs : p2->regs;
@@ -2224,7 +2258,9 @@ static mirs_status emit_fused(const mirs_graph *g, const mirs__splitk_pair *pair
       mirs__buf_printf(b, ", const %s *__restrict__ cin%d", ctype(g->t[o2->in[i]].dtype), (int)i);
   for (int32_t i = 0; i < o2->nout; i++)
     mirs__buf_printf(b, ", %s *__restrict__ cout%d", ctype(g->t[o2->out[i]].dtype), (int)i);
-  mirs__buf_puts(b, ", unsigned *__restrict__ arrivals) {\n    MIRS_SHARED_FLOATS(mirs_smem);\n");
+  mirs__buf_puts(b, ", unsigned *__restrict__ arrivals) {\n");
+  emit_pdl_prologue(b, pdl);
+  mirs__buf_puts(b, "    MIRS_SHARED_FLOATS(mirs_smem);\n");
   mirs__buf_puts(b, "    const int tid = (int)(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * "
                     "threadIdx.z));\n");
   mirs__buf_printf(b, "    %s_k%d_body(blockIdx.x, blockIdx.y, blockIdx.z", ename, k1);
@@ -2352,7 +2388,7 @@ static int64_t layout_vector(const mirs_graph *g, bool views, int32_t ki) {
  * padded row, 33), a barrier, then write it along the last dim, so both
  * sides coalesce; blocks stride over the tiles. */
 static void emit_layout_tiled(const mirs_graph *g, bool views, int32_t ki, int f, const char *ename,
-                              mirs__buf *b) {
+                              unsigned pdl, mirs__buf *b) {
   const mirs__kop *op = &g->ops[ki];
   const mirs__shape *os = &g->t[op->out[0]].shape;
   const char *ct = ctype(g->t[op->out[0]].dtype);
@@ -2366,6 +2402,7 @@ static void emit_layout_tiled(const mirs_graph *g, bool views, int32_t ki, int f
                    (int)ki, mirs__graph_ops[op->op].name, g->t[op->out[0]].name, f);
   mirs__buf_printf(b, "static __global__ void __launch_bounds__(256) %s_k%d(const %s *__restrict__ in0, "
                       "%s *__restrict__ out0) {\n", ename, (int)ki, ct, ct);
+  emit_pdl_prologue(b, pdl);
   mirs__buf_printf(b, "    __shared__ %s tile[32][33];\n"
                       "    const int tx = threadIdx.x %% 32, ty = threadIdx.x / 32;\n", ct);
   mirs__buf_printf(b, "    for (long long t = blockIdx.x; t < %" PRId64 "LL; t += gridDim.x) {\n",
@@ -2404,7 +2441,7 @@ static void emit_layout_tiled(const mirs_graph *g, bool views, int32_t ki, int f
  * time where layout_vector allows.  Values are moved as they are stored
  * (no conversion). */
 static void emit_layout(const mirs_graph *g, bool views, int32_t ki, const char *ename,
-                        mirs__buf *b) {
+                        unsigned pdl, mirs__buf *b) {
   const mirs__kop *op = &g->ops[ki];
   const mirs__shape *xs = &g->t[op->in[0]].shape, *os = &g->t[op->out[0]].shape;
   const char *ct = ctype(g->t[op->out[0]].dtype);
@@ -2418,7 +2455,7 @@ static void emit_layout(const mirs_graph *g, bool views, int32_t ki, const char 
   bool plain = op->op == MIRS_OP_RESHAPE && memcmp(pst, dst, sizeof(int64_t) * (size_t)xs->ndim) == 0;
   int f = layout_tiled(g, views, ki);
   if (f >= 0) {
-    emit_layout_tiled(g, views, ki, f, ename, b);
+    emit_layout_tiled(g, views, ki, f, ename, pdl, b);
     return;
   }
   mirs__buf_printf(b, "\n/* kernel %d: %s -> %s (%s) */\n", (int)ki, mirs__graph_ops[op->op].name,
@@ -2431,6 +2468,7 @@ static void emit_layout(const mirs_graph *g, bool views, int32_t ki, const char 
                            : "element copies, stores in order");
   mirs__buf_printf(b, "static __global__ void __launch_bounds__(256) %s_k%d(const %s *__restrict__ in0, "
                       "%s *__restrict__ out0) {\n", ename, (int)ki, ct, ct);
+  emit_pdl_prologue(b, pdl);
   mirs__buf_printf(b, "    for (long long e = blockIdx.x * 256LL + threadIdx.x; e < %" PRId64
                       "LL; e += (long long)gridDim.x * 256) {\n", mirs__shape_numel(&vs));
   if (plain) {
@@ -2453,11 +2491,11 @@ static void emit_layout(const mirs_graph *g, bool views, int32_t ki, const char 
 
 /* Emit predefined kernel op ki as a grid-stride kernel. */
 static void emit_predefined(const mirs_graph *g, bool views, int32_t ki, const char *ename,
-                            mirs__buf *b) {
+                            unsigned pdl, mirs__buf *b) {
   const mirs__kop *op = &g->ops[ki];
   if (layout_copy(g, ki)) { /* (a transpose too: the permute of its last two dims) */
     if (!mirs__codegen_op_is_view(g, views, ki))
-      emit_layout(g, views, ki, ename, b);
+      emit_layout(g, views, ki, ename, pdl, b);
     return;
   }
   const mirs__shape *os = &g->t[op->out[0]].shape;
@@ -2477,6 +2515,7 @@ static void emit_predefined(const mirs_graph *g, bool views, int32_t ki, const c
     mirs__buf_printf(b, "const %s *__restrict__ in%d, ", ctype(g->t[op->in[a]].dtype), a);
   }
   mirs__buf_printf(b, "%s *__restrict__ out0) {\n", ctype(g->t[op->out[0]].dtype));
+  emit_pdl_prologue(b, pdl);
   mirs__buf_printf(b, "    for (long long e = blockIdx.x * 256LL + threadIdx.x; e < %" PRId64
                       "LL; e += (long long)gridDim.x * 256) {\n",
                    mirs__shape_numel(os));
@@ -2510,6 +2549,7 @@ static const char prelude[] =
     "#define MIRS_SHARED_FLOATS(name) extern __shared__ __align__(16) float name[]\n"
     "#define MIRS_UNROLL _Pragma(\"unroll\")\n"
     "#define MIRS_NO_UNROLL _Pragma(\"unroll 1\")\n"
+    "#define MIRS_NOINLINE __noinline__\n"
     "#define MIRS_UNROLL2 _Pragma(\"unroll 2\")\n"
     "#endif\n"
     "\n"
@@ -2623,6 +2663,51 @@ static const char prelude_copy[] =
     "template <typename T>\n"
     "__global__ void __launch_bounds__(256) mirs_copy(const T *__restrict__ s, T *__restrict__ "
     "d, long long n) {\n"
+    "    for (long long e = blockIdx.x * 256LL + threadIdx.x; e < n; e += (long long)gridDim.x * "
+    "256)\n"
+    "        d[e] = s[e];\n"
+    "}\n"
+    "#endif\n";
+
+/* Programmatic dependent launch, device side (emitted when an entry point
+ * launches two kernels or more under codegen_pdl; a fourth literal). */
+static const char prelude_pdl[] =
+    "#ifndef MIRS_PRELUDE_PDL_DEFINED\n"
+    "#define MIRS_PRELUDE_PDL_DEFINED\n"
+    "#ifndef MIRS_HOST_EMULATION /* the emulator has its own */\n"
+    "/* Programmatic dependent launch (sm_90 and later; nothing on earlier\n"
+    " * archs, where the kernels are launched one after another).  Each kernel\n"
+    " * of an entry point after the first is launched with the programmatic\n"
+    " * stream serialization attribute, so it may start while the one before it\n"
+    " * runs; its first statement is mirs_pdl_wait, which returns once every\n"
+    " * grid it depends on has completed and its memory operations are visible.\n"
+    " * Each of those waited for its own predecessor before completing, so all\n"
+    " * the entry's earlier kernels have completed too. */\n"
+    "__device__ __forceinline__ void mirs_pdl_wait(void) {\n"
+    "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900\n"
+    "    asm volatile(\"griddepcontrol.wait;\\n\" ::: \"memory\");\n"
+    "#endif\n}\n"
+    "/* Lets the next kernel be scheduled once every block of this grid has\n"
+    " * called this or exited.  Called at the start of a block (after its wait):\n"
+    " * the next kernel's blocks then come only when the last block of this grid\n"
+    " * is resident, so they take no SM slot from this grid however many waves\n"
+    " * it has (none of its blocks is left to schedule).  They are placed on what\n"
+    " * the tail wave leaves free and wait in mirs_pdl_wait, so the next launch\n"
+    " * and its blocks' ramp overlap this kernel's run instead of following its\n"
+    " * drain. */\n"
+    "__device__ __forceinline__ void mirs_pdl_trigger(void) {\n"
+    "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900\n"
+    "    asm volatile(\"griddepcontrol.launch_dependents;\\n\");\n"
+    "#endif\n}\n"
+    "#endif\n"
+    "/* mirs_copy for a launch after the first: waits, and lets the launch\n"
+    " * after it be scheduled when there is one (trigger). */\n"
+    "template <typename T>\n"
+    "__global__ void __launch_bounds__(256) mirs_copy_pdl(const T *__restrict__ s, T *__restrict__ "
+    "d, long long n, bool trigger) {\n"
+    "    mirs_pdl_wait();\n"
+    "    if (trigger)\n"
+    "        mirs_pdl_trigger();\n"
     "    for (long long e = blockIdx.x * 256LL + threadIdx.x; e < n; e += (long long)gridDim.x * "
     "256)\n"
     "        d[e] = s[e];\n"
@@ -2901,6 +2986,87 @@ static const char entry_helpers[] =
     "enum { MIRS_GEN_MAX_DEVICES = 64 };\n"
     "#endif\n";
 
+/* Programmatic dependent launch, host side (emitted with prelude_pdl). */
+static const char pdl_helpers[] =
+    "\n#ifndef MIRS_GEN_PDL_DEFINED\n"
+    "#define MIRS_GEN_PDL_DEFINED\n"
+    "/* Whether the current device takes programmatic dependent launches\n"
+    " * (compute capability 9.0 and later): asked once per device ordinal\n"
+    " * below MIRS_GEN_MAX_DEVICES, on every call beyond. */\n"
+    "static inline cudaError_t mirs_gen_pdl(bool *on) {\n"
+    "    /* 0: not asked yet, 1: no, 2: yes (the byte is the whole answer:\n"
+    "     * relaxed order is enough; racing first calls both ask) */\n"
+    "    static std::atomic<unsigned char> known[MIRS_GEN_MAX_DEVICES];\n"
+    "    int dev = 0;\n"
+    "    cudaError_t err = cudaGetDevice(&dev);\n"
+    "    if (err != cudaSuccess)\n"
+    "        return err;\n"
+    "    const bool flagged = dev >= 0 && dev < MIRS_GEN_MAX_DEVICES;\n"
+    "    unsigned char k = flagged ? known[dev].load(std::memory_order_relaxed) : 0;\n"
+    "    if (k == 0) {\n"
+    "        int major = 0;\n"
+    "        err = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);\n"
+    "        if (err != cudaSuccess)\n"
+    "            return err;\n"
+    "        k = major >= 9 ? 2 : 1;\n"
+    "        if (flagged)\n"
+    "            known[dev].store(k, std::memory_order_relaxed);\n"
+    "    }\n"
+    "    *on = k == 2;\n"
+    "    return cudaSuccess;\n"
+    "}\n"
+    "/* Launch kernel k on `stream` as a programmatic dependent of the kernel\n"
+    " * before it there: it may start before that one completes, and waits\n"
+    " * for it itself (mirs_pdl_wait). */\n"
+    "template <typename... P, typename... A>\n"
+    "static inline cudaError_t mirs_gen_launch_pdl(void (*k)(P...), dim3 grid, dim3 block,\n"
+    "                                              size_t smem, cudaStream_t stream, A... args) {\n"
+    "    cudaLaunchAttribute attr[1];\n"
+    "    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;\n"
+    "    attr[0].val.programmaticStreamSerializationAllowed = 1;\n"
+    "    cudaLaunchConfig_t cfg = {};\n"
+    "    cfg.gridDim = grid;\n"
+    "    cfg.blockDim = block;\n"
+    "    cfg.dynamicSmemBytes = smem;\n"
+    "    cfg.stream = stream;\n"
+    "    cfg.attrs = attr;\n"
+    "    cfg.numAttrs = 1;\n"
+    "    return cudaLaunchKernelEx(&cfg, k, args...);\n"
+    "}\n"
+    "/* The status of a launch that returned e: e, else the error it left for\n"
+    " * cudaGetLastError (reset either way: returned, not left pending). */\n"
+    "static inline cudaError_t mirs_gen_launched(cudaError_t e) {\n"
+    "    const cudaError_t last = cudaGetLastError();\n"
+    "    return e != cudaSuccess ? e : last;\n"
+    "}\n"
+    "/* MIRS_PDL(pdl, MIRS_LAUNCH(k, grid, block, smem, stream, args)): that\n"
+    " * launch, a programmatic dependent of the one before it where `pdl` holds;\n"
+    " * its status.  (MIRS_PDL_##launch pastes the launch's first token into\n"
+    " * MIRS_PDL_MIRS_LAUNCH, which takes the same arguments.) */\n"
+    "#define MIRS_PDL(pdl, launch) \\\n"
+    "    mirs_gen_launched((pdl) ? MIRS_PDL_##launch : (launch, cudaSuccess))\n"
+    "#define MIRS_PDL_MIRS_LAUNCH(k, grid, block, smem, stream, args) \\\n"
+    "    mirs_gen_launch_pdl(k, grid, block, smem, stream, MIRS_GEN_ARGS args)\n"
+    "#define MIRS_GEN_ARGS(...) __VA_ARGS__\n"
+    "#endif\n";
+
+/* Kernel launches of an entry point: its kernel ops that are not views,
+ * then the copies of outputs that are inputs or listed twice. */
+static int32_t count_launches(const mirs_graph *g, bool views, const int8_t *roles,
+                              const int32_t *first_out) {
+  int32_t n = 0;
+  for (int32_t i = 0; i < g->nops; i++) /* (a split-K pair's second kernel is in the first's) */
+    n += !mirs__codegen_op_is_view(g, views, i) && roles[i] != MIRS__SPLITK_TAIL;
+  for (int32_t i = 0; i < g->nout; i++)
+    n += first_out[g->outputs[i]] != i || g->t[g->outputs[i]].producer < 0;
+  return n;
+}
+
+/* The PDL role of launch `at` of n (0 without PDL). */
+static unsigned pdl_role(bool pdl, int32_t at, int32_t n) {
+  return pdl ? (at > 0 ? PDL_WAIT : 0u) | (at + 1 < n ? PDL_TRIGGER : 0u) : 0u;
+}
+
 /* Plan every custom kernel of g into plans[] (*planned: how many entries
  * to free); a kernel that does not fit is refused (the search never
  * produces one: its cost model reads the same plan). */
@@ -2956,15 +3122,44 @@ static void emit_attributes(const mirs_graph *g, const char *ename, const int64_
   }
 }
 
+/* Emit the entry point's query of whether the device takes programmatic
+ * dependent launches (into `pdl`, for the launches after the first). */
+static void emit_pdl_query(mirs__buf *b) {
+  mirs__buf_puts(b, "    /* Programmatic dependent launches of the kernels after the first\n"
+                    "     * (compute capability 9.0 and later; known once per device). */\n"
+                    "    bool pdl = false;\n"
+                    "    err = mirs_gen_pdl(&pdl);\n"
+                    "    if (err != cudaSuccess) {\n"
+                    "        (void)cudaGetLastError(); /* returned: not left pending */\n"
+                    "        return (int)err;\n    }\n");
+}
+
 /* Emit the entry point's launches, each checked (no error was pending at
  * the start, so the first one seen is that launch's), and the copies of
- * outputs that are inputs or listed twice. */
+ * outputs that are inputs or listed twice.  A split-K pair's counters are
+ * zeroed before the first launch, so that no memset comes between two
+ * launches.  Under `pdl` (codegen_pdl and two launches or more) those
+ * after the first are `err = MIRS_PDL(pdl, MIRS_LAUNCH(...));`. */
 static void emit_launches(const mirs_graph *g, bool views, const char *ename, const int64_t *smem,
                           const int8_t *roles, const mirs__splitk_pair *pairs, const int64_t *coff,
-                          const int64_t *woff, const int32_t *first_out, mirs__buf *b) {
+                          const int64_t *woff, const int32_t *first_out, bool pdl, mirs__buf *b) {
   static const char check_launch[] = "    err = cudaGetLastError();\n"
                                      "    if (err != cudaSuccess)\n        return (int)err;\n";
+  static const char check_pdl[] = ")));\n    if (err != cudaSuccess)\n        return (int)err;\n";
   char ptr[400];
+  const int32_t nlaunch = count_launches(g, views, roles, first_out);
+  int32_t at = 0; /* launches emitted */
+  for (int32_t i = 0; i < g->nops; i++)
+    if (roles[i] == MIRS__SPLITK_HEAD)
+      mirs__buf_printf(b,
+                       "    /* ops %d and %d: a split-K pair, one launch; its arrival counters "
+                       "start at 0 */\n"
+                       "    err = cudaMemsetAsync((char *)workspace + %" PRId64 ", 0, %" PRId64
+                       ", stream);\n"
+                       "    if (err != cudaSuccess) {\n"
+                       "        (void)cudaGetLastError(); /* returned: not left pending */\n"
+                       "        return (int)err;\n    }\n",
+                       (int)i, (int)pairs[i].k2, coff[i], pairs[i].groups * 4);
   for (int32_t i = 0; i < g->nops; i++) {
     const mirs__kop *op = &g->ops[i];
     if (roles[i] == MIRS__SPLITK_TAIL) {
@@ -2977,20 +3172,11 @@ static void emit_launches(const mirs_graph *g, bool views, const char *ename, co
                        g->t[op->out[0]].name, mirs__graph_ops[op->op].name, g->t[op->in[0]].name);
       continue;
     }
-    if (roles[i] == MIRS__SPLITK_HEAD)
-      mirs__buf_printf(b,
-                       "    /* ops %d and %d: a split-K pair, one launch; its arrival counters "
-                       "start at 0 */\n"
-                       "    err = cudaMemsetAsync((char *)workspace + %" PRId64 ", 0, %" PRId64
-                       ", stream);\n"
-                       "    if (err != cudaSuccess) {\n"
-                       "        (void)cudaGetLastError(); /* returned: not left pending */\n"
-                       "        return (int)err;\n    }\n",
-                       (int)i, (int)pairs[i].k2, coff[i], pairs[i].groups * 4);
+    const bool dep = pdl && at++ > 0; /* a programmatic dependent launch */
+    mirs__buf_puts(b, dep ? "    err = MIRS_PDL(pdl, MIRS_LAUNCH(" : "    MIRS_LAUNCH(");
     if (op->op == MIRS_OP_CUSTOM) {
       const mirs__bgraph *bg = op->bg;
-      mirs__buf_printf(b, "    MIRS_LAUNCH(%s_k%d, dim3(%d, %d, %d), dim3(%d, %d, %d), %" PRId64
-                          ", stream, (",
+      mirs__buf_printf(b, "%s_k%d, dim3(%d, %d, %d), dim3(%d, %d, %d), %" PRId64 ", stream, (",
                        ename, (int)i, bg->grid[0], bg->grid[1], bg->grid[2], bg->block[0], bg->block[1],
                        bg->block[2], smem[i]);
     } else {
@@ -3000,8 +3186,8 @@ static void emit_launches(const mirs_graph *g, bool views, const char *ename, co
         n = layout_tiles(&g->t[op->out[0]].shape, f) * 256; /* (a block a tile) */
       else if (layout_copy(g, i))
         n /= layout_vector(g, views, i);
-      mirs__buf_printf(b, "    MIRS_LAUNCH(%s_k%d, dim3(%" PRId64 "), dim3(256), 0, stream, (",
-                       ename, (int)i, mirs__codegen_stride_blocks(n));
+      mirs__buf_printf(b, "%s_k%d, dim3(%" PRId64 "), dim3(256), 0, stream, (", ename, (int)i,
+                       mirs__codegen_stride_blocks(n));
     }
     for (int32_t a = 0; a < op->nin; a++) {
       tensor_ptr(g, views, op->in[a], woff, first_out, ptr, sizeof ptr);
@@ -3024,8 +3210,9 @@ static void emit_launches(const mirs_graph *g, bool views, const char *ename, co
       }
       mirs__buf_printf(b, ", (unsigned *)((char *)workspace + %" PRId64 ")", coff[i]);
     }
-    mirs__buf_puts(b, "));\n");
-    mirs__buf_puts(b, check_launch);
+    mirs__buf_puts(b, dep ? check_pdl : "));\n");
+    if (!dep)
+      mirs__buf_puts(b, check_launch);
   }
   /* Outputs that are inputs or listed twice are copies. */
   for (int32_t i = 0; i < g->nout; i++) {
@@ -3034,6 +3221,14 @@ static void emit_launches(const mirs_graph *g, bool views, const char *ename, co
       continue;
     int64_t n = mirs__shape_numel(&g->t[t].shape);
     tensor_ptr(g, views, t, woff, first_out, ptr, sizeof ptr);
+    if (pdl && at++ > 0) { /* mirs_copy_pdl: waits, and triggers unless the last launch */
+      mirs__buf_printf(b, "    err = MIRS_PDL(pdl, MIRS_LAUNCH(mirs_copy_pdl<%s>, dim3(%" PRId64
+                          "), dim3(256), 0, stream, (%s, out%d, %" PRId64 "LL, %s",
+                       ctype(g->t[t].dtype), mirs__codegen_stride_blocks(n), ptr, (int)i, n,
+                       at < nlaunch ? "true" : "false");
+      mirs__buf_puts(b, check_pdl);
+      continue;
+    }
     mirs__buf_printf(b, "    MIRS_LAUNCH(mirs_copy<%s>, dim3(%" PRId64 "), dim3(256), 0, stream, (%s, out%d, %" PRId64
                         "LL));\n",
                      ctype(g->t[t].dtype), mirs__codegen_stride_blocks(n), ptr, (int)i, n);
@@ -3074,6 +3269,9 @@ mirs_status mirs__codegen_cuda_views(const mirs_graph *g, const char *entry, boo
     roles[i] = (int8_t)mirs__plan_splitk_role(ctx, g, i, &pairs[i]);
   wbytes = plan_workspace(g, views, roles, pairs, woff, first_out, coff);
   s = build_plans(g, plans, &planned);
+  const int32_t nlaunch = count_launches(g, views, roles, first_out);
+  const bool pdl = ctx->opt.codegen_pdl && nlaunch >= 2; /* programmatic dependent launches */
+  int32_t at = 0; /* launches emitted (their kernels come in the same order) */
   if (s != MIRS_OK)
     goto done;
   for (int32_t i = 0; i < g->nops; i++)
@@ -3088,6 +3286,8 @@ mirs_status mirs__codegen_cuda_views(const mirs_graph *g, const char *entry, boo
   mirs__buf_puts(b, prelude);
   mirs__buf_puts(b, prelude_mma);
   mirs__buf_puts(b, prelude_copy);
+  if (pdl)
+    mirs__buf_puts(b, prelude_pdl);
   mirs__hopper_emit_prelude(b, g, plans);
   for (int32_t i = 0; i < g->nops; i++)
     if (layout_copy(g, i) && !mirs__codegen_op_is_view(g, views, i) &&
@@ -3096,15 +3296,18 @@ mirs_status mirs__codegen_cuda_views(const mirs_graph *g, const char *entry, boo
       break;
     }
   for (int32_t i = 0; s == MIRS_OK && i < g->nops; i++) {
+    unsigned role = mirs__codegen_op_is_view(g, views, i) || roles[i] == MIRS__SPLITK_TAIL
+                        ? 0u
+                        : pdl_role(pdl, at++, nlaunch);
     if (roles[i] == MIRS__SPLITK_HEAD)
-      s = emit_fused(g, &pairs[i], ename, b, plans, views);
+      s = emit_fused(g, &pairs[i], ename, b, plans, views, role);
     else if (roles[i] == MIRS__SPLITK_TAIL)
       mirs__buf_printf(b, "\n/* kernel %d runs inside %s_k%d: a split-K pair, one launch */\n",
                        (int)i, ename, (int)pairs[i].k1);
     else if (g->ops[i].op == MIRS_OP_CUSTOM)
-      s = emit_custom(g, i, ename, b, &plans[i], views, NULL);
+      s = emit_custom(g, i, ename, b, &plans[i], views, NULL, role);
     else
-      emit_predefined(g, views, i, ename, b);
+      emit_predefined(g, views, i, ename, role, b);
   }
   if (s != MIRS_OK)
     goto done;
@@ -3112,6 +3315,8 @@ mirs_status mirs__codegen_cuda_views(const mirs_graph *g, const char *entry, boo
   /* Entry point: the interface, then its definition. */
   emit_interface(g, ename, b);
   mirs__buf_puts(b, entry_helpers);
+  if (pdl)
+    mirs__buf_puts(b, pdl_helpers);
   emit_status_string(ename, b);
   mirs__buf_printf(b, "\nextern \"C\" size_t %s_workspace_bytes(void) { return %" PRId64 "; }\n", ename,
                    wbytes);
@@ -3134,7 +3339,9 @@ mirs_status mirs__codegen_cuda_views(const mirs_graph *g, const char *entry, boo
   mirs__buf_puts(b, "    const cudaStream_t stream = (cudaStream_t)stream_;\n"
                     "    cudaError_t err = cudaSuccess;\n");
   emit_attributes(g, ename, smem, b);
-  emit_launches(g, views, ename, smem, roles, pairs, coff, woff, first_out, b);
+  if (pdl)
+    emit_pdl_query(b);
+  emit_launches(g, views, ename, smem, roles, pairs, coff, woff, first_out, pdl, b);
   mirs__buf_puts(b, "    return MIRS_GEN_OK;\n}\n");
   if (b->failed)
     s = mirs__core_trace(ctx, MIRS_NOMEM, __func__, __FILE__, __LINE__);

@@ -29,6 +29,13 @@
  *    block's start, reads through mirs_ld bounds-checked against the
  *    launch's dynamic size, guard bytes on both sides checked at each
  *    block's end for stray writes;
+ *  - programmatic dependent launch: cudaLaunchKernelEx with the programmatic
+ *    stream serialization attribute runs the kernel as any launch (after
+ *    the one before it, so ordering holds), and a thread of it that
+ *    accesses global memory through mirs_ld/mirs_st or cp.async before its
+ *    mirs_pdl_wait (griddepcontrol.wait) is a fault, as it would race with
+ *    the previous kernel on the device; cudaDeviceGetAttribute reports
+ *    compute capability 9.0 (mirs_emu::compute_major);
  *  - alignment: every emulated access is checked for its natural alignment,
  *    vector and cp.async stand-ins with MIRS_EMU_CHECK_ALIGN(ptr, bytes);
  *    cudaMalloc returns 256-byte aligned memory as the device does.
@@ -75,6 +82,7 @@
 #endif
 #define MIRS_UNROLL
 #define MIRS_NO_UNROLL
+#define MIRS_NOINLINE /* (a device function not inlined: nothing to the host) */
 #define MIRS_UNROLL2
 #define MIRS_SHARED_FLOATS(name) float *const name = mirs_emu::smem
 
@@ -90,6 +98,28 @@ enum { cudaSuccess = 0, cudaErrorInvalidValue = 1, cudaErrorMemoryAllocation = 2
        cudaErrorInvalidConfiguration = 9, cudaErrorInvalidDevice = 101,
        cudaErrorMisalignedAddress = 716, cudaErrorLaunchFailure = 719 };
 enum cudaFuncAttribute { cudaFuncAttributeMaxDynamicSharedMemorySize = 8 };
+enum cudaDeviceAttr {
+  cudaDevAttrComputeCapabilityMajor = 75,
+  cudaDevAttrComputeCapabilityMinor = 76,
+  cudaDevAttrL2CacheSize = 89
+};
+/* cudaLaunchKernelEx's configuration: the one launch attribute the
+ * emulator knows is programmatic stream serialization. */
+enum cudaLaunchAttributeID { cudaLaunchAttributeProgrammaticStreamSerialization = 6 };
+union cudaLaunchAttributeValue {
+  int programmaticStreamSerializationAllowed;
+};
+struct cudaLaunchAttribute {
+  cudaLaunchAttributeID id;
+  cudaLaunchAttributeValue val;
+};
+struct cudaLaunchConfig_t {
+  dim3 gridDim, blockDim;
+  size_t dynamicSmemBytes;
+  cudaStream_t stream;
+  cudaLaunchAttribute *attrs;
+  unsigned numAttrs;
+};
 enum cudaMemcpyKind { cudaMemcpyHostToDevice = 1, cudaMemcpyDeviceToHost = 2,
                       cudaMemcpyDeviceToDevice = 3 };
 
@@ -189,7 +219,8 @@ struct thread {
   ucontext_t ctx;
   char *stack;
   int state;
-  int pos; /* index in runnable[] while RUN */
+  int pos;     /* index in runnable[] while RUN */
+  bool waited; /* passed mirs_pdl_wait in this block */
 };
 
 static unsigned char *smem_region; /* GUARD_LO + SMEM_OPTIN + GUARD_HI bytes */
@@ -219,6 +250,15 @@ static attribute attributes[256];
 static int nattributes;
 static long attribute_calls; /* cudaFuncSetAttribute calls (tests count them) */
 static unsigned long launches;  /* launches that ran: per-block state of stand-ins is keyed by it */
+/* Programmatic dependent launch: the device's compute capability (major;
+ * 9: an sm_90 part, tests may lower it before the first call), whether
+ * the running launch is a programmatic dependent, and how many such
+ * launches ran (tests count them). */
+static int compute_major = 9;
+/* Its L2 in bytes: small, so a bench harness's cache flush stays at its floor. */
+static int l2_bytes = 1 << 20;
+static bool pdl_launch;
+static unsigned long pdl_launches;
 
 } // namespace mirs_emu
 
@@ -396,6 +436,7 @@ static void start_thread(int i) {
   t->ctx.uc_stack.ss_sp = t->stack;
   t->ctx.uc_stack.ss_size = STACK;
   t->ctx.uc_link = &sched_ctx;
+  t->waited = false;
   makecontext(&t->ctx, entry, 0);
   add_runnable(i);
 }
@@ -472,9 +513,9 @@ static size_t max_dynamic_smem(void (*fn)()) {
 
 /* Launch fn on every thread of every block of the grid, or leave the
  * error CUDA reports for a launch that breaks the device's limits (the
- * kernel then does not run). */
-static void launch(void (*kernel)(), dim3 grid, dim3 block, size_t dyn_smem,
-                   std::function<void()> fn) {
+ * kernel then does not run, and that error is returned). */
+static cudaError_t launch(void (*kernel)(), dim3 grid, dim3 block, size_t dyn_smem,
+                          std::function<void()> fn) {
   unsigned long long n = (unsigned long long)block.x * block.y * block.z;
   if (block.x < 1 || block.y < 1 || block.z < 1 || block.x > 1024 || block.y > 1024 ||
       block.z > 64 || n > 1024 || grid.x < 1 || grid.y < 1 || grid.z < 1 ||
@@ -484,8 +525,7 @@ static void launch(void (*kernel)(), dim3 grid, dim3 block, size_t dyn_smem,
             "(limits: grid.x < 2^31, grid.y and grid.z <= 65535, block <= (1024, 1024, 64) and "
             "1024 threads)\n",
             grid.x, grid.y, grid.z, block.x, block.y, block.z);
-    last_error = cudaErrorInvalidConfiguration;
-    return;
+    return last_error = cudaErrorInvalidConfiguration;
   }
   if (dyn_smem > max_dynamic_smem(kernel)) {
     fprintf(stderr,
@@ -493,8 +533,7 @@ static void launch(void (*kernel)(), dim3 grid, dim3 block, size_t dyn_smem,
             "%zu (above 48 KB needs cudaFuncSetAttribute(kernel, "
             "cudaFuncAttributeMaxDynamicSharedMemorySize, bytes) first)\n",
             dyn_smem, max_dynamic_smem(kernel));
-    last_error = cudaErrorInvalidValue;
-    return;
+    return last_error = cudaErrorInvalidValue;
   }
   seed_once();
   reserve_threads((int)n);
@@ -540,11 +579,27 @@ static void launch(void (*kernel)(), dim3 grid, dim3 block, size_t dyn_smem,
   }
   body = nullptr;
   smem_bytes = 0;
+  return cudaSuccess;
+}
+
+/* Fail on a global-memory access (what) at p by a thread of a programmatic
+ * dependent launch that has not passed mirs_pdl_wait: on the device the
+ * kernel before it may still be running (here it has completed, as every
+ * launch runs to its end before the next, so only this check shows it). */
+static inline void pdl_check(const void *p, const char *what) {
+  const unsigned char *c = (const unsigned char *)p;
+  if (!pdl_launch || current < 0 || threads[current].waited ||
+      (smem_region && c >= smem_region && c < smem_region + GUARD_LO + SMEM_OPTIN + GUARD_HI))
+    return;
+  fail("a global-memory %s before mirs_pdl_wait (griddepcontrol.wait) in a programmatic dependent "
+       "launch: the kernel before it may still be writing",
+       what);
 }
 
 /* Checked natural-alignment access to p: alignment, shared-memory
  * bounds, and a point where another thread may run. */
 template <typename T> static inline void access(const T *p, const char *what) {
+  pdl_check(p, what);
   if ((uintptr_t)p % sizeof(T))
     fail("misaligned address: a %zu-byte %s of %p", sizeof(T), what, (const void *)p);
   if (smem_stray(p, sizeof(T)))
@@ -842,6 +897,7 @@ static queue *mine(void) {
 static inline void mirs_cp_async16(void *dst, const void *src) {
   MIRS_EMU_CHECK_ALIGN(dst, 16);
   MIRS_EMU_CHECK_ALIGN(src, 16);
+  mirs_emu::pdl_check(src, "cp.async load");
   mirs_emu_async::queue *q = mirs_emu_async::mine();
   if (q->c.size() >= (size_t)mirs_emu_async::MAX_PENDING)
     mirs_emu::fail("too many cp.async copies pending (missing cp.async.wait_group?)");
@@ -1106,6 +1162,43 @@ static inline float __shfl_xor_sync(unsigned mask, float v, int lane_mask) {
 #define MIRS_LAUNCH(k, grid, block, smem, stream, args)                                          \
   ((void)(stream), mirs_emu::launch(mirs_emu::key(k), grid, block, smem, [&]() { k args; }))
 
+/* ---------------------------------------------------------------- programmatic dependent launch */
+
+/* griddepcontrol.wait: the launches run one after another, so what the
+ * kernels before wrote is there; it marks the thread as past its wait
+ * (pdl_check) and is a switch point. */
+static inline void mirs_pdl_wait(void) {
+  mirs_emu::threads[mirs_emu::current].waited = true;
+  mirs_emu::point();
+}
+/* griddepcontrol.launch_dependents: nothing to schedule early here; a
+ * switch point. */
+static inline void mirs_pdl_trigger(void) {
+  mirs_emu::point();
+}
+/* Launch k with cfg: a programmatic dependent launch when cfg has the
+ * programmatic stream serialization attribute set (counted in
+ * mirs_emu::pdl_launches; its threads must pass mirs_pdl_wait before a
+ * global-memory access), otherwise as MIRS_LAUNCH.  An attribute the
+ * emulator does not know is refused (cudaErrorInvalidValue). */
+template <typename... P, typename... A>
+static inline cudaError_t cudaLaunchKernelEx(const cudaLaunchConfig_t *cfg, void (*k)(P...),
+                                             A &&...args) {
+  bool pdl = false;
+  for (unsigned i = 0; i < cfg->numAttrs; i++) {
+    if (cfg->attrs[i].id != cudaLaunchAttributeProgrammaticStreamSerialization)
+      return mirs_emu::last_error = cudaErrorInvalidValue;
+    pdl = cfg->attrs[i].val.programmaticStreamSerializationAllowed != 0;
+  }
+  (void)cfg->stream;
+  mirs_emu::pdl_launch = pdl;
+  cudaError_t e = mirs_emu::launch(mirs_emu::key(k), cfg->gridDim, cfg->blockDim,
+                                   cfg->dynamicSmemBytes, [&]() { k(args...); });
+  mirs_emu::pdl_launch = false;
+  mirs_emu::pdl_launches += pdl && e == cudaSuccess;
+  return e;
+}
+
 /* ---------------------------------------------------------------- runtime stand-ins */
 
 /* The last error, reset (cudaGetLastError) or kept (cudaPeekAtLastError). */
@@ -1181,6 +1274,16 @@ static inline cudaError_t cudaFuncSetAttribute(F *fn, cudaFuncAttribute attr, in
 /* One emulated device, ordinal 0. */
 static inline cudaError_t cudaGetDevice(int *d) {
   *d = 0;
+  return cudaSuccess;
+}
+/* Its compute capability (mirs_emu::compute_major: 9 unless a test set
+ * it; minor 0) and L2 size (mirs_emu::l2_bytes). */
+static inline cudaError_t cudaDeviceGetAttribute(int *v, cudaDeviceAttr a, int d) {
+  if (d != 0)
+    return mirs_emu::last_error = cudaErrorInvalidDevice;
+  *v = a == cudaDevAttrComputeCapabilityMajor ? mirs_emu::compute_major
+       : a == cudaDevAttrL2CacheSize          ? mirs_emu::l2_bytes
+                                              : 0;
   return cudaSuccess;
 }
 static inline cudaError_t cudaSetDevice(int d) {

@@ -53,7 +53,7 @@ static bool runtime_option(const char *name) {
                                       "max_errors",   "codegen_mma",         "codegen_cxx",
                                       "codegen_nvcc", "codegen_arch",        "cache_dir",
                                       "partition_max_ops", "partition_max_inputs",
-                                      "partition_max_outputs", "measure_top"};
+                                      "partition_max_outputs", "measure_top", "codegen_pdl"};
   for (size_t i = 0; i < sizeof names / sizeof *names; i++)
     if (!strcmp(name, names[i]))
       return true;

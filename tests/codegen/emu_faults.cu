@@ -10,13 +10,21 @@
  *               refused again above the 227 KB the attribute may allow
  *     grid      grid.y = 65536, grid.z = 65536, 1025 threads, block.z = 65:
  *               each refused; grid.y = 65535 runs
+ *     pdl       programmatic dependent launch (cudaLaunchKernelEx with the
+ *               programmatic stream serialization attribute): a kernel
+ *               that waits (mirs_pdl_wait) before its loads runs and is
+ *               counted, an attribute the emulator does not know is
+ *               refused, a plain launch needs no wait
  *     0 when the emulator behaved as the device, 1 otherwise;
  *   faults (the emulator must end the run, exit 3, saying what):
  *     oob-read  a load one float past the launch's dynamic shared memory
  *     oob-write a store one float past it
  *     misalign  a 16-byte access checked with MIRS_EMU_CHECK_ALIGN at an
  *               address 8 bytes past a 16-byte boundary
- *     deadlock  __syncthreads() reached by half the block. */
+ *     deadlock  __syncthreads() reached by half the block
+ *     pdl-early a programmatic dependent launch that loads from global
+ *               memory before its mirs_pdl_wait (it would race with the
+ *               kernel before it on the device). */
 #include "mirsearch_emu.h"
 
 #include <stdio.h>
@@ -70,6 +78,30 @@ static bool refused(cudaError_t e, const char *what) {
   return true;
 }
 
+/* Adds 1 to *n, its load after the wait (wait_first) or before it. */
+__global__ void increment(float *n, int wait_first) {
+  if (wait_first)
+    mirs_pdl_wait();
+  const float v = mirs_ld(n);
+  if (!wait_first)
+    mirs_pdl_wait();
+  mirs_st(n, v + 1.0f);
+}
+
+/* Launch increment(n, wait_first) with attribute `id` (programmatic
+ * stream serialization: allowed); the launch's status. */
+static cudaError_t launch_ex(float *n, int wait_first, cudaLaunchAttributeID id) {
+  cudaLaunchAttribute attr[1];
+  attr[0].id = id;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(1);
+  cfg.blockDim = dim3(1);
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  return cudaLaunchKernelEx(&cfg, increment, n, wait_first);
+}
+
 /* Run `mode` with the device counter n; the exit status. */
 static int run_mode(const char *mode, int *n) {
   if (strcmp(mode, "smem") == 0) {
@@ -110,7 +142,23 @@ static int run_mode(const char *mode, int *n) {
     MIRS_LAUNCH(half_barrier, dim3(1), dim3(64), 0, 0, ());
     return 0;
   }
-  fprintf(stderr, "usage: emu_faults smem|grid|oob-read|oob-write|misalign|deadlock\n");
+  if (strcmp(mode, "pdl") == 0 || strcmp(mode, "pdl-early") == 0) {
+    float *f = (float *)n;
+    *f = 0.0f;
+    int major = 0;
+    bool good = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0) == cudaSuccess &&
+                major == 9;
+    good = good && launch_ex(f, mode[3] != '-', cudaLaunchAttributeProgrammaticStreamSerialization) ==
+                       cudaSuccess;
+    good = good && *f == 1.0f && mirs_emu::pdl_launches == 1;
+    good = good && launch_ex(f, 1, (cudaLaunchAttributeID)1) == cudaErrorInvalidValue &&
+           refused(cudaErrorInvalidValue, "an unknown launch attribute") && *f == 1.0f;
+    MIRS_LAUNCH(increment, dim3(1), dim3(1), 0, 0, (f, 0));
+    good = good && refused(cudaSuccess, "a plain launch loading before its wait") && *f == 2.0f &&
+           mirs_emu::pdl_launches == 1;
+    return good ? 0 : 1;
+  }
+  fprintf(stderr, "usage: emu_faults smem|grid|oob-read|oob-write|misalign|deadlock|pdl|pdl-early\n");
   return 2;
 }
 

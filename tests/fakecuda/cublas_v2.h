@@ -10,7 +10,8 @@
  *    properties and CUDA graphs (a capture runs the work once; a replay does nothing) as the
  *    runtime API spells them.
  * What the emulation header itself defines (cudaGetDevice, cudaMemset,
- * cudaStreamSynchronize, ...) is not repeated here.
+ * cudaStreamSynchronize, cudaDeviceGetAttribute with its small L2, ...)
+ * is not repeated here.
  * Everything is synchronous; times are host times and mean nothing. */
 #ifndef MIRS_FAKE_CUBLAS_V2_H
 #define MIRS_FAKE_CUBLAS_V2_H
@@ -21,7 +22,6 @@
 
 enum { cudaErrorUnknown = 999, cudaStreamNonBlocking = 1 };
 enum cudaStreamCaptureMode { cudaStreamCaptureModeThreadLocal = 1 };
-enum cudaDeviceAttr { cudaDevAttrL2CacheSize = 89 };
 struct cudaDeviceProp {
   char name[256];
   int multiProcessorCount;
@@ -40,17 +40,10 @@ static inline cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned) {
   *s = NULL;
   return cudaSuccess;
 }
-static inline cudaError_t cudaMemsetAsync(void *p, int v, size_t n, cudaStream_t) {
-  memset(p, v, n);
-  return cudaSuccess;
-}
+/* (cudaMemsetAsync: the emulator's, mirsearch_emu.h.) */
 static inline cudaError_t cudaGetDeviceProperties(cudaDeviceProp *p, int) {
   snprintf(p->name, sizeof p->name, "Emulated H100");
   p->multiProcessorCount = 132;
-  return cudaSuccess;
-}
-static inline cudaError_t cudaDeviceGetAttribute(int *v, cudaDeviceAttr a, int) {
-  *v = a == cudaDevAttrL2CacheSize ? (1 << 20) : 0; /* a small L2: the flush stays 64 MiB */
   return cudaSuccess;
 }
 static inline cudaError_t cudaEventCreate(cudaEvent_t *e) {
