@@ -81,9 +81,11 @@
 #                            8192^3 f16 product, 1000 empty launches; before
 #                            bench, so that its rooflines and the ranking
 #                            are on the measured profile from the first call
-#   bench          80   180  11 examples one at a time (timings never
+#   bench         110   240  11 examples one at a time (timings never
 #                            overlap): nvcc (1.5 s), two processes, 4 x 110
-#                            timed runs; nothing to share between them
+#                            timed runs; nothing to share between them; the
+#                            4 multi-kernel bests twice more (two plain
+#                            launches, two PDL launches: 2 x 110 runs each)
 #   torch          90   150  11 programs in one Python process: eager, and
 #                            torch.compile (inductor starts its compile
 #                            workers once, then a few seconds a program);
@@ -146,7 +148,7 @@
 set -u
 
 # The steps: name, NEED and BOX (seconds), as in the table above.
-STEPS="toolchain:15:60 runs:45:120 fingerprints:60:150 calibrate:15:60 bench:80:180
+STEPS="toolchain:15:60 runs:45:120 fingerprints:60:150 calibrate:15:60 bench:110:240
 torch:90:150 ranking:50:120 backend:80:150 scaling:70:150"
 step_field() { echo $STEPS | tr ' ' '\n' | awk -F: -v n="$1" -v k="$2" 'n == "" || $1 == n {print $k}'; }
 step_names() { step_field "" 1; }
@@ -156,7 +158,7 @@ step_box() { step_field "$1" 3; }
 # (scaling: of its 1-thread run, the others' scaled from it; torch: each
 # program's, after TORCH_START for the process), BOX its time box, and
 # how many run at once on the device and in --dry-run (2 cores here).
-UNITS="runs:10:90:8:1 fingerprints:8:130:8:2 bench:6:90:1:1 torch:5:150:1:1
+UNITS="runs:10:90:8:1 fingerprints:8:130:8:2 bench:9:210:1:1 torch:5:150:1:1
 calibrate:15:60:1:1 ranking:45:120:1:1 backend:80:150:1:1 scaling:40:150:1:1"
 TORCH_START=25
 unit_field() { echo $UNITS | tr ' ' '\n' | awk -F: -v n="$1" -v k="$2" '$1 == n {print $k}'; }
@@ -395,7 +397,7 @@ header_of() {
   case $1 in
   runs) printf 'example\tstatus\tmax_rel_error\ttolerance\tseconds\tfile\n' ;;
   fingerprints) printf 'example\tstatus\tcpu_exit\tgpu_exit\tcpu_fingerprints\tgpu_fingerprints\n' ;;
-  bench) printf 'example\tstatus\tcandidate_us\tcand_p10\tcand_p90\tunfused_us\tspeedup\tgraph_speedup\thbm_roofline_pct\tcand_error\tbase_error\tbase_checked\n' ;;
+  bench) printf 'example\tstatus\tcandidate_us\tcand_p10\tcand_p90\tunfused_us\tspeedup\tgraph_speedup\thbm_roofline_pct\tcand_error\tbase_error\tbase_checked\ttwo_launches_us\ttwo_launches_pdl_us\n' ;;
   scaling) printf 'example\tthreads\tstates\twall_s\tstates_per_s\tspeedup\tefficiency\tresults\tsame_results\tresults_digest\n' ;;
   esac
 }
@@ -942,7 +944,10 @@ unit_bench() {
     if [ "$st" -ne 2 ] && [ "$st" -ne 3 ]; then
       echo "$n: bench without a GPU exited $st, not 2 or 3"; printf '%s\tFAIL(%s)\n' "$n" "$st" >"$row"; return 0
     fi
-    if mirs bench "$f" --program="$ex/$n.graph" --source-dir="$work/bench_$n" && [ -s "$work/bench_$n/bench.cu" ]; then
+    # (The small bests are one kernel each: the launch variants' sources
+    # are those of the published shape's best.)
+    if mirs bench "$f" --program="$ex/$n.graph" --source-dir="$work/bench_$n" && [ -s "$work/bench_$n/bench.cu" ] &&
+      launch_variants_sources "${n%_small}"; then
       printf '%s\tSOURCES\n' "$n" >"$row"
     else
       printf '%s\tFAIL(sources)\n' "$n" >"$row"
@@ -971,6 +976,63 @@ print("\t".join([sys.argv[1], "PASS", f(cand.get("median_us")), f(cand.get("p10_
                  f(r.get("candidate_error"), "%.2e"), f(r.get("baseline_error"), "%.2e"),
                  str(r.get("baseline_checked")).lower()]))
 EOF
+  # A best with a split-K pair (one launch by default) or several kernels
+  # is also timed as two plain launches (the code the first device run
+  # timed) and as two launches under programmatic dependent launch, so
+  # the row says what fusing the pair and PDL each gain (docs/CODEGEN.md).
+  # "-" for a one-kernel best; FAIL(rc) for a variant that failed (the
+  # row's own figures stand).
+  local plain=- pdl=- v med
+  if multi_kernel "$f"; then
+    for v in 0 1; do
+      timeout 60 bash -c 'mirs bench --json "$@"' _ "${cuda_opts[@]}" ${profile_opts[@]+"${profile_opts[@]}"} \
+        --device="$devname" --codegen-fuse-split-k=0 --codegen-pdl=$v \
+        "$f" --program="$ex/$n.graph" >"$work/bench_${n}_pdl$v.json" 2>"$work/bench_${n}_pdl$v.err"
+      st=$?
+      cat "$work/bench_${n}_pdl$v.err"
+      [ "$st" -eq 124 ] && return 124
+      if [ "$st" -ne 0 ]; then med="FAIL($st)"; else med=$(bench_median "$work/bench_${n}_pdl$v.json"); fi
+      if [ "$v" = 0 ]; then plain=$med; else pdl=$med; fi
+    done
+  fi
+  printf '%s\t%s\t%s\n' "$(cat "$row")" "$plain" "$pdl" >"$row.new" && mv "$row.new" "$row"
+}
+
+# bench_median JSON: the candidate's median us (no CUDA graph) of a
+# `mirsearch bench --json` report, "-" without one.
+bench_median() {
+  python3 - "$1" <<'EOF'
+import json, sys
+c = [x for x in json.load(open(sys.argv[1]))["configurations"]
+     if x["name"] == "candidate" and not x["cuda_graph"]]
+print("%.3f" % c[0]["median_us"] if c else "-")
+EOF
+}
+
+# multi_kernel FILE: whether the µGraph has two custom kernels or more
+# (a split-K pair, fused into one launch by default) or two launches.
+multi_kernel() {
+  local n
+  n=$(mirs show "$1" 2>/dev/null | sed -n '1s/.*: \([0-9][0-9]*\) kernels\{0,1\} (\([0-9][0-9]*\) custom).*/\1 \2/p')
+  set -- $n
+  [ $# -eq 2 ] && { [ "$1" -gt 1 ] || [ "$2" -gt 1 ]; }
+}
+
+# launch_variants_sources NAME (--dry-run): when the published example
+# NAME's best has several kernels, the harness sources of the two
+# variants the device run times (the options taken, PDL launches in one
+# and not in the other).
+launch_variants_sources() {
+  local n=$1 f v
+  f=$(best_of "$n") || return 0
+  multi_kernel "$f" || return 0
+  for v in 0 1; do
+    mkdir -p "$work/bench_${n}_pdl$v"
+    mirs bench --codegen-fuse-split-k=0 --codegen-pdl=$v "$f" --program="$ex/$n.graph" \
+      --source-dir="$work/bench_${n}_pdl$v" && [ -s "$work/bench_${n}_pdl$v/bench.cu" ] || return 1
+  done
+  grep -q 'MIRS_PDL(pdl, MIRS_LAUNCH(' "$work/bench_${n}_pdl1/cand.cu" &&
+    ! grep -q 'MIRS_PDL(pdl, MIRS_LAUNCH(' "$work/bench_${n}_pdl0/cand.cu"
 }
 
 step_bench() {
