@@ -184,30 +184,32 @@ def wall_time_fn(torch, fn, inputs, reps, warmup, flush):
 
 def profile_fn(torch, fn, inputs, calls=20):
     """Where one call's time goes: `calls` calls back to back (no L2
-    flush, one synchronize at the end) under torch.profiler.  host_us: the
-    wall time per call of that pipelined loop (the host's pace when the
-    GPU keeps up); on a GPU also gpu_us, the kernels' summed device time
-    per call (memcpy and memset included), kernels (launches per call) and
-    the five kernels that take the most, in us per call.  Where host_us is
-    far above gpu_us the call is bound by its Python and launch overhead,
-    not by the kernels."""
+    flush, one synchronize at the end), twice.  host_us: the wall time per
+    call of the first loop, unprofiled (the host's pace when the GPU keeps
+    up); on a GPU the second runs under torch.profiler: gpu_us, the device
+    time per call of its kernels, memsets and copies, kernels (kernel
+    launches per call), copies (memsets and memcpys per call) and the five
+    longest, in us per call.  Where host_us is far above gpu_us the call
+    is bound by its Python and launch overhead, not by the kernels."""
     from torch.profiler import ProfilerActivity, profile
     gpu = inputs[0].is_cuda
-    acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if gpu else [])
-    for _ in range(3):
-        fn(*inputs)
-    if gpu:
-        torch.cuda.synchronize()
-    with profile(activities=acts) as prof:
+    sync = torch.cuda.synchronize if gpu else (lambda: None)
+
+    def loop():
         t0 = time.perf_counter()
         for _ in range(calls):
             fn(*inputs)
-        if gpu:
-            torch.cuda.synchronize()
-        host = time.perf_counter() - t0
-    out = {"calls": calls, "host_us": 1e6 * host / calls}
+        sync()
+        return time.perf_counter() - t0
+
+    for _ in range(3):
+        fn(*inputs)
+    sync()
+    out = {"calls": calls, "host_us": 1e6 * loop() / calls}
     if not gpu:
         return out
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        loop()
     dev_type = torch.autograd.DeviceType.CUDA
     per = {}
     for e in prof.events():
@@ -218,8 +220,10 @@ def profile_fn(torch, fn, inputs, calls=20):
             t = getattr(e, "cuda_time", 0.0)
         n, us = per.get(e.name, (0, 0.0))
         per[e.name] = (n + 1, us + t)
+    copy = lambda name: name.startswith(("Memset", "Memcpy"))  # noqa: E731
     out["gpu_us"] = sum(us for _n, us in per.values()) / calls
-    out["kernels"] = sum(n for n, _us in per.values()) / calls
+    out["kernels"] = sum(n for k, (n, _us) in per.items() if not copy(k)) / calls
+    out["copies"] = sum(n for k, (n, _us) in per.items() if copy(k)) / calls
     top = sorted(per.items(), key=lambda kv: -kv[1][1])[:5]
     out["top"] = [{"name": k[:120], "us": us / calls, "per_call": n / calls}
                   for k, (n, us) in top]

@@ -586,9 +586,16 @@ START_TEST(test_programmatic_dependent_launch) {
   put(dir, "f32_mixed.cu", cu);
   mirs_free(ctx, cu);
   emu_build(dir, "tests/codegen/pdl.cu", "", "pdl");
-  static const char *const major[2] = {"9", "8"};
-  static const char *const launches[2] = {"pdl: 12 programmatic launches, ",
+  /* (9 80: an sm_90 device running code JIT-compiled from sm_80 PTX,
+   * whose kernels have no wait: launched plainly.) */
+  static const char *const major[3] = {"9", "8", "9 80"};
+  static const char *const launches[3] = {"pdl: 12 programmatic launches, ",
+                                          "pdl: 0 programmatic launches, ",
                                           "pdl: 0 programmatic launches, "};
+  char line3[256];
+  ck_assert_int_eq(emu_exec(dir, "pdl", major[2], 5), 0);
+  emu_line(dir, line3, sizeof line3);
+  ck_assert_msg(strncmp(line3, launches[2], strlen(launches[2])) == 0, "PTX 8.0 on 9.0: %s", line3);
   for (int i = 0; i < 2; i++) {
     ck_assert_int_eq(emu_exec(dir, "pdl", major[i], 3 + (uint64_t)i), 0);
     emu_line(dir, line[i], sizeof line[i]);
@@ -596,6 +603,7 @@ START_TEST(test_programmatic_dependent_launch) {
                   major[i], line[i]);
   }
   ck_assert_str_eq(strstr(line[0], "checksum"), strstr(line[1], "checksum"));
+  ck_assert_str_eq(strstr(line[0], "checksum"), strstr(line3, "checksum"));
   emu_clean(dir);
   /* codegen_pdl = 0: none of it. */
   ck_assert_int_eq(mirs_option_set(ctx, "codegen_pdl", "0"), MIRS_OK);

@@ -887,11 +887,30 @@ static void cost_smem(const mirs__cost_device *d, const mirs__plan *pl, double F
 /* Custom kernel: priced from its kernel plan (plan.h), the one the CUDA
  * generator emits.  See the file comment. */
 static mirs_status cost_custom(mirs_context *ctx, const mirs__cost_device *d, const mirs_graph *g,
-                               int32_t opi, const mirs__kop *op, bool tail, mirs__cost_kernel *k) {
+                               int32_t opi, const mirs__kop *op, bool tail, int32_t with,
+                               mirs__cost_kernel *k) {
   const mirs__bgraph *bg = op->bg;
   int64_t limit = d->smem_per_block < MIRS__PLAN_SMEM_MAX ? d->smem_per_block : MIRS__PLAN_SMEM_MAX;
   mirs__plan pl;
   MIRS_CHECK(ctx, mirs__plan_build(ctx, g, opi, limit, ctx->opt.codegen_mma != 0, &pl));
+  /* The launch's shared memory and registers: its own plan's, or for the
+   * first kernel of a fused split-K pair (`with`: the second) the larger
+   * of the two bodies' (cuda.c fused_smem; ptxas allots the larger). */
+  int64_t smem = pl.smem;
+  int32_t regs = pl.regs;
+  if (with >= 0) {
+    mirs__plan p2;
+    mirs_status st = mirs__plan_build(ctx, g, with, limit, ctx->opt.codegen_mma != 0, &p2);
+    if (st != MIRS_OK) {
+      mirs__plan_free(&pl);
+      return st;
+    }
+    if (p2.smem > smem)
+      smem = p2.smem;
+    if (p2.regs > regs)
+      regs = p2.regs;
+    mirs__plan_free(&p2);
+  }
   double F = (bg->forloop > 0 ? bg->forloop : 1) * pl.live; /* the live iterations */
   double loop_tc = 0, loop_tf32 = 0, loop_simt = 0, post_simt = 0, post_tc = 0, post_tf32 = 0;
   double loop_slow = 0, post_slow = 0; /* peak-equivalent flops of slower MMA variants */
@@ -951,18 +970,21 @@ static mirs_status cost_custom(mirs_context *ctx, const mirs__cost_device *d, co
     }
   }
   double B = (double)pl.blocks;
-  /* The blocks the time is for: the grid, or one block for the second
-   * kernel of a split-K pair run as one launch (mirs__cost_kernel_op). */
-  double Bt = tail ? 1.0 : B;
+  /* The blocks the time is for: the whole grid, the second kernel of a
+   * split-K pair run as one launch too (mirs__cost_kernel_op): its
+   * combines lengthen the first kernel's blocks, so with more groups than
+   * the SMs hold at once they add waves; with fewer, one wave lasts as
+   * long as one block's combine. */
+  double Bt = B;
   k->bytes = pl.bytes;
   k->tc_flops = B * (F * (loop_tc + loop_tf32) + post_tc + post_tf32);
   k->simt_flops = B * (F * loop_simt + post_simt);
   double tf32_flops = B * (F * loop_tf32 + post_tf32);
   k->tf32_flops = tf32_flops;
-  k->smem = pl.smem;
+  k->smem = smem;
   k->blocks = pl.blocks;
   k->stages = pl.stages;
-  k->regs = pl.regs;
+  k->regs = regs;
   k->pipelined = pl.pipelined;
   k->live = pl.live;
   double u = Bt / d->sms;
@@ -971,12 +993,12 @@ static mirs_status cost_custom(mirs_context *ctx, const mirs__cost_device *d, co
   /* Latency-bound loads (Little's law): the blocks resident at once keep
    * pl.inflight bytes each in flight; bandwidth is at most that over the
    * memory latency. */
-  int64_t occ = pl.smem > 0 ? d->smem_per_block / pl.smem : 32;
+  int64_t occ = smem > 0 ? d->smem_per_block / smem : 32;
   int64_t by_threads = pl.nthreads > 0 ? MAX_THREADS_PER_SM / pl.nthreads : 1;
   if (occ > by_threads)
     occ = by_threads;
-  int64_t by_regs = pl.regs > 0 && pl.nthreads > 0
-                        ? REGS_PER_SM / ((int64_t)pl.regs * pl.nthreads)
+  int64_t by_regs = regs > 0 && pl.nthreads > 0
+                        ? REGS_PER_SM / ((int64_t)regs * pl.nthreads)
                         : 32;
   if (occ > by_regs)
     occ = by_regs;
@@ -1134,15 +1156,15 @@ mirs_status mirs__cost_kernel_op(mirs_context *ctx, const mirs__cost_device *d, 
   /* A split-K pair run as one launch (codegen_fuse_split_k, plan.h): the
    * first kernel is priced as itself plus the cudaMemsetAsync that zeroes
    * the arrival counters before it (a launch_s, honestly: it is one more
-   * operation on the stream); the second only as its tail: the combine of
-   * the group whose last block arrives last, one block's on-chip and
-   * memory time (no launch, no KERNEL_FIXED_S, no wave of the grid).  The
-   * other groups' combines run while the first kernel's later blocks
-   * still run (their bytes and flops are counted, not their time): the
-   * tail is what the launch lasts beyond the first kernel. */
+   * operation on the stream), at the occupancy of the launch (the larger
+   * body's shared memory and registers); the second only as its tail:
+   * its grid's combines without a launch or KERNEL_FIXED_S (the time the
+   * launch lasts beyond the first kernel's work: one block's combine
+   * while the groups fit the SMs at once, more waves beyond). */
   mirs__splitk_pair pair;
   out->split_k = (int8_t)mirs__plan_splitk_role(ctx, g, op, &pair);
-  MIRS_CHECK(ctx, cost_custom(ctx, d, g, op, k, out->split_k == MIRS__SPLITK_TAIL, out));
+  MIRS_CHECK(ctx, cost_custom(ctx, d, g, op, k, out->split_k == MIRS__SPLITK_TAIL,
+                              out->split_k == MIRS__SPLITK_HEAD ? pair.k2 : -1, out));
   if (out->split_k == MIRS__SPLITK_HEAD && out->feasible)
     out->seconds += d->launch_s;
   return MIRS_OK;

@@ -255,6 +255,9 @@ static unsigned long launches;  /* launches that ran: per-block state of stand-i
  * the running launch is a programmatic dependent, and how many such
  * launches ran (tests count them). */
 static int compute_major = 9;
+/* The PTX version a kernel reports it was compiled from (cudaFuncGetAttributes's
+ * ptxVersion); 0: 10 x compute_major, as an sm_90 build on an sm_90 device. */
+static int ptx_version = 0;
 /* Its L2 in bytes: small, so a bench harness's cache flush stays at its floor. */
 static int l2_bytes = 1 << 20;
 static bool pdl_launch;
@@ -1284,6 +1287,19 @@ static inline cudaError_t cudaDeviceGetAttribute(int *v, cudaDeviceAttr a, int d
   *v = a == cudaDevAttrComputeCapabilityMajor ? mirs_emu::compute_major
        : a == cudaDevAttrL2CacheSize          ? mirs_emu::l2_bytes
                                               : 0;
+  return cudaSuccess;
+}
+/* A kernel's attributes: the PTX version its code was compiled from
+ * (mirs_emu::ptx_version, by default the emulated device's: compute_major
+ * x 10, as an sm_90 build reports 90), the binary's; the rest 0. */
+struct cudaFuncAttributes {
+  int ptxVersion, binaryVersion, numRegs, maxThreadsPerBlock;
+  size_t sharedSizeBytes, localSizeBytes, constSizeBytes;
+};
+template <typename T> static inline cudaError_t cudaFuncGetAttributes(cudaFuncAttributes *a, T *) {
+  memset(a, 0, sizeof *a);
+  a->binaryVersion = 10 * mirs_emu::compute_major;
+  a->ptxVersion = mirs_emu::ptx_version > 0 ? mirs_emu::ptx_version : a->binaryVersion;
   return cudaSuccess;
 }
 static inline cudaError_t cudaSetDevice(int d) {

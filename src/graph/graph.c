@@ -818,7 +818,8 @@ mirs_status mirs__graph_clone_in(mirs_context *ctx, const mirs_graph *g, mirs_gr
     mirs__graph_free(c);
     return MIRS_NOMEM;
   }
-  memcpy(c->outputs, g->outputs, sizeof(int32_t) * (size_t)g->nout);
+  if (g->nout > 0) /* (no outputs: g->outputs may be NULL) */
+    memcpy(c->outputs, g->outputs, sizeof(int32_t) * (size_t)g->nout);
   c->nout = g->nout;
   *out = c;
   return MIRS_OK;

@@ -948,6 +948,12 @@ static mirs_status splitk_add(mirs_search *s, mirs_graph *v, const mirs__search_
   return MIRS_OK;
 }
 
+/* Whether error st of one split-K variant would recur for the next:
+ * the machine's, not the variant's (splitk_results). */
+static bool splitk_fatal(mirs_status st) {
+  return st == MIRS_NOMEM || st == MIRS_NO_DEVICE || st == MIRS_CUDA || st == MIRS_IO;
+}
+
 /* The split-K rewrite (option split_k): each custom kernel of the best
  * split_k_top results, split by each factor that fits (splitk.c), as new
  * results, verified at full shape and in float64 like the others; then
@@ -1001,18 +1007,20 @@ static mirs_status splitk_results(mirs_search *s) {
           if (st != MIRS_OK && st != MIRS_STOPPED) {
             /* A variant is optional: one that cannot be built, verified
              * or priced is skipped (said), the search's results and the
-             * variants added so far kept.  Out of memory ends the rewrite
-             * (the next variant would fail alike). */
+             * variants added so far kept.  An error of the machine rather
+             * than of the variant (out of memory; the GPU verifier's
+             * device or CUDA failing; I/O) ends the rewrite: the next
+             * variant would fail alike. */
             failed++;
             mirs__core_log(ctx, MIRS_LOG_WARNING,
                            "search: split-K variant of result %016llx (kernel %d, grid dim %d, "
                            "%d ways) failed: %s; %s",
                            (unsigned long long)from.hash, (int)k, gs, mirs__splitk_factors[f],
                            mirs_last_error(ctx),
-                           st == MIRS_NOMEM ? "the rewrite ends here, its variants kept"
+                           splitk_fatal(st) ? "the rewrite ends here, its variants kept"
                                             : "skipped");
             mirs_clear_error(ctx);
-            cut = st == MIRS_NOMEM;
+            cut = splitk_fatal(st);
             st = MIRS_OK;
           }
           if (st == MIRS_STOPPED) {

@@ -2,13 +2,15 @@
 /* tests/codegen/pdl.cu - programmatic dependent launches of a generated
  * entry point (tests/check_codegen.c).  Includes the generated
  * f32_mixed.cu (tests/codegen/f32_mixed.ugraph: six kernels, predefined
- * and custom, and an output copy), host-emulated.  `pdl MAJOR` sets the
- * emulated device's compute capability to MAJOR.0, calls the entry point
- * twice on fixed inputs and prints
+ * and custom, and an output copy), host-emulated.  `pdl MAJOR [PTX]` sets
+ * the emulated device's compute capability to MAJOR.0 (and the PTX version
+ * its kernels report they were compiled from to PTX: 80 is an sm_80 build
+ * the driver JIT-compiled, whose kernels have no wait), calls the entry
+ * point twice on fixed inputs and prints
  *   pdl: N programmatic launches, checksum X
  * N: the launches the emulator ran with the programmatic stream
- * serialization attribute (6 per call from MAJOR 9 on: every launch but
- * the first; 0 below), X: the sum of the outputs' values, weighted by
+ * serialization attribute (6 per call from MAJOR 9 on with code from PTX
+ * 9.0 or later: every launch but the first; 0 otherwise), X: the sum of the outputs' values, weighted by
  * position (both compute capabilities must give the same).  Exit 0 when
  * both calls return MIRS_GEN_OK. */
 #include "f32_mixed.cu"
@@ -18,6 +20,7 @@
 
 int main(int argc, char **argv) {
   mirs_emu::compute_major = argc > 1 ? atoi(argv[1]) : 9;
+  mirs_emu::ptx_version = argc > 2 ? atoi(argv[2]) : 0;
   enum { NA = 4 * 32, NP = 2 * 4 * 8, NR = 8 * 4, NH = 4, NM = 2 * 4 * 4 };
   float *a = NULL, *b = NULL, *p = NULL, *r = NULL, *e = NULL, *h = NULL, *m = NULL, *c = NULL;
   void *w = NULL;
