@@ -985,8 +985,9 @@ EOF
   local plain=- pdl=- v med
   if multi_kernel "$f"; then
     for v in 0 1; do
+      # (The PDL one also under a CUDA graph: its capture, kept in the JSON.)
       timeout 60 bash -c 'mirs bench --json "$@"' _ "${cuda_opts[@]}" ${profile_opts[@]+"${profile_opts[@]}"} \
-        --device="$devname" --codegen-fuse-split-k=0 --codegen-pdl=$v \
+        --device="$devname" --codegen-fuse-split-k=0 --codegen-pdl=$v $([ "$v" = 1 ] && echo --cuda-graph) \
         "$f" --program="$ex/$n.graph" >"$work/bench_${n}_pdl$v.json" 2>"$work/bench_${n}_pdl$v.err"
       st=$?
       cat "$work/bench_${n}_pdl$v.err"
