@@ -969,13 +969,12 @@ static mirs_status cost_custom(mirs_context *ctx, const mirs__cost_device *d, co
       break;
     }
   }
+  /* (The second kernel of a split-K pair run as one launch is timed over
+   * its whole grid too, mirs__cost_kernel_op: its combines lengthen the
+   * first kernel's blocks, so with more groups than the SMs hold at once
+   * they add waves; with fewer, one wave lasts as long as one block's
+   * combine.) */
   double B = (double)pl.blocks;
-  /* The blocks the time is for: the whole grid, the second kernel of a
-   * split-K pair run as one launch too (mirs__cost_kernel_op): its
-   * combines lengthen the first kernel's blocks, so with more groups than
-   * the SMs hold at once they add waves; with fewer, one wave lasts as
-   * long as one block's combine. */
-  double Bt = B;
   k->bytes = pl.bytes;
   k->tc_flops = B * (F * (loop_tc + loop_tf32) + post_tc + post_tf32);
   k->simt_flops = B * (F * loop_simt + post_simt);
@@ -987,8 +986,8 @@ static mirs_status cost_custom(mirs_context *ctx, const mirs__cost_device *d, co
   k->regs = regs;
   k->pipelined = pl.pipelined;
   k->live = pl.live;
-  double u = Bt / d->sms;
-  double ub = Bt / (d->hbm_saturation * d->sms);
+  double u = B / d->sms;
+  double ub = B / (d->hbm_saturation * d->sms);
   k->utilisation = u < 1 ? u : 1;
   /* Latency-bound loads (Little's law): the blocks resident at once keep
    * pl.inflight bytes each in flight; bandwidth is at most that over the
@@ -1007,15 +1006,15 @@ static mirs_status cost_custom(mirs_context *ctx, const mirs__cost_device *d, co
   if (occ < 1)
     occ = 1;
   double resident = (double)d->sms * (double)occ;
-  if (resident > Bt)
-    resident = Bt;
+  if (resident > B)
+    resident = B;
   k->inflight = resident * pl.inflight;
   double bw = d->hbm_bw * (ub < 1 ? ub : 1);
   double latency_bw = k->inflight / MEM_LATENCY_S;
   if (k->inflight > 0 && latency_bw < bw)
     bw = latency_bw;
   k->flops = k->tc_flops + k->simt_flops;
-  k->mem_seconds = k->bytes * (Bt / B) / bw;
+  k->mem_seconds = k->bytes / bw;
   /* On-chip time of the blocks one SM runs (latency terms, file comment
    * and docs/SEARCH.md): each block's work at the SM's peak rates, tensor
    * cores (tf32 at half rate, slower MMA variants at theirs) and shared
@@ -1023,7 +1022,7 @@ static mirs_status cost_custom(mirs_context *ctx, const mirs__cost_device *d, co
    * under the MMAs of this one) and the CUDA-core work after them (it
    * depends on their results); divided by the share of the peak the SM's
    * resident warps reach; plus each iteration's stage hand-over. */
-  double nsm = ceil(Bt / d->sms); /* blocks on the busiest SM */
+  double nsm = ceil(B / d->sms); /* blocks on the busiest SM */
   double res_sm = nsm < (double)occ ? nsm : (double)occ, waves = ceil(nsm / (double)occ);
   double warps_sub = res_sm * (double)pl.nwarps / 4.0; /* per sub-partition */
   double eta = warps_sub / WARPS_TO_SATURATE;
