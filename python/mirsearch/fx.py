@@ -1304,10 +1304,26 @@ class PieceProgram:
         return cand
 
     def _input(self, v, transpose, op, rank, dtype, lines):
+        """The program value of operand v (transposed in its last two dims
+        where transpose): a program input bound to v, and where the
+        library has transpose and v has two dims or more, a transpose op
+        in the program of the input bound as it is.  A Linear's weight
+        is then read in its own layout by the kernels (the search takes
+        the transpose into its tile loads, or prices a copy of it), not
+        copied into a transposed tensor at every call, which under
+        torch.compile (the weight a graph input) nothing would price."""
         vm = self.an._vmeta(v)
         if vm is None:
             raise Unsupported([(getattr(v, "name", str(v)), "value", "not a tensor")])
         shape = list(vm[0])
+        if transpose and len(shape) >= 2 and rules().has_transpose:
+            key = (v, "transpose", rank)
+            if key not in self._in:
+                native = self._input(v, False, op, rank, dtype, lines)
+                nm = self._fresh(native + "_t")
+                lines.append("%s = transpose(%s)" % (nm, native))
+                self._in[key] = nm
+            return self._in[key]
         if transpose:
             if len(shape) < 2:
                 shape = [1] + shape

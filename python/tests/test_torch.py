@@ -75,8 +75,11 @@ class FromTorchTest(unittest.TestCase):
         m = Small()
         pp = mirsearch.from_torch(m, [torch.randn(2, 4, 16)])
         names = {b.name: b for b in pp.bindings}
-        self.assertTrue(names["fc_weight_t"].transpose)
-        self.assertEqual(names["fc_weight_t"].shape, (1, 16, 32))  # rank of x, transposed
+        # The weight bound as it is (no copy at each call), transposed in
+        # the program; padded to x's rank.
+        self.assertFalse(names["fc_weight"].transpose)
+        self.assertEqual(names["fc_weight"].shape, (1, 32, 16))
+        self.assertIn("fc_weight_t = transpose(fc_weight)", pp.text)
         self.assertEqual(names["fc_bias"].shape, (1, 1, 32))
         seeded_eval_check(self, pp, m, module=m)
 
@@ -389,7 +392,7 @@ class FromTorchTest(unittest.TestCase):
                 return self.seq(x.to(torch.float32).float())
         pp = mirsearch.from_torch(M().eval(), [torch.randn(4, 16)])
         self.assertEqual(pp.unsupported, [])
-        self.assertEqual(pp.program.num_ops, 6)  # matmul and the five of the softmax
+        self.assertEqual(pp.program.num_ops, 7)  # transpose, matmul, the softmax's five
         with self.assertRaises(mfx.Unsupported) as e:
             mirsearch.from_torch(lambda x: x.double() * 2, [torch.randn(4)])
         self.assertIn("changes the dtype", str(e.exception))
