@@ -853,6 +853,40 @@ START_TEST(test_chunk_by_regs) {
 }
 END_TEST
 
+/* The register estimate of row trees in the forloop (plan.c tree_offsets):
+ * the rotated offsets of a tree whose lanes read J elements each are held
+ * across the loop where nvcc unrolls the lanes' loop whole (J <= 64).
+ * splitk_online_trees (the default gqa_safe search's split-K variant
+ * f155ae2008cc5f59): kernel 1's two J = 16 trees, 124 registers on sm_80
+ * and sm_90 (nvcc 13.0), estimated 84 without them, 132 with;
+ * unchained_online's J = 128 trees (unrolled by 16, nothing held; 94 / 80
+ * registers) stay at 98; ntrans at forloop=1 (46 / 47) holds no epilogue
+ * addresses across a loop: 63, not 79. */
+START_TEST(test_tree_regs) {
+  static const struct {
+    const char *file;
+    int32_t lo, hi; /* bounds on the first custom kernel's estimate */
+  } cases[] = {{"tests/codegen/splitk_online_trees.ugraph", 124 - 2, 140},
+               {"tests/codegen/unchained_online.ugraph", 94 - 2, 110},
+               {"examples/best/ntrans.ugraph", 47 - 2, 63}};
+  mirs_context *ctx = tu_ctx(NULL);
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    mirs_graph *g = load(ctx, cases[i].file);
+    int32_t ki = 0;
+    while (ki < g->nops && !g->ops[ki].bg)
+      ki++;
+    ck_assert_int_lt(ki, g->nops);
+    mirs__plan pl;
+    ck_assert_int_eq(mirs__plan_build(ctx, g, ki, MIRS__PLAN_SMEM_MAX, true, &pl), MIRS_OK);
+    ck_assert_msg(pl.regs >= cases[i].lo && pl.regs <= cases[i].hi, "%s: ~%d registers",
+                  cases[i].file, (int)pl.regs);
+    mirs__plan_free(&pl);
+    mirs_graph_destroy(g);
+  }
+  mirs_context_destroy(ctx);
+}
+END_TEST
+
 /* The register chain (plan decision 8): planned where the warps divide
  * into the 16-row strips of S = Q·K and E·V (ks warps a strip), E gets no
  * shared memory (a split strip's row values get an exchange of ks values
@@ -1324,6 +1358,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_plan_smem_matches_launch);
   tcase_add_test(tc, test_register_chain);
   tcase_add_test(tc, test_chunk_by_regs);
+  tcase_add_test(tc, test_tree_regs);
   tcase_add_test(tc, test_smem_lifetimes);
   tcase_add_test(tc, test_skinny_mma_swapped);
   tcase_add_test(tc, test_cuda_backend_without_device);

@@ -848,6 +848,52 @@ static int64_t chain_live_regs(const mirs__plan *pl, const mirs__bgraph *bg) {
   return c;
 }
 
+/* Registers a plan without the register chain holds across its forloop
+ * for the row trees of the iteration (emit_reduce_tree, cuda.c): lane sub
+ * of row q reads its J = ceil(len / G) elements at p = sub + G ((m + q)
+ * mod J), m < J, the rotation that keeps the rows a warp reads on
+ * different banks.  nvcc unrolls the m loop whole up to J = 64 (at 128,
+ * tests/codegen/chain_nochunks and unchained_online, by 16: the offsets
+ * are then computed in the loop and nothing is counted), and the offsets
+ * depend on the thread, not on the iteration: ptxas computes them before
+ * the forloop and holds them, the J rotated column offsets of each row
+ * pass (shared by the trees of the same lanes and rows) and each tree's
+ * J shared-memory addresses.
+ * Taking the rotation out of the generated code (p = sub + G m, every
+ * other line the same) took the default gqa_safe search's online-softmax
+ * kernels with two J = 16 trees from 124 registers to 80 on sm_80, the
+ * b13 mha_safe split kernels (J = 8) from 108 to 78 and
+ * causal_attention_safe's at 256 keys a tile (J = 64) from 233 to 126
+ * on sm_90 (bench/RESULTS.md, "Register estimates of online-softmax
+ * kernels").  ptxas does not always hold all of them (two of three
+ * kernels measured at J = 32 held none: the estimate is up to 88 over
+ * there, where shared memory already limits the blocks an SM holds),
+ * and an estimate under ptxas is the dangerous direction.  Per tree:
+ * its row passes times J; once more the most of those when two or more
+ * trees share the rotated offsets. */
+static int64_t tree_offsets(const mirs__plan *pl, const mirs__bgraph *bg) {
+  int64_t sum = 0, most = 0;
+  int ntrees = 0;
+  for (int32_t i = 0; i < bg->nops; i++) {
+    const mirs__bop *op = &bg->ops[i];
+    bool rms = mirs__graph_ops[op->op].kind == MIRS__KIND_RMSNORM;
+    if (op->out < 0 || bg->t[op->out].post || pl->op[i].chain || pl->op[i].mma != MIRS__MMA_NONE ||
+        !(pl->op[i].group > 1 || rms))
+      continue;
+    const mirs__shape *xs = &bg->t[op->in[0]].shape;
+    int dim = rms ? xs->ndim - 1 : op->dim;
+    int64_t g = pl->op[i].group > 0 ? pl->op[i].group : 1;
+    int64_t len = xs->d[dim], j = (len + g - 1) / g, groups = pl->nthreads / g;
+    if (groups < 1 || j < 2 || j > 64)
+      continue;
+    int64_t per = (mirs__shape_numel(xs) / len + groups - 1) / groups; /* row passes */
+    sum += per * j;
+    most = per * j > most ? per * j : most;
+    ntrees++;
+  }
+  return sum + (ntrees > 1 ? most : 0);
+}
+
 /* Registers a plan without the register chain keeps live across its
  * forloop beside the base, the accumulators and the largest product's
  * fragments: per-thread shared-memory offsets that depend on the thread
@@ -903,7 +949,7 @@ static int64_t unchained_live_regs(const mirs__plan *pl, const mirs__bgraph *bg)
     int64_t n = mirs__shape_numel(&bg->t[op->out].shape);
     c += (n + pl->nthreads - 1) / pl->nthreads * op->nin;
   }
-  return c;
+  return c + tree_offsets(pl, bg);
 }
 
 /* Registers per thread, estimated: a base for indices and addresses, the
@@ -921,7 +967,10 @@ static int32_t estimate_regs(const mirs__plan *pl, const mirs__bgraph *bg) {
    * A kernel without a matmul whose accumulators stay in registers (split-K's
    * combining kernel): its epilogue, unrolled over the thread's elements,
    * holds an output address of each (2, up to 16: gqa's, 9 elements, took
-   * 64 on sm_80 against an estimate of 46 without it). */
+   * 64 on sm_80 against an estimate of 46 without it), computed before
+   * the forloop and held across it like unchained_live_regs' offsets; a
+   * kernel without a loop (ntrans at forloop=1: 46 registers against 79
+   * with them) computes them where it stores. */
   int64_t ahead = 0, epilogue = 0;
   for (int32_t i = 0; i < bg->nops; i++) {
     const mirs__bop *op = &bg->ops[i];
@@ -968,7 +1017,7 @@ static int32_t estimate_regs(const mirs__plan *pl, const mirs__bgraph *bg) {
     } else { /* (accum_online: and its running max) */
       int64_t per = (n + pl->nthreads - 1) / pl->nthreads;
       regs += per * (op->op == MIRS_OP_ACCUM_ONLINE ? 2 : 1);
-      if (!pt->tree)
+      if (!pt->tree && bg->forloop > 1)
         epilogue += 2 * per;
     }
   }
