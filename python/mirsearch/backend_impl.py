@@ -63,8 +63,12 @@ def _make_piece_module(pp, kern):
                     self.consts[i] = b.apply(b.source.tensor.detach()).contiguous()
 
         def forward(self, *vals):
+            # A binding without a transpose is a reshape, which the kernel
+            # call does where it must (Kernel.__call__ reads a contiguous
+            # tensor of the element count as it is).
             it = iter(vals)
-            ins = [self.consts[i] if i in self.consts else b.apply(next(it))
+            ins = [self.consts[i] if i in self.consts else
+                   (b.apply(next(it)) if b.transpose else next(it))
                    for i, b in enumerate(self.bindings)]
             outs = self.kernel(*ins)
             return tuple(o.reshape(s) for o, s in zip(outs, self.out_shapes))

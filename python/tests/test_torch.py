@@ -445,6 +445,31 @@ class BackendTest(CacheTest):
         self.assertNotRegex(log2, "searched in|partitioned by the library")
         self.assertLess(max_rel(c2(x), ref), 1e-3)
 
+    def test_host_inputs_and_weights(self):
+        """The kernel call takes a dense tensor as it is and prepares any
+        other (Kernel.__call__): a permuted view and an input 4 bytes
+        off 16-byte alignment give eager's result; and
+        the weights are bound as they are (transposed in the program,
+        not copied at compile time), so one written in place is read."""
+        torch.manual_seed(2)
+        m = Small()
+        x = torch.randn(2, 4, 16)
+        c, _log = self.compile(m, [x], mode="host")
+        self.assertTrue(any(p["replaced"] for p in c.mirsearch_report["pieces"]))
+        self.assertLess(max_rel(c(x), m(x)), 1e-3)
+        xp = torch.randn(16, 4, 2).permute(2, 1, 0)  # [2, 4, 16], not contiguous
+        self.assertFalse(xp.is_contiguous())
+        self.assertLess(max_rel(c(xp), m(xp)), 1e-3)
+        buf = torch.randn(2 * 4 * 16 + 1)
+        xm = buf[1:].view(2, 4, 16)  # contiguous, its data 4 bytes past alignment
+        self.assertNotEqual(xm.data_ptr() % 16, 0)
+        self.assertLess(max_rel(c(xm), m(xm)), 1e-3)
+        with torch.no_grad():
+            m.fc.weight.mul_(-0.5)
+            m.out.weight.add_(0.25)
+        ref = m(x)
+        self.assertLess(max_rel(c(x), ref), 1e-3)
+
     def test_eager_mode_and_convexity(self):
         m = Branchy()
         x, w = torch.randn(4, 8), torch.randn(8, 8)
