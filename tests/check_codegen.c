@@ -62,7 +62,7 @@ static const char *const TESTGRAPHS[] = {
     "reduce_tree", "general_load",     "transpose_mma", "chain_attn", "chain_safe",
     "chain_split", "chain_split_safe", "chain_qknorm", "mma_swap",   "chain_chunks",
     "chain_nochunks", "chain_min", "chain_split_min", "splitk_gqa_small",
-    "splitk_causal_small", "splitk_gqa_safe_small"};
+    "splitk_causal_small", "splitk_gqa_safe_small", "chain_hd128", "gqa_hd128_small"};
 #define NTESTGRAPHS ((int)(sizeof TESTGRAPHS / sizeof TESTGRAPHS[0]))
 
 /* The search's bests at small shape (examples/best, scripts/search-bests.sh). */
@@ -317,6 +317,48 @@ static void emu_build(const char *dir, const char *rel, const char *flags, const
   }
   ck_assert_msg(rc == 0, "%s does not compile (%s)", rel, flags);
 }
+
+/* Head dim 128 (examples/gqa_hd128): the hand-written online form of the
+ * small example computes the program (fingerprints, host run), and a
+ * kernel whose shared memory leaves room for one block an SM and whose
+ * plan estimates more than 128 registers promises ptxas that one block
+ * (__launch_bounds__(128, 1)): left to size it for 4 blocks, ptxas 13.0
+ * gave the published best 128 registers and spilled 24 bytes on sm_90
+ * (cuda.c min_blocks).  Kernels under either bound keep the plain
+ * __launch_bounds__(128). */
+START_TEST(test_head_dim_128) {
+  mirs_context *ctx = tu_ctx(NULL);
+  mirs_graph *g = load(ctx, "tests/codegen/gqa_hd128_small.ugraph");
+  mirs_graph *p = load(ctx, "examples/gqa_hd128_small.graph");
+  mirs_verify_result v;
+  ck_assert_int_eq(mirs_verify(ctx, p, g, &v), MIRS_OK);
+  ck_assert_msg(v.equal && v.fingerprint_equal, "gqa_hd128_small: %s", v.reason);
+  double err = run_against(ctx, g, p, 11, "gqa_hd128_small");
+  ck_assert_msg(err <= mirs_codegen_tolerance(g), "gqa_hd128_small: relative error %g", err);
+  mirs_graph_destroy(g);
+  mirs_graph_destroy(p);
+  static const struct {
+    const char *file, *head;
+  } cases[] = {
+      /* 217408 bytes, ~154 registers: one block an SM promised */
+      {"tests/codegen/gqa_hd128.ugraph", "__launch_bounds__(128, 1) mirs_gqa_hd128_k0("},
+      /* 63808 bytes (3 blocks an SM), ~130 registers */
+      {"tests/codegen/chain_hd128.ugraph", "__launch_bounds__(128) mirs_chain_hd128_k0("},
+      /* ~66 registers */
+      {"tests/codegen/gqa_hd128_small.ugraph", "__launch_bounds__(128) mirs_gqa_hd128_small_k0("},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    g = load(ctx, cases[i].file);
+    char *cu = NULL;
+    ck_assert_msg(mirs_codegen_cuda(g, NULL, &cu) == MIRS_OK, "%s: %s", cases[i].file,
+                  mirs_last_error(ctx));
+    ck_assert_msg(strstr(cu, cases[i].head) != NULL, "%s: no '%s'", cases[i].file, cases[i].head);
+    mirs_free(ctx, cu);
+    mirs_graph_destroy(g);
+  }
+  mirs_context_destroy(ctx);
+}
+END_TEST
 
 /* Run dir/exe ARGS under thread-order seed `seed`, stdout and stderr to
  * dir/out; its exit status. */
@@ -1367,6 +1409,7 @@ static Suite *suite(void) {
   tcase_add_loop_test(tc, test_codegen_graphs_match_interpreter, 0, NTESTGRAPHS);
   tcase_add_test(tc, test_wrong_ugraph_fails);
   tcase_add_test(tc, test_splitk_matches_program);
+  tcase_add_test(tc, test_head_dim_128);
   tcase_add_test(tc, test_splitk_pair_predicate);
   tcase_add_test(tc, test_splitk_fuse_option);
   tcase_add_loop_test(tc, test_splitk_fused_runs, 0, NFUSED);

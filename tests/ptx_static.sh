@@ -98,7 +98,9 @@
 #                                       chain in 4 key chunks of 8 tiles;
 #                                       tests/codegen/splitk_gqa: gqa's split-K pair, split-K
 #                                       loads and f32 partials; tests/codegen/splitk_gqa_safe:
-#                                       gqa_safe's, online softmax with stored running maxes)
+#                                       gqa_safe's, online softmax with stored running maxes;
+#                                       tests/codegen/gqa_hd128: the head-dim-128 best, one block an
+#                                       SM promised to ptxas, no spill)
 #
 # NVCC picks the compiler (default: configure's, else nvcc on PATH),
 # MIRSEARCH the program (default: $top_builddir/src/mirsearch), KEEP=1
@@ -132,7 +134,7 @@ else
 fi
 wgpicked=0
 given=$# # (the loop below resets the positional parameters)
-names=${*:-gated_mlp gqa lora mha mqa ntrans qknorm_attention rmsnorm_linear causal_attention gqa_safe mha_safe tests/codegen/wgmma_f16 tests/codegen/wgmma_bf16 tests/codegen/chain_wide tests/codegen/mqa_wide tests/codegen/splitk_gqa tests/codegen/splitk_gqa_safe}
+names=${*:-gated_mlp gqa lora mha mqa ntrans qknorm_attention rmsnorm_linear causal_attention gqa_safe mha_safe tests/codegen/wgmma_f16 tests/codegen/wgmma_bf16 tests/codegen/chain_wide tests/codegen/mqa_wide tests/codegen/splitk_gqa tests/codegen/splitk_gqa_safe tests/codegen/gqa_hd128}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/mirs_ptx_static.XXXXXX")
 if [ "${KEEP:-0}" = 1 ]; then
   echo "ptx_static: files kept in $tmp"

@@ -9,8 +9,13 @@
 # 2) registers.  An under-estimate is the dangerous direction: the cost
 # model's occupancy reads the estimate, so a low one ranks a kernel as if
 # more of its blocks fitted an SM (tests/ptx_static.sh bounds the other
-# side loosely, REG_SLACK).  Also FAILS on a kernel that was not generated
-# or did not compile, and on any spill ptxas reports.
+# side loosely, REG_SLACK).  Not held for a kernel whose shared memory
+# leaves room for one block an SM (228 KiB, 1 KiB reserved a block): its
+# occupancy is one block whatever its registers, and the generator
+# promises ptxas that one block where the estimate is over 128 (cuda.c
+# one_block_an_sm), so ptxas may take more (gqa_safe and mha_safe: 168 /
+# 174 against 162).  Also FAILS on a kernel that was not generated or
+# did not compile, and on any spill ptxas reports.
 # tests/codegen/splitk_online_trees (an online softmax through shared
 # memory with two row trees in the forloop, 124 registers, estimated 84
 # before the trees' held offsets were counted) guards plan.c tree_offsets.
@@ -47,8 +52,13 @@ printf '%s\n' "$table" | awk -F'|' -v tol="$tol" -v n="$name" '
   { for (i = 2; i <= 10; i++) { gsub(/^ +| +$/, "", $i) }
     g = $2; k = $3; d = $8; s = $10 }
   k == "" { print n ": FAIL: " g ": " $5; bad++; next }
+  d + 0 < -tol && int(233472 / ($9 + 1024)) < 2 {
+    print n ": " g " " k ": estimate " $5 " under ptxas (" $6 " / " $7 "), not held: one block an SM by shared memory"
+    d = 0; free++ }
   d + 0 < -tol { print n ": FAIL: " g " " k ": estimate " $5 " is " (-d) " under ptxas (" $6 " / " $7 "), tolerance " tol; bad++ }
   s + 0 > 0 { print n ": FAIL: " g " " k ": " s " bytes of spills"; bad++ }
   { rows++ }
   END { if (rows == 0) { print n ": FAIL: no kernel measured"; bad++ }
-        if (bad) exit 1; print n ": " rows " kernels, none under ptxas by more than " tol }'
+        if (bad) exit 1
+        print n ": " rows " kernels, none under ptxas by more than " tol \
+          (free ? " (" free " of one block an SM not held)" : "") }'

@@ -1885,6 +1885,28 @@ static void emit_plan_comment(kgen *k, int32_t ki) {
   mirs__buf_puts(b, " */\n");
 }
 
+/* Whether to promise ptxas one block an SM (__launch_bounds__(n, 1)): for
+ * a kernel whose shared memory leaves room for one block on an H100/H200
+ * SM (228 KiB, 1 KiB of it reserved per block) and whose plan estimates
+ * more than LB_SQUEEZE registers.  Left alone, ptxas 13.0 sizes such a kernel for
+ * 4 blocks of 128 threads (128 registers), an occupancy its shared memory
+ * rules out, and spills: the gqa_hd128 best (217408 bytes, estimate 154)
+ * took 128 registers and 24 bytes of spill stores on sm_90; promised one
+ * block, 159 / 151 (sm_80 / sm_90) and none (bench/RESULTS.md, "Head dim
+ * 128").  The one block an SM holds may have up to 255 registers a
+ * thread, so the promise costs no occupancy.  Kernels estimated at or
+ * under 128 are left to ptxas: they fit its default.  So is a split-K
+ * pair run as one launch (emit_fused): its estimate is the larger body's,
+ * and promised one block, ptxas took 176 / 181 registers for
+ * tests/codegen/splitk_gqa_safe (estimate 150; 161 / 125 without, no
+ * spill). */
+#define LB_SMEM_SM (228 * 1024)
+#define LB_SMEM_RESERVED 1024
+#define LB_SQUEEZE 128
+static bool one_block_an_sm(const mirs__plan *pl) {
+  return pl->regs > LB_SQUEEZE && LB_SMEM_SM / (pl->smem + LB_SMEM_RESERVED) < 2;
+}
+
 /* Emit custom kernel ki's plan comment, signature, thread index and the
  * shared-memory pointers of its tiles. */
 static void emit_kernel_head(kgen *k, int32_t ki, const char *ename) {
@@ -1905,8 +1927,8 @@ static void emit_kernel_head(kgen *k, int32_t ki, const char *ename) {
                      "const unsigned by, const unsigned bz, ",
                      k->tail ? "MIRS_NOINLINE" : "__forceinline__", ename, (int)ki);
   else
-    mirs__buf_printf(b, "static __global__ void __launch_bounds__(%d) %s_k%d(", k->nthreads, ename,
-                     (int)ki);
+    mirs__buf_printf(b, "static __global__ void __launch_bounds__(%d%s) %s_k%d(", k->nthreads,
+                     one_block_an_sm(pl) ? ", 1" : "", ename, (int)ki);
   /* (No const __restrict__ on the partials the second body reads, nor
    * __restrict__ on those the first writes: other blocks of the launch
    * write what the tail reads.) */
