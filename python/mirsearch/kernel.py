@@ -18,6 +18,7 @@ fresh tensors (the contract forbids overlap)."""
 
 import ctypes
 import hashlib
+import math
 import os
 import subprocess
 import tempfile
@@ -31,13 +32,6 @@ TORCH_DTYPES = {"f16": "float16", "bf16": "bfloat16", "f32": "float32"}
 def _torch_dtype(name):
     import torch
     return getattr(torch, TORCH_DTYPES[name])
-
-
-def _numel(shape):
-    n = 1
-    for d in shape:
-        n *= d
-    return n
 
 
 def _aligned(t):
@@ -95,7 +89,9 @@ class Kernel:
         src = graph.cuda(self.entry)
         cache_dir = cache_dir or _cache.default_dir()
         self.compiled = False
-        self._in_specs = None
+        # Per input: torch dtype, shape, element count (__call__'s checks).
+        self._in_specs = [(_torch_dtype(dt), tuple(shape), math.prod(shape))
+                          for _n, dt, shape in self.sig.inputs]
         if mode == "host":
             emu = graph._L.mirs_codegen_emulation_header().decode()
             cxx = graph.ctx.get("codegen_cxx") or "c++"
@@ -118,20 +114,13 @@ class Kernel:
         else:
             raise ValueError("Kernel mode must be 'host' or 'cuda', not %r" % (mode,))
 
-    def _specs(self):
-        """Per input (torch dtype, shape, element count), made once."""
-        if self._in_specs is None:
-            self._in_specs = [(_torch_dtype(dt), tuple(shape), _numel(shape))
-                              for _n, dt, shape in self.sig.inputs]
-        return self._in_specs
-
     def __call__(self, *args):
         import torch
         if len(args) != len(self.sig.inputs):
             raise TypeError("kernel %s takes %d tensors, got %d"
                             % (self.entry, len(self.sig.inputs), len(args)))
         ins = []
-        for a, (dt, shape, numel) in zip(args, self._specs()):
+        for a, (dt, shape, numel) in zip(args, self._in_specs):
             # The entry point reads a dense buffer: a tensor already of the
             # dtype, contiguous, aligned and of the element count is that
             # buffer in row-major order whatever its shape (the reshape

@@ -3179,13 +3179,13 @@ static void emit_pdl_query(mirs__buf *b) {
  * after the first are `err = MIRS_PDL(pdl, MIRS_LAUNCH(...));`. */
 static void emit_launches(const mirs_graph *g, bool views, const char *ename, const int64_t *smem,
                           const int8_t *roles, const mirs__splitk_pair *pairs, const int64_t *coff,
-                          const int64_t *woff, const int32_t *first_out, bool pdl, mirs__buf *b) {
+                          const int64_t *woff, const int32_t *first_out, int32_t nlaunch, bool pdl,
+                          mirs__buf *b) {
   static const char check_launch[] = "    err = cudaGetLastError();\n"
                                      "    if (err != cudaSuccess)\n        return (int)err;\n";
   static const char check_pdl[] = ")));\n    if (err != cudaSuccess)\n        return (int)err;\n";
   char ptr[400];
-  const int32_t nlaunch = count_launches(g, views, roles, first_out);
-  int32_t at = 0; /* launches emitted */
+  int32_t at = 0; /* launches emitted (of nlaunch: count_launches) */
   for (int32_t i = 0; i < g->nops; i++)
     if (roles[i] == MIRS__SPLITK_HEAD)
       mirs__buf_printf(b,
@@ -3378,7 +3378,7 @@ mirs_status mirs__codegen_cuda_views(const mirs_graph *g, const char *entry, boo
   emit_attributes(g, ename, smem, b);
   if (pdl)
     emit_pdl_query(b);
-  emit_launches(g, views, ename, smem, roles, pairs, coff, woff, first_out, pdl, b);
+  emit_launches(g, views, ename, smem, roles, pairs, coff, woff, first_out, nlaunch, pdl, b);
   mirs__buf_puts(b, "    return MIRS_GEN_OK;\n}\n");
   if (b->failed)
     s = mirs__core_trace(ctx, MIRS_NOMEM, __func__, __FILE__, __LINE__);
