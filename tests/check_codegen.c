@@ -62,7 +62,8 @@ static const char *const TESTGRAPHS[] = {
     "reduce_tree", "general_load",     "transpose_mma", "chain_attn", "chain_safe",
     "chain_split", "chain_split_safe", "chain_qknorm", "mma_swap",   "chain_chunks",
     "chain_nochunks", "chain_min", "chain_split_min", "splitk_gqa_small",
-    "splitk_causal_small", "splitk_gqa_safe_small", "chain_hd128", "gqa_hd128_small"};
+    "splitk_causal_small", "splitk_gqa_safe_small", "chain_hd128", "gqa_hd128_small",
+    "chain_split_partials"};
 #define NTESTGRAPHS ((int)(sizeof TESTGRAPHS / sizeof TESTGRAPHS[0]))
 
 /* The search's bests at small shape (examples/best, scripts/search-bests.sh). */
@@ -929,6 +930,32 @@ START_TEST(test_tree_regs) {
 }
 END_TEST
 
+/* Run `file` host-emulated in three thread orders (emu_seed): each within
+ * its dtype's tolerance of the float64 interpreter, all the same bits. */
+static void check_thread_orders(mirs_context *ctx, const char *file) {
+  mirs_graph *g = load(ctx, file);
+  mirs_eval_result *first = NULL;
+  for (int seed = 0; seed < 3; seed++) {
+    char v[16];
+    snprintf(v, sizeof v, "%d", seed * 5 + 2);
+    ck_assert_int_eq(mirs_option_set(ctx, "emu_seed", v), MIRS_OK);
+    mirs_eval_result *r = NULL;
+    double err = -1;
+    ck_assert_msg(mirs_codegen_run(g, 7, MIRS_BACKEND_HOST, &r, &err) == MIRS_OK,
+                  "%s emu_seed %s: %s", file, v, mirs_last_error(ctx));
+    ck_assert_msg(err <= mirs_codegen_tolerance(g), "%s emu_seed %s: relative error %g", file, v,
+                  err);
+    if (first) {
+      ck_assert_double_eq(mirs__eval_max_rel_error(first, r), 0.0);
+      mirs_eval_result_destroy(r);
+    } else {
+      first = r;
+    }
+  }
+  mirs_eval_result_destroy(first);
+  mirs_graph_destroy(g);
+}
+
 /* The register chain (plan decision 8): planned where the warps divide
  * into the 16-row strips of S = Q·K and E·V (ks warps a strip), E gets no
  * shared memory (a split strip's row values get an exchange of ks values
@@ -1004,30 +1031,52 @@ START_TEST(test_register_chain) {
   static const int small[] = {0, 1, 2, 3, 4, 12, 15, 16};
   ck_assert_ptr_nonnull(strstr(cases[12].file, "chain_chunks"));
   ck_assert_ptr_nonnull(strstr(cases[15].file, "chain_min"));
-  for (size_t si = 0; si < sizeof small / sizeof small[0]; si++) {
-    int f = small[si];
-    mirs_graph *g = load(ctx, cases[f].file);
-    mirs_eval_result *first = NULL;
-    for (int seed = 0; seed < 3; seed++) {
-      char v[16];
-      snprintf(v, sizeof v, "%d", seed * 5 + 2);
-      ck_assert_int_eq(mirs_option_set(ctx, "emu_seed", v), MIRS_OK);
-      mirs_eval_result *r = NULL;
-      double err = -1;
-      ck_assert_msg(mirs_codegen_run(g, 7, MIRS_BACKEND_HOST, &r, &err) == MIRS_OK,
-                    "%s emu_seed %s: %s", cases[f].file, v, mirs_last_error(ctx));
-      ck_assert_msg(err <= mirs_codegen_tolerance(g), "%s emu_seed %s: relative error %g",
-                    cases[f].file, v, err);
-      if (first) {
-        ck_assert_double_eq(mirs__eval_max_rel_error(first, r), 0.0);
-        mirs_eval_result_destroy(r);
-      } else {
-        first = r;
-      }
+  for (size_t si = 0; si < sizeof small / sizeof small[0]; si++)
+    check_thread_orders(ctx, cases[small[si]].file);
+  mirs_context_destroy(ctx);
+}
+END_TEST
+
+/* The first kernel of a split-K online softmax keeps its register chain
+ * (plan.c try_chain): the row max it stores beside its online sums,
+ * accum_max of a row value, is a row accumulator of the chain, so S and E
+ * stay in registers and E·V is 16-bit, as in the one-kernel form.  Before,
+ * that accumulator refused the chain: S, E and the partials went through
+ * shared memory and E·V ran as tf32 (gqa_safe's split-K best 37.5 us
+ * predicted on H100, 25.3 with the chain).  Small and published shapes;
+ * the small one run in three thread orders: within tolerance, same bits. */
+START_TEST(test_chain_split_partials) {
+  static const struct {
+    const char *file;
+    int32_t ks; /* warps per strip */
+  } cases[] = {{"tests/codegen/chain_split_partials.ugraph", 4},
+               {"tests/codegen/splitk_gqa_safe.ugraph", 2}};
+  mirs_context *ctx = tu_ctx(NULL);
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    mirs_graph *g = load(ctx, cases[i].file);
+    ck_assert(g->ops[0].bg && g->ops[1].bg);
+    const mirs__bgraph *bg = g->ops[0].bg;
+    mirs__plan pl, off;
+    ck_assert_int_eq(mirs__plan_build(ctx, g, 0, MIRS__PLAN_SMEM_MAX, true, &pl), MIRS_OK);
+    ck_assert_int_eq(mirs__plan_build(ctx, g, 0, MIRS__PLAN_SMEM_MAX, false, &off), MIRS_OK);
+    ck_assert_msg(pl.chain.on, "%s: no chain", cases[i].file);
+    ck_assert_int_eq(pl.chain.ks, cases[i].ks);
+    ck_assert_int_eq(pl.chain.mma2, MIRS__MMA_16);
+    int32_t nmax = 0;
+    for (int32_t j = 0; j < bg->nops; j++) {
+      if (bg->ops[j].op != MIRS_OP_ACCUM_MAX)
+        continue;
+      nmax++;
+      ck_assert(pl.op[j].chain);
+      ck_assert_int_eq(pl.t[bg->ops[j].out].frag, MIRS__FRAG_ROW);
     }
-    mirs_eval_result_destroy(first);
+    ck_assert_int_eq(nmax, 1);
+    ck_assert_int_lt(pl.smem, off.smem);
+    mirs__plan_free(&pl);
+    mirs__plan_free(&off);
     mirs_graph_destroy(g);
   }
+  check_thread_orders(ctx, cases[0].file);
   mirs_context_destroy(ctx);
 }
 END_TEST
@@ -1399,6 +1448,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_emu_primitives);
   tcase_add_test(tc, test_plan_smem_matches_launch);
   tcase_add_test(tc, test_register_chain);
+  tcase_add_test(tc, test_chain_split_partials);
   tcase_add_test(tc, test_chunk_by_regs);
   tcase_add_test(tc, test_tree_regs);
   tcase_add_test(tc, test_smem_lifetimes);

@@ -1069,6 +1069,11 @@ static void emit_chain_op(kgen *k, int32_t oi, int64_t ntl) {
                    mirs__graph_ops[op->op].name, bg->t[x].name, y >= 0 ? ", " : "",
                    y >= 0 ? bg->t[y].name : "");
   mirs__buf_puts(b, "      MIRS_UNROLL for (int h = 0; h < 2; h++) {\n");
+  if (op->op == MIRS_OP_ACCUM_MAX || op->op == MIRS_OP_ACCUM_MIN) { /* of a row value */
+    mirs__buf_printf(b, "        accr%d[h] = %s(accr%d[h], r%d[h]);\n      }\n", (int)o,
+                     red_fn(op->op), (int)o, (int)x);
+    return;
+  }
   if (op->op == MIRS_OP_ACCUM_SUM) {
     emit_row_reduce(k, x, ntl, MIRS_OP_SUM);
     mirs__buf_printf(b, "        accr%d[h] += ss;\n      }\n", (int)o);
@@ -1985,8 +1990,8 @@ static void emit_acc_init(kgen *k, const mirs__sched *sched) {
                        q.per, (int)t, (int)t, (int)t, (int)t);
     } else if (pl->t[t].frag == MIRS__FRAG_ROW) {
       mirs__buf_printf(
-          b, "    float accr%d[2] = {0.0f, 0.0f}; /* %s: rows gq, gq + 8 of the warp's strip */\n",
-          (int)t, bg->t[t].name);
+          b, "    float accr%d[2] = {%s, %s}; /* %s: rows gq, gq + 8 of the warp's strip */\n",
+          (int)t, red_start(op->op), red_start(op->op), bg->t[t].name);
     } else if (pl->t[t].acc_smem) {
       mirs__buf_printf(b, "    float *const a%d = (float *)((char *)mirs_smem + %" PRId64 ");\n",
                        (int)t, pl->t[t].aoff);

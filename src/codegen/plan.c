@@ -340,7 +340,11 @@ static bool try_chain(mirs__plan *pl, const mirs_graph *g, const mirs__bgraph *b
           (op->op == MIRS_OP_ACCUM && ch[x] == CH_O) ||
           (op->op == MIRS_OP_ACCUM_ONLINE && (ch[x] == CH_O || ch[x] == CH_ROW) && y >= 0 &&
            ch[y] == CH_ROW) ||
-          (op->op == MIRS_OP_ACCUM_SUM && ch[x] == CH_C && op->dim == bg->t[x].shape.ndim - 1);
+          (op->op == MIRS_OP_ACCUM_SUM && ch[x] == CH_C && op->dim == bg->t[x].shape.ndim - 1) ||
+          /* (a running max or min of a row value: a split-K pair's first
+           * kernel stores each row's max beside its online sums) */
+          ((op->op == MIRS_OP_ACCUM_MAX || op->op == MIRS_OP_ACCUM_MIN) && ch[x] == CH_ROW &&
+           y < 0 && mirs__shape_eq(&bg->t[o].shape, &bg->t[x].shape));
       if (!ok)
         return false;
       acc[o] = ch[x] == CH_O ? CH_C : CH_ROW;
