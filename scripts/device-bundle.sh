@@ -123,7 +123,7 @@ LD_LIBRARY_PATH=$bundle/lib "$bundle/bin/mirsearch" --version >/dev/null
 # ---------------------------------------------------------------- best µGraphs
 missing=""
 mkdir -p "$build/search"
-for n in rmsnorm_linear gqa qknorm_attention lora gated_mlp ntrans mha mqa causal_attention gqa_safe mha_safe; do
+for n in rmsnorm_linear gqa qknorm_attention lora gated_mlp ntrans mha mqa causal_attention gqa_safe mha_safe gqa_hd128; do
   for name in "$n" "${n}_small"; do
     if [ -f "$root/examples/best/$name.ugraph" ]; then
       cp "$root/examples/best/$name.ugraph" "$bundle/best/"

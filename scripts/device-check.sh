@@ -266,7 +266,7 @@ if [ -z "$state" ]; then
 fi
 mkdir -p "$state" || exit 3
 # DEVICE_CHECK_EXAMPLES: a subset of the published examples (a rerun of some).
-published=${DEVICE_CHECK_EXAMPLES:-"rmsnorm_linear gqa qknorm_attention lora gated_mlp ntrans mha mqa causal_attention gqa_safe mha_safe"}
+published=${DEVICE_CHECK_EXAMPLES:-"rmsnorm_linear gqa qknorm_attention lora gated_mlp ntrans mha mqa causal_attention gqa_safe mha_safe gqa_hd128"}
 small=""
 for n in $published; do small="$small ${n}_small"; done
 

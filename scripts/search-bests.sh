@@ -1,7 +1,8 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # Regenerate examples/best/: the best µGraph the search finds for each of
-# the 8 published examples and causal_attention, at its published shape
+# the 8 published examples, causal_attention, gqa_safe, mha_safe and
+# gqa_hd128, at its published shape
 # (NAME.ugraph) and at its small shape (NAME_small.ugraph).
 # tests/ptx_static.sh reads the published
 # ones; rerun this after a change to the search space or the cost model
@@ -9,7 +10,7 @@
 #
 #   scripts/search-bests.sh [NAME...]
 #
-# Default: all 9 examples.  One search at a time (a published-shape search
+# Default: all 12 examples.  One search at a time (a published-shape search
 # takes up to ~80 CPU s), each in a private temporary --out directory, its
 # best.ugraph copied into place only when the search succeeds.  MIRSEARCH
 # picks the binary (default src/mirsearch), THREADS its --threads (default:
@@ -17,7 +18,7 @@
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 bin=${MIRSEARCH:-$top/src/mirsearch}
-names=${*:-gated_mlp gqa lora mha mqa ntrans qknorm_attention rmsnorm_linear causal_attention gqa_safe mha_safe}
+names=${*:-gated_mlp gqa lora mha mqa ntrans qknorm_attention rmsnorm_linear causal_attention gqa_safe mha_safe gqa_hd128}
 [ -x "$bin" ] || { echo "search-bests: $bin is not built (make first)" >&2; exit 2; }
 mkdir -p "$top/examples/best"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/mirs_bests.XXXXXX")

@@ -69,7 +69,7 @@ static const char *const TESTGRAPHS[] = {
 /* The search's bests at small shape (examples/best, scripts/search-bests.sh). */
 static const char *const BESTS[] = {
     "gated_mlp",       "gqa", "lora", "mha", "mqa", "ntrans", "qknorm_attention", "rmsnorm_linear",
-    "causal_attention", "gqa_safe", "mha_safe"};
+    "causal_attention", "gqa_safe", "mha_safe", "gqa_hd128"};
 #define NBESTS ((int)(sizeof BESTS / sizeof BESTS[0]))
 
 /* Small examples searched for results the generator was not written against. */

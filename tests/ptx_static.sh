@@ -134,7 +134,7 @@ else
 fi
 wgpicked=0
 given=$# # (the loop below resets the positional parameters)
-names=${*:-gated_mlp gqa lora mha mqa ntrans qknorm_attention rmsnorm_linear causal_attention gqa_safe mha_safe tests/codegen/wgmma_f16 tests/codegen/wgmma_bf16 tests/codegen/chain_wide tests/codegen/mqa_wide tests/codegen/splitk_gqa tests/codegen/splitk_gqa_safe tests/codegen/gqa_hd128}
+names=${*:-gated_mlp gqa lora mha mqa ntrans qknorm_attention rmsnorm_linear causal_attention gqa_safe mha_safe gqa_hd128 tests/codegen/wgmma_f16 tests/codegen/wgmma_bf16 tests/codegen/chain_wide tests/codegen/mqa_wide tests/codegen/splitk_gqa tests/codegen/splitk_gqa_safe tests/codegen/gqa_hd128}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/mirs_ptx_static.XXXXXX")
 if [ "${KEEP:-0}" = 1 ]; then
   echo "ptx_static: files kept in $tmp"
