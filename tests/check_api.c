@@ -200,6 +200,76 @@ START_TEST(test_cost_query) {
 }
 END_TEST
 
+/* The terms of a predicted time (show --cost): a kernel's seconds lies
+ * between its fixed cost plus the larger of memory and compute and its
+ * fixed cost plus both (a cp.async pipeline overlaps all but one
+ * iteration's worth); a predefined op's is exactly fixed plus the larger;
+ * a graph's terms are its kernels' sums; a custom kernel has its plan's
+ * registers, stages, occupancy and bank-conflict factor; the tail of a
+ * split-K pair run as one launch has no fixed cost, its head one launch
+ * more than a lone kernel (the counters' memset); and a caller's struct of
+ * the size before these fields gets none of them. */
+START_TEST(test_cost_terms) {
+  static const char *const files[] = {"examples/rmsnorm_linear_small.graph",
+                                      "examples/best/gqa_hd128.ugraph",
+                                      "examples/best/gqa_safe.ugraph",
+                                      "examples/best/rmsnorm_linear.ugraph"};
+  mirs_context *ctx = tu_ctx(NULL);
+  double lone_fixed = -1, head_fixed = -1;
+  for (size_t f = 0; f < sizeof files / sizeof files[0]; f++) {
+    mirs_graph *g;
+    ck_assert_int_eq(mirs_graph_parse_file(ctx, tu_src(files[f]), &g), MIRS_OK);
+    mirs_cost total = MIRS_COST_INIT;
+    ck_assert_int_eq(mirs_graph_cost(ctx, g, "H100", &total), MIRS_OK);
+    ck_assert(total.feasible);
+    double fixed = 0, mem = 0, comp = 0, eps = 1e-12;
+    for (int k = 0; k < mirs_graph_num_ops(g); k++) {
+      mirs_kernel_view kv = MIRS_KERNEL_VIEW_INIT;
+      mirs_cost c = MIRS_COST_INIT;
+      ck_assert_int_eq(mirs_graph_kernel(g, k, &kv), MIRS_OK);
+      ck_assert_int_eq(mirs_graph_kernel_cost(ctx, g, k, "H100", &c), MIRS_OK);
+      ck_assert(c.memory_seconds > 0 && c.compute_seconds > 0);
+      double hi = fmax(c.memory_seconds, c.compute_seconds);
+      ck_assert_msg(c.seconds >= c.fixed_seconds + hi - eps &&
+                        c.seconds <= c.fixed_seconds + c.memory_seconds + c.compute_seconds + eps,
+                    "%s kernel %d: %g not within its terms", files[f], k, c.seconds);
+      if (kv.block) {
+        ck_assert(c.registers > 0 && c.registers <= 255);
+        ck_assert(c.stages >= 1 && c.blocks_per_sm >= 1 && c.bank_conflicts >= 1);
+        if (c.split_k_pair == 2)
+          ck_assert(c.fixed_seconds == 0);
+        else if (c.split_k_pair == 1)
+          head_fixed = c.fixed_seconds;
+        else
+          lone_fixed = c.fixed_seconds;
+      } else {
+        ck_assert(fabs(c.seconds - (c.fixed_seconds + hi)) < eps);
+        ck_assert(c.registers == 0 && c.stages == 0 && c.blocks_per_sm == 0);
+      }
+      fixed += c.fixed_seconds;
+      mem += c.memory_seconds;
+      comp += c.compute_seconds;
+    }
+    ck_assert(fabs(total.fixed_seconds - fixed) < eps && fabs(total.memory_seconds - mem) < eps &&
+              fabs(total.compute_seconds - comp) < eps);
+    mirs_graph_destroy(g);
+  }
+  ck_assert(lone_fixed > 0 && head_fixed > lone_fixed);
+  /* (a struct of the earlier size: the new fields are not written) */
+  mirs_graph *u;
+  ck_assert_int_eq(mirs_graph_parse_file(ctx, tu_src(files[1]), &u), MIRS_OK);
+  mirs_cost old = MIRS_COST_INIT;
+  old.struct_size = offsetof(mirs_cost, fixed_seconds);
+  old.fixed_seconds = -7;
+  old.bank_conflicts = -7;
+  ck_assert_int_eq(mirs_graph_kernel_cost(ctx, u, 1, NULL, &old), MIRS_OK);
+  ck_assert_uint_eq(old.struct_size, offsetof(mirs_cost, fixed_seconds));
+  ck_assert(old.seconds > 0 && old.fixed_seconds == -7 && old.bank_conflicts == -7);
+  mirs_graph_destroy(u);
+  mirs_context_destroy(ctx);
+}
+END_TEST
+
 /* Sized structs: stats and verify results fill at most what was passed. */
 START_TEST(test_sized_structs) {
   mirs_context *ctx = tu_ctx(NULL);
@@ -296,6 +366,7 @@ static Suite *api_suite(void) {
   tcase_add_test(t, test_walk_custom_kernel);
   tcase_add_test(t, test_walk_program);
   tcase_add_test(t, test_cost_query);
+  tcase_add_test(t, test_cost_terms);
   tcase_add_test(t, test_sized_structs);
   tcase_add_test(t, test_report_json);
   suite_add_tcase(s, t);

@@ -757,6 +757,16 @@ START_TEST(test_first_mistakes) {
   run_cli(&r, buf, "show", path, NULL);
   assert_usage_error(&r);
   run_free(&r);
+  /* show --cost: a terms line under each kernel; not with --dot */
+  run_cli(&r, "show", "--cost", path, NULL);
+  ck_assert_msg(r.rc == 0, "show --cost: exit %d: %s", r.rc, r.err);
+  ck_assert_ptr_nonnull(strstr(r.out, "\n    cost: fixed "));
+  ck_assert_ptr_nonnull(strstr(r.out, " registers, "));
+  run_free(&r);
+  run_cli(&r, "show", "--cost", "--dot", path, NULL);
+  assert_usage_error(&r);
+  ck_assert_ptr_nonnull(strstr(r.err, "--cost"));
+  run_free(&r);
   char hdr[800], cu[800];
   snprintf(hdr, sizeof hdr, "%s/k.h", dir);
   snprintf(cu, sizeof cu, "%s/missing/k.cu", dir);

@@ -239,8 +239,25 @@ typedef struct mirs_cost {
                         * launch runs the second too; seconds include the counters' memset),
                         * 2 the second (no launch of its own: kernels 0, seconds its tail,
                         * one block's combine); 0 otherwise and for graphs */
+  /* The terms of `seconds` (docs/SEARCH.md, "Cost model"; a graph: the
+   * sums over its kernels).  A kernel's seconds is fixed_seconds plus
+   * max(memory, compute) plus the shorter of the two over the forloop's
+   * iterations where a cp.async pipeline overlaps them, else plus both. */
+  double fixed_seconds;   /* the launch and a kernel's fixed cost (a fused split-K pair's first
+                           * kernel: and its counters' memset; its second kernel: 0) */
+  double memory_seconds;  /* device-memory bytes over the bandwidth the kernel reaches (its
+                           * blocks' share of the device, the bytes they keep in flight) */
+  double compute_seconds; /* custom kernel: the on-chip time of its busiest SM (tensor cores,
+                           * shared memory, CUDA cores, at the share of the peak its resident
+                           * warps reach); predefined op: its flops at the peak rates */
+  int registers;          /* custom kernel: registers per thread, the plan's estimate; else 0 */
+  int stages;             /* custom kernel: cp.async pipeline stages (1: none); else 0 */
+  int blocks_per_sm;      /* custom kernel: blocks resident per SM (shared memory, threads,
+                           * registers); else 0 */
+  double bank_conflicts;  /* custom kernel: the worst shared-memory bank-conflict factor of its
+                           * plan (1: none); else 0 */
 } mirs_cost;
-#define MIRS_COST_INIT {sizeof(mirs_cost), 0, 0, 0, 0, 0, 0, 0, "", 0, 0}
+#define MIRS_COST_INIT {sizeof(mirs_cost), 0, 0, 0, 0, 0, 0, 0, "", 0, 0, 0, 0, 0, 0, 0, 0, 0}
 
 /* Cost of g on device (a profile name like "H100"; NULL: the context's
  * cost_device option).  MIRS_INVALID_ARG naming the known devices when

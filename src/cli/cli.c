@@ -70,6 +70,7 @@ enum {
   OPT_TOP,
   OPT_PROGRESS,
   OPT_DOT,
+  OPT_COST,
   OPT_MAN,
   OPT_BACKEND,
   OPT_HEADER,
@@ -102,6 +103,7 @@ static const struct option fixed_options[] = {
     {"top", required_argument, NULL, OPT_TOP},
     {"progress-interval", required_argument, NULL, OPT_PROGRESS},
     {"dot", no_argument, NULL, OPT_DOT},
+    {"cost", no_argument, NULL, OPT_COST},
     {"man", no_argument, NULL, OPT_MAN},
     {"backend", required_argument, NULL, OPT_BACKEND},
     {"header", required_argument, NULL, OPT_HEADER},
@@ -139,6 +141,7 @@ typedef struct cli {
   long top;            /* --top: results written (0 all) */
   double progress;     /* --progress-interval in seconds; < 0: the default */
   int dot;             /* show --dot */
+  int cost;            /* show --cost */
   const char *output;  /* codegen -o FILE */
   const char *header;  /* codegen --header=FILE */
   const char *backend; /* run --backend: "host", "cuda" or NULL (auto) */
@@ -453,6 +456,9 @@ static int parse_options(cli *c, int argc, char **argv) {
     case OPT_DOT:
       c->dot = 1;
       break;
+    case OPT_COST:
+      c->cost = 1;
+      break;
     case OPT_PROGRAM:
       c->program = optarg;
       break;
@@ -525,7 +531,7 @@ static const char *const usage_lines[] = {
     PROG " [OPTIONS] check FILE",
     PROG " [OPTIONS] eval FILE [--seed=N]",
     PROG " [OPTIONS] verify PROGRAM CANDIDATE",
-    PROG " [OPTIONS] show [--dot] FILE",
+    PROG " [OPTIONS] show [--dot | --cost] FILE",
     PROG " [OPTIONS] codegen FILE [-o FILE.cu] [--header=FILE.h]",
     PROG " [OPTIONS] run FILE [--seed=N] [--backend=host|cuda]",
     PROG " [OPTIONS] bench FILE [--program=FILE] [--cuda-graph]",
@@ -604,6 +610,8 @@ static const help_row help_rows[] = {
     {"--seed=N", "seed for random inputs (the library option 'seed')"},
     {"--set NAME=VALUE", "set any library option below"},
     {"--dot", "show: print a Graphviz (dot) diagram instead of the summary"},
+    {"--cost", "show: under each kernel the terms of its predicted time (fixed, memory, "
+               "compute; registers, stages, blocks per SM, bank conflicts)"},
     {NULL, "Search options (with FILE.graph)"},
     {"--out=DIR", "output directory (default: PROGRAM.out, from the program's name); checked, "
                   "created and locked before the search; a previous run's results in it are "
@@ -1794,7 +1802,13 @@ static int cmd_show(cli *c, const char *path) {
   int rc = load_graph(c, path, &g);
   if (rc != EXIT_OK)
     return rc;
-  mirs_status s = c->dot ? mirs__cli_show_dot(c->out, g) : mirs__cli_show_summary(c->out, c->ctx, g);
+  if (c->dot && c->cost) {
+    mirs_graph_destroy(g);
+    cli_error(c, "show: --cost adds to the summary, not to --dot's diagram");
+    return EXIT_USAGE;
+  }
+  mirs_status s = c->dot ? mirs__cli_show_dot(c->out, g)
+                         : mirs__cli_show_summary(c->out, c->ctx, g, c->cost);
   mirs_graph_destroy(g);
   return s == MIRS_OK ? finish_output(c) : cli_fail(c, s, 0);
 }
@@ -1952,6 +1966,7 @@ static int misplaced_option(cli *c, int cmd, const char *what) {
       {c->header != NULL, "--header", "codegen", CODEGEN},
       {c->backend != NULL, "--backend", "run", RUN},
       {c->dot, "--dot", "show", SHOW},
+      {c->cost, "--cost", "show", SHOW},
       {c->program != NULL, "--program", "bench", BENCH},
       {c->source_dir != NULL, "--source-dir", "bench", BENCH},
       {c->calibrate != NULL, "--calibrate", "bench", BENCH},

@@ -45,6 +45,20 @@ static void put_cost(FILE *o, const mirs_cost *c) {
     fprintf(o, "infeasible: %s", c->reason);
 }
 
+/* show --cost: the terms of a predicted time (mirs_cost, docs/SEARCH.md
+ * "Cost model"), and for a custom kernel what its plan gives them. */
+static void put_terms(FILE *o, const mirs_cost *c, int custom) {
+  if (!c->feasible)
+    return;
+  fprintf(o, "    cost: fixed %.3f us, memory %.3f us, compute %.3f us", c->fixed_seconds * 1e6,
+          c->memory_seconds * 1e6, c->compute_seconds * 1e6);
+  if (custom)
+    fprintf(o, "; ~%d registers, %d stage%s, %d block%s per SM, bank conflicts %.2gx",
+            c->registers, c->stages, c->stages == 1 ? "" : "s", c->blocks_per_sm,
+            c->blocks_per_sm == 1 ? "" : "s", c->bank_conflicts);
+  fputc('\n', o);
+}
+
 /* One block op line of a custom kernel. */
 static void put_block_op(FILE *o, const mirs_graph *g, const mirs_block_graph *bg,
                          const mirs_block_op_view *b) {
@@ -78,7 +92,7 @@ static void put_block_op(FILE *o, const mirs_graph *g, const mirs_block_graph *b
 }
 
 /* The readable summary. */
-mirs_status mirs__cli_show_summary(FILE *o, mirs_context *ctx, const mirs_graph *g) {
+mirs_status mirs__cli_show_summary(FILE *o, mirs_context *ctx, const mirs_graph *g, int cost) {
   int nops = mirs_graph_num_ops(g), ncustom = mirs_graph_num_custom(g);
   mirs_cost total = MIRS_COST_INIT;
   mirs_status s = mirs_graph_cost(ctx, g, NULL, &total);
@@ -90,6 +104,9 @@ mirs_status mirs__cli_show_summary(FILE *o, mirs_context *ctx, const mirs_graph 
           mirs_graph_name(g), total.kernels, total.kernels == 1 ? "" : "s", ncustom);
   put_cost(o, &total);
   fprintf(o, " on %s\n", device);
+  if (cost && total.feasible)
+    fprintf(o, "cost: the kernels' fixed %.3f us, memory %.3f us, compute %.3f us (sums)\n",
+            total.fixed_seconds * 1e6, total.memory_seconds * 1e6, total.compute_seconds * 1e6);
   fputs("inputs:", o);
   for (int t = 0, first = 1; t < mirs_graph_num_tensors(g); t++)
     if (mirs_tensor_producer(g, t) < 0) {
@@ -119,6 +136,8 @@ mirs_status mirs__cli_show_summary(FILE *o, mirs_context *ctx, const mirs_graph 
       else if (kc.split_k_pair == 2)
         fprintf(o, " (in kernel %d's launch: the last block of each group combines)", k);
       fputc('\n', o);
+      if (cost)
+        put_terms(o, &kc, 1);
       for (int b = 0; b < kv.num_block_ops; b++) {
         mirs_block_op_view bv = MIRS_BLOCK_OP_VIEW_INIT;
         if ((s = mirs_block_graph_op(kv.block, b, &bv)) != MIRS_OK)
@@ -147,6 +166,8 @@ mirs_status mirs__cli_show_summary(FILE *o, mirs_context *ctx, const mirs_graph 
     fputs(", ", o);
     put_cost(o, &kc);
     fputc('\n', o);
+    if (cost && kc.kernels > 0) /* (a view moves nothing) */
+      put_terms(o, &kc, 0);
   }
   fputs("outputs:", o);
   for (int i = 0; i < mirs_graph_num_outputs(g); i++) {

@@ -8,8 +8,10 @@
 
 #include "mirsearch.h"
 
-/* The readable per-kernel summary (costs on the context's cost_device). */
-mirs_status mirs__cli_show_summary(FILE *out, mirs_context *ctx, const mirs_graph *g);
+/* The readable per-kernel summary (costs on the context's cost_device);
+ * with `cost`, the terms of each predicted time under its line. */
+mirs_status mirs__cli_show_summary(FILE *out, mirs_context *ctx, const mirs_graph *g,
+                                   int cost);
 /* A Graphviz (dot) diagram of g. */
 mirs_status mirs__cli_show_dot(FILE *out, const mirs_graph *g);
 

@@ -839,7 +839,8 @@ static void finish_time(const mirs__cost_device *d, mirs__cost_kernel *k, double
   k->flops = k->tc_flops + k->simt_flops;
   k->mem_seconds = k->bytes / (d->hbm_bw * ub);
   k->compute_seconds = k->tc_flops / (d->tc_peak * u) + k->simt_flops / (d->f32_peak * u);
-  k->seconds = d->launch_s + KERNEL_FIXED_S +
+  k->fixed_seconds = d->launch_s + KERNEL_FIXED_S;
+  k->seconds = k->fixed_seconds +
                (k->mem_seconds > k->compute_seconds ? k->mem_seconds : k->compute_seconds);
 }
 
@@ -1071,7 +1072,9 @@ static mirs_status cost_custom(mirs_context *ctx, const mirs__cost_device *d, co
   double lo = k->mem_seconds < on ? k->mem_seconds : on;
   double hi = k->mem_seconds < on ? on : k->mem_seconds;
   double body = pl.pipelined ? hi + lo / F : k->mem_seconds + on;
-  k->seconds = (tail ? 0 : d->launch_s + KERNEL_FIXED_S) + body;
+  k->fixed_seconds = tail ? 0 : d->launch_s + KERNEL_FIXED_S;
+  k->occupancy = (int32_t)occ;
+  k->seconds = k->fixed_seconds + body;
   char label[160];
   if (!pl.feasible) {
     k->feasible = false;
@@ -1164,8 +1167,10 @@ mirs_status mirs__cost_kernel_op(mirs_context *ctx, const mirs__cost_device *d, 
   out->split_k = (int8_t)mirs__plan_splitk_role(ctx, g, op, &pair);
   MIRS_CHECK(ctx, cost_custom(ctx, d, g, op, k, out->split_k == MIRS__SPLITK_TAIL,
                               out->split_k == MIRS__SPLITK_HEAD ? pair.k2 : -1, out));
-  if (out->split_k == MIRS__SPLITK_HEAD && out->feasible)
+  if (out->split_k == MIRS__SPLITK_HEAD && out->feasible) {
     out->seconds += d->launch_s;
+    out->fixed_seconds += d->launch_s;
+  }
   return MIRS_OK;
 }
 
@@ -1199,6 +1204,9 @@ mirs_status mirs__cost_graph(mirs_context *ctx, const mirs__cost_device *d, cons
       memcpy(out->reason, k.reason, sizeof out->reason);
     }
     out->seconds += k.seconds;
+    out->fixed_seconds += k.fixed_seconds;
+    out->mem_seconds += k.mem_seconds;
+    out->compute_seconds += k.compute_seconds;
   }
   if (!out->feasible)
     out->seconds = INFINITY;

@@ -89,6 +89,8 @@ typedef struct mirs__cost_kernel {
   int32_t op; /* kernel op index */
   bool custom;
   double seconds;         /* launch + KERNEL_FIXED_S + max(memory, compute) and more: cost.c */
+  double fixed_seconds;   /* the launch and KERNEL_FIXED_S in seconds (a fused split-K pair's
+                           * first kernel: and its counters' memset; its tail and views: 0) */
   double mem_seconds;     /* bytes / effective bandwidth */
   double compute_seconds; /* predefined: tc_flops / tc peak + simt_flops / f32 peak; custom:
                            * the on-chip time of the busiest SM (latency terms, cost.c) */
@@ -102,6 +104,7 @@ typedef struct mirs__cost_kernel {
   double utilisation;     /* min(1, blocks / sms) (1 for predefined ops) */
   int32_t stages;         /* custom: pipeline stages of its plan */
   int32_t regs;           /* custom: registers per thread, estimated by its plan */
+  int32_t occupancy;      /* custom: resident blocks per SM (shared memory, threads, registers) */
   bool pipelined;         /* custom: loads overlap compute (cp.async stages) */
   double inflight;        /* custom: bytes in flight device-wide (resident blocks x plan) */
   double live;            /* custom: the plan's live share of forloop tiles (1: no skipping) */
@@ -124,6 +127,7 @@ typedef struct mirs__cost_result {
   double flops;
   int32_t kernels;   /* kernel launches = kernel ops */
   int64_t smem_peak; /* largest per-block shared memory of any kernel */
+  double fixed_seconds, mem_seconds, compute_seconds; /* sums of the kernels' terms */
   bool feasible;
   char reason[MIRS__COST_REASON_SIZE]; /* first infeasible kernel's reason */
 } mirs__cost_result;

@@ -62,6 +62,15 @@ static mirs_status cost_query(mirs_context *ctx, const mirs_graph *g, int op, co
       full.live = k.custom ? k.live : 1;
       full.feasible = k.feasible;
       snprintf(full.reason, sizeof full.reason, "%s", k.reason);
+      full.fixed_seconds = k.fixed_seconds;
+      full.memory_seconds = k.mem_seconds;
+      full.compute_seconds = k.compute_seconds;
+      if (k.custom) {
+        full.registers = (int)k.regs;
+        full.stages = (int)k.stages;
+        full.blocks_per_sm = (int)k.occupancy;
+        full.bank_conflicts = k.smem_conflict;
+      }
     }
   } else if (s == MIRS_OK) {
     mirs__cost_result r;
@@ -73,6 +82,9 @@ static mirs_status cost_query(mirs_context *ctx, const mirs_graph *g, int op, co
       full.kernels = r.kernels;
       full.smem_bytes = r.smem_peak;
       full.feasible = r.feasible;
+      full.fixed_seconds = r.fixed_seconds;
+      full.memory_seconds = r.mem_seconds;
+      full.compute_seconds = r.compute_seconds;
       snprintf(full.reason, sizeof full.reason, "%s", r.reason);
     }
   }

@@ -26,7 +26,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     mirs_free(ctx, cu);
     FILE *sink = fopen("/dev/null", "w");
     if (sink) {
-      (void)mirs__cli_show_summary(sink, ctx, g);
+      (void)mirs__cli_show_summary(sink, ctx, g, 1);
       (void)mirs__cli_show_dot(sink, g);
       fclose(sink);
     }
