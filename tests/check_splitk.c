@@ -608,6 +608,76 @@ START_TEST(test_rewrite_failure_keeps_results) {
 }
 END_TEST
 
+/* The finer combine (mirs__splitk_variant_combine): kernel 2's grid dim
+ * gs partitions a dim of the output no other grid dim places (the rows,
+ * or the columns the source kept whole), by each factor that divides
+ * it: the variants fingerprint equal to the program, kernel 1 places no
+ * grid dim along that dim, and one runs on the host; a dim another grid
+ * dim partitions, a factor not dividing it, fewer than 2 ways and a dim
+ * past the rank give none. */
+static const struct {
+  const char *src, *prog;
+  int gs, dim; /* a grid dim gs and an output dim another grid dim places */
+} COMBINE[] = {
+    {"tests/codegen/splitk_source_small.ugraph", "examples/gqa_small.graph", 0, 0},
+    {"tests/codegen/online_softmax.ugraph", "examples/gqa_safe_small.graph", 2, 0},
+};
+
+START_TEST(test_combine_variants) {
+  mirs_context *ctx = tu_ctx(NULL);
+  mirs_graph *g = load(ctx, COMBINE[_i].src), *p = load(ctx, COMBINE[_i].prog);
+  int made = 0, ran = 0;
+  for (int gs = 0; gs < MIRS__GRID; gs++)
+    for (int32_t s = 2; s <= 4; s *= 2)
+      for (int d = 0; d < 4; d++)
+        for (int32_t c = 2; c <= 16; c *= 2) {
+          mirs_graph *v = NULL;
+          ck_assert_msg(mirs__splitk_variant_combine(ctx, g, 0, gs, s, d, c, &v) == MIRS_OK,
+                        "%s", mirs_last_error(ctx));
+          if (!v)
+            continue;
+          made++;
+          const mirs__bgraph *k1 = v->ops[0].bg, *k2 = v->ops[1].bg;
+          ck_assert_int_eq(k1->grid[gs], s);
+          ck_assert_int_eq(k2->grid[gs], c);
+          ck_assert_int_eq(k2->forloop, s);
+          /* The outputs' dim d is partitioned by gs only, d divided c ways. */
+          for (int32_t i = 0; i < k2->nops; i++)
+            if (k2->ops[i].op == MIRS_OP_OUTPUT) {
+              ck_assert_int_eq(k2->ops[i].omap[gs], d);
+              ck_assert_int_eq(v->t[v->outputs[0]].shape.d[d] % c, 0);
+            }
+          for (int32_t i = 0; i < k1->nops; i++)
+            for (int a = 0; k1->ops[i].op == MIRS_OP_OUTPUT && a < MIRS__GRID; a++)
+              ck_assert_int_ne(k1->ops[i].omap[a], d);
+          /* (no fused pair: kernel 2 is not K's grid less gs) */
+          ck_assert_int_eq(mirs__plan_splitk_role(ctx, v, 0, NULL), MIRS__SPLITK_NONE);
+          char what[96];
+          snprintf(what, sizeof what, "%s gs %d s %d dim %d ways %d", COMBINE[_i].src, gs,
+                   (int)s, d, (int)c);
+          expect_round_trip_verifies(ctx, v, p, what);
+          if (ran++ == 0)
+            expect_runs(ctx, v, p, 5);
+          mirs_graph_destroy(v);
+        }
+  ck_assert_int_gt(made, 0);
+  /* A dim another grid dim partitions in the output (the groups), a
+   * factor not dividing the dim, ways < 2 and a dim past the rank give
+   * none. */
+  static const int32_t none[][2] = {{-2, 2}, {1, 3}, {1, 1}, {3, 2}};
+  for (size_t i = 0; i < sizeof none / sizeof none[0]; i++) {
+    mirs_graph *v = NULL;
+    int d = none[i][0] == -2 ? COMBINE[_i].dim : none[i][0];
+    ck_assert_int_eq(
+        mirs__splitk_variant_combine(ctx, g, 0, COMBINE[_i].gs, 2, d, none[i][1], &v), MIRS_OK);
+    ck_assert_msg(!v, "dim %d ways %d", d, (int)none[i][1]);
+  }
+  mirs_graph_destroy(g);
+  mirs_graph_destroy(p);
+  mirs_context_destroy(ctx);
+}
+END_TEST
+
 /* Suite of the split-K tests. */
 static Suite *splitk_suite(void) {
   Suite *s = suite_create("splitk");
@@ -620,6 +690,7 @@ static Suite *splitk_suite(void) {
   tcase_add_loop_test(tc, test_online_variants, 0, NONLINE);
   tcase_add_test(tc, test_online_rules_matter);
   tcase_add_test(tc, test_not_split);
+  tcase_add_loop_test(tc, test_combine_variants, 0, (int)(sizeof COMBINE / sizeof COMBINE[0]));
   tcase_add_test(tc, test_search_adds_variants);
   tcase_add_test(tc, test_search_adds_online_variants);
   tcase_add_test(tc, test_cache_serves_same);
