@@ -473,6 +473,74 @@ START_TEST(test_search_adds_online_variants) {
 }
 END_TEST
 
+/* Search s's report.json holds text. */
+static void expect_report_has(mirs_context *ctx, mirs_search *s, const char *text) {
+  char *json = NULL;
+  ck_assert_int_eq(mirs_search_report_json(s, 0, &json, NULL), MIRS_OK);
+  ck_assert_msg(strstr(json, text) != NULL, "%s not in\n%s", text, json);
+  mirs_free(ctx, json);
+}
+
+/* A search of program prog (into *p) with options kv[0..n), run. */
+static mirs_search *run_with(mirs_context *ctx, const char *prog, const char *const kv[][2],
+                             size_t n, mirs_graph **p) {
+  for (size_t i = 0; i < n; i++)
+    ck_assert_int_eq(mirs_option_set(ctx, kv[i][0], kv[i][1]), MIRS_OK);
+  *p = load(ctx, prog);
+  mirs_search *s = NULL;
+  ck_assert_int_eq(mirs_search_create(ctx, *p, &s), MIRS_OK);
+  ck_assert_msg(mirs_search_run(s) == MIRS_OK, "%s", mirs_last_error(ctx));
+  return s;
+}
+
+/* The pre-selection (sink.c splitk_preselect): a search of gqa at its
+ * published shape (keys 4096; forloop 16 only, one result verified at
+ * full shape, split_k_top 1) finds its best split-K form from a source
+ * outside the top result: the best result is a variant, and not one of
+ * the top result's (which were all the rewrite made before); report.json
+ * counts the source. */
+START_TEST(test_preselected_source) {
+  mirs_context *ctx = tu_ctx(NULL);
+  static const char *const kv[][2] = {
+      {"op_budget", "0"}, {"forloop_ranges", "16"}, {"verify_full_max", "1"}, {"split_k", "1"},
+      {"split_k_top", "1"}, {"threads", "1"},        {"cache_dir", ""},         {"log_level", "1"}};
+  mirs_graph *p = NULL;
+  mirs_search *s = run_with(ctx, "examples/gqa.graph", kv, sizeof kv / sizeof kv[0], &p);
+  int n = mirs_search_num_results(s);
+  /* The one search result (the top), and the plain variants of it. */
+  const mirs_graph *top = NULL;
+  for (int i = 0; i < n; i++)
+    if (!mirs__splitk_has_split(mirs_search_result(s, i))) {
+      ck_assert_ptr_null(top);
+      top = mirs_search_result(s, i);
+    }
+  ck_assert_ptr_nonnull(top);
+  uint64_t own[64];
+  int nown = 0;
+  for (int32_t k = 0; k < top->nops; k++)
+    for (int gs = 0; gs < MIRS__GRID; gs++)
+      for (int f = 0; f < MIRS__SPLITK_NFACTORS; f++) {
+        mirs_graph *v = NULL;
+        ck_assert_int_eq(mirs__splitk_variant(ctx, top, k, gs, mirs__splitk_factors[f], &v),
+                         MIRS_OK);
+        if (v && nown < 64)
+          own[nown++] = mirs_graph_hash(v);
+        mirs_graph_destroy(v);
+      }
+  const mirs_graph *best = mirs_search_result(s, 0);
+  ck_assert(mirs__splitk_has_split(best));
+  for (int i = 0; i < nown; i++)
+    ck_assert_uint_ne(own[i], mirs_search_result_hash(s, 0));
+  mirs_verify_result r;
+  ck_assert_int_eq(mirs_verify(ctx, p, best, &r), MIRS_OK);
+  ck_assert_msg(r.equal, "%s", r.reason);
+  expect_report_has(ctx, s, "\"split_k_preselect\": {\"sources\": 1,");
+  mirs_search_destroy(s);
+  mirs_graph_destroy(p);
+  mirs_context_destroy(ctx);
+}
+END_TEST
+
 /* A search served from the result cache (which stores the variants
  * too) makes the same variants again from the results they came from,
  * not from the cached variants: the served list (the best
@@ -513,12 +581,8 @@ START_TEST(test_time_limit_keeps_results) {
   static const char *const kv[][2] = {{"forloop_ranges", "4"}, {"log_level", "1"},
                                       {"threads", "1"},        {"split_k", "2"},
                                       {"cache_dir", ""},       {"time_limit", "1"}};
-  for (size_t i = 0; i < sizeof kv / sizeof kv[0]; i++)
-    ck_assert_int_eq(mirs_option_set(ctx, kv[i][0], kv[i][1]), MIRS_OK);
-  mirs_graph *p = load(ctx, "examples/gqa_small.graph");
-  mirs_search *s = NULL;
-  ck_assert_int_eq(mirs_search_create(ctx, p, &s), MIRS_OK);
-  ck_assert_msg(mirs_search_run(s) == MIRS_OK, "%s", mirs_last_error(ctx));
+  mirs_graph *p = NULL;
+  mirs_search *s = run_with(ctx, "examples/gqa_small.graph", kv, sizeof kv / sizeof kv[0], &p);
   ck_assert_int_gt(mirs_search_num_results(s), 0); /* (the first come within 0.3 s) */
   mirs_search_destroy(s);
   mirs_graph_destroy(p);
@@ -596,10 +660,7 @@ START_TEST(test_rewrite_failure_keeps_results) {
       ck_assert_msg(in, "at %ld: result %016llx of the search lost", AT[a],
                     (unsigned long long)h0[i]);
     }
-    char *json = NULL;
-    ck_assert_int_eq(mirs_search_report_json(s, 0, &json, NULL), MIRS_OK);
-    ck_assert_ptr_nonnull(strstr(json, "\"split_k_variants\""));
-    mirs_free(ctx, json);
+    expect_report_has(ctx, s, "\"split_k_variants\"");
     mirs_search_destroy(s);
     mirs_graph_destroy(p);
     mirs_context_destroy(ctx);
@@ -694,6 +755,7 @@ static Suite *splitk_suite(void) {
   tcase_add_test(tc, test_search_adds_variants);
   tcase_add_test(tc, test_search_adds_online_variants);
   tcase_add_test(tc, test_cache_serves_same);
+  tcase_add_test(tc, test_preselected_source);
   tcase_add_test(tc, test_time_limit_keeps_results);
   tcase_add_test(tc, test_rewrite_failure_keeps_results);
   suite_add_tcase(s, tc);
