@@ -1199,44 +1199,43 @@ typedef struct sk_run {
   bool cut;
 } sk_run;
 
-/* Make variant f of source `from` and add it (splitk_add); an error of
- * the variant is said and skipped, one of the machine ends the rewrite
- * (run->cut), a stop too. */
-static mirs_status splitk_try(mirs_search *s, const mirs__search_result *from, const sk_form *f,
-                              sk_run *run) {
+/* Say that variant f of source `from` failed with error st (the
+ * context's message), and end the rewrite (run->cut) when it is the
+ * machine's rather than the variant's: out of memory, the GPU
+ * verifier's device or CUDA failing, I/O; the next variant would fail
+ * alike.  A stop ends it too.  The error is cleared. */
+static void splitk_failed(mirs_search *s, const mirs__search_result *from, const sk_form *f,
+                          mirs_status st, sk_run *run) {
   mirs_context *ctx = s->ctx;
-  mirs_graph *v = NULL;
-  mirs_status st = form_variant(ctx, from->g, f, &v);
-  if (st == MIRS_OK && v) {
-    run->tried++;
-    st = splitk_add(s, v, from, &run->added);
-  }
-  if (st != MIRS_OK && st != MIRS_STOPPED) {
-    /* A variant is optional: one that cannot be built, verified or
-     * priced is skipped (said), the search's results and the variants
-     * added so far kept.  An error of the machine rather than of the
-     * variant (out of memory; the GPU verifier's device or CUDA failing;
-     * I/O) ends the rewrite: the next variant would fail alike. */
+  if (st == MIRS_STOPPED) {
+    mirs__core_log(ctx, MIRS_LOG_WARNING, "search: split-K rewrite stopped (%s)",
+                   mirs_last_error(ctx));
+    s->complete = false;
+  } else {
     run->failed++;
     mirs__core_log(ctx, MIRS_LOG_WARNING,
                    "search: split-K variant of result %016llx (kernel %d, grid dim %d, %d ways, "
                    "combine dim %d, %d ways) failed: %s; %s",
                    (unsigned long long)from->hash, (int)f->k, f->gs, (int)f->s, f->cdim,
-                   (int)f->cways, mirs_last_error(ctx),
+                   (int)f->cways, mirs_last_error(ctx)[0] ? mirs_last_error(ctx) : "out of memory",
                    splitk_fatal(st) ? "the rewrite ends here, its variants kept" : "skipped");
-    mirs_clear_error(ctx);
-    run->cut = splitk_fatal(st);
-    st = MIRS_OK;
   }
-  if (st == MIRS_STOPPED) {
-    mirs__core_log(ctx, MIRS_LOG_WARNING, "search: split-K rewrite stopped (%s)",
-                   mirs_last_error(ctx));
-    mirs_clear_error(ctx);
-    s->complete = false;
-    st = MIRS_OK;
-    run->cut = true;
-  }
-  return st;
+  mirs_clear_error(ctx);
+  run->cut = run->cut || st == MIRS_STOPPED || splitk_fatal(st);
+}
+
+/* Make variant f of source `from` and add it (splitk_add).  A variant is
+ * optional: one that cannot be built, verified or priced is skipped
+ * (said: splitk_failed), the search's results and the variants added so
+ * far kept. */
+static void splitk_try(mirs_search *s, const mirs__search_result *from, const sk_form *f,
+                       sk_run *run) {
+  mirs_graph *v = NULL;
+  mirs_status st = form_variant(s->ctx, from->g, f, &v);
+  if (st == MIRS_OK && v)
+    st = splitk_add(s, v, from, &run->added);
+  if (st != MIRS_OK)
+    splitk_failed(s, from, f, st, run);
 }
 
 /* Whether the rewrite must end at the time limit (said once). */
@@ -1248,13 +1247,16 @@ static bool splitk_time_up(mirs_search *s, sk_run *run) {
   return run->cut;
 }
 
-/* A priced extra variant: its predicted time and hash, its source and
- * form. */
+/* A priced variant: its predicted time (-inf: its building or pricing
+ * failed, tried first so that the error is said) and hash, its source
+ * and form, whether it is an extra one (a pre-selected source's plain
+ * form, or a finer combine) rather than a plain form of a top result. */
 typedef struct sk_cand {
   double cost;
   uint64_t hash;
   size_t src;
   sk_form f;
+  bool extra;
 } sk_cand;
 
 static int cand_cmp(const void *a, const void *b) {
@@ -1263,84 +1265,75 @@ static int cand_cmp(const void *a, const void *b) {
     return x->cost < y->cost ? -1 : 1;
   if (x->hash != y->hash)
     return x->hash < y->hash ? -1 : 1;
-  return x->src < y->src ? -1 : x->src > y->src;
+  if (x->src != y->src)
+    return x->src < y->src ? -1 : 1;
+  return memcmp(&x->f, &y->f, sizeof x->f);
 }
 
-/* The extra variants: the plain forms of the pre-selected sources not
- * among the top results, and the finer combines of every source, priced
- * (not verified); the best split_k_top of them, by predicted time (ties
- * by hash, source), faster than their source and not results already,
- * are verified and added (splitk_add).  Sources src[0..nsrc), the first
- * ntop of them the top results (their plain forms already tried). */
-static mirs_status splitk_extra(mirs_search *s, const mirs__search_result *src, size_t nsrc,
-                                size_t ntop, sk_run *run) {
+/* Price the forms of sources src[0..nsrc) into *cand (the first ntop of
+ * them the top results: their plain forms; the others' plain forms and
+ * every source's finer combines extra): those feasible, faster than
+ * their source (any with --split-k=2) and not results already.  A plain
+ * form of a top result whose building or pricing fails is kept at -inf
+ * (splitk_try says why); an extra one is dropped.  Out of memory (or
+ * the time limit, a stop) ends the pricing: run->cut. */
+static mirs_status splitk_price(mirs_search *s, const mirs__search_result *src, size_t nsrc,
+                                size_t ntop, sk_cand **cand, size_t *ncand, sk_run *run) {
   mirs_context *ctx = s->ctx;
+  size_t cap = 0;
   sk_form *f = mirs__core_alloc(ctx, sizeof *f * SPLITK_MAX_FORMS);
-  sk_cand *cand = NULL;
-  size_t ncand = 0, capcand = 0;
-  mirs_status st = f ? MIRS_OK : MIRS_NOMEM;
+  if (!f)
+    return MIRS_FAIL(ctx, MIRS_NOMEM, "out of memory (split-K forms)");
+  mirs_status st = MIRS_OK;
   for (size_t j = 0; st == MIRS_OK && j < nsrc && !splitk_time_up(s, run); j++) {
-    size_t n = splitk_forms(s, src[j].g, j >= ntop, true, false, 0, f, SPLITK_MAX_FORMS);
-    for (size_t i = 0; st == MIRS_OK && i < n; i++) {
+    size_t n = splitk_forms(s, src[j].g, true, true, false, 0, f, SPLITK_MAX_FORMS);
+    for (size_t i = 0; st == MIRS_OK && i < n && !run->cut; i++) {
+      bool extra = j >= ntop || f[i].cdim >= 0;
       mirs_graph *v = NULL;
-      st = form_variant(ctx, src[j].g, &f[i], &v);
-      if (st != MIRS_OK || !v) {
-        if (st != MIRS_OK && st != MIRS_NOMEM) {
-          mirs_clear_error(ctx); /* (tried again below only when it prices) */
-          st = MIRS_OK;
-        }
-        continue;
-      }
-      uint64_t h = mirs_graph_hash(v);
       mirs__cost_result cr = {.feasible = false};
-      if (!have_result(s, h) && find_entry(s, h) < 0)
-        st = mirs__cost_graph(ctx, s->device, v, &cr);
+      uint64_t h = 0;
+      mirs_status vs = form_variant(ctx, src[j].g, &f[i], &v);
+      if (vs == MIRS_OK && v) {
+        run->tried++;
+        h = mirs_graph_hash(v);
+        if (!have_result(s, h) && find_entry(s, h) < 0)
+          vs = mirs__cost_graph(ctx, s->device, v, &cr);
+      }
       mirs__graph_free(v);
-      if (st != MIRS_OK && st != MIRS_NOMEM) {
-        mirs_clear_error(ctx);
-        st = MIRS_OK;
+      if (vs == MIRS_OK && (!v || !cr.feasible ||
+                            !(cr.seconds < src[j].cost || ctx->opt.split_k == 2)))
+        continue;
+      if (vs != MIRS_OK && (extra || splitk_fatal(vs) || vs == MIRS_STOPPED)) {
+        if (extra && !splitk_fatal(vs) && vs != MIRS_STOPPED)
+          mirs_clear_error(ctx); /* (an extra variant is only offered) */
+        else
+          splitk_failed(s, &src[j], &f[i], vs, run);
         continue;
       }
-      if (st != MIRS_OK || !cr.feasible ||
-          !(cr.seconds < src[j].cost || ctx->opt.split_k == 2))
-        continue;
-      st = mirs__core_grow(ctx, (void **)&cand, &capcand, ncand + 1, sizeof *cand);
+      if (vs != MIRS_OK)
+        mirs_clear_error(ctx); /* (said when tried) */
+      st = mirs__core_grow(ctx, (void **)cand, &cap, *ncand + 1, sizeof **cand);
       if (st == MIRS_OK)
-        cand[ncand++] = (sk_cand){cr.seconds, h, j, f[i]};
+        (*cand)[(*ncand)++] = (sk_cand){vs == MIRS_OK ? cr.seconds : -INFINITY, h, j, f[i], extra};
     }
   }
-  if (st == MIRS_OK && ncand > 1)
-    qsort(cand, ncand, sizeof *cand, cand_cmp);
-  mirs__core_log(ctx, MIRS_LOG_DEBUG,
-                 "search: split-K extra variants: %zu priced faster than their sources", ncand);
-  int64_t done = 0;
-  for (size_t i = 0; st == MIRS_OK && i < ncand && done < ctx->opt.split_k_top; i++) {
-    if ((i > 0 && cand[i].hash == cand[i - 1].hash) || splitk_time_up(s, run))
-      continue;
-    done++;
-    st = splitk_try(s, &src[cand[i].src], &cand[i].f, run);
-  }
-  mirs__core_free(ctx, cand);
   mirs__core_free(ctx, f);
-  if (st == MIRS_NOMEM) {
-    mirs__core_log(ctx, MIRS_LOG_WARNING,
-                   "search: split-K extra variants: out of memory; the rewrite ends here, its "
-                   "variants kept");
-    mirs_clear_error(ctx);
-    run->failed++;
-    st = MIRS_OK;
-  }
   return st;
 }
 
-/* The split-K rewrite (option split_k): each custom kernel of the best
- * split_k_top results, split by each factor that fits (splitk.c), as new
- * results, verified at full shape and in float64 like the others; then
- * the extra variants (splitk_extra: the pre-selected sources' and the
- * finer combines), the best split_k_top of them; then ranked again.
- * From the final, sorted list and the pre-selection (itself from the
- * ranked list) and nothing else, so the variants are the same for any
- * threads, ranks and resumes.  Past the time limit, or stopped (signal,
+/* The split-K rewrite (option split_k), from the final ranked list and
+ * the pre-selected sources (splitk_preselect, itself from the ranked
+ * list), nothing else, so the variants are the same for any threads,
+ * ranks and resumes:
+ *  - each custom kernel of the best split_k_top results, split by each
+ *    grid dim and factor that fits (splitk.c): every variant faster than
+ *    its source (any with --split-k=2);
+ *  - the extra variants: the pre-selected sources' plain forms and the
+ *    finer combines of every source, the best split_k_top of them by
+ *    predicted time (ties by hash), faster than their source;
+ * verified at full shape and in float64 like the others (splitk_add),
+ * all of them in order of predicted time (so a time limit keeps the
+ * best), then ranked again.  Past the time limit, or stopped (signal,
  * limit), the rewrite ends where it is and the results it has are kept,
  * as the full-shape verification and the float64 check do: a stop must
  * not lose the search's results.  Nor must a variant that fails to
@@ -1354,18 +1347,16 @@ static mirs_status splitk_results(mirs_search *s) {
   if ((int64_t)top > ctx->opt.split_k_top)
     top = (size_t)ctx->opt.split_k_top;
   sk_run run = {0, 0, 0, false};
-  mirs_status st = MIRS_OK;
   double t0 = mirs__core_now();
   mirs__core_log(ctx, MIRS_LOG_DEBUG, "search: split-K rewrite of the best %zu results begins",
                  top);
   /* The sources: the top results (copied: res moves as variants are
    * added; their graphs do not), then the pre-selected ones not among
    * them. */
-  mirs__search_result *src =
-      mirs__core_alloc(ctx, sizeof *src * (top + s->splitk_nsrc + 1));
-  size_t nsrc = 0, ntop = 0;
-  if (!src)
-    st = MIRS_FAIL(ctx, MIRS_NOMEM, "out of memory (split-K sources)");
+  mirs__search_result *src = mirs__core_alloc(ctx, sizeof *src * (top + s->splitk_nsrc + 1));
+  sk_cand *cand = NULL;
+  size_t nsrc = 0, ntop = 0, ncand = 0;
+  mirs_status st = src ? MIRS_OK : MIRS_FAIL(ctx, MIRS_NOMEM, "out of memory (split-K sources)");
   for (size_t i = 0; st == MIRS_OK && i < top; i++)
     if (!mirs__splitk_has_split(s->sink.res[i].g))
       src[nsrc++] = s->sink.res[i];
@@ -1377,27 +1368,26 @@ static mirs_status splitk_results(mirs_search *s) {
     if (!dup)
       src[nsrc++] = s->splitk_src[i];
   }
-  sk_form f[MIRS__GRID * MIRS__SPLITK_NFACTORS];
-  for (size_t i = 0; st == MIRS_OK && !run.cut && i < ntop; i++) {
-    const mirs__search_result *from = &src[i];
-    for (int32_t k = 0; st == MIRS_OK && !run.cut && k < from->g->nops; k++) {
-      /* (one kernel's plain forms, in today's order) */
-      size_t n = 0;
-      for (int gs = 0; gs < MIRS__GRID; gs++)
-        for (int q = 0; q < MIRS__SPLITK_NFACTORS; q++)
-          f[n++] = (sk_form){k, gs, mirs__splitk_factors[q], -1, 1};
-      for (size_t q = 0; st == MIRS_OK && q < n && !splitk_time_up(s, &run); q++)
-        st = splitk_try(s, from, &f[q], &run);
-    }
+  if (st == MIRS_OK)
+    st = splitk_price(s, src, nsrc, ntop, &cand, &ncand, &run);
+  if (st == MIRS_OK && ncand > 1)
+    qsort(cand, ncand, sizeof *cand, cand_cmp);
+  int64_t extras = 0;
+  for (size_t i = 0; st == MIRS_OK && i < ncand && !splitk_time_up(s, &run); i++) {
+    if (i > 0 && cand[i].hash == cand[i - 1].hash && isfinite(cand[i].cost))
+      continue;
+    if (cand[i].extra && extras++ >= ctx->opt.split_k_top)
+      continue;
+    splitk_try(s, &src[cand[i].src], &cand[i].f, &run);
   }
-  if (st == MIRS_OK && !run.cut && !splitk_time_up(s, &run))
-    st = splitk_extra(s, src, nsrc, ntop, &run);
-  if (st != MIRS_OK && !src) { /* (the sources could not be listed: said, skipped) */
+  if (st != MIRS_OK) { /* (out of memory listing them: said, the rewrite ends) */
     mirs__core_log(ctx, MIRS_LOG_WARNING, "search: split-K rewrite failed: %s; skipped",
                    mirs_last_error(ctx));
     mirs_clear_error(ctx);
+    run.failed++;
     st = MIRS_OK;
   }
+  mirs__core_free(ctx, cand);
   mirs__core_free(ctx, src);
   full_stores_free(s);
   mirs_eval_result_destroy(s->ref_eval);
@@ -1408,7 +1398,6 @@ static mirs_status splitk_results(mirs_search *s) {
                  "%lld variants, %lld verified and added, %lld failed, in %.3f s",
                  top, nsrc - ntop, (long long)run.tried, (long long)run.added,
                  (long long)run.failed, mirs__core_now() - t0);
-  MIRS_CHECK(ctx, st);
   if (run.added > 0)
     qsort(s->sink.res, s->sink.nres, sizeof *s->sink.res, result_cmp);
   return MIRS_OK;
