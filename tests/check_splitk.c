@@ -473,6 +473,74 @@ START_TEST(test_search_adds_online_variants) {
 }
 END_TEST
 
+/* Search s's report.json holds text. */
+static void expect_report_has(mirs_context *ctx, mirs_search *s, const char *text) {
+  char *json = NULL;
+  ck_assert_int_eq(mirs_search_report_json(s, 0, &json, NULL), MIRS_OK);
+  ck_assert_msg(strstr(json, text) != NULL, "%s not in\n%s", text, json);
+  mirs_free(ctx, json);
+}
+
+/* A search of program prog (into *p) with options kv[0..n), run. */
+static mirs_search *run_with(mirs_context *ctx, const char *prog, const char *const kv[][2],
+                             size_t n, mirs_graph **p) {
+  for (size_t i = 0; i < n; i++)
+    ck_assert_int_eq(mirs_option_set(ctx, kv[i][0], kv[i][1]), MIRS_OK);
+  *p = load(ctx, prog);
+  mirs_search *s = NULL;
+  ck_assert_int_eq(mirs_search_create(ctx, *p, &s), MIRS_OK);
+  ck_assert_msg(mirs_search_run(s) == MIRS_OK, "%s", mirs_last_error(ctx));
+  return s;
+}
+
+/* The pre-selection (sink.c splitk_preselect): a search of gqa at its
+ * published shape (keys 4096; forloop 16 only, one result verified at
+ * full shape, split_k_top 1) finds its best split-K form from a source
+ * outside the top result: the best result is a variant, and not one of
+ * the top result's (which were all the rewrite made before); report.json
+ * counts the source. */
+START_TEST(test_preselected_source) {
+  mirs_context *ctx = tu_ctx(NULL);
+  static const char *const kv[][2] = {
+      {"op_budget", "0"}, {"forloop_ranges", "16"}, {"verify_full_max", "1"}, {"split_k", "1"},
+      {"split_k_top", "1"}, {"threads", "1"},        {"cache_dir", ""},         {"log_level", "1"}};
+  mirs_graph *p = NULL;
+  mirs_search *s = run_with(ctx, "examples/gqa.graph", kv, sizeof kv / sizeof kv[0], &p);
+  int n = mirs_search_num_results(s);
+  /* The one search result (the top), and the plain variants of it. */
+  const mirs_graph *top = NULL;
+  for (int i = 0; i < n; i++)
+    if (!mirs__splitk_has_split(mirs_search_result(s, i))) {
+      ck_assert_ptr_null(top);
+      top = mirs_search_result(s, i);
+    }
+  ck_assert_ptr_nonnull(top);
+  uint64_t own[64];
+  int nown = 0;
+  for (int32_t k = 0; k < top->nops; k++)
+    for (int gs = 0; gs < MIRS__GRID; gs++)
+      for (int f = 0; f < MIRS__SPLITK_NFACTORS; f++) {
+        mirs_graph *v = NULL;
+        ck_assert_int_eq(mirs__splitk_variant(ctx, top, k, gs, mirs__splitk_factors[f], &v),
+                         MIRS_OK);
+        if (v && nown < 64)
+          own[nown++] = mirs_graph_hash(v);
+        mirs_graph_destroy(v);
+      }
+  const mirs_graph *best = mirs_search_result(s, 0);
+  ck_assert(mirs__splitk_has_split(best));
+  for (int i = 0; i < nown; i++)
+    ck_assert_uint_ne(own[i], mirs_search_result_hash(s, 0));
+  mirs_verify_result r;
+  ck_assert_int_eq(mirs_verify(ctx, p, best, &r), MIRS_OK);
+  ck_assert_msg(r.equal, "%s", r.reason);
+  expect_report_has(ctx, s, "\"split_k_preselect\": {\"sources\": 1,");
+  mirs_search_destroy(s);
+  mirs_graph_destroy(p);
+  mirs_context_destroy(ctx);
+}
+END_TEST
+
 /* A search served from the result cache (which stores the variants
  * too) makes the same variants again from the results they came from,
  * not from the cached variants: the served list (the best
@@ -513,12 +581,8 @@ START_TEST(test_time_limit_keeps_results) {
   static const char *const kv[][2] = {{"forloop_ranges", "4"}, {"log_level", "1"},
                                       {"threads", "1"},        {"split_k", "2"},
                                       {"cache_dir", ""},       {"time_limit", "1"}};
-  for (size_t i = 0; i < sizeof kv / sizeof kv[0]; i++)
-    ck_assert_int_eq(mirs_option_set(ctx, kv[i][0], kv[i][1]), MIRS_OK);
-  mirs_graph *p = load(ctx, "examples/gqa_small.graph");
-  mirs_search *s = NULL;
-  ck_assert_int_eq(mirs_search_create(ctx, p, &s), MIRS_OK);
-  ck_assert_msg(mirs_search_run(s) == MIRS_OK, "%s", mirs_last_error(ctx));
+  mirs_graph *p = NULL;
+  mirs_search *s = run_with(ctx, "examples/gqa_small.graph", kv, sizeof kv / sizeof kv[0], &p);
   ck_assert_int_gt(mirs_search_num_results(s), 0); /* (the first come within 0.3 s) */
   mirs_search_destroy(s);
   mirs_graph_destroy(p);
@@ -596,15 +660,82 @@ START_TEST(test_rewrite_failure_keeps_results) {
       ck_assert_msg(in, "at %ld: result %016llx of the search lost", AT[a],
                     (unsigned long long)h0[i]);
     }
-    char *json = NULL;
-    ck_assert_int_eq(mirs_search_report_json(s, 0, &json, NULL), MIRS_OK);
-    ck_assert_ptr_nonnull(strstr(json, "\"split_k_variants\""));
-    mirs_free(ctx, json);
+    expect_report_has(ctx, s, "\"split_k_variants\"");
     mirs_search_destroy(s);
     mirs_graph_destroy(p);
     mirs_context_destroy(ctx);
   }
   ck_assert_int_gt(warned, 0); /* (some failure was one of a variant's own) */
+}
+END_TEST
+
+/* The finer combine (mirs__splitk_variant_combine): kernel 2's grid dim
+ * gs partitions a dim of the output no other grid dim places (the rows,
+ * or the columns the source kept whole), by each factor that divides
+ * it: the variants fingerprint equal to the program, kernel 1 places no
+ * grid dim along that dim, and one runs on the host; a dim another grid
+ * dim partitions, a factor not dividing it, fewer than 2 ways and a dim
+ * past the rank give none. */
+static const struct {
+  const char *src, *prog;
+  int gs, dim; /* a grid dim gs and an output dim another grid dim places */
+} COMBINE[] = {
+    {"tests/codegen/splitk_source_small.ugraph", "examples/gqa_small.graph", 0, 0},
+    {"tests/codegen/online_softmax.ugraph", "examples/gqa_safe_small.graph", 2, 0},
+};
+
+START_TEST(test_combine_variants) {
+  mirs_context *ctx = tu_ctx(NULL);
+  mirs_graph *g = load(ctx, COMBINE[_i].src), *p = load(ctx, COMBINE[_i].prog);
+  int made = 0, ran = 0;
+  for (int gs = 0; gs < MIRS__GRID; gs++)
+    for (int32_t s = 2; s <= 4; s *= 2)
+      for (int d = 0; d < 4; d++)
+        for (int32_t c = 2; c <= 16; c *= 2) {
+          mirs_graph *v = NULL;
+          ck_assert_msg(mirs__splitk_variant_combine(ctx, g, 0, gs, s, d, c, &v) == MIRS_OK,
+                        "%s", mirs_last_error(ctx));
+          if (!v)
+            continue;
+          made++;
+          const mirs__bgraph *k1 = v->ops[0].bg, *k2 = v->ops[1].bg;
+          ck_assert_int_eq(k1->grid[gs], s);
+          ck_assert_int_eq(k2->grid[gs], c);
+          ck_assert_int_eq(k2->forloop, s);
+          /* The outputs' dim d is partitioned by gs only, d divided c ways. */
+          for (int32_t i = 0; i < k2->nops; i++)
+            if (k2->ops[i].op == MIRS_OP_OUTPUT) {
+              ck_assert_int_eq(k2->ops[i].omap[gs], d);
+              ck_assert_int_eq(v->t[v->outputs[0]].shape.d[d] % c, 0);
+            }
+          for (int32_t i = 0; i < k1->nops; i++)
+            for (int a = 0; k1->ops[i].op == MIRS_OP_OUTPUT && a < MIRS__GRID; a++)
+              ck_assert_int_ne(k1->ops[i].omap[a], d);
+          /* (no fused pair: kernel 2 is not K's grid less gs) */
+          ck_assert_int_eq(mirs__plan_splitk_role(ctx, v, 0, NULL), MIRS__SPLITK_NONE);
+          char what[96];
+          snprintf(what, sizeof what, "%s gs %d s %d dim %d ways %d", COMBINE[_i].src, gs,
+                   (int)s, d, (int)c);
+          expect_round_trip_verifies(ctx, v, p, what);
+          if (ran++ == 0)
+            expect_runs(ctx, v, p, 5);
+          mirs_graph_destroy(v);
+        }
+  ck_assert_int_gt(made, 0);
+  /* A dim another grid dim partitions in the output (the groups), a
+   * factor not dividing the dim, ways < 2 and a dim past the rank give
+   * none. */
+  static const int32_t none[][2] = {{-2, 2}, {1, 3}, {1, 1}, {3, 2}};
+  for (size_t i = 0; i < sizeof none / sizeof none[0]; i++) {
+    mirs_graph *v = NULL;
+    int d = none[i][0] == -2 ? COMBINE[_i].dim : none[i][0];
+    ck_assert_int_eq(
+        mirs__splitk_variant_combine(ctx, g, 0, COMBINE[_i].gs, 2, d, none[i][1], &v), MIRS_OK);
+    ck_assert_msg(!v, "dim %d ways %d", d, (int)none[i][1]);
+  }
+  mirs_graph_destroy(g);
+  mirs_graph_destroy(p);
+  mirs_context_destroy(ctx);
 }
 END_TEST
 
@@ -620,9 +751,11 @@ static Suite *splitk_suite(void) {
   tcase_add_loop_test(tc, test_online_variants, 0, NONLINE);
   tcase_add_test(tc, test_online_rules_matter);
   tcase_add_test(tc, test_not_split);
+  tcase_add_loop_test(tc, test_combine_variants, 0, (int)(sizeof COMBINE / sizeof COMBINE[0]));
   tcase_add_test(tc, test_search_adds_variants);
   tcase_add_test(tc, test_search_adds_online_variants);
   tcase_add_test(tc, test_cache_serves_same);
+  tcase_add_test(tc, test_preselected_source);
   tcase_add_test(tc, test_time_limit_keeps_results);
   tcase_add_test(tc, test_rewrite_failure_keeps_results);
   suite_add_tcase(s, tc);

@@ -27,6 +27,9 @@
  *   keytext N         then N bytes of key text and a newline
  *   results K
  *   result HASH N     then N bytes of canonical µGraph text and a newline (K times)
+ *   sources M         (optional) the split-K sources (search.h splitk_src),
+ *   result HASH N     M times as above: not results, so that a hit pre-selects
+ *                     the same sources (their variants are made again)
  *   end CHECKSUM      hash of every byte before this line
  *
  * Invariants: an entry is written to a temp file of its own in DIR
@@ -170,6 +173,7 @@ static bool read_block(reader *r, uint64_t n, const char **out) {
 typedef struct cached {
   mirs_graph *g;
   uint64_t hash;
+  bool source; /* a split-K source, not a result */
 } cached;
 
 /* Parse result graph i of the entry at path: its text t[0..n), its hash h
@@ -199,6 +203,26 @@ static mirs_status parse_result(mirs_search *s, const char *path, const char *t,
     return MIRS_OK;
   }
   c->hash = h;
+  return MIRS_OK;
+}
+
+/* Read k `result HASH N` blocks from r into res[*nres..) (marked split-K
+ * sources when `source`); *why set when one is malformed. */
+static mirs_status read_results(mirs_search *s, const char *path, reader *r, uint64_t k,
+                                bool source, cached *res, int *nres, const char **why) {
+  char line[256];
+  for (uint64_t i = 0; i < k && !*why; i++) {
+    uint64_t h = 0, tn = 0;
+    const char *t = NULL;
+    if (!read_line(r, line, sizeof line) ||
+        sscanf(line, "result %" SCNx64 " %" SCNu64, &h, &tn) != 2 || !read_block(r, tn, &t)) {
+      *why = "malformed result";
+      break;
+    }
+    MIRS_CHECK(s->ctx, parse_result(s, path, t, (size_t)tn, h, &res[*nres], why));
+    if (!*why)
+      res[(*nres)++].source = source;
+  }
   return MIRS_OK;
 }
 
@@ -236,18 +260,17 @@ static mirs_status parse_entry(mirs_search *s, const char *path, const char *d, 
     *why = "written for another program, options, device profile or version (foreign)";
     return MIRS_OK;
   }
-  for (uint64_t i = 0; i < k && !*why; i++) {
-    uint64_t h = 0, tn = 0;
-    const char *t = NULL;
-    if (!read_line(&r, line, sizeof line) ||
-        sscanf(line, "result %" SCNx64 " %" SCNu64, &h, &tn) != 2 || !read_block(&r, tn, &t)) {
-      *why = "malformed result";
-      break;
-    }
-    MIRS_CHECK(s->ctx, parse_result(s, path, t, (size_t)tn, h, &res[*nres], why));
-    if (!*why)
-      (*nres)++;
+  MIRS_CHECK(s->ctx, read_results(s, path, &r, k, false, res, nres, why));
+  /* The split-K sources, when the entry has them. */
+  uint64_t m = 0;
+  const char *save = r.p;
+  if (!*why && read_line(&r, line, sizeof line)) {
+    if (sscanf(line, "sources %" SCNu64, &m) != 1 || m > MIRS__CACHE_RESULTS)
+      *why = "malformed sources";
+  } else {
+    r.p = save;
   }
+  MIRS_CHECK(s->ctx, read_results(s, path, &r, m, true, res, nres, why));
   if (!*why && r.p != r.end)
     *why = "trailing bytes";
   if (*why) {
@@ -283,7 +306,8 @@ static mirs_status adopt(mirs_search *s, cached *res, int nres) {
     }
     mirs__search_result r = {.g = res[i].g, .hash = res[i].hash,
                              .cost = cr.feasible ? cr.seconds : INFINITY,
-                             .kernels = cr.kernels, .reduced = true};
+                             .kernels = cr.kernels, .reduced = true,
+                             .source_only = res[i].source};
     /* (Takes r's graph, also on failure.) */
     st = mirs__sink_adopt(s, res[i].hash, nopath, 0, 0, &r);
   }
@@ -311,7 +335,7 @@ mirs_status mirs__cache_serve(mirs_search *s, bool *hit) {
       mirs_clear_error(ctx);
     }
   }
-  cached res[MIRS__CACHE_RESULTS];
+  cached res[2 * MIRS__CACHE_RESULTS];
   int nres = 0;
   const char *why = NULL;
   if (st == MIRS_OK && d)
@@ -323,7 +347,11 @@ mirs_status mirs__cache_serve(mirs_search *s, bool *hit) {
     mirs__core_log(ctx, MIRS_LOG_WARNING, "cache: %s: %s; ignored, searching", path, why);
   if (!d || why)
     return MIRS_OK;
+  int nsources = 0; /* (not results: dropped once pre-selected) */
+  for (int i = 0; i < nres; i++)
+    nsources += res[i].source;
   MIRS_CHECK(ctx, adopt(s, res, nres));
+  nres -= nsources;
   *hit = true;
   s->cache_state = MIRS__CACHE_HIT;
   size_t kept = mirs__sink_nresults(s);
@@ -418,6 +446,16 @@ static mirs_status entry_bytes(mirs_search *s, const mirs__buf *k, mirs__buf *b,
     mirs__buf_put(b, g.data, g.len);
     mirs__buf_puts(b, "\n");
   }
+  if (s->splitk_nsrc > 0)
+    mirs__buf_printf(b, "sources %zu\n", s->splitk_nsrc);
+  for (size_t i = 0; i < s->splitk_nsrc; i++) {
+    const mirs__search_result *r = &s->splitk_src[i];
+    g.len = 0;
+    mirs__graph_print(r->g, &g);
+    mirs__buf_printf(b, "result %016" PRIx64 " %zu\n", r->hash, g.len);
+    mirs__buf_put(b, g.data, g.len);
+    mirs__buf_puts(b, "\n");
+  }
   bool failed = g.failed;
   mirs__buf_free(&g);
   mirs__buf_printf(b, "end %016" PRIx64 "\n",
@@ -450,6 +488,8 @@ void mirs__cache_store(mirs_search *s) {
   for (size_t i = 0; i < n; i++)
     if (!mirs__sink_result(s, i)->g)
       return; /* (mirs__sink_finish reads every graph; never so) */
+  if (s->splitk_nsrc > MIRS__CACHE_RESULTS)
+    return; /* (a hit would not pre-select the same split-K sources) */
   mirs__buf key, b;
   mirs__buf_init(&key, ctx);
   mirs__buf_init(&b, ctx);

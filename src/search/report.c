@@ -183,8 +183,13 @@ static mirs_status put_report(const mirs_search *s, int top, mirs__buf *b) {
   mirs__buf_printf(b, ",\n  \"cache\": \"%s\"",
                    s->cache_state >= 0 && s->cache_state <= 2 ? cache[s->cache_state] : "none");
   mirs__dist_report(s, b);
-  if (ctx->opt.split_k)
+  if (ctx->opt.split_k) { /* (the pre-selection: sink.c splitk_preselect) */
     mirs__buf_printf(b, ",\n  \"split_k_variants\": %" PRId64, s->splitk_variants);
+    mirs__buf_printf(b,
+                     ",\n  \"split_k_preselect\": {\"sources\": %zu, \"variants_priced\": %" PRId64
+                     ", \"seconds\": %.6f}",
+                     s->splitk_nsrc, s->splitk_priced, s->splitk_pre_seconds);
+  }
   mirs__buf_printf(
       b, ",\n  \"unfused\": {\"kernels\": %" PRId32 ", \"predicted_seconds\": ", unfused.kernels);
   mirs__json_num(b, base);

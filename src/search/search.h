@@ -192,6 +192,14 @@ struct mirs_search {
   char full_backend_name[384];          /* report.json "verify_backend" ("" until chosen) */
   double full_seconds;                  /* the final full-shape verification's wall time */
   int64_t splitk_variants;              /* results the split-K rewrite added (option split_k) */
+  /* The split-K sources chosen from all results by the predicted time of
+   * their best variant (sink.c splitk_preselect), copies kept past the
+   * full-shape verification (and stored in a cache entry); how many
+   * variants that priced, and in what wall time. */
+  mirs__search_result *splitk_src;
+  size_t splitk_nsrc;
+  int64_t splitk_priced;
+  double splitk_pre_seconds;
   double best_full;          /* cost of the cheapest result verified at full shape when found */
   bool have_best_full;
   double early_seconds;       /* wall seconds spent verifying new bests when found */

@@ -498,6 +498,10 @@ static mirs_status full_verify(mirs_search *s) {
   double t0 = mirs__core_now();
   for (size_t i = 0; i < s->sink.nres; i++) {
     bool keep = true;
+    if (s->sink.res[i].source_only) { /* (a cached split-K source, seen by now) */
+      mirs__sink_result_free(s, &s->sink.res[i]);
+      continue;
+    }
     if (s->sink.res[i].reduced) {
       if (max >= 0 && passed >= max) {
         keep = false;
@@ -954,96 +958,447 @@ static bool splitk_fatal(mirs_status st) {
   return st == MIRS_NOMEM || st == MIRS_NO_DEVICE || st == MIRS_CUDA || st == MIRS_IO;
 }
 
-/* The split-K rewrite (option split_k): each custom kernel of the best
- * split_k_top results, split by each factor that fits (splitk.c), as new
- * results, verified at full shape and in float64 like the others; then
- * ranked again.  From the final, sorted list and nothing else, so the
- * variants are the same for any threads, ranks and resumes.  Past the
- * time limit, or stopped (signal, limit), the rewrite ends where it is
- * and the results it has are kept, as the full-shape verification and
- * the float64 check do: a stop must not lose the search's results.  Nor
- * must a variant that fails to build, verify or price (an error, not a
- * verdict): it is skipped with a warning, and out of memory ends the
- * rewrite with the variants it has. */
+/* One split-K form of a source: kernel k split s ways along grid dim
+ * gs, its combine partitioning dim cdim cways ways (-1: K's grid less
+ * gs).  mirs__splitk_variant_combine. */
+typedef struct sk_form {
+  int32_t k;
+  int gs;
+  int32_t s;
+  int cdim;
+  int32_t cways;
+} sk_form;
+
+/* Kernels of more blocks than this many waves of the device's SMs are
+ * not split by the pre-selection (split-K pays where a grid is small). */
+#define SPLITK_PRE_WAVES 2
+/* The finer combine's ways: powers of two up to this, kernel 2 then of
+ * at most SPLITK_PRE_WAVES waves, offered where K's grid less gs leaves
+ * fewer blocks than SMs. */
+#define SPLITK_MAX_WAYS 64
+
+/* Blocks of grid g. */
+static int64_t grid_blocks(const int32_t g[MIRS__GRID]) {
+  return (int64_t)g[0] * g[1] * g[2];
+}
+
+/* The split-K forms of g into f (at most cap; their count): per custom
+ * kernel, grid dim and factor the plain form when `plain`, and when
+ * `combine` the finer combines (each dim, each ways; `widest`: only the
+ * most ways that build, tried from the most down).  Kernels of more
+ * blocks than `max_blocks` (> 0) are skipped.  In a fixed order: the
+ * variants made from them are the same in every run. */
+static size_t splitk_forms(const mirs_search *s, const mirs_graph *g, bool plain, bool combine,
+                           bool widest, int64_t max_blocks, sk_form *f, size_t cap) {
+  int64_t sms = s->device && s->device->sms > 0 ? s->device->sms : 132;
+  size_t n = 0;
+  for (int32_t k = 0; k < g->nops; k++) {
+    const mirs__bgraph *bg = g->ops[k].op == MIRS_OP_CUSTOM ? g->ops[k].bg : NULL;
+    if (!bg || (max_blocks > 0 && grid_blocks(bg->grid) > max_blocks))
+      continue;
+    for (int gs = 0; gs < MIRS__GRID; gs++)
+      for (int i = 0; i < MIRS__SPLITK_NFACTORS; i++) {
+        int32_t sf = mirs__splitk_factors[i];
+        if (bg->forloop % sf)
+          continue;
+        if (plain && n < cap)
+          f[n++] = (sk_form){k, gs, sf, -1, 1};
+        int64_t b2 = grid_blocks(bg->grid) / bg->grid[gs];
+        if (!combine || b2 >= sms)
+          continue;
+        for (int d = 0; d < MIRS_MAX_DIMS; d++)
+          for (int32_t c = SPLITK_MAX_WAYS; c >= 2; c /= 2)
+            if (b2 * c <= SPLITK_PRE_WAVES * sms && n < cap)
+              f[n++] = (sk_form){k, gs, sf, d, widest ? -c : c};
+      }
+  }
+  return n;
+}
+
+/* The variant of g in form f (*v NULL when there is none). */
+static mirs_status form_variant(mirs_context *ctx, const mirs_graph *g, const sk_form *f,
+                                mirs_graph **v) {
+  mirs_status st = mirs__splitk_variant_combine(ctx, g, f->k, f->gs, f->s, f->cdim,
+                                                f->cways < 0 ? -f->cways : f->cways, v);
+  if (st == MIRS_SHAPE) { /* (a variant the builder refuses: none) */
+    mirs_clear_error(ctx);
+    st = MIRS_OK;
+  }
+  return st;
+}
+
+/* The forms tried per source at most (kernels x dims x factors x ...). */
+#define SPLITK_MAX_FORMS 4096
+
+/* The predicted time of g's best split-K variant into *best (+inf when
+ * none), *priced counting the variants priced: of those faster than g's
+ * cost `own` (any with --split-k=2, as splitk_add tries them).  Built
+ * and priced only, not verified; a variant that fails is none (its error
+ * cleared). */
+static mirs_status best_split_cost(mirs_search *s, const mirs_graph *g, double own, sk_form *f,
+                                   int64_t *priced, double *best) {
+  mirs_context *ctx = s->ctx;
+  int64_t sms = s->device && s->device->sms > 0 ? s->device->sms : 132;
+  *best = INFINITY;
+  size_t n = splitk_forms(s, g, true, true, true, SPLITK_PRE_WAVES * sms, f, SPLITK_MAX_FORMS);
+  int last_done = -1; /* (widest: the (k, gs, s, d) whose widest combine built) */
+  for (size_t i = 0; i < n; i++) {
+    if (f[i].cways < 0 && last_done >= 0 && f[last_done].k == f[i].k &&
+        f[last_done].gs == f[i].gs && f[last_done].s == f[i].s && f[last_done].cdim == f[i].cdim)
+      continue;
+    mirs_graph *v = NULL;
+    mirs_status st = form_variant(ctx, g, &f[i], &v);
+    if (st == MIRS_NOMEM)
+      return st;
+    if (st != MIRS_OK) {
+      mirs_clear_error(ctx);
+      continue;
+    }
+    if (!v)
+      continue;
+    if (f[i].cways < 0)
+      last_done = (int)i;
+    mirs__cost_result cr = {.feasible = false};
+    st = mirs__cost_graph(ctx, s->device, v, &cr);
+    mirs__graph_free(v);
+    (*priced)++;
+    if (st == MIRS_NOMEM)
+      return st;
+    if (st != MIRS_OK)
+      mirs_clear_error(ctx);
+    else if (cr.feasible && cr.seconds < *best &&
+             (cr.seconds < own || ctx->opt.split_k == 2))
+      *best = cr.seconds;
+  }
+  return MIRS_OK;
+}
+
+/* A pre-selected source: the predicted time of its best variant, its
+ * index in the ranked list. */
+typedef struct sk_pick {
+  double cost;
+  size_t at;
+} sk_pick;
+
+static int pick_cmp(const void *a, const void *b) {
+  const sk_pick *x = a, *y = b;
+  if (x->cost != y->cost)
+    return x->cost < y->cost ? -1 : 1;
+  return x->at < y->at ? -1 : x->at > y->at;
+}
+
+/* Free the pre-selected split-K sources. */
+static void splitk_src_free(mirs_search *s) {
+  for (size_t i = 0; i < s->splitk_nsrc; i++)
+    mirs__sink_result_free(s, &s->splitk_src[i]);
+  mirs__core_free(s->ctx, s->splitk_src);
+  s->splitk_src = NULL;
+  s->splitk_nsrc = 0;
+}
+
+/* The split-K pre-selection (option split_k): before the full-shape
+ * verification drops all but the best verify_full_max results, price
+ * the split-K variants of every result (its kernels of at most
+ * SPLITK_PRE_WAVES waves of blocks; per combine dim the most ways only)
+ * and keep copies of the split_k_top results whose best variant is
+ * predicted fastest, ties by rank: the source of the best FlashDecoding
+ * form is often a poor one-kernel result (few blocks, each reading its
+ * operands once), never among the best by its own time.  From the ranked
+ * list alone (the same for any threads, ranks, resumes, and for a cache
+ * hit, whose entry keeps the sources).  Past the time limit it stops
+ * with the sources it has ranked; a result that fails to read or split
+ * is skipped. */
+static mirs_status splitk_preselect(mirs_search *s) {
+  mirs_context *ctx = s->ctx;
+  splitk_src_free(s);
+  s->splitk_priced = 0;
+  if (!ctx->opt.split_k || ctx->opt.split_k_top <= 0 || s->sink.nres == 0)
+    return MIRS_OK;
+  double t0 = mirs__core_now();
+  sk_pick *pk = mirs__core_alloc(ctx, sizeof *pk * s->sink.nres);
+  sk_form *f = mirs__core_alloc(ctx, sizeof *f * SPLITK_MAX_FORMS);
+  mirs_status st = pk && f ? MIRS_OK : MIRS_NOMEM;
+  size_t np = 0, i = 0;
+  for (; st == MIRS_OK && i < s->sink.nres; i++) {
+    if (time_up(s)) {
+      mirs__core_log(ctx, MIRS_LOG_INFO,
+                     "search: split-K pre-selection stopped at the time limit after %zu of %zu "
+                     "results",
+                     i, s->sink.nres);
+      break;
+    }
+    /* A result another rank sent is read (its text parsed, or re-found
+     * at its path) into a graph of its own here, dropped after: rank 0
+     * keeps the graphs of the reported results only. */
+    mirs__search_result *r = &s->sink.res[i];
+    mirs_graph *own = NULL;
+    if (!r->g && r->text)
+      st = mirs_graph_parse_string(ctx, r->text, r->tlen, "a result from another rank", &own);
+    else if (!r->g && (st = mirs__sink_graph(s, r)) == MIRS_OK) {
+      own = r->g;
+      r->g = NULL;
+    }
+    if (own)
+      own->ugraph = true;
+    const mirs_graph *g = own ? own : r->g;
+    if (st == MIRS_NOMEM)
+      break;
+    if (st != MIRS_OK || !g) {
+      mirs_clear_error(ctx);
+      st = MIRS_OK;
+      continue;
+    }
+    double best = INFINITY;
+    if (!mirs__splitk_has_split(g))
+      st = best_split_cost(s, g, r->cost, f, &s->splitk_priced, &best);
+    mirs__graph_free(own);
+    if (st == MIRS_OK && isfinite(best))
+      pk[np++] = (sk_pick){best, i};
+  }
+  if (st == MIRS_OK)
+    qsort(pk, np, sizeof *pk, pick_cmp);
+  size_t want = np < (size_t)ctx->opt.split_k_top ? np : (size_t)ctx->opt.split_k_top;
+  if (st == MIRS_OK && want > 0) {
+    s->splitk_src = mirs__core_calloc(ctx, want, sizeof *s->splitk_src);
+    if (!s->splitk_src)
+      st = MIRS_NOMEM;
+  }
+  for (size_t j = 0; st == MIRS_OK && j < want; j++) {
+    mirs__search_result *r = &s->sink.res[pk[j].at], c = *r;
+    c.text = NULL;
+    c.tlen = 0;
+    c.g = NULL;
+    st = mirs__sink_graph(s, r);
+    if (st == MIRS_OK)
+      st = mirs__graph_clone_in(ctx, r->g, &c.g);
+    if (st == MIRS_OK)
+      s->splitk_src[s->splitk_nsrc++] = c;
+  }
+  mirs__core_free(ctx, pk);
+  mirs__core_free(ctx, f);
+  s->splitk_pre_seconds = mirs__core_now() - t0;
+  if (st != MIRS_OK) {
+    /* Optional: the search's results stand without the sources. */
+    mirs__core_log(ctx, MIRS_LOG_WARNING, "search: split-K pre-selection failed: %s; skipped",
+                   st == MIRS_NOMEM && !mirs_last_error(ctx)[0] ? "out of memory"
+                                                                 : mirs_last_error(ctx));
+    mirs_clear_error(ctx);
+    splitk_src_free(s);
+    return MIRS_OK;
+  }
+  mirs__core_log(ctx, MIRS_LOG_INFO,
+                 "search: split-K pre-selection: %zu sources of %zu results (%lld variants "
+                 "priced) in %.3f s",
+                 s->splitk_nsrc, i, (long long)s->splitk_priced, s->splitk_pre_seconds);
+  return MIRS_OK;
+}
+
+/* The rewrite's running state (splitk_results). */
+typedef struct sk_run {
+  int64_t tried, added, failed;
+  bool cut;
+} sk_run;
+
+/* Say that variant f of source `from` failed with error st (the
+ * context's message), and end the rewrite (run->cut) when it is the
+ * machine's rather than the variant's: out of memory, the GPU
+ * verifier's device or CUDA failing, I/O; the next variant would fail
+ * alike.  A stop ends it too.  The error is cleared. */
+static void splitk_failed(mirs_search *s, const mirs__search_result *from, const sk_form *f,
+                          mirs_status st, sk_run *run) {
+  mirs_context *ctx = s->ctx;
+  if (st == MIRS_STOPPED) {
+    mirs__core_log(ctx, MIRS_LOG_WARNING, "search: split-K rewrite stopped (%s)",
+                   mirs_last_error(ctx));
+    s->complete = false;
+  } else {
+    run->failed++;
+    mirs__core_log(ctx, MIRS_LOG_WARNING,
+                   "search: split-K variant of result %016llx (kernel %d, grid dim %d, %d ways, "
+                   "combine dim %d, %d ways) failed: %s; %s",
+                   (unsigned long long)from->hash, (int)f->k, f->gs, (int)f->s, f->cdim,
+                   (int)f->cways, mirs_last_error(ctx)[0] ? mirs_last_error(ctx) : "out of memory",
+                   splitk_fatal(st) ? "the rewrite ends here, its variants kept" : "skipped");
+  }
+  mirs_clear_error(ctx);
+  run->cut = run->cut || st == MIRS_STOPPED || splitk_fatal(st);
+}
+
+/* Make variant f of source `from` and add it (splitk_add).  A variant is
+ * optional: one that cannot be built, verified or priced is skipped
+ * (said: splitk_failed), the search's results and the variants added so
+ * far kept. */
+static void splitk_try(mirs_search *s, const mirs__search_result *from, const sk_form *f,
+                       sk_run *run) {
+  mirs_graph *v = NULL;
+  mirs_status st = form_variant(s->ctx, from->g, f, &v);
+  if (st == MIRS_OK && v)
+    st = splitk_add(s, v, from, &run->added);
+  if (st != MIRS_OK)
+    splitk_failed(s, from, f, st, run);
+}
+
+/* Whether the rewrite must end at the time limit (said once). */
+static bool splitk_time_up(mirs_search *s, sk_run *run) {
+  if (!run->cut && time_up(s)) {
+    mirs__core_log(s->ctx, MIRS_LOG_INFO, "search: split-K rewrite stopped at the time limit");
+    run->cut = true;
+  }
+  return run->cut;
+}
+
+/* A priced variant: its predicted time (-inf: its building or pricing
+ * failed, tried first so that the error is said) and hash, its source
+ * and form, whether it is an extra one (a pre-selected source's plain
+ * form, or a finer combine) rather than a plain form of a top result. */
+typedef struct sk_cand {
+  double cost;
+  uint64_t hash;
+  size_t src;
+  sk_form f;
+  bool extra;
+} sk_cand;
+
+static int cand_cmp(const void *a, const void *b) {
+  const sk_cand *x = a, *y = b;
+  if (x->cost != y->cost)
+    return x->cost < y->cost ? -1 : 1;
+  if (x->hash != y->hash)
+    return x->hash < y->hash ? -1 : 1;
+  if (x->src != y->src)
+    return x->src < y->src ? -1 : 1;
+  return memcmp(&x->f, &y->f, sizeof x->f);
+}
+
+/* Price the forms of sources src[0..nsrc) into *cand (the first ntop of
+ * them the top results: their plain forms; the others' plain forms and
+ * every source's finer combines extra): those feasible, faster than
+ * their source (any with --split-k=2) and not results already.  A plain
+ * form of a top result whose building or pricing fails is kept at -inf
+ * (splitk_try says why); an extra one is dropped.  Out of memory (or
+ * the time limit, a stop) ends the pricing: run->cut. */
+static mirs_status splitk_price(mirs_search *s, const mirs__search_result *src, size_t nsrc,
+                                size_t ntop, sk_cand **cand, size_t *ncand, sk_run *run) {
+  mirs_context *ctx = s->ctx;
+  size_t cap = 0;
+  sk_form *f = mirs__core_alloc(ctx, sizeof *f * SPLITK_MAX_FORMS);
+  if (!f)
+    return MIRS_FAIL(ctx, MIRS_NOMEM, "out of memory (split-K forms)");
+  mirs_status st = MIRS_OK;
+  for (size_t j = 0; st == MIRS_OK && j < nsrc && !splitk_time_up(s, run); j++) {
+    size_t n = splitk_forms(s, src[j].g, true, true, false, 0, f, SPLITK_MAX_FORMS);
+    for (size_t i = 0; st == MIRS_OK && i < n && !run->cut; i++) {
+      bool extra = j >= ntop || f[i].cdim >= 0;
+      mirs_graph *v = NULL;
+      mirs__cost_result cr = {.feasible = false};
+      uint64_t h = 0;
+      mirs_status vs = form_variant(ctx, src[j].g, &f[i], &v);
+      if (vs == MIRS_OK && v) {
+        run->tried++;
+        h = mirs_graph_hash(v);
+        if (!have_result(s, h) && find_entry(s, h) < 0)
+          vs = mirs__cost_graph(ctx, s->device, v, &cr);
+      }
+      mirs__graph_free(v);
+      if (vs == MIRS_OK && (!v || !cr.feasible ||
+                            !(cr.seconds < src[j].cost || ctx->opt.split_k == 2)))
+        continue;
+      if (vs != MIRS_OK && (extra || splitk_fatal(vs) || vs == MIRS_STOPPED)) {
+        if (extra && !splitk_fatal(vs) && vs != MIRS_STOPPED)
+          mirs_clear_error(ctx); /* (an extra variant is only offered) */
+        else
+          splitk_failed(s, &src[j], &f[i], vs, run);
+        continue;
+      }
+      if (vs != MIRS_OK)
+        mirs_clear_error(ctx); /* (said when tried) */
+      st = mirs__core_grow(ctx, (void **)cand, &cap, *ncand + 1, sizeof **cand);
+      if (st == MIRS_OK)
+        (*cand)[(*ncand)++] = (sk_cand){vs == MIRS_OK ? cr.seconds : -INFINITY, h, j, f[i], extra};
+    }
+  }
+  mirs__core_free(ctx, f);
+  return st;
+}
+
+/* The split-K rewrite (option split_k), from the final ranked list and
+ * the pre-selected sources (splitk_preselect, itself from the ranked
+ * list), nothing else, so the variants are the same for any threads,
+ * ranks and resumes:
+ *  - each custom kernel of the best split_k_top results, split by each
+ *    grid dim and factor that fits (splitk.c): every variant faster than
+ *    its source (any with --split-k=2);
+ *  - the extra variants: the pre-selected sources' plain forms and the
+ *    finer combines of every source, the best split_k_top of them by
+ *    predicted time (ties by hash), faster than their source;
+ * verified at full shape and in float64 like the others (splitk_add),
+ * all of them in order of predicted time (so a time limit keeps the
+ * best), then ranked again.  Past the time limit, or stopped (signal,
+ * limit), the rewrite ends where it is and the results it has are kept,
+ * as the full-shape verification and the float64 check do: a stop must
+ * not lose the search's results.  Nor must a variant that fails to
+ * build, verify or price (an error, not a verdict): it is skipped with a
+ * warning, and out of memory ends the rewrite with the variants it has. */
 static mirs_status splitk_results(mirs_search *s) {
   mirs_context *ctx = s->ctx;
-  if (!ctx->opt.split_k || s->sink.nres == 0)
+  if (!ctx->opt.split_k || (s->sink.nres == 0 && s->splitk_nsrc == 0))
     return MIRS_OK;
   size_t top = s->sink.nres;
   if ((int64_t)top > ctx->opt.split_k_top)
     top = (size_t)ctx->opt.split_k_top;
-  int64_t tried = 0, added = 0, failed = 0;
-  mirs_status st = MIRS_OK;
-  bool cut = false;
+  sk_run run = {0, 0, 0, false};
   double t0 = mirs__core_now();
   mirs__core_log(ctx, MIRS_LOG_DEBUG, "search: split-K rewrite of the best %zu results begins",
                  top);
-  for (size_t i = 0; st == MIRS_OK && !cut && i < top; i++) {
-    /* (res may move as variants are added: copy what is read.) */
-    mirs__search_result from = s->sink.res[i];
-    if (mirs__splitk_has_split(from.g))
-      continue;
-    for (int32_t k = 0; st == MIRS_OK && !cut && k < from.g->nops; k++)
-      for (int gs = 0; st == MIRS_OK && !cut && gs < MIRS__GRID; gs++)
-        for (int f = 0; st == MIRS_OK && !cut && f < MIRS__SPLITK_NFACTORS; f++) {
-          if (time_up(s)) {
-            mirs__core_log(ctx, MIRS_LOG_INFO,
-                           "search: split-K rewrite stopped at the time limit after %zu of %zu "
-                           "results",
-                           i, top);
-            cut = true;
-            break;
-          }
-          mirs_graph *v = NULL;
-          st = mirs__splitk_variant(ctx, from.g, k, gs, mirs__splitk_factors[f], &v);
-          if (st == MIRS_SHAPE) { /* (a variant the builder refuses: none) */
-            mirs_clear_error(ctx);
-            st = MIRS_OK;
-          }
-          if (st == MIRS_OK && v) {
-            tried++;
-            st = splitk_add(s, v, &from, &added);
-          }
-          if (st != MIRS_OK && st != MIRS_STOPPED) {
-            /* A variant is optional: one that cannot be built, verified
-             * or priced is skipped (said), the search's results and the
-             * variants added so far kept.  An error of the machine rather
-             * than of the variant (out of memory; the GPU verifier's
-             * device or CUDA failing; I/O) ends the rewrite: the next
-             * variant would fail alike. */
-            failed++;
-            mirs__core_log(ctx, MIRS_LOG_WARNING,
-                           "search: split-K variant of result %016llx (kernel %d, grid dim %d, "
-                           "%d ways) failed: %s; %s",
-                           (unsigned long long)from.hash, (int)k, gs, mirs__splitk_factors[f],
-                           mirs_last_error(ctx),
-                           splitk_fatal(st) ? "the rewrite ends here, its variants kept"
-                                            : "skipped");
-            mirs_clear_error(ctx);
-            cut = splitk_fatal(st);
-            st = MIRS_OK;
-          }
-          if (st == MIRS_STOPPED) {
-            mirs__core_log(ctx, MIRS_LOG_WARNING, "search: split-K rewrite stopped (%s)",
-                           mirs_last_error(ctx));
-            mirs_clear_error(ctx);
-            s->complete = false;
-            st = MIRS_OK;
-            cut = true;
-          }
-        }
+  /* The sources: the top results (copied: res moves as variants are
+   * added; their graphs do not), then the pre-selected ones not among
+   * them. */
+  mirs__search_result *src = mirs__core_alloc(ctx, sizeof *src * (top + s->splitk_nsrc + 1));
+  sk_cand *cand = NULL;
+  size_t nsrc = 0, ntop = 0, ncand = 0;
+  mirs_status st = src ? MIRS_OK : MIRS_FAIL(ctx, MIRS_NOMEM, "out of memory (split-K sources)");
+  for (size_t i = 0; st == MIRS_OK && i < top; i++)
+    if (!mirs__splitk_has_split(s->sink.res[i].g))
+      src[nsrc++] = s->sink.res[i];
+  ntop = nsrc;
+  for (size_t i = 0; st == MIRS_OK && i < s->splitk_nsrc; i++) {
+    bool dup = false;
+    for (size_t j = 0; j < ntop && !dup; j++)
+      dup = src[j].hash == s->splitk_src[i].hash;
+    if (!dup)
+      src[nsrc++] = s->splitk_src[i];
   }
+  if (st == MIRS_OK)
+    st = splitk_price(s, src, nsrc, ntop, &cand, &ncand, &run);
+  if (st == MIRS_OK && ncand > 1)
+    qsort(cand, ncand, sizeof *cand, cand_cmp);
+  int64_t extras = 0;
+  for (size_t i = 0; st == MIRS_OK && i < ncand && !splitk_time_up(s, &run); i++) {
+    if (i > 0 && cand[i].hash == cand[i - 1].hash && isfinite(cand[i].cost))
+      continue;
+    if (cand[i].extra && extras++ >= ctx->opt.split_k_top)
+      continue;
+    splitk_try(s, &src[cand[i].src], &cand[i].f, &run);
+  }
+  if (st != MIRS_OK) { /* (out of memory listing them: said, the rewrite ends) */
+    mirs__core_log(ctx, MIRS_LOG_WARNING, "search: split-K rewrite failed: %s; skipped",
+                   mirs_last_error(ctx));
+    mirs_clear_error(ctx);
+    run.failed++;
+    st = MIRS_OK;
+  }
+  mirs__core_free(ctx, cand);
+  mirs__core_free(ctx, src);
   full_stores_free(s);
   mirs_eval_result_destroy(s->ref_eval);
   s->ref_eval = NULL;
-  s->splitk_variants = added;
+  s->splitk_variants = run.added;
   mirs__core_log(ctx, MIRS_LOG_INFO,
-                 "search: split-K rewrite of the best %zu results: %lld variants, %lld verified "
-                 "and added, %lld failed, in %.3f s",
-                 top, (long long)tried, (long long)added, (long long)failed,
-                 mirs__core_now() - t0);
-  MIRS_CHECK(ctx, st);
-  if (added > 0)
+                 "search: split-K rewrite of the best %zu results and %zu pre-selected sources: "
+                 "%lld variants, %lld verified and added, %lld failed, in %.3f s",
+                 top, nsrc - ntop, (long long)run.tried, (long long)run.added,
+                 (long long)run.failed, mirs__core_now() - t0);
+  if (run.added > 0)
     qsort(s->sink.res, s->sink.nres, sizeof *s->sink.res, result_cmp);
   return MIRS_OK;
 }
@@ -1055,7 +1410,9 @@ static mirs_status splitk_results(mirs_search *s) {
 mirs_status mirs__sink_finish(mirs_search *s) {
   if (s->sink.nres > 1)
     qsort(s->sink.res, s->sink.nres, sizeof *s->sink.res, result_cmp);
-  mirs_status st = full_verify(s);
+  mirs_status st = splitk_preselect(s);
+  if (st == MIRS_OK)
+    st = full_verify(s);
   if (st == MIRS_OK)
     st = float_check(s);
   if (st == MIRS_OK)
@@ -1199,4 +1556,5 @@ void mirs__sink_free(mirs_search *s) {
   mirs__core_free(ctx, s->sink.idx);
   mirs__core_free(ctx, s->sink.paths);
   memset(&s->sink, 0, sizeof s->sink);
+  splitk_src_free(s);
 }

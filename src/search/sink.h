@@ -38,6 +38,10 @@ typedef struct mirs__search_result {
   bool verified; /* ... and already verified there (the cheapest when found) */
   bool float_checked; /* checked in float64 when found */
   bool split_k; /* made by the split-K rewrite of another result (splitk.c), not found */
+  /* A split-K source a cache entry kept (splitk_src), not a result: the
+   * full-shape verification drops it unverified after the split-K
+   * pre-selection has seen it. */
+  bool source_only;
   double found_at; /* seconds from the start of the search */
   /* A result another rank found, taken as sent (dist.c): its canonical
    * text, read into g only when the graph is needed (verified, checked,

@@ -76,14 +76,23 @@ typedef struct plan {
   int32_t mx[MAX_ACC];               /* block tensor of each distinct shift */
   int32_t mdim[MAX_ACC];             /* the dim its accum_max takes (extent 1 in kernel 1) */
   int32_t momap[MAX_ACC][MIRS__GRID]; /* kernel 1's omap of its running max */
+  /* The finer combine: kernel 2's grid dim gs partitions dim cdim of
+   * every tile cways ways (-1, 1: K's grid less gs); per partial whether
+   * its tile has that dim whole (else extent 1: each block loads it). */
+  int cdim;
+  int32_t cways;
+  bool cpart[2 * MAX_ACC];
 } plan;
 
-/* Place the grid dims of grid1 along the dims of block tensor t; false
- * when its rank is too small. */
-static bool place(const mirs_graph *g, const mirs__bgraph *bg, int32_t t, int gs,
+/* Place the grid dims of grid1 along the dims of block tensor t, none
+ * of them along dim `avoid` (kernel 2's finer combine partitions it;
+ * -1: none); false when its rank is too small. */
+static bool place(const mirs_graph *g, const mirs__bgraph *bg, int32_t t, int gs, int avoid,
                   const int32_t grid1[MIRS__GRID], int32_t omap[MIRS__GRID]) {
   int r = bg->t[t].shape.ndim;
   bool used[MIRS_MAX_DIMS] = {false};
+  if (avoid >= r)
+    return false;
   for (int a = 0; a < MIRS__GRID; a++)
     omap[a] = -1;
   /* A dim the grid placed in K keeps that grid dim (its partial then
@@ -92,10 +101,14 @@ static bool place(const mirs_graph *g, const mirs__bgraph *bg, int32_t t, int gs
     mirs__dim_origin o;
     if (mirs__sched_dim_origin(g, bg, t, d, &o) && o.grid >= 0 && o.grid != gs &&
         grid1[o.grid] > 1 && omap[o.grid] < 0) {
+      if (d == avoid)
+        return false;
       omap[o.grid] = d;
       used[d] = true;
     }
   }
+  if (avoid >= 0)
+    used[avoid] = true;
   for (int a = 0; a < MIRS__GRID; a++) {
     if (grid1[a] == 1 || omap[a] >= 0)
       continue;
@@ -139,7 +152,7 @@ static bool plan_shift(const mirs_graph *g, const mirs__bgraph *bg, const mirs__
   if (p->nmx == MAX_ACC)
     return false;
   int d = unit_dim(g, bg, m, p->gs);
-  if (d < 0 || !place(g, bg, m, p->gs, grid1, p->momap[p->nmx]))
+  if (d < 0 || !place(g, bg, m, p->gs, p->cdim, grid1, p->momap[p->nmx]))
     return false;
   p->mx[p->nmx] = m;
   p->mdim[p->nmx] = d;
@@ -147,15 +160,77 @@ static bool plan_shift(const mirs_graph *g, const mirs__bgraph *bg, const mirs__
   return true;
 }
 
-/* The plan of splitting kernel op k of g s ways along grid dim gs;
- * false when it cannot. */
-static bool make_plan(const mirs_graph *g, const mirs__kop *k, int gs, int32_t s, plan *p) {
-  if (k->op != MIRS_OP_CUSTOM || s < 2 || gs < 0 || gs >= MIRS__GRID)
+/* The extent of dim d of block tensor t of bg in kernel 1 and 2 (K's
+ * grid dim gs taken over: a dim it placed grows G[gs] times), or -1
+ * when unknown (no single origin while G[gs] > 1). */
+static int64_t split_extent(const mirs_graph *g, const mirs__bgraph *bg, int32_t t, int d, int gs) {
+  if (d >= bg->t[t].shape.ndim)
+    return -1;
+  int64_t e = bg->t[t].shape.d[d];
+  if (bg->grid[gs] == 1)
+    return e;
+  mirs__dim_origin o;
+  if (!mirs__sched_dim_origin(g, bg, t, d, &o))
+    return e == 1 ? 1 : -1;
+  return o.grid == gs ? e * bg->grid[gs] : e;
+}
+
+/* Whether kernel 2 of plan p may partition dim p->cdim of its tiles
+ * p->cways ways along gs: K's post-loop ops all elementwise (so the dim
+ * is the same dim of every tile), every output's tile holding the dim
+ * whole (no other grid dim placing it) at one extent that cways divides,
+ * every accumulator and shift tile holding it at that extent or 1
+ * (recorded in p->cpart, partials then shifts). */
+static bool plan_combine(const mirs_graph *g, const mirs__bgraph *bg, plan *p) {
+  int d = p->cdim;
+  int64_t ext = -1;
+  for (int32_t i = 0; i < bg->nops; i++) {
+    const mirs__bop *o = &bg->ops[i];
+    if (o->op == MIRS_OP_OUTPUT) {
+      int64_t e = split_extent(g, bg, o->in[0], d, p->gs);
+      for (int a = 0; a < MIRS__GRID; a++)
+        if (a != p->gs && bg->grid[a] > 1 && o->omap[a] == d)
+          return false;
+      if (e < 2 || e % p->cways || (ext >= 0 && e != ext))
+        return false;
+      ext = e;
+      continue;
+    }
+    if (o->out < 0 || !bg->t[o->out].post || mirs__graph_ops[o->op].kind == MIRS__KIND_ACCUM)
+      continue;
+    if (!mirs__op_is_elementwise(o->op) || o->op == MIRS_OP_CAUSAL_MASK)
+      return false;
+  }
+  if (ext < 0)
+    return false;
+  for (int j = 0; j < p->nacc + p->nmx; j++) {
+    int32_t t = j < p->nacc ? p->acc[j] : p->mx[j - p->nacc];
+    const int32_t *om = j < p->nacc ? p->omap[j] : p->momap[j - p->nacc];
+    int64_t e = split_extent(g, bg, t, d, p->gs);
+    if (e != ext && e != 1)
+      return false;
+    for (int a = 0; a < MIRS__GRID; a++)
+      if (om[a] == d)
+        return false;
+    p->cpart[j] = e == ext;
+  }
+  return true;
+}
+
+/* The plan of splitting kernel op k of g s ways along grid dim gs, its
+ * combine partitioning dim cdim cways ways (cdim -1: not); false when it
+ * cannot. */
+static bool make_plan(const mirs_graph *g, const mirs__kop *k, int gs, int32_t s, int cdim,
+                      int32_t cways, plan *p) {
+  if (k->op != MIRS_OP_CUSTOM || s < 2 || gs < 0 || gs >= MIRS__GRID ||
+      cdim >= MIRS_MAX_DIMS || (cdim >= 0 && cways < 2))
     return false;
   const mirs__bgraph *bg = k->bg;
   if (bg->forloop % s)
     return false;
   p->gs = gs;
+  p->cdim = cdim < 0 ? -1 : cdim;
+  p->cways = cdim < 0 ? 1 : cways;
   int32_t grid1[MIRS__GRID];
   memcpy(grid1, bg->grid, sizeof grid1);
   grid1[p->gs] = s;
@@ -172,12 +247,12 @@ static bool make_plan(const mirs_graph *g, const mirs__kop *k, int gs, int32_t s
     p->shift[p->nacc] = -1;
     if (o->op == MIRS_OP_ACCUM_ONLINE && !plan_shift(g, bg, o, grid1, p))
       return false;
-    if (!place(g, bg, o->out, gs, grid1, p->omap[p->nacc]))
+    if (!place(g, bg, o->out, gs, p->cdim, grid1, p->omap[p->nacc]))
       return false;
     p->nacc++;
   }
   /* (every partial a named kernel tensor of kernel 1) */
-  return p->nacc > 0 && p->nacc + p->nmx <= MAX_ACC;
+  return p->nacc > 0 && p->nacc + p->nmx <= MAX_ACC && (p->cdim < 0 || plan_combine(g, bg, p));
 }
 
 /* Append compute or accumulator op o to nb, its operands and result
@@ -255,12 +330,13 @@ static mirs_status kernel1(mirs_graph *rg, const mirs__kop *k, int32_t s, const 
 
 /* Load partial kernel tensor part, stored by kernel 1 with omap, into
  * kernel 2 nb as tile *t: the same placement less gs, whose dim the
- * forloop walks. */
+ * forloop walks; gs then partitions dim cdim (the finer combine; -1:
+ * gs is 1). */
 static mirs_status load_partial(mirs_graph *rg, mirs__bgraph *nb, int32_t part,
-                                const int32_t omap[MIRS__GRID], int gs, int32_t *t) {
+                                const int32_t omap[MIRS__GRID], int gs, int cdim, int32_t *t) {
   int32_t imap[MIRS__GRID];
   memcpy(imap, omap, sizeof imap);
-  imap[gs] = -1;
+  imap[gs] = cdim;
   return mirs__bg_add_input(rg, nb, NULL, part, imap, omap[gs], t);
 }
 
@@ -273,7 +349,7 @@ static mirs_status kernel2(mirs_graph *rg, const mirs_graph *g, const mirs__kop 
   const mirs__bgraph *bg = k->bg;
   int32_t grid2[MIRS__GRID];
   memcpy(grid2, bg->grid, sizeof grid2);
-  grid2[p->gs] = 1;
+  grid2[p->gs] = p->cways;
   mirs__bgraph *nb;
   MIRS_CHECK(ctx, mirs__bg_new(ctx, grid2, bg->block, s, &nb));
   int32_t *bmap = mirs__core_alloc(ctx, sizeof *bmap * ((size_t)bg->nt + 1));
@@ -282,10 +358,12 @@ static mirs_status kernel2(mirs_graph *rg, const mirs_graph *g, const mirs__kop 
    * accumulator's partials, combined by its rule. */
   int32_t run[MAX_ACC];
   for (int j = 0; st == MIRS_OK && j < p->nmx; j++)
-    st = load_partial(rg, nb, part[p->nacc + j], p->momap[j], p->gs, &run[j]);
+    st = load_partial(rg, nb, part[p->nacc + j], p->momap[j], p->gs,
+                      p->cdim >= 0 && p->cpart[p->nacc + j] ? p->cdim : -1, &run[j]);
   for (int j = 0; st == MIRS_OK && j < p->nacc; j++) {
     int32_t t[2];
-    st = load_partial(rg, nb, part[j], p->omap[j], p->gs, &t[0]);
+    st = load_partial(rg, nb, part[j], p->omap[j], p->gs,
+                      p->cdim >= 0 && p->cpart[j] ? p->cdim : -1, &t[0]);
     if (st != MIRS_OK)
       break;
     if (p->shift[j] >= 0) {
@@ -301,7 +379,10 @@ static mirs_status kernel2(mirs_graph *rg, const mirs_graph *g, const mirs__kop 
     if (o->op == MIRS_OP_OUTPUT) {
       int32_t omap[MIRS__GRID];
       memcpy(omap, o->omap, sizeof omap);
-      omap[p->gs] = -1; /* (each block holds what gs placed whole) */
+      omap[p->gs] = p->cdim; /* (each block holds what gs placed whole, or its part) */
+      for (int a = 0; p->cdim >= 0 && a < MIRS__GRID; a++)
+        if (a != p->gs && grid2[a] == 1 && omap[a] == p->cdim)
+          omap[a] = -1; /* (a grid dim of 1 block named it) */
       st = mirs__bg_add_output_dt(rg, nb, bmap[o->in[0]], omap,
                                   (int32_t)g->t[k->out[ko++]].dtype);
       continue;
@@ -397,12 +478,14 @@ static mirs_status split_op(mirs_graph *rg, const mirs_graph *g, const mirs__kop
   return MIRS_OK;
 }
 
-/* Public within the library: g with kernel op kop split s ways along gs. */
-mirs_status mirs__splitk_variant(mirs_context *ctx, const mirs_graph *g, int32_t kop, int gs,
-                                 int32_t s, mirs_graph **out) {
+/* Public within the library: g with kernel op kop split s ways along
+ * gs, its combine partitioning dim cdim cways ways. */
+mirs_status mirs__splitk_variant_combine(mirs_context *ctx, const mirs_graph *g, int32_t kop,
+                                         int gs, int32_t s, int cdim, int32_t cways,
+                                         mirs_graph **out) {
   *out = NULL;
   plan p;
-  if (kop < 0 || kop >= g->nops || !make_plan(g, &g->ops[kop], gs, s, &p))
+  if (kop < 0 || kop >= g->nops || !make_plan(g, &g->ops[kop], gs, s, cdim, cways, &p))
     return MIRS_OK;
   mirs_graph *rg;
   MIRS_CHECK(ctx, mirs__graph_new(ctx, g->name, &rg));
@@ -429,4 +512,9 @@ mirs_status mirs__splitk_variant(mirs_context *ctx, const mirs_graph *g, int32_t
   rg->ugraph = true;
   *out = rg;
   return MIRS_OK;
+}
+
+mirs_status mirs__splitk_variant(mirs_context *ctx, const mirs_graph *g, int32_t kop, int gs,
+                                 int32_t s, mirs_graph **out) {
+  return mirs__splitk_variant_combine(ctx, g, kop, gs, s, -1, 1, out);
 }

@@ -33,4 +33,18 @@ bool mirs__splitk_has_split(const mirs_graph *g);
 mirs_status mirs__splitk_variant(mirs_context *ctx, const mirs_graph *g, int32_t kop, int gs,
                                  int32_t s, mirs_graph **out);
 
+/* The same with a finer combine: kernel 2's grid dim gs (1 above)
+ * partitions dim cdim of its tiles cways ways (cdim -1: as above), so
+ * that a source grid leaving few blocks once gs is dropped combines in
+ * more.  Kernel 1 then places no grid dim along cdim.  *out NULL also
+ * when the combine cannot be so: a post-loop op of K not elementwise (or
+ * a causal_mask), an output whose tile has dim cdim placed by another
+ * grid dim, of extent 1 or not divisible by cways (or the outputs at
+ * different extents), an accumulator or shift tile holding it at
+ * another extent than the outputs' or 1.  Such a pair is two launches
+ * (the code generator fuses only a kernel 2 of K's grid less gs). */
+mirs_status mirs__splitk_variant_combine(mirs_context *ctx, const mirs_graph *g, int32_t kop,
+                                         int gs, int32_t s, int cdim, int32_t cways,
+                                         mirs_graph **out);
+
 #endif
