@@ -1312,13 +1312,13 @@ static void expect_rejected(const mirs_graph *g, const char *reason) {
   ck_assert_msg(strstr(why, reason) != NULL, "rejected with \"%s\", expected \"%s\"", why, reason);
 }
 
-/* The pair predicate: gqa's best is a pair (gs = z, s = 4, a counter per
- * block of the 16 x 2 combine), and each condition broken in turn (the
- * graph edited in place, then restored) is a rejection with its reason;
- * a plain program has no pair. */
+/* The pair predicate: an earlier best of gqa (tests/codegen/splitk_pair_gqa)
+ * is a pair (gs = z, s = 4, a counter per block of the 16 x 2 combine),
+ * and each condition broken in turn (the graph edited in place, then
+ * restored) is a rejection with its reason; a plain program has no pair. */
 START_TEST(test_splitk_pair_predicate) {
   mirs_context *ctx = tu_ctx(NULL);
-  mirs_graph *g = load(ctx, "examples/best/gqa.ugraph");
+  mirs_graph *g = load(ctx, "tests/codegen/splitk_pair_gqa.ugraph");
   mirs__splitk_pair pair;
   char why[256];
   ck_assert_msg(mirs__plan_splitk_pair(g, 0, &pair, why, sizeof why), "%s", why);
