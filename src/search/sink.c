@@ -977,6 +977,12 @@ typedef struct sk_form {
  * fewer blocks than SMs. */
 #define SPLITK_MAX_WAYS 64
 
+/* The SMs of the search's device (its profile; 132, an H100's, without
+ * one): what the pre-selection's waves are counted in. */
+static int64_t device_sms(const mirs_search *s) {
+  return s->device && s->device->sms > 0 ? s->device->sms : 132;
+}
+
 /* Blocks of grid g. */
 static int64_t grid_blocks(const int32_t g[MIRS__GRID]) {
   return (int64_t)g[0] * g[1] * g[2];
@@ -990,7 +996,7 @@ static int64_t grid_blocks(const int32_t g[MIRS__GRID]) {
  * variants made from them are the same in every run. */
 static size_t splitk_forms(const mirs_search *s, const mirs_graph *g, bool plain, bool combine,
                            bool widest, int64_t max_blocks, sk_form *f, size_t cap) {
-  int64_t sms = s->device && s->device->sms > 0 ? s->device->sms : 132;
+  int64_t sms = device_sms(s);
   size_t n = 0;
   for (int32_t k = 0; k < g->nops; k++) {
     const mirs__bgraph *bg = g->ops[k].op == MIRS_OP_CUSTOM ? g->ops[k].bg : NULL;
@@ -1038,9 +1044,9 @@ static mirs_status form_variant(mirs_context *ctx, const mirs_graph *g, const sk
 static mirs_status best_split_cost(mirs_search *s, const mirs_graph *g, double own, sk_form *f,
                                    int64_t *priced, double *best) {
   mirs_context *ctx = s->ctx;
-  int64_t sms = s->device && s->device->sms > 0 ? s->device->sms : 132;
   *best = INFINITY;
-  size_t n = splitk_forms(s, g, true, true, true, SPLITK_PRE_WAVES * sms, f, SPLITK_MAX_FORMS);
+  size_t n =
+      splitk_forms(s, g, true, true, true, SPLITK_PRE_WAVES * device_sms(s), f, SPLITK_MAX_FORMS);
   int last_done = -1; /* (widest: the (k, gs, s, d) whose widest combine built) */
   for (size_t i = 0; i < n; i++) {
     if (f[i].cways < 0 && last_done >= 0 && f[last_done].k == f[i].k &&
