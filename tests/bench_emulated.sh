@@ -95,6 +95,38 @@ grep -q '"rank_correlation": -\{0,1\}1[,.]' "$tmp/ranked/measured.json" ||
   fail "bench --rank: not 2 measured results"
 [ -s "$tmp/ranked/best_measured.ugraph" ] || fail "bench --rank: no best_measured.ugraph"
 
+# The harnesses of a ranking compile in parallel (at most --threads at
+# once), then run one at a time.  Three candidates, each build 1 s long:
+# with 2 jobs some build sees another one running, with 1 none does.
+# Where this process may use a single CPU, 1 job is all there is.
+cp "$ex/mha_small.ugraph" "$tmp/ranked/candidates/0003-c.ugraph"
+cpus=$(nproc 2>/dev/null || echo 1)
+for jobs in 1 2; do
+  rm -rf "$tmp/trace" "$tmp/ranked/measured.json"
+  mkdir -p "$tmp/trace"
+  FAKE_NVCC_TRACE=$tmp/trace FAKE_NVCC_SLEEP=1 run bench --threads=$jobs --rank="$tmp/ranked"
+  expect 0 "bench --rank with $jobs build jobs"
+  [ "$(grep -c '"measured_seconds": [0-9]' "$tmp/ranked/measured.json")" -eq 3 ] ||
+    fail "bench --rank with $jobs build jobs: not 3 measured results"
+  seen=$(sort -n "$tmp/trace/seen" | tail -1)
+  want=$jobs
+  [ "$cpus" -lt "$jobs" ] && want=$cpus
+  [ "$(grep -c . "$tmp/trace/seen")" -eq 3 ] && [ "$seen" -eq "$want" ] ||
+    fail "bench --rank with $jobs build jobs: at most $seen builds at once, expected $want ($(tr '\n' ' ' <"$tmp/trace/seen"))"
+done
+# A harness that does not compile stops the ranking: an error naming the
+# compiler, the other builds killed, no temporary directory left behind.
+mkdir -p "$tmp/tmpdir"
+TMPDIR=$tmp/tmpdir FAKE_NVCC_FAIL_IF="µGraph gqa_small," FAKE_NVCC_TRACE=$tmp/trace FAKE_NVCC_SLEEP=1 \
+  run bench --threads=3 --rank="$tmp/ranked"
+expect 3 "bench --rank with a harness that does not compile"
+grep -q 'the bench harness does not compile with .*fakecuda/nvcc (exit 1)' "$tmp/err" ||
+  fail "a harness that does not compile: no message naming the compiler"
+grep -q 'failing as asked' "$tmp/err" || fail "a harness that does not compile: no compiler output"
+[ -z "$(ls -A "$tmp/tmpdir")" ] ||
+  fail "a harness that does not compile: left $(ls "$tmp/tmpdir" | tr '\n' ' ')in TMPDIR"
+rm "$tmp/ranked/candidates/0003-c.ugraph"
+
 # A search that times its own top results (--measure-top): the fastest
 # checked one becomes best.ugraph, report.json has both times; the model's
 # ranks and files stay.  Without the (fake) driver nothing is timed and

@@ -527,12 +527,12 @@ END_TEST
 /* ---------------------------------------------------------------- usable CPUs */
 
 START_TEST(test_usable_cpus) {
-  ck_assert_int_ge(mirs__pool_usable_cpus(), 1);
+  ck_assert_int_ge(mirs__core_usable_cpus(), 1);
   setenv("OMP_NUM_THREADS", "3", 1);
-  ck_assert_int_eq(mirs__pool_usable_cpus(), 3);
+  ck_assert_int_eq(mirs__core_usable_cpus(), 3);
   unsetenv("OMP_NUM_THREADS");
   setenv("SLURM_CPUS_PER_TASK", "1", 1);
-  ck_assert_int_eq(mirs__pool_usable_cpus(), 1);
+  ck_assert_int_eq(mirs__core_usable_cpus(), 1);
   unsetenv("SLURM_CPUS_PER_TASK");
 }
 END_TEST

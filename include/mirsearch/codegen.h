@@ -127,7 +127,9 @@ typedef struct mirs_rank_entry {
 
 /* Time n candidates of program (NULL: each against itself) on GPU 0, each
  * as mirs_codegen_bench does (checked first: a wrong kernel is never
- * timed), and rank them: rows[i] gets cands[i]'s check and times and its
+ * timed; the harnesses compile in parallel first, as many at once as the
+ * threads option, else the CPUs the process may use, allow; then each is
+ * checked and timed alone), and rank them: rows[i] gets cands[i]'s check and times and its
  * ranks by predicted and by measured time; *best the index of the fastest
  * checked candidate (-1: none); *rho Spearman's rank correlation of the
  * two orders over the timed candidates (NAN under 2).  last (may be NULL)

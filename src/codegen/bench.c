@@ -33,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "codegen/codegen.h"
 #include "codegen/cost.h"
@@ -41,6 +42,10 @@
 
 #define CAND_ENTRY "mirs_bench_cand"
 #define BASE_ENTRY "mirs_bench_base"
+/* Why a build without CUDA cannot bench. */
+#define NO_CUDA                                                                                \
+  "built without CUDA: `bench` needs nvcc and cuBLAS at configure time (./configure "          \
+  "--with-cuda=DIR)"
 
 /* C type of a stored element. */
 static const char *stype(mirs_dtype t) {
@@ -587,24 +592,62 @@ static mirs_status run_harness(mirs_context *ctx, const char *dir, const char *c
   return mirs__codegen_spawn_checked(ctx, a.argv, log, 0, MIRS_CUDA, what);
 }
 
-/* Compile, check, time (see mirs_codegen_bench); the files go to dir. */
-static mirs_status bench_in(const mirs_graph *c, const mirs_graph *p, uint64_t seed,
-                            const char *dir, mirs_bench_result *r) {
+/* The files a harness directory may hold. */
+static const char *const bench_files[] = {"cand.cu",  "base.cu",   "bench.cu", "in.bin", "cand.bin",
+                                          "base.bin", "times.txt", "bench",    "log"};
+#define N_BENCH_FILES (sizeof bench_files / sizeof bench_files[0])
+
+/* A candidate's harness: its directory and its build. */
+typedef struct bench_job {
+  char dir[900];
+  pid_t pid;
+  bool made, building;
+} bench_job;
+
+/* Start the build of candidate c's harness: a new directory, the
+ * sources, nvcc in the background. */
+static mirs_status bench_start(const mirs_graph *c, const mirs_graph *p, bench_job *j) {
+  mirs_context *ctx = c->ctx;
+  MIRS_CHECK(ctx, mirs__codegen_tmpdir(ctx, "bench", j->dir, sizeof j->dir));
+  j->made = true;
+  MIRS_CHECK(ctx, write_sources(c, p, j->dir));
+  mirs__codegen_args a;
+  MIRS_CHECK(ctx, mirs__codegen_nvcc_args(ctx, j->dir, "bench.cu", "bench", "cublas", &a));
+  char log[1024];
+  snprintf(log, sizeof log, "%s/log", j->dir);
+  MIRS_CHECK(ctx, mirs__codegen_spawn_start(ctx, a.argv, log, &j->pid));
+  j->building = true;
+  return MIRS_OK;
+}
+
+/* Wait for j's build; a failure is MIRS_INTERNAL with nvcc's first lines. */
+static mirs_status bench_built(mirs_context *ctx, bench_job *j) {
+  const char *nvcc = mirs__codegen_nvcc(ctx);
+  int st;
+  j->building = false;
+  MIRS_CHECK(ctx, mirs__codegen_spawn_wait(ctx, j->pid, 0, nvcc, &st));
+  if (st != 0) {
+    char log[1024], head[1024];
+    snprintf(log, sizeof log, "%s/log", j->dir);
+    mirs__codegen_log_head(log, head, sizeof head);
+    return MIRS_FAIL(ctx, MIRS_INTERNAL, "the bench harness does not compile with %s (exit %d):\n%s",
+                     nvcc, st, head);
+  }
+  return MIRS_OK;
+}
+
+/* Check and time c's built harness in dir against the float64 reference
+ * ref (see mirs_codegen_bench); the run's data files are removed after. */
+static mirs_status bench_run(const mirs_graph *c, const mirs_graph *p, uint64_t seed,
+                             const char *dir, const mirs_eval_result *ref, mirs_bench_result *r) {
   mirs_context *ctx = c->ctx;
   char path[4][1024];
   snprintf(path[0], sizeof path[0], "%s/in.bin", dir);
   snprintf(path[1], sizeof path[1], "%s/cand.bin", dir);
   snprintf(path[2], sizeof path[2], "%s/base.bin", dir);
   snprintf(path[3], sizeof path[3], "%s/times.txt", dir);
-  /* The reference first: it also bounds the sizes involved. */
-  mirs_eval_result *ref = NULL, *got = NULL;
-  MIRS_CHECK(ctx, mirs_graph_eval(p ? p : c, seed, &ref));
-  mirs_status s = write_sources(c, p, dir);
-  if (s == MIRS_OK)
-    s = mirs__codegen_write_inputs(c, seed, dir, "in.bin");
-  if (s == MIRS_OK)
-    s = mirs__codegen_nvcc_build(ctx, dir, "bench.cu", "bench", "cublas", 0,
-                                 "the bench harness does not compile");
+  mirs_eval_result *got = NULL;
+  mirs_status s = mirs__codegen_write_inputs(c, seed, dir, "in.bin");
   if (s == MIRS_OK) {
     const char *args[] = {"check", path[0], path[1], path[2]};
     s = run_harness(ctx, dir, args, p ? 4 : 3, "the bench harness's check run failed");
@@ -623,7 +666,6 @@ static mirs_status bench_in(const mirs_graph *c, const mirs_graph *p, uint64_t s
   if (s == MIRS_OK && p)
     r->baseline_error = mirs__eval_max_rel_error(ref, got);
   mirs_eval_result_destroy(got);
-  mirs_eval_result_destroy(ref);
   /* A NaN error (an unwritten, poisoned element) fails too.  The
    * baseline is the program as written: its own f16 intermediates may
    * overflow (attention's row sums at published shapes do), which no
@@ -640,6 +682,90 @@ static mirs_status bench_in(const mirs_graph *c, const mirs_graph *p, uint64_t s
     if (s == MIRS_OK)
       s = read_timings(ctx, path[3], r);
   }
+  /* At published shapes the inputs and outputs are large: gone before
+   * the next candidate's. */
+  for (int k = 0; k < 3; k++)
+    (void)unlink(path[k]);
+  return s;
+}
+
+/* How many harnesses compile at once: the CPUs this process may use (at
+ * most the threads option when that is set), at most n. */
+static int bench_jobs(mirs_context *ctx, int n) {
+  int j = mirs__core_usable_cpus();
+  if (ctx->opt.threads > 0 && ctx->opt.threads < j)
+    j = (int)ctx->opt.threads;
+  return j < n ? j : n;
+}
+
+/* mirs_codegen_bench of cands[0..n) against one program into rs[0..n)
+ * (full structs).  The harnesses compile first, bench_jobs at a time;
+ * then each is checked and timed in turn, nothing else running (timings
+ * never overlap each other or a compile).  The float64 reference of a
+ * program is evaluated once, before anything compiles (it also bounds
+ * the sizes involved).  The first error stops it; every child is killed
+ * and every directory removed on every path. */
+static mirs_status bench_many(const mirs_graph *const *cands, int n, const mirs_graph *p,
+                              uint64_t seed, mirs_bench_result *rs) {
+  mirs_context *ctx = cands[0]->ctx;
+  MIRS_CHECK(ctx, mirs__codegen_need_device(ctx));
+  mirs__cost_profiles *prof = NULL;
+  const mirs__cost_device *d = NULL;
+  mirs_status s = mirs__cost_profiles_load(ctx, NULL, &prof);
+  if (s == MIRS_OK)
+    s = mirs__cost_find(ctx, prof, ctx->opt.cost_device, &d);
+  for (int i = 0; s == MIRS_OK && i < n; i++) {
+    mirs_bench_result *r = &rs[i];
+    memset(r, 0, sizeof *r);
+    r->struct_size = sizeof *r;
+    r->has_baseline = p != NULL;
+    snprintf(r->profile, sizeof r->profile, "%s", d->name);
+    roofline(p ? p : cands[i], d, r);
+    for (int32_t k = 0; p && k < p->nops; k++) {
+      const mirs__kop *o = &p->ops[k];
+      if (o->op == MIRS_OP_MATMUL && on_cublas(p, o))
+        r->baseline_cublas_calls++;
+      else
+        r->baseline_kernels += !mirs__codegen_op_is_view(p, false, k);
+    }
+  }
+  mirs__cost_profiles_free(prof);
+  MIRS_CHECK(ctx, s);
+  mirs_eval_result *pref = NULL;
+  if (p)
+    MIRS_CHECK(ctx, mirs_graph_eval(p, seed, &pref));
+  bench_job *jobs = mirs__core_calloc(ctx, (size_t)n, sizeof *jobs);
+  if (!jobs) {
+    mirs_eval_result_destroy(pref);
+    return MIRS_FAIL(ctx, MIRS_NOMEM, "out of memory (%d bench harnesses)", n);
+  }
+  int width = bench_jobs(ctx, n), started = 0;
+  for (; s == MIRS_OK && started < width; started++)
+    s = bench_start(cands[started], p, &jobs[started]);
+  for (int i = 0; s == MIRS_OK && i < n; i++) {
+    s = bench_built(ctx, &jobs[i]);
+    if (s == MIRS_OK && started < n) {
+      s = bench_start(cands[started], p, &jobs[started]);
+      started++;
+    }
+  }
+  for (int i = 0; s == MIRS_OK && i < n; i++) {
+    mirs_eval_result *ref = pref;
+    if (!p)
+      s = mirs_graph_eval(cands[i], seed, &ref);
+    if (s == MIRS_OK)
+      s = bench_run(cands[i], p, seed, jobs[i].dir, ref, &rs[i]);
+    if (!p)
+      mirs_eval_result_destroy(ref);
+  }
+  for (int i = 0; i < n; i++) {
+    if (jobs[i].building)
+      mirs__codegen_spawn_kill(jobs[i].pid);
+    if (jobs[i].made)
+      mirs__codegen_remove_dir(jobs[i].dir, bench_files, N_BENCH_FILES);
+  }
+  mirs__core_free(ctx, jobs);
+  mirs_eval_result_destroy(pref);
   return s;
 }
 
@@ -655,45 +781,32 @@ mirs_status mirs_codegen_bench(const mirs_graph *candidate, const mirs_graph *pr
     return MIRS_FAIL(ctx, MIRS_INVALID_ARG,
                      "mirs_codegen_bench: set out->struct_size = sizeof(mirs_bench_result)");
   MIRS_CHECK(ctx, check_pair(candidate, program));
-  mirs_bench_result r;
-  memset(&r, 0, sizeof r);
-  r.has_baseline = program != NULL;
 #ifndef MIRS_NVCC
   (void)seed;
-  return MIRS_FAIL(ctx, MIRS_UNSUPPORTED,
-                   "built without CUDA: `bench` needs nvcc and cuBLAS at configure time "
-                   "(./configure --with-cuda=DIR)");
+  return MIRS_FAIL(ctx, MIRS_UNSUPPORTED, "%s", NO_CUDA);
 #else
-  MIRS_CHECK(ctx, mirs__codegen_need_device(ctx));
-  mirs__cost_profiles *prof = NULL;
-  const mirs__cost_device *d = NULL;
-  mirs_status s = mirs__cost_profiles_load(ctx, NULL, &prof);
-  if (s == MIRS_OK)
-    s = mirs__cost_find(ctx, prof, ctx->opt.cost_device, &d);
-  if (s == MIRS_OK) {
-    snprintf(r.profile, sizeof r.profile, "%s", d->name);
-    roofline(program ? program : candidate, d, &r);
-  }
-  mirs__cost_profiles_free(prof);
-  MIRS_CHECK(ctx, s);
-  for (int32_t i = 0; program && i < program->nops; i++) {
-    const mirs__kop *o = &program->ops[i];
-    if (o->op == MIRS_OP_MATMUL && on_cublas(program, o))
-      r.baseline_cublas_calls++;
-    else
-      r.baseline_kernels += !mirs__codegen_op_is_view(program, false, i);
-  }
-  char dir[900];
-  MIRS_CHECK(ctx, mirs__codegen_tmpdir(ctx, "bench", dir, sizeof dir));
-  s = bench_in(candidate, program, seed, dir, &r);
-  static const char *const names[] = {"cand.cu",  "base.cu",   "bench.cu", "in.bin", "cand.bin",
-                                      "base.bin", "times.txt", "bench",    "log"};
-  mirs__codegen_remove_dir(dir, names, sizeof names / sizeof names[0]);
-  MIRS_CHECK(ctx, s);
+  mirs_bench_result r;
+  MIRS_CHECK(ctx, bench_many(&candidate, 1, program, seed, &r));
   size_t n = out->struct_size < sizeof r ? out->struct_size : sizeof r;
   r.struct_size = n;
   memcpy(out, &r, n);
   return MIRS_OK;
+#endif
+}
+
+/* Internal: see codegen.h. */
+mirs_status mirs__codegen_bench_many(const mirs_graph *const *cands, int n,
+                                     const mirs_graph *program, uint64_t seed,
+                                     mirs_bench_result *rs) {
+  mirs_context *ctx = cands[0]->ctx;
+  for (int i = 0; i < n; i++)
+    MIRS_CHECK(ctx, check_pair(cands[i], program));
+#ifndef MIRS_NVCC
+  (void)seed;
+  (void)rs;
+  return MIRS_FAIL(ctx, MIRS_UNSUPPORTED, "%s", NO_CUDA);
+#else
+  return bench_many(cands, n, program, seed, rs);
 #endif
 }
 

@@ -16,8 +16,11 @@
 #ifndef MIRS_CODEGEN_CODEGEN_H
 #define MIRS_CODEGEN_CODEGEN_H
 
+#include <sys/types.h>
+
 #include "core/core.h"
 #include "graph/graph.h"
+#include "mirsearch/codegen.h"
 
 /* Append the CUDA C of g to out; the entry point is named entry (a C
  * identifier; NULL: "mirs_" + the graph's name).  MIRS_LIMIT, naming the
@@ -130,6 +133,9 @@ void mirs__codegen_emit_outputs(const mirs_graph *g, const char *ind, const char
 void mirs__codegen_arg(mirs__codegen_args *a, const char *text);
 /* The nvcc to run: option codegen_nvcc, else configure's, else PATH's. */
 const char *mirs__codegen_nvcc(mirs_context *ctx);
+/* The nvcc command of mirs__codegen_nvcc_build into *cmd. */
+mirs_status mirs__codegen_nvcc_args(mirs_context *ctx, const char *dir, const char *src,
+                                    const char *out, const char *lib, mirs__codegen_args *cmd);
 /* Compile dir/src with nvcc (-std=c++17 -O2 -I dir, a -gencode per
  * codegen_arch entry, -l lib unless NULL) into dir/out; its output goes
  * to dir/log; a failure is MIRS_INTERNAL "WHAT with NVCC (exit N):" and
@@ -137,6 +143,13 @@ const char *mirs__codegen_nvcc(mirs_context *ctx);
 mirs_status mirs__codegen_nvcc_build(mirs_context *ctx, const char *dir, const char *src,
                                      const char *out, const char *lib, double deadline,
                                      const char *what);
+/* mirs_codegen_bench of n candidates against one program (each pair
+ * checked) into rs[0..n) (whole structs): the harnesses compile in
+ * parallel first, then each is checked and timed in turn; the first error
+ * stops it.  mirs_codegen_rank's engine. */
+mirs_status mirs__codegen_bench_many(const mirs_graph *const *cands, int n,
+                                     const mirs_graph *program, uint64_t seed,
+                                     mirs_bench_result *rs);
 /* Write len bytes to dir/name. */
 mirs_status mirs__codegen_put_file(mirs_context *ctx, const char *dir, const char *name,
                                    const void *data, size_t len);
@@ -146,6 +159,14 @@ mirs_status mirs__codegen_put_file(mirs_context *ctx, const char *dir, const cha
  * none, MIRS_LIMIT) or on a stop request of ctx the whole group is killed. */
 mirs_status mirs__codegen_spawn(mirs_context *ctx, char *const *argv, const char *log,
                                 double deadline, int *status);
+/* mirs__codegen_spawn in parts: start the child (its group's leader),
+ * wait for it (what names it in messages; the deadline and stop requests
+ * as above), or kill its group and reap it. */
+mirs_status mirs__codegen_spawn_start(mirs_context *ctx, char *const *argv, const char *log,
+                                      pid_t *pid);
+mirs_status mirs__codegen_spawn_wait(mirs_context *ctx, pid_t pid, double deadline,
+                                     const char *what, int *status);
+void mirs__codegen_spawn_kill(pid_t pid);
 /* mirs__codegen_spawn, and a non-zero exit is status `fail`: "WHAT (exit
  * N):" and the log's first lines. */
 mirs_status mirs__codegen_spawn_checked(mirs_context *ctx, char *const *argv, const char *log,

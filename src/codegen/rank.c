@@ -11,6 +11,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "codegen/codegen.h"
 #include "core/core.h"
 #include "graph/graph.h"
 #include "mirsearch/codegen.h"
@@ -69,24 +70,31 @@ mirs_status mirs_codegen_rank(const mirs_graph *const *cands, int n, const mirs_
     rows[i].median_us = rows[i].p10_us = rows[i].p90_us = NAN;
     rows[i].rank_model = rows[i].rank_measured = NAN;
   }
-  for (int i = 0; i < n; i++) {
+  for (int i = 0; i < n; i++)
     if (!cands[i])
       return MIRS_FAIL(ctx, MIRS_INVALID_ARG, "mirs_codegen_rank: candidate %d is NULL", i);
-    mirs_bench_result r = MIRS_BENCH_RESULT_INIT;
-    MIRS_CHECK(ctx, mirs_codegen_bench(cands[i], program, seed, &r));
-    rows[i].checked = r.checked;
-    if (r.checked) {
-      rows[i].median_us = r.candidate.median_us;
-      rows[i].p10_us = r.candidate.p10_us;
-      rows[i].p90_us = r.candidate.p90_us;
+  mirs_bench_result *rs = mirs__core_calloc(ctx, (size_t)n, sizeof *rs);
+  if (!rs)
+    return MIRS_FAIL(ctx, MIRS_NOMEM, "out of memory (ranking %d candidates)", n);
+  mirs_status st = mirs__codegen_bench_many(cands, n, program, seed, rs);
+  for (int i = 0; st == MIRS_OK && i < n; i++) {
+    const mirs_bench_result *r = &rs[i];
+    rows[i].checked = r->checked;
+    if (r->checked) {
+      rows[i].median_us = r->candidate.median_us;
+      rows[i].p10_us = r->candidate.p10_us;
+      rows[i].p90_us = r->candidate.p90_us;
       if (*best < 0 || rows[i].median_us < rows[*best].median_us)
         *best = i;
     }
-    if (last && last->struct_size >= sizeof(size_t)) {
-      size_t k = last->struct_size < sizeof r ? last->struct_size : sizeof r;
-      memcpy((char *)last + sizeof(size_t), (const char *)&r + sizeof(size_t), k - sizeof(size_t));
-    }
   }
+  if (st == MIRS_OK && last && last->struct_size >= sizeof(size_t)) {
+    size_t k = last->struct_size < sizeof *rs ? last->struct_size : sizeof *rs;
+    memcpy((char *)last + sizeof(size_t), (const char *)&rs[n - 1] + sizeof(size_t),
+           k - sizeof(size_t));
+  }
+  mirs__core_free(ctx, rs);
+  MIRS_CHECK(ctx, st);
   double *buf = mirs__core_alloc(ctx, 4 * (size_t)n * sizeof *buf);
   if (!buf)
     return MIRS_FAIL(ctx, MIRS_NOMEM, "out of memory (ranking %d candidates)", n);

@@ -263,12 +263,10 @@ static mirs_status wait_child(mirs_context *ctx, pid_t pid, double deadline, con
   }
 }
 
-/* Run argv with stdout and stderr to log, in a process group of its own,
- * until it exits, the deadline passes (mirs__core_now() seconds; 0: none)
- * or ctx is asked to stop (wait_child); the exit status into *status (-1
- * when it could not start, 128+N for a signal). */
-mirs_status mirs__codegen_spawn(mirs_context *ctx, char *const *argv, const char *log,
-                                double deadline, int *status) {
+/* Start argv with stdout and stderr appended to log, in a process group
+ * of its own (its leader's pid into *pid). */
+mirs_status mirs__codegen_spawn_start(mirs_context *ctx, char *const *argv, const char *log,
+                                      pid_t *pid) {
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_addopen(&fa, 1, log, O_WRONLY | O_CREAT | O_APPEND, 0600);
@@ -277,18 +275,42 @@ mirs_status mirs__codegen_spawn(mirs_context *ctx, char *const *argv, const char
   posix_spawnattr_init(&at);
   posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP);
   posix_spawnattr_setpgroup(&at, 0);
-  pid_t pid;
-  int e = posix_spawnp(&pid, argv[0], &fa, &at, argv, environ);
+  int e = posix_spawnp(pid, argv[0], &fa, &at, argv, environ);
   posix_spawn_file_actions_destroy(&fa);
   posix_spawnattr_destroy(&at);
-  if (e != 0) {
-    *status = -1;
+  if (e != 0)
     return MIRS_FAIL(ctx, MIRS_IO, "cannot run %s: %s", argv[0], strerror(e));
-  }
+  return MIRS_OK;
+}
+
+/* Wait for a started child (what names it in messages) as wait_child
+ * does; its exit status into *status (128+N for signal N). */
+mirs_status mirs__codegen_spawn_wait(mirs_context *ctx, pid_t pid, double deadline,
+                                     const char *what, int *status) {
   int ws;
-  MIRS_CHECK(ctx, wait_child(ctx, pid, deadline, argv[0], &ws));
+  MIRS_CHECK(ctx, wait_child(ctx, pid, deadline, what, &ws));
   *status = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + (WIFSIGNALED(ws) ? WTERMSIG(ws) : 0);
   return MIRS_OK;
+}
+
+/* Kill a started child's process group and reap it. */
+void mirs__codegen_spawn_kill(pid_t pid) {
+  int ws;
+  (void)kill(-pid, SIGKILL);
+  while (waitpid(pid, &ws, 0) < 0 && errno == EINTR)
+    ;
+}
+
+/* Run argv with stdout and stderr to log, in a process group of its own,
+ * until it exits, the deadline passes (mirs__core_now() seconds; 0: none)
+ * or ctx is asked to stop (wait_child); the exit status into *status (-1
+ * when it could not start, 128+N for a signal). */
+mirs_status mirs__codegen_spawn(mirs_context *ctx, char *const *argv, const char *log,
+                                double deadline, int *status) {
+  pid_t pid;
+  *status = -1;
+  MIRS_CHECK(ctx, mirs__codegen_spawn_start(ctx, argv, log, &pid));
+  return mirs__codegen_spawn_wait(ctx, pid, deadline, argv[0], status);
 }
 
 /* The first lines of a log file, for an error message. */
@@ -384,13 +406,11 @@ static bool cuda_libdir(const char *nvcc, char *buf, size_t size) {
   return false;
 }
 
-/* Compile dir/src with nvcc into dir/out (with -llib when lib is not
- * NULL): -std=c++17 -O2 -I dir and one -gencode per architecture of the
- * codegen_arch option (sm_90a only under codegen_wgmma).  A failure is MIRS_INTERNAL: what, then nvcc's
- * first lines. */
-mirs_status mirs__codegen_nvcc_build(mirs_context *ctx, const char *dir, const char *src,
-                                     const char *out, const char *lib, double deadline,
-                                     const char *what) {
+/* The nvcc command compiling dir/src into dir/out (with -llib when lib
+ * is not NULL): -std=c++17 -O2 -I dir and one -gencode per architecture
+ * of the codegen_arch option (sm_90a only under codegen_wgmma). */
+mirs_status mirs__codegen_nvcc_args(mirs_context *ctx, const char *dir, const char *src,
+                                    const char *out, const char *lib, mirs__codegen_args *cmd) {
   int64_t arch[4];
   int na = 0;
   char why[128];
@@ -398,37 +418,46 @@ mirs_status mirs__codegen_nvcc_build(mirs_context *ctx, const char *dir, const c
       na < 1)
     return MIRS_FAIL(ctx, MIRS_INVALID_ARG, "codegen_arch: %s", why);
   char path[1024];
-  mirs__codegen_args a;
-  a.n = 0;
-  mirs__codegen_arg(&a, mirs__codegen_nvcc(ctx));
-  mirs__codegen_arg(&a, "-std=c++17");
-  mirs__codegen_arg(&a, "-O2");
+  cmd->n = 0;
+  mirs__codegen_arg(cmd, mirs__codegen_nvcc(ctx));
+  mirs__codegen_arg(cmd, "-std=c++17");
+  mirs__codegen_arg(cmd, "-O2");
   snprintf(path, sizeof path, "-I%s", dir);
-  mirs__codegen_arg(&a, path);
+  mirs__codegen_arg(cmd, path);
   /* The Hopper path's wgmma exists on sm_90a only (hopper.c). */
   for (int i = 0; i < na && !ctx->opt.codegen_wgmma; i++) {
     snprintf(path, sizeof path, "-gencode=arch=compute_%d,code=sm_%d", (int)arch[i], (int)arch[i]);
-    mirs__codegen_arg(&a, path);
+    mirs__codegen_arg(cmd, path);
   }
   if (ctx->opt.codegen_wgmma)
-    mirs__codegen_arg(&a, "-gencode=arch=compute_90a,code=sm_90a");
+    mirs__codegen_arg(cmd, "-gencode=arch=compute_90a,code=sm_90a");
   snprintf(path, sizeof path, "%s/%s", dir, src);
-  mirs__codegen_arg(&a, path);
-  mirs__codegen_arg(&a, "-o");
+  mirs__codegen_arg(cmd, path);
+  mirs__codegen_arg(cmd, "-o");
   snprintf(path, sizeof path, "%s/%s", dir, out);
-  mirs__codegen_arg(&a, path);
+  mirs__codegen_arg(cmd, path);
   if (lib) {
     snprintf(path, sizeof path, "-l%s", lib);
-    mirs__codegen_arg(&a, path);
+    mirs__codegen_arg(cmd, path);
     /* The toolkit's libraries need not be on the loader's path (a
      * machine's toolkit often is not): the program records where. */
     char libdir[900];
-    if (cuda_libdir(a.argv[0], libdir, sizeof libdir)) {
-      mirs__codegen_arg(&a, "-Xlinker");
+    if (cuda_libdir(cmd->argv[0], libdir, sizeof libdir)) {
+      mirs__codegen_arg(cmd, "-Xlinker");
       snprintf(path, sizeof path, "-rpath,%s", libdir);
-      mirs__codegen_arg(&a, path);
+      mirs__codegen_arg(cmd, path);
     }
   }
+  return MIRS_OK;
+}
+
+/* Compile dir/src with nvcc into dir/out (mirs__codegen_nvcc_args).  A
+ * failure is MIRS_INTERNAL: what, then nvcc's first lines. */
+mirs_status mirs__codegen_nvcc_build(mirs_context *ctx, const char *dir, const char *src,
+                                     const char *out, const char *lib, double deadline,
+                                     const char *what) {
+  mirs__codegen_args a;
+  MIRS_CHECK(ctx, mirs__codegen_nvcc_args(ctx, dir, src, out, lib, &a));
   char log[1024], msg[1100];
   snprintf(log, sizeof log, "%s/log", dir);
   snprintf(msg, sizeof msg, "%s with %s", what, a.argv[0]);

@@ -318,5 +318,8 @@ uint64_t mirs__hash_str(uint64_t h, const char *s);
 
 /* Monotonic seconds. */
 double mirs__core_now(void);
+/* CPUs this process may use: its affinity mask (else the online CPUs),
+ * at most SLURM_CPUS_PER_TASK, or OMP_NUM_THREADS when set; 1 to 4096. */
+int mirs__core_usable_cpus(void);
 
 #endif

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* src/core/util.c - small services the modules share: a growable text
  * buffer, whole-file read, atomic file write, stable 64-bit hashing and a
- * monotonic clock.
+ * monotonic clock, the CPUs the process may use.
  *
  * Invariants: an atomic write either leaves the complete new file at path
  * or leaves path as it was (temp file in the same directory, fsync,
@@ -12,7 +12,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <sched.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -269,4 +271,27 @@ double mirs__core_now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* CPUs this process may use: see core.h. */
+int mirs__core_usable_cpus(void) {
+  long n = 0;
+#ifdef __linux__
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0)
+    n = CPU_COUNT(&set);
+#endif
+  if (n < 1)
+    n = sysconf(_SC_NPROCESSORS_ONLN);
+  if (n < 1)
+    n = 1;
+  const char *e = getenv("SLURM_CPUS_PER_TASK");
+  char *end;
+  long v;
+  if (e && *e && (v = strtol(e, &end, 10)) > 0 && !*end && v < n)
+    n = v;
+  e = getenv("OMP_NUM_THREADS");
+  if (e && *e && (v = strtol(e, &end, 10)) > 0 && (!*end || *end == ','))
+    n = v;
+  return n > 4096 ? 4096 : (int)n;
 }

@@ -382,7 +382,7 @@ mirs_status mirs_search_run(mirs_search *s) {
     return MIRS_FAIL(ctx, MIRS_INVALID_ARG, "mirs_search_run: this search has already run");
   if (s->running)
     return MIRS_FAIL(ctx, MIRS_INVALID_ARG, "mirs_search_run: called again from its own callback");
-  s->threads = ctx->opt.threads > 0 ? (int)ctx->opt.threads : mirs__pool_usable_cpus();
+  s->threads = ctx->opt.threads > 0 ? (int)ctx->opt.threads : mirs__core_usable_cpus();
   /* --verify=gpu without a usable GPU (or a bad value) fails before the
    * search, not after it (normally already at create; the option may
    * have changed since); auto probes when first needed. */

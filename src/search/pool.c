@@ -93,29 +93,6 @@ typedef struct mirs__pool {
                                                  * totals) */
 } pool;
 
-/* CPUs this process may use. */
-int mirs__pool_usable_cpus(void) {
-  long n = 0;
-#ifdef __linux__
-  cpu_set_t set;
-  if (sched_getaffinity(0, sizeof set, &set) == 0)
-    n = CPU_COUNT(&set);
-#endif
-  if (n < 1)
-    n = sysconf(_SC_NPROCESSORS_ONLN);
-  if (n < 1)
-    n = 1;
-  const char *e = getenv("SLURM_CPUS_PER_TASK");
-  char *end;
-  long v;
-  if (e && *e && (v = strtol(e, &end, 10)) > 0 && !*end && v < n)
-    n = v;
-  e = getenv("OMP_NUM_THREADS");
-  if (e && *e && (v = strtol(e, &end, 10)) > 0 && (!*end || *end == ','))
-    n = v;
-  return n > 4096 ? 4096 : (int)n;
-}
-
 /* Log callback of a worker's environment: the user's, one at a time. */
 static void locked_log(void *user, mirs_log_level level, const char *msg) {
   mirs_search *s = user;

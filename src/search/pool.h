@@ -37,10 +37,6 @@ typedef struct mirs__pool_hooks {
  * s->stop is set; afterwards s->open holds the unexplored work (empty when
  * the run completed) and the workers' counters are summed into s. */
 mirs_status mirs__pool_run(mirs_search *s, const mirs__pool_hooks *hooks);
-/* CPUs this process may use: the affinity mask, lowered to
- * SLURM_CPUS_PER_TASK, replaced by OMP_NUM_THREADS when that is set. */
-int mirs__pool_usable_cpus(void);
-
 /* One task to hand to another rank: the oldest queued task of any worker
  * (it leaves the pool's count), else the shallowest unexplored range split
  * off w's running task (w NULL: none); NULL when there is nothing. */
