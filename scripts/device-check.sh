@@ -29,17 +29,20 @@
 #                      programs],
 #                      "ranking": `bench --rank` of 8 of gqa's 16 best by the
 #                      model: predicted and measured time, rank correlation,
+#                      "search": a search on the device (--verify=gpu,
+#                      --measure-top=16): its report's times, verification,
+#                      measured ranking and checks,
 #                      "backend": bench/backend_cuda.py's JSON: the
 #                      torch.compile backend's cuda mode on GPT-2's MLP
 #                      against eager and inductor}
 #   device.profile    the device profile `mirsearch bench --calibrate` measured
-#   scaling.tsv       (d) the search on 1, 2, 4, 8, 16 threads: states/s,
+#   scaling.tsv       (d) the search on 1 and 16 threads: states/s,
 #                     efficiency, identical results (a digest of report.json's
 #                     result hashes)
 #   log.txt           every command and its output
 #
 # Units.  Every step but toolchain is a list of units (an example, a
-# program, a thread count; calibrate, ranking and backend are one unit
+# program, a thread count; calibrate, ranking, search and backend are one unit
 # each), run in the order of their value and written to OUTDIR the moment
 # each ends: a table row replaces that unit's row and the table is
 # renamed into place (a write in progress has a name of its own,
@@ -81,7 +84,7 @@
 #                            8192^3 f16 product, 1000 empty launches; before
 #                            bench, so that its rooflines and the ranking
 #                            are on the measured profile from the first call
-#   bench         110   240  11 examples one at a time (timings never
+#   bench         100   240  11 examples one at a time (timings never
 #                            overlap): nvcc (1.5 s), two processes, 4 x 110
 #                            timed runs; nothing to share between them; the
 #                            4 multi-kernel bests twice more (two plain
@@ -90,15 +93,24 @@
 #                            torch.compile (inductor starts its compile
 #                            workers once, then a few seconds a program);
 #                            each program's line is kept as it comes
-#   ranking        50   120  8 gqa candidates benched like `bench` (one
-#                            unit: the rank correlation is over all 8)
+#   ranking        35   120  8 gqa candidates benched like `bench` (one
+#                            unit: the rank correlation is over all 8);
+#                            their harnesses compile in parallel (37 s on
+#                            the first H200 run with one build at a time,
+#                            3-5 s each)
+#   search         85   200  a search of gqa on every core, --verify=gpu,
+#                            its top 16 timed (--measure-top): here a
+#                            search of mha takes 122 s on one core, 57 s
+#                            of it CPU verification (the results', the
+#                            split-K variants'); then 16 parallel builds
+#                            and 16 x 2 timed processes
 #   backend        80   150  bench/backend_cuda.py: a search of GPT-2's MLP
 #                            (8 s limit), its kernel built by load_inline
 #                            (51-74 s on 2 loaded cores here; ninja on 16),
 #                            inductor's compile, 3 x 110 timed runs
-#   scaling        70   150  lora_small on 1, 16, 8, 4, 2 threads (1 and 16
-#                            first: the efficiency figure): 29 CPU s
-#                            single-threaded here, then about halving
+#   scaling        50   150  lora_small on 1 and 16 threads (the efficiency
+#                            figure; 2, 4 and 8 ran on the first H200
+#                            run): 39 s and 3.4 s there
 # The units' estimates and boxes are in UNITS below (--list prints them;
 # --plan each step's units on the device and the wall time their
 # estimates add up to, and fails when that is over the budget:
@@ -148,8 +160,8 @@
 set -u
 
 # The steps: name, NEED and BOX (seconds), as in the table above.
-STEPS="toolchain:15:60 runs:45:120 fingerprints:60:150 calibrate:15:60 bench:110:240
-torch:90:150 ranking:50:120 backend:80:150 scaling:70:150"
+STEPS="toolchain:15:60 runs:45:120 fingerprints:60:150 calibrate:15:60 bench:100:240
+torch:90:150 ranking:35:120 search:85:200 backend:80:150 scaling:50:150"
 step_field() { echo $STEPS | tr ' ' '\n' | awk -F: -v n="$1" -v k="$2" 'n == "" || $1 == n {print $k}'; }
 step_names() { step_field "" 1; }
 step_need() { step_field "$1" 2; }
@@ -158,8 +170,8 @@ step_box() { step_field "$1" 3; }
 # (scaling: of its 1-thread run, the others' scaled from it; torch: each
 # program's, after TORCH_START for the process), BOX its time box, and
 # how many run at once on the device and in --dry-run (2 cores here).
-UNITS="runs:10:90:8:1 fingerprints:8:130:8:2 bench:9:210:1:1 torch:5:150:1:1
-calibrate:15:60:1:1 ranking:45:120:1:1 backend:80:150:1:1 scaling:40:150:1:1"
+UNITS="runs:10:90:8:1 fingerprints:8:130:8:2 bench:8:210:1:1 torch:5:150:1:1
+calibrate:15:60:1:1 ranking:30:120:1:1 search:80:200:1:1 backend:80:150:1:1 scaling:40:150:1:1"
 TORCH_START=25
 unit_field() { echo $UNITS | tr ' ' '\n' | awk -F: -v n="$1" -v k="$2" '$1 == n {print $k}'; }
 
@@ -448,7 +460,7 @@ def load(p):
         return None
 doc = load(path) if os.path.exists(path) else None
 doc = doc if isinstance(doc, dict) else {}
-for k in ("mirsearch_bench", "torch_baseline", "ranking", "backend"):
+for k in ("mirsearch_bench", "torch_baseline", "ranking", "search", "backend"):
     doc.setdefault(k, None)
 if op == "names":
     v = doc.get(args[0])
@@ -496,7 +508,7 @@ done_units() {
       awk -F'\t' -v k="$(key_col "$1")" 'NR > 1 { for (i = 1; i <= NF; i++) if ($i ~ /^CUT/) next; print $k }' \
         "$out/$(table_of "$1")" ;;
   torch) bench_json names torch_baseline program ;;
-  ranking | backend) bench_json names "$1" - ;;
+  ranking | search | backend) bench_json names "$1" - ;;
   calibrate) [ -f "$out/device.profile" ] && ! grep -q '^# not measured' "$out/device.profile" && echo calibrate ;;
   esac
   return 0
@@ -508,7 +520,7 @@ pending_units() {
 }
 
 # The steps whose results are times of the device.
-timing_steps="bench torch calibrate ranking backend scaling"
+timing_steps="bench torch calibrate ranking search backend scaling"
 
 # keeps STEP: whether this call keeps the step's finished units (--resume,
 # same mode; the timing steps on the same device only).
@@ -526,7 +538,7 @@ fresh() {
   case $1 in
   bench) bench_json reset mirsearch_bench list ;;
   torch) bench_json reset torch_baseline list ;;
-  ranking | backend) bench_json reset "$1" null ;;
+  ranking | search | backend) bench_json reset "$1" null ;;
   calibrate) rm -f "$out/device.profile" ;;
   esac
 }
@@ -566,7 +578,7 @@ commit_unit() {
     return 0 ;;
   torch) bench_json put torch_baseline "$d/$n.row" program "$n" "$work/order_$s" ;;
   calibrate) publish device.profile cat "$d/$n.row" && cp "$out/device.profile" "$profile" ;;
-  ranking | backend) bench_json set "$s" "$d/$n.row" ;;
+  ranking | search | backend) bench_json set "$s" "$d/$n.row" ;;
   esac
 }
 
@@ -1098,6 +1110,98 @@ step_ranking() {
   return "$st"
 }
 
+# ---------------------------------------------------------------- search
+
+# A search as a user runs it where a GPU is: every core, its results
+# verified at full shape with GPU fingerprints, the model's top 16 timed
+# on the device (--measure-top=16, harnesses compiled in parallel) and
+# the fastest made best.ugraph.  Checked: complete; verified on the GPU;
+# the model's best is examples/best's; its 16 best are those of the
+# CPU-verified search the bundle holds (rank/gqa/report.json, one made
+# here); every timed result passed its check.  --dry-run: a small
+# program, CPU fingerprints, nothing timed (report.json says why).
+search_ex=${SEARCH_EXAMPLE:-gqa}
+[ "$dry" -eq 1 ] && search_ex=${SEARCH_EXAMPLE:-rmsnorm_linear_small}
+units_search() { echo search; }
+unit_search() {
+  local n=$search_ex row=$2 d=$work/search st args
+  rm -rf "$d"
+  if [ "$dry" -eq 1 ]; then args=(--threads=2 --verify=cpu); else args=(--threads="$(nproc)" --verify=gpu "${cuda_opts[@]}"); fi
+  timeout "$(($(unit_field search 3) - 5))" bash -c 'mirs "$@"' _ "${args[@]}" --top=16 --measure-top=16 -q --json \
+    --out="$d" "$ex/$n.graph" >"$work/search.json" 2>"$work/search.err"
+  st=$?
+  grep -v '^search: found ' "$work/search.err" | tail -n 8
+  [ "$st" -eq 124 ] && return 124
+  [ "$st" -eq 0 ] || { echo "the search of $n exited $st"; return 1; }
+  python3 - "$d" "$ex/best/$n.ugraph" "$bundle/rank/$n/report.json" "$dry" "$n" >"$row" <<'EOF'
+import glob, json, os, sys
+d, best_file, cpu_report, dry, name = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4] == "1", sys.argv[5]
+r = json.load(open(os.path.join(d, "report.json")))
+res = r.get("results") or []
+first = sorted(glob.glob(os.path.join(d, "candidates", "0001-*.ugraph")))
+same_best = None
+if os.path.exists(best_file) and first:
+    same_best = open(first[0], "rb").read() == open(best_file, "rb").read()
+same_results = None
+if os.path.exists(cpu_report):
+    c = json.load(open(cpu_report))
+    k = min(len(res), len(c.get("results") or []))
+    same_results = k > 0 and [x["hash"] for x in res[:k]] == [x["hash"] for x in c["results"][:k]]
+m = r.get("measurement") or {}
+timed = [x for x in res if "measured_seconds" in x]
+model_best = res[0] if res else {}
+out = {"program": name, "complete": r.get("complete"), "threads": r.get("threads"),
+       "wall_seconds": r.get("wall_seconds"), "states_explored": r.get("states_explored"),
+       "verify_backend": r.get("verify_backend"), "full_verify_seconds": r.get("full_verify_seconds"),
+       "results_total": r.get("results_total"), "same_best_as_examples_best": same_best,
+       "same_results_as_cpu_search": same_results, "times": r.get("times"), "measurement": m,
+       "model_best": {"hash": model_best.get("hash"), "predicted_seconds": model_best.get("cost"),
+                      "measured_seconds": model_best.get("measured_seconds")},
+       "best": r.get("best"),
+       "timed": [{"rank": x["rank"], "hash": x["hash"], "predicted_seconds": x.get("cost"),
+                  "checked": x.get("checked"), "measured_seconds": x.get("measured_seconds")} for x in timed]}
+bad = []
+if not r.get("complete"): bad.append("the search did not complete")
+if same_best is False: bad.append("its model best is not examples/best/%s.ugraph" % name)
+if same_results is False: bad.append("its best results are not the CPU-verified search's")
+if dry:
+    if r.get("times") != "predicted" or not m.get("skipped"): bad.append("a dry run timed something")
+else:
+    if not str(r.get("verify_backend", "")).startswith("gpu"): bad.append("not verified on the GPU: %s" % r.get("verify_backend"))
+    if r.get("times") != "measured" or m.get("top") != min(16, len(res)): bad.append("the top 16 not timed: %s" % json.dumps(m))
+    if any(x.get("checked") is False for x in timed): bad.append("a timed result failed its check")
+out["problems"] = bad
+print(json.dumps(out, indent=1))
+sys.exit(1 if bad else 0)
+EOF
+  st=$?
+  cat "$row"
+  return "$st"
+}
+step_search() {
+  local st=0
+  run_units search || st=1
+  if grep -qx search "$work/u_search/kept"; then echo "measured by an earlier call on this device"
+  elif [ ! -s "$work/u_search/done" ]; then echo "$search_ex: $([ -s "$work/u_search/failed" ] && echo failed || echo 'not run'); $(units_note search)"
+  else
+    python3 - "$out/bench.json" <<'EOF'
+import json, sys
+s = json.load(open(sys.argv[1]))["search"]
+m, b = s.get("measurement") or {}, s.get("model_best") or {}
+us = lambda v: "%.2f us" % (v * 1e6) if isinstance(v, (int, float)) else "-"
+if s.get("times") == "measured":
+    print("%s on %s threads: %.1f s, verified on the GPU in %s s; top %s timed, Spearman %.3f, measured best rank %s (%s; model's best %s)"
+          % (s["program"], s["threads"], s["wall_seconds"], s["full_verify_seconds"], m.get("top"),
+             m.get("rank_correlation", float("nan")), m.get("best_rank"), us((s.get("best") or {}).get("measured_seconds")),
+             us(b.get("measured_seconds"))))
+else:
+    print("%s on %s threads: %.1f s, the model's best is examples/best's; nothing timed (dry run)"
+          % (s["program"], s["threads"], s["wall_seconds"]))
+EOF
+  fi
+  return "$st"
+}
+
 # ---------------------------------------------------------------- torch
 
 # PyTorch eager and torch.compile of the published programs, one unit a
@@ -1311,7 +1415,7 @@ scale_ex=${SCALING_EXAMPLE:-lora_small}
 [ "$dry" -eq 1 ] && scale_ex=${SCALING_EXAMPLE:-rmsnorm_linear_small}
 # 1 thread first (the base of every speedup), then 16 (the efficiency
 # figure of the acceptance), then the rest; the table by thread count.
-units_scaling() { if [ "$dry" -eq 1 ]; then printf '1\n2\n'; else printf '1\n16\n8\n4\n2\n'; fi; }
+units_scaling() { if [ "$dry" -eq 1 ]; then printf '1\n2\n'; else printf '1\n16\n'; fi; }
 display_scaling() { units_scaling | sort -n; }
 unit_scaling() {
   local t=$1 row=$2 st states wall

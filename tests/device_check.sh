@@ -85,7 +85,7 @@ check "$tmp/out" --dry-run >"$tmp/log" 2>&1 ||
   { fail "device-check.sh --dry-run failed"; tail -n 30 "$tmp/log" >&2; }
 # The order: correctness first (issue 26's acceptance), scaling last.
 order=$(steps_of "$tmp/out/summary.txt" | cut -d' ' -f1 | tr '\n' ' ')
-[ "$order" = "toolchain runs fingerprints calibrate bench torch ranking backend scaling " ] ||
+[ "$order" = "toolchain runs fingerprints calibrate bench torch ranking search backend scaling " ] ||
   fail "steps ran in the order: $order"
 grep -q '^follow-up: none' "$tmp/out/summary.txt" || fail "a full dry run left a follow-up"
 grep -Eq '^fullverify:rmsnorm_linear_small	TIMED	-	0	[0-9]+ results verified at full shape \(cpu\)	[0-9.e+-]+ s$' \
@@ -108,6 +108,8 @@ grep -q 'gqa_small	PASS	' "$tmp/out/runs.tsv" || fail "gqa_small's run did not p
 grep -q 'wgmma_f16@wgmma	PASS	' "$tmp/out/runs.tsv" || fail "the Hopper path's run (wgmma_f16@wgmma) did not pass"
 grep -q '	2	.*	yes	[0-9]*$' "$tmp/out/scaling.tsv" || fail "2 threads did not give the 1-thread results"
 grep -q 'SOURCES' "$tmp/out/bench.tsv" || fail "no bench harness written"
+grep -q '^search  *PASS .*the model.s best is examples/best.s; nothing timed' "$tmp/out/summary.txt" ||
+  fail "the search step did not pass"
 grep -q '^calibrate *PASS' "$tmp/out/summary.txt" || fail "the calibrate step did not pass"
 if command -v python3 >/dev/null 2>&1; then
   python3 -c 'import json, sys; json.load(open(sys.argv[1]))' "$tmp/out/bench.json" ||
@@ -193,6 +195,11 @@ a, b = (json.load(open(p)) for p in sys.argv[1:])
 for k in ("mirsearch_bench", "torch_baseline", "ranking"):
     if a.get(k) != b.get(k):
         sys.exit(1)
+# (The search's part holds times: its verdicts and results must agree.)
+sa, sb = a.get("search") or {}, b.get("search") or {}
+for k in ("program", "complete", "same_best_as_examples_best", "results_total", "model_best", "problems"):
+    if sa.get(k) != sb.get(k):
+        sys.exit(1)
 EOF
 }
 # The first call, SIGKILLed (its whole process group) after 3 units of runs.
@@ -204,7 +211,7 @@ st=$?
 [ "$(grep -c . "$tmp/k1/runs.tsv")" -eq 4 ] || fail "the SIGKILLed run's runs.tsv has not its 3 units: $(cat "$tmp/k1/runs.tsv")"
 [ -z "$(find "$tmp/k1" -name '*.part')" ] || fail "the SIGKILLed run left a half-written file: $(ls -A "$tmp/k1")"
 grep -q '^runs  *RUNNING ' "$tmp/k1/summary.txt" || fail "the SIGKILLed run's summary does not show runs RUNNING"
-grep -q '^  command: .* --resume=.devresume --only=runs,fingerprints,calibrate,bench,torch,ranking,scaling --dry-run$' \
+grep -q '^  command: .* --resume=.devresume --only=runs,fingerprints,calibrate,bench,torch,ranking,search,scaling --dry-run$' \
   "$tmp/k1/summary.txt" || fail "the SIGKILLed run's summary has no follow-up for every step"
 same_tables "$tmp/k1" "$tmp/out" && fail "same_tables finds a killed run's tables equal a whole run's"
 # The second, from a read-only copy (as they come back), SIGTERMed after 4 units of torch.
@@ -244,10 +251,10 @@ same_tables "$tmp/k4" "$tmp/out" || {
 # --skip into the first folder: the other steps' files and lines stay.
 cp "$tmp/out/runs.tsv" "$tmp/runs.tsv"
 # (calibrate runs: in a dry run it takes no time, where scaling searches.)
-check "$tmp/out" --dry-run --skip=runs,fingerprints,bench,torch,ranking,backend,scaling >"$tmp/log5" 2>&1 ||
+check "$tmp/out" --dry-run --skip=runs,fingerprints,bench,torch,ranking,search,backend,scaling >"$tmp/log5" 2>&1 ||
   fail "--skip failed"
 cmp -s "$tmp/runs.tsv" "$tmp/out/runs.tsv" || fail "a call that skipped runs rewrote runs.tsv"
-[ "$(steps_of "$tmp/out/summary.txt" | wc -l)" -eq 9 ] || fail "the merged summary lost step lines"
+[ "$(steps_of "$tmp/out/summary.txt" | wc -l)" -eq 10 ] || fail "the merged summary lost step lines"
 grep -q '^runs  *PASS .*(earlier) ' "$tmp/out/summary.txt" || fail "the earlier runs line is not marked"
 grep -q '^scaling  *PASS .*(earlier) .*identical' "$tmp/out/summary.txt" || fail "the earlier scaling line is not kept"
 grep -q '^calibrate  *PASS  *[0-9]*  *calibration refused' "$tmp/out/summary.txt" ||
