@@ -1157,13 +1157,19 @@ static void progress_line(search_ui *ui, const mirs_search_stats *st, const char
   struct tm tm;
   if (gmtime_r(&wall, &tm))
     strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  char best[80] = "best -";
+  char best[160] = "best -";
   pthread_mutex_lock(&ui->lock);
   int found = ui->found;
+  /* A best this process's workers did not find: an earlier run's
+   * (resumed), a split-K variant the rewrite made, another rank's, or the
+   * result cache's. */
+  const char *elsewhere =
+      ui->c->resume ? (ui->split_k ? "found before the resume, or made by the split-K rewrite"
+                                   : "found before the resume")
+      : ui->split_k ? "made by the split-K rewrite, or found by another rank or the result cache"
+                    : "found by another rank or the result cache";
   if (found && ui->best_at < 0)
-    snprintf(best, sizeof best, "best %.3f us (%s)", ui->best * 1e6,
-             ui->split_k ? "found before the resume, or made by the split-K rewrite"
-                         : "found before the resume");
+    snprintf(best, sizeof best, "best %.3f us (%s)", ui->best * 1e6, elsewhere);
   else if (found)
     snprintf(best, sizeof best, "best %.3f us (found at %.1f s)", ui->best * 1e6, ui->best_at);
   pthread_mutex_unlock(&ui->lock);
