@@ -49,13 +49,16 @@ jobs=$(nproc 2>/dev/null || echo 2)
 # A copy of the working tree's files (tracked, and new ones git does not
 # ignore), so the tree's own build, configured in place or not, is left
 # alone; files unchanged since the last bundle keep their times, so make
-# rebuilds only what changed.
+# rebuilds only what changed.  A changed file gets the time of its copy,
+# not its own: edited after the last bundle copied it but before that
+# bundle compiled it, its own time is older than its object's, and make
+# would keep the stale object.
 rm -rf "$build/tree.new"
 mkdir -p "$build/src" "$build/tree.new"
 (cd "$root" && git ls-files -z --cached --others --exclude-standard |
   tar --null --ignore-failed-read -T - -cf - 2>/dev/null) | tar -xf - -C "$build/tree.new"
 (cd "$build/tree.new" && find . -type f) | while read -r f; do
-  cmp -s "$build/tree.new/$f" "$build/src/$f" || { mkdir -p "$build/src/$(dirname "$f")"; cp -p "$build/tree.new/$f" "$build/src/$f"; }
+  cmp -s "$build/tree.new/$f" "$build/src/$f" || { mkdir -p "$build/src/$(dirname "$f")"; cp "$build/tree.new/$f" "$build/src/$f"; }
 done
 rm -rf "$build/tree.new"
 src=$build/src
