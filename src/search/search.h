@@ -200,6 +200,13 @@ struct mirs_search {
   size_t splitk_nsrc;
   int64_t splitk_priced;
   double splitk_pre_seconds;
+  /* Full-shape verifications since the final phase began (sink.c
+   * mirs__sink_finish), and a test hook (builds with fault injection,
+   * MIRS_TEST_FINAL_VERIFICATIONS=N; -1 none): the time limit counts as
+   * passed once that many are done, a deterministic stand-in for a
+   * limit reached during the final phase. */
+  int64_t final_verifs;
+  int64_t final_verifs_max;
   double best_full;          /* cost of the cheapest result verified at full shape when found */
   bool have_best_full;
   double early_seconds;       /* wall seconds spent verifying new bests when found */
