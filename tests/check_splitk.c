@@ -673,6 +673,49 @@ START_TEST(test_time_limit_same_when_not_cut) {
 }
 END_TEST
 
+/* A variant that fails with an error of its own (not a verdict: here
+ * injected, MIRS_TEST_SPLITK_FAIL, as one that cannot be built, verified
+ * or priced) is skipped with a warning naming it and the error: the
+ * rewrite goes on with the next, so the search succeeds with all its
+ * results and every other variant (with and without a time limit). */
+START_TEST(test_rewrite_skips_failed_variant) {
+  static uint64_t h0[4096], h1[4096];
+  int v0, v1;
+  int n0 = search(1, 0, "", h0, 4096, &v0);
+  int n1 = search(1, 2, "", h1, 4096, &v1);
+  ck_assert_int_gt(v1, 1);
+  static const char *const when[2][2] = {{"time_limit", "0"}, {"time_limit", "3600"}};
+  for (int w = 0; w < 2; w++) {
+    tu_log log;
+    mirs_context *ctx = tu_ctx(&log);
+    static const char *const kv[][2] = {{"op_budget", "0"}, {"forloop_ranges", "4"},
+                                        {"log_level", "1"}, {"threads", "1"},
+                                        {"split_k", "2"},   {"cache_dir", ""}};
+    ck_assert_int_eq(mirs_option_set(ctx, when[w][0], when[w][1]), MIRS_OK);
+    ck_assert_int_eq(setenv("MIRS_TEST_SPLITK_FAIL", "1", 1), 0);
+    mirs_graph *p = NULL;
+    mirs_search *s = run_with(ctx, "examples/gqa_small.graph", kv, sizeof kv / sizeof kv[0], &p);
+    ck_assert_int_eq(unsetenv("MIRS_TEST_SPLITK_FAIL"), 0);
+    ck_assert_msg(strstr(log.text, "failed: injected failure (MIRS_TEST_SPLITK_FAIL=1); skipped"),
+                  "%s", log.text);
+    int n = mirs_search_num_results(s), v = 0;
+    for (int i = 0; i < n; i++)
+      v += mirs__splitk_has_split(mirs_search_result(s, i));
+    ck_assert_int_eq(v, v1 - 1); /* (the first variant tried, and only it, lost) */
+    ck_assert_int_eq(n, n1 - 1);
+    for (int i = 0; i < n0; i++) {
+      bool in = false;
+      for (int j = 0; j < n && !in; j++)
+        in = mirs_search_result_hash(s, j) == h0[i];
+      ck_assert_msg(in, "result %016llx of the search lost", (unsigned long long)h0[i]);
+    }
+    expect_report_has(ctx, s, "\"split_k_variants\"");
+    mirs_search_destroy(s);
+    mirs_graph_destroy(p);
+    mirs_context_destroy(ctx);
+  }
+}
+END_TEST
 #endif
 
 /* An allocator that fails one allocation: the `at`-th after it is armed
@@ -846,6 +889,7 @@ static Suite *splitk_suite(void) {
 #ifdef MIRS_FAULT_INJECTION
   tcase_add_test(tc, test_time_limit_verifies_fastest_first);
   tcase_add_test(tc, test_time_limit_same_when_not_cut);
+  tcase_add_test(tc, test_rewrite_skips_failed_variant);
 #endif
   suite_add_tcase(s, tc);
   return s;

@@ -207,6 +207,12 @@ struct mirs_search {
    * limit reached during the final phase. */
   int64_t final_verifs;
   int64_t final_verifs_max;
+  /* Test hook (builds with fault injection, MIRS_TEST_SPLITK_FAIL=N; 0
+   * none): the Nth split-K variant tried (sink.c splitk_try) fails with
+   * an error of its own (not a verdict), as a variant that cannot be
+   * built, verified or priced does; the variants tried so far. */
+  int64_t splitk_fail_at;
+  int64_t splitk_tries;
   double best_full;          /* cost of the cheapest result verified at full shape when found */
   bool have_best_full;
   double early_seconds;       /* wall seconds spent verifying new bests when found */

@@ -1290,7 +1290,12 @@ static void splitk_failed(mirs_search *s, const mirs__search_result *from, const
 static void splitk_try(mirs_search *s, const mirs__search_result *from, const sk_form *f,
                        sk_run *run) {
   mirs_graph *v = NULL;
-  mirs_status st = form_variant(s->ctx, from->g, f, &v);
+  mirs_status st = MIRS_OK;
+  if (++s->splitk_tries == s->splitk_fail_at)
+    st = MIRS_FAIL(s->ctx, MIRS_INTERNAL, "injected failure (MIRS_TEST_SPLITK_FAIL=%lld)",
+                   (long long)s->splitk_fail_at);
+  if (st == MIRS_OK)
+    st = form_variant(s->ctx, from->g, f, &v);
   if (st == MIRS_OK && v)
     st = splitk_add(s, v, from, &run->added);
   if (st != MIRS_OK)
@@ -1587,10 +1592,15 @@ mirs_status mirs__sink_finish(mirs_search *s) {
   mirs_context *ctx = s->ctx;
   s->final_verifs = 0;
   s->final_verifs_max = 0;
+  s->splitk_tries = 0;
+  s->splitk_fail_at = 0;
 #ifdef MIRS_FAULT_INJECTION
   const char *e = getenv("MIRS_TEST_FINAL_VERIFICATIONS");
   if (e && *e)
     s->final_verifs_max = strtoll(e, NULL, 10);
+  e = getenv("MIRS_TEST_SPLITK_FAIL");
+  if (e && *e)
+    s->splitk_fail_at = strtoll(e, NULL, 10);
 #endif
   if (s->sink.nres > 1)
     qsort(s->sink.res, s->sink.nres, sizeof *s->sink.res, result_cmp);
