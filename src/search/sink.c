@@ -490,6 +490,8 @@ static mirs_status full_verdict(mirs_search *s, size_t i, int64_t wanted, full_b
 typedef struct full_run {
   int64_t max, passed;
   size_t next, n;
+  size_t fnext;  /* (finish_timed: the next result for float_upto ...) */
+  int64_t kept;  /* (... and the results kept before it) */
   bool stopped;
   mirs_status st;
   full_batch batch;
@@ -1510,6 +1512,49 @@ static mirs_status splitk_results(mirs_search *s) {
   return MIRS_OK;
 }
 
+/* Under a time limit (finish_timed): check in float64 the results
+ * full_upto kept since the last call, in order, while they rank among the
+ * best float_check_top with the `added` variants (each checked when
+ * added), as float_check does after the full-shape verification without
+ * a limit; drop those that fail.  Not past the limit, nor after a stop
+ * (said; the search is then incomplete) or an error (fr->st, which fails
+ * the search as float_check's does). */
+static void float_upto(mirs_search *s, full_run *fr, int64_t added) {
+  mirs_context *ctx = s->ctx;
+  for (; fr->fnext < fr->next; fr->fnext++) {
+    mirs__search_result *r = &s->sink.res[fr->fnext];
+    if (r->dropped || fr->kept++ + added >= ctx->opt.float_check_top || r->float_checked ||
+        fr->st != MIRS_OK || fr->stopped || time_up(s))
+      continue;
+    bool ok = true, skip = false;
+    mirs_status st = mirs__sink_graph(s, r);
+    if (st == MIRS_OK)
+      st = float_one(s, r->g, &ok, &skip);
+    if (st == MIRS_STOPPED) {
+      mirs__core_log(ctx, MIRS_LOG_WARNING,
+                     "search: float64 check stopped (%s); the results verified so far are "
+                     "reported with their fingerprint verdicts",
+                     mirs_last_error(ctx));
+      mirs_clear_error(ctx);
+      s->complete = false;
+      fr->stopped = true;
+    } else if (st != MIRS_OK) {
+      fr->st = st;
+    } else if (!ok) {
+      MIRS_INC(&fr->fs, float_rejects);
+      mirs__core_log(ctx, MIRS_LOG_WARNING,
+                     "search: result %016llx verified at full shape but not equal in float64; "
+                     "dropped",
+                     (unsigned long long)r->hash);
+      r->dropped = true;
+      fr->kept--;
+    } else if (!skip) {
+      MIRS_INC(&fr->fs, float_checks);
+      r->float_checked = true;
+    }
+  }
+}
+
 /* The final phase under a time limit with split_k: the full-shape
  * verification of the results and the split-K rewrite (its variants
  * verified at full shape and in float64, splitk_add) in one order, that
@@ -1523,9 +1568,12 @@ static mirs_status splitk_results(mirs_search *s) {
  * sources (a result that fails either is not one); with one, a limit
  * reached there would leave the variants, often the fastest
  * (FlashDecoding forms 1.4-1.7x faster than any one-kernel result),
- * unverified.  A stop, an error of the rewrite and verify_full_max act
- * as in full_verify and splitk_results.  Then the float64 check of the
- * best, in the time left. */
+ * unverified.  The float64 check of the best float_check_top comes in
+ * the same order (float_upto), the results' after their full-shape
+ * verification, the variants' in theirs (splitk_add); float_check then
+ * takes any of the best left unchecked.  A stop, an error of the
+ * rewrite and verify_full_max act as in full_verify and
+ * splitk_results. */
 static mirs_status finish_timed(mirs_search *s) {
   mirs_context *ctx = s->ctx;
   sk_run run = {0, 0, 0, false, false};
@@ -1558,12 +1606,14 @@ static mirs_status finish_timed(mirs_search *s) {
   full_begin(s, &fr);
   for (size_t i = 0; i < ncand; i++) {
     full_upto(s, &fr, cand[i].cost);
+    float_upto(s, &fr, run.added);
     if (fr.st != MIRS_OK || fr.stopped || splitk_time_up(s, &run))
       break;
     splitk_try(s, &src[cand[i].src], &cand[i].f, &run);
     fr.stopped = fr.stopped || run.stopped;
   }
   full_upto(s, &fr, INFINITY);
+  float_upto(s, &fr, run.added);
   mirs__core_free(ctx, cand);
   mirs__core_free(ctx, src); /* (copies: the graphs are the results') */
   st = full_end(s, &fr);
