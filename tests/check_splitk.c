@@ -493,6 +493,19 @@ static mirs_search *run_with(mirs_context *ctx, const char *prog, const char *co
   return s;
 }
 
+/* Search s's best result is equal to program p (mirs_verify) and its
+ * report.json holds text; then s, p and ctx are freed. */
+static void expect_best_equal_and_free(mirs_context *ctx, mirs_search *s, mirs_graph *p,
+                                       const char *text) {
+  mirs_verify_result r;
+  ck_assert_int_eq(mirs_verify(ctx, p, mirs_search_result(s, 0), &r), MIRS_OK);
+  ck_assert_msg(r.equal, "%s", r.reason);
+  expect_report_has(ctx, s, text);
+  mirs_search_destroy(s);
+  mirs_graph_destroy(p);
+  mirs_context_destroy(ctx);
+}
+
 /* The pre-selection (sink.c splitk_preselect): a search of gqa at its
  * published shape (keys 4096; forloop 16 only, one result verified at
  * full shape, split_k_top 1) finds its best split-K form from a source
@@ -531,13 +544,7 @@ START_TEST(test_preselected_source) {
   ck_assert(mirs__splitk_has_split(best));
   for (int i = 0; i < nown; i++)
     ck_assert_uint_ne(own[i], mirs_search_result_hash(s, 0));
-  mirs_verify_result r;
-  ck_assert_int_eq(mirs_verify(ctx, p, best, &r), MIRS_OK);
-  ck_assert_msg(r.equal, "%s", r.reason);
-  expect_report_has(ctx, s, "\"split_k_preselect\": {\"sources\": 1,");
-  mirs_search_destroy(s);
-  mirs_graph_destroy(p);
-  mirs_context_destroy(ctx);
+  expect_best_equal_and_free(ctx, s, p, "\"split_k_preselect\": {\"sources\": 1,");
 }
 END_TEST
 
@@ -589,6 +596,127 @@ START_TEST(test_time_limit_keeps_results) {
   mirs_context_destroy(ctx);
 }
 END_TEST
+
+#ifdef MIRS_FAULT_INJECTION
+/* The gqa search of test_preselected_source (its best a variant of a
+ * pre-selected source, predicted 22.3 us against the top result's 28.6
+ * us) with the options extra[0..n) and the environment variable `env` set to
+ * `val` (NULL: none) while it runs. */
+static mirs_search *gqa_search(mirs_context *ctx, const char *const extra[][2], size_t n,
+                               const char *env, const char *val, mirs_graph **p) {
+  static const char *const kv[][2] = {
+      {"op_budget", "0"}, {"forloop_ranges", "16"}, {"verify_full_max", "1"},
+      {"split_k", "1"},   {"split_k_top", "1"},     {"threads", "1"},
+      {"cache_dir", ""},  {"log_level", "1"},       {"verify_early", "false"}};
+  for (size_t i = 0; i < n; i++)
+    ck_assert_int_eq(mirs_option_set(ctx, extra[i][0], extra[i][1]), MIRS_OK);
+  if (env)
+    ck_assert_int_eq(setenv(env, val, 1), 0);
+  mirs_search *s = run_with(ctx, "examples/gqa.graph", kv, sizeof kv / sizeof kv[0], p);
+  if (env)
+    ck_assert_int_eq(unsetenv(env), 0);
+  return s;
+}
+
+/* Under a time limit the final phase verifies the results and the
+ * split-K variants in one order, that of predicted time: when the limit
+ * comes after one full-shape verification (the test hook
+ * MIRS_TEST_FINAL_VERIFICATIONS standing for a limit reached there), that
+ * one went to the fastest candidate, the variant that is the best of a
+ * search with no limit, and the result it beats is left unverified and
+ * unreported.  (The full-shape verification of the top result used to
+ * come first and take it: no variant was verified.) */
+START_TEST(test_time_limit_verifies_fastest_first) {
+  mirs_context *ctx = tu_ctx(NULL);
+  mirs_graph *p = NULL;
+  mirs_search *s = gqa_search(ctx, NULL, 0, NULL, NULL, &p);
+  ck_assert(mirs__splitk_has_split(mirs_search_result(s, 0)));
+  uint64_t best = mirs_search_result_hash(s, 0);
+  double cost = mirs_search_result_cost(s, 0);
+  mirs_search_destroy(s);
+  mirs_graph_destroy(p);
+  mirs_context_destroy(ctx);
+
+  ctx = tu_ctx(NULL);
+  static const char *const lim[][2] = {{"time_limit", "3600"}};
+  s = gqa_search(ctx, lim, 1, "MIRS_TEST_FINAL_VERIFICATIONS", "1", &p);
+  ck_assert_int_eq(mirs_search_num_results(s), 1);
+  ck_assert_uint_eq(mirs_search_result_hash(s, 0), best);
+  ck_assert(mirs_search_result_cost(s, 0) == cost);
+  expect_best_equal_and_free(ctx, s, p, "\"split_k_variants\": 1");
+}
+END_TEST
+
+/* A time limit that does not cut the final phase changes nothing here:
+ * the same results as with no limit (the top result verified, its
+ * variants and the pre-selected source's), in the same order. */
+START_TEST(test_time_limit_same_when_not_cut) {
+  uint64_t h[2][64];
+  int n[2];
+  for (int with = 0; with < 2; with++) {
+    mirs_context *ctx = tu_ctx(NULL);
+    mirs_graph *p = NULL;
+    static const char *const lim[][2] = {{"time_limit", "3600"}};
+    mirs_search *s = gqa_search(ctx, lim, with ? 1 : 0, NULL, NULL, &p);
+    n[with] = mirs_search_num_results(s);
+    ck_assert_int_le(n[with], 64);
+    for (int i = 0; i < n[with]; i++)
+      h[with][i] = mirs_search_result_hash(s, i);
+    mirs_search_destroy(s);
+    mirs_graph_destroy(p);
+    mirs_context_destroy(ctx);
+  }
+  ck_assert_int_gt(n[0], 2);
+  ck_assert_int_eq(n[1], n[0]);
+  for (int i = 0; i < n[0]; i++)
+    ck_assert_uint_eq(h[1][i], h[0][i]);
+}
+END_TEST
+
+/* A variant that fails with an error of its own (not a verdict: here
+ * injected, MIRS_TEST_SPLITK_FAIL, as one that cannot be built, verified
+ * or priced) is skipped with a warning naming it and the error: the
+ * rewrite goes on with the next, so the search succeeds with all its
+ * results and every other variant (with and without a time limit). */
+START_TEST(test_rewrite_skips_failed_variant) {
+  static uint64_t h0[4096], h1[4096];
+  int v0, v1;
+  int n0 = search(1, 0, "", h0, 4096, &v0);
+  int n1 = search(1, 2, "", h1, 4096, &v1);
+  ck_assert_int_gt(v1, 1);
+  static const char *const when[2][2] = {{"time_limit", "0"}, {"time_limit", "3600"}};
+  for (int w = 0; w < 2; w++) {
+    tu_log log;
+    mirs_context *ctx = tu_ctx(&log);
+    static const char *const kv[][2] = {{"op_budget", "0"}, {"forloop_ranges", "4"},
+                                        {"log_level", "1"}, {"threads", "1"},
+                                        {"split_k", "2"},   {"cache_dir", ""}};
+    ck_assert_int_eq(mirs_option_set(ctx, when[w][0], when[w][1]), MIRS_OK);
+    ck_assert_int_eq(setenv("MIRS_TEST_SPLITK_FAIL", "1", 1), 0);
+    mirs_graph *p = NULL;
+    mirs_search *s = run_with(ctx, "examples/gqa_small.graph", kv, sizeof kv / sizeof kv[0], &p);
+    ck_assert_int_eq(unsetenv("MIRS_TEST_SPLITK_FAIL"), 0);
+    ck_assert_msg(strstr(log.text, "failed: injected failure (MIRS_TEST_SPLITK_FAIL=1); skipped"),
+                  "%s", log.text);
+    int n = mirs_search_num_results(s), v = 0;
+    for (int i = 0; i < n; i++)
+      v += mirs__splitk_has_split(mirs_search_result(s, i));
+    ck_assert_int_eq(v, v1 - 1); /* (the first variant tried, and only it, lost) */
+    ck_assert_int_eq(n, n1 - 1);
+    for (int i = 0; i < n0; i++) {
+      bool in = false;
+      for (int j = 0; j < n && !in; j++)
+        in = mirs_search_result_hash(s, j) == h0[i];
+      ck_assert_msg(in, "result %016llx of the search lost", (unsigned long long)h0[i]);
+    }
+    expect_report_has(ctx, s, "\"split_k_variants\"");
+    mirs_search_destroy(s);
+    mirs_graph_destroy(p);
+    mirs_context_destroy(ctx);
+  }
+}
+END_TEST
+#endif
 
 /* An allocator that fails one allocation: the `at`-th after it is armed
  * (by the log line that opens the split-K rewrite), then none. */
@@ -758,6 +886,11 @@ static Suite *splitk_suite(void) {
   tcase_add_test(tc, test_preselected_source);
   tcase_add_test(tc, test_time_limit_keeps_results);
   tcase_add_test(tc, test_rewrite_failure_keeps_results);
+#ifdef MIRS_FAULT_INJECTION
+  tcase_add_test(tc, test_time_limit_verifies_fastest_first);
+  tcase_add_test(tc, test_time_limit_same_when_not_cut);
+  tcase_add_test(tc, test_rewrite_skips_failed_variant);
+#endif
   suite_add_tcase(s, tc);
   return s;
 }

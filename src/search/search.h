@@ -200,6 +200,19 @@ struct mirs_search {
   size_t splitk_nsrc;
   int64_t splitk_priced;
   double splitk_pre_seconds;
+  /* Full-shape verifications since the final phase began (sink.c
+   * mirs__sink_finish), and a test hook (builds with fault injection,
+   * MIRS_TEST_FINAL_VERIFICATIONS=N; -1 none): the time limit counts as
+   * passed once that many are done, a deterministic stand-in for a
+   * limit reached during the final phase. */
+  int64_t final_verifs;
+  int64_t final_verifs_max;
+  /* Test hook (builds with fault injection, MIRS_TEST_SPLITK_FAIL=N; 0
+   * none): the Nth split-K variant tried (sink.c splitk_try) fails with
+   * an error of its own (not a verdict), as a variant that cannot be
+   * built, verified or priced does; the variants tried so far. */
+  int64_t splitk_fail_at;
+  int64_t splitk_tries;
   double best_full;          /* cost of the cheapest result verified at full shape when found */
   bool have_best_full;
   double early_seconds;       /* wall seconds spent verifying new bests when found */

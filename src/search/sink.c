@@ -208,9 +208,12 @@ static mirs_status make_result(mirs__search_worker *w, const mirs_graph *g, bool
   return MIRS_OK;
 }
 
-/* Whether the search's time limit has passed. */
+/* Whether the search's time limit has passed (or, in the final phase,
+ * the test hook's number of full-shape verifications is done). */
 static bool time_up(const mirs_search *s) {
   double lim = s->ctx->opt.time_limit;
+  if (s->final_verifs_max > 0 && s->final_verifs >= s->final_verifs_max)
+    return true;
   return lim > 0 && mirs__core_now() - s->t0 >= lim;
 }
 
@@ -407,10 +410,13 @@ typedef struct full_batch {
   size_t at[MIRS__FULL_BATCH];
   full_mode mode[MIRS__FULL_BATCH];
   int n;
+  size_t end;   /* launched from results [0, end) only ... */
+  double bound; /* ... of predicted time at most this */
 } full_batch;
 
 /* Launch the results from i on that need verifying, up to the batch size
- * (the GPU's; 1 on the CPU) and the passes still wanted.  A launch that
+ * (the GPU's; 1 on the CPU), the passes still wanted and the batch's end
+ * and bound (results ranked by predicted time).  A launch that
  * fails (a hard error, a stop) ends the batch and is marked FAILED: it
  * runs again alone when its turn comes, where the error is reported as
  * the sequential order would report it. */
@@ -419,7 +425,7 @@ static void full_launch_batch(mirs_search *s, size_t i, int64_t wanted, full_bat
   if (wanted >= 0 && wanted < cap)
     cap = wanted > 0 ? (int)wanted : 1;
   b->n = 0;
-  for (size_t j = i; j < s->sink.nres && b->n < cap; j++) {
+  for (size_t j = i; j < b->end && b->n < cap && s->sink.res[j].cost <= b->bound; j++) {
     if (!needs_full(s, j))
       continue;
     int k = b->n++;
@@ -478,6 +484,128 @@ static mirs_status full_verdict(mirs_search *s, size_t i, int64_t wanted, full_b
   return full_finish(s, s->sink.res[i].g, k, b->mode[k], keep);
 }
 
+/* The final full-shape verification's running state (full_verify):
+ * results [0, n) of the ranked list decided in order, next the first
+ * not yet decided; passed those kept of the reduced ones. */
+typedef struct full_run {
+  int64_t max, passed;
+  size_t next, n;
+  size_t fnext;  /* (finish_timed: the next result for float_upto ...) */
+  int64_t kept;  /* (... and the results kept before it) */
+  bool stopped;
+  mirs_status st;
+  full_batch batch;
+  mirs__stats fs;
+  double seconds;
+} full_run;
+
+/* Begin the final full-shape verification of the ranked results. */
+static void full_begin(mirs_search *s, full_run *fr) {
+  *fr = (full_run){.max = s->ctx->opt.verify_full_max, .n = s->sink.nres, .st = MIRS_OK};
+  fr->batch = (full_batch){.n = 0, .end = s->sink.nres, .bound = INFINITY};
+}
+
+/* Decide result fr->next: kept (verified at full shape now, or before,
+ * or found at full shape) or dropped (failed, past verify_full_max, or
+ * left unverified at the time limit, a stop or an error). */
+static void full_step(mirs_search *s, full_run *fr) {
+  mirs_context *ctx = s->ctx;
+  size_t i = fr->next++;
+  mirs__search_result *r = &s->sink.res[i];
+  bool keep = true;
+  if (r->source_only) { /* (a cached split-K source, seen by now) */
+    r->dropped = true;
+    return;
+  }
+  if (r->reduced) {
+    if (fr->max >= 0 && fr->passed >= fr->max) {
+      keep = false;
+    } else if (!r->verified) {
+      if (fr->st != MIRS_OK || fr->stopped || time_up(s)) {
+        keep = false;
+      } else {
+        MIRS_INC(&fr->fs, full_verified);
+        s->final_verifs++;
+        fr->st = full_verdict(s, i, fr->max >= 0 ? fr->max - fr->passed : -1, &fr->batch, &keep);
+        if (fr->st == MIRS_STOPPED) {
+          /* Stopped (signal, limit): this and every later unverified
+           * result go unreported; the search says it is incomplete. */
+          mirs__core_log(ctx, MIRS_LOG_WARNING,
+                         "search: full-shape verification stopped (%s); results not yet "
+                         "verified are not reported",
+                         mirs_last_error(ctx));
+          mirs_clear_error(ctx);
+          s->complete = false;
+          fr->stopped = true;
+          fr->st = MIRS_OK;
+          keep = false;
+        } else if (fr->st != MIRS_OK) {
+          keep = false;
+        } else if (!keep) {
+          MIRS_INC(&fr->fs, full_rejects);
+          mirs__core_log(ctx, MIRS_LOG_WARNING,
+                         "search: result %016llx matched on the reduced instance but not at "
+                         "full shape; dropped",
+                         (unsigned long long)r->hash);
+          r->dropped = true;
+          return;
+        }
+      }
+    }
+    if (keep)
+      fr->passed++;
+    else
+      MIRS_INC(&fr->fs, full_unverified);
+  }
+  r->dropped = !keep;
+}
+
+/* Decide the results of predicted time at most `bound`, in order; the
+ * batch ends there (none left in flight). */
+static void full_upto(mirs_search *s, full_run *fr, double bound) {
+  double t0 = mirs__core_now();
+  fr->batch.bound = bound;
+  while (fr->next < fr->n && s->sink.res[fr->next].cost <= bound)
+    full_step(s, fr);
+  fr->batch.n = 0;
+  fr->seconds += mirs__core_now() - t0;
+}
+
+/* End the final full-shape verification (every result decided): drop
+ * those it dropped, keep the others (the split-K variants added since it
+ * began among them), in order; say what it did. */
+static mirs_status full_end(mirs_search *s, full_run *fr) {
+  mirs_context *ctx = s->ctx;
+  size_t k = 0;
+  for (size_t i = 0; i < s->sink.nres; i++) {
+    if (s->sink.res[i].dropped) {
+      mirs__sink_result_free(s, &s->sink.res[i]);
+      continue;
+    }
+    /* (verified: a checkpoint keeps the verdict, so a resume does not
+     * check it again) */
+    if (s->sink.res[i].reduced)
+      s->sink.res[i].verified = true;
+    s->sink.res[i].reduced = false;
+    s->sink.res[k++] = s->sink.res[i];
+  }
+  s->sink.nres = k;
+  s->full_seconds = fr->seconds;
+  if (fr->fs.v[MIRS__STAT_full_verified] > 0)
+    mirs__core_log(ctx, MIRS_LOG_INFO, "search: %llu results verified at full shape in %.3f s (%s)",
+                   (unsigned long long)fr->fs.v[MIRS__STAT_full_verified], s->full_seconds,
+                   s->full_backend_name);
+  if (fr->fs.v[MIRS__STAT_full_unverified] > 0)
+    mirs__core_log(ctx, MIRS_LOG_INFO,
+                   "search: %llu graphs found on the reduced instance were not verified at full "
+                   "shape (verify_full_max %lld or the time limit) and are not reported",
+                   (unsigned long long)fr->fs.v[MIRS__STAT_full_unverified], (long long)fr->max);
+  /* The full-shape stores are large: free them now. */
+  full_stores_free(s);
+  mirs__sink_add_stats(s, &fr->fs);
+  return fr->st;
+}
+
 /* Verify the results found on a reduced instance at full shape, best
  * first, until verify_full_max of them pass (those verified when found
  * count too), none once the time limit has passed.  Drop those that fail
@@ -487,86 +615,10 @@ static mirs_status full_verdict(mirs_search *s, size_t i, int64_t wanted, full_b
  * and stream) and their verdicts are taken in order, so the set kept is
  * the one the sequential order gives. */
 static mirs_status full_verify(mirs_search *s) {
-  mirs_context *ctx = s->ctx;
-  int64_t max = ctx->opt.verify_full_max;
-  int64_t passed = 0;
-  size_t k = 0;
-  mirs__stats fs = {{0}};
-  mirs_status st = MIRS_OK;
-  bool stopped = false;
-  full_batch batch = {.n = 0};
-  double t0 = mirs__core_now();
-  for (size_t i = 0; i < s->sink.nres; i++) {
-    bool keep = true;
-    if (s->sink.res[i].source_only) { /* (a cached split-K source, seen by now) */
-      mirs__sink_result_free(s, &s->sink.res[i]);
-      continue;
-    }
-    if (s->sink.res[i].reduced) {
-      if (max >= 0 && passed >= max) {
-        keep = false;
-      } else if (!s->sink.res[i].verified) {
-        if (st != MIRS_OK || stopped || time_up(s)) {
-          keep = false;
-        } else {
-          MIRS_INC(&fs, full_verified);
-          st = full_verdict(s, i, max >= 0 ? max - passed : -1, &batch, &keep);
-          if (st == MIRS_STOPPED) {
-            /* Stopped (signal, limit): this and every later unverified
-             * result go unreported; the search says it is incomplete. */
-            mirs__core_log(ctx, MIRS_LOG_WARNING,
-                           "search: full-shape verification stopped (%s); results not yet "
-                           "verified are not reported",
-                           mirs_last_error(ctx));
-            mirs_clear_error(ctx);
-            s->complete = false;
-            stopped = true;
-            st = MIRS_OK;
-            keep = false;
-          } else if (st != MIRS_OK) {
-            keep = false;
-          } else if (!keep) {
-            MIRS_INC(&fs, full_rejects);
-            mirs__core_log(ctx, MIRS_LOG_WARNING,
-                           "search: result %016llx matched on the reduced instance but not at "
-                           "full shape; dropped",
-                           (unsigned long long)s->sink.res[i].hash);
-            mirs__sink_result_free(s, &s->sink.res[i]);
-            continue;
-          }
-        }
-      }
-      if (keep)
-        passed++;
-      else
-        MIRS_INC(&fs, full_unverified);
-    }
-    if (keep) {
-      /* (verified: a checkpoint keeps the verdict, so a resume does not
-       * check it again) */
-      if (s->sink.res[i].reduced)
-        s->sink.res[i].verified = true;
-      s->sink.res[i].reduced = false;
-      s->sink.res[k++] = s->sink.res[i];
-    } else {
-      mirs__sink_result_free(s, &s->sink.res[i]);
-    }
-  }
-  s->sink.nres = k;
-  s->full_seconds = mirs__core_now() - t0;
-  if (fs.v[MIRS__STAT_full_verified] > 0)
-    mirs__core_log(ctx, MIRS_LOG_INFO, "search: %llu results verified at full shape in %.3f s (%s)",
-                   (unsigned long long)fs.v[MIRS__STAT_full_verified], s->full_seconds,
-                   s->full_backend_name);
-  if (fs.v[MIRS__STAT_full_unverified] > 0)
-    mirs__core_log(ctx, MIRS_LOG_INFO,
-                   "search: %llu graphs found on the reduced instance were not verified at full "
-                   "shape (verify_full_max %lld or the time limit) and are not reported",
-                   (unsigned long long)fs.v[MIRS__STAT_full_unverified], (long long)max);
-  /* The full-shape stores are large: free them now. */
-  full_stores_free(s);
-  mirs__sink_add_stats(s, &fs);
-  return st;
+  full_run fr;
+  full_begin(s, &fr);
+  full_upto(s, &fr, INFINITY);
+  return full_end(s, &fr);
 }
 
 /* Evaluate r in float64 and compare it with the program's outputs
@@ -921,8 +973,10 @@ static mirs_status splitk_add(mirs_search *s, mirs_graph *v, const mirs__search_
   /* Only a variant predicted faster than the result it rewrites is worth
    * its full-shape verification. */
   bool tried = st == MIRS_OK && cr.feasible && (cr.seconds < from->cost || ctx->opt.split_k == 2);
-  if (tried)
+  if (tried) {
+    s->final_verifs++;
     st = verify_full_one(s, v, &eq);
+  }
   if (st == MIRS_OK && tried && !eq) /* (the rewrite is exact: this is a bug) */
     mirs__core_log(ctx, MIRS_LOG_WARNING,
                    "search: split-K variant %016llx of result %016llx not equal at full shape; "
@@ -1202,7 +1256,7 @@ static mirs_status splitk_preselect(mirs_search *s) {
 /* The rewrite's running state (splitk_results). */
 typedef struct sk_run {
   int64_t tried, added, failed;
-  bool cut;
+  bool cut, stopped;
 } sk_run;
 
 /* Say that variant f of source `from` failed with error st (the
@@ -1217,6 +1271,7 @@ static void splitk_failed(mirs_search *s, const mirs__search_result *from, const
     mirs__core_log(ctx, MIRS_LOG_WARNING, "search: split-K rewrite stopped (%s)",
                    mirs_last_error(ctx));
     s->complete = false;
+    run->stopped = true;
   } else {
     run->failed++;
     mirs__core_log(ctx, MIRS_LOG_WARNING,
@@ -1237,7 +1292,12 @@ static void splitk_failed(mirs_search *s, const mirs__search_result *from, const
 static void splitk_try(mirs_search *s, const mirs__search_result *from, const sk_form *f,
                        sk_run *run) {
   mirs_graph *v = NULL;
-  mirs_status st = form_variant(s->ctx, from->g, f, &v);
+  mirs_status st = MIRS_OK;
+  if (++s->splitk_tries == s->splitk_fail_at)
+    st = MIRS_FAIL(s->ctx, MIRS_INTERNAL, "injected failure (MIRS_TEST_SPLITK_FAIL=%lld)",
+                   (long long)s->splitk_fail_at);
+  if (st == MIRS_OK)
+    st = form_variant(s->ctx, from->g, f, &v);
   if (st == MIRS_OK && v)
     st = splitk_add(s, v, from, &run->added);
   if (st != MIRS_OK)
@@ -1327,6 +1387,71 @@ static mirs_status splitk_price(mirs_search *s, const mirs__search_result *src, 
   return st;
 }
 
+/* The rewrite's sources into *src (*nsrc; NULL when there are none):
+ * the best split_k_top results of the ranked list (*top; not the cached
+ * sources), their graphs read, those not split already (the first
+ * *ntop), then the pre-selected sources not among them.  Copies: res
+ * moves as variants are added; their graphs do not. */
+static mirs_status splitk_sources(mirs_search *s, mirs__search_result **src, size_t *nsrc,
+                                  size_t *ntop, size_t *top) {
+  mirs_context *ctx = s->ctx;
+  *src = NULL;
+  *nsrc = *ntop = *top = 0;
+  mirs__search_result *a = mirs__core_alloc(ctx, sizeof *a * (s->sink.nres + s->splitk_nsrc + 1));
+  if (!a)
+    return MIRS_FAIL(ctx, MIRS_NOMEM, "out of memory (split-K sources)");
+  size_t n = 0;
+  for (size_t i = 0; i < s->sink.nres && (int64_t)*top < s->ctx->opt.split_k_top; i++) {
+    if (s->sink.res[i].source_only)
+      continue;
+    (*top)++;
+    mirs_status st = mirs__sink_graph(s, &s->sink.res[i]);
+    if (st != MIRS_OK) {
+      mirs__core_free(ctx, a);
+      return st;
+    }
+    if (!mirs__splitk_has_split(s->sink.res[i].g))
+      a[n++] = s->sink.res[i];
+  }
+  *ntop = n;
+  for (size_t i = 0; i < s->splitk_nsrc; i++) {
+    bool dup = false;
+    for (size_t j = 0; j < *ntop && !dup; j++)
+      dup = a[j].hash == s->splitk_src[i].hash;
+    if (!dup)
+      a[n++] = s->splitk_src[i];
+  }
+  *src = a;
+  *nsrc = n;
+  return MIRS_OK;
+}
+
+/* The variants to try, into *cand (*ncand), in order of predicted time
+ * (ties by hash; those whose building or pricing failed first): each of
+ * the top sources' plain forms priced faster than its source, one per
+ * hash, and the best split_k_top of the extra ones (splitk_price). */
+static mirs_status splitk_candidates(mirs_search *s, const mirs__search_result *src, size_t nsrc,
+                                     size_t ntop, sk_cand **cand, size_t *ncand, sk_run *run) {
+  *cand = NULL;
+  *ncand = 0;
+  MIRS_CHECK(s->ctx, splitk_price(s, src, nsrc, ntop, cand, ncand, run));
+  if (*ncand > 1)
+    qsort(*cand, *ncand, sizeof **cand, cand_cmp);
+  int64_t extras = 0;
+  size_t k = 0;
+  uint64_t prev = 0;
+  for (size_t i = 0; i < *ncand; i++) {
+    sk_cand c = (*cand)[i];
+    bool same = i > 0 && c.hash == prev && isfinite(c.cost);
+    prev = c.hash;
+    if (same || (c.extra && extras++ >= s->ctx->opt.split_k_top))
+      continue;
+    (*cand)[k++] = c;
+  }
+  *ncand = k;
+  return MIRS_OK;
+}
+
 /* The split-K rewrite (option split_k), from the final ranked list and
  * the pre-selected sources (splitk_preselect, itself from the ranked
  * list), nothing else, so the variants are the same for any threads,
@@ -1344,48 +1469,26 @@ static mirs_status splitk_price(mirs_search *s, const mirs__search_result *src, 
  * as the full-shape verification and the float64 check do: a stop must
  * not lose the search's results.  Nor must a variant that fails to
  * build, verify or price (an error, not a verdict): it is skipped with a
- * warning, and out of memory ends the rewrite with the variants it has. */
+ * warning, and out of memory ends the rewrite with the variants it has.
+ * Under a time limit the variants are verified among the results
+ * instead (finish_timed); this is the rewrite without one. */
 static mirs_status splitk_results(mirs_search *s) {
   mirs_context *ctx = s->ctx;
   if (!ctx->opt.split_k || (s->sink.nres == 0 && s->splitk_nsrc == 0))
     return MIRS_OK;
-  size_t top = s->sink.nres;
-  if ((int64_t)top > ctx->opt.split_k_top)
-    top = (size_t)ctx->opt.split_k_top;
-  sk_run run = {0, 0, 0, false};
+  sk_run run = {0, 0, 0, false, false};
   double t0 = mirs__core_now();
   mirs__core_log(ctx, MIRS_LOG_DEBUG, "search: split-K rewrite of the best %zu results begins",
-                 top);
-  /* The sources: the top results (copied: res moves as variants are
-   * added; their graphs do not), then the pre-selected ones not among
-   * them. */
-  mirs__search_result *src = mirs__core_alloc(ctx, sizeof *src * (top + s->splitk_nsrc + 1));
+                 s->sink.nres < (size_t)ctx->opt.split_k_top ? s->sink.nres
+                                                             : (size_t)ctx->opt.split_k_top);
+  mirs__search_result *src = NULL;
   sk_cand *cand = NULL;
-  size_t nsrc = 0, ntop = 0, ncand = 0;
-  mirs_status st = src ? MIRS_OK : MIRS_FAIL(ctx, MIRS_NOMEM, "out of memory (split-K sources)");
-  for (size_t i = 0; st == MIRS_OK && i < top; i++)
-    if (!mirs__splitk_has_split(s->sink.res[i].g))
-      src[nsrc++] = s->sink.res[i];
-  ntop = nsrc;
-  for (size_t i = 0; st == MIRS_OK && i < s->splitk_nsrc; i++) {
-    bool dup = false;
-    for (size_t j = 0; j < ntop && !dup; j++)
-      dup = src[j].hash == s->splitk_src[i].hash;
-    if (!dup)
-      src[nsrc++] = s->splitk_src[i];
-  }
+  size_t nsrc = 0, ntop = 0, ncand = 0, top = 0;
+  mirs_status st = splitk_sources(s, &src, &nsrc, &ntop, &top);
   if (st == MIRS_OK)
-    st = splitk_price(s, src, nsrc, ntop, &cand, &ncand, &run);
-  if (st == MIRS_OK && ncand > 1)
-    qsort(cand, ncand, sizeof *cand, cand_cmp);
-  int64_t extras = 0;
-  for (size_t i = 0; st == MIRS_OK && i < ncand && !splitk_time_up(s, &run); i++) {
-    if (i > 0 && cand[i].hash == cand[i - 1].hash && isfinite(cand[i].cost))
-      continue;
-    if (cand[i].extra && extras++ >= ctx->opt.split_k_top)
-      continue;
+    st = splitk_candidates(s, src, nsrc, ntop, &cand, &ncand, &run);
+  for (size_t i = 0; st == MIRS_OK && i < ncand && !splitk_time_up(s, &run); i++)
     splitk_try(s, &src[cand[i].src], &cand[i].f, &run);
-  }
   if (st != MIRS_OK) { /* (out of memory listing them: said, the rewrite ends) */
     mirs__core_log(ctx, MIRS_LOG_WARNING, "search: split-K rewrite failed: %s; skipped",
                    mirs_last_error(ctx));
@@ -1409,23 +1512,162 @@ static mirs_status splitk_results(mirs_search *s) {
   return MIRS_OK;
 }
 
+/* Under a time limit (finish_timed): check in float64 the results
+ * full_upto kept since the last call, in order, while they rank among the
+ * best float_check_top with the `added` variants (each checked when
+ * added), as float_check does after the full-shape verification without
+ * a limit; drop those that fail.  Not past the limit, nor after a stop
+ * (said; the search is then incomplete) or an error (fr->st, which fails
+ * the search as float_check's does). */
+static void float_upto(mirs_search *s, full_run *fr, int64_t added) {
+  mirs_context *ctx = s->ctx;
+  for (; fr->fnext < fr->next; fr->fnext++) {
+    mirs__search_result *r = &s->sink.res[fr->fnext];
+    if (r->dropped || fr->kept++ + added >= ctx->opt.float_check_top || r->float_checked ||
+        fr->st != MIRS_OK || fr->stopped || time_up(s))
+      continue;
+    bool ok = true, skip = false;
+    mirs_status st = mirs__sink_graph(s, r);
+    if (st == MIRS_OK)
+      st = float_one(s, r->g, &ok, &skip);
+    if (st == MIRS_STOPPED) {
+      mirs__core_log(ctx, MIRS_LOG_WARNING,
+                     "search: float64 check stopped (%s); the results verified so far are "
+                     "reported with their fingerprint verdicts",
+                     mirs_last_error(ctx));
+      mirs_clear_error(ctx);
+      s->complete = false;
+      fr->stopped = true;
+    } else if (st != MIRS_OK) {
+      fr->st = st;
+    } else if (!ok) {
+      MIRS_INC(&fr->fs, float_rejects);
+      mirs__core_log(ctx, MIRS_LOG_WARNING,
+                     "search: result %016llx verified at full shape but not equal in float64; "
+                     "dropped",
+                     (unsigned long long)r->hash);
+      r->dropped = true;
+      fr->kept--;
+    } else if (!skip) {
+      MIRS_INC(&fr->fs, float_checks);
+      r->float_checked = true;
+    }
+  }
+}
+
+/* The final phase under a time limit with split_k: the full-shape
+ * verification of the results and the split-K rewrite (its variants
+ * verified at full shape and in float64, splitk_add) in one order, that
+ * of predicted time (a result before a variant of the same time), so
+ * that when the limit comes what is left unverified is the slowest.
+ * Each variant of the same ranked list as without a limit but one: the
+ * sources are the best split_k_top results before their full-shape
+ * verification (a variant is verified itself, whatever its source's
+ * verdict), and the pre-selected ones.  Without a limit the results are
+ * verified first and their verdicts and the float64 check choose the
+ * sources (a result that fails either is not one); with one, a limit
+ * reached there would leave the variants, often the fastest
+ * (FlashDecoding forms 1.4-1.7x faster than any one-kernel result),
+ * unverified.  The float64 check of the best float_check_top comes in
+ * the same order (float_upto), the results' after their full-shape
+ * verification, the variants' in theirs (splitk_add); float_check then
+ * takes any of the best left unchecked.  A stop, an error of the
+ * rewrite and verify_full_max act as in full_verify and
+ * splitk_results. */
+static mirs_status finish_timed(mirs_search *s) {
+  mirs_context *ctx = s->ctx;
+  sk_run run = {0, 0, 0, false, false};
+  double t0 = mirs__core_now();
+  mirs__search_result *src = NULL;
+  sk_cand *cand = NULL;
+  size_t nsrc = 0, ntop = 0, ncand = 0, top = 0;
+  bool rewrite = s->sink.nres > 0 || s->splitk_nsrc > 0;
+  mirs_status st = MIRS_OK;
+  if (rewrite) {
+    mirs__core_log(ctx, MIRS_LOG_DEBUG,
+                   "search: split-K rewrite of the best %zu results begins (verified among "
+                   "them, in order of predicted time)",
+                   s->sink.nres < (size_t)ctx->opt.split_k_top ? s->sink.nres
+                                                               : (size_t)ctx->opt.split_k_top);
+    st = splitk_sources(s, &src, &nsrc, &ntop, &top);
+    if (st == MIRS_OK)
+      st = splitk_candidates(s, src, nsrc, ntop, &cand, &ncand, &run);
+    if (st != MIRS_OK) { /* (said: the results are verified without the variants) */
+      mirs__core_log(ctx, MIRS_LOG_WARNING, "search: split-K rewrite failed: %s; skipped",
+                     st == MIRS_NOMEM && !mirs_last_error(ctx)[0] ? "out of memory"
+                                                                  : mirs_last_error(ctx));
+      mirs_clear_error(ctx);
+      run.failed++;
+      ncand = 0;
+      st = MIRS_OK;
+    }
+  }
+  full_run fr;
+  full_begin(s, &fr);
+  for (size_t i = 0; i < ncand; i++) {
+    full_upto(s, &fr, cand[i].cost);
+    float_upto(s, &fr, run.added);
+    if (fr.st != MIRS_OK || fr.stopped || splitk_time_up(s, &run))
+      break;
+    splitk_try(s, &src[cand[i].src], &cand[i].f, &run);
+    fr.stopped = fr.stopped || run.stopped;
+  }
+  full_upto(s, &fr, INFINITY);
+  float_upto(s, &fr, run.added);
+  mirs__core_free(ctx, cand);
+  mirs__core_free(ctx, src); /* (copies: the graphs are the results') */
+  st = full_end(s, &fr);
+  s->splitk_variants = run.added;
+  if (rewrite)
+    mirs__core_log(ctx, MIRS_LOG_INFO,
+                   "search: split-K rewrite of the best %zu results and %zu pre-selected sources: "
+                   "%lld variants, %lld verified and added, %lld failed, in %.3f s (with the "
+                   "full-shape verification, in order of predicted time)",
+                   top, nsrc - ntop, (long long)run.tried, (long long)run.added,
+                   (long long)run.failed, mirs__core_now() - t0);
+  if (st == MIRS_OK && run.added > 0)
+    qsort(s->sink.res, s->sink.nres, sizeof *s->sink.res, result_cmp);
+  if (st == MIRS_OK)
+    st = float_check(s);
+  if (st == MIRS_OK)
+    st = mirs__sink_graphs(s);
+  return st;
+}
+
 /* Rank the results, verify those matched on reduced instances at full
  * shape and check the best in float64 against the program; drop failures.
  * After the workers have stopped; the entries keep every hash (a
  * checkpoint records them all). */
 mirs_status mirs__sink_finish(mirs_search *s) {
+  mirs_context *ctx = s->ctx;
+  s->final_verifs = 0;
+  s->final_verifs_max = 0;
+  s->splitk_tries = 0;
+  s->splitk_fail_at = 0;
+#ifdef MIRS_FAULT_INJECTION
+  const char *e = getenv("MIRS_TEST_FINAL_VERIFICATIONS");
+  if (e && *e)
+    s->final_verifs_max = strtoll(e, NULL, 10);
+  e = getenv("MIRS_TEST_SPLITK_FAIL");
+  if (e && *e)
+    s->splitk_fail_at = strtoll(e, NULL, 10);
+#endif
   if (s->sink.nres > 1)
     qsort(s->sink.res, s->sink.nres, sizeof *s->sink.res, result_cmp);
   mirs_status st = splitk_preselect(s);
-  if (st == MIRS_OK)
-    st = full_verify(s);
-  if (st == MIRS_OK)
-    st = float_check(s);
-  if (st == MIRS_OK)
-    st = mirs__sink_graphs(s);
-  if (st == MIRS_OK)
-    st = splitk_results(s);
-  MIRS_CHECK(s->ctx, st);
+  if (st == MIRS_OK && ctx->opt.split_k && ctx->opt.time_limit > 0) {
+    st = finish_timed(s);
+  } else {
+    if (st == MIRS_OK)
+      st = full_verify(s);
+    if (st == MIRS_OK)
+      st = float_check(s);
+    if (st == MIRS_OK)
+      st = mirs__sink_graphs(s);
+    if (st == MIRS_OK)
+      st = splitk_results(s);
+  }
+  MIRS_CHECK(ctx, st);
   return MIRS_OK;
 }
 

@@ -42,6 +42,7 @@ typedef struct mirs__search_result {
    * full-shape verification drops it unverified after the split-K
    * pre-selection has seen it. */
   bool source_only;
+  bool dropped;    /* (the final full-shape verification: dropped, freed when it ends) */
   double found_at; /* seconds from the start of the search */
   /* A result another rank found, taken as sent (dist.c): its canonical
    * text, read into g only when the graph is needed (verified, checked,
