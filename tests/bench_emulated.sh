@@ -102,9 +102,9 @@ grep -q '"rank_correlation": -\{0,1\}1[,.]' "$tmp/ranked/measured.json" ||
 cp "$ex/mha_small.ugraph" "$tmp/ranked/candidates/0003-c.ugraph"
 cpus=$(nproc 2>/dev/null || echo 1)
 for jobs in 1 2; do
-  rm -rf "$tmp/trace" "$tmp/ranked/measured.json"
-  mkdir -p "$tmp/trace"
-  FAKE_NVCC_TRACE=$tmp/trace FAKE_NVCC_SLEEP=1 run bench --threads=$jobs --rank="$tmp/ranked"
+  rm -rf "$tmp/trace" "$tmp/tmpdir" "$tmp/ranked/measured.json"
+  mkdir -p "$tmp/trace" "$tmp/tmpdir"
+  TMPDIR=$tmp/tmpdir FAKE_NVCC_TRACE=$tmp/trace FAKE_NVCC_SLEEP=1 run bench --threads=$jobs --rank="$tmp/ranked"
   expect 0 "bench --rank with $jobs build jobs"
   [ "$(grep -c '"measured_seconds": [0-9]' "$tmp/ranked/measured.json")" -eq 3 ] ||
     fail "bench --rank with $jobs build jobs: not 3 measured results"
@@ -113,7 +113,28 @@ for jobs in 1 2; do
   [ "$cpus" -lt "$jobs" ] && want=$cpus
   [ "$(grep -c . "$tmp/trace/seen")" -eq 3 ] && [ "$seen" -eq "$want" ] ||
     fail "bench --rank with $jobs build jobs: at most $seen builds at once, expected $want ($(tr '\n' ' ' <"$tmp/trace/seen"))"
+  # (One round: every harness is built before the first runs.)
+  most=$(sort -n "$tmp/trace/dirs" | tail -1)
+  [ "$jobs" -eq 2 ] || [ "$most" -eq 3 ] ||
+    fail "bench --rank with 1 build job: the third build saw $most harness folders, not 3"
 done
+# In rounds (MIRS_TEST_BENCH_ROUND=2, a fault-injection build's hook; 64
+# otherwise): no more harnesses are built before the first of them runs,
+# so no build sees more than 2 harness folders, where one round of 3
+# holds 3 (above).  (A build without the hook: skipped.)
+if grep -q 'define MIRS_FAULT_INJECTION 1' "$top_builddir/config.h" 2>/dev/null; then
+  for round in 2; do
+    rm -rf "$tmp/trace" "$tmp/tmpdir" "$tmp/ranked/measured.json"
+    mkdir -p "$tmp/trace" "$tmp/tmpdir"
+    TMPDIR=$tmp/tmpdir MIRS_TEST_BENCH_ROUND=$round FAKE_NVCC_TRACE=$tmp/trace run bench --threads=1 --rank="$tmp/ranked"
+    expect 0 "bench --rank in rounds of $round"
+    [ "$(grep -c '"measured_seconds": [0-9]' "$tmp/ranked/measured.json")" -eq 3 ] ||
+      fail "bench --rank in rounds of $round: not 3 measured results"
+    most=$(sort -n "$tmp/trace/dirs" | tail -1)
+    [ "$most" -eq "$round" ] ||
+      fail "bench --rank in rounds of $round: a build saw $most harness folders ($(tr '\n' ' ' <"$tmp/trace/dirs"))"
+  done
+fi
 # A harness that does not compile stops the ranking: an error naming the
 # compiler, the other builds killed, no temporary directory left behind.
 mkdir -p "$tmp/tmpdir"

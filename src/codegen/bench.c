@@ -689,6 +689,9 @@ static mirs_status bench_run(const mirs_graph *c, const mirs_graph *p, uint64_t 
   return s;
 }
 
+/* Harnesses built before the first of them runs, at most. */
+#define BENCH_ROUND 64
+
 /* How many harnesses compile at once: the CPUs this process may use (at
  * most the threads option when that is set), at most n. */
 static int bench_jobs(mirs_context *ctx, int n) {
@@ -701,7 +704,7 @@ static int bench_jobs(mirs_context *ctx, int n) {
 /* mirs_codegen_bench of cands[0..n) against one program into rs[0..n)
  * (full structs).  The harnesses compile first, bench_jobs at a time;
  * then each is checked and timed in turn, nothing else running (timings
- * never overlap each other or a compile).  The float64 reference of a
+ * never overlap each other or a compile); so in rounds of BENCH_ROUND.  The float64 reference of a
  * program is evaluated once, before anything compiles (it also bounds
  * the sizes involved).  The first error stops it; every child is killed
  * and every directory removed on every path. */
@@ -739,30 +742,43 @@ static mirs_status bench_many(const mirs_graph *const *cands, int n, const mirs_
     mirs_eval_result_destroy(pref);
     return MIRS_FAIL(ctx, MIRS_NOMEM, "out of memory (%d bench harnesses)", n);
   }
-  int width = bench_jobs(ctx, n), started = 0;
-  for (; s == MIRS_OK && started < width; started++)
-    s = bench_start(cands[started], p, &jobs[started]);
-  for (int i = 0; s == MIRS_OK && i < n; i++) {
-    s = bench_built(ctx, &jobs[i]);
-    if (s == MIRS_OK && started < n) {
+  /* In rounds of at most BENCH_ROUND candidates: a harness is about a
+   * megabyte, and a ranking of thousands would otherwise hold them all. */
+  int round = BENCH_ROUND;
+#ifdef MIRS_FAULT_INJECTION
+  /* (Tests: smaller rounds.) */
+  const char *e = getenv("MIRS_TEST_BENCH_ROUND");
+  if (e && atoi(e) > 0)
+    round = atoi(e);
+#endif
+  int width = bench_jobs(ctx, n < round ? n : round);
+  for (int lo = 0; s == MIRS_OK && lo < n; lo += round) {
+    int hi = n - lo < round ? n : lo + round, started = lo;
+    for (; s == MIRS_OK && started < hi && started < lo + width; started++)
       s = bench_start(cands[started], p, &jobs[started]);
-      started++;
+    for (int i = lo; s == MIRS_OK && i < hi; i++) {
+      s = bench_built(ctx, &jobs[i]);
+      if (s == MIRS_OK && started < hi) {
+        s = bench_start(cands[started], p, &jobs[started]);
+        started++;
+      }
     }
-  }
-  for (int i = 0; s == MIRS_OK && i < n; i++) {
-    mirs_eval_result *ref = pref;
-    if (!p)
-      s = mirs_graph_eval(cands[i], seed, &ref);
-    if (s == MIRS_OK)
-      s = bench_run(cands[i], p, seed, jobs[i].dir, ref, &rs[i]);
-    if (!p)
-      mirs_eval_result_destroy(ref);
-  }
-  for (int i = 0; i < n; i++) {
-    if (jobs[i].building)
-      mirs__codegen_spawn_kill(jobs[i].pid);
-    if (jobs[i].made)
-      mirs__codegen_remove_dir(jobs[i].dir, bench_files, N_BENCH_FILES);
+    for (int i = lo; s == MIRS_OK && i < hi; i++) {
+      mirs_eval_result *ref = pref;
+      if (!p)
+        s = mirs_graph_eval(cands[i], seed, &ref);
+      if (s == MIRS_OK)
+        s = bench_run(cands[i], p, seed, jobs[i].dir, ref, &rs[i]);
+      if (!p)
+        mirs_eval_result_destroy(ref);
+    }
+    for (int i = lo; i < hi; i++) {
+      if (jobs[i].building)
+        mirs__codegen_spawn_kill(jobs[i].pid);
+      if (jobs[i].made)
+        mirs__codegen_remove_dir(jobs[i].dir, bench_files, N_BENCH_FILES);
+      jobs[i].building = jobs[i].made = false;
+    }
   }
   mirs__core_free(ctx, jobs);
   mirs_eval_result_destroy(pref);
