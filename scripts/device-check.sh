@@ -1127,10 +1127,11 @@ unit_search() {
   local n=$search_ex row=$2 d=$work/search st args
   rm -rf "$d"
   if [ "$dry" -eq 1 ]; then args=(--threads=2 --verify=cpu); else args=(--threads="$(nproc)" --verify=gpu "${cuda_opts[@]}"); fi
-  timeout "$(($(unit_field search 3) - 5))" bash -c 'mirs "$@"' _ "${args[@]}" --top=16 --measure-top=16 -q --json \
+  # (Not -q: its log says how long the harnesses took to compile.)
+  timeout "$(($(unit_field search 3) - 5))" bash -c 'mirs "$@"' _ "${args[@]}" --top=16 --measure-top=16 --json \
     --out="$d" "$ex/$n.graph" >"$work/search.json" 2>"$work/search.err"
   st=$?
-  grep -v '^search: found ' "$work/search.err" | tail -n 8
+  grep -v -e '^search: found ' -e ' progress: ' "$work/search.err" | tail -n 12
   [ "$st" -eq 124 ] && return 124
   [ "$st" -eq 0 ] || { echo "the search of $n exited $st"; return 1; }
   python3 - "$d" "$ex/best/$n.ugraph" "$bundle/rank/$n/report.json" "$dry" "$n" >"$row" <<'EOF'

@@ -754,6 +754,7 @@ static mirs_status bench_many(const mirs_graph *const *cands, int n, const mirs_
   int width = bench_jobs(ctx, n < round ? n : round);
   for (int lo = 0; s == MIRS_OK && lo < n; lo += round) {
     int hi = n - lo < round ? n : lo + round, started = lo;
+    double t0 = mirs__core_now();
     for (; s == MIRS_OK && started < hi && started < lo + width; started++)
       s = bench_start(cands[started], p, &jobs[started]);
     for (int i = lo; s == MIRS_OK && i < hi; i++) {
@@ -763,6 +764,9 @@ static mirs_status bench_many(const mirs_graph *const *cands, int n, const mirs_
         started++;
       }
     }
+    if (s == MIRS_OK && n > 1)
+      mirs__core_log(ctx, MIRS_LOG_INFO, "bench: %d harnesses compiled in %.1f s, %d at a time",
+                     hi - lo, mirs__core_now() - t0, width);
     for (int i = lo; s == MIRS_OK && i < hi; i++) {
       mirs_eval_result *ref = pref;
       if (!p)
