@@ -1452,6 +1452,31 @@ static mirs_status splitk_candidates(mirs_search *s, const mirs__search_result *
   return MIRS_OK;
 }
 
+/* The rewrite's sources and the variants to try, in order
+ * (splitk_sources, splitk_candidates; `how` ends the log line saying it
+ * begins).  When listing them fails (out of memory), that is said and
+ * counted in run, and there is no variant to try: the search goes on
+ * with its own results. */
+static void splitk_plan(mirs_search *s, const char *how, mirs__search_result **src, size_t *nsrc,
+                        size_t *ntop, size_t *top, sk_cand **cand, size_t *ncand, sk_run *run) {
+  mirs_context *ctx = s->ctx;
+  mirs__core_log(ctx, MIRS_LOG_DEBUG, "search: split-K rewrite of the best %zu results begins%s",
+                 s->sink.nres < (size_t)ctx->opt.split_k_top ? s->sink.nres
+                                                             : (size_t)ctx->opt.split_k_top,
+                 how);
+  mirs_status st = splitk_sources(s, src, nsrc, ntop, top);
+  if (st == MIRS_OK)
+    st = splitk_candidates(s, *src, *nsrc, *ntop, cand, ncand, run);
+  if (st != MIRS_OK) {
+    mirs__core_log(ctx, MIRS_LOG_WARNING, "search: split-K rewrite failed: %s; skipped",
+                   st == MIRS_NOMEM && !mirs_last_error(ctx)[0] ? "out of memory"
+                                                                : mirs_last_error(ctx));
+    mirs_clear_error(ctx);
+    run->failed++;
+    *ncand = 0;
+  }
+}
+
 /* The split-K rewrite (option split_k), from the final ranked list and
  * the pre-selected sources (splitk_preselect, itself from the ranked
  * list), nothing else, so the variants are the same for any threads,
@@ -1478,24 +1503,12 @@ static mirs_status splitk_results(mirs_search *s) {
     return MIRS_OK;
   sk_run run = {0, 0, 0, false, false};
   double t0 = mirs__core_now();
-  mirs__core_log(ctx, MIRS_LOG_DEBUG, "search: split-K rewrite of the best %zu results begins",
-                 s->sink.nres < (size_t)ctx->opt.split_k_top ? s->sink.nres
-                                                             : (size_t)ctx->opt.split_k_top);
   mirs__search_result *src = NULL;
   sk_cand *cand = NULL;
   size_t nsrc = 0, ntop = 0, ncand = 0, top = 0;
-  mirs_status st = splitk_sources(s, &src, &nsrc, &ntop, &top);
-  if (st == MIRS_OK)
-    st = splitk_candidates(s, src, nsrc, ntop, &cand, &ncand, &run);
-  for (size_t i = 0; st == MIRS_OK && i < ncand && !splitk_time_up(s, &run); i++)
+  splitk_plan(s, "", &src, &nsrc, &ntop, &top, &cand, &ncand, &run);
+  for (size_t i = 0; i < ncand && !splitk_time_up(s, &run); i++)
     splitk_try(s, &src[cand[i].src], &cand[i].f, &run);
-  if (st != MIRS_OK) { /* (out of memory listing them: said, the rewrite ends) */
-    mirs__core_log(ctx, MIRS_LOG_WARNING, "search: split-K rewrite failed: %s; skipped",
-                   mirs_last_error(ctx));
-    mirs_clear_error(ctx);
-    run.failed++;
-    st = MIRS_OK;
-  }
   mirs__core_free(ctx, cand);
   mirs__core_free(ctx, src);
   full_stores_free(s);
@@ -1583,25 +1596,9 @@ static mirs_status finish_timed(mirs_search *s) {
   size_t nsrc = 0, ntop = 0, ncand = 0, top = 0;
   bool rewrite = s->sink.nres > 0 || s->splitk_nsrc > 0;
   mirs_status st = MIRS_OK;
-  if (rewrite) {
-    mirs__core_log(ctx, MIRS_LOG_DEBUG,
-                   "search: split-K rewrite of the best %zu results begins (verified among "
-                   "them, in order of predicted time)",
-                   s->sink.nres < (size_t)ctx->opt.split_k_top ? s->sink.nres
-                                                               : (size_t)ctx->opt.split_k_top);
-    st = splitk_sources(s, &src, &nsrc, &ntop, &top);
-    if (st == MIRS_OK)
-      st = splitk_candidates(s, src, nsrc, ntop, &cand, &ncand, &run);
-    if (st != MIRS_OK) { /* (said: the results are verified without the variants) */
-      mirs__core_log(ctx, MIRS_LOG_WARNING, "search: split-K rewrite failed: %s; skipped",
-                     st == MIRS_NOMEM && !mirs_last_error(ctx)[0] ? "out of memory"
-                                                                  : mirs_last_error(ctx));
-      mirs_clear_error(ctx);
-      run.failed++;
-      ncand = 0;
-      st = MIRS_OK;
-    }
-  }
+  if (rewrite) /* (a failure is said: the results are verified without the variants) */
+    splitk_plan(s, " (verified among them, in order of predicted time)", &src, &nsrc, &ntop, &top,
+                &cand, &ncand, &run);
   full_run fr;
   full_begin(s, &fr);
   for (size_t i = 0; i < ncand; i++) {
