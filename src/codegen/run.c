@@ -248,9 +248,7 @@ static mirs_status wait_child(mirs_context *ctx, pid_t pid, double deadline, con
     }
     bool late = deadline > 0 && mirs__core_now() >= deadline;
     if (late || mirs__core_stopping(ctx)) {
-      (void)kill(-pid, SIGKILL);
-      while (waitpid(pid, ws, 0) < 0 && errno == EINTR)
-        ;
+      mirs__codegen_spawn_kill(pid);
       if (late)
         return MIRS_FAIL(ctx, MIRS_LIMIT, "%s: stopped at the time limit (--time-limit=%g)", what,
                          ctx->opt.time_limit);
