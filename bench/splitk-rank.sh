@@ -53,8 +53,12 @@ tab=$(mktemp)
 printf 'example\tone_kernel_us\tpredicted\tsplit_k_us\tpredicted\tsplit_k_file\tspeedup\tchecked\tdevice\n' >"$tab"
 for d in "$@"; do
   n=$(basename "$d")
+  rm -f "$d/measured.json"
+  # (Exit 3 with measured.json: a candidate's harness failed, the others
+  # were timed; its row says so.)
   LD_LIBRARY_PATH=$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} timeout 150 "$bin" bench \
-    --codegen-nvcc="$nvcc" --codegen-arch=90 --rank="$d" --top=6 || { echo "$n: bench --rank failed"; st=1; continue; }
+    --codegen-nvcc="$nvcc" --codegen-arch=90 --rank="$d" --top=6 ||
+    { echo "$n: bench --rank failed"; st=1; [ -s "$d/measured.json" ] || continue; }
   python3 - "$n" "$d" >>"$tab" <<'PY' || st=1
 import json, os, sys
 n, d = sys.argv[1], sys.argv[2]

@@ -1160,7 +1160,8 @@ out = {"program": name, "complete": r.get("complete"), "threads": r.get("threads
                       "measured_seconds": model_best.get("measured_seconds")},
        "best": r.get("best"),
        "timed": [{"rank": x["rank"], "hash": x["hash"], "predicted_seconds": x.get("cost"),
-                  "checked": x.get("checked"), "measured_seconds": x.get("measured_seconds")} for x in timed]}
+                  "checked": x.get("checked"), "measured_seconds": x.get("measured_seconds"),
+                  "measure_error": x.get("measure_error")} for x in timed]}
 bad = []
 if not r.get("complete"): bad.append("the search did not complete")
 if same_best is False: bad.append("its model best is not examples/best/%s.ugraph" % name)
@@ -1170,7 +1171,9 @@ if dry:
 else:
     if not str(r.get("verify_backend", "")).startswith("gpu"): bad.append("not verified on the GPU: %s" % r.get("verify_backend"))
     if r.get("times") != "measured" or m.get("top") != min(16, len(res)): bad.append("the top 16 not timed: %s" % json.dumps(m))
-    if any(x.get("checked") is False for x in timed): bad.append("a timed result failed its check")
+    for x in timed:
+        if x.get("measure_error"): bad.append("rank %s's harness failed: %s" % (x["rank"], x["measure_error"].splitlines()[0]))
+    if any(x.get("checked") is False and not x.get("measure_error") for x in timed): bad.append("a timed result failed its check")
 out["problems"] = bad
 print(json.dumps(out, indent=1))
 sys.exit(1 if bad else 0)

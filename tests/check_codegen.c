@@ -253,6 +253,27 @@ START_TEST(test_cuda_backend_without_device) {
   ck_assert_int_eq(mirs_codegen_run(g, 1, MIRS_BACKEND_CUDA, &r, &err), MIRS_NO_DEVICE);
   ck_assert_ptr_null(r);
   ck_assert_ptr_nonnull(strstr(mirs_last_error(ctx), "no CUDA device"));
+  /* A ranking stops at once (no one candidate's failure): no errors,
+   * nothing timed, no best. */
+  const mirs_graph *cands[2] = {g, g};
+  mirs_rank_entry rows[2];
+  char x[] = "x", *errors[2] = {x, x};
+  int best = 7;
+  double rho = 0;
+#ifdef MIRS_NVCC
+  mirs_status want = MIRS_NO_DEVICE;
+#else
+  mirs_status want = MIRS_UNSUPPORTED;
+#endif
+  ck_assert_int_eq(mirs_codegen_rank_all(cands, 2, NULL, 1, rows, &best, &rho, NULL, errors), want);
+  ck_assert_ptr_null(errors[0]);
+  ck_assert_ptr_null(errors[1]);
+  ck_assert_int_eq(best, -1);
+  ck_assert(isnan(rho) && isnan(rows[0].median_us) && isnan(rows[1].median_us));
+  ck_assert_int_eq(rows[0].checked, 0);
+  ck_assert_int_eq(mirs_codegen_rank(cands, 2, NULL, 1, rows, &best, &rho, NULL), want);
+  ck_assert_int_eq(mirs_codegen_rank_all(cands, 0, NULL, 1, rows, &best, &rho, NULL, errors),
+                   MIRS_INVALID_ARG);
   mirs_graph_destroy(g);
   mirs_context_destroy(ctx);
 }

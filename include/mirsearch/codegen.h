@@ -111,7 +111,9 @@ typedef struct mirs_bench_result {
  * out->baseline_checked = 0): bench_warmup
  * runs, then bench_reps runs between CUDA events, each after writing a
  * buffer twice the size of L2 (and, with bench_cuda_graph, the same as
- * graph replays).  MIRS_UNSUPPORTED when built without nvcc;
+ * graph replays).  A run of the harness that fails is MIRS_CUDA; one
+ * that has not ended after 300 s is killed (MIRS_LIMIT).
+ * MIRS_UNSUPPORTED when built without nvcc;
  * MIRS_NO_DEVICE without a usable GPU; MIRS_SHAPE when the program's
  * inputs or outputs differ from the candidate's. */
 MIRS_API mirs_status mirs_codegen_bench(const mirs_graph *candidate, const mirs_graph *program,
@@ -133,9 +135,23 @@ typedef struct mirs_rank_entry {
  * ranks by predicted and by measured time; *best the index of the fastest
  * checked candidate (-1: none); *rho Spearman's rank correlation of the
  * two orders over the timed candidates (NAN under 2).  last (may be NULL)
- * receives the last candidate's mirs_bench_result (device, reps).  The
- * first error (no CUDA build, no device, a harness that fails) stops the
- * ranking and is returned. */
+ * receives a mirs_bench_result of the ranking (device, reps).
+ * A candidate whose harness fails (it does not compile, a run of it
+ * fails, or one has not ended after 300 s and is killed) is neither
+ * checked nor timed, and the others are ranked all the same: then
+ * errors[i] (errors: n pointers, or NULL) is why, a string from the
+ * context's allocator (release each with mirs_free; NULL where the
+ * harness ran), and MIRS_OK is returned.  Errors that are no one
+ * candidate's (no CUDA build: MIRS_UNSUPPORTED, no device:
+ * MIRS_NO_DEVICE, a stop request, no memory or disk) stop the ranking and
+ * are returned, with every errors[i] NULL. */
+MIRS_API mirs_status mirs_codegen_rank_all(const mirs_graph *const *cands, int n,
+                                           const mirs_graph *program, uint64_t seed,
+                                           mirs_rank_entry *rows, int *best, double *rho,
+                                           mirs_bench_result *last, char **errors);
+/* mirs_codegen_rank_all without errors: a candidate's failed harness is
+ * returned instead (the first one's status, its message naming the
+ * candidate), after every row, *best and *rho are set. */
 MIRS_API mirs_status mirs_codegen_rank(const mirs_graph *const *cands, int n,
                                        const mirs_graph *program, uint64_t seed,
                                        mirs_rank_entry *rows, int *best, double *rho,

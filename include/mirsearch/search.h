@@ -110,9 +110,11 @@ MIRS_API mirs_status mirs_search_report_json(const mirs_search *s, int top, char
  * checked one becomes the best (mirs_search_best), and the report gives
  * both times, the rank correlation and "times": "measured".  Without a
  * GPU or a CUDA build nothing is timed: MIRS_OK, the model's order stays
- * and the report says why ("measurement": {"skipped": ...}).  Other
- * errors (a harness that fails) are returned, and the model's order
- * stays.  Results, their order and their files do not change. */
+ * and the report says why ("measurement": {"skipped": ...}).  A result
+ * whose harness fails (mirs_codegen_rank_all) is not timed, and the
+ * others are: MIRS_OK, and mirs_search_result_measure_error says why.
+ * Other errors (a stop request, no memory) are returned, and the model's
+ * order stays.  Results, their order and their files do not change. */
 MIRS_API mirs_status mirs_search_measure(mirs_search *s, int top);
 /* The index of the best result: the measured fastest after
  * mirs_search_measure timed them, else 0 (the model's). -1: no result. */
@@ -121,6 +123,10 @@ MIRS_API int mirs_search_best(const mirs_search *s);
  * index's median time in microseconds (NAN: not timed, or wrong). */
 MIRS_API int mirs_search_measured(const mirs_search *s);
 MIRS_API double mirs_search_result_measured_us(const mirs_search *s, int index);
+/* Why result index's harness failed in the last mirs_search_measure (it
+ * was not timed): the message, valid until the next measurement or the
+ * search's destruction; NULL where it did not fail or was not timed. */
+MIRS_API const char *mirs_search_result_measure_error(const mirs_search *s, int index);
 /* ---- threads, stopping, checkpoints.
  * mirs_search_run runs on the option `threads` workers (0: the CPUs this
  * process may use); the results, their order and every result graph's

@@ -11,11 +11,13 @@
 #include "config.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/bench.h"
 #include "mirsearch.h"
@@ -271,7 +273,8 @@ static int list_candidates(const char *dir, char **names, int cap) {
 
 /* measured.json: each row's predicted and measured time, the correlation. */
 static char *rank_json(const mirs_bench_result *r, char *const *files,
-                       const mirs_rank_entry *rows, int n, int best, double rho) {
+                       const mirs_rank_entry *rows, char *const *errors, int n, int best,
+                       double rho) {
   char *text = NULL;
   size_t len = 0;
   FILE *o = open_memstream(&text, &len);
@@ -298,7 +301,12 @@ static char *rank_json(const mirs_bench_result *r, char *const *files,
     json_num(o, rows[i].p10_us * 1e-6);
     fputs(", \"measured_p90_seconds\": ", o);
     json_num(o, rows[i].p90_us * 1e-6);
-    fprintf(o, ", \"checked\": %s}", rows[i].checked ? "true" : "false");
+    fprintf(o, ", \"checked\": %s", rows[i].checked ? "true" : "false");
+    if (errors[i]) { /* its harness failed: not checked, not timed */
+      fputs(", \"error\": ", o);
+      json_str(o, errors[i]);
+    }
+    fputs("}", o);
   }
   fputs("\n  ]\n}\n", o);
   if (fclose(o) != 0) {
@@ -328,6 +336,7 @@ int mirs__cli_rank(mirs_context *ctx, FILE *out, FILE *err, const char *dir, lon
     n = k;
   }
   mirs_rank_entry rows[MAXC];
+  char *errors[MAXC] = {NULL};
   int64_t seed = 1;
   (void)mirs_option_get_int(ctx, "seed", &seed);
   int rc = 0, loaded = 0;
@@ -364,7 +373,8 @@ int mirs__cli_rank(mirs_context *ctx, FILE *out, FILE *err, const char *dir, lon
   double rho = NAN;
   mirs_bench_result r = MIRS_BENCH_RESULT_INIT;
   if (rc == 0) {
-    mirs_status s = mirs_codegen_rank(cands, n, NULL, (uint64_t)seed, rows, &best, &rho, &r);
+    mirs_status s =
+        mirs_codegen_rank_all(cands, n, NULL, (uint64_t)seed, rows, &best, &rho, &r, errors);
     if (s != MIRS_OK) {
       const char *msg = mirs_last_error(ctx);
       fprintf(err, PROG ": error: %s: %s\n", dir, msg[0] ? msg : mirs_status_str(s));
@@ -373,7 +383,7 @@ int mirs__cli_rank(mirs_context *ctx, FILE *out, FILE *err, const char *dir, lon
     }
   }
   if (rc == 0) {
-    char *json = rank_json(&r, files, rows, n, best, rho);
+    char *json = rank_json(&r, files, rows, errors, n, best, rho);
     char path[4200];
     snprintf(path, sizeof path, "%s/measured.json", dir);
     if (!json || mirs_write_file_atomic(ctx, path, json, strlen(json)) != MIRS_OK) {
@@ -381,9 +391,14 @@ int mirs__cli_rank(mirs_context *ctx, FILE *out, FILE *err, const char *dir, lon
       rc = 3;
     }
     free(json);
+    /* The measured best, beside the model's best.ugraph; none measured
+     * (every one wrong or failed): an earlier ranking's is not left. */
+    snprintf(path, sizeof path, "%s/best_measured.ugraph", dir);
+    if (rc == 0 && best < 0 && unlink(path) != 0 && errno != ENOENT) {
+      fprintf(err, PROG ": error: cannot remove %s: %s\n", path, strerror(errno));
+      rc = 3;
+    }
     if (rc == 0 && best >= 0) {
-      /* The measured best, beside the model's best.ugraph. */
-      snprintf(path, sizeof path, "%s/best_measured.ugraph", dir);
       if (mirs_graph_write_file(cands[best], path) != MIRS_OK) {
         fprintf(err, PROG ": error: cannot write %s: %s\n", path, mirs_last_error(ctx));
         rc = 3;
@@ -397,13 +412,26 @@ int mirs__cli_rank(mirs_context *ctx, FILE *out, FILE *err, const char *dir, lon
       for (int i = 0; i < n; i++)
         fprintf(out, "%-36s %12.3f %12.3f %10.1f %10.1f%s\n", files[i],
                 rows[i].predicted_seconds * 1e6, rows[i].median_us, rows[i].rank_model,
-                rows[i].rank_measured, rows[i].checked ? "" : "  (wrong: not timed)");
+                rows[i].rank_measured,
+                errors[i]         ? "  (its harness failed: not timed)"
+                : rows[i].checked ? ""
+                                  : "  (wrong: not timed)");
       fprintf(out, "rank correlation (Spearman): %.3f\n", rho);
       if (best >= 0)
         fprintf(out, "measured best: %s -> %s/best_measured.ugraph; %s/measured.json\n",
                 files[best], dir, dir);
     }
   }
+  /* A candidate whose harness failed is the generator's defect: each
+   * one said, and the exit status is not 0, though the others were
+   * ranked and the files written. */
+  for (int i = 0; i < n; i++)
+    if (errors[i]) {
+      fprintf(err, PROG ": error: %s/%s: %s\n", dir, files[i], errors[i]);
+      rc = rc == 0 ? 3 : rc;
+    }
+  for (int i = 0; i < n; i++)
+    mirs_free(ctx, errors[i]);
   for (int i = 0; i < loaded; i++)
     mirs_graph_destroy(owned[i]);
   for (int i = 0; i < n; i++) {

@@ -1273,7 +1273,7 @@ static void print_search_summary(cli *c, const mirs_graph *p, const mirs_search 
     if (mirs_graph_cost(c->ctx, p, NULL, &base) == MIRS_OK && base.feasible && best > 0)
       fprintf(c->out, " (unfused program %.2f us, %.2fx)", base.seconds * 1e6,
               base.seconds / best);
-    if (mirs_search_measured(s) > 0)
+    if (mirs_search_measured(s) > 0 && isfinite(mirs_search_result_measured_us(s, b)))
       fprintf(c->out, ", measured %.2f us (rank %d of the model's top %d timed)",
               mirs_search_result_measured_us(s, b), b + 1, mirs_search_measured(s));
     fprintf(c->out, " -> %s/best.ugraph\n", dir);
@@ -1604,7 +1604,8 @@ static mirs_status search_run(cli *c, search_job *j) {
 /* A complete search's measured ranking (mirs_search_measure): its top
  * measure_top results timed where a GPU is, said on stderr.  Without a
  * GPU it is silent (report.json says why the times are predicted); a
- * harness that fails is a warning, and the model's order stays: the
+ * result whose harness fails is a warning, and the others are timed;
+ * any other failure is a warning, and the model's order stays: the
  * search's results are not lost to a measurement. */
 static mirs_status search_measure(cli *c, mirs_search *s) {
   double t0 = now_seconds();
@@ -1617,13 +1618,28 @@ static mirs_status search_measure(cli *c, mirs_search *s) {
     mirs_clear_error(c->ctx);
     return MIRS_OK;
   }
-  int b = mirs_search_best(s), n = mirs_search_measured(s);
-  if (!c->quiet && n > 0 && b >= 0)
+  int b = mirs_search_best(s), n = mirs_search_measured(s), failed = 0, first = -1;
+  for (int i = 0; i < n; i++)
+    if (mirs_search_result_measure_error(s, i)) {
+      failed++;
+      first = first < 0 ? i : first;
+    }
+  /* A result whose harness failed was not timed (the others were): a
+   * defect of the generated code, said whatever --quiet says. */
+  if (failed > 0)
+    fprintf(c->err,
+            PROG ": warning: %d of the top %d results could not be timed (report.json gives "
+                 "each one's error); rank %d: %s\n",
+            failed, n, first + 1, mirs_search_result_measure_error(s, first));
+  if (!c->quiet && n > 0 && b >= 0 && isfinite(mirs_search_result_measured_us(s, b))) {
+    char first_us[64] = "not timed";
+    if (isfinite(mirs_search_result_measured_us(s, 0)))
+      snprintf(first_us, sizeof first_us, "%.3f us", mirs_search_result_measured_us(s, 0));
     fprintf(c->err,
             PROG ": timed the model's top %d on the GPU in %.1f s: the fastest is rank %d "
-                 "(%.3f us; the model's first %.3f us)\n",
-            n, now_seconds() - t0, b + 1, mirs_search_result_measured_us(s, b),
-            mirs_search_result_measured_us(s, 0));
+                 "(%.3f us; the model's first %s)\n",
+            n, now_seconds() - t0, b + 1, mirs_search_result_measured_us(s, b), first_us);
+  }
   return MIRS_OK;
 }
 

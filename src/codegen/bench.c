@@ -578,18 +578,51 @@ static void roofline(const mirs_graph *p, const mirs__cost_device *d, mirs_bench
   r->tc_flops_per_s = seconds > 0 ? flops / seconds : d->tc_peak;
 }
 
-/* Run dir/bench with up to 6 arguments after it. */
-static mirs_status run_harness(mirs_context *ctx, const char *dir, const char *const *args, int n,
-                               const char *what) {
-  char prog[1024], log[1024];
+/* How long one run of a harness may last, in seconds: a check or a
+ * timing run takes seconds (a CUDA context, one or a few hundred
+ * launches, the data files); one that has not ended by then hangs (a
+ * kernel that never finishes) and is killed, a failure of that
+ * candidate's. */
+#define BENCH_RUN_LIMIT_S 300.0
+
+static double run_limit(void) {
+#ifdef MIRS_FAULT_INJECTION
+  /* (Tests: a shorter limit.) */
+  const char *e = getenv("MIRS_TEST_BENCH_RUN_LIMIT");
+  if (e && atof(e) > 0)
+    return atof(e);
+#endif
+  return BENCH_RUN_LIMIT_S;
+}
+
+/* Run dir/bench with up to 6 arguments after it (args[0] names the run);
+ * a non-zero exit is MIRS_CUDA, a run past run_limit() MIRS_LIMIT. */
+static mirs_status run_harness(mirs_context *ctx, const char *dir, const char *const *args,
+                               int n) {
+  char prog[1024], log[1024], what[128];
+  const char *run = strcmp(args[0], "time") == 0 ? "timing" : args[0];
   snprintf(prog, sizeof prog, "%s/bench", dir);
   snprintf(log, sizeof log, "%s/log", dir);
+  snprintf(what, sizeof what, "the bench harness's %s run failed", run);
   mirs__codegen_args a;
   a.n = 0;
   mirs__codegen_arg(&a, prog);
   for (int i = 0; i < n; i++)
     mirs__codegen_arg(&a, args[i]);
-  return mirs__codegen_spawn_checked(ctx, a.argv, log, 0, MIRS_CUDA, what);
+  double limit = run_limit();
+  mirs_status s =
+      mirs__codegen_spawn_checked(ctx, a.argv, log, mirs__core_now() + limit, MIRS_CUDA, what);
+  if (s == MIRS_LIMIT)
+    return MIRS_FAIL(ctx, MIRS_LIMIT, "the bench harness's %s run had not ended after %g s: killed",
+                     run, limit);
+  return s;
+}
+
+/* Whether status s of a candidate's build, runs or their outputs is that
+ * candidate's failure (not the machine's or the caller's: no device, no
+ * memory or disk, a stop request). */
+static bool harness_fault(mirs_status s) {
+  return s == MIRS_INTERNAL || s == MIRS_CUDA || s == MIRS_LIMIT;
 }
 
 /* The files a harness directory may hold. */
@@ -602,6 +635,7 @@ typedef struct bench_job {
   char dir[900];
   pid_t pid;
   bool made, building;
+  bool failed; /* its build failed (kept going: mirs__bench_failure) */
 } bench_job;
 
 /* Start the build of candidate c's harness: a new directory, the
@@ -650,7 +684,7 @@ static mirs_status bench_run(const mirs_graph *c, const mirs_graph *p, uint64_t 
   mirs_status s = mirs__codegen_write_inputs(c, seed, dir, "in.bin");
   if (s == MIRS_OK) {
     const char *args[] = {"check", path[0], path[1], path[2]};
-    s = run_harness(ctx, dir, args, p ? 4 : 3, "the bench harness's check run failed");
+    s = run_harness(ctx, dir, args, p ? 4 : 3);
   }
   r->tolerance = mirs_codegen_tolerance(c);
   r->candidate_error = r->baseline_error = NAN;
@@ -678,7 +712,7 @@ static mirs_status bench_run(const mirs_graph *c, const mirs_graph *p, uint64_t 
     snprintf(warmup, sizeof warmup, "%" PRId64, ctx->opt.bench_warmup);
     const char *args[] = {"time", path[0], path[3],
                           reps,   warmup,  ctx->opt.bench_cuda_graph ? "1" : "0"};
-    s = run_harness(ctx, dir, args, 6, "the bench harness's timing run failed");
+    s = run_harness(ctx, dir, args, 6);
     if (s == MIRS_OK)
       s = read_timings(ctx, path[3], r);
   }
@@ -701,15 +735,26 @@ static int bench_jobs(mirs_context *ctx, int n) {
   return j < n ? j : n;
 }
 
+/* Candidate i's harness failed with s (a harness_fault): the error goes
+ * to *f, off the context, and the ranking goes on. */
+static mirs_status keep_going(mirs_context *ctx, mirs_status s, mirs__bench_failure *f) {
+  f->status = s;
+  snprintf(f->why, sizeof f->why, "%s", mirs_last_error(ctx));
+  mirs_clear_error(ctx);
+  return MIRS_OK;
+}
+
 /* mirs_codegen_bench of cands[0..n) against one program into rs[0..n)
  * (full structs).  The harnesses compile first, bench_jobs at a time;
  * then each is checked and timed in turn, nothing else running (timings
  * never overlap each other or a compile); so in rounds of BENCH_ROUND.  The float64 reference of a
  * program is evaluated once, before anything compiles (it also bounds
- * the sizes involved).  The first error stops it; every child is killed
- * and every directory removed on every path. */
+ * the sizes involved).  The first error stops it, unless fails is set
+ * and the error is one candidate's (harness_fault): then it goes to
+ * fails[i] and the others go on.  Every child is killed and every
+ * directory removed on every path. */
 static mirs_status bench_many(const mirs_graph *const *cands, int n, const mirs_graph *p,
-                              uint64_t seed, mirs_bench_result *rs) {
+                              uint64_t seed, mirs_bench_result *rs, mirs__bench_failure *fails) {
   mirs_context *ctx = cands[0]->ctx;
   MIRS_CHECK(ctx, mirs__codegen_need_device(ctx));
   mirs__cost_profiles *prof = NULL;
@@ -719,6 +764,10 @@ static mirs_status bench_many(const mirs_graph *const *cands, int n, const mirs_
     s = mirs__cost_find(ctx, prof, ctx->opt.cost_device, &d);
   for (int i = 0; s == MIRS_OK && i < n; i++) {
     mirs_bench_result *r = &rs[i];
+    if (fails) {
+      fails[i].status = MIRS_OK;
+      fails[i].why[0] = '\0';
+    }
     memset(r, 0, sizeof *r);
     r->struct_size = sizeof *r;
     r->has_baseline = p != NULL;
@@ -759,6 +808,10 @@ static mirs_status bench_many(const mirs_graph *const *cands, int n, const mirs_
       s = bench_start(cands[started], p, &jobs[started]);
     for (int i = lo; s == MIRS_OK && i < hi; i++) {
       s = bench_built(ctx, &jobs[i]);
+      if (s != MIRS_OK && fails && harness_fault(s)) {
+        jobs[i].failed = true;
+        s = keep_going(ctx, s, &fails[i]);
+      }
       if (s == MIRS_OK && started < hi) {
         s = bench_start(cands[started], p, &jobs[started]);
         started++;
@@ -768,6 +821,8 @@ static mirs_status bench_many(const mirs_graph *const *cands, int n, const mirs_
       mirs__core_log(ctx, MIRS_LOG_INFO, "bench: %d harnesses compiled in %.1f s, %d at a time",
                      hi - lo, mirs__core_now() - t0, width);
     for (int i = lo; s == MIRS_OK && i < hi; i++) {
+      if (jobs[i].failed)
+        continue;
       mirs_eval_result *ref = pref;
       if (!p)
         s = mirs_graph_eval(cands[i], seed, &ref);
@@ -775,13 +830,17 @@ static mirs_status bench_many(const mirs_graph *const *cands, int n, const mirs_
         s = bench_run(cands[i], p, seed, jobs[i].dir, ref, &rs[i]);
       if (!p)
         mirs_eval_result_destroy(ref);
+      if (s != MIRS_OK && fails && harness_fault(s)) {
+        rs[i].checked = rs[i].baseline_checked = 0;
+        s = keep_going(ctx, s, &fails[i]);
+      }
     }
     for (int i = lo; i < hi; i++) {
       if (jobs[i].building)
         mirs__codegen_spawn_kill(jobs[i].pid);
       if (jobs[i].made)
         mirs__codegen_remove_dir(jobs[i].dir, bench_files, N_BENCH_FILES);
-      jobs[i].building = jobs[i].made = false;
+      jobs[i].building = jobs[i].made = jobs[i].failed = false;
     }
   }
   mirs__core_free(ctx, jobs);
@@ -806,7 +865,7 @@ mirs_status mirs_codegen_bench(const mirs_graph *candidate, const mirs_graph *pr
   return MIRS_FAIL(ctx, MIRS_UNSUPPORTED, "%s", NO_CUDA);
 #else
   mirs_bench_result r;
-  MIRS_CHECK(ctx, bench_many(&candidate, 1, program, seed, &r));
+  MIRS_CHECK(ctx, bench_many(&candidate, 1, program, seed, &r, NULL));
   size_t n = out->struct_size < sizeof r ? out->struct_size : sizeof r;
   r.struct_size = n;
   memcpy(out, &r, n);
@@ -817,16 +876,17 @@ mirs_status mirs_codegen_bench(const mirs_graph *candidate, const mirs_graph *pr
 /* Internal: see codegen.h. */
 mirs_status mirs__codegen_bench_many(const mirs_graph *const *cands, int n,
                                      const mirs_graph *program, uint64_t seed,
-                                     mirs_bench_result *rs) {
+                                     mirs_bench_result *rs, mirs__bench_failure *fails) {
   mirs_context *ctx = cands[0]->ctx;
   for (int i = 0; i < n; i++)
     MIRS_CHECK(ctx, check_pair(cands[i], program));
 #ifndef MIRS_NVCC
   (void)seed;
   (void)rs;
+  (void)fails;
   return MIRS_FAIL(ctx, MIRS_UNSUPPORTED, "%s", NO_CUDA);
 #else
-  return bench_many(cands, n, program, seed, rs);
+  return bench_many(cands, n, program, seed, rs, fails);
 #endif
 }
 

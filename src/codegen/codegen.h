@@ -143,13 +143,28 @@ mirs_status mirs__codegen_nvcc_args(mirs_context *ctx, const char *dir, const ch
 mirs_status mirs__codegen_nvcc_build(mirs_context *ctx, const char *dir, const char *src,
                                      const char *out, const char *lib, double deadline,
                                      const char *what);
+/* Why one candidate's harness failed (MIRS_OK: it did not): it did not
+ * compile (MIRS_INTERNAL), a run of it failed (MIRS_CUDA) or did not end
+ * in time (MIRS_LIMIT), or its outputs were not what it was to write. */
+typedef struct mirs__bench_failure {
+  mirs_status status;
+  char why[640];
+} mirs__bench_failure;
 /* mirs_codegen_bench of n candidates against one program (each pair
  * checked) into rs[0..n) (whole structs): the harnesses compile in
- * parallel first, then each is checked and timed in turn; the first error
- * stops it.  mirs_codegen_rank's engine. */
+ * parallel first, then each is checked and timed in turn.  With fails
+ * NULL the first error stops it; else a failure of one candidate's
+ * harness goes to fails[i] (that candidate unchecked, untimed) and the
+ * others go on: only errors that are no one candidate's (no device, a
+ * stop request, no memory or disk) stop it.  mirs_codegen_rank's engine. */
 mirs_status mirs__codegen_bench_many(const mirs_graph *const *cands, int n,
                                      const mirs_graph *program, uint64_t seed,
-                                     mirs_bench_result *rs);
+                                     mirs_bench_result *rs, mirs__bench_failure *fails);
+/* mirs_codegen_rank_all with the failures as mirs__codegen_bench_many's
+ * (fails: n of them, required). */
+mirs_status mirs__codegen_rank(const mirs_graph *const *cands, int n, const mirs_graph *program,
+                               uint64_t seed, mirs_rank_entry *rows, int *best, double *rho,
+                               mirs_bench_result *last, mirs__bench_failure *fails);
 /* Write len bytes to dir/name. */
 mirs_status mirs__codegen_put_file(mirs_context *ctx, const char *dir, const char *name,
                                    const void *data, size_t len);

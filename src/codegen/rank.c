@@ -5,7 +5,8 @@
  * correlation).  Used by `bench --rank` on a search's output directory
  * and by a search that times its own best results (mirs_search_measure).
  * Invariant: a candidate that fails its check is never timed and never
- * ranked; the first error of the harness ends the ranking. */
+ * ranked; nor is one whose harness fails (does not compile, a run of it
+ * fails or hangs), and the others are ranked all the same. */
 #include "config.h"
 
 #include <math.h>
@@ -56,11 +57,11 @@ static double spearman(mirs_rank_entry *rows, int n, double *buf) {
   return m >= 2 && sxx > 0 && syy > 0 ? sxy / sqrt(sxx * syy) : NAN;
 }
 
-/* Public: see codegen.h. */
-mirs_status mirs_codegen_rank(const mirs_graph *const *cands, int n, const mirs_graph *program,
-                              uint64_t seed, mirs_rank_entry *rows, int *best, double *rho,
-                              mirs_bench_result *last) {
-  if (!cands || n < 1 || !rows || !best || !rho || !cands[0])
+/* Internal: see codegen.h. */
+mirs_status mirs__codegen_rank(const mirs_graph *const *cands, int n, const mirs_graph *program,
+                               uint64_t seed, mirs_rank_entry *rows, int *best, double *rho,
+                               mirs_bench_result *last, mirs__bench_failure *fails) {
+  if (!cands || n < 1 || !rows || !best || !rho || !cands[0] || !fails)
     return MIRS_INVALID_ARG;
   mirs_context *ctx = cands[0]->ctx;
   *best = -1;
@@ -69,6 +70,8 @@ mirs_status mirs_codegen_rank(const mirs_graph *const *cands, int n, const mirs_
     rows[i].checked = 0;
     rows[i].median_us = rows[i].p10_us = rows[i].p90_us = NAN;
     rows[i].rank_model = rows[i].rank_measured = NAN;
+    fails[i].status = MIRS_OK;
+    fails[i].why[0] = '\0';
   }
   for (int i = 0; i < n; i++)
     if (!cands[i])
@@ -76,9 +79,13 @@ mirs_status mirs_codegen_rank(const mirs_graph *const *cands, int n, const mirs_
   mirs_bench_result *rs = mirs__core_calloc(ctx, (size_t)n, sizeof *rs);
   if (!rs)
     return MIRS_FAIL(ctx, MIRS_NOMEM, "out of memory (ranking %d candidates)", n);
-  mirs_status st = mirs__codegen_bench_many(cands, n, program, seed, rs);
+  mirs_status st = mirs__codegen_bench_many(cands, n, program, seed, rs, fails);
+  int ran = -1; /* the last candidate whose harness ran */
   for (int i = 0; st == MIRS_OK && i < n; i++) {
     const mirs_bench_result *r = &rs[i];
+    if (fails[i].status != MIRS_OK)
+      continue;
+    ran = i;
     rows[i].checked = r->checked;
     if (r->checked) {
       rows[i].median_us = r->candidate.median_us;
@@ -89,9 +96,11 @@ mirs_status mirs_codegen_rank(const mirs_graph *const *cands, int n, const mirs_
     }
   }
   if (st == MIRS_OK && last && last->struct_size >= sizeof(size_t)) {
+    /* (The device, reps and profile are the same for every candidate
+     * that ran; where none did, the last one's still name them.) */
+    const mirs_bench_result *r = &rs[ran >= 0 ? ran : n - 1];
     size_t k = last->struct_size < sizeof *rs ? last->struct_size : sizeof *rs;
-    memcpy((char *)last + sizeof(size_t), (const char *)&rs[n - 1] + sizeof(size_t),
-           k - sizeof(size_t));
+    memcpy((char *)last + sizeof(size_t), (const char *)r + sizeof(size_t), k - sizeof(size_t));
   }
   mirs__core_free(ctx, rs);
   MIRS_CHECK(ctx, st);
@@ -101,4 +110,59 @@ mirs_status mirs_codegen_rank(const mirs_graph *const *cands, int n, const mirs_
   *rho = spearman(rows, n, buf);
   mirs__core_free(ctx, buf);
   return MIRS_OK;
+}
+
+/* mirs__codegen_rank with a failure array of its own (NULL: out of
+ * memory); released with mirs__core_free. */
+static mirs__bench_failure *failures(mirs_context *ctx, int n) {
+  return n > 0 ? mirs__core_calloc(ctx, (size_t)n, sizeof(mirs__bench_failure)) : NULL;
+}
+
+/* Public: see codegen.h. */
+mirs_status mirs_codegen_rank_all(const mirs_graph *const *cands, int n,
+                                  const mirs_graph *program, uint64_t seed, mirs_rank_entry *rows,
+                                  int *best, double *rho, mirs_bench_result *last,
+                                  char **errors) {
+  if (!cands || n < 1 || !cands[0])
+    return MIRS_INVALID_ARG;
+  mirs_context *ctx = cands[0]->ctx;
+  for (int i = 0; errors && i < n; i++)
+    errors[i] = NULL;
+  mirs__bench_failure *f = failures(ctx, n);
+  if (!f)
+    return MIRS_FAIL(ctx, MIRS_NOMEM, "out of memory (ranking %d candidates)", n);
+  mirs_status st = mirs__codegen_rank(cands, n, program, seed, rows, best, rho, last, f);
+  int first = -1;
+  for (int i = 0; st == MIRS_OK && i < n; i++) {
+    if (f[i].status == MIRS_OK)
+      continue;
+    if (first < 0)
+      first = i;
+    if (errors) {
+      size_t len = strlen(f[i].why) + 1;
+      errors[i] = mirs__core_alloc(ctx, len);
+      if (!errors[i]) {
+        st = MIRS_FAIL(ctx, MIRS_NOMEM, "out of memory (ranking %d candidates)", n);
+        break;
+      }
+      memcpy(errors[i], f[i].why, len);
+    }
+  }
+  if (st != MIRS_OK && errors)
+    for (int i = 0; i < n; i++) {
+      mirs__core_free(ctx, errors[i]);
+      errors[i] = NULL;
+    }
+  /* Without errors to hold them, the first failure is the status. */
+  if (st == MIRS_OK && !errors && first >= 0)
+    st = MIRS_FAIL(ctx, f[first].status, "candidate %d: %s", first, f[first].why);
+  mirs__core_free(ctx, f);
+  return st;
+}
+
+/* Public: see codegen.h. */
+mirs_status mirs_codegen_rank(const mirs_graph *const *cands, int n, const mirs_graph *program,
+                              uint64_t seed, mirs_rank_entry *rows, int *best, double *rho,
+                              mirs_bench_result *last) {
+  return mirs_codegen_rank_all(cands, n, program, seed, rows, best, rho, last, NULL);
 }

@@ -5,13 +5,16 @@
  * Invariants: the results, their order and their files never change (the
  * model's ranks stay in report.json; only "best" moves); without a GPU or
  * a CUDA build nothing is timed and the reason is kept for the report;
- * any other failure leaves no measurement behind (the model decides). */
+ * a result whose harness fails is not timed, its reason kept, and the
+ * others are; any other failure leaves no measurement behind (the model
+ * decides). */
 #include "config.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "codegen/codegen.h"
 #include "search/search.h"
 
 /* Drop the last measurement. */
@@ -19,6 +22,7 @@ void mirs__measured_free(mirs_search *s) {
   if (!s->measured)
     return;
   mirs__core_free(s->ctx, s->measured->rows);
+  mirs__core_free(s->ctx, s->measured->fails);
   mirs__core_free(s->ctx, s->measured);
   s->measured = NULL;
 }
@@ -47,7 +51,8 @@ mirs_status mirs_search_measure(mirs_search *s, int top) {
   }
   const mirs_graph **cands = mirs__core_calloc(ctx, (size_t)k, sizeof *cands);
   m->rows = mirs__core_calloc(ctx, (size_t)k, sizeof *m->rows);
-  if (!cands || !m->rows) {
+  m->fails = mirs__core_calloc(ctx, (size_t)k, sizeof *m->fails);
+  if (!cands || !m->rows || !m->fails) {
     mirs__core_free(ctx, cands);
     mirs__measured_free(s);
     return MIRS_FAIL(ctx, MIRS_NOMEM, "out of memory (the measured ranking)");
@@ -57,14 +62,16 @@ mirs_status mirs_search_measure(mirs_search *s, int top) {
     m->rows[i].predicted_seconds = mirs_search_result_cost(s, i);
   }
   mirs_bench_result last = MIRS_BENCH_RESULT_INIT;
-  mirs_status st = mirs_codegen_rank(cands, k, s->program, (uint64_t)ctx->opt.seed, m->rows,
-                                     &m->best, &m->rho, &last);
+  mirs_status st = mirs__codegen_rank(cands, k, s->program, (uint64_t)ctx->opt.seed, m->rows,
+                                      &m->best, &m->rho, &last, m->fails);
   mirs__core_free(ctx, cands);
   if (st == MIRS_UNSUPPORTED || st == MIRS_NO_DEVICE) {
     /* Nothing to time on: the model's order, and the report says why. */
     snprintf(m->skipped, sizeof m->skipped, "%s", mirs_last_error(ctx));
     mirs__core_free(ctx, m->rows);
+    mirs__core_free(ctx, m->fails);
     m->rows = NULL;
+    m->fails = NULL;
     m->best = -1;
     mirs_clear_error(ctx);
     return MIRS_OK;
@@ -74,6 +81,8 @@ mirs_status mirs_search_measure(mirs_search *s, int top) {
     return st;
   }
   m->n = k;
+  for (int i = 0; i < k; i++)
+    m->failed += m->fails[i].status != MIRS_OK;
   m->reps = last.candidate.reps;
   snprintf(m->device, sizeof m->device, "%s", last.device);
   return MIRS_OK;
@@ -96,4 +105,12 @@ double mirs_search_result_measured_us(const mirs_search *s, int index) {
   if (!s || !s->measured || index < 0 || index >= s->measured->n)
     return NAN;
   return s->measured->rows[index].median_us;
+}
+
+/* Public: see search.h. */
+const char *mirs_search_result_measure_error(const mirs_search *s, int index) {
+  if (!s || !s->measured || index < 0 || index >= s->measured->n ||
+      s->measured->fails[index].status == MIRS_OK)
+    return NULL;
+  return s->measured->fails[index].why;
 }

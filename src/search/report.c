@@ -151,10 +151,15 @@ static mirs_status put_report(const mirs_search *s, int top, mirs__buf *b) {
   } else {
     mirs__buf_printf(b, "{\"top\": %d, \"device\": ", m->n);
     mirs__json_str(b, m->device);
-    mirs__buf_printf(b, ", \"reps\": %d, \"best_rank\": %d, \"rank_correlation\": ", m->reps,
-                     m->best + 1);
+    mirs__buf_printf(b, ", \"reps\": %d, \"best_rank\": ", m->reps);
+    if (m->best >= 0)
+      mirs__buf_printf(b, "%d", m->best + 1);
+    else
+      mirs__buf_puts(b, "null");
+    mirs__buf_puts(b, ", \"rank_correlation\": ");
     mirs__json_num(b, m->rho);
-    mirs__buf_puts(b, "}");
+    /* (Results whose harness failed: not timed, each says why.) */
+    mirs__buf_printf(b, ", \"failed\": %d}", m->failed);
   }
   mirs__buf_puts(b, ",\n  \"device_profile\": ");
   mirs__json_str(b, s->profiles ? s->profiles->source : "");
@@ -242,7 +247,7 @@ static mirs_status put_report(const mirs_search *s, int top, mirs__buf *b) {
     mirs__buf_printf(b, ", \"kernels\": %" PRId32 "%s, \"file\": \"candidates/%s\", \"launches\": ",
                      r->kernels, r->split_k ? ", \"split_k\": true" : "", file);
     MIRS_CHECK(ctx, put_kernels(s, r->g, b));
-    if (measured && i < m->n) {
+    if (m && i < m->n) {
       const mirs_rank_entry *e = &m->rows[i];
       mirs__buf_printf(b, ", \"checked\": %s, \"measured_seconds\": ",
                        e->checked ? "true" : "false");
@@ -251,6 +256,11 @@ static mirs_status put_report(const mirs_search *s, int top, mirs__buf *b) {
       mirs__json_num(b, e->p10_us * 1e-6);
       mirs__buf_puts(b, ", \"measured_p90_seconds\": ");
       mirs__json_num(b, e->p90_us * 1e-6);
+      const char *why = mirs_search_result_measure_error(s, i);
+      if (why) {
+        mirs__buf_puts(b, ", \"measure_error\": ");
+        mirs__json_str(b, why);
+      }
     }
     mirs__buf_puts(b, "}");
   }

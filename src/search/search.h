@@ -269,6 +269,8 @@ typedef struct mirs__measured {
   char device[128];      /* the GPU */
   char skipped[512];     /* why nothing was timed ("": it was) */
   mirs_rank_entry *rows; /* n of them */
+  struct mirs__bench_failure *fails; /* n of them: a harness that failed (not timed) */
+  int failed;            /* how many did */
 } mirs__measured;
 
 void mirs__measured_free(mirs_search *s);
