@@ -316,6 +316,49 @@ static char *rank_json(const mirs_bench_result *r, char *const *files,
   return text;
 }
 
+/* bench --rank's outputs: DIR/measured.json, DIR/best_measured.ugraph
+ * (removed where nothing was timed: an earlier ranking's is not left)
+ * and the table on out.  The exit status (3: a file not written). */
+static int rank_outputs(mirs_context *ctx, FILE *out, FILE *err, const char *dir,
+                        const mirs_bench_result *r, char *const *files,
+                        const mirs_graph *const *cands, const mirs_rank_entry *rows,
+                        char *const *errors, int n, int best, double rho) {
+  char *json = rank_json(r, files, rows, errors, n, best, rho);
+  char path[4200];
+  snprintf(path, sizeof path, "%s/measured.json", dir);
+  if (!json || mirs_write_file_atomic(ctx, path, json, strlen(json)) != MIRS_OK) {
+    free(json);
+    fprintf(err, PROG ": error: cannot write %s\n", path);
+    return 3;
+  }
+  free(json);
+  snprintf(path, sizeof path, "%s/best_measured.ugraph", dir);
+  if (best < 0 && unlink(path) != 0 && errno != ENOENT) {
+    fprintf(err, PROG ": error: cannot remove %s: %s\n", path, strerror(errno));
+    return 3;
+  }
+  if (best >= 0 && mirs_graph_write_file(cands[best], path) != MIRS_OK) {
+    fprintf(err, PROG ": error: cannot write %s: %s\n", path, mirs_last_error(ctx));
+    return 3;
+  }
+  fprintf(out, "ranking %s on %s: the model's top %d, timed (median of %d runs, L2 flushed)\n",
+          dir, r->device, n, r->candidate.reps);
+  fprintf(out, "%-36s %12s %12s %10s %10s\n", "result", "predicted us", "measured us",
+          "model rank", "meas. rank");
+  for (int i = 0; i < n; i++)
+    fprintf(out, "%-36s %12.3f %12.3f %10.1f %10.1f%s\n", files[i],
+            rows[i].predicted_seconds * 1e6, rows[i].median_us, rows[i].rank_model,
+            rows[i].rank_measured,
+            errors[i]         ? "  (its harness failed: not timed)"
+            : rows[i].checked ? ""
+                              : "  (wrong: not timed)");
+  fprintf(out, "rank correlation (Spearman): %.3f\n", rho);
+  if (best >= 0)
+    fprintf(out, "measured best: %s -> %s/best_measured.ugraph; %s/measured.json\n", files[best],
+            dir, dir);
+  return 0;
+}
+
 /* See bench.h. */
 int mirs__cli_rank(mirs_context *ctx, FILE *out, FILE *err, const char *dir, long top) {
   enum { MAXC = 256 };
@@ -382,46 +425,8 @@ int mirs__cli_rank(mirs_context *ctx, FILE *out, FILE *err, const char *dir, lon
       rc = rc == 0 ? 3 : rc;
     }
   }
-  if (rc == 0) {
-    char *json = rank_json(&r, files, rows, errors, n, best, rho);
-    char path[4200];
-    snprintf(path, sizeof path, "%s/measured.json", dir);
-    if (!json || mirs_write_file_atomic(ctx, path, json, strlen(json)) != MIRS_OK) {
-      fprintf(err, PROG ": error: cannot write %s\n", path);
-      rc = 3;
-    }
-    free(json);
-    /* The measured best, beside the model's best.ugraph; none measured
-     * (every one wrong or failed): an earlier ranking's is not left. */
-    snprintf(path, sizeof path, "%s/best_measured.ugraph", dir);
-    if (rc == 0 && best < 0 && unlink(path) != 0 && errno != ENOENT) {
-      fprintf(err, PROG ": error: cannot remove %s: %s\n", path, strerror(errno));
-      rc = 3;
-    }
-    if (rc == 0 && best >= 0) {
-      if (mirs_graph_write_file(cands[best], path) != MIRS_OK) {
-        fprintf(err, PROG ": error: cannot write %s: %s\n", path, mirs_last_error(ctx));
-        rc = 3;
-      }
-    }
-    if (rc == 0) {
-      fprintf(out, "ranking %s on %s: the model's top %d, timed (median of %d runs, L2 flushed)\n",
-              dir, r.device, n, r.candidate.reps);
-      fprintf(out, "%-36s %12s %12s %10s %10s\n", "result", "predicted us", "measured us",
-              "model rank", "meas. rank");
-      for (int i = 0; i < n; i++)
-        fprintf(out, "%-36s %12.3f %12.3f %10.1f %10.1f%s\n", files[i],
-                rows[i].predicted_seconds * 1e6, rows[i].median_us, rows[i].rank_model,
-                rows[i].rank_measured,
-                errors[i]         ? "  (its harness failed: not timed)"
-                : rows[i].checked ? ""
-                                  : "  (wrong: not timed)");
-      fprintf(out, "rank correlation (Spearman): %.3f\n", rho);
-      if (best >= 0)
-        fprintf(out, "measured best: %s -> %s/best_measured.ugraph; %s/measured.json\n",
-                files[best], dir, dir);
-    }
-  }
+  if (rc == 0)
+    rc = rank_outputs(ctx, out, err, dir, &r, files, cands, rows, errors, n, best, rho);
   /* A candidate whose harness failed is the generator's defect: each
    * one said, and the exit status is not 0, though the others were
    * ranked and the files written. */
