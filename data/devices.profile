@@ -18,7 +18,11 @@
 #     description     free text for reports                            (optional)
 #     aliases         other names `--device` accepts, comma-separated   (optional)
 #     hbm_gbps        HBM bandwidth, 10^9 bytes/s
-#     tc_f16_tflops   dense f16/bf16 tensor-core peak (f32 accumulate), 10^12 flop/s
+#     tc_f16_tflops   dense f16 tensor-core peak (f32 accumulate), 10^12 flop/s
+#     tc_bf16_tflops  dense bf16 tensor-core peak (f32 accumulate)      (optional,
+#                     tc_f16_tflops: the datasheets of all three give bf16 the f16 rate)
+#     tc_tf32_tflops  dense tf32 tensor-core peak                       (optional,
+#                     half tc_f16_tflops, as all three datasheets give it)
 #     f32_tflops      f32 non-tensor peak (an FMA counts 2), 10^12 flop/s
 #     launch_us       kernel launch latency, microseconds
 #     smem_per_block  shared memory one block may use (the opt-in maximum), bytes

@@ -89,13 +89,14 @@ static mirs_graph *one_op(mirs_context *ctx, mirs_op op, mirs_dtype ta, mirs__sh
  * blocks partition W's and O's columns, X is replicated, the forloop (2)
  * walks K in tiles of 64; with fuse, e = exp(y) is fused into the matmul's
  * epilogue before the accumulator (fused_flag says whether it is marked). */
-static mirs_graph *custom_mm(mirs_context *ctx, int32_t nblk, bool with_exp, bool fused_flag) {
+static mirs_graph *custom_mm_of(mirs_context *ctx, int32_t nblk, bool with_exp, bool fused_flag,
+                                mirs_dtype dt) {
   mirs_graph *g;
   int32_t X, W, x, w, y, a, first;
   mirs__shape sx = shp(2, 64, 128, 0), sw = shp(2, 128, 256, 0);
   ck_assert_int_eq(mirs__graph_new(ctx, "mm", &g), MIRS_OK);
-  ck_assert_int_eq(mirs__graph_add_input(g, "X", MIRS_F16, &sx, &X), MIRS_OK);
-  ck_assert_int_eq(mirs__graph_add_input(g, "W", MIRS_F16, &sw, &W), MIRS_OK);
+  ck_assert_int_eq(mirs__graph_add_input(g, "X", dt, &sx, &X), MIRS_OK);
+  ck_assert_int_eq(mirs__graph_add_input(g, "W", dt, &sw, &W), MIRS_OK);
   mirs__bgraph *bg;
   ck_assert_int_eq(mirs__bg_new(ctx, (int32_t[]){nblk, 1, 1}, (int32_t[]){128, 1, 1}, 2, &bg),
                    MIRS_OK);
@@ -113,6 +114,11 @@ static mirs_graph *custom_mm(mirs_context *ctx, int32_t nblk, bool with_exp, boo
   ck_assert_int_eq(mirs__graph_add_custom(g, bg, (const char *const[]){"O"}, &first), MIRS_OK);
   ck_assert_int_eq(mirs__graph_mark_output(g, first), MIRS_OK);
   return g;
+}
+
+/* custom_mm_of in f16. */
+static mirs_graph *custom_mm(mirs_context *ctx, int32_t nblk, bool with_exp, bool fused_flag) {
+  return custom_mm_of(ctx, nblk, with_exp, fused_flag, MIRS_F16);
 }
 
 /* ---------------------------------------------------------------- profiles */
@@ -450,6 +456,70 @@ START_TEST(test_custom_kernel) {
   ck_near(r8.bytes - r.bytes, 4 * 16384.0);
   ck_near(r8.flops, r.flops);
   ck_assert(r8.seconds > r.seconds);
+  mirs__graph_free(g);
+  mirs__cost_profiles_free(p);
+  mirs_context_destroy(ctx);
+}
+END_TEST
+
+/* Each tensor-core type at its own peak: bf16 and tf32 from the optional
+ * keys, by default the f16 rate and half of it. */
+START_TEST(test_tensor_core_types) {
+  static const char two[] = "device A\n" T_KEYS "device B\n" T_KEYS "  tc_bf16_tflops = 50\n"
+                            "  tc_tf32_tflops = 10\n";
+  mirs_context *ctx = tu_ctx(NULL);
+  mirs__cost_profiles *p;
+  ck_assert_int_eq(mirs__cost_profiles_parse(ctx, two, strlen(two), "t.profile", &p), MIRS_OK);
+  const mirs__cost_device *a, *b;
+  ck_assert_int_eq(mirs__cost_find(ctx, p, "A", &a), MIRS_OK);
+  ck_assert_int_eq(mirs__cost_find(ctx, p, "B", &b), MIRS_OK);
+  ck_near(a->bf16_peak, 1e14);
+  ck_near(a->tf32_peak, 5e13);
+  ck_near(b->bf16_peak, 5e13);
+  ck_near(b->tf32_peak, 1e13);
+  /* The custom kernel of test_custom_kernel: on A's 4 SMs one block
+   * each, at eta of the SM's peak, F = 2 stage hand-overs. */
+  double tc = 4 * 2 * (2.0 * 64 * 64 * 64), sync = 2 * MIRS__COST_ITER_SYNC_S;
+  mirs__cost_kernel k;
+  mirs_graph *g = custom_mm_of(ctx, 4, false, false, MIRS_F16);
+  ck_assert_int_eq(mirs__cost_kernel_op(ctx, a, g, 0, &k), MIRS_OK);
+  double f16_a = k.compute_seconds;
+  ck_near(f16_a, (tc / 4) / (1e14 / 4) / k.eta + sync);
+  ck_assert_int_eq(mirs__cost_kernel_op(ctx, b, g, 0, &k), MIRS_OK);
+  ck_near(k.compute_seconds, f16_a); /* (f16: B's other rates do not matter) */
+  ck_near(k.bf16_flops, 0);
+  mirs__graph_free(g);
+  g = custom_mm_of(ctx, 4, false, false, MIRS_BF16);
+  ck_assert_int_eq(mirs__cost_kernel_op(ctx, a, g, 0, &k), MIRS_OK);
+  ck_near(k.compute_seconds, f16_a);
+  ck_near(k.bf16_flops, tc);
+  ck_assert_int_eq(mirs__cost_kernel_op(ctx, b, g, 0, &k), MIRS_OK);
+  ck_near(k.compute_seconds, (tc / 4) / (5e13 / 4) / k.eta + sync);
+  mirs__graph_free(g);
+  /* tf32: exp(x)·w of tests/codegen/mma_pad.ugraph (kernel 2, its 2
+   * blocks one each on 2 of the 4 SMs): its tf32 work per block costs 8
+   * more units of the f16 time on B (10 against 2). */
+  g = NULL;
+  ck_assert_int_eq(mirs_graph_parse_file(ctx, tu_src("tests/codegen/mma_pad.ugraph"), &g),
+                   MIRS_OK);
+  mirs__cost_kernel kb;
+  ck_assert_int_eq(mirs__cost_kernel_op(ctx, a, g, 1, &k), MIRS_OK);
+  ck_assert_int_eq(mirs__cost_kernel_op(ctx, b, g, 1, &kb), MIRS_OK);
+  ck_assert_int_eq(k.blocks, 2);
+  ck_assert(k.tf32_flops > 0);
+  ck_near(kb.tf32_flops, k.tf32_flops);
+  ck_near(kb.compute_seconds - k.compute_seconds,
+          (k.tf32_flops / 2) * (1e14 / 1e13 - 1e14 / 5e13) / (1e14 / 4) / k.eta);
+  mirs_graph_destroy(g);
+  /* A predefined bf16 product at B's bf16 peak, an f16 one at its f16 peak. */
+  g = one_op(ctx, MIRS_OP_MATMUL, MIRS_BF16, shp(2, 64, 128, 0), MIRS_BF16, shp(2, 128, 256, 0));
+  double flops = 2.0 * 64 * 256 * 128;
+  ck_assert_int_eq(mirs__cost_kernel_op(ctx, b, g, 0, &k), MIRS_OK);
+  ck_near(k.compute_seconds, flops / 5e13);
+  mirs__graph_free(g);
+  g = one_op(ctx, MIRS_OP_MATMUL, MIRS_F16, shp(2, 64, 128, 0), MIRS_F16, shp(2, 128, 256, 0));
+  ck_assert_int_eq(mirs__cost_kernel_op(ctx, b, g, 0, &k), MIRS_OK);
+  ck_near(k.compute_seconds, flops / 1e14);
   mirs__graph_free(g);
   mirs__cost_profiles_free(p);
   mirs_context_destroy(ctx);
@@ -1205,6 +1275,7 @@ int main(void) {
   tcase_add_test(tc, test_matmul);
   tcase_add_test(tc, test_elementwise_and_reductions);
   tcase_add_test(tc, test_custom_kernel);
+  tcase_add_test(tc, test_tensor_core_types);
   tcase_add_test(tc, test_utilisation);
   tcase_add_test(tc, test_latency_terms);
   tcase_add_test(tc, test_smem_limit_and_fusion);

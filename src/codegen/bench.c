@@ -569,7 +569,8 @@ static void roofline(const mirs_graph *p, const mirs__cost_device *d, mirs_bench
     double f =
         2.0 * (double)mirs__shape_numel(&p->t[o->out[0]].shape) * (double)as->d[as->ndim - 1];
     flops += f;
-    seconds += f / (p->t[o->in[0]].dtype == MIRS_F32 ? d->f32_peak : d->tc_peak);
+    mirs_dtype dt = p->t[o->in[0]].dtype;
+    seconds += f / (dt == MIRS_F32 ? d->f32_peak : dt == MIRS_BF16 ? d->bf16_peak : d->tc_peak);
   }
   r->bytes = bytes;
   r->flops = flops;
@@ -893,12 +894,13 @@ mirs_status mirs__codegen_bench_many(const mirs_graph *const *cands, int n,
 /* ---------------------------------------------------------------- calibration */
 
 /* The calibration program: the device's properties, then measured copy
- * bandwidth, launch interval, f16 tensor-core and f32 rates, and the
+ * bandwidth, launch interval, f16, bf16 and tf32 tensor-core and f32 rates, and the
  * share of SMs that saturates HBM; `key value` lines on stdout.  Inputs
  * are never zeros (a matrix product of zeros runs faster). */
 static const char calibrate_head[] =
     "/* mirsearch bench --calibrate: measure what the cost model's device profile holds. */\n"
-    "#include <cublas_v2.h>\n#include <cuda_fp16.h>\n#include <cuda_runtime.h>\n"
+    "#include <cublas_v2.h>\n#include <cuda_bf16.h>\n#include <cuda_fp16.h>\n"
+    "#include <cuda_runtime.h>\n"
     "#include <stdio.h>\n#include <stdlib.h>\n\n"
     "#define CK(x) mirs_c_check((x), #x)\n"
     "static void mirs_c_check(cudaError_t e, const char *what) {\n"
@@ -910,11 +912,11 @@ static const char calibrate_head[] =
     "        fprintf(stderr, \"%s: cuBLAS status %d\\n\", what, (int)s);\n        exit(3);\n    "
     "}\n}\n"
     "__global__ void mirs_c_empty(void) {}\n"
-    "__global__ void mirs_c_fill(__half *p, size_t n) {\n"
+    "template <typename T> __global__ void mirs_c_fill(T *p, size_t n) {\n"
     "    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;\n"
     "         i += (size_t)gridDim.x * blockDim.x) {\n"
     "        unsigned h = (unsigned)i * 2654435761u;\n"
-    "        p[i] = __float2half(((h >> 8) & 0xffff) / 32768.0f - 1.0f);\n    }\n}\n"
+    "        p[i] = T(((h >> 8) & 0xffff) / 32768.0f - 1.0f);\n    }\n}\n"
     "__global__ void mirs_c_copy(const float4 *s, float4 *d, size_t n) {\n"
     "    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;\n"
     "         i += (size_t)gridDim.x * blockDim.x)\n        d[i] = s[i];\n}\n"
@@ -928,7 +930,7 @@ static const char calibrate_head[] =
     "    float s = 0;\n    for (int j = 0; j < 8; j++) s += a[j];\n"
     "    out[blockIdx.x * blockDim.x + threadIdx.x] = s;\n}\n";
 
-static const char calibrate_main[] =
+static const char calibrate_helpers[] =
     "/* Median of n event intervals of f, in ms. */\n"
     "template <typename F> static float mirs_c_time(F f, int n) {\n"
     "    cudaEvent_t a, b;\n    CK(cudaEventCreate(&a));\n    CK(cudaEventCreate(&b));\n"
@@ -941,6 +943,28 @@ static const char calibrate_main[] =
     "        for (int j = i; j > 0 && t[j - 1] > t[j]; j--) { x = t[j]; t[j] = t[j - 1]; t[j - 1] "
     "= x; }\n"
     "    return t[n / 2];\n}\n\n"
+    "/* TFLOPS of an m^3 product of T matrices (type ty) through cuBLAS, compute\n"
+    " * type ct, on non-zero data; the median of 7. */\n"
+    "template <typename T>\n"
+    "static double mirs_c_gemm(cublasHandle_t h, int sms, cudaDataType ty, cublasComputeType_t "
+    "ct) {\n"
+    "    const int m = 8192;\n    const size_t bytes = (size_t)m * m * sizeof(T);\n"
+    "    T *A, *B, *C;\n"
+    "    CK(cudaMalloc(&A, bytes));\n    CK(cudaMalloc(&B, bytes));\n"
+    "    CK(cudaMalloc(&C, bytes));\n"
+    "    mirs_c_fill<T><<<sms * 8, 256>>>(A, (size_t)m * m);\n"
+    "    mirs_c_fill<T><<<sms * 8, 256>>>(B, (size_t)m * m);\n    CK(cudaGetLastError());\n"
+    "    const float one = 1.0f, zero = 0.0f;\n"
+    "    float mm = mirs_c_time([&] {\n"
+    "        mirs_c_blas(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, m, m, m, &one, A, ty, m, B, ty,\n"
+    "                                 m, &zero, C, ty, m, ct, CUBLAS_GEMM_DEFAULT),\n"
+    "                    \"cublasGemmEx\");\n    }, 7);\n"
+    "    CK(cudaFree(A));\n    CK(cudaFree(B));\n    CK(cudaFree(C));\n"
+    "    return 2.0 * m * (double)m * m / (mm * 1e-3) / 1e12;\n}\n\n";
+
+/* Its main() (a literal of its own: C compilers need support only 4095
+ * characters in one). */
+static const char calibrate_main[] =
     "int main(void) {\n"
     "    cudaDeviceProp p;\n    CK(cudaGetDeviceProperties(&p, 0));\n"
     "    int l2 = 0, smem = 0;\n"
@@ -973,21 +997,16 @@ static const char calibrate_main[] =
     "32>>>(); }, 5);\n"
     "    CK(cudaGetLastError());\n"
     "    printf(\"launch_us %.3f\\n\", launch / 1000 * 1e3);\n"
-    "    /* f16 tensor cores: an 8192^3 product through cuBLAS, f32 accumulation. */\n"
-    "    const int m = 8192;\n    __half *A, *B, *C;\n"
-    "    CK(cudaMalloc(&A, (size_t)m * m * 2));\n    CK(cudaMalloc(&B, (size_t)m * m * 2));\n"
-    "    CK(cudaMalloc(&C, (size_t)m * m * 2));\n"
-    "    mirs_c_fill<<<sms * 8, 256>>>(A, (size_t)m * m);\n"
-    "    mirs_c_fill<<<sms * 8, 256>>>(B, (size_t)m * m);\n    CK(cudaGetLastError());\n"
+    "    /* Tensor cores: an 8192^3 product through cuBLAS for each type,\n"
+    "     * f32 accumulation. */\n"
     "    cublasHandle_t h;\n    mirs_c_blas(cublasCreate(&h), \"cublasCreate\");\n"
-    "    const float one = 1.0f, zero = 0.0f;\n"
-    "    float mm = mirs_c_time([&] {\n"
-    "        mirs_c_blas(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, m, m, m, &one, A, CUDA_R_16F, "
-    "m, B,\n"
-    "                                 CUDA_R_16F, m, &zero, C, CUDA_R_16F, m, CUBLAS_COMPUTE_32F,\n"
-    "                                 CUBLAS_GEMM_DEFAULT), \"cublasGemmEx\");\n    }, 7);\n"
-    "    printf(\"tc_f16_tflops %.1f\\n\", 2.0 * m * (double)m * m / (mm * 1e-3) / 1e12);\n"
-    "    cublasDestroy(h);\n    CK(cudaFree(A));\n    CK(cudaFree(B));\n    CK(cudaFree(C));\n"
+    "    printf(\"tc_f16_tflops %.1f\\n\", mirs_c_gemm<__half>(h, sms, CUDA_R_16F, "
+    "CUBLAS_COMPUTE_32F));\n"
+    "    printf(\"tc_bf16_tflops %.1f\\n\", mirs_c_gemm<__nv_bfloat16>(h, sms, CUDA_R_16BF, "
+    "CUBLAS_COMPUTE_32F));\n"
+    "    printf(\"tc_tf32_tflops %.1f\\n\", mirs_c_gemm<float>(h, sms, CUDA_R_32F, "
+    "CUBLAS_COMPUTE_32F_FAST_TF32));\n"
+    "    cublasDestroy(h);\n"
     "    /* f32 CUDA cores: 8 FMA chains a thread, 8 blocks of 1024 per SM. */\n"
     "    float *o;\n    const int iters = 4096, threads = sms * 8 * 1024;\n"
     "    CK(cudaMalloc(&o, (size_t)threads * 4));\n"
@@ -1009,7 +1028,8 @@ static double cal_value(const char *text, const char *key) {
 /* The profile text from the calibration output (base: the profile whose
  * name the GPU's name contains, for the description's context). */
 static mirs_status cal_profile(mirs_context *ctx, const char *text, mirs__buf *b) {
-  static const char *const keys[] = {"hbm_gbps", "tc_f16_tflops", "f32_tflops", "launch_us",
+  static const char *const keys[] = {"hbm_gbps",       "tc_f16_tflops",  "tc_bf16_tflops",
+                                     "tc_tf32_tflops", "f32_tflops",     "launch_us",
                                      "hbm_saturation", "smem_gbps"};
   static const char *const ints[] = {"smem_per_block", "sms", "l2_bytes", "max_threads_per_block"};
   char gpu[128] = "GPU";
@@ -1039,8 +1059,9 @@ static mirs_status cal_profile(mirs_context *ctx, const char *text, mirs__buf *b
                    "# Calibrated by `mirsearch bench --calibrate` (mirsearch %s) on %s.\n"
                    "# Measured: hbm_gbps (1 GiB grid-stride copy, bytes read + written),\n"
                    "# hbm_saturation (fewest eighths of the SMs reaching 90%% of it),\n"
-                   "# launch_us (1000 empty kernels back to back), tc_f16_tflops (cuBLAS\n"
-                   "# 8192^3 f16 product, f32 accumulation, non-zero data), f32_tflops (FMA\n"
+                   "# launch_us (1000 empty kernels back to back), tc_f16_tflops,\n"
+                   "# tc_bf16_tflops and tc_tf32_tflops (cuBLAS 8192^3 products of f16,\n"
+                   "# bf16 and f32 in tf32, f32 accumulation, non-zero data), f32_tflops (FMA\n"
                    "# chains); medians of event-timed repetitions; smem_gbps is 128 bytes a\n"
                    "# clock per SM at the peak clock the device reports.  Read by\n"
                    "# --device-profile=FILE (data/devices.profile has the format).\n"
@@ -1074,6 +1095,7 @@ mirs_status mirs_codegen_calibrate(mirs_context *ctx, const char *path, const ch
   mirs__buf src;
   mirs__buf_init(&src, ctx);
   mirs__buf_puts(&src, calibrate_head);
+  mirs__buf_puts(&src, calibrate_helpers);
   mirs__buf_puts(&src, calibrate_main);
   mirs_status s = src.failed ? MIRS_FAIL(ctx, MIRS_NOMEM, "out of memory") : MIRS_OK;
   if (s == MIRS_OK && source_dir) {

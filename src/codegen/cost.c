@@ -11,7 +11,8 @@
  *   time = fixed + memory + on                 (custom kernels without a
  *                                               cp.async pipeline)
  *   memory  = bytes / min(bw * ub, inflight / MEM_LATENCY_S)
- *   compute = (tc_flops + tf32_flops) / tc_peak + simt_flops / f32_peak
+ *   compute = tc_flops at the f16 peak (its bf16 part at the bf16 peak)
+ *             + simt_flops / f32_peak
  * and, for custom kernels, the on-chip time of the busiest SM (the
  * latency terms, calibrated on the first H200 measurements; cost.h):
  *   n     = ceil(B / sms) blocks on it, r = min(n, occupancy) resident,
@@ -21,8 +22,8 @@
  *           partitions; with one warp in each, a warp's dependent chain
  *           of ldmatrix, mma, exp and shuffles is exposed)
  *   block = F * (max(tc_it, smem_it) + simt_it) + max(tc_1, smem_1) + simt_1
- *           one block's work at one SM's peaks: tensor cores (tf32 at half
- *           rate) overlap its shared-memory traffic (smem_loop per
+ *           one block's work at one SM's peaks: tensor cores (bf16 and
+ *           tf32 at their own peaks) overlap its shared-memory traffic (smem_loop per
  *           iteration, smem_once outside, smem.c, bank conflicts
  *           included), CUDA-core work follows them (it reads their
  *           results), each special function at SFU_FLOPS
@@ -41,8 +42,9 @@
  * memory decides feasibility (over the device's limit: infeasible, so the
  * search drops it), its stages and tile bytes give the bytes each block
  * keeps in flight, its MMA choices decide which matmuls run on tensor
- * cores (m16n8k16 at the f16 peak, padded rows included; tf32 at half of
- * it; under codegen_wgmma, wgmma at the peak and mma.sync at 2/3 of it,
+ * cores (m16n8k16 at the f16 peak, or the bf16 one, padded rows
+ * included; tf32 at the tf32 peak, half the f16 one unless the profile
+ * says otherwise; under codegen_wgmma, wgmma at the peak and mma.sync at 2/3 of it,
  * hopper.c; scalar-path matmuls on CUDA cores).  With B = grid.x*grid.y*grid.z:
  *   u  = min(1, B / sms)                 the busy share of the SMs (reported);
  *   ub = min(1, B / (hbm_saturation*sms)) a fraction of the SMs already
@@ -123,6 +125,8 @@ static const key_info keys[] = {
     {"aliases", KEY_ALIASES, offsetof(mirs__cost_device, aliases), false, 1, 0},
     {"hbm_gbps", KEY_NUM, offsetof(mirs__cost_device, hbm_bw), true, 1e9, 1e9},
     {"tc_f16_tflops", KEY_NUM, offsetof(mirs__cost_device, tc_peak), true, 1e12, 1e9},
+    {"tc_bf16_tflops", KEY_NUM, offsetof(mirs__cost_device, bf16_peak), false, 1e12, 1e9},
+    {"tc_tf32_tflops", KEY_NUM, offsetof(mirs__cost_device, tf32_peak), false, 1e12, 1e9},
     {"f32_tflops", KEY_NUM, offsetof(mirs__cost_device, f32_peak), true, 1e12, 1e9},
     {"launch_us", KEY_NUM, offsetof(mirs__cost_device, launch_s), true, 1e-6, 1e9},
     {"smem_per_block", KEY_I64, offsetof(mirs__cost_device, smem_per_block), true, 1, 1e15},
@@ -277,6 +281,12 @@ static void close_section(parser *ps) {
     if (keys[k].required && !(ps->seen & (UINT32_C(1) << k)))
       perr(ps, ps->dev_line, ps->dev_col, "device %s lacks required key '%s'", d->name,
            keys[k].name);
+  /* The optional rates of the other tensor-core types: as every device
+   * so far has them, bf16 at the f16 rate and tf32 at half of it. */
+  if (d->bf16_peak <= 0)
+    d->bf16_peak = d->tc_peak;
+  if (d->tf32_peak <= 0)
+    d->tf32_peak = d->tc_peak / 2;
   ps->open = false;
 }
 
@@ -838,7 +848,8 @@ static const char *kernel_label(const mirs_graph *g, int32_t op, char *buf, size
 static void finish_time(const mirs__cost_device *d, mirs__cost_kernel *k, double u, double ub) {
   k->flops = k->tc_flops + k->simt_flops;
   k->mem_seconds = k->bytes / (d->hbm_bw * ub);
-  k->compute_seconds = k->tc_flops / (d->tc_peak * u) + k->simt_flops / (d->f32_peak * u);
+  double tc = k->tc_flops + k->bf16_flops * (d->tc_peak / d->bf16_peak - 1.0);
+  k->compute_seconds = tc / (d->tc_peak * u) + k->simt_flops / (d->f32_peak * u);
   k->fixed_seconds = d->launch_s + KERNEL_FIXED_S;
   k->seconds = k->fixed_seconds +
                (k->mem_seconds > k->compute_seconds ? k->mem_seconds : k->compute_seconds);
@@ -849,7 +860,7 @@ static void finish_time(const mirs__cost_device *d, mirs__cost_kernel *k, double
  * a result stored in place of a view chain). */
 static void cost_predefined(const mirs__cost_device *d, const mirs_graph *g, int32_t opi,
                             const mirs__kop *op, mirs__cost_kernel *k) {
-  bool half = true;
+  bool half = true, bf16 = false;
   for (int32_t i = 0; i < op->nin; i++) {
     const mirs__ktensor *t = &g->t[op->in[i]];
     /* (a slice reads only the elements of x that it keeps) */
@@ -857,6 +868,7 @@ static void cost_predefined(const mirs__cost_device *d, const mirs_graph *g, int
     k->bytes += (double)mirs__shape_numel(rd) * (double)elsize(t->dtype) *
                 mirs__codegen_operand_sectors(g, opi, i);
     half = half && t->dtype != MIRS_F32;
+    bf16 = bf16 || t->dtype == MIRS_BF16;
   }
   for (int32_t i = 0; i < op->nout; i++) {
     const mirs__ktensor *t = &g->t[op->out[i]];
@@ -865,9 +877,10 @@ static void cost_predefined(const mirs__cost_device *d, const mirs_graph *g, int
   }
   const mirs__shape *a = &g->t[op->in[0]].shape, *r = &g->t[op->out[0]].shape;
   double f = op_flops(op->op, a, r);
-  if (op->op == MIRS_OP_MATMUL && half)
+  if (op->op == MIRS_OP_MATMUL && half) {
     k->tc_flops = f;
-  else
+    k->bf16_flops = bf16 ? f : 0; /* (at the bf16 peak) */
+  } else
     k->simt_flops = f;
   k->utilisation = 1;
   finish_time(d, k, 1, 1);
@@ -914,6 +927,7 @@ static mirs_status cost_custom(mirs_context *ctx, const mirs__cost_device *d, co
   }
   double F = (bg->forloop > 0 ? bg->forloop : 1) * pl.live; /* the live iterations */
   double loop_tc = 0, loop_tf32 = 0, loop_simt = 0, post_simt = 0, post_tc = 0, post_tf32 = 0;
+  double loop_bf16 = 0, post_bf16 = 0; /* (the part of loop_tc, post_tc in bf16) */
   double loop_slow = 0, post_slow = 0; /* peak-equivalent flops of slower MMA variants */
   double loop_sfu = 0, post_sfu = 0;   /* special-function results (SFU_FLOPS each) */
   for (int32_t i = 0; i < bg->nops; i++) {
@@ -959,6 +973,10 @@ static mirs_status cost_custom(mirs_context *ctx, const mirs__cost_device *d, co
           dst = res->post ? &post_tf32 : &loop_tf32;
         if (rate != 1.0 && pl.op[i].mma != MIRS__MMA_TF32)
           *(res->post ? &post_slow : &loop_slow) += f * (1.0 / rate - 1.0);
+        if (pl.op[i].mma != MIRS__MMA_TF32 &&
+            (mirs__plan_tile_dtype(g, bg, b->in[0]) == MIRS_BF16 ||
+             mirs__plan_tile_dtype(g, bg, b->in[1]) == MIRS_BF16))
+          *(res->post ? &post_bf16 : &loop_bf16) += f;
       }
       *dst += f;
       break;
@@ -981,6 +999,7 @@ static mirs_status cost_custom(mirs_context *ctx, const mirs__cost_device *d, co
   k->simt_flops = B * (F * loop_simt + post_simt);
   double tf32_flops = B * (F * loop_tf32 + post_tf32);
   k->tf32_flops = tf32_flops;
+  k->bf16_flops = B * (F * loop_bf16 + post_bf16);
   k->smem = smem;
   k->blocks = pl.blocks;
   k->stages = pl.stages;
@@ -1018,7 +1037,7 @@ static mirs_status cost_custom(mirs_context *ctx, const mirs__cost_device *d, co
   k->mem_seconds = k->bytes / bw;
   /* On-chip time of the blocks one SM runs (latency terms, file comment
    * and docs/SEARCH.md): each block's work at the SM's peak rates, tensor
-   * cores (tf32 at half rate, slower MMA variants at theirs) and shared
+   * cores (bf16 and tf32 at their peaks, slower MMA variants at theirs) and shared
    * memory overlapping within an iteration (ldmatrix of the next k-step
    * under the MMAs of this one) and the CUDA-core work after them (it
    * depends on their results); divided by the share of the peak the SM's
@@ -1032,10 +1051,12 @@ static mirs_status cost_custom(mirs_context *ctx, const mirs__cost_device *d, co
   k->eta = eta;
   double tc_sm = d->tc_peak / d->sms, f32_sm = d->f32_peak / d->sms;
   double sfu_extra = SFU_FLOPS - SPECIAL_FLOPS; /* (simt flops count SPECIAL_FLOPS of each) */
-  double it_tc = (loop_tc + 2.0 * loop_tf32 + loop_slow) / tc_sm;
+  /* (bf16 and tf32 at their peaks: time at the f16 peak scaled up) */
+  double x_bf16 = d->tc_peak / d->bf16_peak - 1.0, x_tf32 = d->tc_peak / d->tf32_peak;
+  double it_tc = (loop_tc + x_bf16 * loop_bf16 + x_tf32 * loop_tf32 + loop_slow) / tc_sm;
   double it_smem = d->smem_bw > 0 ? pl.smem_loop / d->smem_bw : 0;
   double it_simt = (loop_simt + sfu_extra * loop_sfu) / f32_sm;
-  double once_tc = (post_tc + 2.0 * post_tf32 + post_slow) / tc_sm;
+  double once_tc = (post_tc + x_bf16 * post_bf16 + x_tf32 * post_tf32 + post_slow) / tc_sm;
   double once_smem = d->smem_bw > 0 ? pl.smem_once / d->smem_bw : 0;
   double once_simt = (post_simt + sfu_extra * post_sfu) / f32_sm;
   /* Under causal tile skipping blocks run different numbers of

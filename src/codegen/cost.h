@@ -39,7 +39,11 @@ typedef struct mirs__cost_device {
   char aliases[MIRS__COST_MAX_ALIASES][MIRS__COST_NAME_SIZE];
   int naliases;
   double hbm_bw;          /* HBM bandwidth, bytes/s */
-  double tc_peak;         /* dense f16/bf16 tensor-core peak, flop/s */
+  double tc_peak;         /* dense f16 tensor-core peak (f32 accumulate), flop/s */
+  double bf16_peak;       /* dense bf16 tensor-core peak, flop/s (key tc_bf16_tflops;
+                           * absent: tc_peak, as every device so far has it) */
+  double tf32_peak;       /* dense tf32 tensor-core peak, flop/s (key tc_tf32_tflops;
+                           * absent: half of tc_peak, as every device so far has it) */
   double f32_peak;        /* f32 non-tensor peak, flop/s */
   double launch_s;        /* launch latency, s */
   int64_t smem_per_block; /* opt-in maximum, bytes */
@@ -97,7 +101,8 @@ typedef struct mirs__cost_kernel {
   double bytes;           /* HBM bytes moved */
   double flops;           /* tc_flops + simt_flops */
   double tc_flops;        /* on tensor cores (f16/bf16 and tf32 MMA, padded rows included) */
-  double tf32_flops;      /* the part of tc_flops in tf32 (half the f16 rate) */
+  double tf32_flops;      /* the part of tc_flops in tf32 (at the profile's tf32 peak) */
+  double bf16_flops;      /* the part of tc_flops in bf16 (at the profile's bf16 peak) */
   double simt_flops;      /* on CUDA cores */
   int64_t smem;           /* shared memory per block, bytes (0 for predefined ops) */
   int64_t blocks;         /* grid.x * grid.y * grid.z (0 for predefined ops) */
