@@ -32,6 +32,8 @@
 #     hbm_saturation  fraction of the SMs (0 < f <= 1) whose loads already
 #                     saturate HBM; a kernel with fewer blocks than SMs gets
 #                     bandwidth * min(1, blocks / (f * sms))          (optional, 1)
+#     mem_latency_us  loaded HBM latency, microseconds: a custom kernel's bytes in
+#                     flight over it bound its bandwidth                (optional, 0.7)
 #     smem_gbps       shared-memory bandwidth of ONE SM, 10^9 bytes/s: the cost
 #                     model's shared-memory term (absent: not priced) (optional)
 #   Errors are reported as FILE:LINE:COL: error: message (unknown key, bad

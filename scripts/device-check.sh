@@ -880,7 +880,7 @@ step_calibrate() {
   elif [ -s "$work/u_calibrate/done" ] && [ "$dry" -eq 1 ]; then
     echo "calibration refused without a GPU (exit 2 or 3); its program written"
   elif [ -s "$work/u_calibrate/done" ]; then
-    echo "measured $devname: $(grep -E '^  (hbm_gbps|tc_f16_tflops|tc_bf16_tflops|tc_tf32_tflops|launch_us)' "$out/device.profile" | tr -s ' ' | tr '\n' ' ')"
+    echo "measured $devname: $(grep -E '^  (hbm_gbps|tc_f16_tflops|tc_bf16_tflops|tc_tf32_tflops|mem_latency_us|launch_us)' "$out/device.profile" | tr -s ' ' | tr '\n' ' ')"
   else
     echo "not measured; $(units_note calibrate)"
   fi

@@ -526,6 +526,33 @@ START_TEST(test_tensor_core_types) {
 }
 END_TEST
 
+/* The loaded memory latency bounds a custom kernel's bandwidth by its
+ * bytes in flight: 0.7 us unless the profile says (mem_latency_us). */
+START_TEST(test_mem_latency) {
+  static const char two[] = "device A\n" T_KEYS "device L\n" T_KEYS "  mem_latency_us = 1.4\n";
+  mirs_context *ctx = tu_ctx(NULL);
+  mirs__cost_profiles *p;
+  ck_assert_int_eq(mirs__cost_profiles_parse(ctx, two, strlen(two), "t.profile", &p), MIRS_OK);
+  const mirs__cost_device *a, *l;
+  ck_assert_int_eq(mirs__cost_find(ctx, p, "A", &a), MIRS_OK);
+  ck_assert_int_eq(mirs__cost_find(ctx, p, "L", &l), MIRS_OK);
+  ck_near(a->mem_latency_s, 0.7e-6);
+  ck_near(l->mem_latency_s, 1.4e-6);
+  /* test_custom_kernel's kernel: 4 blocks keep 16 KB each in flight. */
+  mirs_graph *g = custom_mm(ctx, 4, false, false);
+  mirs__cost_kernel k;
+  ck_assert_int_eq(mirs__cost_kernel_op(ctx, a, g, 0, &k), MIRS_OK);
+  ck_near(k.inflight, 4 * 16384.0);
+  ck_near(k.mem_seconds, k.bytes / (k.inflight / 0.7e-6));
+  double at_a = k.mem_seconds;
+  ck_assert_int_eq(mirs__cost_kernel_op(ctx, l, g, 0, &k), MIRS_OK);
+  ck_near(k.mem_seconds, 2 * at_a);
+  mirs__graph_free(g);
+  mirs__cost_profiles_free(p);
+  mirs_context_destroy(ctx);
+}
+END_TEST
+
 START_TEST(test_utilisation) {
   mirs_context *ctx = tu_ctx(NULL);
   mirs__cost_profiles *p;
@@ -1276,6 +1303,7 @@ int main(void) {
   tcase_add_test(tc, test_elementwise_and_reductions);
   tcase_add_test(tc, test_custom_kernel);
   tcase_add_test(tc, test_tensor_core_types);
+  tcase_add_test(tc, test_mem_latency);
   tcase_add_test(tc, test_utilisation);
   tcase_add_test(tc, test_latency_terms);
   tcase_add_test(tc, test_smem_limit_and_fusion);

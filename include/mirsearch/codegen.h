@@ -162,8 +162,9 @@ MIRS_API mirs_status mirs_codegen_rank(const mirs_graph *const *cands, int n,
 MIRS_API mirs_status mirs_codegen_bench_sources(const mirs_graph *candidate,
                                                 const mirs_graph *program, const char *dir);
 
-/* Measure GPU 0 (copy bandwidth, the share of SMs that saturates it,
- * kernel launch interval, cuBLAS f16 tensor-core rate, f32 FMA rate; its
+/* Measure GPU 0 (copy bandwidth, the share of SMs that saturates it, the
+ * loaded memory latency, kernel launch interval, cuBLAS f16, bf16 and
+ * tf32 tensor-core rates, f32 FMA rate; its
  * SMs, L2, shared memory and threads per block) and write a device
  * profile (data/devices.profile's format; the device named H100, H200 or
  * A100 when the GPU's name contains it) to path, atomically, for

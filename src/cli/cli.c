@@ -588,9 +588,9 @@ static const help_row help_rows[] = {
                    "JSON; --cuda-graph: also as CUDA graph replays; --source-dir=DIR: only write "
                    "the harness sources).  Exit 2 when built without CUDA, 3 without a GPU "
                    "(docs/GPU.md)"},
-    {"bench --calibrate=FILE", "measure the GPU (copy bandwidth, launch interval, tensor-core "
-                               "and f32 rates) and write a device profile to FILE for "
-                               "--device-profile=FILE"},
+    {"bench --calibrate=FILE", "measure the GPU (copy bandwidth, memory latency, launch "
+                               "interval, tensor-core rates per type, f32 rate) and write a "
+                               "device profile to FILE for --device-profile=FILE"},
     {"bench --rank=DIR", "time the cost model's top --top=K results (default 16) of the search "
                          "output DIR on the GPU; write DIR/measured.json (predicted and measured "
                          "seconds, their rank correlation) and the measured best as "

@@ -10,7 +10,8 @@
  *                                               iteration is exposed)
  *   time = fixed + memory + on                 (custom kernels without a
  *                                               cp.async pipeline)
- *   memory  = bytes / min(bw * ub, inflight / MEM_LATENCY_S)
+ *   memory  = bytes / min(bw * ub, inflight / mem_latency)   (the profile's,
+ *             else MEM_LATENCY_S)
  *   compute = tc_flops at the f16 peak (its bf16 part at the bf16 peak)
  *             + simt_flops / f32_peak
  * and, for custom kernels, the on-chip time of the busiest SM (the
@@ -91,7 +92,7 @@
 
 #define BUILTIN_NAME "<built-in devices.profile>"
 #define SPECIAL_FLOPS 4.0
-#define MEM_LATENCY_S 0.7e-6    /* loaded HBM latency: bytes in flight / latency bounds bandwidth */
+#define MEM_LATENCY_S 0.7e-6    /* loaded HBM latency where the profile has no mem_latency_us */
 #define MAX_THREADS_PER_SM 2048 /* resident threads per SM (sm_80, sm_90) */
 #define REGS_PER_SM 65536       /* 32-bit registers per SM (sm_80, sm_90) */
 /* The latency terms (WARPS_TO_SATURATE, ITER_SYNC_S, KERNEL_FIXED_S,
@@ -136,6 +137,7 @@ static const key_info keys[] = {
      1e6},
     {"hbm_saturation", KEY_NUM, offsetof(mirs__cost_device, hbm_saturation), false, 1, 1},
     {"smem_gbps", KEY_NUM, offsetof(mirs__cost_device, smem_bw), false, 1e9, 1e9},
+    {"mem_latency_us", KEY_NUM, offsetof(mirs__cost_device, mem_latency_s), false, 1e-6, 1e3},
 };
 #define NKEYS ((int)(sizeof keys / sizeof keys[0]))
 _Static_assert(sizeof keys / sizeof keys[0] <= 32, "parser.seen has one bit per key");
@@ -287,6 +289,8 @@ static void close_section(parser *ps) {
     d->bf16_peak = d->tc_peak;
   if (d->tf32_peak <= 0)
     d->tf32_peak = d->tc_peak / 2;
+  if (d->mem_latency_s <= 0)
+    d->mem_latency_s = MEM_LATENCY_S;
   ps->open = false;
 }
 
@@ -1030,7 +1034,7 @@ static mirs_status cost_custom(mirs_context *ctx, const mirs__cost_device *d, co
     resident = B;
   k->inflight = resident * pl.inflight;
   double bw = d->hbm_bw * (ub < 1 ? ub : 1);
-  double latency_bw = k->inflight / MEM_LATENCY_S;
+  double latency_bw = k->inflight / d->mem_latency_s;
   if (k->inflight > 0 && latency_bw < bw)
     bw = latency_bw;
   k->flops = k->tc_flops + k->simt_flops;

@@ -51,6 +51,8 @@ typedef struct mirs__cost_device {
   int64_t l2_bytes;
   int32_t max_threads_per_block;
   double hbm_saturation; /* fraction of SMs that saturates HBM, (0, 1] */
+  double mem_latency_s;  /* loaded HBM latency, s (key mem_latency_us; absent: 0.7 us): the
+                          * bytes in flight over it bound a kernel's bandwidth */
   double smem_bw;        /* shared-memory bandwidth of one SM, bytes/s; 0 (the key
                           * smem_gbps absent): shared-memory traffic is not priced */
 } mirs__cost_device;

@@ -106,10 +106,10 @@ static mirs_status key_text(mirs_search *s, mirs__buf *b) {
   mirs__buf_printf(b, "mirsearch %s %s code %016" PRIx64 "\n", mirs_version_string(),
                    mirs_build_git_hash(), code_hash);
   mirs__buf_printf(b, "device %s %.17g %.17g %.17g %.17g %" PRId64 " %" PRId32 " %" PRId64
-                      " %" PRId32 " %.17g %.17g %.17g %.17g\n",
+                      " %" PRId32 " %.17g %.17g %.17g %.17g %.17g\n",
                    d->name, d->hbm_bw, d->tc_peak, d->f32_peak, d->launch_s, d->smem_per_block,
                    d->sms, d->l2_bytes, d->max_threads_per_block, d->hbm_saturation,
-                   d->bf16_peak, d->tf32_peak, d->smem_bw);
+                   d->bf16_peak, d->tf32_peak, d->smem_bw, d->mem_latency_s);
   char *opts = mirs__checkpoint_options_text(s->ctx);
   if (!opts)
     return MIRS_FAIL(s->ctx, MIRS_NOMEM, "out of memory (the cache key)");
