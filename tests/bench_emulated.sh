@@ -216,9 +216,9 @@ rm -rf "$tmp/trace" && mkdir -p "$tmp/trace"
 FAKE_NVCC_TRACE=$tmp/trace FAKE_NVCC_CRASH_BUILD=1 run --out="$tmp/sf" --measure-top=2 $space \
   "$ex/gqa_small.graph"
 expect 0 "a search with --measure-top=2 whose first harness fails"
-grep -q "warning: 1 of the top 2 results could not be timed (report.json gives each one's error); rank 1: the bench harness's check run failed (exit 1)" \
+grep -q "warning: 1 of the top 2 results were not timed (report.json gives each one's reason); rank 1: the bench harness's check run failed (exit 1)" \
   "$tmp/err" || fail "search, a harness fails: no warning"
-grep -q '"measurement": {"top": 2, "device": "Emulated H100", "reps": 100, "best_rank": 2, .*"failed": 1}' \
+grep -q '"measurement": {"top": 2, "device": "Emulated H100", "reps": 100, "best_rank": 2, .*"failed": 1, "cut_by_time_limit": 0}' \
   "$tmp/sf/report.json" || fail "search, a harness fails: the measurement is not the second result's"
 grep -q '"rank": 1, .*"checked": false, "measured_seconds": null, .*"measure_error": "the bench harness' \
   "$tmp/sf/report.json" || fail "search, a harness fails: report.json does not say why"
@@ -229,6 +229,34 @@ cmp -s "$tmp/sf/best.ugraph" "$tmp/sf/candidates/$(ls "$tmp/sf/candidates" | sed
   fail "search, a harness fails: best.ugraph is not the second result"
 diff -r "$tmp/s/candidates" "$tmp/sf/candidates" >/dev/null ||
   fail "search, a harness fails: the results changed"
+# The time limit covers the measurement: builds that would last 30 s are
+# killed at the limit (3 s) and what was not timed says so; the search's
+# results and exit status stay, and its best is the model's.
+rm -rf "$tmp/trace" "$tmp/tmpdir" && mkdir -p "$tmp/trace" "$tmp/tmpdir"
+t0=$(date +%s)
+# shellcheck disable=SC2086
+TMPDIR=$tmp/tmpdir FAKE_NVCC_TRACE=$tmp/trace FAKE_NVCC_SLEEP=30 \
+  run --out="$tmp/st" --measure-top=2 --time-limit=3 $space "$ex/gqa_small.graph"
+t1=$(date +%s)
+expect 0 "a search with --measure-top=2 --time-limit=3"
+[ $((t1 - t0)) -lt 20 ] || fail "search, time limit: the measurement ran $((t1 - t0)) s past a 3 s limit"
+grep -q '"measurement": {"top": 2, .*"best_rank": null, .*"failed": 0, "cut_by_time_limit": 2}' \
+  "$tmp/st/report.json" || fail "search, time limit: the measurement does not say it was cut"
+[ "$(grep -c '"measure_error": "not timed: the time limit (--time-limit=3) came first"' "$tmp/st/report.json")" -eq 2 ] ||
+  fail "search, time limit: the results do not say why they were not timed"
+grep -q "warning: 2 of the top 2 results were not timed" "$tmp/err" || fail "search, time limit: no warning"
+cmp -s "$tmp/st/best.ugraph" "$tmp/st/candidates/$(ls "$tmp/st/candidates" | head -1)" ||
+  fail "search, time limit: best.ugraph is not the model's first"
+[ -z "$(ls -A "$tmp/tmpdir")" ] ||
+  fail "search, time limit: left $(ls "$tmp/tmpdir" | tr '\n' ' ')in TMPDIR"
+# bench --rank under the same limit: an error, as for any stop.
+TMPDIR=$tmp/tmpdir FAKE_NVCC_TRACE=$tmp/trace FAKE_NVCC_SLEEP=30 \
+  run bench --rank="$tmp/ranked" --time-limit=2
+expect 3 "bench --rank --time-limit=2"
+grep -q 'stopped at the time limit (--time-limit=2) with 0 of 2 candidates timed' "$tmp/err" ||
+  fail "bench --rank, time limit: no message"
+[ -z "$(ls -A "$tmp/tmpdir")" ] ||
+  fail "bench --rank, time limit: left $(ls "$tmp/tmpdir" | tr '\n' ' ')in TMPDIR"
 # shellcheck disable=SC2086
 "$prog" --out="$tmp/p" $space "$ex/gqa_small.graph" >"$tmp/out" 2>"$tmp/err"
 status=$?

@@ -1625,11 +1625,12 @@ static mirs_status search_measure(cli *c, mirs_search *s) {
       first = first < 0 ? i : first;
     }
   /* A result whose harness failed was not timed (the others were): a
-   * defect of the generated code, said whatever --quiet says. */
+   * defect of the generated code, said whatever --quiet says; so are
+   * those the time limit left untimed. */
   if (failed > 0)
     fprintf(c->err,
-            PROG ": warning: %d of the top %d results could not be timed (report.json gives "
-                 "each one's error); rank %d: %s\n",
+            PROG ": warning: %d of the top %d results were not timed (report.json gives "
+                 "each one's reason); rank %d: %s\n",
             failed, n, first + 1, mirs_search_result_measure_error(s, first));
   if (!c->quiet && n > 0 && b >= 0 && isfinite(mirs_search_result_measured_us(s, b))) {
     char first_us[64] = "not timed";

@@ -597,9 +597,10 @@ static double run_limit(void) {
 }
 
 /* Run dir/bench with up to 6 arguments after it (args[0] names the run);
- * a non-zero exit is MIRS_CUDA, a run past run_limit() MIRS_LIMIT. */
-static mirs_status run_harness(mirs_context *ctx, const char *dir, const char *const *args,
-                               int n) {
+ * a non-zero exit is MIRS_CUDA, a run past run_limit() or the ranking's
+ * deadline (0: none) MIRS_LIMIT. */
+static mirs_status run_harness(mirs_context *ctx, const char *dir, const char *const *args, int n,
+                               double deadline) {
   char prog[1024], log[1024], what[128];
   const char *run = strcmp(args[0], "time") == 0 ? "timing" : args[0];
   snprintf(prog, sizeof prog, "%s/bench", dir);
@@ -610,10 +611,11 @@ static mirs_status run_harness(mirs_context *ctx, const char *dir, const char *c
   mirs__codegen_arg(&a, prog);
   for (int i = 0; i < n; i++)
     mirs__codegen_arg(&a, args[i]);
-  double limit = run_limit();
+  double limit = run_limit(), until = mirs__core_now() + limit;
+  bool by_deadline = deadline > 0 && deadline < until;
   mirs_status s =
-      mirs__codegen_spawn_checked(ctx, a.argv, log, mirs__core_now() + limit, MIRS_CUDA, what);
-  if (s == MIRS_LIMIT)
+      mirs__codegen_spawn_checked(ctx, a.argv, log, by_deadline ? deadline : until, MIRS_CUDA, what);
+  if (s == MIRS_LIMIT && !by_deadline)
     return MIRS_FAIL(ctx, MIRS_LIMIT, "the bench harness's %s run had not ended after %g s: killed",
                      run, limit);
   return s;
@@ -655,12 +657,13 @@ static mirs_status bench_start(const mirs_graph *c, const mirs_graph *p, bench_j
   return MIRS_OK;
 }
 
-/* Wait for j's build; a failure is MIRS_INTERNAL with nvcc's first lines. */
-static mirs_status bench_built(mirs_context *ctx, bench_job *j) {
+/* Wait for j's build (until deadline, 0: none; then MIRS_LIMIT); a
+ * failure is MIRS_INTERNAL with nvcc's first lines. */
+static mirs_status bench_built(mirs_context *ctx, bench_job *j, double deadline) {
   const char *nvcc = mirs__codegen_nvcc(ctx);
   int st;
   j->building = false;
-  MIRS_CHECK(ctx, mirs__codegen_spawn_wait(ctx, j->pid, 0, nvcc, &st));
+  MIRS_CHECK(ctx, mirs__codegen_spawn_wait(ctx, j->pid, deadline, nvcc, &st));
   if (st != 0) {
     char log[1024], head[1024];
     snprintf(log, sizeof log, "%s/log", j->dir);
@@ -674,7 +677,8 @@ static mirs_status bench_built(mirs_context *ctx, bench_job *j) {
 /* Check and time c's built harness in dir against the float64 reference
  * ref (see mirs_codegen_bench); the run's data files are removed after. */
 static mirs_status bench_run(const mirs_graph *c, const mirs_graph *p, uint64_t seed,
-                             const char *dir, const mirs_eval_result *ref, mirs_bench_result *r) {
+                             const char *dir, const mirs_eval_result *ref, double deadline,
+                             mirs_bench_result *r) {
   mirs_context *ctx = c->ctx;
   char path[4][1024];
   snprintf(path[0], sizeof path[0], "%s/in.bin", dir);
@@ -685,7 +689,7 @@ static mirs_status bench_run(const mirs_graph *c, const mirs_graph *p, uint64_t 
   mirs_status s = mirs__codegen_write_inputs(c, seed, dir, "in.bin");
   if (s == MIRS_OK) {
     const char *args[] = {"check", path[0], path[1], path[2]};
-    s = run_harness(ctx, dir, args, p ? 4 : 3);
+    s = run_harness(ctx, dir, args, p ? 4 : 3, deadline);
   }
   r->tolerance = mirs_codegen_tolerance(c);
   r->candidate_error = r->baseline_error = NAN;
@@ -713,7 +717,7 @@ static mirs_status bench_run(const mirs_graph *c, const mirs_graph *p, uint64_t 
     snprintf(warmup, sizeof warmup, "%" PRId64, ctx->opt.bench_warmup);
     const char *args[] = {"time", path[0], path[3],
                           reps,   warmup,  ctx->opt.bench_cuda_graph ? "1" : "0"};
-    s = run_harness(ctx, dir, args, 6);
+    s = run_harness(ctx, dir, args, 6, deadline);
     if (s == MIRS_OK)
       s = read_timings(ctx, path[3], r);
   }
@@ -736,6 +740,11 @@ static int bench_jobs(mirs_context *ctx, int n) {
   return j < n ? j : n;
 }
 
+/* Whether deadline (0: none) has passed. */
+static bool past(double deadline) {
+  return deadline > 0 && mirs__core_now() >= deadline;
+}
+
 /* Candidate i's harness failed with s (a harness_fault): the error goes
  * to *f, off the context, and the ranking goes on. */
 static mirs_status keep_going(mirs_context *ctx, mirs_status s, mirs__bench_failure *f) {
@@ -752,10 +761,13 @@ static mirs_status keep_going(mirs_context *ctx, mirs_status s, mirs__bench_fail
  * program is evaluated once, before anything compiles (it also bounds
  * the sizes involved).  The first error stops it, unless fails is set
  * and the error is one candidate's (harness_fault): then it goes to
- * fails[i] and the others go on.  Every child is killed and every
- * directory removed on every path. */
+ * fails[i] and the others go on.  At the deadline (0: none) the build or
+ * run under way is killed: without fails that is MIRS_LIMIT; with them,
+ * every candidate not timed by then is marked cut and the rest stands.
+ * Every child is killed and every directory removed on every path. */
 static mirs_status bench_many(const mirs_graph *const *cands, int n, const mirs_graph *p,
-                              uint64_t seed, mirs_bench_result *rs, mirs__bench_failure *fails) {
+                              uint64_t seed, mirs_bench_result *rs, mirs__bench_failure *fails,
+                              double deadline) {
   mirs_context *ctx = cands[0]->ctx;
   MIRS_CHECK(ctx, mirs__codegen_need_device(ctx));
   mirs__cost_profiles *prof = NULL;
@@ -767,6 +779,7 @@ static mirs_status bench_many(const mirs_graph *const *cands, int n, const mirs_
     mirs_bench_result *r = &rs[i];
     if (fails) {
       fails[i].status = MIRS_OK;
+      fails[i].cut = false;
       fails[i].why[0] = '\0';
     }
     memset(r, 0, sizeof *r);
@@ -802,36 +815,45 @@ static mirs_status bench_many(const mirs_graph *const *cands, int n, const mirs_
     round = atoi(e);
 #endif
   int width = bench_jobs(ctx, n < round ? n : round);
-  for (int lo = 0; s == MIRS_OK && lo < n; lo += round) {
+  int cut = past(deadline) ? 0 : -1; /* the first candidate the deadline left untimed */
+  for (int lo = 0; s == MIRS_OK && cut < 0 && lo < n; lo += round) {
     int hi = n - lo < round ? n : lo + round, started = lo;
     double t0 = mirs__core_now();
     for (; s == MIRS_OK && started < hi && started < lo + width; started++)
       s = bench_start(cands[started], p, &jobs[started]);
-    for (int i = lo; s == MIRS_OK && i < hi; i++) {
-      s = bench_built(ctx, &jobs[i]);
-      if (s != MIRS_OK && fails && harness_fault(s)) {
+    for (int i = lo; s == MIRS_OK && cut < 0 && i < hi; i++) {
+      s = bench_built(ctx, &jobs[i], deadline);
+      if (s != MIRS_OK && fails && past(deadline)) {
+        mirs_clear_error(ctx);
+        s = MIRS_OK;
+        cut = lo;
+      } else if (s != MIRS_OK && fails && harness_fault(s)) {
         jobs[i].failed = true;
         s = keep_going(ctx, s, &fails[i]);
       }
-      if (s == MIRS_OK && started < hi) {
+      if (s == MIRS_OK && cut < 0 && started < hi) {
         s = bench_start(cands[started], p, &jobs[started]);
         started++;
       }
     }
-    if (s == MIRS_OK && n > 1)
+    if (s == MIRS_OK && cut < 0 && n > 1)
       mirs__core_log(ctx, MIRS_LOG_INFO, "bench: %d harnesses compiled in %.1f s, %d at a time",
                      hi - lo, mirs__core_now() - t0, width);
-    for (int i = lo; s == MIRS_OK && i < hi; i++) {
+    for (int i = lo; s == MIRS_OK && cut < 0 && i < hi; i++) {
       if (jobs[i].failed)
         continue;
       mirs_eval_result *ref = pref;
       if (!p)
         s = mirs_graph_eval(cands[i], seed, &ref);
       if (s == MIRS_OK)
-        s = bench_run(cands[i], p, seed, jobs[i].dir, ref, &rs[i]);
+        s = bench_run(cands[i], p, seed, jobs[i].dir, ref, deadline, &rs[i]);
       if (!p)
         mirs_eval_result_destroy(ref);
-      if (s != MIRS_OK && fails && harness_fault(s)) {
+      if (s != MIRS_OK && fails && past(deadline)) {
+        mirs_clear_error(ctx);
+        s = MIRS_OK;
+        cut = i;
+      } else if (s != MIRS_OK && fails && harness_fault(s)) {
         rs[i].checked = rs[i].baseline_checked = 0;
         s = keep_going(ctx, s, &fails[i]);
       }
@@ -846,6 +868,17 @@ static mirs_status bench_many(const mirs_graph *const *cands, int n, const mirs_
   }
   mirs__core_free(ctx, jobs);
   mirs_eval_result_destroy(pref);
+  if (s == MIRS_OK && cut >= 0 && !fails)
+    return MIRS_FAIL(ctx, MIRS_LIMIT, "bench: stopped at the time limit (--time-limit=%g)",
+                     ctx->opt.time_limit);
+  for (int i = cut; s == MIRS_OK && cut >= 0 && i < n; i++)
+    if (fails[i].status == MIRS_OK) {
+      rs[i].checked = rs[i].baseline_checked = 0;
+      fails[i].status = MIRS_LIMIT;
+      fails[i].cut = true;
+      snprintf(fails[i].why, sizeof fails[i].why,
+               "not timed: the time limit (--time-limit=%g) came first", ctx->opt.time_limit);
+    }
   return s;
 }
 
@@ -866,7 +899,8 @@ mirs_status mirs_codegen_bench(const mirs_graph *candidate, const mirs_graph *pr
   return MIRS_FAIL(ctx, MIRS_UNSUPPORTED, "%s", NO_CUDA);
 #else
   mirs_bench_result r;
-  MIRS_CHECK(ctx, bench_many(&candidate, 1, program, seed, &r, NULL));
+  double deadline = ctx->opt.time_limit > 0 ? mirs__core_now() + ctx->opt.time_limit : 0;
+  MIRS_CHECK(ctx, bench_many(&candidate, 1, program, seed, &r, NULL, deadline));
   size_t n = out->struct_size < sizeof r ? out->struct_size : sizeof r;
   r.struct_size = n;
   memcpy(out, &r, n);
@@ -877,7 +911,8 @@ mirs_status mirs_codegen_bench(const mirs_graph *candidate, const mirs_graph *pr
 /* Internal: see codegen.h. */
 mirs_status mirs__codegen_bench_many(const mirs_graph *const *cands, int n,
                                      const mirs_graph *program, uint64_t seed,
-                                     mirs_bench_result *rs, mirs__bench_failure *fails) {
+                                     mirs_bench_result *rs, mirs__bench_failure *fails,
+                                     double deadline) {
   mirs_context *ctx = cands[0]->ctx;
   for (int i = 0; i < n; i++)
     MIRS_CHECK(ctx, check_pair(cands[i], program));
@@ -885,9 +920,10 @@ mirs_status mirs__codegen_bench_many(const mirs_graph *const *cands, int n,
   (void)seed;
   (void)rs;
   (void)fails;
+  (void)deadline;
   return MIRS_FAIL(ctx, MIRS_UNSUPPORTED, "%s", NO_CUDA);
 #else
-  return bench_many(cands, n, program, seed, rs, fails);
+  return bench_many(cands, n, program, seed, rs, fails, deadline);
 #endif
 }
 

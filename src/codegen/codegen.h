@@ -148,6 +148,7 @@ mirs_status mirs__codegen_nvcc_build(mirs_context *ctx, const char *dir, const c
  * in time (MIRS_LIMIT), or its outputs were not what it was to write. */
 typedef struct mirs__bench_failure {
   mirs_status status;
+  bool cut; /* no failure of its own: the deadline came before it was timed (MIRS_LIMIT) */
   char why[640];
 } mirs__bench_failure;
 /* mirs_codegen_bench of n candidates against one program (each pair
@@ -156,15 +157,20 @@ typedef struct mirs__bench_failure {
  * NULL the first error stops it; else a failure of one candidate's
  * harness goes to fails[i] (that candidate unchecked, untimed) and the
  * others go on: only errors that are no one candidate's (no device, a
- * stop request, no memory or disk) stop it.  mirs_codegen_rank's engine. */
+ * stop request, no memory or disk) stop it.  At deadline (mirs__core_now()
+ * seconds; 0: none) the build or run under way is killed: MIRS_LIMIT
+ * without fails; with them every candidate not timed by then is marked
+ * cut, and the times taken stand.  mirs_codegen_rank's engine. */
 mirs_status mirs__codegen_bench_many(const mirs_graph *const *cands, int n,
                                      const mirs_graph *program, uint64_t seed,
-                                     mirs_bench_result *rs, mirs__bench_failure *fails);
-/* mirs_codegen_rank_all with the failures as mirs__codegen_bench_many's
- * (fails: n of them, required). */
+                                     mirs_bench_result *rs, mirs__bench_failure *fails,
+                                     double deadline);
+/* mirs_codegen_rank_all with the failures and the deadline as
+ * mirs__codegen_bench_many's (fails: n of them, required). */
 mirs_status mirs__codegen_rank(const mirs_graph *const *cands, int n, const mirs_graph *program,
                                uint64_t seed, mirs_rank_entry *rows, int *best, double *rho,
-                               mirs_bench_result *last, mirs__bench_failure *fails);
+                               mirs_bench_result *last, mirs__bench_failure *fails,
+                               double deadline);
 /* Write len bytes to dir/name. */
 mirs_status mirs__codegen_put_file(mirs_context *ctx, const char *dir, const char *name,
                                    const void *data, size_t len);

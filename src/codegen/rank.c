@@ -60,7 +60,8 @@ static double spearman(mirs_rank_entry *rows, int n, double *buf) {
 /* Internal: see codegen.h. */
 mirs_status mirs__codegen_rank(const mirs_graph *const *cands, int n, const mirs_graph *program,
                                uint64_t seed, mirs_rank_entry *rows, int *best, double *rho,
-                               mirs_bench_result *last, mirs__bench_failure *fails) {
+                               mirs_bench_result *last, mirs__bench_failure *fails,
+                               double deadline) {
   if (!cands || n < 1 || !rows || !best || !rho || !cands[0] || !fails)
     return MIRS_INVALID_ARG;
   mirs_context *ctx = cands[0]->ctx;
@@ -71,6 +72,7 @@ mirs_status mirs__codegen_rank(const mirs_graph *const *cands, int n, const mirs
     rows[i].median_us = rows[i].p10_us = rows[i].p90_us = NAN;
     rows[i].rank_model = rows[i].rank_measured = NAN;
     fails[i].status = MIRS_OK;
+    fails[i].cut = false;
     fails[i].why[0] = '\0';
   }
   for (int i = 0; i < n; i++)
@@ -79,7 +81,7 @@ mirs_status mirs__codegen_rank(const mirs_graph *const *cands, int n, const mirs
   mirs_bench_result *rs = mirs__core_calloc(ctx, (size_t)n, sizeof *rs);
   if (!rs)
     return MIRS_FAIL(ctx, MIRS_NOMEM, "out of memory (ranking %d candidates)", n);
-  mirs_status st = mirs__codegen_bench_many(cands, n, program, seed, rs, fails);
+  mirs_status st = mirs__codegen_bench_many(cands, n, program, seed, rs, fails, deadline);
   int ran = -1; /* the last candidate whose harness ran */
   for (int i = 0; st == MIRS_OK && i < n; i++) {
     const mirs_bench_result *r = &rs[i];
@@ -131,7 +133,19 @@ mirs_status mirs_codegen_rank_all(const mirs_graph *const *cands, int n,
   mirs__bench_failure *f = failures(ctx, n);
   if (!f)
     return MIRS_FAIL(ctx, MIRS_NOMEM, "out of memory (ranking %d candidates)", n);
-  mirs_status st = mirs__codegen_rank(cands, n, program, seed, rows, best, rho, last, f);
+  double deadline = ctx->opt.time_limit > 0 ? mirs__core_now() + ctx->opt.time_limit : 0;
+  mirs_status st = mirs__codegen_rank(cands, n, program, seed, rows, best, rho, last, f, deadline);
+  /* The time limit is the call's, not a candidate's: an error, as for any
+   * stop. */
+  int timed = 0, cut = 0;
+  for (int i = 0; st == MIRS_OK && i < n; i++) {
+    cut += f[i].cut;
+    timed += isfinite(rows[i].median_us);
+  }
+  if (cut > 0)
+    st = MIRS_FAIL(ctx, MIRS_LIMIT,
+                   "stopped at the time limit (--time-limit=%g) with %d of %d candidates timed",
+                   ctx->opt.time_limit, timed, n);
   int first = -1;
   for (int i = 0; st == MIRS_OK && i < n; i++) {
     if (f[i].status == MIRS_OK)

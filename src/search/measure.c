@@ -62,8 +62,11 @@ mirs_status mirs_search_measure(mirs_search *s, int top) {
     m->rows[i].predicted_seconds = mirs_search_result_cost(s, i);
   }
   mirs_bench_result last = MIRS_BENCH_RESULT_INIT;
+  /* The search's time limit covers its measurement too: what the
+   * deadline leaves untimed is cut, and what was timed stands. */
+  double deadline = ctx->opt.time_limit > 0 ? s->t0 + ctx->opt.time_limit : 0;
   mirs_status st = mirs__codegen_rank(cands, k, s->program, (uint64_t)ctx->opt.seed, m->rows,
-                                      &m->best, &m->rho, &last, m->fails);
+                                      &m->best, &m->rho, &last, m->fails, deadline);
   mirs__core_free(ctx, cands);
   if (st == MIRS_UNSUPPORTED || st == MIRS_NO_DEVICE) {
     /* Nothing to time on: the model's order, and the report says why. */
@@ -81,8 +84,10 @@ mirs_status mirs_search_measure(mirs_search *s, int top) {
     return st;
   }
   m->n = k;
-  for (int i = 0; i < k; i++)
-    m->failed += m->fails[i].status != MIRS_OK;
+  for (int i = 0; i < k; i++) {
+    m->failed += m->fails[i].status != MIRS_OK && !m->fails[i].cut;
+    m->cut += m->fails[i].cut;
+  }
   m->reps = last.candidate.reps;
   snprintf(m->device, sizeof m->device, "%s", last.device);
   return MIRS_OK;

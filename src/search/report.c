@@ -158,8 +158,9 @@ static mirs_status put_report(const mirs_search *s, int top, mirs__buf *b) {
       mirs__buf_puts(b, "null");
     mirs__buf_puts(b, ", \"rank_correlation\": ");
     mirs__json_num(b, m->rho);
-    /* (Results whose harness failed: not timed, each says why.) */
-    mirs__buf_printf(b, ", \"failed\": %d}", m->failed);
+    /* (Results whose harness failed, and those the time limit left: not
+     * timed, each says why.) */
+    mirs__buf_printf(b, ", \"failed\": %d, \"cut_by_time_limit\": %d}", m->failed, m->cut);
   }
   mirs__buf_puts(b, ",\n  \"device_profile\": ");
   mirs__json_str(b, s->profiles ? s->profiles->source : "");

@@ -271,6 +271,7 @@ typedef struct mirs__measured {
   mirs_rank_entry *rows; /* n of them */
   struct mirs__bench_failure *fails; /* n of them: a harness that failed (not timed) */
   int failed;            /* how many did */
+  int cut;               /* how many the time limit left untimed */
 } mirs__measured;
 
 void mirs__measured_free(mirs_search *s);
