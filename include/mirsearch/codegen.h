@@ -143,8 +143,9 @@ typedef struct mirs_rank_entry {
  * context's allocator (release each with mirs_free; NULL where the
  * harness ran), and MIRS_OK is returned.  Errors that are no one
  * candidate's (no CUDA build: MIRS_UNSUPPORTED, no device:
- * MIRS_NO_DEVICE, a stop request, no memory or disk) stop the ranking and
- * are returned, with every errors[i] NULL. */
+ * MIRS_NO_DEVICE, a stop request, the time_limit option counted from the
+ * call: MIRS_LIMIT, no memory or disk) stop the ranking and are
+ * returned, with every errors[i] NULL. */
 MIRS_API mirs_status mirs_codegen_rank_all(const mirs_graph *const *cands, int n,
                                            const mirs_graph *program, uint64_t seed,
                                            mirs_rank_entry *rows, int *best, double *rho,

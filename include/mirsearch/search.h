@@ -113,6 +113,9 @@ MIRS_API mirs_status mirs_search_report_json(const mirs_search *s, int top, char
  * and the report says why ("measurement": {"skipped": ...}).  A result
  * whose harness fails (mirs_codegen_rank_all) is not timed, and the
  * others are: MIRS_OK, and mirs_search_result_measure_error says why.
+ * The time_limit option, counted from the run's start, covers the
+ * measurement too: at that deadline the results not yet timed are left
+ * untimed (their error says so) and the times taken stand.
  * Other errors (a stop request, no memory) are returned, and the model's
  * order stays.  Results, their order and their files do not change. */
 MIRS_API mirs_status mirs_search_measure(mirs_search *s, int top);
