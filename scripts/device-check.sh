@@ -1128,7 +1128,10 @@ unit_search() {
   rm -rf "$d"
   if [ "$dry" -eq 1 ]; then args=(--threads=2 --verify=cpu); else args=(--threads="$(nproc)" --verify=gpu "${cuda_opts[@]}"); fi
   # (Not -q: its log says how long the harnesses took to compile.)
+  # (--time-limit inside the unit's box: a slow measurement ends with the
+  # times taken by then, where the box's kill would lose them all.)
   timeout "$(($(unit_field search 3) - 5))" bash -c 'mirs "$@"' _ "${args[@]}" --top=16 --measure-top=16 --json \
+    --time-limit="$(($(unit_field search 3) - 25))" \
     --out="$d" "$ex/$n.graph" >"$work/search.json" 2>"$work/search.err"
   st=$?
   grep -v -e '^search: found ' -e ' progress: ' "$work/search.err" | tail -n 12
