@@ -553,6 +553,52 @@ START_TEST(test_mem_latency) {
 }
 END_TEST
 
+/* bench --calibrate's profile from its program's output: it parses, the
+ * new keys measured are in it, and those not measured are left out (the
+ * defaults) where a missing required key fails. */
+START_TEST(test_calibrated_profile) {
+  static const char out[] = "name NVIDIA H100 80GB HBM3\nsms 132\nl2_bytes 52428800\n"
+                            "smem_per_block 232448\nmax_threads_per_block 1024\n"
+                            "smem_gbps 253.4\nhbm_gbps 2900.5\nhbm_saturation 0.750\n"
+                            "mem_chase_k1_gbps 710.0\nmem_latency_us 0.812\nlaunch_us 4.100\n"
+                            "tc_f16_tflops 700.0\ntc_bf16_tflops 690.0\n";
+  mirs_context *ctx = tu_ctx(NULL);
+  for (int pass = 0; pass < 3; pass++) {
+    /* 0: as printed (no tc_tf32_tflops: its product was refused), 1: with
+     * f32_tflops, 2: with it and tf32 */
+    char text[1024];
+    snprintf(text, sizeof text, "%s%s%s", out, pass ? "f32_tflops 51.0\n" : "",
+             pass == 2 ? "tc_tf32_tflops 300.0\n" : "");
+    mirs__buf b;
+    mirs__buf_init(&b, ctx);
+    mirs_status st = mirs__codegen_cal_profile(ctx, text, &b);
+    if (pass == 0) { /* (f32_tflops is required) */
+      ck_assert_int_eq(st, MIRS_INTERNAL);
+      ck_assert_ptr_nonnull(strstr(mirs_last_error(ctx), "no valid f32_tflops"));
+      mirs__buf_free(&b);
+      continue;
+    }
+    ck_assert_int_eq(st, MIRS_OK);
+    mirs__cost_profiles *p = NULL;
+    ck_assert_int_eq(mirs__cost_profiles_parse(ctx, b.data, b.len, "cal.profile", &p), MIRS_OK);
+    const mirs__cost_device *d = NULL;
+    ck_assert_int_eq(mirs__cost_find(ctx, p, "H100", &d), MIRS_OK);
+    ck_near(d->hbm_bw, 2900.5e9);
+    ck_near(d->tc_peak, 700e12);
+    ck_near(d->bf16_peak, 690e12);
+    ck_near(d->tf32_peak, pass == 2 ? 300e12 : 350e12); /* (default: half of 700) */
+    ck_near(d->mem_latency_s, 0.812e-6);
+    ck_near(d->f32_peak, 51e12);
+    ck_assert_int_eq(d->sms, 132);
+    ck_assert_int_eq(strstr(b.data, "# tc_tf32_tflops: not measured") != NULL, pass == 1);
+    ck_assert_int_eq(strstr(b.data, "tc_tf32_tflops = 300") != NULL, pass == 2);
+    mirs__cost_profiles_free(p);
+    mirs__buf_free(&b);
+  }
+  mirs_context_destroy(ctx);
+}
+END_TEST
+
 START_TEST(test_utilisation) {
   mirs_context *ctx = tu_ctx(NULL);
   mirs__cost_profiles *p;
@@ -1304,6 +1350,7 @@ int main(void) {
   tcase_add_test(tc, test_custom_kernel);
   tcase_add_test(tc, test_tensor_core_types);
   tcase_add_test(tc, test_mem_latency);
+  tcase_add_test(tc, test_calibrated_profile);
   tcase_add_test(tc, test_utilisation);
   tcase_add_test(tc, test_latency_terms);
   tcase_add_test(tc, test_smem_limit_and_fusion);

@@ -994,22 +994,31 @@ static const char calibrate_helpers[] =
     "= x; }\n"
     "    return t[n / 2];\n}\n\n"
     "/* TFLOPS of an m^3 product of T matrices (type ty) through cuBLAS, compute\n"
-    " * type ct, on non-zero data; the median of 7. */\n"
+    " * type ct, on non-zero data; the median of 7.  -1 (said on stderr) where\n"
+    " * the memory or the product is refused, so that a type the library\n"
+    " * lacks costs only its own key. */\n"
     "template <typename T>\n"
     "static double mirs_c_gemm(cublasHandle_t h, int sms, cudaDataType ty, cublasComputeType_t "
     "ct) {\n"
     "    const int m = 8192;\n    const size_t bytes = (size_t)m * m * sizeof(T);\n"
-    "    T *A, *B, *C;\n"
-    "    CK(cudaMalloc(&A, bytes));\n    CK(cudaMalloc(&B, bytes));\n"
-    "    CK(cudaMalloc(&C, bytes));\n"
+    "    T *A = NULL, *B = NULL, *C = NULL;\n"
+    "    if (cudaMalloc(&A, bytes) != cudaSuccess || cudaMalloc(&B, bytes) != cudaSuccess ||\n"
+    "        cudaMalloc(&C, bytes) != cudaSuccess) {\n"
+    "        fprintf(stderr, \"type %d: no memory for the product\\n\", (int)ty);\n"
+    "        (void)cudaGetLastError();\n"
+    "        cudaFree(A);\n        cudaFree(B);\n        cudaFree(C);\n        return -1;\n    }\n"
     "    mirs_c_fill<T><<<sms * 8, 256>>>(A, (size_t)m * m);\n"
     "    mirs_c_fill<T><<<sms * 8, 256>>>(B, (size_t)m * m);\n    CK(cudaGetLastError());\n"
     "    const float one = 1.0f, zero = 0.0f;\n"
+    "    cublasStatus_t bs = CUBLAS_STATUS_SUCCESS;\n"
     "    float mm = mirs_c_time([&] {\n"
-    "        mirs_c_blas(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, m, m, m, &one, A, ty, m, B, ty,\n"
-    "                                 m, &zero, C, ty, m, ct, CUBLAS_GEMM_DEFAULT),\n"
-    "                    \"cublasGemmEx\");\n    }, 7);\n"
+    "        cublasStatus_t x = cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, m, m, m, &one, A, ty, m,\n"
+    "                                        B, ty, m, &zero, C, ty, m, ct, CUBLAS_GEMM_DEFAULT);\n"
+    "        if (x != CUBLAS_STATUS_SUCCESS) bs = x;\n    }, 7);\n"
     "    CK(cudaFree(A));\n    CK(cudaFree(B));\n    CK(cudaFree(C));\n"
+    "    if (bs != CUBLAS_STATUS_SUCCESS) {\n"
+    "        fprintf(stderr, \"type %d: cublasGemmEx status %d\\n\", (int)ty, (int)bs);\n"
+    "        return -1;\n    }\n"
     "    return 2.0 * m * (double)m * m / (mm * 1e-3) / 1e12;\n}\n\n";
 
 /* Its main() (a literal of its own: C compilers need support only 4095
@@ -1042,7 +1051,7 @@ static const char calibrate_main[] =
     "        if (full / t >= 0.9) { sat = e / 8.0; break; }\n    }\n"
     "    printf(\"hbm_saturation %.3f\\n\", sat);\n"
     "    /* Loaded latency: one block of 256 threads an SM, K loads each in\n"
-    "     * flight; while that bounds the bandwidth (under 60%% of the copy's),\n"
+    "     * flight; while that bounds the bandwidth (under 60% of the copy's),\n"
     "     * bytes in flight over bandwidth is the latency (median of those K). */\n"
     "    CK(cudaMemset(s4, 0, bytes));\n"
     "    int *cout;\n    CK(cudaMalloc(&cout, (size_t)sms * 256 * sizeof(int)));\n"
@@ -1065,7 +1074,10 @@ static const char calibrate_main[] =
     "lat[j - 1]; lat[j - 1] = x; }\n"
     "    printf(\"mem_latency_us %.3f\\n\", 1e6 * (nl ? lat[nl / 2] : first));\n"
     "    CK(cudaFree(cout));\n"
-    "    CK(cudaFree(s4));\n    CK(cudaFree(d4));\n"
+    "    CK(cudaFree(s4));\n    CK(cudaFree(d4));\n";
+
+/* The rest of main() (4095 characters again). */
+static const char calibrate_main2[] =
     "    /* Launch interval: 1000 empty kernels back to back on one stream. */\n"
     "    float launch = mirs_c_time([&] { for (int i = 0; i < 1000; i++) mirs_c_empty<<<1, "
     "32>>>(); }, 5);\n"
@@ -1074,12 +1086,14 @@ static const char calibrate_main[] =
     "    /* Tensor cores: an 8192^3 product through cuBLAS for each type,\n"
     "     * f32 accumulation. */\n"
     "    cublasHandle_t h;\n    mirs_c_blas(cublasCreate(&h), \"cublasCreate\");\n"
-    "    printf(\"tc_f16_tflops %.1f\\n\", mirs_c_gemm<__half>(h, sms, CUDA_R_16F, "
-    "CUBLAS_COMPUTE_32F));\n"
-    "    printf(\"tc_bf16_tflops %.1f\\n\", mirs_c_gemm<__nv_bfloat16>(h, sms, CUDA_R_16BF, "
-    "CUBLAS_COMPUTE_32F));\n"
-    "    printf(\"tc_tf32_tflops %.1f\\n\", mirs_c_gemm<float>(h, sms, CUDA_R_32F, "
-    "CUBLAS_COMPUTE_32F_FAST_TF32));\n"
+    "    double tf = mirs_c_gemm<__half>(h, sms, CUDA_R_16F, CUBLAS_COMPUTE_32F);\n"
+    "    if (tf <= 0)\n        exit(3);\n"
+    "    printf(\"tc_f16_tflops %.1f\\n\", tf);\n"
+    "    /* (Optional keys: printed where measured.) */\n"
+    "    tf = mirs_c_gemm<__nv_bfloat16>(h, sms, CUDA_R_16BF, CUBLAS_COMPUTE_32F);\n"
+    "    if (tf > 0)\n        printf(\"tc_bf16_tflops %.1f\\n\", tf);\n"
+    "    tf = mirs_c_gemm<float>(h, sms, CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32);\n"
+    "    if (tf > 0)\n        printf(\"tc_tf32_tflops %.1f\\n\", tf);\n"
     "    cublasDestroy(h);\n"
     "    /* f32 CUDA cores: 8 FMA chains a thread, 8 blocks of 1024 per SM. */\n"
     "    float *o;\n    const int iters = 4096, threads = sms * 8 * 1024;\n"
@@ -1089,7 +1103,6 @@ static const char calibrate_main[] =
     "    printf(\"f32_tflops %.1f\\n\", 2.0 * 8 * iters * (double)threads / (f * 1e-3) / 1e12);\n"
     "    CK(cudaFree(o));\n    return 0;\n}\n";
 
-#ifdef MIRS_NVCC
 /* The measured value of key in the calibration output, or NAN. */
 static double cal_value(const char *text, const char *key) {
   size_t k = strlen(key);
@@ -1099,9 +1112,8 @@ static double cal_value(const char *text, const char *key) {
   return NAN;
 }
 
-/* The profile text from the calibration output (base: the profile whose
- * name the GPU's name contains, for the description's context). */
-static mirs_status cal_profile(mirs_context *ctx, const char *text, mirs__buf *b) {
+/* Internal: see codegen.h. */
+mirs_status mirs__codegen_cal_profile(mirs_context *ctx, const char *text, mirs__buf *b) {
   static const char *const keys[] = {"hbm_gbps",       "tc_f16_tflops",  "tc_bf16_tflops",
                                      "tc_tf32_tflops", "f32_tflops",     "launch_us",
                                      "hbm_saturation", "mem_latency_us", "smem_gbps"};
@@ -1145,6 +1157,15 @@ static mirs_status cal_profile(mirs_context *ctx, const char *text, mirs__buf *b
                    mirs_version_string(), gpu, name, gpu);
   for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
     double v = cal_value(text, keys[i]);
+    /* The optional keys are left out where not measured (the model's
+     * defaults then), said in the file. */
+    bool optional = strcmp(keys[i], "tc_bf16_tflops") == 0 ||
+                    strcmp(keys[i], "tc_tf32_tflops") == 0 ||
+                    strcmp(keys[i], "mem_latency_us") == 0;
+    if (optional && !(v > 0 && isfinite(v))) {
+      mirs__buf_printf(b, "  # %s: not measured (the default)\n", keys[i]);
+      continue;
+    }
     if (!(v > 0) || !isfinite(v))
       return MIRS_FAIL(ctx, MIRS_INTERNAL, "the calibration measured no valid %s", keys[i]);
     if (strcmp(keys[i], "hbm_saturation") == 0 && v > 1)
@@ -1160,8 +1181,6 @@ static mirs_status cal_profile(mirs_context *ctx, const char *text, mirs__buf *b
   return b->failed ? MIRS_FAIL(ctx, MIRS_NOMEM, "out of memory") : MIRS_OK;
 }
 
-#endif
-
 /* Public: measure GPU 0 and write a device profile to path. */
 mirs_status mirs_codegen_calibrate(mirs_context *ctx, const char *path, const char *source_dir) {
   if (!ctx)
@@ -1173,6 +1192,7 @@ mirs_status mirs_codegen_calibrate(mirs_context *ctx, const char *path, const ch
   mirs__buf_puts(&src, calibrate_head);
   mirs__buf_puts(&src, calibrate_helpers);
   mirs__buf_puts(&src, calibrate_main);
+  mirs__buf_puts(&src, calibrate_main2);
   mirs_status s = src.failed ? MIRS_FAIL(ctx, MIRS_NOMEM, "out of memory") : MIRS_OK;
   if (s == MIRS_OK && source_dir) {
     s = mirs__codegen_put_file(ctx, source_dir, "calibrate.cu", src.data, src.len);
@@ -1217,7 +1237,7 @@ mirs_status mirs_codegen_calibrate(mirs_context *ctx, const char *path, const ch
   mirs__buf prof;
   mirs__buf_init(&prof, ctx);
   if (s == MIRS_OK)
-    s = cal_profile(ctx, text, &prof);
+    s = mirs__codegen_cal_profile(ctx, text, &prof);
   /* The file must parse as a profile before it replaces anything. */
   mirs__cost_profiles *check = NULL;
   if (s == MIRS_OK)

@@ -171,6 +171,11 @@ mirs_status mirs__codegen_rank(const mirs_graph *const *cands, int n, const mirs
                                uint64_t seed, mirs_rank_entry *rows, int *best, double *rho,
                                mirs_bench_result *last, mirs__bench_failure *fails,
                                double deadline);
+/* The device profile (data/devices.profile's format) into b from the
+ * `key value` lines the calibration program printed (text): the optional
+ * keys it did not measure are left out, said in a comment; a required
+ * one missing is MIRS_INTERNAL. */
+mirs_status mirs__codegen_cal_profile(mirs_context *ctx, const char *text, mirs__buf *b);
 /* Write len bytes to dir/name. */
 mirs_status mirs__codegen_put_file(mirs_context *ctx, const char *dir, const char *name,
                                    const void *data, size_t len);
