@@ -112,7 +112,8 @@ typedef struct mirs_bench_result {
  * runs, then bench_reps runs between CUDA events, each after writing a
  * buffer twice the size of L2 (and, with bench_cuda_graph, the same as
  * graph replays).  A run of the harness that fails is MIRS_CUDA; one
- * that has not ended after 300 s is killed (MIRS_LIMIT).
+ * that has not ended after 300 s is killed (MIRS_LIMIT), as is the work
+ * under way at the time_limit option, counted from the call.
  * MIRS_UNSUPPORTED when built without nvcc;
  * MIRS_NO_DEVICE without a usable GPU; MIRS_SHAPE when the program's
  * inputs or outputs differ from the candidate's. */

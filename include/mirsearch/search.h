@@ -126,9 +126,10 @@ MIRS_API int mirs_search_best(const mirs_search *s);
  * index's median time in microseconds (NAN: not timed, or wrong). */
 MIRS_API int mirs_search_measured(const mirs_search *s);
 MIRS_API double mirs_search_result_measured_us(const mirs_search *s, int index);
-/* Why result index's harness failed in the last mirs_search_measure (it
- * was not timed): the message, valid until the next measurement or the
- * search's destruction; NULL where it did not fail or was not timed. */
+/* Why result index was not timed by the last mirs_search_measure: its
+ * harness failed (the error), or the time limit came first.  Valid until
+ * the next measurement or the search's destruction; NULL where it was
+ * timed (or checked and found wrong), or was not among those measured. */
 MIRS_API const char *mirs_search_result_measure_error(const mirs_search *s, int index);
 /* ---- threads, stopping, checkpoints.
  * mirs_search_run runs on the option `threads` workers (0: the CPUs this
