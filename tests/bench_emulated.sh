@@ -83,6 +83,14 @@ expect 1 "bench of a wrong candidate"
 grep -q 'nothing timed' "$tmp/err" || fail "a wrong candidate: no 'nothing timed'"
 [ -s "$tmp/out" ] && fail "a wrong candidate: something printed on stdout"
 
+# A harness that fails when run (as a kernel's illegal access makes it):
+# bench says which run and what it printed, exit 3, nothing timed.
+FAKE_NVCC_CRASH_IF="µGraph gqa_small," run bench "$ex/gqa_small.ugraph" --program="$ex/gqa_small.graph"
+expect 3 "bench of a harness that fails"
+grep -q "the bench harness's check run failed (exit 1):" "$tmp/err" &&
+  grep -q 'illegal memory access' "$tmp/err" || fail "a harness that fails: no message naming the run"
+[ -s "$tmp/out" ] && fail "a harness that fails: something printed on stdout"
+
 # --rank: two results, timed in the model's order; the correlation is +-1.
 mkdir -p "$tmp/ranked/candidates"
 cp "$ex/rmsnorm_linear_small.ugraph" "$tmp/ranked/candidates/0001-a.ugraph"
