@@ -80,8 +80,10 @@
 #   fingerprints   60   150  CPU verify of 36 examples, 8 at a time (4.5 s
 #                            for mqa, 8 s for gated_mlp here), the GPU ones
 #                            4 at a time (CUDA start, ~2 s each); two searches
-#   calibrate      15    60  calibrate.cu built (2 s), a 1 GiB copy x 9, an
-#                            8192^3 f16 product, 1000 empty launches; before
+#   calibrate      15    60  calibrate.cu built (2 s), a 1 GiB copy x 9, the
+#                            loaded latency (1 GiB read x 6 at 1, 2 and 4
+#                            loads a thread in flight), 8192^3 f16, bf16 and
+#                            tf32 products, 1000 empty launches; before
 #                            bench, so that its rooflines and the ranking
 #                            are on the measured profile from the first call
 #   bench         100   240  11 examples one at a time (timings never
