@@ -1136,7 +1136,7 @@ unit_search() {
     --time-limit="$(($(unit_field search 3) - 25))" \
     --out="$d" "$ex/$n.graph" >"$work/search.json" 2>"$work/search.err"
   st=$?
-  grep -v -e '^search: found ' -e ' progress: ' "$work/search.err" | tail -n 12
+  grep -v -e '^search: found ' -e ' progress: ' "$work/search.err" | tail -n 30
   [ "$st" -eq 124 ] && return 124
   [ "$st" -eq 0 ] || { echo "the search of $n exited $st"; return 1; }
   python3 - "$d" "$ex/best/$n.ugraph" "$bundle/rank/$n/report.json" "$dry" "$n" >"$row" <<'EOF'

@@ -155,6 +155,9 @@ expect 3 "bench --rank with a harness that does not compile"
 grep -q 'error: .*/candidates/0002-b.ugraph: the bench harness does not compile with .*fakecuda/nvcc (exit 1)' "$tmp/err" ||
   fail "a harness that does not compile: no message naming the file and the compiler"
 grep -q 'failing as asked' "$tmp/err" || fail "a harness that does not compile: no compiler output"
+grep -q 'bench: candidate 2 of 3: not timed (the bench harness does not compile' "$tmp/err" &&
+  grep -q 'bench: candidate 3 of 3: [0-9.]* us (median of 100)' "$tmp/err" ||
+  fail "a harness that does not compile: no line for each candidate as it ends"
 [ "$(grep -c '"measured_seconds": [0-9]' "$tmp/ranked/measured.json")" -eq 2 ] ||
   fail "a harness that does not compile: the other 2 not measured"
 grep -q '"file": "candidates/0002-b.ugraph".*"measured_seconds": null.*"checked": false, "error": "the bench harness does not compile' \

@@ -740,6 +740,23 @@ static int bench_jobs(mirs_context *ctx, int n) {
   return j < n ? j : n;
 }
 
+/* One line a candidate of a ranking, as its check and timing end: a
+ * long ranking says where it is. */
+static void log_candidate(mirs_context *ctx, int i, int n, const mirs_bench_result *r,
+                          const mirs__bench_failure *f) {
+  if (f && f->status != MIRS_OK)
+    mirs__core_log(ctx, MIRS_LOG_INFO, "bench: candidate %d of %d: not timed (%.*s)", i + 1, n,
+                   (int)strcspn(f->why, "\n"), f->why);
+  else if (!r->checked)
+    mirs__core_log(ctx, MIRS_LOG_INFO,
+                   "bench: candidate %d of %d: wrong, not timed (relative error %.3g, "
+                   "tolerance %g)",
+                   i + 1, n, r->candidate_error, r->tolerance);
+  else
+    mirs__core_log(ctx, MIRS_LOG_INFO, "bench: candidate %d of %d: %.3f us (median of %d)", i + 1,
+                   n, r->candidate.median_us, r->candidate.reps);
+}
+
 /* Whether deadline (0: none) has passed. */
 static bool past(double deadline) {
   return deadline > 0 && mirs__core_now() >= deadline;
@@ -840,8 +857,11 @@ static mirs_status bench_many(const mirs_graph *const *cands, int n, const mirs_
       mirs__core_log(ctx, MIRS_LOG_INFO, "bench: %d harnesses compiled in %.1f s, %d at a time",
                      hi - lo, mirs__core_now() - t0, width);
     for (int i = lo; s == MIRS_OK && cut < 0 && i < hi; i++) {
-      if (jobs[i].failed)
+      if (jobs[i].failed) { /* (its build failed) */
+        if (n > 1)
+          log_candidate(ctx, i, n, &rs[i], &fails[i]);
         continue;
+      }
       mirs_eval_result *ref = pref;
       if (!p)
         s = mirs_graph_eval(cands[i], seed, &ref);
@@ -857,6 +877,8 @@ static mirs_status bench_many(const mirs_graph *const *cands, int n, const mirs_
         rs[i].checked = rs[i].baseline_checked = 0;
         s = keep_going(ctx, s, &fails[i]);
       }
+      if (s == MIRS_OK && cut < 0 && n > 1)
+        log_candidate(ctx, i, n, &rs[i], fails ? &fails[i] : NULL);
     }
     for (int i = lo; i < hi; i++) {
       if (jobs[i].building)
