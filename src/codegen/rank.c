@@ -71,9 +71,6 @@ mirs_status mirs__codegen_rank(const mirs_graph *const *cands, int n, const mirs
     rows[i].checked = 0;
     rows[i].median_us = rows[i].p10_us = rows[i].p90_us = NAN;
     rows[i].rank_model = rows[i].rank_measured = NAN;
-    fails[i].status = MIRS_OK;
-    fails[i].cut = false;
-    fails[i].why[0] = '\0';
   }
   for (int i = 0; i < n; i++)
     if (!cands[i])
@@ -114,12 +111,6 @@ mirs_status mirs__codegen_rank(const mirs_graph *const *cands, int n, const mirs
   return MIRS_OK;
 }
 
-/* mirs__codegen_rank with a failure array of its own (NULL: out of
- * memory); released with mirs__core_free. */
-static mirs__bench_failure *failures(mirs_context *ctx, int n) {
-  return n > 0 ? mirs__core_calloc(ctx, (size_t)n, sizeof(mirs__bench_failure)) : NULL;
-}
-
 /* Public: see codegen.h. */
 mirs_status mirs_codegen_rank_all(const mirs_graph *const *cands, int n,
                                   const mirs_graph *program, uint64_t seed, mirs_rank_entry *rows,
@@ -130,7 +121,7 @@ mirs_status mirs_codegen_rank_all(const mirs_graph *const *cands, int n,
   mirs_context *ctx = cands[0]->ctx;
   for (int i = 0; errors && i < n; i++)
     errors[i] = NULL;
-  mirs__bench_failure *f = failures(ctx, n);
+  mirs__bench_failure *f = mirs__core_calloc(ctx, (size_t)n, sizeof *f);
   if (!f)
     return MIRS_FAIL(ctx, MIRS_NOMEM, "out of memory (ranking %d candidates)", n);
   double deadline = ctx->opt.time_limit > 0 ? mirs__core_now() + ctx->opt.time_limit : 0;

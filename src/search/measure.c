@@ -84,10 +84,6 @@ mirs_status mirs_search_measure(mirs_search *s, int top) {
     return st;
   }
   m->n = k;
-  for (int i = 0; i < k; i++) {
-    m->failed += m->fails[i].status != MIRS_OK && !m->fails[i].cut;
-    m->cut += m->fails[i].cut;
-  }
   m->reps = last.candidate.reps;
   snprintf(m->device, sizeof m->device, "%s", last.device);
   return MIRS_OK;

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "codegen/codegen.h"
 #include "codegen/plan.h"
 #include "search/search.h"
 
@@ -160,7 +161,12 @@ static mirs_status put_report(const mirs_search *s, int top, mirs__buf *b) {
     mirs__json_num(b, m->rho);
     /* (Results whose harness failed, and those the time limit left: not
      * timed, each says why.) */
-    mirs__buf_printf(b, ", \"failed\": %d, \"cut_by_time_limit\": %d}", m->failed, m->cut);
+    int failed = 0, cut = 0;
+    for (int i = 0; i < m->n; i++) {
+      cut += m->fails[i].cut;
+      failed += m->fails[i].status != MIRS_OK && !m->fails[i].cut;
+    }
+    mirs__buf_printf(b, ", \"failed\": %d, \"cut_by_time_limit\": %d}", failed, cut);
   }
   mirs__buf_puts(b, ",\n  \"device_profile\": ");
   mirs__json_str(b, s->profiles ? s->profiles->source : "");

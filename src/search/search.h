@@ -269,9 +269,8 @@ typedef struct mirs__measured {
   char device[128];      /* the GPU */
   char skipped[512];     /* why nothing was timed ("": it was) */
   mirs_rank_entry *rows; /* n of them */
-  struct mirs__bench_failure *fails; /* n of them: a harness that failed (not timed) */
-  int failed;            /* how many did */
-  int cut;               /* how many the time limit left untimed */
+  struct mirs__bench_failure *fails; /* n of them: why one was not timed (a failed
+                                      * harness, or cut by the time limit) */
 } mirs__measured;
 
 void mirs__measured_free(mirs_search *s);
