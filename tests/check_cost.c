@@ -462,17 +462,26 @@ START_TEST(test_custom_kernel) {
 }
 END_TEST
 
+/* Devices A (test device T's keys) and B (the same and b_keys), parsed;
+ * release the profiles with mirs__cost_profiles_free. */
+static mirs__cost_profiles *a_and_b(mirs_context *ctx, const char *b_keys,
+                                    const mirs__cost_device **a, const mirs__cost_device **b) {
+  char text[1024];
+  snprintf(text, sizeof text, "device A\n" T_KEYS "device B\n" T_KEYS "%s", b_keys);
+  mirs__cost_profiles *p;
+  ck_assert_int_eq(mirs__cost_profiles_parse(ctx, text, strlen(text), "t.profile", &p), MIRS_OK);
+  ck_assert_int_eq(mirs__cost_find(ctx, p, "A", a), MIRS_OK);
+  ck_assert_int_eq(mirs__cost_find(ctx, p, "B", b), MIRS_OK);
+  return p;
+}
+
 /* Each tensor-core type at its own peak: bf16 and tf32 from the optional
  * keys, by default the f16 rate and half of it. */
 START_TEST(test_tensor_core_types) {
-  static const char two[] = "device A\n" T_KEYS "device B\n" T_KEYS "  tc_bf16_tflops = 50\n"
-                            "  tc_tf32_tflops = 10\n";
   mirs_context *ctx = tu_ctx(NULL);
-  mirs__cost_profiles *p;
-  ck_assert_int_eq(mirs__cost_profiles_parse(ctx, two, strlen(two), "t.profile", &p), MIRS_OK);
   const mirs__cost_device *a, *b;
-  ck_assert_int_eq(mirs__cost_find(ctx, p, "A", &a), MIRS_OK);
-  ck_assert_int_eq(mirs__cost_find(ctx, p, "B", &b), MIRS_OK);
+  mirs__cost_profiles *p =
+      a_and_b(ctx, "  tc_bf16_tflops = 50\n  tc_tf32_tflops = 10\n", &a, &b);
   ck_near(a->bf16_peak, 1e14);
   ck_near(a->tf32_peak, 5e13);
   ck_near(b->bf16_peak, 5e13);
@@ -529,13 +538,9 @@ END_TEST
 /* The loaded memory latency bounds a custom kernel's bandwidth by its
  * bytes in flight: 0.7 us unless the profile says (mem_latency_us). */
 START_TEST(test_mem_latency) {
-  static const char two[] = "device A\n" T_KEYS "device L\n" T_KEYS "  mem_latency_us = 1.4\n";
   mirs_context *ctx = tu_ctx(NULL);
-  mirs__cost_profiles *p;
-  ck_assert_int_eq(mirs__cost_profiles_parse(ctx, two, strlen(two), "t.profile", &p), MIRS_OK);
   const mirs__cost_device *a, *l;
-  ck_assert_int_eq(mirs__cost_find(ctx, p, "A", &a), MIRS_OK);
-  ck_assert_int_eq(mirs__cost_find(ctx, p, "L", &l), MIRS_OK);
+  mirs__cost_profiles *p = a_and_b(ctx, "  mem_latency_us = 1.4\n", &a, &l);
   ck_near(a->mem_latency_s, 0.7e-6);
   ck_near(l->mem_latency_s, 1.4e-6);
   /* test_custom_kernel's kernel: 4 blocks keep 16 KB each in flight. */
