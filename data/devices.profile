@@ -50,27 +50,40 @@
 # clock: H100/H200 SXM 67 TFLOPS = 132 x 128 x 2 x 1.98 GHz; A100 19.5 TFLOPS
 # = 108 x 64 x 2 x 1.41 GHz): 128 x 1.98 = 253.4 GB/s and 128 x 1.41 = 180.5
 # GB/s per SM.
-# The H200's numbers are measured (its section says how and when); the
-# others are leads, not measurements: launch_us and hbm_saturation are
-# estimates, and every number should be calibrated on the device (the H200
-# reached 81% of its datasheet bandwidth and 76% of its tensor-core peak)
-# when a GPU is present.
+# The H100's and H200's numbers are measured (each section says how and
+# when); the A100's are leads, not measurements: launch_us and
+# hbm_saturation are estimates, and every number should be calibrated on
+# the device (the H100 reached 84% of its datasheet bandwidth and 77% of
+# its tensor-core peak, the H200 81% and 76%) when a GPU is present.
 
 device H100
-  description = NVIDIA H100 SXM5 80GB (HBM3)
+  description = NVIDIA H100 SXM5 80GB (HBM3), calibrated
   aliases = h100-sxm, h100-sxm5, h100_sxm
-  # NVIDIA H100 Tensor Core GPU datasheet (SXM column): 3.35 TB/s HBM3,
-  # FP16/BF16 tensor 1,979 TFLOPS with sparsity -> 989.4 dense (H100
-  # whitepaper), FP32 67 TFLOPS.  132 SMs and 50 MB L2 (H100 whitepaper).
-  hbm_gbps = 3350
-  tc_f16_tflops = 989.4
-  f32_tflops = 67
-  launch_us = 4
+  # Calibrated on an NVIDIA H100 80GB HBM3 (132 SMs, sm_90) on 2026-11-27
+  # by `mirsearch bench --calibrate` in scripts/device-check.sh (bundle of
+  # commit 66eb09f; bench/RESULTS.md, "Device check log";
+  # bench/device/2026-11-27-h100/H100.profile): a 1 GiB grid-stride copy
+  # (bytes read + written) 2812.7 GB/s, 84% of the datasheet's 3.35 TB/s;
+  # cuBLAS 8192^3 products on non-zero data, f16 758.2 TFLOPS (77% of the
+  # datasheet's 989.4 dense), bf16 790.1, f32 in tf32 415.5; FMA chains
+  # 57.5 TFLOPS; 1000 empty launches back to back 3.72 us each; 5 of 8
+  # eighths of the SMs already reach 90% of the copy bandwidth; 0.448 us
+  # of loaded latency (bytes in flight over bandwidth).  A second
+  # calibration on the same machine a minute later: 2790.3 GB/s, f16 739,
+  # bf16 780.6, tf32 407, FMA 57.2, 4.21 us a launch, 0.451 us.  Shared-memory
+  # bandwidth is not measured: the datasheet's clock (see above).
+  hbm_gbps = 2812.7
+  tc_f16_tflops = 758.2
+  tc_bf16_tflops = 790.1
+  tc_tf32_tflops = 415.5
+  f32_tflops = 57.5
+  launch_us = 3.719
   smem_per_block = 232448     # 227 KB, compute capability 9.0
   sms = 132
-  l2_bytes = 52428800         # 50 MB
+  l2_bytes = 52428800         # 50 MB, as the device reports it
   max_threads_per_block = 1024
-  hbm_saturation = 0.5
+  hbm_saturation = 0.625
+  mem_latency_us = 0.448
   smem_gbps = 253.4            # 128 B/clock/SM x 1.98 GHz (see above)
 
 device H200

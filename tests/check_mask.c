@@ -544,7 +544,13 @@ START_TEST(test_tile_skipping) {
   ck_assert_int_eq(mirs_graph_kernel_cost(ctx, x, 0, "H100", &cx), MIRS_OK);
   ck_assert_double_eq_tol(cu.live, 10.0 / 16.0, 1e-12);
   ck_assert_double_eq(cx.live, 1.0);
-  ck_assert_double_lt(cu.seconds, cx.seconds);
+  /* Fewer bytes, so less memory time.  (Not necessarily less time: the
+   * 8 blocks run in one wave, so the kernel lasts as long as its longest
+   * block, the last query rows' with every key tile, and the mask's
+   * arithmetic adds compute; on the calibrated H100 profile this small
+   * kernel is compute-bound, 8.72 against 8.68 us.) */
+  ck_assert_double_lt(cu.memory_seconds, cx.memory_seconds);
+  ck_assert_double_lt(cu.memory_seconds, 0.8 * cx.memory_seconds);
   /* The traffic counts the live tiles only. */
   ck_assert_double_lt(pu.bytes, px.bytes);
   ck_assert_double_eq_tol(pu.bytes - walked_bytes(u, &pu), px.bytes - walked_bytes(x, &px), 1e-6);

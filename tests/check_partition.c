@@ -125,7 +125,7 @@ START_TEST(test_in_place_ranking) {
   ck_assert_int_eq(mirs__graph_clone(p->piece[0].prog, &p->piece[0].best), MIRS_OK);
   static const char *const maps[2][2] = {{"64, 8, 1", "0, 1, -1"}, {"4096, 1, 1", "1, -1, -1"}};
   mirs_graph *c[2];
-  double alone[2], in_place[2], before = -1;
+  double alone[2], in_place[2], fixed[2], before = -1;
   for (int i = 0; i < 2; i++) {
     char text[1024];
     snprintf(text, sizeof text, VIEW_CAND, maps[i][0], maps[i][1], maps[i][1]);
@@ -133,6 +133,7 @@ START_TEST(test_in_place_ranking) {
     mirs_cost k = MIRS_COST_INIT;
     ck_assert_int_eq(mirs_graph_cost(ctx, c[i], NULL, &k), MIRS_OK);
     alone[i] = k.seconds;
+    fixed[i] = k.fixed_seconds;
   }
   ck_assert(p->piece[1].at_layout);
   ck_assert(!p->piece[0].at_layout); /* (a library piece: nothing to choose) */
@@ -144,7 +145,10 @@ START_TEST(test_in_place_ranking) {
   /* B reads the view as it reads a dense input; A pays the sectors (the
    * permute stays a view either way: the whole program is the piece). */
   ck_assert(fabs(in_place[1] - alone[1]) < 1e-12);
-  ck_assert(in_place[0] > 2 * alone[0]);
+  /* (A's time beyond its launch and fixed cost: 6.4 times as long in
+   * place on the calibrated H100 profile) */
+  ck_assert_msg(in_place[0] - fixed[0] > 4 * (alone[0] - fixed[0]), "A in place %g, alone %g",
+                in_place[0], alone[0]);
   /* The piece as written (exp through the view, 16x its reads) costs
    * more in place than alone. */
   mirs_cost w = MIRS_COST_INIT;
