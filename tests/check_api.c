@@ -215,6 +215,8 @@ START_TEST(test_cost_terms) {
                                       "examples/best/gqa_safe.ugraph",
                                       "examples/best/rmsnorm_linear.ugraph"};
   mirs_context *ctx = tu_ctx(NULL);
+  /* (a split-K pair as one launch: off by default) */
+  ck_assert_int_eq(mirs_option_set(ctx, "codegen_fuse_split_k", "1"), MIRS_OK);
   double lone_fixed = -1, head_fixed = -1;
   for (size_t f = 0; f < sizeof files / sizeof files[0]; f++) {
     mirs_graph *g;

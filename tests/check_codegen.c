@@ -623,6 +623,7 @@ static void emu_line(const char *dir, char *buf, size_t size) {
  * codegen_pdl = 0 and one-kernel entries have no griddepcontrol at all. */
 START_TEST(test_programmatic_dependent_launch) {
   mirs_context *ctx = tu_ctx(NULL);
+  ck_assert_int_eq(mirs_option_set(ctx, "codegen_pdl", "1"), MIRS_OK); /* (off by default) */
   mirs_graph *g = load(ctx, "tests/codegen/f32_mixed.ugraph");
   char *cu = NULL;
   ck_assert_int_eq(mirs_codegen_cuda(g, NULL, &cu), MIRS_OK);
@@ -1264,6 +1265,7 @@ static int count_str(const char *hay, const char *needle) {
 
 START_TEST(test_splitk_fused_runs) {
   mirs_context *ctx = tu_ctx(NULL);
+  ck_assert_int_eq(mirs_option_set(ctx, "codegen_fuse_split_k", "1"), MIRS_OK); /* (off by default) */
   mirs_graph *g = load(ctx, FUSED[_i].file);
   mirs__splitk_pair pair;
   ck_assert_int_eq(mirs__plan_splitk_role(ctx, g, g->nops - 2, &pair), MIRS__SPLITK_HEAD);
@@ -1297,6 +1299,8 @@ END_TEST
  * emulator faults on a global access before the wait of a dependent). */
 START_TEST(test_splitk_fused_pdl) {
   mirs_context *ctx = tu_ctx(NULL);
+  ck_assert_int_eq(mirs_option_set(ctx, "codegen_pdl", "1"), MIRS_OK); /* (both off by default) */
+  ck_assert_int_eq(mirs_option_set(ctx, "codegen_fuse_split_k", "1"), MIRS_OK);
   mirs_graph *g = load(ctx, "tests/codegen/splitk_pdl_small.ugraph");
   char *cu = NULL;
   ck_assert_int_eq(mirs_codegen_cuda(g, NULL, &cu), MIRS_OK);
@@ -1339,6 +1343,7 @@ static void expect_rejected(const mirs_graph *g, const char *reason) {
  * restored) is a rejection with its reason; a plain program has no pair. */
 START_TEST(test_splitk_pair_predicate) {
   mirs_context *ctx = tu_ctx(NULL);
+  ck_assert_int_eq(mirs_option_set(ctx, "codegen_fuse_split_k", "1"), MIRS_OK); /* (off by default) */
   mirs_graph *g = load(ctx, "tests/codegen/splitk_pair_gqa.ugraph");
   mirs__splitk_pair pair;
   char why[256];
@@ -1406,12 +1411,14 @@ START_TEST(test_splitk_pair_predicate) {
 }
 END_TEST
 
-/* codegen_fuse_split_k=0 keeps the two launches (and no counters), and
- * the cost model prices what is emitted: fused, one launch, the first
+/* codegen_fuse_split_k=0 (the default) keeps the two launches (and no
+ * counters), and the cost model prices what is emitted: fused, one launch, the first
  * kernel plus a launch_s for the memset plus the tail; unfused, the two
  * kernels as before. */
 START_TEST(test_splitk_fuse_option) {
   mirs_context *ctx = tu_ctx(NULL);
+  ck_assert_int_eq(mirs_option_set(ctx, "codegen_fuse_split_k", "1"), MIRS_OK);
+  ck_assert_int_eq(mirs_option_set(ctx, "codegen_pdl", "1"), MIRS_OK);
   mirs_graph *g = load(ctx, "examples/best/gqa.ugraph");
   mirs__cost_profiles *p = NULL;
   const mirs__cost_device *d = NULL;

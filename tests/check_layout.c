@@ -385,8 +385,8 @@ START_TEST(test_codegen_views_and_copies) {
       "const float x = mirs_ld(in0 + (c0 * 16 + c1 * 64 + c2 * 1));",
       "mirs_st(out0 + (c0 * 16 + c1 * 64 + c2 * 1), v);",
       "MIRS_LAUNCH(lay_k7, dim3(2), dim3(256), 0, stream, ((__half *)((char *)workspace + 1024), "
-      "in_X, out2)));", /* (MIRS_PDL: a launch after the first) */
-      "MIRS_LAUNCH(lay_k10, dim3(2), dim3(256), 0, stream, (out2, out1, out0)));",
+      "in_X, out2));",
+      "MIRS_LAUNCH(lay_k10, dim3(2), dim3(256), 0, stream, (out2, out1, out0));",
       "size_t lay_workspace_bytes(void) { return 5120; }",
   };
   assert_codegen(ctx, CG, "lay", want, sizeof want / sizeof want[0], 10);
@@ -626,7 +626,7 @@ START_TEST(test_transpose_views) {
       "v = mirs_ld(in0 + (c0 * 8 + c1 * 1)) + mirs_ld(in1 + (c0 * 8 + c1 * 1));",
       "const float x = mirs_ld(in0 + (c0 * 1 + c1 * 8));",
       "(in_Q, in_K, (__half *)((char *)workspace + 0)));",
-      "(in_X, in_X, out1)));",
+      "(in_X, in_X, out1));",
   };
   assert_codegen(ctx, TP, "tp", want, sizeof want / sizeof want[0], 4);
   /* The program as written (the benchmark's baseline): transpose kernels. */

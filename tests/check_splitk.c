@@ -371,8 +371,12 @@ static int search_of(const char *prog, int threads, int split_k, const char *cac
                      int cap, int *variants) {
   mirs_context *ctx = tu_ctx(NULL);
   char v[16];
-  static const char *const kv[][2] = {{"op_budget", "0"}, {"forloop_ranges", "4"},
-                                      {"log_level", "1"}};
+  /* (split-K pairs as one launch, off by default: the report's
+   * in_launch_of marks are checked below) */
+  static const char *const kv[][2] = {{"op_budget", "0"},
+                                      {"forloop_ranges", "4"},
+                                      {"log_level", "1"},
+                                      {"codegen_fuse_split_k", "1"}};
   for (size_t i = 0; i < sizeof kv / sizeof kv[0]; i++)
     ck_assert_int_eq(mirs_option_set(ctx, kv[i][0], kv[i][1]), MIRS_OK);
   snprintf(v, sizeof v, "%d", threads);

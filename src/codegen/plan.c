@@ -1026,6 +1026,15 @@ static int32_t estimate_regs(const mirs__plan *pl, const mirs__bgraph *bg) {
     }
   }
   regs += ahead + (any_matmul ? 0 : epilogue < 16 ? epilogue : 16);
+  /* A kernel without a matmul walking inputs too small for 16-byte
+   * copies (a split-K combine's f32 row sums, [1, 2, 1] a block): each
+   * such load keeps its 64-bit address and its guard across the loop
+   * (the finer combines of mha and mha_safe: 40 and 48 registers on
+   * sm_80 against estimates of 36 and 42 without it). */
+  if (!any_matmul && bg->forloop > 1)
+    for (int32_t t = 0; t < bg->nt; t++)
+      if (pl->t[t].input && !pl->t[t].invariant && !pl->t[t].vec)
+        regs += 3;
   if (pl->chain.on) {
     int64_t c = chain_live_regs(pl, bg);
     if (c > live_c)
