@@ -66,12 +66,15 @@ log=$build/make.log
 # Shared and static: the program links the static library
 # (-static-libtool-libs, so it needs no libmirsearch.so beside it), the
 # Python package loads the shared one.  A bundle build configured
-# otherwise (an older bundle script) is configured again.
+# otherwise (an older bundle script) or at another commit is configured
+# again: configure writes the commit into config.h (`mirsearch
+# --version`'s git line), and the copy has no .git of its own.
 cfg="--without-mpi -q"
+head=$(cd "$root" && git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
 {
   [ -x "$src/configure" ] || (cd "$src" && ./autogen.sh)
-  if [ ! -f "$src/Makefile" ] || [ "$(cat "$build/configure.args" 2>/dev/null)" != "$cfg" ]; then
-    (cd "$src" && ./configure $cfg) && echo "$cfg" >"$build/configure.args"
+  if [ ! -f "$src/Makefile" ] || [ "$(cat "$build/configure.args" 2>/dev/null)" != "$cfg $head" ]; then
+    (cd "$src" && ./configure $cfg) && echo "$cfg $head" >"$build/configure.args"
   fi
   make -C "$src" -j"$jobs" libmirsearch.la &&
     make -C "$src" -j"$jobs" src/mirsearch LDFLAGS=-static-libtool-libs
