@@ -63,7 +63,7 @@ static const char *const TESTGRAPHS[] = {
     "chain_split", "chain_split_safe", "chain_qknorm", "mma_swap",   "chain_chunks",
     "chain_nochunks", "chain_min", "chain_split_min", "splitk_gqa_small",
     "splitk_causal_small", "splitk_gqa_safe_small", "chain_hd128", "gqa_hd128_small",
-    "chain_split_partials"};
+    "chain_split_partials", "reduce_xwarp"};
 #define NTESTGRAPHS ((int)(sizeof TESTGRAPHS / sizeof TESTGRAPHS[0]))
 
 /* The search's bests at small shape (examples/best, scripts/search-bests.sh). */

@@ -451,6 +451,13 @@ static int8_t tree_group(const mirs__plan *pl, int64_t rows, int64_t len, int64_
   return (int8_t)grp;
 }
 
+int mirs__plan_xwarp(const mirs__plan *pl, int64_t rows, int64_t len, int grp) {
+  if (grp != 32 || rows < 1 || pl->nthreads % 32 != 0 || rows * 64 > pl->nthreads ||
+      len < 32 * MIRS__XWARP_MIN_STEPS)
+    return 1;
+  return (int)(pl->nwarps / rows);
+}
+
 /* Block reductions (sum, rms_norm) as trees over lane groups.  rms_norm
  * and layer_norm always go through the tree (cuda.c emit_reduce_tree: a
  * row's sum of squares once, then its elements scaled), with at least 4
@@ -735,6 +742,26 @@ static int64_t place(mirs__plan *pl, const mirs_graph *g, const mirs__bgraph *bg
       drun = drun_end = -1;
     }
   }
+  /* The cross-warp reduction scratch: one float a warp, after the rest
+   * (used in every phase, between barriers of its own). */
+  pl->xred = -1;
+  for (int32_t i = 0; i < bg->nops && pl->xred < 0; i++) {
+    const mirs__bop *op = &bg->ops[i];
+    const mirs__shape *xs = op->nin > 0 ? &bg->t[op->in[0]].shape : NULL;
+    mirs__op_kind kind = mirs__graph_ops[op->op].kind;
+    bool x = false;
+    if ((kind == MIRS__KIND_REDUCE || kind == MIRS__KIND_RMSNORM) && pl->op[i].group == 32) {
+      int64_t len = kind == MIRS__KIND_REDUCE ? xs->d[op->dim] : xs->d[xs->ndim - 1];
+      x = mirs__plan_xwarp(pl, mirs__shape_numel(xs) / len, len, 32) > 1;
+    } else if (kind == MIRS__KIND_ACCUM && pl->t[op->out].tree && pl->t[op->out].group == 32) {
+      int64_t len = op->op == MIRS_OP_ACCUM_SUM ? xs->d[op->dim] : xs->d[xs->ndim - 1];
+      x = mirs__plan_xwarp(pl, mirs__shape_numel(&bg->t[op->out].shape), len, 32) > 1;
+    }
+    if (x) {
+      pl->xred = total;
+      total += al16((int64_t)pl->nwarps * 4);
+    }
+  }
   /* The split strips' after-loop exchange (chain.xoff) reuses stage
    * buffers that are dead by then, when they are large enough. */
   if (pl->chain.on && pl->chain.xbytes > 0 && dead_len >= pl->chain.xbytes) {
@@ -759,7 +786,7 @@ typedef struct smem_range {
 } smem_range;
 
 bool mirs__plan_check_smem(const mirs__plan *pl, const mirs__bgraph *bg, char *why, size_t n) {
-  smem_range r[2 * MIRS__PLAN_LOCAL + 1];
+  smem_range r[2 * MIRS__PLAN_LOCAL + 2];
   int nr = 0;
   if (bg->nops > MIRS__PLAN_LOCAL) {
     snprintf(why, n, "not checked: more than %d block ops", (int)MIRS__PLAN_LOCAL);
@@ -791,6 +818,8 @@ bool mirs__plan_check_smem(const mirs__plan *pl, const mirs__bgraph *bg, char *w
   }
   if (pl->chain.on && pl->chain.xbytes > 0)
     r[nr++] = (smem_range){pl->chain.xoff, pl->chain.xoff + pl->chain.xbytes, PH_POST, -1};
+  if (pl->xred >= 0) /* (its own range: checked like the exchange) */
+    r[nr++] = (smem_range){pl->xred, pl->xred + al16((int64_t)pl->nwarps * 4), PH_ALL, -2};
   for (int a = 0; a < nr; a++)
     for (int b = a + 1; b < nr; b++) {
       if (!(r[a].phases & r[b].phases) || r[a].hi <= r[b].lo || r[b].hi <= r[a].lo)
@@ -798,8 +827,14 @@ bool mirs__plan_check_smem(const mirs__plan *pl, const mirs__bgraph *bg, char *w
       snprintf(why, n,
                "shared memory of %s [%" PRId64 ", %" PRId64 ") overlaps %s [%" PRId64 ", %" PRId64
                ") while both are in use",
-               r[a].t >= 0 ? bg->t[r[a].t].name : "the after-loop exchange", r[a].lo, r[a].hi,
-               r[b].t >= 0 ? bg->t[r[b].t].name : "the after-loop exchange", r[b].lo, r[b].hi);
+               r[a].t >= 0    ? bg->t[r[a].t].name
+               : r[a].t == -2 ? "the cross-warp reduction scratch"
+                              : "the after-loop exchange",
+               r[a].lo, r[a].hi,
+               r[b].t >= 0    ? bg->t[r[b].t].name
+               : r[b].t == -2 ? "the cross-warp reduction scratch"
+                              : "the after-loop exchange",
+               r[b].lo, r[b].hi);
       return false;
     }
   return true;
@@ -1289,6 +1324,7 @@ mirs_status mirs__plan_build(mirs_context *ctx, const mirs_graph *g, int32_t ki,
     pl->t[t].aoff = -1;
   }
   pl->pad = !ctx || ctx->opt.codegen_smem_pad;
+  pl->xred = -1;
   plan_chains(pl, bg);
   plan_mma(pl, g, bg, mma);
   plan_chain(pl, g, bg, mma && (!ctx || ctx->opt.codegen_chain));

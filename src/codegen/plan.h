@@ -149,6 +149,9 @@ typedef struct mirs__plan {
   double smem_once;     /* outside the forloop (loop-invariant fills, write-backs, post ops) */
   double smem_conflict; /* largest bank-conflict factor of any access (1: conflict-free) */
   bool pad;             /* staging pads strides against bank conflicts (codegen_smem_pad) */
+  int64_t xred;         /* smem byte offset of the cross-warp reduction scratch (one float
+                         * per warp: trees whose rows are fewer than the warps,
+                         * mirs__plan_xwarp), or -1 */
   bool feasible;
   char reason[MIRS__PLAN_REASON_SIZE];
   mirs__plan_tensor *t; /* [nt] */
@@ -166,6 +169,16 @@ int64_t mirs__plan_mma_tiles(const mirs__plan *pl, const mirs__bgraph *bg, int32
 /* The last iteration + 1 that block (bx, by, bz) of a skipping plan runs
  * (F when pl does not skip). */
 int64_t mirs__plan_fend(const mirs__plan *pl, const mirs__bgraph *bg, const int64_t b[MIRS__GRID]);
+
+/* Warps per row of a shuffle tree over rows rows of len elements, grp
+ * lanes a row: when a tree has full warps (grp 32), at most half of the
+ * block's warps would have a row, and a lane of one warp would walk at
+ * least MIRS__XWARP_MIN_STEPS of a row's elements, every row takes
+ * nwarps / rows warps (each its share of the row, the warps' totals
+ * added through pl->xred in a fixed order, two barriers); else 1.  The
+ * generator (cuda.c) and place() ask this. */
+#define MIRS__XWARP_MIN_STEPS 32
+int mirs__plan_xwarp(const mirs__plan *pl, int64_t rows, int64_t len, int grp);
 
 /* Plan custom kernel op ki of g for smem_limit bytes of shared memory per
  * block (stages are chosen to fit; a kernel that cannot fit, or whose
