@@ -621,6 +621,37 @@ static void emu_line(const char *dir, char *buf, size_t size) {
  * (cudaLaunchKernelEx with the attribute on compute capability 9.0, a
  * plain launch below: tests/codegen/pdl.cu counts them, same results);
  * codegen_pdl = 0 and one-kernel entries have no griddepcontrol at all. */
+static int count_str(const char *hay, const char *needle);
+
+/* Trees of few long rows over all warps (codegen_xwarp, on by default):
+ * ntrans's best spreads the one 4096-wide row a block of its two
+ * rms_norms over the 4 warps
+ * through the plan's scratch (16 more bytes of shared memory); with the
+ * option off it keeps one warp a row, and either computes the graph. */
+START_TEST(test_xwarp_option) {
+  mirs_context *ctx = tu_ctx(NULL);
+  mirs_graph *big = load(ctx, "examples/best/ntrans.ugraph");
+  char *on = NULL, *off = NULL;
+  ck_assert_int_eq(mirs_codegen_cuda(big, NULL, &on), MIRS_OK);
+  /* (its two rms_norm trees, each its combine) */
+  ck_assert_int_eq(count_str(on, "4 warps per row, warp-shuffle trees added across warps"), 2);
+  ck_assert_int_eq(count_str(on, "mirs_xred[w] = "), 2);
+  mirs_cost c1 = MIRS_COST_INIT, c0 = MIRS_COST_INIT;
+  ck_assert_int_eq(mirs_graph_kernel_cost(ctx, big, 0, "H100", &c1), MIRS_OK);
+  ck_assert_int_eq(mirs_option_set(ctx, "codegen_xwarp", "0"), MIRS_OK);
+  ck_assert_int_eq(mirs_codegen_cuda(big, NULL, &off), MIRS_OK);
+  ck_assert_int_eq(count_str(off, "mirs_xred"), 0);
+  ck_assert_int_eq(count_str(off, "32 lanes per row, warp-shuffle tree"), 2);
+  ck_assert_int_eq(mirs_graph_kernel_cost(ctx, big, 0, "H100", &c0), MIRS_OK);
+  ck_assert_int_eq(c1.smem_bytes, c0.smem_bytes + 16);
+  tu_assert_codegen_run(ctx, big, 5, mirs_codegen_tolerance(big));
+  mirs_free(ctx, on);
+  mirs_free(ctx, off);
+  mirs_graph_destroy(big);
+  mirs_context_destroy(ctx);
+}
+END_TEST
+
 START_TEST(test_programmatic_dependent_launch) {
   mirs_context *ctx = tu_ctx(NULL);
   ck_assert_int_eq(mirs_option_set(ctx, "codegen_pdl", "1"), MIRS_OK); /* (off by default) */
@@ -1497,6 +1528,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_generated_code_in_random_orders);
   tcase_add_test(tc, test_c_caller_of_generated_interface);
   tcase_add_test(tc, test_programmatic_dependent_launch);
+  tcase_add_test(tc, test_xwarp_option);
   tcase_add_test(tc, test_splitk_fused_pdl);
   suite_add_tcase(s, tc);
   return s;

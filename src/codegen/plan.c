@@ -452,7 +452,7 @@ static int8_t tree_group(const mirs__plan *pl, int64_t rows, int64_t len, int64_
 }
 
 int mirs__plan_xwarp(const mirs__plan *pl, int64_t rows, int64_t len, int grp) {
-  if (grp != 32 || rows < 1 || pl->nthreads % 32 != 0 || rows * 64 > pl->nthreads ||
+  if (!pl->xwarp || grp != 32 || rows < 1 || pl->nthreads % 32 != 0 || rows * 64 > pl->nthreads ||
       len < 32 * MIRS__XWARP_MIN_STEPS)
     return 1;
   return (int)(pl->nwarps / rows);
@@ -1324,6 +1324,7 @@ mirs_status mirs__plan_build(mirs_context *ctx, const mirs_graph *g, int32_t ki,
     pl->t[t].aoff = -1;
   }
   pl->pad = !ctx || ctx->opt.codegen_smem_pad;
+  pl->xwarp = !ctx || ctx->opt.codegen_xwarp;
   pl->xred = -1;
   plan_chains(pl, bg);
   plan_mma(pl, g, bg, mma);

@@ -149,6 +149,7 @@ typedef struct mirs__plan {
   double smem_once;     /* outside the forloop (loop-invariant fills, write-backs, post ops) */
   double smem_conflict; /* largest bank-conflict factor of any access (1: conflict-free) */
   bool pad;             /* staging pads strides against bank conflicts (codegen_smem_pad) */
+  bool xwarp;           /* trees of few long rows over all warps (codegen_xwarp, mirs__plan_xwarp) */
   int64_t xred;         /* smem byte offset of the cross-warp reduction scratch (one float
                          * per warp: trees whose rows are fewer than the warps,
                          * mirs__plan_xwarp), or -1 */
