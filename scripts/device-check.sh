@@ -411,7 +411,7 @@ header_of() {
   case $1 in
   runs) printf 'example\tstatus\tmax_rel_error\ttolerance\tseconds\tfile\n' ;;
   fingerprints) printf 'example\tstatus\tcpu_exit\tgpu_exit\tcpu_fingerprints\tgpu_fingerprints\n' ;;
-  bench) printf 'example\tstatus\tcandidate_us\tcand_p10\tcand_p90\tunfused_us\tspeedup\tgraph_speedup\thbm_roofline_pct\tcand_error\tbase_error\tbase_checked\ttwo_launches_us\ttwo_launches_pdl_us\n' ;;
+  bench) printf 'example\tstatus\tcandidate_us\tcand_p10\tcand_p90\tunfused_us\tspeedup\tgraph_speedup\thbm_roofline_pct\tcand_error\tbase_error\tbase_checked\tfused_us\tpdl_us\n' ;;
   scaling) printf 'example\tthreads\tstates\twall_s\tstates_per_s\tspeedup\tefficiency\tresults\tsame_results\tresults_digest\n' ;;
   esac
 }
@@ -990,10 +990,13 @@ print("\t".join([sys.argv[1], "PASS", f(cand.get("median_us")), f(cand.get("p10_
                  f(r.get("candidate_error"), "%.2e"), f(r.get("baseline_error"), "%.2e"),
                  str(r.get("baseline_checked")).lower()]))
 EOF
-  # A best with a split-K pair (one launch by default) or several kernels
-  # is also timed as two plain launches (the code the first device run
-  # timed) and as two launches under programmatic dependent launch, so
-  # the row says what fusing the pair and PDL each gain (docs/CODEGEN.md).
+  # A best with a split-K pair or several kernels (plain launches by
+  # default) is also timed with its split-K pair as one launch
+  # (--codegen-fuse-split-k=1, PDL off; the default code where there is
+  # no pair) and as plain launches under programmatic dependent launch
+  # (--codegen-pdl=1), so the row says what fusing the pair and PDL each
+  # gain or cost (docs/CODEGEN.md; both were off by default after the
+  # first H100 run timed them).
   # "-" for a one-kernel best; FAIL(rc) for a variant that failed (the
   # row's own figures stand).
   local plain=- pdl=- v med
@@ -1001,7 +1004,7 @@ EOF
     for v in 0 1; do
       # (The PDL one also under a CUDA graph: its capture, kept in the JSON.)
       timeout 60 bash -c 'mirs bench --json "$@"' _ "${cuda_opts[@]}" ${profile_opts[@]+"${profile_opts[@]}"} \
-        --device="$devname" --codegen-fuse-split-k=0 --codegen-pdl=$v $([ "$v" = 1 ] && echo --cuda-graph) \
+        --device="$devname" --codegen-fuse-split-k=$((1 - v)) --codegen-pdl=$v $([ "$v" = 1 ] && echo --cuda-graph) \
         "$f" --program="$ex/$n.graph" >"$work/bench_${n}_pdl$v.json" 2>"$work/bench_${n}_pdl$v.err"
       st=$?
       cat "$work/bench_${n}_pdl$v.err"
@@ -1025,7 +1028,7 @@ EOF
 }
 
 # multi_kernel FILE: whether the µGraph has two custom kernels or more
-# (a split-K pair, fused into one launch by default) or two launches.
+# (a split-K pair, two launches by default) or two launches.
 multi_kernel() {
   local n
   n=$(mirs show "$1" 2>/dev/null | sed -n '1s/.*: \([0-9][0-9]*\) kernels\{0,1\} (\([0-9][0-9]*\) custom).*/\1 \2/p')
@@ -1035,15 +1038,15 @@ multi_kernel() {
 
 # launch_variants_sources NAME (--dry-run): when the published example
 # NAME's best has several kernels, the harness sources of the two
-# variants the device run times (the options taken, PDL launches in one
-# and not in the other).
+# variants the device run times (the pair fused in one, PDL launches in
+# the other).
 launch_variants_sources() {
   local n=$1 f v
   f=$(best_of "$n") || return 0
   multi_kernel "$f" || return 0
   for v in 0 1; do
     mkdir -p "$work/bench_${n}_pdl$v"
-    mirs bench --codegen-fuse-split-k=0 --codegen-pdl=$v "$f" --program="$ex/$n.graph" \
+    mirs bench --codegen-fuse-split-k=$((1 - v)) --codegen-pdl=$v "$f" --program="$ex/$n.graph" \
       --source-dir="$work/bench_${n}_pdl$v" && [ -s "$work/bench_${n}_pdl$v/bench.cu" ] || return 1
   done
   grep -q 'MIRS_PDL(pdl, MIRS_LAUNCH(' "$work/bench_${n}_pdl1/cand.cu" &&
