@@ -1196,6 +1196,21 @@ static void emit_tree_loop(mirs__buf *b, int64_t len, int grp) {
     mirs__buf_printf(b, "          if (p >= %" PRId64 ")\n            continue;\n", len);
 }
 
+/* `const int ix = ...;`: the offset in a tile of strides st of the row
+ * (or element) at coordinates c0..c(nd-1) of s, the reduced dim and
+ * size-1 dims left out. */
+static void emit_row_ix(mirs__buf *b, const char *ind, int nd, const mirs__shape *s, int dim,
+                        const int64_t st[MIRS_MAX_DIMS]) {
+  mirs__buf_printf(b, "%sconst int ix = ", ind);
+  bool any = false;
+  for (int d = 0; d < nd; d++)
+    if (d != dim && s->d[d] > 1) {
+      mirs__buf_printf(b, "%sc%d * %" PRId64, any ? " + " : "", d, st[d]);
+      any = true;
+    }
+  mirs__buf_printf(b, "%s;\n", any ? "" : "0");
+}
+
 /* The cross-warp step of a tree whose rows have several warps each
  * (mirs__plan_xwarp): lane 0 of every warp puts its warp's total in the
  * scratch (pl->xred, one float a warp), a barrier, then every lane of the
@@ -1217,102 +1232,49 @@ static void emit_xwarp_combine(kgen *k, const char *ind, const char *var, const 
   mirs__buf_printf(b, "%s__syncthreads();\n", ind);
 }
 
-/* emit_reduce_tree's form for rows fewer than half the warps: warp w
- * takes row q = w % rows, its share j = w / rows (j < wpr) of the row's
- * elements p = sub + 32 (j + wpr m), so every warp works where a row of
- * one warp left the others idle (ntrans's 4096-wide row on 4 warps:
- * 128 serial loads a lane, now 32); the warps' totals are added through
- * the scratch (emit_xwarp_combine), and the normalisation of rms_norm
- * and layer_norm is spread the same way. */
-static void emit_reduce_xwarp(kgen *k, int32_t oi, int64_t rows, int64_t len, int wpr,
-                              const int64_t st[MIRS_MAX_DIMS], const mirs__shape *rsh) {
-  const mirs__bgraph *bg = k->bg;
-  const mirs__bop *op = &bg->ops[oi];
-  mirs__buf *b = k->b;
-  const mirs__shape *os = &bg->t[op->out].shape;
-  bool ln = op->op == MIRS_OP_LAYER_NORM, rms = op->op == MIRS_OP_RMS_NORM || ln;
-  const char *fn = red_fn(op->op);
-  int r = os->ndim, dim = rms ? r - 1 : op->dim;
-  int64_t span = 32 * (int64_t)wpr, J = (len + span - 1) / span;
-  mirs__buf_printf(b, "    /* %s = %s: %d warps per row, warp-shuffle trees added across warps */\n",
-                   bg->t[op->out].name, mirs__graph_ops[op->op].name, wpr);
-  mirs__buf_puts(b, "    {\n");
-  mirs__buf_printf(b,
-                   "      float *const mirs_xred = (float *)((char *)mirs_smem + %" PRId64 ");\n"
-                   "      const int w = tid >> 5, sub = tid & 31;\n"
-                   "      const int q = w %% %" PRId64 ", j = w / %" PRId64 ";\n",
-                   k->pl->xred, rows, rows);
-  if (rsh->ndim > 0)
-    emit_coords(b, "      ", "int", "q", rsh);
-  mirs__buf_puts(b, "      const int ix = ");
-  bool any = false;
-  for (int d = 0; d < rsh->ndim; d++)
-    if (d != dim && os->d[d] > 1) {
-      mirs__buf_printf(b, "%sc%d * %" PRId64, any ? " + " : "", d, st[d]);
-      any = true;
-    }
-  mirs__buf_printf(b, "%s;\n      float ss = %s;\n", any ? "" : "0", red_start(op->op));
-  /* (the loop over a lane's elements of its row) */
-  char loopx[320];
-  int nl = snprintf(loopx, sizeof loopx,
-                    "      if (j < %d)\n        for (int m = 0; m < %" PRId64 "; m++) {\n"
-                    "          const int p = sub + 32 * (j + %d * m);\n",
-                    wpr, J, wpr);
-  if (len % span != 0 && nl > 0 && (size_t)nl < sizeof loopx)
-    snprintf(loopx + nl, sizeof loopx - (size_t)nl,
-             "          if (p >= %" PRId64 ")\n            continue;\n", len);
-  mirs__buf_puts(b, loopx);
-  mirs__buf_printf(b, "          const float y = mirs_ld(t%d + (ix + p * %" PRId64 "));\n",
-                   (int)op->in[0], st[dim]);
-  if (fn)
-    mirs__buf_printf(b, "          ss = %s(ss, y);\n        }\n", fn);
-  else
-    mirs__buf_printf(b, "          ss %s;\n        }\n", rms && !ln ? "+= y * y" : "+= y");
-  for (int m = 16; m >= 1; m /= 2)
-    if (fn)
-      mirs__buf_printf(b, "      ss = %s(ss, __shfl_xor_sync(0xffffffffu, ss, %d));\n", fn, m);
-    else
-      mirs__buf_printf(b, "      ss += __shfl_xor_sync(0xffffffffu, ss, %d);\n", m);
-  emit_xwarp_combine(k, "      ", "ss", fn, red_start(op->op), rows, wpr, "q");
-  char eps[48] = "";
-  if (ln || op->eps != 0.0)
-    snprintf(eps, sizeof eps, " + %.9ef", op->eps);
-  if (ln) {
-    mirs__buf_printf(b, "      const float mu = ss / %" PRId64 ".0f;\n      ss = 0.0f;\n", len);
-    mirs__buf_puts(b, loopx);
-    mirs__buf_printf(b, "          const float y = mirs_ld(t%d + (ix + p * %" PRId64 ")) - mu;\n",
-                     (int)op->in[0], st[dim]);
-    mirs__buf_puts(b, "          ss += y * y;\n        }\n");
-    for (int m = 16; m >= 1; m /= 2)
-      mirs__buf_printf(b, "      ss += __shfl_xor_sync(0xffffffffu, ss, %d);\n", m);
-    emit_xwarp_combine(k, "      ", "ss", NULL, "0.0f", rows, wpr, "q");
-  }
-  if (!rms) {
-    mirs__buf_puts(b, "      if (j == 0 && sub == 0) {\n");
-    mirs__buf_puts(b, "        const int e = q;\n        float v = ss;\n");
-    if (op->op == MIRS_OP_MEAN)
-      mirs__buf_printf(b, "        v /= %" PRId64 ".0f;\n", len);
-    emit_chain_store(k, "        ", op->out);
-    mirs__buf_puts(b, "      }\n    }\n");
+/* The loop over a lane's elements p of row q in emit_reduce_tree: G
+ * lanes of one group a row (emit_tree_loop, rows beyond the last
+ * skipped), or across warps (wpr > 1) share j < wpr of the row's warps,
+ * p = sub + 32 (j + wpr m). */
+static void emit_row_pass(mirs__buf *b, int64_t rows, int64_t len, int grp, int wpr) {
+  if (wpr <= 1) {
+    mirs__buf_printf(b, "      if (q < %" PRId64 ")\n", rows);
+    emit_tree_loop(b, len, grp);
     return;
   }
-  if (k->fastdiv)
-    mirs__buf_printf(b, "      const float inv = 1.0f / sqrtf(ss / %" PRId64 ".0f%s);\n", len, eps);
-  else
-    mirs__buf_printf(b, "      const float rms = sqrtf(ss / %" PRId64 ".0f%s);\n", len, eps);
-  mirs__buf_puts(b, loopx);
-  mirs__buf_printf(b, "          const int c%d = p, e = q * %" PRId64 " + p;\n          (void)c%d; (void)e;\n",
-                   r - 1, len, r - 1);
-  mirs__buf_printf(b, "          float v = (mirs_ld(t%d + (ix + p * %" PRId64 "))%s) %s;\n",
-                   (int)op->in[0], st[dim], ln ? " - mu" : "", k->fastdiv ? "* inv" : "/ rms");
-  emit_chain_store(k, "          ", op->out);
-  mirs__buf_puts(b, "        }\n    }\n");
+  int64_t span = 32 * (int64_t)wpr;
+  mirs__buf_printf(b,
+                   "      if (j < %d)\n        for (int m = 0; m < %" PRId64 "; m++) {\n"
+                   "          const int p = sub + 32 * (j + %d * m);\n",
+                   wpr, (len + span - 1) / span, wpr);
+  if (len % span != 0)
+    mirs__buf_printf(b, "          if (p >= %" PRId64 ")\n            continue;\n", len);
+}
+
+/* The butterfly over lanes from/2.. of a group (fn: fmaxf/fminf, or NULL
+ * for +), then, across warps, the warps' totals of the row added. */
+static void emit_row_total(kgen *k, const char *fn, const char *start, int from, int64_t rows,
+                           int wpr) {
+  for (int m = from / 2; m >= 1; m /= 2)
+    if (fn)
+      mirs__buf_printf(k->b, "      ss = %s(ss, __shfl_xor_sync(0xffffffffu, ss, %d));\n", fn, m);
+    else
+      mirs__buf_printf(k->b, "      ss += __shfl_xor_sync(0xffffffffu, ss, %d);\n", m);
+  if (wpr > 1)
+    emit_xwarp_combine(k, "      ", "ss", fn, start, rows, wpr, "q");
 }
 
 /* Emit a block sum or rms_norm as a tree: G lanes per reduced row each
  * take every G-th element, a __shfl_xor_sync butterfly gives all of them
  * the row's total; then lane 0 stores the sum (sum), or every lane
- * normalises its elements of the row (rms_norm), through the chain. */
+ * normalises its elements of the row (rms_norm), through the chain.
+ * Rows fewer than half the warps and long (mirs__plan_xwarp) take
+ * several warps each: warp w takes row q = w % rows, its share
+ * j = w / rows of the row's elements, so every warp works where a row of
+ * one warp left the others idle (ntrans's 4096-wide row on 4 warps: 128
+ * serial loads a lane, now 32); the warps' totals are added through the
+ * scratch (emit_xwarp_combine), and the normalisation is spread the
+ * same way. */
 static void emit_reduce_tree(kgen *k, int32_t oi) {
   const mirs__bgraph *bg = k->bg;
   const mirs__bop *op = &bg->ops[oi];
@@ -1329,53 +1291,53 @@ static void emit_reduce_tree(kgen *k, int32_t oi) {
   if (rms)
     rsh.ndim = r - 1;
   int wpr = mirs__plan_xwarp(k->pl, rows, len, grp);
-  if (wpr > 1 && k->pl->xred >= 0) {
-    emit_reduce_xwarp(k, oi, rows, len, wpr, st, &rsh);
-    return;
+  if (wpr <= 1 || k->pl->xred < 0)
+    wpr = 1;
+  int from = wpr > 1 ? 32 : grp; /* (the butterfly's lanes) */
+  if (wpr > 1) {
+    mirs__buf_printf(b, "    /* %s = %s: %d warps per row, warp-shuffle trees added across warps */\n",
+                     bg->t[op->out].name, mirs__graph_ops[op->op].name, wpr);
+    mirs__buf_puts(b, "    {\n");
+    mirs__buf_printf(b,
+                     "      float *const mirs_xred = (float *)((char *)mirs_smem + %" PRId64 ");\n"
+                     "      const int w = tid >> 5, sub = tid & 31;\n"
+                     "      const int q = w %% %" PRId64 ", j = w / %" PRId64 ";\n",
+                     k->pl->xred, rows, rows);
+  } else {
+    mirs__buf_printf(b, "    /* %s = %s: %d lanes per row, warp-shuffle tree */\n",
+                     bg->t[op->out].name, mirs__graph_ops[op->op].name, grp);
+    mirs__buf_printf(b, "    for (int r = 0; r < %" PRId64 "; r++) {\n", per);
+    mirs__buf_printf(b, "      const int q = (tid >> %d) + r * %" PRId64 ", sub = tid & %d;\n",
+                     ilog2(grp), groups, grp - 1);
   }
-  mirs__buf_printf(b, "    /* %s = %s: %d lanes per row, warp-shuffle tree */\n", bg->t[op->out].name,
-                   mirs__graph_ops[op->op].name, grp);
-  mirs__buf_printf(b, "    for (int r = 0; r < %" PRId64 "; r++) {\n", per);
-  mirs__buf_printf(b, "      const int q = (tid >> %d) + r * %" PRId64 ", sub = tid & %d;\n",
-                   ilog2(grp), groups, grp - 1);
   if (rsh.ndim > 0)
     emit_coords(b, "      ", "int", "q", &rsh);
-  mirs__buf_puts(b, "      const int ix = ");
-  bool any = false;
-  for (int d = 0; d < rsh.ndim; d++)
-    if (d != dim && os->d[d] > 1) {
-      mirs__buf_printf(b, "%sc%d * %" PRId64, any ? " + " : "", d, st[d]);
-      any = true;
-    }
-  mirs__buf_printf(b, "%s;\n      float ss = %s;\n", any ? "" : "0", red_start(op->op));
-  mirs__buf_printf(b, "      if (q < %" PRId64 ")\n", rows);
-  emit_tree_loop(b, len, grp);
+  emit_row_ix(b, "      ", rsh.ndim, os, dim, st);
+  mirs__buf_printf(b, "      float ss = %s;\n", red_start(op->op));
+  emit_row_pass(b, rows, len, grp, wpr);
   mirs__buf_printf(b, "          const float y = mirs_ld(t%d + (ix + p * %" PRId64 "));\n",
                    (int)op->in[0], st[dim]);
   if (fn)
     mirs__buf_printf(b, "          ss = %s(ss, y);\n        }\n", fn);
   else
     mirs__buf_printf(b, "          ss %s;\n        }\n", rms && !ln ? "+= y * y" : "+= y");
-  for (int m = grp / 2; m >= 1; m /= 2)
-    if (fn)
-      mirs__buf_printf(b, "      ss = %s(ss, __shfl_xor_sync(0xffffffffu, ss, %d));\n", fn, m);
-    else
-      mirs__buf_printf(b, "      ss += __shfl_xor_sync(0xffffffffu, ss, %d);\n", m);
+  emit_row_total(k, fn, red_start(op->op), from, rows, wpr);
   char eps[48] = "";
   if (ln || op->eps != 0.0) /* (layer_norm's always, rms_norm's when it has one) */
     snprintf(eps, sizeof eps, " + %.9ef", op->eps);
   if (ln) { /* the row's mean, then a second pass for the variance */
     mirs__buf_printf(b, "      const float mu = ss / %" PRId64 ".0f;\n      ss = 0.0f;\n", len);
-    mirs__buf_printf(b, "      if (q < %" PRId64 ")\n", rows);
-    emit_tree_loop(b, len, grp);
+    emit_row_pass(b, rows, len, grp, wpr);
     mirs__buf_printf(b, "          const float y = mirs_ld(t%d + (ix + p * %" PRId64 ")) - mu;\n",
                      (int)op->in[0], st[dim]);
     mirs__buf_puts(b, "          ss += y * y;\n        }\n");
-    for (int m = grp / 2; m >= 1; m /= 2)
-      mirs__buf_printf(b, "      ss += __shfl_xor_sync(0xffffffffu, ss, %d);\n", m);
+    emit_row_total(k, NULL, "0.0f", from, rows, wpr);
   }
   if (!rms) {
-    mirs__buf_printf(b, "      if (q < %" PRId64 " && sub == 0) {\n", rows);
+    if (wpr > 1)
+      mirs__buf_puts(b, "      if (j == 0 && sub == 0) {\n");
+    else
+      mirs__buf_printf(b, "      if (q < %" PRId64 " && sub == 0) {\n", rows);
     mirs__buf_puts(b, "        const int e = q;\n        float v = ss;\n");
     if (op->op == MIRS_OP_MEAN)
       mirs__buf_printf(b, "        v /= %" PRId64 ".0f;\n", len);
@@ -1387,8 +1349,7 @@ static void emit_reduce_tree(kgen *k, int32_t oi) {
     mirs__buf_printf(b, "      const float inv = 1.0f / sqrtf(ss / %" PRId64 ".0f%s);\n", len, eps);
   else
     mirs__buf_printf(b, "      const float rms = sqrtf(ss / %" PRId64 ".0f%s);\n", len, eps);
-  mirs__buf_printf(b, "      if (q < %" PRId64 ")\n", rows);
-  emit_tree_loop(b, len, grp);
+  emit_row_pass(b, rows, len, grp, wpr);
   mirs__buf_printf(b, "          const int c%d = p, e = q * %" PRId64 " + p;\n          (void)c%d; (void)e;\n",
                    r - 1, len, r - 1);
   /* (every pass at the reduced dim's tile stride, as the first) */
@@ -1508,12 +1469,14 @@ static void emit_accum_tree(kgen *k, const mirs__bop *op) {
   tile_strides(k, op->in[0], xst);
   bool rms = op->op == MIRS_OP_ACCUM_RMS;
   int dim = rms ? xs->ndim - 1 : op->dim;
+  /* Across warps (mirs__plan_xwarp; elements fewer than half the warps):
+   * warp w adds share j = w / n of element e = w % n, the warps' totals
+   * through the scratch; the owners (w < n, as in the one-warp form) add
+   * the element's total to their accumulator, the other warps' stay 0
+   * as before. */
   int wpr = mirs__plan_xwarp(k->pl, n, xs->d[dim], grp);
-  if (wpr > 1 && k->pl->xred >= 0 && per == 1) {
-    /* Warp w adds share j = w / n of element e = w % n (elements fewer
-     * than half the warps), the warps' totals through the scratch; the
-     * owners (w < n, as in the one-warp form) add the element's total to
-     * their accumulator, the other warps' stay 0 as before. */
+  bool xw = wpr > 1 && k->pl->xred >= 0 && per == 1;
+  if (xw) {
     mirs__buf_printf(b, "    /* %s = %s(%s): %d warps per element, warp-shuffle trees added across warps */\n",
                      bg->t[t].name, mirs__graph_ops[op->op].name, bg->t[op->in[0]].name, wpr);
     mirs__buf_printf(b,
@@ -1522,48 +1485,29 @@ static void emit_accum_tree(kgen *k, const mirs__bop *op) {
                      "      const int e = w %% %" PRId64 ", j = w / %" PRId64 ";\n"
                      "      float v = 0.0f;\n      if (j < %d) {\n",
                      k->pl->xred, n, n, wpr);
-    emit_coords(b, "        ", "int", "e", as);
-    mirs__buf_puts(b, "        const int ix = ");
-    bool any = false;
-    for (int d = 0; d < as->ndim; d++)
-      if (d != dim && as->d[d] > 1) {
-        mirs__buf_printf(b, "%sc%d * %" PRId64, any ? " + " : "", d, xst[d]);
-        any = true;
-      }
-    mirs__buf_printf(b, "%s;\n", any ? "" : "0");
-    mirs__buf_printf(b, "        for (int p = sub + 32 * j; p < %" PRId64 "; p += %d) {\n", xs->d[dim],
-                     32 * wpr);
-    mirs__buf_printf(b, "          const float y = mirs_ld(t%d + (ix + p * %" PRId64 "));\n",
-                     (int)op->in[0], xst[dim]);
-    mirs__buf_printf(b, "          v += %s;\n        }\n      }\n", rms ? "y * y" : "y");
-    for (int m = 16; m >= 1; m /= 2)
-      mirs__buf_printf(b, "      v += __shfl_xor_sync(0xffffffffu, v, %d);\n", m);
-    emit_xwarp_combine(k, "      ", "v", NULL, "0.0f", n, wpr, "e");
-    mirs__buf_printf(b, "      if (w < %" PRId64 ")\n        acc%d[0] += v;\n    }\n", n, (int)t);
-    return;
+  } else {
+    mirs__buf_printf(b, "    /* %s = %s(%s): %d lanes per element, warp-shuffle tree */\n",
+                     bg->t[t].name, mirs__graph_ops[op->op].name, bg->t[op->in[0]].name, grp);
+    mirs__buf_printf(b, "    MIRS_UNROLL for (int r = 0; r < %" PRId64 "; r++) {\n", per);
+    mirs__buf_printf(b, "      const int e = (tid >> %d) + r * %d, sub = tid & %d;\n", ilog2(grp),
+                     k->nthreads / grp, grp - 1);
+    mirs__buf_printf(b, "      float v = 0.0f;\n      if (e < %" PRId64 ") {\n", n);
   }
-  mirs__buf_printf(b, "    /* %s = %s(%s): %d lanes per element, warp-shuffle tree */\n",
-                   bg->t[t].name, mirs__graph_ops[op->op].name, bg->t[op->in[0]].name, grp);
-  mirs__buf_printf(b, "    MIRS_UNROLL for (int r = 0; r < %" PRId64 "; r++) {\n", per);
-  mirs__buf_printf(b, "      const int e = (tid >> %d) + r * %d, sub = tid & %d;\n", ilog2(grp),
-                   k->nthreads / grp, grp - 1);
-  mirs__buf_printf(b, "      float v = 0.0f;\n      if (e < %" PRId64 ") {\n", n);
   emit_coords(b, "        ", "int", "e", as);
-  mirs__buf_puts(b, "        const int ix = ");
-  bool any = false;
-  for (int d = 0; d < as->ndim; d++)
-    if (d != dim && as->d[d] > 1) {
-      mirs__buf_printf(b, "%sc%d * %" PRId64, any ? " + " : "", d, xst[d]);
-      any = true;
-    }
-  mirs__buf_printf(b, "%s;\n", any ? "" : "0");
-  mirs__buf_printf(b, "        for (int p = sub; p < %" PRId64 "; p += %d) {\n", xs->d[dim], grp);
+  emit_row_ix(b, "        ", as->ndim, as, dim, xst);
+  mirs__buf_printf(b, "        for (int p = sub%s; p < %" PRId64 "; p += %d) {\n", xw ? " + 32 * j" : "",
+                   xs->d[dim], xw ? 32 * wpr : grp);
   mirs__buf_printf(b, "          const float y = mirs_ld(t%d + (ix + p * %" PRId64 "));\n",
                    (int)op->in[0], xst[dim]);
   mirs__buf_printf(b, "          v += %s;\n        }\n      }\n", rms ? "y * y" : "y");
-  for (int m = grp / 2; m >= 1; m /= 2)
+  for (int m = xw ? 16 : grp / 2; m >= 1; m /= 2)
     mirs__buf_printf(b, "      v += __shfl_xor_sync(0xffffffffu, v, %d);\n", m);
-  mirs__buf_printf(b, "      acc%d[r] += v;\n    }\n", (int)t);
+  if (xw) {
+    emit_xwarp_combine(k, "      ", "v", NULL, "0.0f", n, wpr, "e");
+    mirs__buf_printf(b, "      if (w < %" PRId64 ")\n        acc%d[0] += v;\n    }\n", n, (int)t);
+  } else {
+    mirs__buf_printf(b, "      acc%d[r] += v;\n    }\n", (int)t);
+  }
 }
 
 /* Emit an ACCUM* step: this iteration's contribution to the owned elements. */
